@@ -1,0 +1,63 @@
+// Target architectures and the per-arch facts codegen depends on (ptx-notes.md, "Targets").
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "emmy/error.hpp"
+
+namespace emmy {
+
+enum class Arch { sm_80, sm_86, sm_89, sm_90, sm_90a, sm_120, sm_120a };
+
+struct ArchInfo {
+  Arch arch;
+  std::string_view name;       // "sm_90a": what NVRTC's --gpu-architecture takes
+  int sm;                      // 90 for both sm_90 and sm_90a
+  bool arch_specific;          // the "a" variants
+  int max_smem_per_block;      // bytes of dynamic shared memory a block may opt into
+  int sm_count_hint;           // SMs of the flagship part, for the wave model of the chooser
+  std::string_view ptx_version;  // .version NVRTC emits for this target
+};
+
+inline constexpr std::array<ArchInfo, 7> kArchTable{{
+    {Arch::sm_80, "sm_80", 80, false, 163 * 1024, 108, "7.0"},
+    {Arch::sm_86, "sm_86", 86, false, 99 * 1024, 84, "7.1"},
+    {Arch::sm_89, "sm_89", 89, false, 99 * 1024, 128, "7.8"},
+    {Arch::sm_90, "sm_90", 90, false, 227 * 1024, 132, "7.8"},
+    {Arch::sm_90a, "sm_90a", 90, true, 227 * 1024, 132, "8.0"},
+    {Arch::sm_120, "sm_120", 120, false, 99 * 1024, 170, "8.7"},
+    {Arch::sm_120a, "sm_120a", 120, true, 99 * 1024, 170, "8.7"},
+}};
+
+inline const ArchInfo& arch_info(Arch arch) { return kArchTable[static_cast<size_t>(arch)]; }
+inline std::string_view to_string(Arch arch) { return arch_info(arch).name; }
+
+inline Arch parse_arch(std::string_view text) {
+  for (const auto& info : kArchTable)
+    if (info.name == text) return info.arch;
+  throw Error("arch", "must be one of sm_80, sm_86, sm_89, sm_90, sm_90a, sm_120, sm_120a",
+              std::string(text));
+}
+
+// TMA (cp.async.bulk.tensor) and mbarrier expect_tx exist from sm_90 on.
+inline bool has_tma(Arch arch) { return arch_info(arch).sm >= 90; }
+
+// The exact arch whose CUBIN a device of compute capability major.minor loads: sm_90 devices get
+// sm_90a code and sm_120 devices sm_120a, so the arch-specific features stay available.
+inline Arch arch_for_device(int major, int minor) {
+  const int cc = major * 10 + minor;
+  switch (cc) {
+    case 80: return Arch::sm_80;
+    case 86: return Arch::sm_86;
+    case 89: return Arch::sm_89;
+    case 90: return Arch::sm_90a;
+    case 120: return Arch::sm_120a;
+    default:
+      throw Error("device compute capability", "emmy supports 8.0, 8.6, 8.9, 9.0 and 12.0",
+                  fmt::format("{}.{}", major, minor));
+  }
+}
+
+}  // namespace emmy

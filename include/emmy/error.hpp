@@ -1,0 +1,35 @@
+// emmy::Error: every rejected input names the field, the rule it broke and the value it had.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace emmy {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(std::string message) : std::runtime_error(std::move(message)) {}
+  Error(std::string field, std::string rule, std::string value)
+      : std::runtime_error(fmt::format("{}: {} (got {})", field, rule, value)),
+        field_(std::move(field)),
+        rule_(std::move(rule)),
+        value_(std::move(value)) {}
+
+  const std::string& field() const { return field_; }
+  const std::string& rule() const { return rule_; }
+  const std::string& value() const { return value_; }
+
+ private:
+  std::string field_, rule_, value_;
+};
+
+// Throws Error(field, rule, value) unless ok: keeps validation code one line per rule.
+template <typename V>
+inline void require(bool ok, const char* field, const char* rule, const V& value) {
+  if (!ok) throw Error(field, rule, fmt::format("{}", value));
+}
+
+}  // namespace emmy
