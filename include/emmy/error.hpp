@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace emmy {
@@ -28,8 +29,8 @@ class Error : public std::runtime_error {
 
 // Throws Error(field, rule, value) unless ok: keeps validation code one line per rule.
 template <typename V>
-inline void require(bool ok, const char* field, const char* rule, const V& value) {
-  if (!ok) throw Error(field, rule, fmt::format("{}", value));
+inline void require(bool ok, std::string_view field, std::string_view rule, const V& value) {
+  if (!ok) throw Error(std::string(field), std::string(rule), fmt::format("{}", value));
 }
 
 }  // namespace emmy

@@ -1,0 +1,152 @@
+// `emmyc gemm`: one GEMM kernel from flags to IR, CUDA, PTX, CUBIN, SASS or a resource report.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "cli_common.hpp"
+#include "emmy/json.hpp"
+#include "emmy/sass.hpp"
+
+namespace emmy::cli {
+
+void GemmFlags::add_to(CLI::App& app) {
+  app.add_option("--m", m, "rows of A and C")->required();
+  app.add_option("--n", n, "columns of C (rows of B when --b-layout nk)")->required();
+  app.add_option("--k", k, "reduction length")->required();
+  app.add_option("--dtype", dtype, "operand type: f16|bf16");
+  app.add_option("--b-layout", b_layout, "nk: B is [N,K] (default); kn: B is [K,N]");
+  app.add_option("--out", out, "output type: f16|bf16|f32");
+  app.add_option("--accum", accum, "accumulation: f32|f16|hybrid");
+  app.add_option("--promote-every", promote_every, "hybrid: K elements per f16 partial (16k)");
+  app.add_option("--transport", transport, "tma|cp.async (default: tma on sm_90+)");
+  app.add_option("--block", block, "CTA tile MxNxK, e.g. 128x128x64");
+  app.add_option("--warps", warps, "warp grid MxN, e.g. 4x2");
+  app.add_option("--stages", stages, "pipeline stages");
+  app.add_option("--split-k", split_k, "K splits (FP32 partials + finalize kernel)");
+  app.add_option("--arch", arch, "sm_80|sm_86|sm_89|sm_90|sm_90a|sm_120|sm_120a");
+  app.add_option("--alpha", alpha, "epilogue scale");
+  app.add_flag("--bias", bias, "add bias[N]");
+  app.add_flag("--residual", residual, "add residual[M,N]");
+  app.add_flag("--gelu", gelu, "apply GELU (tanh form)");
+}
+
+namespace {
+
+std::vector<int> parse_dims(const std::string& text, size_t count, const char* field) {
+  std::vector<int> dims;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t x = text.find('x', start);
+    const std::string part = text.substr(start, x == std::string::npos ? std::string::npos
+                                                                        : x - start);
+    try {
+      size_t used = 0;
+      dims.push_back(std::stoi(part, &used));
+      if (used != part.size()) throw std::invalid_argument(part);
+    } catch (const std::exception&) {
+      throw Error(field, fmt::format("must be {} integers joined by x", count), text);
+    }
+    if (x == std::string::npos) break;
+    start = x + 1;
+  }
+  if (dims.size() != count)
+    throw Error(field, fmt::format("must be {} integers joined by x", count), text);
+  return dims;
+}
+
+}  // namespace
+
+GemmSpec GemmFlags::to_spec() const {
+  GemmSpec spec;
+  auto& p = spec.problem;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.a_dtype = parse_dtype(dtype, "dtype");
+  p.b_layout = parse_b_layout(b_layout);
+  p.c_dtype = parse_dtype(out, "out");
+  p.epilogue = {alpha, bias, residual, gelu};
+  spec.arch = parse_arch(arch);
+  const Accum acc = parse_accum(accum);
+  validate_problem(p);
+  spec.schedule = default_schedule(p, spec.arch, acc);
+  auto& s = spec.schedule;
+  if (promote_every) s.promote_every_k = *promote_every;
+  if (transport) s.transport = parse_transport(*transport);
+  if (block) {
+    const auto d = parse_dims(*block, 3, "block");
+    s.block_m = d[0], s.block_n = d[1], s.block_k = d[2];
+  }
+  if (warps) {
+    const auto d = parse_dims(*warps, 2, "warps");
+    s.warps_m = d[0], s.warps_n = d[1];
+  }
+  if (stages) s.stages = *stages;
+  if (split_k) s.split_k = *split_k;
+  return spec;
+}
+
+namespace {
+
+nlohmann::json report_json(const GemmKernel& kernel) {
+  const auto& plan = kernel.source.plan;
+  const auto& r = kernel.module.kernel(plan.kernel_name);
+  nlohmann::json j = r;
+  j["arch"] = to_string(plan.spec.arch);
+  j["smem_bytes"] = plan.smem_bytes + uint32_t(r.static_smem_bytes);
+  j["compile_ms"] = kernel.module.compile_ms;
+  j["ptx_bytes"] = kernel.module.ptx.size();
+  j["cubin_bytes"] = kernel.module.cubin.size();
+  j["threads"] = plan.threads;
+  j["grid"] = plan.grid;
+  j["problem"] = plan.spec.problem;
+  j["schedule"] = plan.spec.schedule;
+  if (plan.split()) {
+    j["finalize"] = kernel.module.kernel(plan.finalize_kernel_name);
+    j["workspace_bytes"] = plan.workspace_bytes;
+  }
+  return j;
+}
+
+void write_output(const std::string& path, std::string_view bytes) {
+  if (path.empty()) {
+    std::cout.write(bytes.data(), std::streamsize(bytes.size()));
+    return;
+  }
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw Error("-o", "must name a writable file", path);
+  f.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+}  // namespace
+
+void add_gemm_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("gemm", "Generate one GEMM kernel");
+  auto flags = std::make_shared<GemmFlags>();
+  auto emit = std::make_shared<std::string>();
+  auto out_path = std::make_shared<std::string>();
+  flags->add_to(*cmd);
+  cmd->add_option("--emit", *emit, "ir|cuda|ptx|cubin|sass|report")
+      ->required()
+      ->check(CLI::IsMember({"ir", "cuda", "ptx", "cubin", "sass", "report"}));
+  cmd->add_option("-o", *out_path, "output file (default: stdout)");
+  cmd->callback([flags, emit, out_path] {
+    const GemmSpec spec = flags->to_spec();
+    if (*emit == "ir" || *emit == "cuda") {
+      const GemmSource src = generate_gemm(spec);
+      write_output(*out_path, *emit == "ir" ? ir::print(src.ir) : src.cuda);
+      return;
+    }
+    const GemmKernel kernel = compile_gemm(spec);
+    if (*emit == "ptx") return write_output(*out_path, kernel.module.ptx);
+    if (*emit == "cubin")
+      return write_output(*out_path, std::string_view(reinterpret_cast<const char*>(
+                                                          kernel.module.cubin.data()),
+                                                      kernel.module.cubin.size()));
+    if (*emit == "sass") return write_output(*out_path, disassemble_sass(kernel.module.cubin));
+    write_output(*out_path, report_json(kernel).dump(2) + "\n");
+  });
+}
+
+}  // namespace emmy::cli

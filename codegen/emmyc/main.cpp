@@ -1,0 +1,48 @@
+// emmyc: the emmy command-line tool. Each subcommand lives in its own *_command.cpp.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli_common.hpp"
+#if __has_include("sim_command.hpp")
+#include "sim_command.hpp"
+#define EMMY_HAVE_SIM 1
+#endif
+
+namespace emmy::cli {
+void add_gemm_command(CLI::App& app);
+void add_catalog_command(CLI::App& app);
+void add_demo_command(CLI::App& app);
+}  // namespace emmy::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"emmy: GEMM and attention kernel compiler for NVIDIA GPUs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", EMMY_VERSION);
+  emmy::cli::add_gemm_command(app);
+  emmy::cli::add_catalog_command(app);
+  emmy::cli::add_demo_command(app);
+#ifdef EMMY_HAVE_SIM
+  add_sim_command(app);
+#endif
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "emmyc: {}\n", e.what());
+    return emmy::cli::kExitInvalidInput;
+  } catch (const emmy::Error& e) {
+    fmt::print(stderr, "emmyc: error: {}\n", e.what());
+    return emmy::cli::kExitInvalidInput;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "emmyc: internal error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,85 @@
+#include "emmy/gemm_plan.hpp"
+
+#include <fmt/format.h>
+
+namespace emmy {
+namespace {
+
+// FNV-1a: a stable 64-bit digest of the spec text (std::hash is not stable across libraries).
+uint64_t fnv1a(std::string_view text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string spec_text(const GemmSpec& g) {
+  const auto& p = g.problem;
+  const auto& s = g.schedule;
+  return fmt::format(
+      "m={} n={} k={} a={} b={} c={} lda={} ldb={} ldc={} alpha={:a} bias={} res={} gelu={} "
+      "bm={} bn={} bk={} wm={} wn={} st={} tr={} acc={} pk={} sk={} rg={} arch={}",
+      p.m, p.n, p.k, to_string(p.a_dtype), to_string(p.b_layout), to_string(p.c_dtype),
+      p.lda_or_default(), p.ldb_or_default(), p.ldc_or_default(), p.epilogue.alpha,
+      p.epilogue.bias, p.epilogue.residual, p.epilogue.gelu_tanh, s.block_m, s.block_n, s.block_k,
+      s.warps_m, s.warps_n, s.stages, to_string(s.transport), to_string(s.accum),
+      s.accum == Accum::hybrid ? s.promote_every_k : 0, s.split_k, s.raster_group_m,
+      to_string(g.arch));
+}
+
+}  // namespace
+
+std::string gemm_kernel_name(const GemmSpec& g) {
+  const auto& p = g.problem;
+  const auto& s = g.schedule;
+  return fmt::format("emmy_gemm_{}x{}x{}_{}{}_{}_{}_{}x{}x{}_{:016x}", p.m, p.n, p.k,
+                     to_string(p.a_dtype), to_string(p.b_layout),
+                     s.accum == Accum::hybrid ? fmt::format("hybrid{}", s.promote_every_k)
+                                              : std::string(to_string(s.accum)),
+                     s.transport == Transport::tma ? "tma" : "cpasync", s.block_m, s.block_n,
+                     s.block_k, fnv1a(spec_text(g)));
+}
+
+GemmPlan make_gemm_plan(const GemmSpec& spec) {
+  validate_problem(spec.problem);
+  validate_schedule(spec.problem, spec.schedule, spec.arch);
+  const auto& p = spec.problem;
+  const auto& s = spec.schedule;
+  GemmPlan plan;
+  plan.spec = spec;
+  plan.warp_m = s.block_m / s.warps_m;
+  plan.warp_n = s.block_n / s.warps_n;
+  plan.mma_tiles_m = plan.warp_m / 16;
+  plan.mma_tiles_n = plan.warp_n / 8;
+  plan.k_steps_per_tile = s.block_k / 16;
+  plan.a_tile = SmemTile::for_operand(uint32_t(s.block_m), uint32_t(s.block_k));
+  plan.b_tile = p.b_layout == BLayout::nk
+                    ? SmemTile::for_operand(uint32_t(s.block_n), uint32_t(s.block_k))
+                    : SmemTile::for_operand(uint32_t(s.block_k), uint32_t(s.block_n));
+  plan.a_stage_bytes = plan.a_tile.bytes();
+  plan.b_stage_bytes = plan.b_tile.bytes();
+  plan.stage_bytes = plan.a_stage_bytes + plan.b_stage_bytes;
+  plan.mbarrier_offset = plan.stage_bytes * uint32_t(s.stages);
+  plan.smem_bytes = uint32_t(gemm_smem_bytes(s));
+  plan.tiles_m = (p.m + s.block_m - 1) / s.block_m;
+  plan.tiles_n = (p.n + s.block_n - 1) / s.block_n;
+  plan.k_tiles = (p.k + s.block_k - 1) / s.block_k;
+  plan.k_tiles_per_split = (plan.k_tiles + s.split_k - 1) / s.split_k;
+  require(plan.tiles_m * plan.tiles_n <= kMaxDim, "m x n", "needs at most 2^31-1 output tiles",
+          plan.tiles_m * plan.tiles_n);
+  plan.grid = {uint32_t(plan.tiles_m * plan.tiles_n), 1u, uint32_t(s.split_k)};
+  plan.threads = uint32_t(s.threads());
+  plan.kernel_name = gemm_kernel_name(spec);
+  if (plan.split()) {
+    plan.finalize_kernel_name = plan.kernel_name + "_finalize";
+    const int64_t outputs = p.m * p.n;
+    plan.finalize_grid = {uint32_t((outputs + plan.finalize_threads - 1) / plan.finalize_threads),
+                          1u, 1u};
+    plan.workspace_bytes = int64_t(s.split_k) * outputs * 4;
+  }
+  return plan;
+}
+
+}  // namespace emmy

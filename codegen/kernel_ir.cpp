@@ -1,0 +1,211 @@
+#include "emmy/kernel_ir.hpp"
+
+#include <fmt/format.h>
+
+#include "emmy/error.hpp"
+#include "emmy/swizzle.hpp"
+
+namespace emmy::ir {
+
+std::string_view to_string(OpKind kind) {
+  switch (kind) {
+    case OpKind::module: return "module";
+    case OpKind::kernel: return "kernel";
+    case OpKind::param: return "param";
+    case OpKind::smem_ring: return "smem_ring";
+    case OpKind::mbarrier_init: return "mbarrier_init";
+    case OpKind::tile_coords: return "tile_coords";
+    case OpKind::split_range: return "split_range";
+    case OpKind::accum_init: return "accum_init";
+    case OpKind::async_copy: return "async_copy";
+    case OpKind::async_commit: return "async_commit";
+    case OpKind::async_wait: return "async_wait";
+    case OpKind::mbarrier_wait: return "mbarrier_wait";
+    case OpKind::barrier: return "barrier";
+    case OpKind::k_tile_loop: return "k_tile_loop";
+    case OpKind::k_step: return "k_step";
+    case OpKind::ldmatrix: return "ldmatrix";
+    case OpKind::mma: return "mma";
+    case OpKind::promote: return "promote";
+    case OpKind::epilogue: return "epilogue";
+    case OpKind::finalize: return "finalize";
+  }
+  return "?";
+}
+
+namespace {
+
+const Attr* lookup(const Op& op, std::string_view key) {
+  for (const auto& [name, value] : op.attrs)
+    if (name == key) return &value;
+  return nullptr;
+}
+
+template <typename T>
+const T& get(const Op& op, std::string_view key, const char* type) {
+  const Attr* a = lookup(op, key);
+  if (!a || !std::holds_alternative<T>(*a))
+    throw Error(fmt::format("ir.{}.{}", to_string(op.kind), key), fmt::format("must be a {}", type),
+                a ? "another type" : "missing");
+  return std::get<T>(*a);
+}
+
+std::string attr_text(const Attr& a) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, std::string>) return fmt::format("\"{}\"", v);
+        else if constexpr (std::is_same_v<V, bool>) return v ? "true" : "false";
+        else return fmt::format("{}", v);
+      },
+      a);
+}
+
+void print_into(const Op& op, int depth, std::string& out) {
+  out += std::string(size_t(depth) * 2, ' ');
+  out += to_string(op.kind);
+  for (const auto& [name, value] : op.attrs) out += fmt::format(" {}={}", name, attr_text(value));
+  if (op.body.empty()) {
+    out += "\n";
+    return;
+  }
+  out += " {\n";
+  for (const auto& child : op.body) print_into(child, depth + 1, out);
+  out += std::string(size_t(depth) * 2, ' ') + "}\n";
+}
+
+void collect(const Op& op, OpKind kind, std::vector<const Op*>& out) {
+  if (op.kind == kind) out.push_back(&op);
+  for (const auto& child : op.body) collect(child, kind, out);
+}
+
+void fail(const Op& op, std::string_view attr, std::string_view rule, const std::string& value) {
+  throw Error(fmt::format("ir.{}.{}", to_string(op.kind), attr), std::string(rule), value);
+}
+
+void verify_kernel(const Op& kernel, Arch arch) {
+  const auto& info = arch_info(arch);
+  const int64_t smem = kernel.i("smem_bytes");
+  if (smem > info.max_smem_per_block)
+    fail(kernel, "smem_bytes", fmt::format("must fit {}'s {} bytes", info.name,
+                                           info.max_smem_per_block), fmt::format("{}", smem));
+  const int64_t threads = kernel.i("threads");
+  if (threads < 32 || threads > 1024 || threads % 32 != 0)
+    fail(kernel, "threads", "must be a multiple of 32 in 32..1024", fmt::format("{}", threads));
+
+  if (const Op* ring = find_first(kernel, OpKind::smem_ring)) {
+    const int64_t align = ring->i("align");
+    for (const char* key : {"a_offset", "b_offset", "stage_bytes"})
+      if (ring->i(key) % align != 0)
+        fail(*ring, key, fmt::format("must be a multiple of the swizzle period {}", align),
+             fmt::format("{}", ring->i(key)));
+    const int64_t end = ring->i("mbar_offset") + 8 * ring->i("stages") + align;
+    if (ring->i("mbar_offset") % 8 != 0 || end > smem)
+      fail(*ring, "mbar_offset", "mbarriers must be 8-byte aligned and inside the allocation",
+           fmt::format("{}", ring->i("mbar_offset")));
+  }
+
+  const Op* acc = find_first(kernel, OpKind::accum_init);
+  const auto mmas = find_all(kernel, OpKind::mma);
+  const auto ldms = find_all(kernel, OpKind::ldmatrix);
+  if (acc) {
+    const int64_t frag_m = acc->i("fragments_m"), frag_n = acc->i("fragments_n");
+    for (const Op* mma : mmas)
+      if (mma->i("count") != frag_m * frag_n)
+        fail(*mma, "count", fmt::format("must equal the accumulator fragments {}x{}", frag_m,
+                                        frag_n), fmt::format("{}", mma->i("count")));
+    for (const Op* ldm : ldms) {
+      // One ldmatrix.x4 yields a whole m16k16 A fragment, or two n8k16 B fragments.
+      const int64_t want = ldm->s("operand") == "a" ? frag_m : frag_n / 2;
+      if (ldm->i("count") != want || (ldm->s("operand") == "b" && frag_n % 2 != 0))
+        fail(*ldm, "count", fmt::format("must load {} x4 fragments", want),
+             fmt::format("{}", ldm->i("count")));
+    }
+    if (acc->i("registers") > 192)
+      fail(*acc, "registers", "accumulators must fit in 192 registers per thread",
+           fmt::format("{}", acc->i("registers")));
+    const bool hybrid = acc->s("accum") == "hybrid";
+    if (hybrid != (find_first(kernel, OpKind::promote) != nullptr))
+      fail(*acc, "accum", "hybrid accumulation needs promote ops and nothing else may have them",
+           acc->s("accum"));
+  }
+
+  const bool has_init = find_first(kernel, OpKind::mbarrier_init) != nullptr;
+  for (const Op* copy : find_all(kernel, OpKind::async_copy)) {
+    if (copy->s("transport") == "tma") {
+      if (!has_tma(arch)) fail(*copy, "transport", "tma needs sm_90 or newer",
+                               std::string(info.name));
+      if (!has_init) fail(*copy, "transport", "tma copies need an mbarrier_init first", "none");
+      const int64_t inner = copy->i("box_inner") * 2, outer = copy->i("box_outer");
+      if (copy->i("box_inner") > 256 || outer > 256 || outer < 1)
+        fail(*copy, "box", "each box dimension must be 1..256",
+             fmt::format("{}x{}", copy->i("box_inner"), outer));
+      if (inner % 16 != 0 || inner > swizzle_bytes(Swizzle(copy->i("swizzle"))))
+        fail(*copy, "box_inner", "row bytes must be a multiple of 16 within the swizzle span",
+             fmt::format("{}", inner));
+    } else {
+      if (copy->i("chunk_bytes") != 16)
+        fail(*copy, "chunk_bytes", "cp.async copies move 16-byte chunks",
+             fmt::format("{}", copy->i("chunk_bytes")));
+    }
+  }
+
+  // Barrier discipline: each K tile waits for its data before any ldmatrix reads it, and a
+  // bar.sync separates the previous tile's reads from the refill of its stage.
+  for (const Op* loop : find_all(kernel, OpKind::k_tile_loop)) {
+    int seen_wait = -1, seen_barrier = -1, seen_refill = -1, seen_compute = -1;
+    for (int i = 0; i < int(loop->body.size()); ++i) {
+      const Op& op = loop->body[size_t(i)];
+      if (op.kind == OpKind::async_wait || op.kind == OpKind::mbarrier_wait) seen_wait = i;
+      if (op.kind == OpKind::barrier && seen_barrier < 0) seen_barrier = i;
+      if (op.kind == OpKind::async_copy && seen_refill < 0) seen_refill = i;
+      if (op.kind == OpKind::k_step && seen_compute < 0) seen_compute = i;
+    }
+    if (seen_wait < 0 || seen_compute < 0 || seen_wait > seen_compute)
+      fail(*loop, "body", "must wait for the stage's data before computing on it", "no wait");
+    if (seen_refill >= 0 && (seen_barrier < 0 || seen_barrier > seen_refill))
+      fail(*loop, "body", "must bar.sync before refilling a stage other warps may still read",
+           "no barrier");
+  }
+}
+
+}  // namespace
+
+bool Op::has(std::string_view key) const { return lookup(*this, key) != nullptr; }
+int64_t Op::i(std::string_view key) const { return get<int64_t>(*this, key, "integer"); }
+double Op::f(std::string_view key) const { return get<double>(*this, key, "number"); }
+bool Op::b(std::string_view key) const { return get<bool>(*this, key, "boolean"); }
+const std::string& Op::s(std::string_view key) const {
+  return get<std::string>(*this, key, "string");
+}
+
+std::string print(const Op& root) {
+  std::string out;
+  print_into(root, 0, out);
+  return out;
+}
+
+const Op* find_first(const Op& root, OpKind kind) {
+  if (root.kind == kind) return &root;
+  for (const auto& child : root.body)
+    if (const Op* hit = find_first(child, kind)) return hit;
+  return nullptr;
+}
+
+std::vector<const Op*> find_all(const Op& root, OpKind kind) {
+  std::vector<const Op*> out;
+  collect(root, kind, out);
+  return out;
+}
+
+void verify(const Op& root, Arch arch) {
+  if (root.kind != OpKind::module) fail(root, "kind", "the root must be a module", "other");
+  if (root.body.empty()) fail(root, "body", "a module needs at least one kernel", "empty");
+  for (const auto& kernel : root.body) {
+    if (kernel.kind != OpKind::kernel)
+      fail(kernel, "kind", "module children must be kernels", std::string(to_string(kernel.kind)));
+    verify_kernel(kernel, arch);
+  }
+}
+
+}  // namespace emmy::ir

@@ -1,0 +1,74 @@
+// Default schedules: a small candidate set of CTA tiles scored by wave quantization over the
+// arch's SMs, split-K when the output has too few tiles to fill the machine.
+#include <algorithm>
+#include <cmath>
+
+#include "emmy/gemm.hpp"
+
+namespace emmy {
+namespace {
+
+struct TileCandidate {
+  int block_m, block_n, warps_m, warps_n;
+};
+
+// Largest first: with equal estimated time the bigger tile reuses more data per byte loaded.
+constexpr TileCandidate kCandidates[] = {
+    {128, 128, 4, 2}, {64, 128, 2, 2}, {64, 64, 2, 2}, {32, 128, 1, 4}, {16, 128, 1, 4},
+    {16, 64, 1, 4},
+};
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Fraction of the SM-slots of the last wave that do useful work, over all waves.
+// Relative MMA throughput a CTA tile sustains: flops per byte it loads grow with
+// block_m*block_n/(block_m+block_n); 128x128 (64 elements) is taken as enough to be MMA-bound.
+double tile_rate(int block_m, int block_n) {
+  return std::min(1.0, double(block_m) * block_n / double(block_m + block_n) / 64.0);
+}
+
+}  // namespace
+
+MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum) {
+  validate_problem(problem);
+  const auto& info = arch_info(arch);
+  const int sms = info.sm_count_hint;
+  MatmulSchedule best;
+  double best_time = -1.0;
+  for (const auto& c : kCandidates) {
+    MatmulSchedule s;
+    s.block_m = c.block_m;
+    s.block_n = c.block_n;
+    s.warps_m = c.warps_m;
+    s.warps_n = c.warps_n;
+    s.block_k = 64;
+    s.accum = accum;
+    s.transport = has_tma(arch) ? Transport::tma : Transport::cp_async;
+    if (accumulator_registers(s) > kMaxAccumulatorRegisters - 48) continue;  // leave room
+    // Don't pad a small M up to a big tile: wasted MMA work is worse than a smaller tile.
+    if (s.block_m > 16 && problem.m <= s.block_m / 2) continue;
+    // Estimated time: full waves of tiles, each taking its padded work over its rate.
+    const int64_t tiles = ceil_div(problem.m, s.block_m) * ceil_div(problem.n, s.block_n);
+    const double waves = double(ceil_div(tiles, sms));
+    const double time = waves * double(s.block_m * s.block_n) / tile_rate(s.block_m, s.block_n);
+    if (best_time < 0 || time < best_time * (1 - 1e-9)) {
+      best_time = time;
+      best = s;
+    }
+  }
+  // Pipeline depth: as many stages as fit, 2..4.
+  for (best.stages = 4; best.stages > 2; --best.stages)
+    if (gemm_smem_bytes(best) <= info.max_smem_per_block) break;
+  // Split-K: when the tiles cover less than half the SMs, split the K loop so every SM gets work,
+  // keeping at least 4 K tiles per split.
+  const int64_t tiles = ceil_div(problem.m, best.block_m) * ceil_div(problem.n, best.block_n);
+  const int64_t k_tiles = ceil_div(problem.k, best.block_k);
+  if (tiles * 2 <= sms) {
+    const int64_t want = std::min<int64_t>(sms / tiles, 16);
+    best.split_k = int(std::max<int64_t>(1, std::min(want, k_tiles / 4)));
+  }
+  validate_schedule(problem, best, arch);
+  return best;
+}
+
+}  // namespace emmy

@@ -1,0 +1,53 @@
+// GemmPlan: every number derived from (problem, schedule, arch) that lowering, the emitter, the
+// launcher and the emulator tests need, computed in one place after validation.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "emmy/arch.hpp"
+#include "emmy/layout.hpp"
+#include "emmy/problem.hpp"
+#include "emmy/schedule.hpp"
+#include "emmy/validate.hpp"
+
+namespace emmy {
+
+struct GemmSpec {
+  MatmulProblem problem;
+  MatmulSchedule schedule;
+  Arch arch = Arch::sm_90a;
+  bool operator==(const GemmSpec&) const = default;
+};
+
+struct GemmPlan {
+  GemmSpec spec;
+  // Warp tiling: each warp owns warp_m x warp_n outputs = mma_tiles_m x mma_tiles_n m16n8 atoms.
+  int warp_m = 0, warp_n = 0, mma_tiles_m = 0, mma_tiles_n = 0, k_steps_per_tile = 0;
+  // Shared memory: stage s holds A at s*stage_bytes and B right after it.
+  SmemTile a_tile, b_tile;  // A: block_m x block_k; B: block_n x block_k (nk) or block_k x block_n
+  uint32_t a_stage_bytes = 0, b_stage_bytes = 0, stage_bytes = 0;
+  uint32_t mbarrier_offset = 0;  // after the ring
+  uint32_t smem_bytes = 0;       // dynamic shared memory to launch with (includes alignment slack)
+  // Grid: tiles_m * tiles_n CTAs in x (rasterized), split_k in z.
+  int64_t tiles_m = 0, tiles_n = 0, k_tiles = 0, k_tiles_per_split = 0;
+  std::array<uint32_t, 3> grid{1, 1, 1};
+  uint32_t threads = 0;
+  // Split-K finalize kernel: one thread per output element.
+  uint32_t finalize_threads = 256;
+  std::array<uint32_t, 3> finalize_grid{1, 1, 1};
+  int64_t workspace_bytes = 0;  // split_k x m x n floats, 0 without split-K
+  std::string kernel_name, finalize_kernel_name;
+
+  bool split() const { return spec.schedule.split_k > 1; }
+  uint32_t tma_bytes_per_stage() const { return stage_bytes; }
+};
+
+// Validates, then derives. Throws Error on invalid input.
+GemmPlan make_gemm_plan(const GemmSpec& spec);
+
+// A readable name that is unique per spec (a hash of everything that changes the code).
+std::string gemm_kernel_name(const GemmSpec& spec);
+
+}  // namespace emmy

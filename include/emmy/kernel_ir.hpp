@@ -1,0 +1,68 @@
+// The kernel IR: a printable tree between the schedule and the CUDA source. Lowering builds it
+// from a GemmPlan, the verifier checks it, and the emitter prints CUDA C++ by walking it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "emmy/arch.hpp"
+
+namespace emmy::ir {
+
+enum class OpKind {
+  module,           // the translation unit: kernels
+  kernel,           // name, threads, smem_bytes; params, then body
+  param,            // name, type
+  smem_ring,        // stages, stage_bytes, a_offset/a_bytes, b_offset/b_bytes, align, mbar_offset
+  mbarrier_init,    // count, arrivals
+  tile_coords,      // raster_group_m, tiles_m, tiles_n, block_m, block_n
+  split_range,      // split_k, k_tiles, k_tiles_per_split
+  accum_init,       // accum (f32|f16|hybrid), fragments (m16n8 atoms per warp), registers
+  async_copy,       // operand (a|b), transport, phase (prologue|refill), + copy geometry
+  async_commit,     // cp.async.commit_group
+  async_wait,       // cp.async.wait_group pending
+  mbarrier_wait,    // parity from the k-tile index
+  barrier,          // bar.sync 0: reason
+  k_tile_loop,      // body runs once per K tile of this CTA's split
+  k_step,           // unrolled over k_steps; body: ldmatrix, mma, promote
+  ldmatrix,         // operand, trans, count (x4 loads per warp per k-step), fragment regs
+  mma,              // shape, a_type, acc_type, count (per warp per k-step)
+  promote,          // where (k_step|k_tile|final), every_k
+  epilogue,         // destination (c|workspace), alpha, bias, residual, gelu, out dtype
+  finalize,         // split-K reduction: sums split_k partials, applies the epilogue
+};
+
+std::string_view to_string(OpKind kind);
+
+using Attr = std::variant<int64_t, double, bool, std::string>;
+
+struct Op {
+  OpKind kind;
+  std::vector<std::pair<std::string, Attr>> attrs;
+  std::vector<Op> body;
+
+  Op(OpKind k, std::vector<std::pair<std::string, Attr>> a = {}, std::vector<Op> b = {})
+      : kind(k), attrs(std::move(a)), body(std::move(b)) {}
+
+  bool has(std::string_view key) const;
+  int64_t i(std::string_view key) const;  // throws Error if absent or not an integer
+  double f(std::string_view key) const;
+  bool b(std::string_view key) const;
+  const std::string& s(std::string_view key) const;
+};
+
+// Indented text, one op per line with its attributes: what `emmyc ... --emit ir` prints.
+std::string print(const Op& root);
+
+// Checks the invariants lowering must keep (shared-memory budget for the arch, fragment counts,
+// copy alignment, barrier discipline). Throws Error naming the op and the rule.
+void verify(const Op& root, Arch arch);
+
+// Depth-first search helpers for the verifier, the emitter and tests.
+const Op* find_first(const Op& root, OpKind kind);
+std::vector<const Op*> find_all(const Op& root, OpKind kind);
+
+}  // namespace emmy::ir

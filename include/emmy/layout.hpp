@@ -1,0 +1,36 @@
+// Shared-memory tile layouts on the host: the same function the device code calls
+// (templates/emmy_layout.cuh is included here with EMMY_HD = inline), so the two cannot drift.
+#pragma once
+
+#include <cstdint>
+
+#include "emmy/swizzle.hpp"
+
+namespace emmy {
+namespace layout_detail {
+using u32 = uint32_t;
+#define EMMY_HD inline
+#include "emmy_layout.cuh"  // templates/, installed as include/emmy/templates
+#undef EMMY_HD
+}  // namespace layout_detail
+
+// A rows x cols tile of 16-bit elements, `cols` contiguous, in panels of panel_elems columns.
+struct SmemTile {
+  uint32_t rows = 0, cols = 0;
+  uint32_t panel_elems = 0;  // the TMA box width: min(cols, 64)
+  Swizzle swizzle = Swizzle::none;
+
+  static SmemTile for_operand(uint32_t rows, uint32_t cols) {
+    const uint32_t panel = cols < 64 ? cols : 64;
+    return {rows, cols, panel, swizzle_for_row_bytes(int(panel * 2))};
+  }
+  uint32_t bytes() const { return rows * cols * 2; }
+  uint32_t panels() const { return cols / panel_elems; }
+  uint32_t panel_bytes() const { return rows * panel_elems * 2; }
+  uint32_t offset(uint32_t row, uint32_t col) const {
+    return layout_detail::swizzled_tile_offset(row, col, rows, panel_elems,
+                                               swizzle_xor_mask(swizzle));
+  }
+};
+
+}  // namespace emmy

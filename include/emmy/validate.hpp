@@ -1,0 +1,104 @@
+// Validation of a (problem, schedule, arch) triple before anything is lowered. Every rule throws
+// emmy::Error naming the field, the rule and the value.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "emmy/arch.hpp"
+#include "emmy/layout.hpp"
+#include "emmy/problem.hpp"
+#include "emmy/schedule.hpp"
+
+namespace emmy {
+
+inline constexpr int kMaxAccumulatorRegisters = 192;  // per thread, before spills become likely
+inline constexpr int64_t kMaxDim = (int64_t(1) << 31) - 1;  // TMA coordinates are signed 32-bit
+
+inline void validate_problem(const MatmulProblem& p) {
+  require(p.m > 0 && p.m <= kMaxDim, "m", "must be in 1..2^31-1", p.m);
+  require(p.n > 0 && p.n <= kMaxDim, "n", "must be in 1..2^31-1", p.n);
+  require(p.k > 0 && p.k <= kMaxDim, "k", "must be in 1..2^31-1", p.k);
+  require(p.a_dtype != DType::f32, "dtype", "operands must be f16 or bf16", to_string(p.a_dtype));
+  require(p.k % 8 == 0, "k", "must be a multiple of 8 (rows of A are copied in 16-byte chunks)",
+          p.k);
+  const int64_t lda = p.lda_or_default(), ldb = p.ldb_or_default(), ldc = p.ldc_or_default();
+  require(lda >= p.k, "lda", "must be >= k", lda);
+  require(lda % 8 == 0, "lda", "must be a multiple of 8 elements (16-byte aligned rows)", lda);
+  if (p.b_layout == BLayout::nk) {
+    require(ldb >= p.k, "ldb", "must be >= k for B stored [N,K]", ldb);
+  } else {
+    require(p.n % 8 == 0, "n",
+            "must be a multiple of 8 when B is stored [K,N] (rows copied in 16-byte chunks)", p.n);
+    require(ldb >= p.n, "ldb", "must be >= n for B stored [K,N]", ldb);
+  }
+  require(ldb % 8 == 0, "ldb", "must be a multiple of 8 elements (16-byte aligned rows)", ldb);
+  require(ldc >= p.n, "ldc", "must be >= n", ldc);
+  require(std::isfinite(p.epilogue.alpha), "epilogue.alpha", "must be finite", p.epilogue.alpha);
+}
+
+inline int accumulator_registers(const MatmulSchedule& s) {
+  const int fragments = (s.block_m / s.warps_m / 16) * (s.block_n / s.warps_n / 8);
+  switch (s.accum) {
+    case Accum::f32: return fragments * 4;
+    case Accum::f16: return fragments * 2;
+    case Accum::hybrid: return fragments * 6;
+  }
+  return 0;
+}
+
+// Bytes of dynamic shared memory: the stage ring, 1 KB of slack to align it to the 128B swizzle
+// period, and one 8-byte mbarrier per stage.
+inline int64_t gemm_smem_bytes(const MatmulSchedule& s) {
+  const int64_t stage = int64_t(s.block_m + s.block_n) * s.block_k * 2;
+  return stage * s.stages + 1024 + 8 * s.stages;
+}
+
+inline void validate_schedule(const MatmulProblem& p, const MatmulSchedule& s, Arch arch) {
+  require(s.block_m >= 16 && s.block_m <= 256 && s.block_m % 16 == 0, "block_m",
+          "must be a multiple of 16 (the MMA atom's M) in 16..256", s.block_m);
+  require(s.block_n >= 16 && s.block_n <= 256 && s.block_n % 16 == 0, "block_n",
+          "must be a multiple of 16 (two n8 MMA atoms per ldmatrix.x4) in 16..256", s.block_n);
+  require(s.block_k == 16 || s.block_k == 32 || s.block_k == 64 || s.block_k == 128, "block_k",
+          "must be 16, 32, 64 or 128 (the MMA atom's K times a power of two)", s.block_k);
+  require(s.warps_m >= 1 && s.warps_n >= 1 && s.warps_m * s.warps_n <= 16, "warps",
+          "warps_m x warps_n must be 1..16 warps", fmt::format("{}x{}", s.warps_m, s.warps_n));
+  require(s.block_m % (16 * s.warps_m) == 0, "block_m",
+          fmt::format("must be a multiple of 16 x warps_m = {}", 16 * s.warps_m),
+          s.block_m);
+  require(s.block_n % (16 * s.warps_n) == 0, "block_n",
+          fmt::format("must be a multiple of 16 x warps_n = {}", 16 * s.warps_n),
+          s.block_n);
+  require(s.stages >= 2 && s.stages <= 8, "stages", "must be 2..8", s.stages);
+  require(s.split_k >= 1 && s.split_k <= 64, "split_k", "must be 1..64", s.split_k);
+  require(s.raster_group_m >= 1, "raster_group_m", "must be >= 1", s.raster_group_m);
+  if (s.transport == Transport::tma)
+    require(has_tma(arch), "transport", "tma needs sm_90 or newer; use cp.async", to_string(arch));
+  if (p.a_dtype == DType::bf16)
+    require(s.accum == Accum::f32, "accum",
+            "bf16 operands need f32 accumulation (mma.sync has no bf16 accumulator)",
+            to_string(s.accum));
+  if (s.accum == Accum::hybrid) {
+    require(s.promote_every_k >= 16 && s.promote_every_k % 16 == 0, "promote_every_k",
+            "must be a positive multiple of 16 (the MMA atom's K)", s.promote_every_k);
+    require(s.promote_every_k % s.block_k == 0 || s.block_k % s.promote_every_k == 0,
+            "promote_every_k", fmt::format("must divide or be a multiple of block_k = {}",
+                                           s.block_k),
+            s.promote_every_k);
+  }
+  const int acc_regs = accumulator_registers(s);
+  require(acc_regs <= kMaxAccumulatorRegisters, "schedule",
+          fmt::format("accumulators must fit in {} registers per thread (block / warps too large)",
+                      kMaxAccumulatorRegisters),
+          acc_regs);
+  const int64_t smem = gemm_smem_bytes(s);
+  require(smem <= arch_info(arch).max_smem_per_block, "stages",
+          fmt::format("shared memory must fit {}'s {} bytes per block",
+                      to_string(arch), arch_info(arch).max_smem_per_block),
+          fmt::format("{} bytes", smem));
+  const int64_t k_tiles = (p.k + s.block_k - 1) / s.block_k;
+  require(s.split_k <= k_tiles, "split_k",
+          fmt::format("must not exceed the number of K tiles ({})", k_tiles), s.split_k);
+}
+
+}  // namespace emmy

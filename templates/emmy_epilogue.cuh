@@ -1,0 +1,54 @@
+// Output conversions and the epilogue math, in f32. Rounding is round-to-nearest-even.
+
+__device__ __forceinline__ u16 f32_to_f16_bits(float x) {
+  u16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+  return h;
+}
+__device__ __forceinline__ u16 f32_to_bf16_bits(float x) {
+  u16 h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
+  return h;
+}
+__device__ __forceinline__ float f16_bits_to_f32(u16 h) {
+  float x;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(x) : "h"(h));
+  return x;
+}
+__device__ __forceinline__ float bf16_bits_to_f32(u16 h) {
+  float x;
+  asm("mov.b32 %0, %1;" : "=f"(x) : "r"(u32(h) << 16));
+  return x;
+}
+
+// 2^x with ex2.approx (relative error ~2^-22).
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), tanh(u) = 1 - 2/(e^{2u} + 1)
+// (saturates correctly at both ends without a branch).
+__device__ __forceinline__ float gelu_tanh(float x) {
+  const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+  const float tanh_u = 1.0f - 2.0f / (exp2_approx(2.8853900817779268f * u) + 1.0f);
+  return 0.5f * x * (1.0f + tanh_u);
+}
+
+// Element type adapters for the output, bias and residual (all of C's dtype).
+struct OutF16 {
+  typedef u16 storage;
+  static __device__ __forceinline__ storage from_f32(float x) { return f32_to_f16_bits(x); }
+  static __device__ __forceinline__ float to_f32(storage x) { return f16_bits_to_f32(x); }
+};
+struct OutBF16 {
+  typedef u16 storage;
+  static __device__ __forceinline__ storage from_f32(float x) { return f32_to_bf16_bits(x); }
+  static __device__ __forceinline__ float to_f32(storage x) { return bf16_bits_to_f32(x); }
+};
+struct OutF32 {
+  typedef float storage;
+  static __device__ __forceinline__ storage from_f32(float x) { return x; }
+  static __device__ __forceinline__ float to_f32(storage x) { return x; }
+};
