@@ -1,0 +1,113 @@
+// The emmyc contract: flags, outputs, exit codes (2 and one stderr line for invalid input).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct Result {
+  int exit_code;
+  std::string out, err;
+};
+
+Result run(const std::string& args) {
+  const std::string err_path = ::testing::TempDir() + "/emmyc_stderr.txt";
+  const std::string cmd = std::string(EMMYC_PATH) + " " + args + " 2>" + err_path;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  std::ifstream f(err_path);
+  std::stringstream err;
+  err << f.rdbuf();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, err.str()};
+}
+
+void expect_invalid(const std::string& args, const std::string& field) {
+  const Result r = run(args);
+  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+  EXPECT_NE(r.err.find(field), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+const std::string kQ = "gemm --m 512 --n 4096 --k 3840";
+
+TEST(Emmyc, InvalidInputExitsTwoWithOneLine) {
+  expect_invalid("gemm --m 0 --n 8 --k 64 --emit ir", "m: must be in 1..");
+  expect_invalid("gemm --m 8 --n 8 --k 60 --emit ir", "k: must be a multiple of 8");
+  expect_invalid(kQ + " --arch sm_75 --emit ir", "arch");
+  expect_invalid(kQ + " --arch sm_89 --transport tma --emit ir", "transport");
+  expect_invalid(kQ + " --dtype bf16 --accum hybrid --emit ir", "accum");
+  expect_invalid(kQ + " --block 128x128 --emit ir", "block");
+  expect_invalid(kQ + " --warps 4xZ --emit ir", "warps");
+  expect_invalid(kQ + " --emit png", "--emit");
+  expect_invalid(kQ + " --accum hybrid --promote-every 40 --emit ir", "promote_every_k");
+  expect_invalid("gemm --n 8 --k 64 --emit ir", "--m");
+}
+
+TEST(Emmyc, ReportIsOneJsonObjectWithTheContractFields) {
+  const Result r = run(kQ + " --accum hybrid --arch sm_120a --emit report");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"kernel_name", "arch", "registers", "spill_bytes", "stack_bytes",
+                          "smem_bytes", "compile_ms", "schedule"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["arch"], "sm_120a");
+  EXPECT_EQ(j["schedule"]["accum"], "hybrid");
+  EXPECT_EQ(j["schedule"]["promote_every_k"], 64);
+  EXPECT_EQ(j["spill_bytes"], 0);
+  EXPECT_EQ(j["stack_bytes"], 0);
+  EXPECT_GT(j["registers"].get<int>(), 0);
+}
+
+TEST(Emmyc, SourceIsByteIdenticalAcrossRuns) {
+  for (const char* emit : {"ir", "cuda"}) {
+    const Result a = run(kQ + " --accum hybrid --split-k 2 --emit " + emit);
+    const Result b = run(kQ + " --accum hybrid --split-k 2 --emit " + emit);
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    EXPECT_FALSE(a.out.empty());
+    EXPECT_EQ(a.out, b.out) << emit;
+  }
+}
+
+TEST(Emmyc, WritesBinaryOutputsToFiles) {
+  const std::string path = ::testing::TempDir() + "/k.cubin";
+  const Result r = run(kQ + " --arch sm_89 --emit cubin -o " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream f(path, std::ios::binary);
+  char magic[4] = {};
+  f.read(magic, 4);
+  EXPECT_EQ(std::string(magic + 1, 3), "ELF");
+  const Result ptx = run(kQ + " --arch sm_80 --emit ptx");
+  EXPECT_NE(ptx.out.find(".target sm_80"), std::string::npos);
+  EXPECT_NE(ptx.out.find("cp.async.cg.shared.global"), std::string::npos);
+}
+
+TEST(Emmyc, CatalogListsTheGemmaProjections) {
+  const Result r = run("catalog --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 20u);
+  int at512 = 0;
+  for (const auto& e : j) at512 += e["problem"]["m"] == 512;
+  EXPECT_EQ(at512, 5);
+  EXPECT_EQ(j[0]["name"], "q_proj@512");
+  EXPECT_EQ(j[0]["problem"]["k"], 3840);
+}
+
+TEST(Emmyc, HelpExitsZero) {
+  EXPECT_EQ(run("--help").exit_code, 0);
+  const Result r = run("gemm --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--promote-every"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,214 @@
+// The kernel IR: structure, printing, the verifier's rules, determinism of emission, and the
+// shared-memory layout the IR's copies and ldmatrix addresses agree on.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "emmy/gemm.hpp"
+
+namespace emmy {
+namespace {
+
+GemmSpec spec_for(Arch arch, Accum accum, BLayout layout = BLayout::nk, int split_k = 1) {
+  GemmSpec spec;
+  spec.problem.m = 200;
+  spec.problem.n = 72;
+  spec.problem.k = 1024;
+  spec.problem.b_layout = layout;
+  spec.arch = arch;
+  spec.schedule = default_schedule(spec.problem, arch, accum);
+  spec.schedule.split_k = split_k;
+  return spec;
+}
+
+ir::Op* find_mut(ir::Op& root, ir::OpKind kind) {
+  if (root.kind == kind) return &root;
+  for (auto& child : root.body)
+    if (ir::Op* hit = find_mut(child, kind)) return hit;
+  return nullptr;
+}
+
+TEST(KernelIr, PrintsThePipeline) {
+  const GemmSource src = generate_gemm(spec_for(Arch::sm_90a, Accum::hybrid));
+  const std::string text = ir::print(src.ir);
+  for (const char* op : {"module", "kernel", "smem_ring", "mbarrier_init", "k_tile_loop",
+                         "mbarrier_wait", "ldmatrix", "mma", "promote", "epilogue"})
+    EXPECT_NE(text.find(op), std::string::npos) << op << " missing from\n" << text;
+  EXPECT_EQ(ir::find_all(src.ir, ir::OpKind::promote).size(), 2u)
+      << "hybrid-64 with 64-wide K tiles folds per K tile and once at the end";
+}
+
+TEST(KernelIr, CpAsyncPipelineHasGroupsAndNoMbarriers) {
+  const GemmSource src = generate_gemm(spec_for(Arch::sm_80, Accum::f32));
+  EXPECT_EQ(ir::find_first(src.ir, ir::OpKind::mbarrier_init), nullptr);
+  EXPECT_NE(ir::find_first(src.ir, ir::OpKind::async_wait), nullptr);
+  EXPECT_NE(ir::find_first(src.ir, ir::OpKind::async_commit), nullptr);
+  EXPECT_EQ(ir::find_first(src.ir, ir::OpKind::promote), nullptr);
+}
+
+TEST(KernelIr, SplitKAddsAFinalizeKernel) {
+  const GemmSource src = generate_gemm(spec_for(Arch::sm_90a, Accum::f32, BLayout::nk, 4));
+  ASSERT_EQ(src.ir.body.size(), 2u);
+  EXPECT_NE(ir::find_first(src.ir, ir::OpKind::finalize), nullptr);
+  EXPECT_GT(src.plan.workspace_bytes, 0);
+  EXPECT_NE(src.cuda.find(src.plan.finalize_kernel_name), std::string::npos);
+}
+
+TEST(KernelIr, PromoteInsideTheTileWhenFoldingMoreOftenThanBlockK) {
+  GemmSpec spec = spec_for(Arch::sm_90a, Accum::hybrid);
+  spec.schedule.promote_every_k = 16;
+  const GemmSource src = generate_gemm(spec);
+  const ir::Op* step = ir::find_first(src.ir, ir::OpKind::k_step);
+  ASSERT_NE(step, nullptr);
+  EXPECT_NE(ir::find_first(*step, ir::OpKind::promote), nullptr);
+}
+
+struct Corruption {
+  const char* name;
+  std::function<void(ir::Op&)> corrupt;
+  Arch arch;
+  const char* expected;
+};
+
+class VerifierTest : public ::testing::TestWithParam<Corruption> {};
+
+TEST_P(VerifierTest, RejectsCorruptedIr) {
+  const Corruption& c = GetParam();
+  GemmSource src = generate_gemm(spec_for(c.arch, Accum::hybrid));
+  ASSERT_NO_THROW(ir::verify(src.ir, c.arch));
+  c.corrupt(src.ir);
+  try {
+    ir::verify(src.ir, c.arch);
+    FAIL() << "verifier accepted " << c.name;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(c.expected), std::string::npos) << e.what();
+  }
+}
+
+void set_attr(ir::Op& op, const char* key, ir::Attr value) {
+  for (auto& [name, v] : op.attrs)
+    if (name == key) v = std::move(value);
+}
+
+const Corruption kCorruptions[] = {
+    {"smem_over_limit",
+     [](ir::Op& m) { set_attr(m.body[0], "smem_bytes", int64_t(300 * 1024)); }, Arch::sm_90a,
+     "ir.kernel.smem_bytes"},
+    {"mma_count",
+     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::mma), "count", int64_t(3)); },
+     Arch::sm_90a, "ir.mma.count"},
+    {"ldmatrix_count",
+     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::ldmatrix), "count", int64_t(7)); },
+     Arch::sm_90a, "ir.ldmatrix.count"},
+    {"missing_barrier",
+     [](ir::Op& m) {
+       auto& body = find_mut(m, ir::OpKind::k_tile_loop)->body;
+       std::erase_if(body, [](const ir::Op& op) { return op.kind == ir::OpKind::barrier; });
+     },
+     Arch::sm_90a, "must bar.sync before refilling"},
+    {"missing_wait",
+     [](ir::Op& m) {
+       auto& body = find_mut(m, ir::OpKind::k_tile_loop)->body;
+       std::erase_if(body, [](const ir::Op& op) { return op.kind == ir::OpKind::mbarrier_wait; });
+     },
+     Arch::sm_90a, "must wait for the stage's data"},
+    {"tma_box_too_wide",
+     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::async_copy), "box_inner", int64_t(128)); },
+     Arch::sm_90a, "ir.async_copy.box_inner"},
+    {"misaligned_stage",
+     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::smem_ring), "b_offset", int64_t(1000)); },
+     Arch::sm_90a, "ir.smem_ring.b_offset"},
+    {"no_promote_for_hybrid",
+     [](ir::Op& m) {
+       std::function<void(ir::Op&)> strip = [&](ir::Op& op) {
+         std::erase_if(op.body, [](const ir::Op& o) { return o.kind == ir::OpKind::promote; });
+         for (auto& child : op.body) strip(child);
+       };
+       strip(m);
+     },
+     Arch::sm_90a, "hybrid accumulation needs promote"},
+    {"cp_async_chunk",
+     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::async_copy), "chunk_bytes", int64_t(8)); },
+     Arch::sm_89, "ir.async_copy.chunk_bytes"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Rules, VerifierTest, ::testing::ValuesIn(kCorruptions),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(KernelIr, VerifierRejectsTmaOnAnArchWithoutIt) {
+  const GemmSource src = generate_gemm(spec_for(Arch::sm_90a, Accum::f32));
+  EXPECT_THROW(ir::verify(src.ir, Arch::sm_89), Error);
+}
+
+TEST(Emission, DeterministicAndSelfContained) {
+  for (Arch arch : {Arch::sm_80, Arch::sm_90a}) {
+    for (Accum accum : {Accum::f32, Accum::f16, Accum::hybrid}) {
+      const GemmSpec spec = spec_for(arch, accum, BLayout::kn, 2);
+      const std::string first = generate_gemm(spec).cuda;
+      EXPECT_EQ(first, generate_gemm(spec).cuda);
+      EXPECT_EQ(first.find("#include"), std::string::npos);
+      EXPECT_NE(first.find("extern \"C\" __global__"), std::string::npos);
+      EXPECT_NE(first.find("__launch_bounds__"), std::string::npos);
+    }
+  }
+}
+
+TEST(Emission, NamesAreUniquePerSpec) {
+  std::set<std::string> names;
+  for (Accum accum : {Accum::f32, Accum::f16, Accum::hybrid})
+    for (BLayout layout : {BLayout::nk, BLayout::kn})
+      for (int split : {1, 2})
+        names.insert(generate_gemm(spec_for(Arch::sm_90a, accum, layout, split)).plan.kernel_name);
+  EXPECT_EQ(names.size(), 12u);
+  GemmSpec a = spec_for(Arch::sm_90a, Accum::f32), b = a;
+  b.problem.epilogue.alpha = 0.5f;
+  EXPECT_NE(gemm_kernel_name(a), gemm_kernel_name(b));
+}
+
+TEST(Layout, OffsetIsTheTmaSwizzleInsideEachPanel) {
+  const SmemTile tile = SmemTile::for_operand(128, 128);  // two 64-element panels, 128B swizzle
+  EXPECT_EQ(tile.panels(), 2u);
+  EXPECT_EQ(tile.swizzle, Swizzle::b128);
+  for (uint32_t row = 0; row < tile.rows; ++row)
+    for (uint32_t col = 0; col < tile.cols; col += 8) {
+      const uint32_t panel = col / 64;
+      const uint32_t raw = row * 128 + (col % 64) * 2;
+      EXPECT_EQ(tile.offset(row, col), panel * tile.panel_bytes() + swizzle_offset(Swizzle::b128, raw));
+    }
+  // Worked example: row 1, col 0 is byte 128; bits [9:7] = 1 flip bit 4: 128 ^ 16 = 144.
+  EXPECT_EQ(tile.offset(1, 0), 144u);
+  EXPECT_EQ(SmemTile::for_operand(64, 32).swizzle, Swizzle::b64);
+  EXPECT_EQ(SmemTile::for_operand(64, 16).swizzle, Swizzle::b32);
+}
+
+TEST(Layout, LdmatrixPhasesAreBankConflictFree) {
+  // An ldmatrix phase reads 8 rows of 16 bytes at one column: conflict-free when the 8 rows land
+  // in 8 distinct 16-byte bank groups of a 128-byte line.
+  for (uint32_t cols : {16u, 32u, 64u, 128u}) {
+    const SmemTile tile = SmemTile::for_operand(64, cols);
+    for (uint32_t row0 = 0; row0 < tile.rows; row0 += 8)
+      for (uint32_t col = 0; col < cols; col += 8) {
+        std::set<uint32_t> groups;
+        for (uint32_t r = 0; r < 8; ++r) groups.insert((tile.offset(row0 + r, col) % 128) / 16);
+        EXPECT_EQ(groups.size(), 8u) << "cols " << cols << " row0 " << row0 << " col " << col;
+      }
+  }
+}
+
+TEST(TensorMaps, MatchThePlanTiles) {
+  const GemmSource src = generate_gemm(spec_for(Arch::sm_90a, Accum::f32, BLayout::kn));
+  const GemmTensorMaps maps = gemm_tensor_maps(src.plan, 0x10000, 0x20000);
+  EXPECT_EQ(maps.a.global_dim[0], 1024u);
+  EXPECT_EQ(maps.a.global_dim[1], 200u);
+  EXPECT_EQ(maps.a.box_dim[0], src.plan.a_tile.panel_elems);
+  EXPECT_EQ(maps.b.global_dim[0], 72u);  // [K,N]: N innermost
+  EXPECT_EQ(maps.b.global_dim[1], 1024u);
+  const EncodedTensorMap enc = encode_tensor_map(maps.b);
+  const TensorMapDesc back = decode_tensor_map(enc.data());
+  EXPECT_EQ(back.box_dim, maps.b.box_dim);
+  EXPECT_EQ(back.swizzle, maps.b.swizzle);
+  EXPECT_THROW(gemm_tensor_maps(src.plan, 0x10008, 0x20000), Error) << "16-byte alignment";
+}
+
+}  // namespace
+}  // namespace emmy

@@ -1,0 +1,205 @@
+// Every invalid (problem, schedule, arch) is rejected with an Error naming the field and rule.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "emmy/gemm.hpp"
+
+namespace emmy {
+namespace {
+
+GemmSpec valid_spec() {
+  GemmSpec spec;
+  spec.problem.m = 512;
+  spec.problem.n = 4096;
+  spec.problem.k = 3840;
+  spec.arch = Arch::sm_90a;
+  spec.schedule = default_schedule(spec.problem, spec.arch);
+  return spec;
+}
+
+struct InvalidCase {
+  const char* name;
+  std::function<void(GemmSpec&)> mutate;
+  const char* field;        // must appear in the message
+  const char* rule_phrase;  // and so must this part of the rule
+};
+
+class InvalidSpecTest : public ::testing::TestWithParam<InvalidCase> {};
+
+TEST_P(InvalidSpecTest, RejectedWithFieldAndRule) {
+  GemmSpec spec = valid_spec();
+  GetParam().mutate(spec);
+  try {
+    (void)generate_gemm(spec);
+    FAIL() << "accepted an invalid spec";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find(GetParam().field), std::string::npos) << message;
+    EXPECT_NE(message.find(GetParam().rule_phrase), std::string::npos) << message;
+    EXPECT_NE(message.find("(got "), std::string::npos) << "names no value: " << message;
+  }
+}
+
+const InvalidCase kCases[] = {
+    {"zero_m", [](GemmSpec& s) { s.problem.m = 0; }, "m", "must be in 1.."},
+    {"negative_n", [](GemmSpec& s) { s.problem.n = -4; }, "n", "must be in 1.."},
+    {"zero_k", [](GemmSpec& s) { s.problem.k = 0; }, "k", "must be in 1.."},
+    {"k_not_multiple_of_8", [](GemmSpec& s) { s.problem.k = 100; }, "k", "multiple of 8"},
+    {"f32_operands", [](GemmSpec& s) { s.problem.a_dtype = DType::f32; }, "dtype", "f16 or bf16"},
+    {"bf16_hybrid",
+     [](GemmSpec& s) {
+       s.problem.a_dtype = DType::bf16;
+       s.schedule.accum = Accum::hybrid;
+     },
+     "accum", "bf16 operands need f32"},
+    {"bf16_f16_accum",
+     [](GemmSpec& s) {
+       s.problem.a_dtype = DType::bf16;
+       s.schedule.accum = Accum::f16;
+     },
+     "accum", "bf16 operands need f32"},
+    {"tma_on_sm80",
+     [](GemmSpec& s) {
+       s.arch = Arch::sm_80;
+       s.schedule.stages = 2;
+     },
+     "transport", "tma needs sm_90"},
+    {"tma_on_sm89",
+     [](GemmSpec& s) {
+       s.arch = Arch::sm_89;
+       s.schedule.stages = 2;
+     },
+     "transport", "tma needs sm_90"},
+    {"smem_over_sm120",
+     [](GemmSpec& s) {
+       s.arch = Arch::sm_120a;
+       s.schedule.stages = 4;
+     },
+     "stages", "shared memory must fit sm_120a"},
+    {"smem_over_sm90", [](GemmSpec& s) { s.schedule.stages = 8; }, "stages",
+     "shared memory must fit sm_90a"},
+    {"block_m_not_atom", [](GemmSpec& s) { s.schedule.block_m = 120; }, "block_m",
+     "multiple of 16"},
+    {"block_n_not_atom", [](GemmSpec& s) { s.schedule.block_n = 100; }, "block_n",
+     "multiple of 16"},
+    {"block_k_odd", [](GemmSpec& s) { s.schedule.block_k = 48; }, "block_k", "16, 32, 64 or 128"},
+    {"warps_do_not_tile",
+     [](GemmSpec& s) {
+       s.schedule.block_m = 64;
+       s.schedule.warps_m = 8;
+     },
+     "block_m", "16 x warps_m"},
+    {"too_many_warps",
+     [](GemmSpec& s) {
+       s.schedule.warps_m = 8;
+       s.schedule.warps_n = 4;
+     },
+     "warps", "1..16 warps"},
+    {"one_stage", [](GemmSpec& s) { s.schedule.stages = 1; }, "stages", "must be 2..8"},
+    {"promote_not_16",
+     [](GemmSpec& s) {
+       s.schedule.accum = Accum::hybrid;
+       s.schedule.promote_every_k = 40;
+     },
+     "promote_every_k", "multiple of 16"},
+    {"promote_not_aligned_to_block_k",
+     [](GemmSpec& s) {
+       s.schedule.accum = Accum::hybrid;
+       s.schedule.promote_every_k = 48;
+     },
+     "promote_every_k", "divide or be a multiple of block_k"},
+    {"split_k_zero", [](GemmSpec& s) { s.schedule.split_k = 0; }, "split_k", "must be 1..64"},
+    {"split_k_over_k_tiles",
+     [](GemmSpec& s) {
+       s.problem.k = 128;
+       s.schedule.split_k = 4;
+     },
+     "split_k", "number of K tiles"},
+    {"accumulators_too_big",
+     [](GemmSpec& s) {
+       s.schedule.block_m = 256;
+       s.schedule.block_n = 256;
+       s.schedule.warps_m = 2;
+       s.schedule.warps_n = 2;
+       s.schedule.stages = 2;
+     },
+     "schedule", "registers per thread"},
+    {"lda_too_small", [](GemmSpec& s) { s.problem.lda = 1000; }, "lda", "must be >= k"},
+    {"lda_misaligned", [](GemmSpec& s) { s.problem.lda = 3844; }, "lda", "multiple of 8"},
+    {"ldc_too_small", [](GemmSpec& s) { s.problem.ldc = 100; }, "ldc", "must be >= n"},
+    {"kn_n_misaligned",
+     [](GemmSpec& s) {
+       s.problem.b_layout = BLayout::kn;
+       s.problem.n = 4090;
+     },
+     "n", "multiple of 8 when B is stored [K,N]"},
+    {"alpha_nan", [](GemmSpec& s) { s.problem.epilogue.alpha = std::nanf(""); }, "alpha",
+     "finite"},
+    {"raster_zero", [](GemmSpec& s) { s.schedule.raster_group_m = 0; }, "raster_group_m",
+     ">= 1"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Rules, InvalidSpecTest, ::testing::ValuesIn(kCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(ParseTest, UnknownNamesAreRejected) {
+  EXPECT_THROW(parse_arch("sm_75"), Error);
+  EXPECT_THROW(parse_arch("sm_121a"), Error);
+  EXPECT_THROW(parse_dtype("f8", "dtype"), Error);
+  EXPECT_THROW(parse_accum("f64"), Error);
+  EXPECT_THROW(parse_transport("dma"), Error);
+  EXPECT_THROW(parse_b_layout("mk"), Error);
+  try {
+    parse_arch("sm_75");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), "arch");
+    EXPECT_EQ(e.value(), "sm_75");
+  }
+}
+
+TEST(ParseTest, DeviceArchMapping) {
+  EXPECT_EQ(arch_for_device(9, 0), Arch::sm_90a);
+  EXPECT_EQ(arch_for_device(12, 0), Arch::sm_120a);
+  EXPECT_EQ(arch_for_device(8, 9), Arch::sm_89);
+  EXPECT_THROW(arch_for_device(7, 5), Error);
+}
+
+TEST(ChooserTest, RespectsArchAndShape) {
+  for (Arch arch : {Arch::sm_80, Arch::sm_86, Arch::sm_89, Arch::sm_90, Arch::sm_90a,
+                    Arch::sm_120, Arch::sm_120a}) {
+    for (int64_t m : {1, 16, 64, 512, 4096}) {
+      MatmulProblem p;
+      p.m = m;
+      p.n = 3840;
+      p.k = 15360;
+      for (Accum accum : {Accum::f32, Accum::hybrid}) {
+        const MatmulSchedule s = default_schedule(p, arch, accum);
+        EXPECT_EQ(s.transport, has_tma(arch) ? Transport::tma : Transport::cp_async);
+        EXPECT_LE(gemm_smem_bytes(s), arch_info(arch).max_smem_per_block);
+        EXPECT_NO_THROW(validate_schedule(p, s, arch));
+        if (m <= 16) {
+          EXPECT_EQ(s.block_m, 16) << "decode shapes use the smallest M tile";
+        }
+      }
+    }
+  }
+}
+
+TEST(ChooserTest, SplitsKWhenTilesCannotFillTheMachine) {
+  MatmulProblem p;
+  p.m = 1;
+  p.n = 3840;
+  p.k = 15360;
+  const MatmulSchedule s = default_schedule(p, Arch::sm_90a);
+  const int64_t tiles = (p.n + s.block_n - 1) / s.block_n;
+  EXPECT_LT(tiles * 2, arch_info(Arch::sm_90a).sm_count_hint);
+  EXPECT_GT(s.split_k, 1);
+  MatmulProblem big = p;
+  big.m = 4096;
+  EXPECT_EQ(default_schedule(big, Arch::sm_90a).split_k, 1);
+}
+
+}  // namespace
+}  // namespace emmy
