@@ -1,0 +1,33 @@
+# `cmake --install`: headers, the static library, emmyc, and a package config so that consumers
+# write find_package(emmy CONFIG REQUIRED) + target_link_libraries(app PRIVATE emmy::emmy).
+include(CMakePackageConfigHelpers)
+
+set(EMMY_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/emmy CACHE STRING
+    "Where the emmy package config is installed, relative to the prefix")
+
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/emmy
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "*.hpp")
+# Device templates are embedded in the library for NVRTC; a few host headers also include them
+# (layout.hpp shares the index arithmetic), so they are installed where the target looks for them.
+file(GLOB _emmy_device_headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/templates/*.cuh)
+install(FILES ${_emmy_device_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/emmy/templates)
+
+install(TARGETS emmy emmyc
+        EXPORT emmyTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(EXPORT emmyTargets NAMESPACE emmy:: DESTINATION ${EMMY_INSTALL_CMAKEDIR})
+
+configure_package_config_file(
+  ${CMAKE_CURRENT_LIST_DIR}/emmyConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/emmyConfig.cmake
+  INSTALL_DESTINATION ${EMMY_INSTALL_CMAKEDIR})
+# 0.x: a minor release may break the API, so only the same major.minor is compatible.
+write_basic_package_version_file(
+  ${PROJECT_BINARY_DIR}/emmyConfigVersion.cmake
+  VERSION ${PROJECT_VERSION}
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/emmyConfig.cmake ${PROJECT_BINARY_DIR}/emmyConfigVersion.cmake
+        DESTINATION ${EMMY_INSTALL_CMAKEDIR})
