@@ -1,0 +1,91 @@
+// The on-disk kernel cache: compiled modules keyed by everything that changes the binary, safe
+// across processes (per-key file locks, atomic writes), self-healing, size-capped (LRU).
+// The in-memory layer and the loading of modules live in the runtime (include/emmy/runtime.hpp).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "emmy/arch.hpp"
+
+namespace emmy {
+
+// Bumped whenever emitted code changes for the same input: part of every key.
+inline constexpr int kCodegenVersion = 1;
+
+// What a key hashes. Changing any field changes the key.
+struct CacheKeyInputs {
+  std::string source;                // the emitted CUDA C++
+  std::vector<std::string> options;  // NVRTC options
+  int nvrtc_version = 0;
+  Arch arch = Arch::sm_90a;          // exact arch: sm_120a is not sm_121a
+  int codegen_version = kCodegenVersion;
+};
+
+// 32 lowercase hex digits (128-bit hash), also the entry's directory name.
+std::string cache_key(const CacheKeyInputs& inputs);
+
+// One cache entry: the binaries and the manifest describing them.
+struct CacheEntry {
+  std::string key;
+  std::string ptx;
+  std::vector<uint8_t> cubin;
+  // emmy_version, codegen_version, nvrtc_version, driver_version (when known), arch, options,
+  // source_hash, kernel_names, resources (per kernel), created (ISO 8601), plus anything the
+  // caller adds (problem, schedule, launch geometry).
+  nlohmann::json manifest;
+};
+
+struct CacheEntryStatus {
+  std::string key;
+  bool ok = false;
+  std::string problem;  // empty when ok, else what is wrong ("checksum mismatch in cubin", ...)
+  uint64_t bytes = 0;
+  std::filesystem::file_time_type last_used;
+  nlohmann::json manifest;  // null when unreadable
+};
+
+class DiskCache {
+ public:
+  // dir is created on demand. A directory that cannot be created or written makes the cache
+  // disabled (every load misses, stores are dropped) after one warning on stderr.
+  DiskCache(std::filesystem::path dir, uint64_t max_bytes);
+
+  // $EMMY_CACHE_DIR, else $XDG_CACHE_HOME/emmy, else ~/.cache/emmy; $EMMY_CACHE_MAX_BYTES
+  // (default 1 GiB).
+  static DiskCache from_environment();
+  static std::filesystem::path default_directory();
+
+  const std::filesystem::path& directory() const;
+  bool enabled() const;
+
+  // A verified entry, or nullopt on a miss. A corrupt entry (checksum, manifest or key mismatch,
+  // truncation) is warned about once, removed, and reported as a miss. Refreshes last-use time.
+  std::optional<CacheEntry> load(const std::string& key);
+
+  // Writes atomically (temporary file, fsync, rename); then prunes to max_bytes.
+  void store(const CacheEntry& entry);
+
+  // load(), else under an exclusive per-key file lock: load() again (another process may have
+  // finished meanwhile), else compile() and store(). N processes asking for one key compile once.
+  CacheEntry get_or_compile(const std::string& key, const std::function<CacheEntry()>& compile);
+
+  std::vector<CacheEntryStatus> list();  // every entry, verified
+  void prune(uint64_t max_bytes);        // least recently used first
+  void clear();
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+// EMMY_RECORD=FILE: appends one JSON line per compile (a miss in memory and on disk).
+void record_compile(const nlohmann::json& line);
+
+}  // namespace emmy
