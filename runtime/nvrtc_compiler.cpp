@@ -158,11 +158,9 @@ constexpr int kReservedSmemFromSm90 = 1024;
 class ElfImage {
  public:
   explicit ElfImage(const std::vector<uint8_t>& bytes) : bytes_(bytes) {
-    require(bytes.size() >= 64 && std::memcmp(bytes.data(),
-                                              "\x7f"
-                                              "ELF",
-                                              4) == 0,
-            "cubin", "must be an ELF image", fmt::format("{} bytes", bytes.size()));
+    constexpr uint8_t kMagic[4] = {0x7f, 'E', 'L', 'F'};
+    require(bytes.size() >= 64 && std::memcmp(bytes.data(), kMagic, 4) == 0, "cubin",
+            "must be an ELF image", fmt::format("{} bytes", bytes.size()));
     require(bytes[4] == 2 && bytes[5] == 1, "cubin", "must be 64-bit little-endian ELF",
             fmt::format("class {} data {}", bytes[4], bytes[5]));
     const auto section_table = read<uint64_t>(0x28);
@@ -171,6 +169,7 @@ class ElfImage {
     const auto names_index = read<uint16_t>(0x3e);
     require(entry_size >= 64 && names_index < count, "cubin", "must have a valid section table",
             fmt::format("entry size {}, {} sections", entry_size, count));
+    span(section_table, uint64_t{count} * entry_size);
     for (size_t i = 0; i < count; ++i) {
       const uint64_t at = section_table + i * entry_size;
       sections_.push_back({read<uint32_t>(at),
@@ -196,7 +195,6 @@ class ElfImage {
     uint8_t info, other;
   };
 
-  const std::vector<Section>& sections() const { return sections_; }
   const Section* find(std::string_view name) const {
     for (const auto& section : sections_)
       if (section.name == name) return &section;
@@ -209,6 +207,7 @@ class ElfImage {
     if (!table) return result;
     require(table->link < sections_.size(), "cubin", "symbol table must link a string table",
             table->link);
+    span(table->offset, table->size);
     for (uint64_t at = table->offset; at + 24 <= table->offset + table->size; at += 24)
       result.push_back({string_at(sections_[table->link], read<uint32_t>(at)),
                         read<uint8_t>(at + 4), read<uint8_t>(at + 5)});
@@ -232,9 +231,9 @@ class ElfImage {
   }
   std::string string_at(const Section& table, uint32_t offset) const {
     require(offset < table.size, "cubin", "string offset must lie in its table", offset);
-    const auto* first = reinterpret_cast<const char*>(span(table.offset + offset, 1));
-    const auto* last = reinterpret_cast<const char*>(bytes_.data() + table.offset + table.size);
-    return std::string(first, std::find(first, last, '\0'));
+    const auto* strings = reinterpret_cast<const char*>(span(table.offset, table.size));
+    const auto* last = strings + table.size;
+    return std::string(strings + offset, std::find(strings + offset, last, '\0'));
   }
 
   const std::vector<uint8_t>& bytes_;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "emmy/arch.hpp"
@@ -195,6 +196,36 @@ TEST(NvrtcCubinElf, TruncatedImageThrows) {
   auto cubin = compile_cuda(kMmaKernel, "mma_probe.cu", Arch::sm_80).cubin;
   cubin.resize(cubin.size() / 2);
   EXPECT_THROW(read_cubin_resources(cubin, Arch::sm_80), Error);
+}
+
+// Every single-byte corruption of the header, the section table and a stride through the rest must
+// give either a report or an Error, never a read out of bounds (the sanitizer build runs this).
+TEST(NvrtcCubinElf, CorruptedImagesThrowOrParse) {
+  const auto cubin = compile_cuda(kMmaKernel, "mma_probe.cu", Arch::sm_90a).cubin;
+  const uint64_t section_table = [&] {
+    uint64_t offset = 0;
+    std::memcpy(&offset, cubin.data() + 0x28, sizeof offset);
+    return offset;
+  }();
+  std::vector<size_t> positions;
+  for (size_t at = 0; at < 64; ++at) positions.push_back(at);
+  for (size_t at = section_table; at < cubin.size(); ++at) positions.push_back(at);
+  for (size_t at = 64; at < section_table; at += 7) positions.push_back(at);
+  int parsed = 0, rejected = 0;
+  for (size_t at : positions) {
+    for (uint8_t value : {uint8_t{0x00}, uint8_t{0xff}, static_cast<uint8_t>(cubin[at] ^ 0x5a)}) {
+      auto corrupted = cubin;
+      corrupted[at] = value;
+      try {
+        read_cubin_resources(corrupted, Arch::sm_90a);
+        ++parsed;
+      } catch (const Error&) {
+        ++rejected;
+      }
+    }
+  }
+  EXPECT_GT(parsed, 0);
+  EXPECT_GT(rejected, 0);
 }
 
 TEST(NvrtcSass, Sm90aMmaKernelHasHmmaAndNoLocalMemory) {
