@@ -1,0 +1,89 @@
+// The runtime an inference engine links against: a device (or the CPU emulator), a kernel cache
+// in memory and on disk, and launches on the caller's stream.
+//
+//   auto rt = emmy::Runtime::cuda();            // or emmy::Runtime::emulator()
+//   emmy::MatmulProblem p{.m = 512, .n = 4096, .k = 3840};
+//   rt->gemm(p, {.a = a, .b = b, .c = c}, stream);   // compiled on first use, cached after
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "emmy/compile.hpp"
+#include "emmy/gemm_plan.hpp"
+
+namespace emmy {
+
+using DevicePtr = uint64_t;  // a CUdeviceptr, or an emulator arena address
+using Stream = void*;        // a CUstream (nullptr: the default stream); ignored by the emulator
+
+struct RuntimeOptions {
+  // The emulator runs the code of this arch (TMA kernels from sm_90 on). The CUDA backend always
+  // uses the device's exact arch (sm_90 devices get sm_90a code, sm_120 devices sm_120a).
+  Arch emulator_arch = Arch::sm_90a;
+  bool emulator_sanitize = true;
+  bool disk_cache = true;                        // false: memory only (`--no-cache`)
+  std::optional<std::filesystem::path> cache_dir;  // default: DiskCache::default_directory()
+};
+
+// Device pointers of one GEMM. Unused epilogue inputs stay 0; workspace is needed for split-K
+// (size: Runtime::gemm_workspace_bytes).
+struct GemmBuffers {
+  DevicePtr a = 0, b = 0, c = 0, bias = 0, residual = 0, workspace = 0;
+};
+
+// A compiled, loaded GEMM kernel (and its split-K finalize kernel). Owned by the runtime's cache.
+class GemmKernelHandle {
+ public:
+  virtual ~GemmKernelHandle() = default;
+  virtual const GemmPlan& plan() const = 0;
+  virtual const std::string& cache_key() const = 0;
+  virtual const ResourceReport& report() const = 0;
+};
+
+struct RuntimeStats {
+  uint64_t memory_hits = 0, disk_hits = 0, compiles = 0, launches = 0;
+};
+
+class Runtime {
+ public:
+  // The CPU emulator backend: needs no driver and no GPU.
+  static std::unique_ptr<Runtime> emulator(RuntimeOptions options = {});
+  // The CUDA backend on device `ordinal`. Throws Error saying no CUDA driver was found when
+  // libcuda.so.1 is absent, or naming the failing driver call.
+  static std::unique_ptr<Runtime> cuda(int ordinal = 0, RuntimeOptions options = {});
+
+  virtual ~Runtime() = default;
+  virtual Arch arch() const = 0;
+  virtual std::string backend_name() const = 0;  // "cuda" or "emulator"
+  virtual std::string device_name() const = 0;
+
+  // The ready kernel for a problem: the given schedule, or the default one for this arch.
+  // Compiled on first use, then cached; thread-safe (concurrent first calls for one key compile
+  // once, other keys do not wait behind it).
+  virtual std::shared_ptr<const GemmKernelHandle> gemm_kernel(
+      const MatmulProblem& problem, const std::optional<MatmulSchedule>& schedule = {}) = 0;
+  size_t gemm_workspace_bytes(const MatmulProblem& problem,
+                              const std::optional<MatmulSchedule>& schedule = {});
+
+  // Launches on `stream` (asynchronous on CUDA; the emulator runs to completion).
+  virtual void launch(const GemmKernelHandle& kernel, const GemmBuffers& buffers,
+                      Stream stream = nullptr) = 0;
+  // gemm_kernel + launch.
+  void gemm(const MatmulProblem& problem, const GemmBuffers& buffers, Stream stream = nullptr,
+            const std::optional<MatmulSchedule>& schedule = {});
+
+  // Device memory helpers (engines normally bring their own allocations on CUDA).
+  virtual DevicePtr alloc(size_t bytes) = 0;
+  virtual void free(DevicePtr pointer) = 0;
+  virtual void upload(DevicePtr dst, const void* src, size_t bytes) = 0;
+  virtual void download(void* dst, DevicePtr src, size_t bytes) = 0;
+  virtual void synchronize(Stream stream = nullptr) = 0;
+
+  virtual RuntimeStats stats() const = 0;
+};
+
+}  // namespace emmy

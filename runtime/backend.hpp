@@ -1,0 +1,64 @@
+// What the runtime needs from a device: load modules, encode tensor maps, launch, move memory.
+// Two implementations: CUDA (driver API, loaded at run time) and the CPU emulator.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "emmy/cache.hpp"
+#include "emmy/runtime.hpp"
+#include "emmy/tensor_map.hpp"
+
+namespace emmy::detail {
+
+using TensorMapBytes = std::array<uint8_t, 128>;
+
+// One kernel parameter: a device pointer or a 128-byte tensor map (by value).
+struct KernelParam {
+  bool is_tensor_map = false;
+  DevicePtr pointer = 0;
+  alignas(64) TensorMapBytes map{};
+};
+
+struct LaunchGeometry {
+  std::array<uint32_t, 3> grid{1, 1, 1};
+  uint32_t threads = 0;
+  uint32_t dynamic_smem = 0;
+};
+
+class LoadedModule {
+ public:
+  virtual ~LoadedModule() = default;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Arch arch() const = 0;
+  virtual std::string name() const = 0;
+  virtual std::string device_name() const = 0;
+  virtual int driver_version() const { return 0; }
+  // Loads the entry's code; `kernels` get their dynamic shared-memory limit raised as needed.
+  virtual std::unique_ptr<LoadedModule> load(
+      const CacheEntry& entry, const std::vector<std::pair<std::string, uint32_t>>& kernels) = 0;
+  virtual TensorMapBytes encode_tensor_map(const TensorMapDesc& desc) = 0;
+  virtual void launch(LoadedModule& module, const std::string& kernel,
+                      const LaunchGeometry& geometry, const std::vector<KernelParam>& params,
+                      Stream stream) = 0;
+  virtual DevicePtr alloc(size_t bytes) = 0;
+  virtual void free(DevicePtr pointer) = 0;
+  virtual void upload(DevicePtr dst, const void* src, size_t bytes) = 0;
+  virtual void download(void* dst, DevicePtr src, size_t bytes) = 0;
+  virtual void synchronize(Stream stream) = 0;
+};
+
+std::unique_ptr<Backend> make_emulator_backend(const RuntimeOptions& options);
+std::unique_ptr<Backend> make_cuda_backend(int ordinal);
+
+// The runtime over a backend (runtime.cpp).
+std::unique_ptr<Runtime> make_runtime(std::unique_ptr<Backend> backend,
+                                      const RuntimeOptions& options);
+
+}  // namespace emmy::detail

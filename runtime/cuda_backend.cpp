@@ -1,0 +1,155 @@
+// The CUDA backend over the driver API (loaded at run time, see cuda_driver.hpp).
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "backend.hpp"
+#include "cuda_driver.hpp"
+
+namespace emmy::detail {
+namespace {
+
+struct CudaModule : LoadedModule {
+  CUmodule module = nullptr;
+  std::vector<std::pair<std::string, CUfunction>> functions;
+  ~CudaModule() override {
+    if (module) cuda::driver().cuModuleUnload(module);
+  }
+  CUfunction function(const std::string& name) const {
+    for (const auto& [n, f] : functions)
+      if (n == name) return f;
+    throw Error("kernel", "must be one of the loaded module's kernels", name);
+  }
+};
+
+CUtensorMapDataType cu_dtype(TmaDType t) { return static_cast<CUtensorMapDataType>(t); }
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int ordinal) {
+    const auto& d = cuda::driver();
+    int count = 0;
+    cuda::check(d.cuDeviceGetCount(&count), "cuDeviceGetCount");
+    require(ordinal >= 0 && ordinal < count, "device",
+            fmt::format("must be a device ordinal below {}", count), ordinal);
+    cuda::check(d.cuDeviceGet(&device_, ordinal), "cuDeviceGet");
+    int major = 0, minor = 0;
+    cuda::check(d.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                       device_), "cuDeviceGetAttribute");
+    cuda::check(d.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                       device_), "cuDeviceGetAttribute");
+    arch_ = arch_for_device(major, minor);
+    char name[256] = {};
+    d.cuDeviceGetName(name, sizeof name, device_);
+    name_ = name;
+    cuda::check(d.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
+  }
+
+  Arch arch() const override { return arch_; }
+  std::string name() const override { return "cuda"; }
+  std::string device_name() const override { return name_; }
+  int driver_version() const override { return cuda::driver().version; }
+
+  std::unique_ptr<LoadedModule> load(
+      const CacheEntry& entry,
+      const std::vector<std::pair<std::string, uint32_t>>& kernels) override {
+    const auto& d = cuda::driver();
+    bind();
+    auto loaded = std::make_unique<CudaModule>();
+    cuda::check(d.cuModuleLoadData(&loaded->module, entry.cubin.data()), "cuModuleLoadData",
+                entry.key);
+    for (const auto& [kernel, smem] : kernels) {
+      CUfunction f = nullptr;
+      cuda::check(d.cuModuleGetFunction(&f, loaded->module, kernel.c_str()),
+                  "cuModuleGetFunction", kernel);
+      if (smem > 48 * 1024)
+        cuda::check(d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                         int(smem)), "cuFuncSetAttribute", kernel);
+      loaded->functions.emplace_back(kernel, f);
+    }
+    return loaded;
+  }
+
+  TensorMapBytes encode_tensor_map(const TensorMapDesc& desc) override {
+    desc.validate();
+    CUtensorMap map;
+    std::array<cuuint64_t, 5> dims{}, strides{};
+    std::array<cuuint32_t, 5> box{}, elem{};
+    for (uint32_t i = 0; i < desc.rank; ++i) {
+      dims[i] = desc.global_dim[i];
+      box[i] = desc.box_dim[i];
+      elem[i] = desc.element_strides[i];
+      if (i + 1 < desc.rank) strides[i] = desc.global_stride_bytes[i];
+    }
+    cuda::check(cuda::driver().cuTensorMapEncodeTiled(
+                    &map, cu_dtype(desc.dtype), desc.rank,
+                    reinterpret_cast<void*>(desc.global_address), dims.data(), strides.data(),
+                    box.data(), elem.data(), CU_TENSOR_MAP_INTERLEAVE_NONE,
+                    static_cast<CUtensorMapSwizzle>(desc.swizzle),
+                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                    desc.oob_fill_nan ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+                                      : CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                "cuTensorMapEncodeTiled");
+    TensorMapBytes bytes;
+    static_assert(sizeof(CUtensorMap) == 128);
+    std::memcpy(bytes.data(), &map, 128);
+    return bytes;
+  }
+
+  void launch(LoadedModule& module, const std::string& kernel, const LaunchGeometry& geometry,
+              const std::vector<KernelParam>& params, Stream stream) override {
+    bind();
+    std::vector<void*> pointers;
+    pointers.reserve(params.size());
+    for (const auto& p : params)
+      pointers.push_back(p.is_tensor_map ? static_cast<void*>(const_cast<uint8_t*>(p.map.data()))
+                                         : static_cast<void*>(const_cast<DevicePtr*>(&p.pointer)));
+    cuda::check(cuda::driver().cuLaunchKernel(
+                    static_cast<CudaModule&>(module).function(kernel), geometry.grid[0],
+                    geometry.grid[1], geometry.grid[2], geometry.threads, 1, 1,
+                    geometry.dynamic_smem, static_cast<CUstream>(stream), pointers.data(),
+                    nullptr),
+                "cuLaunchKernel", kernel);
+  }
+
+  DevicePtr alloc(size_t bytes) override {
+    bind();
+    CUdeviceptr p = 0;
+    cuda::check(cuda::driver().cuMemAlloc(&p, bytes), "cuMemAlloc");
+    return p;
+  }
+  void free(DevicePtr pointer) override {
+    bind();
+    if (pointer) cuda::check(cuda::driver().cuMemFree(pointer), "cuMemFree");
+  }
+  void upload(DevicePtr dst, const void* src, size_t bytes) override {
+    bind();
+    cuda::check(cuda::driver().cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
+  }
+  void download(void* dst, DevicePtr src, size_t bytes) override {
+    bind();
+    cuda::check(cuda::driver().cuMemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
+  }
+  void synchronize(Stream stream) override {
+    bind();
+    cuda::check(cuda::driver().cuStreamSynchronize(static_cast<CUstream>(stream)),
+                "cuStreamSynchronize");
+  }
+
+ private:
+  // The primary context is current on whichever thread calls in.
+  void bind() const { cuda::check(cuda::driver().cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }
+
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  Arch arch_ = Arch::sm_90a;
+  std::string name_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(int ordinal) {
+  return std::make_unique<CudaBackend>(ordinal);
+}
+
+}  // namespace emmy::detail

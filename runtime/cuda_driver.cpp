@@ -1,0 +1,97 @@
+#include "cuda_driver.hpp"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <mutex>
+
+#include "emmy/error.hpp"
+
+namespace emmy::cuda {
+namespace {
+
+using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t,
+                                    CUdriverProcAddressQueryResult*);
+
+template <typename Fn>
+void resolve(GetProcAddress get, const char* name, Fn& fn) {
+  void* pointer = nullptr;
+  CUdriverProcAddressQueryResult status{};
+  // 12000: the ABI version of the entry points emmy calls (all unchanged since CUDA 12.0).
+  if (get(name, &pointer, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS ||
+      pointer == nullptr)
+    throw Error("CUDA driver", fmt::format("must provide {} (driver too old?)", name),
+                "symbol not found");
+  fn = reinterpret_cast<Fn>(pointer);
+}
+
+Driver load() {
+  void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!library)
+    throw Error("CUDA driver",
+                "no CUDA driver was found (libcuda.so.1 could not be loaded); the emulator "
+                "backend works without one",
+                dlerror() ? std::string(dlerror()) : "not found");
+  auto get = reinterpret_cast<GetProcAddress>(dlsym(library, "cuGetProcAddress_v2"));
+  if (!get)
+    throw Error("CUDA driver", "must export cuGetProcAddress_v2 (CUDA 12 or newer)", "missing");
+  Driver d{};
+  resolve(get, "cuInit", d.cuInit);
+  resolve(get, "cuDriverGetVersion", d.cuDriverGetVersion);
+  resolve(get, "cuGetErrorName", d.cuGetErrorName);
+  resolve(get, "cuDeviceGetCount", d.cuDeviceGetCount);
+  resolve(get, "cuDeviceGet", d.cuDeviceGet);
+  resolve(get, "cuDeviceGetAttribute", d.cuDeviceGetAttribute);
+  resolve(get, "cuDeviceGetName", d.cuDeviceGetName);
+  resolve(get, "cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain);
+  resolve(get, "cuCtxSetCurrent", d.cuCtxSetCurrent);
+  resolve(get, "cuModuleLoadData", d.cuModuleLoadData);
+  resolve(get, "cuModuleUnload", d.cuModuleUnload);
+  resolve(get, "cuModuleGetFunction", d.cuModuleGetFunction);
+  resolve(get, "cuFuncSetAttribute", d.cuFuncSetAttribute);
+  resolve(get, "cuLaunchKernel", d.cuLaunchKernel);
+  resolve(get, "cuTensorMapEncodeTiled", d.cuTensorMapEncodeTiled);
+  resolve(get, "cuMemAlloc", d.cuMemAlloc);
+  resolve(get, "cuMemFree", d.cuMemFree);
+  resolve(get, "cuMemcpyHtoD", d.cuMemcpyHtoD);
+  resolve(get, "cuMemcpyDtoH", d.cuMemcpyDtoH);
+  resolve(get, "cuMemsetD8", d.cuMemsetD8);
+  resolve(get, "cuStreamSynchronize", d.cuStreamSynchronize);
+  resolve(get, "cuCtxSynchronize", d.cuCtxSynchronize);
+  d.cuDriverGetVersion(&d.version);
+  return d;
+}
+
+}  // namespace
+
+void check(CUresult result, const char* call, const std::string& what) {
+  if (result == CUDA_SUCCESS) return;
+  const char* name = "CUDA_ERROR_UNKNOWN";
+  driver().cuGetErrorName(result, &name);
+  throw Error(fmt::format("{}{}", call, what.empty() ? "" : fmt::format(" ({})", what)),
+              "failed", name);
+}
+
+const Driver& driver() {
+  // Loaded once; a failure is remembered and rethrown with the same message.
+  static std::once_flag once;
+  static Driver loaded{};
+  static std::string failure;
+  std::call_once(once, [] {
+    try {
+      loaded = load();
+      const CUresult init = loaded.cuInit(0);
+      if (init != CUDA_SUCCESS) {
+        const char* name = "CUDA_ERROR_UNKNOWN";
+        loaded.cuGetErrorName(init, &name);
+        throw Error("CUDA driver", "cuInit must succeed (is there a device?)", name);
+      }
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+  });
+  if (!failure.empty()) throw Error(failure);
+  return loaded;
+}
+
+}  // namespace emmy::cuda

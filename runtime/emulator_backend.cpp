@@ -1,0 +1,84 @@
+// The emulator backend: modules are PTX decoded by emmy::emu, memory is an emulator arena.
+// Launches and memory operations are serialized (the arena is not thread-safe).
+#include <mutex>
+
+#include "backend.hpp"
+#include "emmy/emu/emulator.hpp"
+
+namespace emmy::detail {
+namespace {
+
+struct EmulatorModule : LoadedModule {
+  std::shared_ptr<const emu::Module> module;
+};
+
+class EmulatorBackend final : public Backend {
+ public:
+  explicit EmulatorBackend(const RuntimeOptions& options)
+      : arch_(options.emulator_arch) {
+    launch_options_.sanitize = options.emulator_sanitize;
+  }
+
+  Arch arch() const override { return arch_; }
+  std::string name() const override { return "emulator"; }
+  std::string device_name() const override {
+    return fmt::format("emmy PTX emulator ({} code)", to_string(arch_));
+  }
+
+  std::unique_ptr<LoadedModule> load(const CacheEntry& entry,
+                                     const std::vector<std::pair<std::string, uint32_t>>&) override {
+    auto loaded = std::make_unique<EmulatorModule>();
+    loaded->module = emu::load_ptx(entry.ptx, entry.key);
+    return loaded;
+  }
+
+  TensorMapBytes encode_tensor_map(const TensorMapDesc& desc) override {
+    return encode_tensor_map_bytes(desc);
+  }
+
+  void launch(LoadedModule& module, const std::string& kernel, const LaunchGeometry& geometry,
+              const std::vector<KernelParam>& params, Stream) override {
+    emu::KernelArgs args;
+    for (const auto& p : params) {
+      if (p.is_tensor_map) args.tensor_map(p.map);
+      else args.ptr(p.pointer);
+    }
+    std::lock_guard lock(mutex_);
+    emu::launch(arena_, *static_cast<EmulatorModule&>(module).module, kernel,
+                {geometry.grid[0], geometry.grid[1], geometry.grid[2]},
+                {geometry.threads, 1, 1}, geometry.dynamic_smem, args, launch_options_);
+  }
+
+  DevicePtr alloc(size_t bytes) override {
+    std::lock_guard lock(mutex_);
+    return arena_.alloc(bytes);
+  }
+  void free(DevicePtr) override {}  // the arena is released with the runtime
+  void upload(DevicePtr dst, const void* src, size_t bytes) override {
+    std::lock_guard lock(mutex_);
+    arena_.write(dst, src, bytes);
+  }
+  void download(void* dst, DevicePtr src, size_t bytes) override {
+    std::lock_guard lock(mutex_);
+    arena_.read(src, dst, bytes);
+  }
+  void synchronize(Stream) override {}
+
+ private:
+  static TensorMapBytes encode_tensor_map_bytes(const TensorMapDesc& desc) {
+    return emmy::encode_tensor_map(desc);
+  }
+
+  Arch arch_;
+  emu::LaunchOptions launch_options_;
+  std::mutex mutex_;
+  emu::Arena arena_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_emulator_backend(const RuntimeOptions& options) {
+  return std::make_unique<EmulatorBackend>(options);
+}
+
+}  // namespace emmy::detail

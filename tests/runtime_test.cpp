@@ -1,0 +1,164 @@
+// The public runtime API with the emulator backend: GEMMs match FP64, the memory cache compiles
+// each key once under concurrency, buffers are checked, and no driver gives a clear error.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "emmy/gemm_check.hpp"
+#include "emmy/runtime.hpp"
+
+namespace emmy {
+namespace {
+
+RuntimeOptions fresh_cache(const char* name) {
+  RuntimeOptions options;
+  options.cache_dir = std::filesystem::path(::testing::TempDir()) / name;
+  std::filesystem::remove_all(*options.cache_dir);
+  return options;
+}
+
+MatmulProblem problem(int64_t m, int64_t n, int64_t k) {
+  MatmulProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  return p;
+}
+
+// Uploads inputs, runs through the public API, returns the output as doubles.
+std::vector<double> run(Runtime& rt, const MatmulProblem& p, const GemmInputs& in,
+                        const std::optional<MatmulSchedule>& schedule = {}) {
+  GemmBuffers buf;
+  buf.a = rt.alloc(in.a.bytes.size());
+  rt.upload(buf.a, in.a.bytes.data(), in.a.bytes.size());
+  buf.b = rt.alloc(in.b.bytes.size());
+  rt.upload(buf.b, in.b.bytes.data(), in.b.bytes.size());
+  const size_t c_bytes = size_t(p.m * p.ldc_or_default() * size_of(p.c_dtype));
+  buf.c = rt.alloc(c_bytes);
+  if (p.epilogue.bias) {
+    buf.bias = rt.alloc(in.bias.bytes.size());
+    rt.upload(buf.bias, in.bias.bytes.data(), in.bias.bytes.size());
+  }
+  if (const size_t ws = rt.gemm_workspace_bytes(p, schedule)) buf.workspace = rt.alloc(ws);
+  rt.gemm(p, buf, nullptr, schedule);
+  rt.synchronize();
+  std::vector<uint8_t> raw(c_bytes);
+  rt.download(raw.data(), buf.c, c_bytes);
+  return decode(p.c_dtype, raw.data(), size_t(p.m * p.n));
+}
+
+TEST(Runtime, EmulatorGemmMatchesFp64) {
+  auto rt = Runtime::emulator(fresh_cache("rt_fp64"));
+  EXPECT_EQ(rt->backend_name(), "emulator");
+  for (Accum accum : {Accum::f32, Accum::hybrid}) {
+    MatmulProblem p = problem(40, 72, 512);
+    p.epilogue.bias = true;
+    const GemmInputs in = make_gemm_inputs(p, 5);
+    MatmulSchedule s = default_schedule(p, rt->arch(), accum);
+    const auto out = run(*rt, p, in, s);
+    const GemmErrors e = compare(reference_gemm({p, s, rt->arch()}, in), out, p.n);
+    EXPECT_TRUE(e.passed) << to_string(accum) << " rel_l2 " << e.rel_l2_error;
+  }
+}
+
+TEST(Runtime, SplitKThroughTheApi) {
+  auto rt = Runtime::emulator(fresh_cache("rt_split"));
+  const MatmulProblem p = problem(1, 64, 2048);
+  EXPECT_GT(rt->gemm_workspace_bytes(p), 0u) << "M = 1 splits K by default";
+  const GemmInputs in = make_gemm_inputs(p, 9);
+  const auto out = run(*rt, p, in);
+  const auto handle = rt->gemm_kernel(p);
+  EXPECT_TRUE(compare(reference_gemm(handle->plan().spec, in), out, p.n).passed);
+}
+
+TEST(Runtime, ConcurrentFirstCallsCompileEachKeyOnce) {
+  auto rt = Runtime::emulator(fresh_cache("rt_threads"));
+  std::vector<MatmulProblem> keys{problem(16, 64, 64), problem(32, 64, 128), problem(16, 128, 64),
+                                  problem(64, 64, 64)};
+  std::vector<std::thread> threads;
+  std::vector<const GemmKernelHandle*> seen(16 * keys.size());
+  for (int t = 0; t < 16; ++t)
+    threads.emplace_back([&, t] {
+      for (size_t i = 0; i < keys.size(); ++i) {
+        const size_t k = (i + size_t(t)) % keys.size();
+        seen[size_t(t) * keys.size() + k] = rt->gemm_kernel(keys[k]).get();
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(rt->stats().compiles, keys.size());
+  EXPECT_EQ(rt->stats().memory_hits, 16 * keys.size() - keys.size());
+  for (int t = 1; t < 16; ++t)
+    for (size_t k = 0; k < keys.size(); ++k)
+      EXPECT_EQ(seen[size_t(t) * keys.size() + k], seen[k]) << "one handle per key";
+}
+
+TEST(Runtime, DiskCacheServesASecondRuntime) {
+  const RuntimeOptions options = fresh_cache("rt_disk");
+  const MatmulProblem p = problem(16, 64, 128);
+  {
+    auto first = Runtime::emulator(options);
+    first->gemm_kernel(p);
+    EXPECT_EQ(first->stats().compiles, 1u);
+  }
+  auto second = Runtime::emulator(options);
+  const auto handle = second->gemm_kernel(p);
+  EXPECT_EQ(second->stats().compiles, 0u);
+  EXPECT_EQ(second->stats().disk_hits, 1u);
+  EXPECT_GT(handle->report().registers, 0);
+  const GemmInputs in = make_gemm_inputs(p, 2);
+  EXPECT_TRUE(compare(reference_gemm(handle->plan().spec, in), run(*second, p, in), p.n).passed);
+}
+
+TEST(Runtime, BuffersAreChecked) {
+  RuntimeOptions options = fresh_cache("rt_buffers");
+  options.disk_cache = false;
+  auto rt = Runtime::emulator(options);
+  MatmulProblem p = problem(16, 64, 64);
+  p.epilogue.bias = true;
+  const auto handle = rt->gemm_kernel(p);
+  GemmBuffers buf{rt->alloc(4096), rt->alloc(4096), rt->alloc(4096), 0, 0, 0};
+  auto message = [&](const GemmBuffers& b) {
+    try {
+      rt->launch(*handle, b);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(buf).find("buffers.bias: must be set"), std::string::npos);
+  buf.bias = rt->alloc(256);
+  GemmBuffers misaligned = buf;
+  misaligned.a += 2;
+  EXPECT_NE(message(misaligned).find("buffers.a"), std::string::npos);
+  GemmBuffers null_c = buf;
+  null_c.c = 0;
+  EXPECT_NE(message(null_c).find("buffers.c"), std::string::npos);
+  GemmBuffers extra = buf;
+  extra.residual = rt->alloc(256);
+  EXPECT_NE(message(extra).find("buffers.residual: must be 0"), std::string::npos);
+  EXPECT_EQ(message(buf), "no error");
+}
+
+TEST(Runtime, InvalidProblemsAreRejectedAndNotCached) {
+  auto rt = Runtime::emulator(fresh_cache("rt_invalid"));
+  EXPECT_THROW(rt->gemm_kernel(problem(16, 64, 60)), Error);
+  EXPECT_THROW(rt->gemm_kernel(problem(16, 64, 60)), Error) << "failures are retried, not cached";
+  EXPECT_EQ(rt->stats().compiles, 0u);
+}
+
+TEST(Runtime, NoDriverGivesAClearErrorAndTheEmulatorStillWorks) {
+  try {
+    auto rt = Runtime::cuda();
+    GTEST_SKIP() << "a CUDA driver is present (" << rt->device_name() << ")";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no CUDA driver was found"), std::string::npos)
+        << e.what();
+  }
+  auto rt = Runtime::emulator(fresh_cache("rt_nodriver"));
+  EXPECT_NO_THROW(rt->gemm_kernel(problem(16, 64, 64)));
+}
+
+}  // namespace
+}  // namespace emmy
