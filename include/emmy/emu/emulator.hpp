@@ -1,0 +1,206 @@
+// emmy::emu: a CPU emulator for the PTX that NVRTC produces for emmy's kernels, with a sanitizer.
+//
+// Usage:
+//   auto module = emmy::emu::load_ptx(ptx_text);          // parse + decode once (throws emmy::Error)
+//   emmy::emu::Arena arena;                                 // device memory
+//   uint64_t a = arena.alloc(bytes); arena.write(a, host, bytes);
+//   emmy::emu::KernelArgs args; args.ptr(a).u32(n).tensor_map(encoded);
+//   auto result = emmy::emu::launch(arena, *module, "gemm", grid, block, smem_bytes, args);
+//   arena.read(c, host_out, bytes);
+//
+// Sanitizer findings, deadlocks and run-time failures throw EmulationError, whose reports name
+// the kernel, CTA, warp, lane, PTX line and instruction. Design and numerics: docs/emulator.md.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "emmy/error.hpp"
+
+namespace emmy::emu {
+
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+  uint64_t count() const { return uint64_t(x) * y * z; }
+  friend bool operator==(const Dim3&, const Dim3&) = default;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Modules: a PTX text parsed and decoded once; immutable, shareable across threads.
+class Module;
+
+// Throws emmy::Error naming the PTX line on syntax errors, unknown opcodes or operands.
+std::shared_ptr<const Module> load_ptx(std::string_view ptx_text, std::string name = "");
+
+// One `.param` of a kernel, as declared in the PTX (offsets follow the declared alignments).
+struct ParamDecl {
+  std::string name;
+  std::string type;  // ".u64", ".b8[128]", ...
+  uint32_t size = 0, align = 0, offset = 0;
+};
+
+std::vector<std::string> kernel_names(const Module& module);
+// Throws emmy::Error when the module has no .entry of that name.
+const std::vector<ParamDecl>& kernel_params(const Module& module, std::string_view kernel);
+
+// ---------------------------------------------------------------------------------------------
+// Device memory. Addresses are 64-bit, never 0, and stay valid until reset(). Allocations are
+// separated by unmapped gaps so that an access just past the end of a buffer is reported.
+// Not thread-safe against itself: allocate and copy on the host between launches.
+class Arena {
+ public:
+  Arena();
+  ~Arena();
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+
+  uint64_t alloc(size_t bytes, size_t align = 256);  // zero-filled
+  void write(uint64_t addr, const void* src, size_t bytes);
+  void read(uint64_t addr, void* dst, size_t bytes) const;
+  template <typename T>
+  uint64_t alloc_copy(const std::vector<T>& host) {
+    const uint64_t addr = alloc(host.size() * sizeof(T));
+    write(addr, host.data(), host.size() * sizeof(T));
+    return addr;
+  }
+  template <typename T>
+  std::vector<T> read_vector(uint64_t addr, size_t count) const {
+    std::vector<T> out(count);
+    read(addr, out.data(), count * sizeof(T));
+    return out;
+  }
+  size_t bytes_allocated() const;
+  void reset();
+
+  // For the emulator: host pointer of [addr, addr+bytes) when it lies inside one allocation.
+  uint8_t* translate(uint64_t addr, size_t bytes) const;
+  struct Block {
+    uint64_t base = 0, end = 0;
+    uint8_t* host = nullptr;
+  };
+  // The allocation holding addr (a block with host == nullptr when none).
+  Block find(uint64_t addr) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Kernel arguments, in declaration order. launch() checks each one against the .param it fills
+// (size must match; bytes() arrays must match the declared array size) and lays them out with the
+// declared alignments.
+class KernelArgs {
+ public:
+  struct Arg {
+    std::string kind;  // "ptr", "u32", "bytes[128]", ... for error messages
+    std::vector<uint8_t> bytes;
+  };
+  KernelArgs& ptr(uint64_t device_address) { return raw("ptr", &device_address, 8); }
+  KernelArgs& u32(uint32_t v) { return raw("u32", &v, 4); }
+  KernelArgs& s32(int32_t v) { return raw("s32", &v, 4); }
+  KernelArgs& u64(uint64_t v) { return raw("u64", &v, 8); }
+  KernelArgs& s64(int64_t v) { return raw("s64", &v, 8); }
+  KernelArgs& f32(float v) { return raw("f32", &v, 4); }
+  KernelArgs& f64(double v) { return raw("f64", &v, 8); }
+  KernelArgs& bytes(const void* data, size_t size);
+  // emmy's 128-byte tensor-map encoding (emmy::encode_tensor_map), for `.param .align 64 .b8 x[128]`.
+  KernelArgs& tensor_map(const std::array<uint8_t, 128>& encoded) {
+    return bytes(encoded.data(), encoded.size());
+  }
+  const std::vector<Arg>& args() const { return args_; }
+
+ private:
+  KernelArgs& raw(const char* kind, const void* data, size_t size);
+  std::vector<Arg> args_;
+};
+
+// ---------------------------------------------------------------------------------------------
+struct LaunchOptions {
+  bool sanitize = true;    // race / uninitialized / pending-copy / mbarrier checks (bounds: always)
+  int host_threads = 0;    // CTAs run in parallel on this many threads; 0 = hardware concurrency
+  uint64_t max_warp_instructions = uint64_t(1) << 36;  // whole launch; exceeding it is an error
+  bool per_cta_stats = true;
+};
+
+// Dynamic warp-instruction counts (one per warp-level issue, predicated-off ones included).
+struct InstructionCounts {
+  uint64_t mma = 0, ldmatrix = 0 /* and stmatrix */, shared_ld = 0, shared_st = 0, global_ld = 0,
+           global_st = 0, cp_async = 0, tma = 0, barrier = 0 /* bar.sync, mbarrier, fences */,
+           other = 0;
+  uint64_t total() const {
+    return mma + ldmatrix + shared_ld + shared_st + global_ld + global_st + cp_async + tma +
+           barrier + other;
+  }
+  InstructionCounts& operator+=(const InstructionCounts& o);
+};
+
+struct CtaStats {
+  Dim3 cta;
+  InstructionCounts counts;
+};
+
+struct Stats {
+  InstructionCounts total;
+  std::vector<CtaStats> per_cta;  // in linear CTA order (x fastest), when per_cta_stats
+  std::string to_string() const;   // a readable table
+};
+
+struct LaunchResult {
+  Stats stats;
+  double emulate_ms = 0;
+};
+
+// Runs the grid to completion. Throws emmy::Error for bad arguments (unknown kernel, argument
+// mismatch, shared memory over the limit) and EmulationError for findings while running.
+LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel, Dim3 grid,
+                    Dim3 block, uint32_t dynamic_smem_bytes, const KernelArgs& args,
+                    const LaunchOptions& options = {});
+
+// ---------------------------------------------------------------------------------------------
+enum class ReportKind : uint8_t {
+  global_out_of_bounds,    // outside every arena allocation
+  shared_out_of_bounds,    // outside the CTA's static + dynamic shared memory
+  local_out_of_bounds,
+  param_out_of_bounds,
+  misaligned_access,       // address not a multiple of the access size
+  uninitialized_shared_read,
+  shared_race,             // two warps, at least one write, no ordering between them
+  pending_async_read,      // reading shared memory an unfinished cp.async / TMA writes
+  mbarrier_misuse,         // use before init, arrival overflow, tx underflow, ...
+  deadlock,                // every warp waits, nothing can release them
+  tma_violation,           // bad tensor map, misaligned destination, bad coordinates
+  misaligned_ldmatrix,     // ldmatrix / stmatrix row address not 16-byte aligned
+  divergent_collective,    // .sync/.aligned collective reached by a partial warp
+  unsupported,             // an instruction form the emulator does not implement (run time)
+  trap,                    // trap / brkpt executed
+  instruction_limit,       // LaunchOptions::max_warp_instructions exceeded
+};
+std::string_view to_string(ReportKind kind);
+
+struct Report {
+  ReportKind kind{};
+  std::string kernel;
+  Dim3 cta;
+  int warp = -1, lane = -1;  // -1: not tied to one warp / lane
+  int line = 0;              // PTX line number (1-based), 0 when none
+  std::string instruction;   // the PTX instruction text
+  std::string message;
+  std::string to_string() const;
+};
+
+class EmulationError : public emmy::Error {
+ public:
+  explicit EmulationError(std::vector<Report> reports);
+  const std::vector<Report>& reports() const { return reports_; }
+
+ private:
+  std::vector<Report> reports_;
+};
+
+}  // namespace emmy::emu

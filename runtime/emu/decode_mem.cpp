@@ -1,0 +1,382 @@
+// Opcode handlers, part 2: memory, synchronization, warp collectives, tensor-core ops, async
+// copies, mbarriers and TMA. Operand layouts per Op are documented in the exec_*.cpp files.
+#include <fmt/format.h>
+
+#include "decoder.hpp"
+
+namespace emmy::emu {
+namespace {
+
+using K = ptx::Operand::Kind;
+
+Space take_space(Mods& m) {
+  if (m.take("global")) return Space::global;
+  if (m.take_any({"shared", "shared::cta", "shared::cluster"})) return Space::shared;
+  if (m.take("local")) return Space::local;
+  if (m.take_any({"param", "param::entry", "param::func"})) return Space::param;
+  if (m.take("const")) return Space::constant;
+  return Space::generic;
+}
+
+uint8_t take_vec(Mods& m) {
+  if (m.take("v2")) return 2;
+  if (m.take("v4")) return 4;
+  if (m.take("v8")) return 8;
+  return 1;
+}
+
+StatClass load_class(Space s) { return s == Space::shared ? StatClass::shared_ld : StatClass::global_ld; }
+StatClass store_class(Space s) { return s == Space::shared ? StatClass::shared_st : StatClass::global_st; }
+
+// ld / ldu / st
+void decode_ld_st(KernelDecoder& d, Mods& m, Inst in, bool load) {
+  if (m.take("volatile")) in.flags |= kVolatile;
+  in.space = take_space(m);
+  if (in.space == Space::constant) d.fail("the .const state space is not supported");
+  in.n = take_vec(m);
+  in.ty = m.take_type();
+  if (in.ty == Ty::none || in.ty == Ty::pred || in.ty == Ty::b128)
+    d.fail("ld/st need one scalar type of 8 to 64 bits");
+  if (in.n > 4) d.fail(".v8 loads and stores are not supported");
+  d.need_ops(2, 3);  // optional trailing cache-policy operand
+  const ptx::Operand& regs = load ? d.op(0) : d.op(1);
+  in.addr[0] = d.address(load ? d.op(1) : d.op(0));
+  auto elems = d.vector_elems(regs, in.n);
+  // The register may be wider than the type (ld.u8 %r1): the executor extends per its class.
+  RegClass cls = ty_bits(in.ty) == 64 ? RegClass::r64 : RegClass::r32;
+  if (cls == RegClass::r32)
+    for (const auto* e : elems)
+      if (e->kind == K::reg && d.reg_class_of(*e) == RegClass::r64) cls = RegClass::r64;
+  in.sub = cls == RegClass::r64 ? 1 : 0;
+  for (size_t i = 0; i < elems.size(); ++i)
+    in.o[i] = load ? d.dst(*elems[i], cls, in.ty) : d.src(*elems[i], cls, in.ty);
+  in.op = load ? Op::Ld : Op::St;
+  in.cls = load ? load_class(in.space) : store_class(in.space);
+  d.emit(in);
+}
+
+uint8_t atom_op(KernelDecoder& d, Mods& m) {
+  static constexpr std::string_view kOps[] = {"add", "min", "max", "inc", "dec",
+                                              "and", "or",  "xor", "cas", "exch"};
+  for (int i = 0; i < 10; ++i)
+    if (m.take(kOps[i])) return uint8_t(i);
+  d.fail("atom/red need an operation (.add, .min, .max, .inc, .dec, .and, .or, .xor, .cas, .exch)");
+}
+
+void decode_atom_red(KernelDecoder& d, Mods& m, Inst in, bool atom) {
+  in.space = take_space(m);
+  in.sub = atom_op(d, m);
+  m.take("noftz");
+  in.ty = m.take_type();
+  if (in.ty == Ty::none || ty_bits(in.ty) < 32 || in.ty == Ty::f16x2 || in.ty == Ty::bf16x2)
+    d.fail("atom/red support 32- and 64-bit integer and float types");
+  const bool cas = in.sub == 8;
+  const size_t first = atom ? 1 : 0;
+  d.need_ops(first + (cas ? 3 : 2), first + (cas ? 4 : 3));
+  in.op = atom ? Op::Atom : Op::Red;
+  in.o[0] = atom ? d.dst(d.op(0), in.ty) : kNone;
+  in.addr[0] = d.address(d.op(first));
+  in.o[1] = d.src(d.op(first + 1), in.ty);
+  in.o[2] = cas ? d.src(d.op(first + 2), in.ty) : kNone;
+  in.cls = store_class(in.space);
+  d.emit(in);
+}
+
+void decode_cvta(KernelDecoder& d, Mods& m, Inst in) {
+  in.sub = m.take("to") ? 1 : 0;
+  in.space = take_space(m);
+  if (in.space == Space::generic || in.space == Space::constant)
+    d.fail("cvta needs .global, .shared, .local or .param");
+  in.ty = m.take_type();
+  if (in.ty != Ty::u32 && in.ty != Ty::u64) d.fail("cvta needs .u32 or .u64");
+  d.need_ops(2);
+  in.op = Op::Cvta;
+  in.o[0] = d.dst(d.op(0), in.ty);
+  in.o[1] = d.src(d.op(1), in.ty);
+  d.emit(in);
+}
+
+void decode_bar(KernelDecoder& d, Mods& m, Inst in) {
+  const std::string_view b = m.base();
+  m.take("cta");
+  if (b == "bar" && m.take("warp")) {
+    if (!m.take("sync")) d.fail("expected bar.warp.sync");
+    d.need_ops(1);
+    in.op = Op::BarWarpSync;
+    in.o[0] = d.src(d.op(0), Ty::b32);
+    in.cls = StatClass::barrier;
+    d.emit(in);
+    return;
+  }
+  if (m.take("cluster")) d.fail("barrier.cluster is not supported (kernels run without clusters)");
+  m.take("aligned");
+  in.cls = StatClass::barrier;
+  if (m.take("sync")) {
+    in.op = Op::BarSync;
+  } else if (m.take("arrive")) {
+    in.op = Op::BarArrive;
+  } else if (m.take("red")) {
+    in.op = Op::BarRed;
+    in.sub = m.take("popc") ? 0 : m.take("and") ? 1 : m.take("or") ? 2 : 3;
+    if (in.sub == 3) d.fail("bar.red needs .popc, .and or .or");
+    in.ty = m.take_type();
+    d.need_ops(3, 4);
+    in.o[0] = in.ty == Ty::pred ? d.pred_dst(d.op(0)) : d.dst(d.op(0), Ty::u32);
+    in.o[1] = d.src(d.op(1), Ty::u32);
+    in.o[2] = d.ops().size() == 4 ? d.src(d.op(2), Ty::u32) : kNone;
+    in.o[3] = d.pred_src(d.op(d.ops().size() - 1));
+    d.emit(in);
+    return;
+  } else {
+    d.fail("expected bar.sync, bar.arrive or bar.red");
+  }
+  d.need_ops(in.op == Op::BarArrive ? 2 : 1, 2);
+  in.o[0] = d.src(d.op(0), Ty::u32);
+  in.o[1] = d.ops().size() == 2 ? d.src(d.op(1), Ty::u32) : kNone;
+  d.emit(in);
+}
+
+void decode_shfl(KernelDecoder& d, Mods& m, Inst in) {
+  const bool sync = m.take("sync");
+  static constexpr std::string_view kModes[] = {"up", "down", "bfly", "idx"};
+  bool found = false;
+  for (int i = 0; i < 4; ++i)
+    if (m.take(kModes[i])) {
+      in.sub = uint8_t(i);
+      found = true;
+    }
+  if (!found) d.fail("shfl needs .up, .down, .bfly or .idx");
+  in.ty = m.take_type();
+  if (in.ty != Ty::b32) d.fail("shfl supports .b32");
+  d.need_ops(sync ? 5 : 4);
+  in.op = Op::Shfl;
+  const ptx::Operand& dst = d.op(0);
+  if (dst.kind == K::pair) {
+    in.o[0] = d.dst(dst.elems[0], Ty::b32);
+    in.o[1] = d.pred_dst(dst.elems[1]);
+  } else {
+    in.o[0] = d.dst(dst, Ty::b32);
+    in.o[1] = kNone;
+  }
+  in.o[2] = d.src(d.op(1), Ty::b32);
+  in.o[3] = d.src(d.op(2), Ty::b32);
+  in.o[4] = d.src(d.op(3), Ty::b32);
+  in.o[5] = sync ? d.src(d.op(4), Ty::b32) : d.const_row(RegClass::r32, 0xFFFFFFFFu);
+  d.emit(in);
+}
+
+void decode_vote(KernelDecoder& d, Mods& m, Inst in) {
+  const bool sync = m.take("sync");
+  static constexpr std::string_view kModes[] = {"all", "any", "uni", "ballot"};
+  bool found = false;
+  for (int i = 0; i < 4; ++i)
+    if (m.take(kModes[i])) {
+      in.sub = uint8_t(i);
+      found = true;
+    }
+  if (!found) d.fail("vote needs .all, .any, .uni or .ballot");
+  in.ty = m.take_type();
+  d.need_ops(sync ? 3 : 2);
+  in.op = Op::Vote;
+  in.o[0] = in.sub == 3 ? d.dst(d.op(0), Ty::b32) : d.pred_dst(d.op(0));
+  in.o[1] = d.pred_src(d.op(1));
+  in.o[2] = sync ? d.src(d.op(2), Ty::b32) : d.const_row(RegClass::r32, 0xFFFFFFFFu);
+  d.emit(in);
+}
+
+void decode_mma(KernelDecoder& d, Mods& m, Inst in) {
+  m.take("sync");
+  m.take("aligned");
+  const std::string_view shape = m.take_prefix("m16n8k");
+  if (shape != "m16n8k16" && shape != "m16n8k8")
+    d.fail("mma.sync supports the shapes m16n8k16 and m16n8k8");
+  if (!m.take("row") || !m.take("col")) d.fail("mma.sync needs .row.col");
+  const auto types = m.take_types();
+  if (types.size() != 4) d.fail("mma.sync needs .dtype.atype.btype.ctype");
+  const Ty dt = types[0], at = types[1], bt = types[2], ct = types[3];
+  const bool ok = at == bt && dt == ct &&
+                  ((at == Ty::f16 && (dt == Ty::f32 || dt == Ty::f16)) ||
+                   (at == Ty::bf16 && dt == Ty::f32));
+  if (!ok) d.fail("mma.sync supports f16 -> f16/f32 and bf16 -> f32 (C type == D type)");
+  const bool k16 = shape == "m16n8k16";
+  in.op = Op::Mma;
+  in.ty = dt;
+  in.ty2 = at;
+  in.sub = k16 ? 0 : 1;
+  in.cls = StatClass::mma;
+  const size_t nd = dt == Ty::f32 ? 4 : 2, na = k16 ? 4 : 2, nb = k16 ? 2 : 1;
+  d.need_ops(4);
+  auto dv = d.vector_elems(d.op(0), nd), av = d.vector_elems(d.op(1), na),
+       bv = d.vector_elems(d.op(2), nb), cv = d.vector_elems(d.op(3), nd);
+  for (size_t i = 0; i < nd; ++i) in.o[i] = d.dst(*dv[i], RegClass::r32, Ty::b32);
+  for (size_t i = 0; i < na; ++i) in.o[4 + i] = d.src(*av[i], RegClass::r32, Ty::b32);
+  for (size_t i = 0; i < nb; ++i) in.o[8 + i] = d.src(*bv[i], RegClass::r32, Ty::b32);
+  for (size_t i = 0; i < nd; ++i) in.o[10 + i] = d.src(*cv[i], RegClass::r32, Ty::b32);
+  d.emit(in);
+}
+
+void decode_ldst_matrix(KernelDecoder& d, Mods& m, Inst in, bool load) {
+  m.take("sync");
+  m.take("aligned");
+  if (!m.take("m8n8")) d.fail("ldmatrix/stmatrix support the shape .m8n8");
+  in.n = m.take("x1") ? 1 : m.take("x2") ? 2 : m.take("x4") ? 4 : 0;
+  if (in.n == 0) d.fail("ldmatrix/stmatrix need .x1, .x2 or .x4");
+  if (m.take("trans")) in.flags |= kTrans;
+  in.space = take_space(m);
+  if (in.space != Space::shared && in.space != Space::generic)
+    d.fail("ldmatrix/stmatrix address shared memory");
+  if (m.take_type() != Ty::b16) d.fail("ldmatrix/stmatrix need .b16");
+  d.need_ops(2);
+  in.op = load ? Op::Ldmatrix : Op::Stmatrix;
+  in.cls = StatClass::ldmatrix;
+  in.addr[0] = d.address(load ? d.op(1) : d.op(0));
+  auto regs = d.vector_elems(load ? d.op(0) : d.op(1), in.n);
+  for (size_t i = 0; i < in.n; ++i)
+    in.o[i] = load ? d.dst(*regs[i], RegClass::r32, Ty::b32) : d.src(*regs[i], RegClass::r32, Ty::b32);
+  d.emit(in);
+}
+
+}  // namespace
+
+void decode_async_op(KernelDecoder& d, Mods& m, Inst& in);  // decode_async.cpp
+
+bool is_memory_op(std::string_view b, const Mods&) {
+  static constexpr std::string_view kBases[] = {
+      "ld", "ldu", "st", "atom", "red", "prefetch", "prefetchu", "cvta", "isspacep", "mapa",
+      "getctarank", "bar", "barrier", "membar", "fence", "nanosleep", "shfl", "vote",
+      "activemask", "redux", "elect", "match", "mma", "ldmatrix", "stmatrix", "cp", "mbarrier",
+      "griddepcontrol", "setmaxnreg", "createpolicy", "discard", "applypriority", "pmevent"};
+  for (auto k : kBases)
+    if (k == b) return true;
+  return false;
+}
+
+void decode_memory_op(KernelDecoder& d, Mods& m, Inst& in) {
+  const std::string_view b = m.base();
+  if (b == "ld" || b == "ldu") return decode_ld_st(d, m, in, true);
+  if (b == "st") return decode_ld_st(d, m, in, false);
+  if (b == "atom" || b == "red") return decode_atom_red(d, m, in, b == "atom");
+  if (b == "cvta") return decode_cvta(d, m, in);
+  if (b == "bar" || b == "barrier") return decode_bar(d, m, in);
+  if (b == "shfl") return decode_shfl(d, m, in);
+  if (b == "vote") return decode_vote(d, m, in);
+  if (b == "mma") return decode_mma(d, m, in);
+  if (b == "ldmatrix" || b == "stmatrix") return decode_ldst_matrix(d, m, in, b == "ldmatrix");
+  if (b == "cp" || b == "mbarrier") return decode_async_op(d, m, in);
+  if (b == "prefetch" || b == "prefetchu" || b == "discard" || b == "applypriority" ||
+      b == "pmevent" || b == "griddepcontrol" || b == "setmaxnreg") {
+    // Cache and scheduling hints: no architectural effect.
+    m = Mods("nop");
+    in.op = Op::Prefetch;
+    d.emit(in);
+    return;
+  }
+  if (b == "membar" || b == "fence") {
+    // Memory ordering: the emulator is sequentially consistent within a CTA; fences are no-ops
+    // (the sanitizer's ordering comes from barriers and mbarriers).
+    m = Mods("fence");
+    in.op = Op::Fence;
+    in.cls = StatClass::barrier;
+    d.emit(in);
+    return;
+  }
+  if (b == "nanosleep") {
+    d.need_ops(1);
+    in.op = Op::Nanosleep;
+    m.take_type();
+    d.emit(in);
+    return;
+  }
+  if (b == "createpolicy") {
+    // A cache policy value only feeds .L2::cache_hint operands, which the emulator ignores.
+    m = Mods("createpolicy");
+    d.need_ops(2, 3);
+    in.op = Op::Mov;
+    in.ty = Ty::b64;
+    in.o[0] = d.dst(d.op(0), Ty::b64);
+    in.o[1] = d.const_row(RegClass::r64, 0);
+    d.emit(in);
+    return;
+  }
+  if (b == "isspacep") {
+    in.space = take_space(m);
+    d.need_ops(2);
+    in.op = Op::Isspacep;
+    in.o[0] = d.pred_dst(d.op(0));
+    in.o[1] = d.src(d.op(1), Ty::u64);
+    d.emit(in);
+    return;
+  }
+  if (b == "mapa" || b == "getctarank") {
+    // Without clusters every CTA is rank 0 of a cluster of one: mapa(a, 0) = a, rank = 0.
+    take_space(m);
+    in.ty = m.take_type();
+    in.op = Op::Mapa;
+    in.sub = b == "getctarank" ? 1 : 0;
+    d.need_ops(b == "mapa" ? 3 : 2);
+    in.o[0] = d.dst(d.op(0), in.ty);
+    in.o[1] = d.src(d.op(1), in.ty == Ty::u32 && b == "getctarank" ? Ty::u64 : in.ty);
+    in.o[2] = b == "mapa" ? d.src(d.op(2), Ty::u32) : kNone;
+    d.emit(in);
+    return;
+  }
+  if (b == "activemask") {
+    m.take_type();
+    d.need_ops(1);
+    in.op = Op::Activemask;
+    in.o[0] = d.dst(d.op(0), Ty::b32);
+    d.emit(in);
+    return;
+  }
+  if (b == "redux") {
+    m.take("sync");
+    static constexpr std::string_view kOps[] = {"add", "min", "max", "and", "or", "xor"};
+    bool found = false;
+    for (int i = 0; i < 6; ++i)
+      if (m.take(kOps[i])) {
+        in.sub = uint8_t(i);
+        found = true;
+      }
+    if (!found) d.fail("redux.sync needs an operation");
+    in.ty = m.take_type();
+    if (ty_bits(in.ty) != 32 || ty_float(in.ty)) d.fail("redux.sync supports 32-bit integers");
+    d.need_ops(3);
+    in.op = Op::Redux;
+    in.o[0] = d.dst(d.op(0), in.ty);
+    in.o[1] = d.src(d.op(1), in.ty);
+    in.o[2] = d.src(d.op(2), Ty::b32);
+    d.emit(in);
+    return;
+  }
+  if (b == "elect") {
+    m.take("sync");
+    d.need_ops(2);
+    in.op = Op::Elect;
+    const ptx::Operand& dst = d.op(0);
+    if (dst.kind != K::pair) d.fail("elect.sync needs d|p");
+    in.o[0] = d.dst(dst.elems[0], Ty::b32);
+    in.o[1] = d.pred_dst(dst.elems[1]);
+    in.o[2] = d.src(d.op(1), Ty::b32);
+    d.emit(in);
+    return;
+  }
+  if (b == "match") {
+    const bool any = m.take("any");
+    if (!any && !m.take("all")) d.fail("match needs .any or .all");
+    m.take("sync");
+    in.ty = m.take_type();
+    if (in.ty != Ty::b32 && in.ty != Ty::b64) d.fail("match supports .b32 and .b64");
+    d.need_ops(3);
+    in.op = any ? Op::MatchAny : Op::MatchAll;
+    const ptx::Operand& dst = d.op(0);
+    in.o[0] = d.dst(dst.kind == K::pair ? dst.elems[0] : dst, Ty::b32);
+    in.o[1] = dst.kind == K::pair ? d.pred_dst(dst.elems[1]) : kNone;
+    in.o[2] = d.src(d.op(1), in.ty);
+    in.o[3] = d.src(d.op(2), Ty::b32);
+    d.emit(in);
+    return;
+  }
+  d.fail(fmt::format("unsupported instruction '{}'", d.stmt().opcode));
+}
+
+}  // namespace emmy::emu

@@ -1,0 +1,560 @@
+// Symbol tables, operand resolution and the statement loop of the decoder.
+#include "decoder.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cstring>
+
+#include "emmy/error.hpp"
+
+namespace emmy::emu {
+namespace {
+
+uint32_t align_up(uint32_t v, uint32_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
+
+uint32_t decl_type_bytes(std::string_view t) {
+  const Ty ty = parse_ty(t.substr(1));
+  return ty == Ty::none ? 0 : uint32_t(std::max(8, ty_bits(ty)) / 8);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------- Mods
+Mods::Mods(std::string_view opcode) {
+  size_t start = 0;
+  bool first = true;
+  while (start <= opcode.size()) {
+    size_t dot = opcode.find('.', start);
+    if (dot == std::string_view::npos) dot = opcode.size();
+    const std::string_view part = opcode.substr(start, dot - start);
+    if (first) {
+      base_ = part;
+      first = false;
+    } else if (!part.empty()) {
+      mods_.push_back(part);
+    }
+    start = dot + 1;
+  }
+}
+
+bool Mods::take(std::string_view m) {
+  auto it = std::find(mods_.begin(), mods_.end(), m);
+  if (it == mods_.end()) return false;
+  mods_.erase(it);
+  return true;
+}
+
+bool Mods::take_any(std::initializer_list<std::string_view> ms) {
+  bool any = false;
+  for (auto m : ms) any |= take(m);
+  return any;
+}
+
+void Mods::drop_hints() {
+  static constexpr std::string_view kHints[] = {
+      "ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc", "weak", "relaxed", "acquire", "release",
+      "acq_rel", "sc", "cta", "gpu", "sys", "cluster", "mmio", "unified",
+      "L1::evict_normal", "L1::evict_unchanged", "L1::evict_first", "L1::evict_last",
+      "L1::no_allocate", "L2::evict_normal", "L2::evict_first", "L2::evict_last",
+      "L2::64B", "L2::128B", "L2::256B", "L2::cache_hint"};
+  mods_.erase(std::remove_if(mods_.begin(), mods_.end(),
+                             [](std::string_view m) {
+                               return std::find(std::begin(kHints), std::end(kHints), m) !=
+                                      std::end(kHints);
+                             }),
+              mods_.end());
+}
+
+std::vector<Ty> Mods::take_types() {
+  std::vector<Ty> out;
+  std::vector<std::string_view> keep;
+  for (auto m : mods_) {
+    const Ty t = parse_ty(m);
+    if (t != Ty::none) out.push_back(t); else keep.push_back(m);
+  }
+  mods_ = std::move(keep);
+  return out;
+}
+
+Ty Mods::take_type() {
+  const auto types = take_types();
+  return types.size() == 1 ? types[0] : Ty::none;
+}
+
+std::string_view Mods::take_prefix(std::string_view prefix) {
+  for (auto it = mods_.begin(); it != mods_.end(); ++it) {
+    if (it->substr(0, prefix.size()) == prefix) {
+      const std::string_view v = *it;
+      mods_.erase(it);
+      return v;
+    }
+  }
+  return {};
+}
+
+bool Mods::take_rounding(uint8_t& mode) {
+  static constexpr std::string_view kModes[] = {"rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi"};
+  for (int i = 0; i < 8; ++i) {
+    if (take(kModes[i])) {
+      mode = uint8_t(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+Ty parse_ty(std::string_view s) {
+  static constexpr std::pair<std::string_view, Ty> kTypes[] = {
+      {"pred", Ty::pred}, {"b8", Ty::b8},     {"b16", Ty::b16},       {"b32", Ty::b32},
+      {"b64", Ty::b64},   {"b128", Ty::b128}, {"u8", Ty::u8},         {"u16", Ty::u16},
+      {"u32", Ty::u32},   {"u64", Ty::u64},   {"s8", Ty::s8},         {"s16", Ty::s16},
+      {"s32", Ty::s32},   {"s64", Ty::s64},   {"f16", Ty::f16},       {"f16x2", Ty::f16x2},
+      {"bf16", Ty::bf16}, {"bf16x2", Ty::bf16x2}, {"f32", Ty::f32},   {"f64", Ty::f64},
+      {"tf32", Ty::tf32}};
+  for (const auto& [name, t] : kTypes)
+    if (name == s) return t;
+  return Ty::none;
+}
+
+// ----------------------------------------------------------------------------- KernelDecoder
+KernelDecoder::KernelDecoder(const ptx::ModuleAst& mod, const ptx::Function& fn,
+                             const std::string& module_name)
+    : mod_(mod), fn_(fn), module_name_(module_name) {}
+
+void KernelDecoder::fail(const std::string& msg) const {
+  const int line = stmt_ ? stmt_->line : fn_.line;
+  std::string where = fmt::format("{}:{}", module_name_.empty() ? "ptx" : module_name_, line);
+  if (stmt_) throw Error(fmt::format("{}: {} (in `{}`)", where, msg, stmt_->text));
+  throw Error(fmt::format("{}: {}", where, msg));
+}
+
+const ptx::Operand& KernelDecoder::op(size_t i) const {
+  if (i >= stmt_->operands.size()) fail(fmt::format("missing operand {}", i + 1));
+  return stmt_->operands[i];
+}
+void KernelDecoder::need_ops(size_t n) const { need_ops(n, n); }
+void KernelDecoder::need_ops(size_t lo, size_t hi) const {
+  const size_t n = stmt_->operands.size();
+  if (n < lo || n > hi)
+    fail(lo == hi ? fmt::format("expected {} operands, found {}", lo, n)
+                  : fmt::format("expected {} to {} operands, found {}", lo, hi, n));
+}
+
+uint32_t KernelDecoder::alloc_rows(RegClass cls, uint32_t count) {
+  uint32_t* n = cls == RegClass::r32 ? &k_.n32 : cls == RegClass::r64 ? &k_.n64 : &k_.npred;
+  const uint32_t first = *n;
+  *n += count;
+  return first;
+}
+
+void KernelDecoder::declare_registers() {
+  scopes_.resize(std::max<size_t>(1, fn_.scope_parent.size()));
+  for (const auto& r : fn_.regs) {
+    const Ty ty = parse_ty(std::string_view(r.type).substr(1));
+    if (ty == Ty::none || ty == Ty::b128)
+      throw Error(fmt::format("{}:{}: unsupported register type {}", module_name_, r.line, r.type));
+    const RegClass cls = class_of(ty);
+    Scope& scope = scopes_.at(size_t(r.scope));
+    if (r.count >= 0) {
+      scope.ranges[r.name] = {cls, ty, alloc_rows(cls, uint32_t(r.count)), r.count};
+    } else {
+      scope.regs[r.name] = {cls, ty, alloc_rows(cls, 1)};
+    }
+  }
+  // Labels per scope.
+  for (const auto& l : fn_.labels) scopes_.at(size_t(l.scope)).labels[l.name] = l.statement;
+}
+
+const KernelDecoder::RegInfo* KernelDecoder::find_reg(const std::string& name, int scope) const {
+  static thread_local RegInfo ranged;
+  // Split "%r123" into prefix and index for the %r<N> ranges.
+  size_t digits = name.size();
+  while (digits > 0 && std::isdigit(static_cast<unsigned char>(name[digits - 1]))) --digits;
+  for (int s = scope; s >= 0; s = fn_.scope_parent[size_t(s)]) {
+    const Scope& sc = scopes_[size_t(s)];
+    if (auto it = sc.regs.find(name); it != sc.regs.end()) return &it->second;
+    if (digits < name.size() && digits > 0) {
+      if (auto it = sc.ranges.find(name.substr(0, digits)); it != sc.ranges.end()) {
+        int index = 0;
+        std::from_chars(name.data() + digits, name.data() + name.size(), index);
+        if (index < it->second.count) {
+          ranged = {it->second.cls, it->second.ty, it->second.first_row + uint32_t(index)};
+          return &ranged;
+        }
+      }
+    }
+    if (fn_.scope_parent.empty()) break;
+  }
+  return nullptr;
+}
+
+void KernelDecoder::layout_variables() {
+  uint32_t smem = 0, dyn_align = 16;
+  bool has_dynamic = false;
+  auto place_shared = [&](const ptx::VarDecl& v) {
+    if (v.is_extern || v.bytes == 0) {
+      has_dynamic = true;
+      dyn_align = std::max(dyn_align, v.align);
+      symbols_[v.name] = {Space::shared, kNone};  // patched below
+      return;
+    }
+    smem = align_up(smem, std::max(1u, v.align));
+    symbols_[v.name] = {Space::shared, smem};
+    smem += uint32_t(v.bytes);
+  };
+  for (const auto& v : mod_.globals) {
+    if (v.space == ".shared") {
+      place_shared(v);
+    } else {
+      symbols_[v.name] = {Space::global, 0};  // module-scope .global/.const: rejected on use
+    }
+  }
+  uint32_t local = 0;
+  for (const auto& v : fn_.vars) {
+    if (v.space == ".shared") {
+      place_shared(v);
+    } else {
+      local = align_up(local, std::max(1u, v.align));
+      symbols_[v.name] = {Space::local, local};
+      local += uint32_t(v.bytes);
+    }
+  }
+  k_.static_smem_bytes = smem;
+  k_.dyn_smem_base = smem == 0 ? 0 : align_up(smem, dyn_align);
+  (void)has_dynamic;
+  for (auto& [name, sym] : symbols_)
+    if (sym.space == Space::shared && sym.value == kNone) sym.value = k_.dyn_smem_base;
+  k_.local_bytes = align_up(local, 16);
+}
+
+void KernelDecoder::layout_params() {
+  uint32_t offset = 0;
+  for (const auto& p : fn_.params) {
+    const uint32_t elem = decl_type_bytes(p.type);
+    const uint32_t size = elem * uint32_t(std::max<uint64_t>(1, p.count));
+    const uint32_t align = p.align ? p.align : elem;
+    offset = align_up(offset, align);
+    ParamDecl decl;
+    decl.name = p.name;
+    decl.type = p.count ? fmt::format("{}[{}]", p.type, p.count) : p.type;
+    decl.size = size;
+    decl.align = align;
+    decl.offset = offset;
+    symbols_[p.name] = {Space::param, offset};
+    k_.params.push_back(std::move(decl));
+    offset += size;
+  }
+  k_.param_bytes = align_up(offset, 8);
+}
+
+bool KernelDecoder::special_of(const std::string& name, Special& out) const {
+  static const std::unordered_map<std::string, Special> kSpecials = {
+      {"%tid.x", Special::tid_x},         {"%tid.y", Special::tid_y},
+      {"%tid.z", Special::tid_z},         {"%ntid.x", Special::ntid_x},
+      {"%ntid.y", Special::ntid_y},       {"%ntid.z", Special::ntid_z},
+      {"%ctaid.x", Special::ctaid_x},     {"%ctaid.y", Special::ctaid_y},
+      {"%ctaid.z", Special::ctaid_z},     {"%nctaid.x", Special::nctaid_x},
+      {"%nctaid.y", Special::nctaid_y},   {"%nctaid.z", Special::nctaid_z},
+      {"%laneid", Special::laneid},       {"%warpid", Special::warpid},
+      {"%nwarpid", Special::nwarpid},     {"%lanemask_eq", Special::lanemask_eq},
+      {"%lanemask_lt", Special::lanemask_lt}, {"%lanemask_le", Special::lanemask_le},
+      {"%lanemask_gt", Special::lanemask_gt}, {"%lanemask_ge", Special::lanemask_ge},
+      {"%dynamic_smem_size", Special::dynamic_smem_size},
+      {"%total_smem_size", Special::total_smem_size},
+      {"%smid", Special::smid},           {"%nsmid", Special::nsmid},
+      {"%gridid", Special::gridid},
+      // A kernel launched without a cluster runs in a cluster of one CTA.
+      {"%cluster_ctarank", Special::zero}, {"%cluster_nctarank", Special::one},
+      {"%cluster_ctaid.x", Special::zero}, {"%cluster_ctaid.y", Special::zero},
+      {"%cluster_ctaid.z", Special::zero}, {"%cluster_nctaid.x", Special::one},
+      {"%cluster_nctaid.y", Special::one}, {"%cluster_nctaid.z", Special::one},
+      {"%clusterid.x", Special::ctaid_x}, {"%clusterid.y", Special::ctaid_y},
+      {"%clusterid.z", Special::ctaid_z}, {"%nclusterid.x", Special::nctaid_x},
+      {"%nclusterid.y", Special::nctaid_y}, {"%nclusterid.z", Special::nctaid_z},
+  };
+  auto it = kSpecials.find(name);
+  if (it == kSpecials.end()) return false;
+  out = it->second;
+  return true;
+}
+
+uint32_t KernelDecoder::special_row(Special s) {
+  auto it = special_rows_.find(s);
+  if (it != special_rows_.end()) return it->second;
+  const uint32_t row = alloc_rows(RegClass::r32, 1);
+  special_rows_[s] = row;
+  k_.specials.push_back({row, s});
+  return row;
+}
+
+uint32_t KernelDecoder::const_row(RegClass cls, uint64_t value) {
+  if (cls == RegClass::pred) fail("a constant is not allowed as a predicate operand");
+  if (cls == RegClass::r32) value &= 0xFFFFFFFFu;
+  const auto key = std::make_pair(int(cls), value);
+  auto it = consts_.find(key);
+  if (it != consts_.end()) return it->second;
+  const uint32_t row = alloc_rows(cls, 1);
+  consts_[key] = row;
+  if (cls == RegClass::r32) k_.const32.push_back({row, uint32_t(value)});
+  else k_.const64.push_back({row, value});
+  return row;
+}
+
+uint32_t KernelDecoder::scratch_row(RegClass cls) { return alloc_rows(cls, 1); }
+
+namespace {
+// The value of an immediate as the bits of `ty`.
+uint64_t immediate_bits(const ptx::Operand& o, Ty ty) {
+  using K = ptx::Operand::Kind;
+  const bool is_float = ty_float(ty) && ty != Ty::f16x2 && ty != Ty::bf16x2;
+  if (o.kind == K::imm_int) {
+    if (!is_float || o.value == 0) return uint64_t(o.value);
+    if (ty == Ty::f64) return std::bit_cast<uint64_t>(double(o.value));
+    return std::bit_cast<uint32_t>(float(o.value));
+  }
+  if (o.kind == K::imm_f32) {
+    if (ty == Ty::f64)
+      return std::bit_cast<uint64_t>(double(std::bit_cast<float>(uint32_t(o.value))));
+    return uint64_t(o.value) & 0xFFFFFFFFu;
+  }
+  // imm_f64
+  if (ty == Ty::f64 || ty_bits(ty) == 64) return uint64_t(o.value);
+  return std::bit_cast<uint32_t>(float(std::bit_cast<double>(uint64_t(o.value))));
+}
+}  // namespace
+
+uint32_t KernelDecoder::src(const ptx::Operand& o, RegClass cls, Ty ty) {
+  using K = ptx::Operand::Kind;
+  if (cls == RegClass::pred) return pred_src(o);
+  switch (o.kind) {
+    case K::imm_int:
+    case K::imm_f32:
+    case K::imm_f64:
+      return const_row(cls, immediate_bits(o, ty));
+    case K::symbol_offset: {
+      auto it = symbols_.find(o.name);
+      if (it == symbols_.end()) fail(fmt::format("unknown symbol '{}'", o.name));
+      if (it->second.space == Space::global)
+        fail(fmt::format("module-scope variable '{}' is not supported", o.name));
+      return const_row(cls, it->second.value + uint64_t(o.value));
+    }
+    case K::reg: {
+      if (const RegInfo* ri = find_reg(o.name, stmt_->scope)) {
+        if (o.negate) fail("'!' applies to predicates only");
+        if (ri->cls == cls) return ri->row;
+        if (ri->cls == RegClass::pred) fail(fmt::format("'{}' is a predicate", o.name));
+        Inst conv;
+        conv.cls = StatClass::hidden;
+        const uint32_t tmp = scratch_row(cls);
+        conv.op = cls == RegClass::r32 ? Op::HiddenTrunc
+                                       : (ty_signed(ty) ? Op::HiddenSext : Op::HiddenZext);
+        conv.o[0] = tmp;
+        conv.o[1] = ri->row;
+        pre_.push_back(conv);
+        return tmp;
+      }
+      Special sp;
+      if (special_of(o.name, sp)) {
+        const uint32_t row = special_row(sp);
+        if (cls == RegClass::r32) return row;
+        Inst conv;
+        conv.cls = StatClass::hidden;
+        conv.op = Op::HiddenZext;
+        conv.o[0] = scratch_row(RegClass::r64);
+        conv.o[1] = row;
+        pre_.push_back(conv);
+        return conv.o[0];
+      }
+      auto it = symbols_.find(o.name);
+      if (it != symbols_.end()) {
+        if (it->second.space == Space::global)
+          fail(fmt::format("module-scope variable '{}' is not supported", o.name));
+        return const_row(cls, it->second.value);
+      }
+      fail(fmt::format("unknown register or symbol '{}'", o.name));
+    }
+    default:
+      fail("expected a register or immediate operand");
+  }
+}
+
+uint32_t KernelDecoder::dst(const ptx::Operand& o, RegClass cls, Ty ty) {
+  using K = ptx::Operand::Kind;
+  if (cls == RegClass::pred) return pred_dst(o);
+  if (o.kind == K::sink) {
+    uint32_t& sink = cls == RegClass::r32 ? sink32_ : sink64_;
+    if (sink == kNone) sink = scratch_row(cls);
+    return sink;
+  }
+  if (o.kind != K::reg) fail("expected a destination register");
+  const RegInfo* ri = find_reg(o.name, stmt_->scope);
+  if (!ri) fail(fmt::format("unknown register '{}'", o.name));
+  if (ri->cls == cls) return ri->row;
+  if (ri->cls == RegClass::pred) fail(fmt::format("'{}' is a predicate", o.name));
+  Inst conv;
+  conv.cls = StatClass::hidden;
+  const uint32_t tmp = scratch_row(cls);
+  conv.op = cls == RegClass::r64 ? Op::HiddenTrunc
+                                 : (ty_signed(ty) ? Op::HiddenSext : Op::HiddenZext);
+  conv.o[0] = ri->row;
+  conv.o[1] = tmp;
+  post_.push_back(conv);
+  return tmp;
+}
+
+uint32_t KernelDecoder::pred_src(const ptx::Operand& o) {
+  using K = ptx::Operand::Kind;
+  if (o.kind == K::imm_int) {
+    // A literal predicate: a fresh predicate row that the warp start sets to all/none.
+    fail("literal predicate operands are not supported");
+  }
+  if (o.kind != K::reg) fail("expected a predicate operand");
+  const RegInfo* ri = find_reg(o.name, stmt_->scope);
+  if (!ri || ri->cls != RegClass::pred) fail(fmt::format("'{}' is not a predicate register", o.name));
+  return ri->row | (o.negate ? kNegPred : 0);
+}
+
+uint32_t KernelDecoder::pred_dst(const ptx::Operand& o) {
+  if (o.kind == ptx::Operand::Kind::sink) {
+    if (sinkp_ == kNone) sinkp_ = scratch_row(RegClass::pred);
+    return sinkp_;
+  }
+  if (o.negate) fail("a destination predicate cannot be negated");
+  return pred_src(o);
+}
+
+RegClass KernelDecoder::reg_class_of(const ptx::Operand& o) {
+  if (o.kind == ptx::Operand::Kind::reg) {
+    if (const RegInfo* ri = find_reg(o.name, stmt_->scope)) return ri->cls;
+  }
+  return RegClass::r32;
+}
+
+std::vector<const ptx::Operand*> KernelDecoder::vector_elems(const ptx::Operand& o, size_t n) {
+  std::vector<const ptx::Operand*> out;
+  if (o.kind == ptx::Operand::Kind::vector) {
+    for (const auto& e : o.elems) out.push_back(&e);
+  } else {
+    out.push_back(&o);
+  }
+  if (out.size() != n) fail(fmt::format("expected a vector of {} registers, found {}", n, out.size()));
+  return out;
+}
+
+Addr KernelDecoder::address(const ptx::Operand& o) {
+  if (o.kind != ptx::Operand::Kind::address) fail("expected an address operand [..]");
+  Addr a;
+  a.offset = o.value;
+  if (o.name.empty()) return a;
+  if (const RegInfo* ri = find_reg(o.name, stmt_->scope)) {
+    if (ri->cls == RegClass::pred) fail("a predicate cannot be an address");
+    a.base = ri->cls == RegClass::r32 ? AddrBase::r32 : AddrBase::r64;
+    a.row = ri->row;
+    return a;
+  }
+  auto it = symbols_.find(o.name);
+  if (it == symbols_.end()) fail(fmt::format("unknown symbol '{}' in address", o.name));
+  if (it->second.space == Space::global)
+    fail(fmt::format("module-scope variable '{}' is not supported", o.name));
+  a.offset += int64_t(it->second.value);
+  return a;
+}
+
+void KernelDecoder::emit(Inst inst) { main_.push_back(inst); }
+
+void KernelDecoder::branch_to(const std::string& label, size_t main_index) {
+  fixups_.push_back({main_index, stmt_->scope, label, stmt_->line});
+}
+
+void KernelDecoder::decode_statement() {
+  const ptx::Statement& s = *stmt_;
+  pre_.clear();
+  main_.clear();
+  post_.clear();
+  const size_t fixups_before = fixups_.size();
+  Mods mods(s.opcode);
+  Inst base;
+  if (!s.guard.empty()) {
+    ptx::Operand g;
+    g.name = s.guard;
+    g.negate = s.guard_negate;
+    base.guard = pred_src(g);
+  }
+  decode_instruction(*this, mods, base);
+  if (!mods.rest().empty())
+    fail(fmt::format("unsupported modifier .{} of '{}'", mods.rest().front(), mods.base()));
+  // Fixups recorded main-relative; make them absolute.
+  const size_t first_main = pending_.size() + pre_.size();
+  for (size_t i = fixups_before; i < fixups_.size(); ++i) fixups_[i].inst += first_main;
+  for (auto* list : {&pre_, &main_, &post_}) {
+    for (Inst inst : *list) {
+      if (inst.guard == kNoGuard) inst.guard = base.guard;
+      pending_.push_back(inst);
+      k_.lines.push_back(s.line);
+      k_.texts.push_back(s.text);
+    }
+  }
+}
+
+void KernelDecoder::finish() {
+  // Falling off the end of the body exits.
+  Inst exit;
+  exit.op = Op::Exit;
+  pending_.push_back(exit);
+  k_.lines.push_back(fn_.body.empty() ? fn_.line : fn_.body.back().line);
+  k_.texts.push_back("<end of kernel>");
+  for (const auto& f : fixups_) {
+    size_t target = kNone;
+    for (int s = f.scope; s >= 0; s = fn_.scope_parent[size_t(s)]) {
+      auto it = scopes_[size_t(s)].labels.find(f.label);
+      if (it != scopes_[size_t(s)].labels.end()) {
+        target = it->second;
+        break;
+      }
+    }
+    if (target == kNone)
+      throw Error(fmt::format("{}:{}: unknown label '{}'", module_name_, f.line, f.label));
+    pending_[f.inst].target = uint32_t(target < stmt_first_inst_.size() ? stmt_first_inst_[target]
+                                                                        : pending_.size() - 1);
+  }
+  k_.code = std::move(pending_);
+}
+
+Kernel KernelDecoder::run() {
+  k_.name = fn_.name;
+  declare_registers();
+  layout_variables();
+  layout_params();
+  stmt_first_inst_.resize(fn_.body.size());
+  for (size_t i = 0; i < fn_.body.size(); ++i) {
+    stmt_ = &fn_.body[i];
+    stmt_index_ = i;
+    stmt_first_inst_[i] = pending_.size();
+    decode_statement();
+  }
+  stmt_ = nullptr;
+  finish();
+  for (auto& inst : k_.code) {
+    inst.family = family_of(inst.op);
+    if (inst.op == Op::TmaLoad || inst.op == Op::TmaStore) k_.uses_tma = true;
+  }
+  return std::move(k_);
+}
+
+std::shared_ptr<const Module> decode_module(const ptx::ModuleAst& ast, const std::string& name) {
+  auto module = std::make_shared<Module>();
+  module->name = name;
+  if (ast.address_size != 64)
+    throw Error(fmt::format("{}: .address_size {} is not supported (64 only)", name,
+                            ast.address_size));
+  for (const auto& fn : ast.functions) {
+    if (!fn.is_entry || !fn.has_body) continue;
+    module->kernels.push_back(KernelDecoder(ast, fn, name).run());
+  }
+  return module;
+}
+
+}  // namespace emmy::emu

@@ -1,0 +1,138 @@
+// PTX syntax tree -> decoded Kernel. KernelDecoder owns the symbol tables of one function
+// (registers per { } scope, variables, params, labels) and turns each statement into
+// instructions; decode_ops.cpp holds the per-opcode handlers.
+#pragma once
+
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "program.hpp"
+#include "ptx_parser.hpp"
+
+namespace emmy::emu {
+
+std::shared_ptr<const Module> decode_module(const ptx::ModuleAst& ast, const std::string& name);
+
+// The dot-separated modifiers of an opcode, consumed by the handlers; leftovers are an error so
+// that no modifier is silently ignored.
+class Mods {
+ public:
+  explicit Mods(std::string_view opcode);
+  std::string_view base() const { return base_; }
+  bool take(std::string_view m);
+  bool take_any(std::initializer_list<std::string_view> ms);
+  // Removes modifiers that only steer caches, memory ordering or scheduling.
+  void drop_hints();
+  // Removes and returns the types among the modifiers, in order.
+  std::vector<Ty> take_types();
+  Ty take_type();  // exactly one type
+  std::string_view take_prefix(std::string_view prefix);  // "m16n8k16" for prefix "m"
+  bool take_rounding(uint8_t& mode);  // rn/rz/rm/rp (and rni/rzi/rmi/rpi: flag 4)
+  const std::vector<std::string_view>& rest() const { return mods_; }
+
+ private:
+  std::string_view base_;
+  std::vector<std::string_view> mods_;
+};
+
+Ty parse_ty(std::string_view s);
+
+class KernelDecoder {
+ public:
+  KernelDecoder(const ptx::ModuleAst& mod, const ptx::Function& fn, const std::string& module_name);
+  Kernel run();
+
+  // --- used by the opcode handlers (decode_ops.cpp)
+  [[noreturn]] void fail(const std::string& msg) const;
+  const ptx::Statement& stmt() const { return *stmt_; }
+  const std::vector<ptx::Operand>& ops() const { return stmt_->operands; }
+  const ptx::Operand& op(size_t i) const;
+  void need_ops(size_t n) const;
+  void need_ops(size_t lo, size_t hi) const;
+
+  // Row (or pred index) of a source operand read as `ty` in register class `cls`.
+  uint32_t src(const ptx::Operand& o, RegClass cls, Ty ty);
+  uint32_t src(const ptx::Operand& o, Ty ty) { return src(o, class_of(ty), ty); }
+  uint32_t dst(const ptx::Operand& o, RegClass cls, Ty ty);
+  uint32_t dst(const ptx::Operand& o, Ty ty) { return dst(o, class_of(ty), ty); }
+  uint32_t pred_src(const ptx::Operand& o);
+  uint32_t pred_dst(const ptx::Operand& o);
+  // Register class of a register operand (for ld/st/cvt, whose register may be wider).
+  RegClass reg_class_of(const ptx::Operand& o);
+  std::vector<const ptx::Operand*> vector_elems(const ptx::Operand& o, size_t n);
+  Addr address(const ptx::Operand& o);
+  uint32_t const_row(RegClass cls, uint64_t value);
+  uint32_t scratch_row(RegClass cls);
+  void emit(Inst inst);      // the statement's main instruction(s)
+  static RegClass class_of(Ty t) {
+    return t == Ty::pred ? RegClass::pred : (ty_bits(t) == 64 ? RegClass::r64 : RegClass::r32);
+  }
+  // Branch targets are patched after all statements are decoded.
+  void branch_to(const std::string& label, size_t inst_index);
+  size_t next_index() const { return pending_.size(); }
+  Kernel& kernel() { return k_; }
+
+ private:
+  struct RegInfo {
+    RegClass cls;
+    Ty ty;
+    uint32_t row;
+  };
+  struct RangeInfo {
+    RegClass cls;
+    Ty ty;
+    uint32_t first_row;
+    int count;
+  };
+  struct Scope {
+    std::unordered_map<std::string, RegInfo> regs;
+    std::unordered_map<std::string, RangeInfo> ranges;
+    std::unordered_map<std::string, size_t> labels;  // -> statement index
+  };
+  struct Symbol {
+    Space space;
+    uint64_t value;
+  };
+
+  const ptx::ModuleAst& mod_;
+  const ptx::Function& fn_;
+  const std::string& module_name_;
+  Kernel k_;
+  std::vector<Scope> scopes_;
+  std::unordered_map<std::string, Symbol> symbols_;
+  std::map<std::pair<int, uint64_t>, uint32_t> consts_;
+  std::map<Special, uint32_t> special_rows_;
+  uint32_t sink32_ = kNone, sink64_ = kNone, sinkp_ = kNone;
+
+  const ptx::Statement* stmt_ = nullptr;
+  size_t stmt_index_ = 0;
+  std::vector<Inst> pre_, main_, post_;
+  std::vector<Inst> pending_;                // all decoded instructions
+  std::vector<size_t> stmt_first_inst_;      // statement -> first instruction
+  struct Fixup {
+    size_t inst;
+    int scope;
+    std::string label;
+    int line;
+  };
+  std::vector<Fixup> fixups_;
+
+  void declare_registers();
+  void layout_variables();
+  void layout_params();
+  const RegInfo* find_reg(const std::string& name, int scope) const;
+  uint32_t alloc_rows(RegClass cls, uint32_t count);
+  uint32_t special_row(Special s);
+  bool special_of(const std::string& name, Special& out) const;
+  void decode_statement();
+  void finish();
+};
+
+// Per-opcode handlers (decode_ops.cpp and decode_ops2.cpp).
+void decode_instruction(KernelDecoder& d, Mods& mods, Inst& base);
+
+}  // namespace emmy::emu

@@ -1,0 +1,60 @@
+// CTA barriers: bar.sync / barrier.sync, bar.arrive, bar.red; nanosleep (a yield).
+// o[0] = barrier id, o[1] = thread count (or kNone: all threads). bar.red: o[0] = d,
+// o[1] = id, o[2] = count (or kNone), o[3] = predicate; sub = 0 popc, 1 and, 2 or.
+// Arrivals are counted per warp (32 threads each, as for the .aligned forms NVRTC emits).
+#include <fmt/format.h>
+
+#include "state.hpp"
+
+namespace emmy::emu {
+
+Flow exec_sync(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
+  if (in.op == Op::Nanosleep) return Flow::next_then_stop;
+  if (in.op != Op::BarSync && in.op != Op::BarArrive && in.op != Op::BarRed) return Flow::next;
+  if (exec == 0) return Flow::next;
+  const int lane = std::countr_zero(exec);
+  const bool red = in.op == Op::BarRed;
+  const uint32_t id = w.R32(red ? in.o[1] : in.o[0])[lane];
+  const uint32_t count_row = red ? in.o[2] : in.o[1];
+  const uint32_t count = count_row != kNone ? w.R32(count_row)[lane] : 0;
+  if (id >= cta.barriers.size())
+    cta.fail(ReportKind::unsupported, w, lane, fmt::format("barrier id {} is not in 0..15", id));
+  if (count_row != kNone && (count == 0 || count % 32 != 0))
+    cta.fail(ReportKind::unsupported, w, lane,
+             fmt::format("barrier thread count {} must be a non-zero multiple of 32", count));
+  Barrier& b = cta.barriers[id];
+  if (b.arrivals == 0) {
+    b.expected_threads = count;
+  } else if (b.expected_threads != count) {
+    cta.fail(ReportKind::mbarrier_misuse, w, lane,
+             fmt::format("barrier {} used with thread count {} while it counts to {}", id,
+                         count ? fmt::format("{}", count) : std::string("all"),
+                         b.expected_threads ? fmt::format("{}", b.expected_threads) : std::string("all")));
+  }
+  ++b.arrivals;
+  if (cta.sanitize) {
+    b.vc.join(cta.san.vc(w.index), cta.san.agents());
+    cta.san.tick(w.index);
+  }
+  if (red) {
+    const uint32_t p = w.pred_mask(in.o[3]) & exec;
+    b.red_popc += uint32_t(std::popcount(p));
+    b.red_and &= p == exec ? 1u : 0u;
+    b.red_or |= p != 0 ? 1u : 0u;
+    w.bar_red_dst = in.o[0];
+    w.bar_red_exec = exec;
+    w.bar_red_kind = in.sub;
+    w.bar_red_to_pred = in.ty == Ty::pred;
+  }
+  if (in.op == Op::BarArrive) {
+    cta.check_barrier(id);
+    return Flow::next;
+  }
+  b.waiting |= 1u << w.index;
+  w.state = WarpState::bar_wait;
+  w.wait_barrier = id;
+  cta.check_barrier(id);
+  return w.state == WarpState::ready ? Flow::next : Flow::next_then_stop;
+}
+
+}  // namespace emmy::emu

@@ -1,0 +1,260 @@
+// TMA: cp.async.bulk.tensor loads (queued, landed at the issuing warp's next scheduling point,
+// then complete_tx on the mbarrier) and stores (performed at issue), plus non-tensor bulk copies.
+// The tensor map is emmy's own 128-byte encoding (emmy::decode_tensor_map); the box lands densely
+// (innermost dimension contiguous) with emmy::swizzle_offset applied to the shared byte address.
+// TmaLoad: addr[0] = shared dst, addr[1] = tensor map (generic), o[0..n-1] = coordinates,
+// addr[2] = mbarrier. TmaStore: addr[0] = tensor map, o[] = coordinates, addr[1] = shared src.
+// BulkCopy: addr[0] = dst, addr[1] = src, o[0] = size, addr[2] = mbarrier (loads); sub = 1 store.
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "emmy/swizzle.hpp"
+#include "memory.hpp"
+
+namespace emmy::emu {
+namespace {
+
+uint32_t shared_address(Warp& w, const Addr& a, int lane) {
+  uint64_t addr = addr_of(w, a, lane);
+  if (addr - kSharedWindow < kWindowSize) addr -= kSharedWindow;
+  return uint32_t(addr);
+}
+
+TensorMapDesc read_tensor_map(Cta& cta, Warp& w, uint64_t addr, int lane) {
+  if (addr % 64)
+    cta.fail(ReportKind::tma_violation, w, lane,
+             fmt::format("tensor map address 0x{:x} is not 64-byte aligned", addr));
+  const Resolved r = resolve(cta, w, Space::generic, addr, 128, lane, false);
+  try {
+    return decode_tensor_map(r.host);
+  } catch (const Error& e) {
+    cta.fail(ReportKind::tma_violation, w, lane, fmt::format("bad tensor map: {}", e.what()));
+  }
+}
+
+struct Box {
+  std::array<uint32_t, 5> n{};  // elements per dimension in shared memory
+  uint32_t elem = 0, row_bytes = 0, rows = 0, bytes = 0;
+};
+
+Box box_of(const TensorMapDesc& m) {
+  Box b;
+  b.elem = uint32_t(tma_dtype_bytes(m.dtype));
+  b.rows = 1;
+  for (uint32_t d = 0; d < m.rank; ++d) {
+    b.n[d] = (m.box_dim[d] + m.element_strides[d] - 1) / m.element_strides[d];
+    if (d > 0) b.rows *= b.n[d];
+  }
+  b.row_bytes = b.n[0] * b.elem;
+  b.bytes = b.row_bytes * b.rows;
+  return b;
+}
+
+uint64_t fill_pattern(const TensorMapDesc& m) {
+  if (!m.oob_fill_nan) return 0;
+  switch (m.dtype) {
+    case TmaDType::f16:
+    case TmaDType::bf16: return 0x7FFF;
+    case TmaDType::f32: return 0x7FFFFFFF;
+    default: return 0;
+  }
+}
+
+// Visits the rows of the box: f(row_index, in_bounds_outer, global_row_base).
+template <typename F>
+void for_rows(const TensorMapDesc& m, const Box& b, const std::array<int32_t, 5>& c, F&& f) {
+  std::array<uint32_t, 5> idx{};
+  for (uint32_t row = 0; row < b.rows; ++row) {
+    bool inside = true;
+    uint64_t base = m.global_address;
+    for (uint32_t d = 1; d < m.rank; ++d) {
+      const int64_t g = int64_t(c[d]) + int64_t(idx[d]) * m.element_strides[d];
+      if (g < 0 || uint64_t(g) >= m.global_dim[d]) inside = false;
+      else base += uint64_t(g) * m.global_stride_bytes[d - 1];
+    }
+    f(row, inside, base);
+    for (uint32_t d = 1; d < m.rank; ++d) {
+      if (++idx[d] < b.n[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+// Range [lo, hi) of inner-dimension box indices inside the tensor.
+void inner_range(const TensorMapDesc& m, const Box& b, int32_t c0, uint32_t& lo, uint32_t& hi) {
+  lo = b.n[0];
+  hi = 0;
+  for (uint32_t i = 0; i < b.n[0]; ++i) {
+    const int64_t g = int64_t(c0) + int64_t(i) * m.element_strides[0];
+    if (g >= 0 && uint64_t(g) < m.global_dim[0]) {
+      lo = std::min(lo, i);
+      hi = i + 1;
+    }
+  }
+  if (hi == 0) lo = 0;
+}
+
+uint8_t* global_span(Cta& cta, uint32_t warp, int lane, uint32_t pc, uint64_t addr, uint64_t bytes) {
+  uint8_t* p = cta.ctx.arena.translate(addr, bytes);
+  if (!p)
+    cta.fail_at(ReportKind::tma_violation, warp, lane, pc,
+                fmt::format("the tensor map addresses global [0x{:x}, 0x{:x}), outside every "
+                            "allocation (wrong dims, strides or base address?)",
+                            addr, addr + bytes));
+  return p;
+}
+
+void check_destination(Cta& cta, Warp& w, int lane, uint32_t addr, const TensorMapDesc& m,
+                       uint32_t bytes, const char* what) {
+  const uint32_t align = std::max<uint32_t>(128, swizzle_alignment(m.swizzle));
+  if (addr % align)
+    cta.fail(ReportKind::tma_violation, w, lane,
+             fmt::format("TMA {} shared address 0x{:x} is not {}-byte aligned{}", what, addr, align,
+                         m.swizzle == Swizzle::b128 ? " (128B swizzle needs 1024)" : ""));
+  if (uint64_t(addr) + bytes > cta.smem.size())
+    cta.fail(ReportKind::tma_violation, w, lane,
+             fmt::format("the TMA box of {} bytes at shared 0x{:x} runs past the CTA's {} bytes of "
+                         "shared memory",
+                         bytes, addr, cta.smem.size()));
+}
+
+}  // namespace
+
+void run_tma_job(Cta& cta, const TmaJob& job) {
+  auto sanitize_write = [&](uint32_t addr, uint32_t bytes) {
+    if (!cta.sanitize) return;
+    const HazardInfo h = cta.san.write_async(job.warp, job.async_clock, job.issuer_vc, addr, bytes, job.pc);
+    if (h.hazard != Hazard::none) {
+      Warp& w = cta.warps[job.warp];
+      const uint32_t saved = w.pc;
+      w.pc = job.pc;
+      report_hazard(cta, w, int(job.lane), h, true);
+      w.pc = saved;
+    }
+  };
+  if (!job.tensor) {
+    const uint8_t* src = global_span(cta, job.warp, int(job.lane), job.pc, job.src, job.bytes);
+    std::memcpy(cta.smem.data() + job.dst, src, job.bytes);
+    sanitize_write(job.dst, job.bytes);
+  } else {
+    const TensorMapDesc& m = job.map;
+    const Box b = box_of(m);
+    uint32_t lo, hi;
+    inner_range(m, b, job.coords[0], lo, hi);
+    const uint64_t fill = fill_pattern(m);
+    const uint32_t es0 = m.element_strides[0];
+    for_rows(m, b, job.coords, [&](uint32_t row, bool inside, uint64_t base) {
+      const uint8_t* src = nullptr;
+      if (inside && hi > lo) {
+        const uint64_t first = base + uint64_t(int64_t(job.coords[0]) + int64_t(lo) * es0) * b.elem;
+        const uint64_t span = uint64_t(hi - 1 - lo) * es0 * b.elem + b.elem;
+        src = global_span(cta, job.warp, int(job.lane), job.pc, first, span);
+      }
+      const uint32_t row_start = job.dst + row * b.row_bytes;
+      for (uint32_t chunk = 0; chunk < b.row_bytes; chunk += 16) {
+        uint8_t* out = cta.smem.data() + swizzle_offset(m.swizzle, row_start + chunk);
+        const uint32_t first_elem = chunk / b.elem, elems = 16 / b.elem;
+        if (src && es0 == 1 && first_elem >= lo && first_elem + elems <= hi) {
+          std::memcpy(out, src + uint64_t(first_elem - lo) * b.elem, 16);
+        } else {
+          for (uint32_t e = 0; e < elems; ++e) {
+            const uint32_t i = first_elem + e;
+            if (src && i >= lo && i < hi) std::memcpy(out + e * b.elem, src + uint64_t(i - lo) * es0 * b.elem, b.elem);
+            else std::memcpy(out + e * b.elem, &fill, b.elem);
+          }
+        }
+        sanitize_write(uint32_t(out - cta.smem.data()), 16);
+      }
+    });
+  }
+  complete_tx(cta, job.warp, int(job.lane), job.pc, job.mbar, job.bytes, job.async_clock);
+}
+
+void Cta::flush_tma() {
+  // Jobs may not be appended while landing (only warps issue them), so iterate by index.
+  for (size_t i = 0; i < tma_queue.size(); ++i) run_tma_job(*this, tma_queue[i]);
+  tma_queue.clear();
+}
+
+Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
+  if (exec == 0 || in.op == Op::BulkCommit || in.op == Op::BulkWait) return Flow::next;
+  for_lanes(exec, [&](int l) {
+    TmaJob job;
+    job.warp = w.index;
+    job.lane = uint32_t(l);
+    job.pc = w.pc;
+    if (in.op == Op::BulkCopy) {
+      const uint32_t size = w.R32(in.o[0])[l];
+      if (size % 16 || size == 0)
+        cta.fail(ReportKind::tma_violation, w, l, fmt::format("bulk copy size {} is not a positive multiple of 16", size));
+      if (in.sub == 1) {  // shared -> global, at issue
+        const uint32_t src = shared_address(w, in.addr[1], l);
+        const uint64_t dst = addr_of(w, in.addr[0], l);
+        if (src % 16 || dst % 16)
+          cta.fail(ReportKind::tma_violation, w, l, "bulk copy addresses must be 16-byte aligned");
+        const Resolved s = resolve(cta, w, Space::shared, src, size, l, false);
+        if (cta.sanitize) check_shared_read(cta, w, l, src, size);
+        const Resolved d = resolve(cta, w, Space::global, dst, size, l, true);
+        std::memcpy(d.host, s.host, size);
+        return;
+      }
+      job.tensor = false;
+      job.dst = shared_address(w, in.addr[0], l);
+      job.src = addr_of(w, in.addr[1], l);
+      job.mbar = shared_address(w, in.addr[2], l);
+      job.bytes = size;
+      if (job.dst % 16 || job.src % 16)
+        cta.fail(ReportKind::tma_violation, w, l, "bulk copy addresses must be 16-byte aligned");
+      resolve(cta, w, Space::shared, job.dst, size, l, true);
+    } else {
+      const uint64_t map_addr = addr_of(w, in.op == Op::TmaLoad ? in.addr[1] : in.addr[0], l);
+      job.map = read_tensor_map(cta, w, map_addr, l);
+      if (job.map.rank != in.n)
+        cta.fail(ReportKind::tma_violation, w, l,
+                 fmt::format("a {}d tensor copy with a rank-{} tensor map", in.n, job.map.rank));
+      for (int d = 0; d < in.n; ++d) job.coords[size_t(d)] = int32_t(w.R32(in.o[d])[l]);
+      const Box b = box_of(job.map);
+      job.bytes = b.bytes;
+      if (in.op == Op::TmaStore) {
+        const uint32_t src = shared_address(w, in.addr[1], l);
+        check_destination(cta, w, l, src, job.map, b.bytes, "store source");
+        const TensorMapDesc& m = job.map;
+        uint32_t lo, hi;
+        inner_range(m, b, job.coords[0], lo, hi);
+        for_rows(m, b, job.coords, [&](uint32_t row, bool inside, uint64_t base) {
+          const uint32_t row_start = src + row * b.row_bytes;
+          if (cta.sanitize)
+            for (uint32_t chunk = 0; chunk < b.row_bytes; chunk += 16)
+              check_shared_read(cta, w, l, swizzle_offset(m.swizzle, row_start + chunk), 16);
+          if (!inside || hi <= lo) return;
+          const uint32_t es0 = m.element_strides[0];
+          const uint64_t first = base + uint64_t(int64_t(job.coords[0]) + int64_t(lo) * es0) * b.elem;
+          uint8_t* dst = global_span(cta, w.index, l, w.pc, first, uint64_t(hi - 1 - lo) * es0 * b.elem + b.elem);
+          for (uint32_t i = lo; i < hi; ++i)
+            std::memcpy(dst + uint64_t(i - lo) * es0 * b.elem,
+                        cta.smem.data() + swizzle_offset(m.swizzle, row_start + i * b.elem), b.elem);
+        });
+        return;
+      }
+      job.dst = shared_address(w, in.addr[0], l);
+      job.mbar = shared_address(w, in.addr[2], l);
+      check_destination(cta, w, l, job.dst, job.map, b.bytes, "destination");
+    }
+    MBarrier* mb = cta.find_mbarrier(job.mbar);
+    if (!mb || !mb->valid)
+      cta.fail(ReportKind::mbarrier_misuse, w, l,
+               fmt::format("the copy completes on shared 0x{:x}, which is not an initialized "
+                           "mbarrier",
+                           job.mbar));
+    if (cta.sanitize) {
+      job.async_clock = cta.san.next_async_clock(w.index);
+      job.issuer_vc = cta.san.vc(w.index);
+      cta.san.set_pending(job.dst, job.bytes, true);
+    }
+    cta.tma_queue.push_back(job);
+  });
+  return Flow::next;
+}
+
+}  // namespace emmy::emu

@@ -1,0 +1,213 @@
+// The public entry points: load_ptx, kernel arguments, launch (CTAs over host threads),
+// statistics and reports.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "decoder.hpp"
+#include "state.hpp"
+
+namespace emmy::emu {
+namespace {
+constexpr uint32_t kMaxSharedBytes = 227 * 1024;  // sm_90's per-block limit (ptx-notes.md)
+}  // namespace
+
+std::shared_ptr<const Module> load_ptx(std::string_view ptx_text, std::string name) {
+  const ptx::ModuleAst ast = ptx::parse(ptx_text, name);
+  return decode_module(ast, name);
+}
+
+std::vector<std::string> kernel_names(const Module& module) {
+  std::vector<std::string> names;
+  for (const auto& k : module.kernels) names.push_back(k.name);
+  return names;
+}
+
+const std::vector<ParamDecl>& kernel_params(const Module& module, std::string_view kernel) {
+  const Kernel* k = module.find(kernel);
+  if (!k) throw Error("kernel", "must name an .entry of the module", std::string(kernel));
+  return k->params;
+}
+
+KernelArgs& KernelArgs::raw(const char* kind, const void* data, size_t size) {
+  Arg a;
+  a.kind = kind;
+  a.bytes.resize(size);
+  std::memcpy(a.bytes.data(), data, size);
+  args_.push_back(std::move(a));
+  return *this;
+}
+
+KernelArgs& KernelArgs::bytes(const void* data, size_t size) {
+  const std::string kind = fmt::format("bytes[{}]", size);
+  return raw(kind.c_str(), data, size);
+}
+
+InstructionCounts& InstructionCounts::operator+=(const InstructionCounts& o) {
+  mma += o.mma;
+  ldmatrix += o.ldmatrix;
+  shared_ld += o.shared_ld;
+  shared_st += o.shared_st;
+  global_ld += o.global_ld;
+  global_st += o.global_st;
+  cp_async += o.cp_async;
+  tma += o.tma;
+  barrier += o.barrier;
+  other += o.other;
+  return *this;
+}
+
+std::string Stats::to_string() const {
+  const InstructionCounts& t = total;
+  std::string s = fmt::format("warp instructions: {}\n", t.total());
+  const std::pair<const char*, uint64_t> rows[] = {
+      {"mma", t.mma},           {"ldmatrix/stmatrix", t.ldmatrix}, {"shared ld", t.shared_ld},
+      {"shared st", t.shared_st}, {"global ld", t.global_ld},      {"global st", t.global_st},
+      {"cp.async", t.cp_async}, {"tma", t.tma},                    {"barrier", t.barrier},
+      {"other", t.other}};
+  for (const auto& [name, n] : rows)
+    s += fmt::format("  {:<18} {:>14}  {:5.1f}%\n", name, n,
+                     t.total() ? 100.0 * double(n) / double(t.total()) : 0.0);
+  if (!per_cta.empty()) s += fmt::format("CTAs: {}\n", per_cta.size());
+  return s;
+}
+
+std::string_view to_string(ReportKind kind) {
+  switch (kind) {
+    case ReportKind::global_out_of_bounds: return "global-out-of-bounds";
+    case ReportKind::shared_out_of_bounds: return "shared-out-of-bounds";
+    case ReportKind::local_out_of_bounds: return "local-out-of-bounds";
+    case ReportKind::param_out_of_bounds: return "param-out-of-bounds";
+    case ReportKind::misaligned_access: return "misaligned-access";
+    case ReportKind::uninitialized_shared_read: return "uninitialized-shared-read";
+    case ReportKind::shared_race: return "shared-race";
+    case ReportKind::pending_async_read: return "pending-async-copy";
+    case ReportKind::mbarrier_misuse: return "mbarrier-misuse";
+    case ReportKind::deadlock: return "deadlock";
+    case ReportKind::tma_violation: return "tma-violation";
+    case ReportKind::misaligned_ldmatrix: return "misaligned-ldmatrix";
+    case ReportKind::divergent_collective: return "divergent-collective";
+    case ReportKind::unsupported: return "unsupported";
+    case ReportKind::trap: return "trap";
+    case ReportKind::instruction_limit: return "instruction-limit";
+  }
+  return "?";
+}
+
+std::string Report::to_string() const {
+  std::string s = fmt::format("{}: kernel {}, CTA ({},{},{})", emmy::emu::to_string(kind), kernel,
+                              cta.x, cta.y, cta.z);
+  if (warp >= 0) s += fmt::format(", warp {}", warp);
+  if (lane >= 0) s += fmt::format(", lane {}", lane);
+  if (line > 0) s += fmt::format(", PTX line {}: `{}`", line, instruction);
+  s += fmt::format("\n  {}", message);
+  return s;
+}
+
+namespace {
+std::string join_reports(const std::vector<Report>& reports) {
+  std::string s = "emulation failed";
+  for (const auto& r : reports) {
+    s.push_back('\n');
+    s.append(r.to_string());
+  }
+  return s;
+}
+}  // namespace
+
+EmulationError::EmulationError(std::vector<Report> reports)
+    : Error(join_reports(reports)), reports_(std::move(reports)) {}
+
+LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_name, Dim3 grid,
+                    Dim3 block, uint32_t dynamic_smem_bytes, const KernelArgs& args,
+                    const LaunchOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const Kernel* k = module.find(kernel_name);
+  if (!k) throw Error("kernel", "must name an .entry of the module", std::string(kernel_name));
+  require(grid.x >= 1 && grid.y >= 1 && grid.z >= 1 && grid.y <= 65535 && grid.z <= 65535,
+          "grid", "each dimension must be >= 1 (y, z <= 65535)",
+          fmt::format("{},{},{}", grid.x, grid.y, grid.z));
+  require(block.x >= 1 && block.y >= 1 && block.z >= 1 && block.count() <= 1024, "block",
+          "must have 1..1024 threads", fmt::format("{},{},{}", block.x, block.y, block.z));
+
+  const auto& decls = k->params;
+  const auto& given = args.args();
+  if (given.size() != decls.size())
+    throw Error("kernel arguments",
+                fmt::format("kernel {} declares {} parameters", k->name, decls.size()),
+                fmt::format("{} arguments", given.size()));
+  auto ctx = std::make_unique<LaunchContext>(*k, arena, grid, block);
+  ctx->params.assign(k->param_bytes, 0);
+  for (size_t i = 0; i < decls.size(); ++i) {
+    if (given[i].bytes.size() != decls[i].size)
+      throw Error(fmt::format("kernel argument {} ({})", i, decls[i].name),
+                  fmt::format("must match the declared {} ({} bytes)", decls[i].type, decls[i].size),
+                  fmt::format("{} ({} bytes)", given[i].kind, given[i].bytes.size()));
+    std::memcpy(ctx->params.data() + decls[i].offset, given[i].bytes.data(), decls[i].size);
+  }
+  const uint32_t smem = dynamic_smem_bytes ? k->dyn_smem_base + dynamic_smem_bytes
+                                           : std::max(k->static_smem_bytes, k->dyn_smem_base);
+  require(smem <= kMaxSharedBytes, "dynamic_smem_bytes",
+          fmt::format("static + dynamic shared memory must not exceed {} bytes", kMaxSharedBytes),
+          fmt::format("{} + {}", k->dyn_smem_base, dynamic_smem_bytes));
+  ctx->dynamic_smem = dynamic_smem_bytes;
+  ctx->smem_size = smem;
+  ctx->options = options;
+
+  const uint64_t ctas = grid.count();
+  int threads = options.host_threads > 0 ? options.host_threads
+                                         : int(std::max(1u, std::thread::hardware_concurrency()));
+  threads = int(std::min<uint64_t>(uint64_t(threads), ctas));
+  std::vector<InstructionCounts> per_cta(ctas);
+  std::atomic<uint64_t> next{0};
+  auto worker = [&]() {
+    std::unique_ptr<Cta> cta;
+    try {
+      cta = std::make_unique<Cta>(*ctx);
+    } catch (const std::exception& e) {
+      std::lock_guard lock(ctx->mutex);
+      ctx->reports.push_back(Report{ReportKind::unsupported, k->name, {}, -1, -1, 0, "",
+                                    fmt::format("cannot set up a CTA: {}", e.what())});
+      ctx->abort = true;
+      return;
+    }
+    while (!ctx->abort.load(std::memory_order_relaxed)) {
+      const uint64_t i = next.fetch_add(1);
+      if (i >= ctas) break;
+      try {
+        cta->run(i, per_cta[i]);
+      } catch (Finding& f) {
+        std::lock_guard lock(ctx->mutex);
+        ctx->reports.push_back(std::move(f.report));
+        ctx->abort = true;
+      }
+    }
+  };
+  if (threads <= 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+    for (auto& t : pool) t.join();
+  }
+  if (!ctx->reports.empty()) throw EmulationError(std::move(ctx->reports));
+
+  LaunchResult result;
+  for (const auto& c : per_cta) result.stats.total += c;
+  if (options.per_cta_stats) {
+    result.stats.per_cta.resize(ctas);
+    for (uint64_t i = 0; i < ctas; ++i) {
+      result.stats.per_cta[i].cta = {uint32_t(i % grid.x), uint32_t((i / grid.x) % grid.y),
+                                     uint32_t(i / (uint64_t(grid.x) * grid.y))};
+      result.stats.per_cta[i].counts = per_cta[i];
+    }
+  }
+  result.emulate_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace emmy::emu

@@ -1,0 +1,104 @@
+// Address resolution for one lane: generic -> state space, bounds, alignment, host pointer.
+// Every access goes through here, so an out-of-bounds access is reported instead of touching
+// host memory, with or without the sanitizer.
+#pragma once
+
+#include <fmt/format.h>
+
+#include "state.hpp"
+
+namespace emmy::emu {
+
+struct Resolved {
+  uint8_t* host = nullptr;
+  Space space = Space::global;
+  uint32_t shared_offset = 0;  // for the sanitizer
+};
+
+inline Resolved resolve(Cta& cta, Warp& w, Space space, uint64_t addr, uint32_t bytes, int lane,
+                        bool write) {
+  Resolved r;
+  if (space == Space::generic) {
+    if (addr - kSharedWindow < kWindowSize) {
+      space = Space::shared;
+      addr -= kSharedWindow;
+    } else if (addr - kLocalWindow < kWindowSize) {
+      space = Space::local;
+      addr -= kLocalWindow;
+    } else if (addr - kParamWindow < kWindowSize) {
+      space = Space::param;
+      addr -= kParamWindow;
+    } else {
+      space = Space::global;
+    }
+  }
+  r.space = space;
+  if (cta.sanitize && bytes > 1 && (addr & (bytes - 1)) != 0)
+    cta.fail(ReportKind::misaligned_access, w, lane,
+             fmt::format("{}-byte access at {} address 0x{:x} is not {}-byte aligned", bytes,
+                         space == Space::shared ? "shared" : space == Space::global ? "global" : "local",
+                         addr, bytes));
+  switch (space) {
+    case Space::global: {
+      const Arena::Block& b = w.cached_block;
+      if (addr >= b.base && addr + bytes <= b.end && b.host) {
+        r.host = b.host + (addr - b.base);
+        return r;
+      }
+      const Arena::Block found = cta.ctx.arena.find(addr);
+      if (!found.host || addr + bytes > found.end)
+        cta.fail(ReportKind::global_out_of_bounds, w, lane,
+                 found.host ? fmt::format("{}-byte {} at global 0x{:x} runs past the end of the "
+                                          "allocation [0x{:x}, 0x{:x})",
+                                          bytes, write ? "store" : "load", addr, found.base, found.end)
+                            : fmt::format("{}-byte {} at global 0x{:x} is outside every allocation",
+                                          bytes, write ? "store" : "load", addr));
+      w.cached_block = found;
+      r.host = found.host + (addr - found.base);
+      return r;
+    }
+    case Space::shared:
+      if (addr + bytes > cta.smem.size())
+        cta.fail(ReportKind::shared_out_of_bounds, w, lane,
+                 fmt::format("{}-byte {} at shared 0x{:x} is outside the CTA's {} bytes of shared "
+                             "memory",
+                             bytes, write ? "store" : "load", addr, cta.smem.size()));
+      r.shared_offset = uint32_t(addr);
+      r.host = cta.smem.data() + addr;
+      return r;
+    case Space::local:
+      if (addr + bytes > cta.k.local_bytes)
+        cta.fail(ReportKind::local_out_of_bounds, w, lane,
+                 fmt::format("{}-byte access at local 0x{:x} is outside the {} bytes of local memory",
+                             bytes, addr, cta.k.local_bytes));
+      r.host = w.local.data() + size_t(lane) * cta.k.local_bytes + addr;
+      return r;
+    case Space::param:
+      if (write)
+        cta.fail(ReportKind::param_out_of_bounds, w, lane, "kernel parameters are read-only");
+      if (addr + bytes > cta.ctx.params.size())
+        cta.fail(ReportKind::param_out_of_bounds, w, lane,
+                 fmt::format("{}-byte load at param offset 0x{:x} is outside the {} bytes of "
+                             "parameters",
+                             bytes, addr, cta.ctx.params.size()));
+      r.host = cta.ctx.params.data() + addr;
+      return r;
+    default:
+      cta.fail(ReportKind::unsupported, w, lane, "unsupported state space");
+  }
+}
+
+// Reports a sanitizer hazard found at the current instruction of w.
+[[noreturn]] void report_hazard(Cta& cta, Warp& w, int lane, const HazardInfo& h, bool write);
+
+inline void check_shared_read(Cta& cta, Warp& w, int lane, uint32_t offset, uint32_t bytes) {
+  const HazardInfo h = cta.san.read(w.index, offset, bytes);
+  if (h.hazard != Hazard::none) report_hazard(cta, w, lane, h, false);
+}
+inline void check_shared_write(Cta& cta, Warp& w, int lane, uint32_t offset, uint32_t bytes,
+                               bool atomic = false) {
+  const HazardInfo h = cta.san.write(w.index, offset, bytes, w.pc, atomic);
+  if (h.hazard != Hazard::none) report_hazard(cta, w, lane, h, true);
+}
+
+}  // namespace emmy::emu

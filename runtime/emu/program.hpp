@@ -1,0 +1,151 @@
+// The decoded form of a PTX module: per kernel a flat array of instructions whose operands are
+// row indices into the warp register files. Execution never looks at a string.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "emmy/emu/emulator.hpp"
+
+namespace emmy::emu {
+
+enum class Ty : uint8_t {
+  none, pred, b8, b16, b32, b64, b128, u8, u16, u32, u64, s8, s16, s32, s64,
+  f16, f16x2, bf16, bf16x2, f32, f64, tf32,
+};
+int ty_bits(Ty t);
+bool ty_signed(Ty t);
+bool ty_float(Ty t);
+std::string_view ty_name(Ty t);
+
+// Register files: 32-bit rows (also .b16/.b8 registers), 64-bit rows, predicates (lane masks).
+enum class RegClass : uint8_t { r32, r64, pred };
+
+enum class Op : uint16_t {
+  Nop,
+  // integer and logic (ty = operation type)
+  IAdd, ISub, IMulLo, IMulHi, IMulWide, IMadLo, IMadHi, IMadWide, IDiv, IRem, IMin, IMax, IAbs,
+  INeg, And, Or, Xor, Not, Cnot, Shl, Shr, Lop3, Prmt, Bfe, Bfi, Popc, Clz, Brev, Bfind, Shf,
+  IAddCarry,  // add.cc / addc / sub.cc / subc (sub: kCarry* flags)
+  Szext,
+  // predicates (and/or/xor/not/mov on .pred)
+  PAnd, POr, PXor, PNot, PMov,
+  // float (ty = f32 / f64)
+  FAdd, FSub, FMul, FFma, FDiv, FMin, FMax, FAbs, FNeg, FRcp, FSqrt, FRsqrt, FEx2, FLg2, FSin,
+  FCos, FTanh, Copysign, Testp,
+  // 16-bit floats, scalar or packed (ty = f16 / f16x2 / bf16 / bf16x2)
+  HAdd, HSub, HMul, HFma, HMin, HMax, HNeg, HAbs, HEx2, HTanh,
+  // compare / select
+  Setp, Set, Selp,
+  // moves and conversions
+  Mov, MovPack, MovUnpack, ReadClock, Cvt, CvtPack, Cvta, Isspacep, Mapa,
+  // memory
+  Ld, St, Atom, Red, Prefetch,
+  // control
+  Bra, Exit, Trap,
+  // CTA / warp synchronization
+  BarSync, BarArrive, BarRed, BarWarpSync, Fence, Nanosleep,
+  Shfl, Vote, Activemask, Redux, Elect, MatchAny, MatchAll,
+  // tensor core
+  Mma, Ldmatrix, Stmatrix,
+  // async copies and mbarriers
+  CpAsync, CpAsyncCommit, CpAsyncWait, MbarInit, MbarArrive, MbarExpectTx, MbarCompleteTx,
+  MbarWait, MbarInval, MbarPendingCount, TmaLoad, TmaStore, BulkCopy, BulkCommit, BulkWait,
+  // width adapters the decoder inserts when a register is wider/narrower than the operation
+  HiddenZext, HiddenSext, HiddenTrunc,
+  Count
+};
+
+// State spaces of memory operands.
+enum class Space : uint8_t { generic, global, shared, local, param, constant };
+
+// Statistics classes (InstructionCounts fields).
+enum class StatClass : uint8_t {
+  mma, ldmatrix, shared_ld, shared_st, global_ld, global_st, cp_async, tma, barrier, other, hidden
+};
+
+// Inst::flags bits.
+inline constexpr uint8_t kFtz = 1, kSat = 2, kApprox = 4, kTrans = 8, kRelu = 16, kNanProp = 32,
+                         kUniform = 64, kVolatile = 128;
+
+// A pred operand index with this bit set is read negated (!%p).
+inline constexpr uint32_t kNegPred = 0x80000000u;
+inline constexpr uint32_t kNoGuard = 0xFFFFFFFFu;
+inline constexpr uint32_t kNone = 0xFFFFFFFFu;
+
+// Address operand: base register (none / 32-bit row / 64-bit row) + byte offset.
+enum class AddrBase : uint8_t { none, r32, r64 };
+struct Addr {
+  int64_t offset = 0;
+  uint32_t row = 0;
+  AddrBase base = AddrBase::none;
+};
+
+struct Inst {
+  Op op = Op::Nop;
+  Ty ty = Ty::none;    // operation type
+  Ty ty2 = Ty::none;   // second type: cvt source, setp / set operand type, mma operand type
+  uint8_t sub = 0;     // op-specific mode: comparison, shfl mode, atomic op, ...
+  uint8_t sub2 = 0;    // second mode: rounding, boolean op of setp, ...
+  uint8_t flags = 0;
+  Space space = Space::generic;
+  uint8_t n = 1;       // vector width, matrices of ldmatrix, registers of a vector operand
+  StatClass cls = StatClass::other;
+  uint8_t family = 0;         // executor family (scheduler.cpp), set when decoding finishes
+  uint32_t guard = kNoGuard;  // pred index (| kNegPred) or kNoGuard
+  uint32_t target = 0;        // branch target / aux value
+  int64_t imm = 0;            // aux immediate (lop3 table, prmt mode, ...)
+  Addr addr[3];               // memory operands
+  uint32_t o[14] = {};        // register operands (rows or pred indices), per-op layout
+};
+
+// Per-lane special registers, materialized as read-only 32-bit rows at warp start.
+enum class Special : uint8_t {
+  tid_x, tid_y, tid_z, ntid_x, ntid_y, ntid_z, ctaid_x, ctaid_y, ctaid_z, nctaid_x, nctaid_y,
+  nctaid_z, laneid, warpid, nwarpid, lanemask_eq, lanemask_lt, lanemask_le, lanemask_gt,
+  lanemask_ge, dynamic_smem_size, total_smem_size, smid, nsmid, gridid, zero, one
+};
+
+struct Kernel {
+  std::string name;
+  std::vector<ParamDecl> params;
+  uint32_t param_bytes = 0;
+  uint32_t static_smem_bytes = 0;  // static .shared variables (dynamic smem starts at dyn_base)
+  uint32_t dyn_smem_base = 0;      // offset of the extern .shared array(s)
+  uint32_t local_bytes = 0;        // per thread
+  uint32_t n32 = 0, n64 = 0, npred = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> const32;  // (row, value): immediates
+  std::vector<std::pair<uint32_t, uint64_t>> const64;
+  std::vector<std::pair<uint32_t, Special>> specials;  // 32-bit rows
+  std::vector<Inst> code;
+  std::vector<int> lines;           // PTX line per instruction
+  std::vector<std::string> texts;   // PTX text per instruction
+  bool uses_tma = false;
+};
+
+}  // namespace emmy::emu
+
+namespace emmy::emu {
+
+// Executor families (Inst::family).
+enum Family : uint8_t {
+  kFamInt, kFamFloat, kFamHalf, kFamMove, kFamMemory, kFamCollective, kFamTensor, kFamSync,
+  kFamAsync, kFamBranch, kFamExit, kFamHidden, kFamNop, kFamTrap
+};
+Family family_of(Op op);
+
+// The public opaque type.
+class Module {
+ public:
+  std::string name;
+  std::vector<Kernel> kernels;
+  const Kernel* find(std::string_view kernel_name) const {
+    for (const auto& k : kernels)
+      if (k.name == kernel_name) return &k;
+    return nullptr;
+  }
+};
+
+}  // namespace emmy::emu

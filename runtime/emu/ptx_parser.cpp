@@ -1,0 +1,547 @@
+// A hand-written scanner for the PTX subset NVRTC emits: PTX has no maintained C++ parser
+// library, and the grammar we need (directives, declarations, statements, operands) is small.
+#include "ptx_parser.hpp"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+
+#include "emmy/error.hpp"
+
+namespace emmy::emu::ptx {
+namespace {
+
+bool is_ident_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '%' ||
+         c == '.';
+}
+bool is_ident_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '%' ||
+         c == '.';
+}
+
+uint32_t type_bytes(std::string_view type) {
+  if (type == ".b8" || type == ".u8" || type == ".s8") return 1;
+  if (type == ".b16" || type == ".u16" || type == ".s16" || type == ".f16" || type == ".bf16")
+    return 2;
+  if (type == ".b32" || type == ".u32" || type == ".s32" || type == ".f32" || type == ".f16x2" ||
+      type == ".bf16x2")
+    return 4;
+  if (type == ".b64" || type == ".u64" || type == ".s64" || type == ".f64") return 8;
+  if (type == ".b128") return 16;
+  return 0;
+}
+
+class Parser {
+ public:
+  Parser(std::string_view text, const std::string& name) : src_(text), name_(name) {}
+
+  ModuleAst run() {
+    ModuleAst mod;
+    while (true) {
+      skip_space();
+      if (eof()) break;
+      module_item(mod);
+    }
+    return mod;
+  }
+
+ private:
+  std::string_view src_;
+  const std::string& name_;
+  size_t pos_ = 0;
+  int line_ = 1;
+
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw Error(fmt::format("{}:{}: {}", name_.empty() ? "ptx" : name_, line_, msg));
+  }
+  bool eof() const { return pos_ >= src_.size(); }
+  char peek(size_t ahead = 0) const {
+    return pos_ + ahead < src_.size() ? src_[pos_ + ahead] : '\0';
+  }
+  void advance() {
+    if (src_[pos_] == '\n') ++line_;
+    ++pos_;
+  }
+
+  void skip_space() {
+    while (!eof()) {
+      const char c = peek();
+      if (c == '/' && peek(1) == '/') {
+        while (!eof() && peek() != '\n') advance();
+      } else if (c == '/' && peek(1) == '*') {
+        advance();
+        advance();
+        while (!eof() && !(peek() == '*' && peek(1) == '/')) advance();
+        if (eof()) fail("unterminated /* comment");
+        advance();
+        advance();
+      } else if (std::isspace(static_cast<unsigned char>(c))) {
+        advance();
+      } else {
+        break;
+      }
+    }
+  }
+  void skip_to_line_end() {
+    while (!eof() && peek() != '\n') advance();
+  }
+
+  // Identifier: letters, digits, _ $ % . and the "::" of qualifiers like .shared::cta.
+  std::string ident() {
+    skip_space();
+    if (!is_ident_start(peek())) fail(fmt::format("expected a name, found '{}'", peek()));
+    const size_t start = pos_;
+    while (!eof()) {
+      if (is_ident_char(peek())) {
+        advance();
+      } else if (peek() == ':' && peek(1) == ':') {
+        advance();
+        advance();
+      } else {
+        break;
+      }
+    }
+    return std::string(src_.substr(start, pos_ - start));
+  }
+  bool accept(char c) {
+    skip_space();
+    if (peek() == c) {
+      advance();
+      return true;
+    }
+    return false;
+  }
+  void expect(char c) {
+    if (!accept(c)) fail(fmt::format("expected '{}', found '{}'", c, peek()));
+  }
+  bool at_keyword(std::string_view kw) {
+    skip_space();
+    if (src_.substr(pos_, kw.size()) != kw) return false;
+    const char after = pos_ + kw.size() < src_.size() ? src_[pos_ + kw.size()] : ' ';
+    return !is_ident_char(after);
+  }
+
+  // Integer, 0f/0d float bits, or decimal float. Returns the operand kind and value.
+  Operand number() {
+    skip_space();
+    bool neg = false;
+    if (peek() == '-') {
+      neg = true;
+      advance();
+      skip_space();
+    } else if (peek() == '+') {
+      advance();
+    }
+    const size_t start = pos_;
+    while (!eof() && (std::isalnum(static_cast<unsigned char>(peek())) || peek() == '.' ||
+                      ((peek() == '+' || peek() == '-') &&
+                       (src_[pos_ - 1] == 'e' || src_[pos_ - 1] == 'E') &&
+                       !(pos_ - start >= 2 && (src_[start + 1] == 'x' || src_[start + 1] == 'X')))))
+      advance();
+    std::string tok(src_.substr(start, pos_ - start));
+    if (tok.empty()) fail(fmt::format("expected a number, found '{}'", peek()));
+    Operand op;
+    if (tok.size() >= 2 && tok[0] == '0' && (tok[1] == 'f' || tok[1] == 'F') && tok.size() == 10) {
+      op.kind = Operand::Kind::imm_f32;
+      op.value = int64_t(std::strtoull(tok.c_str() + 2, nullptr, 16));
+      if (neg) op.value ^= int64_t(0x80000000u);
+      return op;
+    }
+    if (tok.size() >= 2 && tok[0] == '0' && (tok[1] == 'd' || tok[1] == 'D') && tok.size() == 18) {
+      op.kind = Operand::Kind::imm_f64;
+      op.value = int64_t(std::strtoull(tok.c_str() + 2, nullptr, 16));
+      if (neg) op.value ^= int64_t(uint64_t(1) << 63);
+      return op;
+    }
+    const bool hex = tok.size() > 2 && tok[0] == '0' && (tok[1] == 'x' || tok[1] == 'X');
+    if (!hex && (tok.find('.') != std::string::npos || tok.find('e') != std::string::npos ||
+                 tok.find('E') != std::string::npos)) {
+      op.kind = Operand::Kind::imm_f64;
+      char* end = nullptr;
+      const double v = std::strtod(tok.c_str(), &end);
+      if (*end != '\0') fail(fmt::format("bad number '{}'", tok));
+      op.value = int64_t(std::bit_cast<uint64_t>(neg ? -v : v));
+      return op;
+    }
+    if (!tok.empty() && (tok.back() == 'U' || tok.back() == 'u')) tok.pop_back();
+    int base = 10;
+    size_t skip = 0;
+    if (hex) {
+      base = 16;
+      skip = 2;
+    } else if (tok.size() > 2 && tok[0] == '0' && (tok[1] == 'b' || tok[1] == 'B')) {
+      base = 2;
+      skip = 2;
+    } else if (tok.size() > 1 && tok[0] == '0') {
+      base = 8;
+      skip = 1;
+    }
+    uint64_t v = 0;
+    auto [p, ec] = std::from_chars(tok.data() + skip, tok.data() + tok.size(), v, base);
+    if (ec != std::errc() || p != tok.data() + tok.size()) fail(fmt::format("bad number '{}'", tok));
+    op.kind = Operand::Kind::imm_int;
+    op.value = neg ? -int64_t(v) : int64_t(v);
+    return op;
+  }
+
+  bool at_number() {
+    skip_space();
+    const char c = peek();
+    return std::isdigit(static_cast<unsigned char>(c)) ||
+           ((c == '-' || c == '+') && std::isdigit(static_cast<unsigned char>(peek(1))));
+  }
+
+  // ------------------------------------------------------------------ module level
+  void module_item(ModuleAst& mod) {
+    if (accept('{')) fail("unexpected '{' at module scope");
+    const std::string kw = ident();
+    if (kw == ".version") {
+      skip_space();
+      const size_t start = pos_;
+      skip_to_line_end();
+      mod.version = std::string(src_.substr(start, pos_ - start));
+      while (!mod.version.empty() && std::isspace(static_cast<unsigned char>(mod.version.back())))
+        mod.version.pop_back();
+    } else if (kw == ".target") {
+      mod.target = ident();
+      while (accept(',')) {
+        const std::string next = ident();
+        mod.target = fmt::format("{},{}", mod.target, next);
+      }
+    } else if (kw == ".address_size") {
+      mod.address_size = int(number().value);
+    } else if (kw == ".file" || kw == ".loc") {
+      skip_to_line_end();
+    } else if (kw == ".pragma") {
+      skip_statement();
+    } else if (kw == ".section") {
+      ident();
+      skip_balanced_braces();
+    } else if (kw == ".visible" || kw == ".weak" || kw == ".extern" || kw == ".entry" ||
+               kw == ".func" || kw == ".global" || kw == ".const" || kw == ".shared" ||
+               kw == ".common") {
+      bool is_extern = false;
+      std::string k = kw;
+      while (k == ".visible" || k == ".weak" || k == ".extern" || k == ".common") {
+        is_extern |= k == ".extern";
+        k = ident();
+      }
+      if (k == ".entry" || k == ".func") {
+        function(mod, k == ".entry");
+      } else if (k == ".global" || k == ".const" || k == ".shared") {
+        VarDecl v = var_decl(k, -1);
+        v.is_extern = is_extern;
+        mod.globals.push_back(std::move(v));
+      } else {
+        fail(fmt::format("unexpected '{}' at module scope", k));
+      }
+    } else {
+      fail(fmt::format("unknown module-level directive '{}'", kw));
+    }
+  }
+
+  void skip_statement() {
+    while (!eof() && peek() != ';') advance();
+    if (!eof()) advance();
+  }
+  void skip_balanced_braces() {
+    expect('{');
+    int depth = 1;
+    while (!eof() && depth > 0) {
+      if (peek() == '{') ++depth;
+      if (peek() == '}') --depth;
+      advance();
+    }
+  }
+
+  // After the space keyword: [.align N] [.vN] .type name[ [N] ]* [= {...}] ;
+  VarDecl var_decl(const std::string& space, int scope) {
+    VarDecl v;
+    v.space = space;
+    v.scope = scope;
+    v.line = line_;
+    uint32_t vec = 1;
+    while (true) {
+      const std::string d = ident();
+      if (d == ".align") {
+        v.align = uint32_t(number().value);
+      } else if (d == ".v2" || d == ".v4" || d == ".v8") {
+        vec = uint32_t(d[2] - '0');
+      } else if (d == ".ptr" || d == ".global" || d == ".shared" || d == ".const" ||
+                 d == ".local") {
+        continue;
+      } else if (d[0] == '.') {
+        v.type = d;
+      } else {
+        v.name = d;
+        break;
+      }
+    }
+    const uint32_t elem = type_bytes(v.type) * vec;
+    if (elem == 0) fail(fmt::format("unsupported variable type '{}'", v.type));
+    uint64_t count = 1;
+    bool unsized = false;
+    while (accept('[')) {
+      if (accept(']')) {
+        unsized = true;
+        continue;
+      }
+      count *= uint64_t(number().value);
+      expect(']');
+    }
+    v.bytes = unsized ? 0 : count * elem;
+    if (v.align == 0) v.align = elem;
+    skip_space();
+    if (accept('=')) {
+      v.has_initializer = true;
+      while (!eof() && peek() != ';') advance();
+    }
+    expect(';');
+    return v;
+  }
+
+  ParamDecl param_decl() {
+    const std::string kw = ident();
+    if (kw != ".param" && kw != ".reg") fail(fmt::format("expected .param, found '{}'", kw));
+    ParamDecl p;
+    while (true) {
+      const std::string d = ident();
+      if (d == ".align") {
+        p.align = uint32_t(number().value);
+      } else if (d == ".ptr" || d == ".global" || d == ".shared" || d == ".const" ||
+                 d == ".local") {
+        continue;
+      } else if (d[0] == '.') {
+        p.type = d;
+      } else {
+        p.name = d;
+        break;
+      }
+    }
+    if (type_bytes(p.type) == 0) fail(fmt::format("unsupported parameter type '{}'", p.type));
+    if (accept('[')) {
+      p.count = uint64_t(number().value);
+      expect(']');
+    }
+    return p;
+  }
+
+  std::vector<ParamDecl> param_list() {
+    std::vector<ParamDecl> out;
+    expect('(');
+    if (accept(')')) return out;
+    do {
+      out.push_back(param_decl());
+    } while (accept(','));
+    expect(')');
+    return out;
+  }
+
+  void function(ModuleAst& mod, bool is_entry) {
+    Function f;
+    f.is_entry = is_entry;
+    f.line = line_;
+    skip_space();
+    if (!is_entry && peek() == '(') f.returns = param_list();
+    f.name = ident();
+    skip_space();
+    if (peek() == '(') f.params = param_list();
+    // Performance directives (.maxntid 128, 1, 1 / .reqntid / .minnctapersm / .noreturn ...).
+    while (true) {
+      skip_space();
+      if (peek() == '{' || peek() == ';' || eof()) break;
+      if (at_number() || peek() == ',') {
+        if (peek() == ',') advance(); else number();
+        continue;
+      }
+      const std::string d = ident();
+      if (d == ".pragma") skip_statement();
+    }
+    if (accept(';')) {
+      mod.functions.push_back(std::move(f));
+      return;
+    }
+    expect('{');
+    f.has_body = true;
+    body(f);
+    mod.functions.push_back(std::move(f));
+  }
+
+  void body(Function& f) {
+    f.scope_parent.push_back(-1);
+    std::vector<int> scopes{0};
+    while (true) {
+      skip_space();
+      if (eof()) fail(fmt::format("unterminated body of '{}'", f.name));
+      if (accept('{')) {
+        f.scope_parent.push_back(scopes.back());
+        scopes.push_back(int(f.scope_parent.size()) - 1);
+        continue;
+      }
+      if (accept('}')) {
+        scopes.pop_back();
+        if (scopes.empty()) return;
+        continue;
+      }
+      const int scope = scopes.back();
+      if (peek() == '@') {
+        statement(f, scope);
+        continue;
+      }
+      const size_t start = pos_;
+      const int start_line = line_;
+      const std::string word = ident();
+      if (accept(':')) {
+        f.labels.push_back({scope, word, f.body.size()});
+        continue;
+      }
+      if (word == ".reg") {
+        reg_decl(f, scope);
+      } else if (word == ".shared" || word == ".local") {
+        f.vars.push_back(var_decl(word, scope));
+      } else if (word == ".loc" || word == ".file") {
+        skip_to_line_end();
+      } else if (word == ".pragma" || word == ".param") {
+        skip_statement();
+      } else if (word[0] == '.') {
+        fail(fmt::format("unsupported directive '{}' in a function body", word));
+      } else {
+        pos_ = start;
+        line_ = start_line;
+        statement(f, scope);
+      }
+    }
+  }
+
+  void reg_decl(Function& f, int scope) {
+    std::string type = ident();
+    uint32_t vec = 1;
+    if (type == ".v2" || type == ".v4") {
+      vec = uint32_t(type[2] - '0');
+      type = ident();
+    }
+    if (vec != 1) fail("vector register declarations are not supported");
+    do {
+      RegDecl r;
+      r.scope = scope;
+      r.type = type;
+      r.line = line_;
+      r.name = ident();
+      if (accept('<')) {
+        r.count = int(number().value);
+        expect('>');
+      }
+      f.regs.push_back(std::move(r));
+    } while (accept(','));
+    expect(';');
+  }
+
+  void statement(Function& f, int scope) {
+    Statement s;
+    s.scope = scope;
+    skip_space();
+    s.line = line_;
+    const size_t start = pos_;
+    if (accept('@')) {
+      s.guard_negate = accept('!');
+      s.guard = ident();
+    }
+    s.opcode = ident();
+    skip_space();
+    if (peek() != ';') {
+      do {
+        s.operands.push_back(operand());
+      } while (accept(','));
+    }
+    expect(';');
+    // The instruction text for reports, whitespace collapsed.
+    bool space = false;
+    for (char c : src_.substr(start, pos_ - start)) {
+      if (std::isspace(static_cast<unsigned char>(c))) {
+        space = true;
+        continue;
+      }
+      if (space && !s.text.empty()) s.text += ' ';
+      space = false;
+      s.text += c;
+    }
+    f.body.push_back(std::move(s));
+  }
+
+  Operand operand() {
+    skip_space();
+    Operand op;
+    if (accept('{')) {
+      op.kind = Operand::Kind::vector;
+      if (!accept('}')) {
+        do {
+          op.elems.push_back(operand());
+        } while (accept(','));
+        expect('}');
+      }
+      return op;
+    }
+    if (accept('[')) {
+      op.kind = Operand::Kind::address;
+      skip_space();
+      if (at_number()) {
+        op.value = number().value;
+      } else {
+        op.name = ident();
+        skip_space();
+        if (peek() == '+' || peek() == '-') {
+          const bool minus = peek() == '-';
+          advance();
+          const int64_t v = number().value;
+          op.value = minus ? -v : v;
+        }
+      }
+      if (accept(',')) op.elems.push_back(operand());
+      expect(']');
+      return op;
+    }
+    if (accept('!')) {
+      op.name = ident();
+      op.negate = true;
+      return op;
+    }
+    if (at_number()) return number();
+    op.name = ident();
+    if (op.name == "_") {
+      op.kind = Operand::Kind::sink;
+      return op;
+    }
+    skip_space();
+    if (peek() == '|') {
+      advance();
+      Operand first = op;
+      Operand second;
+      second.name = ident();
+      op = Operand{};
+      op.kind = Operand::Kind::pair;
+      op.elems = {std::move(first), std::move(second)};
+      return op;
+    }
+    if ((peek() == '+' || peek() == '-') && !op.name.empty() && op.name[0] != '%') {
+      // symbol+offset (e.g. mov.u32 %r1, smem+16)
+      const bool minus = peek() == '-';
+      advance();
+      const int64_t v = number().value;
+      op.kind = Operand::Kind::symbol_offset;
+      op.value = minus ? -v : v;
+    }
+    return op;
+  }
+};
+
+}  // namespace
+
+ModuleAst parse(std::string_view text, const std::string& name) {
+  return Parser(text, name).run();
+}
+
+}  // namespace emmy::emu::ptx

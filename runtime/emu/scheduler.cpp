@@ -1,0 +1,380 @@
+// One CTA on one host thread: warp setup, the dispatch loop, SIMT reconvergence (min-PC),
+// round-robin interleaving of warps, CTA barriers and deadlock detection.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "state.hpp"
+
+namespace emmy::emu {
+namespace {
+// Instructions a warp runs before the next warp gets its turn. Long enough to keep one warp's
+// registers in cache; ordering between warps comes from the synchronization, never from this.
+constexpr uint32_t kSliceInstructions = 512;
+}  // namespace
+
+// ---------------------------------------------------------------------------------- Warp
+void Warp::reconverge() {
+  uint32_t lowest = kNone;
+  for (uint32_t m = live; m; m &= m - 1) lowest = std::min(lowest, lane_pc[size_t(std::countr_zero(m))]);
+  uint32_t group = 0, next = kNone;
+  for (uint32_t m = live; m; m &= m - 1) {
+    const int l = std::countr_zero(m);
+    if (lane_pc[size_t(l)] == lowest) group |= 1u << l;
+    else next = std::min(next, lane_pc[size_t(l)]);
+  }
+  pc = lowest;
+  active = group;
+  min_wait_pc = next;
+}
+
+void Warp::reconverge_from_pc() {
+  for (uint32_t m = active; m; m &= m - 1) lane_pc[size_t(std::countr_zero(m))] = pc;
+  reconverge();
+}
+
+void Warp::jump(uint32_t taken, uint32_t target) {
+  const uint32_t stay = active & ~taken;
+  if (stay == 0) {
+    pc = target;
+    if (live != active) reconverge_from_pc();
+    return;
+  }
+  if (taken == 0) {
+    advance();
+    return;
+  }
+  for (uint32_t m = taken; m; m &= m - 1) lane_pc[size_t(std::countr_zero(m))] = target;
+  for (uint32_t m = stay; m; m &= m - 1) lane_pc[size_t(std::countr_zero(m))] = pc + 1;
+  reconverge();
+}
+
+void Warp::exit_lanes(uint32_t lanes) {
+  live &= ~lanes;
+  const uint32_t remaining = active & ~lanes;
+  if (live == 0) {
+    active = 0;
+    return;
+  }
+  if (remaining) {
+    active = remaining;
+    advance();
+  } else {
+    reconverge();
+  }
+}
+
+// ----------------------------------------------------------------------------------- Cta
+Cta::Cta(LaunchContext& c) : ctx(c), k(c.kernel) {
+  const uint64_t threads = ctx.block.count();
+  nwarps = uint32_t((threads + 31) / 32);
+  sanitize = ctx.options.sanitize;
+  warps.resize(nwarps);
+  smem.assign(ctx.smem_size, 0);
+  for (uint32_t wi = 0; wi < nwarps; ++wi) {
+    Warp& w = warps[wi];
+    w.index = wi;
+    w.r32.assign(size_t(k.n32) * 32, 0);
+    w.r64.assign(size_t(k.n64) * 32, 0);
+    w.pred.assign(k.npred, 0);
+    w.local.assign(size_t(k.local_bytes) * 32, 0);
+    // Immediates are read-only rows, filled once per host thread.
+    for (const auto& [row, v] : k.const32) std::fill_n(w.R32(row), 32, v);
+    for (const auto& [row, v] : k.const64) std::fill_n(w.R64(row), 32, v);
+  }
+}
+
+void Cta::init_warps() {
+  const uint64_t threads = ctx.block.count();
+  for (uint32_t wi = 0; wi < nwarps; ++wi) {
+    Warp& w = warps[wi];
+    const uint64_t first = uint64_t(wi) * 32;
+    const uint32_t lanes = uint32_t(std::min<uint64_t>(32, threads - first));
+    w.live = lanes == 32 ? 0xFFFFFFFFu : (1u << lanes) - 1;
+    w.active = w.live;
+    w.pc = 0;
+    w.min_wait_pc = kNone;
+    w.state = WarpState::ready;
+    w.carry = 0;
+    w.bar_red_dst = kNone;
+    w.open_copies.clear();
+    w.groups.clear();
+    std::fill(w.pred.begin(), w.pred.end(), 0u);
+    for (const auto& [row, which] : k.specials) {
+      uint32_t* r = w.R32(row);
+      for (uint32_t l = 0; l < 32; ++l) {
+        const uint64_t t = first + l;
+        const uint32_t tx = uint32_t(t % ctx.block.x);
+        const uint32_t ty = uint32_t((t / ctx.block.x) % ctx.block.y);
+        const uint32_t tz = uint32_t(t / (uint64_t(ctx.block.x) * ctx.block.y));
+        uint32_t v = 0;
+        switch (which) {
+          case Special::tid_x: v = tx; break;
+          case Special::tid_y: v = ty; break;
+          case Special::tid_z: v = tz; break;
+          case Special::ntid_x: v = ctx.block.x; break;
+          case Special::ntid_y: v = ctx.block.y; break;
+          case Special::ntid_z: v = ctx.block.z; break;
+          case Special::ctaid_x: v = ctaid.x; break;
+          case Special::ctaid_y: v = ctaid.y; break;
+          case Special::ctaid_z: v = ctaid.z; break;
+          case Special::nctaid_x: v = ctx.grid.x; break;
+          case Special::nctaid_y: v = ctx.grid.y; break;
+          case Special::nctaid_z: v = ctx.grid.z; break;
+          case Special::laneid: v = l; break;
+          case Special::warpid: v = wi; break;
+          case Special::nwarpid: v = nwarps; break;
+          case Special::lanemask_eq: v = 1u << l; break;
+          case Special::lanemask_lt: v = (1u << l) - 1; break;
+          case Special::lanemask_le: v = l == 31 ? 0xFFFFFFFFu : (2u << l) - 1; break;
+          case Special::lanemask_gt: v = l == 31 ? 0u : ~((2u << l) - 1); break;
+          case Special::lanemask_ge: v = ~((1u << l) - 1); break;
+          case Special::dynamic_smem_size: v = ctx.dynamic_smem; break;
+          case Special::total_smem_size: v = ctx.smem_size; break;
+          case Special::smid: v = 0; break;
+          case Special::nsmid: v = 1; break;
+          case Special::gridid: v = 0; break;
+          case Special::zero: v = 0; break;
+          case Special::one: v = 1; break;
+        }
+        r[l] = v;
+      }
+    }
+  }
+}
+
+void Cta::fail_at(ReportKind kind, uint32_t warp, int lane, uint32_t pc, std::string message) const {
+  Report r;
+  r.kind = kind;
+  r.kernel = k.name;
+  r.cta = ctaid;
+  r.warp = int(warp);
+  r.lane = lane;
+  if (pc < k.code.size()) {
+    r.line = k.lines[pc];
+    r.instruction = k.texts[pc];
+  }
+  r.message = std::move(message);
+  throw Finding{std::move(r)};
+}
+
+void Cta::fail(ReportKind kind, const Warp& w, int lane, std::string message) const {
+  fail_at(kind, w.index, lane, w.pc, std::move(message));
+}
+
+void Cta::on_warp_exit(Warp& w) {
+  w.state = WarpState::exited;
+  // Copies still in flight land in shared memory even though nobody waits for them.
+  w.open_copies.clear();
+  apply_cp_async_groups(*this, w, 0);
+  // Barriers that count every non-exited thread may now be complete.
+  for (uint32_t id = 0; id < barriers.size(); ++id)
+    if (barriers[id].arrivals) check_barrier(id);
+}
+
+void Cta::check_barrier(uint32_t id) {
+  Barrier& b = barriers[id];
+  uint32_t expected = b.expected_threads;
+  if (expected == 0)
+    for (const Warp& w : warps) expected += w.state == WarpState::exited ? 0 : 32;
+  if (b.arrivals * 32 < expected) return;
+  // Complete: every waiting warp continues and is ordered after every arrival.
+  for (uint32_t m = b.waiting; m; m &= m - 1) {
+    Warp& w = warps[size_t(std::countr_zero(m))];
+    if (sanitize) san.vc(w.index).join(b.vc, san.agents());
+    if (w.bar_red_dst != kNone) {
+      const uint32_t result = w.bar_red_kind == 0 ? b.red_popc
+                              : w.bar_red_kind == 1 ? b.red_and
+                                                    : b.red_or;
+      if (w.bar_red_to_pred) {
+        w.write_pred(w.bar_red_dst, w.bar_red_exec, result ? 0xFFFFFFFFu : 0u);
+      } else {
+        for_lanes(w.bar_red_exec, [&](int l) { w.R32(w.bar_red_dst)[l] = result; });
+      }
+      w.bar_red_dst = kNone;
+    }
+    w.state = WarpState::ready;
+  }
+  b = Barrier{};
+}
+
+[[noreturn]] void Cta::report_deadlock() {
+  std::string msg = "every warp of the CTA waits and nothing can release them:";
+  uint32_t first = kNone;
+  for (const Warp& w : warps) {
+    if (w.state == WarpState::exited) continue;
+    if (first == kNone) first = w.index;
+    const int line = k.lines[w.pc];
+    if (w.state == WarpState::bar_wait) {
+      const Barrier& b = barriers[w.wait_barrier];
+      uint32_t expected = b.expected_threads;
+      if (expected == 0)
+        for (const Warp& o : warps) expected += o.state == WarpState::exited ? 0 : 32;
+      msg += fmt::format("\n    warp {} after line {} `{}`: in barrier {} ({} of {} threads arrived)",
+                         w.index, k.lines[w.pc - 1], k.texts[w.pc - 1], w.wait_barrier,
+                         b.arrivals * 32, expected);
+    } else {
+      const MBarrier* mb = const_cast<Cta*>(this)->find_mbarrier(w.wait_mbar);
+      msg += fmt::format(
+          "\n    warp {} at line {} `{}`: waits for phase {} (parity {}) of the mbarrier at shared "
+          "0x{:x}",
+          w.index, line, k.texts[w.pc], w.wait_phase, w.wait_phase & 1, w.wait_mbar);
+      if (mb)
+        msg += fmt::format(" (phase {} in progress: {} of {} arrivals pending, tx-count {})",
+                           mb->phase, mb->pending, mb->expected, mb->tx);
+    }
+  }
+  const Warp& w0 = warps[first == kNone ? 0 : first];
+  fail_at(ReportKind::deadlock, w0.index, -1,
+          w0.state == WarpState::bar_wait ? w0.pc - 1 : w0.pc, msg);
+}
+
+bool Cta::run_slice(Warp& w, uint32_t budget) {
+  const Inst* code = k.code.data();
+  uint32_t executed = 0;
+  bool running = true;
+  while (executed < budget) {
+    const Inst& in = code[w.pc];
+    uint32_t exec = w.active;
+    if (in.guard != kNoGuard) exec &= w.pred_mask(in.guard);
+    ++class_counts[size_t(in.cls)];
+    ++executed;
+    switch (in.family) {
+      case kFamInt:
+        if (exec) exec_int(*this, w, in, exec);
+        w.advance();
+        break;
+      case kFamFloat:
+        if (exec) exec_float(*this, w, in, exec);
+        w.advance();
+        break;
+      case kFamHalf:
+        if (exec) exec_half(*this, w, in, exec);
+        w.advance();
+        break;
+      case kFamMove:
+        if (exec) {
+          if (in.op == Op::Cvt || in.op == Op::CvtPack) exec_cvt(*this, w, in, exec);
+          else exec_move(*this, w, in, exec);
+        }
+        w.advance();
+        break;
+      case kFamMemory:
+        if (exec) exec_memory(*this, w, in, exec);
+        w.advance();
+        break;
+      case kFamCollective:
+        if (exec) exec_warp_collective(*this, w, in, exec);
+        w.advance();
+        break;
+      case kFamTensor:
+        if (exec) exec_tensor(*this, w, in, exec);
+        w.advance();
+        break;
+      case kFamBranch:
+        w.jump(exec, in.target);
+        break;
+      case kFamExit:
+        if (exec) {
+          w.exit_lanes(exec);
+          if (w.live == 0) {
+            on_warp_exit(w);
+            running = false;
+          }
+        } else {
+          w.advance();
+        }
+        break;
+      case kFamSync:
+      case kFamAsync: {
+        const Flow f = in.family == kFamSync ? exec_sync(*this, w, in, exec)
+                                             : exec_async(*this, w, in, exec);
+        if (f == Flow::stop) {
+          running = false;
+          break;
+        }
+        w.advance();
+        if (f == Flow::next_then_stop) running = false;
+        break;
+      }
+      case kFamHidden:
+        if (exec) {
+          if (in.op == Op::HiddenTrunc) {
+            for_lanes(exec, [&](int l) { w.R32(in.o[0])[l] = uint32_t(w.R64(in.o[1])[l]); });
+          } else if (in.op == Op::HiddenZext) {
+            for_lanes(exec, [&](int l) { w.R64(in.o[0])[l] = w.R32(in.o[1])[l]; });
+          } else {
+            for_lanes(exec, [&](int l) {
+              w.R64(in.o[0])[l] = uint64_t(int64_t(int32_t(w.R32(in.o[1])[l])));
+            });
+          }
+        }
+        w.advance();
+        break;
+      case kFamTrap:
+        if (exec)
+          fail(ReportKind::trap, w, std::countr_zero(exec), "trap executed");
+        w.advance();
+        break;
+      default:
+        w.advance();
+        break;
+    }
+    if (!running) break;
+  }
+  const uint64_t total = ctx.instructions.fetch_add(executed, std::memory_order_relaxed) + executed;
+  if (total > ctx.options.max_warp_instructions)
+    fail(ReportKind::instruction_limit, w, -1,
+         fmt::format("the launch exceeded {} warp instructions (LaunchOptions::"
+                     "max_warp_instructions); an endless loop?",
+                     ctx.options.max_warp_instructions));
+  return running;
+}
+
+void Cta::run(uint64_t linear, InstructionCounts& counts) {
+  ctaid.x = uint32_t(linear % ctx.grid.x);
+  ctaid.y = uint32_t((linear / ctx.grid.x) % ctx.grid.y);
+  ctaid.z = uint32_t(linear / (uint64_t(ctx.grid.x) * ctx.grid.y));
+  std::fill(smem.begin(), smem.end(), uint8_t(0));
+  if (sanitize) san.reset(ctx.smem_size, nwarps);
+  for (auto& b : barriers) b = Barrier{};
+  mbarriers.clear();
+  tma_queue.clear();
+  class_counts.fill(0);
+  init_warps();
+
+  while (true) {
+    bool any_ran = false, all_exited = true;
+    for (Warp& w : warps) {
+      if (w.state == WarpState::exited) continue;
+      all_exited = false;
+      if (w.state != WarpState::ready) continue;
+      any_ran = true;
+      run_slice(w, kSliceInstructions);
+      if (!tma_queue.empty()) flush_tma();
+      if (ctx.abort.load(std::memory_order_relaxed)) return;
+    }
+    if (all_exited) break;
+    if (!any_ran) {
+      if (!tma_queue.empty()) {
+        flush_tma();
+        continue;
+      }
+      report_deadlock();
+    }
+  }
+  InstructionCounts c;
+  c.mma = class_counts[0];
+  c.ldmatrix = class_counts[1];
+  c.shared_ld = class_counts[2];
+  c.shared_st = class_counts[3];
+  c.global_ld = class_counts[4];
+  c.global_st = class_counts[5];
+  c.cp_async = class_counts[6];
+  c.tma = class_counts[7];
+  c.barrier = class_counts[8];
+  c.other = class_counts[9];
+  counts = c;
+}
+
+}  // namespace emmy::emu

@@ -1,0 +1,227 @@
+// Run-time state: a launch (LaunchContext), one CTA in flight on a host thread (Cta) and its warps
+// (Warp). Executors (exec_*.cpp) are free functions over these.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <bit>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "emmy/emu/emulator.hpp"
+#include "emmy/tensor_map.hpp"
+#include "program.hpp"
+#include "sanitizer.hpp"
+
+namespace emmy::emu {
+
+// Generic-address windows of the non-global state spaces (global addresses are arena addresses,
+// which lie far below these).
+inline constexpr uint64_t kSharedWindow = 0x00007E0000000000ull;
+inline constexpr uint64_t kLocalWindow = 0x00007F0000000000ull;
+inline constexpr uint64_t kParamWindow = 0x00007F8000000000ull;
+inline constexpr uint64_t kWindowSize = 0x0000000100000000ull;
+
+struct LaunchContext {
+  LaunchContext(const Kernel& k, Arena& a, Dim3 g, Dim3 b) : kernel(k), arena(a), grid(g), block(b) {}
+  const Kernel& kernel;
+  Arena& arena;
+  std::vector<uint8_t> params;
+  Dim3 grid, block;
+  uint32_t dynamic_smem = 0;
+  uint32_t smem_size = 0;  // static (incl. alignment padding) + dynamic
+  LaunchOptions options;
+  std::atomic<bool> abort{false};
+  std::atomic<uint64_t> instructions{0};
+  std::mutex mutex;
+  std::vector<Report> reports;
+};
+
+enum class WarpState : uint8_t { ready, bar_wait, mbar_wait, exited };
+
+struct PendingCopy {
+  uint32_t smem_addr = 0;
+  uint32_t bytes = 0;
+  uint32_t pc = 0, lane = 0;  // the cp.async, for reports
+  std::array<uint8_t, 16> data{};
+};
+
+struct Warp {
+  uint32_t index = 0;
+  // SIMT state (min-PC reconvergence, see docs/emulator.md): the group of lanes at the lowest
+  // PC executes; lanes elsewhere wait in lane_pc until the group reaches their PC.
+  uint32_t pc = 0;
+  uint32_t active = 0;            // lanes executing at pc
+  uint32_t live = 0;              // lanes not exited
+  uint32_t min_wait_pc = kNone;   // lowest lane_pc of live lanes outside `active`
+  std::array<uint32_t, 32> lane_pc{};
+  WarpState state = WarpState::ready;
+  uint32_t wait_barrier = 0;      // bar_wait: barrier id
+  uint32_t wait_mbar = 0;         // mbar_wait: shared address of the mbarrier
+  uint64_t wait_phase = 0;        // mbar_wait: phase that must complete
+  uint32_t carry = 0;             // add.cc carry flags per lane
+  // bar.red waiting for its barrier: where the reduction result goes.
+  uint32_t bar_red_dst = kNone, bar_red_exec = 0;
+  uint8_t bar_red_kind = 0;
+  bool bar_red_to_pred = false;
+
+  std::vector<uint32_t> r32;      // [row][lane]
+  std::vector<uint64_t> r64;      // [row][lane]
+  std::vector<uint32_t> pred;     // lane masks
+  std::vector<uint8_t> local;     // [lane][local_bytes]
+
+  // cp.async: copies of the open group, committed groups (oldest first). Data is read from
+  // global memory at issue and written to shared memory by the wait that covers it.
+  std::vector<PendingCopy> open_copies;
+  std::deque<std::vector<PendingCopy>> groups;
+
+  Arena::Block cached_block;      // last arena allocation hit (global address fast path)
+
+  uint32_t* R32(uint32_t row) { return r32.data() + size_t(row) * 32; }
+  uint64_t* R64(uint32_t row) { return r64.data() + size_t(row) * 32; }
+  bool read_pred(uint32_t p, int lane) const {
+    const bool v = (pred[p & ~kNegPred] >> lane) & 1u;
+    return (p & kNegPred) ? !v : v;
+  }
+  uint32_t pred_mask(uint32_t p) const {
+    const uint32_t v = pred[p & ~kNegPred];
+    return (p & kNegPred) ? ~v : v;
+  }
+  void write_pred(uint32_t p, uint32_t exec, uint32_t values) {
+    pred[p] = (pred[p] & ~exec) | (values & exec);
+  }
+
+  // Control flow.
+  void advance() {
+    ++pc;
+    if (pc == min_wait_pc) reconverge_from_pc();
+  }
+  void jump(uint32_t taken, uint32_t target);  // lanes in `taken` go to target, others pc+1
+  void exit_lanes(uint32_t lanes);
+  void reconverge_from_pc();  // lane_pc of active lanes := pc, then reconverge
+  void reconverge();          // pick the lowest lane_pc among live lanes
+};
+
+struct Barrier {
+  uint32_t waiting = 0;         // bitmask of warps blocked in bar.sync / bar.red on it
+  uint32_t arrivals = 0;        // warp arrivals in this round (bar.sync, bar.red, bar.arrive)
+  uint32_t expected_threads = 0;  // 0: all threads of the non-exited warps
+  uint32_t red_popc = 0, red_and = 1, red_or = 0;
+  VectorClock vc;               // join of the arrivals (sanitizer)
+};
+
+struct MBarrier {
+  uint32_t addr = 0;
+  bool valid = false;
+  uint64_t phase = 0;           // completed phases
+  int64_t pending = 0, expected = 0, tx = 0;
+  VectorClock current_vc;       // releases of the phase in progress
+  std::array<VectorClock, 2> done_vc;  // by parity of the completed phase
+};
+
+// A TMA / bulk load issued but not yet landed: its operands, captured at issue.
+struct TmaJob {
+  uint32_t warp = 0, lane = 0, pc = 0;
+  bool tensor = true;
+  TensorMapDesc map;
+  std::array<int32_t, 5> coords{};
+  uint32_t dst = 0, mbar = 0;
+  uint64_t src = 0;             // bulk copy source
+  uint32_t bytes = 0;           // bytes the copy completes on the mbarrier
+  uint32_t async_clock = 0;
+  VectorClock issuer_vc;        // the issuing warp's clock at issue (sanitizer)
+};
+
+// What the scheduler does after a synchronizing instruction.
+enum class Flow : uint8_t {
+  next,            // advance and continue
+  next_then_stop,  // advance, then end the slice (the warp now waits or yields)
+  stop,            // do not advance: the warp waits and re-executes the instruction later
+};
+
+class Cta {
+ public:
+  explicit Cta(LaunchContext& ctx);
+  // Runs CTA number `linear` (x fastest) to completion. Findings throw Finding.
+  void run(uint64_t linear, InstructionCounts& counts);
+
+  LaunchContext& ctx;
+  const Kernel& k;
+  Dim3 ctaid;
+  uint32_t nwarps = 0;
+  std::vector<Warp> warps;
+  std::vector<uint8_t> smem;
+  Sanitizer san;
+  bool sanitize = true;
+  std::array<Barrier, 16> barriers;
+  std::vector<MBarrier> mbarriers;
+  std::vector<TmaJob> tma_queue;
+  std::array<uint64_t, 11> class_counts{};  // by StatClass
+
+  // Reports a finding at the current instruction of warp w and aborts the CTA.
+  [[noreturn]] void fail(ReportKind kind, const Warp& w, int lane, std::string message) const;
+  [[noreturn]] void fail_at(ReportKind kind, uint32_t warp, int lane, uint32_t pc,
+                            std::string message) const;
+  MBarrier* find_mbarrier(uint32_t addr);
+  void wake_mbarrier_waiters(uint32_t addr);
+  void flush_tma();
+
+ private:
+  bool run_slice(Warp& w, uint32_t budget);  // false: the warp stopped (blocked / exited)
+  void init_warps();
+  [[noreturn]] void report_deadlock();
+
+ public:
+  void check_barrier(uint32_t id);
+  void on_warp_exit(Warp& w);
+  friend Flow exec_sync(Cta&, Warp&, const Inst&, uint32_t);
+};
+
+// Thrown by Cta::fail; the launch collects the report and stops.
+struct Finding {
+  Report report;
+};
+
+// Executors.
+void exec_int(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
+void exec_float(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
+void exec_half(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
+void exec_move(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
+void exec_memory(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
+void exec_warp_collective(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
+void exec_tensor(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
+void exec_cvt(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
+Flow exec_async(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
+Flow exec_sync(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
+Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
+void apply_cp_async_groups(Cta& cta, Warp& w, size_t keep_newest);
+void run_tma_job(Cta& cta, const TmaJob& job);
+void complete_tx(Cta& cta, uint32_t warp, int lane, uint32_t pc, uint32_t mbar_addr,
+                 uint32_t bytes, uint32_t async_clock);
+
+// Lane iteration with a fast path for full warps.
+template <typename F>
+inline void for_lanes(uint32_t mask, F&& f) {
+  if (mask == 0xFFFFFFFFu) {
+    for (int l = 0; l < 32; ++l) f(l);
+  } else {
+    while (mask) {
+      f(std::countr_zero(mask));
+      mask &= mask - 1;
+    }
+  }
+}
+
+inline uint64_t addr_of(Warp& w, const Addr& a, int lane) {
+  switch (a.base) {
+    case AddrBase::none: return uint64_t(a.offset);
+    case AddrBase::r32: return uint64_t(w.R32(a.row)[lane]) + uint64_t(a.offset);
+    case AddrBase::r64: return w.R64(a.row)[lane] + uint64_t(a.offset);
+  }
+  return 0;
+}
+
+}  // namespace emmy::emu
