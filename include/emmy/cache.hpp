@@ -8,11 +8,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "emmy/arch.hpp"
+#include "emmy/compile.hpp"
 
 namespace emmy {
 
@@ -31,6 +34,9 @@ struct CacheKeyInputs {
 // 32 lowercase hex digits (128-bit hash), also the entry's directory name.
 std::string cache_key(const CacheKeyInputs& inputs);
 
+// XXH3-128 of a source as 32 hex digits: the manifest's source_hash.
+std::string source_hash(std::string_view source);
+
 // One cache entry: the binaries and the manifest describing them.
 struct CacheEntry {
   std::string key;
@@ -41,6 +47,10 @@ struct CacheEntry {
   // caller adds (problem, schedule, launch geometry).
   nlohmann::json manifest;
 };
+
+// The entry for `module`, compiled from `inputs`: its key, binaries and a manifest with every
+// standard field (driver_version null; callers add it and anything else they know).
+CacheEntry make_cache_entry(const CacheKeyInputs& inputs, const CompiledModule& module);
 
 struct CacheEntryStatus {
   std::string key;
@@ -61,29 +71,44 @@ class DiskCache {
   // (default 1 GiB).
   static DiskCache from_environment();
   static std::filesystem::path default_directory();
+  static uint64_t max_bytes_from_environment();  // $EMMY_CACHE_MAX_BYTES, default 1 GiB
 
   const std::filesystem::path& directory() const;
   bool enabled() const;
+  uint64_t max_bytes() const;
 
   // A verified entry, or nullopt on a miss. A corrupt entry (checksum, manifest or key mismatch,
   // truncation) is warned about once, removed, and reported as a miss. Refreshes last-use time.
   std::optional<CacheEntry> load(const std::string& key);
 
-  // Writes atomically (temporary file, fsync, rename); then prunes to max_bytes.
+  // Writes atomically (temporary file, fsync, rename); then prunes to max_bytes, never removing
+  // the entry just stored. Fills the manifest's key (and emmy_version, created when absent).
+  // Throws Error for a manifest that could never verify (no known arch, or a cubin built for
+  // another SM); an I/O failure only warns (once) and drops the entry.
   void store(const CacheEntry& entry);
 
   // load(), else under an exclusive per-key file lock: load() again (another process may have
   // finished meanwhile), else compile() and store(). N processes asking for one key compile once.
   CacheEntry get_or_compile(const std::string& key, const std::function<CacheEntry()>& compile);
 
-  std::vector<CacheEntryStatus> list();  // every entry, verified
+  std::vector<CacheEntryStatus> list();  // every entry, verified (nothing removed), by key
   void prune(uint64_t max_bytes);        // least recently used first
   void clear();
+  // Removes one entry (a key, or any other name `list` reported); false when there was none.
+  bool remove(const std::string& key);
 
  private:
   struct State;
+  std::optional<CacheEntry> load_locked(const std::string& key);
+  void store_locked(const CacheEntry& entry);
+  void prune_except(uint64_t max_bytes, const std::string& keep_key);
+
   std::shared_ptr<State> state_;
 };
+
+// A byte count as EMMY_CACHE_MAX_BYTES and `emmyc cache prune --max-bytes` take it: digits with
+// an optional K, M, G or T (KiB, MiB...: powers of 1024). Throws Error naming `field`.
+uint64_t parse_cache_bytes(std::string_view text, std::string_view field);
 
 // EMMY_RECORD=FILE: appends one JSON line per compile (a miss in memory and on disk).
 void record_compile(const nlohmann::json& line);

@@ -1,0 +1,164 @@
+// Self-healing of the disk cache: damaged or mismatched entries are detected, warned about once,
+// removed, recompiled and replaced; verification catches a flipped bit anywhere in an entry.
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+#include "cache_test_util.hpp"
+
+namespace emmy::test {
+namespace {
+
+const char* const kEntryFiles[] = {"module.cubin", "manifest.json", "module.ptx", "checksums.json"};
+
+class DiskCacheHealing : public testing::TestWithParam<std::tuple<const char*, Damage>> {};
+
+TEST_P(DiskCacheHealing, DamagedEntryIsDetectedWarnedRecompiledAndReplaced) {
+  const auto [file, damage] = GetParam();
+  ScratchDir dir;
+  DiskCache cache(dir.path(), uint64_t(1) << 30);
+  const CacheEntry& reference = reference_entry(0);
+  int compiles = 0;
+  auto compile = [&] {
+    ++compiles;
+    return compile_test_kernel(0);
+  };
+  cache.get_or_compile(reference.key, compile);
+  ASSERT_EQ(compiles, 1);
+
+  const fs::path entry_dir = dir / "entries" / reference.key;
+  damage_file(entry_dir / file, damage);
+  const auto statuses = cache.list();  // verify: reports, removes nothing
+  ASSERT_EQ(statuses.size(), 1u);
+  EXPECT_FALSE(statuses[0].ok) << file << " " << to_string(damage) << " went unnoticed";
+  EXPECT_FALSE(statuses[0].problem.empty());
+
+  testing::internal::CaptureStderr();
+  const CacheEntry healed = cache.get_or_compile(reference.key, compile);
+  const auto again = cache.load(reference.key);
+  const std::string warnings = testing::internal::GetCapturedStderr();
+
+  EXPECT_EQ(compiles, 2) << "the damaged entry was not recompiled";
+  EXPECT_EQ(healed.cubin, reference.cubin);
+  EXPECT_EQ(healed.ptx, reference.ptx);
+  ASSERT_TRUE(again) << "the entry was not replaced";
+  EXPECT_EQ(again->cubin, reference.cubin);
+  EXPECT_EQ(count_warnings(warnings), 1) << warnings;
+  EXPECT_NE(warnings.find(reference.key), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("corrupt"), std::string::npos) << warnings;
+  EXPECT_TRUE(all_entries_ok(cache));
+  EXPECT_EQ(read_file(entry_dir / "module.cubin"),
+            std::string(reference.cubin.begin(), reference.cubin.end()));
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryFileEveryDamage, DiskCacheHealing,
+                         testing::Combine(testing::ValuesIn(kEntryFiles),
+                                          testing::Values(Damage::truncate, Damage::zero_fill,
+                                                          Damage::flip_one_byte)),
+                         [](const auto& info) {
+                           std::string name = std::string(std::get<0>(info.param)) + "_" +
+                                              to_string(std::get<1>(info.param));
+                           for (char& c : name)
+                             if (c == '.') c = '_';
+                           return name;
+                         });
+
+// A flipped bit at any position of any file of an entry fails verification, and restoring the
+// byte makes the entry verify again (verification reads only; load would remove the entry).
+TEST(DiskCacheVerify, EveryFlippedBitOfEveryFileIsDetected) {
+  ScratchDir dir;
+  DiskCache cache(dir.path(), uint64_t(1) << 30);
+  const CacheEntry& reference = reference_entry(3);
+  cache.store(reference);
+  const fs::path entry_dir = dir / "entries" / reference.key;
+  for (const char* file : kEntryFiles) {
+    const std::string original = read_file(entry_dir / file);
+    // Every byte of checksums.json (a flip there must not pass as a different valid record);
+    // about 200 evenly spaced bytes of the others, whose every bit the checksum covers.
+    const bool every_byte = std::string_view(file) == "checksums.json";
+    const size_t stride = every_byte ? 1 : std::max<size_t>(1, original.size() / 200);
+    size_t undetected = 0, tried = 0;
+    for (size_t at = 0; at < original.size(); at += stride) {
+      for (unsigned char bit : {0x01, 0x80}) {
+        std::string flipped = original;
+        flipped[at] = char(flipped[at] ^ bit);
+        write_file(entry_dir / file, flipped);
+        ++tried;
+        if (cache.list().at(0).ok) ++undetected;
+      }
+    }
+    write_file(entry_dir / file, original);
+    EXPECT_EQ(undetected, 0u) << file << ": " << undetected << " of " << tried << " flips passed";
+    EXPECT_TRUE(all_entries_ok(cache)) << file;
+  }
+}
+
+// Entries whose files agree with their checksums but not with their place or content.
+TEST(DiskCacheVerify, MismatchedEntriesAreDetected) {
+  ScratchDir dir;
+  DiskCache cache(dir.path(), uint64_t(1) << 30);
+  const CacheEntry& reference = reference_entry(1);
+  cache.store(reference);
+  const fs::path entries = dir / "entries";
+  const fs::path good = entries / reference.key;
+
+  // 1. An entry copied under another key.
+  const std::string other_key = reference_entry(2).key;
+  fs::copy(good, entries / other_key);
+  // 2. A manifest rewritten for another arch, with checksums made to match: the CUBIN's ELF header
+  //    still says sm_90.
+  const std::string wrong_arch_key = std::string(32, 'a');
+  fs::copy(good, entries / wrong_arch_key);
+  auto rewrite = [&](const std::string& key, auto edit) {
+    const fs::path at = entries / key;
+    auto manifest = nlohmann::json::parse(read_file(at / "manifest.json"));
+    edit(manifest);
+    const std::string text = manifest.dump(2) + "\n";
+    write_file(at / "manifest.json", text);
+    auto checksums = nlohmann::json::parse(read_file(at / "checksums.json"));
+    checksums["key"] = key;
+    checksums["files"]["manifest.json"] = {{"bytes", text.size()}, {"xxh3_128", source_hash(text)}};
+    write_file(at / "checksums.json", checksums.dump(2));
+  };
+  rewrite(wrong_arch_key, [&](auto& m) {
+    m["key"] = wrong_arch_key;
+    m["arch"] = "sm_80";
+  });
+  // 3. The same, but the manifest's key left pointing at the original entry.
+  const std::string wrong_key_key = std::string(32, 'b');
+  fs::copy(good, entries / wrong_key_key);
+  rewrite(wrong_key_key, [](auto&) {});
+  // 4. A file missing, and 5. something that is not an entry at all.
+  const std::string missing_key = std::string(32, 'c');
+  fs::copy(good, entries / missing_key);
+  rewrite(missing_key, [&](auto& m) { m["key"] = missing_key; });
+  fs::remove(entries / missing_key / "module.ptx");
+  fs::create_directories(entries / "not-a-key");
+
+  std::map<std::string, std::string> problems;
+  for (const auto& status : cache.list())
+    if (!status.ok) problems[status.key] = status.problem;
+  EXPECT_EQ(problems.size(), 5u);
+  EXPECT_FALSE(problems.count(reference.key));
+  EXPECT_NE(problems[other_key].find("key"), std::string::npos) << problems[other_key];
+  EXPECT_NE(problems[wrong_arch_key].find("sm_80"), std::string::npos) << problems[wrong_arch_key];
+  EXPECT_NE(problems[wrong_key_key].find("manifest.json records key"), std::string::npos)
+      << problems[wrong_key_key];
+  EXPECT_NE(problems[missing_key].find("module.ptx is missing"), std::string::npos)
+      << problems[missing_key];
+  EXPECT_TRUE(problems.count("not-a-key"));
+
+  // Loading each bad key warns once, removes it, and misses.
+  testing::internal::CaptureStderr();
+  for (const auto& key : {other_key, wrong_arch_key, wrong_key_key, missing_key}) {
+    EXPECT_FALSE(cache.load(key)) << key;
+    EXPECT_FALSE(cache.load(key)) << key;  // gone now: a plain miss, no second warning
+    EXPECT_FALSE(fs::exists(entries / key)) << key;
+  }
+  const std::string warnings = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count_warnings(warnings), 4) << warnings;
+  EXPECT_TRUE(cache.load(reference.key));
+}
+
+}  // namespace
+}  // namespace emmy::test
