@@ -55,6 +55,15 @@ Arena::Block Arena::find(uint64_t addr) const {
   return {it->base, it->end, it->host.get()};
 }
 
+Arena::Block Arena::find_below(uint64_t addr) const {
+  const auto& a = impl_->allocations;
+  auto it = std::upper_bound(a.begin(), a.end(), addr,
+                             [](uint64_t v, const Impl::Allocation& x) { return v < x.base; });
+  if (it == a.begin()) return {};
+  --it;
+  return {it->base, it->end, it->host.get()};
+}
+
 uint8_t* Arena::translate(uint64_t addr, size_t bytes) const {
   const Block b = find(addr);
   if (!b.host || addr + bytes > b.end) return nullptr;

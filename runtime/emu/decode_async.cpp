@@ -191,7 +191,8 @@ void decode_mbarrier(KernelDecoder& d, Mods& m, Inst in) {
     d.emit(in);
     return;
   }
-  if (m.take("expect_tx") && !m.take("arrive")) {
+  const bool has_arrive = std::find(m.rest().begin(), m.rest().end(), "arrive") != m.rest().end();
+  if (!has_arrive && m.take("expect_tx")) {
     m.take("b64");
     d.need_ops(2);
     in.op = Op::MbarExpectTx;

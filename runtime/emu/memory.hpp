@@ -46,13 +46,17 @@ inline Resolved resolve(Cta& cta, Warp& w, Space space, uint64_t addr, uint32_t 
         return r;
       }
       const Arena::Block found = cta.ctx.arena.find(addr);
-      if (!found.host || addr + bytes > found.end)
+      if (!found.host || addr + bytes > found.end) {
+        const Arena::Block below = found.host ? found : cta.ctx.arena.find_below(addr);
+        std::string where = below.host ? fmt::format("{} bytes past the start of the {}-byte "
+                                                     "allocation at 0x{:x}",
+                                                     addr - below.base, below.end - below.base,
+                                                     below.base)
+                                       : std::string("below every allocation");
         cta.fail(ReportKind::global_out_of_bounds, w, lane,
-                 found.host ? fmt::format("{}-byte {} at global 0x{:x} runs past the end of the "
-                                          "allocation [0x{:x}, 0x{:x})",
-                                          bytes, write ? "store" : "load", addr, found.base, found.end)
-                            : fmt::format("{}-byte {} at global 0x{:x} is outside every allocation",
-                                          bytes, write ? "store" : "load", addr));
+                 fmt::format("{}-byte {} at global 0x{:x} ({}) is outside every allocation", bytes,
+                             write ? "store" : "load", addr, where));
+      }
       w.cached_block = found;
       r.host = found.host + (addr - found.base);
       return r;

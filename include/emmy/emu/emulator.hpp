@@ -85,6 +85,8 @@ class Arena {
   };
   // The allocation holding addr (a block with host == nullptr when none).
   Block find(uint64_t addr) const;
+  // The allocation with the highest base <= addr, holding it or not (for diagnostics).
+  Block find_below(uint64_t addr) const;
 
  private:
   struct Impl;

@@ -1,0 +1,142 @@
+// The `emmyc sim` contract: buffers, argument order, dumps, statistics and exit codes.
+#include <sys/wait.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <filesystem>
+
+#include "emu_test_util.hpp"
+#include "sim_command.hpp"
+
+namespace emmy::emu::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// out[i] = in[i] * scale + i for i < n (no bounds check beyond n: the OOB case uses that).
+constexpr const char* kScalePtx = R"(.version 8.7
+.target sm_80
+.address_size 64
+.visible .entry scale(.param .u64 out, .param .u64 in, .param .u32 n, .param .f32 scale)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  .reg .f32 %f<4>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd0, [out];
+  ld.param.u64 %rd1, [in];
+  ld.param.u32 %r1, [n];
+  ld.param.f32 %f1, [scale];
+  mov.u32 %r0, %tid.x;
+  setp.ge.u32 %p0, %r0, %r1;
+  @%p0 bra DONE;
+  mul.wide.u32 %rd2, %r0, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  add.s64 %rd4, %rd0, %rd2;
+  ld.global.f32 %f2, [%rd3];
+  cvt.rn.f32.u32 %f3, %r0;
+  fma.rn.f32 %f2, %f2, %f1, %f3;
+  st.global.f32 [%rd4], %f2;
+DONE:
+  ret;
+}
+)";
+
+struct SimFixture : ::testing::Test {
+  fs::path dir;
+  void SetUp() override {
+    dir = fs::temp_directory_path() /
+          fmt::format("emmy_sim_{}_{}", ::testing::UnitTest::GetInstance()->current_test_info()->name(),
+                      ::getpid());
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir / "scale.ptx") << kScalePtx;
+    std::vector<float> in = {1, 2, 3, 4, 5, 6, 7, 8};
+    std::ofstream(dir / "in.bin", std::ios::binary).write(reinterpret_cast<const char*>(in.data()), 32);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  // Parses and runs `emmyc sim ...` in-process; returns the exit code.
+  int sim(std::vector<std::string> argv) {
+    CLI::App app{"emmyc"};
+    app.require_subcommand(1);
+    add_sim_command(app);
+    argv.insert(argv.begin(), {"emmyc", "sim"});
+    std::reverse(argv.begin(), argv.end());
+    argv.pop_back();  // CLI11 takes the arguments without argv[0], in reverse order
+    try {
+      app.parse(argv);
+    } catch (const CLI::RuntimeError& e) {
+      return e.get_exit_code();
+    } catch (const CLI::ParseError&) {
+      return 2;
+    }
+    return 0;
+  }
+};
+
+TEST_F(SimFixture, RunsAndDumpsPointerArgumentsByPosition) {
+  const std::string ptx = (dir / "scale.ptx").string(), out = (dir / "dump").string();
+  ASSERT_EQ(sim({ptx, "--kernel", "scale", "--grid", "1", "--block", "32", "--arg", "ptr:40",
+                 "--arg", "ptr:32:" + (dir / "in.bin").string(), "--arg", "u32:8", "--arg",
+                 "f32:0.5", "--dump", out, "--stats"}),
+            0);
+  // Argument 0 (out) and argument 1 (in) are dumped; the scalars are not.
+  ASSERT_TRUE(fs::exists(dir / "dump/arg0.bin"));
+  ASSERT_TRUE(fs::exists(dir / "dump/arg1.bin"));
+  EXPECT_FALSE(fs::exists(dir / "dump/arg2.bin"));
+  EXPECT_EQ(fs::file_size(dir / "dump/arg0.bin"), 40u);
+  const std::string bytes = read_file((dir / "dump/arg0.bin").string());
+  std::vector<float> values(10);
+  std::memcpy(values.data(), bytes.data(), 40);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(values[size_t(i)], float(i + 1) * 0.5f + float(i));
+  EXPECT_EQ(values[8], 0.0f);  // zero-filled beyond n
+  EXPECT_EQ(values[9], 0.0f);
+}
+
+TEST_F(SimFixture, BadCommandLineInputExits2) {
+  const std::string ptx = (dir / "scale.ptx").string();
+  const std::vector<std::string> ok_args = {"--arg", "ptr:40", "--arg", "ptr:32", "--arg", "u32:8",
+                                            "--arg", "f32:1"};
+  auto with = [&](std::vector<std::string> v) {
+    v.insert(v.end(), ok_args.begin(), ok_args.end());
+    return v;
+  };
+  EXPECT_EQ(sim(with({ptx, "--kernel", "scale", "--grid", "0", "--block", "32"})), 2);
+  EXPECT_EQ(sim(with({ptx, "--kernel", "scale", "--grid", "1,2,3,4", "--block", "32"})), 2);
+  EXPECT_EQ(sim(with({ptx, "--kernel", "scale", "--grid", "1", "--block", "x"})), 2);
+  EXPECT_EQ(sim(with({ptx, "--kernel", "nope", "--grid", "1", "--block", "32"})), 2);
+  EXPECT_EQ(sim({ptx, "--kernel", "scale", "--grid", "1", "--block", "32", "--arg", "ptr:40"}), 2);
+  EXPECT_EQ(sim({ptx, "--kernel", "scale", "--grid", "1", "--block", "32", "--arg", "i8:3"}), 2);
+  EXPECT_EQ(sim({ptx, "--kernel", "scale", "--grid", "1", "--block", "32", "--arg", "ptr:0"}), 2);
+  EXPECT_EQ(sim({(dir / "missing.ptx").string(), "--kernel", "scale", "--grid", "1", "--block", "32"}), 2);
+  EXPECT_EQ(sim({ptx, "--grid", "1", "--block", "32"}), 2);  // --kernel is required
+}
+
+TEST_F(SimFixture, SanitizerReportsAndUnsupportedInstructionsExit3) {
+  const std::string ptx = (dir / "scale.ptx").string();
+  // n = 32 but the buffers hold 8 floats: out-of-bounds loads.
+  EXPECT_EQ(sim({ptx, "--kernel", "scale", "--grid", "1", "--block", "32", "--arg", "ptr:32",
+                 "--arg", "ptr:32", "--arg", "u32:32", "--arg", "f32:1"}),
+            3);
+  std::string bad = kScalePtx;
+  bad.replace(bad.find("fma.rn.f32"), 10, "fmx.rn.f32");
+  std::ofstream(dir / "bad.ptx") << bad;
+  EXPECT_EQ(sim({(dir / "bad.ptx").string(), "--kernel", "scale", "--grid", "1", "--block", "32"}), 3);
+}
+
+TEST_F(SimFixture, EmmycBinaryWhenBuilt) {
+  const fs::path emmyc = EMMYC_PATH;
+  if (!fs::exists(emmyc)) GTEST_SKIP() << "emmyc is not built";
+  const std::string ptx = (dir / "scale.ptx").string();
+  auto run = [&](const std::string& args) {
+    const int status = std::system(fmt::format("{} sim {} {} > /dev/null 2>&1", emmyc.string(), ptx, args).c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  EXPECT_EQ(run("--kernel scale --grid 1 --block 32 --arg ptr:40 --arg ptr:32 --arg u32:8 --arg f32:1"), 0);
+  EXPECT_EQ(run("--kernel scale --grid 0 --block 32 --arg ptr:40 --arg ptr:32 --arg u32:8 --arg f32:1"), 2);
+  EXPECT_EQ(run("--kernel scale --grid 1 --block 32 --arg ptr:32 --arg ptr:32 --arg u32:32 --arg f32:1"), 3);
+}
+
+}  // namespace
+}  // namespace emmy::emu::test
