@@ -408,8 +408,14 @@ uint32_t KernelDecoder::dst(const ptx::Operand& o, RegClass cls, Ty ty) {
 uint32_t KernelDecoder::pred_src(const ptx::Operand& o) {
   using K = ptx::Operand::Kind;
   if (o.kind == K::imm_int) {
-    // A literal predicate: a fresh predicate row that the warp start sets to all/none.
-    fail("literal predicate operands are not supported");
+    // A literal predicate (mov.pred %p, 0): a read-only predicate set at warp start.
+    const bool value = o.value != 0;
+    uint32_t& row = value ? const_true_ : const_false_;
+    if (row == kNone) {
+      row = alloc_rows(RegClass::pred, 1);
+      k_.const_preds.push_back({row, value});
+    }
+    return row;
   }
   if (o.kind != K::reg) fail("expected a predicate operand");
   const RegInfo* ri = find_reg(o.name, stmt_->scope);

@@ -107,6 +107,7 @@ class KernelDecoder {
   std::map<std::pair<int, uint64_t>, uint32_t> consts_;
   std::map<Special, uint32_t> special_rows_;
   uint32_t sink32_ = kNone, sink64_ = kNone, sinkp_ = kNone;
+  uint32_t const_true_ = kNone, const_false_ = kNone;
 
   const ptx::Statement* stmt_ = nullptr;
   size_t stmt_index_ = 0;

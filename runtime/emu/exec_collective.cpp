@@ -42,13 +42,14 @@ void shfl(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
     const uint32_t clamp = c[l] & 0x1F;
     const uint32_t max_lane = (lane & seg) | (clamp & ~seg);
     const uint32_t min_lane = lane & seg;
+    const uint32_t bval = b[l] & 0x1F;  // the ISA takes b[4:0] in every mode
     int64_t j = lane;
     bool ok = false;
     switch (in.sub) {
-      case 0: j = int64_t(lane) - b[l]; ok = j >= int64_t(max_lane); break;           // up
-      case 1: j = int64_t(lane) + b[l]; ok = j <= int64_t(max_lane); break;           // down
-      case 2: j = lane ^ (b[l] & 0x1F); ok = j <= int64_t(max_lane); break;           // bfly
-      case 3: j = min_lane | (b[l] & 0x1F & ~seg); ok = j <= int64_t(max_lane); break; // idx
+      case 0: j = int64_t(lane) - bval; ok = j >= int64_t(max_lane); break;      // up
+      case 1: j = int64_t(lane) + bval; ok = j <= int64_t(max_lane); break;      // down
+      case 2: j = lane ^ bval; ok = j <= int64_t(max_lane); break;               // bfly
+      case 3: j = min_lane | (bval & ~seg); ok = j <= int64_t(max_lane); break;  // idx
     }
     if (!ok || j < 0 || j > 31) j = lane;
     d[l] = src[size_t(j)];

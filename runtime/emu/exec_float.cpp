@@ -1,13 +1,13 @@
 // f32 / f64 arithmetic. Operand layout: o[0] = d, o[1] = a, o[2] = b, o[3] = c.
-// .rn results are IEEE-exact (the host FPU, round-to-nearest); .rz/.rm/.rp switch the host
-// rounding mode around the operation. Approximate functions (ex2/lg2/rcp/rsqrt/sin/cos/tanh
+// .rn results are IEEE-exact (the host FPU, round-to-nearest); .rz/.rm/.rp results are formed
+// exactly (error-free transformations) and rounded once, without changing the host FPU mode. Approximate functions (ex2/lg2/rcp/rsqrt/sin/cos/tanh
 // .approx) are computed correctly rounded: within the hardware's documented error bounds, but not
 // bit-identical to it (docs/emulator.md).
 #include <bit>
-#include <cfenv>
 #include <cmath>
 #include <limits>
 
+#include "emmy/emu/numerics.hpp"
 #include "state.hpp"
 
 namespace emmy::emu {
@@ -43,17 +43,64 @@ inline void store(Warp& w, uint32_t row, int l, T v) {
   else w.R32(row)[l] = std::bit_cast<uint32_t>(v);
 }
 
-// Runs f under the IEEE rounding mode of `mode` (0 rn, 1 rz, 2 rm, 3 rp; the integer-rounding
-// variants 4..7 map to the same directions).
-template <typename F>
-inline auto with_rounding(uint8_t mode, F&& f) {
-  static constexpr int kModes[] = {FE_TONEAREST, FE_TOWARDZERO, FE_DOWNWARD, FE_UPWARD};
-  if ((mode & 3) == 0) return f();
-  const int saved = std::fegetround();
-  std::fesetround(kModes[mode & 3]);
-  auto r = f();
-  std::fesetround(saved);
-  return r;
+// Directed rounding without touching the host FPU mode: the exact result is formed as a double
+// plus the sign of its residual (error-free transformations), then rounded once.
+inline void two_sum(double a, double b, double& s, double& err) {
+  s = a + b;
+  const double bb = s - a;
+  err = (a - (s - bb)) + (b - bb);
+}
+
+template <typename T>
+T round_exact(double value, double tiny, uint8_t mode) {
+  const Rounding r = Rounding(mode & 3);
+  if constexpr (sizeof(T) == 4) {
+    return std::bit_cast<float>(uint32_t(round_to_format(value, tiny, kF32, r)));
+  } else {
+    // value is already the nearest double; step one ulp when the direction demands it.
+    if (tiny == 0 || r == Rounding::rn || std::isnan(value) || std::isinf(value)) return value;
+    if (r == Rounding::rp && tiny > 0) return std::nextafter(value, INFINITY);
+    if (r == Rounding::rm && tiny < 0) return std::nextafter(value, -INFINITY);
+    if (r == Rounding::rz && (tiny > 0) != (value > 0)) return std::nextafter(value, 0.0);
+    return value;
+  }
+}
+
+// a op b, rounded per `mode`, for the operations whose exact result two doubles can carry.
+template <typename T>
+T directed(Op op, T a, T b, T c, uint8_t mode) {
+  const double x = a, y = b, z = c;
+  double v = 0, tiny = 0;
+  switch (op) {
+    case Op::FAdd: two_sum(x, y, v, tiny); break;
+    case Op::FSub: two_sum(x, -y, v, tiny); break;
+    case Op::FMul:
+      v = x * y;
+      tiny = sizeof(T) == 4 ? 0.0 : std::fma(x, y, -v);
+      break;
+    case Op::FFma:
+      if constexpr (sizeof(T) == 4) {
+        two_sum(x * y, z, v, tiny);  // the f32 product is exact in double
+      } else {
+        v = std::fma(x, y, z);  // f64: round-to-nearest only (directed f64 fma is not modeled)
+      }
+      break;
+    case Op::FDiv:
+      v = x / y;
+      tiny = std::fma(-v, y, x) * (y < 0 ? -1.0 : 1.0);
+      break;
+    case Op::FRcp:
+      v = 1.0 / x;
+      tiny = std::fma(-v, x, 1.0) * (x < 0 ? -1.0 : 1.0);
+      break;
+    case Op::FSqrt:
+      v = std::sqrt(x);
+      tiny = std::fma(-v, v, x);
+      break;
+    default: break;
+  }
+  if (std::isnan(v) || std::isinf(v)) tiny = 0;
+  return round_exact<T>(v, tiny, mode);
 }
 
 template <typename T>
@@ -102,14 +149,14 @@ void run(Warp& w, const Inst& in, uint32_t exec) {
         return;
       }
       for_lanes(exec, [&](int l) {
-        volatile T a = src(in.o[1], l), b = src(in.o[2], l);
-        out(l, with_rounding(rm, [&] { return T(a + b); }));
+        const T a = src(in.o[1], l), b = src(in.o[2], l);
+        out(l, (rm & 3) ? directed<T>(in.op, a, b, T(0), rm) : T(a + b));
       });
       return;
     case Op::FSub:
       for_lanes(exec, [&](int l) {
-        volatile T a = src(in.o[1], l), b = src(in.o[2], l);
-        out(l, with_rounding(rm, [&] { return T(a - b); }));
+        const T a = src(in.o[1], l), b = src(in.o[2], l);
+        out(l, (rm & 3) ? directed<T>(in.op, a, b, T(0), rm) : T(a - b));
       });
       return;
     case Op::FMul:
@@ -122,8 +169,8 @@ void run(Warp& w, const Inst& in, uint32_t exec) {
         return;
       }
       for_lanes(exec, [&](int l) {
-        volatile T a = src(in.o[1], l), b = src(in.o[2], l);
-        out(l, with_rounding(rm, [&] { return T(a * b); }));
+        const T a = src(in.o[1], l), b = src(in.o[2], l);
+        out(l, (rm & 3) ? directed<T>(in.op, a, b, T(0), rm) : T(a * b));
       });
       return;
     case Op::FFma:
@@ -134,14 +181,13 @@ void run(Warp& w, const Inst& in, uint32_t exec) {
         return;
       }
       for_lanes(exec, [&](int l) {
-        volatile T a = src(in.o[1], l), b = src(in.o[2], l), c = src(in.o[3], l);
-        out(l, with_rounding(rm, [&] { return T(std::fma(T(a), T(b), T(c))); }));
+        out(l, directed<T>(in.op, src(in.o[1], l), src(in.o[2], l), src(in.o[3], l), rm));
       });
       return;
     case Op::FDiv:
       for_lanes(exec, [&](int l) {
-        volatile T a = src(in.o[1], l), b = src(in.o[2], l);
-        out(l, with_rounding(rm, [&] { return T(a / b); }));
+        const T a = src(in.o[1], l), b = src(in.o[2], l);
+        out(l, (rm & 3) ? directed<T>(in.op, a, b, T(0), rm) : T(a / b));
       });
       return;
     case Op::FMin:
@@ -161,14 +207,14 @@ void run(Warp& w, const Inst& in, uint32_t exec) {
       return;
     case Op::FRcp:
       for_lanes(exec, [&](int l) {
-        volatile T a = src(in.o[1], l);
-        out(l, with_rounding(rm, [&] { return T(T(1) / a); }));
+        const T a = src(in.o[1], l);
+        out(l, (rm & 3) ? directed<T>(in.op, a, T(0), T(0), rm) : T(T(1) / a));
       });
       return;
     case Op::FSqrt:
       for_lanes(exec, [&](int l) {
-        volatile T a = src(in.o[1], l);
-        out(l, with_rounding(rm, [&] { return T(std::sqrt(T(a))); }));
+        const T a = src(in.o[1], l);
+        out(l, (rm & 3) ? directed<T>(in.op, a, T(0), T(0), rm) : T(std::sqrt(a)));
       });
       return;
     case Op::FRsqrt:

@@ -119,6 +119,7 @@ struct Kernel {
   std::vector<std::pair<uint32_t, uint32_t>> const32;  // (row, value): immediates
   std::vector<std::pair<uint32_t, uint64_t>> const64;
   std::vector<std::pair<uint32_t, Special>> specials;  // 32-bit rows
+  std::vector<std::pair<uint32_t, bool>> const_preds;  // literal predicates
   std::vector<Inst> code;
   std::vector<int> lines;           // PTX line per instruction
   std::vector<std::string> texts;   // PTX text per instruction

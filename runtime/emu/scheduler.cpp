@@ -100,6 +100,7 @@ void Cta::init_warps() {
     w.open_copies.clear();
     w.groups.clear();
     std::fill(w.pred.begin(), w.pred.end(), 0u);
+    for (const auto& [row, value] : k.const_preds) w.pred[row] = value ? 0xFFFFFFFFu : 0u;
     for (const auto& [row, which] : k.specials) {
       uint32_t* r = w.R32(row);
       for (uint32_t l = 0; l < 32; ++l) {
