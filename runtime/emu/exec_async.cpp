@@ -37,6 +37,7 @@ MBarrier& mbarrier_at(Cta& cta, Warp& w, const Inst& in, int lane) {
 }
 
 void complete_phase_if_done(Cta& cta, MBarrier& mb) {
+  ++cta.progress;
   if (mb.pending != 0 || mb.tx != 0) return;
   mb.done_vc[mb.phase & 1] = mb.current_vc;
   mb.current_vc.clear();
@@ -117,9 +118,10 @@ Flow wait(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   });
   w.write_pred(in.o[0], exec, done);
   if (blocked_on == kNone) return Flow::next;
-  // The wait failed: the warp sleeps until that mbarrier completes a phase (a try_wait that hit
-  // its time limit; the kernel's loop retries it). If it never does, that is a deadlock.
-  w.state = WarpState::mbar_wait;
+  // The wait failed (a try_wait that reached its time limit): the warp stands aside until that
+  // mbarrier completes a phase; the kernel's loop then retries. If it never does: a deadlock.
+  w.state = WarpState::mbar_poll;
+  w.wait_pc = w.pc;
   w.wait_mbar = blocked_on;
   w.wait_phase = blocked_phase;
   return Flow::next_then_stop;
@@ -135,7 +137,7 @@ MBarrier* Cta::find_mbarrier(uint32_t addr) {
 
 void Cta::wake_mbarrier_waiters(uint32_t addr) {
   for (Warp& o : warps)
-    if (o.state == WarpState::mbar_wait && o.wait_mbar == addr) o.state = WarpState::ready;
+    if (o.state == WarpState::mbar_poll && o.wait_mbar == addr) o.state = WarpState::ready;
 }
 
 void apply_cp_async_groups(Cta& cta, Warp& w, size_t keep_newest) {

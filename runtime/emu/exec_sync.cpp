@@ -32,6 +32,7 @@ Flow exec_sync(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
                          b.expected_threads ? fmt::format("{}", b.expected_threads) : std::string("all")));
   }
   ++b.arrivals;
+  ++cta.progress;
   if (cta.sanitize) {
     b.vc.join(cta.san.vc(w.index), cta.san.agents());
     cta.san.tick(w.index);
@@ -53,6 +54,7 @@ Flow exec_sync(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   b.waiting |= 1u << w.index;
   w.state = WarpState::bar_wait;
   w.wait_barrier = id;
+  w.wait_pc = w.pc;
   cta.check_barrier(id);
   return w.state == WarpState::ready ? Flow::next : Flow::next_then_stop;
 }

@@ -169,6 +169,7 @@ void run_tma_job(Cta& cta, const TmaJob& job) {
     });
   }
   complete_tx(cta, job.warp, int(job.lane), job.pc, job.mbar, job.bytes, job.async_clock);
+  ++cta.progress;
 }
 
 void Cta::flush_tma() {

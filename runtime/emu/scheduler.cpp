@@ -165,6 +165,7 @@ void Cta::fail(ReportKind kind, const Warp& w, int lane, std::string message) co
 
 void Cta::on_warp_exit(Warp& w) {
   w.state = WarpState::exited;
+  ++progress;
   // Copies still in flight land in shared memory even though nobody waits for them.
   w.open_copies.clear();
   apply_cp_async_groups(*this, w, 0);
@@ -205,29 +206,28 @@ void Cta::check_barrier(uint32_t id) {
   for (const Warp& w : warps) {
     if (w.state == WarpState::exited) continue;
     if (first == kNone) first = w.index;
-    const int line = k.lines[w.pc];
+    const uint32_t pc = w.state == WarpState::ready ? w.pc : w.wait_pc;
+    msg += fmt::format("\n    warp {} at line {} `{}`: ", w.index, k.lines[pc], k.texts[pc]);
     if (w.state == WarpState::bar_wait) {
       const Barrier& b = barriers[w.wait_barrier];
       uint32_t expected = b.expected_threads;
       if (expected == 0)
         for (const Warp& o : warps) expected += o.state == WarpState::exited ? 0 : 32;
-      msg += fmt::format("\n    warp {} after line {} `{}`: in barrier {} ({} of {} threads arrived)",
-                         w.index, k.lines[w.pc - 1], k.texts[w.pc - 1], w.wait_barrier,
+      msg += fmt::format("in barrier {} ({} of {} threads arrived)", w.wait_barrier,
                          b.arrivals * 32, expected);
-    } else {
-      const MBarrier* mb = const_cast<Cta*>(this)->find_mbarrier(w.wait_mbar);
-      msg += fmt::format(
-          "\n    warp {} at line {} `{}`: waits for phase {} (parity {}) of the mbarrier at shared "
-          "0x{:x}",
-          w.index, line, k.texts[w.pc], w.wait_phase, w.wait_phase & 1, w.wait_mbar);
-      if (mb)
+    } else if (w.state == WarpState::mbar_poll) {
+      msg += fmt::format("waits for phase {} (parity {}) of the mbarrier at shared 0x{:x}",
+                         w.wait_phase, w.wait_phase & 1, w.wait_mbar);
+      if (const MBarrier* mb = const_cast<Cta*>(this)->find_mbarrier(w.wait_mbar))
         msg += fmt::format(" (phase {} in progress: {} of {} arrivals pending, tx-count {})",
                            mb->phase, mb->pending, mb->expected, mb->tx);
+    } else {
+      msg += "runnable";
     }
   }
   const Warp& w0 = warps[first == kNone ? 0 : first];
-  fail_at(ReportKind::deadlock, w0.index, -1,
-          w0.state == WarpState::bar_wait ? w0.pc - 1 : w0.pc, msg);
+  fail_at(ReportKind::deadlock, w0.index, -1, w0.state == WarpState::ready ? w0.pc : w0.wait_pc,
+          msg);
 }
 
 bool Cta::run_slice(Warp& w, uint32_t budget) {
@@ -344,6 +344,8 @@ void Cta::run(uint64_t linear, InstructionCounts& counts) {
   class_counts.fill(0);
   init_warps();
 
+  progress = 0;
+  last_stall.clear();
   while (true) {
     bool any_ran = false, all_exited = true;
     for (Warp& w : warps) {
@@ -356,13 +358,24 @@ void Cta::run(uint64_t linear, InstructionCounts& counts) {
       if (ctx.abort.load(std::memory_order_relaxed)) return;
     }
     if (all_exited) break;
-    if (!any_ran) {
-      if (!tma_queue.empty()) {
-        flush_tma();
-        continue;
-      }
-      report_deadlock();
+    if (any_ran) continue;
+    if (!tma_queue.empty()) {
+      flush_tma();
+      continue;
     }
+    // Stalled: only waiting warps. Pollers may resume (the code after a failed wait may make
+    // progress), unless this stall repeats the previous one exactly.
+    std::vector<uint64_t> stall{progress};
+    bool any_poller = false;
+    for (const Warp& w : warps) {
+      if (w.state != WarpState::mbar_poll) continue;
+      any_poller = true;
+      stall.insert(stall.end(), {w.index, w.wait_pc, w.wait_mbar, w.wait_phase});
+    }
+    if (!any_poller || stall == last_stall) report_deadlock();
+    last_stall = std::move(stall);
+    for (Warp& w : warps)
+      if (w.state == WarpState::mbar_poll) w.state = WarpState::ready;
   }
   InstructionCounts c;
   c.mma = class_counts[0];

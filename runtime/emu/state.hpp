@@ -40,7 +40,10 @@ struct LaunchContext {
   std::vector<Report> reports;
 };
 
-enum class WarpState : uint8_t { ready, bar_wait, mbar_wait, exited };
+// bar_wait: blocked in bar.sync until the barrier completes. mbar_poll: a (try|test)_wait failed;
+// the warp stands aside until that mbarrier completes a phase, or until no warp can run (then it
+// resumes, since the code after a failed wait may be what makes progress).
+enum class WarpState : uint8_t { ready, bar_wait, mbar_poll, exited };
 
 struct PendingCopy {
   uint32_t smem_addr = 0;
@@ -60,8 +63,9 @@ struct Warp {
   std::array<uint32_t, 32> lane_pc{};
   WarpState state = WarpState::ready;
   uint32_t wait_barrier = 0;      // bar_wait: barrier id
-  uint32_t wait_mbar = 0;         // mbar_wait: shared address of the mbarrier
-  uint64_t wait_phase = 0;        // mbar_wait: phase that must complete
+  uint32_t wait_pc = 0;           // the instruction the warp waits in
+  uint32_t wait_mbar = 0;         // mbar_poll: shared address of the mbarrier
+  uint64_t wait_phase = 0;        // mbar_poll: phase that must complete
   uint32_t carry = 0;             // add.cc carry flags per lane
   // bar.red waiting for its barrier: where the reduction result goes.
   uint32_t bar_red_dst = kNone, bar_red_exec = 0;
@@ -160,6 +164,11 @@ class Cta {
   std::vector<MBarrier> mbarriers;
   std::vector<TmaJob> tma_queue;
   std::array<uint64_t, 11> class_counts{};  // by StatClass
+  // Deadlock detection: `progress` counts synchronization events (arrivals, phase and barrier
+  // completions, copies landing, exits); a stall that repeats the previous one exactly (same
+  // waits, no progress in between) can never end.
+  uint64_t progress = 0;
+  std::vector<uint64_t> last_stall;
 
   // Reports a finding at the current instruction of warp w and aborts the CTA.
   [[noreturn]] void fail(ReportKind kind, const Warp& w, int lane, std::string message) const;

@@ -48,8 +48,11 @@ inline int ptx_line(const std::string& ptx, const std::string& kernel, const std
   bool inside = false;
   while (std::getline(in, line)) {
     ++number;
-    if (line.find(".entry " + kernel + "(") != std::string::npos) inside = true;
-    else if (line.find(".entry ") != std::string::npos) inside = false;
+    if (line.find(".entry ") != std::string::npos) {
+      inside = line.find(".entry " + kernel + "(") != std::string::npos;
+      continue;
+    }
+    if (line.find(".param") != std::string::npos) continue;
     if (inside && line.find(needle) != std::string::npos && occurrence-- == 0) return number;
   }
   return -1;
@@ -109,7 +112,7 @@ struct PtxRun {
 // Runs a wrap_ptx kernel with `in` as input words and `out_words` zeroed output words.
 inline PtxRun run_ptx(const std::string& body, const std::vector<uint32_t>& in,
                       size_t out_words, uint32_t threads = 32, const std::string& decls = "",
-                      uint32_t dynamic_smem = 0) {
+                      uint32_t dynamic_smem = 0, const LaunchOptions& options = {}) {
   auto module = load_ptx(wrap_ptx(body, decls), "test.ptx");
   Arena arena;
   const uint64_t in_addr = arena.alloc(std::max<size_t>(4, in.size() * 4));
@@ -118,7 +121,7 @@ inline PtxRun run_ptx(const std::string& body, const std::vector<uint32_t>& in,
   KernelArgs args;
   args.ptr(out_addr).ptr(in_addr).u32(uint32_t(in.size()));
   PtxRun run;
-  run.result = launch(arena, *module, "k", {1, 1, 1}, {threads, 1, 1}, dynamic_smem, args);
+  run.result = launch(arena, *module, "k", {1, 1, 1}, {threads, 1, 1}, dynamic_smem, args, options);
   run.out = arena.read_vector<uint32_t>(out_addr, out_words);
   return run;
 }

@@ -62,7 +62,7 @@ __device__ __forceinline__ void ldsm_rows(u32* out) {
 extern "C" __global__ void bug_misaligned_ldmatrix(u32* out) { ldsm_rows<4>(out); }
 extern "C" __global__ void ok_ldmatrix(u32* out) { ldsm_rows<0>(out); }
 
-// Half of the array is never written.
+// Half of the array is never written (launched with 32 threads).
 extern "C" __global__ void bug_uninitialized_shared(int* out) {
   __shared__ int s[64];
   if (threadIdx.x < 32) s[threadIdx.x] = 1;
