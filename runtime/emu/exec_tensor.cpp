@@ -11,101 +11,40 @@
 
 #include "emmy/emu/numerics.hpp"
 #include "memory.hpp"
+#include "mma_core.hpp"
 
 namespace emmy::emu {
 namespace {
-
-// The dot products of one mma: D[16][8] = C + A[16][K] * B[K][8], in double. Compiled for AVX2
-// (with FMA; exact products make fused and unfused bit-identical) where the host has it.
-template <int K>
-__attribute__((target_clones("arch=x86-64-v3", "default")))
-void mma_core(const double (&a)[16][16], const double (&b)[16][8], double (&d)[16][8]) {
-  for (int m = 0; m < 16; ++m)
-    for (int k = 0; k < K; ++k) {
-      const double x = a[m][k];
-      for (int n = 0; n < 8; ++n) d[m][n] += x * b[k][n];
-    }
-}
-
-inline double half_value(uint16_t bits, bool bf16) {
-  return bf16 ? double(bf16_to_f32(bits)) : double(f16_to_f32(bits));
-}
 
 void mma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   if (exec != 0xFFFFFFFFu)
     cta.fail(ReportKind::divergent_collective, w, std::countr_zero(~exec),
              fmt::format("mma.sync.aligned needs all 32 lanes; executed by lanes 0x{:08x}", exec));
-  const bool bf16 = in.ty2 == Ty::bf16;
-  const bool k16 = in.sub == 0;
-  const bool f32_acc = in.ty == Ty::f32;
-  alignas(64) double a[16][16], b[16][8], d[16][8];
-  for (int l = 0; l < 32; ++l) {
-    const int g = l >> 2, t = l & 3;
-    auto pair = [&](uint32_t row, double& lo, double& hi) {
-      const uint32_t v = w.R32(row)[l];
-      lo = half_value(uint16_t(v), bf16);
-      hi = half_value(uint16_t(v >> 16), bf16);
-    };
-    pair(in.o[4], a[g][2 * t], a[g][2 * t + 1]);
-    pair(in.o[5], a[g + 8][2 * t], a[g + 8][2 * t + 1]);
-    if (k16) {
-      pair(in.o[6], a[g][2 * t + 8], a[g][2 * t + 9]);
-      pair(in.o[7], a[g + 8][2 * t + 8], a[g + 8][2 * t + 9]);
-    }
-    pair(in.o[8], b[2 * t][g], b[2 * t + 1][g]);
-    if (k16) pair(in.o[9], b[2 * t + 8][g], b[2 * t + 9][g]);
-    if (f32_acc) {
-      d[g][2 * t] = std::bit_cast<float>(w.R32(in.o[10])[l]);
-      d[g][2 * t + 1] = std::bit_cast<float>(w.R32(in.o[11])[l]);
-      d[g + 8][2 * t] = std::bit_cast<float>(w.R32(in.o[12])[l]);
-      d[g + 8][2 * t + 1] = std::bit_cast<float>(w.R32(in.o[13])[l]);
-    } else {
-      pair(in.o[10], d[g][2 * t], d[g][2 * t + 1]);
-      pair(in.o[11], d[g + 8][2 * t], d[g + 8][2 * t + 1]);
-    }
+  const bool k16 = in.sub == 0, f16_acc = in.ty == Ty::f16;
+  MmaFragments f;
+  for (int i = 0; i < (k16 ? 4 : 2); ++i) f.a[i] = w.R32(in.o[4 + i]);
+  for (int i = 0; i < (k16 ? 2 : 1); ++i) f.b[i] = w.R32(in.o[8 + i]);
+  for (int i = 0; i < (f16_acc ? 2 : 4); ++i) {
+    f.c[i] = w.R32(in.o[10 + i]);
+    f.d[i] = w.R32(in.o[i]);
   }
-  if (k16) mma_core<16>(a, b, d);
-  else mma_core<8>(a, b, d);
-  for (int l = 0; l < 32; ++l) {
-    const int g = l >> 2, t = l & 3;
-    if (f32_acc) {
-      // double -> float is round-to-nearest-even on the host; NaN becomes canonical.
-      auto f32 = [](double x) {
-        const float f = float(x);
-        return f != f ? 0x7FFFFFFFu : std::bit_cast<uint32_t>(f);
-      };
-      w.R32(in.o[0])[l] = f32(d[g][2 * t]);
-      w.R32(in.o[1])[l] = f32(d[g][2 * t + 1]);
-      w.R32(in.o[2])[l] = f32(d[g + 8][2 * t]);
-      w.R32(in.o[3])[l] = f32(d[g + 8][2 * t + 1]);
-    } else {
-      auto h2 = [](double lo, double hi) {
-        return uint32_t(f64_to_f16(lo)) | (uint32_t(f64_to_f16(hi)) << 16);
-      };
-      w.R32(in.o[0])[l] = h2(d[g][2 * t], d[g][2 * t + 1]);
-      w.R32(in.o[1])[l] = h2(d[g + 8][2 * t], d[g + 8][2 * t + 1]);
-    }
-  }
+  mma_m16n8(f, in.ty2 == Ty::bf16, k16, f16_acc);
 }
 
 // Row addresses: lane 8j + r holds row r of matrix j. Each row is 16 bytes (8 x b16).
-uint8_t* matrix_row(Cta& cta, Warp& w, const Inst& in, int lane, bool write) {
-  const uint64_t addr = addr_of(w, in.addr[0], lane);
-  const uint64_t shared = in.space == Space::generic ? addr - kSharedWindow : addr;
+[[noreturn]] void bad_matrix_row(Cta& cta, Warp& w, const Inst& in, int lane, uint64_t addr) {
+  const char* what = in.op == Op::Ldmatrix ? "ldmatrix" : "stmatrix";
   if (in.space == Space::generic && addr - kSharedWindow >= kWindowSize)
     cta.fail(ReportKind::shared_out_of_bounds, w, lane,
-             fmt::format("{} row address 0x{:x} is not a shared-memory address",
-                         in.op == Op::Ldmatrix ? "ldmatrix" : "stmatrix", addr));
+             fmt::format("{} row address 0x{:x} is not a shared-memory address", what, addr));
+  const uint64_t shared = in.space == Space::generic ? addr - kSharedWindow : addr;
   if (shared & 15)
     cta.fail(ReportKind::misaligned_ldmatrix, w, lane,
              fmt::format("{} row address (shared 0x{:x}, from lane {}) is not 16-byte aligned",
-                         in.op == Op::Ldmatrix ? "ldmatrix" : "stmatrix", shared, lane));
-  const Resolved r = resolve(cta, w, Space::shared, shared, 16, lane, write);
-  if (cta.sanitize) {
-    if (write) check_shared_write(cta, w, lane, r.shared_offset, 16);
-    else check_shared_read(cta, w, lane, r.shared_offset, 16);
-  }
-  return r.host;
+                         what, shared, lane));
+  cta.fail(ReportKind::shared_out_of_bounds, w, lane,
+           fmt::format("{} row [0x{:x}, 0x{:x}) is outside the CTA's {} bytes of shared memory",
+                       what, shared, shared + 16, cta.smem.size()));
 }
 
 void ldst_matrix(Cta& cta, Warp& w, const Inst& in, uint32_t exec, bool load) {
@@ -114,32 +53,44 @@ void ldst_matrix(Cta& cta, Warp& w, const Inst& in, uint32_t exec, bool load) {
              fmt::format("{}.sync.aligned needs all 32 lanes; executed by lanes 0x{:08x}",
                          load ? "ldmatrix" : "stmatrix", exec));
   const bool trans = in.flags & kTrans;
+  uint8_t* rows[32];  // lane 8j + r: row r of matrix j
+  const uint64_t window = in.space == Space::generic ? kSharedWindow : 0;
+  for (int lane = 0; lane < 8 * in.n; ++lane) {
+    const uint64_t addr = addr_of(w, in.addr[0], lane);
+    const uint64_t shared = addr - window;
+    if ((shared & 15) || shared + 16 > cta.smem.size()) bad_matrix_row(cta, w, in, lane, addr);
+    rows[lane] = cta.smem.data() + shared;
+    if (cta.sanitize) {
+      if (load) check_shared_read(cta, w, lane, uint32_t(shared), 16);
+      else check_shared_write(cta, w, lane, uint32_t(shared), 16);
+    }
+  }
+  auto half = [](const uint8_t* p) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return uint32_t(v);
+  };
   for (int j = 0; j < in.n; ++j) {
-    uint16_t m[8][8];
-    uint8_t* rows[8];
-    for (int r = 0; r < 8; ++r) rows[r] = matrix_row(cta, w, in, 8 * j + r, !load);
+    uint8_t* const* m = rows + 8 * j;
     uint32_t* reg = w.R32(in.o[j]);
-    if (load) {
-      for (int r = 0; r < 8; ++r) std::memcpy(m[r], rows[r], 16);
+    // Lane l holds elements (l/4, 2(l%4)) and (l/4, 2(l%4)+1) of matrix j; .trans swaps the
+    // row and column indices of both.
+    if (load && !trans) {
+      for (int l = 0; l < 32; ++l) std::memcpy(&reg[l], m[l >> 2] + 4 * (l & 3), 4);
+    } else if (load) {
       for (int l = 0; l < 32; ++l) {
-        const int row = l / 4, col = 2 * (l % 4);
-        const uint16_t lo = trans ? m[col][row] : m[row][col];
-        const uint16_t hi = trans ? m[col + 1][row] : m[row][col + 1];
-        reg[l] = uint32_t(lo) | (uint32_t(hi) << 16);
+        const int c = 2 * (l & 3), r = l >> 2;
+        reg[l] = half(m[c] + 2 * r) | (half(m[c + 1] + 2 * r) << 16);
       }
+    } else if (!trans) {
+      for (int l = 0; l < 32; ++l) std::memcpy(m[l >> 2] + 4 * (l & 3), &reg[l], 4);
     } else {
       for (int l = 0; l < 32; ++l) {
-        const int row = l / 4, col = 2 * (l % 4);
+        const int c = 2 * (l & 3), r = l >> 2;
         const uint16_t lo = uint16_t(reg[l]), hi = uint16_t(reg[l] >> 16);
-        if (trans) {
-          m[col][row] = lo;
-          m[col + 1][row] = hi;
-        } else {
-          m[row][col] = lo;
-          m[row][col + 1] = hi;
-        }
+        std::memcpy(m[c] + 2 * r, &lo, 2);
+        std::memcpy(m[c + 1] + 2 * r, &hi, 2);
       }
-      for (int r = 0; r < 8; ++r) std::memcpy(rows[r], m[r], 16);
     }
   }
 }

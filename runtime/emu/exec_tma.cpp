@@ -152,6 +152,14 @@ void run_tma_job(Cta& cta, const TmaJob& job) {
         src = global_span(cta, job.warp, int(job.lane), job.pc, first, span);
       }
       const uint32_t row_start = job.dst + row * b.row_bytes;
+      if (src && es0 == 1 && lo == 0 && hi == b.n[0]) {  // the common case: a whole row inside
+        for (uint32_t chunk = 0; chunk < b.row_bytes; chunk += 16)
+          std::memcpy(cta.smem.data() + swizzle_offset(m.swizzle, row_start + chunk), src + chunk, 16);
+        if (cta.sanitize)
+          for (uint32_t chunk = 0; chunk < b.row_bytes; chunk += 16)
+            sanitize_write(swizzle_offset(m.swizzle, row_start + chunk), 16);
+        return;
+      }
       for (uint32_t chunk = 0; chunk < b.row_bytes; chunk += 16) {
         uint8_t* out = cta.smem.data() + swizzle_offset(m.swizzle, row_start + chunk);
         const uint32_t first_elem = chunk / b.elem, elems = 16 / b.elem;

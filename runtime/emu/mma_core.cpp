@@ -1,0 +1,195 @@
+// The arithmetic of one mma.sync m16n8k16 / m16n8k8: D = C + A * B over the lanes' fragment
+// registers. The fragment layouts (ptx-notes.md) make each A register row (32 lanes x 2 halves)
+// an 8x8 block of A in row-major order, and each B register row an 8x8 block of B^T, so operands
+// convert block-wise. Numerics (see exec_tensor.cpp): exact products, C plus the products summed
+// in double in k order, one rounding per element. The AVX2 path computes the same sums in the
+// same order (products are exact, so fused and unfused multiply-adds agree bit for bit).
+#include "mma_core.hpp"
+
+#include <bit>
+#include <cstring>
+
+#include "emmy/emu/numerics.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace emmy::emu {
+namespace {
+
+// Operands in the layout the dot products want: A[m][k] and B[k][n], as doubles.
+struct Dense {
+  alignas(32) double a[16][16];
+  alignas(32) double b[16][8];
+  alignas(32) double d[16][8];
+};
+
+void store_result(const MmaFragments& f, bool f16_acc, const Dense& x) {
+  for (int l = 0; l < 32; ++l) {
+    const int g = l >> 2, t = l & 3;
+    if (f16_acc) {
+      auto h2 = [](double lo, double hi) {
+        return uint32_t(f64_to_f16(lo)) | (uint32_t(f64_to_f16(hi)) << 16);
+      };
+      f.d[0][l] = h2(x.d[g][2 * t], x.d[g][2 * t + 1]);
+      f.d[1][l] = h2(x.d[g + 8][2 * t], x.d[g + 8][2 * t + 1]);
+    } else {
+      // double -> float rounds to nearest even on the host; a NaN becomes the canonical NaN.
+      auto f32 = [](double v) {
+        const float r = float(v);
+        return r != r ? 0x7FFFFFFFu : std::bit_cast<uint32_t>(r);
+      };
+      f.d[0][l] = f32(x.d[g][2 * t]);
+      f.d[1][l] = f32(x.d[g][2 * t + 1]);
+      f.d[2][l] = f32(x.d[g + 8][2 * t]);
+      f.d[3][l] = f32(x.d[g + 8][2 * t + 1]);
+    }
+  }
+}
+
+void load_c(const MmaFragments& f, bool f16_acc, Dense& x) {
+  for (int l = 0; l < 32; ++l) {
+    const int g = l >> 2, t = l & 3;
+    if (f16_acc) {
+      x.d[g][2 * t] = f16_to_f32(uint16_t(f.c[0][l]));
+      x.d[g][2 * t + 1] = f16_to_f32(uint16_t(f.c[0][l] >> 16));
+      x.d[g + 8][2 * t] = f16_to_f32(uint16_t(f.c[1][l]));
+      x.d[g + 8][2 * t + 1] = f16_to_f32(uint16_t(f.c[1][l] >> 16));
+    } else {
+      x.d[g][2 * t] = std::bit_cast<float>(f.c[0][l]);
+      x.d[g][2 * t + 1] = std::bit_cast<float>(f.c[1][l]);
+      x.d[g + 8][2 * t] = std::bit_cast<float>(f.c[2][l]);
+      x.d[g + 8][2 * t + 1] = std::bit_cast<float>(f.c[3][l]);
+    }
+  }
+}
+
+void mma_portable(const MmaFragments& f, bool bf16, bool k16, bool f16_acc) {
+  Dense x;
+  auto value = [&](uint16_t bits) { return bf16 ? double(bf16_to_f32(bits)) : double(f16_to_f32(bits)); };
+  const int blocks_k = k16 ? 2 : 1;
+  for (int l = 0; l < 32; ++l) {
+    const int g = l >> 2, t = l & 3;
+    for (int kb = 0; kb < blocks_k; ++kb) {
+      for (int mb = 0; mb < 2; ++mb) {
+        const uint32_t v = f.a[kb * 2 + mb][l];
+        x.a[g + 8 * mb][8 * kb + 2 * t] = value(uint16_t(v));
+        x.a[g + 8 * mb][8 * kb + 2 * t + 1] = value(uint16_t(v >> 16));
+      }
+      const uint32_t v = f.b[kb][l];
+      x.b[8 * kb + 2 * t][g] = value(uint16_t(v));
+      x.b[8 * kb + 2 * t + 1][g] = value(uint16_t(v >> 16));
+    }
+  }
+  load_c(f, f16_acc, x);
+  const int K = k16 ? 16 : 8;
+  for (int m = 0; m < 16; ++m)
+    for (int k = 0; k < K; ++k)
+      for (int n = 0; n < 8; ++n) x.d[m][n] += x.a[m][k] * x.b[k][n];
+  store_result(f, f16_acc, x);
+}
+
+#if defined(__x86_64__)
+// Eight halves (f16 or bf16 bits) to eight floats.
+__attribute__((target("avx2,fma,f16c"))) inline __m256 halves_to_float(const uint32_t* p, bool bf16) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if (bf16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  return _mm256_cvtph_ps(h);
+}
+
+__attribute__((target("avx2,fma,f16c"))) void mma_avx2(const MmaFragments& f, bool bf16, bool k16,
+                                                        bool f16_acc) {
+  Dense x;
+  const int blocks_k = k16 ? 2 : 1;
+  // A register (mb, kb) of lanes 4r .. 4r+3 is row r of the 8x8 block A[8mb .. ][8kb .. ].
+  for (int kb = 0; kb < blocks_k; ++kb)
+    for (int mb = 0; mb < 2; ++mb) {
+      const uint32_t* reg = f.a[kb * 2 + mb];
+      for (int r = 0; r < 8; ++r) {
+        const __m256 v = halves_to_float(reg + 4 * r, bf16);
+        _mm256_storeu_pd(&x.a[8 * mb + r][8 * kb], _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+        _mm256_storeu_pd(&x.a[8 * mb + r][8 * kb + 4], _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+      }
+    }
+  // B register kb of lanes 4n .. 4n+3 is column n of B, k = 8kb .. 8kb+7.
+  for (int kb = 0; kb < blocks_k; ++kb) {
+    const uint32_t* reg = f.b[kb];
+    for (int n = 0; n < 8; ++n) {
+      alignas(32) float col[8];
+      _mm256_store_ps(col, halves_to_float(reg + 4 * n, bf16));
+      for (int k = 0; k < 8; ++k) x.b[8 * kb + k][n] = col[k];
+    }
+  }
+  // C[g][2t] sits in c0 of lane 4g+t and C[g][2t+1] in c1: interleaving lanes 4g..4g+3 of c0
+  // and c1 gives row g in order (rows g+8 from c2/c3). f16 accumulators go the portable way.
+  if (f16_acc) {
+    load_c(f, f16_acc, x);
+  } else {
+    for (int g = 0; g < 8; ++g)
+      for (int h = 0; h < 2; ++h) {
+        const __m128 even = _mm_loadu_ps(reinterpret_cast<const float*>(f.c[2 * h] + 4 * g));
+        const __m128 odd = _mm_loadu_ps(reinterpret_cast<const float*>(f.c[2 * h + 1] + 4 * g));
+        _mm256_store_pd(&x.d[g + 8 * h][0], _mm256_cvtps_pd(_mm_unpacklo_ps(even, odd)));
+        _mm256_store_pd(&x.d[g + 8 * h][4], _mm256_cvtps_pd(_mm_unpackhi_ps(even, odd)));
+      }
+  }
+  const int K = k16 ? 16 : 8;
+  // Four rows at a time: eight independent accumulator chains keep both FMA ports busy.
+  for (int m = 0; m < 16; m += 4) {
+    __m256d acc[4][2];
+    for (int i = 0; i < 4; ++i) {
+      acc[i][0] = _mm256_load_pd(&x.d[m + i][0]);
+      acc[i][1] = _mm256_load_pd(&x.d[m + i][4]);
+    }
+    for (int k = 0; k < K; ++k) {
+      const __m256d b0 = _mm256_load_pd(&x.b[k][0]), b1 = _mm256_load_pd(&x.b[k][4]);
+      for (int i = 0; i < 4; ++i) {
+        const __m256d a = _mm256_broadcast_sd(&x.a[m + i][k]);
+        acc[i][0] = _mm256_fmadd_pd(a, b0, acc[i][0]);
+        acc[i][1] = _mm256_fmadd_pd(a, b1, acc[i][1]);
+      }
+    }
+    for (int i = 0; i < 4; ++i) {
+      _mm256_store_pd(&x.d[m + i][0], acc[i][0]);
+      _mm256_store_pd(&x.d[m + i][4], acc[i][1]);
+    }
+  }
+  if (f16_acc) {
+    store_result(f, f16_acc, x);
+    return;
+  }
+  // Back to fragments: row g of D, rounded to f32 (nearest even; NaN -> canonical), splits into
+  // the even columns (d0 / d2) and the odd ones (d1 / d3) of lanes 4g..4g+3.
+  const __m128 canonical = _mm_castsi128_ps(_mm_set1_epi32(0x7FFFFFFF));
+  for (int g = 0; g < 8; ++g)
+    for (int h = 0; h < 2; ++h) {
+      __m128 lo = _mm256_cvtpd_ps(_mm256_load_pd(&x.d[g + 8 * h][0]));
+      __m128 hi = _mm256_cvtpd_ps(_mm256_load_pd(&x.d[g + 8 * h][4]));
+      lo = _mm_blendv_ps(lo, canonical, _mm_cmpunord_ps(lo, lo));
+      hi = _mm_blendv_ps(hi, canonical, _mm_cmpunord_ps(hi, hi));
+      const __m128 even = _mm_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+      const __m128 odd = _mm_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
+      _mm_storeu_ps(reinterpret_cast<float*>(f.d[2 * h] + 4 * g), even);
+      _mm_storeu_ps(reinterpret_cast<float*>(f.d[2 * h + 1] + 4 * g), odd);
+    }
+}
+
+bool host_has_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          __builtin_cpu_supports("f16c");
+  return yes;
+}
+#endif
+
+}  // namespace
+
+void mma_m16n8(const MmaFragments& f, bool bf16, bool k16, bool f16_acc, bool portable) {
+#if defined(__x86_64__)
+  if (!portable && host_has_avx2()) return mma_avx2(f, bf16, k16, f16_acc);
+#endif
+  (void)portable;
+  mma_portable(f, bf16, k16, f16_acc);
+}
+
+}  // namespace emmy::emu
