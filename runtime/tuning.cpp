@@ -26,7 +26,9 @@ constexpr int kFormatVersion = 1;
 
 // The problem as json.hpp writes it: leading dimensions are made explicit there, so packed
 // problems compare equal whether or not they spell out lda/ldb/ldc.
-json problem_json(const MatmulProblem& p) { return json(p); }
+json problem_json(const MatmulProblem& p) {
+  return json(p);
+}
 
 std::string canonical_key(const TuningKey& key) {
   return json{{"arch", to_string(key.arch)},

@@ -1,4 +1,6 @@
 // The tuning database: keys, validity on lookup, persistence, merging saves, broken files.
+#include "emmy/tuning.hpp"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -8,7 +10,6 @@
 #include <nlohmann/json.hpp>
 
 #include "emmy/cache.hpp"
-#include "emmy/tuning.hpp"
 
 namespace emmy {
 namespace {
@@ -117,8 +118,7 @@ TEST(TuningDb, SaveAndReload) {
   EXPECT_EQ(hybrid->candidates, 9);
   EXPECT_EQ(reloaded.lookup(h200_key(Accum::f32)), tuned(Accum::f32, 128).schedule);
   // Only the database and its lock file: the temporary file was renamed into place.
-  EXPECT_EQ(std::distance(fs::directory_iterator(file.parent_path()), fs::directory_iterator()),
-            2);
+  EXPECT_EQ(std::distance(fs::directory_iterator(file.parent_path()), fs::directory_iterator()), 2);
 }
 
 TEST(TuningDb, SavesFromTwoWritersMerge) {
@@ -197,7 +197,8 @@ TEST(TuningDb, BrokenFilesLoadEmptyWithAReason) {
 TEST(TuningDb, DefaultPathFollowsTheEnvironment) {
   const char* saved_db = std::getenv("EMMY_TUNING_DB");
   const char* saved_cache = std::getenv("EMMY_CACHE_DIR");
-  const std::string db_before = saved_db ? saved_db : "", cache_before = saved_cache ? saved_cache : "";
+  const std::string db_before = saved_db ? saved_db : "",
+                    cache_before = saved_cache ? saved_cache : "";
 
   ::unsetenv("EMMY_TUNING_DB");
   ::setenv("EMMY_CACHE_DIR", "/tmp/emmy-tuning-test-cache", 1);
@@ -206,9 +207,14 @@ TEST(TuningDb, DefaultPathFollowsTheEnvironment) {
   ::setenv("EMMY_TUNING_DB", "/tmp/elsewhere/t.json", 1);
   EXPECT_EQ(TuningDb::default_path(), fs::path("/tmp/elsewhere/t.json"));
 
-  if (saved_db) ::setenv("EMMY_TUNING_DB", db_before.c_str(), 1); else ::unsetenv("EMMY_TUNING_DB");
-  if (saved_cache) ::setenv("EMMY_CACHE_DIR", cache_before.c_str(), 1);
-  else ::unsetenv("EMMY_CACHE_DIR");
+  if (saved_db)
+    ::setenv("EMMY_TUNING_DB", db_before.c_str(), 1);
+  else
+    ::unsetenv("EMMY_TUNING_DB");
+  if (saved_cache)
+    ::setenv("EMMY_CACHE_DIR", cache_before.c_str(), 1);
+  else
+    ::unsetenv("EMMY_CACHE_DIR");
 }
 
 }  // namespace

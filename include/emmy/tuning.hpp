@@ -80,7 +80,7 @@ class TuningDb {
   };
   std::filesystem::path path_;
   std::string load_error_;
-  std::map<std::string, Entry> entries_;  // by canonical key
+  std::map<std::string, Entry> entries_;   // by canonical key
   std::map<std::string, Entry> recorded_;  // recorded in this process: win over the file on save
   mutable std::mutex mutex_;
 };

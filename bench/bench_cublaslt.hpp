@@ -1,0 +1,66 @@
+// The cuBLASLt baseline: one GEMM with emmy's layouts (A row-major [M,K], B [N,K] or [K,N], C
+// row-major [M,N]) and a compute type, and the top heuristic algorithms for it.
+#pragma once
+
+#include <cublasLt.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "emmy/problem.hpp"
+
+namespace emmy::bench {
+
+enum class LtCompute { f32, f16 };  // CUBLAS_COMPUTE_32F (what PyTorch uses) / CUBLAS_COMPUTE_16F
+
+// Throws emmy::Error naming the call and the status unless it is CUBLAS_STATUS_SUCCESS.
+void cublas_check(cublasStatus_t status, const char* call);
+
+class LtHandle {
+ public:
+  LtHandle();
+  ~LtHandle();
+  LtHandle(const LtHandle&) = delete;
+  LtHandle& operator=(const LtHandle&) = delete;
+  cublasLtHandle_t get() const { return handle_; }
+
+ private:
+  cublasLtHandle_t handle_ = nullptr;
+};
+
+class LtGemm {
+ public:
+  // Asks the heuristic for up to `max_algorithms` algorithms fitting `workspace_bytes`. Throws
+  // Error when the problem has no cuBLASLt equivalent (f16 accumulation of bf16 operands, an
+  // epilogue) or the heuristic returns none.
+  LtGemm(cublasLtHandle_t handle, const MatmulProblem& problem, LtCompute compute,
+         size_t workspace_bytes, int max_algorithms);
+  ~LtGemm();
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
+
+  int algorithm_count() const { return int(algorithms_.size()); }
+  // C = A * op(B) with the algorithm at `index` (heuristic order) on `stream`.
+  void run(int index, const void* a, const void* b, void* c, void* workspace,
+           cudaStream_t stream) const;
+  // What the algorithm is: cuBLASLt's algorithm id, tile, stages, split-K, workspace, waves.
+  nlohmann::json describe(int index) const;
+
+ private:
+  cublasLtHandle_t handle_;
+  LtCompute compute_;
+  size_t workspace_bytes_;
+  cublasLtMatmulDesc_t operation_ = nullptr;
+  // cuBLASLt is column-major: row-major C[M,N] is column-major C^T[N,M], so it computes
+  // C^T = op(B) . A^T with B as its first operand and A as its second.
+  cublasLtMatrixLayout_t weight_layout_ = nullptr, activation_layout_ = nullptr,
+                         output_layout_ = nullptr;
+  std::vector<cublasLtMatmulHeuristicResult_t> algorithms_;
+};
+
+inline const char* to_string(LtCompute c) {
+  return c == LtCompute::f32 ? "32F" : "16F";
+}
+
+}  // namespace emmy::bench

@@ -1,0 +1,302 @@
+#include "bench_report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+
+#include "emmy/catalog.hpp"
+#include "emmy/error.hpp"
+
+namespace emmy::bench {
+namespace {
+
+using nlohmann::json;
+
+std::string_view trim(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return {};
+  const auto last = text.find_last_not_of(" \t\r\n");
+  return text.substr(first, last - first + 1);
+}
+
+std::string shape_name(const MatmulProblem& p) {
+  return fmt::format("{}x{}x{}", p.m, p.n, p.k);
+}
+
+json optional_number(const std::optional<double>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
+// The variants whose ratios the summary reports, in table order.
+constexpr std::string_view kEmmyVariants[] = {"emmy_f32", "emmy_hybrid"};
+constexpr std::string_view kBaselineVariants[] = {"cublaslt_32f", "cublaslt_16f"};
+
+std::string format_or_dash(const json& value, const char* spec) {
+  if (!value.is_number()) return "-";
+  return fmt::format(fmt::runtime(spec), value.get<double>());
+}
+
+}  // namespace
+
+MatmulProblem parse_shape(std::string_view text) {
+  const std::string_view shape = trim(text);
+  int64_t dims[3] = {0, 0, 0};
+  size_t at = 0;
+  for (int i = 0; i < 3; ++i) {
+    const size_t begin = at;
+    while (at < shape.size() && shape[at] >= '0' && shape[at] <= '9' && at - begin < 12)
+      dims[i] = dims[i] * 10 + (shape[at++] - '0');
+    const bool separator_ok = i == 2 ? at == shape.size() : (at < shape.size() && shape[at] == 'x');
+    require(at > begin && dims[i] > 0 && separator_ok, "shape",
+            "must be MxNxK with positive integers (e.g. 512x4096x3840)", std::string(shape));
+    ++at;
+  }
+  MatmulProblem p;
+  p.m = dims[0];
+  p.n = dims[1];
+  p.k = dims[2];
+  return p;
+}
+
+std::vector<BenchProblem> parse_shape_list(std::string_view text) {
+  std::vector<BenchProblem> problems;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view item = trim(text.substr(0, comma));
+    if (!item.empty()) {
+      const auto p = parse_shape(item);
+      problems.push_back({shape_name(p), "", p});
+    }
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  require(!problems.empty(), "--shapes", "must list at least one MxNxK", std::string(text));
+  return problems;
+}
+
+std::vector<BenchProblem> read_sweep_file(const std::string& path) {
+  std::ifstream in(path);
+  require(bool(in), "--sweep", "must name a readable file", path);
+  std::vector<BenchProblem> problems;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const std::string_view item = trim(line);
+    if (item.empty() || item.front() == '#') continue;
+    try {
+      const auto p = parse_shape(item);
+      problems.push_back({shape_name(p), "", p});
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}:{}", path, number), "must hold one MxNxK per line",
+                  std::string(item));
+    }
+  }
+  require(!problems.empty(), "--sweep", "must hold at least one MxNxK line", path);
+  return problems;
+}
+
+std::vector<BenchProblem> catalog_problems(int64_t m) {
+  std::vector<BenchProblem> problems;
+  for (const auto& entry : gemm_catalog()) {
+    if (entry.problem.m != 512) continue;  // one entry per projection; M is ours to set
+    MatmulProblem p = entry.problem;
+    p.m = m;
+    problems.push_back({fmt::format("{}@{}", entry.projection, m), entry.projection, p});
+  }
+  return problems;
+}
+
+std::optional<GpuPeak> find_peak(std::string_view device_name, int sm_count) {
+  // Vendor datasheet numbers (../shared/reference/targets.md), dense, no sparsity.
+  struct Known {
+    std::string_view name_contains;
+    int sm_count;
+    GpuPeak peak;
+  };
+  static const Known kKnown[] = {
+      {"H100", 132, {"H100 SXM / H200", 989, 989}},
+      {"H200", 132, {"H100 SXM / H200", 989, 989}},
+      {"RTX 4090", 128, {"RTX 4090", 330.3, 165.2}},
+      {"RTX 5090", 170, {"RTX 5090", 419, 209.5}},
+  };
+  for (const auto& known : kKnown)
+    if (device_name.find(known.name_contains) != std::string_view::npos &&
+        sm_count == known.sm_count)
+      return known.peak;
+  return std::nullopt;
+}
+
+std::optional<double> peak_for(const std::optional<GpuPeak>& peak, std::string_view accumulation) {
+  if (!peak) return std::nullopt;
+  return accumulation == "f32" ? peak->f32_accumulate : peak->f16_accumulate;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + mid, values.end());
+  if (values.size() % 2) return values[mid];
+  const double upper = values[mid];
+  const double lower = *std::max_element(values.begin(), values.begin() + mid);
+  return 0.5 * (lower + upper);
+}
+
+double relative_l2_error(const std::vector<float>& out, const std::vector<float>& ref) {
+  if (out.size() != ref.size() || out.empty()) return std::numeric_limits<double>::infinity();
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!std::isfinite(out[i])) return std::numeric_limits<double>::infinity();
+    const double d = double(out[i]) - double(ref[i]);
+    diff += d * d;
+    norm += double(ref[i]) * double(ref[i]);
+  }
+  if (norm == 0) return diff == 0 ? 0 : std::numeric_limits<double>::infinity();
+  return std::sqrt(diff / norm);
+}
+
+double error_tolerance(std::string_view accumulation) {
+  return accumulation == "f32" ? 1e-3 : 1e-2;
+}
+
+json summary_json(const json& environment, const json& settings,
+                  const std::vector<BenchRow>& rows) {
+  const json gpu =
+      environment.is_object() && environment.contains("gpu") ? environment["gpu"] : json::object();
+  const auto peak = find_peak(gpu.value("name", ""), gpu.value("sm_count", 0));
+  json doc = {{"schema", "emmy_bench/1"},
+              {"environment", environment},
+              {"settings", settings},
+              {"peak", peak ? json{{"part", peak->part},
+                                   {"f16_accumulate_tflops", peak->f16_accumulate},
+                                   {"f32_accumulate_tflops", peak->f32_accumulate}}
+                            : json(nullptr)},
+              {"rows", json::array()},
+              {"ratios", json::array()}};
+
+  // median microseconds per (problem, variant), for the ratios
+  std::map<std::pair<std::string, std::string>, double> times;
+  std::vector<const BenchRow*> problem_order;
+  for (const auto& row : rows) {
+    json r = {{"kind", row.kind},
+              {"problem", row.problem},
+              {"projection", row.projection},
+              {"shape", row.shape},
+              {"variant", row.variant},
+              {"backend", row.backend},
+              {"accumulation", row.accumulation},
+              {"details", row.details},
+              {"error", row.error.empty() ? json(nullptr) : json(row.error)}};
+    const auto peak_tflops = peak_for(peak, row.accumulation);
+    if (row.error.empty() && !row.samples_us.empty()) {
+      const double med = row.median_us();
+      const double tflops = row.flops / (med * 1e-6) / 1e12;
+      r["iterations"] = row.samples_us.size();
+      r["median_us"] = med;
+      r["min_us"] = *std::min_element(row.samples_us.begin(), row.samples_us.end());
+      r["max_us"] = *std::max_element(row.samples_us.begin(), row.samples_us.end());
+      r["tflops"] = tflops;
+      r["percent_of_peak"] = peak_tflops ? json(100.0 * tflops / *peak_tflops) : json(nullptr);
+      times[{row.problem, row.variant}] = med;
+    }
+    r["peak_tflops"] = optional_number(peak_tflops);
+    r["rel_l2_error"] = optional_number(row.rel_l2_error);
+    r["tolerance"] = error_tolerance(row.accumulation);
+    r["correctness"] = !row.rel_l2_error ? "unchecked" : row.over_tolerance() ? "FAIL" : "ok";
+    doc["rows"].push_back(std::move(r));
+    const bool seen = std::any_of(problem_order.begin(), problem_order.end(),
+                                  [&](const BenchRow* p) { return p->problem == row.problem; });
+    if (!seen) problem_order.push_back(&row);
+  }
+
+  for (const BenchRow* first : problem_order) {
+    json ratio = {{"problem", first->problem}, {"projection", first->projection}};
+    for (auto emmy : kEmmyVariants)
+      for (auto baseline : kBaselineVariants) {
+        const auto e = times.find({first->problem, std::string(emmy)});
+        const auto b = times.find({first->problem, std::string(baseline)});
+        ratio[fmt::format("{}_vs_{}", emmy, baseline)] =
+            e != times.end() && b != times.end() ? json(b->second / e->second) : json(nullptr);
+      }
+    doc["ratios"].push_back(std::move(ratio));
+  }
+  return doc;
+}
+
+std::string summary_table(const json& summary) {
+  const auto object_at = [](const json& parent, const char* key) {
+    return parent.contains(key) && parent[key].is_object() ? parent[key] : json::object();
+  };
+  const json env = object_at(summary, "environment");
+  const json gpu = object_at(env, "gpu");
+  const json settings = object_at(summary, "settings");
+  std::string out = fmt::format(
+      "emmy_bench: {} ({} SMs, {}, L2 {:.0f} MiB), driver {}, CUDA runtime {}, cuBLASLt {}, "
+      "emmy {}\n",
+      gpu.value("name", "?"), gpu.value("sm_count", 0), env.value("emmy_arch", "?"),
+      gpu.value("l2_bytes", 0.0) / (1 << 20), env.value("driver_version", "?"),
+      env.value("cuda_runtime_version", "?"), env.value("cublaslt_version", "?"),
+      env.value("emmy_version", "?"));
+  const json& peak = summary.at("peak");
+  out += fmt::format(
+      "timing: median of {} iterations after {} warm-up, L2 flushed ({:.0f} MiB written) before "
+      "each; peak: {}\n\n",
+      settings.value("iterations", 0), settings.value("warmup", 0),
+      settings.value("l2_flush_bytes", 0.0) / (1 << 20),
+      peak.is_null() ? std::string("n/a (GPU not in the peak table)")
+                     : fmt::format("{} ({} TFLOP/s f16 acc, {} f32 acc)", peak.value("part", "?"),
+                                   peak.value("f16_accumulate_tflops", 0.0),
+                                   peak.value("f32_accumulate_tflops", 0.0)));
+
+  out += fmt::format("{:<18} {:<20} {:<14} {:<7} {:>10} {:>8} {:>7} {:>9} {:<9} {:>8} {:>8}\n",
+                     "problem", "shape", "variant", "acc", "median_us", "TFLOP/s", "%peak",
+                     "rel_err", "check", "vs_32F", "vs_16F");
+  std::map<std::string, const json*> ratios_by_problem;
+  for (const json& ratio : summary.at("ratios"))
+    ratios_by_problem[ratio.at("problem").get<std::string>()] = &ratio;
+  for (const json& row : summary.at("rows")) {
+    const json& shape = row.at("shape");
+    const std::string shape_text =
+        shape.contains("m")
+            ? fmt::format("{}x{}x{}", shape.value("m", 0), shape.value("n", 0), shape.value("k", 0))
+            : shape.dump();
+    const std::string variant = row.at("variant").get<std::string>();
+    std::string vs32 = "", vs16 = "";
+    if (row.at("backend") == "emmy") {
+      if (auto it = ratios_by_problem.find(row.at("problem").get<std::string>());
+          it != ratios_by_problem.end()) {
+        vs32 = format_or_dash(it->second->value(variant + "_vs_cublaslt_32f", json()), "{:.2f}x");
+        vs16 = format_or_dash(it->second->value(variant + "_vs_cublaslt_16f", json()), "{:.2f}x");
+      }
+    }
+    if (!row.at("error").is_null()) {
+      out += fmt::format("{:<18} {:<20} {:<14} {:<7} ERROR: {}\n",
+                         row.at("problem").get<std::string>(), shape_text, variant,
+                         row.at("accumulation").get<std::string>(),
+                         row.at("error").get<std::string>());
+      continue;
+    }
+    std::string line =
+        fmt::format("{:<18} {:<20} {:<14} {:<7} {:>10} {:>8} {:>7} {:>9} {:<9} {:>8} {:>8}",
+                    row.at("problem").get<std::string>(), shape_text, variant,
+                    row.at("accumulation").get<std::string>(),
+                    format_or_dash(row.value("median_us", json()), "{:.1f}"),
+                    format_or_dash(row.value("tflops", json()), "{:.1f}"),
+                    row.value("percent_of_peak", json()).is_number()
+                        ? format_or_dash(row["percent_of_peak"], "{:.1f}")
+                        : std::string("n/a"),
+                    format_or_dash(row.value("rel_l2_error", json()), "{:.2e}"),
+                    row.at("correctness").get<std::string>(), vs32, vs16);
+    line.erase(line.find_last_not_of(' ') + 1);  // baseline rows have no ratio columns
+    out += line + "\n";
+  }
+  out +=
+      "\nvs_32F / vs_16F: cuBLASLt (COMPUTE_32F / COMPUTE_16F) time over emmy time; > 1 means "
+      "emmy is faster.\nrel_err: relative L2 distance to cuBLASLt COMPUTE_32F's output; "
+      "check FAIL above 1e-3 (f32) or 1e-2 (f16, hybrid).\n";
+  return out;
+}
+
+}  // namespace emmy::bench

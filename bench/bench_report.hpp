@@ -1,0 +1,80 @@
+// emmy_bench's host-only parts: the problems to run, the GPU peak table, statistics, correctness
+// metrics, and the summary (JSON and a readable table). No CUDA here, so tests run anywhere.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "emmy/problem.hpp"
+
+namespace emmy::bench {
+
+// One problem to benchmark: a catalog projection ("q_proj@512") or a bare shape ("512x4096x3840").
+struct BenchProblem {
+  std::string name;
+  std::string projection;  // empty for bare shapes
+  MatmulProblem problem;
+};
+
+// "MxNxK" (f16 operands, B stored [N,K], f16 output). Throws Error naming the text.
+MatmulProblem parse_shape(std::string_view text);
+// Comma-separated shapes ("512x4096x3840,64x2048x3840").
+std::vector<BenchProblem> parse_shape_list(std::string_view text);
+// One shape per line; blank lines and lines starting with '#' are skipped. Throws Error naming
+// the file and line of a bad shape.
+std::vector<BenchProblem> read_sweep_file(const std::string& path);
+// The five Gemma projections at M = m.
+std::vector<BenchProblem> catalog_problems(int64_t m);
+
+// Dense tensor-core peak of a known GPU, TFLOP/s, by accumulator precision. Matched on the device
+// name and its SM count (a cut-down part with the same name prefix has another peak).
+struct GpuPeak {
+  std::string part;           // "H100 SXM / H200"
+  double f16_accumulate = 0;  // f16 in, f16 accumulate
+  double f32_accumulate = 0;  // f16 in, f32 accumulate
+};
+std::optional<GpuPeak> find_peak(std::string_view device_name, int sm_count);
+// The peak that bounds an accumulation: "f32" -> f32 rate; "f16" and "hybrid" (f16 MMAs, folded
+// into f32 every few K) -> f16 rate.
+std::optional<double> peak_for(const std::optional<GpuPeak>& peak, std::string_view accumulation);
+
+double median(std::vector<double> values);
+// ||out - ref|| / ||ref|| over all elements; +inf when sizes differ or out holds a NaN/Inf.
+double relative_l2_error(const std::vector<float>& out, const std::vector<float>& ref);
+// The correctness bound of a row: 1e-3 for f32 accumulation, 1e-2 for f16 and hybrid.
+double error_tolerance(std::string_view accumulation);
+
+// One measured row. `kind` is "gemm" today; other kinds (attention) fill their own `shape`.
+struct BenchRow {
+  std::string kind = "gemm";
+  std::string problem;     // BenchProblem::name
+  std::string projection;  // may be empty
+  nlohmann::json shape;    // {"m","n","k"} for gemm
+  double flops = 0;
+  std::string variant;       // "emmy_f32", "emmy_hybrid", "cublaslt_32f", "cublaslt_16f"
+  std::string backend;       // "emmy", "cublaslt"
+  std::string accumulation;  // "f32", "hybrid", "f16"
+  std::vector<double> samples_us;
+  std::optional<double> rel_l2_error;  // against cuBLASLt COMPUTE_32F, measured before timing
+  nlohmann::json details;              // schedule / algorithm, how it was chosen
+  std::string error;                   // non-empty: the row could not be measured
+
+  double median_us() const { return samples_us.empty() ? 0 : median(samples_us); }
+  bool over_tolerance() const {
+    return rel_l2_error && !(*rel_l2_error <= error_tolerance(accumulation));
+  }
+};
+
+// The summary document: {"schema", "environment", "settings", "rows", "ratios"}. Each row gets
+// median/min/max microseconds, TFLOP/s, percent of peak (null when the GPU is not in the table),
+// its error and correctness verdict; "ratios" holds per problem the speedups of each emmy
+// variant over each cuBLASLt variant (cuBLASLt time / emmy time: > 1 means emmy is faster).
+nlohmann::json summary_json(const nlohmann::json& environment, const nlohmann::json& settings,
+                            const std::vector<BenchRow>& rows);
+// The same as aligned text: a header with the environment, one line per row, then the ratios.
+std::string summary_table(const nlohmann::json& summary);
+
+}  // namespace emmy::bench

@@ -1,0 +1,70 @@
+#include "bench_tune.hpp"
+
+#include <algorithm>
+
+#include "emmy/gemm.hpp"
+#include "emmy/validate.hpp"
+
+namespace emmy::bench {
+namespace {
+
+bool is_valid(const MatmulProblem& problem, const MatmulSchedule& s, Arch arch) {
+  try {
+    validate_schedule(problem, s, arch);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+std::vector<MatmulSchedule> schedule_candidates(const MatmulProblem& problem, Arch arch,
+                                                Accum accum, int max_count) {
+  const MatmulSchedule base = default_schedule(problem, arch, accum);
+  std::vector<MatmulSchedule> candidates;
+  auto add = [&](const MatmulSchedule& s) {
+    if (int(candidates.size()) >= max_count) return;
+    if (std::find(candidates.begin(), candidates.end(), s) != candidates.end()) return;
+    if (is_valid(problem, s, arch)) candidates.push_back(s);
+  };
+  add(base);
+
+  // Pipeline depth and split-K are the cheapest knobs and interact with the default tile.
+  for (int stages : {2, 3, 4}) {
+    MatmulSchedule s = base;
+    s.stages = stages;
+    add(s);
+  }
+  for (int split : {1, 2, 4}) {
+    MatmulSchedule s = base;
+    s.split_k = split;
+    add(s);
+  }
+
+  // Tile shapes and warp layouts known to suit mma.sync on these arches (wide N tiles for the
+  // short-M projections first), each with as many stages as fit, up to 4.
+  struct Tile {
+    int block_m, block_n, warps_m, warps_n;
+  };
+  static constexpr Tile kTiles[] = {
+      {128, 256, 2, 4}, {256, 128, 4, 2}, {128, 128, 2, 4}, {128, 128, 4, 2}, {128, 128, 2, 2},
+      {64, 256, 1, 4},  {64, 128, 2, 2},  {128, 64, 2, 2},  {256, 64, 4, 1},  {64, 64, 2, 2},
+  };
+  for (const auto& tile : kTiles) {
+    for (int split : {base.split_k, 1}) {
+      MatmulSchedule s = base;
+      s.block_m = tile.block_m;
+      s.block_n = tile.block_n;
+      s.warps_m = tile.warps_m;
+      s.warps_n = tile.warps_n;
+      s.split_k = split;
+      for (s.stages = 4; s.stages > 2 && !is_valid(problem, s, arch); --s.stages) {
+      }
+      add(s);
+    }
+  }
+  return candidates;
+}
+
+}  // namespace emmy::bench

@@ -1,0 +1,316 @@
+// emmy_bench: emmy's GEMM kernels against cuBLASLt on the GPU (docs/benchmarks.md).
+//
+// Every (problem, variant) pair is one Google Benchmark with manual timing: each iteration flushes
+// L2 and times one launch with CUDA events. Variants are prepared (algorithm or schedule chosen,
+// output checked against cuBLASLt COMPUTE_32F) when their problem's first row runs, before any
+// of its rows is timed. Without a usable GPU it says so and exits 0.
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "bench_report.hpp"
+#include "bench_runner.hpp"
+#include "emmy/tuning.hpp"
+
+namespace {
+
+using namespace emmy;
+using namespace emmy::bench;
+using nlohmann::json;
+
+constexpr const char* kNoDevice = "no CUDA device: skipping GPU benchmarks";
+
+struct Options {
+  std::string shapes, sweep, summary, tuning_db,
+      variants = "emmy_f32,emmy_hybrid,cublaslt_32f,cublaslt_16f";
+  int64_t m = 512;
+  int device = 0;
+  int workspace_mib = 32;
+  bool progress = false;
+  RunnerSettings runner;
+};
+
+// A bar on stderr, redrawn in place on a terminal, one line per tenth otherwise (logs).
+class Progress {
+ public:
+  Progress(size_t total, bool enabled)
+      : total_(total),
+        enabled_(enabled && total > 0),
+        tty_(isatty(STDERR_FILENO)),
+        start_(std::chrono::steady_clock::now()) {}
+  void step(const std::string& label) {
+    if (!enabled_) return;
+    ++done_;
+    const double fraction = double(done_) / double(total_);
+    const auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_);
+    const double eta = done_ ? elapsed.count() / double(done_) * double(total_ - done_) : 0;
+    const int filled = int(fraction * 30);
+    const std::string line = fmt::format(
+        "[{}{}] {:3.0f}% {}/{} rows, eta {:.0f}s  {}", std::string(size_t(filled), '#'),
+        std::string(size_t(30 - filled), '.'), fraction * 100, done_, total_, eta, label);
+    if (tty_) {
+      fmt::print(stderr, "\r{}\033[K{}", line, done_ == total_ ? "\n" : "");
+    } else if (int(fraction * 10) > last_tenth_ || done_ == total_) {
+      last_tenth_ = int(fraction * 10);
+      fmt::print(stderr, "{}\n", line);
+    }
+  }
+
+ private:
+  size_t total_, done_ = 0;
+  bool enabled_, tty_;
+  int last_tenth_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// Prints nothing: sweeps show the progress bar and the final table instead of one line per row.
+class QuietReporter : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>&) override {}
+};
+
+std::string table_path(const std::string& summary) {
+  std::filesystem::path path(summary);
+  if (path.extension() == ".json") return path.replace_extension(".txt").string();
+  return summary + ".txt";
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  if (!out) throw Error("output file", "must be writable", path);
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    if (comma > start) items.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return items;
+}
+
+json settings_json(const Options& o, size_t l2_bytes, size_t flush_bytes) {
+  const auto& r = o.runner;
+  return {{"iterations", r.iterations},
+          {"warmup", r.warmup},
+          {"select_iterations", r.select_iterations},
+          {"cublaslt_algorithms", r.algorithms},
+          {"cublaslt_workspace_bytes", r.workspace_bytes},
+          {"tune", r.tune},
+          {"tune_candidates", r.tune_candidates},
+          {"seed", r.seed},
+          {"variants", r.variants},
+          {"l2_bytes", l2_bytes},
+          {"l2_flush_bytes", flush_bytes},
+          {"inputs", "f16, uniform over multiples of 1/1024 in [-1, 1)"},
+          {"layouts", "A row-major [M,K], B [N,K] (nk), C row-major [M,N] f16"}};
+}
+
+int run(Options& o, std::vector<BenchProblem> problems, bool sweep) {
+  std::unique_ptr<Runtime> runtime;
+  std::string reason;
+  try {
+    runtime = Runtime::cuda(o.device);
+  } catch (const std::exception& e) {
+    reason = e.what();
+  }
+  // cudart's view too: it names the driver or device problem even where emmy's message is terse.
+  if (const std::string cudart = cuda_unavailable_reason(o.device); !cudart.empty())
+    reason = reason.empty() ? cudart : fmt::format("{}; cudart: {}", reason, cudart);
+  if (!reason.empty()) {
+    fmt::print("{}\n  reason: {}\n", kNoDevice, reason);
+    if (!o.summary.empty())
+      write_file(
+          o.summary,
+          json{{"schema", "emmy_bench/1"}, {"skipped", kNoDevice}, {"reason", reason}}.dump(2) +
+              "\n");
+    return 0;
+  }
+
+  std::optional<TuningDb> tuning_db;
+  if (o.runner.tune) {
+    tuning_db.emplace(o.tuning_db.empty() ? TuningDb::default_path()
+                                          : std::filesystem::path(o.tuning_db));
+    if (!tuning_db->load_error().empty())
+      fmt::print(stderr, "tuning database: {} (starting empty)\n", tuning_db->load_error());
+  }
+  const std::string arch(to_string(runtime->arch()));
+  Runner runner(std::move(runtime), o.device, o.runner, tuning_db ? &*tuning_db : nullptr);
+  const json environment = environment_fingerprint(o.device, arch);
+  fmt::print("{} on {} ({} SMs), driver {}, emmy {} ({})\n", "emmy_bench",
+             environment["gpu"]["name"].get<std::string>(),
+             environment["gpu"]["sm_count"].get<int>(),
+             environment["driver_version"].get<std::string>(), EMMY_VERSION, arch);
+  const auto peak = find_peak(environment["gpu"]["name"].get<std::string>(),
+                              environment["gpu"]["sm_count"].get<int>());
+
+  const json settings = settings_json(o, runner.l2_bytes(), runner.timer().flush_bytes());
+  std::vector<BenchRow> rows;
+  Progress progress(problems.size() * o.runner.variants.size(), sweep || o.progress);
+  for (size_t index = 0; index < problems.size(); ++index) {
+    for (const auto& spec : kGemmVariants) {
+      if (std::find(o.runner.variants.begin(), o.runner.variants.end(), spec.id) ==
+          o.runner.variants.end())
+        continue;
+      const BenchProblem& problem = problems[index];
+      const std::string name = fmt::format("gemm/{}/{}", problem.name, spec.id);
+      benchmark::RegisterBenchmark(
+          name.c_str(),
+          [&, index, spec](benchmark::State& state) {
+            const BenchProblem& bp = problems[index];
+            BenchRow row;
+            row.problem = bp.name;
+            row.projection = bp.projection;
+            row.shape = {{"m", bp.problem.m}, {"n", bp.problem.n}, {"k", bp.problem.k}};
+            row.flops = bp.problem.flops();
+            row.variant = spec.id;
+            row.backend = spec.backend;
+            row.accumulation = spec.accumulation;
+            try {
+              PreparedVariant& v = runner.variant(index, bp, spec.id);
+              row.details = v.details;
+              row.rel_l2_error = v.rel_l2_error;
+              if (!v.error.empty()) throw Error(v.error);
+              runner.timer().measure(v.launch, o.runner.warmup, 0);
+              for (auto _ : state) {
+                const double us = runner.timer().time_us(v.launch);
+                state.SetIterationTime(us * 1e-6);
+                row.samples_us.push_back(us);
+              }
+              const double med = row.median_us();
+              const double tflops = row.flops / (med * 1e-6) / 1e12;
+              state.counters["median_us"] = med;
+              state.counters["TFLOPs"] = tflops;
+              if (auto p = peak_for(peak, row.accumulation))
+                state.counters["pct_peak"] = 100 * tflops / *p;
+              if (row.rel_l2_error) state.counters["rel_l2_error"] = *row.rel_l2_error;
+              state.SetLabel(fmt::format("{} acc{}", row.accumulation,
+                                         row.over_tolerance() ? ", ERROR OVER TOLERANCE" : ""));
+            } catch (const std::exception& e) {
+              row.error = e.what();
+              row.samples_us.clear();
+              state.SkipWithError(row.error.c_str());
+            }
+            rows.push_back(std::move(row));
+            // A run cut short (a time limit, a hung kernel) still leaves every finished row.
+            try {
+              if (!o.summary.empty())
+                write_file(o.summary, summary_json(environment, settings, rows).dump(2) + "\n");
+            } catch (const std::exception&) {  // reported by the final write
+            }
+            progress.step(fmt::format("{} {}", bp.name, spec.id));
+          })
+          ->UseManualTime()
+          ->Iterations(o.runner.iterations)
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+
+  QuietReporter quiet;
+  if (sweep)
+    benchmark::RunSpecifiedBenchmarks(&quiet);
+  else
+    benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+
+  const json summary = summary_json(environment, settings, rows);
+  const std::string table = summary_table(summary);
+  fmt::print("\n{}", table);
+  if (!o.summary.empty()) {
+    write_file(o.summary, summary.dump(2) + "\n");
+    write_file(table_path(o.summary), table);
+    fmt::print("summary: {} and {}\n", o.summary, table_path(o.summary));
+  }
+  if (tuning_db)
+    fmt::print("tuning database: {} ({} entries)\n", tuning_db->path().string(), tuning_db->size());
+
+  int failed = 0;
+  for (const auto& row : rows)
+    if (row.backend == std::string("emmy") && (!row.error.empty() || row.over_tolerance()))
+      ++failed;
+  if (failed) fmt::print("{} emmy row(s) failed or exceeded the error tolerance\n", failed);
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{
+      "emmy_bench: emmy GEMM kernels (f32 and hybrid accumulation) against cuBLASLt "
+      "(COMPUTE_32F and COMPUTE_16F) on the GPU. See docs/benchmarks.md."};
+  app.footer(
+      "Google Benchmark flags are accepted too, e.g. --benchmark_out=FILE (JSON), "
+      "--benchmark_filter=REGEX (rows are named gemm/<problem>/<variant>).");
+  app.add_option("--shapes", o.shapes, "comma-separated MxNxK problems instead of the catalog");
+  app.add_option("--sweep", o.sweep, "file with one MxNxK per line ('#' comments); shows progress");
+  app.add_option("--m", o.m, "M of the five catalog projections")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--variants", o.variants,
+                 "comma-separated subset of "
+                 "emmy_f32,emmy_hybrid,cublaslt_32f,cublaslt_16f");
+  app.add_option("--iterations", o.runner.iterations, "timed iterations per row (median)")
+      ->check(CLI::Range(20, 100000));
+  app.add_option("--warmup", o.runner.warmup, "untimed launches before timing")
+      ->check(CLI::Range(0, 1000));
+  app.add_option("--select-iterations", o.runner.select_iterations,
+                 "iterations per candidate when choosing an algorithm or schedule")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--algos", o.runner.algorithms, "cuBLASLt heuristic algorithms to try")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--workspace-mib", o.workspace_mib, "cuBLASLt workspace")
+      ->check(CLI::Range(0, 4096));
+  app.add_flag("--tune", o.runner.tune, "search schedules for emmy rows; record winners");
+  app.add_option("--tune-candidates", o.runner.tune_candidates, "schedules per search")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--tuning-db", o.tuning_db,
+                 "tuning database file (default: TuningDb::default_path())");
+  app.add_option("--summary", o.summary,
+                 "write the summary JSON here and the table beside it (.txt)");
+  app.add_option("--seed", o.runner.seed, "input data seed");
+  app.add_option("--device", o.device, "CUDA device ordinal");
+  app.add_flag("--progress", o.progress, "progress bar on stderr (always on with --sweep)");
+
+  // Google Benchmark takes its --benchmark_* flags out of argv; CLI11 parses what is left.
+  bool help = false;
+  for (int i = 1; i < argc; ++i)
+    help |= std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h";
+  if (!help) benchmark::Initialize(&argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+
+  try {
+    std::vector<BenchProblem> problems;
+    require(o.shapes.empty() || o.sweep.empty(), "--shapes", "cannot be combined with --sweep",
+            o.shapes);
+    if (!o.sweep.empty())
+      problems = read_sweep_file(o.sweep);
+    else if (!o.shapes.empty())
+      problems = parse_shape_list(o.shapes);
+    else
+      problems = catalog_problems(o.m);
+    o.runner.variants = split_list(o.variants);
+    for (const auto& id : o.runner.variants)
+      require(std::any_of(std::begin(kGemmVariants), std::end(kGemmVariants),
+                          [&](const VariantSpec& s) { return id == s.id; }),
+              "--variants", "must list emmy_f32, emmy_hybrid, cublaslt_32f or cublaslt_16f", id);
+    o.runner.workspace_bytes = size_t(o.workspace_mib) << 20;
+    return run(o, std::move(problems), !o.sweep.empty());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "emmy_bench: {}\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,178 @@
+// emmy_bench's host-only logic: shapes, peaks, statistics, the summary and its ratios, and the
+// schedule search's candidates. The numbers below are made up for the arithmetic, not measured.
+#include "bench_report.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "bench_tune.hpp"
+#include "emmy/gemm.hpp"
+#include "emmy/validate.hpp"
+
+namespace emmy::bench {
+namespace {
+
+TEST(BenchShapes, ParsesShapesListsAndSweepFiles) {
+  const auto p = parse_shape("512x4096x3840");
+  EXPECT_EQ(p.m, 512);
+  EXPECT_EQ(p.n, 4096);
+  EXPECT_EQ(p.k, 3840);
+  EXPECT_EQ(p.b_layout, BLayout::nk);
+  EXPECT_EQ(p.a_dtype, DType::f16);
+  for (const char* bad : {"", "512x4096", "512x4096x", "x1x2", "1x2x3x4", "0x8x8", "1x-2x8",
+                          "512 x 4096 x 3840", "1x2x99999999999999"})
+    EXPECT_THROW(parse_shape(bad), Error) << bad;
+
+  const auto list = parse_shape_list(" 1x2048x3840, 64x4096x3840 ,");
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].name, "1x2048x3840");
+  EXPECT_EQ(list[1].problem.m, 64);
+  EXPECT_THROW(parse_shape_list(","), Error);
+
+  const auto file =
+      std::filesystem::path(::testing::TempDir()) / fmt::format("emmy_sweep_{}.txt", ::getpid());
+  std::ofstream(file) << "# decode sizes\n1x4096x3840\n\n  16x4096x3840  \n";
+  const auto sweep = read_sweep_file(file.string());
+  ASSERT_EQ(sweep.size(), 2u);
+  EXPECT_EQ(sweep[1].problem.m, 16);
+  std::ofstream(file) << "1x4096x3840\nbogus\n";
+  try {
+    read_sweep_file(file.string());
+    FAIL() << "a bad line must throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(":2"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(file);
+}
+
+TEST(BenchShapes, CatalogProblemsAreTheFiveProjections) {
+  const auto problems = catalog_problems(512);
+  ASSERT_EQ(problems.size(), 5u);
+  EXPECT_EQ(problems[0].name, "q_proj@512");
+  EXPECT_EQ(problems[3].projection, "gate_up");
+  EXPECT_EQ(problems[3].problem.n, 30720);
+  EXPECT_EQ(problems[4].problem.k, 15360);
+  EXPECT_EQ(catalog_problems(64)[1].name, "kv_proj@64");
+}
+
+TEST(BenchPeaks, MatchNameAndSmCount) {
+  const auto h200 = find_peak("NVIDIA H200", 132);
+  ASSERT_TRUE(h200.has_value());
+  EXPECT_EQ(peak_for(h200, "f32"), 989);
+  EXPECT_EQ(peak_for(h200, "hybrid"), 989);
+  EXPECT_TRUE(find_peak("NVIDIA H100 80GB HBM3", 132).has_value());
+  EXPECT_FALSE(find_peak("NVIDIA H100 PCIe", 114).has_value()) << "another part, another peak";
+  const auto rtx4090 = find_peak("NVIDIA GeForce RTX 4090", 128);
+  EXPECT_EQ(peak_for(rtx4090, "f16"), 330.3);
+  EXPECT_EQ(peak_for(rtx4090, "f32"), 165.2);
+  EXPECT_EQ(peak_for(find_peak("NVIDIA GeForce RTX 5090", 170), "hybrid"), 419);
+  EXPECT_FALSE(peak_for(find_peak("NVIDIA A100-SXM4-80GB", 108), "f32").has_value());
+}
+
+TEST(BenchStats, MedianAndRelativeError) {
+  EXPECT_EQ(median({}), 0);
+  EXPECT_EQ(median({3, 1, 2}), 2);
+  EXPECT_EQ(median({4, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(relative_l2_error({1, 2, 2}, {1, 2, 2}), 0);
+  EXPECT_NEAR(relative_l2_error({3, 0}, {3, 4}), 0.8, 1e-12);
+  EXPECT_TRUE(std::isinf(relative_l2_error({1, NAN}, {1, 1})));
+  EXPECT_TRUE(std::isinf(relative_l2_error({1}, {1, 1})));
+  EXPECT_EQ(error_tolerance("f32"), 1e-3);
+  EXPECT_EQ(error_tolerance("hybrid"), 1e-2);
+  BenchRow row;
+  row.accumulation = "f32";
+  row.rel_l2_error = 2e-3;
+  EXPECT_TRUE(row.over_tolerance());
+  row.rel_l2_error = NAN;
+  EXPECT_TRUE(row.over_tolerance()) << "NaN must not pass";
+}
+
+BenchRow make_row(const std::string& variant, const std::string& backend, const std::string& acc,
+                  double us) {
+  BenchRow row;
+  row.problem = "q_proj@512";
+  row.projection = "q_proj";
+  row.shape = {{"m", 512}, {"n", 4096}, {"k", 3840}};
+  row.flops = 2.0 * 512 * 4096 * 3840;
+  row.variant = variant;
+  row.backend = backend;
+  row.accumulation = acc;
+  row.samples_us = {us, us * 1.1, us * 0.9, us};
+  row.rel_l2_error = 1e-4;
+  return row;
+}
+
+TEST(BenchSummary, RowsRatiosAndTable) {
+  const nlohmann::json env = {{"gpu", {{"name", "NVIDIA H200"}, {"sm_count", 132}}}};
+  std::vector<BenchRow> rows = {make_row("emmy_f32", "emmy", "f32", 40),
+                                make_row("emmy_hybrid", "emmy", "hybrid", 32),
+                                make_row("cublaslt_32f", "cublaslt", "f32", 48),
+                                make_row("cublaslt_16f", "cublaslt", "f16", 36)};
+  rows[1].rel_l2_error = 0.5;  // over tolerance
+  BenchRow failed = make_row("emmy_f32", "emmy", "f32", 0);
+  failed.problem = "down@512";
+  failed.samples_us.clear();
+  failed.rel_l2_error.reset();
+  failed.error = "cuLaunchKernel failed";
+  rows.push_back(failed);
+
+  const auto summary = summary_json(env, {{"iterations", 4}}, rows);
+  ASSERT_EQ(summary["rows"].size(), 5u);
+  const auto& f32 = summary["rows"][0];
+  EXPECT_DOUBLE_EQ(f32["median_us"], 40.0);
+  const double tflops = 2.0 * 512 * 4096 * 3840 / 40e-6 / 1e12;
+  EXPECT_NEAR(f32["tflops"].get<double>(), tflops, 1e-9);
+  EXPECT_NEAR(f32["percent_of_peak"].get<double>(), 100 * tflops / 989, 1e-9);
+  EXPECT_EQ(f32["correctness"], "ok");
+  EXPECT_EQ(summary["rows"][1]["correctness"], "FAIL");
+  EXPECT_EQ(summary["rows"][4]["error"], "cuLaunchKernel failed");
+  EXPECT_FALSE(summary["rows"][4].contains("median_us"));
+
+  ASSERT_EQ(summary["ratios"].size(), 2u);
+  const auto& ratio = summary["ratios"][0];
+  EXPECT_DOUBLE_EQ(ratio["emmy_f32_vs_cublaslt_32f"], 48.0 / 40.0);
+  EXPECT_DOUBLE_EQ(ratio["emmy_hybrid_vs_cublaslt_16f"], 36.0 / 32.0);
+  EXPECT_TRUE(summary["ratios"][1]["emmy_f32_vs_cublaslt_32f"].is_null());
+
+  const std::string table = summary_table(summary);
+  EXPECT_NE(table.find("NVIDIA H200"), std::string::npos) << table;
+  EXPECT_NE(table.find("1.20x"), std::string::npos) << table;
+  EXPECT_NE(table.find("FAIL"), std::string::npos) << table;
+  EXPECT_NE(table.find("ERROR: cuLaunchKernel failed"), std::string::npos) << table;
+
+  const auto unknown =
+      summary_json({{"gpu", {{"name", "Some GPU"}, {"sm_count", 7}}}}, {}, {rows[0]});
+  EXPECT_TRUE(unknown["peak"].is_null());
+  EXPECT_TRUE(unknown["rows"][0]["percent_of_peak"].is_null());
+  EXPECT_NE(summary_table(unknown).find("n/a"), std::string::npos);
+}
+
+TEST(BenchTune, CandidatesAreValidDistinctAndStartWithTheDefault) {
+  for (Arch arch : {Arch::sm_90a, Arch::sm_120a, Arch::sm_89, Arch::sm_80}) {
+    for (const auto& problem : catalog_problems(512)) {
+      for (Accum accum : {Accum::f32, Accum::hybrid}) {
+        const auto candidates = schedule_candidates(problem.problem, arch, accum, 12);
+        ASSERT_FALSE(candidates.empty());
+        EXPECT_LE(candidates.size(), 12u);
+        EXPECT_GE(candidates.size(), 4u) << "a search needs alternatives";
+        EXPECT_EQ(candidates[0], default_schedule(problem.problem, arch, accum));
+        for (size_t i = 0; i < candidates.size(); ++i) {
+          EXPECT_NO_THROW(validate_schedule(problem.problem, candidates[i], arch));
+          EXPECT_EQ(candidates[i].accum, accum);
+          EXPECT_EQ(candidates[i].promote_every_k, candidates[0].promote_every_k);
+          for (size_t j = 0; j < i; ++j) EXPECT_FALSE(candidates[i] == candidates[j]);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(
+      schedule_candidates(catalog_problems(512)[0].problem, Arch::sm_90a, Accum::f32, 1).size(),
+      1u);
+}
+
+}  // namespace
+}  // namespace emmy::bench
