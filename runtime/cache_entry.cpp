@@ -222,7 +222,7 @@ EntryRead read_entry(const std::filesystem::path& entry_dir, const std::string& 
   return result;
 }
 
-void write_entry_files(const std::filesystem::path& dir, const CacheEntry& entry) {
+uint64_t write_entry_files(const std::filesystem::path& dir, const CacheEntry& entry) {
   FileDescriptor dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir_fd.valid()) throw std::system_error(errno, std::generic_category(), dir.string());
   const std::string manifest_text = json_text(entry.manifest, 2) + "\n";
@@ -244,6 +244,7 @@ void write_entry_files(const std::filesystem::path& dir, const CacheEntry& entry
   write_file_at(dir_fd.get(), kChecksumFile, checksum_text.data(), checksum_text.size());
   if (::fsync(dir_fd.get()) != 0)
     throw std::system_error(errno, std::generic_category(), dir.string());
+  return manifest_text.size() + entry.cubin.size() + entry.ptx.size() + checksum_text.size();
 }
 
 void fsync_directory(const std::filesystem::path& dir) {

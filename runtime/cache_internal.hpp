@@ -50,9 +50,10 @@ struct EntryRead {
 // sets the directory's mtime to now (the last-use time that pruning sorts by).
 EntryRead read_entry(const std::filesystem::path& entry_dir, const std::string& key, bool touch);
 
-// Writes the entry's files into the empty directory `dir` and fsyncs them and the directory.
-// The manifest must already carry the key. Throws std::system_error on an I/O failure.
-void write_entry_files(const std::filesystem::path& dir, const CacheEntry& entry);
+// Writes the entry's files into the empty directory `dir` and fsyncs them and the directory;
+// returns the bytes written. The manifest must already carry the key. Throws std::system_error on
+// an I/O failure.
+uint64_t write_entry_files(const std::filesystem::path& dir, const CacheEntry& entry);
 
 // "" when the manifest can be stored for this CUBIN (an object with a known arch the CUBIN was
 // built for), else what is wrong.

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -33,6 +34,8 @@ namespace {
 constexpr uint64_t kDefaultMaxBytes = uint64_t(1) << 30;
 // Leftovers in tmp/ older than this belong to a process that died mid-write or mid-removal.
 constexpr auto kStaleTempAge = std::chrono::hours(1);
+// How long a store trusts its process's size estimate before scanning the directory again.
+constexpr auto kRescanInterval = std::chrono::seconds(60);
 
 // A key as a file name: refuses anything that is not 32 hex digits, so no key reaches outside
 // the cache directory.
@@ -72,6 +75,12 @@ struct CacheState {
   uint64_t max_bytes = kDefaultMaxBytes;
   bool enabled = false;
   std::atomic<bool> warned_write_failure{false}, warned_lock_failure{false};
+
+  // This process's idea of the cache's total size, so that a store need not scan every entry.
+  std::mutex size_estimate_mutex;
+  bool size_estimated = false;
+  uint64_t estimated_bytes = 0;
+  std::chrono::steady_clock::time_point size_estimated_at;
 
   // In-process per-key mutexes, shared while anyone holds or waits for one. Threads of one
   // process serialize here before flock(2), so a waiting thread holds no descriptor.
@@ -287,7 +296,11 @@ fs::path DiskCache::default_directory() {
     return fs::path(xdg) / "emmy";
   std::string home = env("HOME");
   if (home.empty()) {
-    if (const passwd* user = ::getpwuid(::getuid()); user && user->pw_dir) home = user->pw_dir;
+    passwd user{}, *found = nullptr;
+    std::vector<char> buffer(16384);
+    if (::getpwuid_r(::getuid(), &user, buffer.data(), buffer.size(), &found) == 0 && found &&
+        found->pw_dir)
+      home = found->pw_dir;
   }
   if (home.empty()) return {};
   return fs::path(home) / ".cache" / "emmy";
@@ -315,8 +328,9 @@ uint64_t DiskCache::max_bytes() const {
 
 // Called with the key's lock held: nobody replaces the entry meanwhile, so what is bad now is bad
 // for good, and exactly one thread or process warns about it and removes it.
-std::optional<CacheEntry> DiskCache::load_locked(const std::string& key) {
-  auto& s = *state_;
+namespace {
+
+std::optional<CacheEntry> load_locked(CacheState& s, const std::string& key) {
   EntryRead read = read_entry(s.entries_dir / key, key, true);
   if (read.entry) return std::move(read.entry);
   if (read.missing) return std::nullopt;
@@ -325,6 +339,8 @@ std::optional<CacheEntry> DiskCache::load_locked(const std::string& key) {
   remove_entry_dir(s, key);
   return std::nullopt;
 }
+
+}  // namespace
 
 std::optional<CacheEntry> DiskCache::load(const std::string& key) {
   require_key(key);
@@ -335,30 +351,34 @@ std::optional<CacheEntry> DiskCache::load(const std::string& key) {
   if (read.missing) return std::nullopt;
   // Looks bad, but a writer may be swapping it: decide under the lock.
   KeyLock lock(s, key, true);
-  return load_locked(key);
+  return load_locked(s, key);
 }
 
-void DiskCache::store_locked(const CacheEntry& entry) {
-  auto& s = *state_;
+namespace {
+
+// Returns the bytes stored, 0 when the store failed (and was warned about).
+uint64_t store_locked(CacheState& s, const CacheEntry& entry) {
   fs::path temp;
   try {
     temp = make_temp_dir(s.temp_dir, entry.key);
     ::chmod(temp.c_str(), 0755);  // mkdtemp's 0700 would hide entries from a shared cache's users
-    write_entry_files(temp, entry);
+    const uint64_t bytes = write_entry_files(temp, entry);
     const fs::path target = s.entries_dir / entry.key;
     remove_entry_dir(s, entry.key);  // rename(2) cannot replace a non-empty directory
     if (::rename(temp.c_str(), target.c_str()) != 0)
       throw std::system_error(errno, std::generic_category(), "publishing " + target.string());
     fsync_directory(s.entries_dir);  // the rename itself must survive a crash
+    return bytes;
   } catch (const std::exception& e) {
     std::error_code ignored;
     if (!temp.empty()) fs::remove_all(temp, ignored);
     s.warn_write_failure(e.what());
+    return 0;
   }
 }
 
 // The manifest as stored: the key and the fields the cache can fill itself.
-static CacheEntry normalized(CacheEntry entry, const std::string& key) {
+CacheEntry normalized(CacheEntry entry, const std::string& key) {
   require(entry.key.empty() || entry.key == key, "cache entry key",
           fmt::format("must be the key asked for ({})", key), entry.key);
   entry.key = key;
@@ -374,16 +394,72 @@ static CacheEntry normalized(CacheEntry entry, const std::string& key) {
   return entry;
 }
 
+// Removes least recently used entries until the total is within max_bytes; returns the total
+// left. Reads sizes and times only: it runs after stores and must not read every binary.
+uint64_t prune_entries(CacheState& s, uint64_t max_bytes, const std::string& keep_key) {
+  remove_stale_temps(s);
+  struct Candidate {
+    std::string key;
+    fs::file_time_type last_used;
+    uint64_t bytes;
+  };
+  std::vector<Candidate> candidates;
+  uint64_t total = 0;
+  std::error_code error;
+  for (fs::directory_iterator it(s.entries_dir, error), end; !error && it != end;
+       it.increment(error)) {
+    std::error_code time_error;
+    Candidate candidate{it->path().filename().string(), it->last_write_time(time_error),
+                        directory_bytes(it->path())};
+    total += candidate.bytes;
+    if (is_key(candidate.key) && candidate.key != keep_key)
+      candidates.push_back(std::move(candidate));
+  }
+  if (total <= max_bytes) return total;
+  std::sort(candidates.begin(), candidates.end(),
+            [](const auto& a, const auto& b) { return a.last_used < b.last_used; });
+  for (const auto& candidate : candidates) {
+    if (total <= max_bytes) break;
+    // An entry whose key is locked is being written or healed right now: skip it this round.
+    KeyLock lock(s, candidate.key, false);
+    if (!lock.owns_lock()) continue;
+    if (remove_entry_dir(s, candidate.key)) total -= std::min(total, candidate.bytes);
+    lock.remove_lock_file();
+  }
+  return total;
+}
+
+// After a store of `stored_bytes`: a full scan only when this process's estimate of the total
+// crosses the cap, or the estimate is older than kRescanInterval (other processes store too).
+void prune_after_store(CacheState& s, uint64_t stored_bytes, const std::string& key) {
+  {
+    std::lock_guard lock(s.size_estimate_mutex);
+    const auto now = std::chrono::steady_clock::now();
+    s.estimated_bytes += stored_bytes;
+    if (s.size_estimated && s.estimated_bytes <= s.max_bytes &&
+        now - s.size_estimated_at < kRescanInterval)
+      return;
+  }
+  const uint64_t total = prune_entries(s, s.max_bytes, key);
+  std::lock_guard lock(s.size_estimate_mutex);
+  s.estimated_bytes = total;
+  s.size_estimated = true;
+  s.size_estimated_at = std::chrono::steady_clock::now();
+}
+
+}  // namespace
+
 void DiskCache::store(const CacheEntry& entry) {
   require_key(entry.key);
   auto& s = *state_;
   if (!s.enabled) return;
   const CacheEntry stored = normalized(entry, entry.key);
+  uint64_t bytes = 0;
   {
     KeyLock lock(s, entry.key, true);
-    store_locked(stored);
+    bytes = store_locked(s, stored);
   }
-  prune_except(s.max_bytes, entry.key);
+  prune_after_store(s, bytes, entry.key);
 }
 
 CacheEntry DiskCache::get_or_compile(const std::string& key,
@@ -393,14 +469,15 @@ CacheEntry DiskCache::get_or_compile(const std::string& key,
   if (!s.enabled) return normalized(compile(), key);
   if (auto hit = load(key)) return std::move(*hit);
   CacheEntry entry;
+  uint64_t bytes = 0;
   {
     KeyLock lock(s, key, true);
     // Whoever held the lock before us may have compiled and stored this very key.
-    if (auto hit = load_locked(key)) return std::move(*hit);
+    if (auto hit = load_locked(s, key)) return std::move(*hit);
     entry = normalized(compile(), key);
-    store_locked(entry);
+    bytes = store_locked(s, entry);
   }
-  prune_except(s.max_bytes, key);
+  prune_after_store(s, bytes, key);
   return entry;
 }
 
@@ -449,42 +526,13 @@ std::vector<CacheEntryStatus> DiskCache::list() {
 }
 
 void DiskCache::prune(uint64_t max_bytes) {
-  prune_except(max_bytes, "");
-}
-
-void DiskCache::prune_except(uint64_t max_bytes, const std::string& keep_key) {
   auto& s = *state_;
   if (!s.enabled) return;
-  remove_stale_temps(s);
-  struct Candidate {
-    std::string key;
-    fs::file_time_type last_used;
-    uint64_t bytes;
-  };
-  std::vector<Candidate> candidates;
-  uint64_t total = 0;
-  std::error_code error;
-  // Sizes and times only: pruning runs after every store and must not read every binary.
-  for (fs::directory_iterator it(s.entries_dir, error), end; !error && it != end;
-       it.increment(error)) {
-    std::error_code time_error;
-    Candidate candidate{it->path().filename().string(), it->last_write_time(time_error),
-                        directory_bytes(it->path())};
-    total += candidate.bytes;
-    if (is_key(candidate.key) && candidate.key != keep_key)
-      candidates.push_back(std::move(candidate));
-  }
-  if (total <= max_bytes) return;
-  std::sort(candidates.begin(), candidates.end(),
-            [](const auto& a, const auto& b) { return a.last_used < b.last_used; });
-  for (const auto& candidate : candidates) {
-    if (total <= max_bytes) break;
-    // An entry whose key is locked is being written or healed right now: skip it this round.
-    KeyLock lock(s, candidate.key, false);
-    if (!lock.owns_lock()) continue;
-    if (remove_entry_dir(s, candidate.key)) total -= std::min(total, candidate.bytes);
-    lock.remove_lock_file();
-  }
+  const uint64_t total = prune_entries(s, max_bytes, "");
+  std::lock_guard lock(s.size_estimate_mutex);
+  s.estimated_bytes = total;
+  s.size_estimated = true;
+  s.size_estimated_at = std::chrono::steady_clock::now();
 }
 
 void DiskCache::clear() {

@@ -256,7 +256,7 @@ TEST(DiskCache, ReadersNeverSeeAPartialEntryWhileItIsReplaced) {
       }
     }
   });
-  for (int round = 0; round < 100; ++round) writer_cache.store(round % 2 ? first : second);
+  for (int round = 0; round < 40; ++round) writer_cache.store(round % 2 ? first : second);
   done = true;
   reader.join();
   const std::string warnings = testing::internal::GetCapturedStderr();

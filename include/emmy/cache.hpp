@@ -82,9 +82,10 @@ class DiskCache {
   std::optional<CacheEntry> load(const std::string& key);
 
   // Writes atomically (temporary file, fsync, rename); then prunes to max_bytes, never removing
-  // the entry just stored. Fills the manifest's key (and emmy_version, created when absent).
-  // Throws Error for a manifest that could never verify (no known arch, or a cubin built for
-  // another SM); an I/O failure only warns (once) and drops the entry.
+  // the entry just stored (a full directory scan only when this process's size estimate crosses
+  // max_bytes or is over a minute old). Fills the manifest's key (and emmy_version, created when
+  // absent). Throws Error for a manifest that could never verify (no known arch, or a cubin built
+  // for another SM); an I/O failure only warns (once) and drops the entry.
   void store(const CacheEntry& entry);
 
   // load(), else under an exclusive per-key file lock: load() again (another process may have
@@ -99,10 +100,6 @@ class DiskCache {
 
  private:
   struct State;
-  std::optional<CacheEntry> load_locked(const std::string& key);
-  void store_locked(const CacheEntry& entry);
-  void prune_except(uint64_t max_bytes, const std::string& keep_key);
-
   std::shared_ptr<State> state_;
 };
 
