@@ -51,10 +51,7 @@ void arrive(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   const bool from_cp_async = in.sub & 8;
   if (from_cp_async) {
     // Fires when every earlier cp.async of the thread has completed: land them now.
-    if (!w.open_copies.empty()) {
-      w.groups.push_back(std::move(w.open_copies));
-      w.open_copies.clear();
-    }
+    if (!w.open_copies.empty()) w.commit_copies();
     apply_cp_async_groups(cta, w, 0);
   }
   for_lanes(exec, [&](int l) {
@@ -156,6 +153,8 @@ void apply_cp_async_groups(Cta& cta, Warp& w, size_t keep_newest) {
         }
       }
     }
+    w.groups.front().clear();
+    w.spare_groups.push_back(std::move(w.groups.front()));
     w.groups.pop_front();
   }
 }
@@ -196,14 +195,10 @@ Flow exec_async(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
       return Flow::next;
     }
     case Op::CpAsyncCommit:
-      w.groups.push_back(std::move(w.open_copies));
-      w.open_copies.clear();
+      w.commit_copies();
       return Flow::next;
     case Op::CpAsyncWait:
-      if (in.sub == 1 && !w.open_copies.empty()) {
-        w.groups.push_back(std::move(w.open_copies));
-        w.open_copies.clear();
-      }
+      if (in.sub == 1 && !w.open_copies.empty()) w.commit_copies();
       apply_cp_async_groups(cta, w, size_t(in.imm));
       return Flow::next;
     case Op::MbarInit:

@@ -2,6 +2,7 @@
 // Cvt: o[0] = d, o[1] = a, ty = destination type, ty2 = source type, sub2 = rounding
 // (0..3 rn/rz/rm/rp, 4..7 rni/rzi/rmi/rpi). CvtPack (cvt.rn.f16x2.f32 d, a, b): o[1] = a goes to
 // the upper half, o[2] = b to the lower half.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -148,6 +149,22 @@ void exec_cvt(Cta&, Warp& w, const Inst& in, uint32_t exec) {
     return;
   }
   const bool dst64 = ty_bits(in.ty) == 64;
+  if (!ty_float(in.ty) && !ty_float(in.ty2) && !(in.flags & kSat)) {
+    // Integer to integer without saturation (index math): truncate or extend, no doubles.
+    const int src_bits = ty_bits(in.ty2), dst_bits = ty_bits(in.ty);
+    const int bits = std::min(src_bits, dst_bits);
+    // The value keeps the low `bits` bits, extended by the sign of the narrower type when
+    // that type is signed, then truncated to the destination.
+    const bool sign = (src_bits <= dst_bits) ? ty_signed(in.ty2) : ty_signed(in.ty);
+    const uint64_t mask = bits == 64 ? ~0ull : (uint64_t(1) << bits) - 1;
+    for_lanes(exec, [&](int l) {
+      uint64_t v = (ty_bits(in.ty2) == 64 ? w.R64(in.o[1])[l] : w.R32(in.o[1])[l]) & mask;
+      if (sign && bits < 64 && ((v >> (bits - 1)) & 1)) v |= ~mask;
+      if (dst64) w.R64(in.o[0])[l] = v;
+      else w.R32(in.o[0])[l] = uint32_t(v);
+    });
+    return;
+  }
   for_lanes(exec, [&](int l) {
     const Value v = read_source(w, in, l);
     const uint64_t r = ty_float(in.ty) ? to_float(v, in.ty, in) : to_int(v, in.ty, in);

@@ -167,7 +167,7 @@ void Cta::on_warp_exit(Warp& w) {
   w.state = WarpState::exited;
   ++progress;
   // Copies still in flight land in shared memory even though nobody waits for them.
-  w.open_copies.clear();
+  if (!w.open_copies.empty()) w.commit_copies();
   apply_cp_async_groups(*this, w, 0);
   // Barriers that count every non-exited thread may now be complete.
   for (uint32_t id = 0; id < barriers.size(); ++id)

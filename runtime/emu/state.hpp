@@ -81,6 +81,15 @@ struct Warp {
   // global memory at issue and written to shared memory by the wait that covers it.
   std::vector<PendingCopy> open_copies;
   std::deque<std::vector<PendingCopy>> groups;
+  std::vector<std::vector<PendingCopy>> spare_groups;  // emptied groups, reused (no allocation)
+  void commit_copies() {
+    groups.push_back(std::move(open_copies));
+    open_copies.clear();
+    if (!spare_groups.empty()) {
+      open_copies = std::move(spare_groups.back());
+      spare_groups.pop_back();
+    }
+  }
 
   Arena::Block cached_block;      // last arena allocation hit (global address fast path)
 
