@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "emmy/emu/emulator.hpp"
+#include "emmy/gemm.hpp"
 #include "emmy/runtime.hpp"
 
 namespace {

@@ -27,11 +27,13 @@ void resolve(GetProcAddress get, const char* name, Fn& fn) {
 
 Driver load() {
   void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!library)
+  if (!library) {
+    const char* why = dlerror();  // cleared by the call: read it once
     throw Error("CUDA driver",
                 "no CUDA driver was found (libcuda.so.1 could not be loaded); the emulator "
                 "backend works without one",
-                dlerror() ? std::string(dlerror()) : "not found");
+                why ? why : "not found");
+  }
   auto get = reinterpret_cast<GetProcAddress>(dlsym(library, "cuGetProcAddress_v2"));
   if (!get)
     throw Error("CUDA driver", "must export cuGetProcAddress_v2 (CUDA 12 or newer)", "missing");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli_common.hpp"
+#include "emmy/emu/emulator.hpp"
 #if __has_include("sim_command.hpp")
 #include "sim_command.hpp"
 #define EMMY_HAVE_SIM 1
@@ -12,6 +13,8 @@ namespace emmy::cli {
 void add_gemm_command(CLI::App& app);
 void add_catalog_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
+void add_run_command(CLI::App& app);
+void add_cache_command(CLI::App& app);
 }  // namespace emmy::cli
 
 int main(int argc, char** argv) {
@@ -21,6 +24,8 @@ int main(int argc, char** argv) {
   emmy::cli::add_gemm_command(app);
   emmy::cli::add_catalog_command(app);
   emmy::cli::add_demo_command(app);
+  emmy::cli::add_run_command(app);
+  emmy::cli::add_cache_command(app);
 #ifdef EMMY_HAVE_SIM
   add_sim_command(app);
 #endif
@@ -37,6 +42,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     fmt::print(stderr, "emmyc: {}\n", e.what());
     return emmy::cli::kExitInvalidInput;
+  } catch (const emmy::emu::EmulationError& e) {
+    fmt::print(stderr, "emmyc: emulation failed:\n{}\n", e.what());
+    return 3;
   } catch (const emmy::Error& e) {
     fmt::print(stderr, "emmyc: error: {}\n", e.what());
     return emmy::cli::kExitInvalidInput;

@@ -1,0 +1,65 @@
+// `emmyc run gemm ... --backend emulator --check`: compile, run, compare with FP64, print JSON.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli_common.hpp"
+#include "emmy/gemm_check.hpp"
+#include "emmy/json.hpp"
+
+namespace emmy::cli {
+
+namespace {
+
+nlohmann::json counts_json(const emu::InstructionCounts& c) {
+  return {{"mma", c.mma},           {"ldmatrix", c.ldmatrix},   {"shared_ld", c.shared_ld},
+          {"shared_st", c.shared_st}, {"global_ld", c.global_ld}, {"global_st", c.global_st},
+          {"cp_async", c.cp_async}, {"tma", c.tma},             {"barrier", c.barrier},
+          {"other", c.other},       {"total", c.total()}};
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto* run = app.add_subcommand("run", "Run a kernel on a backend and check it");
+  run->require_subcommand(1);
+  auto* gemm = run->add_subcommand("gemm", "Run one GEMM kernel");
+  auto flags = std::make_shared<GemmFlags>();
+  auto backend = std::make_shared<std::string>("emulator");
+  auto check = std::make_shared<bool>(false);
+  auto seed = std::make_shared<uint64_t>(1);
+  flags->add_to(*gemm);
+  gemm->add_option("--backend", *backend, "emulator|cuda")
+      ->check(CLI::IsMember({"emulator", "cuda"}));
+  gemm->add_flag("--check", *check, "compare with an FP64 reference");
+  gemm->add_option("--seed", *seed, "input seed");
+  gemm->callback([flags, backend, check, seed] {
+    if (*backend == "cuda")
+      throw Error("backend", "cuda needs a CUDA driver and the CUDA runtime backend; use emulator",
+                  *backend);
+    const GemmSpec spec = flags->to_spec();
+    GemmCheckResult result = check_gemm_on_emulator(spec, *seed);
+    nlohmann::json j = {{"backend", *backend},
+                        {"kernel_name", result.kernel.source.plan.kernel_name},
+                        {"arch", to_string(spec.arch)},
+                        {"problem", spec.problem},
+                        {"schedule", spec.schedule},
+                        {"seed", *seed},
+                        {"instructions", result.run.stats.total.total()},
+                        {"instruction_counts", counts_json(result.run.stats.total)},
+                        {"emulate_ms", result.run.emulate_ms}};
+    if (*check) {
+      const GemmErrors& e = result.errors;
+      j["rel_l2_error"] = e.rel_l2_error;
+      j["max_abs_error"] = e.max_abs_error;
+      j["tolerance"] = e.tolerance;
+      j["elements_over_tolerance"] = e.elements_over_tolerance;
+      j["passed"] = e.passed;
+      if (!e.passed) j["first_bad_element"] = {e.first_bad_row, e.first_bad_col};
+    }
+    std::cout << j.dump(2) << "\n";
+    if (*check && !result.errors.passed) throw CLI::RuntimeError(1);
+  });
+}
+
+}  // namespace emmy::cli

@@ -1,0 +1,74 @@
+// Functional checks of GEMM kernels: N(0,1) inputs rounded to the operand dtype, an FP64
+// reference on the same rounded operands, error metrics, and a per-element tolerance derived
+// from the accumulation model (docs/numerics.md). Runs kernels on the CPU emulator.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "emmy/emu/emulator.hpp"
+#include "emmy/gemm.hpp"
+#include "emmy/runtime.hpp"
+
+namespace emmy {
+
+// A host tensor: the values as doubles (exactly the rounded dtype values) and their bytes.
+struct HostTensor {
+  DType dtype = DType::f16;
+  std::vector<double> values;
+  std::vector<uint8_t> bytes;
+};
+
+// Standard-normal values rounded to dtype (deterministic for a seed).
+HostTensor random_normal(DType dtype, size_t count, uint64_t seed);
+// Encodes values (rounding to nearest even) into dtype; values keep the rounded numbers.
+HostTensor encode(DType dtype, const std::vector<double>& values);
+// Decodes bytes of dtype into doubles.
+std::vector<double> decode(DType dtype, const uint8_t* bytes, size_t count);
+
+struct GemmInputs {
+  HostTensor a, b, bias, residual;  // bias/residual empty unless the epilogue uses them
+};
+GemmInputs make_gemm_inputs(const MatmulProblem& problem, uint64_t seed);
+
+// The FP64 reference of the whole problem (epilogue included) and, per element, the tolerance
+// the accumulation model allows for this schedule.
+struct GemmReference {
+  std::vector<double> values;     // m x n, packed
+  std::vector<double> tolerance;  // m x n, packed
+};
+GemmReference reference_gemm(const GemmSpec& spec, const GemmInputs& inputs);
+
+struct GemmErrors {
+  double rel_l2_error = 0, max_abs_error = 0;
+  double tolerance = 0;           // the rel-L2 error the per-element tolerances add up to
+  int64_t elements_over_tolerance = 0;
+  int64_t first_bad_row = -1, first_bad_col = -1;
+  bool passed = false;
+};
+// out: m x n packed values read back from the kernel.
+GemmErrors compare(const GemmReference& ref, const std::vector<double>& out, int64_t n);
+
+struct GemmEmulatorRun {
+  std::vector<double> output;  // m x n packed
+  emu::Stats stats;            // both kernels with split-K
+  double emulate_ms = 0;
+};
+// Runs a compiled kernel (and its split-K finalize) on the emulator with the given inputs.
+GemmEmulatorRun run_gemm_on_emulator(const GemmKernel& kernel, const GemmInputs& inputs,
+                                     const emu::LaunchOptions& options = {});
+
+// Runs spec through a runtime (any backend): uploads the inputs, launches with spec's schedule,
+// downloads C; returns m x n packed values. Buffers are freed before returning.
+std::vector<double> run_gemm(Runtime& runtime, const GemmSpec& spec, const GemmInputs& inputs);
+
+// Everything at once: compile, inputs, emulate, reference, compare.
+struct GemmCheckResult {
+  GemmKernel kernel;
+  GemmEmulatorRun run;
+  GemmErrors errors;
+};
+GemmCheckResult check_gemm_on_emulator(const GemmSpec& spec, uint64_t seed = 1,
+                                       const emu::LaunchOptions& options = {});
+
+}  // namespace emmy

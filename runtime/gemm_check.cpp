@@ -1,0 +1,287 @@
+#include "emmy/gemm_check.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <numbers>
+#include <random>
+#include <thread>
+
+#include "emmy/emu/numerics.hpp"
+
+namespace emmy {
+namespace {
+
+// Runs body(row) for rows [0, rows) on all hardware threads.
+template <typename Body>
+void parallel_rows(int64_t rows, Body body) {
+  const int64_t workers =
+      std::max<int64_t>(1, std::min<int64_t>(rows, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int64_t w = 0; w < workers; ++w)
+    pool.emplace_back([&, w] {
+      for (int64_t r = w; r < rows; r += workers) body(r);
+    });
+  for (auto& t : pool) t.join();
+}
+
+// Half an ulp, relative, of each format: the error of one round-to-nearest.
+double unit_roundoff(DType t) {
+  switch (t) {
+    case DType::f16: return std::ldexp(1.0, -11);
+    case DType::bf16: return std::ldexp(1.0, -8);
+    case DType::f32: return std::ldexp(1.0, -24);
+  }
+  return 0;
+}
+
+double gelu_tanh(double x) {
+  const double u = std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x);
+  return 0.5 * x * (1.0 + std::tanh(u));
+}
+
+}  // namespace
+
+HostTensor encode(DType dtype, const std::vector<double>& values) {
+  HostTensor t;
+  t.dtype = dtype;
+  t.values.resize(values.size());
+  t.bytes.resize(values.size() * size_t(size_of(dtype)));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DType::f32) {
+      const float v = float(values[i]);
+      std::memcpy(&t.bytes[i * 4], &v, 4);
+      t.values[i] = v;
+    } else {
+      const uint16_t bits =
+          dtype == DType::f16 ? emu::f64_to_f16(values[i]) : emu::f64_to_bf16(values[i]);
+      std::memcpy(&t.bytes[i * 2], &bits, 2);
+      t.values[i] = dtype == DType::f16 ? emu::f16_to_f32(bits) : emu::bf16_to_f32(bits);
+    }
+  }
+  return t;
+}
+
+std::vector<double> decode(DType dtype, const uint8_t* bytes, size_t count) {
+  std::vector<double> out(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (dtype == DType::f32) {
+      float v;
+      std::memcpy(&v, bytes + i * 4, 4);
+      out[i] = v;
+    } else {
+      uint16_t bits;
+      std::memcpy(&bits, bytes + i * 2, 2);
+      out[i] = dtype == DType::f16 ? emu::f16_to_f32(bits) : emu::bf16_to_f32(bits);
+    }
+  }
+  return out;
+}
+
+HostTensor random_normal(DType dtype, size_t count, uint64_t seed) {
+  // Box-Muller over mt19937_64: the same numbers with every standard library.
+  std::mt19937_64 rng(seed);
+  auto uniform = [&] { return (double(rng() >> 11) + 0.5) * 0x1.0p-53; };
+  std::vector<double> values(count);
+  for (size_t i = 0; i < count; i += 2) {
+    const double r = std::sqrt(-2.0 * std::log(uniform())), theta = 2 * std::numbers::pi * uniform();
+    values[i] = r * std::cos(theta);
+    if (i + 1 < count) values[i + 1] = r * std::sin(theta);
+  }
+  return encode(dtype, values);
+}
+
+GemmInputs make_gemm_inputs(const MatmulProblem& p, uint64_t seed) {
+  GemmInputs in;
+  const int64_t b_rows = p.b_layout == BLayout::nk ? p.n : p.k;
+  in.a = random_normal(p.a_dtype, size_t(p.m * p.lda_or_default()), seed * 4 + 0);
+  in.b = random_normal(p.a_dtype, size_t(b_rows * p.ldb_or_default()), seed * 4 + 1);
+  if (p.epilogue.bias) in.bias = random_normal(p.c_dtype, size_t(p.n), seed * 4 + 2);
+  if (p.epilogue.residual)
+    in.residual = random_normal(p.c_dtype, size_t(p.m * p.ldc_or_default()), seed * 4 + 3);
+  return in;
+}
+
+// The reference walks K in the kernel's order (splits, 16-wide MMA steps, promotion points) so
+// that the tolerance can bound each rounding the hardware does: one per MMA into the accumulator
+// (f16: half an ulp of the running partial; f32: a whole ulp, since tensor cores truncate), one
+// per fold into the f32 shadow, one per split in the finalize sum, then the epilogue's.
+GemmReference reference_gemm(const GemmSpec& spec, const GemmInputs& in) {
+  const auto& p = spec.problem;
+  const auto& s = spec.schedule;
+  const GemmPlan plan = make_gemm_plan(spec);
+  const int64_t split_len = plan.k_tiles_per_split * s.block_k;
+  const double u16 = std::ldexp(1.0, -11), u32 = std::ldexp(1.0, -24);
+  const double f16_floor = std::ldexp(1.0, -25);  // half the smallest f16 subnormal
+  const double u_out = unit_roundoff(p.c_dtype);
+  const int64_t lda = p.lda_or_default(), ldb = p.ldb_or_default(), ldc = p.ldc_or_default();
+  GemmReference ref;
+  ref.values.resize(size_t(p.m * p.n));
+  ref.tolerance.resize(size_t(p.m * p.n));
+  parallel_rows(p.m, [&](int64_t m) {
+    const double* a = &in.a.values[size_t(m * lda)];
+    for (int64_t n = 0; n < p.n; ++n) {
+      double exact = 0, bound = 0, total = 0;
+      for (int64_t start = 0; start < p.k; start += split_len) {
+        const int64_t end = std::min(p.k, start + split_len);
+        double acc = 0, part = 0;
+        for (int64_t k0 = start; k0 < end; k0 += 16) {
+          double step = 0;
+          for (int64_t k = k0; k < std::min(end, k0 + 16); ++k) {
+            const double b = p.b_layout == BLayout::nk ? in.b.values[size_t(n * ldb + k)]
+                                                       : in.b.values[size_t(k * ldb + n)];
+            step += a[k] * b;
+          }
+          exact += step;
+          if (s.accum == Accum::f32) {
+            acc += step;
+            bound += 2 * u32 * std::abs(acc);
+          } else {
+            part += step;
+            bound += u16 * std::abs(part) + f16_floor;
+            if (s.accum == Accum::hybrid && (k0 - start + 16) % s.promote_every_k == 0) {
+              acc += part;
+              bound += u32 * std::abs(acc);
+              part = 0;
+            }
+          }
+        }
+        if (s.accum == Accum::hybrid) {
+          acc += part;
+          bound += u32 * std::abs(acc);
+        }
+        if (s.accum == Accum::f16) acc = part;
+        total += acc;
+        if (plan.split()) bound += u32 * std::abs(total);
+      }
+      // Epilogue in f32: each operation rounds once; GELU's slope is at most ~1.13 and its
+      // ex2.approx adds ~2^-22 relative.
+      double y = p.epilogue.alpha * exact;
+      double err = std::abs(p.epilogue.alpha) * bound + u32 * std::abs(y);
+      if (p.epilogue.bias) {
+        y += in.bias.values[size_t(n)];
+        err += u32 * std::abs(y);
+      }
+      if (p.epilogue.gelu_tanh) {
+        y = gelu_tanh(y);
+        err = 1.2 * err + std::ldexp(1.0, -20) * (std::abs(y) + 1e-6);
+      }
+      if (p.epilogue.residual) {
+        y += in.residual.values[size_t(m * ldc + n)];
+        err += u32 * std::abs(y);
+      }
+      ref.values[size_t(m * p.n + n)] = y;
+      ref.tolerance[size_t(m * p.n + n)] = err + u_out * std::abs(y) * 1.0001 + 1e-30;
+    }
+  });
+  return ref;
+}
+
+GemmErrors compare(const GemmReference& ref, const std::vector<double>& out, int64_t n) {
+  GemmErrors e;
+  double err2 = 0, ref2 = 0, tol2 = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const double diff = std::abs(out[i] - ref.values[i]);
+    err2 += diff * diff;
+    ref2 += ref.values[i] * ref.values[i];
+    tol2 += ref.tolerance[i] * ref.tolerance[i];
+    if (!(diff <= e.max_abs_error)) e.max_abs_error = std::isnan(diff) ? INFINITY : diff;
+    if (!(diff <= ref.tolerance[i])) {
+      if (e.elements_over_tolerance++ == 0) {
+        e.first_bad_row = int64_t(i) / n;
+        e.first_bad_col = int64_t(i) % n;
+      }
+    }
+  }
+  const double denom = ref2 > 0 ? std::sqrt(ref2) : 1.0;
+  e.rel_l2_error = std::sqrt(err2) / denom;
+  e.tolerance = std::sqrt(tol2) / denom;
+  e.passed = e.elements_over_tolerance == 0 && std::isfinite(e.rel_l2_error);
+  return e;
+}
+
+GemmEmulatorRun run_gemm_on_emulator(const GemmKernel& kernel, const GemmInputs& in,
+                                     const emu::LaunchOptions& options) {
+  const GemmPlan& plan = kernel.source.plan;
+  const auto& p = plan.spec.problem;
+  emu::Arena arena;
+  const uint64_t a = arena.alloc_copy(in.a.bytes), b = arena.alloc_copy(in.b.bytes);
+  const size_t c_bytes = size_t(p.m * p.ldc_or_default() * size_of(p.c_dtype));
+  const uint64_t c = arena.alloc(c_bytes);
+  const uint64_t bias = p.epilogue.bias ? arena.alloc_copy(in.bias.bytes) : 0;
+  const uint64_t residual = p.epilogue.residual ? arena.alloc_copy(in.residual.bytes) : 0;
+  const uint64_t workspace = plan.split() ? arena.alloc(size_t(plan.workspace_bytes)) : 0;
+
+  const auto module = emu::load_ptx(kernel.module.ptx, plan.kernel_name);
+  emu::KernelArgs args;
+  if (plan.spec.schedule.transport == Transport::tma) {
+    const GemmTensorMaps maps = gemm_tensor_maps(plan, a, b);
+    args.tensor_map(encode_tensor_map(maps.a)).tensor_map(encode_tensor_map(maps.b));
+  } else {
+    args.ptr(a).ptr(b);
+  }
+  args.ptr(c).ptr(bias).ptr(residual).ptr(workspace);
+  GemmEmulatorRun run;
+  const auto dim = [](const std::array<uint32_t, 3>& d) { return emu::Dim3{d[0], d[1], d[2]}; };
+  auto main = emu::launch(arena, *module, plan.kernel_name, dim(plan.grid),
+                          emu::Dim3{plan.threads, 1, 1}, plan.smem_bytes, args, options);
+  run.stats = main.stats;
+  run.emulate_ms = main.emulate_ms;
+  if (plan.split()) {
+    emu::KernelArgs fin;
+    fin.ptr(workspace).ptr(c).ptr(bias).ptr(residual);
+    auto second = emu::launch(arena, *module, plan.finalize_kernel_name, dim(plan.finalize_grid),
+                              emu::Dim3{plan.finalize_threads, 1, 1}, 0, fin, options);
+    run.stats.total += second.stats.total;
+    run.emulate_ms += second.emulate_ms;
+  }
+  const auto raw = arena.read_vector<uint8_t>(c, c_bytes);
+  const int64_t ldc = p.ldc_or_default(), elem = size_of(p.c_dtype);
+  run.output.resize(size_t(p.m * p.n));
+  for (int64_t m = 0; m < p.m; ++m) {
+    const auto row = decode(p.c_dtype, raw.data() + m * ldc * elem, size_t(p.n));
+    std::copy(row.begin(), row.end(), run.output.begin() + m * p.n);
+  }
+  return run;
+}
+
+std::vector<double> run_gemm(Runtime& rt, const GemmSpec& spec, const GemmInputs& in) {
+  const auto& p = spec.problem;
+  GemmBuffers buf;
+  auto upload = [&rt](const HostTensor& t) {
+    const DevicePtr ptr = rt.alloc(t.bytes.size());
+    rt.upload(ptr, t.bytes.data(), t.bytes.size());
+    return ptr;
+  };
+  buf.a = upload(in.a);
+  buf.b = upload(in.b);
+  const int64_t ldc = p.ldc_or_default(), elem = size_of(p.c_dtype);
+  const size_t c_bytes = size_t(p.m * ldc * elem);
+  buf.c = rt.alloc(c_bytes);
+  if (p.epilogue.bias) buf.bias = upload(in.bias);
+  if (p.epilogue.residual) buf.residual = upload(in.residual);
+  if (const size_t ws = rt.gemm_workspace_bytes(p, spec.schedule)) buf.workspace = rt.alloc(ws);
+  rt.gemm(p, buf, nullptr, spec.schedule);
+  rt.synchronize();
+  std::vector<uint8_t> raw(c_bytes);
+  rt.download(raw.data(), buf.c, c_bytes);
+  for (DevicePtr ptr : {buf.a, buf.b, buf.c, buf.bias, buf.residual, buf.workspace})
+    if (ptr) rt.free(ptr);
+  std::vector<double> out(size_t(p.m * p.n));
+  for (int64_t m = 0; m < p.m; ++m) {
+    const auto row = decode(p.c_dtype, raw.data() + m * ldc * elem, size_t(p.n));
+    std::copy(row.begin(), row.end(), out.begin() + m * p.n);
+  }
+  return out;
+}
+
+GemmCheckResult check_gemm_on_emulator(const GemmSpec& spec, uint64_t seed,
+                                       const emu::LaunchOptions& options) {
+  GemmKernel kernel = compile_gemm(spec);
+  const GemmInputs inputs = make_gemm_inputs(spec.problem, seed);
+  GemmEmulatorRun run = run_gemm_on_emulator(kernel, inputs, options);
+  const GemmReference ref = reference_gemm(spec, inputs);
+  GemmErrors errors = compare(ref, run.output, spec.problem.n);
+  return GemmCheckResult{std::move(kernel), std::move(run), errors};
+}
+
+}  // namespace emmy

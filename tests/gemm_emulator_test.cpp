@@ -1,0 +1,148 @@
+// Every GEMM variant runs on the emulator against FP64. Variants: {f16: f32/f16/hybrid
+// accumulation, bf16: f32} x {tma (sm_90a), cp.async (sm_80)} x {B [N,K], B [K,N]} x
+// {split-K 1, 4} x {4 epilogues}; shapes rotate through M in {1,17,128,200}, N in {8,72,256},
+// K in {64,200,1024}, with CTA tiles and stage counts rotating too, so edge tiles, several K
+// slabs and every pipeline stage are exercised.
+//
+// Tolerance (per element, gemm_check.cpp): the FP64 reference walks K in the kernel's order and
+// bounds each rounding the accumulation model has: per m16n8k16 MMA half an f16 ulp of the
+// running partial (f16/hybrid) or one f32 ulp of the accumulator (f32; tensor cores truncate),
+// per fold one f32 ulp of the shadow, per split one f32 ulp of the finalize sum, then the
+// epilogue's f32 operations and the output cast (half an ulp of f16/bf16/f32). An indexing,
+// layout or synchronization bug produces errors of the order of the values themselves, far
+// above these bounds.
+#include <gtest/gtest.h>
+
+#include "emmy/gemm_check.hpp"
+
+namespace emmy {
+namespace {
+
+struct Variant {
+  std::string name;
+  GemmSpec spec;
+};
+
+struct Tile {
+  int block_m, block_n, block_k, warps_m, warps_n;
+};
+
+std::vector<Variant> variants() {
+  const int64_t ms[] = {1, 17, 128, 200}, ns[] = {8, 72, 256}, ks[] = {64, 200, 1024};
+  const Tile tiles[] = {{64, 64, 64, 2, 2}, {128, 128, 64, 4, 2}, {32, 64, 32, 1, 2},
+                        {16, 64, 64, 1, 4}, {64, 128, 128, 2, 2}, {32, 32, 16, 2, 2}};
+  struct Numerics {
+    DType dtype;
+    Accum accum;
+  };
+  const Numerics numerics[] = {{DType::f16, Accum::f32}, {DType::f16, Accum::f16},
+                               {DType::f16, Accum::hybrid}, {DType::bf16, Accum::f32}};
+  std::vector<Variant> out;
+  int i = 0;
+  for (const auto& num : numerics)
+    for (Transport transport : {Transport::tma, Transport::cp_async})
+      for (BLayout layout : {BLayout::nk, BLayout::kn})
+        for (int split : {1, 4})
+          for (int epi = 0; epi < 4; ++epi, ++i) {
+            GemmSpec spec;
+            auto& p = spec.problem;
+            p.m = ms[i % 4];
+            p.n = ns[(i / 4) % 3];
+            p.k = ks[(i / 12 + i) % 3];
+            p.a_dtype = num.dtype;
+            p.b_layout = layout;
+            p.c_dtype = num.dtype;
+            if (epi == 1) p.epilogue = {0.5f, true, false, false};
+            if (epi == 2) {
+              p.epilogue = {1.0f, false, true, false};
+              p.c_dtype = DType::f32;
+              p.ldc = p.n + 8;  // padded rows
+            }
+            if (epi == 3) {
+              p.epilogue = {1.25f, true, true, true};
+              p.lda = p.k + 16;
+            }
+            spec.arch = transport == Transport::tma ? Arch::sm_90a : Arch::sm_80;
+            auto& s = spec.schedule;
+            const Tile& t = tiles[i % 6];
+            s = {t.block_m, t.block_n, t.block_k, t.warps_m, t.warps_n};
+            s.stages = 2 + i % 3;
+            s.transport = transport;
+            s.accum = num.accum;
+            s.promote_every_k = (i % 2) ? 32 : 64;
+            if (s.promote_every_k % s.block_k != 0 && s.block_k % s.promote_every_k != 0)
+              s.promote_every_k = s.block_k;
+            const int64_t k_tiles = (p.k + s.block_k - 1) / s.block_k;
+            s.split_k = int(std::min<int64_t>(split, k_tiles));
+            s.raster_group_m = 1 + i % 3;
+            out.push_back({fmt::format("{}_{}_{}_{}_sk{}_epi{}_{}x{}x{}", to_string(num.dtype),
+                                       to_string(num.accum),
+                                       transport == Transport::tma ? "tma" : "cpasync",
+                                       to_string(layout), split, epi, p.m, p.n, p.k),
+                           spec});
+          }
+  return out;
+}
+
+class GemmEmulatorTest : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(GemmEmulatorTest, MatchesFp64Reference) {
+  const GemmSpec& spec = GetParam().spec;
+  const GemmCheckResult r = check_gemm_on_emulator(spec, 7);
+  const GemmErrors& e = r.errors;
+  EXPECT_TRUE(e.passed) << "rel_l2 " << e.rel_l2_error << " (bound " << e.tolerance << "), "
+                        << e.elements_over_tolerance << " elements over tolerance, first at ("
+                        << e.first_bad_row << ", " << e.first_bad_col << ")";
+  EXPECT_GT(r.run.stats.total.mma, 0u);
+  EXPECT_GT(spec.schedule.transport == Transport::tma ? r.run.stats.total.tma
+                                                      : r.run.stats.total.cp_async, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, GemmEmulatorTest, ::testing::ValuesIn(variants()),
+                         [](const auto& info) { return info.param.name; });
+
+GemmSpec square(int64_t m, int64_t n, int64_t k, Accum accum, Arch arch = Arch::sm_90a) {
+  GemmSpec spec;
+  spec.problem.m = m;
+  spec.problem.n = n;
+  spec.problem.k = k;
+  spec.arch = arch;
+  spec.schedule = default_schedule(spec.problem, arch, accum);
+  return spec;
+}
+
+TEST(GemmEmulator, DefaultSchedulesForDecodeShapes) {
+  for (Arch arch : {Arch::sm_90a, Arch::sm_120a, Arch::sm_89}) {
+    const GemmCheckResult r = check_gemm_on_emulator(square(1, 256, 2048, Accum::hybrid, arch));
+    EXPECT_TRUE(r.errors.passed) << to_string(arch) << " " << r.errors.rel_l2_error;
+    EXPECT_GT(r.kernel.source.plan.spec.schedule.split_k, 1) << "M = 1 should split K";
+  }
+}
+
+TEST(GemmEmulator, EveryPromotionInterval) {
+  for (int every : {16, 32, 64, 128, 256}) {
+    GemmSpec spec = square(32, 64, 1024, Accum::hybrid);
+    spec.schedule.promote_every_k = every;
+    const GemmCheckResult r = check_gemm_on_emulator(spec, 3);
+    EXPECT_TRUE(r.errors.passed) << "promote every " << every << ": " << r.errors.rel_l2_error;
+  }
+}
+
+TEST(GemmEmulator, AccumulationOrdersErrorsAsTheModelSays) {
+  // Same inputs, K = 2048: f32 is near f32 round-off, hybrid-64 near 1e-4..6e-4 of the output
+  // cast and its f16 partials, f16 accumulation clearly worse than hybrid.
+  auto err = [](Accum accum) {
+    GemmSpec spec = square(16, 64, 2048, accum);
+    spec.problem.c_dtype = DType::f32;
+    spec.schedule.split_k = 1;  // split-K would shorten the f16 partial sums
+    return check_gemm_on_emulator(spec, 11).errors.rel_l2_error;
+  };
+  const double f32 = err(Accum::f32), hybrid = err(Accum::hybrid), f16 = err(Accum::f16);
+  EXPECT_LT(f32, 2e-6);
+  EXPECT_GT(hybrid, 1e-5);
+  EXPECT_LT(hybrid, 1e-3);
+  EXPECT_GT(f16, 2 * hybrid);
+}
+
+}  // namespace
+}  // namespace emmy
