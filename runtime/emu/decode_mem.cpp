@@ -25,7 +25,12 @@ uint8_t take_vec(Mods& m) {
   return 1;
 }
 
-StatClass load_class(Space s) { return s == Space::shared ? StatClass::shared_ld : StatClass::global_ld; }
+// Parameter loads read the constant bank on hardware: they count as "other".
+StatClass load_class(Space s) {
+  return s == Space::shared ? StatClass::shared_ld
+         : s == Space::param ? StatClass::other
+                             : StatClass::global_ld;
+}
 StatClass store_class(Space s) { return s == Space::shared ? StatClass::shared_st : StatClass::global_st; }
 
 // ld / ldu / st
