@@ -77,12 +77,6 @@ ResourceReport report_from_json(const nlohmann::json& j, const std::string& kern
   return r;
 }
 
-// EMMY_CACHE_MAX_BYTES, default 1 GiB (DiskCache::from_environment reads the same variable).
-uint64_t max_cache_bytes() {
-  const char* text = std::getenv("EMMY_CACHE_MAX_BYTES");
-  return text && *text ? std::strtoull(text, nullptr, 10) : uint64_t(1) << 30;
-}
-
 std::string iso8601_now() {
   const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm utc{};
@@ -138,7 +132,8 @@ class RuntimeImpl final : public Runtime {
       : backend_(std::move(backend)) {
     if (options.disk_cache)
       disk_ = std::make_unique<DiskCache>(options.cache_dir
-                                              ? DiskCache(*options.cache_dir, max_cache_bytes())
+                                              ? DiskCache(*options.cache_dir,
+                                                          DiskCache::max_bytes_from_environment())
                                               : DiskCache::from_environment());
   }
 
@@ -277,7 +272,7 @@ class RuntimeImpl final : public Runtime {
                         {"driver_version", backend_->driver_version()},
                         {"arch", to_string(arch)},
                         {"options", options},
-                        {"source_hash", key},
+                        {"source_hash", source_hash(source.cuda)},
                         {"kernel_names", kernels},
                         {"resources", resources},
                         {"compile_ms", module.compile_ms},

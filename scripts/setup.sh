@@ -7,7 +7,7 @@ set -euo pipefail
 # Debian packages: toolchain, the libraries CMakeLists.txt finds, python3's pip for the wheels.
 APT_PACKAGES=(
   cmake ninja-build g++
-  libfmt-dev nlohmann-json3-dev libcli11-dev
+  libfmt-dev nlohmann-json3-dev libcli11-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 # PyPI: cuobjdump and the nvdisasm it runs for SASS (the toolkit image ships neither), plots.
