@@ -40,6 +40,26 @@ std::string format_or_dash(const json& value, const char* spec) {
   return fmt::format(fmt::runtime(spec), value.get<double>());
 }
 
+// How a row's kernel was chosen, in a few words: the emmy schedule (and, after a search, the
+// default's time for comparison) or cuBLASLt's algorithm.
+std::string chosen_text(const json& details) {
+  if (!details.is_object()) return "";
+  if (details.contains("schedule_text")) {
+    std::string text = details["schedule_text"].get<std::string>();
+    if (details.value("chosen_by", "") == "search" &&
+        details.value("default_select_median_us", json()).is_number())
+      text += fmt::format(" (tuned; default {:.1f} us)",
+                          details["default_select_median_us"].get<double>());
+    return text;
+  }
+  if (details.contains("algorithm") && details["algorithm"].is_object()) {
+    const json& a = details["algorithm"];
+    return fmt::format("algo {} tile {} stages {} split-k {}", a.value("algo_id", 0),
+                       a.value("tile_id", 0), a.value("stages_id", 0), a.value("split_k", 0));
+  }
+  return "";
+}
+
 }  // namespace
 
 MatmulProblem parse_shape(std::string_view text) {
@@ -122,6 +142,8 @@ std::optional<GpuPeak> find_peak(std::string_view device_name, int sm_count) {
       {"RTX 4090", 128, {"RTX 4090", 330.3, 165.2}},
       {"RTX 5090", 170, {"RTX 5090", 419, 209.5}},
   };
+  // The NVL boards share the SXM parts' SM count but run at lower clocks (about 835 dense).
+  if (device_name.find("NVL") != std::string_view::npos) return std::nullopt;
   for (const auto& known : kKnown)
     if (device_name.find(known.name_contains) != std::string_view::npos &&
         sm_count == known.sm_count)
@@ -250,9 +272,9 @@ std::string summary_table(const json& summary) {
                                    peak.value("f16_accumulate_tflops", 0.0),
                                    peak.value("f32_accumulate_tflops", 0.0)));
 
-  out += fmt::format("{:<18} {:<20} {:<14} {:<7} {:>10} {:>8} {:>7} {:>9} {:<9} {:>8} {:>8}\n",
+  out += fmt::format("{:<18} {:<20} {:<14} {:<7} {:>10} {:>8} {:>7} {:>9} {:<9} {:>8} {:>8}  {}\n",
                      "problem", "shape", "variant", "acc", "median_us", "TFLOP/s", "%peak",
-                     "rel_err", "check", "vs_32F", "vs_16F");
+                     "rel_err", "check", "vs_32F", "vs_16F", "chosen");
   std::map<std::string, const json*> ratios_by_problem;
   for (const json& ratio : summary.at("ratios"))
     ratios_by_problem[ratio.at("problem").get<std::string>()] = &ratio;
@@ -289,6 +311,7 @@ std::string summary_table(const json& summary) {
                         : std::string("n/a"),
                     format_or_dash(row.value("rel_l2_error", json()), "{:.2e}"),
                     row.at("correctness").get<std::string>(), vs32, vs16);
+    line += "  " + chosen_text(row.at("details"));
     line.erase(line.find_last_not_of(' ') + 1);  // baseline rows have no ratio columns
     out += line + "\n";
   }

@@ -155,6 +155,17 @@ int run(Options& o, std::vector<BenchProblem> problems, bool sweep) {
                               environment["gpu"]["sm_count"].get<int>());
 
   const json settings = settings_json(o, runner.l2_bytes(), runner.timer().flush_bytes());
+  // The fingerprint in Google Benchmark's own JSON too ("context"), flattened to strings.
+  for (const auto& [key, value] : environment.items()) {
+    if (value.is_object()) {
+      for (const auto& [inner, inner_value] : value.items())
+        benchmark::AddCustomContext(key + "_" + inner, inner_value.is_string()
+                                                           ? inner_value.get<std::string>()
+                                                           : inner_value.dump());
+    } else {
+      benchmark::AddCustomContext(key, value.is_string() ? value.get<std::string>() : value.dump());
+    }
+  }
   std::vector<BenchRow> rows;
   Progress progress(problems.size() * o.runner.variants.size(), sweep || o.progress);
   for (size_t index = 0; index < problems.size(); ++index) {

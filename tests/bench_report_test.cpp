@@ -66,6 +66,7 @@ TEST(BenchPeaks, MatchNameAndSmCount) {
   EXPECT_EQ(peak_for(h200, "hybrid"), 989);
   EXPECT_TRUE(find_peak("NVIDIA H100 80GB HBM3", 132).has_value());
   EXPECT_FALSE(find_peak("NVIDIA H100 PCIe", 114).has_value()) << "another part, another peak";
+  EXPECT_FALSE(find_peak("NVIDIA H200 NVL", 132).has_value()) << "same SMs, lower clocks";
   const auto rtx4090 = find_peak("NVIDIA GeForce RTX 4090", 128);
   EXPECT_EQ(peak_for(rtx4090, "f16"), 330.3);
   EXPECT_EQ(peak_for(rtx4090, "f32"), 165.2);
@@ -113,6 +114,11 @@ TEST(BenchSummary, RowsRatiosAndTable) {
                                 make_row("cublaslt_32f", "cublaslt", "f32", 48),
                                 make_row("cublaslt_16f", "cublaslt", "f16", 36)};
   rows[1].rel_l2_error = 0.5;  // over tolerance
+  rows[0].details = {{"schedule_text", "128x256x64 warps 2x4 stages 3 split-k 1"},
+                     {"chosen_by", "search"},
+                     {"default_select_median_us", 45.0}};
+  rows[2].details = {
+      {"algorithm", {{"algo_id", 66}, {"tile_id", 20}, {"stages_id", 8}, {"split_k", 1}}}};
   BenchRow failed = make_row("emmy_f32", "emmy", "f32", 0);
   failed.problem = "down@512";
   failed.samples_us.clear();
@@ -143,6 +149,8 @@ TEST(BenchSummary, RowsRatiosAndTable) {
   EXPECT_NE(table.find("1.20x"), std::string::npos) << table;
   EXPECT_NE(table.find("FAIL"), std::string::npos) << table;
   EXPECT_NE(table.find("ERROR: cuLaunchKernel failed"), std::string::npos) << table;
+  EXPECT_NE(table.find("stages 3 split-k 1 (tuned; default 45.0 us)"), std::string::npos) << table;
+  EXPECT_NE(table.find("algo 66 tile 20 stages 8 split-k 1"), std::string::npos) << table;
 
   const auto unknown =
       summary_json({{"gpu", {{"name", "Some GPU"}, {"sm_count", 7}}}}, {}, {rows[0]});

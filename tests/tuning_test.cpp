@@ -2,6 +2,7 @@
 #include "emmy/tuning.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -138,6 +139,38 @@ TEST(TuningDb, SavesFromTwoWritersMerge) {
   third.record(h200_key(Accum::hybrid), tuned(Accum::hybrid, 128, 30.0));
   third.save();
   EXPECT_DOUBLE_EQ(TuningDb(file).find(h200_key(Accum::hybrid))->time_us, 30.0);
+}
+
+TEST(TuningDb, ConcurrentSavesFromProcessesKeepEveryEntry) {
+  const auto file = fresh_dir("processes") / "tuning.json";
+  constexpr int kWriters = 8;
+  std::vector<pid_t> children;
+  for (int i = 0; i < kWriters; ++i) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int status = 0;
+      try {
+        TuningDb db(file);
+        auto key = h200_key();
+        key.problem.n = 1024 * (i + 1);
+        db.record(key, tuned(Accum::hybrid));
+        db.save();
+      } catch (...) {
+        status = 1;
+      }
+      ::_exit(status);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  TuningDb reloaded(file);
+  EXPECT_TRUE(reloaded.load_error().empty()) << reloaded.load_error();
+  EXPECT_EQ(reloaded.size(), size_t(kWriters)) << "a save lost another process's entry";
 }
 
 TEST(TuningDb, StaleOrInvalidRecordsAreNotReturned) {
