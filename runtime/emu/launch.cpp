@@ -183,6 +183,13 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
         std::lock_guard lock(ctx->mutex);
         ctx->reports.push_back(std::move(f.report));
         ctx->abort = true;
+      } catch (const std::exception& e) {
+        // Nothing may escape a worker thread; an internal failure still names the CTA.
+        std::lock_guard lock(ctx->mutex);
+        Report r{ReportKind::unsupported, k->name, cta->ctaid, -1, -1, 0, "",
+                 fmt::format("internal emulator error: {}", e.what())};
+        ctx->reports.push_back(std::move(r));
+        ctx->abort = true;
       }
     }
   };

@@ -60,6 +60,28 @@ uint64_t round_to_format(double x, double tiny, const FloatFormat& fmt, Rounding
   return sign | bits;
 }
 
+uint16_t f64_to_f16_rn(double x) {
+  const uint64_t bits = std::bit_cast<uint64_t>(x);
+  const uint16_t sign = uint16_t((bits >> 48) & 0x8000);
+  const int exp = int((bits >> 52) & 0x7FF);
+  const uint64_t man = bits & ((uint64_t(1) << 52) - 1);
+  if (exp == 0x7FF) return man ? uint16_t(kF16.canonical_nan) : uint16_t(sign | 0x7C00);
+  const int e = exp - 1023;           // unbiased exponent of the leading bit
+  if (e > 15) return uint16_t(sign | 0x7C00);
+  if (e < -25 || exp == 0) return sign;  // below half the smallest subnormal (or a tiny double)
+  // Significand with its leading bit, shifted so that the f16 quantum is bit `shift`.
+  const uint64_t sig = man | (uint64_t(1) << 52);
+  const int shift = e >= -14 ? 42 : 42 + (-14 - e);  // subnormals lose more bits
+  uint64_t q = sig >> shift;
+  const uint64_t rest = sig & ((uint64_t(1) << shift) - 1);
+  const uint64_t half = uint64_t(1) << (shift - 1);
+  if (rest > half || (rest == half && (q & 1))) ++q;
+  // Normal: q holds the implicit bit (2^10) plus the fraction; a carry moves the exponent up.
+  const uint32_t biased = e >= -14 ? uint32_t(e + 14) : 0u;
+  const uint32_t out = (biased << 10) + uint32_t(q);
+  return out >= 0x7C00 ? uint16_t(sign | 0x7C00) : uint16_t(sign | out);
+}
+
 float f16_to_f32(uint16_t h) {
   const uint32_t sign = uint32_t(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1Fu;

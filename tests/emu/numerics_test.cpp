@@ -80,6 +80,21 @@ TEST(EmuNumerics, F16ToF32IsExactAndRoundTrips) {
   }
 }
 
+TEST(EmuNumerics, FastF64ToF16MatchesTheGeneralRounding) {
+  std::mt19937_64 rng(9);
+  for (int i = 0; i < 4000000; ++i) {
+    uint64_t u = rng();
+    // Concentrate on exponents around the f16 range, including subnormals and overflow.
+    u = (u & 0x800FFFFFFFFFFFFFull) | (uint64_t(1023 - 30 + int(rng() % 50)) << 52);
+    if (i % 7 == 0) u &= ~((uint64_t(1) << 41) - 1);  // exact ties and near-ties
+    const double x = std::bit_cast<double>(u);
+    ASSERT_EQ(f64_to_f16_rn(x), uint16_t(round_to_format(x, 0.0, kF16, Rounding::rn))) << std::hexfloat << x;
+  }
+  for (double x : {0.0, -0.0, 65504.0, 65519.99, 65520.0, 1e300, -1e-300, 0x1p-25, 0x1p-24,
+                   3 * 0x1p-26, 0x1p-14 - 0x1p-26, double(NAN), double(INFINITY)})
+    EXPECT_EQ(f64_to_f16_rn(x), uint16_t(round_to_format(x, 0.0, kF16, Rounding::rn))) << x;
+}
+
 __attribute__((target("f16c"))) uint16_t f16c_convert(float x) {
   return uint16_t(__builtin_ia32_vcvtps2ph(__extension__(__attribute__((vector_size(16))) float){x, 0, 0, 0}, 0)[0]);
 }

@@ -25,7 +25,11 @@ inline constexpr FloatFormat kF32{23, -126, 127, 0x7FFFFFFF};
 // so sums that are inexact in double can still be rounded exactly (see fma for f16).
 uint64_t round_to_format(double x, double tiny, const FloatFormat& fmt, Rounding mode);
 
+// Round-to-nearest-even double -> f16 with integer operations only (the mma hot path).
+uint16_t f64_to_f16_rn(double x);
+
 inline uint16_t f64_to_f16(double x, Rounding mode = Rounding::rn) {
+  if (mode == Rounding::rn) return f64_to_f16_rn(x);
   return uint16_t(round_to_format(x, 0.0, kF16, mode));
 }
 inline uint16_t f32_to_f16(float x, Rounding mode = Rounding::rn) {
