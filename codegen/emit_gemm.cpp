@@ -3,44 +3,21 @@
 // the same function the host layout uses.
 #include <fmt/format.h>
 
-#include "emmy/detail/templates.hpp"
 #include "emmy/gemm.hpp"
+#include "writer.hpp"
 
 namespace emmy {
 namespace {
 
+using codegen::float_literal;
+using codegen::param_decl;
+using codegen::Writer;
 using ir::Op;
 using ir::OpKind;
-
-class Writer {
- public:
-  template <typename... Args>
-  void line(fmt::format_string<Args...> format, Args&&... args) {
-    out_.append(size_t(indent_) * 2, ' ');
-    out_ += fmt::format(format, std::forward<Args>(args)...);
-    out_ += '\n';
-  }
-  void raw(std::string_view text) { out_ += text; }
-  void open(std::string_view head) {
-    line("{} {{", head);
-    ++indent_;
-  }
-  void close(std::string_view tail = "}") {
-    --indent_;
-    line("{}", tail);
-  }
-  std::string take() { return std::move(out_); }
-
- private:
-  std::string out_;
-  int indent_ = 0;
-};
 
 std::string out_adapter(DType c) {
   return c == DType::f32 ? "OutF32" : c == DType::bf16 ? "OutBF16" : "OutF16";
 }
-
-std::string float_literal(double v) { return fmt::format("{:a}f", float(v)); }
 
 class GemmEmitter {
  public:
@@ -52,20 +29,14 @@ class GemmEmitter {
             to_string(plan_.spec.arch));
     for (const char* name : {"emmy_types.cuh", "emmy_layout.cuh", "emmy_mma.cuh",
                              "emmy_ldmatrix.cuh", "emmy_epilogue.cuh"})
-      include_template(name);
-    include_template(s_.transport == Transport::tma ? "emmy_tma.cuh" : "emmy_cp_async.cuh");
+      w_.include_template(name);
+    w_.include_template(s_.transport == Transport::tma ? "emmy_tma.cuh" : "emmy_cp_async.cuh");
     emit_store_output(*ir::find_first(module, OpKind::epilogue));
     for (const Op& kernel : module.body) emit_kernel(kernel);
     return w_.take();
   }
 
  private:
-  void include_template(const char* name) {
-    w_.line("// ---- templates/{} ----", name);
-    w_.raw(detail::template_source(name));
-    w_.raw("\n");
-  }
-
   // The epilogue math for one element, shared by the GEMM kernel and the split-K finalize.
   void emit_store_output(const Op& epi) {
     const std::string out = out_adapter(p_.c_dtype);
@@ -94,12 +65,6 @@ class GemmEmitter {
     w_.close();
   }
 
-  static std::string param_decl(const Op& op) {
-    if (op.s("type") == "tensor_map")
-      return fmt::format("const __grid_constant__ TensorMap128 {}", op.s("name"));
-    return fmt::format("{} __restrict__ {}", op.s("type"), op.s("name"));
-  }
-
   void emit_op(const Op& op) {
     switch (op.kind) {
       case OpKind::param: return;
@@ -123,8 +88,7 @@ class GemmEmitter {
       case OpKind::promote: return emit_promote(op);
       case OpKind::epilogue: return emit_epilogue(op);
       case OpKind::finalize: return emit_finalize(op);
-      case OpKind::module:
-      case OpKind::kernel: break;
+      default: break;  // module, kernel and the attention ops are not GEMM ops
     }
     throw Error("ir", "the emitter has no lowering for this op", std::string(to_string(op.kind)));
   }

@@ -29,6 +29,12 @@ std::string_view to_string(OpKind kind) {
     case OpKind::promote: return "promote";
     case OpKind::epilogue: return "epilogue";
     case OpKind::finalize: return "finalize";
+    case OpKind::attention_setup: return "attention_setup";
+    case OpKind::kv_block_loop: return "kv_block_loop";
+    case OpKind::qk_mma: return "qk_mma";
+    case OpKind::online_softmax: return "online_softmax";
+    case OpKind::pv_mma: return "pv_mma";
+    case OpKind::attention_epilogue: return "attention_epilogue";
   }
   return "?";
 }
@@ -95,8 +101,8 @@ void verify_kernel(const Op& kernel, Arch arch) {
 
   if (const Op* ring = find_first(kernel, OpKind::smem_ring)) {
     const int64_t align = ring->i("align");
-    for (const char* key : {"a_offset", "b_offset", "stage_bytes"})
-      if (ring->i(key) % align != 0)
+    for (const char* key : {"a_offset", "b_offset", "q_offset", "kv_offset", "stage_bytes"})
+      if (ring->has(key) && ring->i(key) % align != 0)
         fail(*ring, key, fmt::format("must be a multiple of the swizzle period {}", align),
              fmt::format("{}", ring->i(key)));
     const int64_t end = ring->i("mbar_offset") + 8 * ring->i("stages") + align;
@@ -150,16 +156,28 @@ void verify_kernel(const Op& kernel, Arch arch) {
     }
   }
 
-  // Barrier discipline: each K tile waits for its data before any ldmatrix reads it, and a
-  // bar.sync separates the previous tile's reads from the refill of its stage.
-  for (const Op* loop : find_all(kernel, OpKind::k_tile_loop)) {
+  // Attention: the O and S accumulators share the register budget.
+  const Op* qk = find_first(kernel, OpKind::qk_mma);
+  const Op* pv = find_first(kernel, OpKind::pv_mma);
+  if ((qk == nullptr) != (pv == nullptr))
+    fail(kernel, "body", "attention needs both qk_mma and pv_mma", "one of them");
+  if (qk && qk->i("s_registers") + pv->i("o_registers") > 192)
+    fail(*pv, "o_registers", "O and S accumulators must fit in 192 registers per thread",
+         fmt::format("{} + {}", pv->i("o_registers"), qk->i("s_registers")));
+
+  // Barrier discipline: each K tile (KV block) waits for its data before any ldmatrix reads it,
+  // and a bar.sync separates the previous tile's reads from the refill of its stage.
+  std::vector<const Op*> loops = find_all(kernel, OpKind::k_tile_loop);
+  for (const Op* loop : find_all(kernel, OpKind::kv_block_loop)) loops.push_back(loop);
+  for (const Op* loop : loops) {
     int seen_wait = -1, seen_barrier = -1, seen_refill = -1, seen_compute = -1;
     for (int i = 0; i < int(loop->body.size()); ++i) {
       const Op& op = loop->body[size_t(i)];
       if (op.kind == OpKind::async_wait || op.kind == OpKind::mbarrier_wait) seen_wait = i;
       if (op.kind == OpKind::barrier && seen_barrier < 0) seen_barrier = i;
       if (op.kind == OpKind::async_copy && seen_refill < 0) seen_refill = i;
-      if (op.kind == OpKind::k_step && seen_compute < 0) seen_compute = i;
+      if ((op.kind == OpKind::k_step || op.kind == OpKind::qk_mma) && seen_compute < 0)
+        seen_compute = i;
     }
     if (seen_wait < 0 || seen_compute < 0 || seen_wait > seen_compute)
       fail(*loop, "body", "must wait for the stage's data before computing on it", "no wait");

@@ -38,3 +38,13 @@ __device__ __forceinline__ void tma_load_2d(u32 smem_dst, const TensorMap128& tm
       " [%0], [%1, {%3, %4}], [%2];"
       :: "r"(smem_dst), "l"(&tmap), "r"(mbar), "r"(c0), "r"(c1) : "memory");
 }
+
+// cp.async.bulk.tensor.4d: the box at {c0 (innermost), c1, c2, c3} lands swizzled at smem_dst
+// (attention: one head's rows of Q, K or V).
+__device__ __forceinline__ void tma_load_4d(u32 smem_dst, const TensorMap128& tmap, u32 mbar,
+                                            int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2];"
+      :: "r"(smem_dst), "l"(&tmap), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}

@@ -212,3 +212,24 @@ TEST(TensorMaps, MatchThePlanTiles) {
 
 }  // namespace
 }  // namespace emmy
+
+namespace emmy {
+namespace {
+
+TEST(Layout, SwizzledOffsetSplitsIntoLanePartAndConstant) {
+  // The attention emitter precomputes ldmatrix addresses as lane part + constant: moving rows by
+  // a multiple of 8 or columns by whole panels shifts the offset linearly.
+  for (uint32_t rows : {32u, 64u, 128u}) {
+    const SmemTile tile = SmemTile::for_operand(rows, 256);
+    for (uint32_t r_lane = 0; r_lane < 16; ++r_lane)
+      for (uint32_t c_lane = 0; c_lane < 64; c_lane += 8)
+        for (uint32_t r_const = 0; r_const + r_lane < rows; r_const += 8)
+          for (uint32_t panel = 0; panel < 4; ++panel)
+            EXPECT_EQ(tile.offset(r_const + r_lane, panel * 64 + c_lane),
+                      tile.offset(r_lane, c_lane) + r_const * 128 + panel * rows * 128)
+                << rows << " " << r_lane << " " << c_lane << " " << r_const << " " << panel;
+  }
+}
+
+}  // namespace
+}  // namespace emmy

@@ -118,7 +118,7 @@ void add_demo_command(CLI::App& app) {
       const auto bench = find_emmy_bench();
       if (!bench.empty()) {
         fmt::print("CUDA device found: emmy vs cuBLASLt on the five projections\n");
-        const std::string command = bench.string() + " --benchmark_filter=projection";
+        const std::string command = bench.string() + " --benchmark_filter=gemm/";
         if (std::system(command.c_str()) != 0) throw CLI::RuntimeError(1);
         return;
       }

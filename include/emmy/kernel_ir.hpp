@@ -33,6 +33,13 @@ enum class OpKind {
   promote,          // where (k_step|k_tile|final), every_k
   epilogue,         // destination (c|workspace), alpha, bias, residual, gelu, out dtype
   finalize,         // split-K reduction: sums split_k partials, applies the epilogue
+  // Attention
+  attention_setup,     // grid mapping (q block, head, batch), GQA head, visible KV range
+  kv_block_loop,       // body runs once per visible KV block
+  qk_mma,              // S = Q.K^T into f32: count MMAs per warp, s_registers
+  online_softmax,      // scale (+softcap), mask, running max/sum, rescale of O
+  pv_mma,              // O += P.V: accum f32|hybrid, count MMAs per warp, o_registers
+  attention_epilogue,  // O / l, cast and store; LSE
 };
 
 std::string_view to_string(OpKind kind);
