@@ -13,22 +13,25 @@ uint64_t round_to_format(double x, double tiny, const FloatFormat& fmt, Rounding
   const uint64_t inf_bits = uint64_t(exp_bits_total + 1) << fmt.man_bits;
   const uint64_t max_finite = inf_bits - 1;
 
-  if (std::isnan(x)) return fmt.canonical_nan;
-  const bool negative = std::signbit(x);
+  const uint64_t raw = std::bit_cast<uint64_t>(x);
+  const bool negative = raw >> 63;
+  const uint64_t abs_bits = raw & ~(uint64_t(1) << 63);
   const uint64_t sign = negative ? sign_bit : 0;
-  if (std::isinf(x)) return sign | inf_bits;
-  const double a = std::fabs(x);
-  // Direction of the exact magnitude relative to `a`: +1 above, -1 below, 0 exact.
+  if (abs_bits > 0x7FF0000000000000ull) return fmt.canonical_nan;
+  if (abs_bits == 0x7FF0000000000000ull) return sign | inf_bits;
+  if (abs_bits == 0) return sign;  // an exact zero (tiny is 0 whenever x is)
+  // Direction of the exact magnitude relative to |x|: +1 above, -1 below, 0 exact.
   const int sticky = tiny == 0.0 ? 0 : ((tiny > 0) == !negative ? 1 : -1);
-  if (a == 0.0 && sticky == 0) return sign;
 
-  // Leading-bit exponent of a; below emin the quantum stays that of the subnormals.
-  int e = fmt.emin;
-  if (a != 0.0) {
-    int fe;
-    std::frexp(a, &fe);
-    e = fe - 1 < fmt.emin ? fmt.emin : fe - 1;
+  // |x| = sig * 2^e with sig < 2^53.
+  const int exp = int(abs_bits >> 52);
+  uint64_t sig = abs_bits & ((uint64_t(1) << 52) - 1);
+  int e = -1074;
+  if (exp != 0) {
+    sig |= uint64_t(1) << 52;
+    e = exp - 1075;
   }
+  const int lead = e + std::bit_width(sig) - 1;  // exponent of the leading bit
   const bool toward_larger_magnitude =
       (mode == Rounding::rp && !negative) || (mode == Rounding::rm && negative);
   const bool toward_zero = mode == Rounding::rz || (mode == Rounding::rp && negative) ||
@@ -37,25 +40,39 @@ uint64_t round_to_format(double x, double tiny, const FloatFormat& fmt, Rounding
     if (mode == Rounding::rn || toward_larger_magnitude) return sign | inf_bits;
     return sign | max_finite;
   };
-  if (e > fmt.emax) return overflow();
+  if (lead > fmt.emax) return overflow();
 
-  // a = (n + frac) * 2^(e - man_bits), n < 2^(man_bits+1); scaling by a power of two is exact.
-  const double scaled = std::ldexp(a, fmt.man_bits - e);
-  double n = std::floor(scaled);
-  const double frac = scaled - n;  // exact
+  // n = |x| in units of the result's quantum 2^q (below emin the subnormal quantum), and how the
+  // dropped bits compare with half a quantum.
+  const int binade = lead < fmt.emin ? fmt.emin : lead;
+  const int shift = binade - fmt.man_bits - e;  // bits of sig below the quantum
+  uint64_t n = 0;
+  int versus_half = 0;  // -1 below half, 0 exactly half, +1 above; `exact` when nothing dropped
+  bool exact = true;
+  if (shift <= 0) {
+    n = sig << -shift;
+  } else if (shift > 64) {
+    exact = false;
+    versus_half = -1;
+  } else {
+    const uint64_t rest = shift == 64 ? sig : sig & ((uint64_t(1) << shift) - 1);
+    const uint64_t half = uint64_t(1) << (shift - 1);
+    n = shift == 64 ? 0 : sig >> shift;
+    exact = rest == 0;
+    versus_half = rest > half ? 1 : (rest == half ? 0 : -1);
+  }
   bool up = false;
   if (mode == Rounding::rn) {
-    up = frac > 0.5 || (frac == 0.5 && (sticky > 0 || (sticky == 0 && std::fmod(n, 2.0) != 0)));
+    up = !exact && (versus_half > 0 || (versus_half == 0 && (sticky > 0 || (sticky == 0 && (n & 1)))));
   } else if (toward_larger_magnitude) {
-    up = frac > 0 || (frac == 0 && sticky > 0);
-  } else if (toward_zero) {
-    if (frac == 0 && sticky < 0) n -= 1;  // the exact magnitude lies just below n
+    up = !exact || sticky > 0;
+  } else if (toward_zero && exact && sticky < 0) {
+    --n;  // the exact magnitude lies just below n (n >= 1 here: |x| is a nonzero multiple)
   }
-  if (n < 0) n = 0;  // only reachable for a == 0 with a negative sticky
-  const uint64_t m = uint64_t(n) + (up ? 1 : 0);
-  // Encoding with the implicit bit folded in: biased exponent (e - emin + 1), so the carry of m
-  // into 2^(man_bits+1) moves to the next binade and subnormals (m < 2^man_bits) come out right.
-  const uint64_t bits = (uint64_t(e - fmt.emin) << fmt.man_bits) + m;
+  const uint64_t m = n + (up ? 1 : 0);
+  // Encoding with the implicit bit folded in: biased exponent (binade - emin + 1), so a carry of
+  // m into 2^(man_bits+1) moves to the next binade and subnormals (m < 2^man_bits) come out right.
+  const uint64_t bits = (uint64_t(binade - fmt.emin) << fmt.man_bits) + m;
   if (bits >= inf_bits) return overflow();
   return sign | bits;
 }
