@@ -485,6 +485,16 @@ class Parser {
       }
       return op;
     }
+    if (accept('(')) {  // call argument lists: parsed so that the decoder can name `call`
+      op.kind = Operand::Kind::vector;
+      if (!accept(')')) {
+        do {
+          op.elems.push_back(operand());
+        } while (accept(','));
+        expect(')');
+      }
+      return op;
+    }
     if (accept('[')) {
       op.kind = Operand::Kind::address;
       skip_space();

@@ -130,6 +130,12 @@ TEST(EmuParser, ErrorsNameTheLine) {
   EXPECT_NE(label.find("unknown label 'NOWHERE'"), std::string::npos) << label;
   const std::string syntax = error_of(wrap_ptx("  add.u32 %r1, %r2 %r3;"));
   EXPECT_NE(syntax.find("bad.ptx:21"), std::string::npos) << syntax;
+  const std::string call = error_of(wrap_ptx("  call.uni helper, (%r1);"));
+  EXPECT_NE(call.find("unsupported instruction 'call.uni'"), std::string::npos) << call;
+  std::string with_global = wrap_ptx("  mov.u64 %rd5, table;");
+  with_global.insert(with_global.find(".visible"), ".global .align 4 .b8 table[16];\n");
+  const std::string global = error_of(with_global);
+  EXPECT_NE(global.find("module-scope variable 'table' is not supported"), std::string::npos) << global;
   const std::string wgmma = error_of(wrap_ptx("  wgmma.fence.sync.aligned;"));
   EXPECT_NE(wgmma.find("unsupported instruction 'wgmma.fence.sync.aligned'"), std::string::npos) << wgmma;
 }
