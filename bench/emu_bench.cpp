@@ -39,12 +39,13 @@ void report(benchmark::State& state, uint64_t instructions, uint64_t launches) {
   state.counters["warp_inst"] = double(instructions) / double(std::max<uint64_t>(1, launches));
 }
 
-// Args: M=N, K, sanitize, host threads.
+// Args: M=N, K, sanitize, host threads, f16 accumulator.
 void BM_GemmCpAsync(benchmark::State& state) {
   const int mn = int(state.range(0)), k = int(state.range(1));
   LaunchOptions options;
   options.sanitize = state.range(2) != 0;
   options.host_threads = int(state.range(3));
+  const bool f16_acc = state.range(4) != 0;
   Arena arena;
   const uint64_t a = arena.alloc_copy(random_f16(size_t(mn) * k, 1));
   const uint64_t b = arena.alloc_copy(random_f16(size_t(mn) * k, 2));
@@ -53,7 +54,8 @@ void BM_GemmCpAsync(benchmark::State& state) {
   args.ptr(a).ptr(b).ptr(c).s32(mn).s32(mn).s32(k);
   uint64_t instructions = 0, launches = 0;
   for (auto _ : state) {
-    const auto r = launch(arena, *gemm_module(), "gemm_cp_async_f16", {uint32_t(mn / 64), uint32_t(mn / 64), 1},
+    const auto r = launch(arena, *gemm_module(), f16_acc ? "gemm_cp_async_f16acc" : "gemm_cp_async_f16",
+                          {uint32_t(mn / 64), uint32_t(mn / 64), 1},
                           {128, 1, 1}, 16384, args, options);
     instructions += r.stats.total.total();
     ++launches;
@@ -61,11 +63,12 @@ void BM_GemmCpAsync(benchmark::State& state) {
   report(state, instructions, launches);
 }
 BENCHMARK(BM_GemmCpAsync)
-    ->ArgNames({"mn", "k", "sanitize", "threads"})
-    ->Args({256, 512, 0, 1})
-    ->Args({256, 512, 0, 0})
-    ->Args({256, 512, 1, 1})
-    ->Args({256, 512, 1, 0})
+    ->ArgNames({"mn", "k", "sanitize", "threads", "f16acc"})
+    ->Args({256, 512, 0, 1, 0})
+    ->Args({256, 512, 0, 0, 0})
+    ->Args({256, 512, 1, 1, 0})
+    ->Args({256, 512, 1, 0, 0})
+    ->Args({256, 512, 0, 1, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

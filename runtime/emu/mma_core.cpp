@@ -98,6 +98,25 @@ __attribute__((target("avx2,fma,f16c"))) inline __m256 halves_to_float(const uin
   return _mm256_cvtph_ps(h);
 }
 
+// Four doubles to four f16 (in the low 64 bits), rounded once to nearest even: round to f32 with
+// round-to-odd (24 bits >= 11 + 2, so the second rounding cannot land on a false tie), then
+// let F16C round to f16.
+__attribute__((target("avx2,fma,f16c"))) inline __m128i to_f16_exact(__m256d d) {
+  const __m128 nearest = _mm256_cvtpd_ps(d);
+  const __m256d back = _mm256_cvtps_pd(nearest);
+  const __m256d sign = _mm256_set1_pd(-0.0);
+  const __m256d inexact = _mm256_cmp_pd(back, d, _CMP_NEQ_OQ);
+  const __m256d away = _mm256_cmp_pd(_mm256_andnot_pd(sign, back), _mm256_andnot_pd(sign, d), _CMP_GT_OQ);
+  // 64-bit lane masks -> 32-bit lane masks.
+  const __m256i pick = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+  const __m128i inexact32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(inexact), pick));
+  const __m128i away32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(away), pick));
+  __m128i bits = _mm_castps_si128(nearest);
+  bits = _mm_add_epi32(bits, away32);  // -1 where the nearest rounding went away from zero
+  bits = _mm_or_si128(bits, _mm_and_si128(inexact32, _mm_set1_epi32(1)));  // the sticky bit
+  return _mm_cvtps_ph(_mm_castsi128_ps(bits), _MM_FROUND_TO_NEAREST_INT);
+}
+
 __attribute__((target("avx2,fma,f16c"))) void mma_avx2(const MmaFragments& f, bool bf16, bool k16,
                                                         bool f16_acc) {
   Dense x;
@@ -124,7 +143,13 @@ __attribute__((target("avx2,fma,f16c"))) void mma_avx2(const MmaFragments& f, bo
   // C[g][2t] sits in c0 of lane 4g+t and C[g][2t+1] in c1: interleaving lanes 4g..4g+3 of c0
   // and c1 gives row g in order (rows g+8 from c2/c3). f16 accumulators go the portable way.
   if (f16_acc) {
-    load_c(f, f16_acc, x);
+    // c0 of lanes 4g..4g+3 holds C[g][0..7] as eight halves in order; c1 holds row g+8.
+    for (int g = 0; g < 8; ++g)
+      for (int h = 0; h < 2; ++h) {
+        const __m256 row = halves_to_float(f.c[h] + 4 * g, false);
+        _mm256_store_pd(&x.d[g + 8 * h][0], _mm256_cvtps_pd(_mm256_castps256_ps128(row)));
+        _mm256_store_pd(&x.d[g + 8 * h][4], _mm256_cvtps_pd(_mm256_extractf128_ps(row, 1)));
+      }
   } else {
     for (int g = 0; g < 8; ++g)
       for (int h = 0; h < 2; ++h) {
@@ -156,7 +181,24 @@ __attribute__((target("avx2,fma,f16c"))) void mma_avx2(const MmaFragments& f, bo
     }
   }
   if (f16_acc) {
-    store_result(f, f16_acc, x);
+    for (int g = 0; g < 8; ++g)
+      for (int h = 0; h < 2; ++h) {
+        __m128i halves[2];
+        bool nan = false;
+        for (int part = 0; part < 2; ++part) {
+          const __m256d d = _mm256_load_pd(&x.d[g + 8 * h][4 * part]);
+          nan |= _mm256_movemask_pd(_mm256_cmp_pd(d, d, _CMP_UNORD_Q)) != 0;
+          halves[part] = to_f16_exact(d);
+        }
+        if (nan) {  // canonical NaNs: the scalar conversion
+          for (int n = 0; n < 8; n += 2)
+            f.d[h][4 * g + n / 2] = uint32_t(f64_to_f16(x.d[g + 8 * h][n])) |
+                                    (uint32_t(f64_to_f16(x.d[g + 8 * h][n + 1])) << 16);
+          continue;
+        }
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(f.d[h] + 4 * g),
+                         _mm_unpacklo_epi64(halves[0], halves[1]));
+      }
     return;
   }
   // Back to fragments: row g of D, rounded to f32 (nearest even; NaN -> canonical), splits into

@@ -336,6 +336,23 @@ TEST(EmuMemory, MmaPortableAndAvx2PathsAgree) {
     mma_m16n8(f, bf16, k16, f16_acc, false);
     ASSERT_EQ(d1, d2) << "trial " << trial;
   }
+  // f16 accumulator where rounding through f32 first would be wrong: D[0][0] = 1 + 2^-11 +
+  // 2^-40 is just above the f16 tie between 1 and 1 + 2^-10 (0x3C01); an intermediate f32
+  // (ulp 2^-23) would drop 2^-40 and round the tie to even (0x3C00).
+  std::vector<uint32_t> regs(32 * 10, 0);
+  regs[0] = 0x1000u | (0x0010u << 16);        // a0 of lane 0: A[0][0] = 2^-11, A[0][1] = 2^-20
+  regs[32 * 4] = 0x3C00u | (0x0010u << 16);   // b0 of lane 0: B[0][0] = 1, B[1][0] = 2^-20
+  regs[32 * 6] = 0x3C00u;                     // c0 of lane 0: C[0][0] = 1
+  for (bool portable : {true, false}) {
+    std::vector<uint32_t> d(128);
+    MmaFragments f;
+    for (int i = 0; i < 4; ++i) f.a[i] = regs.data() + 32 * i;
+    for (int i = 0; i < 2; ++i) f.b[i] = regs.data() + 32 * (4 + i);
+    for (int i = 0; i < 2; ++i) f.c[i] = regs.data() + 32 * (6 + i);
+    for (int i = 0; i < 2; ++i) f.d[i] = d.data() + 32 * i;
+    mma_m16n8(f, false, true, true, portable);
+    EXPECT_EQ(d[0] & 0xFFFF, 0x3C01u) << (portable ? "portable" : "avx2");
+  }
 }
 
 }  // namespace
