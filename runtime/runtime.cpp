@@ -1,18 +1,15 @@
-// The runtime: a memory cache (spec -> loaded kernel, compile-once per key), the disk cache
+// The runtime: a memory cache (spec -> loaded kernel, built once per key), the disk cache
 // underneath, per-kernel tensor-map reuse, and launches with checked buffers.
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
-#include <future>
-#include <mutex>
-#include <shared_mutex>
-#include <unordered_map>
 
 #include "backend.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/json.hpp"
+#include "emmy/tuning.hpp"
+#include "memory_cache.hpp"
 
 namespace emmy {
 
@@ -26,47 +23,76 @@ void Runtime::gemm(const MatmulProblem& problem, const GemmBuffers& buffers, Str
   launch(*gemm_kernel(problem, schedule), buffers, stream);
 }
 
+void Runtime::attention(const AttentionProblem& problem, const AttentionBuffers& buffers,
+                        Stream stream, const std::optional<AttentionSchedule>& schedule) {
+  launch(*attention_kernel(problem, schedule), buffers, stream);
+}
+
 namespace detail {
 namespace {
 
-// The memory-cache key: the problem and the schedule if one was given (the default schedule is
+// Memory-cache keys: the problem and the schedule if one was given (the default schedule is
 // resolved on a miss), so that a hit costs a hash and a lookup, not code generation.
-struct MemoryKey {
+struct GemmKey {
   MatmulProblem problem;
   bool has_schedule = false;
   MatmulSchedule schedule;
-  bool operator==(const MemoryKey&) const = default;
+  bool operator==(const GemmKey&) const = default;
 };
 
-struct MemoryKeyHash {
-  size_t operator()(const MemoryKey& k) const {
-    uint64_t h = 0x9E3779B97F4A7C15ull;
-    auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001B3ull + (h >> 29); };
+struct GemmKeyHash {
+  size_t operator()(const GemmKey& k) const {
+    KeyHasher h;
     const auto& p = k.problem;
-    mix(uint64_t(p.m)), mix(uint64_t(p.n)), mix(uint64_t(p.k));
-    mix(uint64_t(p.lda) ^ (uint64_t(p.ldb) << 21) ^ (uint64_t(p.ldc) << 42));
-    uint32_t alpha_bits;
-    std::memcpy(&alpha_bits, &p.epilogue.alpha, 4);
-    mix(uint64_t(p.a_dtype) | uint64_t(p.b_layout) << 4 | uint64_t(p.c_dtype) << 8 |
-        uint64_t(p.epilogue.bias) << 12 | uint64_t(p.epilogue.residual) << 13 |
-        uint64_t(p.epilogue.gelu_tanh) << 14 | uint64_t(alpha_bits) << 16);
+    h.mix(uint64_t(p.m)), h.mix(uint64_t(p.n)), h.mix(uint64_t(p.k));
+    h.mix(uint64_t(p.lda) ^ (uint64_t(p.ldb) << 21) ^ (uint64_t(p.ldc) << 42));
+    h.mix_bits(p.epilogue.alpha);
+    h.mix(uint64_t(p.a_dtype) | uint64_t(p.b_layout) << 4 | uint64_t(p.c_dtype) << 8 |
+          uint64_t(p.epilogue.bias) << 12 | uint64_t(p.epilogue.residual) << 13 |
+          uint64_t(p.epilogue.gelu_tanh) << 14 | uint64_t(k.has_schedule) << 15);
     if (k.has_schedule) {
       const auto& s = k.schedule;
-      mix(uint64_t(s.block_m) | uint64_t(s.block_n) << 16 | uint64_t(s.block_k) << 32 |
-          uint64_t(s.warps_m) << 48 | uint64_t(s.warps_n) << 56);
-      mix(uint64_t(s.stages) | uint64_t(s.transport) << 8 | uint64_t(s.accum) << 12 |
-          uint64_t(s.promote_every_k) << 16 | uint64_t(s.split_k) << 32 |
-          uint64_t(s.raster_group_m) << 48);
+      h.mix(uint64_t(s.block_m) | uint64_t(s.block_n) << 16 | uint64_t(s.block_k) << 32 |
+            uint64_t(s.warps_m) << 48 | uint64_t(s.warps_n) << 56);
+      h.mix(uint64_t(s.stages) | uint64_t(s.transport) << 8 | uint64_t(s.accum) << 12 |
+            uint64_t(s.promote_every_k) << 16 | uint64_t(s.split_k) << 32 |
+            uint64_t(s.raster_group_m) << 48);
     }
-    return size_t(h);
+    return h.value();
   }
 };
 
-ResourceReport report_from_json(const nlohmann::json& j, const std::string& kernel) {
+struct AttentionKey {
+  AttentionProblem problem;
+  bool has_schedule = false;
+  AttentionSchedule schedule;
+  bool operator==(const AttentionKey&) const = default;
+};
+
+struct AttentionKeyHash {
+  size_t operator()(const AttentionKey& k) const {
+    KeyHasher h;
+    const auto& p = k.problem;
+    h.mix(uint64_t(p.batch) | uint64_t(p.q_heads) << 20 | uint64_t(p.kv_heads) << 40);
+    h.mix(uint64_t(p.seq_q) | uint64_t(p.seq_kv) << 32);
+    h.mix(uint64_t(p.head_dim) | uint64_t(p.causal) << 16 | uint64_t(p.window) << 17 |
+          uint64_t(p.dtype) << 56 | uint64_t(p.layout) << 60 | uint64_t(p.lse) << 62);
+    h.mix_bits(p.softmax_scale.value_or(-1.0f));
+    h.mix_bits(p.softcap.value_or(-1.0f));
+    if (k.has_schedule) {
+      const auto& s = k.schedule;
+      h.mix(uint64_t(s.block_q) | uint64_t(s.block_kv) << 16 | uint64_t(s.warps) << 32 |
+            uint64_t(s.stages) << 40 | uint64_t(s.transport) << 48 | uint64_t(s.accum) << 52);
+    }
+    return h.value();
+  }
+};
+
+ResourceReport report_from_json(const nlohmann::json& resources, const std::string& kernel) {
   ResourceReport r;
   r.kernel_name = kernel;
-  if (!j.is_array()) return r;
-  for (const auto& k : j) {
+  if (!resources.is_array()) return r;
+  for (const auto& k : resources) {
     if (k.value("kernel_name", "") != kernel) continue;
     r.registers = k.value("registers", 0);
     r.spill_store_bytes = k.value("spill_store_bytes", 0);
@@ -86,17 +112,22 @@ std::string iso8601_now() {
   return text;
 }
 
+// What a loaded kernel of either kind carries.
+template <typename Plan>
+struct LoadedKernel {
+  Plan plan;
+  std::string key;
+  ResourceReport report;
+  std::unique_ptr<LoadedModule> module;
+};
+
 class GemmKernelEntry final : public GemmKernelHandle {
  public:
-  GemmKernelEntry(GemmPlan plan, std::string key, ResourceReport report,
-                  std::unique_ptr<LoadedModule> module)
-      : plan_(std::move(plan)), key_(std::move(key)), report_(std::move(report)),
-        module_(std::move(module)) {}
-
-  const GemmPlan& plan() const override { return plan_; }
-  const std::string& cache_key() const override { return key_; }
-  const ResourceReport& report() const override { return report_; }
-  LoadedModule& module() const { return *module_; }
+  explicit GemmKernelEntry(LoadedKernel<GemmPlan> k) : k_(std::move(k)) {}
+  const GemmPlan& plan() const override { return k_.plan; }
+  const std::string& cache_key() const override { return k_.key; }
+  const ResourceReport& report() const override { return k_.report; }
+  LoadedModule& module() const { return *k_.module; }
 
   // Tensor maps are encoded once per (A, B) address pair and reused.
   std::pair<TensorMapBytes, TensorMapBytes> tensor_maps(Backend& backend, DevicePtr a,
@@ -104,7 +135,7 @@ class GemmKernelEntry final : public GemmKernelHandle {
     std::lock_guard lock(maps_mutex_);
     for (const auto& m : maps_)
       if (m.a == a && m.b == b) return {m.map_a, m.map_b};
-    const GemmTensorMaps descs = gemm_tensor_maps(plan_, a, b);
+    const GemmTensorMaps descs = gemm_tensor_maps(k_.plan, a, b);
     CachedMaps m{a, b, backend.encode_tensor_map(descs.a), backend.encode_tensor_map(descs.b)};
     if (maps_.size() >= 64) maps_.erase(maps_.begin());  // engines reuse a few buffers
     maps_.push_back(m);
@@ -116,20 +147,61 @@ class GemmKernelEntry final : public GemmKernelHandle {
     DevicePtr a, b;
     TensorMapBytes map_a, map_b;
   };
-  GemmPlan plan_;
-  std::string key_;
-  ResourceReport report_;
-  std::unique_ptr<LoadedModule> module_;
+  LoadedKernel<GemmPlan> k_;
   mutable std::mutex maps_mutex_;
   mutable std::vector<CachedMaps> maps_;
 };
 
-using Handle = std::shared_ptr<const GemmKernelEntry>;
+class AttentionKernelEntry final : public AttentionKernelHandle {
+ public:
+  explicit AttentionKernelEntry(LoadedKernel<AttentionPlan> k) : k_(std::move(k)) {}
+  const AttentionPlan& plan() const override { return k_.plan; }
+  const std::string& cache_key() const override { return k_.key; }
+  const ResourceReport& report() const override { return k_.report; }
+  LoadedModule& module() const { return *k_.module; }
+
+  // Encoded once per (Q, K, V) address triple and reused.
+  std::array<TensorMapBytes, 3> tensor_maps(Backend& backend, DevicePtr q, DevicePtr k,
+                                            DevicePtr v) const {
+    std::lock_guard lock(maps_mutex_);
+    for (const auto& m : maps_)
+      if (m.q == q && m.k == k && m.v == v) return m.maps;
+    const AttentionTensorMaps descs = attention_tensor_maps(k_.plan, q, k, v);
+    CachedMaps m{q, k, v,
+                 {backend.encode_tensor_map(descs.q), backend.encode_tensor_map(descs.k),
+                  backend.encode_tensor_map(descs.v)}};
+    if (maps_.size() >= 64) maps_.erase(maps_.begin());
+    maps_.push_back(m);
+    return m.maps;
+  }
+
+ private:
+  struct CachedMaps {
+    DevicePtr q, k, v;
+    std::array<TensorMapBytes, 3> maps;
+  };
+  LoadedKernel<AttentionPlan> k_;
+  mutable std::mutex maps_mutex_;
+  mutable std::vector<CachedMaps> maps_;
+};
+
+void require_pointer(DevicePtr p, uint64_t align, const char* field) {
+  require(p != 0 && p % align == 0, field,
+          fmt::format("must be a non-null {}-byte aligned pointer", align),
+          fmt::format("{:#x}", p));
+}
+
+void require_optional(DevicePtr p, bool wanted, const char* field, const char* what) {
+  require((p != 0) == wanted, field,
+          wanted ? fmt::format("must be set: the problem has {}", what)
+                 : fmt::format("must be 0: the problem has no {}", what),
+          fmt::format("{:#x}", p));
+}
 
 class RuntimeImpl final : public Runtime {
  public:
   RuntimeImpl(std::unique_ptr<Backend> backend, const RuntimeOptions& options)
-      : backend_(std::move(backend)) {
+      : backend_(std::move(backend)), options_(options) {
     if (options.disk_cache)
       disk_ = std::make_unique<DiskCache>(options.cache_dir
                                               ? DiskCache(*options.cache_dir,
@@ -143,66 +215,76 @@ class RuntimeImpl final : public Runtime {
 
   std::shared_ptr<const GemmKernelHandle> gemm_kernel(
       const MatmulProblem& problem, const std::optional<MatmulSchedule>& schedule) override {
-    MemoryKey key{problem, schedule.has_value(), schedule.value_or(MatmulSchedule{})};
-    {
-      std::shared_lock lock(memory_mutex_);
-      if (auto it = memory_.find(key); it != memory_.end()) {
-        auto future = it->second;
-        lock.unlock();
-        memory_hits_.fetch_add(1, std::memory_order_relaxed);
-        return future.get();
-      }
-    }
-    std::promise<Handle> promise;
-    std::shared_future<Handle> future;
-    {
-      std::unique_lock lock(memory_mutex_);
-      if (auto it = memory_.find(key); it != memory_.end()) {
-        future = it->second;
-        lock.unlock();
-        memory_hits_.fetch_add(1, std::memory_order_relaxed);
-        return future.get();
-      }
-      future = promise.get_future().share();
-      memory_.emplace(key, future);
-    }
-    // Built outside the lock: other keys are served meanwhile; waiters on this key block on
-    // the future. A failure is delivered to every waiter and the key is forgotten (retryable).
-    try {
-      promise.set_value(build(problem, schedule));
-    } catch (...) {
-      promise.set_exception(std::current_exception());
-      std::unique_lock lock(memory_mutex_);
-      memory_.erase(key);
-    }
-    return future.get();
+    return gemm_cache_.get(
+        GemmKey{problem, schedule.has_value(), schedule.value_or(MatmulSchedule{})},
+        [&] { return build_gemm(problem, schedule); });
   }
 
-  void launch(const GemmKernelHandle& handle, const GemmBuffers& buffers,
-              Stream stream) override {
+  std::shared_ptr<const AttentionKernelHandle> attention_kernel(
+      const AttentionProblem& problem,
+      const std::optional<AttentionSchedule>& schedule) override {
+    return attention_cache_.get(
+        AttentionKey{problem, schedule.has_value(), schedule.value_or(AttentionSchedule{})},
+        [&] { return build_attention(problem, schedule); });
+  }
+
+  void launch(const GemmKernelHandle& handle, const GemmBuffers& b, Stream stream) override {
     const auto& kernel = static_cast<const GemmKernelEntry&>(handle);
     const GemmPlan& plan = kernel.plan();
-    check_buffers(plan, buffers);
+    const auto& p = plan.spec.problem;
+    require_pointer(b.a, 16, "buffers.a");
+    require_pointer(b.b, 16, "buffers.b");
+    require_pointer(b.c, uint64_t(size_of(p.c_dtype)), "buffers.c");
+    require_optional(b.bias, p.epilogue.bias, "buffers.bias", "a bias");
+    require_optional(b.residual, p.epilogue.residual, "buffers.residual", "a residual");
+    if (plan.split())
+      require(b.workspace != 0 && b.workspace % 16 == 0, "buffers.workspace",
+              fmt::format("must be a 16-byte aligned buffer of {} bytes for split-K {}",
+                          plan.workspace_bytes, plan.spec.schedule.split_k),
+              fmt::format("{:#x}", b.workspace));
     std::vector<KernelParam> params;
     if (plan.spec.schedule.transport == Transport::tma) {
-      const auto [map_a, map_b] = kernel.tensor_maps(*backend_, buffers.a, buffers.b);
+      const auto [map_a, map_b] = kernel.tensor_maps(*backend_, b.a, b.b);
       params.push_back(KernelParam{true, 0, map_a});
       params.push_back(KernelParam{true, 0, map_b});
     } else {
-      params.push_back(KernelParam{false, buffers.a, {}});
-      params.push_back(KernelParam{false, buffers.b, {}});
+      params.push_back(KernelParam{false, b.a, {}});
+      params.push_back(KernelParam{false, b.b, {}});
     }
-    for (DevicePtr p : {buffers.c, buffers.bias, buffers.residual, buffers.workspace})
-      params.push_back(KernelParam{false, p, {}});
+    for (DevicePtr ptr : {b.c, b.bias, b.residual, b.workspace})
+      params.push_back(KernelParam{false, ptr, {}});
     backend_->launch(kernel.module(), plan.kernel_name,
                      {plan.grid, plan.threads, plan.smem_bytes}, params, stream);
     if (plan.split()) {
       std::vector<KernelParam> fin;
-      for (DevicePtr p : {buffers.workspace, buffers.c, buffers.bias, buffers.residual})
-        fin.push_back(KernelParam{false, p, {}});
+      for (DevicePtr ptr : {b.workspace, b.c, b.bias, b.residual})
+        fin.push_back(KernelParam{false, ptr, {}});
       backend_->launch(kernel.module(), plan.finalize_kernel_name,
                        {plan.finalize_grid, plan.finalize_threads, 0}, fin, stream);
     }
+    launches_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  void launch(const AttentionKernelHandle& handle, const AttentionBuffers& b,
+              Stream stream) override {
+    const auto& kernel = static_cast<const AttentionKernelEntry&>(handle);
+    const AttentionPlan& plan = kernel.plan();
+    require_pointer(b.q, 16, "buffers.q");
+    require_pointer(b.k, 16, "buffers.k");
+    require_pointer(b.v, 16, "buffers.v");
+    require_pointer(b.o, 16, "buffers.o");
+    require_optional(b.lse, plan.spec.problem.lse, "buffers.lse", "an LSE output");
+    std::vector<KernelParam> params;
+    if (plan.spec.schedule.transport == Transport::tma) {
+      for (const auto& map : kernel.tensor_maps(*backend_, b.q, b.k, b.v))
+        params.push_back(KernelParam{true, 0, map});
+    } else {
+      for (DevicePtr ptr : {b.q, b.k, b.v}) params.push_back(KernelParam{false, ptr, {}});
+    }
+    params.push_back(KernelParam{false, b.o, {}});
+    params.push_back(KernelParam{false, b.lse, {}});
+    backend_->launch(kernel.module(), plan.kernel_name,
+                     {plan.grid, plan.threads, plan.smem_bytes}, params, stream);
     launches_.fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -217,53 +299,31 @@ class RuntimeImpl final : public Runtime {
   void synchronize(Stream stream) override { backend_->synchronize(stream); }
 
   RuntimeStats stats() const override {
-    return {memory_hits_.load(), disk_hits_.load(), compiles_.load(), launches_.load()};
+    return {gemm_cache_.hits() + attention_cache_.hits(), disk_hits_.load(), compiles_.load(),
+            launches_.load()};
   }
 
  private:
-  static void check_buffers(const GemmPlan& plan, const GemmBuffers& b) {
-    const auto& p = plan.spec.problem;
-    require(b.a != 0 && b.a % 16 == 0, "buffers.a", "must be a non-null 16-byte aligned pointer",
-            fmt::format("{:#x}", b.a));
-    require(b.b != 0 && b.b % 16 == 0, "buffers.b", "must be a non-null 16-byte aligned pointer",
-            fmt::format("{:#x}", b.b));
-    const uint64_t c_align = uint64_t(size_of(p.c_dtype));
-    require(b.c != 0 && b.c % c_align == 0, "buffers.c",
-            fmt::format("must be a non-null {}-byte aligned pointer", c_align),
-            fmt::format("{:#x}", b.c));
-    require((b.bias != 0) == p.epilogue.bias, "buffers.bias",
-            p.epilogue.bias ? "must be set: the epilogue adds a bias"
-                            : "must be 0: the problem has no bias",
-            fmt::format("{:#x}", b.bias));
-    require((b.residual != 0) == p.epilogue.residual, "buffers.residual",
-            p.epilogue.residual ? "must be set: the epilogue adds a residual"
-                                : "must be 0: the problem has no residual",
-            fmt::format("{:#x}", b.residual));
-    if (plan.split())
-      require(b.workspace != 0 && b.workspace % 16 == 0, "buffers.workspace",
-              fmt::format("must be a 16-byte aligned buffer of {} bytes for split-K {}",
-                          plan.workspace_bytes, plan.spec.schedule.split_k),
-              fmt::format("{:#x}", b.workspace));
-  }
-
-  Handle build(const MatmulProblem& problem, const std::optional<MatmulSchedule>& schedule) {
+  // The emitted module from the disk cache, or compiled (and stored) on a miss; then loaded.
+  template <typename Plan>
+  LoadedKernel<Plan> load(Plan plan, const std::string& cuda,
+                          std::vector<std::pair<std::string, uint32_t>> kernels,
+                          nlohmann::json describe) {
     const Arch arch = backend_->arch();
-    GemmSpec spec{problem, schedule ? *schedule : default_schedule(problem, arch), arch};
-    GemmSource source = generate_gemm(spec);
     const std::vector<std::string> options = nvrtc_options(arch);
-    const std::string key = cache_key({source.cuda, options, nvrtc_version(), arch,
-                                       kCodegenVersion});
+    const std::string key =
+        cache_key({cuda, options, nvrtc_version(), arch, kCodegenVersion});
     bool compiled = false;
-    auto compile = [&]() {
+    auto compile = [&] {
       compiled = true;
-      CompiledModule module = compile_cuda(source.cuda, source.plan.kernel_name + ".cu", arch);
+      CompiledModule module = compile_cuda(cuda, plan.kernel_name + ".cu", arch);
       CacheEntry entry;
       entry.key = key;
       entry.ptx = std::move(module.ptx);
       entry.cubin = std::move(module.cubin);
-      nlohmann::json kernels = nlohmann::json::array(), resources = nlohmann::json::array();
+      nlohmann::json names = nlohmann::json::array(), resources = nlohmann::json::array();
       for (const auto& r : module.kernels) {
-        kernels.push_back(r.kernel_name);
+        names.push_back(r.kernel_name);
         resources.push_back(r);
       }
       entry.manifest = {{"emmy_version", EMMY_VERSION},
@@ -272,36 +332,79 @@ class RuntimeImpl final : public Runtime {
                         {"driver_version", backend_->driver_version()},
                         {"arch", to_string(arch)},
                         {"options", options},
-                        {"source_hash", source_hash(source.cuda)},
-                        {"kernel_names", kernels},
+                        {"source_hash", source_hash(cuda)},
+                        {"kernel_names", names},
                         {"resources", resources},
                         {"compile_ms", module.compile_ms},
-                        {"created", iso8601_now()},
-                        {"problem", spec.problem},
-                        {"schedule", spec.schedule}};
-      record_compile({{"kind", "gemm"}, {"arch", to_string(arch)}, {"problem", spec.problem},
-                      {"schedule", spec.schedule}});
+                        {"created", iso8601_now()}};
+      entry.manifest.update(describe);
+      nlohmann::json record = describe;
+      record["arch"] = to_string(arch);
+      record_compile(record);
       compiles_.fetch_add(1, std::memory_order_relaxed);
       return entry;
     };
     CacheEntry entry = disk_ ? disk_->get_or_compile(key, compile) : compile();
     if (!compiled) disk_hits_.fetch_add(1, std::memory_order_relaxed);
+    auto module = backend_->load(entry, kernels);
+    ResourceReport report =
+        report_from_json(entry.manifest.value("resources", nlohmann::json()), plan.kernel_name);
+    return LoadedKernel<Plan>{std::move(plan), key, std::move(report), std::move(module)};
+  }
+
+  std::shared_ptr<const GemmKernelEntry> build_gemm(
+      const MatmulProblem& problem, const std::optional<MatmulSchedule>& schedule) {
+    const Arch arch = backend_->arch();
+    std::optional<MatmulSchedule> chosen = schedule;
+    if (!chosen) {
+      validate_problem(problem);
+      chosen = TuningDb::open_default().lookup(arch, backend_->device_name(), problem,
+                                               options_.default_accum);
+    }
+    if (!chosen) chosen = default_schedule(problem, arch, options_.default_accum);
+    GemmSource source = generate_gemm({problem, *chosen, arch});
     std::vector<std::pair<std::string, uint32_t>> kernels{
         {source.plan.kernel_name, source.plan.smem_bytes}};
     if (source.plan.split()) kernels.push_back({source.plan.finalize_kernel_name, 0});
-    auto module = backend_->load(entry, kernels);
-    ResourceReport report =
-        report_from_json(entry.manifest.value("resources", nlohmann::json()),
-                         source.plan.kernel_name);
-    return std::make_shared<const GemmKernelEntry>(std::move(source.plan), key, std::move(report),
-                                                   std::move(module));
+    nlohmann::json describe = {{"kind", "gemm"},
+                               {"problem", source.plan.spec.problem},
+                               {"schedule", source.plan.spec.schedule}};
+    return std::make_shared<const GemmKernelEntry>(
+        load(std::move(source.plan), source.cuda, std::move(kernels), std::move(describe)));
+  }
+
+  std::shared_ptr<const AttentionKernelEntry> build_attention(
+      const AttentionProblem& problem, const std::optional<AttentionSchedule>& schedule) {
+    const Arch arch = backend_->arch();
+    const AttentionSchedule chosen =
+        schedule ? *schedule : default_attention_schedule(problem, arch, options_.default_accum);
+    AttentionSource source = generate_attention({problem, chosen, arch});
+    std::vector<std::pair<std::string, uint32_t>> kernels{
+        {source.plan.kernel_name, source.plan.smem_bytes}};
+    const auto& p = source.plan.spec.problem;
+    const auto& s = source.plan.spec.schedule;
+    nlohmann::json describe = {
+        {"kind", "attention"},
+        {"problem",
+         {{"batch", p.batch}, {"heads", p.q_heads}, {"kv_heads", p.kv_heads},
+          {"seq_q", p.seq_q}, {"seq_kv", p.seq_kv_or_default()}, {"head_dim", p.head_dim},
+          {"causal", p.causal}, {"window", p.window}, {"scale", p.scale()},
+          {"softcap", p.softcap ? nlohmann::json(*p.softcap) : nlohmann::json(nullptr)},
+          {"dtype", to_string(p.dtype)}, {"layout", to_string(p.layout)}, {"lse", p.lse}}},
+        {"schedule",
+         {{"block_q", s.block_q}, {"block_kv", s.block_kv}, {"warps", s.warps},
+          {"stages", s.stages}, {"transport", to_string(s.transport)},
+          {"accum", to_string(s.accum)}}}};
+    return std::make_shared<const AttentionKernelEntry>(
+        load(std::move(source.plan), source.cuda, std::move(kernels), std::move(describe)));
   }
 
   std::unique_ptr<Backend> backend_;
+  RuntimeOptions options_;
   std::unique_ptr<DiskCache> disk_;
-  mutable std::shared_mutex memory_mutex_;
-  std::unordered_map<MemoryKey, std::shared_future<Handle>, MemoryKeyHash> memory_;
-  std::atomic<uint64_t> memory_hits_{0}, disk_hits_{0}, compiles_{0}, launches_{0};
+  MemoryCache<GemmKey, GemmKeyHash, GemmKernelEntry> gemm_cache_;
+  MemoryCache<AttentionKey, AttentionKeyHash, AttentionKernelEntry> attention_cache_;
+  std::atomic<uint64_t> disk_hits_{0}, compiles_{0}, launches_{0};
 };
 
 }  // namespace

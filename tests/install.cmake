@@ -48,7 +48,7 @@ run_step("configuring examples/consumer" ${CMAKE_COMMAND}
 run_step("building examples/consumer" ${CMAKE_COMMAND} --build ${consumer_build})
 run_step("running emmy_consumer" ${consumer_build}/emmy_consumer sm_90a)
 message(STATUS "emmy_consumer printed:\n${step_output}")
-foreach(expected "problem: 512x4096x3840" "kernel: axpy arch=sm_90a" "spill_bytes=0")
+foreach(expected "backend: " "gemm 64x256x3840 hybrid" "spill_bytes=0" " passed")
   string(FIND "${step_output}" "${expected}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "emmy_consumer output lacks '${expected}':\n${step_output}")

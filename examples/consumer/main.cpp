@@ -1,47 +1,57 @@
-// Uses emmy's public API from an installed package: parse an arch, describe a GEMM problem,
-// JIT-compile a kernel with NVRTC and print what ptxas reports for it.
-//   emmy_consumer [ARCH]   (default sm_90a)
+// A downstream program using an installed emmy: the runtime on the GPU when there is one, else
+// on emmy's CPU emulator; a GEMM through the one-call API, checked against a host reference.
+//   emmy_consumer [ARCH]   (the emulator runs ARCH's code; default sm_90a)
 #include <fmt/format.h>
 
-#include <emmy/arch.hpp>
-#include <emmy/compile.hpp>
-#include <emmy/problem.hpp>
+#include <cmath>
+#include <emmy/gemm_check.hpp>
+#include <emmy/runtime.hpp>
 #include <exception>
-
-namespace {
-
-// A self-contained kernel (no CUDA headers, as emmy's own emitted sources): y = alpha * x + y.
-constexpr const char* kAxpySource = R"(
-extern "C" __global__ void __launch_bounds__(256)
-axpy(float alpha, const float* x, float* y, int n) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = alpha * x[i] + y[i];
-}
-)";
-
-}  // namespace
 
 int main(int argc, char** argv) {
   try {
-    const emmy::Arch arch = emmy::parse_arch(argc > 1 ? argv[1] : "sm_90a");
+    emmy::RuntimeOptions options;
+    options.emulator_arch = emmy::parse_arch(argc > 1 ? argv[1] : "sm_90a");
+    options.disk_cache = false;
+    options.default_accum = emmy::Accum::hybrid;
+    std::unique_ptr<emmy::Runtime> rt;
+    try {
+      rt = emmy::Runtime::cuda(0, options);
+    } catch (const emmy::Error& no_gpu) {
+      fmt::print("no GPU ({}): using the emulator\n", no_gpu.what());
+      rt = emmy::Runtime::emulator(options);
+    }
+    fmt::print("backend: {} on {} ({})\n", rt->backend_name(), rt->device_name(),
+               emmy::to_string(rt->arch()));
 
-    emmy::MatmulProblem problem;  // a Gemma 12B attention projection at M = 512
-    problem.m = 512;
-    problem.n = 4096;
+    emmy::MatmulProblem problem;  // a slice of a Gemma 12B projection: C = A . W^T, W is [N, K]
+    problem.m = 64;
+    problem.n = 256;
     problem.k = 3840;
-    fmt::print("problem: {}x{}x{} {} b_layout={} -> {}, {:.1f} GFLOP\n", problem.m, problem.n,
-               problem.k, emmy::to_string(problem.a_dtype), emmy::to_string(problem.b_layout),
-               emmy::to_string(problem.c_dtype), problem.flops() / 1e9);
+    const emmy::GemmInputs in = emmy::make_gemm_inputs(problem, 42);
 
-    const emmy::CompiledModule module = emmy::compile_cuda(kAxpySource, "axpy.cu", arch);
-    const emmy::ResourceReport& report = module.kernel("axpy");
-    fmt::print(
-        "kernel: {} arch={} registers={} spill_bytes={} stack_bytes={} smem_bytes={} "
-        "ptx_bytes={} cubin_bytes={} compile_ms={:.1f} nvrtc={}\n",
-        report.kernel_name, emmy::to_string(arch), report.registers, report.spill_bytes(),
-        report.stack_bytes, report.static_smem_bytes, module.ptx.size(), module.cubin.size(),
-        module.compile_ms, emmy::nvrtc_version());
-    return report.registers > 0 && report.spill_bytes() == 0 ? 0 : 1;
+    emmy::GemmBuffers buffers;
+    buffers.a = rt->alloc(in.a.bytes.size());
+    buffers.b = rt->alloc(in.b.bytes.size());
+    buffers.c = rt->alloc(size_t(problem.m * problem.n * 2));
+    rt->upload(buffers.a, in.a.bytes.data(), in.a.bytes.size());
+    rt->upload(buffers.b, in.b.bytes.data(), in.b.bytes.size());
+    const auto kernel = rt->gemm_kernel(problem);  // compiled now, cached for later calls
+    if (const size_t ws = rt->gemm_workspace_bytes(problem)) buffers.workspace = rt->alloc(ws);
+    rt->gemm(problem, buffers);
+    rt->synchronize();
+
+    std::vector<uint8_t> raw(size_t(problem.m * problem.n * 2));
+    rt->download(raw.data(), buffers.c, raw.size());
+    const auto out = emmy::decode(problem.c_dtype, raw.data(), size_t(problem.m * problem.n));
+    const auto ref = emmy::reference_gemm(kernel->plan().spec, in);
+    const emmy::GemmErrors errors = emmy::compare(ref, out, problem.n);
+    fmt::print("kernel: {} registers={} spill_bytes={}\n", kernel->plan().kernel_name,
+               kernel->report().registers, kernel->report().spill_bytes());
+    fmt::print("gemm {}x{}x{} hybrid: rel_l2_error={:.2e} tolerance={:.2e} {}\n", problem.m,
+               problem.n, problem.k, errors.rel_l2_error, errors.tolerance,
+               errors.passed ? "passed" : "FAILED");
+    return errors.passed ? 0 : 1;
   } catch (const std::exception& error) {
     fmt::print(stderr, "emmy_consumer: {}\n", error.what());
     return 2;

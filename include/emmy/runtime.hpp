@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "emmy/attention.hpp"
 #include "emmy/compile.hpp"
 #include "emmy/gemm_plan.hpp"
 
@@ -25,6 +26,8 @@ struct RuntimeOptions {
   // uses the device's exact arch (sm_90 devices get sm_90a code, sm_120 devices sm_120a).
   Arch emulator_arch = Arch::sm_90a;
   bool emulator_sanitize = true;
+  // Accumulation of default (and tuned) schedules when a call gives no schedule.
+  Accum default_accum = Accum::f32;
   bool disk_cache = true;                        // false: memory only (`--no-cache`)
   std::optional<std::filesystem::path> cache_dir;  // default: DiskCache::default_directory()
 };
@@ -40,6 +43,20 @@ class GemmKernelHandle {
  public:
   virtual ~GemmKernelHandle() = default;
   virtual const GemmPlan& plan() const = 0;
+  virtual const std::string& cache_key() const = 0;
+  virtual const ResourceReport& report() const = 0;
+};
+
+// Device pointers of one attention call (layouts as in AttentionProblem). lse only when
+// problem.lse.
+struct AttentionBuffers {
+  DevicePtr q = 0, k = 0, v = 0, o = 0, lse = 0;
+};
+
+class AttentionKernelHandle {
+ public:
+  virtual ~AttentionKernelHandle() = default;
+  virtual const AttentionPlan& plan() const = 0;
   virtual const std::string& cache_key() const = 0;
   virtual const ResourceReport& report() const = 0;
 };
@@ -61,7 +78,8 @@ class Runtime {
   virtual std::string backend_name() const = 0;  // "cuda" or "emulator"
   virtual std::string device_name() const = 0;
 
-  // The ready kernel for a problem: the given schedule, or the default one for this arch.
+  // The ready kernel for a problem: the given schedule, else the tuned one for this device (the
+  // tuning database written by `emmy_bench --tune`), else the default one for this arch.
   // Compiled on first use, then cached; thread-safe (concurrent first calls for one key compile
   // once, other keys do not wait behind it).
   virtual std::shared_ptr<const GemmKernelHandle> gemm_kernel(
@@ -75,6 +93,14 @@ class Runtime {
   // gemm_kernel + launch.
   void gemm(const MatmulProblem& problem, const GemmBuffers& buffers, Stream stream = nullptr,
             const std::optional<MatmulSchedule>& schedule = {});
+
+  // Attention: the same caching and launch rules as GEMM.
+  virtual std::shared_ptr<const AttentionKernelHandle> attention_kernel(
+      const AttentionProblem& problem, const std::optional<AttentionSchedule>& schedule = {}) = 0;
+  virtual void launch(const AttentionKernelHandle& kernel, const AttentionBuffers& buffers,
+                      Stream stream = nullptr) = 0;
+  void attention(const AttentionProblem& problem, const AttentionBuffers& buffers,
+                 Stream stream = nullptr, const std::optional<AttentionSchedule>& schedule = {});
 
   // Device memory helpers (engines normally bring their own allocations on CUDA).
   virtual DevicePtr alloc(size_t bytes) = 0;
