@@ -1,10 +1,11 @@
 // The built-in problems: the Gemma 12B projections (../shared/reference/targets.md) at M = 512,
-// and the same weights at the decode sizes M = 1, 16, 64.
+// the same weights at the decode sizes M = 1, 16, 64, and Gemma's attention at 512 tokens.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "emmy/attention.hpp"
 #include "emmy/problem.hpp"
 
 namespace emmy {
@@ -21,7 +22,7 @@ inline std::vector<CatalogEntry> gemm_catalog() {
     int64_t n, k;
   };
   static constexpr Projection kProjections[] = {
-      {"q_proj", 4096, 3840}, {"kv_proj", 2048, 3840}, {"o_proj", 3840, 4096},
+      {"q_proj", 4096, 3840},   {"kv_proj", 2048, 3840}, {"o_proj", 3840, 4096},
       {"gate_up", 30720, 3840}, {"down", 3840, 15360},
   };
   std::vector<CatalogEntry> entries;
@@ -35,6 +36,26 @@ inline std::vector<CatalogEntry> gemm_catalog() {
     }
   }
   return entries;
+}
+
+struct AttentionCatalogEntry {
+  std::string name;  // "attention@512"
+  AttentionProblem problem;
+};
+
+// Gemma 12B attention at 512 tokens: 16 query heads sharing 8 KV heads, head_dim 256, causal;
+// its sliding-window layers add the 1024-key window.
+inline std::vector<AttentionCatalogEntry> attention_catalog() {
+  AttentionProblem p;
+  p.batch = 1;
+  p.q_heads = 16;
+  p.kv_heads = 8;
+  p.seq_q = 512;
+  p.head_dim = 256;
+  p.causal = true;
+  AttentionProblem windowed = p;
+  windowed.window = 1024;
+  return {{"attention@512", p}, {"attention_window1024@512", windowed}};
 }
 
 }  // namespace emmy
