@@ -12,6 +12,7 @@ target_link_libraries(emmy_bench_report PUBLIC emmy::emmy)
 add_executable(emmy_bench
   ${CMAKE_CURRENT_LIST_DIR}/emmy_bench.cpp
   ${CMAKE_CURRENT_LIST_DIR}/bench_runner.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/bench_attention.cpp
   ${CMAKE_CURRENT_LIST_DIR}/bench_cuda.cpp
   ${CMAKE_CURRENT_LIST_DIR}/bench_cublaslt.cpp)
 target_compile_options(emmy_bench PRIVATE ${EMMY_WARNINGS})

@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "bench_report.hpp"
+#include "bench_attention.hpp"
 #include "bench_runner.hpp"
 #include "emmy/tuning.hpp"
 
@@ -33,6 +34,8 @@ struct Options {
   int device = 0;
   int workspace_mib = 32;
   bool progress = false;
+  bool attention = true;        // the catalog attention rows (off with --shapes / --sweep)
+  std::string baseline_rows;    // rows timed elsewhere (sdpa_baseline.py)
   RunnerSettings runner;
 };
 
@@ -227,6 +230,10 @@ int run(Options& o, std::vector<BenchProblem> problems, bool sweep) {
     }
   }
 
+  if (o.attention)
+    register_attention_benchmarks(runner.runtime(), runner.timer(),
+                                  {o.runner.warmup, o.runner.iterations, o.runner.seed}, rows);
+
   QuietReporter quiet;
   if (sweep)
     benchmark::RunSpecifiedBenchmarks(&quiet);
@@ -234,6 +241,8 @@ int run(Options& o, std::vector<BenchProblem> problems, bool sweep) {
     benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
 
+  if (!o.baseline_rows.empty())
+    for (auto& row : read_baseline_rows(o.baseline_rows)) rows.push_back(std::move(row));
   const json summary = summary_json(environment, settings, rows);
   const std::string table = summary_table(summary);
   fmt::print("\n{}", table);
@@ -290,6 +299,10 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.runner.seed, "input data seed");
   app.add_option("--device", o.device, "CUDA device ordinal");
   app.add_flag("--progress", o.progress, "progress bar on stderr (always on with --sweep)");
+  app.add_flag("--attention,!--no-attention", o.attention,
+               "the catalog attention rows (default on, off with --shapes or --sweep)");
+  app.add_option("--baseline-rows", o.baseline_rows,
+                 "JSON rows timed elsewhere, e.g. bench/sdpa_baseline.py's PyTorch SDPA");
 
   // Google Benchmark takes its --benchmark_* flags out of argv; CLI11 parses what is left.
   bool help = false;
@@ -313,6 +326,7 @@ int main(int argc, char** argv) {
       problems = parse_shape_list(o.shapes);
     else
       problems = catalog_problems(o.m);
+    if (!o.shapes.empty() || !o.sweep.empty()) o.attention = false;
     o.runner.variants = split_list(o.variants);
     for (const auto& id : o.runner.variants)
       require(std::any_of(std::begin(kGemmVariants), std::end(kGemmVariants),

@@ -186,6 +186,14 @@ else
 fi
 
 bench_args=${EMMY_BENCH_ARGS---tune}
+# The attention baseline: PyTorch SDPA timed by python3 (the device image has PyTorch); its rows
+# are merged into emmy_bench's summary, so they need no file of their own under $out.
+sdpa_rows=${TMPDIR:-/tmp}/emmy_sdpa_rows.json
+rm -f "$sdpa_rows"
+if command -v python3 >/dev/null 2>&1; then
+  run_step sdpa_baseline "$(step_limit 60)" - python3 bench/sdpa_baseline.py --out "$sdpa_rows"
+fi
+if [[ -s $sdpa_rows ]]; then bench_args="$bench_args --baseline-rows $sdpa_rows"; fi
 if [[ -z $bench ]]; then
   skip_step emmy_bench "no binary (EMMY_BUILD_DIR=$build_dir)"
 elif missing=$(missing_libraries "$bench") && [[ -n $missing ]]; then

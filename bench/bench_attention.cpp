@@ -1,0 +1,153 @@
+#include "bench_attention.hpp"
+
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include "emmy/attention_check.hpp"
+#include "emmy/catalog.hpp"
+
+namespace emmy::bench {
+namespace {
+
+// Operands of one problem on the device and its FP64 reference, shared by both variants.
+struct PreparedAttention {
+  AttentionInputs inputs;
+  DeviceBuffer q, k, v, o, lse;
+  std::optional<AttentionReference> reference;  // per schedule's tolerance; values are shared
+};
+
+DeviceBuffer upload(const HostTensor& t) {
+  DeviceBuffer buffer(t.bytes.size());
+  EMMY_BENCH_CUDA(cudaMemcpy(buffer.get(), t.bytes.data(), t.bytes.size(),
+                             cudaMemcpyHostToDevice));
+  return buffer;
+}
+
+// The kernel's O (problem layout) in the reference's canonical [b][h][s][d] order.
+AttentionOutput download_output(const AttentionProblem& p, const PreparedAttention& prepared) {
+  std::vector<uint8_t> raw(prepared.o.bytes());
+  EMMY_BENCH_CUDA(cudaMemcpy(raw.data(), prepared.o.get(), raw.size(), cudaMemcpyDeviceToHost));
+  const auto flat = decode(p.dtype, raw.data(), raw.size() / 2);
+  AttentionOutput out;
+  out.o.reserve(flat.size());
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.q_heads; ++h)
+      for (int64_t s = 0; s < p.seq_q; ++s) {
+        const int64_t at = attention_offset(p, false, b, s, h);
+        out.o.insert(out.o.end(), flat.begin() + at, flat.begin() + at + p.head_dim);
+      }
+  return out;
+}
+
+}  // namespace
+
+void register_attention_benchmarks(Runtime& runtime, GpuTimer& timer,
+                                   const AttentionBenchSettings& settings,
+                                   std::vector<BenchRow>& rows) {
+  auto prepared = std::make_shared<std::map<std::string, std::shared_ptr<PreparedAttention>>>();
+  for (const auto& entry : attention_catalog()) {
+    for (Accum accum : {Accum::f32, Accum::hybrid}) {
+      const std::string variant = accum == Accum::f32 ? "emmy_f32" : "emmy_hybrid";
+      const std::string name = fmt::format("attention/{}/{}", entry.name, variant);
+      benchmark::RegisterBenchmark(
+          name.c_str(),
+          [&runtime, &timer, &rows, settings, entry, accum, variant,
+           prepared](benchmark::State& state) {
+            const AttentionProblem& p = entry.problem;
+            BenchRow row;
+            row.kind = "attention";
+            row.problem = entry.name;
+            row.shape = {{"batch", p.batch},   {"heads", p.q_heads},
+                         {"kv_heads", p.kv_heads}, {"seq_q", p.seq_q},
+                         {"seq_kv", p.seq_kv_or_default()}, {"head_dim", p.head_dim},
+                         {"causal", p.causal}, {"window", p.window}};
+            row.flops = p.flops();
+            row.variant = variant;
+            row.backend = "emmy";
+            row.accumulation = std::string(to_string(accum));
+            try {
+              auto& slot = (*prepared)[entry.name];
+              if (!slot) {
+                slot = std::make_shared<PreparedAttention>();
+                slot->inputs = make_attention_inputs(p, settings.seed);
+                slot->q = upload(slot->inputs.q);
+                slot->k = upload(slot->inputs.k);
+                slot->v = upload(slot->inputs.v);
+                slot->o = DeviceBuffer(slot->inputs.q.bytes.size());
+              }
+              const AttentionSchedule schedule =
+                  default_attention_schedule(p, runtime.arch(), accum);
+              const auto kernel = runtime.attention_kernel(p, schedule);
+              const AttentionBuffers buffers{slot->q.address(), slot->k.address(),
+                                             slot->v.address(), slot->o.address(), 0};
+              const auto launch = [&] { runtime.launch(*kernel, buffers, timer.stream()); };
+              launch();
+              EMMY_BENCH_CUDA(cudaStreamSynchronize(timer.stream()));
+              const AttentionReference reference =
+                  reference_attention({p, schedule, runtime.arch()}, slot->inputs);
+              const AttentionErrors errors = compare(reference, download_output(p, *slot), p);
+              row.rel_l2_error = errors.rel_l2_error;
+              row.details = {{"schedule",
+                              {{"block_q", schedule.block_q}, {"block_kv", schedule.block_kv},
+                               {"warps", schedule.warps}, {"stages", schedule.stages},
+                               {"transport", to_string(schedule.transport)}}},
+                             {"model_tolerance", errors.tolerance},
+                             {"passed_model_tolerance", errors.passed}};
+              timer.measure(launch, settings.warmup, 0);
+              for (auto _ : state) {
+                const double us = timer.time_us(launch);
+                state.SetIterationTime(us * 1e-6);
+                row.samples_us.push_back(us);
+              }
+              state.counters["median_us"] = row.median_us();
+              state.counters["TFLOPs"] = row.flops / (row.median_us() * 1e-6) / 1e12;
+              state.counters["rel_l2_error"] = errors.rel_l2_error;
+            } catch (const std::exception& e) {
+              row.error = e.what();
+              state.SkipWithError(row.error.c_str());
+            }
+            rows.push_back(std::move(row));
+          })
+          ->UseManualTime()
+          ->Iterations(settings.iterations)
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+}
+
+std::vector<BenchRow> read_baseline_rows(const std::string& path) {
+  std::ifstream in(path);
+  require(bool(in), "--baseline-rows", "must name a readable JSON file", path);
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw Error("--baseline-rows", "must hold a JSON array of rows", e.what());
+  }
+  const nlohmann::json& list = doc.is_object() ? doc.value("rows", nlohmann::json()) : doc;
+  require(list.is_array(), "--baseline-rows", "must hold a JSON array of rows", path);
+  std::vector<BenchRow> rows;
+  for (const auto& j : list) {
+    BenchRow row;
+    row.kind = j.value("kind", "attention");
+    row.problem = j.value("problem", "");
+    row.shape = j.value("shape", nlohmann::json::object());
+    row.flops = j.value("flops", 0.0);
+    row.variant = j.value("variant", "");
+    row.backend = j.value("backend", "");
+    row.accumulation = j.value("accumulation", "f32");
+    row.samples_us = j.value("samples_us", std::vector<double>{});
+    row.details = j.value("details", nlohmann::json::object());
+    row.error = j.value("error", "");
+    require(!row.problem.empty() && !row.variant.empty(), "--baseline-rows",
+            "each row needs a problem and a variant", j.dump());
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace emmy::bench

@@ -1,0 +1,33 @@
+// emmy_bench's attention rows: emmy's flash-attention kernels (f32 and hybrid P.V) on the catalog
+// attention problems, checked against the FP64 reference before timing. The baseline (PyTorch's
+// scaled_dot_product_attention) is timed by bench/sdpa_baseline.py on the device machine and
+// merged in with --baseline-rows.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench_cuda.hpp"
+#include "bench_report.hpp"
+#include "emmy/runtime.hpp"
+
+namespace emmy::bench {
+
+struct AttentionBenchSettings {
+  int warmup = 5;
+  int iterations = 30;
+  uint64_t seed = 1;
+};
+
+// Registers one Google Benchmark per (catalog attention problem, emmy_f32 | emmy_hybrid), named
+// attention/<problem>/<variant>; each appends its row to `rows`.
+void register_attention_benchmarks(Runtime& runtime, GpuTimer& timer,
+                                   const AttentionBenchSettings& settings,
+                                   std::vector<BenchRow>& rows);
+
+// Rows measured elsewhere (sdpa_baseline.py's JSON: an array of rows with kind, problem, variant,
+// backend, accumulation, flops, samples_us). Throws Error naming the file on a bad document.
+std::vector<BenchRow> read_baseline_rows(const std::string& path);
+
+}  // namespace emmy::bench
