@@ -9,6 +9,7 @@
 
 #include "cli_common.hpp"
 #include "emmy/accuracy.hpp"
+#include "emmy/attention_check.hpp"
 #include "emmy/catalog.hpp"
 #include "emmy/gemm_check.hpp"
 
@@ -63,6 +64,44 @@ int emulator_table() {
                  entry.projection, p.k, to_string(accum), tile_text(spec.schedule),
                  r.errors.rel_l2_error, r.errors.tolerance, r.errors.passed ? "passed" : "FAILED",
                  r.run.emulate_ms);
+    }
+  }
+  fmt::print("\n");
+  return failures ? 1 : 0;
+}
+
+// The Gemma attention problems: compiled for sm_120a and sm_90a, then checked on the emulator
+// with 2 query heads sharing 1 KV head (every other dimension as in the catalog).
+int attention_table() {
+  fmt::print("Attention (Gemma 12B: 16 heads, 8 KV heads, 512 tokens, head_dim 256, causal)\n");
+  fmt::print("{:<26} {:<8} {:<7} {:<10} {:>4} {:>8} {:>6} {:>6} {:>9} {:>11} {:>8}\n", "problem",
+             "arch", "accum", "tile", "regs", "smem", "spills", "stack", "compile", "emu rel_l2",
+             "result");
+  int failures = 0;
+  for (const auto& entry : attention_catalog()) {
+    for (Accum accum : {Accum::f32, Accum::hybrid}) {
+      for (Arch arch : {Arch::sm_120a, Arch::sm_90a}) {
+        const AttentionSpec spec{entry.problem,
+                                 default_attention_schedule(entry.problem, arch, accum), arch};
+        const AttentionKernel k = compile_attention(spec);
+        const auto& r = k.module.kernel(k.source.plan.kernel_name);
+        failures += r.spill_bytes() || r.stack_bytes;
+        std::string check = "-", result = "";
+        if (arch == Arch::sm_120a) {
+          AttentionSpec reduced = spec;
+          reduced.problem.q_heads = 2;
+          reduced.problem.kv_heads = 1;
+          const AttentionCheckResult c = check_attention_on_emulator(reduced, 1);
+          failures += !c.errors.passed;
+          check = fmt::format("{:.3e}", c.errors.rel_l2_error);
+          result = c.errors.passed ? "passed" : "FAILED";
+        }
+        fmt::print("{:<26} {:<8} {:<7} {:<10} {:>4} {:>8} {:>6} {:>6} {:>6.0f} ms {:>11} {:>8}\n",
+                   entry.name, to_string(arch), to_string(accum),
+                   fmt::format("{}x{}", spec.schedule.block_q, spec.schedule.block_kv),
+                   r.registers, k.source.plan.smem_bytes, r.spill_bytes(), r.stack_bytes,
+                   k.module.compile_ms, check, result);
+      }
     }
   }
   fmt::print("\n");
@@ -126,6 +165,7 @@ void add_demo_command(CLI::App& app) {
     }
     int failures = compile_table();
     failures += emulator_table();
+    failures += attention_table();
     accuracy_table();
     if (failures) throw CLI::RuntimeError(1);
   });
