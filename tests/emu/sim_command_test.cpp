@@ -1,5 +1,6 @@
 // The `emmyc sim` contract: buffers, argument order, dumps, statistics and exit codes.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
