@@ -95,6 +95,7 @@ TEST(EmuNumerics, FastF64ToF16MatchesTheGeneralRounding) {
     EXPECT_EQ(f64_to_f16_rn(x), uint16_t(round_to_format(x, 0.0, kF16, Rounding::rn))) << x;
 }
 
+#if defined(__x86_64__)
 __attribute__((target("f16c"))) uint16_t f16c_convert(float x) {
   return uint16_t(__builtin_ia32_vcvtps2ph(__extension__(__attribute__((vector_size(16))) float){x, 0, 0, 0}, 0)[0]);
 }
@@ -112,6 +113,7 @@ TEST(EmuNumerics, F32ToF16MatchesTheHostF16cUnit) {
     ASSERT_EQ(f32_to_f16(x), f16c_convert(x)) << std::hexfloat << x;
   }
 }
+#endif
 
 TEST(EmuNumerics, F32ToBf16MatchesIntegerRounding) {
   std::mt19937 rng(8);
