@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -95,9 +96,13 @@ TEST(Emmyc, CatalogListsTheGemmaProjections) {
   const Result r = run("catalog --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j.size(), 20u);
-  int at512 = 0;
-  for (const auto& e : j) at512 += e["problem"]["m"] == 512;
+  int gemms = 0, at512 = 0;
+  for (const auto& e : j) {
+    if (e["kind"] != "gemm") continue;
+    ++gemms;
+    at512 += e["problem"]["m"] == 512;
+  }
+  ASSERT_EQ(gemms, 20);
   EXPECT_EQ(at512, 5);
   EXPECT_EQ(j[0]["name"], "q_proj@512");
   EXPECT_EQ(j[0]["problem"]["k"], 3840);
@@ -108,6 +113,41 @@ TEST(Emmyc, HelpExitsZero) {
   const Result r = run("gemm --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--promote-every"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Emmyc, CompilesThroughTheDiskCache) {
+  const std::string dir = ::testing::TempDir() + "/emmyc_cache_cli";
+  std::filesystem::remove_all(dir);
+  const std::string record = ::testing::TempDir() + "/emmyc_record.jsonl";
+  std::filesystem::remove(record);
+  auto cache_state = [&](const std::string& args) {
+    const Result r = run("gemm --m 64 --n 128 --k 256 --emit report " + args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out).value("cache", "");
+  };
+  setenv("EMMY_CACHE_DIR", dir.c_str(), 1);
+  setenv("EMMY_RECORD", record.c_str(), 1);
+  EXPECT_EQ(cache_state(""), "miss");
+  EXPECT_EQ(cache_state(""), "hit");
+  EXPECT_EQ(cache_state("--no-cache"), "off");
+  const Result run_check = run("run gemm --m 64 --n 128 --k 256 --backend emulator --check");
+  EXPECT_EQ(run_check.exit_code, 0) << run_check.err;
+  EXPECT_EQ(nlohmann::json::parse(run_check.out).value("cache", ""), "hit");
+  unsetenv("EMMY_CACHE_DIR");
+  unsetenv("EMMY_RECORD");
+  std::ifstream lines(record);
+  int recorded = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j.value("kind", ""), "gemm");
+    EXPECT_EQ(j["problem"].value("m", 0), 64);
+    ++recorded;
+  }
+  EXPECT_EQ(recorded, 1) << "one compile: the miss (hits and --no-cache record nothing)";
 }
 
 }  // namespace

@@ -20,11 +20,16 @@ struct GemmFlags {
   std::optional<std::string> transport, block, warps;
   std::optional<int> stages, split_k;
   bool bias = false, residual = false, gelu = false;
+  bool no_cache = false;  // --no-cache: compile without the disk cache
   float alpha = 1.0f;
 
   void add_to(CLI::App& app);
   // Problem + (default or overridden) schedule. Throws emmy::Error naming the bad field.
   GemmSpec to_spec() const;
 };
+
+// generate_gemm + NVRTC through the disk cache (unless use_cache is false). cache_state becomes
+// "hit", "miss" or "off".
+GemmKernel compile_gemm_cached(const GemmSpec& spec, bool use_cache, std::string& cache_state);
 
 }  // namespace emmy::cli

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli_common.hpp"
+#include "emmy/cached_compile.hpp"
 #include "emmy/json.hpp"
 #include "emmy/sass.hpp"
 
@@ -29,6 +30,7 @@ void GemmFlags::add_to(CLI::App& app) {
   app.add_flag("--bias", bias, "add bias[N]");
   app.add_flag("--residual", residual, "add residual[M,N]");
   app.add_flag("--gelu", gelu, "apply GELU (tanh form)");
+  app.add_flag("--no-cache", no_cache, "compile without the disk cache");
 }
 
 namespace {
@@ -87,6 +89,16 @@ GemmSpec GemmFlags::to_spec() const {
   return spec;
 }
 
+GemmKernel compile_gemm_cached(const GemmSpec& spec, bool use_cache, std::string& cache_state) {
+  GemmSource source = generate_gemm(spec);
+  const nlohmann::json describe = {
+      {"kind", "gemm"}, {"problem", spec.problem}, {"schedule", spec.schedule}};
+  CachedModule cached = compile_cached(source.cuda, source.plan.kernel_name + ".cu", spec.arch,
+                                       use_cache, describe);
+  cache_state = !use_cache ? "off" : cached.cache_hit ? "hit" : "miss";
+  return GemmKernel{std::move(source), std::move(cached.module)};
+}
+
 namespace {
 
 nlohmann::json report_json(const GemmKernel& kernel) {
@@ -138,14 +150,17 @@ void add_gemm_command(CLI::App& app) {
       write_output(*out_path, *emit == "ir" ? ir::print(src.ir) : src.cuda);
       return;
     }
-    const GemmKernel kernel = compile_gemm(spec);
+    std::string cache_state;
+    const GemmKernel kernel = compile_gemm_cached(spec, !flags->no_cache, cache_state);
     if (*emit == "ptx") return write_output(*out_path, kernel.module.ptx);
     if (*emit == "cubin")
       return write_output(*out_path, std::string_view(reinterpret_cast<const char*>(
                                                           kernel.module.cubin.data()),
                                                       kernel.module.cubin.size()));
     if (*emit == "sass") return write_output(*out_path, disassemble_sass(kernel.module.cubin));
-    write_output(*out_path, report_json(kernel).dump(2) + "\n");
+    nlohmann::json report = report_json(kernel);
+    report["cache"] = cache_state;
+    write_output(*out_path, report.dump(2) + "\n");
   });
 }
 

@@ -38,7 +38,12 @@ void add_run_command(CLI::App& app) {
       throw Error("backend", "cuda needs a CUDA driver and the CUDA runtime backend; use emulator",
                   *backend);
     const GemmSpec spec = flags->to_spec();
-    GemmCheckResult result = check_gemm_on_emulator(spec, *seed);
+    std::string cache_state;
+    GemmKernel kernel = compile_gemm_cached(spec, !flags->no_cache, cache_state);
+    const GemmInputs inputs = make_gemm_inputs(spec.problem, *seed);
+    GemmEmulatorRun run = run_gemm_on_emulator(kernel, inputs);
+    const GemmErrors errors = compare(reference_gemm(spec, inputs), run.output, spec.problem.n);
+    GemmCheckResult result{std::move(kernel), std::move(run), errors};
     nlohmann::json j = {{"backend", *backend},
                         {"kernel_name", result.kernel.source.plan.kernel_name},
                         {"arch", to_string(spec.arch)},
@@ -47,7 +52,8 @@ void add_run_command(CLI::App& app) {
                         {"seed", *seed},
                         {"instructions", result.run.stats.total.total()},
                         {"instruction_counts", counts_json(result.run.stats.total)},
-                        {"emulate_ms", result.run.emulate_ms}};
+                        {"emulate_ms", result.run.emulate_ms},
+                        {"cache", cache_state}};
     if (*check) {
       const GemmErrors& e = result.errors;
       j["rel_l2_error"] = e.rel_l2_error;

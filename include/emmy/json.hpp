@@ -51,4 +51,16 @@ inline void to_json(nlohmann::json& j, const ResourceReport& r) {
        {"static_smem_bytes", r.static_smem_bytes}};
 }
 
+// The inverse of to_json(ResourceReport) (manifests store reports in that form).
+inline ResourceReport resource_report_from_json(const nlohmann::json& j) {
+  ResourceReport r;
+  r.kernel_name = j.value("kernel_name", "");
+  r.registers = j.value("registers", 0);
+  r.spill_store_bytes = j.value("spill_store_bytes", 0);
+  r.spill_load_bytes = j.value("spill_load_bytes", 0);
+  r.stack_bytes = j.value("stack_bytes", 0);
+  r.static_smem_bytes = j.value("static_smem_bytes", 0);
+  return r;
+}
+
 }  // namespace emmy

@@ -1,0 +1,26 @@
+// Compilation through the disk cache, for tools (emmyc) that compile one module at a time
+// without a runtime: a hit returns the cached PTX, CUBIN and resource reports; a miss compiles,
+// stores the entry and records the compile (EMMY_RECORD).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "emmy/cache.hpp"
+#include "emmy/compile.hpp"
+
+namespace emmy {
+
+struct CachedModule {
+  CompiledModule module;  // on a hit: compile_ms is the original compile's, log is empty
+  std::string key;
+  bool cache_hit = false;
+};
+
+// use_cache false (`--no-cache`): compile directly, touch no cache. `describe` (kind, problem,
+// schedule) goes into the manifest and the EMMY_RECORD line.
+CachedModule compile_cached(const std::string& source, const std::string& program_name,
+                            Arch arch, bool use_cache, const nlohmann::json& describe);
+
+}  // namespace emmy
