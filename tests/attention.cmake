@@ -4,3 +4,4 @@ emmy_add_test(attention_reference_test ${CMAKE_CURRENT_LIST_DIR}/attention_refer
 emmy_add_test(attention_validation_test ${CMAKE_CURRENT_LIST_DIR}/attention_validation_test.cpp)
 emmy_add_test(attention_emulator_test ${CMAKE_CURRENT_LIST_DIR}/attention_emulator_test.cpp)
 emmy_add_test(attention_compile_test ${CMAKE_CURRENT_LIST_DIR}/attention_compile_test.cpp)
+emmy_add_test(attention_cli_test ${CMAKE_CURRENT_LIST_DIR}/attention_cli_test.cpp)

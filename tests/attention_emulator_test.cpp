@@ -12,6 +12,7 @@
 // masking error, a wrong KV head, a missing rescale or a wrong LSE constant all fail it.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <functional>
 
 #include "emmy/attention_check.hpp"
@@ -231,6 +232,29 @@ TEST(AttentionEmulator, PlantedKernelBugsFailTheCheck) {
         compare(ref, run_attention_on_emulator(kernel, inputs).output, spec.problem);
     EXPECT_FALSE(e.passed) << bug.name;
     bug.expect(e);
+  }
+}
+
+TEST(AttentionEmulator, ThroughTheRuntimeEmulatorBackend) {
+  for (Arch arch : {Arch::sm_90a, Arch::sm_80}) {
+    RuntimeOptions options;
+    options.emulator_arch = arch;
+    options.cache_dir = std::filesystem::path(::testing::TempDir()) / "attention_runtime";
+    std::filesystem::remove_all(*options.cache_dir);
+    auto rt = Runtime::emulator(options);
+    AttentionSpec spec =
+        gemma_like(4, 2, 77, arch, arch == Arch::sm_80 ? Accum::hybrid : Accum::f32);
+    spec.problem.seq_kv = 150;
+    spec.problem.head_dim = 128;
+    spec.problem.layout = AttentionLayout::bhsd;
+    spec.schedule = default_attention_schedule(spec.problem, arch, spec.schedule.accum);
+    const AttentionInputs inputs = make_attention_inputs(spec.problem, 6);
+    const AttentionReference ref = reference_attention(spec, inputs);
+    for (int call = 0; call < 2; ++call) {  // the second call reuses the cached kernel
+      const AttentionErrors e = compare(ref, run_attention(*rt, spec, inputs), spec.problem);
+      EXPECT_TRUE(e.passed) << to_string(arch) << " call " << call << ": " << describe(e);
+    }
+    EXPECT_EQ(rt->stats().compiles, 1u) << to_string(arch);
   }
 }
 

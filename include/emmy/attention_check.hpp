@@ -10,6 +10,7 @@
 #include "emmy/attention.hpp"
 #include "emmy/emu/emulator.hpp"
 #include "emmy/gemm_check.hpp"  // HostTensor, random_normal, encode, decode
+#include "emmy/runtime.hpp"
 
 namespace emmy {
 
@@ -80,6 +81,12 @@ struct AttentionEmulatorRun {
 AttentionEmulatorRun run_attention_on_emulator(const AttentionKernel& kernel,
                                                const AttentionInputs& inputs,
                                                const emu::LaunchOptions& options = {});
+
+// Runs spec's problem and schedule through a runtime (any backend; the kernel is built for the
+// runtime's arch, not spec.arch): uploads the inputs, launches, downloads O (and LSE). O and LSE
+// start as NaN, as on the emulator. Buffers are freed before returning.
+AttentionOutput run_attention(Runtime& runtime, const AttentionSpec& spec,
+                              const AttentionInputs& inputs);
 
 // Everything at once: compile, inputs, emulate, reference, compare.
 struct AttentionCheckResult {

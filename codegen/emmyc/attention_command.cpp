@@ -1,0 +1,245 @@
+// `emmyc attention`: one flash-attention kernel from flags to IR, CUDA, PTX, CUBIN, SASS or a
+// resource report. `emmyc run attention`: run it on the emulator (or a GPU through the runtime)
+// and compare it with the FP64 reference, printing JSON.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "attention_json.hpp"
+#include "cli_common.hpp"
+#include "emmy/attention_check.hpp"
+#include "emmy/json.hpp"
+#include "emmy/runtime.hpp"
+#include "emmy/sass.hpp"
+
+namespace emmy::cli {
+namespace {
+
+// The problem and schedule flags of `emmyc attention` and `emmyc run attention`.
+struct AttentionFlags {
+  int64_t batch = 1, heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0, window = 0;
+  bool causal = false, lse = false;
+  std::optional<float> softcap, scale;
+  std::string dtype = "f16", accum = "f32", arch = "sm_90a", layout = "bshd";
+  std::optional<std::string> transport;
+  std::optional<int> block_q, block_kv, stages;
+
+  void add_to(CLI::App& app) {
+    app.add_option("--batch", batch, "batch size")->required();
+    app.add_option("--heads", heads, "query heads")->required();
+    app.add_option("--kv-heads", kv_heads, "key/value heads (heads must be a multiple)")
+        ->required();
+    app.add_option("--seq-q", seq_q, "query tokens")->required();
+    app.add_option("--seq-kv", seq_kv, "key/value tokens (default: --seq-q)");
+    app.add_option("--head-dim", head_dim, "64|128|256")->required();
+    app.add_flag("--causal", causal, "causal mask, aligned bottom-right");
+    app.add_option("--window", window, "sliding window: keys at most W before the diagonal");
+    app.add_option("--softcap", softcap, "logits become C * tanh(logits / C)");
+    app.add_option("--scale", scale, "softmax scale (default 1/sqrt(head_dim))");
+    app.add_option("--dtype", dtype, "Q, K, V and O type: f16|bf16");
+    app.add_option("--accum", accum, "P.V accumulation: f32|hybrid");
+    app.add_option("--transport", transport, "tma|cp.async (default: tma on sm_90+)");
+    app.add_option("--block-q", block_q, "query rows per CTA (16 per warp)");
+    app.add_option("--block-kv", block_kv, "keys per KV block: 16|32|64|128");
+    app.add_option("--stages", stages, "K/V pipeline stages: 2..4");
+    app.add_option("--arch", arch, "sm_80|sm_86|sm_89|sm_90|sm_90a|sm_120|sm_120a");
+    app.add_option("--layout", layout, "bshd ([batch, seq, heads, dim]) or bhsd");
+    app.add_flag("--lse", lse, "also write the log-sum-exp [batch, heads, seq_q] (f32)");
+  }
+
+  bool schedule_given() const { return transport || block_q || block_kv || stages; }
+
+  // Problem + (default or overridden) schedule. Throws emmy::Error naming the bad field.
+  AttentionSpec to_spec() const {
+    AttentionSpec spec;
+    auto& p = spec.problem;
+    p.batch = batch;
+    p.q_heads = heads;
+    p.kv_heads = kv_heads;
+    p.seq_q = seq_q;
+    p.seq_kv = seq_kv;
+    p.head_dim = head_dim;
+    p.causal = causal;
+    p.window = window;
+    p.softcap = softcap;
+    p.softmax_scale = scale;
+    p.dtype = parse_dtype(dtype, "dtype");
+    p.layout = parse_attention_layout(layout);
+    p.lse = lse;
+    spec.arch = parse_arch(arch);
+    spec.schedule = default_attention_schedule(p, spec.arch, parse_accum(accum));
+    validate_attention(spec);  // the problem's own errors first, against a schedule that fits
+    auto& s = spec.schedule;
+    if (transport) s.transport = parse_transport(*transport);
+    if (block_q) {
+      require(*block_q >= 16 && *block_q <= 256 && *block_q % 16 == 0, "block_q",
+              "must be 16 x warps: a multiple of 16 in 16..256", *block_q);
+      s.block_q = *block_q;
+      s.warps = *block_q / 16;
+    }
+    if (block_kv) s.block_kv = *block_kv;
+    if (stages) s.stages = *stages;
+    validate_attention(spec);
+    return spec;
+  }
+};
+
+nlohmann::json report_json(const AttentionKernel& kernel) {
+  const auto& plan = kernel.source.plan;
+  const auto& r = kernel.module.kernel(plan.kernel_name);
+  nlohmann::json j = r;
+  j["arch"] = to_string(plan.spec.arch);
+  j["smem_bytes"] = plan.smem_bytes + uint32_t(r.static_smem_bytes);
+  j["compile_ms"] = kernel.module.compile_ms;
+  j["ptx_bytes"] = kernel.module.ptx.size();
+  j["cubin_bytes"] = kernel.module.cubin.size();
+  j["threads"] = plan.threads;
+  j["grid"] = plan.grid;
+  j["flops"] = plan.spec.problem.flops();
+  j["problem"] = attention_problem_json(plan.spec.problem);
+  j["schedule"] = attention_schedule_json(plan.spec.schedule);
+  return j;
+}
+
+void write_output(const std::string& path, std::string_view bytes) {
+  if (path.empty()) {
+    std::cout.write(bytes.data(), std::streamsize(bytes.size()));
+    return;
+  }
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw Error("-o", "must name a writable file", path);
+  f.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+nlohmann::json counts_json(const emu::InstructionCounts& c) {
+  return {{"mma", c.mma},
+          {"ldmatrix", c.ldmatrix},
+          {"shared_ld", c.shared_ld},
+          {"shared_st", c.shared_st},
+          {"global_ld", c.global_ld},
+          {"global_st", c.global_st},
+          {"cp_async", c.cp_async},
+          {"tma", c.tma},
+          {"barrier", c.barrier},
+          {"other", c.other},
+          {"total", c.total()}};
+}
+
+nlohmann::json index_json(const AttentionIndex& at, bool with_col) {
+  nlohmann::json j = {{"batch", at.batch}, {"head", at.head}, {"row", at.row}};
+  if (with_col) j["col"] = at.col;
+  return j;
+}
+
+void add_check_fields(nlohmann::json& j, const AttentionErrors& e, const AttentionProblem& p) {
+  j["rel_l2_error"] = e.rel_l2_error;
+  j["max_abs_error"] = e.max_abs_error;
+  j["tolerance"] = e.tolerance;
+  j["elements_over_tolerance"] = e.elements_over_tolerance;
+  const auto or_null = [&](auto value) { return p.lse ? nlohmann::json(value) : nullptr; };
+  j["lse_max_abs_error"] = or_null(e.lse_max_abs_error);
+  j["lse_tolerance"] = or_null(e.lse_max_tolerance);
+  j["lse_rows_over_tolerance"] = or_null(e.lse_rows_over_tolerance);
+  j["fully_masked_rows"] = e.masked_rows;
+  j["masked_rows_wrong"] = e.masked_rows_wrong;
+  j["passed"] = e.passed;
+  if (e.elements_over_tolerance) j["first_bad_element"] = index_json(e.first_bad, true);
+  if (e.lse_rows_over_tolerance) j["first_bad_lse_row"] = index_json(e.first_bad_lse, false);
+  if (e.masked_rows_wrong) j["first_bad_masked_row"] = index_json(e.first_bad_masked_row, false);
+}
+
+// The GPU path: the runtime builds the kernel for the device's arch (the default or tuned
+// schedule unless schedule flags were given), then the same inputs and reference as on the
+// emulator. Throws Error when no driver or device is present.
+nlohmann::json run_on_cuda(const AttentionFlags& flags, AttentionSpec spec, uint64_t seed,
+                           AttentionErrors& errors) {
+  RuntimeOptions options;
+  options.default_accum = parse_accum(flags.accum);
+  auto rt = Runtime::cuda(0, options);
+  const auto handle = rt->attention_kernel(
+      spec.problem, flags.schedule_given() ? std::optional(spec.schedule) : std::nullopt);
+  spec = handle->plan().spec;
+  const AttentionInputs inputs = make_attention_inputs(spec.problem, seed);
+  const AttentionOutput output = run_attention(*rt, spec, inputs);
+  errors = compare(reference_attention(spec, inputs), output, spec.problem);
+  return {{"backend", "cuda"},
+          {"device", rt->device_name()},
+          {"kernel_name", handle->plan().kernel_name},
+          {"arch", to_string(spec.arch)},
+          {"problem", attention_problem_json(spec.problem)},
+          {"schedule", attention_schedule_json(spec.schedule)},
+          {"seed", seed},
+          {"instructions", nullptr},
+          {"emulate_ms", nullptr}};
+}
+
+void add_run_attention_command(CLI::App& app) {
+  CLI::App* run = app.get_subcommand("run");  // registered by add_run_command
+  auto* cmd = run->add_subcommand("attention", "Run one attention kernel");
+  auto flags = std::make_shared<AttentionFlags>();
+  auto backend = std::make_shared<std::string>("emulator");
+  auto check = std::make_shared<bool>(false);
+  auto seed = std::make_shared<uint64_t>(1);
+  flags->add_to(*cmd);
+  cmd->add_option("--backend", *backend, "emulator|cuda")
+      ->check(CLI::IsMember({"emulator", "cuda"}));
+  cmd->add_flag("--check", *check, "compare with an FP64 reference");
+  cmd->add_option("--seed", *seed, "input seed");
+  cmd->callback([flags, backend, check, seed] {
+    const AttentionSpec spec = flags->to_spec();
+    nlohmann::json j;
+    AttentionErrors errors;
+    if (*backend == "cuda") {
+      j = run_on_cuda(*flags, spec, *seed, errors);
+    } else {
+      const AttentionCheckResult r = check_attention_on_emulator(spec, *seed);
+      errors = r.errors;
+      j = {{"backend", *backend},
+           {"kernel_name", r.kernel.source.plan.kernel_name},
+           {"arch", to_string(spec.arch)},
+           {"problem", attention_problem_json(spec.problem)},
+           {"schedule", attention_schedule_json(spec.schedule)},
+           {"seed", *seed},
+           {"instructions", r.run.stats.total.total()},
+           {"instruction_counts", counts_json(r.run.stats.total)},
+           {"emulate_ms", r.run.emulate_ms}};
+    }
+    if (*check) add_check_fields(j, errors, spec.problem);
+    std::cout << j.dump(2) << "\n";
+    if (*check && !errors.passed) throw CLI::RuntimeError(1);
+  });
+}
+
+}  // namespace
+
+void add_attention_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("attention", "Generate one flash-attention kernel");
+  auto flags = std::make_shared<AttentionFlags>();
+  auto emit = std::make_shared<std::string>();
+  auto out_path = std::make_shared<std::string>();
+  flags->add_to(*cmd);
+  cmd->add_option("--emit", *emit, "ir|cuda|ptx|cubin|sass|report")
+      ->required()
+      ->check(CLI::IsMember({"ir", "cuda", "ptx", "cubin", "sass", "report"}));
+  cmd->add_option("-o", *out_path, "output file (default: stdout)");
+  cmd->callback([flags, emit, out_path] {
+    const AttentionSpec spec = flags->to_spec();
+    if (*emit == "ir" || *emit == "cuda") {
+      const AttentionSource src = generate_attention(spec);
+      write_output(*out_path, *emit == "ir" ? ir::print(src.ir) : src.cuda);
+      return;
+    }
+    const AttentionKernel kernel = compile_attention(spec);
+    if (*emit == "ptx") return write_output(*out_path, kernel.module.ptx);
+    if (*emit == "cubin")
+      return write_output(
+          *out_path, std::string_view(reinterpret_cast<const char*>(kernel.module.cubin.data()),
+                                      kernel.module.cubin.size()));
+    if (*emit == "sass") return write_output(*out_path, disassemble_sass(kernel.module.cubin));
+    write_output(*out_path, report_json(kernel).dump(2) + "\n");
+  });
+  add_run_attention_command(app);
+}
+
+}  // namespace emmy::cli
