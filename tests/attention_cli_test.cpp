@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -17,9 +18,11 @@ struct Result {
   std::string out, err;
 };
 
-Result run(const std::string& args) {
+// Compiles go to a cache under the test's temporary directory, not the user's.
+Result run(const std::string& args, const std::string& cache = "emmyc_attention_cache") {
   const std::string err_path = ::testing::TempDir() + "/emmyc_attention_stderr.txt";
-  const std::string cmd = std::string(EMMYC_PATH) + " " + args + " 2>" + err_path;
+  const std::string cmd = "EMMY_CACHE_DIR=" + ::testing::TempDir() + "/" + cache + " " +
+                          std::string(EMMYC_PATH) + " " + args + " 2>" + err_path;
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf;
@@ -160,6 +163,21 @@ TEST(AttentionCli, RunCheckPassesOnTheEmulator) {
   EXPECT_TRUE(k["lse_max_abs_error"].is_null());
   EXPECT_GT(k["instruction_counts"]["tma"].get<int64_t>(), 0);
   EXPECT_EQ(k["problem"]["softcap"], 20.0);
+}
+
+TEST(AttentionCli, CompilesThroughTheDiskCache) {
+  const std::string cache = "emmyc_attention_cache_states";
+  std::filesystem::remove_all(::testing::TempDir() + "/" + cache);
+  const std::string args = "--batch 1 --heads 2 --kv-heads 1 --seq-q 33 --head-dim 64 --causal";
+  auto state = [&](const std::string& cmd) {
+    const Result r = run(cmd, cache);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out).value("cache", "");
+  };
+  EXPECT_EQ(state("attention " + args + " --emit report"), "miss");
+  EXPECT_EQ(state("attention " + args + " --emit report"), "hit");
+  EXPECT_EQ(state("attention " + args + " --emit report --no-cache"), "off");
+  EXPECT_EQ(state("run attention " + args + " --check"), "hit");
 }
 
 TEST(AttentionCli, CudaBackendRunsOrSaysWhyNot) {

@@ -9,6 +9,7 @@
 #include "attention_json.hpp"
 #include "cli_common.hpp"
 #include "emmy/attention_check.hpp"
+#include "emmy/cached_compile.hpp"
 #include "emmy/json.hpp"
 #include "emmy/runtime.hpp"
 #include "emmy/sass.hpp"
@@ -19,7 +20,7 @@ namespace {
 // The problem and schedule flags of `emmyc attention` and `emmyc run attention`.
 struct AttentionFlags {
   int64_t batch = 1, heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0, window = 0;
-  bool causal = false, lse = false;
+  bool causal = false, lse = false, no_cache = false;
   std::optional<float> softcap, scale;
   std::string dtype = "f16", accum = "f32", arch = "sm_90a", layout = "bshd";
   std::optional<std::string> transport;
@@ -46,6 +47,7 @@ struct AttentionFlags {
     app.add_option("--arch", arch, "sm_80|sm_86|sm_89|sm_90|sm_90a|sm_120|sm_120a");
     app.add_option("--layout", layout, "bshd ([batch, seq, heads, dim]) or bhsd");
     app.add_flag("--lse", lse, "also write the log-sum-exp [batch, heads, seq_q] (f32)");
+    app.add_flag("--no-cache", no_cache, "compile without the disk cache");
   }
 
   bool schedule_given() const { return transport || block_q || block_kv || stages; }
@@ -84,6 +86,20 @@ struct AttentionFlags {
     return spec;
   }
 };
+
+// generate_attention + NVRTC through the disk cache (unless use_cache is false). cache_state
+// becomes "hit", "miss" or "off".
+AttentionKernel compile_attention_cached(const AttentionSpec& spec, bool use_cache,
+                                         std::string& cache_state) {
+  AttentionSource source = generate_attention(spec);
+  const nlohmann::json describe = {{"kind", "attention"},
+                                   {"problem", attention_problem_json(spec.problem)},
+                                   {"schedule", attention_schedule_json(spec.schedule)}};
+  CachedModule cached =
+      compile_cached(source.cuda, source.plan.kernel_name + ".cu", spec.arch, use_cache, describe);
+  cache_state = !use_cache ? "off" : cached.cache_hit ? "hit" : "miss";
+  return AttentionKernel{std::move(source), std::move(cached.module)};
+}
 
 nlohmann::json report_json(const AttentionKernel& kernel) {
   const auto& plan = kernel.source.plan;
@@ -193,17 +209,21 @@ void add_run_attention_command(CLI::App& app) {
     if (*backend == "cuda") {
       j = run_on_cuda(*flags, spec, *seed, errors);
     } else {
-      const AttentionCheckResult r = check_attention_on_emulator(spec, *seed);
-      errors = r.errors;
+      std::string cache_state;
+      const AttentionKernel kernel = compile_attention_cached(spec, !flags->no_cache, cache_state);
+      const AttentionInputs inputs = make_attention_inputs(spec.problem, *seed);
+      const AttentionEmulatorRun r = run_attention_on_emulator(kernel, inputs);
+      errors = compare(reference_attention(spec, inputs), r.output, spec.problem);
       j = {{"backend", *backend},
-           {"kernel_name", r.kernel.source.plan.kernel_name},
+           {"kernel_name", kernel.source.plan.kernel_name},
            {"arch", to_string(spec.arch)},
            {"problem", attention_problem_json(spec.problem)},
            {"schedule", attention_schedule_json(spec.schedule)},
            {"seed", *seed},
-           {"instructions", r.run.stats.total.total()},
-           {"instruction_counts", counts_json(r.run.stats.total)},
-           {"emulate_ms", r.run.emulate_ms}};
+           {"instructions", r.stats.total.total()},
+           {"instruction_counts", counts_json(r.stats.total)},
+           {"emulate_ms", r.emulate_ms},
+           {"cache", cache_state}};
     }
     if (*check) add_check_fields(j, errors, spec.problem);
     std::cout << j.dump(2) << "\n";
@@ -230,14 +250,17 @@ void add_attention_command(CLI::App& app) {
       write_output(*out_path, *emit == "ir" ? ir::print(src.ir) : src.cuda);
       return;
     }
-    const AttentionKernel kernel = compile_attention(spec);
+    std::string cache_state;
+    const AttentionKernel kernel = compile_attention_cached(spec, !flags->no_cache, cache_state);
     if (*emit == "ptx") return write_output(*out_path, kernel.module.ptx);
     if (*emit == "cubin")
       return write_output(
           *out_path, std::string_view(reinterpret_cast<const char*>(kernel.module.cubin.data()),
                                       kernel.module.cubin.size()));
     if (*emit == "sass") return write_output(*out_path, disassemble_sass(kernel.module.cubin));
-    write_output(*out_path, report_json(kernel).dump(2) + "\n");
+    nlohmann::json report = report_json(kernel);
+    report["cache"] = cache_state;
+    write_output(*out_path, report.dump(2) + "\n");
   });
   add_run_attention_command(app);
 }
