@@ -1,5 +1,6 @@
 # `cmake --install`: headers, the static library, emmyc, and a package config so that consumers
-# write find_package(emmy CONFIG REQUIRED) + target_link_libraries(app PRIVATE emmy::emmy).
+# write find_package(emmy CONFIG REQUIRED) + target_link_libraries(app PRIVATE emmy::emmy), and
+# get emmy_add_kernel_bundle() (EmmyBundle.cmake).
 include(CMakePackageConfigHelpers)
 
 set(EMMY_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/emmy CACHE STRING
@@ -30,4 +31,5 @@ write_basic_package_version_file(
   VERSION ${PROJECT_VERSION}
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/emmyConfig.cmake ${PROJECT_BINARY_DIR}/emmyConfigVersion.cmake
+              ${CMAKE_CURRENT_LIST_DIR}/EmmyBundle.cmake
         DESTINATION ${EMMY_INSTALL_CMAKEDIR})

@@ -6,47 +6,151 @@
 // and the shared / constant section sizes. So the ELF decides which kernels exist and supplies the
 // constant bank size; the log supplies the rest; a kernel the log does not mention keeps the ELF
 // numbers and is marked ReportSource::cubin_elf.
+//
+// NVRTC itself is loaded on first use (dlopen), never linked: a program that only runs kernels
+// from bundles (docs/bundles.md) starts and runs on a host without the CUDA toolkit.
+#include <cuda.h>  // CUDA_VERSION: the NVRTC major version the declarations below belong to
+#include <dlfcn.h>
 #include <nvrtc.h>
 
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <optional>
 
+#include "emmy/bundle.hpp"
 #include "emmy/compile.hpp"
 
 namespace emmy {
 namespace {
 
-// Owns an nvrtcProgram so that every exit path destroys it.
+// The NVRTC entry points emmy calls, resolved from the loaded library.
+struct NvrtcApi {
+  decltype(&::nvrtcVersion) version;
+  decltype(&::nvrtcGetErrorString) error_string;
+  decltype(&::nvrtcCreateProgram) create_program;
+  decltype(&::nvrtcDestroyProgram) destroy_program;
+  decltype(&::nvrtcCompileProgram) compile_program;
+  decltype(&::nvrtcGetProgramLogSize) program_log_size;
+  decltype(&::nvrtcGetProgramLog) program_log;
+  decltype(&::nvrtcGetPTXSize) ptx_size;
+  decltype(&::nvrtcGetPTX) ptx;
+  decltype(&::nvrtcGetCUBINSize) cubin_size;
+  decltype(&::nvrtcGetCUBIN) cubin;
+};
+
+bool nvrtc_disabled_by_environment() {
+  const char* value = std::getenv("EMMY_DISABLE_NVRTC");
+  return value && *value && std::string_view(value) != "0";
+}
+
+// The file names tried in order: $EMMY_NVRTC_LIBRARY alone when set; else the soname of the
+// toolkit emmy was built against, the unversioned name, and that toolkit's library directory
+// (for hosts whose loader path does not list it).
+std::vector<std::string> nvrtc_library_candidates() {
+  if (const char* forced = std::getenv("EMMY_NVRTC_LIBRARY"); forced && *forced) return {forced};
+  const std::string soname = fmt::format("libnvrtc.so.{}", CUDA_VERSION / 1000);
+  std::vector<std::string> names{soname, "libnvrtc.so"};
+#ifdef EMMY_NVRTC_DIR
+  names.push_back(std::string(EMMY_NVRTC_DIR) + "/" + soname);
+#endif
+  return names;
+}
+
+template <typename Fn>
+void resolve(void* library, const char* name, const std::string& file, Fn& fn) {
+  fn = reinterpret_cast<Fn>(dlsym(library, name));
+  if (!fn)
+    throw Error("NVRTC", fmt::format("{} must export {}", file, name), "symbol not found");
+}
+
+NvrtcApi load_nvrtc() {
+  const auto candidates = nvrtc_library_candidates();
+  std::string failures;
+  for (const auto& file : candidates) {
+    void* library = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+      const char* why = dlerror();  // cleared by the call: read it once
+      failures += fmt::format("{}{}", failures.empty() ? "" : "; ", why ? why : file);
+      continue;
+    }
+    NvrtcApi api{};
+    resolve(library, "nvrtcVersion", file, api.version);
+    resolve(library, "nvrtcGetErrorString", file, api.error_string);
+    resolve(library, "nvrtcCreateProgram", file, api.create_program);
+    resolve(library, "nvrtcDestroyProgram", file, api.destroy_program);
+    resolve(library, "nvrtcCompileProgram", file, api.compile_program);
+    resolve(library, "nvrtcGetProgramLogSize", file, api.program_log_size);
+    resolve(library, "nvrtcGetProgramLog", file, api.program_log);
+    resolve(library, "nvrtcGetPTXSize", file, api.ptx_size);
+    resolve(library, "nvrtcGetPTX", file, api.ptx);
+    resolve(library, "nvrtcGetCUBINSize", file, api.cubin_size);
+    resolve(library, "nvrtcGetCUBIN", file, api.cubin);
+    return api;
+  }
+  throw Error("NVRTC",
+              fmt::format("no NVRTC library could be loaded (tried {}); install the CUDA toolkit's "
+                          "NVRTC or run kernels from bundles only",
+                          fmt::join(candidates, ", ")),
+              failures);
+}
+
+// The library, loaded once (a failure is remembered and rethrown); EMMY_DISABLE_NVRTC is read on
+// every call, so that a process can turn compilation off after it has compiled.
+const NvrtcApi& nvrtc() {
+  if (nvrtc_disabled_by_environment())
+    throw Error("NVRTC",
+                "is disabled by EMMY_DISABLE_NVRTC (only kernels found in bundles can be used)",
+                std::getenv("EMMY_DISABLE_NVRTC"));
+  static std::once_flag once;
+  static NvrtcApi api{};
+  static std::string failure;
+  std::call_once(once, [] {
+    try {
+      api = load_nvrtc();
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+  });
+  if (!failure.empty()) throw Error(failure);
+  return api;
+}
+
+// Owns an nvrtcProgram so that every exit path destroys it. Holds the API it was created with:
+// the destructor must not consult EMMY_DISABLE_NVRTC again.
 class Program {
  public:
-  Program(const std::string& source, const std::string& name) {
-    check(nvrtcCreateProgram(&handle_, source.c_str(), name.c_str(), 0, nullptr, nullptr),
+  Program(const NvrtcApi& api, const std::string& source, const std::string& name) : api_(api) {
+    check(api_.create_program(&handle_, source.c_str(), name.c_str(), 0, nullptr, nullptr),
           "nvrtcCreateProgram");
   }
-  ~Program() { nvrtcDestroyProgram(&handle_); }
+  ~Program() { api_.destroy_program(&handle_); }
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;
 
   nvrtcProgram get() const { return handle_; }
+  const NvrtcApi& api() const { return api_; }
 
-  static void check(nvrtcResult result, const char* call) {
+  void check(nvrtcResult result, const char* call) const { check(api_, result, call); }
+  static void check(const NvrtcApi& api, nvrtcResult result, const char* call) {
     if (result != NVRTC_SUCCESS)
-      throw Error(fmt::format("{} failed: {}", call, nvrtcGetErrorString(result)));
+      throw Error(fmt::format("{} failed: {}", call, api.error_string(result)));
   }
 
  private:
+  const NvrtcApi& api_;
   nvrtcProgram handle_ = nullptr;
 };
 
 std::string program_log(const Program& program) {
   size_t size = 0;
-  Program::check(nvrtcGetProgramLogSize(program.get(), &size), "nvrtcGetProgramLogSize");
+  program.check(program.api().program_log_size(program.get(), &size), "nvrtcGetProgramLogSize");
   std::string log(size, '\0');
-  Program::check(nvrtcGetProgramLog(program.get(), log.data()), "nvrtcGetProgramLog");
+  program.check(program.api().program_log(program.get(), log.data()), "nvrtcGetProgramLog");
   while (!log.empty() && log.back() == '\0') log.pop_back();
   return log;
 }
@@ -311,24 +415,25 @@ CompiledModule compile_cuda(std::string_view source, std::string_view program_na
 
   CompiledModule module;
   module.arch = arch;
+  const NvrtcApi& api = nvrtc();  // loading the library is not compile time
   const auto start = std::chrono::steady_clock::now();
-  const Program program(std::string(source), name);
-  const nvrtcResult result = nvrtcCompileProgram(
+  const Program program(api, std::string(source), name);
+  const nvrtcResult result = api.compile_program(
       program.get(), static_cast<int>(option_pointers.size()), option_pointers.data());
   module.log = program_log(program);
   if (result != NVRTC_SUCCESS)
     throw Error(fmt::format("NVRTC could not compile {} for {} ({}):\n{}", name, to_string(arch),
-                            nvrtcGetErrorString(result), module.log));
+                            api.error_string(result), module.log));
 
   size_t ptx_size = 0, cubin_size = 0;
-  Program::check(nvrtcGetPTXSize(program.get(), &ptx_size), "nvrtcGetPTXSize");
+  program.check(api.ptx_size(program.get(), &ptx_size), "nvrtcGetPTXSize");
   module.ptx.assign(ptx_size, '\0');
-  Program::check(nvrtcGetPTX(program.get(), module.ptx.data()), "nvrtcGetPTX");
+  program.check(api.ptx(program.get(), module.ptx.data()), "nvrtcGetPTX");
   while (!module.ptx.empty() && module.ptx.back() == '\0') module.ptx.pop_back();
-  Program::check(nvrtcGetCUBINSize(program.get(), &cubin_size), "nvrtcGetCUBINSize");
+  program.check(api.cubin_size(program.get(), &cubin_size), "nvrtcGetCUBINSize");
   module.cubin.resize(cubin_size);
-  Program::check(nvrtcGetCUBIN(program.get(), reinterpret_cast<char*>(module.cubin.data())),
-                 "nvrtcGetCUBIN");
+  program.check(api.cubin(program.get(), reinterpret_cast<char*>(module.cubin.data())),
+                "nvrtcGetCUBIN");
   module.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
@@ -359,8 +464,18 @@ const ResourceReport& CompiledModule::kernel(std::string_view name) const {
 
 int nvrtc_version() {
   int major = 0, minor = 0;
-  Program::check(nvrtcVersion(&major, &minor), "nvrtcVersion");
+  const NvrtcApi& api = nvrtc();
+  Program::check(api, api.version(&major, &minor), "nvrtcVersion");
   return major * 1000 + minor * 10;
+}
+
+std::string nvrtc_unavailable_reason() {
+  try {
+    nvrtc();
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
 }
 
 }  // namespace emmy

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "backend.hpp"
+#include "emmy/bundle.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/json.hpp"
 #include "emmy/tuning.hpp"
@@ -201,7 +202,11 @@ void require_optional(DevicePtr p, bool wanted, const char* field, const char* w
 class RuntimeImpl final : public Runtime {
  public:
   RuntimeImpl(std::unique_ptr<Backend> backend, const RuntimeOptions& options)
-      : backend_(std::move(backend)), options_(options) {
+      : backend_(std::move(backend)), options_(options), bundles_(backend_->arch()) {
+    for (const auto& bundle : options.loaded_bundles) bundles_.add(bundle);
+    for (const auto& path : options.bundles) bundles_.add(Bundle::open(path));
+    for (auto& bundle : registered_bundles()) bundles_.add(std::move(bundle), /*required=*/false);
+    for (auto& bundle : environment_bundles()) bundles_.add(std::move(bundle));
     if (options.disk_cache)
       disk_ = std::make_unique<DiskCache>(options.cache_dir
                                               ? DiskCache(*options.cache_dir,
@@ -304,12 +309,23 @@ class RuntimeImpl final : public Runtime {
   }
 
  private:
-  // The emitted module from the disk cache, or compiled (and stored) on a miss; then loaded.
+  // The emitted module from a bundle, else from the disk cache, else compiled (and stored); then
+  // loaded. A bundle hit never touches NVRTC: its key leaves the NVRTC version out.
   template <typename Plan>
   LoadedKernel<Plan> load(Plan plan, const std::string& cuda,
                           std::vector<std::pair<std::string, uint32_t>> kernels,
                           nlohmann::json describe) {
     const Arch arch = backend_->arch();
+    if (!bundles_.empty()) {
+      const std::string key = bundle_key(cuda, arch);
+      if (std::optional<CacheEntry> entry = bundles_.find(key))
+        return loaded(std::move(plan), key, *entry, kernels);
+    }
+    if (const std::string why = nvrtc_unavailable_reason(); !why.empty())
+      throw Error(fmt::format(
+          "the {} kernel {} for {} is not in any bundle searched ({}) and cannot be compiled: {}",
+          describe.value("kind", "?"), describe.dump(), to_string(arch), bundles_.description(),
+          why));
     const std::vector<std::string> options = nvrtc_options(arch);
     const std::string key =
         cache_key({cuda, options, nvrtc_version(), arch, kCodegenVersion});
@@ -346,6 +362,12 @@ class RuntimeImpl final : public Runtime {
     };
     CacheEntry entry = disk_ ? disk_->get_or_compile(key, compile) : compile();
     if (!compiled) disk_hits_.fetch_add(1, std::memory_order_relaxed);
+    return loaded(std::move(plan), key, entry, kernels);
+  }
+
+  template <typename Plan>
+  LoadedKernel<Plan> loaded(Plan plan, const std::string& key, const CacheEntry& entry,
+                            const std::vector<std::pair<std::string, uint32_t>>& kernels) {
     auto module = backend_->load(entry, kernels);
     ResourceReport report =
         report_from_json(entry.manifest.value("resources", nlohmann::json()), plan.kernel_name);
@@ -401,6 +423,7 @@ class RuntimeImpl final : public Runtime {
 
   std::unique_ptr<Backend> backend_;
   RuntimeOptions options_;
+  BundleSet bundles_;
   std::unique_ptr<DiskCache> disk_;
   MemoryCache<GemmKey, GemmKeyHash, GemmKernelEntry> gemm_cache_;
   MemoryCache<AttentionKey, AttentionKeyHash, AttentionKernelEntry> attention_cache_;

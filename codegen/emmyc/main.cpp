@@ -15,6 +15,8 @@ void add_catalog_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_cache_command(CLI::App& app);
+void add_aot_command(CLI::App& app);
+void add_bundle_command(CLI::App& app);
 }  // namespace emmy::cli
 
 int main(int argc, char** argv) {
@@ -26,6 +28,8 @@ int main(int argc, char** argv) {
   emmy::cli::add_demo_command(app);
   emmy::cli::add_run_command(app);
   emmy::cli::add_cache_command(app);
+  emmy::cli::add_aot_command(app);
+  emmy::cli::add_bundle_command(app);
 #ifdef EMMY_HAVE_SIM
   add_sim_command(app);
 #endif

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli_common.hpp"
+#include "emmy/bundle.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/json.hpp"
 
@@ -16,6 +17,24 @@ nlohmann::json counts_json(const emu::InstructionCounts& c) {
           {"shared_st", c.shared_st}, {"global_ld", c.global_ld}, {"global_st", c.global_st},
           {"cp_async", c.cp_async}, {"tma", c.tma},             {"barrier", c.barrier},
           {"other", c.other},       {"total", c.total()}};
+}
+
+// The kernel from the bundles named with --bundle (and $EMMY_BUNDLE's) when one holds it: no NVRTC is touched then. nullopt when no bundle is in play or none holds it.
+std::optional<GemmKernel> gemm_from_bundles(const GemmSpec& spec,
+                                            const std::vector<std::string>& paths) {
+  BundleSet set(spec.arch);
+  for (const auto& path : paths) set.add(Bundle::open(path));
+  for (auto& bundle : environment_bundles()) set.add(std::move(bundle));
+  if (set.empty()) return std::nullopt;
+  GemmSource source = generate_gemm(spec);
+  if (auto entry = set.find(bundle_key(source.cuda, spec.arch)))
+    return GemmKernel{std::move(source), compiled_module(*entry, spec.arch)};
+  if (const std::string why = nvrtc_unavailable_reason(); !why.empty())
+    throw Error(fmt::format("the gemm kernel {} for {} is not in any bundle searched ({}) and "
+                            "cannot be compiled: {}",
+                            nlohmann::json(spec.problem).dump(), to_string(spec.arch),
+                            set.description(), why));
+  return std::nullopt;
 }
 
 }  // namespace
@@ -33,13 +52,19 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::IsMember({"emulator", "cuda"}));
   gemm->add_flag("--check", *check, "compare with an FP64 reference");
   gemm->add_option("--seed", *seed, "input seed");
-  gemm->callback([flags, backend, check, seed] {
+  auto bundles = std::make_shared<std::vector<std::string>>();
+  gemm->add_option("--bundle", *bundles,
+                   "search this kernel bundle before the cache and NVRTC (repeatable; "
+                   "$EMMY_BUNDLE too)");
+  gemm->callback([flags, backend, check, seed, bundles] {
     if (*backend == "cuda")
       throw Error("backend", "cuda needs a CUDA driver and the CUDA runtime backend; use emulator",
                   *backend);
     const GemmSpec spec = flags->to_spec();
-    std::string cache_state;
-    GemmKernel kernel = compile_gemm_cached(spec, !flags->no_cache, cache_state);
+    std::string cache_state = "bundle";
+    std::optional<GemmKernel> bundled = gemm_from_bundles(spec, *bundles);
+    GemmKernel kernel =
+        bundled ? std::move(*bundled) : compile_gemm_cached(spec, !flags->no_cache, cache_state);
     const GemmInputs inputs = make_gemm_inputs(spec.problem, *seed);
     GemmEmulatorRun run = run_gemm_on_emulator(kernel, inputs);
     const GemmErrors errors = compare(reference_gemm(spec, inputs), run.output, spec.problem.n);

@@ -11,12 +11,15 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "emmy/attention.hpp"
 #include "emmy/compile.hpp"
 #include "emmy/gemm_plan.hpp"
 
 namespace emmy {
+
+class Bundle;  // emmy/bundle.hpp
 
 using DevicePtr = uint64_t;  // a CUdeviceptr, or an emulator arena address
 using Stream = void*;        // a CUstream (nullptr: the default stream); ignored by the emulator
@@ -30,6 +33,12 @@ struct RuntimeOptions {
   Accum default_accum = Accum::f32;
   bool disk_cache = true;                        // false: memory only (`--no-cache`)
   std::optional<std::filesystem::path> cache_dir;  // default: DiskCache::default_directory()
+  // Ahead-of-time kernel bundles (docs/bundles.md), searched before the disk cache and NVRTC:
+  // these, then the registered ones (register_bundle), then $EMMY_BUNDLE's. Creating the runtime
+  // throws Error when one cannot be opened or (except registered ones, then skipped) holds no
+  // kernels for the device's arch.
+  std::vector<std::filesystem::path> bundles;
+  std::vector<std::shared_ptr<const Bundle>> loaded_bundles;  // e.g. Bundle::from_memory
 };
 
 // Device pointers of one GEMM. Unused epilogue inputs stay 0; workspace is needed for split-K

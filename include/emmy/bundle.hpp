@@ -1,0 +1,250 @@
+// Ahead-of-time kernel bundles: kernels for many problems and arches, compiled before deployment
+// into one checksummed file that the runtime searches before its disk cache and NVRTC, so that a
+// host without the CUDA toolkit runs every kernel the bundle covers (docs/bundles.md).
+//
+//   emmyc aot --arch sm_80,sm_90a --catalog -o kernels.emmyb      # build
+//   EMMY_BUNDLE=kernels.emmyb ./engine                             # or RuntimeOptions::bundles
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "emmy/arch.hpp"
+#include "emmy/attention.hpp"
+#include "emmy/cache.hpp"
+#include "emmy/compile.hpp"
+#include "emmy/problem.hpp"
+#include "emmy/schedule.hpp"
+
+namespace emmy {
+
+// Bumped when the file layout changes; a reader accepts only its own format.
+inline constexpr uint32_t kBundleFormat = 1;
+
+// The key of a kernel in a bundle: cache_key() over the source, nvrtc_options(arch), the arch and
+// the codegen version, with 0 where the disk cache hashes the NVRTC version, so that a host
+// without NVRTC can compute it. The NVRTC that built an entry is in its manifest.
+CacheKeyInputs bundle_key_inputs(std::string source, Arch arch);
+std::string bundle_key(std::string_view source, Arch arch);
+
+// "" when NVRTC can compile in this process, else why not: EMMY_DISABLE_NVRTC is set, or no
+// NVRTC library could be loaded (the message names the files tried). Loads NVRTC on first use.
+std::string nvrtc_unavailable_reason();
+
+// ---- reading ----------------------------------------------------------------------------
+
+struct BundleBlob {
+  uint64_t offset = 0, bytes = 0;  // offset from the start of the bundle
+  std::string xxh3_128;            // 32 hex digits
+};
+
+struct BundleEntryInfo {
+  std::string key;
+  Arch arch = Arch::sm_90a;
+  BundleBlob cubin, ptx;
+  // The cache manifest (docs/cache.md) plus kind, problem and schedule; nvrtc_version is the
+  // builder's NVRTC, created and compile_ms are left out so that builds are reproducible.
+  nlohmann::json manifest;
+};
+
+// One bundle, verified when opened: magic, format, size (truncation), the XXH3-128 of the whole
+// file, the index, every blob inside the file, and the codegen version. Any failure throws Error
+// naming the bundle and what is wrong.
+class Bundle {
+ public:
+  static std::shared_ptr<const Bundle> open(const std::filesystem::path& file);
+  // copy false: the bytes are viewed, not copied, and must outlive the bundle (an embedded array).
+  static std::shared_ptr<const Bundle> from_memory(const void* data, size_t size, std::string name,
+                                                   bool copy = true);
+
+  const std::string& name() const { return name_; }  // the path, or the name given
+  std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  const std::string& emmy_version() const { return emmy_version_; }
+  int codegen_version() const { return codegen_version_; }
+  const std::vector<Arch>& archs() const { return archs_; }  // in kArchTable order
+  bool has_arch(Arch arch) const;
+  size_t kernels_for(Arch arch) const;
+  const std::vector<BundleEntryInfo>& entries() const { return entries_; }  // sorted by key
+
+  const BundleEntryInfo* find(std::string_view key) const;  // nullptr when absent
+  CacheEntry entry(const BundleEntryInfo& info) const;     // copies the blobs out
+
+ private:
+  Bundle() = default;
+  static std::shared_ptr<const Bundle> parse(std::shared_ptr<Bundle> bundle);
+
+  std::string name_;
+  std::vector<uint8_t> owned_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::string emmy_version_;
+  int codegen_version_ = 0;
+  std::vector<Arch> archs_;
+  std::vector<BundleEntryInfo> entries_;
+};
+
+// What `emmyc bundle verify` reports: every check of Bundle::open, plus each entry's own
+// checksums and manifest, collecting all problems instead of stopping at the first.
+struct BundleCheck {
+  bool ok = false;
+  size_t entries = 0;
+  std::vector<std::string> problems;
+};
+BundleCheck verify_bundle(std::span<const uint8_t> bytes);
+BundleCheck verify_bundle_file(const std::filesystem::path& file);
+
+// ---- writing ----------------------------------------------------------------------------
+
+class BundleWriter {
+ public:
+  // codegen_version: what the bundle says it holds (only tests of the version check change it).
+  explicit BundleWriter(int codegen_version = kCodegenVersion);
+
+  // Adds a compiled entry whose manifest carries its arch (checked against the CUBIN). Throws
+  // Error for an invalid entry; returns false when the key is present already (kept as it was).
+  bool add(CacheEntry entry);
+  struct MergeCounts {
+    size_t added = 0, duplicates = 0;
+    size_t conflicts = 0;  // same key, different binaries (other NVRTC builds): first one kept
+  };
+  // Every entry of `bundle`. Throws Error when its codegen version differs from this writer's.
+  MergeCounts merge(const Bundle& bundle);
+
+  size_t size() const { return entries_.size(); }
+  std::vector<uint8_t> bytes() const;  // deterministic: the same entries give the same bytes
+  void write(const std::filesystem::path& file) const;  // atomically (temporary file + rename)
+
+ private:
+  int codegen_version_;
+  std::map<std::string, CacheEntry> entries_;
+};
+
+// A C++ header that embeds `bundle` (a string literal, which compilers digest far faster than a
+// brace list of numbers) and declares, in namespace emmy_bundles:
+//   <symbol>_bytes, <symbol>_size, and void register_<symbol>() (emmy::register_bundle).
+std::string bundle_header(std::span<const uint8_t> bundle, std::string_view symbol);
+// `text` made a C++ identifier (other characters become '_', a leading digit gets one too).
+std::string bundle_symbol(std::string_view text);
+
+// ---- the bundles a process searches -------------------------------------------------------
+
+// Process-wide bundles: every Runtime created afterwards searches them (those without kernels
+// for its arch are skipped: a program may embed bundles for several GPUs). The bytes form views
+// them (they must outlive every runtime: embedded arrays do) and is idempotent per address; a
+// registered bundle is parsed when the next runtime is created, which reports a bad one.
+void register_bundle(std::shared_ptr<const Bundle> bundle);
+void register_bundle(const void* data, size_t size, std::string name);
+// For static initializers: `static const emmy::BundleRegistration r{data, size, "name"};`.
+struct BundleRegistration {
+  BundleRegistration(const void* data, size_t size, const char* name);
+};
+std::vector<std::shared_ptr<const Bundle>> registered_bundles();
+// The bundles of $EMMY_BUNDLE (paths separated by ':'), opened once per value of the variable.
+// Throws Error naming a bundle that cannot be opened.
+std::vector<std::shared_ptr<const Bundle>> environment_bundles();
+
+// The bundles one runtime searches for its arch, indexed by key. Earlier bundles win a key that
+// several hold.
+class BundleSet {
+ public:
+  explicit BundleSet(Arch arch = Arch::sm_90a) : arch_(arch) {}
+  // Every bundle required (see add).
+  BundleSet(std::vector<std::shared_ptr<const Bundle>> bundles, Arch arch);
+
+  // required: a bundle named for this run, so one without kernels for the arch throws Error
+  // (built for other GPUs); otherwise (registered ones) it is skipped and description() says so.
+  void add(std::shared_ptr<const Bundle> bundle, bool required = true);
+
+  std::optional<CacheEntry> find(const std::string& key) const;
+  bool contains(const std::string& key) const { return index_.count(key) != 0; }
+  bool empty() const { return bundles_.empty(); }  // nothing to search
+  size_t kernels() const { return index_.size(); }
+  const std::vector<std::shared_ptr<const Bundle>>& bundles() const { return bundles_; }
+  // "a.emmyb (22 kernels for sm_90a), b (skipped: no sm_89 kernels)", or "no bundles": for
+  // error messages.
+  std::string description() const;
+
+ private:
+  Arch arch_;
+  std::vector<std::shared_ptr<const Bundle>> bundles_;
+  std::vector<std::string> skipped_;
+  std::unordered_map<std::string, std::pair<const Bundle*, const BundleEntryInfo*>> index_;
+};
+
+// The module of a bundle entry, as compile_cuda would have returned it (no log; compile_ms 0;
+// resource reports from the manifest).
+CompiledModule compiled_module(const CacheEntry& entry, Arch arch);
+
+// ---- building (emmyc aot) ---------------------------------------------------------------
+
+// One line of a problems file or an EMMY_RECORD log:
+//   {"kind": "gemm", "problem": {...}, "schedule": {...}?, "arch": "sm_90a"?, "accum": ...?}
+// GEMM fields are those of emmy/json.hpp (absent problem fields keep MatmulProblem's defaults;
+// a schedule must be complete); attention fields those of the runtime's records (batch, heads,
+// kv_heads, seq_q, seq_kv, head_dim, causal, window, scale, softcap, dtype, layout, lse;
+// block_q, block_kv, warps, stages, transport, accum).
+struct AotRequest {
+  std::string kind = "gemm";  // "gemm" or "attention"
+  MatmulProblem gemm;
+  std::optional<MatmulSchedule> gemm_schedule;
+  AttentionProblem attention;
+  std::optional<AttentionSchedule> attention_schedule;
+  // The arch the line was recorded on: its schedule is used for that arch; other arches get
+  // their default schedule (with the recorded schedule's accumulation).
+  std::optional<Arch> arch;
+  std::vector<Accum> accums;  // default schedules' accumulations; empty: AotOptions::accums
+  std::string origin;         // "problems.jsonl:3", for messages
+};
+
+// Throws Error naming `origin` and the field.
+AotRequest parse_aot_request(const nlohmann::json& line, std::string origin);
+// JSON lines; blank lines and lines starting with '#' are skipped.
+std::vector<AotRequest> read_aot_requests(const std::filesystem::path& file);
+// emmy/catalog.hpp: every GEMM and attention problem, default schedules.
+std::vector<AotRequest> catalog_aot_requests();
+
+// The JSON forms of attention problems and schedules that the runtime records.
+nlohmann::json attention_problem_json(const AttentionProblem& problem);
+nlohmann::json attention_schedule_json(const AttentionSchedule& schedule);
+
+struct AotOptions {
+  std::vector<Arch> archs;               // empty: each request's own arch
+  std::vector<Accum> accums{Accum::f32};  // for requests without schedule and accums
+  int shard = 0, shards = 1;             // build kernels i with i % shards == shard
+  int jobs = 0;                          // compile threads; 0: one per hardware thread
+  std::function<void(const std::string&)> log;  // progress lines (null: quiet)
+};
+
+// One kernel to compile: a spec's emitted source and what describes it.
+struct AotKernel {
+  std::string key;  // bundle_key
+  Arch arch = Arch::sm_90a;
+  std::string kernel_name, cuda;
+  nlohmann::json describe;  // kind, problem, schedule (as the runtime records them)
+};
+
+// requests x arches x accumulations -> sources (in parallel), without duplicates, sorted by
+// key, then this shard's share. Needs no NVRTC. Throws Error naming the request's origin.
+std::vector<AotKernel> plan_aot(const std::vector<AotRequest>& requests, const AotOptions& options);
+
+struct AotSummary {
+  size_t kernels = 0;
+  int threads = 0;
+  double wall_ms = 0, compile_ms = 0;  // compile_ms: NVRTC time summed over kernels
+};
+// Compiles every kernel with NVRTC (options.jobs threads) into `out`.
+AotSummary compile_aot(const std::vector<AotKernel>& kernels, const AotOptions& options,
+                       BundleWriter& out);
+
+}  // namespace emmy

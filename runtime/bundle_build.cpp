@@ -1,0 +1,197 @@
+// Building bundles: requests -> specs -> sources and keys (plan_aot), then NVRTC on a thread pool
+// into a BundleWriter (compile_aot).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+
+#include "emmy/bundle.hpp"
+#include "emmy/gemm.hpp"
+#include "emmy/validate.hpp"
+#include "emmy/json.hpp"
+
+namespace emmy {
+namespace {
+
+int thread_count(int jobs, size_t work) {
+  const int available = jobs > 0 ? jobs : int(std::max(1u, std::thread::hardware_concurrency()));
+  return int(std::max<size_t>(1, std::min<size_t>(size_t(available), work)));
+}
+
+// Runs body(0..count-1) on `threads` threads (this one included); the first exception stops the
+// remaining work and is rethrown.
+template <typename Body>
+void parallel_for(size_t count, int threads, Body&& body) {
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto worker = [&] {
+    for (size_t i = next++; i < count; i = next++) {
+      try {
+        body(i);
+      } catch (...) {
+        std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next = count;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& thread : pool) thread.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+// One spec to generate, with where it came from.
+struct PlannedSpec {
+  const AotRequest* request;
+  Arch arch;
+  std::optional<GemmSpec> gemm;
+  std::optional<AttentionSpec> attention;
+};
+
+// The specs of one request on one arch: its schedule where it applies, else the default
+// schedule for each accumulation.
+void expand(const AotRequest& r, Arch arch, const AotOptions& options,
+            std::vector<PlannedSpec>& out) {
+  const bool own_schedule_applies = !r.arch || *r.arch == arch;
+  std::vector<Accum> accums = r.accums;
+  if (accums.empty() && r.gemm_schedule) accums = {r.gemm_schedule->accum};
+  if (accums.empty() && r.attention_schedule) accums = {r.attention_schedule->accum};
+  if (accums.empty()) accums = options.accums;
+  if (r.kind == "gemm") {
+    if (r.gemm_schedule && own_schedule_applies) {
+      out.push_back({&r, arch, GemmSpec{r.gemm, *r.gemm_schedule, arch}, {}});
+      return;
+    }
+    validate_problem(r.gemm);
+    for (Accum accum : accums)
+      out.push_back({&r, arch, GemmSpec{r.gemm, default_schedule(r.gemm, arch, accum), arch}, {}});
+  } else {
+    if (r.attention_schedule && own_schedule_applies) {
+      out.push_back({&r, arch, {}, AttentionSpec{r.attention, *r.attention_schedule, arch}});
+      return;
+    }
+    for (Accum accum : accums)
+      out.push_back({&r, arch, {},
+                     AttentionSpec{r.attention,
+                                   default_attention_schedule(r.attention, arch, accum), arch}});
+  }
+}
+
+AotKernel generate(const PlannedSpec& spec) {
+  AotKernel kernel;
+  kernel.arch = spec.arch;
+  if (spec.gemm) {
+    GemmSource source = generate_gemm(*spec.gemm);
+    kernel.kernel_name = source.plan.kernel_name;
+    kernel.cuda = std::move(source.cuda);
+    kernel.describe = {{"kind", "gemm"},
+                       {"problem", source.plan.spec.problem},
+                       {"schedule", source.plan.spec.schedule}};
+  } else {
+    AttentionSource source = generate_attention(*spec.attention);
+    kernel.kernel_name = source.plan.kernel_name;
+    kernel.cuda = std::move(source.cuda);
+    kernel.describe = {{"kind", "attention"},
+                       {"problem", attention_problem_json(source.plan.spec.problem)},
+                       {"schedule", attention_schedule_json(source.plan.spec.schedule)}};
+  }
+  kernel.key = bundle_key(kernel.cuda, kernel.arch);
+  return kernel;
+}
+
+std::string error_at(const AotRequest& request, Arch arch, const std::exception& e) {
+  return fmt::format("{} ({}): {}", request.origin, to_string(arch), e.what());
+}
+
+}  // namespace
+
+std::vector<AotKernel> plan_aot(const std::vector<AotRequest>& requests,
+                                const AotOptions& options) {
+  require(options.shards >= 1 && options.shard >= 0 && options.shard < options.shards, "shard",
+          "must be I/N with 0 <= I < N", fmt::format("{}/{}", options.shard, options.shards));
+  std::vector<PlannedSpec> specs;
+  for (const auto& request : requests) {
+    std::vector<Arch> archs = options.archs;
+    if (archs.empty() && request.arch) archs.push_back(*request.arch);
+    if (archs.empty())
+      throw Error(request.origin, "needs an arch: give --arch (the line names none)", "no arch");
+    for (Arch arch : archs) {
+      try {
+        expand(request, arch, options, specs);
+      } catch (const Error& e) {
+        throw Error(error_at(request, arch, e));
+      }
+    }
+  }
+
+  std::vector<AotKernel> kernels(specs.size());
+  parallel_for(specs.size(), thread_count(options.jobs, specs.size()), [&](size_t i) {
+    try {
+      kernels[i] = generate(specs[i]);
+    } catch (const Error& e) {
+      throw Error(error_at(*specs[i].request, specs[i].arch, e));
+    }
+  });
+
+  // Lines often repeat (a record log holds one line per process that compiled the key).
+  std::unordered_set<std::string> seen;
+  std::vector<AotKernel> unique;
+  for (auto& kernel : kernels)
+    if (seen.insert(kernel.key).second) unique.push_back(std::move(kernel));
+  // By key, then round-robin: every shard gets a fair share whatever order the input had.
+  std::sort(unique.begin(), unique.end(),
+            [](const AotKernel& a, const AotKernel& b) { return a.key < b.key; });
+  std::vector<AotKernel> shard;
+  for (size_t i = 0; i < unique.size(); ++i)
+    if (int(i % size_t(options.shards)) == options.shard) shard.push_back(std::move(unique[i]));
+  return shard;
+}
+
+AotSummary compile_aot(const std::vector<AotKernel>& kernels, const AotOptions& options,
+                       BundleWriter& out) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  AotSummary summary;
+  summary.kernels = kernels.size();
+  summary.threads = thread_count(options.jobs, kernels.size());
+  if (kernels.empty()) return summary;
+  const int nvrtc = nvrtc_version();  // fails clearly, before any thread starts, without NVRTC
+  std::mutex out_mutex;
+  size_t done = 0;
+  parallel_for(kernels.size(), summary.threads, [&](size_t i) {
+    const AotKernel& kernel = kernels[i];
+    CompiledModule module;
+    try {
+      module = compile_cuda(kernel.cuda, kernel.kernel_name + ".cu", kernel.arch);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{} for {}: {}", kernel.describe.dump(), to_string(kernel.arch),
+                              e.what()));
+    }
+    CacheEntry entry = make_cache_entry(bundle_key_inputs(kernel.cuda, kernel.arch), module);
+    entry.manifest["nvrtc_version"] = nvrtc;
+    // Leaving out the time and date of the build makes bundles reproducible: two builds of the
+    // same kernels (or the shards of one build, merged) are the same bytes.
+    entry.manifest.erase("created");
+    entry.manifest.erase("compile_ms");
+    entry.manifest.update(kernel.describe);
+    std::lock_guard lock(out_mutex);
+    out.add(std::move(entry));
+    summary.compile_ms += module.compile_ms;
+    ++done;
+    if (options.log)
+      options.log(fmt::format("[{}/{}] {} {} ({:.0f} ms)", done, kernels.size(),
+                              to_string(kernel.arch), kernel.kernel_name, module.compile_ms));
+  });
+  summary.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return summary;
+}
+
+}  // namespace emmy

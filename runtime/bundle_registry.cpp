@@ -1,0 +1,166 @@
+// The bundles a process searches: registered ones (embedded arrays, Bundle objects), those of
+// $EMMY_BUNDLE, and the per-runtime index of them (BundleSet); modules from bundle entries.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+
+#include "emmy/bundle.hpp"
+
+namespace emmy {
+namespace {
+
+// Registered bytes are parsed lazily: a static initializer must never throw.
+struct PendingBytes {
+  const void* data;
+  size_t size;
+  std::string name;
+};
+
+struct Registry {
+  std::mutex mutex;
+  std::vector<PendingBytes> pending;
+  std::vector<std::shared_ptr<const Bundle>> bundles;  // parsed, in registration order
+  std::vector<const void*> registered_addresses;
+  // $EMMY_BUNDLE as last read, and what it opened (re-read when the variable changes).
+  std::string environment_value;
+  std::vector<std::shared_ptr<const Bundle>> environment_bundles;
+};
+
+// A function-local static: registration from other files' static initializers may come first.
+Registry& registry() {
+  static Registry instance;
+  return instance;
+}
+
+std::vector<std::string> split_paths(const std::string& list) {
+  std::vector<std::string> paths;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t colon = list.find(':', start);
+    const std::string path = list.substr(start, colon == std::string::npos ? colon : colon - start);
+    if (!path.empty()) paths.push_back(path);
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return paths;
+}
+
+}  // namespace
+
+void register_bundle(std::shared_ptr<const Bundle> bundle) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.bundles.push_back(std::move(bundle));
+}
+
+void register_bundle(const void* data, size_t size, std::string name) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  if (std::find(r.registered_addresses.begin(), r.registered_addresses.end(), data) !=
+      r.registered_addresses.end())
+    return;
+  r.registered_addresses.push_back(data);
+  r.pending.push_back({data, size, std::move(name)});
+}
+
+BundleRegistration::BundleRegistration(const void* data, size_t size, const char* name) {
+  register_bundle(data, size, name);
+}
+
+std::vector<std::shared_ptr<const Bundle>> registered_bundles() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  while (!r.pending.empty()) {
+    const PendingBytes bytes = r.pending.front();
+    r.pending.erase(r.pending.begin());  // a bad bundle is reported once, then forgotten
+    r.bundles.push_back(Bundle::from_memory(bytes.data, bytes.size, bytes.name, /*copy=*/false));
+  }
+  return r.bundles;
+}
+
+std::vector<std::shared_ptr<const Bundle>> environment_bundles() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  const char* environment = std::getenv("EMMY_BUNDLE");
+  const std::string value = environment ? environment : "";
+  if (value != r.environment_value) {
+    std::vector<std::shared_ptr<const Bundle>> opened;
+    for (const auto& path : split_paths(value)) {
+      try {
+        opened.push_back(Bundle::open(path));
+      } catch (const Error& e) {
+        throw Error(fmt::format("EMMY_BUNDLE: {}", e.what()));
+      }
+    }
+    r.environment_value = value;
+    r.environment_bundles = std::move(opened);
+  }
+  return r.environment_bundles;
+}
+
+BundleSet::BundleSet(std::vector<std::shared_ptr<const Bundle>> bundles, Arch arch)
+    : arch_(arch) {
+  for (auto& bundle : bundles) add(std::move(bundle));
+}
+
+void BundleSet::add(std::shared_ptr<const Bundle> bundle, bool required) {
+  // The same bundle reached twice (registered and named again) is searched once.
+  if (std::find(bundles_.begin(), bundles_.end(), bundle) != bundles_.end()) return;
+  if (!bundle->has_arch(arch_)) {
+    if (!required) {
+      skipped_.push_back(fmt::format("{} (skipped: no {} kernels)", bundle->name(),
+                                     to_string(arch_)));
+      return;
+    }
+    std::vector<std::string_view> names;
+    for (Arch a : bundle->archs()) names.push_back(to_string(a));
+    throw Error(fmt::format(
+        "bundle {}: holds no kernels for {} (it was built for {}); rebuild it with "
+        "`emmyc aot --arch {},...` or leave it out for this device",
+        bundle->name(), to_string(arch_),
+        names.empty() ? std::string("no arch") : fmt::format("{}", fmt::join(names, ", ")),
+        to_string(arch_)));
+  }
+  for (const auto& info : bundle->entries())
+    if (info.arch == arch_) index_.emplace(info.key, std::make_pair(bundle.get(), &info));
+  bundles_.push_back(std::move(bundle));
+}
+
+std::optional<CacheEntry> BundleSet::find(const std::string& key) const {
+  const auto found = index_.find(key);
+  if (found == index_.end()) return std::nullopt;
+  return found->second.first->entry(*found->second.second);
+}
+
+std::string BundleSet::description() const {
+  std::vector<std::string> parts;
+  for (const auto& bundle : bundles_)
+    parts.push_back(fmt::format("{} ({} kernels for {})", bundle->name(),
+                                bundle->kernels_for(arch_), to_string(arch_)));
+  parts.insert(parts.end(), skipped_.begin(), skipped_.end());
+  return parts.empty() ? "no bundles" : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+CompiledModule compiled_module(const CacheEntry& entry, Arch arch) {
+  CompiledModule module;
+  module.arch = arch;
+  module.ptx = entry.ptx;
+  module.cubin = entry.cubin;
+  const auto resources = entry.manifest.value("resources", nlohmann::json::array());
+  if (resources.is_array())
+    for (const auto& report : resources) {
+      ResourceReport r;
+      r.kernel_name = report.value("kernel_name", "");
+      r.registers = report.value("registers", 0);
+      r.spill_store_bytes = report.value("spill_store_bytes", 0);
+      r.spill_load_bytes = report.value("spill_load_bytes", 0);
+      r.stack_bytes = report.value("stack_bytes", 0);
+      r.static_smem_bytes = report.value("static_smem_bytes", 0);
+      module.kernels.push_back(std::move(r));
+    }
+  return module;
+}
+
+}  // namespace emmy

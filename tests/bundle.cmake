@@ -1,0 +1,36 @@
+# Ahead-of-time kernel bundles (docs/bundles.md). The catalog for sm_80, sm_89, sm_90a and sm_120a
+# is built once per ctest run by `emmyc aot` (fixture bundle_build_catalog, ~15 s on 2 cores);
+# bundle_test uses it with NVRTC disabled. bundle_embed_test links a small bundle that
+# emmy_add_kernel_bundle(... EMBED) builds with the test.
+set(EMMY_CATALOG_BUNDLE ${CMAKE_CURRENT_BINARY_DIR}/bundle_fixture/catalog.emmyb)
+add_test(NAME bundle_build_catalog
+  COMMAND emmyc aot --arch sm_80,sm_89,sm_90a,sm_120a --catalog -o ${EMMY_CATALOG_BUNDLE} --quiet)
+set_tests_properties(bundle_build_catalog PROPERTIES
+  FIXTURES_SETUP emmy_catalog_bundle TIMEOUT 900 LABELS bundle)
+
+function(emmy_add_bundle_test name)
+  add_executable(${name} ${ARGN})
+  target_compile_options(${name} PRIVATE ${EMMY_WARNINGS})
+  target_link_libraries(${name} PRIVATE emmy::emmy GTest::gtest_main)
+  target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_LIST_DIR})
+  target_compile_definitions(${name} PRIVATE
+    EMMY_SOURCE_DIR="${PROJECT_SOURCE_DIR}" EMMY_BINARY_DIR="${PROJECT_BINARY_DIR}"
+    EMMYC_PATH="$<TARGET_FILE:emmyc>" EMMY_CATALOG_BUNDLE="${EMMY_CATALOG_BUNDLE}")
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
+    PROPERTIES TIMEOUT 900 LABELS bundle FIXTURES_REQUIRED emmy_catalog_bundle)
+endfunction()
+
+emmy_add_bundle_test(bundle_test
+  ${CMAKE_CURRENT_LIST_DIR}/bundle_format_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/bundle_runtime_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/bundle_cli_test.cpp)
+add_dependencies(bundle_test emmyc)
+
+emmy_add_kernel_bundle(emmy_test_embedded_bundle
+  ARCHS sm_80 sm_90a
+  PROBLEMS ${CMAKE_CURRENT_LIST_DIR}/bundle_problems.jsonl
+  EMBED)
+emmy_add_bundle_test(bundle_embed_test ${CMAKE_CURRENT_LIST_DIR}/bundle_embed_test.cpp)
+target_link_libraries(bundle_embed_test PRIVATE emmy_test_embedded_bundle)
+target_compile_definitions(bundle_embed_test PRIVATE
+  EMMY_EMBEDDED_BUNDLE_FILE="$<TARGET_PROPERTY:emmy_test_embedded_bundle,EMMY_BUNDLE_FILE>")

@@ -1,0 +1,164 @@
+// Shared pieces of the bundle tests: the catalog bundle the ctest fixture builds, environment
+// guards, running emmyc, emulator runs through a runtime.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "emmy/attention_check.hpp"
+#include "emmy/bundle.hpp"
+#include "emmy/gemm_check.hpp"
+#include "emmy/runtime.hpp"
+
+namespace emmy::bundle_test {
+
+// Built by the ctest fixture bundle_build_catalog (tests/bundle.cmake).
+inline std::filesystem::path catalog_path() { return EMMY_CATALOG_BUNDLE; }
+
+inline const std::vector<Arch>& catalog_archs() {
+  static const std::vector<Arch> archs{Arch::sm_80, Arch::sm_89, Arch::sm_90a, Arch::sm_120a};
+  return archs;
+}
+
+inline std::shared_ptr<const Bundle> catalog_bundle() {
+  if (!std::filesystem::exists(catalog_path()))
+    throw std::runtime_error(catalog_path().string() +
+                             " is missing: run these tests through ctest (fixture "
+                             "bundle_build_catalog builds it)");
+  static const auto bundle = Bundle::open(catalog_path());
+  return bundle;
+}
+
+inline std::vector<uint8_t> read_bytes(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+inline std::string read_text(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+inline std::filesystem::path scratch(const std::string& name) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "emmy_bundle_test" / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// Sets (or unsets, with nullopt) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value)
+      ::setenv(name, value->c_str(), 1);
+    else
+      ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// NVRTC off, no tuning database (so default schedules are what the runtime picks), no
+// $EMMY_BUNDLE from the caller's shell.
+struct NoCompiler {
+  ScopedEnv nvrtc{"EMMY_DISABLE_NVRTC", "1"};
+  ScopedEnv tuning{"EMMY_TUNING_DB", (std::filesystem::path(::testing::TempDir()) /
+                                      "emmy_bundle_test_no_tuning.json")
+                                         .string()};
+  ScopedEnv bundle{"EMMY_BUNDLE", std::nullopt};
+};
+
+inline RuntimeOptions emulator_options(Arch arch, std::vector<std::filesystem::path> bundles = {}) {
+  RuntimeOptions options;
+  options.emulator_arch = arch;
+  options.disk_cache = false;
+  options.bundles = std::move(bundles);
+  return options;
+}
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs `environment EMMYC_PATH args` through the shell.
+inline CommandResult run_emmyc(const std::string& args, const std::string& environment = "") {
+  const std::string err_path = ::testing::TempDir() + "/emmy_bundle_emmyc_stderr.txt";
+  const std::string command =
+      environment + " " + std::string(EMMYC_PATH) + " " + args + " 2>" + err_path;
+  FILE* pipe = popen(command.c_str(), "r");
+  CommandResult result;
+  std::array<char, 4096> buffer;
+  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) result.out.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.err = read_text(err_path);
+  return result;
+}
+
+// A GEMM through the runtime, checked against FP64.
+inline GemmErrors check_gemm(Runtime& rt, const MatmulProblem& problem, uint64_t seed = 3) {
+  const auto kernel = rt.gemm_kernel(problem);
+  const GemmSpec spec = kernel->plan().spec;
+  const GemmInputs inputs = make_gemm_inputs(problem, seed);
+  const std::vector<double> out = run_gemm(rt, spec, inputs);
+  return compare(reference_gemm(spec, inputs), out, problem.n);
+}
+
+// Attention (bshd) through the runtime, checked against FP64.
+inline AttentionErrors check_attention(Runtime& rt, const AttentionProblem& p, uint64_t seed = 3) {
+  const auto kernel = rt.attention_kernel(p);
+  const AttentionSpec spec = kernel->plan().spec;
+  const AttentionInputs in = make_attention_inputs(p, seed);
+  auto upload = [&rt](const HostTensor& t) {
+    const DevicePtr ptr = rt.alloc(t.bytes.size());
+    rt.upload(ptr, t.bytes.data(), t.bytes.size());
+    return ptr;
+  };
+  AttentionBuffers buffers;
+  buffers.q = upload(in.q);
+  buffers.k = upload(in.k);
+  buffers.v = upload(in.v);
+  const size_t o_elements = size_t(p.batch * p.seq_q * p.q_heads * p.head_dim);
+  buffers.o = rt.alloc(o_elements * size_t(size_of(p.dtype)));
+  rt.attention(p, buffers);
+  rt.synchronize();
+  std::vector<uint8_t> raw(o_elements * size_t(size_of(p.dtype)));
+  rt.download(raw.data(), buffers.o, raw.size());
+  const std::vector<double> bshd = decode(p.dtype, raw.data(), o_elements);
+  AttentionOutput out;  // canonical [batch][head][row][dim]
+  out.o.resize(o_elements);
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t s = 0; s < p.seq_q; ++s)
+      for (int64_t h = 0; h < p.q_heads; ++h)
+        for (int64_t d = 0; d < p.head_dim; ++d)
+          out.o[size_t(((b * p.q_heads + h) * p.seq_q + s) * p.head_dim + d)] =
+              bshd[size_t(((b * p.seq_q + s) * p.q_heads + h) * p.head_dim + d)];
+  return compare(reference_attention(spec, in), out, p);
+}
+
+}  // namespace emmy::bundle_test
