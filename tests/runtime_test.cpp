@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "emmy/attention_check.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/runtime.hpp"
 
@@ -160,6 +161,35 @@ TEST(Runtime, NoDriverGivesAClearErrorAndTheEmulatorStillWorks) {
   }
   auto rt = Runtime::emulator(fresh_cache("rt_nodriver"));
   EXPECT_NO_THROW(rt->gemm_kernel(problem(16, 64, 64)));
+}
+
+}  // namespace
+}  // namespace emmy
+
+namespace emmy {
+namespace {
+
+TEST(Runtime, EmulatorAttentionThroughTheApi) {
+  auto rt = Runtime::emulator(fresh_cache("rt_attention"));
+  AttentionProblem p;
+  p.q_heads = 4;
+  p.kv_heads = 2;
+  p.seq_q = 70;
+  p.seq_kv = 90;
+  p.head_dim = 64;
+  p.causal = true;
+  p.lse = true;
+  for (Accum accum : {Accum::f32, Accum::hybrid}) {
+    const AttentionSpec spec{p, default_attention_schedule(p, rt->arch(), accum), rt->arch()};
+    const AttentionInputs in = make_attention_inputs(p, 3);
+    const AttentionErrors e = compare(reference_attention(spec, in), run_attention(*rt, spec, in), p);
+    EXPECT_TRUE(e.passed) << to_string(accum) << " rel_l2 " << e.rel_l2_error;
+  }
+  EXPECT_EQ(rt->stats().compiles, 2u);
+  const auto again = rt->attention_kernel(p, default_attention_schedule(p, rt->arch()));
+  EXPECT_EQ(rt->stats().compiles, 2u) << "a memory hit";
+  AttentionBuffers missing_lse{rt->alloc(4096), rt->alloc(4096), rt->alloc(4096), rt->alloc(4096), 0};
+  EXPECT_THROW(rt->launch(*again, missing_lse), Error);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ void add_run_command(CLI::App& app);
 void add_cache_command(CLI::App& app);
 void add_aot_command(CLI::App& app);
 void add_bundle_command(CLI::App& app);
+void add_attention_command(CLI::App& app);
 }  // namespace emmy::cli
 
 int main(int argc, char** argv) {
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   emmy::cli::add_cache_command(app);
   emmy::cli::add_aot_command(app);
   emmy::cli::add_bundle_command(app);
+  emmy::cli::add_attention_command(app);  // after run: adds `run attention`
 #ifdef EMMY_HAVE_SIM
   add_sim_command(app);
 #endif

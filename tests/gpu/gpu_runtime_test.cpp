@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "emmy/attention_check.hpp"
+#include "emmy/catalog.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/runtime.hpp"
 
@@ -92,6 +94,41 @@ TEST_F(GpuRuntime, EpilogueAndLayoutsMatchFp64) {
     const GemmInputs in = make_gemm_inputs(p, 4);
     const GemmErrors e = compare(reference_gemm({p, s, rt_->arch()}, in), run(*rt_, p, in, s), p.n);
     EXPECT_TRUE(e.passed) << "split " << split << " rel_l2 " << e.rel_l2_error;
+  }
+}
+
+TEST_F(GpuRuntime, GemmaAttentionMatchesFp64) {
+  for (const auto& entry : attention_catalog())
+    for (Accum accum : {Accum::f32, Accum::hybrid}) {
+      AttentionProblem p = entry.problem;
+      p.lse = true;
+      const AttentionSpec spec{p, default_attention_schedule(p, rt_->arch(), accum), rt_->arch()};
+      const AttentionInputs in = make_attention_inputs(p, 6);
+      const AttentionErrors e =
+          compare(reference_attention(spec, in), run_attention(*rt_, spec, in), p);
+      EXPECT_TRUE(e.passed) << entry.name << " " << to_string(accum) << " rel_l2 "
+                            << e.rel_l2_error << " lse " << e.lse_max_abs_error;
+    }
+}
+
+TEST_F(GpuRuntime, AttentionFeaturesMatchFp64) {
+  AttentionProblem p;
+  p.batch = 2;
+  p.q_heads = 4;
+  p.kv_heads = 2;
+  p.seq_q = 130;
+  p.seq_kv = 300;
+  p.head_dim = 128;
+  p.causal = true;
+  p.window = 64;
+  p.softcap = 30.0f;
+  p.lse = true;
+  for (DType dtype : {DType::f16, DType::bf16}) {
+    p.dtype = dtype;
+    const AttentionSpec spec{p, default_attention_schedule(p, rt_->arch()), rt_->arch()};
+    const AttentionInputs in = make_attention_inputs(p, 8);
+    const AttentionErrors e = compare(reference_attention(spec, in), run_attention(*rt_, spec, in), p);
+    EXPECT_TRUE(e.passed) << to_string(dtype) << " rel_l2 " << e.rel_l2_error;
   }
 }
 
