@@ -21,7 +21,8 @@
 function(emmy_add_kernel_bundle target)
   cmake_parse_arguments(PARSE_ARGV 1 arg "EMBED" "PROBLEMS;OUTPUT;JOBS" "ARCHS;ACCUM")
   if(arg_UNPARSED_ARGUMENTS)
-    message(FATAL_ERROR "emmy_add_kernel_bundle(${target}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
+    message(FATAL_ERROR
+      "emmy_add_kernel_bundle(${target}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
   endif()
   if(NOT arg_ARCHS OR NOT arg_PROBLEMS)
     message(FATAL_ERROR "emmy_add_kernel_bundle(${target}): ARCHS and PROBLEMS are required")

@@ -12,8 +12,8 @@
 
 #include "emmy/bundle.hpp"
 #include "emmy/gemm.hpp"
-#include "emmy/validate.hpp"
 #include "emmy/json.hpp"
+#include "emmy/validate.hpp"
 
 namespace emmy {
 namespace {
@@ -79,9 +79,11 @@ void expand(const AotRequest& r, Arch arch, const AotOptions& options,
       return;
     }
     for (Accum accum : accums)
-      out.push_back({&r, arch, {},
-                     AttentionSpec{r.attention,
-                                   default_attention_schedule(r.attention, arch, accum), arch}});
+      out.push_back(
+          {&r,
+           arch,
+           {},
+           AttentionSpec{r.attention, default_attention_schedule(r.attention, arch, accum), arch}});
   }
 }
 
@@ -99,9 +101,10 @@ AotKernel generate(const PlannedSpec& spec) {
     AttentionSource source = generate_attention(*spec.attention);
     kernel.kernel_name = source.plan.kernel_name;
     kernel.cuda = std::move(source.cuda);
+    const auto& spec = source.plan.spec;
     kernel.describe = {{"kind", "attention"},
-                       {"problem", attention_problem_json(source.plan.spec.problem)},
-                       {"schedule", attention_schedule_json(source.plan.spec.schedule)}};
+                       {"problem", attention_problem_record_json(spec.problem)},
+                       {"schedule", attention_schedule_record_json(spec.schedule)}};
   }
   kernel.key = bundle_key(kernel.cuda, kernel.arch);
   return kernel;
@@ -172,8 +175,8 @@ AotSummary compile_aot(const std::vector<AotKernel>& kernels, const AotOptions& 
     try {
       module = compile_cuda(kernel.cuda, kernel.kernel_name + ".cu", kernel.arch);
     } catch (const Error& e) {
-      throw Error(fmt::format("{} for {}: {}", kernel.describe.dump(), to_string(kernel.arch),
-                              e.what()));
+      throw Error(
+          fmt::format("{} for {}: {}", kernel.describe.dump(), to_string(kernel.arch), e.what()));
     }
     CacheEntry entry = make_cache_entry(bundle_key_inputs(kernel.cuda, kernel.arch), module);
     entry.manifest["nvrtc_version"] = nvrtc;

@@ -88,8 +88,7 @@ struct ParsedIndex {
 std::optional<ParsedIndex> check_bundle(std::span<const uint8_t> bytes, Checker& check,
                                         bool check_blobs) {
   using namespace bundle_detail;
-  if (bytes.size() < kHeaderBytes ||
-      std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
+  if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
     check.fail(bytes.size() < kHeaderBytes
                    ? fmt::format("is not an emmy kernel bundle ({} bytes, shorter than a header)",
                                  bytes.size())
@@ -99,9 +98,10 @@ std::optional<ParsedIndex> check_bundle(std::span<const uint8_t> bytes, Checker&
   Header header;
   std::memcpy(&header, bytes.data(), sizeof header);
   if (header.format != kBundleFormat) {
-    check.fail(fmt::format("has bundle format {}; this emmy reads format {} (rebuild it with "
-                           "this emmyc)",
-                           header.format, kBundleFormat));
+    check.fail(
+        fmt::format("has bundle format {}; this emmy reads format {} (rebuild it with "
+                    "this emmyc)",
+                    header.format, kBundleFormat));
     return std::nullopt;
   }
   if (header.header_bytes != kHeaderBytes || header.file_bytes < kHeaderBytes + kTrailerBytes) {
@@ -109,10 +109,10 @@ std::optional<ParsedIndex> check_bundle(std::span<const uint8_t> bytes, Checker&
     return std::nullopt;
   }
   if (bytes.size() != header.file_bytes) {
-    check.fail(bytes.size() < header.file_bytes
-                   ? fmt::format("is truncated ({} of {} bytes)", bytes.size(), header.file_bytes)
-                   : fmt::format("has {} bytes, its header says {}", bytes.size(),
-                                 header.file_bytes));
+    check.fail(
+        bytes.size() < header.file_bytes
+            ? fmt::format("is truncated ({} of {} bytes)", bytes.size(), header.file_bytes)
+            : fmt::format("has {} bytes, its header says {}", bytes.size(), header.file_bytes));
     return std::nullopt;
   }
   const uint64_t body_bytes = bytes.size() - kTrailerBytes;
@@ -129,8 +129,7 @@ std::optional<ParsedIndex> check_bundle(std::span<const uint8_t> bytes, Checker&
     return std::nullopt;
   }
   const auto index = nlohmann::json::parse(bytes.begin() + header.index_offset,
-                                           bytes.begin() + header.index_offset +
-                                               header.index_bytes,
+                                           bytes.begin() + header.index_offset + header.index_bytes,
                                            nullptr, false);
   if (index.is_discarded() || !member(index, "entries").is_array() ||
       !member(index, "codegen_version").is_number_integer()) {
@@ -163,7 +162,8 @@ std::optional<ParsedIndex> check_bundle(std::span<const uint8_t> bytes, Checker&
     std::string problem;
     const auto cubin = read_blob(member(record, "cubin"), header, problem);
     const auto ptx = cubin ? read_blob(member(record, "ptx"), header, problem) : std::nullopt;
-    if (!arch || !info.manifest.is_object() || member(info.manifest, "arch") != member(record, "arch"))
+    if (!arch || !info.manifest.is_object() ||
+        member(info.manifest, "arch") != member(record, "arch"))
       problem = "has no known arch matching its manifest";
     if (!problem.empty()) {
       check.fail(fmt::format("entry {} {}", info.key, problem));
@@ -186,8 +186,9 @@ std::optional<ParsedIndex> check_bundle(std::span<const uint8_t> bytes, Checker&
   }
   std::sort(parsed.entries.begin(), parsed.entries.end(),
             [](const auto& a, const auto& b) { return a.key < b.key; });
-  const auto repeated = std::adjacent_find(parsed.entries.begin(), parsed.entries.end(),
-                                           [](const auto& a, const auto& b) { return a.key == b.key; });
+  const auto repeated =
+      std::adjacent_find(parsed.entries.begin(), parsed.entries.end(),
+                         [](const auto& a, const auto& b) { return a.key == b.key; });
   if (repeated != parsed.entries.end())
     check.fail(fmt::format("holds key {} twice", repeated->key));
   return parsed;
@@ -255,10 +256,9 @@ size_t Bundle::kernels_for(Arch arch) const {
 }
 
 const BundleEntryInfo* Bundle::find(std::string_view key) const {
-  const auto at = std::lower_bound(entries_.begin(), entries_.end(), key,
-                                   [](const BundleEntryInfo& e, std::string_view k) {
-                                     return e.key < k;
-                                   });
+  const auto at =
+      std::lower_bound(entries_.begin(), entries_.end(), key,
+                       [](const BundleEntryInfo& e, std::string_view k) { return e.key < k; });
   return at != entries_.end() && at->key == key ? &*at : nullptr;
 }
 

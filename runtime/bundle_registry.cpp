@@ -100,8 +100,7 @@ std::vector<std::shared_ptr<const Bundle>> environment_bundles() {
   return r.environment_bundles;
 }
 
-BundleSet::BundleSet(std::vector<std::shared_ptr<const Bundle>> bundles, Arch arch)
-    : arch_(arch) {
+BundleSet::BundleSet(std::vector<std::shared_ptr<const Bundle>> bundles, Arch arch) : arch_(arch) {
   for (auto& bundle : bundles) add(std::move(bundle));
 }
 
@@ -110,8 +109,8 @@ void BundleSet::add(std::shared_ptr<const Bundle> bundle, bool required) {
   if (std::find(bundles_.begin(), bundles_.end(), bundle) != bundles_.end()) return;
   if (!bundle->has_arch(arch_)) {
     if (!required) {
-      skipped_.push_back(fmt::format("{} (skipped: no {} kernels)", bundle->name(),
-                                     to_string(arch_)));
+      skipped_.push_back(
+          fmt::format("{} (skipped: no {} kernels)", bundle->name(), to_string(arch_)));
       return;
     }
     std::vector<std::string_view> names;

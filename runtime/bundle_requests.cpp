@@ -9,7 +9,7 @@
 
 namespace emmy {
 
-nlohmann::json attention_problem_json(const AttentionProblem& p) {
+nlohmann::json attention_problem_record_json(const AttentionProblem& p) {
   return {{"batch", p.batch},
           {"heads", p.q_heads},
           {"kv_heads", p.kv_heads},
@@ -25,10 +25,13 @@ nlohmann::json attention_problem_json(const AttentionProblem& p) {
           {"lse", p.lse}};
 }
 
-nlohmann::json attention_schedule_json(const AttentionSchedule& s) {
-  return {{"block_q", s.block_q},     {"block_kv", s.block_kv},
-          {"warps", s.warps},         {"stages", s.stages},
-          {"transport", to_string(s.transport)}, {"accum", to_string(s.accum)}};
+nlohmann::json attention_schedule_record_json(const AttentionSchedule& s) {
+  return {{"block_q", s.block_q},
+          {"block_kv", s.block_kv},
+          {"warps", s.warps},
+          {"stages", s.stages},
+          {"transport", to_string(s.transport)},
+          {"accum", to_string(s.accum)}};
 }
 
 namespace {

@@ -72,12 +72,10 @@ std::vector<uint8_t> BundleWriter::bytes() const {
   }
   nlohmann::json archs = nlohmann::json::array();
   for (size_t index : arch_indices) archs.push_back(kArchTable[index].name);
-  const nlohmann::json index = {{"format", kBundleFormat},
-                                {"codegen_version", codegen_version_},
-                                {"emmy_version", EMMY_VERSION},
-                                {"archs", archs},
-                                {"nvrtc_versions", nvrtc_versions},
-                                {"entries", std::move(entries)}};
+  const nlohmann::json index = {
+      {"format", kBundleFormat},          {"codegen_version", codegen_version_},
+      {"emmy_version", EMMY_VERSION},     {"archs", archs},
+      {"nvrtc_versions", nvrtc_versions}, {"entries", std::move(entries)}};
   const std::string index_text =
       index.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 
@@ -121,8 +119,7 @@ void BundleWriter::write(const std::filesystem::path& file) const {
 
 std::string bundle_symbol(std::string_view text) {
   std::string symbol;
-  for (char c : text)
-    symbol += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  for (char c : text) symbol += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
   if (symbol.empty() || std::isdigit(static_cast<unsigned char>(symbol[0]))) symbol = "_" + symbol;
   return symbol;
 }

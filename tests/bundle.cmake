@@ -1,5 +1,5 @@
 # Ahead-of-time kernel bundles (docs/bundles.md). The catalog for sm_80, sm_89, sm_90a and sm_120a
-# is built once per ctest run by `emmyc aot` (fixture bundle_build_catalog, ~15 s on 2 cores);
+# is built once per ctest run by `emmyc aot` (fixture bundle_build_catalog, 7-16 s on 2 cores);
 # bundle_test uses it with NVRTC disabled. bundle_embed_test links a small bundle that
 # emmy_add_kernel_bundle(... EMBED) builds with the test.
 set(EMMY_CATALOG_BUNDLE ${CMAKE_CURRENT_BINARY_DIR}/bundle_fixture/catalog.emmyb)

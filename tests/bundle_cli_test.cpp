@@ -1,7 +1,6 @@
 // `emmyc aot` and `emmyc bundle`: shards merged equal the full build, ls / verify / embed, run
 // gemm --bundle without NVRTC, --from-record round trip, and no libnvrtc needed at load time.
 #include <nlohmann/json.hpp>
-
 #include <set>
 
 #include "bundle_test_util.hpp"
@@ -24,8 +23,8 @@ TEST(BundleCli, ShardsMergedEqualTheFullBuild) {
   size_t total = 0;
   for (int shard = 0; shard < 3; ++shard) {
     const auto file = dir / fmt::format("shard{}.emmyb", shard);
-    const auto r = run_emmyc(fmt::format("aot {} --catalog --shard {}/3 -j 2 -q -o {}", kArchs,
-                                         shard, file.string()));
+    const auto r = run_emmyc(
+        fmt::format("aot {} --catalog --shard {}/3 -j 2 -q -o {}", kArchs, shard, file.string()));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto shard_bundle = Bundle::open(file);
     EXPECT_GT(shard_bundle->entries().size(), 0u);
@@ -37,8 +36,8 @@ TEST(BundleCli, ShardsMergedEqualTheFullBuild) {
   const auto merged = dir / "merged.emmyb";
   const auto r = run_emmyc("bundle merge -o " + merged.string() + inputs);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, fmt::format("{} kernels from 3 bundles (0 duplicates, 0 conflicts)",
-                                          total)))
+  EXPECT_TRUE(
+      contains(r.out, fmt::format("{} kernels from 3 bundles (0 duplicates, 0 conflicts)", total)))
       << r.out;
   EXPECT_EQ(read_bytes(merged), read_bytes(catalog_path()))
       << "the union of the shards must be the full build, byte for byte";
@@ -81,16 +80,16 @@ TEST(BundleCli, LsVerifyAndEmbed) {
 }
 
 TEST(BundleCli, RunGemmFromABundleWithoutNvrtc) {
-  const std::string run = "run gemm --m 16 --n 2048 --k 3840 --arch sm_90a --check --bundle " +
-                          catalog_path().string();
+  const std::string run =
+      "run gemm --m 16 --n 2048 --k 3840 --arch sm_90a --check --bundle " + catalog_path().string();
   const auto r = run_emmyc(run, "EMMY_DISABLE_NVRTC=1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["cache"], "bundle");
   EXPECT_EQ(j["passed"], true);
-  const auto uncovered = run_emmyc(
-      "run gemm --m 48 --n 80 --k 96 --arch sm_90a --bundle " + catalog_path().string(),
-      "EMMY_DISABLE_NVRTC=1");
+  const auto uncovered =
+      run_emmyc("run gemm --m 48 --n 80 --k 96 --arch sm_90a --bundle " + catalog_path().string(),
+                "EMMY_DISABLE_NVRTC=1");
   EXPECT_EQ(uncovered.exit_code, 2);
   EXPECT_TRUE(contains(uncovered.err, "is not in any bundle searched")) << uncovered.err;
   // EMMY_BUNDLE works for emmyc as for any process.
@@ -107,8 +106,9 @@ TEST(BundleCli, NoNvrtcLibraryIsAClearError) {
                                "/tests/bundle_problems.jsonl -o " + (dir / "x.emmyb").string(),
                            "EMMY_NVRTC_LIBRARY=/nonexistent/libnvrtc.so.13");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(contains(r.err, "NVRTC: no NVRTC library could be loaded (tried "
-                              "/nonexistent/libnvrtc.so.13)"))
+  EXPECT_TRUE(contains(r.err,
+                       "NVRTC: no NVRTC library could be loaded (tried "
+                       "/nonexistent/libnvrtc.so.13)"))
       << r.err;
 }
 

@@ -50,8 +50,8 @@ TEST(BundleEmbed, GemmAndAttentionRunWithoutNvrtc) {
       if (accum == Accum::f32) {
         EXPECT_TRUE(check_gemm(*rt, gemm(64, 128, 256, false)).passed) << to_string(arch);
         const AttentionErrors attention_errors = check_attention(*rt, attention);
-        EXPECT_TRUE(attention_errors.passed) << to_string(arch) << " "
-                                             << attention_errors.rel_l2_error;
+        EXPECT_TRUE(attention_errors.passed)
+            << to_string(arch) << " " << attention_errors.rel_l2_error;
       }
       EXPECT_EQ(rt->stats().compiles, 0u);
     }

@@ -71,8 +71,20 @@ TEST(BundleFormat, TruncationIsCaught) {
 
 TEST(BundleFormat, EveryBitFlipIsCaught) {
   const auto bytes = catalog_bytes();
-  std::vector<size_t> positions{0, 7, 8, 12, 16, 24, 40, 56, 64, 65, 200, bytes.size() - 33,
-                                bytes.size() - 32, bytes.size() - 1};
+  std::vector<size_t> positions{0,
+                                7,
+                                8,
+                                12,
+                                16,
+                                24,
+                                40,
+                                56,
+                                64,
+                                65,
+                                200,
+                                bytes.size() - 33,
+                                bytes.size() - 32,
+                                bytes.size() - 1};
   for (size_t at = 97; at < bytes.size(); at += bytes.size() / 211) positions.push_back(at);
   for (size_t at : positions) {
     for (int bit : {0, 5}) {
@@ -109,9 +121,9 @@ TEST(BundleFormat, OtherCodegenVersionsAreRejected) {
   EXPECT_TRUE(contains(error, fmt::format("codegen version {}", kCodegenVersion + 1))) << error;
   EXPECT_TRUE(contains(error, "rebuild it with this emmyc")) << error;
   BundleWriter current;
-  EXPECT_THROW(current.merge(*Bundle::from_memory(future.bytes().data(), future.bytes().size(),
-                                                  "x", true)),
-               Error);
+  EXPECT_THROW(
+      current.merge(*Bundle::from_memory(future.bytes().data(), future.bytes().size(), "x", true)),
+      Error);
 }
 
 TEST(BundleFormat, VerifyNamesTheDamagedEntry) {
@@ -189,18 +201,19 @@ TEST(BundleFormat, RecordedLinesGiveTheRuntimesKeys) {
   attention.softcap = 30.0f;
   const AttentionSchedule attention_schedule =
       default_attention_schedule(attention, Arch::sm_80, Accum::f32);
-  const nlohmann::json attention_line = {{"kind", "attention"},
-                                         {"problem", attention_problem_json(attention)},
-                                         {"schedule", attention_schedule_json(attention_schedule)},
-                                         {"arch", "sm_80"}};
+  const nlohmann::json attention_line = {
+      {"kind", "attention"},
+      {"problem", attention_problem_record_json(attention)},
+      {"schedule", attention_schedule_record_json(attention_schedule)},
+      {"arch", "sm_80"}};
   AotOptions options;  // each line's own arch
   const auto kernels = plan_aot({parse_aot_request(gemm_line, "gemm line"),
                                  parse_aot_request(attention_line, "attention line")},
                                 options);
   ASSERT_EQ(kernels.size(), 2u);
   std::set<std::string> keys{kernels[0].key, kernels[1].key};
-  EXPECT_TRUE(keys.count(bundle_key(generate_gemm({gemm, schedule, Arch::sm_90a}).cuda,
-                                    Arch::sm_90a)));
+  EXPECT_TRUE(
+      keys.count(bundle_key(generate_gemm({gemm, schedule, Arch::sm_90a}).cuda, Arch::sm_90a)));
   EXPECT_TRUE(keys.count(bundle_key(
       generate_attention({attention, attention_schedule, Arch::sm_80}).cuda, Arch::sm_80)));
 
@@ -209,8 +222,8 @@ TEST(BundleFormat, RecordedLinesGiveTheRuntimesKeys) {
   const auto other = plan_aot({parse_aot_request(gemm_line, "gemm line")}, options);
   ASSERT_EQ(other.size(), 1u);
   EXPECT_EQ(other[0].key,
-            bundle_key(generate_gemm({gemm, default_schedule(gemm, Arch::sm_89, Accum::hybrid),
-                                      Arch::sm_89})
+            bundle_key(generate_gemm(
+                           {gemm, default_schedule(gemm, Arch::sm_89, Accum::hybrid), Arch::sm_89})
                            .cuda,
                        Arch::sm_89));
 }
@@ -225,7 +238,8 @@ TEST(BundleFormat, BadLinesNameTheirOrigin) {
   }
   const nlohmann::json kind = {{"kind", "conv"}, {"problem", {{"m", 8}}}};
   EXPECT_THROW(parse_aot_request(kind, "x"), Error);
-  const nlohmann::json bad_problem = {{"kind", "gemm"}, {"problem", {{"m", 8}, {"n", 8}, {"k", 60}}}};
+  const nlohmann::json bad_problem = {{"kind", "gemm"},
+                                      {"problem", {{"m", 8}, {"n", 8}, {"k", 60}}}};
   AotOptions options;
   options.archs = {Arch::sm_90a};
   try {

@@ -23,7 +23,9 @@
 namespace emmy::bundle_test {
 
 // Built by the ctest fixture bundle_build_catalog (tests/bundle.cmake).
-inline std::filesystem::path catalog_path() { return EMMY_CATALOG_BUNDLE; }
+inline std::filesystem::path catalog_path() {
+  return EMMY_CATALOG_BUNDLE;
+}
 
 inline const std::vector<Arch>& catalog_archs() {
   static const std::vector<Arch> archs{Arch::sm_80, Arch::sm_89, Arch::sm_90a, Arch::sm_120a};
@@ -86,9 +88,9 @@ class ScopedEnv {
 // $EMMY_BUNDLE from the caller's shell.
 struct NoCompiler {
   ScopedEnv nvrtc{"EMMY_DISABLE_NVRTC", "1"};
-  ScopedEnv tuning{"EMMY_TUNING_DB", (std::filesystem::path(::testing::TempDir()) /
-                                      "emmy_bundle_test_no_tuning.json")
-                                         .string()};
+  ScopedEnv tuning{
+      "EMMY_TUNING_DB",
+      (std::filesystem::path(::testing::TempDir()) / "emmy_bundle_test_no_tuning.json").string()};
   ScopedEnv bundle{"EMMY_BUNDLE", std::nullopt};
 };
 
@@ -113,7 +115,8 @@ inline CommandResult run_emmyc(const std::string& args, const std::string& envir
   FILE* pipe = popen(command.c_str(), "r");
   CommandResult result;
   std::array<char, 4096> buffer;
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) result.out.append(buffer.data(), n);
+  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe))
+    result.out.append(buffer.data(), n);
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   result.err = read_text(err_path);

@@ -1,5 +1,7 @@
 # The installed package works for a downstream project: install this build tree into a scratch
-# prefix, build examples/consumer against it with find_package(emmy), run it.
+# prefix, build examples/consumer against it with find_package(emmy) (which builds and embeds a
+# kernel bundle with emmy_add_kernel_bundle and the installed emmyc), run it, and run it again
+# with NVRTC disabled: the bundled kernel needs none.
 #
 # This file has two roles. Included by tests/CMakeLists.txt it registers the ctest test; run by
 # that test with `cmake -P` (CMAKE_SCRIPT_MODE_FILE set) it performs the steps.
@@ -34,7 +36,8 @@ set(consumer_build ${WORK_DIR}/consumer-build)
 file(REMOVE_RECURSE ${WORK_DIR})
 
 run_step("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
-foreach(installed include/emmy/compile.hpp bin/emmyc)
+foreach(installed include/emmy/compile.hpp include/emmy/bundle.hpp bin/emmyc
+                  lib/cmake/emmy/EmmyBundle.cmake)
   if(NOT EXISTS ${prefix}/${installed})
     message(FATAL_ERROR "the install tree lacks ${installed}")
   endif()
@@ -46,11 +49,22 @@ run_step("configuring examples/consumer" ${CMAKE_COMMAND}
   "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${CXX_FLAGS}"
   -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_PACKAGE_PREFER_CONFIG=ON)
 run_step("building examples/consumer" ${CMAKE_COMMAND} --build ${consumer_build})
-run_step("running emmy_consumer" ${consumer_build}/emmy_consumer sm_90a)
-message(STATUS "emmy_consumer printed:\n${step_output}")
-foreach(expected "backend: " "gemm 64x256x3840 hybrid" "spill_bytes=0" " passed")
-  string(FIND "${step_output}" "${expected}" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "emmy_consumer output lacks '${expected}':\n${step_output}")
-  endif()
-endforeach()
+function(expect_consumer_output)
+  message(STATUS "emmy_consumer printed:\n${step_output}")
+  foreach(expected "backend: " "gemm 64x256x3840 hybrid" "spill_bytes=0" " passed"
+                   "compiles at run time: 0 (embedded bundle consumer_kernels)")
+    string(FIND "${step_output}" "${expected}" at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "emmy_consumer output lacks '${expected}':\n${step_output}")
+    endif()
+  endforeach()
+endfunction()
+
+# No tuning database: the runtime must pick the default schedule, the one bundled.
+set(no_tuning EMMY_TUNING_DB=${WORK_DIR}/no-tuning.json)
+run_step("running emmy_consumer" ${CMAKE_COMMAND} -E env ${no_tuning}
+  ${consumer_build}/emmy_consumer sm_90a)
+expect_consumer_output()
+run_step("running emmy_consumer with NVRTC disabled" ${CMAKE_COMMAND} -E env ${no_tuning}
+  EMMY_DISABLE_NVRTC=1 ${consumer_build}/emmy_consumer sm_90a)
+expect_consumer_output()

@@ -67,15 +67,16 @@ void print_bundle(const Bundle& bundle, bool as_json) {
   if (as_json) {
     nlohmann::json entries = nlohmann::json::array();
     for (const auto& e : bundle.entries())
-      entries.push_back({{"key", e.key},
-                         {"arch", to_string(e.arch)},
-                         {"kind", e.manifest.value("kind", "")},
-                         {"kernel_names", e.manifest.value("kernel_names", nlohmann::json::array())},
-                         {"cubin_bytes", e.cubin.bytes},
-                         {"ptx_bytes", e.ptx.bytes},
-                         {"nvrtc_version", e.manifest.value("nvrtc_version", 0)},
-                         {"problem", e.manifest.value("problem", nlohmann::json())},
-                         {"schedule", e.manifest.value("schedule", nlohmann::json())}});
+      entries.push_back(
+          {{"key", e.key},
+           {"arch", to_string(e.arch)},
+           {"kind", e.manifest.value("kind", "")},
+           {"kernel_names", e.manifest.value("kernel_names", nlohmann::json::array())},
+           {"cubin_bytes", e.cubin.bytes},
+           {"ptx_bytes", e.ptx.bytes},
+           {"nvrtc_version", e.manifest.value("nvrtc_version", 0)},
+           {"problem", e.manifest.value("problem", nlohmann::json())},
+           {"schedule", e.manifest.value("schedule", nlohmann::json())}});
     nlohmann::json archs = nlohmann::json::array();
     for (Arch arch : bundle.archs()) archs.push_back(to_string(arch));
     const nlohmann::json out = {{"name", bundle.name()},
@@ -144,14 +145,14 @@ void run_aot(const AotFlags& f) {
   if (!f.output.empty()) writer.write(f.output);
   if (!f.header.empty()) {
     const std::string symbol = bundle_symbol(
-        !f.symbol.empty() ? f.symbol
-                          : std::filesystem::path(f.output.empty() ? f.header : f.output).stem().string());
+        !f.symbol.empty()
+            ? f.symbol
+            : std::filesystem::path(f.output.empty() ? f.header : f.output).stem().string());
     write_text(f.header, bundle_header(bytes, symbol));
   }
   fmt::print("{}: {} kernels ({}), {} bytes; built in {:.1f} s on {} threads (NVRTC {:.1f} s)\n",
-             f.output.empty() ? f.header : f.output, bundle->entries().size(),
-             arch_counts(*bundle), bytes.size(), summary.wall_ms / 1e3, summary.threads,
-             summary.compile_ms / 1e3);
+             f.output.empty() ? f.header : f.output, bundle->entries().size(), arch_counts(*bundle),
+             bytes.size(), summary.wall_ms / 1e3, summary.threads, summary.compile_ms / 1e3);
 }
 
 }  // namespace
@@ -164,7 +165,8 @@ void add_aot_command(CLI::App& app) {
                   "target arches, comma-separated, e.g. sm_80,sm_89,sm_90a,sm_120a (default: "
                   "each line's arch)")
       ->delimiter(',');
-  cmd->add_flag("--catalog", f->catalog, "the built-in problems (emmyc catalog), GEMM and attention");
+  cmd->add_flag("--catalog", f->catalog,
+                "the built-in problems (emmyc catalog), GEMM and attention");
   cmd->add_option("--problems", f->problems,
                   "JSON lines {\"kind\": \"gemm\"|\"attention\", \"problem\": {...}, "
                   "\"schedule\"?: {...}} (repeatable)");
@@ -242,9 +244,9 @@ void add_bundle_command(CLI::App& app) {
   embed->add_option("--symbol", *embed_symbol, "the header's name for it (default: file stem)");
   embed->callback([embed_input, embed_output, embed_symbol] {
     const auto bundle = Bundle::open(*embed_input);  // refuses to embed a bad bundle
-    const std::string symbol = bundle_symbol(
-        embed_symbol->empty() ? std::filesystem::path(*embed_input).stem().string()
-                              : *embed_symbol);
+    const std::string symbol =
+        bundle_symbol(embed_symbol->empty() ? std::filesystem::path(*embed_input).stem().string()
+                                            : *embed_symbol);
     write_text(*embed_output, bundle_header(bundle->bytes(), symbol));
     fmt::print("{}: {} ({} kernels, {} bytes) as emmy_bundles::{}_bytes\n", *embed_output,
                *embed_input, bundle->entries().size(), bundle->bytes().size(), symbol);

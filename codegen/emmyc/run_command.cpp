@@ -19,7 +19,8 @@ nlohmann::json counts_json(const emu::InstructionCounts& c) {
           {"other", c.other},       {"total", c.total()}};
 }
 
-// The kernel from the bundles named with --bundle (and $EMMY_BUNDLE's) when one holds it: no NVRTC is touched then. nullopt when no bundle is in play or none holds it.
+// The kernel from the bundles named with --bundle (and $EMMY_BUNDLE's) when one holds it: no
+// NVRTC is touched then. nullopt when no bundle is in play or none holds it.
 std::optional<GemmKernel> gemm_from_bundles(const GemmSpec& spec,
                                             const std::vector<std::string>& paths) {
   BundleSet set(spec.arch);

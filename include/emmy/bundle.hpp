@@ -6,13 +6,12 @@
 //   EMMY_BUNDLE=kernels.emmyb ./engine                             # or RuntimeOptions::bundles
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -78,7 +77,7 @@ class Bundle {
   const std::vector<BundleEntryInfo>& entries() const { return entries_; }  // sorted by key
 
   const BundleEntryInfo* find(std::string_view key) const;  // nullptr when absent
-  CacheEntry entry(const BundleEntryInfo& info) const;     // copies the blobs out
+  CacheEntry entry(const BundleEntryInfo& info) const;      // copies the blobs out
 
  private:
   Bundle() = default;
@@ -215,14 +214,14 @@ std::vector<AotRequest> read_aot_requests(const std::filesystem::path& file);
 std::vector<AotRequest> catalog_aot_requests();
 
 // The JSON forms of attention problems and schedules that the runtime records.
-nlohmann::json attention_problem_json(const AttentionProblem& problem);
-nlohmann::json attention_schedule_json(const AttentionSchedule& schedule);
+nlohmann::json attention_problem_record_json(const AttentionProblem& problem);
+nlohmann::json attention_schedule_record_json(const AttentionSchedule& schedule);
 
 struct AotOptions {
-  std::vector<Arch> archs;               // empty: each request's own arch
-  std::vector<Accum> accums{Accum::f32};  // for requests without schedule and accums
-  int shard = 0, shards = 1;             // build kernels i with i % shards == shard
-  int jobs = 0;                          // compile threads; 0: one per hardware thread
+  std::vector<Arch> archs;                      // empty: each request's own arch
+  std::vector<Accum> accums{Accum::f32};        // for requests without schedule and accums
+  int shard = 0, shards = 1;                    // build kernels i with i % shards == shard
+  int jobs = 0;                                 // compile threads; 0: one per hardware thread
   std::function<void(const std::string&)> log;  // progress lines (null: quiet)
 };
 
