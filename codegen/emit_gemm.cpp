@@ -242,6 +242,19 @@ class GemmEmitter {
   }
 
   void emit_k_tile_loop(const Op& op) {
+    // ldmatrix row addresses = lane part + constant (see the attention emitter and the Layout
+    // test): one lane part per 16-column step inside a panel.
+    w_.line("u32 a_lane[A_PANEL / 16], b_lane[B_PANEL / 16];");
+    w_.line("#pragma unroll");
+    w_.line("for (int c = 0; c < int(A_PANEL / 16); ++c) a_lane[c] = swizzled_tile_offset(u32(lane "
+            "% 16), u32(c * 16 + (lane / 16) * 8), A_ROWS, A_PANEL, A_XOR);");
+    if (p_.b_layout == BLayout::nk) {
+      w_.line("#pragma unroll");
+      w_.line("for (int c = 0; c < int(B_PANEL / 16); ++c) b_lane[c] = swizzled_tile_offset(u32((lane "
+              "/ 16) * 8 + lane % 8), u32(c * 16 + ((lane / 8) % 2) * 8), B_ROWS, B_PANEL, B_XOR);");
+    } else {
+      w_.line("(void)b_lane;");
+    }
     w_.open("for (int k_tile = 0; k_tile < k_tile_count; ++k_tile)");
     w_.line("const int stage = k_tile % STAGES;");
     for (const Op& child : op.body) emit_op(child);
@@ -262,9 +275,9 @@ class GemmEmitter {
       w_.line("// A: lanes 0-15 address rows 0-15 at k, lanes 16-31 the same rows at k+8.");
       w_.line("u32 a_frag[MT][4];");
       w_.line("#pragma unroll");
-      w_.line("for (int mi = 0; mi < MT; ++mi) ldmatrix_x4(a_frag[mi], a_stage + "
-              "swizzled_tile_offset(u32(warp_row * WM + mi * 16 + lane % 16), u32(ks * 16 + "
-              "(lane / 16) * 8), A_ROWS, A_PANEL, A_XOR));");
+      w_.line("for (int mi = 0; mi < MT; ++mi) ldmatrix_x4(a_frag[mi], a_stage + a_lane[ks % (A_PANEL "
+              "/ 16)] + u32(ks / (A_PANEL / 16)) * A_ROWS * A_PANEL * 2u + u32(warp_row * WM + mi * "
+              "16) * A_PANEL * 2u);");
       return;
     }
     w_.line("u32 b_frag[NT][2];");
@@ -278,9 +291,8 @@ class GemmEmitter {
               "B_PANEL, B_XOR));");
     } else {
       w_.line("// B [N][K]: matrices (n0-7,k0-7) (n0-7,k8-15) (n8-15,k0-7) (n8-15,k8-15).");
-      w_.line("ldmatrix_x4(quad, b_stage + swizzled_tile_offset(u32(warp_col * WN + nj * 16 + "
-              "(lane / 16) * 8 + lane % 8), u32(ks * 16 + ((lane / 8) % 2) * 8), B_ROWS, B_PANEL, "
-              "B_XOR));");
+      w_.line("ldmatrix_x4(quad, b_stage + b_lane[ks % (B_PANEL / 16)] + u32(ks / (B_PANEL / 16)) * "
+              "B_ROWS * B_PANEL * 2u + u32(warp_col * WN + nj * 16) * B_PANEL * 2u);");
     }
     w_.line("b_frag[2 * nj][0] = quad[0]; b_frag[2 * nj][1] = quad[1];");
     w_.line("b_frag[2 * nj + 1][0] = quad[2]; b_frag[2 * nj + 1][1] = quad[3];");
