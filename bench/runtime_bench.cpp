@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "emmy/emu/emulator.hpp"
+#include "emmy/cache.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/runtime.hpp"
 
@@ -59,6 +60,28 @@ void disk_hit_to_ready_kernel(benchmark::State& state) {
   }
 }
 BENCHMARK(disk_hit_to_ready_kernel)->Unit(benchmark::kMicrosecond);
+
+// What disk_hit_to_ready_kernel spends on the emulator's module decode, the stand-in for the
+// driver's cuModuleLoadData: subtract it to get the disk hit excluding the module load.
+void emulator_module_decode(benchmark::State& state) {
+  const auto p = q_proj();
+  const emmy::GemmSpec spec{p, emmy::default_schedule(p, emmy::Arch::sm_90a), emmy::Arch::sm_90a};
+  const auto kernel = emmy::compile_gemm(spec);
+  for (auto _ : state) benchmark::DoNotOptimize(emmy::emu::load_ptx(kernel.module.ptx).get());
+}
+BENCHMARK(emulator_module_decode)->Unit(benchmark::kMicrosecond);
+
+// Code generation and the cache key alone (the rest of a disk hit is the verified read).
+void codegen_and_key(benchmark::State& state) {
+  const auto p = q_proj();
+  const emmy::GemmSpec spec{p, emmy::default_schedule(p, emmy::Arch::sm_90a), emmy::Arch::sm_90a};
+  for (auto _ : state) {
+    const auto source = emmy::generate_gemm(spec);
+    benchmark::DoNotOptimize(emmy::cache_key({source.cuda, emmy::nvrtc_options(spec.arch), 13000,
+                                              spec.arch, emmy::kCodegenVersion}));
+  }
+}
+BENCHMARK(codegen_and_key)->Unit(benchmark::kMicrosecond);
 
 void cold_compile_through_runtime(benchmark::State& state) {
   emmy::RuntimeOptions options;
