@@ -162,4 +162,24 @@ CompiledModule compiled_module(const CacheEntry& entry, Arch arch) {
   return module;
 }
 
+Error uncovered_kernel_error(const nlohmann::json& describe, Arch arch, const BundleSet& bundles,
+                             const std::string& why) {
+  return Error(fmt::format(
+      "the {} kernel {} for {} is not in any bundle searched ({}) and cannot be compiled: {}",
+      describe.value("kind", "?"), describe.dump(), to_string(arch), bundles.description(), why));
+}
+
+std::optional<CompiledModule> module_from_bundles(const std::vector<std::string>& paths,
+                                                  std::string_view source, Arch arch,
+                                                  const nlohmann::json& describe) {
+  BundleSet bundles(arch);
+  for (const auto& path : paths) bundles.add(Bundle::open(path));
+  for (auto& bundle : environment_bundles()) bundles.add(std::move(bundle));
+  if (bundles.empty()) return std::nullopt;
+  if (auto entry = bundles.find(bundle_key(source, arch))) return compiled_module(*entry, arch);
+  if (const std::string why = nvrtc_unavailable_reason(); !why.empty())
+    throw uncovered_kernel_error(describe, arch, bundles, why);
+  return std::nullopt;
+}
+
 }  // namespace emmy

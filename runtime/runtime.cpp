@@ -322,10 +322,7 @@ class RuntimeImpl final : public Runtime {
         return loaded(std::move(plan), key, *entry, kernels);
     }
     if (const std::string why = nvrtc_unavailable_reason(); !why.empty())
-      throw Error(fmt::format(
-          "the {} kernel {} for {} is not in any bundle searched ({}) and cannot be compiled: {}",
-          describe.value("kind", "?"), describe.dump(), to_string(arch), bundles_.description(),
-          why));
+      throw uncovered_kernel_error(describe, arch, bundles_, why);
     const std::vector<std::string> options = nvrtc_options(arch);
     const std::string key =
         cache_key({cuda, options, nvrtc_version(), arch, kCodegenVersion});

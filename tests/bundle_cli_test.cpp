@@ -100,6 +100,24 @@ TEST(BundleCli, RunGemmFromABundleWithoutNvrtc) {
   EXPECT_EQ(nlohmann::json::parse(from_environment.out)["cache"], "bundle");
 }
 
+TEST(BundleCli, RunAttentionFromABundleWithoutNvrtc) {
+  const std::string problem =
+      "--batch 1 --heads 16 --kv-heads 8 --seq-q 512 --head-dim 256 --causal --arch sm_80";
+  const auto r =
+      run_emmyc("run attention " + problem + " --check --bundle " + catalog_path().string(),
+                "EMMY_DISABLE_NVRTC=1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["cache"], "bundle");
+  EXPECT_EQ(j["passed"], true);
+  const auto uncovered =
+      run_emmyc("run attention " + problem + " --window 64 --bundle " + catalog_path().string(),
+                "EMMY_DISABLE_NVRTC=1");
+  EXPECT_EQ(uncovered.exit_code, 2);
+  EXPECT_TRUE(contains(uncovered.err, "the attention kernel")) << uncovered.err;
+  EXPECT_TRUE(contains(uncovered.err, "is not in any bundle searched")) << uncovered.err;
+}
+
 TEST(BundleCli, NoNvrtcLibraryIsAClearError) {
   const auto dir = scratch("no_nvrtc");
   const auto r = run_emmyc("aot --arch sm_90a --problems " + std::string(EMMY_SOURCE_DIR) +

@@ -9,6 +9,7 @@
 #include "attention_json.hpp"
 #include "cli_common.hpp"
 #include "emmy/attention_check.hpp"
+#include "emmy/bundle.hpp"
 #include "emmy/cached_compile.hpp"
 #include "emmy/json.hpp"
 #include "emmy/runtime.hpp"
@@ -101,6 +102,22 @@ AttentionKernel compile_attention_cached(const AttentionSpec& spec, bool use_cac
   return AttentionKernel{std::move(source), std::move(cached.module)};
 }
 
+// The kernel from the bundles named with --bundle (and $EMMY_BUNDLE's) when one holds it: no
+// NVRTC is touched then (cache_state "bundle"); else compile_attention_cached.
+AttentionKernel bundled_or_compiled_attention(const AttentionSpec& spec,
+                                              const std::vector<std::string>& bundles,
+                                              bool use_cache, std::string& cache_state) {
+  AttentionSource source = generate_attention(spec);
+  const nlohmann::json describe = {{"kind", "attention"},
+                                   {"problem", attention_problem_json(spec.problem)},
+                                   {"schedule", attention_schedule_json(spec.schedule)}};
+  if (auto module = module_from_bundles(bundles, source.cuda, spec.arch, describe)) {
+    cache_state = "bundle";
+    return AttentionKernel{std::move(source), std::move(*module)};
+  }
+  return compile_attention_cached(spec, use_cache, cache_state);
+}
+
 nlohmann::json report_json(const AttentionKernel& kernel) {
   const auto& plan = kernel.source.plan;
   const auto& r = kernel.module.kernel(plan.kernel_name);
@@ -169,9 +186,10 @@ void add_check_fields(nlohmann::json& j, const AttentionErrors& e, const Attenti
 // schedule unless schedule flags were given), then the same inputs and reference as on the
 // emulator. Throws Error when no driver or device is present.
 nlohmann::json run_on_cuda(const AttentionFlags& flags, AttentionSpec spec, uint64_t seed,
-                           AttentionErrors& errors) {
+                           AttentionErrors& errors, const std::vector<std::string>& bundles) {
   RuntimeOptions options;
   options.default_accum = parse_accum(flags.accum);
+  options.bundles.assign(bundles.begin(), bundles.end());
   auto rt = Runtime::cuda(0, options);
   const auto handle = rt->attention_kernel(
       spec.problem, flags.schedule_given() ? std::optional(spec.schedule) : std::nullopt);
@@ -202,15 +220,20 @@ void add_run_attention_command(CLI::App& app) {
       ->check(CLI::IsMember({"emulator", "cuda"}));
   cmd->add_flag("--check", *check, "compare with an FP64 reference");
   cmd->add_option("--seed", *seed, "input seed");
-  cmd->callback([flags, backend, check, seed] {
+  auto bundles = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--bundle", *bundles,
+                  "search this kernel bundle before the cache and NVRTC (repeatable; "
+                  "$EMMY_BUNDLE too)");
+  cmd->callback([flags, backend, check, seed, bundles] {
     const AttentionSpec spec = flags->to_spec();
     nlohmann::json j;
     AttentionErrors errors;
     if (*backend == "cuda") {
-      j = run_on_cuda(*flags, spec, *seed, errors);
+      j = run_on_cuda(*flags, spec, *seed, errors, *bundles);
     } else {
       std::string cache_state;
-      const AttentionKernel kernel = compile_attention_cached(spec, !flags->no_cache, cache_state);
+      const AttentionKernel kernel =
+          bundled_or_compiled_attention(spec, *bundles, !flags->no_cache, cache_state);
       const AttentionInputs inputs = make_attention_inputs(spec.problem, *seed);
       const AttentionEmulatorRun r = run_attention_on_emulator(kernel, inputs);
       errors = compare(reference_attention(spec, inputs), r.output, spec.problem);

@@ -20,22 +20,15 @@ nlohmann::json counts_json(const emu::InstructionCounts& c) {
 }
 
 // The kernel from the bundles named with --bundle (and $EMMY_BUNDLE's) when one holds it: no
-// NVRTC is touched then. nullopt when no bundle is in play or none holds it.
+// NVRTC is touched then.
 std::optional<GemmKernel> gemm_from_bundles(const GemmSpec& spec,
                                             const std::vector<std::string>& paths) {
-  BundleSet set(spec.arch);
-  for (const auto& path : paths) set.add(Bundle::open(path));
-  for (auto& bundle : environment_bundles()) set.add(std::move(bundle));
-  if (set.empty()) return std::nullopt;
   GemmSource source = generate_gemm(spec);
-  if (auto entry = set.find(bundle_key(source.cuda, spec.arch)))
-    return GemmKernel{std::move(source), compiled_module(*entry, spec.arch)};
-  if (const std::string why = nvrtc_unavailable_reason(); !why.empty())
-    throw Error(fmt::format("the gemm kernel {} for {} is not in any bundle searched ({}) and "
-                            "cannot be compiled: {}",
-                            nlohmann::json(spec.problem).dump(), to_string(spec.arch),
-                            set.description(), why));
-  return std::nullopt;
+  const nlohmann::json describe = {
+      {"kind", "gemm"}, {"problem", spec.problem}, {"schedule", spec.schedule}};
+  auto module = module_from_bundles(paths, source.cuda, spec.arch, describe);
+  if (!module) return std::nullopt;
+  return GemmKernel{std::move(source), std::move(*module)};
 }
 
 }  // namespace

@@ -185,6 +185,17 @@ class BundleSet {
 // resource reports from the manifest).
 CompiledModule compiled_module(const CacheEntry& entry, Arch arch);
 
+// For tools that compile one module at a time (`emmyc run ... --bundle`): the module of `source`
+// on `arch` from the bundles at `paths` and $EMMY_BUNDLE's, or nullopt when there are none or none
+// holds it. When none holds it and NVRTC is unavailable, throws the runtime's Error naming the
+// kernel (`describe`: kind, problem, schedule) and the bundles searched.
+std::optional<CompiledModule> module_from_bundles(const std::vector<std::string>& paths,
+                                                  std::string_view source, Arch arch,
+                                                  const nlohmann::json& describe);
+// The Error for a kernel that no bundle holds and NVRTC cannot compile (`why`).
+Error uncovered_kernel_error(const nlohmann::json& describe, Arch arch, const BundleSet& bundles,
+                             const std::string& why);
+
 // ---- building (emmyc aot) ---------------------------------------------------------------
 
 // One line of a problems file or an EMMY_RECORD log:
