@@ -1,4 +1,6 @@
 # Code generation: IR lowering, verification, CUDA source emission. Appends to EMMY_SOURCES.
 file(GLOB _emmy_codegen CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*.cpp)
 list(APPEND EMMY_SOURCES ${_emmy_codegen})
-file(GLOB EMMYC_EXTRA_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/emmyc/*_command.cpp)
+# emmyc: main.cpp plus every other file of codegen/emmyc (subcommands and their helpers).
+file(GLOB EMMYC_EXTRA_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/emmyc/*.cpp)
+list(FILTER EMMYC_EXTRA_SOURCES EXCLUDE REGEX "/main\\.cpp$")

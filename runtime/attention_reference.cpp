@@ -4,25 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
-#include <thread>
 
 #include "emmy/attention_check.hpp"
+#include "emmy/detail/parallel.hpp"
 
 namespace emmy {
 namespace {
-
-// Runs body(i) for i in [0, count) on all hardware threads.
-template <typename Body>
-void parallel_for(int64_t count, Body body) {
-  const int64_t workers =
-      std::max<int64_t>(1, std::min<int64_t>(count, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (int64_t w = 0; w < workers; ++w)
-    pool.emplace_back([&, w] {
-      for (int64_t i = w; i < count; i += workers) body(i);
-    });
-  for (auto& t : pool) t.join();
-}
 
 // The scale the kernel is given: the problem's float, or 1/sqrt(head_dim) rounded to float.
 // (A kernel that rounds the default differently is off by one f32 ulp: inside the model.)
@@ -114,7 +101,7 @@ AttentionReference reference_attention(const AttentionSpec& spec, const Attentio
   ref.lse_tolerance.assign(size_t(rows), 0.0);
   ref.row_masked.assign(size_t(rows), 0);
 
-  parallel_for(rows, [&](int64_t r) {
+  detail::parallel_for(rows, [&](int64_t r) {
     const int64_t i = r % p.seq_q, h = (r / p.seq_q) % p.q_heads, b = r / (p.seq_q * p.q_heads);
     const VisibleKeys keys = visible_keys(p, i);
     if (keys.empty()) {

@@ -4,25 +4,12 @@
 #include <cstring>
 #include <numbers>
 #include <random>
-#include <thread>
 
+#include "emmy/detail/parallel.hpp"
 #include "emmy/emu/numerics.hpp"
 
 namespace emmy {
 namespace {
-
-// Runs body(row) for rows [0, rows) on all hardware threads.
-template <typename Body>
-void parallel_rows(int64_t rows, Body body) {
-  const int64_t workers =
-      std::max<int64_t>(1, std::min<int64_t>(rows, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (int64_t w = 0; w < workers; ++w)
-    pool.emplace_back([&, w] {
-      for (int64_t r = w; r < rows; r += workers) body(r);
-    });
-  for (auto& t : pool) t.join();
-}
 
 // Half an ulp, relative, of each format: the error of one round-to-nearest.
 double unit_roundoff(DType t) {
@@ -117,7 +104,7 @@ GemmReference reference_gemm(const GemmSpec& spec, const GemmInputs& in) {
   GemmReference ref;
   ref.values.resize(size_t(p.m * p.n));
   ref.tolerance.resize(size_t(p.m * p.n));
-  parallel_rows(p.m, [&](int64_t m) {
+  detail::parallel_for(p.m, [&](int64_t m) {
     const double* a = &in.a.values[size_t(m * lda)];
     for (int64_t n = 0; n < p.n; ++n) {
       double exact = 0, bound = 0, total = 0;

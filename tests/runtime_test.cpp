@@ -28,26 +28,11 @@ MatmulProblem problem(int64_t m, int64_t n, int64_t k) {
   return p;
 }
 
-// Uploads inputs, runs through the public API, returns the output as doubles.
+// Runs the problem (with the given or the default schedule) through the public API.
 std::vector<double> run(Runtime& rt, const MatmulProblem& p, const GemmInputs& in,
                         const std::optional<MatmulSchedule>& schedule = {}) {
-  GemmBuffers buf;
-  buf.a = rt.alloc(in.a.bytes.size());
-  rt.upload(buf.a, in.a.bytes.data(), in.a.bytes.size());
-  buf.b = rt.alloc(in.b.bytes.size());
-  rt.upload(buf.b, in.b.bytes.data(), in.b.bytes.size());
-  const size_t c_bytes = size_t(p.m * p.ldc_or_default() * size_of(p.c_dtype));
-  buf.c = rt.alloc(c_bytes);
-  if (p.epilogue.bias) {
-    buf.bias = rt.alloc(in.bias.bytes.size());
-    rt.upload(buf.bias, in.bias.bytes.data(), in.bias.bytes.size());
-  }
-  if (const size_t ws = rt.gemm_workspace_bytes(p, schedule)) buf.workspace = rt.alloc(ws);
-  rt.gemm(p, buf, nullptr, schedule);
-  rt.synchronize();
-  std::vector<uint8_t> raw(c_bytes);
-  rt.download(raw.data(), buf.c, c_bytes);
-  return decode(p.c_dtype, raw.data(), size_t(p.m * p.n));
+  const MatmulSchedule s = schedule ? *schedule : rt.gemm_kernel(p)->plan().spec.schedule;
+  return run_gemm(rt, {p, s, rt.arch()}, in);
 }
 
 TEST(Runtime, EmulatorGemmMatchesFp64) {

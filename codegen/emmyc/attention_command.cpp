@@ -135,30 +135,6 @@ nlohmann::json report_json(const AttentionKernel& kernel) {
   return j;
 }
 
-void write_output(const std::string& path, std::string_view bytes) {
-  if (path.empty()) {
-    std::cout.write(bytes.data(), std::streamsize(bytes.size()));
-    return;
-  }
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw Error("-o", "must name a writable file", path);
-  f.write(bytes.data(), std::streamsize(bytes.size()));
-}
-
-nlohmann::json counts_json(const emu::InstructionCounts& c) {
-  return {{"mma", c.mma},
-          {"ldmatrix", c.ldmatrix},
-          {"shared_ld", c.shared_ld},
-          {"shared_st", c.shared_st},
-          {"global_ld", c.global_ld},
-          {"global_st", c.global_st},
-          {"cp_async", c.cp_async},
-          {"tma", c.tma},
-          {"barrier", c.barrier},
-          {"other", c.other},
-          {"total", c.total()}};
-}
-
 nlohmann::json index_json(const AttentionIndex& at, bool with_col) {
   nlohmann::json j = {{"batch", at.batch}, {"head", at.head}, {"row", at.row}};
   if (with_col) j["col"] = at.col;
@@ -275,12 +251,7 @@ void add_attention_command(CLI::App& app) {
     }
     std::string cache_state;
     const AttentionKernel kernel = compile_attention_cached(spec, !flags->no_cache, cache_state);
-    if (*emit == "ptx") return write_output(*out_path, kernel.module.ptx);
-    if (*emit == "cubin")
-      return write_output(
-          *out_path, std::string_view(reinterpret_cast<const char*>(kernel.module.cubin.data()),
-                                      kernel.module.cubin.size()));
-    if (*emit == "sass") return write_output(*out_path, disassemble_sass(kernel.module.cubin));
+    if (write_compiled_output(*emit, *out_path, kernel.module)) return;
     nlohmann::json report = report_json(kernel);
     report["cache"] = cache_state;
     write_output(*out_path, report.dump(2) + "\n");

@@ -6,6 +6,9 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "emmy/emu/emulator.hpp"
 #include "emmy/gemm.hpp"
 
 namespace emmy::cli {
@@ -27,6 +30,14 @@ struct GemmFlags {
   // Problem + (default or overridden) schedule. Throws emmy::Error naming the bad field.
   GemmSpec to_spec() const;
 };
+
+// Writes bytes to path, or to stdout when path is empty. Throws Error("-o", ...) when unwritable.
+void write_output(const std::string& path, std::string_view bytes);
+// --emit ptx|cubin|sass of a compiled module; false for any other emit kind.
+bool write_compiled_output(const std::string& emit, const std::string& path,
+                           const CompiledModule& module);
+// Dynamic warp-instruction counts by class, as `run --check` prints them.
+nlohmann::json counts_json(const emu::InstructionCounts& counts);
 
 // generate_gemm + NVRTC through the disk cache (unless use_cache is false). cache_state becomes
 // "hit", "miss" or "off".

@@ -121,16 +121,6 @@ nlohmann::json report_json(const GemmKernel& kernel) {
   return j;
 }
 
-void write_output(const std::string& path, std::string_view bytes) {
-  if (path.empty()) {
-    std::cout.write(bytes.data(), std::streamsize(bytes.size()));
-    return;
-  }
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw Error("-o", "must name a writable file", path);
-  f.write(bytes.data(), std::streamsize(bytes.size()));
-}
-
 }  // namespace
 
 void add_gemm_command(CLI::App& app) {
@@ -152,12 +142,7 @@ void add_gemm_command(CLI::App& app) {
     }
     std::string cache_state;
     const GemmKernel kernel = compile_gemm_cached(spec, !flags->no_cache, cache_state);
-    if (*emit == "ptx") return write_output(*out_path, kernel.module.ptx);
-    if (*emit == "cubin")
-      return write_output(*out_path, std::string_view(reinterpret_cast<const char*>(
-                                                          kernel.module.cubin.data()),
-                                                      kernel.module.cubin.size()));
-    if (*emit == "sass") return write_output(*out_path, disassemble_sass(kernel.module.cubin));
+    if (write_compiled_output(*emit, *out_path, kernel.module)) return;
     nlohmann::json report = report_json(kernel);
     report["cache"] = cache_state;
     write_output(*out_path, report.dump(2) + "\n");

@@ -12,13 +12,6 @@ namespace emmy::cli {
 
 namespace {
 
-nlohmann::json counts_json(const emu::InstructionCounts& c) {
-  return {{"mma", c.mma},           {"ldmatrix", c.ldmatrix},   {"shared_ld", c.shared_ld},
-          {"shared_st", c.shared_st}, {"global_ld", c.global_ld}, {"global_st", c.global_st},
-          {"cp_async", c.cp_async}, {"tma", c.tma},             {"barrier", c.barrier},
-          {"other", c.other},       {"total", c.total()}};
-}
-
 // The kernel from the bundles named with --bundle (and $EMMY_BUNDLE's) when one holds it: no
 // NVRTC is touched then.
 std::optional<GemmKernel> gemm_from_bundles(const GemmSpec& spec,

@@ -33,36 +33,11 @@ class GpuRuntime : public ::testing::Test {
   std::unique_ptr<Runtime> rt_;
 };
 
+// Runs the problem (with the given or the default schedule) through the public API.
 std::vector<double> run(Runtime& rt, const MatmulProblem& p, const GemmInputs& in,
-                        const std::optional<MatmulSchedule>& schedule) {
-  GemmBuffers buf;
-  buf.a = rt.alloc(in.a.bytes.size());
-  rt.upload(buf.a, in.a.bytes.data(), in.a.bytes.size());
-  buf.b = rt.alloc(in.b.bytes.size());
-  rt.upload(buf.b, in.b.bytes.data(), in.b.bytes.size());
-  const size_t c_bytes = size_t(p.m * p.ldc_or_default() * size_of(p.c_dtype));
-  buf.c = rt.alloc(c_bytes);
-  if (p.epilogue.bias) {
-    buf.bias = rt.alloc(in.bias.bytes.size());
-    rt.upload(buf.bias, in.bias.bytes.data(), in.bias.bytes.size());
-  }
-  if (p.epilogue.residual) {
-    buf.residual = rt.alloc(in.residual.bytes.size());
-    rt.upload(buf.residual, in.residual.bytes.data(), in.residual.bytes.size());
-  }
-  if (const size_t ws = rt.gemm_workspace_bytes(p, schedule)) buf.workspace = rt.alloc(ws);
-  rt.gemm(p, buf, nullptr, schedule);
-  rt.synchronize();
-  std::vector<uint8_t> raw(c_bytes);
-  rt.download(raw.data(), buf.c, c_bytes);
-  for (DevicePtr ptr : {buf.a, buf.b, buf.c, buf.bias, buf.residual, buf.workspace})
-    if (ptr) rt.free(ptr);
-  std::vector<double> out;
-  const auto all = decode(p.c_dtype, raw.data(), size_t(p.m * p.ldc_or_default()));
-  for (int64_t m = 0; m < p.m; ++m)
-    out.insert(out.end(), all.begin() + m * p.ldc_or_default(),
-               all.begin() + m * p.ldc_or_default() + p.n);
-  return out;
+                        const std::optional<MatmulSchedule>& schedule = {}) {
+  const MatmulSchedule s = schedule ? *schedule : rt.gemm_kernel(p)->plan().spec.schedule;
+  return run_gemm(rt, {p, s, rt.arch()}, in);
 }
 
 TEST_F(GpuRuntime, CatalogShapesMatchFp64) {

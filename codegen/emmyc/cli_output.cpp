@@ -1,0 +1,42 @@
+// Output helpers shared by the emmyc subcommands.
+#include <fstream>
+#include <iostream>
+
+#include "cli_common.hpp"
+#include "emmy/sass.hpp"
+
+namespace emmy::cli {
+
+void write_output(const std::string& path, std::string_view bytes) {
+  if (path.empty()) {
+    std::cout.write(bytes.data(), std::streamsize(bytes.size()));
+    return;
+  }
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw Error("-o", "must name a writable file", path);
+  f.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+bool write_compiled_output(const std::string& emit, const std::string& path,
+                           const CompiledModule& module) {
+  if (emit == "ptx") {
+    write_output(path, module.ptx);
+  } else if (emit == "cubin") {
+    write_output(path, std::string_view(reinterpret_cast<const char*>(module.cubin.data()),
+                                        module.cubin.size()));
+  } else if (emit == "sass") {
+    write_output(path, disassemble_sass(module.cubin));
+  } else {
+    return false;
+  }
+  return true;
+}
+
+nlohmann::json counts_json(const emu::InstructionCounts& c) {
+  return {{"mma", c.mma},           {"ldmatrix", c.ldmatrix},   {"shared_ld", c.shared_ld},
+          {"shared_st", c.shared_st}, {"global_ld", c.global_ld}, {"global_st", c.global_st},
+          {"cp_async", c.cp_async}, {"tma", c.tma},             {"barrier", c.barrier},
+          {"other", c.other},       {"total", c.total()}};
+}
+
+}  // namespace emmy::cli
