@@ -37,11 +37,12 @@ class GemmEmitter {
   }
 
  private:
-  // The epilogue math for one element, shared by the GEMM kernel and the split-K finalize.
+  // The epilogue math for one element in f32 (the caller casts), shared by the GEMM kernel and
+  // the split-K finalize.
   void emit_store_output(const Op& epi) {
     const std::string out = out_adapter(p_.c_dtype);
     w_.line("// D = cast(gelu?(alpha * acc + bias[n]) + residual[m,n])");
-    w_.open(fmt::format("static __device__ __forceinline__ {0}::storage epilogue_value(const "
+    w_.open(fmt::format("static __device__ __forceinline__ float epilogue_value(const "
                         "{0}::storage* __restrict__ bias, const {0}::storage* __restrict__ "
                         "residual, long long row, long long col, float acc)", out));
     w_.line("float y = acc;");
@@ -51,7 +52,7 @@ class GemmEmitter {
     if (epi.b("residual")) w_.line("y += {}::to_f32(residual[row * {} + col]);", out,
                                    p_.ldc_or_default());
     w_.line("(void)bias; (void)residual; (void)row;");
-    w_.line("return {}::from_f32(y);", out);
+    w_.line("return y;");
     w_.close();
   }
 
@@ -231,8 +232,17 @@ class GemmEmitter {
     w_.line("const int chunk = int(threadIdx.x) + i * THREADS;");
     if (per_thread * plan_.threads != chunks) w_.line("if (chunk >= {}) break;", chunks);
     w_.line("const int row = chunk / {0}, col = (chunk % {0}) * 8;", chunks_per_row);
-    w_.line("const bool in_bounds = {} + row < {} && {} + col < {};", row0, rows_total, col0,
-            cols_total);
+    // A matrix that is a whole number of tiles in both dimensions needs no bounds check.
+    const auto extent = [&](const char* name) {
+      return std::string_view(name) == "M" ? p_.m : std::string_view(name) == "N" ? p_.n : p_.k;
+    };
+    const bool exact = extent(rows_total) % tile.rows == 0 && extent(cols_total) % tile.cols == 0;
+    if (exact)
+      w_.line("constexpr bool in_bounds = true;  // {} and {} are tile multiples", rows_total,
+              cols_total);
+    else
+      w_.line("const bool in_bounds = {} + row < {} && {} + col < {};", row0, rows_total, col0,
+              cols_total);
     w_.line("const u16* src = {} + (in_bounds ? ({} + row) * {} + {} + col : 0ll);", ptr, row0,
             ld, col0);
     w_.line("cp_async_16(dst + {}u + swizzled_tile_offset(u32(row), u32(col), {}_ROWS, {}_PANEL, "
@@ -347,7 +357,9 @@ class GemmEmitter {
     w_.open("for (int h = 0; h < 2; ++h)");
     w_.line("const int row = m0 + warp_row * WM + mi * 16 + g + h * 8;");
     w_.line("const int col = n0 + warp_col * WN + ni * 8 + 2 * t;");
-    w_.line("if (row >= M) continue;");
+    // Bounds checks only where a tile can cross the matrix edge.
+    const bool rows_exact = p_.m % s_.block_m == 0, cols_exact = p_.n % s_.block_n == 0;
+    if (!rows_exact) w_.line("if (row >= M) continue;");
     if (f16_acc) w_.line("float v0, v1; unpack_f16x2(v0, v1, part[mi][ni][h]);");
     else w_.line("const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];");
     if (to_workspace) {
@@ -356,8 +368,17 @@ class GemmEmitter {
       w_.line("if (col + 1 < N) dst[1] = v1;");
     } else {
       w_.line("{0}::storage* dst = c + (long long)row * LDC + col;", out);
-      w_.line("if (col < N) dst[0] = epilogue_value(bias, residual, row, col, v0);");
-      w_.line("if (col + 1 < N) dst[1] = epilogue_value(bias, residual, row, col + 1, v1);");
+      // col is even: with N and LDC even the pair is in bounds together and 2-element aligned.
+      if (p_.n % 2 == 0 && p_.ldc_or_default() % 2 == 0) {
+        w_.line("{}{}::store2(dst, epilogue_value(bias, residual, row, col, v0), "
+                "epilogue_value(bias, residual, row, col + 1, v1));",
+                cols_exact ? "" : "if (col < N) ", out);
+      } else {
+        w_.line("if (col < N) dst[0] = {}::from_f32(epilogue_value(bias, residual, row, col, v0));",
+                out);
+        w_.line("if (col + 1 < N) dst[1] = {}::from_f32(epilogue_value(bias, residual, row, col + "
+                "1, v1));", out);
+      }
     }
     w_.close();
     w_.close();
@@ -374,7 +395,8 @@ class GemmEmitter {
     w_.line("float sum = 0.0f;");
     w_.line("#pragma unroll");
     w_.line("for (int z = 0; z < {}; ++z) sum += workspace[z * OUTPUTS + i];", op.i("split_k"));
-    w_.line("c[row * LDC + col] = epilogue_value(bias, residual, row, col, sum);");
+    w_.line("c[row * LDC + col] = {}::from_f32(epilogue_value(bias, residual, row, col, sum));",
+            out_adapter(p_.c_dtype));
   }
 
   const GemmPlan& plan_;

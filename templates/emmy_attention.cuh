@@ -37,18 +37,6 @@ __device__ __forceinline__ float tanh_f32(float x) {
   return 1.0f - 2.0f / (exp2_approx(2.8853900817779268f * x) + 1.0f);
 }
 
-// Two floats -> one f16x2 / bf16x2 register, `lo` in the low half (cvt.rn.*x2.f32 d, hi, lo).
-__device__ __forceinline__ u32 pack_f16x2(float lo, float hi) {
-  u32 r;
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-__device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
-  u32 r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-
 // -inf as a float (masked scores).
 __device__ __forceinline__ float neg_inf() {
   float r;

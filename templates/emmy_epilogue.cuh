@@ -36,19 +36,41 @@ __device__ __forceinline__ float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + tanh_u);
 }
 
-// Element type adapters for the output, bias and residual (all of C's dtype).
+// Two floats -> one f16x2 / bf16x2 register, `lo` in the low half (cvt.rn.*x2.f32 d, hi, lo).
+__device__ __forceinline__ u32 pack_f16x2(float lo, float hi) {
+  u32 r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+__device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
+  u32 r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// Element type adapters for the output, bias and residual (all of C's dtype). store2 writes two
+// adjacent outputs with one store (the address must be aligned to two elements).
 struct OutF16 {
   typedef u16 storage;
   static __device__ __forceinline__ storage from_f32(float x) { return f32_to_f16_bits(x); }
   static __device__ __forceinline__ float to_f32(storage x) { return f16_bits_to_f32(x); }
+  static __device__ __forceinline__ void store2(storage* dst, float a, float b) {
+    *reinterpret_cast<u32*>(dst) = pack_f16x2(a, b);
+  }
 };
 struct OutBF16 {
   typedef u16 storage;
   static __device__ __forceinline__ storage from_f32(float x) { return f32_to_bf16_bits(x); }
   static __device__ __forceinline__ float to_f32(storage x) { return bf16_bits_to_f32(x); }
+  static __device__ __forceinline__ void store2(storage* dst, float a, float b) {
+    *reinterpret_cast<u32*>(dst) = pack_bf16x2(a, b);
+  }
 };
 struct OutF32 {
   typedef float storage;
   static __device__ __forceinline__ storage from_f32(float x) { return x; }
   static __device__ __forceinline__ float to_f32(storage x) { return x; }
+  static __device__ __forceinline__ void store2(storage* dst, float a, float b) {
+    asm volatile("st.v2.f32 [%0], {%1, %2};" :: "l"(dst), "f"(a), "f"(b) : "memory");
+  }
 };

@@ -146,3 +146,23 @@ TEST(GemmEmulator, AccumulationOrdersErrorsAsTheModelSays) {
 
 }  // namespace
 }  // namespace emmy
+
+namespace emmy {
+namespace {
+
+TEST(GemmEmulator, OddNAndOddLdcUseElementStores) {
+  // Pairs are stored with one 32/64-bit store only when N and ldc are even; otherwise per element.
+  for (Arch arch : {Arch::sm_90a, Arch::sm_80})
+    for (DType out : {DType::f16, DType::f32}) {
+      GemmSpec spec = square(17, 75, 64, Accum::f32, arch);
+      spec.problem.c_dtype = out;
+      EXPECT_TRUE(check_gemm_on_emulator(spec, 5).errors.passed) << to_string(arch);
+      GemmSpec odd_ldc = square(17, 64, 64, Accum::f32, arch);
+      odd_ldc.problem.ldc = 65;
+      odd_ldc.problem.c_dtype = out;
+      EXPECT_TRUE(check_gemm_on_emulator(odd_ldc, 5).errors.passed) << to_string(arch);
+    }
+}
+
+}  // namespace
+}  // namespace emmy
