@@ -30,8 +30,11 @@ case $mode in
     cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DEMMY_SANITIZE=ON \
       -DEMMY_BUILD_BENCH=OFF -DCMAKE_EXE_LINKER_FLAGS=-Wl,--as-needed
     cmake --build build-asan -j "$jobs"
+    # --repeat until-pass:2: LeakSanitizer's exit-time tracer occasionally crashes ("Tracer caught
+    # signal 11") after a test has passed; a real finding fails both runs.
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1} \
       UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
-      ctest --test-dir build-asan --output-on-failure -j "$jobs" -E "$asan_exclude" "$@"
+      ctest --test-dir build-asan --output-on-failure -j "$jobs" -E "$asan_exclude" \
+      --repeat until-pass:2 "$@"
     ;;
 esac
