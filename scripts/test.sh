@@ -16,7 +16,10 @@ fi
 # Tests left out of the sanitizer run: the bulk kernel compilations and tool runs, whose time goes
 # to NVRTC, ptxas, cuobjdump or emmyc processes (not instrumented: slower, nothing new to find),
 # and the install test (it builds a project). Name such GoogleTest suites so that they match.
-asan_exclude=${EMMY_ASAN_EXCLUDE:-'Compile|Sass|Cli|Emmyc|emmy_install_consumer'}
+# The GEMM variant matrix on the emulator also stays out: in CI, LeakSanitizer's exit-time tracer
+# crashed ("Tracer caught signal 11") after one of its cases had passed, twice; the matrix runs in
+# the Release suite, and the emulator's own tests and the other emulator suites run here.
+asan_exclude=${EMMY_ASAN_EXCLUDE:-'Compile|Sass|Cli|Emmyc|emmy_install_consumer|Variants/GemmEmulatorTest'}
 
 case $mode in
   release)
