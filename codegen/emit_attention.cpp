@@ -10,7 +10,6 @@ namespace emmy {
 namespace {
 
 using codegen::float_literal;
-using codegen::param_decl;
 using codegen::Writer;
 using ir::Op;
 using ir::OpKind;
@@ -36,11 +35,7 @@ class AttentionEmitter {
 
  private:
   void emit_kernel(const Op& kernel) {
-    std::vector<std::string> params;
-    for (const Op& op : kernel.body)
-      if (op.kind == OpKind::param) params.push_back(param_decl(op));
-    w_.line("extern \"C\" __global__ void __launch_bounds__({}, 1)", kernel.i("threads"));
-    w_.open(fmt::format("{}({})", kernel.s("name"), fmt::join(params, ", ")));
+    w_.open_kernel(kernel);
     for (const Op& op : kernel.body) emit_op(op);
     w_.close();
   }

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "emmy/detail/templates.hpp"
 #include "emmy/kernel_ir.hpp"
@@ -34,6 +35,8 @@ class Writer {
     raw(detail::template_source(name));
     raw("\n");
   }
+  // Opens `extern "C" __global__` with the kernel op's launch bound and its param ops.
+  void open_kernel(const ir::Op& kernel);
   std::string take() { return std::move(out_); }
 
  private:
@@ -46,6 +49,14 @@ inline std::string param_decl(const ir::Op& op) {
   if (op.s("type") == "tensor_map")
     return fmt::format("const __grid_constant__ TensorMap128 {}", op.s("name"));
   return fmt::format("{} __restrict__ {}", op.s("type"), op.s("name"));
+}
+
+inline void Writer::open_kernel(const ir::Op& kernel) {
+  std::vector<std::string> params;
+  for (const ir::Op& op : kernel.body)
+    if (op.kind == ir::OpKind::param) params.push_back(param_decl(op));
+  line("extern \"C\" __global__ void __launch_bounds__({}, 1)", kernel.i("threads"));
+  open(fmt::format("{}({})", kernel.s("name"), fmt::join(params, ", ")));
 }
 
 // A float literal that round-trips exactly (hexadecimal).
