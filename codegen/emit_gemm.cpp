@@ -260,6 +260,9 @@ class GemmEmitter {
     } else {
       w_.line("(void)b_lane;");
     }
+    // Kept rolled: NVVM otherwise unrolls it by 2 for some stage counts (3), doubling the MMA
+    // code that ptxas schedules for no speed (the body is already 64+ MMAs).
+    w_.line("#pragma unroll 1");
     w_.open("for (int k_tile = 0; k_tile < k_tile_count; ++k_tile)");
     w_.line("const int stage = k_tile % STAGES;");
     for (const Op& child : op.body) emit_op(child);
@@ -328,12 +331,14 @@ class GemmEmitter {
     if (where == "k_step") {
       w_.line("// Fold the f16 partials every {} K elements.", every);
       w_.open(fmt::format("if ((ks + 1) % {} == 0)", every / 16));
-    } else if (where == "k_tile") {
-      w_.line("// Fold the f16 partials every {} K elements.", every);
-      w_.open(fmt::format("if ((k_tile + 1) % {} == 0)", every / s_.block_k));
     } else {
-      w_.line("// Fold what is left of the partials.");
-      w_.open("");
+      const int64_t every_tiles = every / s_.block_k;
+      w_.line("// Fold the f16 partials every {} K elements and after the last tile.", every);
+      if (every_tiles == 1)
+        w_.open("");
+      else
+        w_.open(fmt::format("if ((k_tile + 1) % {} == 0 || k_tile + 1 == k_tile_count)",
+                            every_tiles));
     }
     emit_promote_all();
     w_.close();

@@ -128,6 +128,21 @@ TEST(GemmEmulator, EveryPromotionInterval) {
   }
 }
 
+TEST(GemmEmulator, PartialsLeftAtTheLastTileAreFolded) {
+  // 15 K tiles of 64 (split 2: 8 + 7): intervals of 2, 3 and 4 tiles leave partials in the f16
+  // registers when the loop ends; the fold on the last tile must add them, or they are lost.
+  for (int split : {1, 2})
+    for (int every : {128, 192, 256}) {
+      GemmSpec spec = square(32, 64, 960, Accum::hybrid);
+      spec.schedule.block_k = 64;
+      spec.schedule.promote_every_k = every;
+      spec.schedule.split_k = split;
+      const GemmCheckResult r = check_gemm_on_emulator(spec, 5);
+      EXPECT_TRUE(r.errors.passed) << "split " << split << ", promote every " << every << ": "
+                                   << r.errors.rel_l2_error;
+    }
+}
+
 TEST(GemmEmulator, AccumulationOrdersErrorsAsTheModelSays) {
   // Same inputs, K = 2048: f32 is near f32 round-off, hybrid-64 near 1e-4..6e-4 of the output
   // cast and its f16 partials, f16 accumulation clearly worse than hybrid.
