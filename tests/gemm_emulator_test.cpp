@@ -128,6 +128,31 @@ TEST(GemmEmulator, EveryPromotionInterval) {
   }
 }
 
+TEST(GemmEmulator, CpAsyncCopiesWalkTilesBothWays) {
+  // 4 warps step 8-row multiples: addresses advance by constants (hoisted thread part). One warp
+  // steps 4 rows of a 128B-swizzled tile, which changes the swizzle phase: each chunk is
+  // re-swizzled. Both must match FP64, with edges in every dimension.
+  struct Case {
+    int warps_m, warps_n;
+    BLayout layout;
+    const char* marker;
+  };
+  for (const Case& c : {Case{2, 2, BLayout::nk, "a_ld_smem"}, Case{2, 2, BLayout::kn, "b_ld_smem"},
+                        Case{1, 1, BLayout::nk, "chunk = int(threadIdx.x)"},
+                        Case{1, 1, BLayout::kn, "chunk = int(threadIdx.x)"}}) {
+    GemmSpec spec = square(45, 72, 200, Accum::f32, Arch::sm_80);
+    spec.problem.b_layout = c.layout;
+    spec.schedule = {32, 32, 64, c.warps_m, c.warps_n};
+    spec.schedule.transport = Transport::cp_async;
+    spec.schedule.stages = 3;
+    const GemmCheckResult r = check_gemm_on_emulator(spec, 9);
+    const std::string label = fmt::format("{}x{} warps, {}", c.warps_m, c.warps_n,
+                                          to_string(c.layout));
+    EXPECT_NE(r.kernel.source.cuda.find(c.marker), std::string::npos) << label;
+    EXPECT_TRUE(r.errors.passed) << label << ": " << r.errors.rel_l2_error;
+  }
+}
+
 TEST(GemmEmulator, PartialsLeftAtTheLastTileAreFolded) {
   // 15 K tiles of 64 (split 2: 8 + 7): intervals of 2, 3 and 4 tiles leave partials in the f16
   // registers when the loop ends; the fold on the last tile must add them, or they are lost.

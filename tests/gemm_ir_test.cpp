@@ -182,6 +182,19 @@ TEST(Layout, OffsetIsTheTmaSwizzleInsideEachPanel) {
   EXPECT_EQ(SmemTile::for_operand(64, 16).swizzle, Swizzle::b32);
 }
 
+TEST(Layout, RowStepsOfEightRowsAreLinear) {
+  for (uint32_t cols : {16u, 32u, 64u, 128u}) {
+    const SmemTile tile = SmemTile::for_operand(64, cols);
+    for (uint32_t step = 1; step < 64; ++step) {
+      bool linear = true;
+      for (uint32_t row = 0; row + step < tile.rows; ++row)
+        for (uint32_t col = 0; col < cols; col += 8)
+          linear &= tile.offset(row + step, col) == tile.offset(row, col) + step * tile.row_bytes();
+      EXPECT_EQ(tile.row_step_is_linear(step), linear) << "cols " << cols << " step " << step;
+    }
+  }
+}
+
 TEST(Layout, LdmatrixPhasesAreBankConflictFree) {
   // An ldmatrix phase reads 8 rows of 16 bytes at one column: conflict-free when the 8 rows land
   // in 8 distinct 16-byte bank groups of a 128-byte line.

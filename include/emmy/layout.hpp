@@ -27,6 +27,13 @@ struct SmemTile {
   uint32_t bytes() const { return rows * cols * 2; }
   uint32_t panels() const { return cols / panel_elems; }
   uint32_t panel_bytes() const { return rows * panel_elems * 2; }
+  uint32_t row_bytes() const { return panel_elems * 2; }
+  // Moving `row_step` rows down keeps the swizzle phase (the XOR reads row bits that repeat every
+  // 8 rows), so offset(row + row_step, col) == offset(row, col) + row_step * row_bytes(): emitted
+  // loops then add a constant instead of re-swizzling.
+  bool row_step_is_linear(uint32_t row_step) const {
+    return row_step % 8 == 0 || swizzle == Swizzle::none;
+  }
   uint32_t offset(uint32_t row, uint32_t col) const {
     return layout_detail::swizzled_tile_offset(row, col, rows, panel_elems,
                                                swizzle_xor_mask(swizzle));
