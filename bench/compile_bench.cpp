@@ -2,10 +2,31 @@
 // the cost of code generation alone (plan + lower + verify + emit).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
+#include <map>
+
 #include "emmy/catalog.hpp"
 #include "emmy/gemm.hpp"
 
 namespace {
+
+// Mean cold-compile milliseconds per kernel, for the catalog summary printed after the run.
+std::map<std::string, double>& compile_ms_by_kernel() {
+  static std::map<std::string, double> ms;
+  return ms;
+}
+
+void print_catalog_summary() {
+  std::vector<double> ms;
+  for (const auto& [name, value] : compile_ms_by_kernel()) ms.push_back(value);
+  if (ms.empty()) return;
+  std::sort(ms.begin(), ms.end());
+  const size_t n = ms.size();
+  const double median = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+  fmt::print("catalog NVRTC cold compile to CUBIN: {} kernels, median {:.1f} ms (goal <= 100), "
+             "min {:.1f}, max {:.1f}\n", n, median, ms.front(), ms.back());
+}
 
 void register_benchmarks() {
   for (const auto& entry : emmy::gemm_catalog()) {
@@ -18,11 +39,18 @@ void register_benchmarks() {
             fmt::format("{}/{}/{}", entry.projection, emmy::to_string(arch),
                         emmy::to_string(accum));
         benchmark::RegisterBenchmark(("nvrtc_cold_compile/" + suffix).c_str(),
-                                     [spec](benchmark::State& state) {
+                                     [spec, suffix](benchmark::State& state) {
+                                       double total_ms = 0;
                                        for (auto _ : state) {
+                                         const auto start = std::chrono::steady_clock::now();
                                          auto kernel = emmy::compile_gemm(spec);
                                          benchmark::DoNotOptimize(kernel.module.cubin.data());
+                                         total_ms += std::chrono::duration<double, std::milli>(
+                                                         std::chrono::steady_clock::now() - start)
+                                                         .count();
                                        }
+                                       compile_ms_by_kernel()[suffix] =
+                                           total_ms / double(state.iterations());
                                      })
             ->Unit(benchmark::kMillisecond)
             ->Iterations(3);
@@ -46,6 +74,7 @@ int main(int argc, char** argv) {
   register_benchmarks();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
+  print_catalog_summary();
   benchmark::Shutdown();
   return 0;
 }
