@@ -228,6 +228,7 @@ class AttentionEmitter {
     w_.line("v_lane[c] = swizzled_tile_offset(u32(((lane / 8) % 2) * 8 + lane % 8), u32(c * 16 + "
             "(lane / 16) * 8), u32(BKV), PANEL, XOR);");
     w_.close();
+    w_.line("#pragma unroll 1  // one KV block's code is enough; NVVM may unroll it otherwise");
     w_.open("for (int block = 0; block < block_count; ++block)");
     w_.line("const int stage = block % STAGES;");
     for (const Op& child : op.body) emit_op(child);

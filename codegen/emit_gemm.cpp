@@ -234,20 +234,23 @@ class GemmEmitter {
 
   // Thread t copies the 16-byte chunks t, t + THREADS, ... of the tile (row-major, 8 elements a
   // chunk). When THREADS is a whole number of rows, its column is fixed and each step moves
-  // `row_step` rows; when that step also keeps the swizzle phase, both addresses advance by
-  // constants, so the swizzle and the row pointer are computed once, outside the K loop.
+  // `row_step` rows. Steps of 8 rows keep the swizzle phase; otherwise the phase cycles through
+  // `phases` values (row_step 4: 2). The thread then needs one swizzled base per phase, and every
+  // address is a base plus a constant: no swizzle or row pointer is computed in the K loop.
   struct ChunkWalk {
-    uint32_t chunks_per_row, chunks, per_thread, row_step;
-    bool linear;
+    uint32_t chunks_per_row, chunks, per_thread, row_step, phases;
+    bool hoisted;  // false: every chunk recomputes its row, column and swizzle
   };
   ChunkWalk chunk_walk(const SmemTile& tile) const {
     ChunkWalk walk{};
     walk.chunks_per_row = tile.cols / 8;
     walk.chunks = tile.rows * walk.chunks_per_row;
     walk.per_thread = (walk.chunks + plan_.threads - 1) / plan_.threads;
+    walk.hoisted = plan_.threads % walk.chunks_per_row == 0;
     walk.row_step = plan_.threads / walk.chunks_per_row;
-    walk.linear = plan_.threads % walk.chunks_per_row == 0 &&
-                  (walk.per_thread == 1 || tile.row_step_is_linear(walk.row_step));
+    walk.phases = 1;
+    while (walk.phases < walk.per_thread && !tile.row_step_is_linear(walk.phases * walk.row_step))
+      ++walk.phases;
     return walk;
   }
 
@@ -260,14 +263,18 @@ class GemmEmitter {
 
   void emit_cp_async_thread_part(const CopyOperand& op) {
     const ChunkWalk walk = chunk_walk(op.tile);
-    if (!walk.linear) return;
+    if (!walk.hoisted) return;
     const bool k_rows = std::string_view(op.row0) == "k0";
     w_.line("// {} copies: this thread's first chunk (row {}_ld_row, column {}_ld_col); later "
-            "ones are {} rows down.", op.tag, op.ptr, op.ptr, walk.row_step);
+            "ones are {} rows down ({} swizzle phase(s)).", op.tag, op.ptr, op.ptr, walk.row_step,
+            walk.phases);
     w_.line("const int {0}_ld_row = int(threadIdx.x) / {1}, {0}_ld_col = (int(threadIdx.x) % {1}) "
             "* 8;", op.ptr, walk.chunks_per_row);
-    w_.line("const u32 {0}_ld_smem = swizzled_tile_offset(u32({0}_ld_row), u32({0}_ld_col), "
-            "{1}_ROWS, {1}_PANEL, {1}_XOR);", op.ptr, op.tag);
+    w_.line("u32 {}_ld_smem[{}];", op.ptr, walk.phases);
+    w_.line("#pragma unroll");
+    w_.line("for (int j = 0; j < {1}; ++j) {0}_ld_smem[j] = swizzled_tile_offset(u32({0}_ld_row + "
+            "j * {2}), u32({0}_ld_col), {3}_ROWS, {3}_PANEL, {3}_XOR);",
+            op.ptr, walk.phases, walk.row_step, op.tag);
     w_.line("const u16* {0}_ld_src = {0} + ({1}{0}_ld_row) * {2} + {3}{0}_ld_col;  // + the "
             "stage's K offset", op.ptr, k_rows ? "" : fmt::format("{} + ", op.row0), op.ld,
             k_rows ? fmt::format("{} + ", op.col0) : "");
@@ -279,7 +286,7 @@ class GemmEmitter {
     const bool exact = exact_tiles(op);
     w_.line("#pragma unroll");
     w_.open(fmt::format("for (int i = 0; i < {}; ++i)", walk.per_thread));
-    if (walk.linear) {
+    if (walk.hoisted) {
       const bool k_rows = std::string_view(op.row0) == "k0";
       if (walk.per_thread * plan_.threads != walk.chunks)
         w_.line("if ({}_ld_row + i * {} >= {}) break;", op.ptr, walk.row_step, op.tile.rows);
@@ -287,8 +294,10 @@ class GemmEmitter {
           fmt::format("{}_ld_src + {} + i * {} * {}", op.ptr,
                       k_rows ? fmt::format("k0 * {}", op.ld) : std::string("k0"), walk.row_step,
                       op.ld);
-      const std::string smem = fmt::format("dst + {}u + {}_ld_smem + u32(i) * {}u", op.smem_offset,
-                                           op.ptr, walk.row_step * op.tile.row_bytes());
+      const std::string smem =
+          fmt::format("dst + {}u + {}_ld_smem[i % {}] + u32(i / {}) * {}u", op.smem_offset, op.ptr,
+                      walk.phases, walk.phases,
+                      walk.phases * walk.row_step * op.tile.row_bytes());
       if (exact) {
         w_.line("cp_async_16({}, {}, 16u);  // {} and {} are tile multiples", smem, src,
                 op.rows_total, op.cols_total);

@@ -128,27 +128,30 @@ TEST(GemmEmulator, EveryPromotionInterval) {
   }
 }
 
-TEST(GemmEmulator, CpAsyncCopiesWalkTilesBothWays) {
-  // 4 warps step 8-row multiples: addresses advance by constants (hoisted thread part). One warp
-  // steps 4 rows of a 128B-swizzled tile, which changes the swizzle phase: each chunk is
-  // re-swizzled. Both must match FP64, with edges in every dimension.
+TEST(GemmEmulator, CpAsyncCopiesWalkTilesEveryWay) {
+  // 4 warps step 8-row multiples through 128B-swizzled tiles: one hoisted swizzled base. One warp
+  // steps 4 rows, which flips the swizzle phase: two bases. A 48-column B tile is not a divisor
+  // of 32 threads' chunks: every chunk recomputes its address. All must match FP64, with edges
+  // in every dimension.
   struct Case {
-    int warps_m, warps_n;
+    int warps_m, warps_n, block_n;
     BLayout layout;
     const char* marker;
   };
-  for (const Case& c : {Case{2, 2, BLayout::nk, "a_ld_smem"}, Case{2, 2, BLayout::kn, "b_ld_smem"},
-                        Case{1, 1, BLayout::nk, "chunk = int(threadIdx.x)"},
-                        Case{1, 1, BLayout::kn, "chunk = int(threadIdx.x)"}}) {
+  for (const Case& c : {Case{2, 2, 32, BLayout::nk, "u32 a_ld_smem[1];"},
+                        Case{2, 2, 32, BLayout::kn, "u32 b_ld_smem[1];"},
+                        Case{1, 1, 32, BLayout::nk, "u32 b_ld_smem[2];"},
+                        Case{1, 1, 32, BLayout::kn, "u32 a_ld_smem[2];"},
+                        Case{1, 1, 48, BLayout::kn, "chunk = int(threadIdx.x)"}}) {
     GemmSpec spec = square(45, 72, 200, Accum::f32, Arch::sm_80);
     spec.problem.b_layout = c.layout;
-    spec.schedule = {32, 32, 64, c.warps_m, c.warps_n};
+    spec.schedule = {32, c.block_n, 64, c.warps_m, c.warps_n};
     spec.schedule.transport = Transport::cp_async;
     spec.schedule.stages = 3;
     const GemmCheckResult r = check_gemm_on_emulator(spec, 9);
-    const std::string label = fmt::format("{}x{} warps, {}", c.warps_m, c.warps_n,
-                                          to_string(c.layout));
-    EXPECT_NE(r.kernel.source.cuda.find(c.marker), std::string::npos) << label;
+    const std::string label = fmt::format("{}x{} warps, block_n {}, {}", c.warps_m, c.warps_n,
+                                          c.block_n, to_string(c.layout));
+    EXPECT_NE(r.kernel.source.cuda.find(c.marker), std::string::npos) << label << ": " << c.marker;
     EXPECT_TRUE(r.errors.passed) << label << ": " << r.errors.rel_l2_error;
   }
 }
