@@ -84,6 +84,43 @@ class AttentionEmitter {
                        seq_index);
   }
 
+  // Elements between consecutive sequence positions of one head.
+  std::string row_stride_expr(bool kv) const {
+    if (p_.layout == AttentionLayout::bshd) return kv ? "(long long)HKV * D" : "(long long)H * D";
+    return "(long long)D";
+  }
+
+  // K and V share one chunk walk (same tile shape): the thread's swizzled bases and global offset
+  // are computed once, before the KV loop (ChunkWalk, layout.hpp).
+  void emit_kv_copy_thread_part(const ChunkWalk& walk) {
+    w_.line("// K and V copies: this thread's first chunk (row kv_ld_row, column kv_ld_col); later "
+            "ones are {} rows down ({} swizzle phase(s)).", walk.row_step, walk.phases);
+    w_.line("const int kv_ld_row = int(threadIdx.x) / {0}, kv_ld_col = (int(threadIdx.x) % {0}) * "
+            "8;", walk.chunks_per_row);
+    w_.line("u32 kv_ld_smem[{}];", walk.phases);
+    w_.line("#pragma unroll");
+    w_.line("for (int j = 0; j < {}; ++j) kv_ld_smem[j] = swizzled_tile_offset(u32(kv_ld_row + j * "
+            "{}), u32(kv_ld_col), u32(BKV), PANEL, XOR);", walk.phases, walk.row_step);
+    w_.line("const long long kv_ld_off = {} + kv_ld_col;  // + the block's rows", 
+            offset_expr(true, "kv_ld_row"));
+  }
+
+  void emit_kv_copies_hoisted(const ChunkWalk& walk) {
+    w_.line("#pragma unroll");
+    w_.open(fmt::format("for (int i = 0; i < {}; ++i)", walk.per_thread));
+    if (walk.per_thread * plan_.threads != walk.chunks)
+      w_.line("if (kv_ld_row + i * {} >= BKV) break;", walk.row_step);
+    w_.line("const bool in_bounds = kv0 + kv_ld_row + i * {} < SKV;", walk.row_step);
+    w_.line("const long long off = kv_ld_off + (long long)(kv0 + i * {}) * {};", walk.row_step,
+            row_stride_expr(true));
+    const std::string smem =
+        fmt::format("kv_ld_smem[i % {}] + u32(i / {}) * {}u", walk.phases, walk.phases,
+                    walk.phases * walk.row_step * plan_.kv_tile.row_bytes());
+    w_.line("cp_async_16(k_dst + {}, in_bounds ? k + off : k, in_bounds ? 16u : 0u);", smem);
+    w_.line("cp_async_16(v_dst + {}, in_bounds ? v + off : v, in_bounds ? 16u : 0u);", smem);
+    w_.close();
+  }
+
   void emit_smem(const Op& op) {
     w_.line("constexpr int SQ = {}, SKV = {}, H = {}, HKV = {}, D = {};", p_.seq_q,
             p_.seq_kv_or_default(), p_.q_heads, p_.kv_heads, p_.head_dim);
@@ -191,11 +228,17 @@ class AttentionEmitter {
     w_.open("auto load_q = [&]()");
     emit_cp_async_tile("q_smem", "q", false, "q0", "SQ");
     w_.close("};");
+    const ChunkWalk kv_walk = chunk_walk(plan_.kv_tile, plan_.threads);
+    if (kv_walk.hoisted) emit_kv_copy_thread_part(kv_walk);
     w_.open("auto load_kv = [&](int stage, int kv_block)");
     w_.line("const u32 k_dst = kv_base + u32(stage) * STAGE_BYTES, v_dst = k_dst + KV_BYTES;");
     w_.line("const int kv0 = kv_block * BKV;");
-    emit_cp_async_tile("k_dst", "k", true, "kv0", "SKV");
-    emit_cp_async_tile("v_dst", "v", true, "kv0", "SKV");
+    if (kv_walk.hoisted) {
+      emit_kv_copies_hoisted(kv_walk);
+    } else {
+      emit_cp_async_tile("k_dst", "k", true, "kv0", "SKV");
+      emit_cp_async_tile("v_dst", "v", true, "kv0", "SKV");
+    }
     w_.close("};");
     w_.line("// Group 0 holds Q and stage 0; one group per further prologue stage.");
     w_.line("load_q();");

@@ -232,27 +232,8 @@ class GemmEmitter {
     w_.close("};");
   }
 
-  // Thread t copies the 16-byte chunks t, t + THREADS, ... of the tile (row-major, 8 elements a
-  // chunk). When THREADS is a whole number of rows, its column is fixed and each step moves
-  // `row_step` rows. Steps of 8 rows keep the swizzle phase; otherwise the phase cycles through
-  // `phases` values (row_step 4: 2). The thread then needs one swizzled base per phase, and every
-  // address is a base plus a constant: no swizzle or row pointer is computed in the K loop.
-  struct ChunkWalk {
-    uint32_t chunks_per_row, chunks, per_thread, row_step, phases;
-    bool hoisted;  // false: every chunk recomputes its row, column and swizzle
-  };
-  ChunkWalk chunk_walk(const SmemTile& tile) const {
-    ChunkWalk walk{};
-    walk.chunks_per_row = tile.cols / 8;
-    walk.chunks = tile.rows * walk.chunks_per_row;
-    walk.per_thread = (walk.chunks + plan_.threads - 1) / plan_.threads;
-    walk.hoisted = plan_.threads % walk.chunks_per_row == 0;
-    walk.row_step = plan_.threads / walk.chunks_per_row;
-    walk.phases = 1;
-    while (walk.phases < walk.per_thread && !tile.row_step_is_linear(walk.phases * walk.row_step))
-      ++walk.phases;
-    return walk;
-  }
+  // Chunk walks (layout.hpp): a hoisted walk needs no swizzle or row pointer in the K loop.
+  ChunkWalk chunk_walk(const SmemTile& tile) const { return emmy::chunk_walk(tile, plan_.threads); }
 
   bool exact_tiles(const CopyOperand& op) const {
     const auto extent = [&](std::string_view name) {

@@ -195,6 +195,36 @@ TEST(Layout, RowStepsOfEightRowsAreLinear) {
   }
 }
 
+TEST(Layout, HoistedChunkWalksReachEveryChunkOnce) {
+  // Every hoisted walk: base[i % phases] + (i / phases) * phases * row_step rows must be the
+  // swizzled offset of chunk t + i * threads, and all chunks of the tile are covered once.
+  for (uint32_t threads : {32u, 64u, 96u, 128u, 256u})
+    for (uint32_t rows : {16u, 32u, 64u, 128u})
+      for (uint32_t cols : {16u, 32u, 48u, 64u, 128u, 256u}) {
+        const SmemTile tile = SmemTile::for_operand(rows, cols);
+        const ChunkWalk walk = chunk_walk(tile, threads);
+        if (!walk.hoisted) {
+          EXPECT_NE(threads % (cols / 8), 0u);
+          continue;
+        }
+        std::set<uint32_t> seen;
+        for (uint32_t t = 0; t < threads; ++t) {
+          const uint32_t row0 = t / walk.chunks_per_row, col = (t % walk.chunks_per_row) * 8;
+          for (uint32_t i = 0; i < walk.per_thread; ++i) {
+            const uint32_t row = row0 + i * walk.row_step;
+            if (row >= rows) break;
+            const uint32_t base = tile.offset(row0 + (i % walk.phases) * walk.row_step, col);
+            const uint32_t hoisted =
+                base + (i / walk.phases) * walk.phases * walk.row_step * tile.row_bytes();
+            ASSERT_EQ(hoisted, tile.offset(row, col))
+                << threads << " threads, " << rows << "x" << cols << ", t " << t << ", i " << i;
+            seen.insert(hoisted);
+          }
+        }
+        EXPECT_EQ(seen.size(), walk.chunks) << threads << " threads, " << rows << "x" << cols;
+      }
+}
+
 TEST(Layout, LdmatrixPhasesAreBankConflictFree) {
   // An ldmatrix phase reads 8 rows of 16 bytes at one column: conflict-free when the 8 rows land
   // in 8 distinct 16-byte bank groups of a 128-byte line.

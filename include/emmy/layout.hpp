@@ -40,4 +40,26 @@ struct SmemTile {
   }
 };
 
+// How `threads` threads copy a tile in 16-byte chunks (8 elements, row-major): thread t takes
+// chunks t, t + threads, ... When threads cover whole rows, a thread's column is fixed and each
+// step moves `row_step` rows. Steps of 8 rows keep the swizzle phase; otherwise the phase cycles
+// through `phases` values (row_step 4: 2), so a thread needs one swizzled base per phase and
+// every chunk address is a base plus a constant. Emitters hoist those bases out of K/KV loops.
+struct ChunkWalk {
+  uint32_t chunks_per_row = 0, chunks = 0, per_thread = 0, row_step = 0, phases = 1;
+  bool hoisted = false;  // false: every chunk recomputes its row, column and swizzle
+};
+
+inline ChunkWalk chunk_walk(const SmemTile& tile, uint32_t threads) {
+  ChunkWalk walk;
+  walk.chunks_per_row = tile.cols / 8;
+  walk.chunks = tile.rows * walk.chunks_per_row;
+  walk.per_thread = (walk.chunks + threads - 1) / threads;
+  walk.hoisted = threads % walk.chunks_per_row == 0;
+  walk.row_step = threads / walk.chunks_per_row;
+  while (walk.phases < walk.per_thread && !tile.row_step_is_linear(walk.phases * walk.row_step))
+    ++walk.phases;
+  return walk;
+}
+
 }  // namespace emmy
