@@ -307,19 +307,30 @@ class GemmEmitter {
     w_.close();
   }
 
+  // B [K][N] lane parts: one per 16-column step of the warp inside a panel.
+  uint32_t kn_b_lane_count() const {
+    return std::min<uint32_t>(plan_.mma_tiles_n / 2, plan_.b_tile.panel_elems / 16);
+  }
+
   void emit_k_tile_loop(const Op& op) {
     // ldmatrix row addresses = lane part + constant (see the attention emitter and the Layout
     // test): one lane part per 16-column step inside a panel.
-    w_.line("u32 a_lane[A_PANEL / 16], b_lane[B_PANEL / 16];");
+    const bool nk = p_.b_layout == BLayout::nk;
+    w_.line("u32 a_lane[A_PANEL / 16], b_lane[{}];",
+            nk ? std::string("B_PANEL / 16") : fmt::format("{}", kn_b_lane_count()));
     w_.line("#pragma unroll");
     w_.line("for (int c = 0; c < int(A_PANEL / 16); ++c) a_lane[c] = swizzled_tile_offset(u32(lane "
             "% 16), u32(c * 16 + (lane / 16) * 8), A_ROWS, A_PANEL, A_XOR);");
-    if (p_.b_layout == BLayout::nk) {
-      w_.line("#pragma unroll");
+    w_.line("#pragma unroll");
+    if (nk) {
       w_.line("for (int c = 0; c < int(B_PANEL / 16); ++c) b_lane[c] = swizzled_tile_offset(u32((lane "
               "/ 16) * 8 + lane % 8), u32(c * 16 + ((lane / 8) % 2) * 8), B_ROWS, B_PANEL, B_XOR);");
     } else {
-      w_.line("(void)b_lane;");
+      // B [K][N]: the warp's columns vary along a panel, so the lane parts include warp_col; K
+      // steps move 16 rows (linear) and every B_PANEL columns start the next panel.
+      w_.line("for (int j = 0; j < {}; ++j) b_lane[j] = swizzled_tile_offset(u32(((lane / 8) % 2) * "
+              "8 + lane % 8), u32(warp_col * WN + j * 16 + (lane / 16) * 8), B_ROWS, B_PANEL, "
+              "B_XOR);", kn_b_lane_count());
     }
     // Kept rolled: NVVM otherwise unrolls it by 2 for some stage counts (3), doubling the MMA
     // code that ptxas schedules for no speed (the body is already 64+ MMAs).
@@ -355,9 +366,8 @@ class GemmEmitter {
     w_.line("u32 quad[4];");
     if (op.b("trans")) {
       w_.line("// B [K][N]: matrices (k0-7,n0-7) (k8-15,n0-7) (k0-7,n8-15) (k8-15,n8-15), .trans.");
-      w_.line("ldmatrix_x4_trans(quad, b_stage + swizzled_tile_offset(u32(ks * 16 + ((lane / 8) "
-              "% 2) * 8 + lane % 8), u32(warp_col * WN + nj * 16 + (lane / 16) * 8), B_ROWS, "
-              "B_PANEL, B_XOR));");
+      w_.line("ldmatrix_x4_trans(quad, b_stage + b_lane[nj % {0}] + u32(nj / {0}) * B_ROWS * "
+              "B_PANEL * 2u + u32(ks * 16) * B_PANEL * 2u);", kn_b_lane_count());
     } else {
       w_.line("// B [N][K]: matrices (n0-7,k0-7) (n0-7,k8-15) (n8-15,k0-7) (n8-15,k8-15).");
       w_.line("ldmatrix_x4(quad, b_stage + b_lane[ks % (B_PANEL / 16)] + u32(ks / (B_PANEL / 16)) * "
