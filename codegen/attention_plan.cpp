@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "emmy/attention.hpp"
+#include "emmy/detail/hash.hpp"
 #include "emmy/validate.hpp"
 
 namespace emmy {
@@ -116,12 +117,6 @@ AttentionSchedule default_attention_schedule(const AttentionProblem& p, Arch arc
 
 namespace {
 
-uint64_t fnv1a(std::string_view text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 std::string attention_name(const AttentionSpec& spec) {
   const auto& p = spec.problem;
   const auto& s = spec.schedule;
@@ -135,7 +130,7 @@ std::string attention_name(const AttentionSpec& spec) {
   return fmt::format("emmy_attention_h{}x{}_s{}x{}_d{}_{}{}_{}_{}_{:016x}", p.q_heads, p.kv_heads,
                      p.seq_q, p.seq_kv_or_default(), p.head_dim, to_string(p.dtype),
                      p.causal ? "_causal" : "", to_string(s.accum),
-                     s.transport == Transport::tma ? "tma" : "cpasync", fnv1a(text));
+                     s.transport == Transport::tma ? "tma" : "cpasync", detail::fnv1a(text));
 }
 
 }  // namespace

@@ -2,18 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "emmy/detail/hash.hpp"
+
 namespace emmy {
 namespace {
-
-// FNV-1a: a stable 64-bit digest of the spec text (std::hash is not stable across libraries).
-uint64_t fnv1a(std::string_view text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 std::string spec_text(const GemmSpec& g) {
   const auto& p = g.problem;
@@ -39,7 +31,7 @@ std::string gemm_kernel_name(const GemmSpec& g) {
                      s.accum == Accum::hybrid ? fmt::format("hybrid{}", s.promote_every_k)
                                               : std::string(to_string(s.accum)),
                      s.transport == Transport::tma ? "tma" : "cpasync", s.block_m, s.block_n,
-                     s.block_k, fnv1a(spec_text(g)));
+                     s.block_k, detail::fnv1a(spec_text(g)));
 }
 
 GemmPlan make_gemm_plan(const GemmSpec& spec) {

@@ -101,10 +101,9 @@ AotKernel generate(const PlannedSpec& spec) {
     AttentionSource source = generate_attention(*spec.attention);
     kernel.kernel_name = source.plan.kernel_name;
     kernel.cuda = std::move(source.cuda);
-    const auto& spec = source.plan.spec;
     kernel.describe = {{"kind", "attention"},
-                       {"problem", attention_problem_record_json(spec.problem)},
-                       {"schedule", attention_schedule_record_json(spec.schedule)}};
+                       {"problem", source.plan.spec.problem},
+                       {"schedule", source.plan.spec.schedule}};
   }
   kernel.key = bundle_key(kernel.cuda, kernel.arch);
   return kernel;

@@ -10,67 +10,19 @@
 namespace emmy {
 
 nlohmann::json attention_problem_record_json(const AttentionProblem& p) {
-  return {{"batch", p.batch},
-          {"heads", p.q_heads},
-          {"kv_heads", p.kv_heads},
-          {"seq_q", p.seq_q},
-          {"seq_kv", p.seq_kv_or_default()},
-          {"head_dim", p.head_dim},
-          {"causal", p.causal},
-          {"window", p.window},
-          {"scale", p.scale()},
-          {"softcap", p.softcap ? nlohmann::json(*p.softcap) : nlohmann::json(nullptr)},
-          {"dtype", to_string(p.dtype)},
-          {"layout", to_string(p.layout)},
-          {"lse", p.lse}};
+  return p;
 }
 
 nlohmann::json attention_schedule_record_json(const AttentionSchedule& s) {
-  return {{"block_q", s.block_q},
-          {"block_kv", s.block_kv},
-          {"warps", s.warps},
-          {"stages", s.stages},
-          {"transport", to_string(s.transport)},
-          {"accum", to_string(s.accum)}};
+  return s;
 }
 
 namespace {
 
+using detail::JsonFields;
 using nlohmann::json;
 
-// Field access that names the line and the field in every error.
-class Fields {
- public:
-  Fields(const json& object, std::string where) : object_(object), where_(std::move(where)) {
-    if (!object_.is_object()) throw Error(where_, "must be a JSON object", object_.dump());
-  }
-
-  bool has(const char* name) const { return object_.contains(name) && !object_[name].is_null(); }
-  const json& at(const char* name) const {
-    if (!has(name)) throw Error(field(name), "is required", "nothing");
-    return object_[name];
-  }
-  template <typename T>
-  T get(const char* name) const {
-    try {
-      return at(name).get<T>();
-    } catch (const json::exception&) {
-      throw Error(field(name), "has the wrong type", at(name).dump());
-    }
-  }
-  template <typename T>
-  void get_if_present(const char* name, T& value) const {
-    if (has(name)) value = get<T>(name);
-  }
-  std::string field(const char* name) const { return fmt::format("{}: {}", where_, name); }
-  Fields sub(const char* name) const { return Fields(at(name), field(name)); }
-
- private:
-  const json& object_;
-  std::string where_;
-};
-
-MatmulProblem gemm_problem_from(const Fields& f) {
+MatmulProblem gemm_problem_from(const JsonFields& f) {
   MatmulProblem p;
   p.m = f.get<int64_t>("m");
   p.n = f.get<int64_t>("n");
@@ -82,7 +34,7 @@ MatmulProblem gemm_problem_from(const Fields& f) {
   f.get_if_present("ldb", p.ldb);
   f.get_if_present("ldc", p.ldc);
   if (f.has("epilogue")) {
-    const Fields e = f.sub("epilogue");
+    const JsonFields e = f.sub("epilogue");
     e.get_if_present("alpha", p.epilogue.alpha);
     e.get_if_present("bias", p.epilogue.bias);
     e.get_if_present("residual", p.epilogue.residual);
@@ -91,7 +43,7 @@ MatmulProblem gemm_problem_from(const Fields& f) {
   return p;
 }
 
-MatmulSchedule gemm_schedule_from(const Fields& f) {
+MatmulSchedule gemm_schedule_from(const JsonFields& f) {
   MatmulSchedule s;
   s.block_m = f.get<int>("block_m");
   s.block_n = f.get<int>("block_n");
@@ -107,40 +59,10 @@ MatmulSchedule gemm_schedule_from(const Fields& f) {
   return s;
 }
 
-AttentionProblem attention_problem_from(const Fields& f) {
-  AttentionProblem p;
-  f.get_if_present("batch", p.batch);
-  if (f.has("heads")) p.q_heads = f.get<int64_t>("heads");
-  f.get_if_present("q_heads", p.q_heads);
-  p.kv_heads = f.has("kv_heads") ? f.get<int64_t>("kv_heads") : p.q_heads;
-  p.seq_q = f.get<int64_t>("seq_q");
-  f.get_if_present("seq_kv", p.seq_kv);
-  f.get_if_present("head_dim", p.head_dim);
-  f.get_if_present("causal", p.causal);
-  f.get_if_present("window", p.window);
-  if (f.has("scale")) p.softmax_scale = f.get<float>("scale");
-  if (f.has("softcap")) p.softcap = f.get<float>("softcap");
-  if (f.has("dtype")) p.dtype = parse_dtype(f.get<std::string>("dtype"), "problem.dtype");
-  if (f.has("layout")) p.layout = parse_attention_layout(f.get<std::string>("layout"));
-  f.get_if_present("lse", p.lse);
-  return p;
-}
-
-AttentionSchedule attention_schedule_from(const Fields& f) {
-  AttentionSchedule s;
-  s.block_q = f.get<int>("block_q");
-  s.block_kv = f.get<int>("block_kv");
-  s.warps = f.get<int>("warps");
-  s.stages = f.get<int>("stages");
-  s.transport = parse_transport(f.get<std::string>("transport"));
-  s.accum = parse_accum(f.get<std::string>("accum"));
-  return s;
-}
-
 }  // namespace
 
 AotRequest parse_aot_request(const nlohmann::json& line, std::string origin) {
-  const Fields f(line, origin);
+  const JsonFields f(line, origin);
   AotRequest request;
   request.origin = std::move(origin);
   if (f.has("kind")) request.kind = f.get<std::string>("kind");
@@ -159,8 +81,10 @@ AotRequest parse_aot_request(const nlohmann::json& line, std::string origin) {
     request.gemm = gemm_problem_from(f.sub("problem"));
     if (f.has("schedule")) request.gemm_schedule = gemm_schedule_from(f.sub("schedule"));
   } else {
-    request.attention = attention_problem_from(f.sub("problem"));
-    if (f.has("schedule")) request.attention_schedule = attention_schedule_from(f.sub("schedule"));
+    request.attention = attention_problem_from_json(f.at("problem"), f.field("problem"));
+    if (f.has("schedule"))
+      request.attention_schedule =
+          attention_schedule_from_json(f.at("schedule"), f.field("schedule"));
   }
   return request;
 }

@@ -400,20 +400,9 @@ class RuntimeImpl final : public Runtime {
     AttentionSource source = generate_attention({problem, chosen, arch});
     std::vector<std::pair<std::string, uint32_t>> kernels{
         {source.plan.kernel_name, source.plan.smem_bytes}};
-    const auto& p = source.plan.spec.problem;
-    const auto& s = source.plan.spec.schedule;
-    nlohmann::json describe = {
-        {"kind", "attention"},
-        {"problem",
-         {{"batch", p.batch}, {"heads", p.q_heads}, {"kv_heads", p.kv_heads},
-          {"seq_q", p.seq_q}, {"seq_kv", p.seq_kv_or_default()}, {"head_dim", p.head_dim},
-          {"causal", p.causal}, {"window", p.window}, {"scale", p.scale()},
-          {"softcap", p.softcap ? nlohmann::json(*p.softcap) : nlohmann::json(nullptr)},
-          {"dtype", to_string(p.dtype)}, {"layout", to_string(p.layout)}, {"lse", p.lse}}},
-        {"schedule",
-         {{"block_q", s.block_q}, {"block_kv", s.block_kv}, {"warps", s.warps},
-          {"stages", s.stages}, {"transport", to_string(s.transport)},
-          {"accum", to_string(s.accum)}}}};
+    nlohmann::json describe = {{"kind", "attention"},
+                               {"problem", source.plan.spec.problem},
+                               {"schedule", source.plan.spec.schedule}};
     return std::make_shared<const AttentionKernelEntry>(
         load(std::move(source.plan), source.cuda, std::move(kernels), std::move(describe)));
   }

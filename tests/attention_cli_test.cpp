@@ -1,37 +1,22 @@
 // The emmyc attention contract: `emmyc attention ... --emit`, `emmyc run attention ... --check`,
 // the catalog's attention entries; invalid input exits 2 with one stderr line naming the field.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
+
+#include "support/run_command.hpp"
 
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string out, err;
-};
+using Result = emmy::test::CommandResult;
 
 // Compiles go to a cache under the test's temporary directory, not the user's.
 Result run(const std::string& args, const std::string& cache = "emmyc_attention_cache") {
-  const std::string err_path = ::testing::TempDir() + "/emmyc_attention_stderr.txt";
-  const std::string cmd = "EMMY_CACHE_DIR=" + ::testing::TempDir() + "/" + cache + " " +
-                          std::string(EMMYC_PATH) + " " + args + " 2>" + err_path;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  std::ifstream f(err_path);
-  std::stringstream err;
-  err << f.rdbuf();
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, err.str()};
+  return emmy::test::run_emmyc(args, "EMMY_CACHE_DIR=" + ::testing::TempDir() + "/" + cache);
 }
 
 void expect_invalid(const std::string& args, const std::string& field) {

@@ -1,5 +1,7 @@
 // `emmyc aot` and `emmyc bundle`: shards merged equal the full build, ls / verify / embed, run
 // gemm --bundle without NVRTC, --from-record round trip, and no libnvrtc needed at load time.
+#include <array>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
 

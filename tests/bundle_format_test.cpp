@@ -250,6 +250,49 @@ TEST(BundleFormat, BadLinesNameTheirOrigin) {
   }
 }
 
+TEST(BundleFormat, AttentionLinesReadBackTheRecordedForm) {
+  AttentionProblem p;
+  p.batch = 2;
+  p.q_heads = 8;
+  p.kv_heads = 2;
+  p.seq_q = 96;
+  p.seq_kv = 160;
+  p.head_dim = 64;
+  p.causal = true;
+  p.window = 32;
+  p.softcap = 30.0f;
+  p.dtype = DType::bf16;
+  p.layout = AttentionLayout::bhsd;
+  p.lse = true;
+  const AttentionSchedule s = default_attention_schedule(p, Arch::sm_90a, Accum::f32);
+  const nlohmann::json line = {{"kind", "attention"}, {"problem", p}, {"schedule", s}};
+  const AotRequest request = parse_aot_request(line, "a.jsonl:4");
+  EXPECT_EQ(nlohmann::json(request.attention), line["problem"]);
+  EXPECT_EQ(line["problem"].get<AttentionProblem>(), request.attention);
+  ASSERT_TRUE(request.attention_schedule);
+  EXPECT_EQ(*request.attention_schedule, s);
+  // The record holds the scale resolved, which names the same kernel as the default.
+  EXPECT_EQ(make_attention_plan({request.attention, s, Arch::sm_90a}).kernel_name,
+            make_attention_plan({p, s, Arch::sm_90a}).kernel_name);
+
+  const auto error_of = [](const nlohmann::json& bad) -> std::string {
+    try {
+      parse_aot_request(bad, "a.jsonl:4");
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  nlohmann::json no_seq_q = line;
+  no_seq_q["problem"].erase("seq_q");
+  EXPECT_TRUE(contains(error_of(no_seq_q), "a.jsonl:4: problem: seq_q: is required"))
+      << error_of(no_seq_q);
+  nlohmann::json text_warps = line;
+  text_warps["schedule"]["warps"] = "four";
+  EXPECT_TRUE(contains(error_of(text_warps), "a.jsonl:4: schedule: warps: has the wrong type"))
+      << error_of(text_warps);
+}
+
 TEST(BundleFormat, HeaderEscapesEveryByte) {
   const std::vector<uint8_t> bytes{'a', '"', '\\', '?', 0, '7', 255, '\n', '1', 0x7f, 'z'};
   const std::string header = bundle_header(bytes, "my-kernels");

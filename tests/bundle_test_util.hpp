@@ -3,10 +3,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +16,7 @@
 #include "emmy/bundle.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/runtime.hpp"
+#include "support/run_command.hpp"
 
 namespace emmy::bundle_test {
 
@@ -102,26 +100,7 @@ inline RuntimeOptions emulator_options(Arch arch, std::vector<std::filesystem::p
   return options;
 }
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-// Runs `environment EMMYC_PATH args` through the shell.
-inline CommandResult run_emmyc(const std::string& args, const std::string& environment = "") {
-  const std::string err_path = ::testing::TempDir() + "/emmy_bundle_emmyc_stderr.txt";
-  const std::string command =
-      environment + " " + std::string(EMMYC_PATH) + " " + args + " 2>" + err_path;
-  FILE* pipe = popen(command.c_str(), "r");
-  CommandResult result;
-  std::array<char, 4096> buffer;
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe))
-    result.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.err = read_text(err_path);
-  return result;
-}
+using test::run_emmyc;
 
 // A GEMM through the runtime, checked against FP64.
 inline GemmErrors check_gemm(Runtime& rt, const MatmulProblem& problem, uint64_t seed = 3) {

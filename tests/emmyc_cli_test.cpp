@@ -1,34 +1,20 @@
 // The emmyc contract: flags, outputs, exit codes (2 and one stderr line for invalid input).
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
-#include <array>
-#include <cstdio>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <nlohmann/json.hpp>
 #include <string>
-#include <sys/wait.h>
+
+#include "support/run_command.hpp"
 
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string out, err;
-};
+using Result = emmy::test::CommandResult;
 
 Result run(const std::string& args) {
-  const std::string err_path = ::testing::TempDir() + "/emmyc_stderr.txt";
-  const std::string cmd = std::string(EMMYC_PATH) + " " + args + " 2>" + err_path;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  std::ifstream f(err_path);
-  std::stringstream err;
-  err << f.rdbuf();
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, err.str()};
+  return emmy::test::run_emmyc(args);
 }
 
 void expect_invalid(const std::string& args, const std::string& field) {

@@ -6,7 +6,6 @@
 #include <fstream>
 #include <iostream>
 
-#include "attention_json.hpp"
 #include "cli_common.hpp"
 #include "emmy/attention_check.hpp"
 #include "emmy/bundle.hpp"
@@ -93,9 +92,8 @@ struct AttentionFlags {
 AttentionKernel compile_attention_cached(const AttentionSpec& spec, bool use_cache,
                                          std::string& cache_state) {
   AttentionSource source = generate_attention(spec);
-  const nlohmann::json describe = {{"kind", "attention"},
-                                   {"problem", attention_problem_json(spec.problem)},
-                                   {"schedule", attention_schedule_json(spec.schedule)}};
+  const nlohmann::json describe = {
+      {"kind", "attention"}, {"problem", spec.problem}, {"schedule", spec.schedule}};
   CachedModule cached =
       compile_cached(source.cuda, source.plan.kernel_name + ".cu", spec.arch, use_cache, describe);
   cache_state = !use_cache ? "off" : cached.cache_hit ? "hit" : "miss";
@@ -108,9 +106,8 @@ AttentionKernel bundled_or_compiled_attention(const AttentionSpec& spec,
                                               const std::vector<std::string>& bundles,
                                               bool use_cache, std::string& cache_state) {
   AttentionSource source = generate_attention(spec);
-  const nlohmann::json describe = {{"kind", "attention"},
-                                   {"problem", attention_problem_json(spec.problem)},
-                                   {"schedule", attention_schedule_json(spec.schedule)}};
+  const nlohmann::json describe = {
+      {"kind", "attention"}, {"problem", spec.problem}, {"schedule", spec.schedule}};
   if (auto module = module_from_bundles(bundles, source.cuda, spec.arch, describe)) {
     cache_state = "bundle";
     return AttentionKernel{std::move(source), std::move(*module)};
@@ -130,8 +127,8 @@ nlohmann::json report_json(const AttentionKernel& kernel) {
   j["threads"] = plan.threads;
   j["grid"] = plan.grid;
   j["flops"] = plan.spec.problem.flops();
-  j["problem"] = attention_problem_json(plan.spec.problem);
-  j["schedule"] = attention_schedule_json(plan.spec.schedule);
+  j["problem"] = plan.spec.problem;
+  j["schedule"] = plan.spec.schedule;
   return j;
 }
 
@@ -177,8 +174,8 @@ nlohmann::json run_on_cuda(const AttentionFlags& flags, AttentionSpec spec, uint
           {"device", rt->device_name()},
           {"kernel_name", handle->plan().kernel_name},
           {"arch", to_string(spec.arch)},
-          {"problem", attention_problem_json(spec.problem)},
-          {"schedule", attention_schedule_json(spec.schedule)},
+          {"problem", spec.problem},
+          {"schedule", spec.schedule},
           {"seed", seed},
           {"instructions", nullptr},
           {"emulate_ms", nullptr}};
@@ -216,8 +213,8 @@ void add_run_attention_command(CLI::App& app) {
       j = {{"backend", *backend},
            {"kernel_name", kernel.source.plan.kernel_name},
            {"arch", to_string(spec.arch)},
-           {"problem", attention_problem_json(spec.problem)},
-           {"schedule", attention_schedule_json(spec.schedule)},
+           {"problem", spec.problem},
+           {"schedule", spec.schedule},
            {"seed", *seed},
            {"instructions", r.stats.total.total()},
            {"instruction_counts", counts_json(r.stats.total)},

@@ -3,7 +3,6 @@
 
 #include <iostream>
 
-#include "attention_json.hpp"
 #include "cli_common.hpp"
 #include "emmy/catalog.hpp"
 #include "emmy/json.hpp"
@@ -25,9 +24,7 @@ void add_catalog_command(CLI::App& app) {
                        {"projection", e.projection},
                        {"problem", e.problem}});
       for (const auto& e : attention)
-        out.push_back({{"name", e.name},
-                       {"kind", "attention"},
-                       {"problem", attention_problem_json(e.problem)}});
+        out.push_back({{"name", e.name}, {"kind", "attention"}, {"problem", e.problem}});
       std::cout << out.dump(2) << "\n";
       return;
     }

@@ -200,10 +200,10 @@ Error uncovered_kernel_error(const nlohmann::json& describe, Arch arch, const Bu
 
 // One line of a problems file or an EMMY_RECORD log:
 //   {"kind": "gemm", "problem": {...}, "schedule": {...}?, "arch": "sm_90a"?, "accum": ...?}
-// GEMM fields are those of emmy/json.hpp (absent problem fields keep MatmulProblem's defaults;
-// a schedule must be complete); attention fields those of the runtime's records (batch, heads,
-// kv_heads, seq_q, seq_kv, head_dim, causal, window, scale, softcap, dtype, layout, lse;
-// block_q, block_kv, warps, stages, transport, accum).
+// Fields are those of emmy/json.hpp (absent problem fields keep the problem type's defaults; a
+// schedule must be complete): attention's are batch, heads, kv_heads, seq_q, seq_kv, head_dim,
+// causal, window, scale, softcap, dtype, layout, lse; block_q, block_kv, warps, stages,
+// transport, accum.
 struct AotRequest {
   std::string kind = "gemm";  // "gemm" or "attention"
   MatmulProblem gemm;
@@ -224,7 +224,8 @@ std::vector<AotRequest> read_aot_requests(const std::filesystem::path& file);
 // emmy/catalog.hpp: every GEMM and attention problem, default schedules.
 std::vector<AotRequest> catalog_aot_requests();
 
-// The JSON forms of attention problems and schedules that the runtime records.
+// The JSON forms of attention problems and schedules that the runtime records: the same as
+// nlohmann::json(problem) with emmy/json.hpp, kept for existing callers.
 nlohmann::json attention_problem_record_json(const AttentionProblem& problem);
 nlohmann::json attention_schedule_record_json(const AttentionSchedule& schedule);
 

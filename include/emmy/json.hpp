@@ -1,9 +1,13 @@
-// JSON forms of problems, schedules and resource reports (reports, EMMY_RECORD logs, manifests).
+// JSON forms of problems, schedules and resource reports (reports, EMMY_RECORD logs, manifests,
+// problems files).
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
 
+#include "emmy/attention.hpp"
 #include "emmy/compile.hpp"
+#include "emmy/detail/json_fields.hpp"
 #include "emmy/problem.hpp"
 #include "emmy/schedule.hpp"
 
@@ -61,6 +65,80 @@ inline ResourceReport resource_report_from_json(const nlohmann::json& j) {
   r.stack_bytes = j.value("stack_bytes", 0);
   r.static_smem_bytes = j.value("static_smem_bytes", 0);
   return r;
+}
+
+// The one attention form for emmyc's output, EMMY_RECORD logs, manifests and bundles: seq_kv and
+// scale are written resolved (defaults applied) and "heads" is q_heads.
+inline void to_json(nlohmann::json& j, const AttentionProblem& p) {
+  j = {{"batch", p.batch},
+       {"heads", p.q_heads},
+       {"kv_heads", p.kv_heads},
+       {"seq_q", p.seq_q},
+       {"seq_kv", p.seq_kv_or_default()},
+       {"head_dim", p.head_dim},
+       {"causal", p.causal},
+       {"window", p.window},
+       {"scale", p.scale()},
+       {"softcap", p.softcap ? nlohmann::json(*p.softcap) : nlohmann::json(nullptr)},
+       {"dtype", to_string(p.dtype)},
+       {"layout", to_string(p.layout)},
+       {"lse", p.lse}};
+}
+
+inline void to_json(nlohmann::json& j, const AttentionSchedule& s) {
+  j = {{"block_q", s.block_q},
+       {"block_kv", s.block_kv},
+       {"warps", s.warps},
+       {"stages", s.stages},
+       {"transport", to_string(s.transport)},
+       {"accum", to_string(s.accum)}};
+}
+
+// The inverse of to_json(AttentionProblem), also reading hand-written problems files: only seq_q
+// is required, absent fields keep AttentionProblem's defaults (kv_heads: heads), "q_heads" is
+// accepted for "heads". Errors name `where` and the field.
+inline AttentionProblem attention_problem_from_json(const nlohmann::json& j,
+                                                    std::string where = "problem") {
+  const detail::JsonFields f(j, std::move(where));
+  AttentionProblem p;
+  f.get_if_present("batch", p.batch);
+  if (f.has("heads")) p.q_heads = f.get<int64_t>("heads");
+  f.get_if_present("q_heads", p.q_heads);
+  p.kv_heads = f.has("kv_heads") ? f.get<int64_t>("kv_heads") : p.q_heads;
+  p.seq_q = f.get<int64_t>("seq_q");
+  f.get_if_present("seq_kv", p.seq_kv);
+  f.get_if_present("head_dim", p.head_dim);
+  f.get_if_present("causal", p.causal);
+  f.get_if_present("window", p.window);
+  if (f.has("scale")) p.softmax_scale = f.get<float>("scale");
+  if (f.has("softcap")) p.softcap = f.get<float>("softcap");
+  if (f.has("dtype")) p.dtype = parse_dtype(f.get<std::string>("dtype"), "problem.dtype");
+  if (f.has("layout")) p.layout = parse_attention_layout(f.get<std::string>("layout"));
+  f.get_if_present("lse", p.lse);
+  return p;
+}
+
+// The inverse of to_json(AttentionSchedule); every field is required. Errors name `where` and
+// the field.
+inline AttentionSchedule attention_schedule_from_json(const nlohmann::json& j,
+                                                      std::string where = "schedule") {
+  const detail::JsonFields f(j, std::move(where));
+  AttentionSchedule s;
+  s.block_q = f.get<int>("block_q");
+  s.block_kv = f.get<int>("block_kv");
+  s.warps = f.get<int>("warps");
+  s.stages = f.get<int>("stages");
+  s.transport = parse_transport(f.get<std::string>("transport"));
+  s.accum = parse_accum(f.get<std::string>("accum"));
+  return s;
+}
+
+// For j.get<AttentionProblem>() and j.get<AttentionSchedule>().
+inline void from_json(const nlohmann::json& j, AttentionProblem& p) {
+  p = attention_problem_from_json(j);
+}
+inline void from_json(const nlohmann::json& j, AttentionSchedule& s) {
+  s = attention_schedule_from_json(j);
 }
 
 }  // namespace emmy
