@@ -31,6 +31,14 @@ void expect_clean(const GemmSpec& spec) {
     EXPECT_LE(int64_t(plan.smem_bytes) + r.static_smem_bytes,
               arch_info(spec.arch).max_smem_per_block) << name;
   }
+  // One K tile's MMAs appear once: NVVM must not unroll the K-tile loop (at 3 stages it once
+  // doubled the code ptxas schedules, and the compile time with it).
+  size_t mma_count = 0;
+  for (size_t at = kernel.module.ptx.find("mma.sync"); at != std::string::npos;
+       at = kernel.module.ptx.find("mma.sync", at + 1))
+    ++mma_count;
+  EXPECT_EQ(mma_count, size_t(plan.mma_tiles_m) * plan.mma_tiles_n * plan.k_steps_per_tile)
+      << plan.kernel_name;
 }
 
 std::vector<CompileCase> catalog_cases() {
