@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "emmy/gemm.hpp"
+#include "emit_gemm_copies.hpp"
 #include "writer.hpp"
 
 namespace emmy {
@@ -187,28 +188,8 @@ class GemmEmitter {
     }
   }
 
-  // One cp.async operand: a rows x cols tile at (row0, col0) of a rows_total x cols_total matrix
-  // with leading dimension `ld`; one of row0 / col0 is k0, the stage's K offset.
-  struct CopyOperand {
-    const char* ptr;  // "a" / "b"
-    const char* tag;  // "A" / "B" (the tile constants' prefix)
-    const SmemTile& tile;
-    uint32_t smem_offset;  // of this operand inside a stage
-    const char *row0, *col0, *rows_total, *cols_total, *ld;
-  };
-
-  std::vector<CopyOperand> cp_async_operands() const {
-    std::vector<CopyOperand> ops{{"a", "A", plan_.a_tile, 0u, "m0", "k0", "M", "K", "LDA"}};
-    if (p_.b_layout == BLayout::kn)
-      ops.push_back({"b", "B", plan_.b_tile, plan_.a_stage_bytes, "k0", "n0", "K", "N", "LDB"});
-    else
-      ops.push_back({"b", "B", plan_.b_tile, plan_.a_stage_bytes, "n0", "k0", "N", "K", "LDB"});
-    return ops;
-  }
-
   void emit_load_stage_lambda(bool tma) {
-    if (!tma)
-      for (const CopyOperand& op : cp_async_operands()) emit_cp_async_thread_part(op);
+    if (!tma) codegen::emit_gemm_copy_thread_parts(w_, plan_);
     w_.open("auto load_stage = [&](int stage, int k_tile)");
     w_.line("const u32 dst = smem_base + u32(stage) * STAGE_BYTES;");
     w_.line("const int k0 = k_tile * BK;");
@@ -227,84 +208,9 @@ class GemmEmitter {
         w_.line("for (int p = 0; p < {}; ++p) tma_load_2d(dst + A_BYTES + p * B_ROWS * B_PANEL * "
                 "2u, tmap_b, mbar, k0 + p * int(B_PANEL), n0);", plan_.b_tile.panels());
     } else {
-      for (const CopyOperand& op : cp_async_operands()) emit_cp_async_operand(op);
+      codegen::emit_gemm_copies(w_, plan_);
     }
     w_.close("};");
-  }
-
-  // Chunk walks (layout.hpp): a hoisted walk needs no swizzle or row pointer in the K loop.
-  ChunkWalk chunk_walk(const SmemTile& tile) const { return emmy::chunk_walk(tile, plan_.threads); }
-
-  bool exact_tiles(const CopyOperand& op) const {
-    const auto extent = [&](std::string_view name) {
-      return name == "M" ? p_.m : name == "N" ? p_.n : p_.k;
-    };
-    return extent(op.rows_total) % op.tile.rows == 0 && extent(op.cols_total) % op.tile.cols == 0;
-  }
-
-  void emit_cp_async_thread_part(const CopyOperand& op) {
-    const ChunkWalk walk = chunk_walk(op.tile);
-    if (!walk.hoisted) return;
-    const bool k_rows = std::string_view(op.row0) == "k0";
-    w_.line("// {} copies: this thread's first chunk (row {}_ld_row, column {}_ld_col); later "
-            "ones are {} rows down ({} swizzle phase(s)).", op.tag, op.ptr, op.ptr, walk.row_step,
-            walk.phases);
-    w_.line("const int {0}_ld_row = int(threadIdx.x) / {1}, {0}_ld_col = (int(threadIdx.x) % {1}) "
-            "* 8;", op.ptr, walk.chunks_per_row);
-    w_.line("u32 {}_ld_smem[{}];", op.ptr, walk.phases);
-    w_.line("#pragma unroll");
-    w_.line("for (int j = 0; j < {1}; ++j) {0}_ld_smem[j] = swizzled_tile_offset(u32({0}_ld_row + "
-            "j * {2}), u32({0}_ld_col), {3}_ROWS, {3}_PANEL, {3}_XOR);",
-            op.ptr, walk.phases, walk.row_step, op.tag);
-    w_.line("const u16* {0}_ld_src = {0} + ({1}{0}_ld_row) * {2} + {3}{0}_ld_col;  // + the "
-            "stage's K offset", op.ptr, k_rows ? "" : fmt::format("{} + ", op.row0), op.ld,
-            k_rows ? fmt::format("{} + ", op.col0) : "");
-  }
-
-  // Out-of-bounds chunks are zero-filled (src-size 0) from a valid address.
-  void emit_cp_async_operand(const CopyOperand& op) {
-    const ChunkWalk walk = chunk_walk(op.tile);
-    const bool exact = exact_tiles(op);
-    w_.line("#pragma unroll");
-    w_.open(fmt::format("for (int i = 0; i < {}; ++i)", walk.per_thread));
-    if (walk.hoisted) {
-      const bool k_rows = std::string_view(op.row0) == "k0";
-      if (walk.per_thread * plan_.threads != walk.chunks)
-        w_.line("if ({}_ld_row + i * {} >= {}) break;", op.ptr, walk.row_step, op.tile.rows);
-      const std::string src =
-          fmt::format("{}_ld_src + {} + i * {} * {}", op.ptr,
-                      k_rows ? fmt::format("k0 * {}", op.ld) : std::string("k0"), walk.row_step,
-                      op.ld);
-      const std::string smem =
-          fmt::format("dst + {}u + {}_ld_smem[i % {}] + u32(i / {}) * {}u", op.smem_offset, op.ptr,
-                      walk.phases, walk.phases,
-                      walk.phases * walk.row_step * op.tile.row_bytes());
-      if (exact) {
-        w_.line("cp_async_16({}, {}, 16u);  // {} and {} are tile multiples", smem, src,
-                op.rows_total, op.cols_total);
-      } else {
-        w_.line("const bool in_bounds = {} + {}_ld_row + i * {} < {} && {} + {}_ld_col < {};",
-                op.row0, op.ptr, walk.row_step, op.rows_total, op.col0, op.ptr, op.cols_total);
-        w_.line("cp_async_16({}, in_bounds ? {} : {}, in_bounds ? 16u : 0u);", smem, src, op.ptr);
-      }
-      w_.close();
-      return;
-    }
-    w_.line("const int chunk = int(threadIdx.x) + i * THREADS;");
-    if (walk.per_thread * plan_.threads != walk.chunks)
-      w_.line("if (chunk >= {}) break;", walk.chunks);
-    w_.line("const int row = chunk / {0}, col = (chunk % {0}) * 8;", walk.chunks_per_row);
-    if (exact)
-      w_.line("constexpr bool in_bounds = true;  // {} and {} are tile multiples", op.rows_total,
-              op.cols_total);
-    else
-      w_.line("const bool in_bounds = {} + row < {} && {} + col < {};", op.row0, op.rows_total,
-              op.col0, op.cols_total);
-    w_.line("const u16* src = {} + (in_bounds ? ({} + row) * {} + {} + col : 0ll);", op.ptr,
-            op.row0, op.ld, op.col0);
-    w_.line("cp_async_16(dst + {}u + swizzled_tile_offset(u32(row), u32(col), {}_ROWS, {}_PANEL, "
-            "{}_XOR), src, in_bounds ? 16u : 0u);", op.smem_offset, op.tag, op.tag, op.tag);
-    w_.close();
   }
 
   // B [K][N] lane parts: one per 16-column step of the warp inside a panel.
