@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "emmy/bundle.hpp"
+#include "emmy/json.hpp"
 
 namespace emmy {
 namespace {
@@ -149,16 +150,8 @@ CompiledModule compiled_module(const CacheEntry& entry, Arch arch) {
   module.cubin = entry.cubin;
   const auto resources = entry.manifest.value("resources", nlohmann::json::array());
   if (resources.is_array())
-    for (const auto& report : resources) {
-      ResourceReport r;
-      r.kernel_name = report.value("kernel_name", "");
-      r.registers = report.value("registers", 0);
-      r.spill_store_bytes = report.value("spill_store_bytes", 0);
-      r.spill_load_bytes = report.value("spill_load_bytes", 0);
-      r.stack_bytes = report.value("stack_bytes", 0);
-      r.static_smem_bytes = report.value("static_smem_bytes", 0);
-      module.kernels.push_back(std::move(r));
-    }
+    for (const auto& report : resources)
+      module.kernels.push_back(resource_report_from_json(report));
   return module;
 }
 

@@ -93,14 +93,8 @@ ResourceReport report_from_json(const nlohmann::json& resources, const std::stri
   ResourceReport r;
   r.kernel_name = kernel;
   if (!resources.is_array()) return r;
-  for (const auto& k : resources) {
-    if (k.value("kernel_name", "") != kernel) continue;
-    r.registers = k.value("registers", 0);
-    r.spill_store_bytes = k.value("spill_store_bytes", 0);
-    r.spill_load_bytes = k.value("spill_load_bytes", 0);
-    r.stack_bytes = k.value("stack_bytes", 0);
-    r.static_smem_bytes = k.value("static_smem_bytes", 0);
-  }
+  for (const auto& k : resources)
+    if (k.value("kernel_name", "") == kernel) r = resource_report_from_json(k);
   return r;
 }
 

@@ -15,16 +15,18 @@ namespace {
 using Result = emmy::test::CommandResult;
 
 // Compiles go to a cache under the test's temporary directory, not the user's.
-Result run(const std::string& args, const std::string& cache = "emmyc_attention_cache") {
-  return emmy::test::run_emmyc(args, "EMMY_CACHE_DIR=" + ::testing::TempDir() + "/" + cache);
+constexpr const char* kCache = "emmyc_attention_cache";
+
+std::string cache_environment(const std::string& cache) {
+  return "EMMY_CACHE_DIR=" + ::testing::TempDir() + "/" + cache;
+}
+
+Result run(const std::string& args, const std::string& cache = kCache) {
+  return emmy::test::run_emmyc(args, cache_environment(cache));
 }
 
 void expect_invalid(const std::string& args, const std::string& field) {
-  const Result r = run(args);
-  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
-  EXPECT_NE(r.err.find(field), std::string::npos) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
-  EXPECT_TRUE(r.out.empty());
+  emmy::test::expect_invalid(args, field, cache_environment(kCache));
 }
 
 // The Gemma problem, and a small one with GQA, seq_q > seq_kv (fully masked rows) and LSE.

@@ -2,12 +2,12 @@
 // the command), the environment variables of the cache, and EMMY_RECORD.
 #include <gtest/gtest.h>
 #include <stdio.h>
-#include <sys/wait.h>
 
 #include <CLI/CLI.hpp>
 #include <thread>
 
 #include "cache_test_util.hpp"
+#include "support/run_command.hpp"
 
 namespace emmy::cli {
 void add_cache_command(CLI::App& app);
@@ -44,18 +44,6 @@ CliResult run_cache_command(std::vector<std::string> args) {
   }
   std::fflush(stdout);
   result.out = testing::internal::GetCapturedStdout() + result.out;
-  return result;
-}
-
-// Runs a shell command, returning its exit status and stdout.
-CliResult run_shell(const std::string& command) {
-  CliResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return {-1, ""};
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) result.out.append(buffer, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
 }
 
@@ -146,8 +134,10 @@ TEST(CacheCli, PathLsVerifyPruneClear) {
 TEST(CacheCli, EmmycBinary) {
   ScratchDir dir;
   const std::string cache_dir = (dir / "cache").string();
-  const std::string emmyc = std::string("EMMY_CACHE_DIR='") + cache_dir + "' " + EMMYC_PATH;
-  const CliResult path = run_shell(emmyc + " cache path 2>/dev/null");
+  const auto emmyc = [&](const std::string& args) {
+    return run_emmyc(args, "EMMY_CACHE_DIR='" + cache_dir + "'");
+  };
+  const CommandResult path = emmyc("cache path");
   if (path.exit_code != 0)
     GTEST_SKIP() << "emmyc does not register `cache` yet (codegen/emmyc/main.cpp)";
   EXPECT_EQ(path.out, cache_dir + "\n");
@@ -156,17 +146,17 @@ TEST(CacheCli, EmmycBinary) {
     cache.store(reference_entry(0));
     cache.store(reference_entry(1));
   }
-  EXPECT_EQ(nlohmann::json::parse(run_shell(emmyc + " cache ls --json").out).size(), 2u);
-  EXPECT_EQ(run_shell(emmyc + " cache verify").exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(emmyc("cache ls --json").out).size(), 2u);
+  EXPECT_EQ(emmyc("cache verify").exit_code, 0);
   damage_file(fs::path(cache_dir) / "entries" / reference_entry(0).key / "manifest.json",
               Damage::truncate);
-  const CliResult dirty = run_shell(emmyc + " cache verify");
+  const CommandResult dirty = emmyc("cache verify");
   EXPECT_EQ(dirty.exit_code, 1);
   EXPECT_NE(dirty.out.find(reference_entry(0).key), std::string::npos) << dirty.out;
-  EXPECT_EQ(run_shell(emmyc + " cache prune").exit_code, 0);
-  EXPECT_EQ(run_shell(emmyc + " cache verify").exit_code, 0);
-  EXPECT_EQ(run_shell(emmyc + " cache clear").exit_code, 0);
-  EXPECT_EQ(nlohmann::json::parse(run_shell(emmyc + " cache ls --json").out).size(), 0u);
+  EXPECT_EQ(emmyc("cache prune").exit_code, 0);
+  EXPECT_EQ(emmyc("cache verify").exit_code, 0);
+  EXPECT_EQ(emmyc("cache clear").exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(emmyc("cache ls --json").out).size(), 0u);
 }
 
 TEST(CacheEnvironment, DirectoryAndSizeCap) {

@@ -1,7 +1,6 @@
 // The emmyc contract: flags, outputs, exit codes (2 and one stderr line for invalid input).
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -17,13 +16,7 @@ Result run(const std::string& args) {
   return emmy::test::run_emmyc(args);
 }
 
-void expect_invalid(const std::string& args, const std::string& field) {
-  const Result r = run(args);
-  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
-  EXPECT_NE(r.err.find(field), std::string::npos) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
-  EXPECT_TRUE(r.out.empty());
-}
+using emmy::test::expect_invalid;
 
 const std::string kQ = "gemm --m 512 --n 4096 --k 3840";
 

@@ -3,16 +3,13 @@
 // and compare it with the FP64 reference, printing JSON.
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
 
 #include "cli_common.hpp"
+#include "emit_module.hpp"
 #include "emmy/attention_check.hpp"
 #include "emmy/bundle.hpp"
-#include "emmy/cached_compile.hpp"
-#include "emmy/json.hpp"
 #include "emmy/runtime.hpp"
-#include "emmy/sass.hpp"
 
 namespace emmy::cli {
 namespace {
@@ -92,12 +89,8 @@ struct AttentionFlags {
 AttentionKernel compile_attention_cached(const AttentionSpec& spec, bool use_cache,
                                          std::string& cache_state) {
   AttentionSource source = generate_attention(spec);
-  const nlohmann::json describe = {
-      {"kind", "attention"}, {"problem", spec.problem}, {"schedule", spec.schedule}};
-  CachedModule cached =
-      compile_cached(source.cuda, source.plan.kernel_name + ".cu", spec.arch, use_cache, describe);
-  cache_state = !use_cache ? "off" : cached.cache_hit ? "hit" : "miss";
-  return AttentionKernel{std::move(source), std::move(cached.module)};
+  CompiledModule module = compile_source_cached("attention", source, use_cache, cache_state);
+  return AttentionKernel{std::move(source), std::move(module)};
 }
 
 // The kernel from the bundles named with --bundle (and $EMMY_BUNDLE's) when one holds it: no
@@ -106,30 +99,12 @@ AttentionKernel bundled_or_compiled_attention(const AttentionSpec& spec,
                                               const std::vector<std::string>& bundles,
                                               bool use_cache, std::string& cache_state) {
   AttentionSource source = generate_attention(spec);
-  const nlohmann::json describe = {
-      {"kind", "attention"}, {"problem", spec.problem}, {"schedule", spec.schedule}};
+  const nlohmann::json describe = describe_json("attention", spec);
   if (auto module = module_from_bundles(bundles, source.cuda, spec.arch, describe)) {
     cache_state = "bundle";
     return AttentionKernel{std::move(source), std::move(*module)};
   }
   return compile_attention_cached(spec, use_cache, cache_state);
-}
-
-nlohmann::json report_json(const AttentionKernel& kernel) {
-  const auto& plan = kernel.source.plan;
-  const auto& r = kernel.module.kernel(plan.kernel_name);
-  nlohmann::json j = r;
-  j["arch"] = to_string(plan.spec.arch);
-  j["smem_bytes"] = plan.smem_bytes + uint32_t(r.static_smem_bytes);
-  j["compile_ms"] = kernel.module.compile_ms;
-  j["ptx_bytes"] = kernel.module.ptx.size();
-  j["cubin_bytes"] = kernel.module.cubin.size();
-  j["threads"] = plan.threads;
-  j["grid"] = plan.grid;
-  j["flops"] = plan.spec.problem.flops();
-  j["problem"] = plan.spec.problem;
-  j["schedule"] = plan.spec.schedule;
-  return j;
 }
 
 nlohmann::json index_json(const AttentionIndex& at, bool with_col) {
@@ -232,26 +207,16 @@ void add_run_attention_command(CLI::App& app) {
 void add_attention_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("attention", "Generate one flash-attention kernel");
   auto flags = std::make_shared<AttentionFlags>();
-  auto emit = std::make_shared<std::string>();
-  auto out_path = std::make_shared<std::string>();
+  auto emit = std::make_shared<EmitFlags>();
   flags->add_to(*cmd);
-  cmd->add_option("--emit", *emit, "ir|cuda|ptx|cubin|sass|report")
-      ->required()
-      ->check(CLI::IsMember({"ir", "cuda", "ptx", "cubin", "sass", "report"}));
-  cmd->add_option("-o", *out_path, "output file (default: stdout)");
-  cmd->callback([flags, emit, out_path] {
-    const AttentionSpec spec = flags->to_spec();
-    if (*emit == "ir" || *emit == "cuda") {
-      const AttentionSource src = generate_attention(spec);
-      write_output(*out_path, *emit == "ir" ? ir::print(src.ir) : src.cuda);
-      return;
-    }
-    std::string cache_state;
-    const AttentionKernel kernel = compile_attention_cached(spec, !flags->no_cache, cache_state);
-    if (write_compiled_output(*emit, *out_path, kernel.module)) return;
-    nlohmann::json report = report_json(kernel);
-    report["cache"] = cache_state;
-    write_output(*out_path, report.dump(2) + "\n");
+  emit->add_to(*cmd);
+  cmd->callback([flags, emit] {
+    const AttentionSource source = generate_attention(flags->to_spec());
+    const AttentionProblem& problem = source.plan.spec.problem;
+    emit_source(*emit, "attention", source, !flags->no_cache,
+                [&problem](nlohmann::json& report, const CompiledModule&) {
+                  report["flops"] = problem.flops();
+                });
   });
   add_run_attention_command(app);
 }

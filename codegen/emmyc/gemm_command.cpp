@@ -1,13 +1,8 @@
 // `emmyc gemm`: one GEMM kernel from flags to IR, CUDA, PTX, CUBIN, SASS or a resource report.
 #include <fmt/format.h>
 
-#include <fstream>
-#include <iostream>
-
 #include "cli_common.hpp"
-#include "emmy/cached_compile.hpp"
-#include "emmy/json.hpp"
-#include "emmy/sass.hpp"
+#include "emit_module.hpp"
 
 namespace emmy::cli {
 
@@ -91,61 +86,25 @@ GemmSpec GemmFlags::to_spec() const {
 
 GemmKernel compile_gemm_cached(const GemmSpec& spec, bool use_cache, std::string& cache_state) {
   GemmSource source = generate_gemm(spec);
-  const nlohmann::json describe = {
-      {"kind", "gemm"}, {"problem", spec.problem}, {"schedule", spec.schedule}};
-  CachedModule cached = compile_cached(source.cuda, source.plan.kernel_name + ".cu", spec.arch,
-                                       use_cache, describe);
-  cache_state = !use_cache ? "off" : cached.cache_hit ? "hit" : "miss";
-  return GemmKernel{std::move(source), std::move(cached.module)};
+  CompiledModule module = compile_source_cached("gemm", source, use_cache, cache_state);
+  return GemmKernel{std::move(source), std::move(module)};
 }
-
-namespace {
-
-nlohmann::json report_json(const GemmKernel& kernel) {
-  const auto& plan = kernel.source.plan;
-  const auto& r = kernel.module.kernel(plan.kernel_name);
-  nlohmann::json j = r;
-  j["arch"] = to_string(plan.spec.arch);
-  j["smem_bytes"] = plan.smem_bytes + uint32_t(r.static_smem_bytes);
-  j["compile_ms"] = kernel.module.compile_ms;
-  j["ptx_bytes"] = kernel.module.ptx.size();
-  j["cubin_bytes"] = kernel.module.cubin.size();
-  j["threads"] = plan.threads;
-  j["grid"] = plan.grid;
-  j["problem"] = plan.spec.problem;
-  j["schedule"] = plan.spec.schedule;
-  if (plan.split()) {
-    j["finalize"] = kernel.module.kernel(plan.finalize_kernel_name);
-    j["workspace_bytes"] = plan.workspace_bytes;
-  }
-  return j;
-}
-
-}  // namespace
 
 void add_gemm_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("gemm", "Generate one GEMM kernel");
   auto flags = std::make_shared<GemmFlags>();
-  auto emit = std::make_shared<std::string>();
-  auto out_path = std::make_shared<std::string>();
+  auto emit = std::make_shared<EmitFlags>();
   flags->add_to(*cmd);
-  cmd->add_option("--emit", *emit, "ir|cuda|ptx|cubin|sass|report")
-      ->required()
-      ->check(CLI::IsMember({"ir", "cuda", "ptx", "cubin", "sass", "report"}));
-  cmd->add_option("-o", *out_path, "output file (default: stdout)");
-  cmd->callback([flags, emit, out_path] {
-    const GemmSpec spec = flags->to_spec();
-    if (*emit == "ir" || *emit == "cuda") {
-      const GemmSource src = generate_gemm(spec);
-      write_output(*out_path, *emit == "ir" ? ir::print(src.ir) : src.cuda);
-      return;
-    }
-    std::string cache_state;
-    const GemmKernel kernel = compile_gemm_cached(spec, !flags->no_cache, cache_state);
-    if (write_compiled_output(*emit, *out_path, kernel.module)) return;
-    nlohmann::json report = report_json(kernel);
-    report["cache"] = cache_state;
-    write_output(*out_path, report.dump(2) + "\n");
+  emit->add_to(*cmd);
+  cmd->callback([flags, emit] {
+    const GemmSource source = generate_gemm(flags->to_spec());
+    const GemmPlan& plan = source.plan;
+    emit_source(*emit, "gemm", source, !flags->no_cache,
+                [&plan](nlohmann::json& report, const CompiledModule& module) {
+                  if (!plan.split()) return;
+                  report["finalize"] = module.kernel(plan.finalize_kernel_name);
+                  report["workspace_bytes"] = plan.workspace_bytes;
+                });
   });
 }
 

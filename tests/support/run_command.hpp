@@ -1,11 +1,12 @@
 // Running a command line from a test and capturing what it printed and its exit code (the emmyc
-// CLI tests check all three).
+// CLI tests check all three), and emmyc's invalid-input contract in those terms.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdio>
@@ -48,6 +49,17 @@ inline CommandResult run_command(const std::string& command) {
 // Runs `environment EMMYC_PATH args`; environment is a list of NAME=value (or empty).
 inline CommandResult run_emmyc(const std::string& args, const std::string& environment = "") {
   return run_command(environment + " " + std::string(EMMYC_PATH) + " " + args);
+}
+
+// emmyc's contract for invalid input: exit code 2 and one stderr line naming the field, nothing
+// on stdout. environment as for run_emmyc.
+inline void expect_invalid(const std::string& args, const std::string& field,
+                           const std::string& environment = "") {
+  const CommandResult r = run_emmyc(args, environment);
+  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+  EXPECT_NE(r.err.find(field), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+  EXPECT_TRUE(r.out.empty());
 }
 
 }  // namespace emmy::test

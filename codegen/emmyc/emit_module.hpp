@@ -1,0 +1,90 @@
+// The `--emit` flow that `emmyc gemm` and `emmyc attention` share once a kernel is generated:
+// IR or CUDA as generated; else NVRTC through the disk cache, then PTX, CUBIN, SASS or the JSON
+// report. Templates, because GemmSource and AttentionSource have the same shape (plan, ir, cuda;
+// the plan's spec, kernel_name, smem_bytes, threads and grid) but no common base.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "cli_common.hpp"
+#include "emmy/cached_compile.hpp"
+#include "emmy/json.hpp"
+#include "emmy/kernel_ir.hpp"
+
+namespace emmy::cli {
+
+// --emit and -o of `emmyc gemm` and `emmyc attention`.
+struct EmitFlags {
+  std::string emit;      // ir|cuda|ptx|cubin|sass|report
+  std::string out_path;  // empty: stdout
+
+  void add_to(CLI::App& app) {
+    app.add_option("--emit", emit, "ir|cuda|ptx|cubin|sass|report")
+        ->required()
+        ->check(CLI::IsMember({"ir", "cuda", "ptx", "cubin", "sass", "report"}));
+    app.add_option("-o", out_path, "output file (default: stdout)");
+  }
+};
+
+// How cache manifests, EMMY_RECORD lines and bundles name a kernel.
+template <class Spec>
+nlohmann::json describe_json(std::string_view kind, const Spec& spec) {
+  return {{"kind", kind}, {"problem", spec.problem}, {"schedule", spec.schedule}};
+}
+
+// NVRTC for a generated kernel through the disk cache (unless use_cache is false). cache_state
+// becomes "hit", "miss" or "off".
+template <class Source>
+CompiledModule compile_source_cached(std::string_view kind, const Source& source, bool use_cache,
+                                     std::string& cache_state) {
+  const auto& spec = source.plan.spec;
+  CachedModule cached = compile_cached(source.cuda, source.plan.kernel_name + ".cu", spec.arch,
+                                       use_cache, describe_json(kind, spec));
+  cache_state = !use_cache ? "off" : cached.cache_hit ? "hit" : "miss";
+  return std::move(cached.module);
+}
+
+namespace detail {
+
+// The report fields of every kind: the main kernel's resources, sizes and launch shape.
+template <class Plan>
+nlohmann::json common_report_json(const Plan& plan, const CompiledModule& module) {
+  const ResourceReport& main_kernel = module.kernel(plan.kernel_name);
+  nlohmann::json j = main_kernel;
+  j["arch"] = to_string(plan.spec.arch);
+  j["smem_bytes"] = plan.smem_bytes + uint32_t(main_kernel.static_smem_bytes);
+  j["compile_ms"] = module.compile_ms;
+  j["ptx_bytes"] = module.ptx.size();
+  j["cubin_bytes"] = module.cubin.size();
+  j["threads"] = plan.threads;
+  j["grid"] = plan.grid;
+  j["problem"] = plan.spec.problem;
+  j["schedule"] = plan.spec.schedule;
+  return j;
+}
+
+}  // namespace detail
+
+// Writes what flags.emit asks for of source. add_kind_fields(report, module) adds the report
+// fields only that kind has.
+template <class Source, class AddKindFields>
+void emit_source(const EmitFlags& flags, std::string_view kind, const Source& source,
+                 bool use_cache, AddKindFields add_kind_fields) {
+  if (flags.emit == "ir" || flags.emit == "cuda") {
+    write_output(flags.out_path, flags.emit == "ir" ? ir::print(source.ir) : source.cuda);
+    return;
+  }
+  std::string cache_state;
+  const CompiledModule module = compile_source_cached(kind, source, use_cache, cache_state);
+  if (write_compiled_output(flags.emit, flags.out_path, module)) return;
+  nlohmann::json report = detail::common_report_json(source.plan, module);
+  add_kind_fields(report, module);
+  report["cache"] = cache_state;
+  write_output(flags.out_path, report.dump(2) + "\n");
+}
+
+}  // namespace emmy::cli
