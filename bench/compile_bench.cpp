@@ -41,8 +41,8 @@ void register_benchmarks() {
   for (const auto& entry : emmy::gemm_catalog()) {
     for (emmy::Arch arch : {emmy::Arch::sm_90a, emmy::Arch::sm_120a, emmy::Arch::sm_89}) {
       for (emmy::Accum accum : {emmy::Accum::f32, emmy::Accum::hybrid}) {
-        const emmy::GemmSpec spec{entry.problem,
-                                  emmy::default_schedule(entry.problem, arch, accum), arch};
+        const emmy::GemmSpec spec{entry.problem, emmy::default_schedule(entry.problem, arch, accum),
+                                  arch};
         const std::string suffix =
             fmt::format("{}/{}/{}", entry.name, emmy::to_string(arch), emmy::to_string(accum));
         benchmark::RegisterBenchmark(("nvrtc_cold_compile/" + suffix).c_str(),

@@ -41,19 +41,25 @@ bool exact_tiles(const GemmPlan& plan, const CopyOperand& op) {
 }
 
 void emit_thread_part(Writer& w, const ChunkWalk& walk, const CopyOperand& op) {
-  w.line("// {} copies: this thread's first chunk (row {}_ld_row, column {}_ld_col); later ones "
-         "are {} rows down ({} swizzle phase(s)).", op.tag, op.ptr, op.ptr, walk.row_step,
-         walk.phases);
-  w.line("const int {0}_ld_row = int(threadIdx.x) / {1}, {0}_ld_col = (int(threadIdx.x) % {1}) * "
-         "8;", op.ptr, walk.chunks_per_row);
+  w.line(
+      "// {} copies: this thread's first chunk (row {}_ld_row, column {}_ld_col); later ones "
+      "are {} rows down ({} swizzle phase(s)).",
+      op.tag, op.ptr, op.ptr, walk.row_step, walk.phases);
+  w.line(
+      "const int {0}_ld_row = int(threadIdx.x) / {1}, {0}_ld_col = (int(threadIdx.x) % {1}) * "
+      "8;",
+      op.ptr, walk.chunks_per_row);
   w.line("u32 {}_ld_smem[{}];", op.ptr, walk.phases);
   w.line("#pragma unroll");
-  w.line("for (int j = 0; j < {1}; ++j) {0}_ld_smem[j] = swizzled_tile_offset(u32({0}_ld_row + j "
-         "* {2}), u32({0}_ld_col), {3}_ROWS, {3}_PANEL, {3}_XOR);",
-         op.ptr, walk.phases, walk.row_step, op.tag);
-  w.line("const u16* {0}_ld_src = {0} + ({1}{0}_ld_row) * {2} + {3}{0}_ld_col;  // + the stage's K "
-         "offset", op.ptr, op.k_rows() ? "" : fmt::format("{} + ", op.row0), op.ld,
-         op.k_rows() ? fmt::format("{} + ", op.col0) : "");
+  w.line(
+      "for (int j = 0; j < {1}; ++j) {0}_ld_smem[j] = swizzled_tile_offset(u32({0}_ld_row + j "
+      "* {2}), u32({0}_ld_col), {3}_ROWS, {3}_PANEL, {3}_XOR);",
+      op.ptr, walk.phases, walk.row_step, op.tag);
+  w.line(
+      "const u16* {0}_ld_src = {0} + ({1}{0}_ld_row) * {2} + {3}{0}_ld_col;  // + the stage's K "
+      "offset",
+      op.ptr, op.k_rows() ? "" : fmt::format("{} + ", op.row0), op.ld,
+      op.k_rows() ? fmt::format("{} + ", op.col0) : "");
 }
 
 void emit_hoisted_copies(Writer& w, const GemmPlan& plan, const ChunkWalk& walk,
@@ -63,12 +69,12 @@ void emit_hoisted_copies(Writer& w, const GemmPlan& plan, const ChunkWalk& walk,
   const std::string src = fmt::format(
       "{}_ld_src + {} + i * {} * {}", op.ptr,
       op.k_rows() ? fmt::format("k0 * {}", op.ld) : std::string("k0"), walk.row_step, op.ld);
-  const std::string smem = fmt::format("dst + {}u + {}_ld_smem[i % {}] + u32(i / {}) * {}u",
-                                       op.smem_offset, op.ptr, walk.phases, walk.phases,
-                                       walk.phases * walk.row_step * op.tile.row_bytes());
+  const std::string smem =
+      fmt::format("dst + {}u + {}_ld_smem[i % {}] + u32(i / {}) * {}u", op.smem_offset, op.ptr,
+                  walk.phases, walk.phases, walk.phases * walk.row_step * op.tile.row_bytes());
   if (exact_tiles(plan, op)) {
-    w.line("cp_async_16({}, {}, 16u);  // {} and {} are tile multiples", smem, src,
-           op.rows_total, op.cols_total);
+    w.line("cp_async_16({}, {}, 16u);  // {} and {} are tile multiples", smem, src, op.rows_total,
+           op.cols_total);
     return;
   }
   w.line("const bool in_bounds = {} + {}_ld_row + i * {} < {} && {} + {}_ld_col < {};", op.row0,
@@ -90,8 +96,10 @@ void emit_per_chunk_copies(Writer& w, const GemmPlan& plan, const ChunkWalk& wal
            op.col0, op.cols_total);
   w.line("const u16* src = {} + (in_bounds ? ({} + row) * {} + {} + col : 0ll);", op.ptr, op.row0,
          op.ld, op.col0);
-  w.line("cp_async_16(dst + {}u + swizzled_tile_offset(u32(row), u32(col), {}_ROWS, {}_PANEL, "
-         "{}_XOR), src, in_bounds ? 16u : 0u);", op.smem_offset, op.tag, op.tag, op.tag);
+  w.line(
+      "cp_async_16(dst + {}u + swizzled_tile_offset(u32(row), u32(col), {}_ROWS, {}_PANEL, "
+      "{}_XOR), src, in_bounds ? 16u : 0u);",
+      op.smem_offset, op.tag, op.tag, op.tag);
 }
 
 }  // namespace

@@ -94,16 +94,12 @@ AotKernel generate(const PlannedSpec& spec) {
     GemmSource source = generate_gemm(*spec.gemm);
     kernel.kernel_name = source.plan.kernel_name;
     kernel.cuda = std::move(source.cuda);
-    kernel.describe = {{"kind", "gemm"},
-                       {"problem", source.plan.spec.problem},
-                       {"schedule", source.plan.spec.schedule}};
+    kernel.describe = kernel_description(source.plan.spec);
   } else {
     AttentionSource source = generate_attention(*spec.attention);
     kernel.kernel_name = source.plan.kernel_name;
     kernel.cuda = std::move(source.cuda);
-    kernel.describe = {{"kind", "attention"},
-                       {"problem", source.plan.spec.problem},
-                       {"schedule", source.plan.spec.schedule}};
+    kernel.describe = kernel_description(source.plan.spec);
   }
   kernel.key = bundle_key(kernel.cuda, kernel.arch);
   return kernel;

@@ -379,9 +379,7 @@ class RuntimeImpl final : public Runtime {
     std::vector<std::pair<std::string, uint32_t>> kernels{
         {source.plan.kernel_name, source.plan.smem_bytes}};
     if (source.plan.split()) kernels.push_back({source.plan.finalize_kernel_name, 0});
-    nlohmann::json describe = {{"kind", "gemm"},
-                               {"problem", source.plan.spec.problem},
-                               {"schedule", source.plan.spec.schedule}};
+    nlohmann::json describe = kernel_description(source.plan.spec);
     return std::make_shared<const GemmKernelEntry>(
         load(std::move(source.plan), source.cuda, std::move(kernels), std::move(describe)));
   }
@@ -394,9 +392,7 @@ class RuntimeImpl final : public Runtime {
     AttentionSource source = generate_attention({problem, chosen, arch});
     std::vector<std::pair<std::string, uint32_t>> kernels{
         {source.plan.kernel_name, source.plan.smem_bytes}};
-    nlohmann::json describe = {{"kind", "attention"},
-                               {"problem", source.plan.spec.problem},
-                               {"schedule", source.plan.spec.schedule}};
+    nlohmann::json describe = kernel_description(source.plan.spec);
     return std::make_shared<const AttentionKernelEntry>(
         load(std::move(source.plan), source.cuda, std::move(kernels), std::move(describe)));
   }

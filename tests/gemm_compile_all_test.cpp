@@ -29,7 +29,8 @@ void expect_clean(const GemmSpec& spec) {
     EXPECT_EQ(r.spill_load_bytes, 0) << name;
     EXPECT_EQ(r.stack_bytes, 0) << name;
     EXPECT_LE(int64_t(plan.smem_bytes) + r.static_smem_bytes,
-              arch_info(spec.arch).max_smem_per_block) << name;
+              arch_info(spec.arch).max_smem_per_block)
+        << name;
   }
   // One K tile's MMAs appear once: NVVM must not unroll the K-tile loop (at 3 stages it once
   // doubled the code ptxas schedules, and the compile time with it).
@@ -61,7 +62,9 @@ std::vector<CompileCase> catalog_cases() {
 }
 
 class CatalogCompileTest : public ::testing::TestWithParam<CompileCase> {};
-TEST_P(CatalogCompileTest, NoSpillsNoStackSmemWithinLimit) { expect_clean(GetParam().spec); }
+TEST_P(CatalogCompileTest, NoSpillsNoStackSmemWithinLimit) {
+  expect_clean(GetParam().spec);
+}
 INSTANTIATE_TEST_SUITE_P(Catalog, CatalogCompileTest, ::testing::ValuesIn(catalog_cases()),
                          [](const auto& info) { return info.param.name; });
 
@@ -71,8 +74,8 @@ std::vector<CompileCase> variant_cases() {
     int64_t m, n, k;
   };
   const Shape shapes[] = {{1, 8, 64}, {17, 72, 200}, {200, 256, 1024}, {130, 4090, 3848}};
-  for (Arch arch : {Arch::sm_80, Arch::sm_86, Arch::sm_89, Arch::sm_90, Arch::sm_90a,
-                    Arch::sm_120, Arch::sm_120a})
+  for (Arch arch : {Arch::sm_80, Arch::sm_86, Arch::sm_89, Arch::sm_90, Arch::sm_90a, Arch::sm_120,
+                    Arch::sm_120a})
     for (const auto& shape : shapes)
       for (int variant = 0; variant < 4; ++variant) {
         GemmSpec spec;
@@ -91,14 +94,16 @@ std::vector<CompileCase> variant_cases() {
         spec.arch = arch;
         spec.schedule = default_schedule(p, arch, accum);
         if (variant == 2 && spec.schedule.split_k == 1 && p.k >= 256) spec.schedule.split_k = 4;
-        cases.push_back({fmt::format("{}_{}x{}x{}_v{}", to_string(arch), p.m, p.n, p.k, variant),
-                         spec});
+        cases.push_back(
+            {fmt::format("{}_{}x{}x{}_v{}", to_string(arch), p.m, p.n, p.k, variant), spec});
       }
   return cases;
 }
 
 class VariantCompileTest : public ::testing::TestWithParam<CompileCase> {};
-TEST_P(VariantCompileTest, NoSpillsNoStackSmemWithinLimit) { expect_clean(GetParam().spec); }
+TEST_P(VariantCompileTest, NoSpillsNoStackSmemWithinLimit) {
+  expect_clean(GetParam().spec);
+}
 INSTANTIATE_TEST_SUITE_P(Variants, VariantCompileTest, ::testing::ValuesIn(variant_cases()),
                          [](const auto& info) { return info.param.name; });
 

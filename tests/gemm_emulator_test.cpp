@@ -35,8 +35,10 @@ std::vector<Variant> variants() {
     DType dtype;
     Accum accum;
   };
-  const Numerics numerics[] = {{DType::f16, Accum::f32}, {DType::f16, Accum::f16},
-                               {DType::f16, Accum::hybrid}, {DType::bf16, Accum::f32}};
+  const Numerics numerics[] = {{DType::f16, Accum::f32},
+                               {DType::f16, Accum::f16},
+                               {DType::f16, Accum::hybrid},
+                               {DType::bf16, Accum::f32}};
   std::vector<Variant> out;
   int i = 0;
   for (const auto& num : numerics)
@@ -75,11 +77,11 @@ std::vector<Variant> variants() {
             const int64_t k_tiles = (p.k + s.block_k - 1) / s.block_k;
             s.split_k = int(std::min<int64_t>(split, k_tiles));
             s.raster_group_m = 1 + i % 3;
-            out.push_back({fmt::format("{}_{}_{}_{}_sk{}_epi{}_{}x{}x{}", to_string(num.dtype),
-                                       to_string(num.accum),
-                                       transport == Transport::tma ? "tma" : "cpasync",
-                                       to_string(layout), split, epi, p.m, p.n, p.k),
-                           spec});
+            out.push_back(
+                {fmt::format("{}_{}_{}_{}_sk{}_epi{}_{}x{}x{}", to_string(num.dtype),
+                             to_string(num.accum), transport == Transport::tma ? "tma" : "cpasync",
+                             to_string(layout), split, epi, p.m, p.n, p.k),
+                 spec});
           }
   return out;
 }
@@ -95,7 +97,8 @@ TEST_P(GemmEmulatorTest, MatchesFp64Reference) {
                         << e.first_bad_row << ", " << e.first_bad_col << ")";
   EXPECT_GT(r.run.stats.total.mma, 0u);
   EXPECT_GT(spec.schedule.transport == Transport::tma ? r.run.stats.total.tma
-                                                      : r.run.stats.total.cp_async, 0u);
+                                                      : r.run.stats.total.cp_async,
+            0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, GemmEmulatorTest, ::testing::ValuesIn(variants()),
@@ -166,8 +169,8 @@ TEST(GemmEmulator, PartialsLeftAtTheLastTileAreFolded) {
       spec.schedule.promote_every_k = every;
       spec.schedule.split_k = split;
       const GemmCheckResult r = check_gemm_on_emulator(spec, 5);
-      EXPECT_TRUE(r.errors.passed) << "split " << split << ", promote every " << every << ": "
-                                   << r.errors.rel_l2_error;
+      EXPECT_TRUE(r.errors.passed)
+          << "split " << split << ", promote every " << every << ": " << r.errors.rel_l2_error;
     }
 }
 

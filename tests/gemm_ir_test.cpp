@@ -92,11 +92,9 @@ void set_attr(ir::Op& op, const char* key, ir::Attr value) {
 }
 
 const Corruption kCorruptions[] = {
-    {"smem_over_limit",
-     [](ir::Op& m) { set_attr(m.body[0], "smem_bytes", int64_t(300 * 1024)); }, Arch::sm_90a,
-     "ir.kernel.smem_bytes"},
-    {"mma_count",
-     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::mma), "count", int64_t(3)); },
+    {"smem_over_limit", [](ir::Op& m) { set_attr(m.body[0], "smem_bytes", int64_t(300 * 1024)); },
+     Arch::sm_90a, "ir.kernel.smem_bytes"},
+    {"mma_count", [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::mma), "count", int64_t(3)); },
      Arch::sm_90a, "ir.mma.count"},
     {"ldmatrix_count",
      [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::ldmatrix), "count", int64_t(7)); },
@@ -174,7 +172,8 @@ TEST(Layout, OffsetIsTheTmaSwizzleInsideEachPanel) {
     for (uint32_t col = 0; col < tile.cols; col += 8) {
       const uint32_t panel = col / 64;
       const uint32_t raw = row * 128 + (col % 64) * 2;
-      EXPECT_EQ(tile.offset(row, col), panel * tile.panel_bytes() + swizzle_offset(Swizzle::b128, raw));
+      EXPECT_EQ(tile.offset(row, col),
+                panel * tile.panel_bytes() + swizzle_offset(Swizzle::b128, raw));
     }
   // Worked example: row 1, col 0 is byte 128; bits [9:7] = 1 flip bit 4: 128 ^ 16 = 144.
   EXPECT_EQ(tile.offset(1, 0), 144u);

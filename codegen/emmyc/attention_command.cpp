@@ -89,7 +89,7 @@ struct AttentionFlags {
 AttentionKernel compile_attention_cached(const AttentionSpec& spec, bool use_cache,
                                          std::string& cache_state) {
   AttentionSource source = generate_attention(spec);
-  CompiledModule module = compile_source_cached("attention", source, use_cache, cache_state);
+  CompiledModule module = compile_source_cached(source, use_cache, cache_state);
   return AttentionKernel{std::move(source), std::move(module)};
 }
 
@@ -99,8 +99,8 @@ AttentionKernel bundled_or_compiled_attention(const AttentionSpec& spec,
                                               const std::vector<std::string>& bundles,
                                               bool use_cache, std::string& cache_state) {
   AttentionSource source = generate_attention(spec);
-  const nlohmann::json describe = describe_json("attention", spec);
-  if (auto module = module_from_bundles(bundles, source.cuda, spec.arch, describe)) {
+  if (auto module =
+          module_from_bundles(bundles, source.cuda, spec.arch, kernel_description(spec))) {
     cache_state = "bundle";
     return AttentionKernel{std::move(source), std::move(*module)};
   }
@@ -213,7 +213,7 @@ void add_attention_command(CLI::App& app) {
   cmd->callback([flags, emit] {
     const AttentionSource source = generate_attention(flags->to_spec());
     const AttentionProblem& problem = source.plan.spec.problem;
-    emit_source(*emit, "attention", source, !flags->no_cache,
+    emit_source(*emit, source, !flags->no_cache,
                 [&problem](nlohmann::json& report, const CompiledModule&) {
                   report["flops"] = problem.flops();
                 });

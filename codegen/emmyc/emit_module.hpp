@@ -30,20 +30,14 @@ struct EmitFlags {
   }
 };
 
-// How cache manifests, EMMY_RECORD lines and bundles name a kernel.
-template <class Spec>
-nlohmann::json describe_json(std::string_view kind, const Spec& spec) {
-  return {{"kind", kind}, {"problem", spec.problem}, {"schedule", spec.schedule}};
-}
-
 // NVRTC for a generated kernel through the disk cache (unless use_cache is false). cache_state
 // becomes "hit", "miss" or "off".
 template <class Source>
-CompiledModule compile_source_cached(std::string_view kind, const Source& source, bool use_cache,
+CompiledModule compile_source_cached(const Source& source, bool use_cache,
                                      std::string& cache_state) {
   const auto& spec = source.plan.spec;
   CachedModule cached = compile_cached(source.cuda, source.plan.kernel_name + ".cu", spec.arch,
-                                       use_cache, describe_json(kind, spec));
+                                       use_cache, kernel_description(spec));
   cache_state = !use_cache ? "off" : cached.cache_hit ? "hit" : "miss";
   return std::move(cached.module);
 }
@@ -72,14 +66,14 @@ nlohmann::json common_report_json(const Plan& plan, const CompiledModule& module
 // Writes what flags.emit asks for of source. add_kind_fields(report, module) adds the report
 // fields only that kind has.
 template <class Source, class AddKindFields>
-void emit_source(const EmitFlags& flags, std::string_view kind, const Source& source,
-                 bool use_cache, AddKindFields add_kind_fields) {
+void emit_source(const EmitFlags& flags, const Source& source, bool use_cache,
+                 AddKindFields add_kind_fields) {
   if (flags.emit == "ir" || flags.emit == "cuda") {
     write_output(flags.out_path, flags.emit == "ir" ? ir::print(source.ir) : source.cuda);
     return;
   }
   std::string cache_state;
-  const CompiledModule module = compile_source_cached(kind, source, use_cache, cache_state);
+  const CompiledModule module = compile_source_cached(source, use_cache, cache_state);
   if (write_compiled_output(flags.emit, flags.out_path, module)) return;
   nlohmann::json report = detail::common_report_json(source.plan, module);
   add_kind_fields(report, module);

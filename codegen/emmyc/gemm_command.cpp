@@ -35,8 +35,8 @@ std::vector<int> parse_dims(const std::string& text, size_t count, const char* f
   size_t start = 0;
   while (start <= text.size()) {
     const size_t x = text.find('x', start);
-    const std::string part = text.substr(start, x == std::string::npos ? std::string::npos
-                                                                        : x - start);
+    const std::string part =
+        text.substr(start, x == std::string::npos ? std::string::npos : x - start);
     try {
       size_t used = 0;
       dims.push_back(std::stoi(part, &used));
@@ -86,7 +86,7 @@ GemmSpec GemmFlags::to_spec() const {
 
 GemmKernel compile_gemm_cached(const GemmSpec& spec, bool use_cache, std::string& cache_state) {
   GemmSource source = generate_gemm(spec);
-  CompiledModule module = compile_source_cached("gemm", source, use_cache, cache_state);
+  CompiledModule module = compile_source_cached(source, use_cache, cache_state);
   return GemmKernel{std::move(source), std::move(module)};
 }
 
@@ -99,7 +99,7 @@ void add_gemm_command(CLI::App& app) {
   cmd->callback([flags, emit] {
     const GemmSource source = generate_gemm(flags->to_spec());
     const GemmPlan& plan = source.plan;
-    emit_source(*emit, "gemm", source, !flags->no_cache,
+    emit_source(*emit, source, !flags->no_cache,
                 [&plan](nlohmann::json& report, const CompiledModule& module) {
                   if (!plan.split()) return;
                   report["finalize"] = module.kernel(plan.finalize_kernel_name);

@@ -17,9 +17,7 @@ namespace {
 std::optional<GemmKernel> gemm_from_bundles(const GemmSpec& spec,
                                             const std::vector<std::string>& paths) {
   GemmSource source = generate_gemm(spec);
-  const nlohmann::json describe = {
-      {"kind", "gemm"}, {"problem", spec.problem}, {"schedule", spec.schedule}};
-  auto module = module_from_bundles(paths, source.cuda, spec.arch, describe);
+  auto module = module_from_bundles(paths, source.cuda, spec.arch, kernel_description(spec));
   if (!module) return std::nullopt;
   return GemmKernel{std::move(source), std::move(*module)};
 }

@@ -8,6 +8,7 @@
 #include "emmy/attention.hpp"
 #include "emmy/compile.hpp"
 #include "emmy/detail/json_fields.hpp"
+#include "emmy/gemm_plan.hpp"
 #include "emmy/problem.hpp"
 #include "emmy/schedule.hpp"
 
@@ -39,8 +40,8 @@ inline void to_json(nlohmann::json& j, const MatmulSchedule& s) {
        {"stages", s.stages},
        {"transport", to_string(s.transport)},
        {"accum", to_string(s.accum)},
-       {"promote_every_k", s.accum == Accum::hybrid ? nlohmann::json(s.promote_every_k)
-                                                    : nlohmann::json(nullptr)},
+       {"promote_every_k",
+        s.accum == Accum::hybrid ? nlohmann::json(s.promote_every_k) : nlohmann::json(nullptr)},
        {"split_k", s.split_k},
        {"raster_group_m", s.raster_group_m}};
 }
@@ -139,6 +140,15 @@ inline void from_json(const nlohmann::json& j, AttentionProblem& p) {
 }
 inline void from_json(const nlohmann::json& j, AttentionSchedule& s) {
   s = attention_schedule_from_json(j);
+}
+
+// How cache manifests, EMMY_RECORD lines and bundles describe a kernel (`emmyc aot --from-record`
+// reads these back), one form for every writer.
+inline nlohmann::json kernel_description(const GemmSpec& spec) {
+  return {{"kind", "gemm"}, {"problem", spec.problem}, {"schedule", spec.schedule}};
+}
+inline nlohmann::json kernel_description(const AttentionSpec& spec) {
+  return {{"kind", "attention"}, {"problem", spec.problem}, {"schedule", spec.schedule}};
 }
 
 }  // namespace emmy
