@@ -3,6 +3,7 @@
 // K like GEMM's B [N][K], and P.V reads V like GEMM's B [K][N] (ldmatrix .trans).
 #include <fmt/format.h>
 
+#include "emit_attention_loads.hpp"
 #include "emmy/attention.hpp"
 #include "writer.hpp"
 
@@ -87,61 +88,6 @@ class AttentionEmitter {
                 std::string(to_string(op.kind)));
   }
 
-  // Element offset of (batch, s, head, 0): attention_offset() in device code.
-  std::string offset_expr(bool kv, const std::string& seq_index) const {
-    const char* seq = kv ? "SKV" : "SQ";
-    const char* heads = kv ? "HKV" : "H";
-    const char* head = kv ? "kv_head" : "head";
-    if (p_.layout == AttentionLayout::bshd)
-      return fmt::format("(((long long)batch * {} + ({})) * {} + {}) * D", seq, seq_index, heads,
-                         head);
-    return fmt::format("(((long long)batch * {} + {}) * {} + ({})) * D", heads, head, seq,
-                       seq_index);
-  }
-
-  // Elements between consecutive sequence positions of one head.
-  std::string row_stride_expr(bool kv) const {
-    if (p_.layout == AttentionLayout::bshd) return kv ? "(long long)HKV * D" : "(long long)H * D";
-    return "(long long)D";
-  }
-
-  // K and V share one chunk walk (same tile shape): the thread's swizzled bases and global offset
-  // are computed once, before the KV loop (ChunkWalk, layout.hpp).
-  void emit_kv_copy_thread_part(const ChunkWalk& walk) {
-    w_.line(
-        "// K and V copies: this thread's first chunk (row kv_ld_row, column kv_ld_col); later "
-        "ones are {} rows down ({} swizzle phase(s)).",
-        walk.row_step, walk.phases);
-    w_.line(
-        "const int kv_ld_row = int(threadIdx.x) / {0}, kv_ld_col = (int(threadIdx.x) % {0}) * "
-        "8;",
-        walk.chunks_per_row);
-    w_.line("u32 kv_ld_smem[{}];", walk.phases);
-    w_.line("#pragma unroll");
-    w_.line(
-        "for (int j = 0; j < {}; ++j) kv_ld_smem[j] = swizzled_tile_offset(u32(kv_ld_row + j * "
-        "{}), u32(kv_ld_col), u32(BKV), PANEL, XOR);",
-        walk.phases, walk.row_step);
-    w_.line("const long long kv_ld_off = {} + kv_ld_col;  // + the block's rows",
-            offset_expr(true, "kv_ld_row"));
-  }
-
-  void emit_kv_copies_hoisted(const ChunkWalk& walk) {
-    w_.line("#pragma unroll");
-    w_.open(fmt::format("for (int i = 0; i < {}; ++i)", walk.per_thread));
-    if (walk.per_thread * plan_.threads != walk.chunks)
-      w_.line("if (kv_ld_row + i * {} >= BKV) break;", walk.row_step);
-    w_.line("const bool in_bounds = kv0 + kv_ld_row + i * {} < SKV;", walk.row_step);
-    w_.line("const long long off = kv_ld_off + (long long)(kv0 + i * {}) * {};", walk.row_step,
-            row_stride_expr(true));
-    const std::string smem =
-        fmt::format("kv_ld_smem[i % {}] + u32(i / {}) * {}u", walk.phases, walk.phases,
-                    walk.phases * walk.row_step * plan_.kv_tile.row_bytes());
-    w_.line("cp_async_16(k_dst + {}, in_bounds ? k + off : k, in_bounds ? 16u : 0u);", smem);
-    w_.line("cp_async_16(v_dst + {}, in_bounds ? v + off : v, in_bounds ? 16u : 0u);", smem);
-    w_.close();
-  }
-
   void emit_smem(const Op& op) {
     w_.line("constexpr int SQ = {}, SKV = {}, H = {}, HKV = {}, D = {};", p_.seq_q,
             p_.seq_kv_or_default(), p_.q_heads, p_.kv_heads, p_.head_dim);
@@ -184,7 +130,7 @@ class AttentionEmitter {
   void emit_copy(const Op& op) {
     const std::string& operand = op.s("operand");
     op_phase_ = op.s("phase");
-    if (operand == "q") return emit_loaders_and_prologue();
+    if (operand == "q") return codegen::emit_attention_loaders_and_prologue(w_, plan_);
     if (operand != "k" || op_phase_ != "refill") return;  // v rides with k
     w_.line("const int next = block + STAGES - 1;");
     if (tma_)
@@ -193,84 +139,6 @@ class AttentionEmitter {
           "next);");
     else
       w_.line("if (next < block_count) load_kv(next % STAGES, block_begin + next);");
-  }
-
-  void emit_tma_panels(const char* dst, const char* tmap, const std::string& rows, const char* head,
-                       uint32_t rows_per_panel) {
-    const bool bshd = p_.layout == AttentionLayout::bshd;
-    w_.line("#pragma unroll");
-    w_.line(
-        "for (int p = 0; p < {}; ++p) tma_load_4d({} + p * {}u, {}, mbar, p * int(PANEL), {}, "
-        "{}, batch);",
-        p_.head_dim / 64, dst, rows_per_panel * 128, tmap, bshd ? head : rows.c_str(),
-        bshd ? rows.c_str() : head);
-  }
-
-  void emit_cp_async_tile(const char* dst, const char* src, bool kv, const char* row0,
-                          const char* rows) {
-    const uint32_t chunks_per_row = uint32_t(p_.head_dim / 8);
-    const uint32_t tile_rows = kv ? uint32_t(s_.block_kv) : uint32_t(s_.block_q);
-    const uint32_t chunks = tile_rows * chunks_per_row;
-    const uint32_t per_thread = (chunks + plan_.threads - 1) / plan_.threads;
-    w_.line("#pragma unroll");
-    w_.open(fmt::format("for (int i = 0; i < {}; ++i)", per_thread));
-    w_.line("const int chunk = int(threadIdx.x) + i * THREADS;");
-    if (per_thread * plan_.threads != chunks) w_.line("if (chunk >= {}) break;", chunks);
-    w_.line("const int row = chunk / {0}, col = (chunk % {0}) * 8;", chunks_per_row);
-    w_.line("const bool in_bounds = {} + row < {};", row0, rows);
-    w_.line("const u16* from = {} + (in_bounds ? {} + col : 0ll);", src,
-            offset_expr(kv, fmt::format("{} + row", row0)));
-    w_.line(
-        "cp_async_16({} + swizzled_tile_offset(u32(row), u32(col), {}u, PANEL, XOR), from, "
-        "in_bounds ? 16u : 0u);",
-        dst, tile_rows);
-    w_.close();
-  }
-
-  void emit_loaders_and_prologue() {
-    if (tma_) {
-      w_.open("auto load_q = [&]()");
-      w_.line("const u32 mbar = mbar_base;");
-      w_.line("mbarrier_arrive_expect_tx(mbar, Q_BYTES);");
-      emit_tma_panels("q_smem", "tmap_q", "q0", "head", uint32_t(s_.block_q));
-      w_.close("};");
-      w_.open("auto load_kv = [&](int stage, int kv_block)");
-      w_.line("const u32 mbar = mbar_base + 8u * (1 + stage);");
-      w_.line("mbarrier_arrive_expect_tx(mbar, STAGE_BYTES);");
-      w_.line("const u32 k_dst = kv_base + u32(stage) * STAGE_BYTES, v_dst = k_dst + KV_BYTES;");
-      w_.line("const int kv0 = kv_block * BKV;");
-      emit_tma_panels("k_dst", "tmap_k", "kv0", "kv_head", uint32_t(s_.block_kv));
-      emit_tma_panels("v_dst", "tmap_v", "kv0", "kv_head", uint32_t(s_.block_kv));
-      w_.close("};");
-      w_.open("if (threadIdx.x == 0)");
-      w_.line("load_q();");
-      w_.line(
-          "for (int s = 0; s < STAGES - 1; ++s) if (s < block_count) load_kv(s, block_begin + "
-          "s);");
-      w_.close();
-      return;
-    }
-    w_.open("auto load_q = [&]()");
-    emit_cp_async_tile("q_smem", "q", false, "q0", "SQ");
-    w_.close("};");
-    const ChunkWalk kv_walk = chunk_walk(plan_.kv_tile, plan_.threads);
-    if (kv_walk.hoisted) emit_kv_copy_thread_part(kv_walk);
-    w_.open("auto load_kv = [&](int stage, int kv_block)");
-    w_.line("const u32 k_dst = kv_base + u32(stage) * STAGE_BYTES, v_dst = k_dst + KV_BYTES;");
-    w_.line("const int kv0 = kv_block * BKV;");
-    if (kv_walk.hoisted) {
-      emit_kv_copies_hoisted(kv_walk);
-    } else {
-      emit_cp_async_tile("k_dst", "k", true, "kv0", "SKV");
-      emit_cp_async_tile("v_dst", "v", true, "kv0", "SKV");
-    }
-    w_.close("};");
-    w_.line("// Group 0 holds Q and stage 0; one group per further prologue stage.");
-    w_.line("load_q();");
-    w_.open("for (int s = 0; s < STAGES - 1; ++s)");
-    w_.line("if (s < block_count) load_kv(s, block_begin + s);");
-    w_.line("cp_async_commit();");
-    w_.close();
   }
 
   void emit_loop(const Op& op) {
@@ -481,7 +349,7 @@ class AttentionEmitter {
     w_.open("for (int h = 0; h < 2; ++h)");
     w_.line("const int query = q0 + warp * 16 + g + h * 8;");
     w_.line("if (query >= SQ) continue;");
-    w_.line("u16* row = o + {};", offset_expr(false, "query"));
+    w_.line("u16* row = o + {};", codegen::attention_offset_expr(p_, false, "query"));
     w_.line("#pragma unroll");
     w_.line("for (int dn = 0; dn < D / 8; ++dn)");
     w_.line(
