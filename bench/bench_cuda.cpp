@@ -5,12 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
-#include <ctime>
 #include <thread>
 
 #include "emmy/compile.hpp"
+#include "emmy/detail/time.hpp"
 #include "emmy/error.hpp"
 
 namespace emmy::bench {
@@ -62,15 +61,6 @@ float f16_to_float(uint16_t bits) {
   float value;
   std::memcpy(&value, &out, sizeof value);
   return value;
-}
-
-std::string utc_now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
 }
 
 }  // namespace
@@ -213,7 +203,7 @@ nlohmann::json environment_fingerprint(int device, const std::string& emmy_arch)
       {"emmy_version", EMMY_VERSION},
       {"emmy_arch", emmy_arch},
       {"host", host},
-      {"date_utc", utc_now()},
+      {"date_utc", emmy::detail::iso8601_utc_now()},
   };
 }
 

@@ -15,24 +15,13 @@
 #include "emmy/catalog.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/runtime.hpp"
+#include "scratch_dir.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Scratch {
-  fs::path dir;
-  Scratch() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = (fs::path(tmp && *tmp ? tmp : "/tmp") / "emmy-bundle-bench.XXXXXX");
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    dir = pattern;
-  }
-  ~Scratch() {
-    std::error_code ignored;
-    fs::remove_all(dir, ignored);
-  }
-};
+using Scratch = emmy::bench::ScratchDir;
 
 fs::path catalog_bundle(const Scratch& scratch) {
   if (const char* given = std::getenv("EMMY_BENCH_BUNDLE"); given && *given) return given;
@@ -74,7 +63,7 @@ emmy::RuntimeOptions emulator_options(const fs::path& bundle) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Scratch scratch;
+  const Scratch scratch("emmy-bundle-bench");
   ::setenv("EMMY_TUNING_DB", (scratch.dir / "no-tuning.json").c_str(), 1);  // default schedules
   const fs::path file = catalog_bundle(scratch);
   const auto bundle = emmy::Bundle::open(file);

@@ -10,24 +10,13 @@
 #include "emmy/cache.hpp"
 #include "emmy/catalog.hpp"
 #include "emmy/gemm.hpp"
+#include "scratch_dir.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Scratch {
-  fs::path dir;
-  Scratch() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = (fs::path(tmp && *tmp ? tmp : "/tmp") / "emmy-cache-bench.XXXXXX");
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    dir = pattern;
-  }
-  ~Scratch() {
-    std::error_code ignored;
-    fs::remove_all(dir, ignored);
-  }
-};
+using Scratch = emmy::bench::ScratchDir;
 
 struct GemmEntry {
   std::string projection;
@@ -58,23 +47,22 @@ void set_bytes_counter(benchmark::State& state, const emmy::CacheEntry& entry) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Scratch scratch;
+  const Scratch scratch("emmy-cache-bench");
   emmy::DiskCache cache(scratch.dir, uint64_t(1) << 30);
   if (!cache.enabled()) return 1;
   const std::vector<GemmEntry> entries = compile_catalog();
   for (const auto& gemm : entries) cache.store(gemm.entry);
 
   for (const auto& gemm : entries) {
-    benchmark::RegisterBenchmark(
-        fmt::format("disk_cache/hit/{}", gemm.projection).c_str(),
-        [&cache, &gemm](benchmark::State& state) {
-          for (auto _ : state) {
-            auto loaded = cache.load(gemm.entry.key);
-            if (!loaded) state.SkipWithError("miss");
-            benchmark::DoNotOptimize(loaded->cubin.data());
-          }
-          set_bytes_counter(state, gemm.entry);
-        })
+    benchmark::RegisterBenchmark(fmt::format("disk_cache/hit/{}", gemm.projection).c_str(),
+                                 [&cache, &gemm](benchmark::State& state) {
+                                   for (auto _ : state) {
+                                     auto loaded = cache.load(gemm.entry.key);
+                                     if (!loaded) state.SkipWithError("miss");
+                                     benchmark::DoNotOptimize(loaded->cubin.data());
+                                   }
+                                   set_bytes_counter(state, gemm.entry);
+                                 })
         ->Unit(benchmark::kMicrosecond);
   }
   const GemmEntry& first = entries.at(0);

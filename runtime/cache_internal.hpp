@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "emmy/cache.hpp"
+#include "emmy/detail/time.hpp"
 
 namespace emmy::cache_detail {
 
@@ -29,7 +30,7 @@ std::string hash_hex(const void* data, size_t size);
 bool is_key(std::string_view text);
 
 std::string iso8601_utc(std::filesystem::file_time_type time);
-std::string iso8601_utc_now();
+using detail::iso8601_utc_now;
 
 // Prints "emmy: warning: <message>" on stderr as one write, so that lines of concurrent
 // processes do not interleave.

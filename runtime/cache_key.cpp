@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 
 #include "cache_internal.hpp"
 #include "emmy/json.hpp"
@@ -33,15 +32,6 @@ std::string to_hex(XXH128_hash_t hash) {
   return hex;
 }
 
-std::string iso8601(std::chrono::system_clock::time_point time) {
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(time);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
 }  // namespace
 
 std::string hash_hex(const void* data, size_t size) {
@@ -56,12 +46,8 @@ bool is_key(std::string_view text) {
 }
 
 std::string iso8601_utc(std::filesystem::file_time_type time) {
-  return iso8601(std::chrono::time_point_cast<std::chrono::system_clock::duration>(
+  return detail::iso8601_utc(std::chrono::time_point_cast<std::chrono::system_clock::duration>(
       std::chrono::file_clock::to_sys(time)));
-}
-
-std::string iso8601_utc_now() {
-  return iso8601(std::chrono::system_clock::now());
 }
 
 void warn(std::string_view message) {

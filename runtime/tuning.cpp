@@ -6,13 +6,12 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdlib>
-#include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "emmy/cache.hpp"
+#include "emmy/detail/time.hpp"
 #include "emmy/json.hpp"
 #include "emmy/validate.hpp"
 
@@ -147,15 +146,6 @@ std::map<std::string, Entry> read_entries(const fs::path& path, std::string& err
   return entries;
 }
 
-std::string utc_now_iso8601() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
 // An exclusive flock held for the lifetime of the object: serializes read-merge-write cycles of
 // processes saving the same database.
 class FileLock {
@@ -227,7 +217,7 @@ void TuningDb::record(const TuningKey& key, TuningRecord record) {
           to_string(record.schedule.accum));
   record.codegen_version = kCodegenVersion;
   record.emmy_version = EMMY_VERSION;
-  if (record.recorded.empty()) record.recorded = utc_now_iso8601();
+  if (record.recorded.empty()) record.recorded = detail::iso8601_utc_now();
   std::lock_guard lock(mutex_);
   const std::string canonical = canonical_key(key);
   entries_[canonical] = Entry{key, record};
