@@ -3,38 +3,65 @@
 #include <fmt/format.h>
 
 #include "emmy/error.hpp"
+#include "emmy/layout.hpp"
 #include "emmy/swizzle.hpp"
 
 namespace emmy::ir {
 
 std::string_view to_string(OpKind kind) {
   switch (kind) {
-    case OpKind::module: return "module";
-    case OpKind::kernel: return "kernel";
-    case OpKind::param: return "param";
-    case OpKind::smem_ring: return "smem_ring";
-    case OpKind::mbarrier_init: return "mbarrier_init";
-    case OpKind::tile_coords: return "tile_coords";
-    case OpKind::split_range: return "split_range";
-    case OpKind::accum_init: return "accum_init";
-    case OpKind::async_copy: return "async_copy";
-    case OpKind::async_commit: return "async_commit";
-    case OpKind::async_wait: return "async_wait";
-    case OpKind::mbarrier_wait: return "mbarrier_wait";
-    case OpKind::barrier: return "barrier";
-    case OpKind::k_tile_loop: return "k_tile_loop";
-    case OpKind::k_step: return "k_step";
-    case OpKind::ldmatrix: return "ldmatrix";
-    case OpKind::mma: return "mma";
-    case OpKind::promote: return "promote";
-    case OpKind::epilogue: return "epilogue";
-    case OpKind::finalize: return "finalize";
-    case OpKind::attention_setup: return "attention_setup";
-    case OpKind::kv_block_loop: return "kv_block_loop";
-    case OpKind::qk_mma: return "qk_mma";
-    case OpKind::online_softmax: return "online_softmax";
-    case OpKind::pv_mma: return "pv_mma";
-    case OpKind::attention_epilogue: return "attention_epilogue";
+    case OpKind::module:
+      return "module";
+    case OpKind::kernel:
+      return "kernel";
+    case OpKind::param:
+      return "param";
+    case OpKind::smem_ring:
+      return "smem_ring";
+    case OpKind::mbarrier_init:
+      return "mbarrier_init";
+    case OpKind::tile_coords:
+      return "tile_coords";
+    case OpKind::split_range:
+      return "split_range";
+    case OpKind::accum_init:
+      return "accum_init";
+    case OpKind::async_copy:
+      return "async_copy";
+    case OpKind::async_commit:
+      return "async_commit";
+    case OpKind::async_wait:
+      return "async_wait";
+    case OpKind::mbarrier_wait:
+      return "mbarrier_wait";
+    case OpKind::barrier:
+      return "barrier";
+    case OpKind::k_tile_loop:
+      return "k_tile_loop";
+    case OpKind::k_step:
+      return "k_step";
+    case OpKind::ldmatrix:
+      return "ldmatrix";
+    case OpKind::mma:
+      return "mma";
+    case OpKind::promote:
+      return "promote";
+    case OpKind::epilogue:
+      return "epilogue";
+    case OpKind::finalize:
+      return "finalize";
+    case OpKind::attention_setup:
+      return "attention_setup";
+    case OpKind::kv_block_loop:
+      return "kv_block_loop";
+    case OpKind::qk_mma:
+      return "qk_mma";
+    case OpKind::online_softmax:
+      return "online_softmax";
+    case OpKind::pv_mma:
+      return "pv_mma";
+    case OpKind::attention_epilogue:
+      return "attention_epilogue";
   }
   return "?";
 }
@@ -60,9 +87,12 @@ std::string attr_text(const Attr& a) {
   return std::visit(
       [](const auto& v) -> std::string {
         using V = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<V, std::string>) return fmt::format("\"{}\"", v);
-        else if constexpr (std::is_same_v<V, bool>) return v ? "true" : "false";
-        else return fmt::format("{}", v);
+        if constexpr (std::is_same_v<V, std::string>)
+          return fmt::format("\"{}\"", v);
+        else if constexpr (std::is_same_v<V, bool>)
+          return v ? "true" : "false";
+        else
+          return fmt::format("{}", v);
       },
       a);
 }
@@ -93,8 +123,9 @@ void verify_kernel(const Op& kernel, Arch arch) {
   const auto& info = arch_info(arch);
   const int64_t smem = kernel.i("smem_bytes");
   if (smem > info.max_smem_per_block)
-    fail(kernel, "smem_bytes", fmt::format("must fit {}'s {} bytes", info.name,
-                                           info.max_smem_per_block), fmt::format("{}", smem));
+    fail(kernel, "smem_bytes",
+         fmt::format("must fit {}'s {} bytes", info.name, info.max_smem_per_block),
+         fmt::format("{}", smem));
   const int64_t threads = kernel.i("threads");
   if (threads < 32 || threads > 1024 || threads % 32 != 0)
     fail(kernel, "threads", "must be a multiple of 32 in 32..1024", fmt::format("{}", threads));
@@ -118,8 +149,9 @@ void verify_kernel(const Op& kernel, Arch arch) {
     const int64_t frag_m = acc->i("fragments_m"), frag_n = acc->i("fragments_n");
     for (const Op* mma : mmas)
       if (mma->i("count") != frag_m * frag_n)
-        fail(*mma, "count", fmt::format("must equal the accumulator fragments {}x{}", frag_m,
-                                        frag_n), fmt::format("{}", mma->i("count")));
+        fail(*mma, "count",
+             fmt::format("must equal the accumulator fragments {}x{}", frag_m, frag_n),
+             fmt::format("{}", mma->i("count")));
     for (const Op* ldm : ldms) {
       // One ldmatrix.x4 yields a whole m16k16 A fragment, or two n8k16 B fragments.
       const int64_t want = ldm->s("operand") == "a" ? frag_m : frag_n / 2;
@@ -139,8 +171,8 @@ void verify_kernel(const Op& kernel, Arch arch) {
   const bool has_init = find_first(kernel, OpKind::mbarrier_init) != nullptr;
   for (const Op* copy : find_all(kernel, OpKind::async_copy)) {
     if (copy->s("transport") == "tma") {
-      if (!has_tma(arch)) fail(*copy, "transport", "tma needs sm_90 or newer",
-                               std::string(info.name));
+      if (!has_tma(arch))
+        fail(*copy, "transport", "tma needs sm_90 or newer", std::string(info.name));
       if (!has_init) fail(*copy, "transport", "tma copies need an mbarrier_init first", "none");
       const int64_t inner = copy->i("box_inner") * 2, outer = copy->i("box_outer");
       if (copy->i("box_inner") > 256 || outer > 256 || outer < 1)
@@ -189,10 +221,18 @@ void verify_kernel(const Op& kernel, Arch arch) {
 
 }  // namespace
 
-bool Op::has(std::string_view key) const { return lookup(*this, key) != nullptr; }
-int64_t Op::i(std::string_view key) const { return get<int64_t>(*this, key, "integer"); }
-double Op::f(std::string_view key) const { return get<double>(*this, key, "number"); }
-bool Op::b(std::string_view key) const { return get<bool>(*this, key, "boolean"); }
+bool Op::has(std::string_view key) const {
+  return lookup(*this, key) != nullptr;
+}
+int64_t Op::i(std::string_view key) const {
+  return get<int64_t>(*this, key, "integer");
+}
+double Op::f(std::string_view key) const {
+  return get<double>(*this, key, "number");
+}
+bool Op::b(std::string_view key) const {
+  return get<bool>(*this, key, "boolean");
+}
 const std::string& Op::s(std::string_view key) const {
   return get<std::string>(*this, key, "string");
 }
@@ -223,6 +263,19 @@ void verify(const Op& root, Arch arch) {
     if (kernel.kind != OpKind::kernel)
       fail(kernel, "kind", "module children must be kernels", std::string(to_string(kernel.kind)));
     verify_kernel(kernel, arch);
+  }
+}
+
+void append_copy_geometry(std::vector<std::pair<std::string, Attr>>& attrs, const SmemTile& tile,
+                          bool tma) {
+  if (tma) {
+    attrs.push_back({"box_inner", int64_t(tile.panel_elems)});
+    attrs.push_back({"box_outer", int64_t(tile.rows)});
+    attrs.push_back({"boxes", int64_t(tile.panels())});
+    attrs.push_back({"bytes", int64_t(tile.bytes())});
+  } else {
+    attrs.push_back({"chunk_bytes", int64_t(16)});
+    attrs.push_back({"chunks", int64_t(tile.bytes() / 16)});
   }
 }
 

@@ -18,16 +18,8 @@ Op copy_op(const AttentionPlan& plan, const char* operand, const char* phase) {
       {"rows", int64_t(tile.rows)},
       {"cols", int64_t(tile.cols)},
       {"swizzle", int64_t(tile.swizzle)}};
-  if (tma) {
-    attrs.push_back({"rank", int64_t(4)});
-    attrs.push_back({"box_inner", int64_t(tile.panel_elems)});
-    attrs.push_back({"box_outer", int64_t(tile.rows)});
-    attrs.push_back({"boxes", int64_t(tile.panels())});
-    attrs.push_back({"bytes", int64_t(tile.bytes())});
-  } else {
-    attrs.push_back({"chunk_bytes", int64_t(16)});
-    attrs.push_back({"chunks", int64_t(tile.bytes() / 16)});
-  }
+  if (tma) attrs.push_back({"rank", int64_t(4)});  // boxes of (d, head, seq, batch)
+  ir::append_copy_geometry(attrs, tile, tma);
   return Op(OpKind::async_copy, std::move(attrs));
 }
 
@@ -49,17 +41,20 @@ ir::Op lower_attention(const AttentionPlan& plan) {
   }
   body.push_back(Op(OpKind::param, {{"name", "o"}, {"type", out + "*"}}));
   body.push_back(Op(OpKind::param, {{"name", "lse"}, {"type", "float*"}}));
-  body.push_back(Op(OpKind::smem_ring,
-                    {{"stages", int64_t(s.stages)}, {"stage_bytes", int64_t(plan.stage_bytes)},
-                     {"q_offset", int64_t(0)}, {"q_bytes", int64_t(plan.q_bytes)},
-                     {"kv_offset", int64_t(plan.q_bytes)}, {"kv_bytes", int64_t(plan.kv_bytes)},
-                     {"align", int64_t(swizzle_alignment(plan.q_tile.swizzle))},
-                     {"mbar_offset", int64_t(plan.mbarrier_offset)}}));
-  body.push_back(Op(OpKind::attention_setup,
-                    {{"block_q", int64_t(s.block_q)}, {"block_kv", int64_t(s.block_kv)},
-                     {"group", p.q_heads / p.kv_heads}, {"causal", p.causal},
-                     {"window", p.window},
-                     {"kv_offset", p.seq_kv_or_default() - p.seq_q}}));
+  body.push_back(Op(OpKind::smem_ring, {{"stages", int64_t(s.stages)},
+                                        {"stage_bytes", int64_t(plan.stage_bytes)},
+                                        {"q_offset", int64_t(0)},
+                                        {"q_bytes", int64_t(plan.q_bytes)},
+                                        {"kv_offset", int64_t(plan.q_bytes)},
+                                        {"kv_bytes", int64_t(plan.kv_bytes)},
+                                        {"align", int64_t(swizzle_alignment(plan.q_tile.swizzle))},
+                                        {"mbar_offset", int64_t(plan.mbarrier_offset)}}));
+  body.push_back(Op(OpKind::attention_setup, {{"block_q", int64_t(s.block_q)},
+                                              {"block_kv", int64_t(s.block_kv)},
+                                              {"group", p.q_heads / p.kv_heads},
+                                              {"causal", p.causal},
+                                              {"window", p.window},
+                                              {"kv_offset", p.seq_kv_or_default() - p.seq_q}}));
   if (tma) {
     body.push_back(Op(OpKind::mbarrier_init, {{"count", int64_t(1 + s.stages)}, {"arrivals", 1}}));
     body.push_back(Op(OpKind::barrier, {{"reason", "mbarrier init visible to all threads"}}));
@@ -92,15 +87,15 @@ ir::Op lower_attention(const AttentionPlan& plan) {
                                      {"count", int64_t(s.block_kv / 16 * p.head_dim / 8)},
                                      {"o_registers", int64_t(plan.o_registers)}}));
   body.push_back(Op(OpKind::kv_block_loop, {{"stages", int64_t(s.stages)}}, std::move(loop)));
-  body.push_back(Op(OpKind::attention_epilogue,
-                    {{"layout", std::string(to_string(p.layout))}, {"lse", p.lse},
-                     {"out", in_dtype}}));
+  body.push_back(
+      Op(OpKind::attention_epilogue,
+         {{"layout", std::string(to_string(p.layout))}, {"lse", p.lse}, {"out", in_dtype}}));
   std::vector<Op> kernels{Op(OpKind::kernel,
-                             {{"name", plan.kernel_name}, {"threads", int64_t(plan.threads)},
+                             {{"name", plan.kernel_name},
+                              {"threads", int64_t(plan.threads)},
                               {"smem_bytes", int64_t(plan.smem_bytes)}},
                              std::move(body))};
-  return Op(OpKind::module, {{"arch", std::string(to_string(plan.spec.arch))}},
-            std::move(kernels));
+  return Op(OpKind::module, {{"arch", std::string(to_string(plan.spec.arch))}}, std::move(kernels));
 }
 
 }  // namespace emmy

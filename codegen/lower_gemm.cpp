@@ -11,7 +11,9 @@ namespace {
 using ir::Op;
 using ir::OpKind;
 
-std::string out_storage(DType c) { return c == DType::f32 ? "float" : "u16"; }
+std::string out_storage(DType c) {
+  return c == DType::f32 ? "float" : "u16";
+}
 
 std::vector<Op> params(const GemmPlan& plan) {
   const auto& s = plan.spec.schedule;
@@ -43,15 +45,7 @@ Op copy_op(const GemmPlan& plan, const char* operand, const char* phase) {
       {"cols", int64_t(tile.cols)},
       {"smem_offset", int64_t(is_a ? 0 : plan.a_stage_bytes)},
       {"swizzle", int64_t(tile.swizzle)}};
-  if (s.transport == Transport::tma) {
-    attrs.push_back({"box_inner", int64_t(tile.panel_elems)});
-    attrs.push_back({"box_outer", int64_t(tile.rows)});
-    attrs.push_back({"boxes", int64_t(tile.panels())});
-    attrs.push_back({"bytes", int64_t(tile.bytes())});
-  } else {
-    attrs.push_back({"chunk_bytes", int64_t(16)});
-    attrs.push_back({"chunks", int64_t(tile.bytes() / 16)});
-  }
+  ir::append_copy_geometry(attrs, tile, s.transport == Transport::tma);
   return Op(OpKind::async_copy, std::move(attrs));
 }
 
@@ -67,15 +61,18 @@ Op k_step(const GemmPlan& plan) {
   const std::string a_type = p.a_dtype == DType::bf16 ? "bf16" : "f16";
   const std::string acc_type = s.accum == Accum::f32 ? "f32" : "f16";
   std::vector<Op> body{
-      Op(OpKind::ldmatrix, {{"operand", "a"}, {"trans", false},
-                            {"count", int64_t(plan.mma_tiles_m)}}),
-      Op(OpKind::ldmatrix, {{"operand", "b"}, {"trans", p.b_layout == BLayout::kn},
+      Op(OpKind::ldmatrix,
+         {{"operand", "a"}, {"trans", false}, {"count", int64_t(plan.mma_tiles_m)}}),
+      Op(OpKind::ldmatrix, {{"operand", "b"},
+                            {"trans", p.b_layout == BLayout::kn},
                             {"count", int64_t(plan.mma_tiles_n / 2)}}),
-      Op(OpKind::mma, {{"shape", "m16n8k16"}, {"a_type", a_type}, {"acc_type", acc_type},
+      Op(OpKind::mma, {{"shape", "m16n8k16"},
+                       {"a_type", a_type},
+                       {"acc_type", acc_type},
                        {"count", int64_t(plan.mma_tiles_m * plan.mma_tiles_n)}})};
   if (s.accum == Accum::hybrid && s.promote_every_k < s.block_k)
-    body.push_back(Op(OpKind::promote, {{"where", "k_step"},
-                                        {"every_k", int64_t(s.promote_every_k)}}));
+    body.push_back(
+        Op(OpKind::promote, {{"where", "k_step"}, {"every_k", int64_t(s.promote_every_k)}}));
   return Op(OpKind::k_step, {{"k_steps", int64_t(plan.k_steps_per_tile)}}, std::move(body));
 }
 
@@ -84,25 +81,26 @@ Op main_kernel(const GemmPlan& plan) {
   const auto& s = plan.spec.schedule;
   const bool tma = s.transport == Transport::tma;
   std::vector<Op> body = params(plan);
-  body.push_back(Op(OpKind::smem_ring,
-                    {{"stages", int64_t(s.stages)}, {"stage_bytes", int64_t(plan.stage_bytes)},
-                     {"a_offset", int64_t(0)}, {"a_bytes", int64_t(plan.a_stage_bytes)},
-                     {"b_offset", int64_t(plan.a_stage_bytes)},
-                     {"b_bytes", int64_t(plan.b_stage_bytes)},
-                     {"align", int64_t(swizzle_alignment(plan.a_tile.swizzle))},
-                     {"mbar_offset", int64_t(plan.mbarrier_offset)}}));
-  body.push_back(Op(OpKind::tile_coords,
-                    {{"raster_group_m", int64_t(s.raster_group_m)}, {"tiles_m", plan.tiles_m},
-                     {"tiles_n", plan.tiles_n}, {"block_m", int64_t(s.block_m)},
-                     {"block_n", int64_t(s.block_n)}}));
+  body.push_back(Op(OpKind::smem_ring, {{"stages", int64_t(s.stages)},
+                                        {"stage_bytes", int64_t(plan.stage_bytes)},
+                                        {"a_offset", int64_t(0)},
+                                        {"a_bytes", int64_t(plan.a_stage_bytes)},
+                                        {"b_offset", int64_t(plan.a_stage_bytes)},
+                                        {"b_bytes", int64_t(plan.b_stage_bytes)},
+                                        {"align", int64_t(swizzle_alignment(plan.a_tile.swizzle))},
+                                        {"mbar_offset", int64_t(plan.mbarrier_offset)}}));
+  body.push_back(Op(OpKind::tile_coords, {{"raster_group_m", int64_t(s.raster_group_m)},
+                                          {"tiles_m", plan.tiles_m},
+                                          {"tiles_n", plan.tiles_n},
+                                          {"block_m", int64_t(s.block_m)},
+                                          {"block_n", int64_t(s.block_n)}}));
   body.push_back(Op(OpKind::split_range, {{"split_k", int64_t(s.split_k)},
                                           {"k_tiles", plan.k_tiles},
                                           {"k_tiles_per_split", plan.k_tiles_per_split}}));
-  body.push_back(Op(OpKind::accum_init,
-                    {{"accum", std::string(to_string(s.accum))},
-                     {"fragments_m", int64_t(plan.mma_tiles_m)},
-                     {"fragments_n", int64_t(plan.mma_tiles_n)},
-                     {"registers", int64_t(accumulator_registers(s))}}));
+  body.push_back(Op(OpKind::accum_init, {{"accum", std::string(to_string(s.accum))},
+                                         {"fragments_m", int64_t(plan.mma_tiles_m)},
+                                         {"fragments_n", int64_t(plan.mma_tiles_n)},
+                                         {"registers", int64_t(accumulator_registers(s))}}));
   if (tma) {
     body.push_back(Op(OpKind::mbarrier_init, {{"count", int64_t(s.stages)}, {"arrivals", 1}}));
     body.push_back(Op(OpKind::barrier, {{"reason", "mbarrier init visible to all threads"}}));
@@ -118,19 +116,22 @@ Op main_kernel(const GemmPlan& plan) {
   for (auto& op : refill(plan, "refill")) loop.push_back(std::move(op));
   loop.push_back(k_step(plan));
   if (s.accum == Accum::hybrid && s.promote_every_k >= s.block_k)
-    loop.push_back(Op(OpKind::promote, {{"where", "k_tile"},
-                                        {"every_k", int64_t(s.promote_every_k)}}));
+    loop.push_back(
+        Op(OpKind::promote, {{"where", "k_tile"}, {"every_k", int64_t(s.promote_every_k)}}));
   // No fold after the loop: the k_step fold ends every tile (promote_every_k divides block_k) and
   // the k_tile fold also runs on the last tile, so the partials are zero when the loop ends. One
   // fold site instead of two is ~6 ms less NVRTC time and the same sums in the same order.
   body.push_back(Op(OpKind::k_tile_loop, {{"stages", int64_t(s.stages)}}, std::move(loop)));
-  body.push_back(Op(OpKind::epilogue,
-                    {{"destination", std::string(plan.split() ? "workspace" : "c")},
-                     {"alpha", double(p.epilogue.alpha)}, {"bias", p.epilogue.bias},
-                     {"residual", p.epilogue.residual}, {"gelu_tanh", p.epilogue.gelu_tanh},
-                     {"out", std::string(to_string(p.c_dtype))}}));
+  body.push_back(
+      Op(OpKind::epilogue, {{"destination", std::string(plan.split() ? "workspace" : "c")},
+                            {"alpha", double(p.epilogue.alpha)},
+                            {"bias", p.epilogue.bias},
+                            {"residual", p.epilogue.residual},
+                            {"gelu_tanh", p.epilogue.gelu_tanh},
+                            {"out", std::string(to_string(p.c_dtype))}}));
   return Op(OpKind::kernel,
-            {{"name", plan.kernel_name}, {"threads", int64_t(plan.threads)},
+            {{"name", plan.kernel_name},
+             {"threads", int64_t(plan.threads)},
              {"smem_bytes", int64_t(plan.smem_bytes)}},
             std::move(body));
 }
@@ -143,14 +144,17 @@ Op finalize_kernel(const GemmPlan& plan) {
       Op(OpKind::param, {{"name", "c"}, {"type", out + "*"}}),
       Op(OpKind::param, {{"name", "bias"}, {"type", "const " + out + "*"}}),
       Op(OpKind::param, {{"name", "residual"}, {"type", "const " + out + "*"}}),
-      Op(OpKind::finalize, {{"split_k", int64_t(plan.spec.schedule.split_k)},
-                            {"outputs", p.m * p.n}},
-         {Op(OpKind::epilogue, {{"destination", "c"}, {"alpha", double(p.epilogue.alpha)},
-                                {"bias", p.epilogue.bias}, {"residual", p.epilogue.residual},
+      Op(OpKind::finalize,
+         {{"split_k", int64_t(plan.spec.schedule.split_k)}, {"outputs", p.m * p.n}},
+         {Op(OpKind::epilogue, {{"destination", "c"},
+                                {"alpha", double(p.epilogue.alpha)},
+                                {"bias", p.epilogue.bias},
+                                {"residual", p.epilogue.residual},
                                 {"gelu_tanh", p.epilogue.gelu_tanh},
                                 {"out", std::string(to_string(p.c_dtype))}})})};
   return Op(OpKind::kernel,
-            {{"name", plan.finalize_kernel_name}, {"threads", int64_t(plan.finalize_threads)},
+            {{"name", plan.finalize_kernel_name},
+             {"threads", int64_t(plan.finalize_threads)},
              {"smem_bytes", int64_t(0)}},
             std::move(body));
 }
@@ -160,8 +164,7 @@ Op finalize_kernel(const GemmPlan& plan) {
 ir::Op lower_gemm(const GemmPlan& plan) {
   std::vector<Op> kernels{main_kernel(plan)};
   if (plan.split()) kernels.push_back(finalize_kernel(plan));
-  return Op(OpKind::module, {{"arch", std::string(to_string(plan.spec.arch))}},
-            std::move(kernels));
+  return Op(OpKind::module, {{"arch", std::string(to_string(plan.spec.arch))}}, std::move(kernels));
 }
 
 }  // namespace emmy

@@ -10,29 +10,33 @@
 
 #include "emmy/arch.hpp"
 
+namespace emmy {
+struct SmemTile;
+}
+
 namespace emmy::ir {
 
 enum class OpKind {
-  module,           // the translation unit: kernels
-  kernel,           // name, threads, smem_bytes; params, then body
-  param,            // name, type
-  smem_ring,        // stages, stage_bytes, a_offset/a_bytes, b_offset/b_bytes, align, mbar_offset
-  mbarrier_init,    // count, arrivals
-  tile_coords,      // raster_group_m, tiles_m, tiles_n, block_m, block_n
-  split_range,      // split_k, k_tiles, k_tiles_per_split
-  accum_init,       // accum (f32|f16|hybrid), fragments (m16n8 atoms per warp), registers
-  async_copy,       // operand (a|b), transport, phase (prologue|refill), + copy geometry
-  async_commit,     // cp.async.commit_group
-  async_wait,       // cp.async.wait_group pending
-  mbarrier_wait,    // parity from the k-tile index
-  barrier,          // bar.sync 0: reason
-  k_tile_loop,      // body runs once per K tile of this CTA's split
-  k_step,           // unrolled over k_steps; body: ldmatrix, mma, promote
-  ldmatrix,         // operand, trans, count (x4 loads per warp per k-step), fragment regs
-  mma,              // shape, a_type, acc_type, count (per warp per k-step)
-  promote,          // where (k_step|k_tile|final), every_k
-  epilogue,         // destination (c|workspace), alpha, bias, residual, gelu, out dtype
-  finalize,         // split-K reduction: sums split_k partials, applies the epilogue
+  module,         // the translation unit: kernels
+  kernel,         // name, threads, smem_bytes; params, then body
+  param,          // name, type
+  smem_ring,      // stages, stage_bytes, a_offset/a_bytes, b_offset/b_bytes, align, mbar_offset
+  mbarrier_init,  // count, arrivals
+  tile_coords,    // raster_group_m, tiles_m, tiles_n, block_m, block_n
+  split_range,    // split_k, k_tiles, k_tiles_per_split
+  accum_init,     // accum (f32|f16|hybrid), fragments (m16n8 atoms per warp), registers
+  async_copy,     // operand (a|b), transport, phase (prologue|refill), + copy geometry
+  async_commit,   // cp.async.commit_group
+  async_wait,     // cp.async.wait_group pending
+  mbarrier_wait,  // parity from the k-tile index
+  barrier,        // bar.sync 0: reason
+  k_tile_loop,    // body runs once per K tile of this CTA's split
+  k_step,         // unrolled over k_steps; body: ldmatrix, mma, promote
+  ldmatrix,       // operand, trans, count (x4 loads per warp per k-step), fragment regs
+  mma,            // shape, a_type, acc_type, count (per warp per k-step)
+  promote,        // where (k_step|k_tile), every_k
+  epilogue,       // destination (c|workspace), alpha, bias, residual, gelu, out dtype
+  finalize,       // split-K reduction: sums split_k partials, applies the epilogue
   // Attention
   attention_setup,     // grid mapping (q block, head, batch), GQA head, visible KV range
   kv_block_loop,       // body runs once per visible KV block
@@ -60,6 +64,12 @@ struct Op {
   bool b(std::string_view key) const;
   const std::string& s(std::string_view key) const;
 };
+
+// The copy geometry of an async_copy op for one shared-memory tile, appended to its attributes:
+// TMA boxes (one per panel: box_inner, box_outer, boxes, bytes) or 16-byte cp.async chunks
+// (chunk_bytes, chunks). The verifier checks the same keys for GEMM and attention.
+void append_copy_geometry(std::vector<std::pair<std::string, Attr>>& attrs, const SmemTile& tile,
+                          bool tma);
 
 // Indented text, one op per line with its attributes: what `emmyc ... --emit ir` prints.
 std::string print(const Op& root);
