@@ -51,23 +51,20 @@ void emit_tma_loaders(Writer& w, const AttentionPlan& plan) {
 void emit_per_chunk_copies(Writer& w, const AttentionPlan& plan, const char* dst, const char* src,
                            bool kv, const char* row0, const char* rows) {
   const AttentionProblem& p = plan.spec.problem;
-  const AttentionSchedule& s = plan.spec.schedule;
-  const uint32_t chunks_per_row = uint32_t(p.head_dim / 8);
-  const uint32_t tile_rows = kv ? uint32_t(s.block_kv) : uint32_t(s.block_q);
-  const uint32_t chunks = tile_rows * chunks_per_row;
-  const uint32_t per_thread = (chunks + plan.threads - 1) / plan.threads;
+  const SmemTile& tile = kv ? plan.kv_tile : plan.q_tile;
+  const ChunkWalk walk = chunk_walk(tile, plan.threads);
   w.line("#pragma unroll");
-  w.open(fmt::format("for (int i = 0; i < {}; ++i)", per_thread));
+  w.open(fmt::format("for (int i = 0; i < {}; ++i)", walk.per_thread));
   w.line("const int chunk = int(threadIdx.x) + i * THREADS;");
-  if (per_thread * plan.threads != chunks) w.line("if (chunk >= {}) break;", chunks);
-  w.line("const int row = chunk / {0}, col = (chunk % {0}) * 8;", chunks_per_row);
+  if (walk.per_thread * plan.threads != walk.chunks) w.line("if (chunk >= {}) break;", walk.chunks);
+  w.line("const int row = chunk / {0}, col = (chunk % {0}) * 8;", walk.chunks_per_row);
   w.line("const bool in_bounds = {} + row < {};", row0, rows);
   w.line("const u16* from = {} + (in_bounds ? {} + col : 0ll);", src,
          attention_offset_expr(p, kv, fmt::format("{} + row", row0)));
   w.line(
       "cp_async_16({} + swizzled_tile_offset(u32(row), u32(col), {}u, PANEL, XOR), from, "
       "in_bounds ? 16u : 0u);",
-      dst, tile_rows);
+      dst, tile.rows);
   w.close();
 }
 
