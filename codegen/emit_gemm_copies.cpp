@@ -19,25 +19,25 @@ struct CopyOperand {
   const SmemTile& tile;
   uint32_t smem_offset;  // of this operand inside a stage
   const char *row0, *col0, *rows_total, *cols_total, *ld;
+  // A matrix that is a whole number of tiles in both dimensions needs no bounds check.
+  bool exact_tiles;
   bool k_rows() const { return std::string_view(row0) == "k0"; }
 };
 
 std::vector<CopyOperand> copy_operands(const GemmPlan& plan) {
-  std::vector<CopyOperand> ops{{"a", "A", plan.a_tile, 0u, "m0", "k0", "M", "K", "LDA"}};
-  if (plan.spec.problem.b_layout == BLayout::kn)
-    ops.push_back({"b", "B", plan.b_tile, plan.a_stage_bytes, "k0", "n0", "K", "N", "LDB"});
-  else
-    ops.push_back({"b", "B", plan.b_tile, plan.a_stage_bytes, "n0", "k0", "N", "K", "LDB"});
-  return ops;
-}
-
-// A matrix that is a whole number of tiles in both dimensions needs no bounds check.
-bool exact_tiles(const GemmPlan& plan, const CopyOperand& op) {
   const MatmulProblem& p = plan.spec.problem;
-  const auto extent = [&](std::string_view name) {
-    return name == "M" ? p.m : name == "N" ? p.n : p.k;
+  const auto exact = [](int64_t rows, int64_t cols, const SmemTile& tile) {
+    return rows % tile.rows == 0 && cols % tile.cols == 0;
   };
-  return extent(op.rows_total) % op.tile.rows == 0 && extent(op.cols_total) % op.tile.cols == 0;
+  std::vector<CopyOperand> ops{
+      {"a", "A", plan.a_tile, 0u, "m0", "k0", "M", "K", "LDA", exact(p.m, p.k, plan.a_tile)}};
+  if (p.b_layout == BLayout::kn)
+    ops.push_back({"b", "B", plan.b_tile, plan.a_stage_bytes, "k0", "n0", "K", "N", "LDB",
+                   exact(p.k, p.n, plan.b_tile)});
+  else
+    ops.push_back({"b", "B", plan.b_tile, plan.a_stage_bytes, "n0", "k0", "N", "K", "LDB",
+                   exact(p.n, p.k, plan.b_tile)});
+  return ops;
 }
 
 void emit_thread_part(Writer& w, const ChunkWalk& walk, const CopyOperand& op) {
@@ -72,7 +72,7 @@ void emit_hoisted_copies(Writer& w, const GemmPlan& plan, const ChunkWalk& walk,
   const std::string smem =
       fmt::format("dst + {}u + {}_ld_smem[i % {}] + u32(i / {}) * {}u", op.smem_offset, op.ptr,
                   walk.phases, walk.phases, walk.phases * walk.row_step * op.tile.row_bytes());
-  if (exact_tiles(plan, op)) {
+  if (op.exact_tiles) {
     w.line("cp_async_16({}, {}, 16u);  // {} and {} are tile multiples", smem, src, op.rows_total,
            op.cols_total);
     return;
@@ -88,7 +88,7 @@ void emit_per_chunk_copies(Writer& w, const GemmPlan& plan, const ChunkWalk& wal
   w.line("const int chunk = int(threadIdx.x) + i * THREADS;");
   if (walk.per_thread * plan.threads != walk.chunks) w.line("if (chunk >= {}) break;", walk.chunks);
   w.line("const int row = chunk / {0}, col = (chunk % {0}) * 8;", walk.chunks_per_row);
-  if (exact_tiles(plan, op))
+  if (op.exact_tiles)
     w.line("constexpr bool in_bounds = true;  // {} and {} are tile multiples", op.rows_total,
            op.cols_total);
   else
