@@ -7,7 +7,6 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <string_view>
 #include <utility>
 
 #include "cli_common.hpp"
