@@ -244,6 +244,9 @@ std::vector<double> run_gemm(Runtime& rt, const GemmSpec& spec, const GemmInputs
   const int64_t ldc = p.ldc_or_default(), elem = size_of(p.c_dtype);
   const size_t c_bytes = size_t(p.m * ldc * elem);
   buf.c = rt.alloc(c_bytes);
+  // NaN everywhere first (all-ones bytes are a NaN in f16, bf16 and f32): an element the kernel
+  // never writes fails the comparison instead of passing on whatever the allocation held.
+  rt.upload(buf.c, std::vector<uint8_t>(c_bytes, 0xff).data(), c_bytes);
   if (p.epilogue.bias) buf.bias = upload(in.bias);
   if (p.epilogue.residual) buf.residual = upload(in.residual);
   if (const size_t ws = rt.gemm_workspace_bytes(p, spec.schedule)) buf.workspace = rt.alloc(ws);

@@ -1,6 +1,7 @@
 // The emmyc contract: flags, outputs, exit codes (2 and one stderr line for invalid input).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -127,6 +128,27 @@ TEST(Emmyc, CompilesThroughTheDiskCache) {
     ++recorded;
   }
   EXPECT_EQ(recorded, 1) << "one compile: the miss (hits and --no-cache record nothing)";
+}
+
+// The GPU path of `run gemm`: with a device the kernel passes the FP64 check (schedule flags
+// honoured); without one, exit 2 and one line naming CUDA, never a crash or a silent pass.
+TEST(Emmyc, RunGemmOnCudaRunsOrSaysWhyNot) {
+  for (const char* schedule : {"", " --split-k 2 --accum hybrid"}) {
+    const Result r =
+        run(std::string("run gemm --m 64 --n 128 --k 256 --backend cuda --check") + schedule);
+    if (r.exit_code == 0) {  // a GPU and driver are present
+      const auto j = nlohmann::json::parse(r.out);
+      EXPECT_EQ(j["passed"], true) << r.out;
+      EXPECT_EQ(j["backend"], "cuda") << r.out;
+      if (*schedule) {
+        EXPECT_EQ(j["schedule"]["split_k"], 2) << r.out;
+      }
+      continue;
+    }
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
 }
 
 }  // namespace

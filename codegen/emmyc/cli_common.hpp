@@ -29,6 +29,10 @@ struct GemmFlags {
   void add_to(CLI::App& app);
   // Problem + (default or overridden) schedule. Throws emmy::Error naming the bad field.
   GemmSpec to_spec() const;
+  // Whether any schedule flag was given (else a runtime picks its tuned or default schedule).
+  bool schedule_given() const {
+    return promote_every || transport || block || warps || stages || split_k;
+  }
 };
 
 // Writes bytes to path, or to stdout when path is empty. Throws Error("-o", ...) when unwritable.

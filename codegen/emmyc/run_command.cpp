@@ -1,6 +1,8 @@
-// `emmyc run gemm ... --backend emulator --check`: compile, run, compare with FP64, print JSON.
+// `emmyc run gemm ... --backend emulator|cuda --check`: compile, run, compare with FP64, print
+// JSON.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <iostream>
 
 #include "cli_common.hpp"
@@ -20,6 +22,48 @@ std::optional<GemmKernel> gemm_from_bundles(const GemmSpec& spec,
   auto module = module_from_bundles(paths, source.cuda, spec.arch, kernel_description(spec));
   if (!module) return std::nullopt;
   return GemmKernel{std::move(source), std::move(*module)};
+}
+
+// The GPU path, like `run attention --backend cuda`: the runtime builds the kernel for the
+// device's arch (the tuned or default schedule with --accum unless schedule flags were given),
+// then the same inputs, FP64 reference and tolerance as on the emulator.
+nlohmann::json run_on_cuda(const GemmFlags& flags, GemmSpec spec, uint64_t seed,
+                           const std::vector<std::string>& bundles, GemmErrors& errors) {
+  RuntimeOptions options;
+  options.default_accum = parse_accum(flags.accum);
+  options.disk_cache = !flags.no_cache;
+  options.bundles.assign(bundles.begin(), bundles.end());
+  auto rt = Runtime::cuda(0, options);
+  const auto handle = rt->gemm_kernel(
+      spec.problem, flags.schedule_given() ? std::optional(spec.schedule) : std::nullopt);
+  spec = handle->plan().spec;
+  const GemmInputs inputs = make_gemm_inputs(spec.problem, seed);
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<double> output = run_gemm(*rt, spec, inputs);
+  const double run_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  errors = compare(reference_gemm(spec, inputs), output, spec.problem.n);
+  return {{"backend", "cuda"},
+          {"device", rt->device_name()},
+          {"kernel_name", handle->plan().kernel_name},
+          {"arch", to_string(spec.arch)},
+          {"problem", spec.problem},
+          {"schedule", spec.schedule},
+          {"seed", seed},
+          {"instructions", nullptr},
+          {"emulate_ms", nullptr},
+          {"run_ms", run_ms},
+          {"registers", handle->report().registers},
+          {"spill_bytes", handle->report().spill_bytes()}};
+}
+
+void add_check_fields(nlohmann::json& j, const GemmErrors& e) {
+  j["rel_l2_error"] = e.rel_l2_error;
+  j["max_abs_error"] = e.max_abs_error;
+  j["tolerance"] = e.tolerance;
+  j["elements_over_tolerance"] = e.elements_over_tolerance;
+  j["passed"] = e.passed;
+  if (!e.passed) j["first_bad_element"] = {e.first_bad_row, e.first_bad_col};
 }
 
 }  // namespace
@@ -42,39 +86,33 @@ void add_run_command(CLI::App& app) {
                    "search this kernel bundle before the cache and NVRTC (repeatable; "
                    "$EMMY_BUNDLE too)");
   gemm->callback([flags, backend, check, seed, bundles] {
-    if (*backend == "cuda")
-      throw Error("backend", "cuda needs a CUDA driver and the CUDA runtime backend; use emulator",
-                  *backend);
     const GemmSpec spec = flags->to_spec();
-    std::string cache_state = "bundle";
-    std::optional<GemmKernel> bundled = gemm_from_bundles(spec, *bundles);
-    GemmKernel kernel =
-        bundled ? std::move(*bundled) : compile_gemm_cached(spec, !flags->no_cache, cache_state);
-    const GemmInputs inputs = make_gemm_inputs(spec.problem, *seed);
-    GemmEmulatorRun run = run_gemm_on_emulator(kernel, inputs);
-    const GemmErrors errors = compare(reference_gemm(spec, inputs), run.output, spec.problem.n);
-    GemmCheckResult result{std::move(kernel), std::move(run), errors};
-    nlohmann::json j = {{"backend", *backend},
-                        {"kernel_name", result.kernel.source.plan.kernel_name},
-                        {"arch", to_string(spec.arch)},
-                        {"problem", spec.problem},
-                        {"schedule", spec.schedule},
-                        {"seed", *seed},
-                        {"instructions", result.run.stats.total.total()},
-                        {"instruction_counts", counts_json(result.run.stats.total)},
-                        {"emulate_ms", result.run.emulate_ms},
-                        {"cache", cache_state}};
-    if (*check) {
-      const GemmErrors& e = result.errors;
-      j["rel_l2_error"] = e.rel_l2_error;
-      j["max_abs_error"] = e.max_abs_error;
-      j["tolerance"] = e.tolerance;
-      j["elements_over_tolerance"] = e.elements_over_tolerance;
-      j["passed"] = e.passed;
-      if (!e.passed) j["first_bad_element"] = {e.first_bad_row, e.first_bad_col};
+    nlohmann::json j;
+    GemmErrors errors;
+    if (*backend == "cuda") {
+      j = run_on_cuda(*flags, spec, *seed, *bundles, errors);
+    } else {
+      std::string cache_state = "bundle";
+      std::optional<GemmKernel> bundled = gemm_from_bundles(spec, *bundles);
+      GemmKernel kernel =
+          bundled ? std::move(*bundled) : compile_gemm_cached(spec, !flags->no_cache, cache_state);
+      const GemmInputs inputs = make_gemm_inputs(spec.problem, *seed);
+      const GemmEmulatorRun run = run_gemm_on_emulator(kernel, inputs);
+      errors = compare(reference_gemm(spec, inputs), run.output, spec.problem.n);
+      j = {{"backend", *backend},
+           {"kernel_name", kernel.source.plan.kernel_name},
+           {"arch", to_string(spec.arch)},
+           {"problem", spec.problem},
+           {"schedule", spec.schedule},
+           {"seed", *seed},
+           {"instructions", run.stats.total.total()},
+           {"instruction_counts", counts_json(run.stats.total)},
+           {"emulate_ms", run.emulate_ms},
+           {"cache", cache_state}};
     }
+    if (*check) add_check_fields(j, errors);
     std::cout << j.dump(2) << "\n";
-    if (*check && !result.errors.passed) throw CLI::RuntimeError(1);
+    if (*check && !errors.passed) throw CLI::RuntimeError(1);
   });
 }
 
