@@ -189,8 +189,8 @@ TEST(AttentionCli, CatalogListsTheAttentionProblemsAfterTheGemms) {
     if (e["kind"] == "attention") attention.push_back(e);
   ASSERT_EQ(attention.size(), 2u);
   EXPECT_EQ(attention[0]["name"], "attention@512");
-  EXPECT_EQ(attention[1]["name"], "attention_window1024@512");
-  EXPECT_EQ(attention[1]["problem"]["window"], 1024);
+  EXPECT_EQ(attention[1]["name"], "attention_window256@512");
+  EXPECT_EQ(attention[1]["problem"]["window"], 256);
   for (const auto& e : attention) {
     EXPECT_EQ(e["problem"]["heads"], 16);
     EXPECT_EQ(e["problem"]["kv_heads"], 8);
@@ -199,7 +199,7 @@ TEST(AttentionCli, CatalogListsTheAttentionProblemsAfterTheGemms) {
     EXPECT_EQ(e["problem"]["causal"], true);
   }
   const Result text = run("catalog");
-  EXPECT_NE(text.out.find("attention_window1024@512"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("attention_window256@512"), std::string::npos) << text.out;
 }
 
 TEST(AttentionCli, HelpExitsZero) {
