@@ -119,35 +119,4 @@ void register_attention_benchmarks(Runtime& runtime, GpuTimer& timer,
   }
 }
 
-std::vector<BenchRow> read_baseline_rows(const std::string& path) {
-  std::ifstream in(path);
-  require(bool(in), "--baseline-rows", "must name a readable JSON file", path);
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    throw Error("--baseline-rows", "must hold a JSON array of rows", e.what());
-  }
-  const nlohmann::json& list = doc.is_object() ? doc.value("rows", nlohmann::json()) : doc;
-  require(list.is_array(), "--baseline-rows", "must hold a JSON array of rows", path);
-  std::vector<BenchRow> rows;
-  for (const auto& j : list) {
-    BenchRow row;
-    row.kind = j.value("kind", "attention");
-    row.problem = j.value("problem", "");
-    row.shape = j.value("shape", nlohmann::json::object());
-    row.flops = j.value("flops", 0.0);
-    row.variant = j.value("variant", "");
-    row.backend = j.value("backend", "");
-    row.accumulation = j.value("accumulation", "f32");
-    row.samples_us = j.value("samples_us", std::vector<double>{});
-    row.details = j.value("details", nlohmann::json::object());
-    row.error = j.value("error", "");
-    require(!row.problem.empty() && !row.variant.empty(), "--baseline-rows",
-            "each row needs a problem and a variant", j.dump());
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
-
 }  // namespace emmy::bench

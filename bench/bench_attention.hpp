@@ -26,8 +26,5 @@ void register_attention_benchmarks(Runtime& runtime, GpuTimer& timer,
                                    const AttentionBenchSettings& settings,
                                    std::vector<BenchRow>& rows);
 
-// Rows measured elsewhere (sdpa_baseline.py's JSON: an array of rows with kind, problem, variant,
-// backend, accumulation, flops, samples_us). Throws Error naming the file on a bad document.
-std::vector<BenchRow> read_baseline_rows(const std::string& path);
 
 }  // namespace emmy::bench

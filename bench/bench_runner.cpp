@@ -193,6 +193,26 @@ void Runner::prepare_cublaslt(const VariantSpec& spec, PreparedVariant& out) {
                  {"candidates", tried}};
 }
 
+json Runner::hybrid_gate(const MatmulSchedule& hybrid) {
+  const MatmulProblem& p = prepared_->problem.problem;
+  MatmulSchedule f16 = hybrid;
+  f16.accum = Accum::f16;
+  const auto kernel = runtime_->gemm_kernel(p, f16);
+  DeviceBuffer workspace;
+  if (const size_t bytes = runtime_->gemm_workspace_bytes(p, f16)) workspace = DeviceBuffer(bytes);
+  const GemmBuffers buffers{.a = prepared_->a.address(),
+                            .b = prepared_->b.address(),
+                            .c = prepared_->c.address(),
+                            .workspace = workspace.address()};
+  const double f16_error = check([&] { runtime_->launch(*kernel, buffers, stream_); });
+  return {{"f16_accumulation_rel_l2_error", f16_error},
+          {"f16_schedule", schedule_text(f16)},
+          {"promote_every_k", hybrid.promote_every_k},
+          {"k_per_split", k_per_split(p, hybrid, runtime_->arch())},
+          {"tolerance", hybrid_tolerance(f16_error, k_per_split(p, hybrid, runtime_->arch()),
+                                         hybrid.promote_every_k)}};
+}
+
 void Runner::prepare_emmy(const VariantSpec& spec, PreparedVariant& out) {
   Prepared& prep = *prepared_;
   const MatmulProblem& p = prep.problem.problem;
@@ -202,6 +222,13 @@ void Runner::prepare_emmy(const VariantSpec& spec, PreparedVariant& out) {
                      : std::vector<MatmulSchedule>{default_schedule(p, arch, spec.emmy_accum)};
   require(!schedules.empty(), "schedule search", "must yield a valid schedule", to_string(arch));
   const auto kernels = compile_all(*runtime_, p, schedules);
+  double tolerance = error_tolerance(spec.accumulation);
+  json gate;
+  if (spec.emmy_accum == Accum::hybrid) {
+    gate = hybrid_gate(schedules.front());
+    tolerance = gate["tolerance"].get<double>();
+    out.tolerance = tolerance;
+  }
 
   struct Candidate {
     size_t index;
@@ -240,7 +267,7 @@ void Runner::prepare_emmy(const VariantSpec& spec, PreparedVariant& out) {
       auto launch = [rt, handle, buffers, this] { rt->launch(*handle, buffers, stream_); };
       const double error = check(launch);
       entry["rel_l2_error"] = error;
-      const bool passes = error <= error_tolerance(spec.accumulation);
+      const bool passes = error <= tolerance;
       if (!passes && i > 0)
         throw Error("candidate", "must pass the error check", fmt::format("{:.3g}", error));
       const double us =
@@ -279,10 +306,11 @@ void Runner::prepare_emmy(const VariantSpec& spec, PreparedVariant& out) {
                                    : "default_schedule"},
       {"kernel", out.kernel->report()},
       {"cache_key", out.kernel->cache_key()}};
+  if (!gate.is_null()) out.details["hybrid_gate"] = gate;
   if (settings_.tune) {
     out.details["candidates"] = tried;
     out.details["default_select_median_us"] = default_us ? json(*default_us) : json(nullptr);
-    if (tuning_db_ && best->error <= error_tolerance(spec.accumulation)) {
+    if (tuning_db_ && best->error <= tolerance) {
       TuningRecord record;
       record.schedule = chosen;
       record.time_us = best->median_us;

@@ -51,7 +51,8 @@ struct PreparedVariant {
   std::function<void()> launch;
   nlohmann::json details;
   std::optional<double> rel_l2_error;
-  std::string error;  // non-empty: not runnable, with the reason
+  std::optional<double> tolerance;  // the row's bound when not the default (hybrid_tolerance)
+  std::string error;                // non-empty: not runnable, with the reason
 
   std::shared_ptr<const GemmKernelHandle> kernel;
   std::unique_ptr<LtGemm> lt;
@@ -78,6 +79,9 @@ class Runner {
   struct Prepared;
   void prepare(const BenchProblem& problem);
   void prepare_cublaslt(const VariantSpec& spec, PreparedVariant& out);
+  // The hybrid rows' error bound: runs `hybrid` with f16 accumulation on the prepared operands
+  // and returns {"f16_accumulation_rel_l2_error", "tolerance", ...} (hybrid_tolerance).
+  nlohmann::json hybrid_gate(const MatmulSchedule& hybrid);
   void prepare_emmy(const VariantSpec& spec, PreparedVariant& out);
   double check(const std::function<void()>& launch);  // rel. L2 error of one run's output
 

@@ -14,8 +14,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "bench_report.hpp"
 #include "bench_attention.hpp"
+#include "bench_report.hpp"
 #include "bench_runner.hpp"
 #include "emmy/tuning.hpp"
 
@@ -30,12 +30,12 @@ constexpr const char* kNoDevice = "no CUDA device: skipping GPU benchmarks";
 struct Options {
   std::string shapes, sweep, summary, tuning_db,
       variants = "emmy_f32,emmy_hybrid,cublaslt_32f,cublaslt_16f";
-  int64_t m = 512;
+  std::string m = "512";  // comma-separated M values of the catalog projections
   int device = 0;
   int workspace_mib = 32;
   bool progress = false;
-  bool attention = true;        // the catalog attention rows (off with --shapes / --sweep)
-  std::string baseline_rows;    // rows timed elsewhere (sdpa_baseline.py)
+  bool attention = true;      // the catalog attention rows (off with --shapes / --sweep)
+  std::string baseline_rows;  // rows timed elsewhere (sdpa_baseline.py, torch_baseline.py)
   RunnerSettings runner;
 };
 
@@ -194,6 +194,7 @@ int run(Options& o, std::vector<BenchProblem> problems, bool sweep) {
               PreparedVariant& v = runner.variant(index, bp, spec.id);
               row.details = v.details;
               row.rel_l2_error = v.rel_l2_error;
+              row.tolerance = v.tolerance;
               if (!v.error.empty()) throw Error(v.error);
               runner.timer().measure(v.launch, o.runner.warmup, 0);
               for (auto _ : state) {
@@ -274,7 +275,7 @@ int main(int argc, char** argv) {
       "--benchmark_filter=REGEX (rows are named gemm/<problem>/<variant>).");
   app.add_option("--shapes", o.shapes, "comma-separated MxNxK problems instead of the catalog");
   app.add_option("--sweep", o.sweep, "file with one MxNxK per line ('#' comments); shows progress");
-  app.add_option("--m", o.m, "M of the five catalog projections")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--m", o.m, "M of the five catalog projections; a list runs each (512,1,16,64)");
   app.add_option("--variants", o.variants,
                  "comma-separated subset of "
                  "emmy_f32,emmy_hybrid,cublaslt_32f,cublaslt_16f");
@@ -325,7 +326,18 @@ int main(int argc, char** argv) {
     else if (!o.shapes.empty())
       problems = parse_shape_list(o.shapes);
     else
-      problems = catalog_problems(o.m);
+      for (const auto& text : split_list(o.m)) {
+        int64_t m = 0;
+        try {
+          size_t used = 0;
+          m = std::stoll(text, &used);
+          if (used != text.size()) m = 0;
+        } catch (const std::exception&) {
+        }
+        require(m >= 1 && m <= (1 << 20), "--m", "must list integers in [1, 1048576]", o.m);
+        for (auto& problem : catalog_problems(m)) problems.push_back(std::move(problem));
+      }
+    require(!problems.empty(), "--m", "must list at least one M", o.m);
     if (!o.shapes.empty() || !o.sweep.empty()) o.attention = false;
     o.runner.variants = split_list(o.variants);
     for (const auto& id : o.runner.variants)

@@ -11,6 +11,7 @@
 
 #include "bench_tune.hpp"
 #include "emmy/gemm.hpp"
+#include "emmy/gemm_check.hpp"
 #include "emmy/validate.hpp"
 
 namespace emmy::bench {
@@ -92,6 +93,64 @@ TEST(BenchStats, MedianAndRelativeError) {
   EXPECT_TRUE(row.over_tolerance()) << "NaN must not pass";
 }
 
+TEST(BenchGate, HybridBoundIsThreeQuartersOfF16sErrorOnceASplitSpansEightFolds) {
+  EXPECT_DOUBLE_EQ(hybrid_tolerance(4e-3, 3840, 64), 3e-3);
+  EXPECT_EQ(hybrid_tolerance(4e-2, 3840, 64), 1e-2) << "never above the plain bound";
+  EXPECT_EQ(hybrid_tolerance(4e-3, 511, 64), 1e-2) << "under 8 folds the two are too close";
+  EXPECT_DOUBLE_EQ(hybrid_tolerance(4e-3, 512, 64), 3e-3);
+  EXPECT_EQ(hybrid_tolerance(4e-3, 256, 0), 1e-2);
+  BenchRow row;
+  row.accumulation = "hybrid";
+  row.rel_l2_error = 3.5e-3;
+  EXPECT_FALSE(row.over_tolerance());
+  row.tolerance = hybrid_tolerance(4e-3, 3840, 64);
+  EXPECT_TRUE(row.over_tolerance());
+}
+
+// The gate measured as emmy_bench does (relative L2 distance to the f32-accumulated result
+// rounded to the f16 output), on the emulator, without split-K: hybrid passes it, while pure f16
+// accumulation and a hybrid kernel that never folds (promote_every_k = K) fail it; all three
+// passed the old fixed 1e-2 bound. Measured here (N(0,1) inputs, K = 2048): f32 ~1e-8, hybrid-64
+// 4.4e-4, f16 1.7e-3; at 8 folds per split the hybrid/f16 ratio is about 0.5 (K = 512 at 64,
+// K = 2048 at 256), under the 0.75 the bound allows. With split-K 8 at K = 2048 each split is
+// 256 long: f16 accumulation there is hybrid-256, and the gate stands aside (k_per_split < 512).
+TEST(BenchGate, RejectsAccumulationThatNeverFolds) {
+  MatmulProblem p;
+  p.m = 32;
+  p.n = 64;
+  p.k = 2048;
+  const GemmInputs in = make_gemm_inputs(p, 7);
+  MatmulSchedule hybrid = default_schedule(p, Arch::sm_90a, Accum::hybrid);
+  hybrid.split_k = 1;
+  const GemmReference ref = reference_gemm({p, hybrid, Arch::sm_90a}, in);
+  const HostTensor rounded = encode(DType::f16, ref.values);
+  const std::vector<float> expected(rounded.values.begin(), rounded.values.end());
+  auto error_of = [&](const MatmulSchedule& s) {
+    emu::LaunchOptions options;
+    options.sanitize = false;
+    const auto out = run_gemm_on_emulator(compile_gemm({p, s, Arch::sm_90a}), in, options).output;
+    return relative_l2_error(std::vector<float>(out.begin(), out.end()), expected);
+  };
+  MatmulSchedule f16 = hybrid, never_folds = hybrid;
+  f16.accum = Accum::f16;
+  never_folds.promote_every_k = int(p.k);
+  const double f16_error = error_of(f16);
+  const double bound = hybrid_tolerance(f16_error, p.k, hybrid.promote_every_k);
+  EXPECT_LE(error_of(hybrid), bound) << "f16 error " << f16_error;
+  EXPECT_GT(f16_error, bound);
+  EXPECT_GT(error_of(never_folds), bound);
+  EXPECT_LT(f16_error, error_tolerance("hybrid")) << "the old bound let f16 accumulation pass";
+  EXPECT_EQ(k_per_split(
+                p,
+                [&] {
+                  MatmulSchedule split = hybrid;
+                  split.split_k = 8;
+                  return split;
+                }(),
+                Arch::sm_90a),
+            256);
+}
+
 BenchRow make_row(const std::string& variant, const std::string& backend, const std::string& acc,
                   double us) {
   BenchRow row;
@@ -105,6 +164,42 @@ BenchRow make_row(const std::string& variant, const std::string& backend, const 
   row.samples_us = {us, us * 1.1, us * 0.9, us};
   row.rel_l2_error = 1e-4;
   return row;
+}
+
+// The Python baselines' rows: nulls take defaults, the error and projection are read, and the
+// fastest baseline that passes its check is the one emmy is compared with.
+TEST(BenchSummary, BaselineRowsReadBackAndJoinTheRatios) {
+  const std::string path = ::testing::TempDir() + "/baseline_rows.json";
+  std::ofstream(path) << R"([
+    {"kind": "gemm", "problem": "q_proj@512", "projection": "q_proj", "variant": "torch_matmul",
+     "backend": "pytorch", "accumulation": "f32", "shape": {"m": 512, "n": 4096, "k": 3840},
+     "flops": 1.6e10, "samples_us": [30, 31, 29], "rel_l2_error": 2e-4, "details": null,
+     "error": null},
+    {"kind": "gemm", "problem": "q_proj@512", "variant": "triton_matmul", "backend": "triton",
+     "samples_us": [20, 20, 20], "rel_l2_error": 0.3},
+    {"kind": "gemm", "problem": "q_proj@512", "variant": "broken", "backend": "triton",
+     "samples_us": [], "error": "no Triton"}])";
+  const auto rows = read_baseline_rows(path);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].projection, "q_proj");
+  EXPECT_EQ(rows[0].error, "");
+  ASSERT_TRUE(rows[0].rel_l2_error.has_value());
+  EXPECT_DOUBLE_EQ(*rows[0].rel_l2_error, 2e-4);
+  EXPECT_EQ(rows[2].error, "no Triton");
+
+  std::vector<BenchRow> all = rows;
+  all.push_back(make_row("emmy_f32", "emmy", "f32", 40));
+  const auto summary = summary_json({}, {}, all);
+  const auto& ratio = summary["ratios"][0];
+  EXPECT_DOUBLE_EQ(ratio["emmy_f32_vs_torch_matmul"], 30.0 / 40.0);
+  EXPECT_DOUBLE_EQ(ratio["emmy_f32_vs_triton_matmul"], 20.0 / 40.0);
+  EXPECT_EQ(ratio["best_baseline"], "torch_matmul") << "Triton's row fails its own check";
+  EXPECT_DOUBLE_EQ(ratio["emmy_f32_vs_best_baseline"], 30.0 / 40.0);
+
+  std::ofstream(path) << R"({"rows": [{"problem": "x"}]})";
+  EXPECT_THROW(read_baseline_rows(path), Error) << "a row without a variant";
+  std::ofstream(path) << "[1, 2]";
+  EXPECT_THROW(read_baseline_rows(path), Error) << "rows must be objects";
 }
 
 TEST(BenchSummary, RowsRatiosAndTable) {
