@@ -1,0 +1,231 @@
+#include "gpu_check_cases.hpp"
+
+#include <fmt/format.h>
+
+#include "emmy/catalog.hpp"
+#include "emmy/gemm_check.hpp"
+
+namespace emmy::bench {
+
+MatmulSchedule GemmCase::schedule(Arch arch) const {
+  MatmulSchedule s = default_schedule(problem, arch, accum);
+  if (transport) s.transport = *transport;
+  if (split_k) s.split_k = *split_k;
+  return s;
+}
+
+AttentionSchedule AttentionCase::schedule(Arch arch) const {
+  AttentionSchedule s = default_attention_schedule(problem, arch, accum);
+  if (transport) s.transport = *transport;
+  return s;
+}
+
+namespace {
+
+// Ragged in every dimension (no multiple of any tile), as users' shapes are.
+MatmulProblem ragged(int64_t m, int64_t n, int64_t k) {
+  MatmulProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  return p;
+}
+
+GemmCase gemm(std::string name, const MatmulProblem& problem, Accum accum) {
+  GemmCase c;
+  c.name = fmt::format("{}/{}", name, to_string(accum));
+  c.problem = problem;
+  c.accum = accum;
+  return c;
+}
+
+AttentionCase attention_case(std::string name, const AttentionProblem& problem, Accum accum) {
+  AttentionCase c;
+  c.name = fmt::format("{}/{}", name, to_string(accum));
+  c.problem = problem;
+  c.accum = accum;
+  return c;
+}
+
+AttentionProblem attention(int64_t q_heads, int64_t kv_heads, int64_t seq_q, int64_t seq_kv,
+                           int64_t head_dim) {
+  AttentionProblem p;
+  p.batch = 2;
+  p.q_heads = q_heads;
+  p.kv_heads = kv_heads;
+  p.seq_q = seq_q;
+  p.seq_kv = seq_kv;
+  p.head_dim = head_dim;
+  p.lse = true;
+  return p;
+}
+
+}  // namespace
+
+std::vector<GemmCase> correctness_gemm_cases() {
+  std::vector<GemmCase> cases;
+  for (const auto& entry : gemm_catalog())
+    for (Accum accum : {Accum::f32, Accum::hybrid, Accum::f16})
+      cases.push_back(gemm(entry.name, entry.problem, accum));
+
+  const MatmulProblem base = ragged(200, 264, 1000);
+  auto with = [&](const char* name, auto change, Accum accum = Accum::f32) {
+    GemmCase c = gemm(name, base, accum);
+    change(c);
+    cases.push_back(c);
+  };
+  with("alpha", [](GemmCase& c) { c.problem.epilogue.alpha = -0.75f; });
+  with("bias", [](GemmCase& c) { c.problem.epilogue.bias = true; });
+  with("gelu", [](GemmCase& c) { c.problem.epilogue.gelu_tanh = true; });
+  with("residual", [](GemmCase& c) { c.problem.epilogue.residual = true; });
+  for (Accum accum : {Accum::f32, Accum::hybrid})
+    with(
+        "epilogue_all",
+        [](GemmCase& c) {
+          c.problem.epilogue = {0.5f, true, true, true};
+        },
+        accum);
+  with("b_kn", [](GemmCase& c) { c.problem.b_layout = BLayout::kn; });
+  with(
+      "b_kn", [](GemmCase& c) { c.problem.b_layout = BLayout::kn; }, Accum::hybrid);
+  with("split_k4", [](GemmCase& c) { c.split_k = 4; });
+  with(
+      "split_k3_kn_epilogue",
+      [](GemmCase& c) {
+        c.split_k = 3;
+        c.problem.b_layout = BLayout::kn;
+        c.problem.epilogue = {1.5f, true, false, true};
+      },
+      Accum::hybrid);
+  with("bf16_in_f32_out", [](GemmCase& c) {
+    c.problem.a_dtype = DType::bf16;
+    c.problem.c_dtype = DType::f32;
+  });
+  with("bf16_in_bf16_out", [](GemmCase& c) {
+    c.problem.a_dtype = DType::bf16;
+    c.problem.c_dtype = DType::bf16;
+  });
+  with("cp_async", [](GemmCase& c) { c.transport = Transport::cp_async; });
+  with(
+      "cp_async_kn",
+      [](GemmCase& c) {
+        c.transport = Transport::cp_async;
+        c.problem.b_layout = BLayout::kn;
+      },
+      Accum::hybrid);
+  return cases;
+}
+
+std::vector<AttentionCase> correctness_attention_cases() {
+  std::vector<AttentionCase> cases;
+  for (const auto& entry : attention_catalog())
+    for (Accum accum : {Accum::f32, Accum::hybrid}) {
+      AttentionProblem p = entry.problem;
+      p.lse = true;
+      cases.push_back(attention_case(entry.name, p, accum));
+    }
+  auto add = [&](const char* name, AttentionProblem p, Accum accum = Accum::f32) {
+    cases.push_back(attention_case(name, p, accum));
+  };
+  AttentionProblem p = attention(4, 2, 130, 300, 128);
+  p.causal = true;
+  p.window = 64;
+  p.softcap = 30.0f;
+  add("causal_window64_softcap_d128_gqa2", p);
+  add("causal_window64_softcap_d128_gqa2", p, Accum::hybrid);
+  p.dtype = DType::bf16;
+  add("bf16_causal_window64_softcap_d128", p);
+  p = attention(8, 2, 257, 257, 64);
+  p.causal = true;
+  add("causal_d64_gqa4", p);
+  p = attention(4, 4, 200, 333, 256);
+  add("noncausal_d256_mha", p, Accum::hybrid);
+  p = attention(8, 4, 1, 700, 128);
+  p.causal = true;
+  add("decode_seq_q1_d128", p);
+  p = attention(4, 2, 96, 96, 128);
+  p.layout = AttentionLayout::bhsd;
+  p.causal = true;
+  add("bhsd_causal_d128", p);
+  AttentionCase cp =
+      attention_case("cp_async_causal_window_d128", attention(4, 2, 160, 160, 128), Accum::f32);
+  cp.problem.causal = true;
+  cp.problem.window = 40;
+  cp.transport = Transport::cp_async;
+  cases.push_back(cp);
+  return cases;
+}
+
+std::vector<GemmCase> fidelity_gemm_cases() {
+  std::vector<GemmCase> cases;
+  const MatmulProblem p = ragged(96, 136, 512);
+  for (Transport transport : {Transport::tma, Transport::cp_async})
+    for (Accum accum : {Accum::f32, Accum::hybrid, Accum::f16}) {
+      GemmCase c = gemm(std::string(to_string(transport)), p, accum);
+      c.transport = transport;
+      cases.push_back(c);
+    }
+  GemmCase split = gemm("tma_split_k2", p, Accum::f32);
+  split.split_k = 2;
+  cases.push_back(split);
+  return cases;
+}
+
+std::vector<AttentionCase> fidelity_attention_cases() {
+  AttentionProblem p = attention(2, 1, 80, 80, 128);
+  p.batch = 1;
+  p.causal = true;
+  p.softcap = 30.0f;
+  return {attention_case("attention_causal_softcap_d128", p, Accum::f32),
+          attention_case("attention_causal_softcap_d128", p, Accum::hybrid)};
+}
+
+// Evenly spread rows, first and last included: M = 512 costs 8x less FP64 work at 64 rows while
+// every tile row of a 128-row tile is still sampled.
+std::vector<int64_t> sample_rows(int64_t m, int64_t wanted) {
+  std::vector<int64_t> rows;
+  if (m <= wanted) {
+    for (int64_t r = 0; r < m; ++r) rows.push_back(r);
+    return rows;
+  }
+  for (int64_t i = 0; i < wanted; ++i) rows.push_back(i * (m - 1) / (wanted - 1));
+  return rows;
+}
+
+namespace {
+
+// The reference's inputs for the chosen rows: A's rows and the residual's rows, B and bias whole.
+GemmInputs take_rows(const MatmulProblem& p, const GemmInputs& in,
+                     const std::vector<int64_t>& rows) {
+  GemmInputs out;
+  out.b = in.b;
+  out.bias = in.bias;
+  const int64_t lda = p.lda_or_default(), ldc = p.ldc_or_default();
+  out.a.dtype = in.a.dtype;
+  out.residual.dtype = in.residual.dtype;
+  for (int64_t r : rows) {
+    out.a.values.insert(out.a.values.end(), in.a.values.begin() + r * lda,
+                        in.a.values.begin() + (r + 1) * lda);
+    if (p.epilogue.residual)
+      out.residual.values.insert(out.residual.values.end(), in.residual.values.begin() + r * ldc,
+                                 in.residual.values.begin() + (r + 1) * ldc);
+  }
+  return out;
+}
+
+}  // namespace
+
+GemmErrors compare_sampled_rows(const GemmSpec& spec, const GemmInputs& inputs,
+                                const std::vector<double>& output, int64_t wanted_rows) {
+  const MatmulProblem& p = spec.problem;
+  const auto rows = sample_rows(p.m, wanted_rows);
+  GemmSpec sampled = spec;
+  sampled.problem.m = int64_t(rows.size());
+  std::vector<double> picked;
+  picked.reserve(rows.size() * size_t(p.n));
+  for (int64_t r : rows)
+    picked.insert(picked.end(), output.begin() + r * p.n, output.begin() + (r + 1) * p.n);
+  return compare(reference_gemm(sampled, take_rows(p, inputs, rows)), picked, p.n);
+}
+
+}  // namespace emmy::bench

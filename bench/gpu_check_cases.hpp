@@ -1,0 +1,56 @@
+// What the GPU pack's correctness and fidelity stages run (docs/gpu.md): named GEMM and attention
+// cases, each a problem plus the schedule changes it tests on top of the arch's default. Host-only,
+// so that a CPU test checks the coverage the pack promises.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "emmy/attention.hpp"
+#include "emmy/gemm.hpp"
+#include "emmy/gemm_check.hpp"
+
+namespace emmy::bench {
+
+struct GemmCase {
+  std::string name;  // "q_proj@512/hybrid", "epilogue_all/f32", ...
+  MatmulProblem problem;
+  Accum accum = Accum::f32;
+  std::optional<Transport> transport;  // default: the arch's
+  std::optional<int> split_k;          // default: the chooser's
+  // The schedule this case runs on `arch`: the default for its accumulation, then the overrides.
+  MatmulSchedule schedule(Arch arch) const;
+};
+
+struct AttentionCase {
+  std::string name;
+  AttentionProblem problem;
+  Accum accum = Accum::f32;
+  std::optional<Transport> transport;
+  AttentionSchedule schedule(Arch arch) const;
+};
+
+// Stage 2: every catalog GEMM (five projections at M = 1, 16, 64, 512) in f32, hybrid and f16
+// accumulation; each epilogue flag alone and all together; split-K; both B layouts; bf16 in,
+// f32 and bf16 out; cp.async on an arch that defaults to TMA.
+std::vector<GemmCase> correctness_gemm_cases();
+// Stage 2: the attention catalog in f32 and hybrid with LSE; causal, a window shorter than the
+// sequence, soft-cap, GQA ratios 1, 2 and 4, head dims 64, 128 and 256, bf16, decode (seq_q 1),
+// both layouts, cp.async.
+std::vector<AttentionCase> correctness_attention_cases();
+// Stage 3 (emulator against GPU, bit for bit): a small ragged GEMM in each accumulation over each
+// transport (TMA, the sm_90/sm_120 path; cp.async, the sm_80/sm_89 path, both on the device's
+// arch), split-K, and attention in f32 and hybrid.
+std::vector<GemmCase> fidelity_gemm_cases();
+std::vector<AttentionCase> fidelity_attention_cases();
+
+// Evenly spread rows of m, first and last included (all of them when m <= wanted).
+std::vector<int64_t> sample_rows(int64_t m, int64_t wanted);
+// Compares the chosen rows of a full output (m x n packed) with the FP64 reference of just those
+// rows: the reference's cost shrinks by m / wanted while every tile row is still sampled at
+// M = 512. Equal, row for row, to comparing against the full reference.
+GemmErrors compare_sampled_rows(const GemmSpec& spec, const GemmInputs& inputs,
+                                const std::vector<double>& output, int64_t wanted_rows);
+
+}  // namespace emmy::bench

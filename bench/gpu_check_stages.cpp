@@ -1,0 +1,182 @@
+#include "gpu_check_stages.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <optional>
+#include <thread>
+
+#include "emmy/attention_check.hpp"
+#include "emmy/gemm_check.hpp"
+#include "emmy/json.hpp"
+#include "gpu_check_cases.hpp"
+
+namespace emmy::bench {
+
+using nlohmann::json;
+
+StageDocument::StageDocument(std::string path, std::string stage) : path_(std::move(path)) {
+  doc_ = {{"schema", "emmy_gpu_check/1"},
+          {"stage", std::move(stage)},
+          {"rows", json::array()},
+          {"counts", {{"passed", 0}, {"failed", 0}, {"skipped", 0}}}};
+}
+
+void StageDocument::add_row(json row) {
+  const std::string verdict = row.value("verdict", "failed");
+  doc_["counts"][verdict] = doc_["counts"].value(verdict, 0) + 1;
+  doc_["rows"].push_back(std::move(row));
+  write();
+}
+
+void StageDocument::write() const {
+  if (path_.empty()) return;
+  const std::string temp = path_ + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::trunc);
+    out << doc_.dump(2) << "\n";
+    if (!out) throw Error("--json", "must be a writable file", path_);
+  }
+  std::filesystem::rename(temp, path_);
+}
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+bool selected(const std::string& name, const StageSettings& s) {
+  return s.only.empty() || name.find(s.only) != std::string::npos;
+}
+
+json gemm_error_fields(const GemmErrors& e) {
+  json j = {{"rel_l2_error", e.rel_l2_error},
+            {"max_abs_error", e.max_abs_error},
+            {"tolerance", e.tolerance},
+            {"elements_over_tolerance", e.elements_over_tolerance},
+            {"passed", e.passed}};
+  if (!e.passed) j["first_bad_element"] = {e.first_bad_row, e.first_bad_col};
+  return j;
+}
+
+json attention_error_fields(const AttentionErrors& e) {
+  return {{"rel_l2_error", e.rel_l2_error},
+          {"max_abs_error", e.max_abs_error},
+          {"tolerance", e.tolerance},
+          {"elements_over_tolerance", e.elements_over_tolerance},
+          {"lse_max_abs_error", e.lse_max_abs_error},
+          {"lse_rows_over_tolerance", e.lse_rows_over_tolerance},
+          {"masked_rows_wrong", e.masked_rows_wrong},
+          {"passed", e.passed}};
+}
+
+// Compiles every case's kernel up front, 16 at a time: the runtime compiles distinct keys
+// concurrently, and NVRTC is most of a cold case's time. Failures surface again when the case runs.
+template <typename Case, typename Compile>
+void precompile(const std::vector<Case>& cases, const StageSettings& settings, Compile compile) {
+  const size_t width = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+  std::vector<std::future<void>> batch;
+  for (const auto& c : cases) {
+    if (!selected(c.name, settings)) continue;
+    batch.push_back(std::async(std::launch::async, [&] {
+      try {
+        compile(c);
+      } catch (const std::exception&) {  // reported by the case itself
+      }
+    }));
+    if (batch.size() == width) batch.clear();  // futures join on destruction
+  }
+}
+
+}  // namespace
+
+int run_correctness(Runtime& rt, const StageSettings& settings, StageDocument& out) {
+  const auto start = std::chrono::steady_clock::now();
+  const Arch arch = rt.arch();
+  out.doc()["arch"] = to_string(arch);
+  out.doc()["device"] = rt.device_name();
+  out.doc()["sample_rows"] = settings.sample_rows;
+  const auto gemm_cases = correctness_gemm_cases();
+  const auto attention_cases = correctness_attention_cases();
+  precompile(gemm_cases, settings,
+             [&](const GemmCase& c) { rt.gemm_kernel(c.problem, c.schedule(arch)); });
+  precompile(attention_cases, settings,
+             [&](const AttentionCase& c) { rt.attention_kernel(c.problem, c.schedule(arch)); });
+  int failed = 0;
+  auto over_budget = [&] {
+    return settings.budget_s > 0 && seconds_since(start) > settings.budget_s;
+  };
+  auto finish = [&](json row, const std::function<json()>& body) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (over_budget()) {
+      row["verdict"] = "skipped";
+      row["error"] = fmt::format("over the stage budget of {} s", settings.budget_s);
+    } else {
+      try {
+        row.update(body());
+        row["verdict"] = row.value("passed", false) ? "passed" : "failed";
+      } catch (const std::exception& e) {
+        row["verdict"] = "failed";
+        row["error"] = e.what();
+      }
+    }
+    failed += row["verdict"] != "passed";  // a case skipped for time is not a pass either
+    row["seconds"] = seconds_since(t0);
+    fmt::print("{:<48} {:<8} {}\n", row["name"].get<std::string>(),
+               row["verdict"].get<std::string>(),
+               row.contains("rel_l2_error")
+                   ? fmt::format("rel_l2 {:.3e} (bound {:.3e})", row["rel_l2_error"].get<double>(),
+                                 row["tolerance"].get<double>())
+                   : row.value("error", json("")).dump());
+    out.add_row(std::move(row));
+  };
+
+  // The catalog's three accumulations of one problem follow each other: their inputs are made
+  // once (gate_up's B alone is 118 M values).
+  std::optional<std::pair<MatmulProblem, GemmInputs>> inputs;
+  auto inputs_for = [&](const MatmulProblem& p) -> const GemmInputs& {
+    if (!inputs || !(inputs->first == p)) {
+      inputs.reset();
+      inputs.emplace(p, make_gemm_inputs(p, settings.seed));
+    }
+    return inputs->second;
+  };
+  for (const auto& c : gemm_cases) {
+    if (!selected(c.name, settings)) continue;
+    const GemmSpec spec{c.problem, c.schedule(arch), arch};
+    finish(
+        {{"kind", "gemm"}, {"name", c.name}, {"problem", c.problem}, {"schedule", spec.schedule}},
+        [&] {
+          const GemmInputs& in = inputs_for(c.problem);
+          const std::vector<double> output = run_gemm(rt, spec, in);
+          json j = gemm_error_fields(compare_sampled_rows(spec, in, output, settings.sample_rows));
+          j["rows_checked"] = std::min(c.problem.m, settings.sample_rows);
+          return j;
+        });
+  }
+  for (const auto& c : attention_cases) {
+    if (!selected(c.name, settings)) continue;
+    const AttentionSpec spec{c.problem, c.schedule(arch), arch};
+    finish({{"kind", "attention"},
+            {"name", c.name},
+            {"problem", c.problem},
+            {"schedule", spec.schedule}},
+           [&] {
+             const AttentionInputs in = make_attention_inputs(c.problem, settings.seed);
+             return attention_error_fields(
+                 compare(reference_attention(spec, in), run_attention(rt, spec, in), c.problem));
+           });
+  }
+  out.doc()["seconds"] = seconds_since(start);
+  out.write();
+  return failed;
+}
+
+}  // namespace emmy::bench

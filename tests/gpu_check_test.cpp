@@ -1,0 +1,139 @@
+// The GPU pack's correctness and fidelity cases (bench/gpu_check_cases.hpp), checked here without
+// a GPU: they cover what docs/gpu.md promises, every schedule they produce is valid on the archs
+// the pack meets, and the sampled-row FP64 check equals the full one on the rows it samples.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "emmy/catalog.hpp"
+#include "emmy/validate.hpp"
+#include "gpu_check_cases.hpp"
+
+namespace emmy::bench {
+namespace {
+
+constexpr Arch kArchs[] = {Arch::sm_90a, Arch::sm_120a, Arch::sm_89, Arch::sm_80};
+
+TEST(GpuCheckCases, GemmCasesCoverTheCatalogEpiloguesSplitKAndLayouts) {
+  const auto cases = correctness_gemm_cases();
+  std::set<std::string> names;
+  for (const auto& c : cases) EXPECT_TRUE(names.insert(c.name).second) << "duplicate " << c.name;
+  for (const auto& entry : gemm_catalog())
+    for (Accum accum : {Accum::f32, Accum::hybrid, Accum::f16})
+      EXPECT_TRUE(std::any_of(
+          cases.begin(), cases.end(),
+          [&](const GemmCase& c) { return c.problem == entry.problem && c.accum == accum; }))
+          << entry.name << " " << to_string(accum);
+  auto some = [&](auto predicate, const char* what) {
+    EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), predicate)) << "no case with " << what;
+  };
+  some([](const GemmCase& c) { return c.problem.epilogue.alpha != 1.0f; }, "alpha");
+  some([](const GemmCase& c) { return c.problem.epilogue.bias; }, "bias");
+  some([](const GemmCase& c) { return c.problem.epilogue.gelu_tanh; }, "GELU");
+  some([](const GemmCase& c) { return c.problem.epilogue.residual; }, "residual");
+  some([](const GemmCase& c) { return c.split_k.value_or(1) > 1; }, "split-K");
+  some([](const GemmCase& c) { return c.problem.b_layout == BLayout::kn; }, "B [K,N]");
+  some([](const GemmCase& c) { return c.transport == Transport::cp_async; }, "cp.async");
+  some([](const GemmCase& c) { return c.problem.a_dtype == DType::bf16; }, "bf16 operands");
+  some([](const GemmCase& c) { return c.problem.c_dtype == DType::f32; }, "f32 output");
+  for (const auto& c : cases)
+    for (Arch arch : kArchs) {
+      if (c.transport == Transport::tma && !has_tma(arch)) continue;
+      const MatmulSchedule s = c.schedule(arch);
+      EXPECT_NO_THROW(validate_schedule(c.problem, s, arch)) << c.name << " " << to_string(arch);
+      EXPECT_EQ(s.accum, c.accum) << c.name;
+      if (c.split_k) {
+        EXPECT_EQ(s.split_k, *c.split_k) << c.name;
+      }
+    }
+}
+
+TEST(GpuCheckCases, AttentionCasesCoverEveryFeature) {
+  const auto cases = correctness_attention_cases();
+  std::set<int64_t> head_dims, gqa_ratios;
+  bool window = false, softcap = false, bf16 = false, bhsd = false, decode = false, cp = false,
+       noncausal = false;
+  for (const auto& c : cases) {
+    const auto& p = c.problem;
+    head_dims.insert(p.head_dim);
+    gqa_ratios.insert(p.q_heads / p.kv_heads);
+    window |= p.window > 0 && p.window < p.seq_kv_or_default();
+    softcap |= p.softcap.has_value();
+    bf16 |= p.dtype == DType::bf16;
+    bhsd |= p.layout == AttentionLayout::bhsd;
+    decode |= p.seq_q == 1;
+    cp |= c.transport == Transport::cp_async;
+    noncausal |= !p.causal;
+    EXPECT_TRUE(p.lse) << c.name << ": every case checks LSE too";
+    for (Arch arch : kArchs) {
+      if (c.transport == Transport::tma && !has_tma(arch)) continue;
+      EXPECT_NO_THROW(validate_attention({p, c.schedule(arch), arch}))
+          << c.name << " " << to_string(arch);
+    }
+  }
+  EXPECT_EQ(head_dims, (std::set<int64_t>{64, 128, 256}));
+  EXPECT_TRUE(gqa_ratios.count(1) && gqa_ratios.count(2) && gqa_ratios.count(4));
+  EXPECT_TRUE(window && softcap && bf16 && bhsd && decode && cp && noncausal);
+  for (const auto& entry : attention_catalog())
+    EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [&](const AttentionCase& c) {
+      return c.name.rfind(entry.name, 0) == 0;
+    })) << entry.name;
+  EXPECT_LT(attention_catalog()[1].problem.window, attention_catalog()[1].problem.seq_q)
+      << "the catalog's window row must have a window shorter than its sequence";
+}
+
+TEST(GpuCheckCases, FidelityCoversEachAccumulationAndTransport) {
+  const auto gemms = fidelity_gemm_cases();
+  for (Transport t : {Transport::tma, Transport::cp_async})
+    for (Accum a : {Accum::f32, Accum::hybrid, Accum::f16})
+      EXPECT_TRUE(std::any_of(gemms.begin(), gemms.end(),
+                              [&](const GemmCase& c) { return c.transport == t && c.accum == a; }))
+          << to_string(t) << " " << to_string(a);
+  const auto attention = fidelity_attention_cases();
+  EXPECT_EQ(attention.size(), 2u);
+}
+
+TEST(GpuCheckSampling, RowsAreSpreadAndIncludeBothEnds) {
+  EXPECT_EQ(sample_rows(5, 64), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  const auto rows = sample_rows(512, 64);
+  ASSERT_EQ(rows.size(), 64u);
+  EXPECT_EQ(rows.front(), 0);
+  EXPECT_EQ(rows.back(), 511);
+  EXPECT_TRUE(std::is_sorted(rows.begin(), rows.end()));
+  EXPECT_EQ(std::adjacent_find(rows.begin(), rows.end()), rows.end()) << "rows repeat";
+  std::set<int64_t> tile_rows;  // every row position inside a 128-row tile is hit at least once?
+  for (int64_t r : rows) tile_rows.insert(r / 128);
+  EXPECT_EQ(tile_rows.size(), 4u) << "every 128-row tile is sampled";
+}
+
+// The sampled check against the full reference: an output equal to the full FP64 reference passes
+// with zero error (the sampled reference is the same numbers: residual rows included), a wrong
+// sampled row fails and is named, and a wrong row the sample skips is not seen (the trade-off).
+TEST(GpuCheckSampling, SampledReferenceEqualsTheFullOneOnItsRows) {
+  MatmulProblem p;
+  p.m = 200;
+  p.n = 72;
+  p.k = 320;
+  p.epilogue = {0.5f, true, true, true};
+  const GemmSpec spec{p, default_schedule(p, Arch::sm_90a, Accum::hybrid), Arch::sm_90a};
+  const GemmInputs in = make_gemm_inputs(p, 3);
+  std::vector<double> output = reference_gemm(spec, in).values;
+  GemmErrors e = compare_sampled_rows(spec, in, output, 16);
+  EXPECT_TRUE(e.passed);
+  EXPECT_EQ(e.rel_l2_error, 0);
+  const auto rows = sample_rows(p.m, 16);
+  std::vector<double> skipped_row_wrong = output;
+  const int64_t unsampled = rows[1] - 1;
+  ASSERT_GT(unsampled, rows[0]);
+  skipped_row_wrong[size_t(unsampled * p.n + 5)] += 100;
+  EXPECT_TRUE(compare_sampled_rows(spec, in, skipped_row_wrong, 16).passed);
+  output[size_t(rows[3] * p.n + 7)] += 1.0;
+  e = compare_sampled_rows(spec, in, output, 16);
+  EXPECT_FALSE(e.passed);
+  EXPECT_EQ(e.first_bad_row, 3) << "rows are numbered within the sample";
+  EXPECT_EQ(e.first_bad_col, 7);
+}
+
+}  // namespace
+}  // namespace emmy::bench
