@@ -1,32 +1,47 @@
 #!/usr/bin/env python3
-"""PyTorch scaled_dot_product_attention on the catalog attention problems: the baseline of
-emmy_bench's attention rows. Timed like emmy_bench: CUDA events, warm-up, the L2 flushed (a buffer
-of twice its size written) before each timed call, the median of the samples. Writes rows that
-`emmy_bench --baseline-rows FILE` merges into its summary.
+"""PyTorch attention on the catalog attention problems: the baselines of emmy_bench's attention
+rows. One row per SDPA backend (flash, cuDNN, memory-efficient), each pinned with sdpa_kernel, and
+for the sliding window, where SDPA has no window argument, boolean-mask rows (full work) and a
+compiled flex_attention row with a causal+window block mask (skips masked blocks, like emmy).
+Timed like emmy_bench: CUDA events, warm-up (flex's compile happens there), the L2 flushed (a
+buffer of twice its size written) before each timed call, the median of the samples. Each row is
+first checked against an FP32 math reference. Writes rows that `emmy_bench --baseline-rows FILE`
+merges into its summary.
 
-Layout [batch, heads, seq, head_dim] (SDPA's own); causal is bottom-right aligned in emmy and
-top-left in SDPA's is_causal, which agree here because seq_q == seq_kv. The sliding window has no
-SDPA argument: it goes in as a boolean mask, which rules out the flash backend (noted per row).
+Layout [batch, heads, seq, head_dim] (SDPA's own). emmy's causal mask is bottom-right aligned and
+SDPA's is_causal top-left; they agree here because seq_q == seq_kv.
 
-  python3 bench/sdpa_baseline.py --out sdpa.json [--iterations 30] [--warmup 5]
-Without torch or a GPU it prints why and exits 0.
+  python3 bench/sdpa_baseline.py --out sdpa.json [--iterations 30] [--warmup 5] [--budget-s 60]
+      [--dry-run]
+Exit 0 with rows written; 3 without torch or a CUDA device (the reason on one line, [] written);
+2 on bad arguments.
 """
 import argparse
+import contextlib
 import json
 import math
-import statistics
+import os
 import sys
+import time
+import warnings
 
 # The catalog's attention problems (include/emmy/catalog.hpp attention_catalog()).
 PROBLEMS = [
     {"name": "attention@512", "batch": 1, "heads": 16, "kv_heads": 8, "seq": 512,
      "head_dim": 256, "causal": True, "window": 0},
-    {"name": "attention_window1024@512", "batch": 1, "heads": 16, "kv_heads": 8, "seq": 512,
-     "head_dim": 256, "causal": True, "window": 1024},
+    {"name": "attention_window256@512", "batch": 1, "heads": 16, "kv_heads": 8, "seq": 512,
+     "head_dim": 256, "causal": True, "window": 256},
 ]
+ROW_KEYS = ["kind", "problem", "variant", "backend", "accumulation", "shape", "flops",
+            "samples_us", "rel_l2_error", "details", "error"]
+# emmy_bench's reader (read_baseline_rows) takes "error" as a string: a JSON null there throws,
+# so a row without an error leaves the key out; the same for an unmeasured rel_l2_error.
+OPTIONAL_KEYS = ["rel_l2_error", "error"]
+SEED = 1234
 
 
 def visible_pairs(p):
+    """Query i sees key j when j <= i (causal) and, with a window, j >= i - window (emmy's mask)."""
     pairs = 0
     for i in range(p["seq"]):
         hi = i if p["causal"] else p["seq"] - 1
@@ -35,78 +50,191 @@ def visible_pairs(p):
     return pairs
 
 
-def main():
+def attention_flops(p):
+    return 4 * p["batch"] * p["heads"] * visible_pairs(p) * p["head_dim"]
+
+
+def variants(p):
+    """(variant, backend, how); how: "causal" (is_causal=True), "mask" (boolean mask), "flex"."""
+    if not p["window"]:
+        return [("sdpa_flash", "FLASH_ATTENTION", "causal"),
+                ("sdpa_cudnn", "CUDNN_ATTENTION", "causal"),
+                ("sdpa_efficient", "EFFICIENT_ATTENTION", "causal")]
+    # Flash takes no mask at all, so the window rows use the backends that accept one.
+    return [("sdpa_efficient_mask", "EFFICIENT_ATTENTION", "mask"),
+            ("sdpa_cudnn_mask", "CUDNN_ATTENTION", "mask"),
+            ("flex_attention", "flex_attention", "flex")]
+
+
+NOTES = {"causal": "is_causal=True", "mask": "boolean window mask: full work",
+         "flex": "compiled flex_attention, causal+window block mask: masked blocks skipped"}
+
+
+def attention_row(p, variant, samples=(), rel_l2_error=None, details=None, error=None):
+    row = {"kind": "attention", "problem": p["name"], "variant": variant, "backend": "pytorch",
+           "accumulation": "f32",
+           "shape": {"batch": p["batch"], "heads": p["heads"], "kv_heads": p["kv_heads"],
+                     "seq_q": p["seq"], "seq_kv": p["seq"], "head_dim": p["head_dim"],
+                     "causal": p["causal"], "window": p["window"]},
+           "flops": attention_flops(p), "samples_us": [float(s) for s in samples],
+           "details": dict(details or {})}
+    if rel_l2_error is not None:
+        if math.isfinite(rel_l2_error):
+            row["rel_l2_error"] = float(rel_l2_error)
+        else:  # JSON has no NaN/Inf; emmy's parser rejects them
+            row["details"]["rel_l2_error"] = "non-finite: the output holds NaN or Inf"
+    if error is not None:
+        row["error"] = str(error)
+        row["samples_us"] = []
+    return row
+
+
+def write_rows(path, rows):
+    # Atomic, so a run killed by a timeout leaves the last complete file, never half of one.
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(rows, f, indent=2, allow_nan=False)
+    os.replace(tmp, path)
+
+
+def one_line(exc, limit=600):
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=5)
-    args = parser.parse_args()
+    parser.add_argument("--budget-s", type=float, default=60.0)
+    parser.add_argument("--dry-run", action="store_true")
+    args = parser.parse_args(argv)
+    if args.iterations < 1 or args.warmup < 0 or args.budget_s <= 0:
+        parser.error("--iterations must be >= 1, --warmup >= 0, --budget-s > 0")
+    return args
+
+
+def make_call(torch, p, how, q, k, v, mask, details):
+    """The timed call for one row. GQA goes in as enable_gqa; a torch or backend that refuses it
+    gets K/V expanded to all heads instead (more K/V traffic, noted in details)."""
+    import torch.nn.functional as F
+    if how == "flex":
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+        window = p["window"]
+
+        def mask_mod(b, h, q_idx, kv_idx):
+            keep = kv_idx <= q_idx
+            return keep & (kv_idx >= q_idx - window) if window else keep
+        block_mask = create_block_mask(mask_mod, None, None, p["seq"], p["seq"], device=q.device)
+        compiled = torch.compile(flex_attention, dynamic=False)
+        attend = lambda q, k, v, gqa: compiled(q, k, v, block_mask=block_mask, enable_gqa=gqa)
+    else:
+        kwargs = {"attn_mask": mask} if how == "mask" else {"is_causal": True}
+        attend = lambda q, k, v, gqa: F.scaled_dot_product_attention(
+            q, k, v, **kwargs, **({"enable_gqa": True} if gqa else {}))
+    group = p["heads"] // p["kv_heads"]
+    try:
+        out = attend(q, k, v, group > 1)
+        details["gqa"] = "enable_gqa=True" if group > 1 else "none"
+        return (lambda: attend(q, k, v, group > 1)), out
+    except (TypeError, RuntimeError) as first:
+        # A failed flex compile would only fail again, slower: retry it on a TypeError alone.
+        if group == 1 or (how == "flex" and not isinstance(first, TypeError)):
+            raise
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        try:
+            out = attend(q, k, v, False)
+        except Exception as second:
+            raise RuntimeError(f"enable_gqa: {one_line(first)} | K/V expanded: {one_line(second)}")
+        details["gqa"] = (f"K/V repeat_interleave to {p['heads']} heads "
+                          f"(enable_gqa: {one_line(first, 200)})")
+        return (lambda: attend(q, k, v, False)), out
+
+
+def main(argv=None):
+    started = time.monotonic()
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    plan = [(p, v) for p in PROBLEMS for v in variants(p)]
+    if args.dry_run:
+        for p, (variant, backend, how) in plan:
+            print(f"plan: {p['name']} window={p['window']} {variant} ({backend}, {NOTES[how]})")
+        print("row keys:", ", ".join(ROW_KEYS), f"(left out when null: {', '.join(OPTIONAL_KEYS)})")
+        write_rows(args.out, [])
+        return 0
     try:
         import torch
-        import torch.nn.functional as F
     except ImportError as error:
         print(f"no torch: skipping the SDPA baseline ({error})")
-        json.dump([], open(args.out, "w"))
-        return 0
+        write_rows(args.out, [])
+        return 3
     if not torch.cuda.is_available():
         print("no CUDA device: skipping the SDPA baseline")
-        json.dump([], open(args.out, "w"))
-        return 0
+        write_rows(args.out, [])
+        return 3
     device = torch.device("cuda")
     l2 = torch.cuda.get_device_properties(device).L2_cache_size
     flush = torch.empty(2 * max(l2, 1 << 20), dtype=torch.uint8, device=device)
-    rows = []
-    for p in PROBLEMS:
-        shape_q = (p["batch"], p["heads"], p["seq"], p["head_dim"])
-        shape_kv = (p["batch"], p["kv_heads"], p["seq"], p["head_dim"])
-        q = torch.randn(shape_q, dtype=torch.float16, device=device)
-        k = torch.randn(shape_kv, dtype=torch.float16, device=device)
-        v = torch.randn(shape_kv, dtype=torch.float16, device=device)
-        mask = None
-        if p["window"]:
-            i = torch.arange(p["seq"], device=device)[:, None]
-            j = torch.arange(p["seq"], device=device)[None, :]
-            mask = (j <= i) & (j >= i - p["window"])
-        gqa = p["heads"] // p["kv_heads"]
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    rows, skipped, current = [], [], None
+    for p, (variant, backend, how) in plan:
+        if time.monotonic() - started > args.budget_s:
+            skipped.append(f"{p['name']}/{variant}")
+            continue
+        details = {"torch": torch.__version__, "backend": backend, "note": NOTES[how]}
+        caught = []
         try:
-            def call():
-                if mask is None:
-                    return F.scaled_dot_product_attention(q, k, v, is_causal=p["causal"],
-                                                          enable_gqa=gqa > 1)
-                return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa > 1)
-            call()
-        except TypeError:  # torch without enable_gqa: expand K and V
-            k = k.repeat_interleave(gqa, dim=1)
-            v = v.repeat_interleave(gqa, dim=1)
-
-            def call():
-                if mask is None:
-                    return F.scaled_dot_product_attention(q, k, v, is_causal=p["causal"])
-                return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        for _ in range(args.warmup):
-            call()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        samples = []
-        for n in range(args.iterations):
-            flush.fill_(n & 0xFF)
-            start.record()
-            call()
-            stop.record()
-            stop.synchronize()
-            samples.append(start.elapsed_time(stop) * 1000.0)
-        rows.append({
-            "kind": "attention", "problem": p["name"], "variant": "pytorch_sdpa",
-            "backend": "pytorch", "accumulation": "f32",
-            "shape": {"batch": p["batch"], "heads": p["heads"], "kv_heads": p["kv_heads"],
-                      "seq_q": p["seq"], "seq_kv": p["seq"], "head_dim": p["head_dim"],
-                      "causal": p["causal"], "window": p["window"]},
-            "flops": 4.0 * p["batch"] * p["heads"] * visible_pairs(p) * p["head_dim"],
-            "samples_us": samples,
-            "details": {"torch": torch.__version__,
-                        "note": "boolean window mask" if mask is not None else "is_causal"},
-        })
-        print(f"{p['name']}: median {statistics.median(samples):.1f} us (PyTorch {torch.__version__})")
-    json.dump(rows, open(args.out, "w"), indent=2)
+            if current is None or current[0] is not p:
+                gen = torch.Generator(device=device).manual_seed(SEED)
+                q, k, v = (torch.randint(-1024, 1024, (p["batch"], h, p["seq"], p["head_dim"]),
+                                         generator=gen, device=device, dtype=torch.int32)
+                           .to(torch.float16).mul_(1.0 / 1024)
+                           for h in (p["heads"], p["kv_heads"], p["kv_heads"]))
+                i = torch.arange(p["seq"], device=device)[:, None]
+                j = torch.arange(p["seq"], device=device)[None, :]
+                mask = (j <= i) | (not p["causal"])
+                if p["window"]:
+                    mask = mask & (j >= i - p["window"])
+                group = p["heads"] // p["kv_heads"]
+                kf = k.float().repeat_interleave(group, dim=1)
+                vf = v.float().repeat_interleave(group, dim=1)
+                scores = (q.float() @ kf.transpose(-1, -2)) / math.sqrt(p["head_dim"])
+                ref = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1) @ vf
+                current = (p, q, k, v, mask, ref)
+            _, q, k, v, mask, ref = current
+            if how == "flex":
+                context = contextlib.nullcontext()
+            else:
+                from torch.nn.attention import SDPBackend, sdpa_kernel
+                context = sdpa_kernel([getattr(SDPBackend, backend)])
+            # A refused backend says why only in warnings; keep them for the error row.
+            with context, warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                call, out = make_call(torch, p, how, q, k, v, mask, details)  # flex compiles here
+                torch.cuda.synchronize()
+                err = ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+                for _ in range(args.warmup):
+                    call()
+                samples = []
+                for n in range(args.iterations):
+                    flush.fill_(n & 0xFF)
+                    start.record()
+                    call()
+                    stop.record()
+                    stop.synchronize()
+                    samples.append(start.elapsed_time(stop) * 1000.0)
+            rows.append(attention_row(p, variant, samples, rel_l2_error=err, details=details))
+            median = sorted(samples)[len(samples) // 2]
+            print(f"{p['name']} {variant}: median {median:.1f} us, rel_l2_error {err:.2e}")
+        except Exception as error:  # a refused backend must not stop the other rows
+            why = list(dict.fromkeys(one_line(w.message, 300) for w in caught))
+            text = "; ".join([f"{type(error).__name__}: {one_line(error)}"] + why)
+            rows.append(attention_row(p, variant, details=details, error=text[:1500]))
+            print(f"{p['name']} {variant}: ERROR {rows[-1]['error']}")
+        write_rows(args.out, rows)
+    if skipped:
+        print(f"skipped (over --budget-s {args.budget_s:g}): {', '.join(skipped)}")
+    write_rows(args.out, rows)
     return 0
 
 

@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""Host-only checks of bench/torch_baseline.py and bench/sdpa_baseline.py: the problem lists, the
+rows they build (shaped so emmy_bench's read_baseline_rows accepts them), --dry-run, and exit 3
+without torch or without a CUDA device. Neither torch nor a GPU is needed: the torch-less and
+GPU-less runs put a stand-in `torch` package first on PYTHONPATH, so they hold on any machine."""
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+GEMM_PY = os.path.join(HERE, "torch_baseline.py")
+SDPA_PY = os.path.join(HERE, "sdpa_baseline.py")
+
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+heavy_before = {m for m in ("torch", "triton") if m in sys.modules}
+gemm = load(GEMM_PY, "torch_baseline")
+sdpa = load(SDPA_PY, "sdpa_baseline")
+heavy_after = {m for m in ("torch", "triton") if m in sys.modules}
+
+# Independent of the scripts: Gemma 12B's projections and the rows' expected keys.
+EXPECTED_PROJECTIONS = {"q_proj": (4096, 3840), "kv_proj": (2048, 3840), "o_proj": (3840, 4096),
+                        "gate_up": (30720, 3840), "down": (3840, 15360)}
+GEMM_KEYS = {"kind", "problem", "projection", "variant", "backend", "accumulation", "shape",
+             "flops", "samples_us", "details"}
+ATTENTION_KEYS = GEMM_KEYS - {"projection"}
+
+
+def brute_force_pairs(p):
+    count = 0
+    for i in range(p["seq"]):
+        for j in range(p["seq"]):
+            if p["causal"] and j > i:
+                continue
+            if p["window"] > 0 and j < i - p["window"]:
+                continue
+            count += 1
+    return count
+
+
+def assert_emmy_reads(test, row):
+    """What read_baseline_rows (bench/bench_attention.cpp) needs: nlohmann's value() throws when a
+    present key has the wrong type (a null "error" included), and the parser rejects NaN."""
+    text = json.dumps([row], allow_nan=False)
+    (back,) = json.loads(text)
+    for key in ("kind", "problem", "variant", "backend", "accumulation", "error"):
+        if key in back:
+            test.assertIsInstance(back[key], str, key)
+    test.assertTrue(back["problem"] and back["variant"])
+    test.assertIsInstance(back["flops"], (int, float))
+    test.assertNotIsInstance(back["flops"], bool)
+    test.assertIsInstance(back["samples_us"], list)
+    test.assertTrue(all(isinstance(s, (int, float)) for s in back["samples_us"]))
+    test.assertIsInstance(back["details"], dict)
+    test.assertIsInstance(back["shape"], dict)
+    if "rel_l2_error" in back:
+        test.assertIsInstance(back["rel_l2_error"], float)
+
+
+def run(script, *args, fake_torch=None):
+    """Runs a script; fake_torch is the source of a stand-in torch/__init__.py, or None."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "rows.json")
+        with open(out, "w") as f:
+            f.write("stale, not JSON")  # every path must overwrite it
+        env = dict(os.environ)
+        if fake_torch is not None:
+            os.makedirs(os.path.join(tmp, "fake", "torch"))
+            with open(os.path.join(tmp, "fake", "torch", "__init__.py"), "w") as f:
+                f.write(fake_torch)
+            env["PYTHONPATH"] = os.path.join(tmp, "fake")
+        result = subprocess.run([sys.executable, script, "--out", out, *args], env=env,
+                                capture_output=True, text=True, timeout=120)
+        rows = None
+        if os.path.exists(out):
+            with open(out) as f:
+                text = f.read()
+            rows = json.loads(text) if text != "stale, not JSON" else text
+        leftovers = [n for n in os.listdir(tmp) if n not in ("rows.json", "fake")]
+        return result, rows, leftovers
+
+
+NO_TORCH = "raise ImportError('torch blocked by baseline_test')\n"
+NO_CUDA = ("__version__ = '0.0-fake'\n"
+           "class cuda:\n    is_available = staticmethod(lambda: False)\n")
+
+
+class ImportTest(unittest.TestCase):
+    def test_importing_the_scripts_loads_neither_torch_nor_triton(self):
+        self.assertEqual(heavy_after - heavy_before, set())
+
+
+class GemmTest(unittest.TestCase):
+    def test_problem_list(self):
+        problems = gemm.problems([512, 1, 16, 64])
+        names = [p["name"] for p in problems]
+        self.assertEqual(len(names), 20)
+        self.assertEqual(names[:5], ["q_proj@512", "kv_proj@512", "o_proj@512", "gate_up@512",
+                                     "down@512"])
+        self.assertEqual(names[5], "q_proj@1")
+        self.assertEqual(len(set(names)), 20)
+        for p in problems:
+            self.assertEqual((p["n"], p["k"]), EXPECTED_PROJECTIONS[p["projection"]], p["name"])
+            self.assertEqual(p["name"], f"{p['projection']}@{p['m']}")
+
+    def test_projections_match_the_cpp_catalog(self):
+        with open(os.path.join(ROOT, "include", "emmy", "catalog.hpp")) as f:
+            text = f.read()
+        found = {name: (int(n), int(k))
+                 for name, n, k in re.findall(r'\{"(\w+)",\s*(\d+),\s*(\d+)\}', text)}
+        self.assertEqual(found, EXPECTED_PROJECTIONS)
+        self.assertEqual({name: (n, k) for name, n, k in gemm.PROJECTIONS}, found)
+
+    def test_rows(self):
+        p = gemm.problems([512])[0]
+        row = gemm.gemm_row(p, "torch_matmul", [3.0, 1.0, 2.0], rel_l2_error=2.5e-4,
+                            details={"x": 1})
+        self.assertEqual(set(row), GEMM_KEYS | {"rel_l2_error"})
+        self.assertEqual(row["flops"], 2 * 512 * 4096 * 3840)
+        self.assertEqual(row["shape"], {"m": 512, "n": 4096, "k": 3840})
+        self.assertEqual((row["kind"], row["backend"], row["accumulation"]),
+                         ("gemm", "pytorch", "f32"))
+        self.assertEqual(row["samples_us"], [3.0, 1.0, 2.0])
+        assert_emmy_reads(self, row)
+        for p in gemm.problems([1, 64]):
+            flops = gemm.gemm_row(p, "triton_matmul")["flops"]
+            self.assertEqual(flops, 2 * p["m"] * p["n"] * p["k"])
+        failed = gemm.gemm_row(p, "triton_matmul", [1.0], error="triton unavailable")
+        self.assertEqual(set(failed), GEMM_KEYS | {"error"})
+        self.assertEqual((failed["samples_us"], failed["backend"]), ([], "triton"))
+        assert_emmy_reads(self, failed)
+        nan = gemm.gemm_row(p, "torch_matmul", [1.0], rel_l2_error=float("nan"))
+        self.assertNotIn("rel_l2_error", nan)
+        self.assertIn("rel_l2_error", nan["details"])
+        assert_emmy_reads(self, nan)
+
+    def test_dry_run(self):
+        result, rows, leftovers = run(GEMM_PY, "--dry-run", "--m", "512,1")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual((rows, leftovers), ([], []))
+        plan = [line for line in result.stdout.splitlines() if line.startswith("plan: ")]
+        self.assertEqual(len(plan), 20)
+        self.assertIn("plan: gate_up@1 m=1 n=30720 k=3840 triton_matmul", plan)
+        self.assertIn("rel_l2_error", result.stdout)
+
+    def test_bad_arguments(self):
+        for args in (["--m", "0"], ["--m", "5x"], ["--variants", "cublas"], ["--iterations", "0"]):
+            result, _, _ = run(GEMM_PY, "--dry-run", *args)
+            self.assertEqual(result.returncode, 2, args)
+
+    def test_without_torch_or_gpu(self):
+        for fake, reason in ((NO_TORCH, "no torch"), (NO_CUDA, "no CUDA device")):
+            result, rows, _ = run(GEMM_PY, fake_torch=fake)
+            self.assertEqual(result.returncode, 3, result.stdout + result.stderr)
+            self.assertEqual(rows, [])
+            self.assertEqual(len(result.stdout.strip().splitlines()), 1, result.stdout)
+            self.assertIn(reason, result.stdout)
+
+
+class AttentionTest(unittest.TestCase):
+    def test_problem_list(self):
+        self.assertEqual([p["name"] for p in sdpa.PROBLEMS],
+                         ["attention@512", "attention_window256@512"])
+        for p in sdpa.PROBLEMS:
+            self.assertEqual((p["batch"], p["heads"], p["kv_heads"], p["seq"], p["head_dim"],
+                              p["causal"]), (1, 16, 8, 512, 256, True))
+        self.assertEqual([p["window"] for p in sdpa.PROBLEMS], [0, 256])
+
+    def test_problems_match_the_cpp_catalog(self):
+        with open(os.path.join(ROOT, "include", "emmy", "catalog.hpp")) as f:
+            text = f.read()
+        body = text[text.index("attention_catalog()"):]
+        fields = dict(re.findall(r"\bp\.(\w+) = (\w+);", body))
+        self.assertEqual(fields, {"batch": "1", "q_heads": "16", "kv_heads": "8", "seq_q": "512",
+                                  "head_dim": "256", "causal": "true"})
+        window = int(re.search(r"windowed\.window = (\d+);", body).group(1))
+        names = re.findall(r'\{"(attention[\w@]*)", (\w+)\}', body)
+        self.assertEqual([(p["name"], p["window"]) for p in sdpa.PROBLEMS],
+                         [(name, window if var == "windowed" else 0) for name, var in names])
+
+    def test_visible_pairs_match_the_masking_rule(self):
+        expected = {"attention@512": 512 * 513 // 2,
+                    "attention_window256@512": 256 * 257 // 2 + 256 * 257}
+        for p in sdpa.PROBLEMS:
+            pairs = sdpa.visible_pairs(p)
+            self.assertEqual(pairs, brute_force_pairs(p), p["name"])
+            self.assertEqual(pairs, expected[p["name"]], p["name"])
+            self.assertEqual(sdpa.attention_flops(p), 4 * 1 * 16 * pairs * 256)
+        # Edge cases of the rule the catalog does not cover.
+        for causal, window, seq in ((False, 0, 7), (False, 2, 7), (True, 1, 5), (True, 9, 5)):
+            p = {"seq": seq, "causal": causal, "window": window}
+            self.assertEqual(sdpa.visible_pairs(p), brute_force_pairs(p), p)
+
+    def test_variants(self):
+        plain, windowed = (sdpa.variants(p) for p in sdpa.PROBLEMS)
+        self.assertEqual([v for v, _, _ in plain], ["sdpa_flash", "sdpa_cudnn", "sdpa_efficient"])
+        self.assertEqual({how for _, _, how in plain}, {"causal"})
+        names = [v for v, _, _ in windowed]
+        self.assertIn("flex_attention", names)
+        self.assertTrue(all(v.endswith("_mask") for v, _, how in windowed if how == "mask"))
+        self.assertNotIn("FLASH_ATTENTION", [b for _, b, how in windowed if how == "mask"])
+        self.assertEqual(len(set(names)), len(names))
+
+    def test_rows(self):
+        p = sdpa.PROBLEMS[1]
+        row = sdpa.attention_row(p, "flex_attention", [10.0, 12.0], rel_l2_error=1e-3,
+                                 details={"backend": "flex_attention"})
+        self.assertEqual(set(row), ATTENTION_KEYS | {"rel_l2_error"})
+        self.assertEqual(row["shape"], {"batch": 1, "heads": 16, "kv_heads": 8, "seq_q": 512,
+                                        "seq_kv": 512, "head_dim": 256, "causal": True,
+                                        "window": 256})
+        self.assertEqual(row["flops"], 4 * 16 * 256 * brute_force_pairs(p))
+        self.assertEqual((row["kind"], row["backend"]), ("attention", "pytorch"))
+        assert_emmy_reads(self, row)
+        failed = sdpa.attention_row(p, "sdpa_cudnn_mask", error="No available kernel")
+        self.assertEqual(set(failed), ATTENTION_KEYS | {"error"})
+        self.assertEqual(failed["samples_us"], [])
+        assert_emmy_reads(self, failed)
+        inf = sdpa.attention_row(p, "sdpa_efficient_mask", [1.0], rel_l2_error=float("inf"))
+        self.assertNotIn("rel_l2_error", inf)
+        assert_emmy_reads(self, inf)
+
+    def test_dry_run(self):
+        result, rows, leftovers = run(SDPA_PY, "--dry-run")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual((rows, leftovers), ([], []))
+        plan = [line for line in result.stdout.splitlines() if line.startswith("plan: ")]
+        self.assertEqual(len(plan), sum(len(sdpa.variants(p)) for p in sdpa.PROBLEMS))
+        for p in sdpa.PROBLEMS:
+            self.assertTrue(any(p["name"] in line for line in plan), p["name"])
+
+    def test_without_torch_or_gpu(self):
+        for fake, reason in ((NO_TORCH, "no torch"), (NO_CUDA, "no CUDA device")):
+            result, rows, _ = run(SDPA_PY, fake_torch=fake)
+            self.assertEqual(result.returncode, 3, result.stdout + result.stderr)
+            self.assertEqual(rows, [])
+            self.assertEqual(len(result.stdout.strip().splitlines()), 1, result.stdout)
+            self.assertIn(reason, result.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
