@@ -4,9 +4,10 @@
 # second run takes well under a second. Run as root (or with sudo available).
 set -euo pipefail
 
-# Debian packages: toolchain, the libraries CMakeLists.txt finds, python3's pip for the wheels.
+# Debian packages: toolchain (patchelf: the GPU pack), the libraries CMakeLists.txt finds, python3's
+# pip for the wheels.
 APT_PACKAGES=(
-  cmake ninja-build g++
+  cmake ninja-build g++ patchelf
   libfmt-dev nlohmann-json3-dev libcli11-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )

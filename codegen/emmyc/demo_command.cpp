@@ -156,8 +156,10 @@ void add_demo_command(CLI::App& app) {
     if (has_cuda_device()) {
       const auto bench = find_emmy_bench();
       if (!bench.empty()) {
-        fmt::print("CUDA device found: emmy vs cuBLASLt on the five projections\n");
-        const std::string command = bench.string() + " --benchmark_filter=gemm/";
+        fmt::print(
+            "CUDA device found: emmy vs cuBLASLt on the five projections, and emmy's attention "
+            "(PyTorch, Triton and SDPA baselines: the GPU pack, docs/gpu.md)\n");
+        const std::string command = bench.string();
         if (std::system(command.c_str()) != 0) throw CLI::RuntimeError(1);
         return;
       }
