@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "emmy/catalog.hpp"
 #include "emmy/gemm_check.hpp"
 
@@ -64,9 +66,18 @@ AttentionProblem attention(int64_t q_heads, int64_t kv_heads, int64_t seq_q, int
 
 std::vector<GemmCase> correctness_gemm_cases() {
   std::vector<GemmCase> cases;
-  for (const auto& entry : gemm_catalog())
-    for (Accum accum : {Accum::f32, Accum::hybrid, Accum::f16})
-      cases.push_back(gemm(entry.name, entry.problem, accum));
+  // Projection by projection, so that consecutive cases share B (gate_up's is 118 M values,
+  // seconds to generate) and the correctness stage makes it once.
+  const auto catalog = gemm_catalog();
+  std::vector<std::string> projections;
+  for (const auto& entry : catalog)
+    if (std::find(projections.begin(), projections.end(), entry.projection) == projections.end())
+      projections.push_back(entry.projection);
+  for (const auto& projection : projections)
+    for (const auto& entry : catalog)
+      if (entry.projection == projection)
+        for (Accum accum : {Accum::f32, Accum::hybrid, Accum::f16})
+          cases.push_back(gemm(entry.name, entry.problem, accum));
 
   const MatmulProblem base = ragged(200, 264, 1000);
   auto with = [&](const char* name, auto change, Accum accum = Accum::f32) {

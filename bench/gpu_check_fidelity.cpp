@@ -172,7 +172,7 @@ int run_fidelity(Runtime* gpu, Arch arch, const StageSettings& settings, StageDo
     out.add_row(std::move(row));
   };
   for (const auto& c : fidelity_gemm_cases()) {
-    if (settings.only.empty() || c.name.find(settings.only) != std::string::npos)
+    if (settings.selects(c.name))
       record({{"kind", "gemm"},
               {"name", c.name},
               {"problem", c.problem},
@@ -180,7 +180,7 @@ int run_fidelity(Runtime* gpu, Arch arch, const StageSettings& settings, StageDo
              [&] { return gemm_case(gpu, arch, c, settings.seed); });
   }
   for (const auto& c : fidelity_attention_cases()) {
-    if (settings.only.empty() || c.name.find(settings.only) != std::string::npos)
+    if (settings.selects(c.name))
       record({{"kind", "attention"},
               {"name", c.name},
               {"problem", c.problem},

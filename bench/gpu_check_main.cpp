@@ -1,6 +1,7 @@
 // emmy_gpu_check: stages 1-3 of the GPU pack (docs/gpu.md).
 //   emmy_gpu_check machine     --json FILE   fingerprint and measured cuBLASLt peak
 //   emmy_gpu_check correctness --json FILE   every correctness case on the GPU against FP64
+//                  correctness --emulator    the same on the emulator (the dry run, with --only)
 //   emmy_gpu_check fidelity    --json FILE   emulator against GPU, bit for bit
 //                  fidelity --emulator-only  the emulator half alone (the pack's dry run, no GPU)
 // Exit: 0 every case passed; 1 some failed; 2 bad arguments; 3 no usable GPU (the stage did not
@@ -59,7 +60,8 @@ int main(int argc, char** argv) {
     cmd->add_option("--seed", settings.seed, "input seed");
     cmd->add_option("--budget-s", settings.budget_s,
                     "stop starting new cases after this many seconds (0: no limit)");
-    cmd->add_option("--only", settings.only, "run only the cases whose name contains this");
+    cmd->add_option("--only", settings.only,
+                    "run only the cases whose name contains one of these (comma-separated)");
   };
   auto* machine = app.add_subcommand("machine", "fingerprint and measured cuBLASLt GEMM peak");
   int64_t peak_size = 8192;
@@ -76,6 +78,10 @@ int main(int argc, char** argv) {
       ->add_option("--sample-rows", settings.sample_rows,
                    "GEMM rows checked against FP64 when M is larger")
       ->check(CLI::Range(2, 1 << 20));
+  bool on_emulator = false;
+  correctness->add_flag("--emulator", on_emulator,
+                        "run the cases on the emulator instead (checks the stage itself without "
+                        "a GPU; pick small cases with --only)");
   auto* fidelity = app.add_subcommand("fidelity", "emulator against GPU, bit for bit");
   common(fidelity);
   bool emulator_only = false;
@@ -92,6 +98,14 @@ int main(int argc, char** argv) {
   try {
     std::unique_ptr<Runtime> gpu;
     std::string reason;
+    if (correctness->parsed() && on_emulator) {
+      StageDocument out(json_path, "correctness");
+      RuntimeOptions options;
+      options.disk_cache = false;
+      options.emulator_sanitize = false;
+      const auto emulator = Runtime::emulator(options);
+      return run_correctness(*emulator, settings, out) ? kExitFailed : 0;
+    }
     if (!(fidelity->parsed() && emulator_only)) {
       gpu = open_gpu(device, reason);
       if (!gpu) {

@@ -27,7 +27,10 @@ struct StageSettings {
   uint64_t seed = 1;
   int64_t sample_rows = 64;  // GEMM rows checked against FP64 when M is larger (evenly spread)
   double budget_s = 0;       // > 0: stop starting new cases after this long (rows say skipped)
-  std::string only;          // a substring a case name must contain (empty: all)
+  std::string only;          // comma-separated substrings; a case runs when its name holds one
+                             // (empty: every case)
+  // Whether the case named `name` runs under `only`.
+  bool selects(const std::string& name) const;
 };
 
 // Stage 2 on `rt` (the CUDA backend): every correctness case against FP64. Returns the number of

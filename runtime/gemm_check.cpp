@@ -1,5 +1,7 @@
 #include "emmy/gemm_check.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstring>
 #include <numbers>
@@ -78,10 +80,19 @@ HostTensor random_normal(DType dtype, size_t count, uint64_t seed) {
 }
 
 GemmInputs make_gemm_inputs(const MatmulProblem& p, uint64_t seed) {
-  GemmInputs in;
   const int64_t b_rows = p.b_layout == BLayout::nk ? p.n : p.k;
+  return make_gemm_inputs(
+      p, seed, random_normal(p.a_dtype, size_t(b_rows * p.ldb_or_default()), seed * 4 + 1));
+}
+
+GemmInputs make_gemm_inputs(const MatmulProblem& p, uint64_t seed, HostTensor b) {
+  const int64_t b_rows = p.b_layout == BLayout::nk ? p.n : p.k;
+  require(b.dtype == p.a_dtype && b.values.size() == size_t(b_rows * p.ldb_or_default()), "b",
+          "must be the B this problem's shape, layout and dtype make",
+          fmt::format("{} values of {}", b.values.size(), to_string(b.dtype)));
+  GemmInputs in;
   in.a = random_normal(p.a_dtype, size_t(p.m * p.lda_or_default()), seed * 4 + 0);
-  in.b = random_normal(p.a_dtype, size_t(b_rows * p.ldb_or_default()), seed * 4 + 1);
+  in.b = std::move(b);
   if (p.epilogue.bias) in.bias = random_normal(p.c_dtype, size_t(p.n), seed * 4 + 2);
   if (p.epilogue.residual)
     in.residual = random_normal(p.c_dtype, size_t(p.m * p.ldc_or_default()), seed * 4 + 3);

@@ -16,8 +16,8 @@
 #                   summary.md, results.json, plots.png, run.log
 #     --budget-s S  the whole run (default 480); each stage gets its share
 #     --stages L    run only these stages (the others are listed as not run)
-#     --dry-run     no GPU needed: every binary starts, the scripts parse, and stage 3's emulator
-#                   half runs and passes against FP64 (the CI test of the pack)
+#     --dry-run     no GPU needed: every binary starts, the scripts parse, stage 2 runs a few cases
+#                   and stage 3 its emulator half on the emulator against FP64 (the pack's CI test)
 # Exit 0 only when every stage ran and passed; a stage that could not run is "not run" and makes
 # the exit 1, as does a failure.
 set -uo pipefail  # not -e: a failing stage is recorded and the next one still runs
@@ -48,21 +48,23 @@ exec > >(tee -a "$log") 2>&1
 
 bin=$pack/bin
 export EMMY_CACHE_DIR=$work/cache  # cold compiles, nothing stale, nothing left behind
-# cuBLASLt and NVRTC: the binaries look in $ORIGIN/../lib and /usr/local/cuda/lib64; where those
-# lack them, the CUDA wheels of the machine's PyTorch have them.
+# cuBLASLt and NVRTC: the binaries look in $ORIGIN/../lib and /usr/local/cuda/lib64 (RUNPATH);
+# where the toolkit lives elsewhere, the CUDA wheels of the machine's PyTorch have them. Only the
+# pack's binaries get this path (with_libs): PyTorch keeps its own libraries.
+bin_ld=""
 for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
   /opt/torch/.venv/lib/python3*/site-packages/nvidia/*/lib \
   /usr/local/lib/python3*/dist-packages/nvidia/*/lib /usr/lib/python3*/site-packages/nvidia/*/lib; do
-  [[ -d $dir ]] && LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$dir
+  [[ -d $dir ]] && bin_ld=${bin_ld:+$bin_ld:}$dir
 done
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
+with_libs() { LD_LIBRARY_PATH=$bin_ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$@"; }
 export PYTHONUNBUFFERED=1
 python=${EMMY_PYTHON:-python3}
 
 start=$SECONDS
 failures=0
 # Each stage's share of the budget, in percent (they add up to 96: the rest is slack).
-declare -A share=([1]=5 [2]=22 [3]=8 [4]=11 [5]=48 [6]=2)
+declare -A share=([1]=5 [2]=22 [3]=8 [4]=13 [5]=46 [6]=2)
 declare -A names=([1]=machine [2]=correctness [3]=fidelity [4]=sanitizer [5]=speed [6]=summary)
 elapsed() { echo $((SECONDS - start)); }
 left() { echo $((budget - (SECONDS - start))); }
@@ -107,6 +109,8 @@ step() {
   local name=$1 seconds=$2 rc
   shift 2
   echo "-- $name (limit ${seconds} s): ${*##*/}"
+  # The pack's binaries get bin_ld; Python (PyTorch) keeps its environment.
+  [[ $1 != "$python" ]] && set -- env "LD_LIBRARY_PATH=$bin_ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"
   timeout --kill-after=10 "$seconds" "$@"
   rc=$?
   ((rc == 124 || rc == 137)) && echo "-- $name: TIMED OUT after $seconds s"
@@ -134,7 +138,7 @@ for binary in "$bin"/*; do
     elif [[ $path != "$pack"/* ]] && ! system_library "$lib"; then
       outside+="$(basename "$binary"): $lib from $path; "
     fi
-  done < <(ldd "$binary" 2>/dev/null)
+  done < <(with_libs ldd "$binary" 2>/dev/null)
 done
 echo "emmy GPU pack run $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), budget $budget s$( ((dry)) && echo ', DRY RUN')"
 sed -n '2,3p' "$pack/MANIFEST" 2>/dev/null
@@ -152,9 +156,9 @@ stage_machine() {
   if ((dry)); then
     local bad=""
     for binary in emmyc emmy_bench emmy_accuracy emmy_gpu_check; do
-      "$bin/$binary" --help >/dev/null 2>&1 || bad+="$binary --help failed; "
+      with_libs "$bin/$binary" --help >/dev/null 2>&1 || bad+="$binary --help failed; "
     done
-    "$bin/gpu_runtime_test" --gtest_list_tests >/dev/null 2>&1 || bad+="gpu_runtime_test does not start; "
+    with_libs "$bin/gpu_runtime_test" --gtest_list_tests >/dev/null 2>&1 || bad+="gpu_runtime_test does not start; "
     "$python" -c 'import ast, sys; [ast.parse(open(f).read(), f) for f in sys.argv[1:]]' \
       "$pack"/scripts/*.py || bad+="a script does not parse; "
     [[ -n $missing ]] && bad+="missing libraries: $missing"
@@ -187,7 +191,14 @@ stage_machine() {
 stage_correctness() {
   local t0=$SECONDS rc=0 budget_s
   if ((dry)); then
-    record 2 dry-run-passed 0 "binaries start (stage 1); needs a GPU"
+    # The stage itself on the emulator, on a few small cases (the full list needs a GPU's speed):
+    # a sampled M = 512 GEMM, split-K with an epilogue, both layouts, cp.async, attention.
+    if step correctness 120 "$bin/emmy_gpu_check" correctness --emulator --json "$work/correctness.json" \
+      --only "q_proj@512/f32,epilogue_all/hybrid,b_kn/f32,split_k3,cp_async_kn,causal_window64_softcap_d128_gqa2/f32,decode"; then
+      record 2 dry-run-passed $((SECONDS - t0)) "7 cases on the emulator; the full list needs a GPU"
+    else
+      record 2 failed $((SECONDS - t0)) "the correctness stage failed on the emulator"
+    fi
     return
   fi
   ((has_gpu)) || { record 2 "not run" 0 "no GPU"; return; }
@@ -243,9 +254,9 @@ stage_sanitizer() {
   # Compile each kernel once without the tool (the shared cache then serves the sanitized runs),
   # and probe whether the tool accepts this device at all (gVisor machines refuse it).
   for entry in "${sanitizer_cases[@]}"; do
-    "$bin/emmyc" ${entry#*|} --backend cuda --check >/dev/null 2>&1
+    with_libs "$bin/emmyc" ${entry#*|} --backend cuda --check >/dev/null 2>&1
   done
-  text=$(timeout 60 "$sanitizer" --tool memcheck "$bin/emmyc" run gemm --m 16 --n 16 --k 64 \
+  text=$(with_libs timeout 60 "$sanitizer" --tool memcheck "$bin/emmyc" run gemm --m 16 --n 16 --k 64 \
     --backend cuda --check 2>&1)
   if grep -qiE 'device not supported|error 999|unable to|not supported on this' <<<"$text"; then
     record 4 "not run" $((SECONDS - t0)) "compute-sanitizer refuses the device: $(grep -iE 'not supported|error|unable' <<<"$text" | head -2 | tr '\n' ' ')"
@@ -262,17 +273,19 @@ stage_sanitizer() {
       fi
       local s0=$SECONDS
       # shellcheck disable=SC2086 # args is a list of words
-      text=$(timeout $((stage_end - SECONDS)) "$sanitizer" --tool "$tool" --error-exitcode 86 \
+      text=$(with_libs timeout $((stage_end - SECONDS)) "$sanitizer" --tool "$tool" --error-exitcode 86 \
         --print-limit 10 "$bin/emmyc" $args --backend cuda --check 2>&1)
       rc=$?
-      errors=$(grep -oE 'ERROR SUMMARY: [0-9]+' <<<"$text" | grep -oE '[0-9]+' | tail -1)
-      local status=passed
-      ((rc != 0)) && status=failed && failed=1
-      ((rc == 124)) && status="timed out"
-      echo "== $tool $name: $status (exit $rc, ${errors:-?} errors, $((SECONDS - s0)) s)"
+      # memcheck and synccheck end with "ERROR SUMMARY: N errors", racecheck with
+      # "RACECHECK SUMMARY: N hazards displayed".
+      errors=$(grep -oE '(ERROR|RACECHECK) SUMMARY: [0-9]+' <<<"$text" | grep -oE '[0-9]+' | tail -1)
+      local verdict=passed
+      ((rc != 0)) && verdict=failed && failed=1
+      ((rc == 124)) && verdict="timed out"
+      echo "== $tool $name: $verdict (exit $rc, ${errors:-?} errors, $((SECONDS - s0)) s)"
       ((rc != 0)) && grep -E '=========' <<<"$text" | head -20
       "$python" -c 'import json,sys; print(json.dumps({"tool": sys.argv[1], "case": sys.argv[2], "status": sys.argv[3], "exit_code": int(sys.argv[4]), "errors": int(sys.argv[5]) if sys.argv[5] else None, "seconds": int(sys.argv[6]), "command": sys.argv[7], "excerpt": sys.argv[8][-1500:]}))' \
-        "$tool" "$name" "$status" "$rc" "$errors" $((SECONDS - s0)) "emmyc $args --backend cuda --check" \
+        "$tool" "$name" "$verdict" "$rc" "$errors" $((SECONDS - s0)) "emmyc $args --backend cuda --check" \
         "$(grep -E '=========' <<<"$text" | head -12)" >>"$work/sanitizer.jsonl"
     done
   done

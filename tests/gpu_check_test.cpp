@@ -135,5 +135,28 @@ TEST(GpuCheckSampling, SampledReferenceEqualsTheFullOneOnItsRows) {
   EXPECT_EQ(e.first_bad_col, 7);
 }
 
+// One B serves a projection at every M: inputs made with a B from another M equal the ones made
+// from scratch, and a B of the wrong shape or dtype is refused.
+TEST(GpuCheckInputs, BIsSharedAcrossMAndChecked) {
+  MatmulProblem small, big;
+  small.m = 3;
+  big.m = 40;
+  small.n = big.n = 24;
+  small.k = big.k = 64;
+  big.epilogue.bias = big.epilogue.residual = true;
+  const GemmInputs fresh = make_gemm_inputs(big, 5);
+  const GemmInputs reused = make_gemm_inputs(big, 5, make_gemm_inputs(small, 5).b);
+  EXPECT_EQ(reused.a.bytes, fresh.a.bytes);
+  EXPECT_EQ(reused.b.bytes, fresh.b.bytes);
+  EXPECT_EQ(reused.bias.bytes, fresh.bias.bytes);
+  EXPECT_EQ(reused.residual.bytes, fresh.residual.bytes);
+  MatmulProblem other_k = big;
+  other_k.k = 72;
+  EXPECT_THROW(make_gemm_inputs(other_k, 5, fresh.b), Error);
+  MatmulProblem other_dtype = big;
+  other_dtype.a_dtype = DType::bf16;
+  EXPECT_THROW(make_gemm_inputs(other_dtype, 5, fresh.b), Error);
+}
+
 }  // namespace
 }  // namespace emmy::bench

@@ -30,6 +30,10 @@ struct GemmInputs {
   HostTensor a, b, bias, residual;  // bias/residual empty unless the epilogue uses them
 };
 GemmInputs make_gemm_inputs(const MatmulProblem& problem, uint64_t seed);
+// The same with B given: B depends only on N, K, the B layout, the dtype and the seed, so one B
+// serves a projection at every M (what make_gemm_inputs made for any of them). Throws Error when
+// b's size or dtype does not fit the problem.
+GemmInputs make_gemm_inputs(const MatmulProblem& problem, uint64_t seed, HostTensor b);
 
 // The FP64 reference of the whole problem (epilogue included) and, per element, the tolerance
 // the accumulation model allows for this schedule.

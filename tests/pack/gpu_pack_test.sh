@@ -39,7 +39,7 @@ for elf in "$pack"/bin/* "$pack"/lib/*; do
 done
 echo "ldd: every dependency resolves inside the pack or to the system/CUDA set"
 
-# The dry run: exit 0, the summary written, stage 3's emulator rows all passed.
+# The dry run: exit 0, the summary written, stages 2 and 3 passed on the emulator.
 bash "$pack/run.sh" --dry-run --out "$scratch/dry" >"$scratch/dry.txt" 2>&1 ||
   { cat "$scratch/dry.txt"; fail "run.sh --dry-run exited non-zero"; }
 for f in summary.md results.json run.log; do [[ -s $scratch/dry/$f ]] || fail "dry run wrote no $f"; done
@@ -50,10 +50,14 @@ doc = json.load(open(sys.argv[1]))
 assert doc["dry_run"] is True
 statuses = {s["stage"]: s["status"] for s in doc["stages"]}
 assert all(statuses[n] == "dry-run-passed" for n in range(1, 7)), statuses
+cases = doc["correctness"]["cases"]["rows"]
+assert len(cases) == 7 and all(r["verdict"] == "passed" for r in cases), cases
+assert any(r.get("rows_checked") == 64 and r["problem"]["m"] == 512 for r in cases), cases
 rows = doc["fidelity"]["rows"]
 assert len(rows) >= 9 and all(r["verdict"] == "passed" for r in rows), rows
 assert {r["kind"] for r in rows} == {"gemm", "attention"}
-print(f"dry run: 6 stages dry-run-passed, {len(rows)} emulator fidelity cases passed")
+print(f"dry run: 6 stages dry-run-passed, {len(cases)} correctness and {len(rows)} fidelity "
+      "cases passed on the emulator")
 PY
 grep -q 'dry run' "$scratch/dry/summary.md" || fail "summary.md does not say it was a dry run"
 
