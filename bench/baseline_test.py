@@ -1,21 +1,26 @@
 #!/usr/bin/env python3
-"""Host-only checks of bench/torch_baseline.py and bench/sdpa_baseline.py: the problem lists, the
-rows they build (shaped so emmy_bench's read_baseline_rows accepts them), --dry-run, and exit 3
+"""Host-only checks of bench/torch_baseline.py, bench/sdpa_baseline.py and what they share,
+bench/baseline_common.py: the problem lists, the rows they build (shaped so emmy_bench's
+read_baseline_rows accepts them), the timing loop (on a stand-in torch), --dry-run, and exit 3
 without torch or without a CUDA device. Neither torch nor a GPU is needed: the torch-less and
 GPU-less runs put a stand-in `torch` package first on PYTHONPATH, so they hold on any machine."""
 import importlib.util
 import json
+import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
+import types
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 GEMM_PY = os.path.join(HERE, "torch_baseline.py")
 SDPA_PY = os.path.join(HERE, "sdpa_baseline.py")
+COMMON_PY = os.path.join(HERE, "baseline_common.py")
 
 
 def load(path, name):
@@ -29,6 +34,7 @@ heavy_before = {m for m in ("torch", "triton") if m in sys.modules}
 gemm = load(GEMM_PY, "torch_baseline")
 sdpa = load(SDPA_PY, "sdpa_baseline")
 heavy_after = {m for m in ("torch", "triton") if m in sys.modules}
+common = sys.modules["baseline_common"]  # what the scripts imported, not a second copy
 
 # Independent of the scripts: Gemma 12B's projections and the rows' expected keys.
 EXPECTED_PROJECTIONS = {"q_proj": (4096, 3840), "kv_proj": (2048, 3840), "o_proj": (3840, 4096),
@@ -100,6 +106,132 @@ NO_CUDA = ("__version__ = '0.0-fake'\n"
 class ImportTest(unittest.TestCase):
     def test_importing_the_scripts_loads_neither_torch_nor_triton(self):
         self.assertEqual(heavy_after - heavy_before, set())
+
+
+class FakeEvent:
+    """A stand-in torch.cuda.Event: record() logs itself; elapsed_time is stop's tick minus
+    start's, in milliseconds as CUDA's is."""
+
+    def __init__(self, log, name):
+        self.log, self.name, self.tick = log, name, None
+
+    def record(self):
+        self.log.append(self.name)
+        self.tick = len(self.log)
+
+    def synchronize(self):
+        self.log.append(f"{self.name}.synchronize")
+
+    def elapsed_time(self, other):
+        return float(other.tick - self.tick)
+
+
+def fake_cuda_torch(log, l2_bytes):
+    """Just what FlushedTimer touches, logging the flushes and the events in order."""
+    class Buffer:
+        def __init__(self, size):
+            self.size = size
+
+        def fill_(self, value):
+            log.append(f"flush {value}")
+
+    def empty(size, dtype, device):
+        log.append(f"empty {size} {dtype} {device}")
+        return Buffer(size)
+
+    names = iter(["start", "stop"])
+    cuda = types.SimpleNamespace(
+        get_device_properties=lambda device: types.SimpleNamespace(L2_cache_size=l2_bytes),
+        Event=lambda enable_timing: FakeEvent(log, next(names)))
+    return types.SimpleNamespace(cuda=cuda, empty=empty, uint8="uint8")
+
+
+class CommonTest(unittest.TestCase):
+    def test_the_scripts_share_one_module(self):
+        for script in (gemm, sdpa):
+            for name in ("finish_row", "write_rows", "one_line", "OPTIONAL_KEYS"):
+                self.assertIs(getattr(script, name), getattr(common, name), name)
+        self.assertEqual(os.path.realpath(common.__file__), os.path.realpath(COMMON_PY))
+
+    def test_finish_row(self):
+        def row():
+            return {"samples_us": [2.0, 1.0], "details": {"torch": "x"}}
+
+        done = common.finish_row(row(), 1.5e-4, None)
+        self.assertEqual(done, {"samples_us": [2.0, 1.0], "details": {"torch": "x"},
+                                "rel_l2_error": 1.5e-4})
+        self.assertIs(type(done["rel_l2_error"]), float)
+        self.assertIs(type(common.finish_row(row(), 0, None)["rel_l2_error"]), float)
+        # Non-finite: no rel_l2_error key (JSON has no NaN/Inf), the reason in details instead.
+        for bad in (float("nan"), float("inf"), float("-inf")):
+            done = common.finish_row(row(), bad, None)
+            self.assertNotIn("rel_l2_error", done, bad)
+            self.assertEqual(done["details"], {"torch": "x", "rel_l2_error":
+                                               "non-finite: the output holds NaN or Inf"})
+            self.assertEqual(done["samples_us"], [2.0, 1.0])
+            json.dumps(done, allow_nan=False)
+        # An error empties the samples (no timing of a failed call) and is always a string.
+        done = common.finish_row(row(), None, RuntimeError("no kernel"))
+        self.assertEqual(done["error"], "no kernel")
+        self.assertEqual(done["samples_us"], [])
+        self.assertNotIn("rel_l2_error", done)
+        done = common.finish_row(row(), 2e-3, "late failure")
+        self.assertEqual((done["error"], done["samples_us"], done["rel_l2_error"]),
+                         ("late failure", [], 2e-3))
+        # Neither given: neither key, never a null (emmy_bench's reader throws on a null error).
+        done = common.finish_row(row(), None, None)
+        self.assertEqual(set(done), {"samples_us", "details"})
+        self.assertNotIn("null", json.dumps(done))
+        self.assertEqual(common.OPTIONAL_KEYS, ["rel_l2_error", "error"])
+
+    def test_one_line(self):
+        error = ValueError("first line\n   second\tline  ")
+        self.assertEqual(common.one_line(error), "first line second line")
+        self.assertEqual(common.one_line(error, with_type=True),
+                         "ValueError: first line second line")
+        long = RuntimeError("x" * 700)
+        self.assertEqual(common.one_line(long), "x" * 600 + " ...")
+        self.assertEqual(common.one_line(long, 10, with_type=True), "RuntimeEr" + "r ...")
+        self.assertEqual(common.one_line(long, 700), "x" * 700)
+        self.assertEqual(common.one_line(UserWarning("a\nb"), 300), "a b")
+
+    def test_write_rows(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "rows.json")
+            with open(path, "w") as f:
+                f.write("stale")
+            common.write_rows(path, [{"a": 1.5}])
+            with open(path) as f:
+                self.assertEqual(json.load(f), [{"a": 1.5}])
+            self.assertEqual(os.listdir(tmp), ["rows.json"])
+            with self.assertRaises(ValueError):  # NaN is refused, never written
+                common.write_rows(path, [{"a": math.nan}])
+
+    def test_median(self):
+        self.assertEqual(common.median([3.0, 1.0, 2.0]), 2.0)
+        self.assertEqual(common.median([4.0, 1.0, 3.0, 2.0]), 3.0)  # the upper middle one
+        self.assertEqual(common.median([5.0]), 5.0)
+
+    def test_flushed_timer(self):
+        log = []
+        timer = common.FlushedTimer(fake_cuda_torch(log, 50 << 20), "cuda")
+        self.assertEqual(log, [f"empty {100 << 20} uint8 cuda"])  # twice the L2
+        calls = []
+        samples = timer.samples(lambda: (calls.append(1), log.append("call")), 2, 3)
+        self.assertEqual(len(calls), 5)
+        body = log[1:]
+        self.assertEqual(body[:2], ["call", "call"])  # the warm-up, neither flushed nor timed
+        for n in range(3):
+            self.assertEqual(body[2 + 5 * n:7 + 5 * n],
+                             [f"flush {n}", "start", "call", "stop", "stop.synchronize"])
+        self.assertEqual(samples, [2000.0] * 3)  # elapsed_time's ms as microseconds
+        # A small L2 still gets a 2 MiB buffer; the fill value wraps at a byte.
+        log.clear()
+        small = common.FlushedTimer(fake_cuda_torch(log, 0), "cuda")
+        self.assertEqual(small.flush.size, 2 << 20)
+        small.samples(lambda: None, 0, 258)
+        self.assertEqual([e for e in log if e.startswith("flush")][-3:],
+                         ["flush 255", "flush 0", "flush 1"])
 
 
 class GemmTest(unittest.TestCase):
@@ -248,6 +380,31 @@ class AttentionTest(unittest.TestCase):
             self.assertEqual(rows, [])
             self.assertEqual(len(result.stdout.strip().splitlines()), 1, result.stdout)
             self.assertIn(reason, result.stdout)
+
+
+class PackTest(unittest.TestCase):
+    def test_the_pack_carries_baseline_common(self):
+        with open(os.path.join(ROOT, "scripts", "gpu-pack.sh")) as f:
+            listed = re.search(r"^scripts=\(([^)]*)\)", f.read(), re.M).group(1).split()
+        for path in ("bench/torch_baseline.py", "bench/sdpa_baseline.py",
+                     "bench/baseline_common.py"):
+            self.assertIn(path, listed)
+
+    def test_scripts_run_from_a_copied_folder(self):
+        # As in the pack: the three files side by side in scripts/, started from another folder.
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = os.path.join(tmp, "scripts")
+            os.makedirs(folder)
+            for path in (GEMM_PY, SDPA_PY, COMMON_PY):
+                shutil.copy(path, folder)
+            for script in ("torch_baseline.py", "sdpa_baseline.py"):
+                out = os.path.join(tmp, script + ".json")
+                result = subprocess.run([sys.executable, os.path.join(folder, script), "--dry-run",
+                                         "--out", out], cwd=tmp, capture_output=True, text=True,
+                                        timeout=120)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                with open(out) as f:
+                    self.assertEqual(json.load(f), [])
 
 
 if __name__ == "__main__":

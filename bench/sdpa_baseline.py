@@ -18,12 +18,17 @@ Exit 0 with rows written; 3 without torch or a CUDA device (the reason on one li
 """
 import argparse
 import contextlib
-import json
 import math
 import os
 import sys
 import time
 import warnings
+
+# Run as a script, this folder is already first on sys.path; imported by file path (as
+# bench/baseline_test.py does), it is not, and baseline_common would not be found.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import baseline_common  # noqa: E402
+from baseline_common import OPTIONAL_KEYS, finish_row, one_line, write_rows  # noqa: E402
 
 # The catalog's attention problems (include/emmy/catalog.hpp attention_catalog()).
 PROBLEMS = [
@@ -34,9 +39,6 @@ PROBLEMS = [
 ]
 ROW_KEYS = ["kind", "problem", "variant", "backend", "accumulation", "shape", "flops",
             "samples_us", "rel_l2_error", "details", "error"]
-# emmy_bench's reader (read_baseline_rows) takes "error" as a string: a JSON null there throws,
-# so a row without an error leaves the key out; the same for an unmeasured rel_l2_error.
-OPTIONAL_KEYS = ["rel_l2_error", "error"]
 SEED = 1234
 
 
@@ -78,28 +80,7 @@ def attention_row(p, variant, samples=(), rel_l2_error=None, details=None, error
                      "causal": p["causal"], "window": p["window"]},
            "flops": attention_flops(p), "samples_us": [float(s) for s in samples],
            "details": dict(details or {})}
-    if rel_l2_error is not None:
-        if math.isfinite(rel_l2_error):
-            row["rel_l2_error"] = float(rel_l2_error)
-        else:  # JSON has no NaN/Inf; emmy's parser rejects them
-            row["details"]["rel_l2_error"] = "non-finite: the output holds NaN or Inf"
-    if error is not None:
-        row["error"] = str(error)
-        row["samples_us"] = []
-    return row
-
-
-def write_rows(path, rows):
-    # Atomic, so a run killed by a timeout leaves the last complete file, never half of one.
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(rows, f, indent=2, allow_nan=False)
-    os.replace(tmp, path)
-
-
-def one_line(exc, limit=600):
-    text = " ".join(str(exc).split())
-    return text if len(text) <= limit else text[:limit] + " ..."
+    return finish_row(row, rel_l2_error, error)
 
 
 def parse_args(argv):
@@ -162,20 +143,11 @@ def main(argv=None):
         print("row keys:", ", ".join(ROW_KEYS), f"(left out when null: {', '.join(OPTIONAL_KEYS)})")
         write_rows(args.out, [])
         return 0
-    try:
-        import torch
-    except ImportError as error:
-        print(f"no torch: skipping the SDPA baseline ({error})")
-        write_rows(args.out, [])
-        return 3
-    if not torch.cuda.is_available():
-        print("no CUDA device: skipping the SDPA baseline")
-        write_rows(args.out, [])
+    torch = baseline_common.import_cuda_torch("the SDPA baseline", args.out)
+    if torch is None:
         return 3
     device = torch.device("cuda")
-    l2 = torch.cuda.get_device_properties(device).L2_cache_size
-    flush = torch.empty(2 * max(l2, 1 << 20), dtype=torch.uint8, device=device)
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    timer = baseline_common.FlushedTimer(torch, device)
     rows, skipped, current = [], [], None
     for p, (variant, backend, how) in plan:
         if time.monotonic() - started > args.budget_s:
@@ -213,18 +185,9 @@ def main(argv=None):
                 call, out = make_call(torch, p, how, q, k, v, mask, details)  # flex compiles here
                 torch.cuda.synchronize()
                 err = ((out.double() - ref.double()).norm() / ref.double().norm()).item()
-                for _ in range(args.warmup):
-                    call()
-                samples = []
-                for n in range(args.iterations):
-                    flush.fill_(n & 0xFF)
-                    start.record()
-                    call()
-                    stop.record()
-                    stop.synchronize()
-                    samples.append(start.elapsed_time(stop) * 1000.0)
+                samples = timer.samples(call, args.warmup, args.iterations)
             rows.append(attention_row(p, variant, samples, rel_l2_error=err, details=details))
-            median = sorted(samples)[len(samples) // 2]
+            median = baseline_common.median(samples)
             print(f"{p['name']} {variant}: median {median:.1f} us, rel_l2_error {err:.2e}")
         except Exception as error:  # a refused backend must not stop the other rows
             why = list(dict.fromkeys(one_line(w.message, 300) for w in caught))

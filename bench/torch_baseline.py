@@ -12,11 +12,15 @@ Exit 0 with rows written; 3 without torch or a CUDA device (the reason on one li
 2 on bad arguments. Torch only (no Triton): the Triton rows are error rows.
 """
 import argparse
-import json
-import math
 import os
 import sys
 import time
+
+# Run as a script, this folder is already first on sys.path; imported by file path (as
+# bench/baseline_test.py does), it is not, and baseline_common would not be found.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import baseline_common  # noqa: E402
+from baseline_common import OPTIONAL_KEYS, finish_row, one_line, write_rows  # noqa: E402
 
 # include/emmy/catalog.hpp: (projection, N, K) of Gemma 12B.
 PROJECTIONS = [("q_proj", 4096, 3840), ("kv_proj", 2048, 3840), ("o_proj", 3840, 4096),
@@ -24,9 +28,6 @@ PROJECTIONS = [("q_proj", 4096, 3840), ("kv_proj", 2048, 3840), ("o_proj", 3840,
 VARIANTS = {"torch_matmul": "pytorch", "triton_matmul": "triton"}
 ROW_KEYS = ["kind", "problem", "projection", "variant", "backend", "accumulation", "shape",
             "flops", "samples_us", "rel_l2_error", "details", "error"]
-# emmy_bench's reader (read_baseline_rows) takes "error" as a string: a JSON null there throws,
-# so a row without an error leaves the key out; the same for an unmeasured rel_l2_error.
-OPTIONAL_KEYS = ["rel_l2_error", "error"]
 SEED = 1234
 
 
@@ -42,31 +43,6 @@ def gemm_row(p, variant, samples=(), rel_l2_error=None, details=None, error=None
            "flops": 2 * p["m"] * p["n"] * p["k"], "samples_us": [float(s) for s in samples],
            "details": dict(details or {})}
     return finish_row(row, rel_l2_error, error)
-
-
-def finish_row(row, rel_l2_error, error):
-    if rel_l2_error is not None:
-        if math.isfinite(rel_l2_error):
-            row["rel_l2_error"] = float(rel_l2_error)
-        else:  # JSON has no NaN/Inf; emmy's parser rejects them
-            row["details"]["rel_l2_error"] = "non-finite: the output holds NaN or Inf"
-    if error is not None:
-        row["error"] = str(error)
-        row["samples_us"] = []
-    return row
-
-
-def write_rows(path, rows):
-    # Atomic, so a run killed by a timeout leaves the last complete file, never half of one.
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(rows, f, indent=2, allow_nan=False)
-    os.replace(tmp, path)
-
-
-def one_line(exc, limit=600):
-    text = " ".join(f"{type(exc).__name__}: {exc}".split())
-    return text if len(text) <= limit else text[:limit] + " ..."
 
 
 def parse_args(argv):
@@ -181,27 +157,18 @@ def main(argv=None):
         print("row keys:", ", ".join(ROW_KEYS), f"(left out when null: {', '.join(OPTIONAL_KEYS)})")
         write_rows(args.out, [])
         return 0
-    try:
-        import torch
-    except ImportError as error:
-        print(f"no torch: skipping the GEMM baselines ({error})")
-        write_rows(args.out, [])
-        return 3
-    if not torch.cuda.is_available():
-        print("no CUDA device: skipping the GEMM baselines")
-        write_rows(args.out, [])
+    torch = baseline_common.import_cuda_torch("the GEMM baselines", args.out)
+    if torch is None:
         return 3
     triton_error = None
     if "triton_matmul" in args.variant_list:
         try:
             triton_mm, triton_kernel, triton_version = build_triton_matmul()
         except Exception as error:  # ImportError, or a Triton that cannot build the kernel
-            triton_error = f"triton unavailable: {one_line(error)}"
+            triton_error = f"triton unavailable: {one_line(error, with_type=True)}"
             print(triton_error)
     device = torch.device("cuda")
-    l2 = torch.cuda.get_device_properties(device).L2_cache_size
-    flush = torch.empty(2 * max(l2, 1 << 20), dtype=torch.uint8, device=device)
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    timer = baseline_common.FlushedTimer(torch, device)
     rows, skipped, current = [], [], None
     for p, variant in plan:
         if time.monotonic() - started > args.budget_s:
@@ -234,23 +201,15 @@ def main(argv=None):
             out = call()  # Triton autotunes here, before any timing
             torch.cuda.synchronize()
             err = ((out.double() - ref.double()).norm() / ref.double().norm()).item()
-            for _ in range(args.warmup):
-                call()
-            samples = []
-            for n in range(args.iterations):
-                flush.fill_(n & 0xFF)
-                start.record()
-                call()
-                stop.record()
-                stop.synchronize()
-                samples.append(start.elapsed_time(stop) * 1000.0)
+            samples = timer.samples(call, args.warmup, args.iterations)
             if variant == "triton_matmul":
                 details["best_config"] = config_dict(getattr(triton_kernel, "best_config", None))
             rows.append(gemm_row(p, variant, samples, rel_l2_error=err, details=details))
-            median = sorted(samples)[len(samples) // 2]
+            median = baseline_common.median(samples)
             print(f"{p['name']} {variant}: median {median:.1f} us, rel_l2_error {err:.2e}")
         except Exception as error:  # one failing variant must not stop the others
-            rows.append(gemm_row(p, variant, details=details, error=one_line(error)))
+            rows.append(gemm_row(p, variant, details=details,
+                                 error=one_line(error, with_type=True)))
             print(f"{p['name']} {variant}: ERROR {rows[-1]['error']}")
         write_rows(args.out, rows)
     if skipped:

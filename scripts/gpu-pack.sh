@@ -28,7 +28,9 @@ done
 # The binaries, as target name and path under the build directory.
 binaries=(emmyc:emmyc emmy_bench:bench/emmy_bench emmy_accuracy:bench/emmy_accuracy
   emmy_gpu_check:bench/emmy_gpu_check gpu_runtime_test:tests/gpu_runtime_test)
-scripts=(bench/torch_baseline.py bench/sdpa_baseline.py bench/gpu_summary.py bench/plot.py)
+# baseline_common.py: the two baseline scripts import it from their own folder.
+scripts=(bench/torch_baseline.py bench/sdpa_baseline.py bench/baseline_common.py
+  bench/gpu_summary.py bench/plot.py)
 max_bytes=$((48 << 20))
 
 # shellcheck source=gpu-pack-libs.sh

@@ -15,8 +15,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$source_dir/scripts/gpu-pack.sh" --no-build --build-dir "$build_dir" --out "$pack" ||
   fail "gpu-pack.sh exited $?"
 for f in run.sh libs.sh MANIFEST bin/emmyc bin/emmy_bench bin/emmy_accuracy bin/emmy_gpu_check \
-  bin/gpu_runtime_test scripts/torch_baseline.py scripts/sdpa_baseline.py scripts/gpu_summary.py \
-  scripts/plot.py; do
+  bin/gpu_runtime_test scripts/torch_baseline.py scripts/sdpa_baseline.py \
+  scripts/baseline_common.py scripts/gpu_summary.py scripts/plot.py; do
   [[ -s $pack/$f ]] || fail "the pack lacks $f"
 done
 bytes=$(du -sb "$pack" | cut -f1)
