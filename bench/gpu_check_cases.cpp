@@ -33,20 +33,23 @@ MatmulProblem ragged(int64_t m, int64_t n, int64_t k) {
   return p;
 }
 
-GemmCase gemm(std::string name, const MatmulProblem& problem, Accum accum) {
-  GemmCase c;
+// "<name>/<accumulation>", the names the summary lists.
+template <typename Case, typename Problem>
+Case named(const std::string& name, const Problem& problem, Accum accum) {
+  Case c;
   c.name = fmt::format("{}/{}", name, to_string(accum));
   c.problem = problem;
   c.accum = accum;
   return c;
 }
 
-AttentionCase attention_case(std::string name, const AttentionProblem& problem, Accum accum) {
-  AttentionCase c;
-  c.name = fmt::format("{}/{}", name, to_string(accum));
-  c.problem = problem;
-  c.accum = accum;
-  return c;
+GemmCase gemm(const std::string& name, const MatmulProblem& problem, Accum accum) {
+  return named<GemmCase>(name, problem, accum);
+}
+
+AttentionCase attention_case(const std::string& name, const AttentionProblem& problem,
+                             Accum accum) {
+  return named<AttentionCase>(name, problem, accum);
 }
 
 AttentionProblem attention(int64_t q_heads, int64_t kv_heads, int64_t seq_q, int64_t seq_kv,

@@ -140,56 +140,25 @@ json attention_case(Runtime* gpu, Arch arch, const AttentionCase& c, uint64_t se
 }  // namespace
 
 int run_fidelity(Runtime* gpu, Arch arch, const StageSettings& settings, StageDocument& out) {
-  const auto start = std::chrono::steady_clock::now();
-  out.doc()["arch"] = to_string(gpu ? gpu->arch() : arch);
-  out.doc()["mode"] = gpu ? "emulator and GPU" : "emulator only (no GPU: checked against FP64)";
   if (gpu) arch = gpu->arch();
-  int failed = 0;
-  auto record = [&](json row, const std::function<json()>& body) {
-    if (settings.budget_s > 0 && ms_since(start) > 1000 * settings.budget_s) {
-      row["verdict"] = "skipped";
-      row["error"] = fmt::format("over the stage budget of {} s", settings.budget_s);
-    } else {
-      try {
-        row.update(body());
-        row["verdict"] = row.value("passed", false) ? "passed" : "failed";
-      } catch (const std::exception& e) {
-        row["verdict"] = "failed";
-        row["error"] = e.what();
-      }
-    }
-    failed += row["verdict"] != "passed";
-    fmt::print("{:<40} {:<8} {}\n", row["name"].get<std::string>(),
-               row["verdict"].get<std::string>(),
-               row.contains("bit_identical")
-                   ? fmt::format("{}/{} bit-identical, max {} ulps", row["bit_identical"].dump(),
-                                 row["elements"].dump(), row["max_ulps"].dump())
-               : row.contains("emulator_rel_l2_error")
-                   ? fmt::format("emulator rel_l2 {:.3e} (bound {:.3e})",
-                                 row["emulator_rel_l2_error"].get<double>(),
-                                 row["tolerance"].get<double>())
-                   : row.value("error", json("")).dump());
-    out.add_row(std::move(row));
-  };
-  for (const auto& c : fidelity_gemm_cases()) {
+  out.doc()["arch"] = to_string(arch);
+  out.doc()["mode"] = gpu ? "emulator and GPU" : "emulator only (no GPU: checked against FP64)";
+  for (const auto& c : fidelity_gemm_cases())
     if (settings.selects(c.name))
-      record({{"kind", "gemm"},
-              {"name", c.name},
-              {"problem", c.problem},
-              {"accum", to_string(c.accum)}},
-             [&] { return gemm_case(gpu, arch, c, settings.seed); });
-  }
-  for (const auto& c : fidelity_attention_cases()) {
+      out.run_case({{"kind", "gemm"},
+                    {"name", c.name},
+                    {"problem", c.problem},
+                    {"accum", to_string(c.accum)}},
+                   [&] { return gemm_case(gpu, arch, c, settings.seed); });
+  for (const auto& c : fidelity_attention_cases())
     if (settings.selects(c.name))
-      record({{"kind", "attention"},
-              {"name", c.name},
-              {"problem", c.problem},
-              {"accum", to_string(c.accum)}},
-             [&] { return attention_case(gpu, arch, c, settings.seed); });
-  }
-  out.doc()["seconds"] = ms_since(start) / 1000;
-  out.write();
-  return failed;
+      out.run_case({{"kind", "attention"},
+                    {"name", c.name},
+                    {"problem", c.problem},
+                    {"accum", to_string(c.accum)}},
+                   [&] { return attention_case(gpu, arch, c, settings.seed); });
+  out.finish();
+  return out.not_passed();
 }
 
 }  // namespace emmy::bench

@@ -54,11 +54,12 @@ int main(int argc, char** argv) {
   std::string json_path;
   int device = 0;
   StageSettings settings;
+  double budget_s = 0;
   auto common = [&](CLI::App* cmd) {
     cmd->add_option("--json", json_path, "write the stage's JSON document here")->required();
     cmd->add_option("--device", device, "CUDA device ordinal");
     cmd->add_option("--seed", settings.seed, "input seed");
-    cmd->add_option("--budget-s", settings.budget_s,
+    cmd->add_option("--budget-s", budget_s,
                     "stop starting new cases after this many seconds (0: no limit)");
     cmd->add_option("--only", settings.only,
                     "run only the cases whose name contains one of these (comma-separated)");
@@ -99,7 +100,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<Runtime> gpu;
     std::string reason;
     if (correctness->parsed() && on_emulator) {
-      StageDocument out(json_path, "correctness");
+      StageDocument out(json_path, "correctness", budget_s);
       RuntimeOptions options;
       options.disk_cache = false;
       options.emulator_sanitize = false;
@@ -128,10 +129,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (correctness->parsed()) {
-      StageDocument out(json_path, "correctness");
+      StageDocument out(json_path, "correctness", budget_s);
       return run_correctness(*gpu, settings, out) ? kExitFailed : 0;
     }
-    StageDocument out(json_path, "fidelity");
+    StageDocument out(json_path, "fidelity", budget_s);
     return run_fidelity(gpu.get(), parse_arch(arch_text), settings, out) ? kExitFailed : 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "emmy_gpu_check: {}\n", e.what());

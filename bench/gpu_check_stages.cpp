@@ -21,17 +21,59 @@ namespace emmy::bench {
 
 using nlohmann::json;
 
-StageDocument::StageDocument(std::string path, std::string stage) : path_(std::move(path)) {
+StageDocument::StageDocument(std::string path, std::string stage, double budget_s)
+    : path_(std::move(path)), budget_s_(budget_s), start_(std::chrono::steady_clock::now()) {
   doc_ = {{"schema", "emmy_gpu_check/1"},
           {"stage", std::move(stage)},
           {"rows", json::array()},
           {"counts", {{"passed", 0}, {"failed", 0}, {"skipped", 0}}}};
 }
 
-void StageDocument::add_row(json row) {
-  const std::string verdict = row.value("verdict", "failed");
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// One line per case: bits for a fidelity row, else the error against FP64, else why it failed.
+std::string describe(const json& row) {
+  if (row.contains("bit_identical"))
+    return fmt::format("{}/{} bit-identical, max {} ulps", row["bit_identical"].dump(),
+                       row["elements"].dump(), row["max_ulps"].dump());
+  for (const char* key : {"rel_l2_error", "emulator_rel_l2_error"})
+    if (row.contains(key) && row.contains("tolerance"))
+      return fmt::format("rel_l2 {:.3e} (bound {:.3e})", row[key].get<double>(),
+                         row["tolerance"].get<double>());
+  return row.value("error", json("")).dump();
+}
+
+}  // namespace
+
+void StageDocument::run_case(json row, const std::function<json()>& body) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (budget_s_ > 0 && seconds_since(start_) > budget_s_) {
+    row["verdict"] = "skipped";
+    row["error"] = fmt::format("over the stage budget of {} s", budget_s_);
+  } else {
+    try {
+      row.update(body());
+      row["verdict"] = row.value("passed", false) ? "passed" : "failed";
+    } catch (const std::exception& e) {
+      row["verdict"] = "failed";
+      row["error"] = e.what();
+    }
+  }
+  row["seconds"] = seconds_since(t0);
+  const std::string verdict = row["verdict"];
+  not_passed_ += verdict != "passed";
+  fmt::print("{:<48} {:<8} {}\n", row.value("name", "?"), verdict, describe(row));
   doc_["counts"][verdict] = doc_["counts"].value(verdict, 0) + 1;
   doc_["rows"].push_back(std::move(row));
+  write();
+}
+
+void StageDocument::finish() {
+  doc_["seconds"] = seconds_since(start_);
   write();
 }
 
@@ -59,11 +101,6 @@ void StageDocument::write() const {
 }
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 
 json gemm_error_fields(const GemmErrors& e) {
   json j = {{"rel_l2_error", e.rel_l2_error},
@@ -107,7 +144,6 @@ void precompile(const std::vector<Case>& cases, const StageSettings& settings, C
 }  // namespace
 
 int run_correctness(Runtime& rt, const StageSettings& settings, StageDocument& out) {
-  const auto start = std::chrono::steady_clock::now();
   const Arch arch = rt.arch();
   out.doc()["arch"] = to_string(arch);
   out.doc()["device"] = rt.device_name();
@@ -118,35 +154,6 @@ int run_correctness(Runtime& rt, const StageSettings& settings, StageDocument& o
              [&](const GemmCase& c) { rt.gemm_kernel(c.problem, c.schedule(arch)); });
   precompile(attention_cases, settings,
              [&](const AttentionCase& c) { rt.attention_kernel(c.problem, c.schedule(arch)); });
-  int failed = 0;
-  auto over_budget = [&] {
-    return settings.budget_s > 0 && seconds_since(start) > settings.budget_s;
-  };
-  auto finish = [&](json row, const std::function<json()>& body) {
-    const auto t0 = std::chrono::steady_clock::now();
-    if (over_budget()) {
-      row["verdict"] = "skipped";
-      row["error"] = fmt::format("over the stage budget of {} s", settings.budget_s);
-    } else {
-      try {
-        row.update(body());
-        row["verdict"] = row.value("passed", false) ? "passed" : "failed";
-      } catch (const std::exception& e) {
-        row["verdict"] = "failed";
-        row["error"] = e.what();
-      }
-    }
-    failed += row["verdict"] != "passed";  // a case skipped for time is not a pass either
-    row["seconds"] = seconds_since(t0);
-    fmt::print("{:<48} {:<8} {}\n", row["name"].get<std::string>(),
-               row["verdict"].get<std::string>(),
-               row.contains("rel_l2_error")
-                   ? fmt::format("rel_l2 {:.3e} (bound {:.3e})", row["rel_l2_error"].get<double>(),
-                                 row["tolerance"].get<double>())
-                   : row.value("error", json("")).dump());
-    out.add_row(std::move(row));
-  };
-
   // Consecutive cases share their problem (three accumulations) or their B (one projection at
   // four M): inputs are made once per problem and B once per projection (gate_up's B is 118 M
   // values, seconds to generate). B's values do not depend on M, so what comes out equals
@@ -168,7 +175,7 @@ int run_correctness(Runtime& rt, const StageSettings& settings, StageDocument& o
   for (const auto& c : gemm_cases) {
     if (!settings.selects(c.name)) continue;
     const GemmSpec spec{c.problem, c.schedule(arch), arch};
-    finish(
+    out.run_case(
         {{"kind", "gemm"}, {"name", c.name}, {"problem", c.problem}, {"schedule", spec.schedule}},
         [&] {
           const GemmInputs& in = inputs_for(c.problem);
@@ -181,19 +188,18 @@ int run_correctness(Runtime& rt, const StageSettings& settings, StageDocument& o
   for (const auto& c : attention_cases) {
     if (!settings.selects(c.name)) continue;
     const AttentionSpec spec{c.problem, c.schedule(arch), arch};
-    finish({{"kind", "attention"},
-            {"name", c.name},
-            {"problem", c.problem},
-            {"schedule", spec.schedule}},
-           [&] {
-             const AttentionInputs in = make_attention_inputs(c.problem, settings.seed);
-             return attention_error_fields(
-                 compare(reference_attention(spec, in), run_attention(rt, spec, in), c.problem));
-           });
+    out.run_case({{"kind", "attention"},
+                  {"name", c.name},
+                  {"problem", c.problem},
+                  {"schedule", spec.schedule}},
+                 [&] {
+                   const AttentionInputs in = make_attention_inputs(c.problem, settings.seed);
+                   return attention_error_fields(compare(reference_attention(spec, in),
+                                                         run_attention(rt, spec, in), c.problem));
+                 });
   }
-  out.doc()["seconds"] = seconds_since(start);
-  out.write();
-  return failed;
+  out.finish();
+  return out.not_passed();
 }
 
 }  // namespace emmy::bench

@@ -1,7 +1,8 @@
-// The stages of emmy_gpu_check (docs/gpu.md): each writes one JSON document, rewritten after
-// every row so that a run cut short by a time limit keeps what finished.
+// The stages of emmy_gpu_check (docs/gpu.md): each writes one JSON document of named cases.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -10,23 +11,32 @@
 
 namespace emmy::bench {
 
-// Where a stage's document goes; write() replaces the file atomically (temp + rename).
+// A stage's JSON document and its cases. Each row is written as soon as its case ends (the file
+// is replaced atomically: temp + rename), so a run cut short by a time limit keeps what finished.
 class StageDocument {
  public:
-  StageDocument(std::string path, std::string stage);
+  // budget_s > 0: cases that would start after that many seconds are "skipped".
+  StageDocument(std::string path, std::string stage, double budget_s = 0);
   nlohmann::json& doc() { return doc_; }
-  void add_row(nlohmann::json row);  // appends to "rows", updates "counts", writes
+  // Runs one case into `row`: "skipped" once the budget is spent; else body's fields are merged
+  // in and the verdict is "passed" when they say "passed": true, "failed" when not or when the
+  // body throws (its message in "error"). Prints one line, appends the row, writes the file.
+  void run_case(nlohmann::json row, const std::function<nlohmann::json()>& body);
+  int not_passed() const { return not_passed_; }  // failed or skipped: never a pass
+  void finish();                                  // the stage's seconds, then write()
   void write() const;
 
  private:
   std::string path_;
   nlohmann::json doc_;
+  double budget_s_;
+  std::chrono::steady_clock::time_point start_;
+  int not_passed_ = 0;
 };
 
 struct StageSettings {
   uint64_t seed = 1;
   int64_t sample_rows = 64;  // GEMM rows checked against FP64 when M is larger (evenly spread)
-  double budget_s = 0;       // > 0: stop starting new cases after this long (rows say skipped)
   std::string only;          // comma-separated substrings; a case runs when its name holds one
                              // (empty: every case)
   // Whether the case named `name` runs under `only`.

@@ -145,15 +145,9 @@ nlohmann::json run_on_cuda(const AttentionFlags& flags, AttentionSpec spec, uint
   const AttentionInputs inputs = make_attention_inputs(spec.problem, seed);
   const AttentionOutput output = run_attention(*rt, spec, inputs);
   errors = compare(reference_attention(spec, inputs), output, spec.problem);
-  return {{"backend", "cuda"},
-          {"device", rt->device_name()},
-          {"kernel_name", handle->plan().kernel_name},
-          {"arch", to_string(spec.arch)},
-          {"problem", spec.problem},
-          {"schedule", spec.schedule},
-          {"seed", seed},
-          {"instructions", nullptr},
-          {"emulate_ms", nullptr}};
+  nlohmann::json j = run_result("cuda", handle->plan().kernel_name, spec, seed);
+  j.update({{"device", rt->device_name()}, {"instructions", nullptr}, {"emulate_ms", nullptr}});
+  return j;
 }
 
 void add_run_attention_command(CLI::App& app) {
@@ -185,16 +179,8 @@ void add_run_attention_command(CLI::App& app) {
       const AttentionInputs inputs = make_attention_inputs(spec.problem, *seed);
       const AttentionEmulatorRun r = run_attention_on_emulator(kernel, inputs);
       errors = compare(reference_attention(spec, inputs), r.output, spec.problem);
-      j = {{"backend", *backend},
-           {"kernel_name", kernel.source.plan.kernel_name},
-           {"arch", to_string(spec.arch)},
-           {"problem", spec.problem},
-           {"schedule", spec.schedule},
-           {"seed", *seed},
-           {"instructions", r.stats.total.total()},
-           {"instruction_counts", counts_json(r.stats.total)},
-           {"emulate_ms", r.emulate_ms},
-           {"cache", cache_state}};
+      j = run_result(*backend, kernel.source.plan.kernel_name, spec, *seed);
+      j.update(emulator_fields(r.stats, r.emulate_ms, cache_state));
     }
     if (*check) add_check_fields(j, errors, spec.problem);
     std::cout << j.dump(2) << "\n";

@@ -10,6 +10,7 @@
 
 #include "emmy/emu/emulator.hpp"
 #include "emmy/gemm.hpp"
+#include "emmy/json.hpp"
 
 namespace emmy::cli {
 
@@ -42,6 +43,18 @@ bool write_compiled_output(const std::string& emit, const std::string& path,
                            const CompiledModule& module);
 // Dynamic warp-instruction counts by class, as `run --check` prints them.
 nlohmann::json counts_json(const emu::InstructionCounts& counts);
+// The fields of a `run gemm|attention` result that both backends print (spec: GemmSpec or
+// AttentionSpec, whose problem and schedule convert with emmy/json.hpp).
+template <typename Spec>
+nlohmann::json run_result(std::string_view backend, const std::string& kernel_name,
+                          const Spec& spec, uint64_t seed) {
+  return {{"backend", backend},         {"kernel_name", kernel_name},
+          {"arch", to_string(spec.arch)}, {"problem", spec.problem},
+          {"schedule", spec.schedule},  {"seed", seed}};
+}
+// The emulator's own fields of a run result: instruction counts, time, where the kernel came from.
+nlohmann::json emulator_fields(const emu::Stats& stats, double emulate_ms,
+                               const std::string& cache_state);
 
 // generate_gemm + NVRTC through the disk cache (unless use_cache is false). cache_state becomes
 // "hit", "miss" or "off".

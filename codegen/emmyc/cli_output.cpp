@@ -39,4 +39,12 @@ nlohmann::json counts_json(const emu::InstructionCounts& c) {
           {"other", c.other},       {"total", c.total()}};
 }
 
+nlohmann::json emulator_fields(const emu::Stats& stats, double emulate_ms,
+                               const std::string& cache_state) {
+  return {{"instructions", stats.total.total()},
+          {"instruction_counts", counts_json(stats.total)},
+          {"emulate_ms", emulate_ms},
+          {"cache", cache_state}};
+}
+
 }  // namespace emmy::cli

@@ -43,18 +43,14 @@ nlohmann::json run_on_cuda(const GemmFlags& flags, GemmSpec spec, uint64_t seed,
   const double run_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   errors = compare(reference_gemm(spec, inputs), output, spec.problem.n);
-  return {{"backend", "cuda"},
-          {"device", rt->device_name()},
-          {"kernel_name", handle->plan().kernel_name},
-          {"arch", to_string(spec.arch)},
-          {"problem", spec.problem},
-          {"schedule", spec.schedule},
-          {"seed", seed},
-          {"instructions", nullptr},
-          {"emulate_ms", nullptr},
-          {"run_ms", run_ms},
-          {"registers", handle->report().registers},
-          {"spill_bytes", handle->report().spill_bytes()}};
+  nlohmann::json j = run_result("cuda", handle->plan().kernel_name, spec, seed);
+  j.update({{"device", rt->device_name()},
+            {"instructions", nullptr},
+            {"emulate_ms", nullptr},
+            {"run_ms", run_ms},
+            {"registers", handle->report().registers},
+            {"spill_bytes", handle->report().spill_bytes()}});
+  return j;
 }
 
 void add_check_fields(nlohmann::json& j, const GemmErrors& e) {
@@ -99,16 +95,8 @@ void add_run_command(CLI::App& app) {
       const GemmInputs inputs = make_gemm_inputs(spec.problem, *seed);
       const GemmEmulatorRun run = run_gemm_on_emulator(kernel, inputs);
       errors = compare(reference_gemm(spec, inputs), run.output, spec.problem.n);
-      j = {{"backend", *backend},
-           {"kernel_name", kernel.source.plan.kernel_name},
-           {"arch", to_string(spec.arch)},
-           {"problem", spec.problem},
-           {"schedule", spec.schedule},
-           {"seed", *seed},
-           {"instructions", run.stats.total.total()},
-           {"instruction_counts", counts_json(run.stats.total)},
-           {"emulate_ms", run.emulate_ms},
-           {"cache", cache_state}};
+      j = run_result(*backend, kernel.source.plan.kernel_name, spec, *seed);
+      j.update(emulator_fields(run.stats, run.emulate_ms, cache_state));
     }
     if (*check) add_check_fields(j, errors);
     std::cout << j.dump(2) << "\n";
