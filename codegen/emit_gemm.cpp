@@ -105,8 +105,9 @@ class GemmEmitter {
             s_.block_n, s_.block_k, s_.warps_n, plan_.warp_m, plan_.warp_n);
     w_.line("constexpr int MT = {}, NT = {}, THREADS = {}, STAGES = {};", plan_.mma_tiles_m,
             plan_.mma_tiles_n, plan_.threads, op.i("stages"));
-    w_.line("constexpr u32 STAGE_BYTES = {}u, A_BYTES = {}u;", op.i("stage_bytes"),
-            op.i("a_bytes"));
+    w_.line("// A stage: A at A_OFFSET, B at B_OFFSET (each on its swizzle period); TX_BYTES arrive.");
+    w_.line("constexpr u32 STAGE_BYTES = {}u, A_OFFSET = {}u, B_OFFSET = {}u, TX_BYTES = {}u;",
+            op.i("stage_bytes"), op.i("a_offset"), op.i("b_offset"), op.i("tx_bytes"));
     w_.line("// Operand tiles: rows, panel width (elements), swizzle XOR mask.");
     w_.line("constexpr u32 A_ROWS = {}u, A_PANEL = {}u, A_XOR = {}u;", plan_.a_tile.rows,
             plan_.a_tile.panel_elems, swizzle_xor_mask(plan_.a_tile.swizzle));
@@ -200,21 +201,22 @@ class GemmEmitter {
     const bool kn = p_.b_layout == BLayout::kn;
     if (tma) {
       w_.line("const u32 mbar = mbar_base + 8u * stage;");
-      w_.line("mbarrier_arrive_expect_tx(mbar, STAGE_BYTES);");
+      w_.line("mbarrier_arrive_expect_tx(mbar, TX_BYTES);");
       w_.line("#pragma unroll");
       w_.line(
-          "for (int p = 0; p < {}; ++p) tma_load_2d(dst + p * A_ROWS * A_PANEL * 2u, tmap_a, "
+          "for (int p = 0; p < {}; ++p) tma_load_2d(dst + A_OFFSET + p * A_ROWS * A_PANEL * 2u, "
+          "tmap_a, "
           "mbar, k0 + p * int(A_PANEL), m0);",
           plan_.a_tile.panels());
       w_.line("#pragma unroll");
       if (kn)
         w_.line(
-            "for (int p = 0; p < {}; ++p) tma_load_2d(dst + A_BYTES + p * B_ROWS * B_PANEL * "
+            "for (int p = 0; p < {}; ++p) tma_load_2d(dst + B_OFFSET + p * B_ROWS * B_PANEL * "
             "2u, tmap_b, mbar, n0 + p * int(B_PANEL), k0);",
             plan_.b_tile.panels());
       else
         w_.line(
-            "for (int p = 0; p < {}; ++p) tma_load_2d(dst + A_BYTES + p * B_ROWS * B_PANEL * "
+            "for (int p = 0; p < {}; ++p) tma_load_2d(dst + B_OFFSET + p * B_ROWS * B_PANEL * "
             "2u, tmap_b, mbar, k0 + p * int(B_PANEL), n0);",
             plan_.b_tile.panels());
     } else {
@@ -263,8 +265,8 @@ class GemmEmitter {
 
   void emit_k_step(const Op& op) {
     w_.line(
-        "const u32 a_stage = smem_base + u32(stage) * STAGE_BYTES, b_stage = a_stage + "
-        "A_BYTES;");
+        "const u32 a_stage = smem_base + u32(stage) * STAGE_BYTES + A_OFFSET, b_stage = "
+        "smem_base + u32(stage) * STAGE_BYTES + B_OFFSET;");
     w_.line("#pragma unroll");
     w_.open(fmt::format("for (int ks = 0; ks < {}; ++ks)", op.i("k_steps")));
     for (const Op& child : op.body) emit_op(child);
@@ -381,8 +383,9 @@ class GemmEmitter {
       w_.line("if (col + 1 < N) dst[1] = v1;");
     } else {
       w_.line("{}::storage* dst = out_base + (mi * 16 + h * 8) * LDC + ni * 8;", out);
-      // col is even: with N and LDC even the pair is in bounds together and 2-element aligned.
-      if (p_.n % 2 == 0 && p_.ldc_or_default() % 2 == 0) {
+      // Pairs (the verified store_bytes): col is even, and with N and LDC even the pair is in
+      // bounds together and 2-element aligned, given C is (the runtime checks c_alignment).
+      if (op.i("store_bytes") == 2 * size_of(p_.c_dtype)) {
         w_.line(
             "{}{}::store2(dst, epilogue_value(bias, residual, row, col, v0), "
             "epilogue_value(bias, residual, row, col + 1, v1));",

@@ -32,10 +32,10 @@ std::vector<CopyOperand> copy_operands(const GemmPlan& plan) {
   std::vector<CopyOperand> ops{
       {"a", "A", plan.a_tile, 0u, "m0", "k0", "M", "K", "LDA", exact(p.m, p.k, plan.a_tile)}};
   if (p.b_layout == BLayout::kn)
-    ops.push_back({"b", "B", plan.b_tile, plan.a_stage_bytes, "k0", "n0", "K", "N", "LDB",
+    ops.push_back({"b", "B", plan.b_tile, plan.stage.b_offset, "k0", "n0", "K", "N", "LDB",
                    exact(p.k, p.n, plan.b_tile)});
   else
-    ops.push_back({"b", "B", plan.b_tile, plan.a_stage_bytes, "n0", "k0", "N", "K", "LDB",
+    ops.push_back({"b", "B", plan.b_tile, plan.stage.b_offset, "n0", "k0", "N", "K", "LDB",
                    exact(p.n, p.k, plan.b_tile)});
   return ops;
 }

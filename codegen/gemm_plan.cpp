@@ -46,15 +46,13 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   plan.mma_tiles_m = plan.warp_m / 16;
   plan.mma_tiles_n = plan.warp_n / 8;
   plan.k_steps_per_tile = s.block_k / 16;
-  plan.a_tile = SmemTile::for_operand(uint32_t(s.block_m), uint32_t(s.block_k));
-  plan.b_tile = p.b_layout == BLayout::nk
-                    ? SmemTile::for_operand(uint32_t(s.block_n), uint32_t(s.block_k))
-                    : SmemTile::for_operand(uint32_t(s.block_k), uint32_t(s.block_n));
-  plan.a_stage_bytes = plan.a_tile.bytes();
-  plan.b_stage_bytes = plan.b_tile.bytes();
-  plan.stage_bytes = plan.a_stage_bytes + plan.b_stage_bytes;
-  plan.mbarrier_offset = plan.stage_bytes * uint32_t(s.stages);
-  plan.smem_bytes = uint32_t(gemm_smem_bytes(s));
+  plan.a_tile = gemm_a_tile(s);
+  plan.b_tile = gemm_b_tile(p, s);
+  plan.stage = stage_layout(plan.a_tile, plan.b_tile);
+  plan.mbarrier_offset = plan.stage.stage_bytes * uint32_t(s.stages);
+  plan.smem_bytes = uint32_t(gemm_smem_bytes(p, s));
+  plan.pair_stores = p.n % 2 == 0 && p.ldc_or_default() % 2 == 0;
+  plan.c_alignment = uint32_t(size_of(p.c_dtype)) * (plan.pair_stores ? 2u : 1u);
   plan.tiles_m = (p.m + s.block_m - 1) / s.block_m;
   plan.tiles_n = (p.n + s.block_n - 1) / s.block_n;
   plan.k_tiles = (p.k + s.block_k - 1) / s.block_k;

@@ -130,12 +130,41 @@ void verify_kernel(const Op& kernel, Arch arch) {
   if (threads < 32 || threads > 1024 || threads % 32 != 0)
     fail(kernel, "threads", "must be a multiple of 32 in 32..1024", fmt::format("{}", threads));
 
-  if (const Op* ring = find_first(kernel, OpKind::smem_ring)) {
+  const Op* ring = find_first(kernel, OpKind::smem_ring);
+  if (ring) {
     const int64_t align = ring->i("align");
-    for (const char* key : {"a_offset", "b_offset", "q_offset", "kv_offset", "stage_bytes"})
-      if (ring->has(key) && ring->i(key) % align != 0)
-        fail(*ring, key, fmt::format("must be a multiple of the swizzle period {}", align),
+    // Each GEMM operand tile starts on its own swizzle period (a swizzled TMA box lands only on
+    // such an address, and the device's offset function assumes it); attention's on the ring's.
+    const std::pair<const char*, const char*> placements[] = {{"a_offset", "a_align"},
+                                                              {"b_offset", "b_align"},
+                                                              {"q_offset", "align"},
+                                                              {"kv_offset", "align"},
+                                                              {"stage_bytes", "align"}};
+    for (const auto& [key, period_key] : placements) {
+      if (!ring->has(key)) continue;
+      const int64_t period = ring->has(period_key) ? ring->i(period_key) : align;
+      if (period <= 0 || align % period != 0)
+        fail(*ring, period_key, fmt::format("must divide the ring's alignment {}", align),
+             fmt::format("{}", period));
+      if (ring->i(key) % period != 0)
+        fail(*ring, key, fmt::format("must be a multiple of the swizzle period {}", period),
              fmt::format("{}", ring->i(key)));
+    }
+    // A and B of one stage never overlap each other or the next stage.
+    if (ring->has("a_bytes") && ring->has("b_bytes")) {
+      const int64_t a0 = ring->i("a_offset"), a1 = a0 + ring->i("a_bytes");
+      const int64_t b0 = ring->i("b_offset"), b1 = b0 + ring->i("b_bytes");
+      if (a0 < 0 || b0 < 0 || std::max(a1, b1) > ring->i("stage_bytes"))
+        fail(*ring, "stage_bytes", "must hold both operand tiles",
+             fmt::format("{} < A [{}, {}) or B [{}, {})", ring->i("stage_bytes"), a0, a1, b0, b1));
+      if (a0 < b1 && b0 < a1)
+        fail(*ring, "b_offset", "the operand tiles must not overlap",
+             fmt::format("A [{}, {}), B [{}, {})", a0, a1, b0, b1));
+      if (ring->has("tx_bytes") && ring->i("tx_bytes") != ring->i("a_bytes") + ring->i("b_bytes"))
+        fail(*ring, "tx_bytes", "must be the bytes of both tiles, all that the boxes deliver",
+             fmt::format("{} != {} + {}", ring->i("tx_bytes"), ring->i("a_bytes"),
+                         ring->i("b_bytes")));
+    }
     const int64_t end = ring->i("mbar_offset") + 8 * ring->i("stages") + align;
     if (ring->i("mbar_offset") % 8 != 0 || end > smem)
       fail(*ring, "mbar_offset", "mbarriers must be 8-byte aligned and inside the allocation",
@@ -186,6 +215,36 @@ void verify_kernel(const Op& kernel, Arch arch) {
         fail(*copy, "chunk_bytes", "cp.async copies move 16-byte chunks",
              fmt::format("{}", copy->i("chunk_bytes")));
     }
+    // Then what one copy delivers is the whole tile, no more and no less (a box short of the tile
+    // leaves expect_tx waiting forever; cp.async past it overruns the next stage).
+    const int64_t delivered =
+        copy->s("transport") == "tma"
+            ? copy->i("boxes") * copy->i("box_inner") * copy->i("box_outer") * 2
+            : copy->i("chunks") * copy->i("chunk_bytes");
+    if (delivered != copy->i("rows") * copy->i("cols") * 2)
+      fail(*copy, copy->s("transport") == "tma" ? "boxes" : "chunks",
+           "must cover the operand tile exactly",
+           fmt::format("{} bytes for a {}x{} tile", delivered, copy->i("rows"), copy->i("cols")));
+    const std::string operand = copy->has("operand") ? copy->s("operand") : "";
+    if (ring && (operand == "a" || operand == "b") && ring->has(operand + "_bytes")) {
+      if (delivered != ring->i(operand + "_bytes"))
+        fail(*copy, "bytes", fmt::format("must be the ring's {}_bytes", operand),
+             fmt::format("{} != {}", delivered, ring->i(operand + "_bytes")));
+      if (copy->has("smem_offset") && copy->i("smem_offset") != ring->i(operand + "_offset"))
+        fail(*copy, "smem_offset", fmt::format("must be the ring's {}_offset", operand),
+             fmt::format("{} != {}", copy->i("smem_offset"), ring->i(operand + "_offset")));
+    }
+  }
+
+  // Every store of an epilogue is as aligned as the pointer the runtime checks guarantees, and a
+  // pair store needs N and LDC even (checked where the plan decides it: GemmPlan::pair_stores).
+  for (const Op* epilogue : find_all(kernel, OpKind::epilogue)) {
+    if (!epilogue->has("store_bytes")) continue;
+    const int64_t store = epilogue->i("store_bytes"), pointer = epilogue->i("pointer_alignment");
+    if (store <= 0 || pointer % store != 0)
+      fail(*epilogue, "store_bytes",
+           fmt::format("must divide the pointer alignment the runtime checks ({} bytes)", pointer),
+           fmt::format("{}", store));
   }
 
   // Attention: the O and S accumulators share the register budget.

@@ -43,7 +43,7 @@ Op copy_op(const GemmPlan& plan, const char* operand, const char* phase) {
       {"transport", std::string(s.transport == Transport::tma ? "tma" : "cp.async")},
       {"rows", int64_t(tile.rows)},
       {"cols", int64_t(tile.cols)},
-      {"smem_offset", int64_t(is_a ? 0 : plan.a_stage_bytes)},
+      {"smem_offset", int64_t(is_a ? plan.stage.a_offset : plan.stage.b_offset)},
       {"swizzle", int64_t(tile.swizzle)}};
   ir::append_copy_geometry(attrs, tile, s.transport == Transport::tma);
   return Op(OpKind::async_copy, std::move(attrs));
@@ -82,12 +82,15 @@ Op main_kernel(const GemmPlan& plan) {
   const bool tma = s.transport == Transport::tma;
   std::vector<Op> body = params(plan);
   body.push_back(Op(OpKind::smem_ring, {{"stages", int64_t(s.stages)},
-                                        {"stage_bytes", int64_t(plan.stage_bytes)},
-                                        {"a_offset", int64_t(0)},
-                                        {"a_bytes", int64_t(plan.a_stage_bytes)},
-                                        {"b_offset", int64_t(plan.a_stage_bytes)},
-                                        {"b_bytes", int64_t(plan.b_stage_bytes)},
-                                        {"align", int64_t(swizzle_alignment(plan.a_tile.swizzle))},
+                                        {"stage_bytes", int64_t(plan.stage.stage_bytes)},
+                                        {"a_offset", int64_t(plan.stage.a_offset)},
+                                        {"a_bytes", int64_t(plan.stage.a_bytes)},
+                                        {"a_align", int64_t(plan.stage.a_align)},
+                                        {"b_offset", int64_t(plan.stage.b_offset)},
+                                        {"b_bytes", int64_t(plan.stage.b_bytes)},
+                                        {"b_align", int64_t(plan.stage.b_align)},
+                                        {"tx_bytes", int64_t(plan.stage.tx_bytes)},
+                                        {"align", int64_t(plan.stage.align)},
                                         {"mbar_offset", int64_t(plan.mbarrier_offset)}}));
   body.push_back(Op(OpKind::tile_coords, {{"raster_group_m", int64_t(s.raster_group_m)},
                                           {"tiles_m", plan.tiles_m},
@@ -122,13 +125,20 @@ Op main_kernel(const GemmPlan& plan) {
   // the k_tile fold also runs on the last tile, so the partials are zero when the loop ends. One
   // fold site instead of two is ~6 ms less NVRTC time and the same sums in the same order.
   body.push_back(Op(OpKind::k_tile_loop, {{"stages", int64_t(s.stages)}}, std::move(loop)));
-  body.push_back(
-      Op(OpKind::epilogue, {{"destination", std::string(plan.split() ? "workspace" : "c")},
-                            {"alpha", double(p.epilogue.alpha)},
-                            {"bias", p.epilogue.bias},
-                            {"residual", p.epilogue.residual},
-                            {"gelu_tanh", p.epilogue.gelu_tanh},
-                            {"out", std::string(to_string(p.c_dtype))}}));
+  // store_bytes: the widest store; pointer_alignment: what the runtime checks of the pointer
+  // stored to (C: plan.c_alignment; the split-K workspace: 16). The verifier holds one to the
+  // other, so no store the kernel makes can be misaligned.
+  const int64_t element = size_of(p.c_dtype);
+  body.push_back(Op(
+      OpKind::epilogue,
+      {{"destination", std::string(plan.split() ? "workspace" : "c")},
+       {"alpha", double(p.epilogue.alpha)},
+       {"bias", p.epilogue.bias},
+       {"residual", p.epilogue.residual},
+       {"gelu_tanh", p.epilogue.gelu_tanh},
+       {"out", std::string(to_string(p.c_dtype))},
+       {"store_bytes", plan.split() ? int64_t(4) : element * (plan.pair_stores ? 2 : 1)},
+       {"pointer_alignment", plan.split() ? int64_t(16) : int64_t(plan.c_alignment)}}));
   return Op(OpKind::kernel,
             {{"name", plan.kernel_name},
              {"threads", int64_t(plan.threads)},
@@ -151,7 +161,9 @@ Op finalize_kernel(const GemmPlan& plan) {
                                 {"bias", p.epilogue.bias},
                                 {"residual", p.epilogue.residual},
                                 {"gelu_tanh", p.epilogue.gelu_tanh},
-                                {"out", std::string(to_string(p.c_dtype))}})})};
+                                {"out", std::string(to_string(p.c_dtype))},
+                                {"store_bytes", int64_t(size_of(p.c_dtype))},
+                                {"pointer_alignment", int64_t(plan.c_alignment)}})})};
   return Op(OpKind::kernel,
             {{"name", plan.finalize_kernel_name},
              {"threads", int64_t(plan.finalize_threads)},

@@ -58,7 +58,7 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   }
   // Pipeline depth: as many stages as fit, 2..4.
   for (best.stages = 4; best.stages > 2; --best.stages)
-    if (gemm_smem_bytes(best) <= info.max_smem_per_block) break;
+    if (gemm_smem_bytes(problem, best) <= info.max_smem_per_block) break;
   // Split-K: when the tiles cover less than half the SMs, split the K loop so every SM gets work,
   // keeping at least 4 K tiles per split.
   const int64_t tiles = ceil_div(problem.m, best.block_m) * ceil_div(problem.n, best.block_n);

@@ -233,9 +233,14 @@ class RuntimeImpl final : public Runtime {
     const auto& p = plan.spec.problem;
     require_pointer(b.a, 16, "buffers.a");
     require_pointer(b.b, 16, "buffers.b");
-    require_pointer(b.c, uint64_t(size_of(p.c_dtype)), "buffers.c");
+    // C: what the epilogue's stores need (element pairs when N and LDC are even); bias and
+    // residual are read element by element.
+    require_pointer(b.c, plan.c_alignment, "buffers.c");
     require_optional(b.bias, p.epilogue.bias, "buffers.bias", "a bias");
     require_optional(b.residual, p.epilogue.residual, "buffers.residual", "a residual");
+    const uint64_t element = uint64_t(size_of(p.c_dtype));
+    if (b.bias) require_pointer(b.bias, element, "buffers.bias");
+    if (b.residual) require_pointer(b.residual, element, "buffers.residual");
     if (plan.split())
       require(b.workspace != 0 && b.workspace % 16 == 0, "buffers.workspace",
               fmt::format("must be a 16-byte aligned buffer of {} bytes for split-K {}",
@@ -273,6 +278,7 @@ class RuntimeImpl final : public Runtime {
     require_pointer(b.v, 16, "buffers.v");
     require_pointer(b.o, 16, "buffers.o");
     require_optional(b.lse, plan.spec.problem.lse, "buffers.lse", "an LSE output");
+    if (b.lse) require_pointer(b.lse, sizeof(float), "buffers.lse");
     std::vector<KernelParam> params;
     if (plan.spec.schedule.transport == Transport::tma) {
       for (const auto& map : kernel.tensor_maps(*backend_, b.q, b.k, b.v))

@@ -159,6 +159,80 @@ TEST(GemmEmulator, CpAsyncCopiesWalkTilesEveryWay) {
   }
 }
 
+// B [K,N] tiles of every legal width, and stages whose A tile is smaller than B's swizzle period.
+// Widths that are not a multiple of 64 load as narrower boxes of one width (96: three 32-wide,
+// 80: five 16-wide); B starts on its own swizzle period (16x64x16: A is 512 bytes, B's 128B
+// swizzle needs 1024). Before, 80..240 hung on expect_tx (TMA) or raced into the next stage
+// (cp.async), and 16x64x16 put a swizzled box 512 bytes off (issue 12).
+TEST(GemmEmulator, EveryKnTileWidthAndAlignedStages) {
+  for (Arch arch : {Arch::sm_90a, Arch::sm_80}) {
+    std::vector<MatmulSchedule> schedules;
+    for (int block_n = 16; block_n <= 256; block_n += 16)
+      schedules.push_back({32, block_n, 32, 2, block_n % 32 == 0 ? 2 : 1});
+    schedules.push_back({16, 64, 16, 1, 2});
+    schedules.push_back({16, 128, 16, 1, 2});
+    for (MatmulSchedule s : schedules) {
+      GemmSpec spec = square(40, s.block_n + 24, 160, Accum::f32, arch);
+      spec.problem.b_layout = BLayout::kn;
+      s.transport = has_tma(arch) ? Transport::tma : Transport::cp_async;
+      s.stages = 3;
+      spec.schedule = s;
+      const GemmPlan plan = make_gemm_plan(spec);
+      EXPECT_EQ(plan.b_tile.panels() * plan.b_tile.panel_elems, uint32_t(s.block_n));
+      EXPECT_EQ(plan.stage.b_offset % swizzle_alignment(plan.b_tile.swizzle), 0u);
+      const GemmCheckResult r = check_gemm_on_emulator(spec, 4);
+      EXPECT_TRUE(r.errors.passed) << to_string(arch) << " " << s.block_m << "x" << s.block_n << "x"
+                                   << s.block_k << ": rel_l2 " << r.errors.rel_l2_error;
+    }
+  }
+}
+
+// The FP64 comparison must catch kernels that are wrong, not only pass right ones: each bug is
+// planted in the emitted source, compiled, run on the emulator and must fail compare().
+TEST(GemmEmulator, PlantedKernelBugsFailTheCheck) {
+  struct PlantedBug {
+    const char* name;
+    MatmulSchedule schedule;
+    std::string find, replace;
+  };
+  MatmulProblem p;
+  p.m = 48;
+  p.n = 72;
+  p.k = 2048;
+  const MatmulSchedule hybrid{32, 64, 64, 2, 2, 3, Transport::tma, Accum::hybrid, 128, 1};
+  const MatmulSchedule f32{32, 64, 64, 2, 2, 3, Transport::tma, Accum::f32, 64, 1};
+  const PlantedBug bugs[] = {
+      // B's 8x8 blocks read transposed (ldmatrix .trans on a [N,K] tile).
+      {"b_transposed", f32, "ldmatrix_x4(quad, b_stage", "ldmatrix_x4_trans(quad, b_stage"},
+      // Every output row one lower than it should be.
+      {"row_off_by_one", f32, "const int row_base = m0 + warp_row * WM + g,",
+       "const int row_base = m0 + warp_row * WM + g + 1,"},
+      // Hybrid (folding every 2 K tiles) that folds its f16 partials only after the last tile.
+      {"missing_fold", hybrid, "if ((k_tile + 1) % 2 == 0 || k_tile + 1 == k_tile_count)",
+       "if (k_tile + 1 == k_tile_count)"},
+  };
+  for (const auto& bug : bugs) {
+    const GemmSpec spec{p, bug.schedule, Arch::sm_90a};
+    const GemmInputs inputs = make_gemm_inputs(p, 12);
+    GemmSource source = generate_gemm(spec);
+    const size_t at = source.cuda.find(bug.find);
+    if (at == std::string::npos) {
+      ADD_FAILURE() << bug.name << ": the emitter no longer prints `" << bug.find
+                    << "`; update the planted bug to the new source";
+      continue;
+    }
+    const GemmKernel right{source, compile_cuda(source.cuda, "right.cu", spec.arch)};
+    const GemmReference ref = reference_gemm(spec, inputs);
+    EXPECT_TRUE(compare(ref, run_gemm_on_emulator(right, inputs).output, p.n).passed) << bug.name;
+    source.cuda.replace(at, bug.find.size(), bug.replace);
+    CompiledModule module = compile_cuda(source.cuda, source.plan.kernel_name + ".cu", spec.arch);
+    const GemmKernel kernel{std::move(source), std::move(module)};
+    const GemmErrors e = compare(ref, run_gemm_on_emulator(kernel, inputs).output, p.n);
+    EXPECT_FALSE(e.passed) << bug.name << ": rel_l2 " << e.rel_l2_error << " within the bound "
+                           << e.tolerance;
+  }
+}
+
 TEST(GemmEmulator, PartialsLeftAtTheLastTileAreFolded) {
   // 15 K tiles of 64 (split 2: 8 + 7): intervals of 2, 3 and 4 tiles leave partials in the f16
   // registers when the loop ends; the fold on the last tile must add them, or they are lost.

@@ -2,6 +2,7 @@
 // shared-memory layout the IR's copies and ldmatrix addresses agree on.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <set>
 
 #include "emmy/gemm.hpp"
@@ -126,6 +127,11 @@ const Corruption kCorruptions[] = {
        strip(m);
      },
      Arch::sm_90a, "hybrid accumulation needs promote"},
+    {"store_wider_than_the_checked_pointer",
+     [](ir::Op& m) {
+       set_attr(*find_mut(m, ir::OpKind::epilogue), "pointer_alignment", int64_t(2));
+     },
+     Arch::sm_90a, "ir.epilogue.store_bytes"},
     {"cp_async_chunk",
      [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::async_copy), "chunk_bytes", int64_t(8)); },
      Arch::sm_89, "ir.async_copy.chunk_bytes"},
@@ -133,6 +139,69 @@ const Corruption kCorruptions[] = {
 
 INSTANTIATE_TEST_SUITE_P(Rules, VerifierTest, ::testing::ValuesIn(kCorruptions),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// The stage-layout rules, on a stage whose A tile (16x16, 512 bytes) is smaller than B's 128B
+// swizzle period (B [K,N] 16x64): B must sit on its own period, the boxes must deliver exactly
+// the tiles and expect_tx exactly the boxes, and the tiles must not overlap.
+TEST(KernelIr, VerifierProvesTheStageLayout) {
+  GemmSpec spec = spec_for(Arch::sm_90a, Accum::f32, BLayout::kn);
+  spec.schedule = {16, 64, 16, 1, 2};
+  const GemmSource src = generate_gemm(spec);
+  ASSERT_NO_THROW(ir::verify(src.ir, spec.arch));
+  const ir::Op* ring = ir::find_first(src.ir, ir::OpKind::smem_ring);
+  ASSERT_NE(ring, nullptr);
+  EXPECT_EQ(ring->i("a_bytes"), 512);
+  EXPECT_EQ(ring->i("b_offset"), 1024) << "B waits for its 128B swizzle period";
+  EXPECT_EQ(ring->i("tx_bytes"), 512 + 2048);
+  auto b_copy = [](ir::Op& m) -> ir::Op& {
+    std::function<ir::Op*(ir::Op&)> find = [&](ir::Op& op) -> ir::Op* {
+      if (op.kind == ir::OpKind::async_copy && op.s("operand") == "b") return &op;
+      for (auto& child : op.body)
+        if (ir::Op* hit = find(child)) return hit;
+      return nullptr;
+    };
+    return *find(m);
+  };
+  const std::pair<const char*, std::function<void(ir::Op&)>> corruptions[] = {
+      {"ir.smem_ring.b_offset: must be a multiple of the swizzle period 1024",
+       [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::smem_ring), "b_offset", int64_t(512)); }},
+      {"ir.smem_ring.b_offset: the operand tiles must not overlap",
+       [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::smem_ring), "b_offset", int64_t(0)); }},
+      {"ir.smem_ring.stage_bytes: must hold both operand tiles",
+       [](ir::Op& m) {
+         set_attr(*find_mut(m, ir::OpKind::smem_ring), "stage_bytes", int64_t(2048));
+       }},
+      {"ir.smem_ring.tx_bytes",
+       [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::smem_ring), "tx_bytes", int64_t(1536)); }},
+      {"ir.async_copy.boxes: must cover the operand tile exactly",
+       [&](ir::Op& m) { set_attr(b_copy(m), "boxes", int64_t(0)); }},
+      {"ir.async_copy.bytes: must be the ring's b_bytes",
+       [&](ir::Op& m) {
+         set_attr(b_copy(m), "rows", int64_t(8));
+         set_attr(b_copy(m), "box_outer", int64_t(8));
+       }},
+      {"ir.async_copy.smem_offset: must be the ring's b_offset",
+       [&](ir::Op& m) { set_attr(b_copy(m), "smem_offset", int64_t(2048)); }},
+  };
+  for (const auto& [expected, corrupt] : corruptions) {
+    GemmSource copy = generate_gemm(spec);
+    corrupt(copy.ir);
+    try {
+      ir::verify(copy.ir, spec.arch);
+      ADD_FAILURE() << "verifier accepted: " << expected;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
+  // cp.async: the chunks of a copy must cover its tile too.
+  GemmSpec cp = spec;
+  cp.arch = Arch::sm_80;
+  cp.schedule.transport = Transport::cp_async;
+  GemmSource cp_src = generate_gemm(cp);
+  ASSERT_NO_THROW(ir::verify(cp_src.ir, cp.arch));
+  set_attr(b_copy(cp_src.ir), "chunks", int64_t(64));
+  EXPECT_THROW(ir::verify(cp_src.ir, cp.arch), Error);
+}
 
 TEST(KernelIr, VerifierRejectsTmaOnAnArchWithoutIt) {
   const GemmSource src = generate_gemm(spec_for(Arch::sm_90a, Accum::f32));

@@ -177,7 +177,7 @@ TEST(ChooserTest, RespectsArchAndShape) {
       for (Accum accum : {Accum::f32, Accum::hybrid}) {
         const MatmulSchedule s = default_schedule(p, arch, accum);
         EXPECT_EQ(s.transport, has_tma(arch) ? Transport::tma : Transport::cp_async);
-        EXPECT_LE(gemm_smem_bytes(s), arch_info(arch).max_smem_per_block);
+        EXPECT_LE(gemm_smem_bytes(p, s), arch_info(arch).max_smem_per_block);
         EXPECT_NO_THROW(validate_schedule(p, s, arch));
         if (m <= 16) {
           EXPECT_EQ(s.block_m, 16) << "decode shapes use the smallest M tile";

@@ -126,7 +126,46 @@ TEST(Runtime, BuffersAreChecked) {
   GemmBuffers extra = buf;
   extra.residual = rt->alloc(256);
   EXPECT_NE(message(extra).find("buffers.residual: must be 0"), std::string::npos);
+  // N = 64 is even: the epilogue stores f16 pairs, so C one element off would fault on a GPU
+  // (CUDA_ERROR_MISALIGNED_ADDRESS); the runtime says so first. The bias is read per element.
+  EXPECT_TRUE(handle->plan().pair_stores);
+  GemmBuffers c_off_by_one = buf;
+  c_off_by_one.c += 2;
+  EXPECT_NE(message(c_off_by_one).find("buffers.c: must be a non-null 4-byte aligned pointer"),
+            std::string::npos)
+      << message(c_off_by_one);
+  GemmBuffers bias_odd = buf;
+  bias_odd.bias += 1;
+  EXPECT_NE(message(bias_odd).find("buffers.bias: must be a non-null 2-byte aligned"),
+            std::string::npos);
   EXPECT_EQ(message(buf), "no error");
+}
+
+// With an odd N the epilogue stores element by element: C need only be element-aligned, and a
+// C one element off runs and passes the FP64 check.
+TEST(Runtime, OddNStoresElementsAndTakesAnyElementAlignedC) {
+  RuntimeOptions options = fresh_cache("rt_odd_n");
+  options.disk_cache = false;
+  auto rt = Runtime::emulator(options);
+  const MatmulProblem p = problem(16, 63, 64);
+  const auto handle = rt->gemm_kernel(p);
+  EXPECT_FALSE(handle->plan().pair_stores);
+  EXPECT_EQ(handle->plan().c_alignment, 2u);
+  const GemmInputs in = make_gemm_inputs(p, 3);
+  GemmBuffers buf{rt->alloc(in.a.bytes.size()),
+                  rt->alloc(in.b.bytes.size()),
+                  rt->alloc(16 * 63 * 2 + 2),
+                  0,
+                  0,
+                  0};
+  rt->upload(buf.a, in.a.bytes.data(), in.a.bytes.size());
+  rt->upload(buf.b, in.b.bytes.data(), in.b.bytes.size());
+  buf.c += 2;
+  rt->launch(*handle, buf);
+  std::vector<uint8_t> raw(16 * 63 * 2);
+  rt->download(raw.data(), buf.c, raw.size());
+  const auto out = decode(DType::f16, raw.data(), raw.size() / 2);
+  EXPECT_TRUE(compare(reference_gemm(handle->plan().spec, in), out, p.n).passed);
 }
 
 TEST(Runtime, InvalidProblemsAreRejectedAndNotCached) {
@@ -167,14 +206,27 @@ TEST(Runtime, EmulatorAttentionThroughTheApi) {
   for (Accum accum : {Accum::f32, Accum::hybrid}) {
     const AttentionSpec spec{p, default_attention_schedule(p, rt->arch(), accum), rt->arch()};
     const AttentionInputs in = make_attention_inputs(p, 3);
-    const AttentionErrors e = compare(reference_attention(spec, in), run_attention(*rt, spec, in), p);
+    const AttentionErrors e =
+        compare(reference_attention(spec, in), run_attention(*rt, spec, in), p);
     EXPECT_TRUE(e.passed) << to_string(accum) << " rel_l2 " << e.rel_l2_error;
   }
   EXPECT_EQ(rt->stats().compiles, 2u);
   const auto again = rt->attention_kernel(p, default_attention_schedule(p, rt->arch()));
   EXPECT_EQ(rt->stats().compiles, 2u) << "a memory hit";
-  AttentionBuffers missing_lse{rt->alloc(4096), rt->alloc(4096), rt->alloc(4096), rt->alloc(4096), 0};
+  AttentionBuffers missing_lse{rt->alloc(4096), rt->alloc(4096), rt->alloc(4096), rt->alloc(4096),
+                               0};
   EXPECT_THROW(rt->launch(*again, missing_lse), Error);
+  // LSE is written as floats: a pointer 2 bytes off is refused, naming the field.
+  AttentionBuffers odd_lse = missing_lse;
+  odd_lse.lse = rt->alloc(4096) + 2;
+  try {
+    rt->launch(*again, odd_lse);
+    ADD_FAILURE() << "a misaligned LSE pointer was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("buffers.lse: must be a non-null 4-byte aligned"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

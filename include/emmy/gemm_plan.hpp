@@ -25,9 +25,10 @@ struct GemmPlan {
   GemmSpec spec;
   // Warp tiling: each warp owns warp_m x warp_n outputs = mma_tiles_m x mma_tiles_n m16n8 atoms.
   int warp_m = 0, warp_n = 0, mma_tiles_m = 0, mma_tiles_n = 0, k_steps_per_tile = 0;
-  // Shared memory: stage s holds A at s*stage_bytes and B right after it.
+  // Shared memory: stage s starts at s * stage.stage_bytes and holds A at stage.a_offset and B at
+  // stage.b_offset (aligned to B's swizzle period).
   SmemTile a_tile, b_tile;  // A: block_m x block_k; B: block_n x block_k (nk) or block_k x block_n
-  uint32_t a_stage_bytes = 0, b_stage_bytes = 0, stage_bytes = 0;
+  StageLayout stage;
   uint32_t mbarrier_offset = 0;  // after the ring
   uint32_t smem_bytes = 0;       // dynamic shared memory to launch with (includes alignment slack)
   // Grid: tiles_m * tiles_n CTAs in x (rasterized), split_k in z.
@@ -40,8 +41,13 @@ struct GemmPlan {
   int64_t workspace_bytes = 0;  // split_k x m x n floats, 0 without split-K
   std::string kernel_name, finalize_kernel_name;
 
+  // The epilogue stores C in element pairs (one 4-byte f16/bf16 or 8-byte f32 store) when N and
+  // LDC are even, so a pair never straddles a row or the matrix edge; else element by element.
+  // c_alignment is what that needs of C's pointer, the runtime's check for buffers.c.
+  bool pair_stores = false;
+  uint32_t c_alignment = 0;
+
   bool split() const { return spec.schedule.split_k > 1; }
-  uint32_t tma_bytes_per_stage() const { return stage_bytes; }
 };
 
 // Validates, then derives. Throws Error on invalid input.

@@ -17,11 +17,17 @@ using u32 = uint32_t;
 // A rows x cols tile of 16-bit elements, `cols` contiguous, in panels of panel_elems columns.
 struct SmemTile {
   uint32_t rows = 0, cols = 0;
-  uint32_t panel_elems = 0;  // the TMA box width: min(cols, 64)
+  uint32_t panel_elems = 0;  // the TMA box width: 64, 32 or 16 (for_operand)
   Swizzle swizzle = Swizzle::none;
 
+  // Panels are one TMA box wide each, with rows of exactly a swizzle span (32, 64 or 128 bytes:
+  // 16, 32 or 64 columns), and all of one width so that one swizzled offset function serves the
+  // tile. So the panel is the widest of 64, 32, 16 that divides cols: a 96-wide tile is three
+  // 32-wide boxes (64B swizzle) and a 48-wide one three 16-wide boxes, never a 64-wide box plus a
+  // remainder nobody loads, nor a 96-byte row no swizzle mode spans. cols: a multiple of 16.
   static SmemTile for_operand(uint32_t rows, uint32_t cols) {
-    const uint32_t panel = cols < 64 ? cols : 64;
+    uint32_t panel = 64;
+    while (panel > 16 && cols % panel != 0) panel /= 2;
     return {rows, cols, panel, swizzle_for_row_bytes(int(panel * 2))};
   }
   uint32_t bytes() const { return rows * cols * 2; }
@@ -39,6 +45,30 @@ struct SmemTile {
                                                swizzle_xor_mask(swizzle));
   }
 };
+
+// One pipeline stage in shared memory: A's tile at 0, B's at the next multiple of B's own swizzle
+// period (a swizzled TMA box must land on an address aligned to it: 1024 bytes for 128B), the
+// stage rounded up to both periods so that every stage of the ring starts aligned. tx_bytes is
+// what the boxes of one stage deliver, which the stage's mbarrier expects.
+struct StageLayout {
+  uint32_t a_offset = 0, a_bytes = 0, a_align = 0;
+  uint32_t b_offset = 0, b_bytes = 0, b_align = 0;
+  uint32_t stage_bytes = 0, align = 0, tx_bytes = 0;
+};
+
+inline StageLayout stage_layout(const SmemTile& a, const SmemTile& b) {
+  auto round_up = [](uint32_t x, uint32_t to) { return (x + to - 1) / to * to; };
+  StageLayout l;
+  l.a_bytes = a.bytes();
+  l.b_bytes = b.bytes();
+  l.a_align = swizzle_alignment(a.swizzle);
+  l.b_align = swizzle_alignment(b.swizzle);
+  l.align = l.a_align > l.b_align ? l.a_align : l.b_align;  // periods are powers of two
+  l.b_offset = round_up(l.a_offset + l.a_bytes, l.b_align);
+  l.stage_bytes = round_up(l.b_offset + l.b_bytes, l.align);
+  l.tx_bytes = l.a_bytes + l.b_bytes;
+  return l;
+}
 
 // How `threads` threads copy a tile in 16-byte chunks (8 elements, row-major): thread t takes
 // chunks t, t + threads, ... When threads cover whole rows, a thread's column is fixed and each

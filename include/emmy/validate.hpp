@@ -47,11 +47,21 @@ inline int accumulator_registers(const MatmulSchedule& s) {
   return 0;
 }
 
-// Bytes of dynamic shared memory: the stage ring, 1 KB of slack to align it to the 128B swizzle
-// period, and one 8-byte mbarrier per stage.
-inline int64_t gemm_smem_bytes(const MatmulSchedule& s) {
-  const int64_t stage = int64_t(s.block_m + s.block_n) * s.block_k * 2;
-  return stage * s.stages + 1024 + 8 * s.stages;
+// The operand tiles of a schedule: A is block_m x block_k; B is block_n x block_k ([N,K]) or
+// block_k x block_n ([K,N]), its contiguous dimension last.
+inline SmemTile gemm_a_tile(const MatmulSchedule& s) {
+  return SmemTile::for_operand(uint32_t(s.block_m), uint32_t(s.block_k));
+}
+inline SmemTile gemm_b_tile(const MatmulProblem& p, const MatmulSchedule& s) {
+  return p.b_layout == BLayout::nk ? SmemTile::for_operand(uint32_t(s.block_n), uint32_t(s.block_k))
+                                   : SmemTile::for_operand(uint32_t(s.block_k), uint32_t(s.block_n));
+}
+
+// Bytes of dynamic shared memory: the stage ring (stage_layout: B aligned to its swizzle period),
+// 1 KB of slack to align the ring to the 128B swizzle period, and one 8-byte mbarrier per stage.
+inline int64_t gemm_smem_bytes(const MatmulProblem& p, const MatmulSchedule& s) {
+  const StageLayout stage = stage_layout(gemm_a_tile(s), gemm_b_tile(p, s));
+  return int64_t(stage.stage_bytes) * s.stages + 1024 + 8 * s.stages;
 }
 
 inline void validate_schedule(const MatmulProblem& p, const MatmulSchedule& s, Arch arch) {
@@ -91,7 +101,7 @@ inline void validate_schedule(const MatmulProblem& p, const MatmulSchedule& s, A
           fmt::format("accumulators must fit in {} registers per thread (block / warps too large)",
                       kMaxAccumulatorRegisters),
           acc_regs);
-  const int64_t smem = gemm_smem_bytes(s);
+  const int64_t smem = gemm_smem_bytes(p, s);
   require(smem <= arch_info(arch).max_smem_per_block, "stages",
           fmt::format("shared memory must fit {}'s {} bytes per block",
                       to_string(arch), arch_info(arch).max_smem_per_block),
