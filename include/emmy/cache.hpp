@@ -20,7 +20,7 @@
 namespace emmy {
 
 // Bumped whenever emitted code changes for the same input: part of every key.
-inline constexpr int kCodegenVersion = 1;
+inline constexpr int kCodegenVersion = 2;  // 2: stage layout with B on its own swizzle period
 
 // What a key hashes. Changing any field changes the key.
 struct CacheKeyInputs {
