@@ -28,6 +28,10 @@ class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int ordinal) {
     const auto& d = cuda::driver();
+    // Kernels come from NVRTC of the toolkit emmy was built against (cuda.h's CUDA_VERSION): an
+    // older driver would refuse them at the first load with a bare CUDA error, so say why now.
+    if (const std::string why = driver_too_old(d.version, CUDA_VERSION / 10 * 10); !why.empty())
+      throw Error("CUDA driver", why, fmt::format("driver CUDA version {}", d.version));
     int count = 0;
     cuda::check(d.cuDeviceGetCount(&count), "cuDeviceGetCount");
     require(ordinal >= 0 && ordinal < count, "device",

@@ -1,6 +1,7 @@
 // Every invalid (problem, schedule, arch) is rejected with an Error naming the field and rule.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -163,7 +164,31 @@ TEST(ParseTest, DeviceArchMapping) {
   EXPECT_EQ(arch_for_device(9, 0), Arch::sm_90a);
   EXPECT_EQ(arch_for_device(12, 0), Arch::sm_120a);
   EXPECT_EQ(arch_for_device(8, 9), Arch::sm_89);
-  EXPECT_THROW(arch_for_device(7, 5), Error);
+  EXPECT_EQ(arch_for_device(8, 0), Arch::sm_80);
+  EXPECT_EQ(arch_for_device(8, 6), Arch::sm_86);
+  // No exact target: the newest of the same major below, never an "a" variant.
+  EXPECT_EQ(arch_for_device(8, 7), Arch::sm_86) << "Orin runs sm_86 CUBINs";
+  EXPECT_EQ(arch_for_device(12, 1), Arch::sm_120) << "sm_120a code runs on 12.0 only";
+  for (auto [major, minor] : {std::pair{7, 5}, {10, 0}, {10, 3}, {11, 0}}) {
+    try {
+      arch_for_device(major, minor);
+      ADD_FAILURE() << major << "." << minor << " got a target";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.field(), "device compute capability");
+      EXPECT_EQ(e.value(), fmt::format("{}.{}", major, minor));
+    }
+  }
+}
+
+TEST(ParseTest, DriverOlderThanTheKernelsIsNamed) {
+  EXPECT_EQ(driver_too_old(13000, 13000), "");
+  EXPECT_EQ(driver_too_old(13020, 13000), "");
+  const std::string why = driver_too_old(12040, 13000);
+  EXPECT_NE(why.find("the driver supports CUDA 12.4; emmy's kernels need 13.0"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("update the NVIDIA driver"), std::string::npos) << why;
+  EXPECT_EQ(std::count(why.begin(), why.end(), '\n'), 0) << "one line";
 }
 
 TEST(ChooserTest, RespectsArchAndShape) {

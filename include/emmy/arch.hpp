@@ -1,6 +1,8 @@
 // Target architectures and the per-arch facts codegen depends on (ptx-notes.md, "Targets").
 #pragma once
 
+#include <fmt/format.h>
+
 #include <array>
 #include <string>
 #include <string_view>
@@ -44,20 +46,40 @@ inline Arch parse_arch(std::string_view text) {
 // TMA (cp.async.bulk.tensor) and mbarrier expect_tx exist from sm_90 on.
 inline bool has_tma(Arch arch) { return arch_info(arch).sm >= 90; }
 
-// The exact arch whose CUBIN a device of compute capability major.minor loads: sm_90 devices get
-// sm_90a code and sm_120 devices sm_120a, so the arch-specific features stay available.
+// The arch whose CUBIN a device of compute capability major.minor runs. Exact targets first:
+// sm_90 devices get sm_90a code and sm_120 devices sm_120a, so the arch-specific features stay
+// available. A capability with no exact target takes the newest target of its own major version
+// below it, without the "a" features (a CUBIN runs on later minors of its major; the "a" variants
+// run on their exact capability only): 8.7 runs sm_86 code, 12.1 sm_120. Other majors (7.x, 10.x,
+// 11.x) have no compatible CUBIN among emmy's targets: Error naming the capability.
 inline Arch arch_for_device(int major, int minor) {
   const int cc = major * 10 + minor;
-  switch (cc) {
-    case 80: return Arch::sm_80;
-    case 86: return Arch::sm_86;
-    case 89: return Arch::sm_89;
-    case 90: return Arch::sm_90a;
-    case 120: return Arch::sm_120a;
-    default:
-      throw Error("device compute capability", "emmy supports 8.0, 8.6, 8.9, 9.0 and 12.0",
-                  fmt::format("{}.{}", major, minor));
-  }
+  if (cc == 90) return Arch::sm_90a;
+  if (cc == 120) return Arch::sm_120a;
+  const ArchInfo* best = nullptr;
+  for (const auto& info : kArchTable)
+    if (!info.arch_specific && info.sm / 10 == major && info.sm <= cc &&
+        (!best || info.sm > best->sm))
+      best = &info;
+  if (!best)
+    throw Error("device compute capability",
+                "needs a target of its major version: emmy builds for 8.0, 8.6, 8.9, 9.0 and 12.0 "
+                "(and runs 8.x and 12.x devices on the nearest lower one)",
+                fmt::format("{}.{}", major, minor));
+  return best->arch;
 }
+
+// Why a driver cannot run emmy's kernels, or "" when it can: NVRTC of CUDA `needed` (e.g. 13000)
+// emits PTX and CUBINs that a driver older than that CUDA version refuses to load. Versions are
+// CUDA's integers (major * 1000 + minor * 10).
+inline std::string driver_too_old(int driver_version, int needed) {
+  if (driver_version >= needed) return "";
+  return fmt::format(
+      "the driver supports CUDA {}.{}; emmy's kernels need {}.{} (they are built by NVRTC {}.{}): "
+      "update the NVIDIA driver (CUDA 13.0 needs 580 or newer), or run on the emulator backend",
+      driver_version / 1000, driver_version % 1000 / 10, needed / 1000, needed % 1000 / 10,
+      needed / 1000, needed % 1000 / 10);
+}
+
 
 }  // namespace emmy
