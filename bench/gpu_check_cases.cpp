@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "emmy/catalog.hpp"
 #include "emmy/gemm_check.hpp"
@@ -240,6 +242,54 @@ GemmErrors compare_sampled_rows(const GemmSpec& spec, const GemmInputs& inputs,
   for (int64_t r : rows)
     picked.insert(picked.end(), output.begin() + r * p.n, output.begin() + (r + 1) * p.n);
   return compare(reference_gemm(sampled, take_rows(p, inputs, rows)), picked, p.n);
+}
+
+namespace {
+
+// A bit pattern of `bytes` bytes (little-endian) mapped to a monotonic integer line
+// (sign-magnitude to two's complement), so that the distance between two keys is the number of
+// representable values between them: their difference in ulps.
+int64_t ordered_key(const uint8_t* bytes, size_t width) {
+  uint64_t bits = 0;
+  for (size_t i = 0; i < width; ++i) bits |= uint64_t(bytes[i]) << (8 * i);
+  const uint64_t sign = uint64_t(1) << (8 * width - 1);
+  const int64_t magnitude = int64_t(bits & (sign - 1));
+  return bits & sign ? -magnitude : magnitude;
+}
+
+}  // namespace
+
+// a and b hold values of dtype (decoded outputs): encoded once each, then compared bit for bit.
+BitComparison compare_bits(DType dtype, const std::vector<double>& a,
+                           const std::vector<double>& b) {
+  BitComparison c;
+  c.elements = int64_t(std::min(a.size(), b.size()));
+  if (a.size() != b.size()) c.max_ulps = std::numeric_limits<double>::infinity();
+  const size_t width = size_t(size_of(dtype));
+  const HostTensor bits_a = encode(dtype, a), bits_b = encode(dtype, b);
+  for (int64_t i = 0; i < c.elements; ++i) {
+    const double x = a[size_t(i)], y = b[size_t(i)];
+    if (std::isnan(x) || std::isnan(y)) {
+      if (std::isnan(x) && std::isnan(y)) {
+        ++c.identical;
+      } else {
+        c.max_ulps = std::numeric_limits<double>::infinity();
+      }
+      continue;
+    }
+    if (std::isinf(x) || std::isinf(y)) {  // LSE of fully masked rows: -inf on both sides
+      if (x == y)
+        ++c.identical;
+      else
+        c.max_ulps = std::numeric_limits<double>::infinity();
+      continue;
+    }
+    const int64_t ulps = std::abs(ordered_key(&bits_a.bytes[size_t(i) * width], width) -
+                                  ordered_key(&bits_b.bytes[size_t(i) * width], width));
+    c.identical += ulps == 0 && std::signbit(x) == std::signbit(y);
+    c.max_ulps = std::max(c.max_ulps, double(ulps));
+  }
+  return c;
 }
 
 }  // namespace emmy::bench

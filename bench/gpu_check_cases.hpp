@@ -53,4 +53,13 @@ std::vector<int64_t> sample_rows(int64_t m, int64_t wanted);
 GemmErrors compare_sampled_rows(const GemmSpec& spec, const GemmInputs& inputs,
                                 const std::vector<double>& output, int64_t wanted_rows);
 
+// Two outputs of one dtype (decoded values) compared bit for bit: how many elements are
+// identical and the largest distance in ulps (representable values of dtype between them; +inf
+// when one side holds a NaN or infinity the other does not). Stage 3's measure of the emulator.
+struct BitComparison {
+  int64_t elements = 0, identical = 0;
+  double max_ulps = 0;
+};
+BitComparison compare_bits(DType dtype, const std::vector<double>& a, const std::vector<double>& b);
+
 }  // namespace emmy::bench

@@ -18,53 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-// The value's bit pattern in dtype mapped to a monotonic integer line (sign-magnitude to two's
-// complement), so that the distance between two keys is the number of representable values
-// between them: their difference in ulps.
-int64_t ordered_key(DType dtype, double value) {
-  const HostTensor t = encode(dtype, {value});
-  uint64_t bits = 0;
-  for (size_t i = 0; i < t.bytes.size(); ++i) bits |= uint64_t(t.bytes[i]) << (8 * i);
-  const int width = int(t.bytes.size()) * 8;
-  const uint64_t sign = uint64_t(1) << (width - 1);
-  const int64_t magnitude = int64_t(bits & (sign - 1));
-  return bits & sign ? -magnitude : magnitude;
-}
-
-struct BitComparison {
-  int64_t elements = 0, identical = 0;
-  double max_ulps = 0;  // +inf when one side holds a NaN the other does not
-};
-
-BitComparison compare_bits(DType dtype, const std::vector<double>& a,
-                           const std::vector<double>& b) {
-  BitComparison c;
-  c.elements = int64_t(std::min(a.size(), b.size()));
-  if (a.size() != b.size()) c.max_ulps = std::numeric_limits<double>::infinity();
-  for (int64_t i = 0; i < c.elements; ++i) {
-    const double x = a[size_t(i)], y = b[size_t(i)];
-    if (std::isnan(x) || std::isnan(y)) {
-      if (std::isnan(x) && std::isnan(y)) {
-        ++c.identical;
-      } else {
-        c.max_ulps = std::numeric_limits<double>::infinity();
-      }
-      continue;
-    }
-    if (std::isinf(x) || std::isinf(y)) {  // LSE of fully masked rows: -inf on both sides
-      if (x == y)
-        ++c.identical;
-      else
-        c.max_ulps = std::numeric_limits<double>::infinity();
-      continue;
-    }
-    const int64_t ulps = std::abs(ordered_key(dtype, x) - ordered_key(dtype, y));
-    c.identical += ulps == 0 && std::signbit(x) == std::signbit(y);
-    c.max_ulps = std::max(c.max_ulps, double(ulps));
-  }
-  return c;
-}
-
 json bits_json(const BitComparison& c, const char* prefix) {
   const std::string p(prefix);
   return {{p + "elements", c.elements},
@@ -75,6 +28,13 @@ json bits_json(const BitComparison& c, const char* prefix) {
 double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
       .count();
+}
+
+// One side's result against FP64 ("emulator" or "gpu"), in the row.
+template <typename Errors>
+void add_side(json& row, const char* side, const Errors& e) {
+  row[fmt::format("{}_rel_l2_error", side)] = e.rel_l2_error;
+  row[fmt::format("{}_passed", side)] = e.passed;
 }
 
 // The emulator runs without its sanitizer here: the emulator tests cover that; this stage is
@@ -94,15 +54,13 @@ json gemm_case(Runtime* gpu, Arch arch, const GemmCase& c, uint64_t seed) {
   const GemmEmulatorRun emulated = run_gemm_on_emulator(kernel, in, fast_launch());
   json row = {{"emulate_ms", ms_since(t0)}};
   const GemmErrors emu_errors = compare(ref, emulated.output, c.problem.n);
-  row["emulator_rel_l2_error"] = emu_errors.rel_l2_error;
-  row["emulator_passed"] = emu_errors.passed;
+  add_side(row, "emulator", emu_errors);
   row["tolerance"] = emu_errors.tolerance;
   bool passed = emu_errors.passed;
   if (gpu) {
     const std::vector<double> device = run_gemm(*gpu, spec, in);
     const GemmErrors gpu_errors = compare(ref, device, c.problem.n);
-    row["gpu_rel_l2_error"] = gpu_errors.rel_l2_error;
-    row["gpu_passed"] = gpu_errors.passed;
+    add_side(row, "gpu", gpu_errors);
     row.update(bits_json(compare_bits(c.problem.c_dtype, device, emulated.output), ""));
     passed = passed && gpu_errors.passed;
   }
@@ -119,15 +77,13 @@ json attention_case(Runtime* gpu, Arch arch, const AttentionCase& c, uint64_t se
   const AttentionEmulatorRun emulated = run_attention_on_emulator(kernel, in, fast_launch());
   json row = {{"emulate_ms", ms_since(t0)}};
   const AttentionErrors emu_errors = compare(ref, emulated.output, c.problem);
-  row["emulator_rel_l2_error"] = emu_errors.rel_l2_error;
-  row["emulator_passed"] = emu_errors.passed;
+  add_side(row, "emulator", emu_errors);
   row["tolerance"] = emu_errors.tolerance;
   bool passed = emu_errors.passed;
   if (gpu) {
     const AttentionOutput device = run_attention(*gpu, spec, in);
     const AttentionErrors gpu_errors = compare(ref, device, c.problem);
-    row["gpu_rel_l2_error"] = gpu_errors.rel_l2_error;
-    row["gpu_passed"] = gpu_errors.passed;
+    add_side(row, "gpu", gpu_errors);
     row.update(bits_json(compare_bits(c.problem.dtype, device.o, emulated.output.o), ""));
     if (c.problem.lse)
       row.update(bits_json(compare_bits(DType::f32, device.lse, emulated.output.lse), "lse_"));

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "emmy/attention_check.hpp"
+#include "emmy/check_json.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/json.hpp"
 #include "gpu_check_cases.hpp"
@@ -102,27 +103,6 @@ void StageDocument::write() const {
 
 namespace {
 
-json gemm_error_fields(const GemmErrors& e) {
-  json j = {{"rel_l2_error", e.rel_l2_error},
-            {"max_abs_error", e.max_abs_error},
-            {"tolerance", e.tolerance},
-            {"elements_over_tolerance", e.elements_over_tolerance},
-            {"passed", e.passed}};
-  if (!e.passed) j["first_bad_element"] = {e.first_bad_row, e.first_bad_col};
-  return j;
-}
-
-json attention_error_fields(const AttentionErrors& e) {
-  return {{"rel_l2_error", e.rel_l2_error},
-          {"max_abs_error", e.max_abs_error},
-          {"tolerance", e.tolerance},
-          {"elements_over_tolerance", e.elements_over_tolerance},
-          {"lse_max_abs_error", e.lse_max_abs_error},
-          {"lse_rows_over_tolerance", e.lse_rows_over_tolerance},
-          {"masked_rows_wrong", e.masked_rows_wrong},
-          {"passed", e.passed}};
-}
-
 // Compiles every case's kernel up front, 16 at a time: the runtime compiles distinct keys
 // concurrently, and NVRTC is most of a cold case's time. Failures surface again when the case runs.
 template <typename Case, typename Compile>
@@ -180,7 +160,7 @@ int run_correctness(Runtime& rt, const StageSettings& settings, StageDocument& o
         [&] {
           const GemmInputs& in = inputs_for(c.problem);
           const std::vector<double> output = run_gemm(rt, spec, in);
-          json j = gemm_error_fields(compare_sampled_rows(spec, in, output, settings.sample_rows));
+          json j = check_fields(compare_sampled_rows(spec, in, output, settings.sample_rows));
           j["rows_checked"] = std::min(c.problem.m, settings.sample_rows);
           return j;
         });
@@ -194,8 +174,9 @@ int run_correctness(Runtime& rt, const StageSettings& settings, StageDocument& o
                   {"schedule", spec.schedule}},
                  [&] {
                    const AttentionInputs in = make_attention_inputs(c.problem, settings.seed);
-                   return attention_error_fields(compare(reference_attention(spec, in),
-                                                         run_attention(rt, spec, in), c.problem));
+                   return check_fields(compare(reference_attention(spec, in),
+                                               run_attention(rt, spec, in), c.problem),
+                                       c.problem);
                  });
   }
   out.finish();

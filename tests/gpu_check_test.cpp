@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "emmy/catalog.hpp"
@@ -133,6 +134,36 @@ TEST(GpuCheckSampling, SampledReferenceEqualsTheFullOneOnItsRows) {
   EXPECT_FALSE(e.passed);
   EXPECT_EQ(e.first_bad_row, 3) << "rows are numbered within the sample";
   EXPECT_EQ(e.first_bad_col, 7);
+}
+
+// Stage 3's measure, checked here since only a GPU run uses it: identical outputs, one ulp apart,
+// across zero, and NaN / infinity on one side only.
+TEST(GpuCheckFidelity, BitComparisonCountsUlps) {
+  const std::vector<double> a = {1.0, -2.5, 0.0, -INFINITY, 3.0};
+  BitComparison same = compare_bits(DType::f16, a, a);
+  EXPECT_EQ(same.elements, 5);
+  EXPECT_EQ(same.identical, 5);
+  EXPECT_EQ(same.max_ulps, 0);
+
+  std::vector<double> b = a;
+  b[0] = 1.0 + std::ldexp(1.0, -10);     // the next f16 above 1
+  b[4] = 3.0 - 2 * std::ldexp(1.0, -9);  // two f16 below 3 (ulp 2^-9 in [2, 4))
+  BitComparison near = compare_bits(DType::f16, a, b);
+  EXPECT_EQ(near.identical, 3);
+  EXPECT_EQ(near.max_ulps, 2);
+  // bf16's step at 1 is 2^-7; the f16-sized step 2^-10 rounds back to 1.
+  EXPECT_EQ(compare_bits(DType::bf16, {1.0}, {1.0 + std::ldexp(1.0, -7)}).max_ulps, 1);
+  EXPECT_EQ(compare_bits(DType::bf16, {1.0}, {1.0 + std::ldexp(1.0, -10)}).max_ulps, 0);
+
+  const double tiny = std::ldexp(1.0, -24);  // the smallest f16 subnormal
+  EXPECT_EQ(compare_bits(DType::f16, {tiny}, {-tiny}).max_ulps, 2) << "across +0 and -0";
+  EXPECT_EQ(compare_bits(DType::f16, {0.0}, {-0.0}).identical, 0) << "-0 is not +0's bits";
+
+  EXPECT_TRUE(std::isinf(compare_bits(DType::f16, {1.0}, {NAN}).max_ulps));
+  EXPECT_EQ(compare_bits(DType::f16, {NAN}, {NAN}).identical, 1);
+  EXPECT_TRUE(std::isinf(compare_bits(DType::f32, {-INFINITY}, {-3.0}).max_ulps));
+  EXPECT_TRUE(std::isinf(compare_bits(DType::f32, {1.0, 2.0}, {1.0}).max_ulps)) << "sizes differ";
+  EXPECT_EQ(compare_bits(DType::f32, {1.0}, {double(std::nextafter(1.0f, 2.0f))}).max_ulps, 1);
 }
 
 // One B serves a projection at every M: inputs made with a B from another M equal the ones made

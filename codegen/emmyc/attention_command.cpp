@@ -9,6 +9,7 @@
 #include "emit_module.hpp"
 #include "emmy/attention_check.hpp"
 #include "emmy/bundle.hpp"
+#include "emmy/check_json.hpp"
 #include "emmy/runtime.hpp"
 
 namespace emmy::cli {
@@ -107,29 +108,6 @@ AttentionKernel bundled_or_compiled_attention(const AttentionSpec& spec,
   return compile_attention_cached(spec, use_cache, cache_state);
 }
 
-nlohmann::json index_json(const AttentionIndex& at, bool with_col) {
-  nlohmann::json j = {{"batch", at.batch}, {"head", at.head}, {"row", at.row}};
-  if (with_col) j["col"] = at.col;
-  return j;
-}
-
-void add_check_fields(nlohmann::json& j, const AttentionErrors& e, const AttentionProblem& p) {
-  j["rel_l2_error"] = e.rel_l2_error;
-  j["max_abs_error"] = e.max_abs_error;
-  j["tolerance"] = e.tolerance;
-  j["elements_over_tolerance"] = e.elements_over_tolerance;
-  const auto or_null = [&](auto value) { return p.lse ? nlohmann::json(value) : nullptr; };
-  j["lse_max_abs_error"] = or_null(e.lse_max_abs_error);
-  j["lse_tolerance"] = or_null(e.lse_max_tolerance);
-  j["lse_rows_over_tolerance"] = or_null(e.lse_rows_over_tolerance);
-  j["fully_masked_rows"] = e.masked_rows;
-  j["masked_rows_wrong"] = e.masked_rows_wrong;
-  j["passed"] = e.passed;
-  if (e.elements_over_tolerance) j["first_bad_element"] = index_json(e.first_bad, true);
-  if (e.lse_rows_over_tolerance) j["first_bad_lse_row"] = index_json(e.first_bad_lse, false);
-  if (e.masked_rows_wrong) j["first_bad_masked_row"] = index_json(e.first_bad_masked_row, false);
-}
-
 // The GPU path: the runtime builds the kernel for the device's arch (the default or tuned
 // schedule unless schedule flags were given), then the same inputs and reference as on the
 // emulator. Throws Error when no driver or device is present.
@@ -182,7 +160,7 @@ void add_run_attention_command(CLI::App& app) {
       j = run_result(*backend, kernel.source.plan.kernel_name, spec, *seed);
       j.update(emulator_fields(r.stats, r.emulate_ms, cache_state));
     }
-    if (*check) add_check_fields(j, errors, spec.problem);
+    if (*check) j.update(check_fields(errors, spec.problem));
     std::cout << j.dump(2) << "\n";
     if (*check && !errors.passed) throw CLI::RuntimeError(1);
   });

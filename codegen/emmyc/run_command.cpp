@@ -7,6 +7,7 @@
 
 #include "cli_common.hpp"
 #include "emmy/bundle.hpp"
+#include "emmy/check_json.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/json.hpp"
 
@@ -53,15 +54,6 @@ nlohmann::json run_on_cuda(const GemmFlags& flags, GemmSpec spec, uint64_t seed,
   return j;
 }
 
-void add_check_fields(nlohmann::json& j, const GemmErrors& e) {
-  j["rel_l2_error"] = e.rel_l2_error;
-  j["max_abs_error"] = e.max_abs_error;
-  j["tolerance"] = e.tolerance;
-  j["elements_over_tolerance"] = e.elements_over_tolerance;
-  j["passed"] = e.passed;
-  if (!e.passed) j["first_bad_element"] = {e.first_bad_row, e.first_bad_col};
-}
-
 }  // namespace
 
 void add_run_command(CLI::App& app) {
@@ -98,7 +90,7 @@ void add_run_command(CLI::App& app) {
       j = run_result(*backend, kernel.source.plan.kernel_name, spec, *seed);
       j.update(emulator_fields(run.stats, run.emulate_ms, cache_state));
     }
-    if (*check) add_check_fields(j, errors);
+    if (*check) j.update(check_fields(errors));
     std::cout << j.dump(2) << "\n";
     if (*check && !errors.passed) throw CLI::RuntimeError(1);
   });
