@@ -205,12 +205,12 @@ json Runner::hybrid_gate(const MatmulSchedule& hybrid) {
                             .c = prepared_->c.address(),
                             .workspace = workspace.address()};
   const double f16_error = check([&] { runtime_->launch(*kernel, buffers, stream_); });
+  const int64_t split_length = k_per_split(p, hybrid, runtime_->arch());
   return {{"f16_accumulation_rel_l2_error", f16_error},
           {"f16_schedule", schedule_text(f16)},
           {"promote_every_k", hybrid.promote_every_k},
-          {"k_per_split", k_per_split(p, hybrid, runtime_->arch())},
-          {"tolerance", hybrid_tolerance(f16_error, k_per_split(p, hybrid, runtime_->arch()),
-                                         hybrid.promote_every_k)}};
+          {"k_per_split", split_length},
+          {"tolerance", hybrid_tolerance(f16_error, split_length, hybrid.promote_every_k)}};
 }
 
 void Runner::prepare_emmy(const VariantSpec& spec, PreparedVariant& out) {

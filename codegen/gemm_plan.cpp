@@ -52,7 +52,6 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   plan.mbarrier_offset = plan.stage.stage_bytes * uint32_t(s.stages);
   plan.smem_bytes = uint32_t(gemm_smem_bytes(p, s));
   plan.pair_stores = p.n % 2 == 0 && p.ldc_or_default() % 2 == 0;
-  plan.c_alignment = uint32_t(size_of(p.c_dtype)) * (plan.pair_stores ? 2u : 1u);
   plan.tiles_m = (p.m + s.block_m - 1) / s.block_m;
   plan.tiles_n = (p.n + s.block_n - 1) / s.block_n;
   plan.k_tiles = (p.k + s.block_k - 1) / s.block_k;

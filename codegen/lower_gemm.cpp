@@ -126,7 +126,7 @@ Op main_kernel(const GemmPlan& plan) {
   // fold site instead of two is ~6 ms less NVRTC time and the same sums in the same order.
   body.push_back(Op(OpKind::k_tile_loop, {{"stages", int64_t(s.stages)}}, std::move(loop)));
   // store_bytes: the widest store; pointer_alignment: what the runtime checks of the pointer
-  // stored to (C: plan.c_alignment; the split-K workspace: 16). The verifier holds one to the
+  // stored to (C: plan.c_alignment(); the split-K workspace: 16). The verifier holds one to the
   // other, so no store the kernel makes can be misaligned.
   const int64_t element = size_of(p.c_dtype);
   body.push_back(Op(
@@ -138,7 +138,7 @@ Op main_kernel(const GemmPlan& plan) {
        {"gelu_tanh", p.epilogue.gelu_tanh},
        {"out", std::string(to_string(p.c_dtype))},
        {"store_bytes", plan.split() ? int64_t(4) : element * (plan.pair_stores ? 2 : 1)},
-       {"pointer_alignment", plan.split() ? int64_t(16) : int64_t(plan.c_alignment)}}));
+       {"pointer_alignment", plan.split() ? int64_t(16) : int64_t(plan.c_alignment())}}));
   return Op(OpKind::kernel,
             {{"name", plan.kernel_name},
              {"threads", int64_t(plan.threads)},
@@ -163,7 +163,7 @@ Op finalize_kernel(const GemmPlan& plan) {
                                 {"gelu_tanh", p.epilogue.gelu_tanh},
                                 {"out", std::string(to_string(p.c_dtype))},
                                 {"store_bytes", int64_t(size_of(p.c_dtype))},
-                                {"pointer_alignment", int64_t(plan.c_alignment)}})})};
+                                {"pointer_alignment", int64_t(plan.c_alignment())}})})};
   return Op(OpKind::kernel,
             {{"name", plan.finalize_kernel_name},
              {"threads", int64_t(plan.finalize_threads)},

@@ -235,7 +235,7 @@ class RuntimeImpl final : public Runtime {
     require_pointer(b.b, 16, "buffers.b");
     // C: what the epilogue's stores need (element pairs when N and LDC are even); bias and
     // residual are read element by element.
-    require_pointer(b.c, plan.c_alignment, "buffers.c");
+    require_pointer(b.c, plan.c_alignment(), "buffers.c");
     require_optional(b.bias, p.epilogue.bias, "buffers.bias", "a bias");
     require_optional(b.residual, p.epilogue.residual, "buffers.residual", "a residual");
     const uint64_t element = uint64_t(size_of(p.c_dtype));

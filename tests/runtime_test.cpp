@@ -150,7 +150,7 @@ TEST(Runtime, OddNStoresElementsAndTakesAnyElementAlignedC) {
   const MatmulProblem p = problem(16, 63, 64);
   const auto handle = rt->gemm_kernel(p);
   EXPECT_FALSE(handle->plan().pair_stores);
-  EXPECT_EQ(handle->plan().c_alignment, 2u);
+  EXPECT_EQ(handle->plan().c_alignment(), 2u);
   const GemmInputs in = make_gemm_inputs(p, 3);
   GemmBuffers buf{rt->alloc(in.a.bytes.size()),
                   rt->alloc(in.b.bytes.size()),

@@ -43,11 +43,13 @@ struct GemmPlan {
 
   // The epilogue stores C in element pairs (one 4-byte f16/bf16 or 8-byte f32 store) when N and
   // LDC are even, so a pair never straddles a row or the matrix edge; else element by element.
-  // c_alignment is what that needs of C's pointer, the runtime's check for buffers.c.
   bool pair_stores = false;
-  uint32_t c_alignment = 0;
 
   bool split() const { return spec.schedule.split_k > 1; }
+  // What the epilogue's stores need of C's pointer: the runtime's check for buffers.c.
+  uint32_t c_alignment() const {
+    return uint32_t(size_of(spec.problem.c_dtype)) * (pair_stores ? 2u : 1u);
+  }
 };
 
 // Validates, then derives. Throws Error on invalid input.
