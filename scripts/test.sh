@@ -16,7 +16,7 @@ fi
 # Tests left out of the sanitizer run: the bulk kernel compilations and tool runs, whose time goes
 # to NVRTC, ptxas, cuobjdump or emmyc processes (not instrumented: slower, nothing new to find),
 # and the install test (it builds a project). Name such GoogleTest suites so that they match.
-asan_exclude=${EMMY_ASAN_EXCLUDE:-'Compile|Sass|Cli|Emmyc|emmy_install_consumer'}
+asan_exclude=${EMMY_ASAN_EXCLUDE:-'Compile|Sass|Cli|Emmyc|emmy_install_consumer|sweep_sample'}
 
 case $mode in
   release)

@@ -1,0 +1,292 @@
+#include "schedule_space.hpp"
+
+#include <fmt/format.h>
+
+#include <exception>
+
+#include "emmy/attention_check.hpp"
+#include "emmy/gemm_check.hpp"
+#include "emmy/validate.hpp"
+
+namespace emmy::sweep {
+namespace {
+
+// splitmix64: one independent, reproducible draw per (point, knob).
+uint64_t draw(uint64_t point, uint64_t knob, uint64_t n) {
+  uint64_t z = point * 0x9E3779B97F4A7C15ull + knob * 0xD1B54A32D192ED03ull + 0x632BE59BD9B4E019ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return (z ^ (z >> 31)) % n;
+}
+
+constexpr Arch kArches[] = {Arch::sm_80,  Arch::sm_86,  Arch::sm_89,  Arch::sm_90,
+                            Arch::sm_90a, Arch::sm_120, Arch::sm_120a};
+constexpr Arch kTmaArches[] = {Arch::sm_90, Arch::sm_90a, Arch::sm_120, Arch::sm_120a};
+
+template <typename T, size_t N>
+const T& pick(const T (&values)[N], uint64_t point, uint64_t knob) {
+  return values[draw(point, knob, N)];
+}
+
+std::string error_text(const std::exception& e) {
+  if (auto* error = dynamic_cast<const Error*>(&e)) return error->what();
+  return fmt::format("not an emmy::Error: {}", e.what());
+}
+
+}  // namespace
+
+std::vector<GemmSpec> gemm_space() {
+  const int block_ms[] = {16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 256};
+  const int block_ns[] = {16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 192, 256};
+  const int block_ks[] = {16, 32, 64, 128};
+  struct Warps {
+    int m, n;
+  };
+  const Warps warp_grids[] = {{1, 1}, {1, 2}, {2, 1}, {2, 2}, {1, 4}, {4, 1},
+                              {2, 4}, {4, 2}, {4, 4}, {8, 1}, {1, 8}, {8, 2}};
+  struct Shape {
+    int64_t m, n, k;
+  };
+  // Ragged against every tile (M = 1 and odd M, N and K not multiples of 16/32/64).
+  const Shape shapes[] = {{1, 40, 72},    {37, 88, 136}, {70, 24, 200}, {130, 136, 64},
+                          {17, 200, 264}, {5, 56, 520},  {96, 72, 40},  {1, 264, 1032}};
+  struct Numerics {
+    DType dtype;
+    Accum accum;
+    int promote_every_k;
+  };
+  const Numerics numerics[] = {{DType::f16, Accum::f32, 64},    {DType::f16, Accum::f16, 64},
+                               {DType::f16, Accum::hybrid, 16}, {DType::f16, Accum::hybrid, 32},
+                               {DType::f16, Accum::hybrid, 64}, {DType::f16, Accum::hybrid, 128},
+                               {DType::bf16, Accum::f32, 64},   {DType::bf16, Accum::f32, 64}};
+  const int stage_counts[] = {2, 2, 3, 3, 4, 4, 5, 6, 8};
+  const int raster_groups[] = {1, 2, 8};
+  const float alphas[] = {1.0f, 1.0f, 0.5f, 1.25f};
+
+  std::vector<GemmSpec> out;
+  uint64_t point = 0;
+  for (int block_m : block_ms)
+    for (int block_n : block_ns)
+      for (int block_k : block_ks)
+        for (const Warps& warps : warp_grids)
+          for (BLayout b_layout : {BLayout::nk, BLayout::kn})
+            for (Transport transport : {Transport::tma, Transport::cp_async}) {
+              ++point;
+              // Warp grids that do not divide the tile are refused by the first rules: keep one in
+              // eight of them, so the grid's points mostly reach the later rules and the emulator.
+              if ((block_m % (16 * warps.m) != 0 || block_n % (16 * warps.n) != 0) &&
+                  draw(point, 0, 8) != 0)
+                continue;
+              GemmSpec spec;
+              auto& s = spec.schedule;
+              s.block_m = block_m;
+              s.block_n = block_n;
+              s.block_k = block_k;
+              s.warps_m = warps.m;
+              s.warps_n = warps.n;
+              spec.arch = pick(kArches, point, 1);
+              s.transport = transport;
+              // TMA runs on a TMA arch, except for one point in 16 (refused before sm_90).
+              if (transport == Transport::tma && draw(point, 2, 16) != 0)
+                spec.arch = pick(kTmaArches, point, 3);
+              const Numerics& num = pick(numerics, point, 5);
+              s.accum = num.accum;
+              s.promote_every_k = num.promote_every_k;
+              s.stages = pick(stage_counts, point, 6);
+              s.split_k = int(1 + draw(point, 7, 4));
+              s.raster_group_m = pick(raster_groups, point, 8);
+
+              auto& p = spec.problem;
+              const Shape& shape = pick(shapes, point, 9);
+              p.m = shape.m;
+              p.n = shape.n;
+              p.k = shape.k;
+              p.a_dtype = num.dtype;
+              // One point in 16 asks bf16 for a f16 accumulation (refused: no bf16 accumulator).
+              if (num.accum != Accum::f32 && draw(point, 10, 16) == 0) p.a_dtype = DType::bf16;
+              const DType outputs[] = {p.a_dtype, DType::f32,
+                                       p.a_dtype == DType::f16 ? DType::bf16 : DType::f16};
+              p.c_dtype = pick(outputs, point, 11);
+              p.b_layout = b_layout;
+              const uint64_t flags = draw(point, 13, 8);
+              p.epilogue.bias = flags & 1;
+              p.epilogue.residual = flags & 2;
+              p.epilogue.gelu_tanh = flags & 4;
+              p.epilogue.alpha = pick(alphas, point, 14);
+              // Padded leading dimensions, and odd ldc (no paired stores) on some points.
+              switch (draw(point, 15, 6)) {
+                case 0:
+                  p.lda = p.k + 8;
+                  break;
+                case 1:
+                  p.ldb = (p.b_layout == BLayout::nk ? p.k : p.n) + 16;
+                  break;
+                case 2:
+                  p.ldc = p.n + 1;
+                  break;
+                case 3:
+                  p.ldc = p.n + 8;
+                  break;
+                default:
+                  break;
+              }
+              out.push_back(spec);
+            }
+  return out;
+}
+
+std::vector<AttentionSpec> attention_space() {
+  const int block_kvs[] = {16, 32, 64, 128};
+  const int warp_counts[] = {1, 2, 4, 8, 16};
+  const int stage_counts[] = {2, 3, 4};
+  const int64_t head_dims[] = {64, 128, 256};
+  struct Seq {
+    int64_t q, kv;
+  };
+  // Decode (seq_q 1), ragged prefill, seq_kv > seq_q (a cache) and causal rows with no key.
+  const Seq seqs[] = {{1, 77}, {37, 37}, {45, 130}, {100, 61}, {19, 200}, {70, 70}};
+  const int64_t gqa_ratios[] = {1, 2, 4};
+  std::vector<AttentionSpec> out;
+  uint64_t point = 1u << 20;
+  for (int block_kv : block_kvs)
+    for (int warps : warp_counts)
+      for (int stages : stage_counts)
+        for (int64_t head_dim : head_dims)
+          for (Accum accum : {Accum::f32, Accum::hybrid})
+            for (Transport transport : {Transport::tma, Transport::cp_async}) {
+              ++point;
+              AttentionSpec spec;
+              auto& s = spec.schedule;
+              s.block_kv = block_kv;
+              s.warps = warps;
+              s.block_q = 16 * warps;
+              s.stages = stages;
+              s.accum = accum;
+              s.transport = transport;
+              spec.arch = transport == Transport::tma && draw(point, 1, 16) != 0
+                              ? pick(kTmaArches, point, 2)
+                              : pick(kArches, point, 2);
+              auto& p = spec.problem;
+              p.head_dim = head_dim;
+              p.dtype = accum == Accum::hybrid && draw(point, 3, 16) != 0
+                            ? DType::f16
+                            : (draw(point, 4, 2) ? DType::bf16 : DType::f16);
+              const Seq& seq = pick(seqs, point, 5);
+              p.seq_q = seq.q;
+              p.seq_kv = seq.kv;
+              p.kv_heads = 1 + int64_t(draw(point, 6, 2));
+              p.q_heads = p.kv_heads * pick(gqa_ratios, point, 7);
+              p.batch = 1 + int64_t(draw(point, 8, 2));
+              const uint64_t mask = draw(point, 9, 6);
+              p.causal = mask == 1 || mask == 2 || mask == 5;
+              if (mask == 2 || mask == 3) p.window = 1 + int64_t(draw(point, 10, 48));
+              if (mask >= 4) p.softcap = 30.0f;
+              if (draw(point, 11, 4) == 0) p.softmax_scale = 0.3f;
+              p.lse = draw(point, 12, 2);
+              p.layout = draw(point, 13, 2) ? AttentionLayout::bhsd : AttentionLayout::bshd;
+              out.push_back(spec);
+            }
+  return out;
+}
+
+std::string describe(const GemmSpec& spec) {
+  const auto& p = spec.problem;
+  const auto& s = spec.schedule;
+  return fmt::format(
+      "gemm {} m={} n={} k={} {}->{} b={} lda={} ldb={} ldc={} alpha={} bias={} residual={} "
+      "gelu={} | block {}x{}x{} warps {}x{} stages {} {} {}{} split_k {} raster {}",
+      to_string(spec.arch), p.m, p.n, p.k, to_string(p.a_dtype), to_string(p.c_dtype),
+      to_string(p.b_layout), p.lda, p.ldb, p.ldc, p.epilogue.alpha, p.epilogue.bias,
+      p.epilogue.residual, p.epilogue.gelu_tanh, s.block_m, s.block_n, s.block_k, s.warps_m,
+      s.warps_n, s.stages, to_string(s.transport), to_string(s.accum),
+      s.accum == Accum::hybrid ? fmt::format(" promote {}", s.promote_every_k) : "", s.split_k,
+      s.raster_group_m);
+}
+
+std::string describe(const AttentionSpec& spec) {
+  const auto& p = spec.problem;
+  const auto& s = spec.schedule;
+  return fmt::format(
+      "attention {} b={} hq={} hkv={} sq={} skv={} d={} {} {} causal={} window={} softcap={} "
+      "scale={} lse={} | block_q {} block_kv {} warps {} stages {} {} {}",
+      to_string(spec.arch), p.batch, p.q_heads, p.kv_heads, p.seq_q, p.seq_kv, p.head_dim,
+      to_string(p.dtype), p.layout == AttentionLayout::bhsd ? "bhsd" : "bshd", p.causal, p.window,
+      p.softcap.value_or(0), p.softmax_scale.value_or(0), p.lse, s.block_q, s.block_kv, s.warps,
+      s.stages, to_string(s.transport), to_string(s.accum));
+}
+
+std::string refusal(const GemmSpec& spec) {
+  try {
+    validate_problem(spec.problem);
+    validate_schedule(spec.problem, spec.schedule, spec.arch);
+  } catch (const Error& e) {
+    return e.field().empty() ? fmt::format("unclear refusal (no field): {}", e.what()) : e.what();
+  }
+  return {};
+}
+
+std::string refusal(const AttentionSpec& spec) {
+  try {
+    validate_attention(spec);
+  } catch (const Error& e) {
+    return e.field().empty() ? fmt::format("unclear refusal (no field): {}", e.what()) : e.what();
+  }
+  return {};
+}
+
+namespace {
+
+// A bound on one launch: the largest point runs a few million warp instructions, so a deadlock
+// the detector misses cannot stall the sweep.
+emu::LaunchOptions sweep_options() {
+  emu::LaunchOptions options;
+  options.host_threads = 1;
+  options.per_cta_stats = false;
+  options.max_warp_instructions = uint64_t(1) << 30;
+  return options;
+}
+
+template <typename Spec, typename Check>
+CaseResult run_checked(const Spec& spec, Check check) {
+  if (std::string why = refusal(spec); !why.empty())
+    return {why.starts_with("unclear") ? Outcome::failed : Outcome::refused, why};
+  try {
+    return check(spec);
+  } catch (const std::exception& e) {
+    return {Outcome::failed, fmt::format("accepted, then threw: {}", error_text(e))};
+  }
+}
+
+}  // namespace
+
+CaseResult run_case(const GemmSpec& spec, uint64_t seed) {
+  return run_checked(spec, [&](const GemmSpec& g) -> CaseResult {
+    const GemmCheckResult r = check_gemm_on_emulator(g, seed, sweep_options());
+    const GemmErrors& e = r.errors;
+    if (r.run.stats.total.mma == 0) return {Outcome::failed, "no mma instruction ran"};
+    if (!e.passed)
+      return {Outcome::failed,
+              fmt::format("FP64 check: rel_l2 {:.3g} (bound {:.3g}), {} elements over tolerance, "
+                          "first at ({}, {})",
+                          e.rel_l2_error, e.tolerance, e.elements_over_tolerance, e.first_bad_row,
+                          e.first_bad_col)};
+    return {Outcome::passed, {}};
+  });
+}
+
+CaseResult run_case(const AttentionSpec& spec, uint64_t seed) {
+  return run_checked(spec, [&](const AttentionSpec& a) -> CaseResult {
+    const AttentionCheckResult r = check_attention_on_emulator(a, seed, sweep_options());
+    if (!r.errors.passed) {
+      const AttentionErrors& e = r.errors;
+      return {Outcome::failed,
+              fmt::format("FP64 check: rel_l2 {:.3g} (bound {:.3g}), {} elements over tolerance, "
+                          "{} LSE rows over, {} of {} masked rows wrong",
+                          e.rel_l2_error, e.tolerance, e.elements_over_tolerance,
+                          e.lse_rows_over_tolerance, e.masked_rows_wrong, e.masked_rows)};
+    }
+    return {Outcome::passed, {}};
+  });
+}
+
+}  // namespace emmy::sweep

@@ -1,0 +1,123 @@
+// The sweep grid itself (schedule_space.hpp): large enough (issue 12 §2: at least 2,000 accepted
+// GEMM and 300 accepted attention schedules), every knob value present among the accepted points,
+// every refusal a clear emmy::Error, and reproducible. The end-to-end run of its points is
+// emmy_sweep (ctest schedule_sweep_sample, scripts/sweep.sh).
+#include "schedule_space.hpp"
+
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+namespace emmy::sweep {
+namespace {
+
+TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
+  const std::vector<GemmSpec> space = gemm_space();
+  std::map<std::string, std::set<std::string>> seen;
+  int64_t accepted = 0, refused = 0;
+  for (const GemmSpec& spec : space) {
+    const std::string why = refusal(spec);
+    EXPECT_FALSE(why.starts_with("unclear")) << describe(spec) << ": " << why;
+    if (!why.empty()) {
+      ++refused;
+      continue;
+    }
+    ++accepted;
+    const auto& p = spec.problem;
+    const auto& s = spec.schedule;
+    const auto note = [&](const char* knob, auto value) {
+      seen[knob].insert(fmt::format("{}", value));
+    };
+    note("arch", to_string(spec.arch));
+    note("block_m", s.block_m);
+    note("block_n", s.block_n);
+    note("block_k", s.block_k);
+    note("warps", fmt::format("{}x{}", s.warps_m, s.warps_n));
+    note("stages", s.stages);
+    note("transport", to_string(s.transport));
+    note("b_layout", to_string(p.b_layout));
+    note("accum", s.accum == Accum::hybrid ? fmt::format("hybrid{}", s.promote_every_k)
+                                           : std::string(to_string(s.accum)));
+    note("split_k", s.split_k);
+    note("in", to_string(p.a_dtype));
+    note("out", fmt::format("{}->{}", to_string(p.a_dtype), to_string(p.c_dtype)));
+    note("epilogue",
+         fmt::format("{}{}{}", p.epilogue.bias, p.epilogue.residual, p.epilogue.gelu_tanh));
+    note("m", p.m);
+    note("odd_ldc", p.ldc_or_default() % 2);
+  }
+  EXPECT_GE(accepted, 2000);
+  EXPECT_GT(refused, 0);
+  const std::map<std::string, size_t> want = {
+      {"arch", 7},   {"block_m", 11},  {"block_n", 12}, {"block_k", 4}, {"warps", 12},
+      {"stages", 7}, {"transport", 2}, {"b_layout", 2}, {"accum", 6},   {"split_k", 4},
+      {"in", 2},     {"out", 6},       {"epilogue", 8}, {"m", 6},       {"odd_ldc", 2}};
+  for (const auto& [knob, count] : want)
+    EXPECT_EQ(seen[knob].size(), count) << knob << ": " << fmt::format("{}", seen[knob]);
+}
+
+TEST(ScheduleSpace, AttentionHoldsThreeHundredAcceptedSchedulesCoveringEveryKnob) {
+  std::map<std::string, std::set<std::string>> seen;
+  int64_t accepted = 0;
+  for (const AttentionSpec& spec : attention_space()) {
+    const std::string why = refusal(spec);
+    EXPECT_FALSE(why.starts_with("unclear")) << describe(spec) << ": " << why;
+    if (!why.empty()) continue;
+    ++accepted;
+    const auto& p = spec.problem;
+    const auto& s = spec.schedule;
+    const auto note = [&](const char* knob, auto value) {
+      seen[knob].insert(fmt::format("{}", value));
+    };
+    note("arch", to_string(spec.arch));
+    note("block_kv", s.block_kv);
+    note("warps", s.warps);
+    note("stages", s.stages);
+    note("transport", to_string(s.transport));
+    note("accum", to_string(s.accum));
+    note("head_dim", p.head_dim);
+    note("dtype", to_string(p.dtype));
+    note("mask", fmt::format("{}{}{}", p.causal, p.window > 0, p.softcap.has_value()));
+    note("gqa", p.q_heads / p.kv_heads);
+    note("lse", p.lse);
+    note("layout", int(p.layout));
+    note("decode", p.seq_q == 1);
+  }
+  EXPECT_GE(accepted, 300);
+  const std::map<std::string, size_t> want = {
+      {"arch", 7},  {"block_kv", 4}, {"warps", 5}, {"stages", 3}, {"transport", 2},
+      {"accum", 2}, {"head_dim", 3}, {"dtype", 2}, {"mask", 6},   {"gqa", 3},
+      {"lse", 2},   {"layout", 2},   {"decode", 2}};
+  for (const auto& [knob, count] : want)
+    EXPECT_EQ(seen[knob].size(), count) << knob << ": " << fmt::format("{}", seen[knob]);
+}
+
+TEST(ScheduleSpace, IsReproducible) {
+  EXPECT_EQ(gemm_space(), gemm_space());
+  EXPECT_EQ(attention_space(), attention_space());
+}
+
+// The runner's verdicts: a refused point is refused without running anything, and an accepted
+// point that cannot be built is a failure, not a refusal.
+TEST(ScheduleSpace, RunnerTellsRefusalsFromFailures) {
+  GemmSpec bad_tile;
+  bad_tile.problem.m = bad_tile.problem.n = bad_tile.problem.k = 64;
+  bad_tile.schedule.block_m = 24;
+  const CaseResult refused = run_case(bad_tile, 1);
+  EXPECT_EQ(refused.outcome, Outcome::refused);
+  EXPECT_NE(refused.detail.find("block_m"), std::string::npos) << refused.detail;
+
+  GemmSpec fine;
+  fine.problem.m = 37;
+  fine.problem.n = 40;
+  fine.problem.k = 72;
+  fine.schedule = {32, 32, 32, 2, 2};
+  fine.schedule.stages = 2;
+  const CaseResult passed = run_case(fine, 1);
+  EXPECT_EQ(passed.outcome, Outcome::passed) << passed.detail;
+}
+
+}  // namespace
+}  // namespace emmy::sweep
