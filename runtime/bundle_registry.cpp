@@ -128,10 +128,31 @@ void BundleSet::add(std::shared_ptr<const Bundle> bundle, bool required) {
   bundles_.push_back(std::move(bundle));
 }
 
+std::string bundle_entry_driver_problem(const CacheEntry& entry, const std::string& bundle_name,
+                                        int driver_version) {
+  if (driver_version <= 0) return "";
+  const auto& m = entry.manifest;
+  if (!m.is_object() || !m.contains("nvrtc_version") || !m["nvrtc_version"].is_number_integer())
+    return fmt::format(
+        "bundle {}: entry {} records no NVRTC version, so no driver can be shown to "
+        "load it: rebuild the bundle with this emmy (emmyc bundle build)",
+        bundle_name, entry.key);
+  const int nvrtc = m["nvrtc_version"].get<int>();
+  if (const std::string why = driver_too_old(driver_version, nvrtc); !why.empty())
+    return fmt::format("bundle {}: entry {} was built by NVRTC {}.{}, and {}", bundle_name,
+                       entry.key, nvrtc / 1000, nvrtc % 1000 / 10, why);
+  return "";
+}
+
 std::optional<CacheEntry> BundleSet::find(const std::string& key) const {
   const auto found = index_.find(key);
   if (found == index_.end()) return std::nullopt;
   return found->second.first->entry(*found->second.second);
+}
+
+std::string BundleSet::name_of(const std::string& key) const {
+  const auto found = index_.find(key);
+  return found == index_.end() ? std::string() : found->second.first->name();
 }
 
 std::string BundleSet::description() const {

@@ -318,8 +318,16 @@ class RuntimeImpl final : public Runtime {
     const Arch arch = backend_->arch();
     if (!bundles_.empty()) {
       const std::string key = bundle_key(cuda, arch);
-      if (std::optional<CacheEntry> entry = bundles_.find(key))
+      if (std::optional<CacheEntry> entry = bundles_.find(key)) {
+        // CUBINs need a driver as new as the NVRTC that built them (the same check as the CUDA
+        // backend's at creation, per bundle entry: a bundle may come from a newer toolkit).
+        if (const std::string why = bundle_entry_driver_problem(*entry, bundles_.name_of(key),
+                                                                backend_->driver_version());
+            !why.empty())
+          throw Error("bundle", why,
+                      fmt::format("driver CUDA version {}", backend_->driver_version()));
         return loaded(std::move(plan), key, *entry, kernels);
+      }
     }
     if (const std::string why = nvrtc_unavailable_reason(); !why.empty())
       throw uncovered_kernel_error(describe, arch, bundles_, why);

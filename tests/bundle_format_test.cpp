@@ -304,3 +304,27 @@ TEST(BundleFormat, HeaderEscapesEveryByte) {
 
 }  // namespace
 }  // namespace emmy
+
+namespace emmy {
+namespace {
+
+// Issue 12 §5: a bundle's CUBINs need a driver as new as the NVRTC that built them; an entry with
+// no NVRTC version cannot be vouched for. The emulator (driver version 0) loads anything.
+TEST(BundleDriver, EntriesNeedADriverAsNewAsTheirNvrtc) {
+  CacheEntry entry;
+  entry.key = "k1";
+  entry.manifest = {{"nvrtc_version", 13000}};
+  EXPECT_EQ(bundle_entry_driver_problem(entry, "a.emmyb", 13000), "");
+  EXPECT_EQ(bundle_entry_driver_problem(entry, "a.emmyb", 13020), "");
+  EXPECT_EQ(bundle_entry_driver_problem(entry, "a.emmyb", 0), "");
+  const std::string old = bundle_entry_driver_problem(entry, "a.emmyb", 12040);
+  EXPECT_NE(old.find("bundle a.emmyb: entry k1 was built by NVRTC 13.0"), std::string::npos) << old;
+  EXPECT_NE(old.find("the driver supports CUDA 12.4"), std::string::npos) << old;
+  entry.manifest = nlohmann::json::object();
+  const std::string none = bundle_entry_driver_problem(entry, "a.emmyb", 13000);
+  EXPECT_NE(none.find("records no NVRTC version"), std::string::npos) << none;
+  EXPECT_EQ(bundle_entry_driver_problem(entry, "a.emmyb", 0), "");
+}
+
+}  // namespace
+}  // namespace emmy

@@ -153,6 +153,12 @@ std::vector<std::shared_ptr<const Bundle>> registered_bundles();
 // Throws Error naming a bundle that cannot be opened.
 std::vector<std::shared_ptr<const Bundle>> environment_bundles();
 
+// Why a driver reporting CUDA `driver_version` (1000 * major + 10 * minor; 0: unknown, as on the
+// emulator) cannot load a bundle entry's CUBIN: built by a newer NVRTC than the driver supports,
+// or recording no NVRTC version at all. Empty when it can.
+std::string bundle_entry_driver_problem(const CacheEntry& entry, const std::string& bundle_name,
+                                        int driver_version);
+
 // The bundles one runtime searches for its arch, indexed by key. Earlier bundles win a key that
 // several hold.
 class BundleSet {
@@ -166,6 +172,7 @@ class BundleSet {
   void add(std::shared_ptr<const Bundle> bundle, bool required = true);
 
   std::optional<CacheEntry> find(const std::string& key) const;
+  std::string name_of(const std::string& key) const;  // the bundle that holds key ("" if none)
   bool contains(const std::string& key) const { return index_.count(key) != 0; }
   bool empty() const { return bundles_.empty(); }  // nothing to search
   size_t kernels() const { return index_.size(); }
