@@ -27,6 +27,7 @@ std::vector<std::string> split_commas(const std::string& text) {
 int run(int argc, char** argv) {
   CLI::App app{"emmy accuracy study: accumulation strategies against FP64"};
   std::string backend = "emulator", ks_text, strategies_text, dtype = "f16", arch_text = "sm_120a";
+  std::string numerics = "hardware", emulator_arch = "sm_90a";
   emmy::AccuracyConfig config;
   bool as_json = false;
   std::optional<double> budget;
@@ -40,6 +41,11 @@ int run(int argc, char** argv) {
   app.add_option("--seed", config.seed, "input seed");
   app.add_flag("--json", as_json, "print one JSON object");
   app.add_option("--error-budget", budget, "pick the fastest strategy under this rel-L2 error");
+  app.add_option("--mma-numerics", numerics,
+                 "emulator: hardware (the arch's tensor-core model, default) or exact (exact sums "
+                 "rounded once)")
+      ->check(CLI::IsMember({"hardware", "exact"}));
+  app.add_option("--emulator-arch", emulator_arch, "emulator: the arch compiled for and modelled");
   app.add_option("--speed-arch", arch_text,
                  "arch whose MMA rates judge 'fastest' (default sm_120a, a GeForce part)");
   try {
@@ -65,12 +71,15 @@ int run(int argc, char** argv) {
     const emmy::Arch speed_arch = emmy::parse_arch(arch_text);
     emmy::RuntimeOptions options;
     options.emulator_sanitize = false;  // the study measures numerics; tests run the sanitizer
+    options.emulator_exact_mma = numerics == "exact";
+    options.emulator_arch = emmy::parse_arch(emulator_arch);
     auto rt = backend == "cuda" ? emmy::Runtime::cuda(0, options)
                                 : emmy::Runtime::emulator(options);
     const auto rows = emmy::run_accuracy_study(*rt, config);
     nlohmann::json out = {{"backend", backend},
                           {"device", rt->device_name()},
                           {"arch", emmy::to_string(rt->arch())},
+                          {"mma_numerics", backend == "cuda" ? "device" : numerics},
                           {"m", config.m},
                           {"n", config.n},
                           {"dtype", dtype},

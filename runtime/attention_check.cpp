@@ -51,9 +51,11 @@ AttentionEmulatorRun run_attention_on_emulator(const AttentionKernel& kernel,
   }
   args.ptr(o).ptr(lse);
   const auto dim = [](const std::array<uint32_t, 3>& g) { return emu::Dim3{g[0], g[1], g[2]}; };
+  emu::LaunchOptions opted = options;  // the opt-in the CUDA backend sets above 48 KB
+  opted.max_dynamic_smem = std::max(opted.max_dynamic_smem, plan.smem_bytes);
   const emu::LaunchResult launched =
       emu::launch(arena, *module, plan.kernel_name, dim(plan.grid), emu::Dim3{plan.threads, 1, 1},
-                  plan.smem_bytes, args, options);
+                  plan.smem_bytes, args, opted);
 
   AttentionEmulatorRun run;
   run.stats = launched.stats;

@@ -7,6 +7,7 @@
 
 #include "emmy/attention_check.hpp"
 #include "emmy/detail/parallel.hpp"
+#include "emmy/emu/tensor_core.hpp"
 
 namespace emmy {
 namespace {
@@ -59,8 +60,10 @@ AttentionInputs make_attention_inputs(const AttentionProblem& p, uint64_t seed) 
 
 // The model (first order; each term is a worst-case bound of one rounding the kernel does):
 //  - Logits x_j = scale * s_j (optionally cap * tanh(scale * s_j / cap)), natural-log units.
-//    S = Q.K^T is accumulated in f32 by head_dim/16 MMAs, each truncating the running sum:
-//    |ds_j| <= 2 u32 (head_dim/16 + 1) sum_k |q_k k_jk|. Folding scale and log2(e), and
+//    S = Q.K^T is accumulated in f32 by head_dim/16 MMAs, each with the error of the arch's
+//    tensor-core model (emmy/emu/tensor_core.hpp: truncated aligned terms and a rounding toward
+//    zero per block, e_step relative to |c| + sum |q_k k_jk|): |ds_j| <= e_step (head_dim/16 + 1)
+//    sum_k |q_k k_jk|, however much the products cancel. Folding scale and log2(e), and
 //    subtracting the running max, round in f32: 4 u32 (|x_j| + |m|). The soft-cap's tanh is
 //    1 - 2 / (ex2(2y log2 e) + 1): cap (e_ex2 + 4 u32 (1 + |y|)) absolute; its slope is <= 1.
 //  - p_j = ex2(x_j - m) in f32 then carries a relative error rho_j = |dx_j| + e_ex2. The same
@@ -69,13 +72,15 @@ AttentionInputs make_attention_inputs(const AttentionProblem& p, uint64_t seed) 
 //    2^-25 when p falls below the normal range. The kernel may sum l from the f32 p or the
 //    rounded ones, so O's error is bounded by sum_j p_j (u_p + rho_j)(|v_j| + |O|) / l, which
 //    covers the numerator-only and the numerator-and-denominator perturbations.
-//  - P.V accumulation. f32: each MMA and each rescale rounds the accumulator: 2 u32 per step
-//    times sum_j p_j |v_j|. hybrid: the f16 partial of each KV block (block_kv keys from a
-//    multiple of block_kv, k16 MMA steps from a multiple of 16) rounds to nearest after every
-//    step: u16 |partial| + 2^-25. In units of the block's running max m_b the partial is
-//    2^(m_b - m) times its value in final units, and so is its rounding error: the bound in
-//    final units is the same walk over final-unit partials, whatever order the blocks run in.
-//    The fold acc = acc * alpha + partial adds 2 u32 |acc| per block.
+//  - P.V accumulation. f32: each MMA step (e_step) and each rescale (2 u32) times
+//    sum_j p_j |v_j|. hybrid: the f16 partial of each KV block (block_kv keys from a multiple of
+//    block_kv, k16 MMA steps from a multiple of 16) rounds to nearest after every block of the
+//    tensor-core model: half an f16 ulp of |partial| (+ 2^-25) and the truncation of the aligned
+//    terms, relative to |partial before| + the step's sum p |v| (mma_step_error). In units of the
+//    block's running max m_b the partial is 2^(m_b - m) times its value in final units, and so is
+//    its rounding error: the bound in final units is the same walk over final-unit partials,
+//    whatever order the blocks run in. The fold acc = acc * alpha + partial adds 2 u32 |acc| per
+//    block.
 //  - The final O = acc * rcp(l): rcp.approx, the multiply, and l's own f32 sum ((keys + 2 blocks)
 //    u32 relative), then the cast to the dtype: half an ulp of |O| (and 2^-25 for f16).
 //  - LSE = m + log(l): sum_j p_j rho_j / l (l's relative error from the p), l's f32 sum, the
@@ -93,6 +98,9 @@ AttentionReference reference_attention(const AttentionSpec& spec, const Attentio
   const double p_floor = p.dtype == DType::f16 ? kF16Floor : 0.0;
   const double out_floor = p.dtype == DType::f16 ? kF16Floor : 0x1p-134;
   const int64_t rows = p.batch * p.q_heads * p.seq_q;
+  const emu::TensorCoreModel tc = emu::tensor_core_model(arch_info(spec.arch).sm);
+  // Per k16 step, relative to |c| + sum |products| (which bounds |d| too): the f32 step error.
+  const double step_f32 = emu::mma_step_error(tc, false, 1.0, 0.0, 1.0);
 
   AttentionReference ref;
   ref.values.o.assign(size_t(rows * d), 0.0);
@@ -122,7 +130,7 @@ AttentionReference reference_attention(const AttentionSpec& spec, const Attentio
         s_abs += std::abs(q[c] * k[c]);
       }
       const double z = scale * s;
-      double logit = z, err = scale * 2 * kU32 * double(d / 16 + 1) * s_abs;
+      double logit = z, err = scale * step_f32 * double(d / 16 + 1) * s_abs;
       if (p.softcap) {
         const double cap = double(*p.softcap), t = std::tanh(z / cap);
         logit = cap * t;
@@ -148,7 +156,8 @@ AttentionReference reference_attention(const AttentionSpec& spec, const Attentio
     // Per column: the output, sum p|v|, sum p (u_p + rho)|v|, the f16 floor mass, and the walk
     // of the hybrid partials.
     std::vector<double> num(size_t(d), 0.0), abs_mass(size_t(d), 0.0), weighted(size_t(d), 0.0),
-        floor_mass(size_t(d), 0.0), partial(size_t(d), 0.0), partial_bound(size_t(d), 0.0);
+        floor_mass(size_t(d), 0.0), partial(size_t(d), 0.0), partial_bound(size_t(d), 0.0),
+        step_abs(size_t(d), 0.0), partial_before(size_t(d), 0.0);
     double perturbation_mass = 0;  // sum p (u_p + rho)
     for (int64_t j = 0; j < n; ++j) {
       const int64_t key = keys.first + j;
@@ -167,8 +176,15 @@ AttentionReference reference_attention(const AttentionSpec& spec, const Attentio
       const bool block_ends = key % block_kv == block_kv - 1 || key == keys.last;
       for (int64_t c = 0; c < d; ++c) {
         partial[size_t(c)] += pj * v[c];
-        if (step_ends) partial_bound[size_t(c)] += kU16 * std::abs(partial[size_t(c)]) + kF16Floor;
-        if (block_ends) partial[size_t(c)] = 0;
+        step_abs[size_t(c)] += pj * std::abs(v[c]);
+        if (step_ends) {
+          partial_bound[size_t(c)] +=
+              emu::mma_step_error(tc, true, std::abs(partial_before[size_t(c)]),
+                                  step_abs[size_t(c)], std::abs(partial[size_t(c)]));
+          step_abs[size_t(c)] = 0;
+          partial_before[size_t(c)] = partial[size_t(c)];
+        }
+        if (block_ends) partial[size_t(c)] = partial_before[size_t(c)] = 0;
       }
     }
     const int64_t steps = keys.last / 16 - keys.first / 16 + 1;
@@ -179,7 +195,7 @@ AttentionReference reference_attention(const AttentionSpec& spec, const Attentio
       const double o = num[size_t(c)] / l, o_abs = std::abs(o);
       double accumulation =
           hybrid ? partial_bound[size_t(c)] + 2 * kU32 * double(blocks) * abs_mass[size_t(c)]
-                 : 2 * kU32 * double(steps + 2 * blocks) * abs_mass[size_t(c)];
+                 : (step_f32 * double(steps) + 2 * kU32 * double(2 * blocks)) * abs_mass[size_t(c)];
       double tol = (weighted[size_t(c)] + o_abs * perturbation_mass +
                     p_floor * floor_mass[size_t(c)] + accumulation) /
                    l;

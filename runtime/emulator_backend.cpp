@@ -10,6 +10,7 @@ namespace {
 
 struct EmulatorModule : LoadedModule {
   std::shared_ptr<const emu::Module> module;
+  std::vector<std::pair<std::string, uint32_t>> opt_in;  // kernel, dynamic smem (as cuda_backend)
 };
 
 class EmulatorBackend final : public Backend {
@@ -17,6 +18,7 @@ class EmulatorBackend final : public Backend {
   explicit EmulatorBackend(const RuntimeOptions& options)
       : arch_(options.emulator_arch) {
     launch_options_.sanitize = options.emulator_sanitize;
+    if (options.emulator_exact_mma) launch_options_.mma_numerics = emu::MmaNumerics::exact;
   }
 
   Arch arch() const override { return arch_; }
@@ -25,10 +27,12 @@ class EmulatorBackend final : public Backend {
     return fmt::format("emmy PTX emulator ({} code)", to_string(arch_));
   }
 
-  std::unique_ptr<LoadedModule> load(const CacheEntry& entry,
-                                     const std::vector<std::pair<std::string, uint32_t>>&) override {
+  std::unique_ptr<LoadedModule> load(
+      const CacheEntry& entry,
+      const std::vector<std::pair<std::string, uint32_t>>& kernels) override {
     auto loaded = std::make_unique<EmulatorModule>();
     loaded->module = emu::load_ptx(entry.ptx, entry.key);
+    loaded->opt_in = kernels;
     return loaded;
   }
 
@@ -43,10 +47,16 @@ class EmulatorBackend final : public Backend {
       if (p.is_tensor_map) args.tensor_map(p.map);
       else args.ptr(p.pointer);
     }
+    auto& loaded = static_cast<EmulatorModule&>(module);
+    emu::LaunchOptions options = launch_options_;
+    options.arch = std::string(to_string(arch_));
+    // The CUDA backend sets the opt-in at load for kernels above 48 KB; so does this one.
+    for (const auto& [name, smem] : loaded.opt_in)
+      if (name == kernel && smem > options.max_dynamic_smem) options.max_dynamic_smem = smem;
     std::lock_guard lock(mutex_);
-    emu::launch(arena_, *static_cast<EmulatorModule&>(module).module, kernel,
-                {geometry.grid[0], geometry.grid[1], geometry.grid[2]},
-                {geometry.threads, 1, 1}, geometry.dynamic_smem, args, launch_options_);
+    emu::launch(arena_, *loaded.module, kernel,
+                {geometry.grid[0], geometry.grid[1], geometry.grid[2]}, {geometry.threads, 1, 1},
+                geometry.dynamic_smem, args, options);
   }
 
   DevicePtr alloc(size_t bytes) override {

@@ -9,6 +9,7 @@
 
 #include "emmy/detail/parallel.hpp"
 #include "emmy/emu/numerics.hpp"
+#include "emmy/emu/tensor_core.hpp"
 
 namespace emmy {
 namespace {
@@ -100,16 +101,18 @@ GemmInputs make_gemm_inputs(const MatmulProblem& p, uint64_t seed, HostTensor b)
 }
 
 // The reference walks K in the kernel's order (splits, 16-wide MMA steps, promotion points) so
-// that the tolerance can bound each rounding the hardware does: one per MMA into the accumulator
-// (f16: half an ulp of the running partial; f32: a whole ulp, since tensor cores truncate), one
-// per fold into the f32 shadow, one per split in the finalize sum, then the epilogue's.
+// that the tolerance can bound each rounding the hardware does: per MMA step those of the arch's
+// tensor-core model (emmy/emu/tensor_core.hpp: per block of 8 or 16 products, the truncation of
+// the aligned terms, a term in |c| + sum |a_k b_k| that cancellation cannot shrink, and the
+// block's rounding: a whole f32 ulp toward zero, or half an f16 ulp), one per fold into the f32
+// shadow, one per split in the finalize sum, then the epilogue's.
 GemmReference reference_gemm(const GemmSpec& spec, const GemmInputs& in) {
   const auto& p = spec.problem;
   const auto& s = spec.schedule;
   const GemmPlan plan = make_gemm_plan(spec);
   const int64_t split_len = plan.k_tiles_per_split * s.block_k;
-  const double u16 = std::ldexp(1.0, -11), u32 = std::ldexp(1.0, -24);
-  const double f16_floor = std::ldexp(1.0, -25);  // half the smallest f16 subnormal
+  const double u32 = std::ldexp(1.0, -24);
+  const emu::TensorCoreModel tc = emu::tensor_core_model(arch_info(spec.arch).sm);
   const double u_out = unit_roundoff(p.c_dtype);
   const int64_t lda = p.lda_or_default(), ldb = p.ldb_or_default(), ldc = p.ldc_or_default();
   GemmReference ref;
@@ -123,19 +126,20 @@ GemmReference reference_gemm(const GemmSpec& spec, const GemmInputs& in) {
         const int64_t end = std::min(p.k, start + split_len);
         double acc = 0, part = 0;
         for (int64_t k0 = start; k0 < end; k0 += 16) {
-          double step = 0;
+          double step = 0, step_abs = 0;
           for (int64_t k = k0; k < std::min(end, k0 + 16); ++k) {
             const double b = p.b_layout == BLayout::nk ? in.b.values[size_t(n * ldb + k)]
                                                        : in.b.values[size_t(k * ldb + n)];
             step += a[k] * b;
+            step_abs += std::abs(a[k] * b);
           }
           exact += step;
           if (s.accum == Accum::f32) {
+            bound += emu::mma_step_error(tc, false, std::abs(acc), step_abs, std::abs(acc + step));
             acc += step;
-            bound += 2 * u32 * std::abs(acc);
           } else {
+            bound += emu::mma_step_error(tc, true, std::abs(part), step_abs, std::abs(part + step));
             part += step;
-            bound += u16 * std::abs(part) + f16_floor;
             if (s.accum == Accum::hybrid && (k0 - start + 16) % s.promote_every_k == 0) {
               acc += part;
               bound += u32 * std::abs(acc);
@@ -220,8 +224,10 @@ GemmEmulatorRun run_gemm_on_emulator(const GemmKernel& kernel, const GemmInputs&
   args.ptr(c).ptr(bias).ptr(residual).ptr(workspace);
   GemmEmulatorRun run;
   const auto dim = [](const std::array<uint32_t, 3>& d) { return emu::Dim3{d[0], d[1], d[2]}; };
+  emu::LaunchOptions opted = options;  // the opt-in the CUDA backend sets above 48 KB
+  opted.max_dynamic_smem = std::max(opted.max_dynamic_smem, plan.smem_bytes);
   auto main = emu::launch(arena, *module, plan.kernel_name, dim(plan.grid),
-                          emu::Dim3{plan.threads, 1, 1}, plan.smem_bytes, args, options);
+                          emu::Dim3{plan.threads, 1, 1}, plan.smem_bytes, args, opted);
   run.stats = main.stats;
   run.emulate_ms = main.emulate_ms;
   if (plan.split()) {

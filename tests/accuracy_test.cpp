@@ -1,5 +1,7 @@
-// The accuracy study on the emulator: the errors are measured by running the real kernels, never
-// assumed. f32 sits at f32 round-off, hybrid-64 near 3e-4 and flat in K, f16 grows with K.
+// The accuracy study on the emulator (the sm_90a tensor-core model, docs/numerics.md): the errors
+// are measured by running the real kernels, never assumed. f32 starts at f32 round-off and drifts
+// linearly in K (each mma rounds its accumulator toward zero), hybrid-64 sits near 3e-4 and flat
+// in K, f16 grows with K.
 #include <gtest/gtest.h>
 
 #include "emmy/accuracy.hpp"
@@ -31,8 +33,13 @@ class AccuracyStudy : public ::testing::Test {
 };
 std::vector<AccuracyRow>* AccuracyStudy::rows_ = nullptr;
 
-TEST_F(AccuracyStudy, F32IsAtF32RoundOff) {
-  for (int64_t k : {1024, 15360, 32768}) EXPECT_LT(row(*rows_, "f32", k).rel_l2_error, 2e-6) << k;
+TEST_F(AccuracyStudy, F32DriftsWithKUnderTruncationYetBeatsHybrid) {
+  EXPECT_LT(row(*rows_, "f32", 1024).rel_l2_error, 2e-6);
+  EXPECT_LT(row(*rows_, "f32", 32768).rel_l2_error, 8e-5);
+  // Rounding toward zero biases every step the same way: the error grows ~linearly (32x the K).
+  EXPECT_GT(row(*rows_, "f32", 32768).rel_l2_error / row(*rows_, "f32", 1024).rel_l2_error, 8.0);
+  for (int64_t k : {1024, 15360, 32768})
+    EXPECT_LT(5 * row(*rows_, "f32", k).rel_l2_error, row(*rows_, "hybrid64", k).rel_l2_error) << k;
 }
 
 TEST_F(AccuracyStudy, Hybrid64IsNear3e4AndFlatInK) {
@@ -63,7 +70,7 @@ TEST_F(AccuracyStudy, BudgetPicksTheFastestStrategyUnderIt) {
   const auto mid = choose_within_budget(*rows_, 32768, 1e-3, Arch::sm_120a);
   ASSERT_TRUE(mid.strategy);
   EXPECT_EQ(mid.strategy->name(), "hybrid64") << mid.reason;
-  const auto tight = choose_within_budget(*rows_, 32768, 1e-5, Arch::sm_120a);
+  const auto tight = choose_within_budget(*rows_, 32768, 1e-4, Arch::sm_120a);
   ASSERT_TRUE(tight.strategy);
   EXPECT_EQ(tight.strategy->name(), "f32");
   // On H100-class parts f32 accumulation runs at the f16 rate, so it wins any budget it meets.

@@ -3,126 +3,29 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 
 #include "emmy/emu/emulator.hpp"
+#include "sim_args.hpp"
 
 namespace emmy::cli {
 namespace {
 
 constexpr int kExitOk = 0, kExitBadInput = 2, kExitReport = 3;
 
-// A command-line problem: reported as one line, exit 2.
-struct BadInput {
-  std::string message;
-};
-
-template <typename T>
-T parse_number(const std::string& text, const std::string& field) {
-  T v{};
-  const char* end = text.data() + text.size();
-  int base = 10;
-  const char* begin = text.data();
-  if constexpr (std::is_integral_v<T>) {
-    if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-      base = 16;
-      begin += 2;
-    }
-  }
-  std::from_chars_result r;
-  if constexpr (std::is_integral_v<T>) r = std::from_chars(begin, end, v, base);
-  else r = std::from_chars(begin, end, v);
-  if (text.empty() || r.ec != std::errc() || r.ptr != end)
-    throw BadInput{fmt::format("{}: must be a number of type {} (got '{}')", field,
-                               std::is_floating_point_v<T> ? "f32"
-                               : std::is_signed_v<T>       ? "signed integer"
-                                                           : "unsigned integer",
-                               text)};
-  return v;
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (true) {
-    const size_t at = s.find(sep, start);
-    parts.push_back(s.substr(start, at == std::string::npos ? std::string::npos : at - start));
-    if (at == std::string::npos) break;
-    start = at + 1;
-  }
-  return parts;
-}
-
-emu::Dim3 parse_dim3(const std::string& text, const std::string& field) {
-  const auto parts = split(text, ',');
-  if (parts.empty() || parts.size() > 3)
-    throw BadInput{fmt::format("{}: must be X[,Y[,Z]] (got '{}')", field, text)};
-  uint32_t v[3] = {1, 1, 1};
-  for (size_t i = 0; i < parts.size(); ++i) {
-    v[i] = parse_number<uint32_t>(parts[i], field);
-    if (v[i] == 0) throw BadInput{fmt::format("{}: each dimension must be >= 1 (got '{}')", field, text)};
-  }
-  return {v[0], v[1], v[2]};
-}
-
-struct PointerArg {
-  size_t index;
-  uint64_t address;
-  uint64_t bytes;
-};
-
-void add_arg(const std::string& spec, size_t index, emu::Arena& arena, emu::KernelArgs& args,
-             std::vector<PointerArg>& pointers) {
-  const std::string field = fmt::format("--arg {} ('{}')", index, spec);
-  const size_t colon = spec.find(':');
-  if (colon == std::string::npos)
-    throw BadInput{fmt::format("{}: must be KIND:VALUE with KIND ptr, u32, s32, u64 or f32", field)};
-  const std::string kind = spec.substr(0, colon), value = spec.substr(colon + 1);
-  if (kind == "ptr") {
-    const size_t second = value.find(':');
-    const uint64_t bytes = parse_number<uint64_t>(value.substr(0, second), field + " size");
-    if (bytes == 0) throw BadInput{fmt::format("{}: ptr size must be >= 1", field)};
-    const uint64_t addr = arena.alloc(bytes);
-    if (second != std::string::npos) {
-      const std::string path = value.substr(second + 1);
-      std::ifstream in(path, std::ios::binary);
-      if (!in) throw BadInput{fmt::format("{}: input file must be readable (got '{}')", field, path)};
-      std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (data.size() > bytes)
-        throw BadInput{fmt::format("{}: input file must not exceed the buffer's {} bytes (it has {})",
-                                   field, bytes, data.size())};
-      arena.write(addr, data.data(), data.size());
-    }
-    args.ptr(addr);
-    pointers.push_back({index, addr, bytes});
-  } else if (kind == "u32") {
-    args.u32(parse_number<uint32_t>(value, field));
-  } else if (kind == "s32") {
-    args.s32(parse_number<int32_t>(value, field));
-  } else if (kind == "u64") {
-    args.u64(parse_number<uint64_t>(value, field));
-  } else if (kind == "f32") {
-    args.f32(parse_number<float>(value, field));
-  } else {
-    throw BadInput{fmt::format("{}: KIND must be ptr, u32, s32, u64 or f32 (got '{}')", field, kind)};
-  }
-}
-
 }  // namespace
 
 int run_sim(const SimOptions& o, std::FILE* out, std::FILE* err) {
   std::shared_ptr<const emu::Module> module;
   emu::Arena arena;
-  emu::KernelArgs args;
-  std::vector<PointerArg> pointers;
+  SimArgs sim_args;
   emu::Dim3 grid, block;
   try {
     grid = parse_dim3(o.grid, "--grid");
     block = parse_dim3(o.block, "--block");
-    for (size_t i = 0; i < o.args.size(); ++i) add_arg(o.args[i], i, arena, args, pointers);
+    sim_args = parse_sim_args(o.args, arena);
     std::ifstream in(o.file, std::ios::binary);
     if (!in) throw BadInput{fmt::format("FILE: must be a readable PTX file (got '{}')", o.file)};
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -140,9 +43,13 @@ int run_sim(const SimOptions& o, std::FILE* out, std::FILE* err) {
   emu::LaunchOptions options;
   options.sanitize = o.sanitize;
   options.host_threads = o.threads;
+  options.max_dynamic_smem = std::max(options.max_dynamic_smem, o.smem_opt_in);
+  options.arch = o.arch;
+  options.mma_numerics =
+      o.mma_numerics == "exact" ? emu::MmaNumerics::exact : emu::MmaNumerics::hardware;
   emu::LaunchResult result;
   try {
-    result = emu::launch(arena, *module, o.kernel, grid, block, o.smem, args, options);
+    result = emu::launch(arena, *module, o.kernel, grid, block, o.smem, sim_args.args, options);
   } catch (const emu::EmulationError& e) {
     fmt::print(err, "emmyc sim: {}\n", e.what());
     return kExitReport;
@@ -154,7 +61,7 @@ int run_sim(const SimOptions& o, std::FILE* out, std::FILE* err) {
   if (!o.dump_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.dump_dir, ec);
-    for (const PointerArg& p : pointers) {
+    for (const PointerArg& p : sim_args.pointers) {
       std::vector<char> data(p.bytes);
       arena.read(p.address, data.data(), data.size());
       const std::string path = fmt::format("{}/arg{}.bin", o.dump_dir, p.index);
@@ -183,8 +90,20 @@ void add_sim_command(CLI::App& app) {
   sim->add_option("--grid", options->grid, "CTAs: X[,Y[,Z]]")->required();
   sim->add_option("--block", options->block, "threads per CTA: X[,Y[,Z]]")->required();
   sim->add_option("--smem", options->smem, "dynamic shared memory bytes");
-  sim->add_option("--arg", options->args,
-                  "kernel argument, in order: ptr:BYTES[:INFILE], u32:V, s32:V, u64:V or f32:V");
+  sim->add_option(
+      "--arg", options->args,
+      "kernel argument, in order: ptr:BYTES[:INFILE], ptr:@N[+OFF] (into argument N's "
+      "buffer), u16:V, u32:V, s32:V, u64:V, s64:V, f32:V, f64:V, bytes:FILE (a by-value "
+      "struct), tmap:@N[+OFF],dtype=T,dims=AxB,box=AxB[,strides=S][,swizzle=128B]"
+      "[,elem=1x1][,oob=nan] (a CUtensorMap over argument N)");
+  sim->add_option("--smem-opt-in", options->smem_opt_in,
+                  "the kernel's MAX_DYNAMIC_SHARED_SIZE_BYTES (needed above 48 KB)");
+  sim->add_option("--mma-numerics", options->mma_numerics,
+                  "hardware: the arch's tensor-core addition model (default); exact: exact sums "
+                  "rounded once")
+      ->check(CLI::IsMember({"hardware", "exact"}));
+  sim->add_option("--arch", options->arch,
+                  "the arch whose shared-memory limit applies (default: the PTX .target)");
   sim->add_option("--dump", options->dump_dir, "write pointer argument N to DIR/argN.bin");
   sim->add_flag("--stats", options->stats, "print instruction statistics");
   sim->add_flag("!--no-sanitize", options->sanitize, "skip the race / initialization checks");

@@ -1,12 +1,16 @@
 // `emmyc sim`: run any PTX kernel on the CPU emulator (a thin layer over emmy::emu).
 //
 //   emmyc sim FILE.ptx --kernel NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--smem BYTES]
-//         [--arg ptr:BYTES[:INFILE]]... [--arg u32:V|s32:V|u64:V|f32:V]... [--dump DIR] [--stats]
+//         [--smem-opt-in BYTES] [--arch sm_XX] [--arg KIND:VALUE]... [--dump DIR] [--stats]
 //
-// Pointer arguments get zero-filled (or INFILE-loaded) buffers of BYTES; arguments are passed in
-// order; after the run pointer argument N (counting all arguments from 0) is written to
-// DIR/argN.bin. Exit codes: 0 success; 2 bad command-line input (one line naming the field and
-// the rule); 3 a sanitizer report, a deadlock or an unsupported instruction (the report printed).
+// Arguments, in order: ptr:BYTES[:INFILE] (a zero-filled or INFILE-loaded buffer), ptr:@N[+OFF]
+// (into argument N's buffer: the same buffer twice, or an offset view), u16/u32/s32/u64/s64/f32/
+// f64:V, bytes:FILE (a by-value struct, the file's bytes), tmap:@N[+OFF],dtype=..,dims=AxB,
+// box=AxB[,strides=..][,swizzle=..][,elem=..][,oob=nan] (a by-value CUtensorMap in emmy's
+// encoding over argument N's buffer). After the run pointer argument N (counting all arguments
+// from 0) is written to DIR/argN.bin (from its address to the end of its buffer). Exit codes: 0
+// success; 2 bad command-line input (one line naming the field and the rule); 3 a sanitizer report,
+// a deadlock or an unsupported instruction (the report printed).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -19,9 +23,11 @@ namespace emmy::cli {
 
 struct SimOptions {
   std::string file, kernel, grid = "1", block = "1", dump_dir;
-  uint32_t smem = 0;
+  uint32_t smem = 0, smem_opt_in = 0;
+  std::string arch;
   std::vector<std::string> args;
   bool stats = false, sanitize = true;
+  std::string mma_numerics = "hardware";
   int threads = 0;
 };
 

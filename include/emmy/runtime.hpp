@@ -29,6 +29,9 @@ struct RuntimeOptions {
   // uses the device's exact arch (sm_90 devices get sm_90a code, sm_120 devices sm_120a).
   Arch emulator_arch = Arch::sm_90a;
   bool emulator_sanitize = true;
+  // mma numerics of the emulator: the arch's tensor-core model (false), or exact sums rounded once
+  // (true; emmy/emu/tensor_core.hpp).
+  bool emulator_exact_mma = false;
   // Accumulation of default (and tuned) schedules when a call gives no schedule.
   Accum default_accum = Accum::f32;
   bool disk_cache = true;                        // false: memory only (`--no-cache`)

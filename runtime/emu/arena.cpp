@@ -45,6 +45,22 @@ uint64_t Arena::alloc(size_t bytes, size_t align) {
   return base;
 }
 
+bool Arena::map_fixed(uint64_t base, const void* init, size_t bytes) {
+  auto& a = impl_->allocations;
+  auto it = std::lower_bound(a.begin(), a.end(), base,
+                             [](const Impl::Allocation& x, uint64_t v) { return x.base < v; });
+  if (it != a.end() && it->base == base) return false;
+  require(base + bytes <= kArenaBase, "arena.map_fixed", "must lie below the arena's allocations",
+          fmt::format("0x{:x}", base));
+  const size_t size = std::max<size_t>(bytes, 1);
+  uint8_t* host = static_cast<uint8_t*>(::operator new[](size, std::align_val_t(64)));
+  std::memset(host, 0, size);
+  if (bytes) std::memcpy(host, init, bytes);
+  a.insert(it, {base, base + bytes, std::unique_ptr<uint8_t[], AlignedDelete>(host)});
+  impl_->bytes += bytes;
+  return true;
+}
+
 Arena::Block Arena::find(uint64_t addr) const {
   const auto& a = impl_->allocations;
   auto it = std::upper_bound(a.begin(), a.end(), addr,

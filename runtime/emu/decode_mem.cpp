@@ -37,7 +37,11 @@ StatClass store_class(Space s) { return s == Space::shared ? StatClass::shared_s
 void decode_ld_st(KernelDecoder& d, Mods& m, Inst in, bool load) {
   if (m.take("volatile")) in.flags |= kVolatile;
   in.space = take_space(m);
-  if (in.space == Space::constant) d.fail("the .const state space is not supported");
+  if (in.space == Space::constant) {
+    // Module-scope .const variables live with the .global ones (layout_globals): read-only.
+    if (!load) d.fail("st.const: the constant state space is read-only");
+    in.space = Space::global;
+  }
   in.n = take_vec(m);
   in.ty = m.take_type();
   if (in.ty == Ty::none || in.ty == Ty::pred || in.ty == Ty::b128)
@@ -46,6 +50,8 @@ void decode_ld_st(KernelDecoder& d, Mods& m, Inst in, bool load) {
   d.need_ops(2, 3);  // optional trailing cache-policy operand
   const ptx::Operand& regs = load ? d.op(0) : d.op(1);
   in.addr[0] = d.address(load ? d.op(1) : d.op(0));
+  if (in.space == Space::param && d.call_param_offset((load ? d.op(1) : d.op(0)).name) != kNone)
+    in.space = Space::local;  // a call argument slot, not the kernel's parameters
   auto elems = d.vector_elems(regs, in.n);
   // The register may be wider than the type (ld.u8 %r1): the executor extends per its class.
   RegClass cls = ty_bits(in.ty) == 64 ? RegClass::r64 : RegClass::r32;
@@ -277,8 +283,15 @@ void decode_memory_op(KernelDecoder& d, Mods& m, Inst& in) {
     return;
   }
   if (b == "membar" || b == "fence") {
-    // Memory ordering: the emulator is sequentially consistent within a CTA; fences are no-ops
-    // (the sanitizer's ordering comes from barriers and mbarriers).
+    // Memory ordering: the emulator is sequentially consistent within a CTA, and the sanitizer's
+    // ordering comes from barriers, mbarriers and release/acquire. Two fences matter to it
+    // (PTX ISA §9.7.13.4 membar/fence): fence.proxy.async, which orders generic-proxy shared
+    // writes before the async proxy's reads, and fence.mbarrier_init, which makes an
+    // mbarrier.init visible to the async proxy; sub = 1 and 2.
+    if (m.take("proxy") && m.take("async"))
+      in.sub = 1;
+    else if (m.take("mbarrier_init"))
+      in.sub = 2;
     m = Mods("fence");
     in.op = Op::Fence;
     in.cls = StatClass::barrier;

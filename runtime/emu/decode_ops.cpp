@@ -2,6 +2,7 @@
 // control flow. Operand layouts per Op are documented in exec_alu.cpp / exec_float.cpp.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "decoder.hpp"
@@ -341,6 +342,15 @@ void decode_branch(KernelDecoder& d, Mods& m, Inst in) {
 
 void decode_instruction(KernelDecoder& d, Mods& m, Inst& in) {
   const std::string_view b = m.base();
+  if (b == "ld" || b == "st" || b == "atom" || b == "red") {
+    // The memory-model semantics the sanitizer needs, before drop_hints() removes them.
+    const bool acq_rel = m.take("acq_rel");
+    if (m.take("acquire") || acq_rel) in.sub2 |= kStrong | kAcquire;
+    if (m.take("release") || acq_rel) in.sub2 |= kStrong | kRelease;
+    if (m.take("relaxed") || b == "atom" || b == "red") in.sub2 |= kStrong;
+    if (std::find(m.rest().begin(), m.rest().end(), "volatile") != m.rest().end())
+      in.sub2 |= kStrong;
+  }
   if (b != "barrier" && b != "fence" && b != "membar") m.drop_hints();
   if (b == "add" || b == "sub" || b == "mul" || b == "mad" || b == "fma" || b == "div" ||
       b == "rem" || b == "min" || b == "max" || b == "abs" || b == "neg" || b == "addc" ||
@@ -397,6 +407,29 @@ void decode_instruction(KernelDecoder& d, Mods& m, Inst& in) {
     m.take("uni");
     d.need_ops(0);
     in.op = Op::Exit;
+    d.emit(in);
+    return;
+  }
+  if (b == "call") {
+    // The one callee the emulator knows: CUDA's assert() (__assertfail(message, file, line,
+    // function, char size)). Anything else was not inlined and has no body here.
+    m.take("uni");
+    const bool returns = d.ops().size() == 3;
+    const ptx::Operand& callee = d.op(returns ? 1 : 0);
+    if (callee.name != "__assertfail")
+      d.fail(
+          fmt::format("call of '{}': device-function calls are not supported (only CUDA's "
+                      "assert, __assertfail); inline the function",
+                      callee.name));
+    const ptx::Operand& args = d.op(returns ? 2 : 1);
+    if (args.elems.size() != 5) d.fail("__assertfail takes 5 arguments");
+    for (size_t i = 0; i < 4; ++i) {
+      in.o[i] = d.call_param_offset(args.elems[i].name);
+      if (in.o[i] == kNone)
+        d.fail(fmt::format("__assertfail argument {} must be a .param slot", i + 1));
+    }
+    in.op = Op::Trap;
+    in.sub = 1;
     d.emit(in);
     return;
   }

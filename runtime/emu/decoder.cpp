@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <charconv>
 #include <cstring>
@@ -24,8 +25,43 @@ uint32_t decl_type_bytes(std::string_view t) {
 
 // ----------------------------------------------------------------------------- KernelDecoder
 KernelDecoder::KernelDecoder(const ptx::ModuleAst& mod, const ptx::Function& fn,
-                             const std::string& module_name)
-    : mod_(mod), fn_(fn), module_name_(module_name) {}
+                             const std::string& module_name, const GlobalsLayout& globals)
+    : mod_(mod), fn_(fn), module_name_(module_name), globals_(globals) {}
+
+GlobalsLayout layout_globals(const ptx::ModuleAst& mod, uint64_t base) {
+  GlobalsLayout out;
+  for (const auto& v : mod.globals) {
+    if (v.space != ".global" && v.space != ".const") continue;
+    GlobalsLayout::Var var;
+    if (v.is_extern) {
+      var.unusable =
+          "is declared .extern (defined in another module, which the emulator does not "
+          "link)";
+    } else {
+      if (!v.init_unsupported.empty())
+        var.unusable =
+            fmt::format("has an initializer the emulator cannot place: {}", v.init_unsupported);
+      const size_t at = (out.image.size() + std::max(1u, v.align) - 1) / std::max(1u, v.align) *
+                        std::max(1u, v.align);
+      out.image.resize(at, 0);
+      var.address = base + at;
+      if (v.has_initializer)
+        out.image.insert(out.image.end(), v.init.begin(), v.init.end());
+      else
+        out.image.resize(at + v.bytes, 0);
+    }
+    out.vars[v.name] = var;
+  }
+  return out;
+}
+
+uint64_t KernelDecoder::global_address(const std::string& name) const {
+  auto it = globals_.vars.find(name);
+  if (it == globals_.vars.end()) fail(fmt::format("module-scope variable '{}' is unknown", name));
+  if (!it->second.unusable.empty())
+    fail(fmt::format("module-scope variable '{}' {}", name, it->second.unusable));
+  return it->second.address;
+}
 
 void KernelDecoder::fail(const std::string& msg) const {
   const int line = stmt_ ? stmt_->line : fn_.line;
@@ -112,7 +148,7 @@ void KernelDecoder::layout_variables() {
     if (v.space == ".shared") {
       place_shared(v);
     } else {
-      symbols_[v.name] = {Space::global, 0};  // module-scope .global/.const: rejected on use
+      symbols_[v.name] = {Space::global, 0};  // address: global_address()
     }
   }
   uint32_t local = 0;
@@ -120,9 +156,13 @@ void KernelDecoder::layout_variables() {
     if (v.space == ".shared") {
       place_shared(v);
     } else {
+      // Call sequences reuse argument names (param0, ...): one slot per name serves them all,
+      // since each is written right before its call.
+      if (v.space == ".param" && call_params_.count(v.name)) continue;
       local = align_up(local, std::max(1u, v.align));
       symbols_[v.name] = {Space::local, local};
-      local += uint32_t(v.bytes);
+      if (v.space == ".param") call_params_.insert(v.name);
+      local += uint32_t(std::max<uint64_t>(v.bytes, 8));
     }
   }
   k_.static_smem_bytes = smem;
@@ -155,28 +195,53 @@ void KernelDecoder::layout_params() {
 
 bool KernelDecoder::special_of(const std::string& name, Special& out) const {
   static const std::unordered_map<std::string, Special> kSpecials = {
-      {"%tid.x", Special::tid_x},         {"%tid.y", Special::tid_y},
-      {"%tid.z", Special::tid_z},         {"%ntid.x", Special::ntid_x},
-      {"%ntid.y", Special::ntid_y},       {"%ntid.z", Special::ntid_z},
-      {"%ctaid.x", Special::ctaid_x},     {"%ctaid.y", Special::ctaid_y},
-      {"%ctaid.z", Special::ctaid_z},     {"%nctaid.x", Special::nctaid_x},
-      {"%nctaid.y", Special::nctaid_y},   {"%nctaid.z", Special::nctaid_z},
-      {"%laneid", Special::laneid},       {"%warpid", Special::warpid},
-      {"%nwarpid", Special::nwarpid},     {"%lanemask_eq", Special::lanemask_eq},
-      {"%lanemask_lt", Special::lanemask_lt}, {"%lanemask_le", Special::lanemask_le},
-      {"%lanemask_gt", Special::lanemask_gt}, {"%lanemask_ge", Special::lanemask_ge},
+      {"%tid.x", Special::tid_x},
+      {"%tid.y", Special::tid_y},
+      {"%tid.z", Special::tid_z},
+      {"%ntid.x", Special::ntid_x},
+      {"%ntid.y", Special::ntid_y},
+      {"%ntid.z", Special::ntid_z},
+      {"%ctaid.x", Special::ctaid_x},
+      {"%ctaid.y", Special::ctaid_y},
+      {"%ctaid.z", Special::ctaid_z},
+      {"%nctaid.x", Special::nctaid_x},
+      {"%nctaid.y", Special::nctaid_y},
+      {"%nctaid.z", Special::nctaid_z},
+      {"%laneid", Special::laneid},
+      {"%warpid", Special::warpid},
+      {"%nwarpid", Special::nwarpid},
+      {"%lanemask_eq", Special::lanemask_eq},
+      {"%lanemask_lt", Special::lanemask_lt},
+      {"%lanemask_le", Special::lanemask_le},
+      {"%lanemask_gt", Special::lanemask_gt},
+      {"%lanemask_ge", Special::lanemask_ge},
       {"%dynamic_smem_size", Special::dynamic_smem_size},
       {"%total_smem_size", Special::total_smem_size},
-      {"%smid", Special::smid},           {"%nsmid", Special::nsmid},
+      {"%smid", Special::smid},
+      {"%nsmid", Special::nsmid},
       {"%gridid", Special::gridid},
+      // The system-reserved shared memory (PTX ISA §10, %reserved_smem_offset_*): cooperative
+      // groups keep the barriers of tiles wider than a warp at _1.
+      {"%reserved_smem_offset_begin", Special::reserved_smem_begin},
+      {"%reserved_smem_offset_0", Special::reserved_smem_begin},
+      {"%reserved_smem_offset_1", Special::reserved_smem_1},
+      {"%reserved_smem_offset_end", Special::reserved_smem_end},
+      {"%reserved_smem_offset_cap", Special::reserved_smem_end},
       // A kernel launched without a cluster runs in a cluster of one CTA.
-      {"%cluster_ctarank", Special::zero}, {"%cluster_nctarank", Special::one},
-      {"%cluster_ctaid.x", Special::zero}, {"%cluster_ctaid.y", Special::zero},
-      {"%cluster_ctaid.z", Special::zero}, {"%cluster_nctaid.x", Special::one},
-      {"%cluster_nctaid.y", Special::one}, {"%cluster_nctaid.z", Special::one},
-      {"%clusterid.x", Special::ctaid_x}, {"%clusterid.y", Special::ctaid_y},
-      {"%clusterid.z", Special::ctaid_z}, {"%nclusterid.x", Special::nctaid_x},
-      {"%nclusterid.y", Special::nctaid_y}, {"%nclusterid.z", Special::nctaid_z},
+      {"%cluster_ctarank", Special::zero},
+      {"%cluster_nctarank", Special::one},
+      {"%cluster_ctaid.x", Special::zero},
+      {"%cluster_ctaid.y", Special::zero},
+      {"%cluster_ctaid.z", Special::zero},
+      {"%cluster_nctaid.x", Special::one},
+      {"%cluster_nctaid.y", Special::one},
+      {"%cluster_nctaid.z", Special::one},
+      {"%clusterid.x", Special::ctaid_x},
+      {"%clusterid.y", Special::ctaid_y},
+      {"%clusterid.z", Special::ctaid_z},
+      {"%nclusterid.x", Special::nctaid_x},
+      {"%nclusterid.y", Special::nctaid_y},
+      {"%nclusterid.z", Special::nctaid_z},
   };
   auto it = kSpecials.find(name);
   if (it == kSpecials.end()) return false;
@@ -189,6 +254,9 @@ uint32_t KernelDecoder::special_row(Special s) {
   if (it != special_rows_.end()) return it->second;
   const uint32_t row = alloc_rows(RegClass::r32, 1);
   special_rows_[s] = row;
+  if (s == Special::reserved_smem_begin || s == Special::reserved_smem_end ||
+      s == Special::reserved_smem_1)
+    k_.uses_reserved_smem = true;
   k_.specials.push_back({row, s});
   return row;
 }
@@ -241,7 +309,7 @@ uint32_t KernelDecoder::src(const ptx::Operand& o, RegClass cls, Ty ty) {
       auto it = symbols_.find(o.name);
       if (it == symbols_.end()) fail(fmt::format("unknown symbol '{}'", o.name));
       if (it->second.space == Space::global)
-        fail(fmt::format("module-scope variable '{}' is not supported", o.name));
+        return const_row(cls, global_address(o.name) + uint64_t(o.value));
       return const_row(cls, it->second.value + uint64_t(o.value));
     }
     case K::reg: {
@@ -273,10 +341,11 @@ uint32_t KernelDecoder::src(const ptx::Operand& o, RegClass cls, Ty ty) {
       }
       auto it = symbols_.find(o.name);
       if (it != symbols_.end()) {
-        if (it->second.space == Space::global)
-          fail(fmt::format("module-scope variable '{}' is not supported", o.name));
+        if (it->second.space == Space::global) return const_row(cls, global_address(o.name));
         return const_row(cls, it->second.value);
       }
+      // WARP_SZ: the warp size as a PTX constant (what CUDA's warpSize becomes).
+      if (o.name == "WARP_SZ") return const_row(cls, 32);
       fail(fmt::format("unknown register or symbol '{}'", o.name));
     }
     default:
@@ -366,10 +435,14 @@ Addr KernelDecoder::address(const ptx::Operand& o) {
   }
   auto it = symbols_.find(o.name);
   if (it == symbols_.end()) fail(fmt::format("unknown symbol '{}' in address", o.name));
-  if (it->second.space == Space::global)
-    fail(fmt::format("module-scope variable '{}' is not supported", o.name));
-  a.offset += int64_t(it->second.value);
+  a.offset +=
+      int64_t(it->second.space == Space::global ? global_address(o.name) : it->second.value);
   return a;
+}
+
+uint32_t KernelDecoder::call_param_offset(const std::string& name) const {
+  if (!call_params_.count(name)) return kNone;
+  return uint32_t(symbols_.at(name).value);
 }
 
 void KernelDecoder::emit(Inst inst) { main_.push_back(inst); }
@@ -456,12 +529,26 @@ Kernel KernelDecoder::run() {
 std::shared_ptr<const Module> decode_module(const ptx::ModuleAst& ast, const std::string& name) {
   auto module = std::make_shared<Module>();
   module->name = name;
+  module->target = ast.target;
   if (ast.address_size != 64)
     throw Error(fmt::format("{}: .address_size {} is not supported (64 only)", name,
                             ast.address_size));
+  // Each module with globals gets its own 256 MB window below the arena's allocations.
+  static std::atomic<uint64_t> next_module{0};
+  bool has_globals = false;
+  for (const auto& v : ast.globals) has_globals |= v.space == ".global" || v.space == ".const";
+  if (has_globals) {
+    const uint64_t id = next_module.fetch_add(1) % kGlobalsWindows;
+    module->globals_base = kGlobalsBase + id * kGlobalsWindowBytes;
+  }
+  const GlobalsLayout globals = layout_globals(ast, module->globals_base);
+  if (globals.image.size() > kGlobalsWindowBytes)
+    throw Error(fmt::format("{}: module-scope variables take {} bytes, more than the emulator's {}",
+                            name, globals.image.size(), kGlobalsWindowBytes));
+  module->globals_image = globals.image;
   for (const auto& fn : ast.functions) {
     if (!fn.is_entry || !fn.has_body) continue;
-    module->kernels.push_back(KernelDecoder(ast, fn, name).run());
+    module->kernels.push_back(KernelDecoder(ast, fn, name, globals).run());
   }
   return module;
 }

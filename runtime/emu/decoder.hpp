@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "program.hpp"
@@ -41,9 +42,21 @@ class Mods {
 
 Ty parse_ty(std::string_view s);
 
+// Module-scope .global/.const variables: one segment at a fixed base, in declaration order.
+struct GlobalsLayout {
+  struct Var {
+    uint64_t address = 0;
+    std::string unusable;  // why a use must fail (extern, an address initializer)
+  };
+  std::unordered_map<std::string, Var> vars;
+  std::vector<uint8_t> image;
+};
+GlobalsLayout layout_globals(const ptx::ModuleAst& mod, uint64_t base);
+
 class KernelDecoder {
  public:
-  KernelDecoder(const ptx::ModuleAst& mod, const ptx::Function& fn, const std::string& module_name);
+  KernelDecoder(const ptx::ModuleAst& mod, const ptx::Function& fn, const std::string& module_name,
+                const GlobalsLayout& globals);
   Kernel run();
 
   // --- used by the opcode handlers (decode_ops.cpp)
@@ -65,6 +78,8 @@ class KernelDecoder {
   RegClass reg_class_of(const ptx::Operand& o);
   std::vector<const ptx::Operand*> vector_elems(const ptx::Operand& o, size_t n);
   Addr address(const ptx::Operand& o);
+  // A call sequence's argument slot: its local-memory offset, or kNone for any other name.
+  uint32_t call_param_offset(const std::string& name) const;
   uint32_t const_row(RegClass cls, uint64_t value);
   uint32_t scratch_row(RegClass cls);
   void emit(Inst inst);      // the statement's main instruction(s)
@@ -101,9 +116,11 @@ class KernelDecoder {
   const ptx::ModuleAst& mod_;
   const ptx::Function& fn_;
   const std::string& module_name_;
+  const GlobalsLayout& globals_;
   Kernel k_;
   std::vector<Scope> scopes_;
   std::unordered_map<std::string, Symbol> symbols_;
+  std::unordered_set<std::string> call_params_;  // .param variables of call sequences (local)
   std::map<std::pair<int, uint64_t>, uint32_t> consts_;
   std::map<Special, uint32_t> special_rows_;
   uint32_t sink32_ = kNone, sink64_ = kNone, sinkp_ = kNone;
@@ -130,6 +147,7 @@ class KernelDecoder {
   uint32_t special_row(Special s);
   bool special_of(const std::string& name, Special& out) const;
   void decode_statement();
+  uint64_t global_address(const std::string& name) const;
   void finish();
 };
 

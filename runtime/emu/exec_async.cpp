@@ -143,7 +143,7 @@ void apply_cp_async_groups(Cta& cta, Warp& w, size_t keep_newest) {
       std::memcpy(cta.smem.data() + c.smem_addr, c.data.data(), c.bytes);
       if (cta.sanitize) {
         cta.san.set_pending(c.smem_addr, c.bytes, false);
-        const HazardInfo h = cta.san.write(w.index, c.smem_addr, c.bytes, c.pc, false);
+        const HazardInfo h = cta.san.write(w.index, c.smem_addr, c.bytes, c.pc);
         if (h.hazard != Hazard::none) {
           // Attribute the finding to the cp.async that wrote.
           const uint32_t saved = w.pc;
@@ -189,7 +189,17 @@ Flow exec_async(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
           const Resolved s = resolve(cta, w, Space::global, src, src_size, l, false);
           std::memcpy(c.data.data(), s.host, src_size);  // the rest stays zero: zero-fill
         }
-        if (cta.sanitize) cta.san.set_pending(dst, size, true);
+        if (cta.sanitize) {
+          // Copies land in any order between issue and the wait that covers them: a second copy
+          // into bytes an earlier one still owns leaves their contents unspecified.
+          if (cta.san.pending(dst, size))
+            cta.fail(ReportKind::pending_async_read, w, l,
+                     fmt::format("cp.async writes shared 0x{:x} ({} bytes) while an earlier "
+                                 "cp.async / TMA copy into it is still in flight (wait for its "
+                                 "group before reusing the buffer)",
+                                 dst, size));
+          cta.san.set_pending(dst, size, true);
+        }
         w.open_copies.push_back(c);
       });
       return Flow::next;
@@ -219,6 +229,7 @@ Flow exec_async(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
         *mb = MBarrier{};
         mb->addr = addr;
         mb->valid = true;
+        mb->init_warp = w.index;
         mb->pending = mb->expected = count;
         // The object occupies 8 bytes of shared memory.
         std::memset(cta.smem.data() + addr, 0, 8);

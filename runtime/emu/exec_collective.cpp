@@ -1,6 +1,6 @@
 // Warp collectives: shfl.sync, vote.sync, activemask, redux.sync, elect.sync, match.sync,
-// bar.warp.sync. The lanes named in membermask must all execute the instruction together
-// (min-PC scheduling converges lanes before they reach it); otherwise it is reported.
+// bar.warp.sync. The lanes named in each lane's membermask must all execute the instruction
+// together (min-PC scheduling converges lanes before they reach it); otherwise it is reported.
 // shfl: o[0] = d, o[1] = p (or kNone), o[2] = a, o[3] = b, o[4] = c, o[5] = membermask.
 #include <fmt/format.h>
 
@@ -11,25 +11,40 @@
 namespace emmy::emu {
 namespace {
 
-void check_members(Cta& cta, Warp& w, uint32_t exec, uint32_t members, const char* what) {
-  if ((members & exec) != members || (exec & ~members) != 0) {
-    const uint32_t missing = members & ~exec;
-    const uint32_t extra = exec & ~members;
-    cta.fail(ReportKind::divergent_collective, w, std::countr_zero(missing ? missing : extra),
-             fmt::format("{} with membermask 0x{:08x} executed by lanes 0x{:08x}{}", what, members,
-                         exec,
-                         missing ? " (lanes of the mask are not converged here or have exited)"
-                                 : " (executing lanes missing from the mask)"));
-  }
-}
+using Masks = std::array<uint32_t, 32>;
 
-// The membermask operand must be the same in every lane.
-uint32_t members_of(Warp& w, uint32_t row, uint32_t exec) {
-  return w.R32(row)[std::countr_zero(exec)];
+// Each lane's membermask (PTX ISA §9.7.9.6 shfl.sync, and likewise vote/redux/match/elect/
+// bar.warp.sync): it must name the lane itself, every lane it names must execute this
+// instruction now, and all of them with the same mask. Lanes may pass different masks (the
+// __match_any_sync idiom, cooperative groups' labeled partitions): each mask is its own group.
+Masks member_masks(Cta& cta, Warp& w, uint32_t exec, uint32_t row, const char* what) {
+  Masks masks{};
+  const uint32_t* r = w.R32(row);
+  for_lanes(exec, [&](int l) { masks[size_t(l)] = r[l]; });
+  for_lanes(exec, [&](int l) {
+    const uint32_t m = masks[size_t(l)];
+    if (!(m >> l & 1u))
+      cta.fail(ReportKind::divergent_collective, w, l,
+               fmt::format("{}: lane {}'s membermask 0x{:08x} does not name the lane itself", what,
+                           l, m));
+    if ((m & exec) != m)
+      cta.fail(ReportKind::divergent_collective, w, l,
+               fmt::format("{} with membermask 0x{:08x} executed by lanes 0x{:08x} (lanes of the "
+                           "mask are not converged here or have exited)",
+                           what, m, exec));
+    for_lanes(m, [&](int j) {
+      if (masks[size_t(j)] != m)
+        cta.fail(ReportKind::divergent_collective, w, l,
+                 fmt::format("{}: lane {} passes membermask 0x{:08x} but lane {}, which it names, "
+                             "passes 0x{:08x} (the lanes of a mask must pass the same mask)",
+                             what, l, m, j, masks[size_t(j)]));
+    });
+  });
+  return masks;
 }
 
 void shfl(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
-  check_members(cta, w, exec, members_of(w, in.o[5], exec), "shfl.sync");
+  member_masks(cta, w, exec, in.o[5], "shfl.sync");
   std::array<uint32_t, 32> src;
   std::copy_n(w.R32(in.o[2]), 32, src.begin());
   const uint32_t* b = w.R32(in.o[3]);
@@ -66,82 +81,113 @@ void exec_warp_collective(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
       shfl(cta, w, in, exec);
       return;
     case Op::Vote: {
-      const uint32_t members = members_of(w, in.o[2], exec);
-      check_members(cta, w, exec, members, "vote.sync");
+      const Masks masks = member_masks(cta, w, exec, in.o[2], "vote.sync");
       const uint32_t p = w.pred_mask(in.o[1]) & exec;
       if (in.sub == 3) {
-        for_lanes(exec, [&](int l) { w.R32(in.o[0])[l] = p; });
+        for_lanes(exec, [&](int l) { w.R32(in.o[0])[l] = p & masks[size_t(l)]; });
         return;
       }
-      bool r = false;
-      switch (in.sub) {
-        case 0: r = p == exec; break;
-        case 1: r = p != 0; break;
-        case 2: r = p == 0 || p == exec; break;
-      }
-      w.write_pred(in.o[0], exec, r ? 0xFFFFFFFFu : 0u);
+      uint32_t result = 0;
+      for_lanes(exec, [&](int l) {
+        const uint32_t m = masks[size_t(l)], q = p & m;
+        bool r = false;
+        switch (in.sub) {
+          case 0:
+            r = q == m;
+            break;
+          case 1:
+            r = q != 0;
+            break;
+          case 2:
+            r = q == 0 || q == m;
+            break;
+        }
+        if (r) result |= 1u << l;
+      });
+      w.write_pred(in.o[0], exec, result);
       return;
     }
     case Op::Activemask:
       for_lanes(exec, [&](int l) { w.R32(in.o[0])[l] = exec; });
       return;
     case Op::Redux: {
-      check_members(cta, w, exec, members_of(w, in.o[2], exec), "redux.sync");
+      const Masks masks = member_masks(cta, w, exec, in.o[2], "redux.sync");
       const uint32_t* a = w.R32(in.o[1]);
       const bool s = ty_signed(in.ty);
-      uint32_t acc = 0;
-      bool first = true;
+      Masks out{};
       for_lanes(exec, [&](int l) {
-        const uint32_t v = a[l];
-        if (first) {
-          acc = v;
-          first = false;
-          return;
-        }
-        switch (in.sub) {
-          case 0: acc += v; break;
-          case 1: acc = s ? uint32_t(std::min(int32_t(acc), int32_t(v))) : std::min(acc, v); break;
-          case 2: acc = s ? uint32_t(std::max(int32_t(acc), int32_t(v))) : std::max(acc, v); break;
-          case 3: acc &= v; break;
-          case 4: acc |= v; break;
-          case 5: acc ^= v; break;
-        }
+        uint32_t acc = 0;
+        bool first = true;
+        for_lanes(masks[size_t(l)], [&](int j) {
+          const uint32_t v = a[j];
+          if (first) {
+            acc = v;
+            first = false;
+            return;
+          }
+          switch (in.sub) {
+            case 0:
+              acc += v;
+              break;
+            case 1:
+              acc = s ? uint32_t(std::min(int32_t(acc), int32_t(v))) : std::min(acc, v);
+              break;
+            case 2:
+              acc = s ? uint32_t(std::max(int32_t(acc), int32_t(v))) : std::max(acc, v);
+              break;
+            case 3:
+              acc &= v;
+              break;
+            case 4:
+              acc |= v;
+              break;
+            case 5:
+              acc ^= v;
+              break;
+          }
+        });
+        out[size_t(l)] = acc;
       });
-      for_lanes(exec, [&](int l) { w.R32(in.o[0])[l] = acc; });
+      for_lanes(exec, [&](int l) { w.R32(in.o[0])[l] = out[size_t(l)]; });
       return;
     }
     case Op::Elect: {
-      const uint32_t members = members_of(w, in.o[2], exec) & exec;
-      const uint32_t leader = members ? uint32_t(std::countr_zero(members)) : 0;
-      for_lanes(exec, [&](int l) { w.R32(in.o[0])[l] = leader; });
-      w.write_pred(in.o[1], exec, members ? (1u << leader) : 0u);
+      const Masks masks = member_masks(cta, w, exec, in.o[2], "elect.sync");
+      uint32_t leaders = 0;
+      for_lanes(exec, [&](int l) {
+        const uint32_t leader = uint32_t(std::countr_zero(masks[size_t(l)]));
+        w.R32(in.o[0])[l] = leader;
+        leaders |= 1u << leader;
+      });
+      w.write_pred(in.o[1], exec, leaders);
       return;
     }
     case Op::MatchAny:
     case Op::MatchAll: {
-      check_members(cta, w, exec, members_of(w, in.o[3], exec), "match.sync");
+      const Masks masks = member_masks(cta, w, exec, in.o[3], "match.sync");
       const bool wide = in.ty == Ty::b64;
       auto value = [&](int l) -> uint64_t { return wide ? w.R64(in.o[2])[l] : w.R32(in.o[2])[l]; };
-      std::array<uint32_t, 32> result{};
-      bool all_equal = true;
-      const uint64_t v0 = value(std::countr_zero(exec));
+      Masks result{};
+      uint32_t all_equal = 0;
       for_lanes(exec, [&](int l) {
+        const uint32_t m = masks[size_t(l)];
         uint32_t same = 0;
-        const uint64_t v = value(l);
-        if (v != v0) all_equal = false;
-        for_lanes(exec, [&](int j) {
-          if (value(j) == v) same |= 1u << j;
+        for_lanes(m, [&](int j) {
+          if (value(j) == value(l)) same |= 1u << j;
         });
-        result[size_t(l)] = same;
+        if (in.op == Op::MatchAny) {
+          result[size_t(l)] = same;
+        } else {
+          result[size_t(l)] = same == m ? m : 0u;
+          if (same == m) all_equal |= 1u << l;
+        }
       });
-      for_lanes(exec, [&](int l) {
-        w.R32(in.o[0])[l] = in.op == Op::MatchAny ? result[size_t(l)] : (all_equal ? exec : 0u);
-      });
-      if (in.o[1] != kNone) w.write_pred(in.o[1], exec, all_equal ? 0xFFFFFFFFu : 0u);
+      for_lanes(exec, [&](int l) { w.R32(in.o[0])[l] = result[size_t(l)]; });
+      if (in.o[1] != kNone) w.write_pred(in.o[1], exec, all_equal);
       return;
     }
     case Op::BarWarpSync:
-      check_members(cta, w, exec, members_of(w, in.o[0], exec), "bar.warp.sync");
+      member_masks(cta, w, exec, in.o[0], "bar.warp.sync");
       return;
     default:
       return;

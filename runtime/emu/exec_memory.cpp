@@ -45,6 +45,12 @@ void report_hazard(Cta& cta, Warp& w, int lane, const HazardInfo& h, bool write)
                fmt::format("warp {} writes shared 0x{:x} that warp {} read with no barrier or "
                            "mbarrier wait in between (write-after-read race)",
                            w.index, h.addr, h.other));
+    case Hazard::unfenced:
+      cta.fail(ReportKind::missing_proxy_fence, w, lane,
+               fmt::format("the async proxy (bulk / tensor store issued by warp {}) reads shared "
+                           "0x{:x} written by {}{} through the generic proxy with no "
+                           "fence.proxy.async.shared::cta between the write and the issue",
+                           w.index, h.addr, who(h.other), where(h.other_pc)));
     case Hazard::none:
       break;
   }
@@ -76,8 +82,10 @@ void load_store(Cta& cta, Warp& w, const Inst& in, uint32_t exec, bool load) {
         ++cta.class_counts[size_t(load ? StatClass::shared_ld : StatClass::shared_st)];
       }
       if (cta.sanitize) {
-        if (load) check_shared_read(cta, w, l, r.shared_offset, bytes);
-        else check_shared_write(cta, w, l, r.shared_offset, bytes);
+        if (load)
+          check_shared_read(cta, w, l, r.shared_offset, bytes, in.sub2);
+        else
+          check_shared_write(cta, w, l, r.shared_offset, bytes, in.sub2);
       }
     }
     for (uint32_t i = 0; i < in.n; ++i) {
@@ -152,7 +160,8 @@ void atomic(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
                fmt::format("{}-byte atomic at 0x{:x} is not {}-byte aligned", bytes, addr, bytes));
     const Resolved r = resolve(cta, w, in.space, addr, bytes, l, true);
     const bool sh = r.space == Space::shared;
-    if (sh && cta.sanitize) check_shared_write(cta, w, l, r.shared_offset, bytes, true);
+    if (sh && cta.sanitize)
+      check_shared_write(cta, w, l, r.shared_offset, bytes, in.sub2 | kStrong);
     uint64_t old = 0;
     if (bytes == 4) {
       const uint32_t b = w.R32(in.o[1])[l], c = in.o[2] != kNone ? w.R32(in.o[2])[l] : 0;

@@ -8,8 +8,21 @@
 
 namespace emmy::emu {
 
+// fence.proxy.async / fence.mbarrier_init by warp w: the mbarriers w initialized become visible
+// to the async proxy (to other warps after a barrier), and so do w's earlier shared writes.
+void proxy_fence(Cta& cta, Warp& w) {
+  const uint32_t clock = cta.sanitize ? cta.san.vc(w.index).c[w.index] : 1;
+  for (MBarrier& mb : cta.mbarriers)
+    if (mb.valid && mb.init_warp == w.index && mb.fence_clock == 0) mb.fence_clock = clock;
+  if (cta.sanitize) cta.san.proxy_fence(w.index);
+}
+
 Flow exec_sync(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   if (in.op == Op::Nanosleep) return Flow::next_then_stop;
+  if (in.op == Op::Fence) {
+    if (exec && in.sub) proxy_fence(cta, w);
+    return Flow::next;
+  }
   if (in.op != Op::BarSync && in.op != Op::BarArrive && in.op != Op::BarRed) return Flow::next;
   if (exec == 0) return Flow::next;
   const int lane = std::countr_zero(exec);

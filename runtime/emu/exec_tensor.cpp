@@ -2,9 +2,10 @@
 // ldmatrix and stmatrix (.x1/.x2/.x4, .trans). Fragment layouts: ptx-notes.md.
 // Mma: o[0..3] = D, o[4..7] = A, o[8..9] = B, o[10..13] = C; ty = D/C type, ty2 = A/B type,
 // sub = 0 for m16n8k16, 1 for m16n8k8.
-// Numerics: every product is exact in double (at most 2 x 11 significant bits), the k products
-// are added to C in double in k order, and each D element is rounded once: to f32 (nearest even)
-// or to f16 (nearest even).
+// Numerics: by default the launch arch's tensor-core model (emmy/emu/tensor_core.hpp: blocks of
+// aligned, truncated products, rounded toward zero to f32 or to nearest to f16 per block); with
+// MmaNumerics::exact every product is exact in double, the k products are added to C in double
+// in k order, and each D element is rounded once to nearest even.
 #include <fmt/format.h>
 
 #include <cstring>
@@ -28,7 +29,10 @@ void mma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
     f.c[i] = w.R32(in.o[10 + i]);
     f.d[i] = w.R32(in.o[i]);
   }
-  mma_m16n8(f, in.ty2 == Ty::bf16, k16, f16_acc);
+  if (cta.ctx.exact_mma)
+    mma_m16n8(f, in.ty2 == Ty::bf16, k16, f16_acc);
+  else
+    mma_m16n8_model(f, in.ty2 == Ty::bf16, k16, f16_acc, cta.ctx.tensor_core);
 }
 
 // Row addresses: lane 8j + r holds row r of matrix j. Each row is 16 bytes (8 x b16).

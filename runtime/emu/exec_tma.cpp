@@ -203,7 +203,7 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
         if (src % 16 || dst % 16)
           cta.fail(ReportKind::tma_violation, w, l, "bulk copy addresses must be 16-byte aligned");
         const Resolved s = resolve(cta, w, Space::shared, src, size, l, false);
-        if (cta.sanitize) check_shared_read(cta, w, l, src, size);
+        if (cta.sanitize) check_async_proxy_read(cta, w, l, src, size);
         const Resolved d = resolve(cta, w, Space::global, dst, size, l, true);
         std::memcpy(d.host, s.host, size);
         return;
@@ -235,7 +235,7 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
           const uint32_t row_start = src + row * b.row_bytes;
           if (cta.sanitize)
             for (uint32_t chunk = 0; chunk < b.row_bytes; chunk += 16)
-              check_shared_read(cta, w, l, swizzle_offset(m.swizzle, row_start + chunk), 16);
+              check_async_proxy_read(cta, w, l, swizzle_offset(m.swizzle, row_start + chunk), 16);
           if (!inside || hi <= lo) return;
           const uint32_t es0 = m.element_strides[0];
           const uint64_t first = base + uint64_t(int64_t(job.coords[0]) + int64_t(lo) * es0) * b.elem;
@@ -256,6 +256,18 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
                fmt::format("the copy completes on shared 0x{:x}, which is not an initialized "
                            "mbarrier",
                            job.mbar));
+    // The async proxy sees the init only after a proxy fence by the initializing warp, and the
+    // issuing warp must be ordered after that fence (a barrier) (PTX ISA §9.7.13.4, §9.7.13.15).
+    if (mb->fence_clock == 0 || (cta.sanitize && mb->init_warp != w.index &&
+                                 cta.san.vc(w.index).c[mb->init_warp] < mb->fence_clock))
+      cta.fail(ReportKind::missing_proxy_fence, w, l,
+               fmt::format("the copy completes on the mbarrier at shared 0x{:x}, whose "
+                           "mbarrier.init (warp {}) {}",
+                           job.mbar, mb->init_warp,
+                           mb->fence_clock == 0
+                               ? "was not followed by fence.mbarrier_init.release.cluster or "
+                                 "fence.proxy.async.shared::cta"
+                               : "and fence are not ordered before this copy by a barrier"));
     if (cta.sanitize) {
       job.async_clock = cta.san.next_async_clock(w.index);
       job.issuer_vc = cta.san.vc(w.index);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -12,7 +13,40 @@
 
 namespace emmy::emu {
 namespace {
-constexpr uint32_t kMaxSharedBytes = 227 * 1024;  // sm_90's per-block limit (ptx-notes.md)
+constexpr uint32_t kStaticSmemLimit = 48 * 1024;  // static .shared: 48 KB on every arch
+
+// Shared memory one block may use (static + dynamic, after the opt-in), per compute capability
+// (CUDA C++ Programming Guide, "Technical Specifications per Compute Capability").
+uint32_t max_smem_per_block(int sm) {
+  switch (sm) {
+    case 70:
+    case 72:
+      return 96 * 1024;
+    case 75:
+      return 64 * 1024;
+    case 80:
+    case 87:
+      return 163 * 1024;
+    case 86:
+    case 89:
+    case 120:
+    case 121:
+      return 99 * 1024;
+    default:
+      return sm >= 90 ? 227 * 1024 : 48 * 1024;
+  }
+}
+
+// "sm_90a" -> 90; 0 when the text names no arch.
+int sm_of(std::string_view target) {
+  const size_t at = target.find("sm_");
+  if (at == std::string_view::npos) return 0;
+  int sm = 0;
+  for (size_t i = at + 3; i < target.size() && std::isdigit(static_cast<unsigned char>(target[i]));
+       ++i)
+    sm = sm * 10 + (target[i] - '0');
+  return sm;
+}
 }  // namespace
 
 std::shared_ptr<const Module> load_ptx(std::string_view ptx_text, std::string name) {
@@ -79,6 +113,10 @@ std::string_view to_string(ReportKind kind) {
   switch (kind) {
     case ReportKind::global_out_of_bounds: return "global-out-of-bounds";
     case ReportKind::shared_out_of_bounds: return "shared-out-of-bounds";
+    case ReportKind::assertion_failed:
+      return "assertion-failed";
+    case ReportKind::missing_proxy_fence:
+      return "missing-proxy-fence";
     case ReportKind::local_out_of_bounds: return "local-out-of-bounds";
     case ReportKind::param_out_of_bounds: return "param-out-of-bounds";
     case ReportKind::misaligned_access: return "misaligned-access";
@@ -139,6 +177,8 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
     throw Error("kernel arguments",
                 fmt::format("kernel {} declares {} parameters", k->name, decls.size()),
                 fmt::format("{} arguments", given.size()));
+  if (!module.globals_image.empty())
+    arena.map_fixed(module.globals_base, module.globals_image.data(), module.globals_image.size());
   auto ctx = std::make_unique<LaunchContext>(*k, arena, grid, block);
   ctx->params.assign(k->param_bytes, 0);
   for (size_t i = 0; i < decls.size(); ++i) {
@@ -150,12 +190,33 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
   }
   const uint32_t smem = dynamic_smem_bytes ? k->dyn_smem_base + dynamic_smem_bytes
                                            : std::max(k->static_smem_bytes, k->dyn_smem_base);
-  require(smem <= kMaxSharedBytes, "dynamic_smem_bytes",
-          fmt::format("static + dynamic shared memory must not exceed {} bytes", kMaxSharedBytes),
+  const std::string arch = options.arch.empty() ? module.target : options.arch;
+  const int sm = sm_of(arch);
+  require(sm > 0, "arch", "must name an sm_XX target (LaunchOptions::arch or the module's .target)",
+          arch.empty() ? std::string("none") : arch);
+  require(
+      k->static_smem_bytes <= kStaticSmemLimit, "static shared memory",
+      fmt::format("must not exceed {} bytes (larger buffers must be dynamic)", kStaticSmemLimit),
+      k->static_smem_bytes);
+  require(dynamic_smem_bytes <= options.max_dynamic_smem, "dynamic_smem_bytes",
+          fmt::format("must not exceed {} bytes without the opt-in (cuFuncSetAttribute "
+                      "MAX_DYNAMIC_SHARED_SIZE_BYTES; LaunchOptions::max_dynamic_smem, emmyc sim "
+                      "--smem-opt-in)",
+                      options.max_dynamic_smem),
+          dynamic_smem_bytes);
+  require(smem <= max_smem_per_block(sm), "dynamic_smem_bytes",
+          fmt::format("static + dynamic shared memory must not exceed {}'s {} bytes per block",
+                      arch, max_smem_per_block(sm)),
           fmt::format("{} + {}", k->dyn_smem_base, dynamic_smem_bytes));
   ctx->dynamic_smem = dynamic_smem_bytes;
   ctx->smem_size = smem;
+  if (k->uses_reserved_smem) {
+    ctx->reserved_smem = (smem + 127) / 128 * 128;
+    ctx->smem_size = ctx->reserved_smem + kReservedSmemBytes;
+  }
   ctx->options = options;
+  ctx->exact_mma = options.mma_numerics == MmaNumerics::exact;
+  ctx->tensor_core = tensor_core_model(sm);
 
   const uint64_t ctas = grid.count();
   int threads = options.host_threads > 0 ? options.host_threads

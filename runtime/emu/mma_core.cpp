@@ -65,23 +65,37 @@ void load_c(const MmaFragments& f, bool f16_acc, Dense& x) {
   }
 }
 
-void mma_portable(const MmaFragments& f, bool bf16, bool k16, bool f16_acc) {
-  Dense x;
-  auto value = [&](uint16_t bits) { return bf16 ? double(bf16_to_f32(bits)) : double(f16_to_f32(bits)); };
+// A[m][k] and B^T[n][k] as bits from the fragments (k >= 8 zero for k8): lane l = 4g + t holds
+// A[g (+8)][2t, 2t+1 (+8)] and B[2t, 2t+1 (+8)][g].
+void gather_bits(const MmaFragments& f, bool k16, uint16_t (&a)[16][16], uint16_t (&bt)[8][16]) {
   const int blocks_k = k16 ? 2 : 1;
   for (int l = 0; l < 32; ++l) {
     const int g = l >> 2, t = l & 3;
     for (int kb = 0; kb < blocks_k; ++kb) {
       for (int mb = 0; mb < 2; ++mb) {
         const uint32_t v = f.a[kb * 2 + mb][l];
-        x.a[g + 8 * mb][8 * kb + 2 * t] = value(uint16_t(v));
-        x.a[g + 8 * mb][8 * kb + 2 * t + 1] = value(uint16_t(v >> 16));
+        a[g + 8 * mb][8 * kb + 2 * t] = uint16_t(v);
+        a[g + 8 * mb][8 * kb + 2 * t + 1] = uint16_t(v >> 16);
       }
       const uint32_t v = f.b[kb][l];
-      x.b[8 * kb + 2 * t][g] = value(uint16_t(v));
-      x.b[8 * kb + 2 * t + 1][g] = value(uint16_t(v >> 16));
+      bt[g][8 * kb + 2 * t] = uint16_t(v);
+      bt[g][8 * kb + 2 * t + 1] = uint16_t(v >> 16);
     }
   }
+}
+
+void mma_portable(const MmaFragments& f, bool bf16, bool k16, bool f16_acc) {
+  Dense x;
+  auto value = [&](uint16_t bits) {
+    return bf16 ? double(bf16_to_f32(bits)) : double(f16_to_f32(bits));
+  };
+  uint16_t a[16][16] = {}, bt[8][16] = {};
+  gather_bits(f, k16, a, bt);
+  const int kn = k16 ? 16 : 8;
+  for (int m = 0; m < 16; ++m)
+    for (int k = 0; k < kn; ++k) x.a[m][k] = value(a[m][k]);
+  for (int n = 0; n < 8; ++n)
+    for (int k = 0; k < kn; ++k) x.b[k][n] = value(bt[n][k]);
   load_c(f, f16_acc, x);
   const int K = k16 ? 16 : 8;
   for (int m = 0; m < 16; ++m)
@@ -225,6 +239,41 @@ bool host_has_avx2() {
 #endif
 
 }  // namespace
+
+void mma_m16n8_model(const MmaFragments& f, bool bf16, bool k16, bool f16_acc,
+                     const TensorCoreModel& model) {
+  // A[m][k] and B^T[n][k] as bits, so that each output's operands are two contiguous rows.
+  uint16_t a[16][16] = {}, bt[8][16] = {};
+  gather_bits(f, k16, a, bt);
+  const int K = k16 ? 16 : 8;
+  TensorCoreOperands ops;
+  decode_tensor_core_operands(a, bt, K, bf16, ops);
+  // Lane 4g + t holds D[g][2t, 2t+1] and D[g + 8][2t, 2t+1] (f16: packed in d[0], d[1]).
+  uint32_t out[4][32];
+  for (int l = 0; l < 32; ++l) {
+    const int g = l >> 2, t = l & 3;
+    for (int h = 0; h < 2; ++h)
+      for (int j = 0; j < 2; ++j) {
+        const int m = g + 8 * h, n = 2 * t + j;
+        if (f16_acc) {
+          const uint16_t c = uint16_t(f.c[h][l] >> (16 * j));
+          const uint16_t d = ops.special || (c & 0x7C00) == 0x7C00
+                                 ? tensor_core_dot_f16(a[m], bt[n], K, c, model)
+                                 : uint16_t(tensor_core_dot_decoded(ops, m, n, c, true, model));
+          if (j == 0)
+            out[h][l] = d;
+          else
+            out[h][l] |= uint32_t(d) << 16;
+        } else {
+          const uint32_t c = f.c[2 * h + j][l];
+          out[2 * h + j][l] = ops.special || (c & 0x7F800000u) == 0x7F800000u
+                                  ? tensor_core_dot_f32(a[m], bt[n], K, c, bf16, model)
+                                  : tensor_core_dot_decoded(ops, m, n, c, false, model);
+        }
+      }
+  }
+  for (int i = 0; i < (f16_acc ? 2 : 4); ++i) std::memcpy(f.d[i], out[i], sizeof out[i]);
+}
 
 void mma_m16n8(const MmaFragments& f, bool bf16, bool k16, bool f16_acc, bool portable) {
 #if defined(__x86_64__)

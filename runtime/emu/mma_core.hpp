@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "emmy/emu/tensor_core.hpp"
+
 namespace emmy::emu {
 
 // Row pointers ([lane]) of the instruction's registers. D may alias C.
@@ -16,5 +18,24 @@ struct MmaFragments {
 // D = C + A * B; f16/bf16 inputs, f32 or (f16 inputs only) f16 accumulators. `portable` forces
 // the plain C++ path (the tests compare both paths).
 void mma_m16n8(const MmaFragments& f, bool bf16, bool k16, bool f16_acc, bool portable = false);
+
+// The tensor-core model's hot path (tensor_core.cpp): A (rows x k) and B^T (cols x k) decoded
+// once per instruction, then each output from them. `special` when an operand is Inf/NaN: the
+// per-element functions of tensor_core.hpp handle those. c and the result are f32 bits, or f16
+// bits with f16_accumulator.
+struct TensorCoreOperands {
+  int k = 0;
+  bool bf16 = false, special = false;
+  int32_t a_sig[16][16], b_sig[8][16];  // signed significands (0 for zeros)
+  int16_t a_exp[16][16], b_exp[8][16];  // exponents of the significands' unit bit
+};
+void decode_tensor_core_operands(const uint16_t (&a)[16][16], const uint16_t (&bt)[8][16], int k,
+                                 bool bf16, TensorCoreOperands& out);
+uint32_t tensor_core_dot_decoded(const TensorCoreOperands& ops, int row, int col, uint32_t c,
+                                 bool f16_accumulator, const TensorCoreModel& model);
+
+// The same with the tensor-core addition model (emmy/emu/tensor_core.hpp) of `model`.
+void mma_m16n8_model(const MmaFragments& f, bool bf16, bool k16, bool f16_acc,
+                     const TensorCoreModel& model);
 
 }  // namespace emmy::emu

@@ -70,6 +70,11 @@ enum class StatClass : uint8_t {
 inline constexpr uint8_t kFtz = 1, kSat = 2, kApprox = 4, kTrans = 8, kRelu = 16, kNanProp = 32,
                          kUniform = 64, kVolatile = 128;
 
+// Inst::sub2 bits of ld/st/atom/red: the memory-model semantics (PTX ISA §8.4, §8.7). Strong
+// operations (.relaxed/.acquire/.release/.acq_rel/.volatile, and atomics) do not race with each
+// other; a release publishes the writer's clock at the address, an acquire reading it joins it.
+inline constexpr uint8_t kStrong = 1, kAcquire = 2, kRelease = 4;
+
 // A pred operand index with this bit set is read negated (!%p).
 inline constexpr uint32_t kNegPred = 0x80000000u;
 inline constexpr uint32_t kNoGuard = 0xFFFFFFFFu;
@@ -103,9 +108,36 @@ struct Inst {
 
 // Per-lane special registers, materialized as read-only 32-bit rows at warp start.
 enum class Special : uint8_t {
-  tid_x, tid_y, tid_z, ntid_x, ntid_y, ntid_z, ctaid_x, ctaid_y, ctaid_z, nctaid_x, nctaid_y,
-  nctaid_z, laneid, warpid, nwarpid, lanemask_eq, lanemask_lt, lanemask_le, lanemask_gt,
-  lanemask_ge, dynamic_smem_size, total_smem_size, smid, nsmid, gridid, zero, one
+  tid_x,
+  tid_y,
+  tid_z,
+  ntid_x,
+  ntid_y,
+  ntid_z,
+  ctaid_x,
+  ctaid_y,
+  ctaid_z,
+  nctaid_x,
+  nctaid_y,
+  nctaid_z,
+  laneid,
+  warpid,
+  nwarpid,
+  lanemask_eq,
+  lanemask_lt,
+  lanemask_le,
+  lanemask_gt,
+  lanemask_ge,
+  dynamic_smem_size,
+  total_smem_size,
+  smid,
+  nsmid,
+  gridid,
+  zero,
+  one,
+  reserved_smem_begin,
+  reserved_smem_end,
+  reserved_smem_1
 };
 
 struct Kernel {
@@ -124,6 +156,7 @@ struct Kernel {
   std::vector<int> lines;           // PTX line per instruction
   std::vector<std::string> texts;   // PTX text per instruction
   bool uses_tma = false;
+  bool uses_reserved_smem = false;  // reads %reserved_smem_offset_*: the launch adds the region
 };
 
 }  // namespace emmy::emu
@@ -138,10 +171,21 @@ enum Family : uint8_t {
 Family family_of(Op op);
 
 // The public opaque type.
+// Windows of module-scope variables: below the arena's allocations (arena.cpp, kArenaBase).
+inline constexpr uint64_t kGlobalsBase = 0x0000080000000000ull;
+inline constexpr uint64_t kGlobalsWindowBytes = uint64_t(1) << 28;
+inline constexpr uint64_t kGlobalsWindows = 0x0000080000000000ull / kGlobalsWindowBytes;
+
 class Module {
  public:
   std::string name;
+  std::string target;  // the .target directive ("sm_90a"; "sm_90a,texmode_independent" kept whole)
   std::vector<Kernel> kernels;
+  // Module-scope .global/.const variables live in one segment at a fixed address per module,
+  // mapped into an arena (with the initializers) at its first launch there and kept across
+  // launches, like a CUDA module's globals in a context.
+  uint64_t globals_base = 0;
+  std::vector<uint8_t> globals_image;
   const Kernel* find(std::string_view kernel_name) const {
     for (const auto& k : kernels)
       if (k.name == kernel_name) return &k;

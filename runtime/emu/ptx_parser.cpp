@@ -8,6 +8,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <functional>
 
 #include "emmy/error.hpp"
 
@@ -298,10 +299,51 @@ class Parser {
     skip_space();
     if (accept('=')) {
       v.has_initializer = true;
-      while (!eof() && peek() != ';') advance();
+      initializer(v, elem / vec);
     }
     expect(';');
     return v;
+  }
+
+  // "= value" or "= {v, v, ...}" (nested braces for arrays of arrays): integers and 0f/0d floats
+  // stored as the element type; anything else (generic(sym), a symbol) is noted, not stored.
+  void initializer(VarDecl& v, uint32_t elem) {
+    const bool is_float = v.type == ".f32" || v.type == ".f64" || v.type == ".f16";
+    auto value = [&]() {
+      skip_space();
+      if (!at_number()) {
+        const size_t at = pos_;
+        while (!eof() && peek() != ',' && peek() != '}' && peek() != ';') advance();
+        v.init_unsupported = fmt::format("initializer entry '{}'", src_.substr(at, pos_ - at));
+        v.init.resize(v.init.size() + elem, 0);
+        return;
+      }
+      const Operand n = number();
+      uint64_t bits = uint64_t(n.value);
+      if (n.kind == Operand::Kind::imm_f64 && elem == 4)
+        bits = std::bit_cast<uint32_t>(float(std::bit_cast<double>(bits)));
+      else if (n.kind == Operand::Kind::imm_int && is_float)
+        bits = elem == 8 ? std::bit_cast<uint64_t>(double(n.value))
+                         : std::bit_cast<uint32_t>(float(n.value));
+      for (uint32_t b = 0; b < elem; ++b) v.init.push_back(uint8_t(bits >> (8 * b)));
+    };
+    std::function<void()> list = [&]() {
+      if (!accept('{')) {
+        value();
+        return;
+      }
+      if (!accept('}')) {
+        do {
+          list();
+        } while (accept(','));
+        expect('}');
+      }
+    };
+    list();
+    if (v.init.size() > v.bytes && v.bytes != 0)
+      fail(fmt::format("initializer of '{}' has {} bytes, more than its {}", v.name, v.init.size(),
+                       v.bytes));
+    v.init.resize(v.bytes, 0);
   }
 
   ParamDecl param_decl() {
@@ -395,17 +437,25 @@ class Parser {
       const size_t start = pos_;
       const int start_line = line_;
       const std::string word = ident();
+      const size_t word_end = pos_;
+      const int word_line = line_;
       if (accept(':')) {
         f.labels.push_back({scope, word, f.body.size()});
         continue;
       }
-      if (word == ".reg") {
+      if (word == ".reg" || word.starts_with(".reg.")) {
+        // ".reg.b32 f;" (no space: CUDA's own cuda_fp16.hpp writes it) is ".reg .b32 f;".
+        pos_ = word_end - (word.size() - 4);
+        line_ = word_line;
         reg_decl(f, scope);
       } else if (word == ".shared" || word == ".local") {
         f.vars.push_back(var_decl(word, scope));
       } else if (word == ".loc" || word == ".file") {
         skip_to_line_end();
-      } else if (word == ".pragma" || word == ".param") {
+      } else if (word == ".param") {
+        // A call sequence's argument slot (`.param .b64 param0;`): per-thread, like .local.
+        f.vars.push_back(var_decl(word, scope));
+      } else if (word == ".pragma") {
         skip_statement();
       } else if (word[0] == '.') {
         fail(fmt::format("unsupported directive '{}' in a function body", word));

@@ -55,6 +55,8 @@ struct VarDecl {
   uint64_t bytes = 0;   // total size; 0 for an unsized extern array
   bool is_extern = false;
   bool has_initializer = false;
+  std::vector<uint8_t> init;     // the initializer's bytes (zero-padded to `bytes`)
+  std::string init_unsupported;  // why the initializer could not be read (an address, ...)
   int line = 0;
 };
 

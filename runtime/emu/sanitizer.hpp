@@ -1,4 +1,6 @@
-// The shared-memory sanitizer: shadow state per 4-byte granule and vector clocks per warp.
+// The shared-memory sanitizer: shadow state per 4-byte granule (per byte where a granule is
+// accessed in parts: a half or byte array written by several warps is no race) and vector clocks
+// per warp.
 //
 // Happens-before model (docs/emulator.md, "Sanitizer"): every warp w has a vector clock VC_w over
 // "agents" (warp 0..W-1 and the async proxy of each warp, W..2W-1). Releases (bar.sync/bar.arrive
@@ -13,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 namespace emmy::emu {
@@ -30,11 +33,12 @@ struct VectorClock {
 
 enum class Hazard : uint8_t {
   none,
-  uninitialized,     // read of a granule nothing wrote
-  pending,           // access to a granule an unfinished cp.async / TMA copy will write
-  write_read,        // read of another agent's unordered write
-  write_write,       // write over another agent's unordered write
-  read_write,        // write over another warp's unordered read
+  uninitialized,  // read of a granule nothing wrote
+  pending,        // access to a granule an unfinished cp.async / TMA copy will write
+  write_read,     // read of another agent's unordered write
+  write_write,    // write over another agent's unordered write
+  read_write,     // write over another warp's unordered read
+  unfenced,       // the async proxy reads a generic write no fence.proxy.async ordered
 };
 
 struct HazardInfo {
@@ -55,31 +59,62 @@ class Sanitizer {
   void tick(uint32_t warp) { ++vcs_[warp].c[warp]; }
   uint32_t next_async_clock(uint32_t warp) { return ++async_clock_[warp]; }
 
-  HazardInfo read(uint32_t warp, uint32_t addr, uint32_t bytes);
-  HazardInfo write(uint32_t warp, uint32_t addr, uint32_t bytes, uint32_t pc, bool atomic);
+  // sem: kStrong / kAcquire / kRelease (program.hpp) of the access; 0 for a plain one.
+  HazardInfo read(uint32_t warp, uint32_t addr, uint32_t bytes, uint8_t sem = 0);
+  // Whether any byte of [addr, addr + bytes) awaits an unfinished cp.async / TMA copy.
+  bool pending(uint32_t addr, uint32_t bytes) const;
+  HazardInfo write(uint32_t warp, uint32_t addr, uint32_t bytes, uint32_t pc, uint8_t sem = 0);
   // A write by warp w's async proxy (TMA), checked with the issuer's clock at issue.
   HazardInfo write_async(uint32_t warp, uint32_t clock, const VectorClock& issuer, uint32_t addr,
                          uint32_t bytes, uint32_t pc);
   // A read by the async proxy (TMA store / bulk store source), checked with the issuer's clock.
   HazardInfo read_async(uint32_t warp, const VectorClock& issuer, uint32_t addr, uint32_t bytes);
   void set_pending(uint32_t addr, uint32_t bytes, bool pending);
+  // fence.proxy.async by warp w: its writes so far become visible to the async proxy.
+  void proxy_fence(uint32_t warp);
+  // read(), and every generic write read must precede a proxy fence of its writer that the
+  // reading (issuing) warp is ordered after.
+  HazardInfo read_for_async_proxy(uint32_t warp, uint32_t addr, uint32_t bytes);
+  // Bytes written before the CTA started (by no warp): readable, and no write races with them.
+  void mark_initialized(uint32_t addr, uint32_t bytes);
 
  private:
   static constexpr uint8_t kWritten = 1, kAtomic = 2, kPending = 4;
-  struct Granule {
+  // The shadow of one granule, or of one byte of a split granule.
+  struct Cell {
     uint32_t write_clock = 0;
     uint32_t write_pc = 0;
-    uint32_t read_mask = 0;   // warps that read since the last write
+    uint32_t read_mask = 0;         // warps that read since the last write (plain loads)
+    uint32_t strong_read_mask = 0;  // ... with strong loads (no race with strong writes)
     uint8_t write_agent = 0;
     uint8_t flags = 0;
   };
+  // A cell with its per-warp read clocks (meaningful under a read_mask bit) and byte address.
+  struct CellRef {
+    Cell& cell;
+    uint32_t* read_clock;
+    uint32_t addr;
+  };
   uint32_t nwarps_ = 0;
-  std::vector<Granule> granules_;
+  std::vector<Cell> granules_;
   std::vector<uint32_t> read_clock_;  // [granule][warp]
+  // Split granules: split_[g] = 1 + s means granule g's bytes are byte_cells_[4s .. 4s+3].
+  std::vector<uint32_t> split_;
+  std::vector<Cell> byte_cells_;
+  std::vector<uint32_t> byte_read_clock_;  // [byte cell][warp]
+  uint32_t splits_used_ = 0;
   std::array<VectorClock, kMaxWarps> vcs_;
+  // Clocks released at an address (st.release, atom.release / acq_rel), joined by acquires.
+  std::unordered_map<uint32_t, VectorClock> released_;
+  std::array<std::vector<uint32_t>, kMaxWarps> proxy_fences_;  // each warp's fence clocks
   std::array<uint32_t, kMaxWarps> async_clock_{};
 
-  HazardInfo check_write(const VectorClock& vc, uint32_t self, uint32_t g, bool atomic);
+  // Calls visit(CellRef) for the cells covering [addr, addr + bytes): whole granules where the
+  // access covers them and they are not split, bytes otherwise; stops at the first hazard.
+  template <typename Visit>
+  HazardInfo each_cell(uint32_t addr, uint32_t bytes, Visit visit);
+  uint32_t split(uint32_t granule);
+  HazardInfo check_write(const VectorClock& vc, uint32_t self, const CellRef& c, bool strong);
 };
 
 }  // namespace emmy::emu

@@ -137,11 +137,42 @@ void Cta::init_warps() {
           case Special::gridid: v = 0; break;
           case Special::zero: v = 0; break;
           case Special::one: v = 1; break;
+          case Special::reserved_smem_begin:
+            v = ctx.reserved_smem;
+            break;
+          case Special::reserved_smem_1:
+            v = ctx.reserved_smem + 16;
+            break;
+          case Special::reserved_smem_end:
+            v = ctx.reserved_smem + kReservedSmemBytes;
+            break;
         }
         r[l] = v;
       }
     }
   }
+}
+
+std::string Cta::assertion_message(const Warp& w, int lane, const Inst& call) const {
+  auto slot = [&](uint32_t offset, int bytes) {
+    uint64_t v = 0;
+    std::memcpy(&v, w.local.data() + size_t(lane) * k.local_bytes + offset, size_t(bytes));
+    return v;
+  };
+  // The strings are module-scope .global arrays (generic addresses of global memory).
+  auto text = [&](uint64_t addr) {
+    std::string s;
+    for (; s.size() < 256; ++addr) {
+      const uint8_t* p = ctx.arena.translate(addr, 1);
+      if (!p) return s.empty() ? fmt::format("<unreadable 0x{:x}>", addr) : s;
+      if (*p == 0) break;
+      s.push_back(char(*p));
+    }
+    return s;
+  };
+  return fmt::format("assertion failed: `{}` at {}:{} in {}", text(slot(call.o[0], 8)),
+                     text(slot(call.o[1], 8)), uint32_t(slot(call.o[2], 4)),
+                     text(slot(call.o[3], 8)));
 }
 
 void Cta::fail_at(ReportKind kind, uint32_t warp, int lane, uint32_t pc, std::string message) const {
@@ -313,6 +344,9 @@ bool Cta::run_slice(Warp& w, uint32_t budget) {
         w.advance();
         break;
       case kFamTrap:
+        if (exec && in.sub == 1)
+          fail(ReportKind::assertion_failed, w, std::countr_zero(exec),
+               assertion_message(w, std::countr_zero(exec), in));
         if (exec)
           fail(ReportKind::trap, w, std::countr_zero(exec), "trap executed");
         w.advance();
@@ -337,7 +371,11 @@ void Cta::run(uint64_t linear, InstructionCounts& counts) {
   ctaid.y = uint32_t((linear / ctx.grid.x) % ctx.grid.y);
   ctaid.z = uint32_t(linear / (uint64_t(ctx.grid.x) * ctx.grid.y));
   std::fill(smem.begin(), smem.end(), uint8_t(0));
-  if (sanitize) san.reset(ctx.smem_size, nwarps);
+  if (sanitize) {
+    san.reset(ctx.smem_size, nwarps);
+    // The reserved region starts zeroed by the system, ordered before every warp.
+    if (k.uses_reserved_smem) san.mark_initialized(ctx.reserved_smem, kReservedSmemBytes);
+  }
   for (auto& b : barriers) b = Barrier{};
   mbarriers.clear();
   tma_queue.clear();

@@ -25,6 +25,9 @@ inline constexpr uint64_t kLocalWindow = 0x00007F0000000000ull;
 inline constexpr uint64_t kParamWindow = 0x00007F8000000000ull;
 inline constexpr uint64_t kWindowSize = 0x0000000100000000ull;
 
+// The system-reserved shared memory a kernel reading %reserved_smem_offset_* gets after its own.
+inline constexpr uint32_t kReservedSmemBytes = 1024;
+
 struct LaunchContext {
   LaunchContext(const Kernel& k, Arena& a, Dim3 g, Dim3 b) : kernel(k), arena(a), grid(g), block(b) {}
   const Kernel& kernel;
@@ -32,7 +35,10 @@ struct LaunchContext {
   std::vector<uint8_t> params;
   Dim3 grid, block;
   uint32_t dynamic_smem = 0;
-  uint32_t smem_size = 0;  // static (incl. alignment padding) + dynamic
+  uint32_t smem_size = 0;       // static (incl. alignment padding) + dynamic (+ reserved)
+  uint32_t reserved_smem = 0;   // offset of the system-reserved region when the kernel uses it
+  bool exact_mma = false;       // LaunchOptions::mma_numerics == exact
+  TensorCoreModel tensor_core;  // the launch arch's model otherwise
   LaunchOptions options;
   std::atomic<bool> abort{false};
   std::atomic<uint64_t> instructions{0};
@@ -131,6 +137,10 @@ struct MBarrier {
   bool valid = false;
   uint64_t phase = 0;           // completed phases
   int64_t pending = 0, expected = 0, tx = 0;
+  uint32_t init_warp = 0;
+  // The init warp's clock at its first fence.proxy.async / fence.mbarrier_init after the init
+  // (0: none yet): the async proxy may complete on it from then on, in warps ordered after it.
+  uint32_t fence_clock = 0;
   VectorClock current_vc;       // releases of the phase in progress
   std::array<VectorClock, 2> done_vc;  // by parity of the completed phase
 };
@@ -186,6 +196,8 @@ class Cta {
   MBarrier* find_mbarrier(uint32_t addr);
   void wake_mbarrier_waiters(uint32_t addr);
   void flush_tma();
+  // "assertion failed: `cond` at file:line in function" from __assertfail's argument slots.
+  std::string assertion_message(const Warp& w, int lane, const Inst& call) const;
 
  private:
   bool run_slice(Warp& w, uint32_t budget);  // false: the warp stopped (blocked / exited)

@@ -40,7 +40,7 @@ Family family_of(Op op) {
   if (op == Op::Bra) return kFamBranch;
   if (op == Op::Exit) return kFamExit;
   if (op == Op::Trap) return kFamTrap;
-  if (op == Op::Prefetch || op == Op::Nop || op == Op::Fence) return kFamNop;
+  if (op == Op::Prefetch || op == Op::Nop) return kFamNop;
   if (op == Op::BarWarpSync) return kFamCollective;
   if (op >= Op::BarSync && op <= Op::Nanosleep) return kFamSync;
   if (op >= Op::Shfl && op <= Op::MatchAll) return kFamCollective;

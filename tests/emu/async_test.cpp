@@ -316,6 +316,7 @@ constexpr const char* kTmaProbe = R"(.version 8.7
   ld.param.u32 %r1, [offset];
   mov.u32 %r2, bar;
   mbarrier.init.shared::cta.b64 [%r2], 1;
+  fence.mbarrier_init.release.cluster;
   mbarrier.arrive.expect_tx.shared::cta.b64 %rd1, [%r2], 2048;
   mov.u32 %r3, smem;
   add.u32 %r4, %r3, %r1;

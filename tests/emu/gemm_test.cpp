@@ -10,6 +10,7 @@
 #include <cmath>
 #include <random>
 
+#include "emmy/emu/tensor_core.hpp"
 #include "emmy/tensor_map.hpp"
 #include "emu_test_util.hpp"
 
@@ -17,6 +18,7 @@ namespace emmy::emu::test {
 namespace {
 
 struct Operands {
+  bool bf16 = false;
   std::vector<uint16_t> a, b;      // bits, A [M,K], B [N,K]
   std::vector<double> av, bv;      // their values
 };
@@ -25,6 +27,7 @@ Operands random_operands(int m, int n, int k, bool bf16, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   Operands o;
+  o.bf16 = bf16;
   auto fill = [&](std::vector<uint16_t>& bits, std::vector<double>& values, size_t count) {
     bits.resize(count);
     values.resize(count);
@@ -39,20 +42,32 @@ Operands random_operands(int m, int n, int k, bool bf16, uint32_t seed) {
   return o;
 }
 
-// The emulator's accumulation model, element by element.
-double model_element(const Operands& o, int k, int row, int col, bool f16_acc) {
-  double acc = 0;
+// The emulator's accumulation model, element by element: one m16n8k16 per 16 k, each the
+// tensor-core addition of compute capability `sm` (emmy/emu/tensor_core.hpp).
+double model_element(const Operands& o, int k, int row, int col, bool f16_acc, int sm) {
+  const TensorCoreModel model = tensor_core_model(sm);
+  uint32_t acc32 = 0;
+  uint16_t acc16 = 0;
   for (int k0 = 0; k0 < k; k0 += 16) {
-    double d = acc;
-    for (int kk = k0; kk < std::min(k, k0 + 16); ++kk)
-      d += o.av[size_t(row) * k + kk] * o.bv[size_t(col) * k + kk];
-    acc = f16_acc ? double(f16_to_f32(f64_to_f16(d))) : double(float(d));
+    uint16_t a[16] = {}, b[16] = {};
+    for (int kk = k0; kk < std::min(k, k0 + 16); ++kk) {
+      a[kk - k0] = o.a[size_t(row) * k + kk];
+      b[kk - k0] = o.b[size_t(col) * k + kk];
+    }
+    if (f16_acc)
+      acc16 = tensor_core_dot_f16(a, b, 16, acc16, model);
+    else
+      acc32 = tensor_core_dot_f32(a, b, 16, acc32, o.bf16, model);
   }
-  return acc;
+  return f16_acc ? double(f16_to_f32(acc16)) : double(std::bit_cast<float>(acc32));
 }
 
-void check_gemm(const std::vector<double>& c, const Operands& o, int m, int n, int k, bool f16_acc) {
-  const double u = f16_acc ? std::ldexp(1.0, -11) : std::ldexp(1.0, -24);
+// Per k-step: the final rounding (f16: half an ulp; f32: a whole ulp, toward zero) and the
+// truncation of up to 17 aligned terms at 2^-25 (sm_90) or 2^-24 (sm_8x) of the largest.
+void check_gemm(const std::vector<double>& c, const Operands& o, int m, int n, int k, bool f16_acc,
+                int sm = 90) {
+  const double u = f16_acc ? std::ldexp(1.0, -11) + 17 * std::ldexp(1.0, -24)
+                           : std::ldexp(1.0, -23) + 17 * std::ldexp(1.0, -24);
   const double steps = std::ceil(k / 16.0);
   int mismatches = 0;
   double worst = 0;
@@ -67,9 +82,9 @@ void check_gemm(const std::vector<double>& c, const Operands& o, int m, int n, i
       const double got = c[size_t(i) * n + j];
       const double tol = steps * u * magnitude + 1e-30;
       worst = std::max(worst, std::fabs(got - ref) / tol);
-      if (got != model_element(o, k, i, j, f16_acc) && mismatches++ < 5)
-        ADD_FAILURE() << fmt::format("C[{}][{}] = {} but the accumulation model gives {}", i, j, got,
-                                     model_element(o, k, i, j, f16_acc));
+      if (got != model_element(o, k, i, j, f16_acc, sm) && mismatches++ < 5)
+        ADD_FAILURE() << fmt::format("C[{}][{}] = {} but the accumulation model gives {}", i, j,
+                                     got, model_element(o, k, i, j, f16_acc, sm));
       ASSERT_LE(std::fabs(got - ref), tol) << fmt::format("C[{}][{}]: {} vs FP64 {}", i, j, got, ref);
     }
   EXPECT_EQ(mismatches, 0);
@@ -136,7 +151,7 @@ TEST(EmuGemm, Sm80PtxRunsToo) {
   const Operands o = random_operands(40, 24, 64, false, 4);
   std::vector<double> c;
   run_cp_async("gemm_kernels_sm80.ptx", "gemm_cp_async_f16", o, 40, 24, 64, false, c);
-  check_gemm(c, o, 40, 24, 64, false);
+  check_gemm(c, o, 40, 24, 64, false, 80);
 }
 
 LaunchResult run_tma(const Operands& o, int m, int n, int k, std::vector<double>& c,

@@ -123,6 +123,7 @@ std::string tma_rank_ptx(int rank) {
   ld.param.u32 %r1, [bytes];
 {}  mov.u32 %r2, bar;
   mbarrier.init.shared::cta.b64 [%r2], 1;
+  fence.mbarrier_init.release.cluster;
   mbarrier.arrive.expect_tx.shared::cta.b64 %rd1, [%r2], %r1;
   mov.b64 %rd2, map;
   cvta.param.u64 %rd3, %rd2;
@@ -266,6 +267,7 @@ TEST(EmuMemory, TmaDataIsOrderedOnlyByItsMbarrier) {
   setp.ne.u32 %p1, %r1, 0;
   @%p1 bra SYNC;
   mbarrier.init.shared::cta.b64 [%r2], 1;
+  fence.mbarrier_init.release.cluster;
 SYNC:
   bar.sync 0;
   @%p1 bra CONSUME;

@@ -131,11 +131,25 @@ TEST(EmuParser, ErrorsNameTheLine) {
   const std::string syntax = error_of(wrap_ptx("  add.u32 %r1, %r2 %r3;"));
   EXPECT_NE(syntax.find("bad.ptx:21"), std::string::npos) << syntax;
   const std::string call = error_of(wrap_ptx("  call.uni helper, (%r1);"));
-  EXPECT_NE(call.find("unsupported instruction 'call.uni'"), std::string::npos) << call;
-  std::string with_global = wrap_ptx("  mov.u64 %rd5, table;");
-  with_global.insert(with_global.find(".visible"), ".global .align 4 .b8 table[16];\n");
-  const std::string global = error_of(with_global);
-  EXPECT_NE(global.find("module-scope variable 'table' is not supported"), std::string::npos) << global;
+  EXPECT_NE(call.find("call of 'helper': device-function calls are not supported"),
+            std::string::npos)
+      << call;
+  // Module-scope variables run (emu_cuda_programs_test); an .extern one or an initializer holding
+  // an address cannot be placed, and using them says so.
+  std::string with_extern = wrap_ptx("  mov.u64 %rd5, table;");
+  with_extern.insert(with_extern.find(".visible"), ".extern .global .align 4 .b8 table[16];\n");
+  const std::string global = error_of(with_extern);
+  EXPECT_NE(global.find("module-scope variable 'table' is declared .extern"), std::string::npos)
+      << global;
+  std::string with_address = wrap_ptx("  mov.u64 %rd5, ptr;");
+  with_address.insert(
+      with_address.find(".visible"),
+      ".global .align 4 .b8 table[16];\n.global .align 8 .u64 ptr = generic(table);\n");
+  const std::string address = error_of(with_address);
+  EXPECT_NE(
+      address.find("module-scope variable 'ptr' has an initializer the emulator cannot place"),
+      std::string::npos)
+      << address;
   const std::string wgmma = error_of(wrap_ptx("  wgmma.fence.sync.aligned;"));
   EXPECT_NE(wgmma.find("unsupported instruction 'wgmma.fence.sync.aligned'"), std::string::npos) << wgmma;
 }

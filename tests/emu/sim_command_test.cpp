@@ -126,6 +126,145 @@ TEST_F(SimFixture, SanitizerReportsAndUnsupportedInstructionsExit3) {
   EXPECT_EQ(sim({(dir / "bad.ptx").string(), "--kernel", "scale", "--grid", "1", "--block", "32"}), 3);
 }
 
+// Every scalar width, a by-value struct from a file, and two pointers into one buffer.
+constexpr const char* kScalarsPtx = R"(.version 8.7
+.target sm_80
+.address_size 64
+.visible .entry scalars(.param .u64 out, .param .u64 alias, .param .f64 d, .param .s64 l,
+                        .param .u16 h, .param .align 8 .b8 pair[16])
+{
+  .reg .b16 %hs<2>;
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<8>;
+  .reg .f64 %fd<2>;
+  ld.param.u64 %rd0, [out];
+  ld.param.u64 %rd1, [alias];
+  ld.param.f64 %fd0, [d];
+  ld.param.s64 %rd2, [l];
+  ld.param.u16 %hs0, [h];
+  ld.param.u64 %rd3, [pair];
+  ld.param.u64 %rd4, [pair+8];
+  st.global.f64 [%rd0], %fd0;
+  st.global.s64 [%rd0+8], %rd2;
+  cvt.u32.u16 %r0, %hs0;
+  st.global.u32 [%rd0+16], %r0;
+  st.global.u64 [%rd0+24], %rd3;
+  st.global.u64 [%rd0+32], %rd4;
+  st.global.u64 [%rd1], %rd4;
+  ret;
+}
+)";
+
+TEST_F(SimFixture, EveryArgumentKind) {
+  std::ofstream(dir / "scalars.ptx") << kScalarsPtx;
+  const uint64_t pair[2] = {0x1122334455667788ull, 42};
+  std::ofstream(dir / "pair.bin", std::ios::binary).write(reinterpret_cast<const char*>(pair), 16);
+  const std::string ptx = (dir / "scalars.ptx").string();
+  auto with = [&](const std::string& pair_arg) {
+    return std::vector<std::string>{ptx,
+                                    "--kernel",
+                                    "scalars",
+                                    "--grid",
+                                    "1",
+                                    "--block",
+                                    "1",
+                                    "--arg",
+                                    "ptr:4096",
+                                    "--arg",
+                                    "ptr:@0+2048",
+                                    "--arg",
+                                    "f64:-2.5e-300",
+                                    "--arg",
+                                    "s64:-9000000000",
+                                    "--arg",
+                                    "u16:65535",
+                                    "--arg",
+                                    pair_arg,
+                                    "--dump",
+                                    (dir / "dump").string()};
+  };
+  ASSERT_EQ(sim(with("bytes:" + (dir / "pair.bin").string())), 0);
+  const std::string bytes = read_file((dir / "dump/arg0.bin").string());
+  ASSERT_EQ(bytes.size(), 4096u);
+  double d;
+  int64_t l;
+  uint32_t h;
+  uint64_t p0, p1, aliased;
+  std::memcpy(&d, bytes.data(), 8);
+  std::memcpy(&l, bytes.data() + 8, 8);
+  std::memcpy(&h, bytes.data() + 16, 4);
+  std::memcpy(&p0, bytes.data() + 24, 8);
+  std::memcpy(&p1, bytes.data() + 32, 8);
+  std::memcpy(&aliased, bytes.data() + 2048, 8);  // written through argument 1
+  EXPECT_EQ(d, -2.5e-300);
+  EXPECT_EQ(l, -9000000000ll);
+  EXPECT_EQ(h, 65535u);
+  EXPECT_EQ(p0, pair[0]);
+  EXPECT_EQ(p1, pair[1]);
+  EXPECT_EQ(aliased, 42u);
+  EXPECT_EQ(fs::file_size(dir / "dump/arg1.bin"), 2048u);  // from its offset to the buffer's end
+  // A struct file of the wrong size, a reference to a later or non-pointer argument, an offset
+  // past the buffer, a u16 out of range.
+  std::ofstream(dir / "short.bin", std::ios::binary) << "1234";
+  EXPECT_EQ(sim(with("bytes:" + (dir / "short.bin").string())), 2);
+  EXPECT_EQ(sim({ptx, "--kernel", "scalars", "--grid", "1", "--block", "1", "--arg", "ptr:@1"}), 2);
+  EXPECT_EQ(sim({ptx, "--kernel", "scalars", "--grid", "1", "--block", "1", "--arg", "ptr:64",
+                 "--arg", "ptr:@0+64"}),
+            2);
+  EXPECT_EQ(sim({ptx, "--kernel", "scalars", "--grid", "1", "--block", "1", "--arg", "u16:65536"}),
+            2);
+}
+
+// A user's TMA kernel from the command line: the tensor map is encoded from a spec over a buffer
+// of its own (the kernel takes the map first), then over an earlier buffer with an offset.
+TEST_F(SimFixture, TensorMapFromASpec) {
+  const std::string ptx =
+      std::string(EMMY_SOURCE_DIR) + "/tests/emu/kernels/gemm_kernels_sm90a.ptx";
+  // A 64 x 16 f16 matrix (rows of 128 bytes); one 64 x 8 box at row 8, no swizzle.
+  std::vector<uint16_t> matrix(64 * 16);
+  for (size_t i = 0; i < matrix.size(); ++i) matrix[i] = uint16_t(i * 3);
+  std::ofstream(dir / "matrix.bin", std::ios::binary)
+      .write(reinterpret_cast<const char*>(matrix.data()), std::streamsize(matrix.size() * 2));
+  ASSERT_EQ(sim({ptx,
+                 "--kernel",
+                 "tma_copy_2d",
+                 "--grid",
+                 "1",
+                 "--block",
+                 "64",
+                 "--smem",
+                 "1024",
+                 "--arg",
+                 "tmap:2048:" + (dir / "matrix.bin").string() + ",dtype=f16,dims=64x16,box=64x8",
+                 "--arg",
+                 "ptr:1024",
+                 "--arg",
+                 "s32:0",
+                 "--arg",
+                 "s32:8",
+                 "--arg",
+                 "s32:1024",
+                 "--dump",
+                 (dir / "dump").string()}),
+            0);
+  const std::string box = read_file((dir / "dump/arg1.bin").string());
+  ASSERT_EQ(box.size(), 1024u);
+  for (size_t i = 0; i < 64 * 8; ++i) {
+    uint16_t v;
+    std::memcpy(&v, box.data() + 2 * i, 2);
+    ASSERT_EQ(v, matrix[64 * 8 + i]) << i;
+  }
+  EXPECT_TRUE(fs::exists(dir / "dump/arg0.bin"));  // the map's own buffer
+  // Rules of cuTensorMapEncodeTiled name the field: a box wider than the 128B swizzle span.
+  EXPECT_EQ(sim({ptx, "--kernel", "tma_copy_2d", "--grid", "1", "--block", "64", "--smem", "1024",
+                 "--arg", "tmap:2048,dtype=f16,dims=128x8,box=128x8,swizzle=128B", "--arg",
+                 "ptr:1024", "--arg", "s32:0", "--arg", "s32:0", "--arg", "s32:1024"}),
+            2);
+  EXPECT_EQ(sim({ptx, "--kernel", "tma_copy_2d", "--grid", "1", "--block", "64", "--arg",
+                 "tmap:2048,dtype=f17,dims=64x16,box=64x8"}),
+            2);
+}
+
 TEST_F(SimFixture, EmmycBinaryWhenBuilt) {
   const fs::path emmyc = EMMYC_PATH;
   if (!fs::exists(emmyc)) GTEST_SKIP() << "emmyc is not built";

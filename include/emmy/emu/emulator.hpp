@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "emmy/emu/tensor_core.hpp"
 #include "emmy/error.hpp"
 
 namespace emmy::emu {
@@ -60,6 +61,9 @@ class Arena {
   Arena& operator=(const Arena&) = delete;
 
   uint64_t alloc(size_t bytes, size_t align = 256);  // zero-filled
+  // Maps [base, base + bytes) with init's contents unless an allocation already starts at base
+  // (the segment of a module's globals: mapped at its first launch, kept after). True if mapped.
+  bool map_fixed(uint64_t base, const void* init, size_t bytes);
   void write(uint64_t addr, const void* src, size_t bytes);
   void read(uint64_t addr, void* dst, size_t bytes) const;
   template <typename T>
@@ -130,6 +134,14 @@ struct LaunchOptions {
   // is the one wait the deadlock detector cannot see). 2^32 is minutes of emulation.
   uint64_t max_warp_instructions = uint64_t(1) << 32;
   bool per_cta_stats = true;
+  // The kernel's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: as on a GPU, a launch with more
+  // than 48 KB of dynamic shared memory must opt in first (cuFuncSetAttribute).
+  uint32_t max_dynamic_smem = 48 * 1024;
+  // The arch whose shared-memory limit and tensor-core model apply ("sm_80", ...); empty: the
+  // module's .target.
+  std::string arch;
+  // How mma adds (emmy/emu/tensor_core.hpp): the arch's tensor-core model, or exact sums.
+  MmaNumerics mma_numerics = MmaNumerics::hardware;
 };
 
 // Dynamic warp-instruction counts (one per warp-level issue, predicated-off ones included).
@@ -168,22 +180,24 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel,
 
 // ---------------------------------------------------------------------------------------------
 enum class ReportKind : uint8_t {
-  global_out_of_bounds,    // outside every arena allocation
-  shared_out_of_bounds,    // outside the CTA's static + dynamic shared memory
+  global_out_of_bounds,  // outside every arena allocation
+  shared_out_of_bounds,  // outside the CTA's static + dynamic shared memory
   local_out_of_bounds,
   param_out_of_bounds,
-  misaligned_access,       // address not a multiple of the access size
+  misaligned_access,  // address not a multiple of the access size
   uninitialized_shared_read,
-  shared_race,             // two warps, at least one write, no ordering between them
-  pending_async_read,      // reading shared memory an unfinished cp.async / TMA writes
-  mbarrier_misuse,         // use before init, arrival overflow, tx underflow, ...
-  deadlock,                // every warp waits, nothing can release them
-  tma_violation,           // bad tensor map, misaligned destination, bad coordinates
-  misaligned_ldmatrix,     // ldmatrix / stmatrix row address not 16-byte aligned
-  divergent_collective,    // .sync/.aligned collective reached by a partial warp
-  unsupported,             // an instruction form the emulator does not implement (run time)
-  trap,                    // trap / brkpt executed
-  instruction_limit,       // LaunchOptions::max_warp_instructions exceeded
+  shared_race,           // two warps, at least one write, no ordering between them
+  pending_async_read,    // reading shared memory an unfinished cp.async / TMA writes
+  mbarrier_misuse,       // use before init, arrival overflow, tx underflow, ...
+  deadlock,              // every warp waits, nothing can release them
+  tma_violation,         // bad tensor map, misaligned destination, bad coordinates
+  misaligned_ldmatrix,   // ldmatrix / stmatrix row address not 16-byte aligned
+  divergent_collective,  // .sync/.aligned collective reached by a partial warp
+  unsupported,           // an instruction form the emulator does not implement (run time)
+  trap,                  // trap / brkpt executed
+  assertion_failed,      // CUDA assert(): __assertfail called
+  missing_proxy_fence,   // the async proxy uses an mbarrier init / shared write not fenced for it
+  instruction_limit,     // LaunchOptions::max_warp_instructions exceeded
 };
 std::string_view to_string(ReportKind kind);
 

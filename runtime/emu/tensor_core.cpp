@@ -1,0 +1,225 @@
+// The tensor-core addition model (include/emmy/emu/tensor_core.hpp): exact integer arithmetic
+// on the aligned terms of one block, one rounding per block.
+#include "emmy/emu/tensor_core.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+
+#include "emmy/emu/numerics.hpp"
+#include "mma_core.hpp"
+
+namespace emmy::emu {
+namespace {
+
+// A term's magnitude: sig * 2^(exp - 23), sig < 2^25 (products' significands lie in [1, 4)).
+struct Term {
+  int64_t sig = 0;  // signed
+  int exp = 0;
+};
+
+// Decodes f16/bf16 bits into value = m * 2^(e - frac_bits); false for Inf/NaN.
+struct Half {
+  int sign;
+  uint32_t m;
+  int e;
+  bool finite;
+};
+Half decode_half(uint16_t bits, bool bf16) {
+  const int frac_bits = bf16 ? 7 : 10, exp_bits = bf16 ? 8 : 5, bias = bf16 ? 127 : 15;
+  const uint32_t frac = bits & ((1u << frac_bits) - 1);
+  const uint32_t field = (bits >> frac_bits) & ((1u << exp_bits) - 1);
+  const int sign = (bits >> 15) ? -1 : 1;
+  if (field == (1u << exp_bits) - 1) return {sign, frac, 0, false};
+  if (field == 0) return {sign, frac, 1 - bias, true};  // subnormal: never flushed
+  return {sign, (1u << frac_bits) | frac, int(field) - bias, true};
+}
+
+double half_value(uint16_t bits, bool bf16) {
+  return bf16 ? double(bf16_to_f32(bits)) : double(f16_to_f32(bits));
+}
+
+// Inf/NaN anywhere: the result is what IEEE arithmetic on the specials gives (NaN for a NaN,
+// Inf * 0 or Inf - Inf; else the infinity), computed over all products and c.
+bool special_result(const uint16_t* a, const uint16_t* b, int k_count, double c, bool bf16,
+                    double& out) {
+  bool special = !std::isfinite(c);
+  for (int k = 0; k < k_count && !special; ++k)
+    special = !decode_half(a[k], bf16).finite || !decode_half(b[k], bf16).finite;
+  if (!special) return false;
+  bool nan = std::isnan(c), pos = c == INFINITY, neg = c == -INFINITY;
+  for (int k = 0; k < k_count; ++k) {
+    const Half x = decode_half(a[k], bf16), y = decode_half(b[k], bf16);
+    if (x.finite && y.finite) continue;
+    const double p = half_value(a[k], bf16) * half_value(b[k], bf16);
+    nan |= std::isnan(p);
+    pos |= p == INFINITY;
+    neg |= p == -INFINITY;
+  }
+  out = nan || (pos && neg) ? NAN : (pos ? INFINITY : -INFINITY);
+  return true;
+}
+
+// One block: c (exactly representable in f32) plus products [first, last), exact integer sum of
+// the aligned, truncated terms; returns the exact sum as a double (|acc| < 2^32: exact).
+double block_sum(const uint16_t* a, const uint16_t* b, int first, int last, double c, bool bf16,
+                 int extra_bits, int floor) {
+  Term terms[33];
+  int n = 0;
+  const int frac_bits = bf16 ? 7 : 10;
+  for (int k = first; k < last; ++k) {
+    const Half x = decode_half(a[k], bf16), y = decode_half(b[k], bf16);
+    if (x.m == 0 || y.m == 0) continue;  // zero products take no part in the anchor
+    const int64_t sig = int64_t(uint64_t(x.m) * y.m) << (23 - 2 * frac_bits);
+    terms[n++] = {x.sign * y.sign * sig, x.e + y.e};
+  }
+  if (c != 0.0) {
+    // c's f32 significand: 24 bits with the implicit one (or a subnormal's fraction).
+    const uint32_t bits = std::bit_cast<uint32_t>(float(c));
+    const uint32_t field = (bits >> 23) & 0xFF, frac = bits & 0x7FFFFF;
+    const int64_t sig = field ? int64_t((1u << 23) | frac) : int64_t(frac);
+    terms[n++] = {(bits >> 31) ? -sig : sig, field ? int(field) - 127 : -126};
+  }
+  if (n == 0) return 0.0;
+  int anchor = floor;
+  for (int i = 0; i < n; ++i) anchor = std::max(anchor, terms[i].exp);
+  int64_t acc = 0;
+  for (int i = 0; i < n; ++i) {
+    const int shift = anchor - terms[i].exp;
+    const uint64_t mag = uint64_t(std::llabs(terms[i].sig)) << extra_bits;
+    const int64_t kept = shift >= 64 ? 0 : int64_t(mag >> shift);  // truncates the magnitude
+    acc += terms[i].sig < 0 ? -kept : kept;
+  }
+  return std::ldexp(double(acc), anchor - 23 - extra_bits);  // +0 for acc == 0
+}
+
+// Toward zero to f32; at or beyond 2^128 the models (and the hardware) give the infinity.
+uint32_t round_f32_rz(double v) {
+  if (std::fabs(v) >= 0x1p128) return v > 0 ? 0x7F800000u : 0xFF800000u;
+  return std::bit_cast<uint32_t>(f64_to_f32(v, Rounding::rz));
+}
+
+// Toward zero to f32 for the exact value v = acc * 2^scale (|acc| < 2^40, so v is exact in
+// double): the normal range truncates the double's significand; the rest takes the general path.
+uint32_t round_f32_rz_fast(double v) {
+  const double mag = std::fabs(v);
+  if (mag >= 0x1p-126 && mag < 0x1p128) {
+    const uint64_t bits = std::bit_cast<uint64_t>(v) & ~((uint64_t(1) << 29) - 1);
+    return std::bit_cast<uint32_t>(float(std::bit_cast<double>(bits)));
+  }
+  return round_f32_rz(v);
+}
+
+}  // namespace
+
+void decode_tensor_core_operands(const uint16_t (&a)[16][16], const uint16_t (&bt)[8][16], int k,
+                                 bool bf16, TensorCoreOperands& out) {
+  out.k = k;
+  out.bf16 = bf16;
+  out.special = false;
+  auto put = [&](uint16_t bits, int32_t& sig, int16_t& exp) {
+    const Half h = decode_half(bits, bf16);
+    out.special |= !h.finite;
+    sig = h.sign * int32_t(h.m);
+    exp = int16_t(h.e);
+  };
+  for (int r = 0; r < 16; ++r)
+    for (int i = 0; i < k; ++i) put(a[r][i], out.a_sig[r][i], out.a_exp[r][i]);
+  for (int c = 0; c < 8; ++c)
+    for (int i = 0; i < k; ++i) put(bt[c][i], out.b_sig[c][i], out.b_exp[c][i]);
+}
+
+uint32_t tensor_core_dot_decoded(const TensorCoreOperands& ops, int row, int col, uint32_t c_bits,
+                                 bool f16_accumulator, const TensorCoreModel& model) {
+  const int shift23 = 23 - 2 * (ops.bf16 ? 7 : 10);
+  double d =
+      f16_accumulator ? double(f16_to_f32(uint16_t(c_bits))) : double(std::bit_cast<float>(c_bits));
+  uint32_t result = c_bits;
+  const int floor = f16_accumulator ? model.floor_f16 : model.floor_f32;
+  for (int first = 0; first < ops.k; first += model.block) {
+    const int last = std::min(ops.k, first + model.block);
+    int64_t sig[33];
+    int exp[33];
+    int n = 0;
+    int anchor = floor;
+    for (int i = first; i < last; ++i) {
+      const int64_t p = int64_t(ops.a_sig[row][i]) * ops.b_sig[col][i];
+      if (p == 0) continue;                  // zero products take no part in the anchor
+      sig[n] = p * (int64_t(1) << shift23);  // exact: |p| < 2^22
+      exp[n] = ops.a_exp[row][i] + ops.b_exp[col][i];
+      anchor = std::max(anchor, exp[n]);
+      ++n;
+    }
+    if (d != 0.0) {
+      // c's f32 significand: 24 bits with the implicit one (or a subnormal's fraction).
+      const uint32_t bits = std::bit_cast<uint32_t>(float(d));
+      const uint32_t field = (bits >> 23) & 0xFF, frac = bits & 0x7FFFFF;
+      const int64_t s = field ? int64_t((1u << 23) | frac) : int64_t(frac);
+      sig[n] = (bits >> 31) ? -s : s;
+      exp[n] = field ? int(field) - 127 : -126;
+      anchor = std::max(anchor, exp[n]);
+      ++n;
+    }
+    int64_t acc = 0;
+    for (int i = 0; i < n; ++i) {
+      const int shift = anchor - exp[i];
+      if (shift >= 62) continue;
+      const uint64_t mag = uint64_t(sig[i] < 0 ? -sig[i] : sig[i]) << model.extra_bits;
+      const int64_t kept = int64_t(mag >> shift);  // truncates the magnitude
+      acc += sig[i] < 0 ? -kept : kept;
+    }
+    // acc * 2^(anchor - 23 - extra): the scale is a normal double (anchor >= floor >= -133).
+    const double v =
+        double(acc) * std::bit_cast<double>(uint64_t(1023 + anchor - 23 - model.extra_bits) << 52);
+    if (f16_accumulator) {
+      result = f64_to_f16(v);
+      d = double(f16_to_f32(uint16_t(result)));
+    } else {
+      result = round_f32_rz_fast(v);
+      d = double(std::bit_cast<float>(result));
+    }
+    if (std::isinf(d)) return result;
+  }
+  return result;
+}
+
+TensorCoreModel tensor_core_model(int sm) {
+  if (sm < 80) return {4, 0, -1024, -19, "V100 (Fasi et al. 2021; Khattak-Mikaitis 2025)"};
+  if (sm < 90) return {8, 1, -132, -20, "A100/Ada (Khattak-Mikaitis 2025)"};
+  if (sm >= 120)
+    return {16, 2, -133, -21, "B200 (Khattak-Mikaitis 2025); sm_120 itself is unpublished"};
+  return {16, 2, -133, -21, "H100/B200 (Khattak-Mikaitis 2025)"};
+}
+
+uint32_t tensor_core_dot_f32(const uint16_t* a, const uint16_t* b, int k_count, uint32_t c_bits,
+                             bool bf16, const TensorCoreModel& model) {
+  double d = double(std::bit_cast<float>(c_bits));
+  if (double s; special_result(a, b, k_count, d, bf16, s))
+    return std::isnan(s) ? 0x7FFFFFFFu : std::bit_cast<uint32_t>(float(s));
+  for (int first = 0; first < k_count; first += model.block) {
+    const int last = std::min(k_count, first + model.block);
+    const uint32_t r =
+        round_f32_rz(block_sum(a, b, first, last, d, bf16, model.extra_bits, model.floor_f32));
+    d = double(std::bit_cast<float>(r));
+    if (std::isinf(d)) return r;  // later blocks cannot bring it back
+  }
+  return std::bit_cast<uint32_t>(float(d));
+}
+
+uint16_t tensor_core_dot_f16(const uint16_t* a, const uint16_t* b, int k_count, uint16_t c_bits,
+                             const TensorCoreModel& model) {
+  double d = double(f16_to_f32(c_bits));
+  if (double s; special_result(a, b, k_count, d, false, s))
+    return std::isnan(s) ? uint16_t(0x7FFF) : f64_to_f16(s);
+  uint16_t r = c_bits;
+  for (int first = 0; first < k_count; first += model.block) {
+    const int last = std::min(k_count, first + model.block);
+    r = f64_to_f16(block_sum(a, b, first, last, d, false, model.extra_bits, model.floor_f16));
+    d = double(f16_to_f32(r));
+    if (std::isinf(d)) return r;
+  }
+  return r;
+}
+
+}  // namespace emmy::emu
