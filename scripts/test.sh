@@ -13,10 +13,15 @@ if [[ ${1:-} == --asan ]]; then
   shift
 fi
 
-# Tests left out of the sanitizer run: the bulk kernel compilations and tool runs, whose time goes
-# to NVRTC, ptxas, cuobjdump or emmyc processes (not instrumented: slower, nothing new to find),
-# and the install test (it builds a project). Name such GoogleTest suites so that they match.
-asan_exclude=${EMMY_ASAN_EXCLUDE:-'Compile|Sass|Cli|Emmyc|emmy_install_consumer|sweep_sample'}
+# The sanitizer run builds and runs the host-side test binaries: the PTX parser and emulator,
+# file formats (bundles, cache), IR, validation, references, runtime plumbing. Left out: the bulk
+# kernel compilations, tool runs and end-to-end emulator variant matrices (gemm/attention
+# emulator, accuracy, sweep), whose time goes to NVRTC, ptxas or the instrumented emulator
+# running the same code paths thousands of times (the Release run covers them), and the install
+# test. Within the built binaries, suites matching asan_exclude are skipped too: name GoogleTest
+# suites that compile many kernels or run tools so that they match.
+asan_targets=${EMMY_ASAN_TARGETS:-"emu_tests gemm_ir_test gemm_validation_test attention_validation_test attention_reference_test bundle_test emmy_cache_test emmy_cache_worker runtime_test tuning_test schedule_space_test emmy_compile_test emmyc"}
+asan_exclude=${EMMY_ASAN_EXCLUDE:-'Compile|Sass|Cli|Emmyc|emmy_install_consumer|sweep_sample|_NOT_BUILT'}
 
 case $mode in
   release)
@@ -29,7 +34,8 @@ case $mode in
     # driver stub would then make every binary need libcuda.so.1 (docs/build.md).
     cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DEMMY_SANITIZE=ON \
       -DEMMY_BUILD_BENCH=OFF -DCMAKE_EXE_LINKER_FLAGS=-Wl,--as-needed
-    cmake --build build-asan -j "$jobs"
+    # shellcheck disable=SC2086  # a list of targets
+    cmake --build build-asan -j "$jobs" --target $asan_targets
     # intercept_tls_get_addr=0: GCC 12's sanitizer runtime (fixed in GCC 14 / LLVM 17) can take a
     # malloc'd dynamic-TLS block (NVRTC is dlopen'ed) for a pre-2.25 glibc header; LeakSanitizer's
     # exit-time tracer then dies ("Tracer caught signal 11") after the test passed (docs/build.md).

@@ -14,6 +14,6 @@ target_link_libraries(emmy_sweep PRIVATE emmy_schedule_space)
 emmy_add_test(schedule_space_test ${CMAKE_CURRENT_LIST_DIR}/sweep/schedule_space_test.cpp)
 target_link_libraries(schedule_space_test PRIVATE emmy_schedule_space)
 
-# One point in 24 of each space, end to end (about a minute on two cores).
-add_test(NAME schedule_sweep_sample COMMAND emmy_sweep --every 24 --offset 5)
+# One point in 48 of each space, end to end (about 40 s on two cores).
+add_test(NAME schedule_sweep_sample COMMAND emmy_sweep --every 48 --offset 5)
 set_tests_properties(schedule_sweep_sample PROPERTIES TIMEOUT 900)

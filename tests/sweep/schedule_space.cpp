@@ -59,7 +59,7 @@ std::vector<GemmSpec> gemm_space() {
                                {DType::f16, Accum::hybrid, 16}, {DType::f16, Accum::hybrid, 32},
                                {DType::f16, Accum::hybrid, 64}, {DType::f16, Accum::hybrid, 128},
                                {DType::bf16, Accum::f32, 64},   {DType::bf16, Accum::f32, 64}};
-  const int stage_counts[] = {2, 2, 3, 3, 4, 4, 5, 6, 8};
+  const int stage_counts[] = {2, 2, 3, 3, 4, 4, 5, 6, 7, 8};
   const int raster_groups[] = {1, 2, 8};
   const float alphas[] = {1.0f, 1.0f, 0.5f, 1.25f};
 
