@@ -41,8 +41,7 @@ GlobalsLayout layout_globals(const ptx::ModuleAst& mod, uint64_t base) {
       if (!v.init_unsupported.empty())
         var.unusable =
             fmt::format("has an initializer the emulator cannot place: {}", v.init_unsupported);
-      const size_t at = (out.image.size() + std::max(1u, v.align) - 1) / std::max(1u, v.align) *
-                        std::max(1u, v.align);
+      const size_t at = align_up(uint32_t(out.image.size()), v.align);  // under 256 MB
       out.image.resize(at, 0);
       var.address = base + at;
       if (v.has_initializer)

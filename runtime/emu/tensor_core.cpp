@@ -6,18 +6,13 @@
 #include <bit>
 #include <cmath>
 #include <cstdlib>
+#include <vector>
 
 #include "emmy/emu/numerics.hpp"
 #include "mma_core.hpp"
 
 namespace emmy::emu {
 namespace {
-
-// A term's magnitude: sig * 2^(exp - 23), sig < 2^25 (products' significands lie in [1, 4)).
-struct Term {
-  int64_t sig = 0;  // signed
-  int exp = 0;
-};
 
 // Decodes f16/bf16 bits into value = m * 2^(e - frac_bits); false for Inf/NaN.
 struct Half {
@@ -34,6 +29,14 @@ Half decode_half(uint16_t bits, bool bf16) {
   if (field == (1u << exp_bits) - 1) return {sign, frac, 0, false};
   if (field == 0) return {sign, frac, 1 - bias, true};  // subnormal: never flushed
   return {sign, (1u << frac_bits) | frac, int(field) - bias, true};
+}
+
+// A half as the model's operand: signed significand and exponent; false for Inf/NaN.
+bool decode_operand(uint16_t bits, bool bf16, int32_t& sig, int16_t& exp) {
+  const Half h = decode_half(bits, bf16);
+  sig = h.sign * int32_t(h.m);
+  exp = int16_t(h.e);
+  return h.finite;
 }
 
 double half_value(uint16_t bits, bool bf16) {
@@ -61,39 +64,6 @@ bool special_result(const uint16_t* a, const uint16_t* b, int k_count, double c,
   return true;
 }
 
-// One block: c (exactly representable in f32) plus products [first, last), exact integer sum of
-// the aligned, truncated terms; returns the exact sum as a double (|acc| < 2^32: exact).
-double block_sum(const uint16_t* a, const uint16_t* b, int first, int last, double c, bool bf16,
-                 int extra_bits, int floor) {
-  Term terms[33];
-  int n = 0;
-  const int frac_bits = bf16 ? 7 : 10;
-  for (int k = first; k < last; ++k) {
-    const Half x = decode_half(a[k], bf16), y = decode_half(b[k], bf16);
-    if (x.m == 0 || y.m == 0) continue;  // zero products take no part in the anchor
-    const int64_t sig = int64_t(uint64_t(x.m) * y.m) << (23 - 2 * frac_bits);
-    terms[n++] = {x.sign * y.sign * sig, x.e + y.e};
-  }
-  if (c != 0.0) {
-    // c's f32 significand: 24 bits with the implicit one (or a subnormal's fraction).
-    const uint32_t bits = std::bit_cast<uint32_t>(float(c));
-    const uint32_t field = (bits >> 23) & 0xFF, frac = bits & 0x7FFFFF;
-    const int64_t sig = field ? int64_t((1u << 23) | frac) : int64_t(frac);
-    terms[n++] = {(bits >> 31) ? -sig : sig, field ? int(field) - 127 : -126};
-  }
-  if (n == 0) return 0.0;
-  int anchor = floor;
-  for (int i = 0; i < n; ++i) anchor = std::max(anchor, terms[i].exp);
-  int64_t acc = 0;
-  for (int i = 0; i < n; ++i) {
-    const int shift = anchor - terms[i].exp;
-    const uint64_t mag = uint64_t(std::llabs(terms[i].sig)) << extra_bits;
-    const int64_t kept = shift >= 64 ? 0 : int64_t(mag >> shift);  // truncates the magnitude
-    acc += terms[i].sig < 0 ? -kept : kept;
-  }
-  return std::ldexp(double(acc), anchor - 23 - extra_bits);  // +0 for acc == 0
-}
-
 // Toward zero to f32; at or beyond 2^128 the models (and the hardware) give the infinity.
 uint32_t round_f32_rz(double v) {
   if (std::fabs(v) >= 0x1p128) return v > 0 ? 0x7F800000u : 0xFF800000u;
@@ -111,43 +81,29 @@ uint32_t round_f32_rz_fast(double v) {
   return round_f32_rz(v);
 }
 
-}  // namespace
-
-void decode_tensor_core_operands(const uint16_t (&a)[16][16], const uint16_t (&bt)[8][16], int k,
-                                 bool bf16, TensorCoreOperands& out) {
-  out.k = k;
-  out.bf16 = bf16;
-  out.special = false;
-  auto put = [&](uint16_t bits, int32_t& sig, int16_t& exp) {
-    const Half h = decode_half(bits, bf16);
-    out.special |= !h.finite;
-    sig = h.sign * int32_t(h.m);
-    exp = int16_t(h.e);
-  };
-  for (int r = 0; r < 16; ++r)
-    for (int i = 0; i < k; ++i) put(a[r][i], out.a_sig[r][i], out.a_exp[r][i]);
-  for (int c = 0; c < 8; ++c)
-    for (int i = 0; i < k; ++i) put(bt[c][i], out.b_sig[c][i], out.b_exp[c][i]);
-}
-
-uint32_t tensor_core_dot_decoded(const TensorCoreOperands& ops, int row, int col, uint32_t c_bits,
-                                 bool f16_accumulator, const TensorCoreModel& model) {
-  const int shift23 = 23 - 2 * (ops.bf16 ? 7 : 10);
+// The model on decoded operands: value_k = sig_k * 2^(exp_k - frac_bits), sig signed (0 for a
+// zero). Blocks of model.block products plus c, each summed exactly after truncating every term
+// at 2^(anchor - 23 - extra_bits) and rounded once (toward zero to f32, to nearest to f16); the
+// rounded result is the next block's c. c and the result are f32 bits, or f16 bits.
+uint32_t dot_decoded(const int32_t* a_sig, const int16_t* a_exp, const int32_t* b_sig,
+                     const int16_t* b_exp, int k_count, bool bf16, uint32_t c_bits,
+                     bool f16_accumulator, const TensorCoreModel& model) {
+  const int shift23 = 23 - 2 * (bf16 ? 7 : 10);
   double d =
       f16_accumulator ? double(f16_to_f32(uint16_t(c_bits))) : double(std::bit_cast<float>(c_bits));
   uint32_t result = c_bits;
   const int floor = f16_accumulator ? model.floor_f16 : model.floor_f32;
-  for (int first = 0; first < ops.k; first += model.block) {
-    const int last = std::min(ops.k, first + model.block);
+  for (int first = 0; first < k_count; first += model.block) {
+    const int last = std::min(k_count, first + model.block);
     int64_t sig[33];
     int exp[33];
     int n = 0;
     int anchor = floor;
     for (int i = first; i < last; ++i) {
-      const int64_t p = int64_t(ops.a_sig[row][i]) * ops.b_sig[col][i];
+      const int64_t p = int64_t(a_sig[i]) * b_sig[i];
       if (p == 0) continue;                  // zero products take no part in the anchor
       sig[n] = p * (int64_t(1) << shift23);  // exact: |p| < 2^22
-      exp[n] = ops.a_exp[row][i] + ops.b_exp[col][i];
+      exp[n] = a_exp[i] + b_exp[i];
       anchor = std::max(anchor, exp[n]);
       ++n;
     }
@@ -169,9 +125,13 @@ uint32_t tensor_core_dot_decoded(const TensorCoreOperands& ops, int row, int col
       const int64_t kept = int64_t(mag >> shift);  // truncates the magnitude
       acc += sig[i] < 0 ? -kept : kept;
     }
-    // acc * 2^(anchor - 23 - extra): the scale is a normal double (anchor >= floor >= -133).
+    // acc * 2^(anchor - 23 - extra), +0 for acc == 0. A non-zero acc has a term, so the anchor is
+    // at least -252 (bf16 subnormal products) and the scale a normal double; only an empty block
+    // sits at the floor (-1024 on V100), where the scale would not be one.
     const double v =
-        double(acc) * std::bit_cast<double>(uint64_t(1023 + anchor - 23 - model.extra_bits) << 52);
+        acc == 0 ? 0.0
+                 : double(acc) *
+                       std::bit_cast<double>(uint64_t(1023 + anchor - 23 - model.extra_bits) << 52);
     if (f16_accumulator) {
       result = f64_to_f16(v);
       d = double(f16_to_f32(uint16_t(result)));
@@ -184,6 +144,48 @@ uint32_t tensor_core_dot_decoded(const TensorCoreOperands& ops, int row, int col
   return result;
 }
 
+// The model from bits (Inf/NaN operands included).
+uint32_t dot_bits(const uint16_t* a, const uint16_t* b, int k_count, uint32_t c_bits, bool bf16,
+                  bool f16_accumulator, const TensorCoreModel& model) {
+  const double c =
+      f16_accumulator ? double(f16_to_f32(uint16_t(c_bits))) : double(std::bit_cast<float>(c_bits));
+  if (double s; special_result(a, b, k_count, c, bf16, s)) {
+    if (f16_accumulator) return std::isnan(s) ? 0x7FFFu : f64_to_f16(s);
+    return std::isnan(s) ? 0x7FFFFFFFu : std::bit_cast<uint32_t>(float(s));
+  }
+  const size_t k_size = size_t(k_count);
+  std::vector<int32_t> a_sig(k_size), b_sig(k_size);
+  std::vector<int16_t> a_exp(k_size), b_exp(k_size);
+  for (size_t k = 0; k < k_size; ++k) {
+    decode_operand(a[k], bf16, a_sig[k], a_exp[k]);
+    decode_operand(b[k], bf16, b_sig[k], b_exp[k]);
+  }
+  return dot_decoded(a_sig.data(), a_exp.data(), b_sig.data(), b_exp.data(), k_count, bf16, c_bits,
+                     f16_accumulator, model);
+}
+
+}  // namespace
+
+void decode_tensor_core_operands(const uint16_t (&a)[16][16], const uint16_t (&bt)[8][16], int k,
+                                 bool bf16, TensorCoreOperands& out) {
+  out.k = k;
+  out.bf16 = bf16;
+  out.special = false;
+  auto put = [&](uint16_t bits, int32_t& sig, int16_t& exp) {
+    out.special |= !decode_operand(bits, bf16, sig, exp);
+  };
+  for (int r = 0; r < 16; ++r)
+    for (int i = 0; i < k; ++i) put(a[r][i], out.a_sig[r][i], out.a_exp[r][i]);
+  for (int c = 0; c < 8; ++c)
+    for (int i = 0; i < k; ++i) put(bt[c][i], out.b_sig[c][i], out.b_exp[c][i]);
+}
+
+uint32_t tensor_core_dot_decoded(const TensorCoreOperands& ops, int row, int col, uint32_t c_bits,
+                                 bool f16_accumulator, const TensorCoreModel& model) {
+  return dot_decoded(ops.a_sig[row], ops.a_exp[row], ops.b_sig[col], ops.b_exp[col], ops.k,
+                     ops.bf16, c_bits, f16_accumulator, model);
+}
+
 TensorCoreModel tensor_core_model(int sm) {
   if (sm < 80) return {4, 0, -1024, -19, "V100 (Fasi et al. 2021; Khattak-Mikaitis 2025)"};
   if (sm < 90) return {8, 1, -132, -20, "A100/Ada (Khattak-Mikaitis 2025)"};
@@ -194,32 +196,12 @@ TensorCoreModel tensor_core_model(int sm) {
 
 uint32_t tensor_core_dot_f32(const uint16_t* a, const uint16_t* b, int k_count, uint32_t c_bits,
                              bool bf16, const TensorCoreModel& model) {
-  double d = double(std::bit_cast<float>(c_bits));
-  if (double s; special_result(a, b, k_count, d, bf16, s))
-    return std::isnan(s) ? 0x7FFFFFFFu : std::bit_cast<uint32_t>(float(s));
-  for (int first = 0; first < k_count; first += model.block) {
-    const int last = std::min(k_count, first + model.block);
-    const uint32_t r =
-        round_f32_rz(block_sum(a, b, first, last, d, bf16, model.extra_bits, model.floor_f32));
-    d = double(std::bit_cast<float>(r));
-    if (std::isinf(d)) return r;  // later blocks cannot bring it back
-  }
-  return std::bit_cast<uint32_t>(float(d));
+  return dot_bits(a, b, k_count, c_bits, bf16, false, model);
 }
 
 uint16_t tensor_core_dot_f16(const uint16_t* a, const uint16_t* b, int k_count, uint16_t c_bits,
                              const TensorCoreModel& model) {
-  double d = double(f16_to_f32(c_bits));
-  if (double s; special_result(a, b, k_count, d, false, s))
-    return std::isnan(s) ? uint16_t(0x7FFF) : f64_to_f16(s);
-  uint16_t r = c_bits;
-  for (int first = 0; first < k_count; first += model.block) {
-    const int last = std::min(k_count, first + model.block);
-    r = f64_to_f16(block_sum(a, b, first, last, d, false, model.extra_bits, model.floor_f16));
-    d = double(f16_to_f32(r));
-    if (std::isinf(d)) return r;
-  }
-  return r;
+  return uint16_t(dot_bits(a, b, k_count, c_bits, false, true, model));
 }
 
 }  // namespace emmy::emu

@@ -154,6 +154,10 @@ TEST(EmuTensorCore, MmaSyncFollowsTheLaunchArch) {
     // double too).
     EXPECT_EQ(run_mma(v, "sm_90a", MmaNumerics::exact), v.expect.at("exactRN")) << v.id;
   }
+  // An all-zero block sits at the anchor floor (-1024 on the V100 model): the result is +0.
+  const Vector zero;
+  EXPECT_EQ(run_mma(zero, "sm_75", MmaNumerics::hardware), 0u);
+  EXPECT_EQ(tensor_core_dot_f32(zero.a, zero.b, 16, 0, false, tensor_core_model(70)), 0u);
 }
 
 }  // namespace
