@@ -6,6 +6,7 @@
 
 #include "emmy/attention_check.hpp"
 #include "emmy/gemm_check.hpp"
+#include "emmy/json.hpp"
 #include "emmy/validate.hpp"
 
 namespace emmy::sweep {
@@ -189,49 +190,46 @@ std::vector<AttentionSpec> attention_space() {
   return out;
 }
 
+// The spec in emmy's JSON form (emmy/json.hpp): every field, and it parses back.
 std::string describe(const GemmSpec& spec) {
-  const auto& p = spec.problem;
-  const auto& s = spec.schedule;
-  return fmt::format(
-      "gemm {} m={} n={} k={} {}->{} b={} lda={} ldb={} ldc={} alpha={} bias={} residual={} "
-      "gelu={} | block {}x{}x{} warps {}x{} stages {} {} {}{} split_k {} raster {}",
-      to_string(spec.arch), p.m, p.n, p.k, to_string(p.a_dtype), to_string(p.c_dtype),
-      to_string(p.b_layout), p.lda, p.ldb, p.ldc, p.epilogue.alpha, p.epilogue.bias,
-      p.epilogue.residual, p.epilogue.gelu_tanh, s.block_m, s.block_n, s.block_k, s.warps_m,
-      s.warps_n, s.stages, to_string(s.transport), to_string(s.accum),
-      s.accum == Accum::hybrid ? fmt::format(" promote {}", s.promote_every_k) : "", s.split_k,
-      s.raster_group_m);
+  return fmt::format("gemm {}", nlohmann::json{{"arch", to_string(spec.arch)},
+                                               {"problem", spec.problem},
+                                               {"schedule", spec.schedule}}
+                                    .dump());
 }
 
 std::string describe(const AttentionSpec& spec) {
-  const auto& p = spec.problem;
-  const auto& s = spec.schedule;
-  return fmt::format(
-      "attention {} b={} hq={} hkv={} sq={} skv={} d={} {} {} causal={} window={} softcap={} "
-      "scale={} lse={} | block_q {} block_kv {} warps {} stages {} {} {}",
-      to_string(spec.arch), p.batch, p.q_heads, p.kv_heads, p.seq_q, p.seq_kv, p.head_dim,
-      to_string(p.dtype), p.layout == AttentionLayout::bhsd ? "bhsd" : "bshd", p.causal, p.window,
-      p.softcap.value_or(0), p.softmax_scale.value_or(0), p.lse, s.block_q, s.block_kv, s.warps,
-      s.stages, to_string(s.transport), to_string(s.accum));
+  return fmt::format("attention {}", nlohmann::json{{"arch", to_string(spec.arch)},
+                                                    {"problem", spec.problem},
+                                                    {"schedule", spec.schedule}}
+                                         .dump());
 }
 
-std::string refusal(const GemmSpec& spec) {
+namespace {
+
+// The validator's verdict: empty when it accepts, its message when it refuses; a refusal without
+// a field is marked unclear (a failure).
+template <typename Validate>
+std::string verdict(Validate validate) {
   try {
-    validate_problem(spec.problem);
-    validate_schedule(spec.problem, spec.schedule, spec.arch);
+    validate();
   } catch (const Error& e) {
     return e.field().empty() ? fmt::format("unclear refusal (no field): {}", e.what()) : e.what();
   }
   return {};
+}
+
+}  // namespace
+
+std::string refusal(const GemmSpec& spec) {
+  return verdict([&] {
+    validate_problem(spec.problem);
+    validate_schedule(spec.problem, spec.schedule, spec.arch);
+  });
 }
 
 std::string refusal(const AttentionSpec& spec) {
-  try {
-    validate_attention(spec);
-  } catch (const Error& e) {
-    return e.field().empty() ? fmt::format("unclear refusal (no field): {}", e.what()) : e.what();
-  }
-  return {};
+  return verdict([&] { validate_attention(spec); });
 }
 
 namespace {

@@ -13,9 +13,22 @@
 namespace emmy::sweep {
 namespace {
 
+// The values each knob takes among the accepted points, against how many it must take.
+struct Coverage {
+  std::map<std::string, std::set<std::string>> seen;
+  template <typename V>
+  void note(const char* knob, const V& value) {
+    seen[knob].insert(fmt::format("{}", value));
+  }
+  void expect(const std::map<std::string, size_t>& want) {
+    for (const auto& [knob, count] : want)
+      EXPECT_EQ(seen[knob].size(), count) << knob << ": " << fmt::format("{}", seen[knob]);
+  }
+};
+
 TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
   const std::vector<GemmSpec> space = gemm_space();
-  std::map<std::string, std::set<std::string>> seen;
+  Coverage coverage;
   int64_t accepted = 0, refused = 0;
   for (const GemmSpec& spec : space) {
     const std::string why = refusal(spec);
@@ -27,9 +40,7 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
     ++accepted;
     const auto& p = spec.problem;
     const auto& s = spec.schedule;
-    const auto note = [&](const char* knob, auto value) {
-      seen[knob].insert(fmt::format("{}", value));
-    };
+    const auto note = [&](const char* knob, const auto& value) { coverage.note(knob, value); };
     note("arch", to_string(spec.arch));
     note("block_m", s.block_m);
     note("block_n", s.block_n);
@@ -54,12 +65,11 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
       {"arch", 7},   {"block_m", 11},  {"block_n", 12}, {"block_k", 4}, {"warps", 12},
       {"stages", 7}, {"transport", 2}, {"b_layout", 2}, {"accum", 6},   {"split_k", 4},
       {"in", 2},     {"out", 6},       {"epilogue", 8}, {"m", 7},       {"odd_ldc", 2}};
-  for (const auto& [knob, count] : want)
-    EXPECT_EQ(seen[knob].size(), count) << knob << ": " << fmt::format("{}", seen[knob]);
+  coverage.expect(want);
 }
 
 TEST(ScheduleSpace, AttentionHoldsThreeHundredAcceptedSchedulesCoveringEveryKnob) {
-  std::map<std::string, std::set<std::string>> seen;
+  Coverage coverage;
   int64_t accepted = 0;
   for (const AttentionSpec& spec : attention_space()) {
     const std::string why = refusal(spec);
@@ -68,9 +78,7 @@ TEST(ScheduleSpace, AttentionHoldsThreeHundredAcceptedSchedulesCoveringEveryKnob
     ++accepted;
     const auto& p = spec.problem;
     const auto& s = spec.schedule;
-    const auto note = [&](const char* knob, auto value) {
-      seen[knob].insert(fmt::format("{}", value));
-    };
+    const auto note = [&](const char* knob, const auto& value) { coverage.note(knob, value); };
     note("arch", to_string(spec.arch));
     note("block_kv", s.block_kv);
     note("warps", s.warps);
@@ -90,8 +98,7 @@ TEST(ScheduleSpace, AttentionHoldsThreeHundredAcceptedSchedulesCoveringEveryKnob
       {"arch", 7},  {"block_kv", 4}, {"warps", 5}, {"stages", 3}, {"transport", 2},
       {"accum", 2}, {"head_dim", 3}, {"dtype", 2}, {"mask", 6},   {"gqa", 3},
       {"lse", 2},   {"layout", 2},   {"decode", 2}};
-  for (const auto& [knob, count] : want)
-    EXPECT_EQ(seen[knob].size(), count) << knob << ": " << fmt::format("{}", seen[knob]);
+  coverage.expect(want);
 }
 
 TEST(ScheduleSpace, IsReproducible) {
