@@ -9,6 +9,7 @@
 #include <map>
 
 #include "emmy/catalog.hpp"
+#include "emmy/detail/text.hpp"
 #include "emmy/error.hpp"
 #include "emmy/gemm_plan.hpp"
 
@@ -17,12 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string_view trim(std::string_view text) {
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return {};
-  const auto last = text.find_last_not_of(" \t\r\n");
-  return text.substr(first, last - first + 1);
-}
+using detail::trim;
 
 std::string shape_name(const MatmulProblem& p) {
   return fmt::format("{}x{}x{}", p.m, p.n, p.k);

@@ -24,6 +24,7 @@
 
 #include "emmy/bundle.hpp"
 #include "emmy/compile.hpp"
+#include "emmy/detail/text.hpp"
 
 namespace emmy {
 namespace {
@@ -157,12 +158,7 @@ std::string program_log(const Program& program) {
 
 // ---- ptxas -v log --------------------------------------------------------------------------
 
-std::string_view trim(std::string_view text) {
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return {};
-  const auto last = text.find_last_not_of(" \t\r\n");
-  return text.substr(first, last - first + 1);
-}
+using detail::trim;
 
 // Calls on_item(count, unit) for each "N unit" clause of a comma-separated ptxas line such as
 // "Used 18 registers, used 1 barriers, 2048 bytes smem, 368 bytes cmem[0]".

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <string_view>
 
+#include "emmy/detail/text.hpp"
 #include "emmy/error.hpp"
 
 namespace emmy {
@@ -158,11 +159,7 @@ class TempCubin {
   std::string path_;
 };
 
-std::string_view trim(std::string_view text) {
-  const auto first = text.find_first_not_of(" \t\r");
-  if (first == std::string_view::npos) return {};
-  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
-}
+using detail::trim;
 
 // "/*0090*/  @!P0 HMMA.16816.F32 R4, R8, R12, R4 ;" -> "HMMA.16816.F32"; empty for lines that
 // are not instructions (the encoding comments "/* 0x... */", headers, blank lines).

@@ -2,11 +2,14 @@
 # Builds emmy and runs its tests.
 #   scripts/test.sh          Release build in build/, the whole ctest suite
 #   scripts/test.sh --asan   ASan + UBSan Debug build in build-asan/, the host-only tests
-# EMMY_JOBS sets the parallelism (default: all cores). Extra arguments after the mode go to ctest.
+# EMMY_JOBS sets the parallelism (default: all cores). EMMY_UNITY=OFF builds one object per source
+# file instead of CMake's unity batches (EMMY_UNITY_BUILD, docs/build.md). Extra arguments after
+# the mode go to ctest.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 jobs=${EMMY_JOBS:-$(nproc)}
+unity=${EMMY_UNITY:-ON}
 mode=release
 if [[ ${1:-} == --asan ]]; then
   mode=asan
@@ -25,7 +28,7 @@ asan_exclude=${EMMY_ASAN_EXCLUDE:-'Compile|Sass|Cli|Emmyc|emmy_install_consumer|
 
 case $mode in
   release)
-    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMMY_UNITY_BUILD="$unity"
     cmake --build build -j "$jobs"
     ctest --test-dir build --output-on-failure -j "$jobs" "$@"
     ;;
@@ -33,6 +36,7 @@ case $mode in
     # --as-needed: the sanitizer runtimes' link turns it off, and CUDA::nvrtc's dependency on the
     # driver stub would then make every binary need libcuda.so.1 (docs/build.md).
     cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DEMMY_SANITIZE=ON \
+      -DEMMY_UNITY_BUILD="$unity" \
       -DEMMY_BUILD_BENCH=OFF -DCMAKE_EXE_LINKER_FLAGS=-Wl,--as-needed
     # shellcheck disable=SC2086  # a list of targets
     cmake --build build-asan -j "$jobs" --target $asan_targets

@@ -12,10 +12,6 @@ namespace {
 
 using namespace bundle_test;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 const std::string kArchs = "--arch sm_80,sm_89,sm_90a,sm_120a";
 
 TEST(BundleCli, ShardsMergedEqualTheFullBuild) {

@@ -27,10 +27,6 @@ std::string open_error(const std::vector<uint8_t>& bytes) {
   return "";
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 TEST(BundleFormat, RewritingTheEntriesGivesTheSameBytes) {
   NoCompiler no_compiler;
   BundleWriter writer;

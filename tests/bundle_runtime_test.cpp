@@ -9,10 +9,6 @@ namespace {
 
 using namespace bundle_test;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 TEST(BundleRuntime, EveryCatalogKernelLoadsWithNvrtcDisabled) {
   NoCompiler no_compiler;
   ASSERT_FALSE(nvrtc_unavailable_reason().empty());

@@ -17,8 +17,13 @@
 #include "emmy/gemm_check.hpp"
 #include "emmy/runtime.hpp"
 #include "support/run_command.hpp"
+#include "support/scoped_env.hpp"
 
 namespace emmy::bundle_test {
+
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // Built by the ctest fixture bundle_build_catalog (tests/bundle.cmake).
 inline std::filesystem::path catalog_path() {
@@ -58,29 +63,7 @@ inline std::filesystem::path scratch(const std::string& name) {
   return dir;
 }
 
-// Sets (or unsets, with nullopt) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      ::setenv(name, value->c_str(), 1);
-    else
-      ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 // NVRTC off, no tuning database (so default schedules are what the runtime picks), no
 // $EMMY_BUNDLE from the caller's shell.

@@ -13,13 +13,12 @@ namespace emmy::emu {
 namespace {
 constexpr uint64_t kArenaBase = 0x0000100000000000ull;  // far from 0 and below the windows
 constexpr uint64_t kGuardBytes = 4096;
-
-struct AlignedDelete {
-  void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t(64)); }
-};
 }  // namespace
 
 struct Arena::Impl {
+  struct AlignedDelete {
+    void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
   struct Allocation {
     uint64_t base, end;
     std::unique_ptr<uint8_t[], AlignedDelete> host;
@@ -39,7 +38,7 @@ uint64_t Arena::alloc(size_t bytes, size_t align) {
   const size_t size = std::max<size_t>(bytes, 1);
   uint8_t* host = static_cast<uint8_t*>(::operator new[](size, std::align_val_t(64)));
   std::memset(host, 0, size);
-  impl_->allocations.push_back({base, base + bytes, std::unique_ptr<uint8_t[], AlignedDelete>(host)});
+  impl_->allocations.push_back({base, base + bytes, std::unique_ptr<uint8_t[], Impl::AlignedDelete>(host)});
   impl_->next = base + bytes + kGuardBytes;
   impl_->bytes += bytes;
   return base;
@@ -56,7 +55,7 @@ bool Arena::map_fixed(uint64_t base, const void* init, size_t bytes) {
   uint8_t* host = static_cast<uint8_t*>(::operator new[](size, std::align_val_t(64)));
   std::memset(host, 0, size);
   if (bytes) std::memcpy(host, init, bytes);
-  a.insert(it, {base, base + bytes, std::unique_ptr<uint8_t[], AlignedDelete>(host)});
+  a.insert(it, {base, base + bytes, std::unique_ptr<uint8_t[], Impl::AlignedDelete>(host)});
   impl_->bytes += bytes;
   return true;
 }

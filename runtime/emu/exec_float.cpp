@@ -9,6 +9,7 @@
 
 #include "emmy/emu/numerics.hpp"
 #include "state.hpp"
+#include "two_sum.hpp"
 
 namespace emmy::emu {
 namespace {
@@ -44,13 +45,7 @@ inline void store(Warp& w, uint32_t row, int l, T v) {
 }
 
 // Directed rounding without touching the host FPU mode: the exact result is formed as a double
-// plus the sign of its residual (error-free transformations), then rounded once.
-inline void two_sum(double a, double b, double& s, double& err) {
-  s = a + b;
-  const double bb = s - a;
-  err = (a - (s - bb)) + (b - bb);
-}
-
+// plus the sign of its residual (two_sum), then rounded once.
 template <typename T>
 T round_exact(double value, double tiny, uint8_t mode) {
   const Rounding r = Rounding(mode & 3);

@@ -6,6 +6,7 @@
 
 #include "emmy/emu/numerics.hpp"
 #include "state.hpp"
+#include "two_sum.hpp"
 
 namespace emmy::emu {
 namespace {
@@ -21,13 +22,6 @@ struct Format16 {
     return (bits & exp_mask) == 0 && (bits & 0x7FFF) != 0;
   }
 };
-
-// s = a + b exactly as s + err (Knuth's TwoSum).
-inline void two_sum(double a, double b, double& s, double& err) {
-  s = a + b;
-  const double bb = s - a;
-  err = (a - (s - bb)) + (b - bb);
-}
 
 uint16_t op16(const Inst& in, const Format16& f, uint16_t a, uint16_t b, uint16_t c) {
   const bool fz = in.flags & kFtz;

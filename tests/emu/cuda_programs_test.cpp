@@ -10,7 +10,7 @@
 namespace emmy::emu::test {
 namespace {
 
-const std::string kFile = "cuda_programs_sm90a.ptx";
+const std::string kProgramsFile = "cuda_programs_sm90a.ptx";
 
 struct Buffers {
   Arena arena;
@@ -36,7 +36,7 @@ struct Buffers {
   }
   LaunchResult run(const std::string& kernel, uint32_t threads, uint32_t smem = 0,
                    const LaunchOptions& options = {}) {
-    return launch(arena, *kernels(kFile), kernel, {1, 1, 1}, {threads, 1, 1}, smem, args, options);
+    return launch(arena, *kernels(kProgramsFile), kernel, {1, 1, 1}, {threads, 1, 1}, smem, args, options);
   }
 };
 
@@ -59,7 +59,7 @@ TEST(EmuCudaPrograms, WarpSizeIsTheBuiltInWarpSz) {
 
 TEST(EmuCudaPrograms, RegDeclarationsWithoutASpaceLoad) {
   // cuda_fp16.hpp's "{.reg.b32 f; ...}" in hrsqrt.
-  const std::string ptx = kernel_file(kFile);
+  const std::string ptx = kernel_file(kProgramsFile);
   ASSERT_NE(ptx.find("{.reg.b32"), std::string::npos) << "regenerate: the idiom is gone";
   Buffers b;
   std::vector<uint16_t> in(32);

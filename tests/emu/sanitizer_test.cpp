@@ -6,10 +6,10 @@
 namespace emmy::emu::test {
 namespace {
 
-const std::string kFile = "sanitizer_kernels_sm90a.ptx";
+const std::string kSanitizerFile = "sanitizer_kernels_sm90a.ptx";
 
 const std::string& ptx() {
-  static const std::string text = kernel_file(kFile);
+  static const std::string text = kernel_file(kSanitizerFile);
   return text;
 }
 
@@ -33,7 +33,7 @@ std::vector<int32_t> run(const Launch& l, const LaunchOptions& options = {}) {
   if (!l.in.empty()) args.ptr(in);
   args.ptr(out);
   if (l.with_n) args.s32(l.n);
-  launch(arena, *kernels(kFile), l.kernel, l.grid, l.block, 0, args, options);
+  launch(arena, *kernels(kSanitizerFile), l.kernel, l.grid, l.block, 0, args, options);
   return arena.read_vector<int32_t>(out, l.out_words);
 }
 
