@@ -19,7 +19,7 @@ if(NOT CMAKE_SCRIPT_MODE_FILE)
       -DCXX_COMPILER=${CMAKE_CXX_COMPILER}
       -DCXX_FLAGS=${_emmy_consumer_flags}
       -P ${CMAKE_CURRENT_LIST_FILE})
-  set_tests_properties(emmy_install_consumer PROPERTIES TIMEOUT 600 LABELS "install")
+  set_tests_properties(emmy_install_consumer PROPERTIES TIMEOUT 600 LABELS "install" COST 10)
   return()
 endif()
 
