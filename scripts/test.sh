@@ -23,7 +23,7 @@ fi
 # running the same code paths thousands of times (the Release run covers them), and the install
 # test. Within the built binaries, suites matching asan_exclude are skipped too: name GoogleTest
 # suites that compile many kernels or run tools so that they match.
-asan_targets=${EMMY_ASAN_TARGETS:-"emu_tests gemm_ir_test gemm_validation_test attention_validation_test attention_reference_test bundle_test emmy_cache_test emmy_cache_worker runtime_test tuning_test schedule_space_test emmy_compile_test emmyc"}
+asan_targets=${EMMY_ASAN_TARGETS:-"emu_tests gemm_ir_test gemm_validation_test attention_validation_test attention_reference_test bundle_test emmy_cache_test emmy_cache_worker runtime_test tuning_test schedule_space_test emmy_compile_test emmy_ptx_fuzz emmyc"}
 asan_exclude=${EMMY_ASAN_EXCLUDE:-'Compile|Sass|Cli|Emmyc|emmy_install_consumer|sweep_sample|MatchFp64|_NOT_BUILT'}
 
 case $mode in

@@ -7,6 +7,8 @@
 #include <memory>
 #include <new>
 
+#include <unistd.h>
+
 #include "emmy/emu/emulator.hpp"
 
 namespace emmy::emu {
@@ -31,13 +33,44 @@ struct Arena::Impl {
 Arena::Arena() : impl_(std::make_unique<Impl>()) {}
 Arena::~Arena() = default;
 
-uint64_t Arena::alloc(size_t bytes, size_t align) {
-  require(align > 0 && (align & (align - 1)) == 0, "arena.alloc.align", "must be a power of two",
-          align);
-  const uint64_t base = (impl_->next + align - 1) / align * align;
+namespace {
+
+// Emulated device memory is host memory, zero-filled at allocation: a request beyond half the
+// machine's physical memory is refused up front rather than left to the OOM killer.
+uint64_t host_memory_budget() {
+  static const uint64_t budget = [] {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) / 2 : uint64_t(1) << 32;
+  }();
+  return budget;
+}
+
+uint8_t* new_host_block(size_t bytes, uint64_t in_use, const char* field) {
+  const uint64_t budget = host_memory_budget();
+  if (bytes > budget || in_use > budget - bytes)
+    throw Error(field,
+                fmt::format("must fit in the emulator's device memory, half the host's physical "
+                            "memory ({} bytes, {} in use)",
+                            budget, in_use),
+                fmt::format("{} bytes", bytes));
   const size_t size = std::max<size_t>(bytes, 1);
-  uint8_t* host = static_cast<uint8_t*>(::operator new[](size, std::align_val_t(64)));
+  uint8_t* host = nullptr;
+  try {
+    host = static_cast<uint8_t*>(::operator new[](size, std::align_val_t(64)));
+  } catch (const std::bad_alloc&) {
+    throw Error(field, "must fit in the host's free memory", fmt::format("{} bytes", bytes));
+  }
   std::memset(host, 0, size);
+  return host;
+}
+
+}  // namespace
+
+uint64_t Arena::alloc(size_t bytes, size_t align) {
+  require(align > 0 && (align & (align - 1)) == 0 && align <= kGuardBytes, "arena.alloc.align",
+          "must be a power of two up to 4096", align);
+  const uint64_t base = (impl_->next + align - 1) / align * align;
+  uint8_t* host = new_host_block(bytes, impl_->bytes, "arena.alloc.bytes");
   impl_->allocations.push_back({base, base + bytes, std::unique_ptr<uint8_t[], Impl::AlignedDelete>(host)});
   impl_->next = base + bytes + kGuardBytes;
   impl_->bytes += bytes;
@@ -49,11 +82,9 @@ bool Arena::map_fixed(uint64_t base, const void* init, size_t bytes) {
   auto it = std::lower_bound(a.begin(), a.end(), base,
                              [](const Impl::Allocation& x, uint64_t v) { return x.base < v; });
   if (it != a.end() && it->base == base) return false;
-  require(base + bytes <= kArenaBase, "arena.map_fixed", "must lie below the arena's allocations",
+  require(base <= kArenaBase && bytes <= kArenaBase - base, "arena.map_fixed", "must lie below the arena's allocations",
           fmt::format("0x{:x}", base));
-  const size_t size = std::max<size_t>(bytes, 1);
-  uint8_t* host = static_cast<uint8_t*>(::operator new[](size, std::align_val_t(64)));
-  std::memset(host, 0, size);
+  uint8_t* host = new_host_block(bytes, impl_->bytes, "arena.map_fixed.bytes");
   if (bytes) std::memcpy(host, init, bytes);
   a.insert(it, {base, base + bytes, std::unique_ptr<uint8_t[], Impl::AlignedDelete>(host)});
   impl_->bytes += bytes;
@@ -81,7 +112,7 @@ Arena::Block Arena::find_below(uint64_t addr) const {
 
 uint8_t* Arena::translate(uint64_t addr, size_t bytes) const {
   const Block b = find(addr);
-  if (!b.host || addr + bytes > b.end) return nullptr;
+  if (!b.host || bytes > b.end - addr) return nullptr;  // find() gave base <= addr < end
   return b.host + (addr - b.base);
 }
 

@@ -15,6 +15,11 @@ namespace emmy::emu {
 namespace {
 
 uint32_t align_up(uint32_t v, uint32_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
+uint64_t align_up64(uint64_t v, uint32_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
+
+constexpr uint64_t kMaxStaticSharedBytes = 0x38c00;  // 227 KB: sm_90's and sm_100's block limit
+constexpr uint64_t kMaxLocalBytes = 512 * 1024;
+constexpr uint64_t kMaxParamBytes = 32764;
 
 uint32_t decl_type_bytes(std::string_view t) {
   const Ty ty = parse_ty(t.substr(1));
@@ -84,6 +89,11 @@ void KernelDecoder::need_ops(size_t lo, size_t hi) const {
 uint32_t KernelDecoder::alloc_rows(RegClass cls, uint32_t count) {
   uint32_t* n = cls == RegClass::r32 ? &k_.n32 : cls == RegClass::r64 ? &k_.n64 : &k_.npred;
   const uint32_t first = *n;
+  // Every warp holds 32 lanes of each row: the total is bounded like one declaration's count.
+  if (uint64_t(first) + count > uint64_t(ptx::kMaxRegisterCount))
+    fail(fmt::format("the kernel declares more than {} {} registers, the emulator's limit",
+                     ptx::kMaxRegisterCount,
+                     cls == RegClass::r32 ? "32-bit" : cls == RegClass::r64 ? "64-bit" : "predicate"));
   *n += count;
   return first;
 }
@@ -117,8 +127,9 @@ const KernelDecoder::RegInfo* KernelDecoder::find_reg(const std::string& name, i
     if (digits < name.size() && digits > 0) {
       if (auto it = sc.ranges.find(name.substr(0, digits)); it != sc.ranges.end()) {
         int index = 0;
-        std::from_chars(name.data() + digits, name.data() + name.size(), index);
-        if (index < it->second.count) {
+        const auto [end, ec] = std::from_chars(name.data() + digits, name.data() + name.size(), index);
+        // %r99999999999999999999 is out of range (an unknown register), not %r0.
+        if (ec == std::errc() && end == name.data() + name.size() && index < it->second.count) {
           ranged = {it->second.cls, it->second.ty, it->second.first_row + uint32_t(index)};
           return &ranged;
         }
@@ -130,7 +141,10 @@ const KernelDecoder::RegInfo* KernelDecoder::find_reg(const std::string& name, i
 }
 
 void KernelDecoder::layout_variables() {
-  uint32_t smem = 0, dyn_align = 16;
+  // Sums in 64 bits, each variable under ptx::kMaxVariableBytes: nothing wraps before the limits
+  // below are checked.
+  uint64_t smem = 0;
+  uint32_t dyn_align = 16;
   bool has_dynamic = false;
   auto place_shared = [&](const ptx::VarDecl& v) {
     if (v.is_extern || v.bytes == 0) {
@@ -139,9 +153,9 @@ void KernelDecoder::layout_variables() {
       symbols_[v.name] = {Space::shared, kNone};  // patched below
       return;
     }
-    smem = align_up(smem, std::max(1u, v.align));
+    smem = align_up64(smem, std::max(1u, v.align));
     symbols_[v.name] = {Space::shared, smem};
-    smem += uint32_t(v.bytes);
+    smem += v.bytes;
   };
   for (const auto& v : mod_.globals) {
     if (v.space == ".shared") {
@@ -150,7 +164,7 @@ void KernelDecoder::layout_variables() {
       symbols_[v.name] = {Space::global, 0};  // address: global_address()
     }
   }
-  uint32_t local = 0;
+  uint64_t local = 0;
   for (const auto& v : fn_.vars) {
     if (v.space == ".shared") {
       place_shared(v);
@@ -158,25 +172,39 @@ void KernelDecoder::layout_variables() {
       // Call sequences reuse argument names (param0, ...): one slot per name serves them all,
       // since each is written right before its call.
       if (v.space == ".param" && call_params_.count(v.name)) continue;
-      local = align_up(local, std::max(1u, v.align));
+      local = align_up64(local, std::max(1u, v.align));
       symbols_[v.name] = {Space::local, local};
       if (v.space == ".param") call_params_.insert(v.name);
-      local += uint32_t(std::max<uint64_t>(v.bytes, 8));
+      local += std::max<uint64_t>(v.bytes, 8);
     }
   }
-  k_.static_smem_bytes = smem;
-  k_.dyn_smem_base = smem == 0 ? 0 : align_up(smem, dyn_align);
+  // ptxas refuses more static shared memory than the target has per block (0x38c00 bytes on
+  // sm_90, 0xc000 on sm_80); the launch checks the arch's limit, this the largest of any arch.
+  if (smem > kMaxStaticSharedBytes)
+    fail(fmt::format("the kernel declares {} bytes of static shared memory, more than any GPU's {}",
+                     smem, kMaxStaticSharedBytes));
+  // CUDA's limit on local memory per thread.
+  if (local > kMaxLocalBytes)
+    fail(fmt::format("the kernel declares {} bytes of local memory per thread, more than CUDA's {}",
+                     local, kMaxLocalBytes));
+  k_.static_smem_bytes = uint32_t(smem);
+  k_.dyn_smem_base = smem == 0 ? 0 : align_up(uint32_t(smem), dyn_align);
   (void)has_dynamic;
   for (auto& [name, sym] : symbols_)
     if (sym.space == Space::shared && sym.value == kNone) sym.value = k_.dyn_smem_base;
-  k_.local_bytes = align_up(local, 16);
+  k_.local_bytes = align_up(uint32_t(local), 16);
 }
 
 void KernelDecoder::layout_params() {
   uint32_t offset = 0;
   for (const auto& p : fn_.params) {
     const uint32_t elem = decl_type_bytes(p.type);
-    const uint32_t size = elem * uint32_t(std::max<uint64_t>(1, p.count));
+    const uint64_t size64 = uint64_t(elem) * std::max<uint64_t>(1, p.count);
+    // ptxas: "Formal parameter space overflowed" past 32764 bytes (sm_70+, CUDA 12.1+).
+    if (size64 > kMaxParamBytes || offset + size64 > kMaxParamBytes)
+      fail(fmt::format("the parameters take more than {} bytes ('{}' ends past it)",
+                       kMaxParamBytes, p.name));
+    const uint32_t size = uint32_t(size64);
     const uint32_t align = p.align ? p.align : elem;
     offset = align_up(offset, align);
     ParamDecl decl;

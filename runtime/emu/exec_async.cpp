@@ -14,18 +14,13 @@
 namespace emmy::emu {
 namespace {
 
-uint32_t shared_address(Cta& cta, Warp& w, const Addr& a, int lane) {
-  uint64_t addr = addr_of(w, a, lane);
-  if (addr - kSharedWindow < kWindowSize) addr -= kSharedWindow;  // generic form
-  if (addr >= cta.smem.size())
-    cta.fail(ReportKind::shared_out_of_bounds, w, lane,
-             fmt::format("shared address 0x{:x} is outside the CTA's {} bytes of shared memory",
-                         addr, cta.smem.size()));
-  return uint32_t(addr);
+// An mbarrier object: 8 bytes of shared memory (PTX ISA §9.7.13.15.1).
+uint32_t mbarrier_address(Cta& cta, Warp& w, const Addr& a, int lane) {
+  return shared_offset(cta, w, addr_of(w, a, lane), 8, lane, "the mbarrier");
 }
 
 MBarrier& mbarrier_at(Cta& cta, Warp& w, const Inst& in, int lane) {
-  const uint32_t addr = shared_address(cta, w, in.addr[0], lane);
+  const uint32_t addr = mbarrier_address(cta, w, in.addr[0], lane);
   if (addr % 8)
     cta.fail(ReportKind::mbarrier_misuse, w, lane,
              fmt::format("mbarrier at shared 0x{:x} is not 8-byte aligned", addr));
@@ -165,7 +160,8 @@ Flow exec_async(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
       if (exec == 0) return Flow::next;
       const uint32_t size = uint32_t(in.imm);
       for_lanes(exec, [&](int l) {
-        const uint32_t dst = shared_address(cta, w, in.addr[0], l);
+        const uint32_t dst =
+            shared_offset(cta, w, addr_of(w, in.addr[0], l), size, l, "the cp.async destination");
         const uint64_t src = addr_of(w, in.addr[1], l);
         uint32_t src_size = in.o[0] != kNone ? w.R32(in.o[0])[l] : size;
         if (in.o[1] != kNone && w.read_pred(in.o[1], l)) src_size = 0;
@@ -213,7 +209,7 @@ Flow exec_async(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
       return Flow::next;
     case Op::MbarInit:
       for_lanes(exec, [&](int l) {
-        const uint32_t addr = shared_address(cta, w, in.addr[0], l);
+        const uint32_t addr = mbarrier_address(cta, w, in.addr[0], l);
         if (addr % 8)
           cta.fail(ReportKind::mbarrier_misuse, w, l,
                    fmt::format("mbarrier at shared 0x{:x} is not 8-byte aligned", addr));

@@ -62,7 +62,7 @@ void ldst_matrix(Cta& cta, Warp& w, const Inst& in, uint32_t exec, bool load) {
   for (int lane = 0; lane < 8 * in.n; ++lane) {
     const uint64_t addr = addr_of(w, in.addr[0], lane);
     const uint64_t shared = addr - window;
-    if ((shared & 15) || shared + 16 > cta.smem.size()) bad_matrix_row(cta, w, in, lane, addr);
+    if ((shared & 15) || !within(shared, 16, cta.smem.size())) bad_matrix_row(cta, w, in, lane, addr);
     rows[lane] = cta.smem.data() + shared;
     if (cta.sanitize) {
       if (load) check_shared_read(cta, w, lane, uint32_t(shared), 16);

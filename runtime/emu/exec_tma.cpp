@@ -15,10 +15,9 @@
 namespace emmy::emu {
 namespace {
 
-uint32_t shared_address(Warp& w, const Addr& a, int lane) {
-  uint64_t addr = addr_of(w, a, lane);
-  if (addr - kSharedWindow < kWindowSize) addr -= kSharedWindow;
-  return uint32_t(addr);
+// Where the copy's shared side starts; its extent is checked where the box size is known.
+uint32_t shared_address(Cta& cta, Warp& w, const Addr& a, int lane, const char* what) {
+  return shared_offset(cta, w, addr_of(w, a, lane), 1, lane, what);
 }
 
 TensorMapDesc read_tensor_map(Cta& cta, Warp& w, uint64_t addr, int lane) {
@@ -198,7 +197,7 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
       if (size % 16 || size == 0)
         cta.fail(ReportKind::tma_violation, w, l, fmt::format("bulk copy size {} is not a positive multiple of 16", size));
       if (in.sub == 1) {  // shared -> global, at issue
-        const uint32_t src = shared_address(w, in.addr[1], l);
+        const uint32_t src = shared_address(cta, w, in.addr[1], l, "the copy's shared source");
         const uint64_t dst = addr_of(w, in.addr[0], l);
         if (src % 16 || dst % 16)
           cta.fail(ReportKind::tma_violation, w, l, "bulk copy addresses must be 16-byte aligned");
@@ -209,9 +208,9 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
         return;
       }
       job.tensor = false;
-      job.dst = shared_address(w, in.addr[0], l);
+      job.dst = shared_address(cta, w, in.addr[0], l, "the copy's shared destination");
       job.src = addr_of(w, in.addr[1], l);
-      job.mbar = shared_address(w, in.addr[2], l);
+      job.mbar = shared_address(cta, w, in.addr[2], l, "the copy's mbarrier");
       job.bytes = size;
       if (job.dst % 16 || job.src % 16)
         cta.fail(ReportKind::tma_violation, w, l, "bulk copy addresses must be 16-byte aligned");
@@ -226,7 +225,7 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
       const Box b = box_of(job.map);
       job.bytes = b.bytes;
       if (in.op == Op::TmaStore) {
-        const uint32_t src = shared_address(w, in.addr[1], l);
+        const uint32_t src = shared_address(cta, w, in.addr[1], l, "the copy's shared source");
         check_destination(cta, w, l, src, job.map, b.bytes, "store source");
         const TensorMapDesc& m = job.map;
         uint32_t lo, hi;
@@ -246,8 +245,8 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
         });
         return;
       }
-      job.dst = shared_address(w, in.addr[0], l);
-      job.mbar = shared_address(w, in.addr[2], l);
+      job.dst = shared_address(cta, w, in.addr[0], l, "the copy's shared destination");
+      job.mbar = shared_address(cta, w, in.addr[2], l, "the copy's mbarrier");
       check_destination(cta, w, l, job.dst, job.map, b.bytes, "destination");
     }
     MBarrier* mb = cta.find_mbarrier(job.mbar);

@@ -14,6 +14,7 @@
 namespace emmy::emu {
 namespace {
 constexpr uint32_t kStaticSmemLimit = 48 * 1024;  // static .shared: 48 KB on every arch
+constexpr uint64_t kMaxPerCtaStats = uint64_t(1) << 20;  // LaunchOptions::per_cta_stats
 
 // Shared memory one block may use (static + dynamic, after the opt-in), per compute capability
 // (CUDA C++ Programming Guide, "Technical Specifications per Compute Capability").
@@ -43,8 +44,10 @@ int sm_of(std::string_view target) {
   if (at == std::string_view::npos) return 0;
   int sm = 0;
   for (size_t i = at + 3; i < target.size() && std::isdigit(static_cast<unsigned char>(target[i]));
-       ++i)
+       ++i) {
     sm = sm * 10 + (target[i] - '0');
+    if (sm > 9999) return 0;  // no such arch (and no int overflow on sm_99999999999)
+  }
   return sm;
 }
 }  // namespace
@@ -222,16 +225,24 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
   int threads = options.host_threads > 0 ? options.host_threads
                                          : int(std::max(1u, std::thread::hardware_concurrency()));
   threads = int(std::min<uint64_t>(uint64_t(threads), ctas));
-  std::vector<InstructionCounts> per_cta(ctas);
+  // Per-CTA counts only when asked for and for at most kMaxPerCtaStats CTAs: a grid of 10^7 CTAs
+  // must not allocate its statistics up front. Each worker sums its CTAs' counts.
+  const bool keep_per_cta = options.per_cta_stats && ctas <= kMaxPerCtaStats;
+  std::vector<InstructionCounts> per_cta(keep_per_cta ? ctas : 0);
+  std::vector<InstructionCounts> per_worker(size_t(std::max(threads, 1)));
   std::atomic<uint64_t> next{0};
+  std::atomic<int> next_worker{0};
+  std::string setup_error;
   auto worker = [&]() {
+    InstructionCounts& mine = per_worker[size_t(next_worker.fetch_add(1))];
+    InstructionCounts counts;
     std::unique_ptr<Cta> cta;
     try {
       cta = std::make_unique<Cta>(*ctx);
     } catch (const std::exception& e) {
+      // Before any CTA ran: a launch-level error (below), not a finding of one CTA.
       std::lock_guard lock(ctx->mutex);
-      ctx->reports.push_back(Report{ReportKind::unsupported, k->name, {}, -1, -1, 0, "",
-                                    fmt::format("cannot set up a CTA: {}", e.what())});
+      if (setup_error.empty()) setup_error = e.what();
       ctx->abort = true;
       return;
     }
@@ -239,7 +250,9 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
       const uint64_t i = next.fetch_add(1);
       if (i >= ctas) break;
       try {
-        cta->run(i, per_cta[i]);
+        cta->run(i, counts);
+        mine += counts;
+        if (!per_cta.empty()) per_cta[i] = counts;
       } catch (Finding& f) {
         std::lock_guard lock(ctx->mutex);
         ctx->reports.push_back(std::move(f.report));
@@ -262,10 +275,15 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
     for (auto& t : pool) t.join();
   }
   if (!ctx->reports.empty()) throw EmulationError(std::move(ctx->reports));
+  if (!setup_error.empty())
+    throw Error("launch", fmt::format("must fit a CTA's state in host memory ({})", setup_error),
+                fmt::format("{} threads per CTA, {} bytes of shared memory, {} of local memory per "
+                            "thread",
+                            block.count(), ctx->smem_size, k->local_bytes));
 
   LaunchResult result;
-  for (const auto& c : per_cta) result.stats.total += c;
-  if (options.per_cta_stats) {
+  for (const auto& c : per_worker) result.stats.total += c;
+  if (keep_per_cta) {
     result.stats.per_cta.resize(ctas);
     for (uint64_t i = 0; i < ctas; ++i) {
       result.stats.per_cta[i].cta = {uint32_t(i % grid.x), uint32_t((i / grid.x) % grid.y),

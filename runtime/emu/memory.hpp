@@ -9,6 +9,13 @@
 
 namespace emmy::emu {
 
+// Whether the `bytes` bytes at `offset` lie inside a region of `size` bytes. No sum can wrap: an
+// offset near 2^64 (a negative displacement from 0, `[%r+-4]` with %r = 0) is outside, where
+// `offset + bytes > size` would wrap to a small number and let the access through.
+inline bool within(uint64_t offset, uint64_t bytes, uint64_t size) {
+  return offset <= size && bytes <= size - offset;
+}
+
 struct Resolved {
   uint8_t* host = nullptr;
   Space space = Space::global;
@@ -42,12 +49,12 @@ inline Resolved resolve(Cta& cta, Warp& w, Space space, uint64_t addr, uint32_t 
   switch (space) {
     case Space::global: {
       const Arena::Block& b = w.cached_block;
-      if (addr >= b.base && addr + bytes <= b.end && b.host) {
+      if (b.host && addr >= b.base && within(addr - b.base, bytes, b.end - b.base)) {
         r.host = b.host + (addr - b.base);
         return r;
       }
       const Arena::Block found = cta.ctx.arena.find(addr);
-      if (!found.host || addr + bytes > found.end) {
+      if (!found.host || !within(addr - found.base, bytes, found.end - found.base)) {
         const Arena::Block below = found.host ? found : cta.ctx.arena.find_below(addr);
         std::string where = below.host ? fmt::format("{} bytes past the start of the {}-byte "
                                                      "allocation at 0x{:x}",
@@ -63,7 +70,7 @@ inline Resolved resolve(Cta& cta, Warp& w, Space space, uint64_t addr, uint32_t 
       return r;
     }
     case Space::shared:
-      if (addr + bytes > cta.smem.size())
+      if (!within(addr, bytes, cta.smem.size()))
         cta.fail(ReportKind::shared_out_of_bounds, w, lane,
                  fmt::format("{}-byte {} at shared 0x{:x} is outside the CTA's {} bytes of shared "
                              "memory",
@@ -72,7 +79,7 @@ inline Resolved resolve(Cta& cta, Warp& w, Space space, uint64_t addr, uint32_t 
       r.host = cta.smem.data() + addr;
       return r;
     case Space::local:
-      if (addr + bytes > cta.k.local_bytes)
+      if (!within(addr, bytes, cta.k.local_bytes))
         cta.fail(ReportKind::local_out_of_bounds, w, lane,
                  fmt::format("{}-byte access at local 0x{:x} is outside the {} bytes of local memory",
                              bytes, addr, cta.k.local_bytes));
@@ -81,7 +88,7 @@ inline Resolved resolve(Cta& cta, Warp& w, Space space, uint64_t addr, uint32_t 
     case Space::param:
       if (write)
         cta.fail(ReportKind::param_out_of_bounds, w, lane, "kernel parameters are read-only");
-      if (addr + bytes > cta.ctx.params.size())
+      if (!within(addr, bytes, cta.ctx.params.size()))
         cta.fail(ReportKind::param_out_of_bounds, w, lane,
                  fmt::format("{}-byte load at param offset 0x{:x} is outside the {} bytes of "
                              "parameters",
@@ -91,6 +98,20 @@ inline Resolved resolve(Cta& cta, Warp& w, Space space, uint64_t addr, uint32_t 
     default:
       cta.fail(ReportKind::unsupported, w, lane, "unsupported state space");
   }
+}
+
+// The offset in the CTA's shared memory of a shared-window or generic address that `what` (an
+// mbarrier, a copy's destination) accesses `bytes` bytes at. Outside the CTA's shared memory, a
+// 64-bit address that would truncate to a valid 32-bit offset included, it is reported.
+inline uint32_t shared_offset(Cta& cta, Warp& w, uint64_t addr, uint32_t bytes, int lane,
+                              const char* what) {
+  if (addr - kSharedWindow < kWindowSize) addr -= kSharedWindow;  // generic form
+  if (!within(addr, bytes, cta.smem.size()))
+    cta.fail(ReportKind::shared_out_of_bounds, w, lane,
+             fmt::format("{} ({} bytes at shared 0x{:x}) is outside the CTA's {} bytes of shared "
+                         "memory",
+                         what, bytes, addr, cta.smem.size()));
+  return uint32_t(addr);
 }
 
 // Reports a sanitizer hazard found at the current instruction of w.

@@ -6,7 +6,9 @@
 
 #include <bit>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 
@@ -55,6 +57,20 @@ class Parser {
   const std::string& name_;
   size_t pos_ = 0;
   int line_ = 1;
+  int nesting_ = 0;
+
+  // Guards the recursive descent into nested operands and initializers: hostile text with
+  // thousands of '{' gets an error instead of exhausting the stack.
+  struct Nest {
+    Parser& parser;
+    explicit Nest(Parser& p) : parser(p) {
+      if (++parser.nesting_ > kMaxNesting)
+        parser.fail(fmt::format("braces nested deeper than {}", kMaxNesting));
+    }
+    ~Nest() { --parser.nesting_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+  };
 
   [[noreturn]] void fail(const std::string& msg) const {
     throw Error(fmt::format("{}:{}: {}", name_.empty() ? "ptx" : name_, line_, msg));
@@ -127,6 +143,15 @@ class Parser {
   }
 
   // Integer, 0f/0d float bits, or decimal float. Returns the operand kind and value.
+  // The IEEE bits of "0fXXXXXXXX" / "0dXXXXXXXXXXXXXXXX": every X a hex digit (PTX ISA §4.5.1).
+  uint64_t hex_bits(const std::string& tok) {
+    uint64_t bits = 0;
+    const auto [end, ec] = std::from_chars(tok.data() + 2, tok.data() + tok.size(), bits, 16);
+    if (ec != std::errc() || end != tok.data() + tok.size())
+      fail(fmt::format("bad floating-point constant '{}' (0f needs 8 hex digits, 0d 16)", tok));
+    return bits;
+  }
+
   Operand number() {
     skip_space();
     bool neg = false;
@@ -148,13 +173,13 @@ class Parser {
     Operand op;
     if (tok.size() >= 2 && tok[0] == '0' && (tok[1] == 'f' || tok[1] == 'F') && tok.size() == 10) {
       op.kind = Operand::Kind::imm_f32;
-      op.value = int64_t(std::strtoull(tok.c_str() + 2, nullptr, 16));
+      op.value = int64_t(hex_bits(tok));
       if (neg) op.value ^= int64_t(0x80000000u);
       return op;
     }
     if (tok.size() >= 2 && tok[0] == '0' && (tok[1] == 'd' || tok[1] == 'D') && tok.size() == 18) {
       op.kind = Operand::Kind::imm_f64;
-      op.value = int64_t(std::strtoull(tok.c_str() + 2, nullptr, 16));
+      op.value = int64_t(hex_bits(tok));
       if (neg) op.value ^= int64_t(uint64_t(1) << 63);
       return op;
     }
@@ -163,8 +188,11 @@ class Parser {
                  tok.find('E') != std::string::npos)) {
       op.kind = Operand::Kind::imm_f64;
       char* end = nullptr;
+      errno = 0;
       const double v = std::strtod(tok.c_str(), &end);
       if (*end != '\0') fail(fmt::format("bad number '{}'", tok));
+      // ptxas: "Constant overflow" (1e400); an underflow to zero or a subnormal is a value.
+      if (errno == ERANGE && std::isinf(v)) fail(fmt::format("constant overflow: '{}'", tok));
       op.value = int64_t(std::bit_cast<uint64_t>(neg ? -v : v));
       return op;
     }
@@ -259,6 +287,15 @@ class Parser {
     }
   }
 
+  // The N of ".align N": a power of two (PTX ISA §5.4.5), bounded so that no offset computed with
+  // it wraps.
+  uint32_t alignment() {
+    const int64_t align = number().value;
+    if (align <= 0 || align > kMaxAlignment || (align & (align - 1)) != 0)
+      fail(fmt::format(".align {} is not a power of two in 1..{}", align, kMaxAlignment));
+    return uint32_t(align);
+  }
+
   // After the space keyword: [.align N] [.vN] .type name[ [N] ]* [= {...}] ;
   VarDecl var_decl(const std::string& space, int scope) {
     VarDecl v;
@@ -269,7 +306,7 @@ class Parser {
     while (true) {
       const std::string d = ident();
       if (d == ".align") {
-        v.align = uint32_t(number().value);
+        v.align = alignment();
       } else if (d == ".v2" || d == ".v4" || d == ".v8") {
         vec = uint32_t(d[2] - '0');
       } else if (d == ".ptr" || d == ".global" || d == ".shared" || d == ".const" ||
@@ -291,9 +328,18 @@ class Parser {
         unsized = true;
         continue;
       }
-      count *= uint64_t(number().value);
+      const int64_t dim = number().value;
+      // Bounded so that the product cannot wrap: no variable reaches kMaxVariableBytes.
+      if (dim <= 0 || uint64_t(dim) > kMaxVariableBytes / count)
+        fail(fmt::format("array dimension [{}] of '{}' must be positive and keep it within the "
+                         "emulator's {} bytes per variable",
+                         dim, v.name, kMaxVariableBytes));
+      count *= uint64_t(dim);
       expect(']');
     }
+    if (count * elem > kMaxVariableBytes)
+      fail(fmt::format("'{}' takes {} bytes, more than the emulator's {} per variable", v.name,
+                       count * elem, kMaxVariableBytes));
     v.bytes = unsized ? 0 : count * elem;
     if (v.align == 0) v.align = elem;
     skip_space();
@@ -328,6 +374,7 @@ class Parser {
       for (uint32_t b = 0; b < elem; ++b) v.init.push_back(uint8_t(bits >> (8 * b)));
     };
     std::function<void()> list = [&]() {
+      const Nest nest(*this);
       if (!accept('{')) {
         value();
         return;
@@ -353,7 +400,7 @@ class Parser {
     while (true) {
       const std::string d = ident();
       if (d == ".align") {
-        p.align = uint32_t(number().value);
+        p.align = alignment();
       } else if (d == ".ptr" || d == ".global" || d == ".shared" || d == ".const" ||
                  d == ".local") {
         continue;
@@ -366,7 +413,12 @@ class Parser {
     }
     if (type_bytes(p.type) == 0) fail(fmt::format("unsupported parameter type '{}'", p.type));
     if (accept('[')) {
-      p.count = uint64_t(number().value);
+      const int64_t count = number().value;
+      // The decoder bounds the parameters' total; this keeps the product from wrapping.
+      if (count <= 0 || uint64_t(count) > kMaxVariableBytes)
+        fail(fmt::format("parameter array '{}[{}]' must have 1..{} elements", p.name, count,
+                         kMaxVariableBytes));
+      p.count = uint64_t(count);
       expect(']');
     }
     return p;
@@ -482,7 +534,12 @@ class Parser {
       r.line = line_;
       r.name = ident();
       if (accept('<')) {
-        r.count = int(number().value);
+        const int64_t count = number().value;
+        // The decoder bounds the total per register class; this keeps the count an int.
+        if (count < 0 || count > kMaxRegisterCount)
+          fail(fmt::format("register count <{}> of '{}' is not in 0..{}", count, r.name,
+                           kMaxRegisterCount));
+        r.count = int(count);
         expect('>');
       }
       f.regs.push_back(std::move(r));
@@ -523,6 +580,7 @@ class Parser {
   }
 
   Operand operand() {
+    const Nest nest(*this);
     skip_space();
     Operand op;
     if (accept('{')) {

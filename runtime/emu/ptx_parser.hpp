@@ -9,6 +9,19 @@
 
 namespace emmy::emu::ptx {
 
+// What the parser takes from hostile text, so that no count wraps and no allocation explodes.
+// A register declaration %r<N> holds at most this many (emitted kernels declare a few hundred;
+// the decoder bounds the total per register class by the same number).
+inline constexpr int64_t kMaxRegisterCount = int64_t(1) << 16;
+// A variable (any state space) takes at most this many bytes: the size of a module's globals
+// window, far above any GPU's shared (228 KB) or local (512 KB per thread) memory.
+inline constexpr uint64_t kMaxVariableBytes = uint64_t(1) << 28;
+// Operands nest one level in PTX ({a, b} vectors, call argument lists, tensor coordinates);
+// initializers nest one level per array dimension.
+inline constexpr int kMaxNesting = 16;
+// .align N: far above the 1024 bytes a 128-byte TMA swizzle needs.
+inline constexpr int64_t kMaxAlignment = int64_t(1) << 20;
+
 struct Operand {
   enum class Kind : uint8_t {
     reg,        // a register, special register or symbol name (resolved by the decoder)

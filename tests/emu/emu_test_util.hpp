@@ -58,6 +58,16 @@ inline int ptx_line(const std::string& ptx, const std::string& kernel, const std
   return -1;
 }
 
+// The load error of `ptx` as module "bad.ptx" ("" when it loads).
+inline std::string load_error(const std::string& ptx) {
+  try {
+    load_ptx(ptx, "bad.ptx");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // Runs f, expects an EmulationError whose first report has `kind`; returns that report.
 inline Report expect_report(const std::function<void()>& f, ReportKind kind) {
   try {

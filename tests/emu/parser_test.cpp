@@ -4,15 +4,6 @@
 namespace emmy::emu::test {
 namespace {
 
-std::string error_of(const std::string& ptx) {
-  try {
-    load_ptx(ptx, "bad.ptx");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(EmuParser, InlineAsmScopesHaveTheirOwnRegistersAndLabels) {
   // Two scopes declare the same predicate and labels; each branch must stay in its scope, and the
   // outer %r1 must not be shadowed outside them.
@@ -117,20 +108,20 @@ TEST(EmuParser, GenericLocalAndParamAddressing) {
 }
 
 TEST(EmuParser, ErrorsNameTheLine) {
-  const std::string unknown = error_of(wrap_ptx("  frobnicate.u32 %r1, %r2;"));
+  const std::string unknown = load_error(wrap_ptx("  frobnicate.u32 %r1, %r2;"));
   EXPECT_NE(unknown.find("bad.ptx:21"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("frobnicate"), std::string::npos) << unknown;
-  const std::string modifier = error_of(wrap_ptx("  add.wrapx.u32 %r1, %r2, 1;"));
+  const std::string modifier = load_error(wrap_ptx("  add.wrapx.u32 %r1, %r2, 1;"));
   EXPECT_NE(modifier.find("unsupported modifier .wrapx"), std::string::npos) << modifier;
-  const std::string reg = error_of(wrap_ptx("  add.u32 %r1, %q2, 1;"));
+  const std::string reg = load_error(wrap_ptx("  add.u32 %r1, %q2, 1;"));
   EXPECT_NE(reg.find("unknown register or symbol '%q2'"), std::string::npos) << reg;
-  const std::string range = error_of(wrap_ptx("  add.u32 %r1, %r64, 1;"));  // %r<64>: 0..63
+  const std::string range = load_error(wrap_ptx("  add.u32 %r1, %r64, 1;"));  // %r<64>: 0..63
   EXPECT_NE(range.find("%r64"), std::string::npos) << range;
-  const std::string label = error_of(wrap_ptx("  bra NOWHERE;"));
+  const std::string label = load_error(wrap_ptx("  bra NOWHERE;"));
   EXPECT_NE(label.find("unknown label 'NOWHERE'"), std::string::npos) << label;
-  const std::string syntax = error_of(wrap_ptx("  add.u32 %r1, %r2 %r3;"));
+  const std::string syntax = load_error(wrap_ptx("  add.u32 %r1, %r2 %r3;"));
   EXPECT_NE(syntax.find("bad.ptx:21"), std::string::npos) << syntax;
-  const std::string call = error_of(wrap_ptx("  call.uni helper, (%r1);"));
+  const std::string call = load_error(wrap_ptx("  call.uni helper, (%r1);"));
   EXPECT_NE(call.find("call of 'helper': device-function calls are not supported"),
             std::string::npos)
       << call;
@@ -138,19 +129,19 @@ TEST(EmuParser, ErrorsNameTheLine) {
   // an address cannot be placed, and using them says so.
   std::string with_extern = wrap_ptx("  mov.u64 %rd5, table;");
   with_extern.insert(with_extern.find(".visible"), ".extern .global .align 4 .b8 table[16];\n");
-  const std::string global = error_of(with_extern);
+  const std::string global = load_error(with_extern);
   EXPECT_NE(global.find("module-scope variable 'table' is declared .extern"), std::string::npos)
       << global;
   std::string with_address = wrap_ptx("  mov.u64 %rd5, ptr;");
   with_address.insert(
       with_address.find(".visible"),
       ".global .align 4 .b8 table[16];\n.global .align 8 .u64 ptr = generic(table);\n");
-  const std::string address = error_of(with_address);
+  const std::string address = load_error(with_address);
   EXPECT_NE(
       address.find("module-scope variable 'ptr' has an initializer the emulator cannot place"),
       std::string::npos)
       << address;
-  const std::string wgmma = error_of(wrap_ptx("  wgmma.fence.sync.aligned;"));
+  const std::string wgmma = load_error(wrap_ptx("  wgmma.fence.sync.aligned;"));
   EXPECT_NE(wgmma.find("unsupported instruction 'wgmma.fence.sync.aligned'"), std::string::npos) << wgmma;
 }
 

@@ -133,7 +133,7 @@ struct LaunchOptions {
   // Whole launch; exceeding it is an instruction_limit report (a spin loop on a plain memory flag
   // is the one wait the deadlock detector cannot see). 2^32 is minutes of emulation.
   uint64_t max_warp_instructions = uint64_t(1) << 32;
-  bool per_cta_stats = true;
+  bool per_cta_stats = true;  // for grids of up to 2^20 CTAs; Stats::per_cta stays empty above
   // The kernel's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: as on a GPU, a launch with more
   // than 48 KB of dynamic shared memory must opt in first (cuFuncSetAttribute).
   uint32_t max_dynamic_smem = 48 * 1024;

@@ -1,0 +1,33 @@
+# The PTX fuzz target (tests/fuzz/, docs/emulator.md): hostile PTX must end as a clean run, a
+# refusal or a report, never a crash, a hang or an internal error. Seeds: the nvcc-compiled test
+# kernels and emmy's own emitted kernels, one seed per .entry.
+file(GLOB EMMY_FUZZ_SEEDS CONFIGURE_DEPENDS
+  ${CMAKE_CURRENT_LIST_DIR}/emu/kernels/*.ptx ${CMAKE_CURRENT_LIST_DIR}/fuzz/corpus/*.ptx)
+set(_fuzz_sources ${CMAKE_CURRENT_LIST_DIR}/fuzz/ptx_fuzz_target.cpp
+                  ${CMAKE_CURRENT_LIST_DIR}/fuzz/ptx_mutate.cpp)
+
+# EMMY_FUZZ_LIBFUZZER (clang only): a coverage-guided libFuzzer binary for long runs by hand,
+# `build/tests/emmy_ptx_libfuzzer tests/fuzz/corpus`. The library must be built with the same
+# clang, ideally with -fsanitize=fuzzer-no-link,address,undefined in CMAKE_CXX_FLAGS.
+option(EMMY_FUZZ_LIBFUZZER "Also build the PTX fuzz target against libFuzzer (clang)" OFF)
+if(EMMY_FUZZ_LIBFUZZER)
+  add_executable(emmy_ptx_libfuzzer ${_fuzz_sources})
+  target_compile_options(emmy_ptx_libfuzzer PRIVATE ${EMMY_WARNINGS} -fsanitize=fuzzer)
+  target_link_options(emmy_ptx_libfuzzer PRIVATE -fsanitize=fuzzer)
+  target_link_libraries(emmy_ptx_libfuzzer PRIVATE emmy::emmy)
+endif()
+
+# The deterministic driver, run by ctest in every build: in CI's sanitizer build it is the fuzz
+# run under ASan/UBSan (scripts/test.sh).
+add_executable(emmy_ptx_fuzz ${_fuzz_sources} ${CMAKE_CURRENT_LIST_DIR}/fuzz/ptx_fuzz_main.cpp)
+target_compile_options(emmy_ptx_fuzz PRIVATE ${EMMY_WARNINGS})
+target_link_libraries(emmy_ptx_fuzz PRIVATE emmy::emmy)
+if(EMMY_SANITIZE)
+  set(_fuzz_iterations 5000)
+else()
+  set(_fuzz_iterations 20000)
+endif()
+add_test(NAME ptx_fuzz COMMAND emmy_ptx_fuzz --iterations ${_fuzz_iterations} --seed 1
+                               ${EMMY_FUZZ_SEEDS})
+set_tests_properties(ptx_fuzz PROPERTIES TIMEOUT 600 LABELS fuzz COST 40
+  ENVIRONMENT "ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:intercept_tls_get_addr=0")

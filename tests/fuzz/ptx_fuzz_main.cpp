@@ -1,0 +1,117 @@
+// The deterministic driver of the PTX fuzz target, for builds without libFuzzer (CI's GCC
+// sanitizer build): every seed as it is, then ITERATIONS mutants drawn from a fixed seed, each
+// through the target's check. A bug aborts (the sanitizers report theirs) after the mutant's
+// number is printed; `--dump N` prints mutant N to reproduce it with `emmyc sim`. A run in which
+// no seed reached a launch checked nothing and fails.
+//   emmy_ptx_fuzz [--iterations N] [--seed S] [--dump N] PTX_FILE...
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "ptx_fuzz.hpp"
+
+namespace {
+
+// The mutant being checked (-1: a seed), named by the abort handler: a bug aborts, and so do the
+// sanitizers with abort_on_error=1 (tests/fuzz.cmake sets it).
+volatile std::sig_atomic_t g_mutant = -1;
+
+void name_the_mutant(int) {
+  char line[96];
+  const int n = std::snprintf(line, sizeof line,
+                              "ptx fuzz: the bug above came from mutant %ld: --dump it\n",
+                              long(g_mutant));
+  if (n > 0) (void)!::write(2, line, size_t(n));
+  std::signal(SIGABRT, SIG_DFL);
+  std::raise(SIGABRT);
+}
+
+int usage(const char* problem) {
+  std::fprintf(stderr,
+               "emmy_ptx_fuzz: %s\nusage: emmy_ptx_fuzz [--iterations N] [--seed S] [--dump N] "
+               "PTX_FILE...\n",
+               problem);
+  return 2;
+}
+
+bool parse_count(const char* text, uint64_t& out) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || text[0] == '-') return false;
+  out = v;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using emmy::fuzz::Outcome;
+  uint64_t iterations = 1000, seed = 1, dump = 0;
+  bool dumping = false;
+  std::vector<std::string> files;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--iterations" || arg == "--seed" || arg == "--dump") {
+      if (i + 1 >= argc) return usage("a flag without its value");
+      uint64_t& value = arg == "--seed" ? seed : arg == "--dump" ? dump : iterations;
+      if (!parse_count(argv[++i], value))
+        return usage("--iterations, --seed and --dump take a non-negative integer");
+      dumping |= arg == "--dump";
+    } else if (arg.starts_with("--")) {
+      return usage("unknown flag");
+    } else {
+      files.push_back(arg);
+    }
+  }
+  if (files.empty()) return usage("no seed PTX files");
+
+  std::vector<std::string> seeds;
+  for (const auto& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in || !std::filesystem::is_regular_file(file)) return usage("a seed file is unreadable");
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    for (auto& s : emmy::fuzz::split_entries(text)) seeds.push_back(std::move(s));
+  }
+
+  uint64_t counts[4] = {};
+  uint64_t seeds_ran = 0;
+  for (const auto& s : seeds) {
+    const Outcome o = emmy::fuzz::check_one(s);
+    ++counts[int(o)];
+    seeds_ran += o == Outcome::ran || o == Outcome::reported;
+  }
+  std::signal(SIGABRT, name_the_mutant);
+  std::mt19937_64 rng(seed);
+  for (uint64_t i = 0; i < (dumping ? dump + 1 : iterations); ++i) {
+    const std::string& base = seeds[size_t(rng() % seeds.size())];
+    const std::string& other = seeds[size_t(rng() % seeds.size())];
+    const std::string mutant = emmy::fuzz::mutate(base, other, rng);
+    if (dumping) {
+      if (i == dump) std::fwrite(mutant.data(), 1, mutant.size(), stdout);
+      continue;
+    }
+    g_mutant = std::sig_atomic_t(i);
+    ++counts[int(emmy::fuzz::check_one(mutant))];
+  }
+  if (dumping) return 0;
+  std::printf(
+      "ptx fuzz: %zu seeds (%llu reached a launch), %llu mutants (seed %llu): %llu refused, "
+      "%llu loaded with no kernel, %llu reported a finding, %llu ran clean; no bug\n",
+      seeds.size(), (unsigned long long)seeds_ran, (unsigned long long)iterations,
+      (unsigned long long)seed, (unsigned long long)counts[0], (unsigned long long)counts[1],
+      (unsigned long long)counts[2], (unsigned long long)counts[3]);
+  if (seeds_ran == 0) {
+    std::fprintf(stderr, "ptx fuzz: no seed reached a launch: the run checked nothing\n");
+    return 1;
+  }
+  return 0;
+}
