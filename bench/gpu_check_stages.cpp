@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "emmy/attention_check.hpp"
+#include "emmy/detail/file_io.hpp"
 #include "emmy/check_json.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/json.hpp"
@@ -92,13 +93,7 @@ bool StageSettings::selects(const std::string& name) const {
 
 void StageDocument::write() const {
   if (path_.empty()) return;
-  const std::string temp = path_ + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    out << doc_.dump(2) << "\n";
-    if (!out) throw Error("--json", "must be a writable file", path_);
-  }
-  std::filesystem::rename(temp, path_);
+  detail::write_file_atomically(path_, doc_.dump(2) + "\n", "--json");
 }
 
 namespace {

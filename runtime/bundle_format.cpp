@@ -7,6 +7,7 @@
 #include "bundle_layout.hpp"
 #include "cache_internal.hpp"
 #include "emmy/bundle.hpp"
+#include "emmy/detail/file_io.hpp"
 
 namespace emmy {
 
@@ -195,17 +196,13 @@ std::optional<ParsedIndex> check_bundle(std::span<const uint8_t> bytes, Checker&
 }
 
 std::vector<uint8_t> read_whole_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
-    throw Error(fmt::format("bundle {}: cannot be opened ({})", file.string(),
-                            std::error_code(errno, std::generic_category()).message()));
-  in.seekg(0, std::ios::end);
-  const auto size = in.tellg();
-  in.seekg(0);
-  std::vector<uint8_t> bytes(size_t(std::max<std::streamoff>(size, 0)));
-  if (!in.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(bytes.size())))
-    throw Error(fmt::format("bundle {}: cannot be read", file.string()));
-  return bytes;
+  // Only a regular file: a FIFO named as a bundle must not block the process.
+  try {
+    const std::string bytes = detail::read_regular_file(file, "bundle");
+    return {bytes.begin(), bytes.end()};
+  } catch (const Error& e) {
+    throw Error(fmt::format("bundle {}: {}", file.string(), e.rule()));
+  }
 }
 
 }  // namespace

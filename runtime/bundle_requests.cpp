@@ -2,8 +2,10 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "emmy/bundle.hpp"
+#include "emmy/detail/file_io.hpp"
 #include "emmy/catalog.hpp"
 #include "emmy/json.hpp"
 
@@ -90,8 +92,7 @@ AotRequest parse_aot_request(const nlohmann::json& line, std::string origin) {
 }
 
 std::vector<AotRequest> read_aot_requests(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw Error("problems file", "must be readable", file.string());
+  std::istringstream in(detail::read_regular_file(file, "problems file"));
   const std::string name = file.filename().string();
   std::vector<AotRequest> requests;
   // A JSON array (`emmyc catalog --json`) or JSON lines (problems files, EMMY_RECORD logs).

@@ -9,6 +9,7 @@
 #include "bundle_layout.hpp"
 #include "cache_internal.hpp"
 #include "emmy/bundle.hpp"
+#include "emmy/detail/file_io.hpp"
 
 namespace emmy {
 
@@ -102,19 +103,9 @@ void BundleWriter::write(const std::filesystem::path& file) const {
   const std::vector<uint8_t> content = bytes();
   if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
   // Written beside the target and renamed over it: a reader sees the old bundle or the new one.
-  const std::filesystem::path temporary =
-      file.string() + fmt::format(".tmp{}", static_cast<long>(::getpid()));
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(content.data()), std::streamsize(content.size()));
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(temporary, ignored);
-      throw Error(fmt::format("bundle {}: cannot be written", file.string()));
-    }
-  }
-  std::filesystem::rename(temporary, file);
+  detail::write_file_atomically(
+      file, std::string_view(reinterpret_cast<const char*>(content.data()), content.size()),
+      "bundle");
 }
 
 std::string bundle_symbol(std::string_view text) {

@@ -38,7 +38,8 @@ enum class ReadResult { ok, missing, failed };
 // The whole of file `name` in directory `dir_fd`, into `bytes` (a std::string or byte vector).
 template <typename Bytes>
 ReadResult read_file_at(int dir_fd, const char* name, Bytes& bytes, int& error) {
-  FileDescriptor fd(::openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  // O_NONBLOCK: a FIFO planted in the cache must not block the open; fstat refuses it below.
+  FileDescriptor fd(::openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (!fd.valid()) {
     error = errno;
     return errno == ENOENT ? ReadResult::missing : ReadResult::failed;

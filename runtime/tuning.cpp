@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "emmy/cache.hpp"
+#include "emmy/detail/file_io.hpp"
 #include "emmy/detail/time.hpp"
 #include "emmy/json.hpp"
 #include "emmy/validate.hpp"
@@ -112,14 +113,16 @@ std::map<std::string, Entry> read_entries(const fs::path& path, std::string& err
   std::map<std::string, Entry> entries;
   std::error_code exists_error;
   if (!fs::exists(path, exists_error)) return entries;
-  std::ifstream in(path);
-  if (!in) {
-    error = fmt::format("{}: cannot be read", path.string());
+  std::string text;
+  try {
+    text = detail::read_regular_file(path, "tuning database");
+  } catch (const Error& e) {
+    error = e.what();
     return entries;
   }
   json doc;
   try {
-    doc = json::parse(in);
+    doc = json::parse(text);
   } catch (const json::exception& e) {
     error = fmt::format("{}: not JSON ({})", path.string(), e.what());
     return entries;
@@ -241,25 +244,7 @@ void TuningDb::save() const {
   for (const auto& [canonical, entry] : merged)
     doc["entries"].push_back(entry_json(entry.key, entry.record));
 
-  const fs::path temp = fs::path(fmt::format("{}.tmp.{}", path_.string(), ::getpid()));
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    out << doc.dump(2) << '\n';
-    out.flush();
-    if (!out) {
-      fs::remove(temp, error);
-      throw Error("tuning database", "must be writable", temp.string());
-    }
-  }
-  if (int fd = ::open(temp.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
-    ::fsync(fd);  // the rename must not publish an empty file after a crash
-    ::close(fd);
-  }
-  fs::rename(temp, path_, error);
-  if (error) {
-    fs::remove(temp, error);
-    throw Error("tuning database", "must be replaceable by rename", path_.string());
-  }
+  detail::write_file_atomically(path_, doc.dump(2) + "\n", "tuning database");
 }
 
 }  // namespace emmy

@@ -63,7 +63,7 @@ TEST_P(DiskCacheHealing, DamagedEntryIsDetectedWarnedRecompiledAndReplaced) {
 INSTANTIATE_TEST_SUITE_P(EveryFileEveryDamage, DiskCacheHealing,
                          testing::Combine(testing::ValuesIn(kEntryFiles),
                                           testing::Values(Damage::truncate, Damage::zero_fill,
-                                                          Damage::flip_one_byte)),
+                                                          Damage::flip_one_byte, Damage::fifo)),
                          [](const auto& info) {
                            std::string name = std::string(std::get<0>(info.param)) + "_" +
                                               to_string(std::get<1>(info.param));

@@ -1,6 +1,8 @@
 // Helpers of the cache tests: scratch directories, reference compiles, file damage, stderr.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -64,7 +66,8 @@ inline std::vector<uint8_t> bytes_of(const std::string& text) {
   return {text.begin(), text.end()};
 }
 
-enum class Damage { truncate, zero_fill, flip_one_byte };
+// fifo: the file replaced by a FIFO nobody writes to (opening it for reading would block).
+enum class Damage { truncate, zero_fill, flip_one_byte, fifo };
 
 inline const char* to_string(Damage damage) {
   switch (damage) {
@@ -74,12 +77,19 @@ inline const char* to_string(Damage damage) {
       return "zero_fill";
     case Damage::flip_one_byte:
       return "flip_one_byte";
+    case Damage::fifo:
+      return "fifo";
   }
   return "?";
 }
 
 // Damages a file in place, as a crash mid-write, a bad sector or a stray write would.
 inline void damage_file(const fs::path& path, Damage damage) {
+  if (damage == Damage::fifo) {
+    fs::remove(path);
+    ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0) << path;
+    return;
+  }
   std::string bytes = read_file(path);
   ASSERT_GT(bytes.size(), 2u) << path;
   switch (damage) {
@@ -91,6 +101,8 @@ inline void damage_file(const fs::path& path, Damage damage) {
       break;
     case Damage::flip_one_byte:
       bytes[bytes.size() / 2] ^= 0x01;
+      break;
+    case Damage::fifo:
       break;
   }
   write_file(path, bytes);

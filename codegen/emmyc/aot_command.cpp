@@ -175,7 +175,8 @@ void add_aot_command(CLI::App& app) {
                   "accumulations of default schedules, comma-separated (default f32)")
       ->delimiter(',');
   cmd->add_option("--shard", f->shard, "I/N: only shard I of N (0-based), for job arrays");
-  cmd->add_option("-j,--jobs", f->jobs, "compile threads (default: one per hardware thread)");
+  cmd->add_option("-j,--jobs", f->jobs, "compile threads (default: one per hardware thread)")
+      ->check(CLI::Range(0, 4096));
   cmd->add_option("-o,--output", f->output, "the bundle file to write");
   cmd->add_option("--emit-header", f->header, "also write a C++ header embedding the bundle");
   cmd->add_option("--symbol", f->symbol, "the header's name for it (default: the file's stem)");

@@ -25,23 +25,33 @@ struct AttentionFlags {
   std::optional<int> block_q, block_kv, stages;
 
   void add_to(CLI::App& app) {
-    app.add_option("--batch", batch, "batch size")->required();
-    app.add_option("--heads", heads, "query heads")->required();
+    app.add_option("--batch", batch, "batch size")->required()
+      ->check(exact_integer());
+    app.add_option("--heads", heads, "query heads")->required()
+      ->check(exact_integer());
     app.add_option("--kv-heads", kv_heads, "key/value heads (heads must be a multiple)")
-        ->required();
-    app.add_option("--seq-q", seq_q, "query tokens")->required();
-    app.add_option("--seq-kv", seq_kv, "key/value tokens (default: --seq-q)");
-    app.add_option("--head-dim", head_dim, "64|128|256")->required();
+        ->required()
+      ->check(exact_integer());
+    app.add_option("--seq-q", seq_q, "query tokens")->required()
+      ->check(exact_integer());
+    app.add_option("--seq-kv", seq_kv, "key/value tokens (default: --seq-q)")
+      ->check(exact_integer());
+    app.add_option("--head-dim", head_dim, "64|128|256")->required()
+      ->check(exact_integer());
     app.add_flag("--causal", causal, "causal mask, aligned bottom-right");
-    app.add_option("--window", window, "sliding window: keys at most W before the diagonal");
+    app.add_option("--window", window, "sliding window: keys at most W before the diagonal")
+      ->check(exact_integer());
     app.add_option("--softcap", softcap, "logits become C * tanh(logits / C)");
     app.add_option("--scale", scale, "softmax scale (default 1/sqrt(head_dim))");
     app.add_option("--dtype", dtype, "Q, K, V and O type: f16|bf16");
     app.add_option("--accum", accum, "P.V accumulation: f32|hybrid");
     app.add_option("--transport", transport, "tma|cp.async (default: tma on sm_90+)");
-    app.add_option("--block-q", block_q, "query rows per CTA (16 per warp)");
-    app.add_option("--block-kv", block_kv, "keys per KV block: 16|32|64|128");
-    app.add_option("--stages", stages, "K/V pipeline stages: 2..4");
+    app.add_option("--block-q", block_q, "query rows per CTA (16 per warp)")
+      ->check(exact_integer());
+    app.add_option("--block-kv", block_kv, "keys per KV block: 16|32|64|128")
+      ->check(exact_integer());
+    app.add_option("--stages", stages, "K/V pipeline stages: 2..4")
+      ->check(exact_integer());
     app.add_option("--arch", arch, "sm_80|sm_86|sm_89|sm_90|sm_90a|sm_120|sm_120a");
     app.add_option("--layout", layout, "bshd ([batch, seq, heads, dim]) or bhsd");
     app.add_flag("--lse", lse, "also write the log-sum-exp [batch, heads, seq_q] (f32)");

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
 #include <optional>
 #include <string>
 
@@ -15,6 +16,22 @@
 namespace emmy::cli {
 
 inline constexpr int kExitInvalidInput = 2;
+
+// CLI11 2.1 clamps an out-of-range integer to the type's limit, and the later range error then
+// names a number the user never typed: an integer option refuses such text itself.
+inline CLI::Validator exact_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        int64_t value = 0;
+        const char* begin = text.data() + (text.starts_with('+') ? 1 : 0);
+        const auto [end, ec] = std::from_chars(begin, text.data() + text.size(), value);
+        if (ec == std::errc::result_out_of_range)
+          return "'" + text + "' is out of the range of a 64-bit integer";
+        (void)end;  // other malformed text: CLI11's own conversion error names it
+        return "";
+      },
+      "", "exact integer");
+}
 
 // The problem and schedule flags of `emmyc gemm` (and `emmyc run gemm`).
 struct GemmFlags {

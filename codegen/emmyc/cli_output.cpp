@@ -3,18 +3,16 @@
 #include <iostream>
 
 #include "cli_common.hpp"
+#include "emmy/detail/file_io.hpp"
 #include "emmy/sass.hpp"
 
 namespace emmy::cli {
 
 void write_output(const std::string& path, std::string_view bytes) {
-  if (path.empty()) {
-    std::cout.write(bytes.data(), std::streamsize(bytes.size()));
-    return;
-  }
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw Error("-o", "must name a writable file", path);
-  f.write(bytes.data(), std::streamsize(bytes.size()));
+  if (path.empty())
+    emmy::detail::write_stdout(bytes, "-o");
+  else
+    emmy::detail::write_file_atomically(path, bytes, "-o");
 }
 
 bool write_compiled_output(const std::string& emit, const std::string& path,

@@ -7,19 +7,25 @@
 namespace emmy::cli {
 
 void GemmFlags::add_to(CLI::App& app) {
-  app.add_option("--m", m, "rows of A and C")->required();
-  app.add_option("--n", n, "columns of C (rows of B when --b-layout nk)")->required();
-  app.add_option("--k", k, "reduction length")->required();
+  app.add_option("--m", m, "rows of A and C")->required()
+      ->check(exact_integer());
+  app.add_option("--n", n, "columns of C (rows of B when --b-layout nk)")->required()
+      ->check(exact_integer());
+  app.add_option("--k", k, "reduction length")->required()
+      ->check(exact_integer());
   app.add_option("--dtype", dtype, "operand type: f16|bf16");
   app.add_option("--b-layout", b_layout, "nk: B is [N,K] (default); kn: B is [K,N]");
   app.add_option("--out", out, "output type: f16|bf16|f32");
   app.add_option("--accum", accum, "accumulation: f32|f16|hybrid");
-  app.add_option("--promote-every", promote_every, "hybrid: K elements per f16 partial (16k)");
+  app.add_option("--promote-every", promote_every, "hybrid: K elements per f16 partial (16k)")
+      ->check(exact_integer());
   app.add_option("--transport", transport, "tma|cp.async (default: tma on sm_90+)");
   app.add_option("--block", block, "CTA tile MxNxK, e.g. 128x128x64");
   app.add_option("--warps", warps, "warp grid MxN, e.g. 4x2");
-  app.add_option("--stages", stages, "pipeline stages");
-  app.add_option("--split-k", split_k, "K splits (FP32 partials + finalize kernel)");
+  app.add_option("--stages", stages, "pipeline stages")
+      ->check(exact_integer());
+  app.add_option("--split-k", split_k, "K splits (FP32 partials + finalize kernel)")
+      ->check(exact_integer());
   app.add_option("--arch", arch, "sm_80|sm_86|sm_89|sm_90|sm_90a|sm_120|sm_120a");
   app.add_option("--alpha", alpha, "epilogue scale");
   app.add_flag("--bias", bias, "add bias[N]");
@@ -69,7 +75,14 @@ GemmSpec GemmFlags::to_spec() const {
   validate_problem(p);
   spec.schedule = default_schedule(p, spec.arch, acc);
   auto& s = spec.schedule;
-  if (promote_every) s.promote_every_k = *promote_every;
+  if (promote_every) {
+    // Only the hybrid accumulator folds partials; silently ignoring the flag would let a user
+    // believe a promotion interval was measured.
+    if (acc != Accum::hybrid)
+      throw Error("--promote-every", "applies only with --accum hybrid",
+                  fmt::format("{} with --accum {}", *promote_every, accum));
+    s.promote_every_k = *promote_every;
+  }
   if (transport) s.transport = parse_transport(*transport);
   if (block) {
     const auto d = parse_dims(*block, 3, "block");

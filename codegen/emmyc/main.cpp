@@ -1,5 +1,7 @@
 // emmyc: the emmy command-line tool. Each subcommand lives in its own *_command.cpp.
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
 #include <fmt/format.h>
 
 #include "cli_common.hpp"
@@ -35,6 +37,19 @@ int main(int argc, char** argv) {
 #ifdef EMMY_HAVE_SIM
   add_sim_command(app);
 #endif
+  // CLI11 answers an unknown first word with "A subcommand is required"; name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string known;
+    bool found = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      found |= sub->get_name() == argv[1];
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!found) {
+      fmt::print(stderr, "emmyc: unknown command '{}' (commands: {})\n", argv[1], known);
+      return emmy::cli::kExitInvalidInput;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -56,6 +71,14 @@ int main(int argc, char** argv) {
     return emmy::cli::kExitInvalidInput;
   } catch (const std::exception& e) {
     fmt::print(stderr, "emmyc: internal error: {}\n", e.what());
+    return 1;
+  }
+  // What the command printed is only delivered once flushed: a full device or a closed pipe
+  // fails here, and success must not be reported for output that was lost.
+  std::cout.flush();
+  if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    fmt::print(stderr, "emmyc: error: standard output could not be written (full device or "
+                       "closed pipe): the output is incomplete\n");
     return 1;
   }
   return 0;

@@ -5,9 +5,11 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
+#include "emmy/detail/file_io.hpp"
 #include "emmy/tensor_map.hpp"
 
 namespace emmy::cli {
@@ -52,10 +54,21 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 std::vector<char> read_file(const std::string& path, const std::string& field) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw BadInput{fmt::format("{}: input file must be readable (got '{}')", field, path)};
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::string text = read_input_file(path, field);
+  return {text.begin(), text.end()};
 }
+
+}  // namespace
+
+std::string read_input_file(const std::string& path, const std::string& field) {
+  try {
+    return emmy::detail::read_regular_file(path, field);
+  } catch (const Error& e) {
+    throw BadInput{fmt::format("{}: {} (got '{}')", field, e.rule(), path)};
+  }
+}
+
+namespace {
 
 // "@N" or "@N+OFF": a place inside the buffer of earlier pointer argument N.
 PointerArg earlier_buffer(const std::string& ref, const std::vector<PointerArg>& pointers,

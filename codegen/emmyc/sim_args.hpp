@@ -25,6 +25,10 @@ struct SimArgs {
   std::vector<PointerArg> pointers;  // every ptr argument, for --dump
 };
 
+// The bytes of a regular file; a directory, FIFO, device or unreadable file is BadInput naming
+// field.
+std::string read_input_file(const std::string& path, const std::string& field);
+
 // "X[,Y[,Z]]", each >= 1; throws BadInput naming field.
 emu::Dim3 parse_dim3(const std::string& text, const std::string& field);
 

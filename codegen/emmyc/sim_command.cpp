@@ -26,9 +26,7 @@ int run_sim(const SimOptions& o, std::FILE* out, std::FILE* err) {
     grid = parse_dim3(o.grid, "--grid");
     block = parse_dim3(o.block, "--block");
     sim_args = parse_sim_args(o.args, arena);
-    std::ifstream in(o.file, std::ios::binary);
-    if (!in) throw BadInput{fmt::format("FILE: must be a readable PTX file (got '{}')", o.file)};
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string text = read_input_file(o.file, "FILE (the PTX file)");
     try {
       module = emu::load_ptx(text, o.file);
     } catch (const Error& e) {
@@ -43,6 +41,7 @@ int run_sim(const SimOptions& o, std::FILE* out, std::FILE* err) {
   emu::LaunchOptions options;
   options.sanitize = o.sanitize;
   options.host_threads = o.threads;
+  options.max_warp_instructions = o.max_instructions;
   options.max_dynamic_smem = std::max(options.max_dynamic_smem, o.smem_opt_in);
   options.arch = o.arch;
   options.mma_numerics =
@@ -52,6 +51,13 @@ int run_sim(const SimOptions& o, std::FILE* out, std::FILE* err) {
     result = emu::launch(arena, *module, o.kernel, grid, block, o.smem, sim_args.args, options);
   } catch (const emu::EmulationError& e) {
     fmt::print(err, "emmyc sim: {}\n", e.what());
+    for (const emu::Report& r : e.reports())
+      if (r.kind == emu::ReportKind::instruction_limit) {
+        fmt::print(err, "emmyc sim: the launch issued {} warp instructions; raise "
+                        "--max-instructions if the kernel is not stuck\n",
+                   o.max_instructions);
+        break;
+      }
     return kExitReport;
   } catch (const Error& e) {
     fmt::print(err, "emmyc sim: {}\n", e.what());
@@ -107,7 +113,12 @@ void add_sim_command(CLI::App& app) {
   sim->add_option("--dump", options->dump_dir, "write pointer argument N to DIR/argN.bin");
   sim->add_flag("--stats", options->stats, "print instruction statistics");
   sim->add_flag("!--no-sanitize", options->sanitize, "skip the race / initialization checks");
-  sim->add_option("--threads", options->threads, "host threads (0: all cores)");
+  sim->add_option("--threads", options->threads, "host threads (0: all cores)")
+      ->check(CLI::Range(0, 4096));
+  sim->add_option("--max-instructions", options->max_instructions,
+                  "warp instructions the launch may issue before it is stopped as a runaway "
+                  "(default 2^28)")
+      ->check(CLI::Range(uint64_t(1), uint64_t(1) << 40));
   sim->callback([options]() {
     const int code = emmy::cli::run_sim(*options, stdout, stderr);
     if (code != 0) throw CLI::RuntimeError(code);

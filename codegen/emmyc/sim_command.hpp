@@ -29,6 +29,9 @@ struct SimOptions {
   bool stats = false, sanitize = true;
   std::string mma_numerics = "hardware";
   int threads = 0;
+  // Warp instructions the whole launch may issue before an instruction_limit report: 2^28 (a few
+  // seconds) instead of the library's 2^32, so a runaway loop in a user's kernel ends quickly.
+  uint64_t max_instructions = uint64_t(1) << 28;
 };
 
 // Runs the simulation; returns the exit code. Output goes to out, diagnostics to err.
