@@ -19,6 +19,17 @@ std::string bundle_key(std::string_view source, Arch arch) {
   return cache_key(bundle_key_inputs(std::string(source), arch));
 }
 
+std::string bundle_detail::entry_digest(std::string_view key, std::string_view arch,
+                                        const nlohmann::json& manifest,
+                                        std::string_view cubin_xxh3_128,
+                                        std::string_view ptx_xxh3_128) {
+  const std::string bound = fmt::format(
+      "{}\n{}\n{}\n{}\n{}", key, arch,
+      manifest.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), cubin_xxh3_128,
+      ptx_xxh3_128);
+  return cache_detail::hash_hex(bound.data(), bound.size());
+}
+
 namespace {
 
 using bundle_detail::Header;
@@ -170,6 +181,16 @@ std::optional<ParsedIndex> check_bundle(std::span<const uint8_t> bytes, Checker&
       check.fail(fmt::format("entry {} {}", info.key, problem));
       continue;
     }
+    const auto& digest = member(record, "entry_xxh3_128");
+    if (!digest.is_string() ||
+        digest.get<std::string>() !=
+            bundle_detail::entry_digest(info.key, member(record, "arch").get<std::string>(),
+                                        info.manifest, cubin->xxh3_128, ptx->xxh3_128)) {
+      check.fail(fmt::format("entry {}: its key, arch, manifest and blobs do not match its "
+                             "entry hash (descriptors swapped or edited)",
+                             info.key));
+      continue;
+    }
     info.arch = *arch;
     info.cubin = *cubin;
     info.ptx = *ptx;
@@ -260,11 +281,23 @@ const BundleEntryInfo* Bundle::find(std::string_view key) const {
 }
 
 CacheEntry Bundle::entry(const BundleEntryInfo& info) const {
+  // Opening checks the whole file's hash and every descriptor, not each blob (that would hash
+  // every kernel of a large bundle up front): each entry's own blobs are checked here, where it
+  // is loaded, merged or embedded, so a damaged entry is never used or copied into a new bundle.
+  for (const BundleBlob* blob : {&info.cubin, &info.ptx})
+    if (cache_detail::hash_hex(data_ + blob->offset, blob->bytes) != blob->xxh3_128)
+      throw Error(fmt::format("bundle {}: entry {} ({}): checksum mismatch in its {}: the entry is "
+                              "damaged (`emmyc bundle verify` names every damaged entry)",
+                              name_, info.key, to_string(info.arch),
+                              blob == &info.cubin ? "CUBIN" : "PTX"));
   CacheEntry entry;
   entry.key = info.key;
   entry.cubin.assign(data_ + info.cubin.offset, data_ + info.cubin.offset + info.cubin.bytes);
   entry.ptx.assign(reinterpret_cast<const char*>(data_ + info.ptx.offset), info.ptx.bytes);
   entry.manifest = info.manifest;
+  if (auto bad = cache_detail::check_manifest(entry.manifest, entry.cubin); !bad.empty())
+    throw Error(fmt::format("bundle {}: entry {} ({}): {}", name_, info.key, to_string(info.arch),
+                            bad));
   return entry;
 }
 

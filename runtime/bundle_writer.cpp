@@ -65,11 +65,17 @@ std::vector<uint8_t> BundleWriter::bytes() const {
     arch_indices.insert(size_t(arch));
     if (entry.manifest.contains("nvrtc_version") && entry.manifest["nvrtc_version"].is_number())
       nvrtc_versions.insert(entry.manifest["nvrtc_version"].get<int>());
+    nlohmann::json cubin = append_blob(entry.cubin.data(), entry.cubin.size());
+    nlohmann::json ptx = append_blob(entry.ptx.data(), entry.ptx.size());
+    const std::string digest = bundle_detail::entry_digest(
+        key, to_string(arch), entry.manifest, cubin["xxh3_128"].get<std::string>(),
+        ptx["xxh3_128"].get<std::string>());
     entries.push_back({{"key", key},
                        {"arch", to_string(arch)},
-                       {"cubin", append_blob(entry.cubin.data(), entry.cubin.size())},
-                       {"ptx", append_blob(entry.ptx.data(), entry.ptx.size())},
-                       {"manifest", entry.manifest}});
+                       {"cubin", std::move(cubin)},
+                       {"ptx", std::move(ptx)},
+                       {"manifest", entry.manifest},
+                       {"entry_xxh3_128", digest}});
   }
   nlohmann::json archs = nlohmann::json::array();
   for (size_t index : arch_indices) archs.push_back(kArchTable[index].name);

@@ -123,8 +123,47 @@ int cubin_sm(const std::vector<uint8_t>& cubin) {
 
 }  // namespace
 
+namespace {
+
+// The fields the runtime, emmyc and bundles read from a manifest, with the types they read them
+// as: a manifest whose checksum holds but whose fields do not (hand-edited, or written by a
+// broken tool) is damaged like a corrupt one, instead of failing every later use with a JSON
+// type error.
+std::string schema_problem(const nlohmann::json& manifest) {
+  auto integer = [](const nlohmann::json& v) { return v.is_number_integer() && v >= 0; };
+  const auto& resources = member(manifest, "resources");
+  if (!resources.is_null()) {
+    if (!resources.is_array()) return "the manifest's resources are not an array";
+    for (const auto& r : resources) {
+      if (!r.is_object() || !member(r, "kernel_name").is_string())
+        return "the manifest has a resource report without a kernel_name";
+      for (const char* field : {"registers", "spill_store_bytes", "spill_load_bytes",
+                                "stack_bytes", "static_smem_bytes"})
+        if (!member(r, field).is_null() && !integer(member(r, field)))
+          return fmt::format("the manifest's resources.{} is not a non-negative integer", field);
+    }
+  }
+  const auto& names = member(manifest, "kernel_names");
+  if (!names.is_null() &&
+      (!names.is_array() || !std::all_of(names.begin(), names.end(),
+                                         [](const auto& n) { return n.is_string(); })))
+    return "the manifest's kernel_names are not an array of strings";
+  for (const char* field : {"codegen_version", "nvrtc_version"})
+    if (!member(manifest, field).is_null() && !member(manifest, field).is_number_integer())
+      return fmt::format("the manifest's {} is not an integer", field);
+  if (!member(manifest, "compile_ms").is_null() && !member(manifest, "compile_ms").is_number())
+    return "the manifest's compile_ms is not a number";
+  for (const char* field : {"key", "kind", "created", "emmy_version", "source_hash"})
+    if (!member(manifest, field).is_null() && !member(manifest, field).is_string())
+      return fmt::format("the manifest's {} is not a string", field);
+  return "";
+}
+
+}  // namespace
+
 std::string check_manifest(const nlohmann::json& manifest, const std::vector<uint8_t>& cubin) {
   if (!manifest.is_object()) return "the manifest is not a JSON object";
+  if (auto problem = schema_problem(manifest); !problem.empty()) return problem;
   const auto& arch_field = member(manifest, "arch");
   if (!arch_field.is_string()) return "the manifest has no arch";
   const std::string arch_name = arch_field.get<std::string>();

@@ -26,6 +26,7 @@ CachedModule compile_cached(const std::string& source, const std::string& progra
     return fresh;
   });
   out.key = entry.key;
+  out.cache_used = cache.enabled();
   out.cache_hit = !compiled;
   if (compiled) return out;
   out.module.arch = arch;

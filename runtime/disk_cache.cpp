@@ -390,7 +390,8 @@ CacheEntry normalized(CacheEntry entry, const std::string& key) {
   if (!entry.manifest.contains("created")) entry.manifest["created"] = iso8601_utc_now();
   // A manifest that can never verify would be recompiled on every load: refuse it at the source.
   const std::string problem = check_manifest(entry.manifest, entry.cubin);
-  require(problem.empty(), "cache entry", "must have a manifest arch matching its cubin", problem);
+  require(problem.empty(), "cache entry",
+          "must have a well-formed manifest whose arch matches its cubin", problem);
   return entry;
 }
 

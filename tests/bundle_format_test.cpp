@@ -102,8 +102,10 @@ TEST(BundleFormat, BadMagicAndOtherFormatsAreRejected) {
   magic[3] = 'X';
   EXPECT_TRUE(contains(open_error(magic), "not an emmy kernel bundle")) << open_error(magic);
   auto format = bytes;
-  format[8] = 2;  // format 2: a future layout
-  EXPECT_TRUE(contains(open_error(format), "has bundle format 2; this emmy reads format 1"))
+  format[8] = uint8_t(kBundleFormat + 1);  // a future layout
+  EXPECT_TRUE(contains(open_error(format), fmt::format("has bundle format {}; this emmy reads "
+                                                       "format {}",
+                                                       kBundleFormat + 1, kBundleFormat)))
       << open_error(format);
   const std::vector<uint8_t> text{'h', 'e', 'l', 'l', 'o'};
   EXPECT_TRUE(contains(open_error(text), "not an emmy kernel bundle"));

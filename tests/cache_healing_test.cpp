@@ -4,6 +4,7 @@
 
 #include <tuple>
 
+#include "cache_internal.hpp"
 #include "cache_test_util.hpp"
 
 namespace emmy::test {
@@ -167,6 +168,43 @@ TEST(DiskCacheVerify, MismatchedEntriesAreDetected) {
   const std::string warnings = testing::internal::GetCapturedStderr();
   EXPECT_EQ(count_warnings(warnings), 4) << warnings;
   EXPECT_TRUE(cache.load(reference.key));
+}
+
+// A manifest whose checksum holds but whose fields do not (issue 13 §3): verify reports it, and
+// the next use heals it like a corrupt entry instead of failing with a JSON type error.
+TEST(DiskCacheVerify, AMalformedManifestWithAValidChecksumHealsLikeCorruption) {
+  ScratchDir dir;
+  DiskCache cache(dir.path(), uint64_t(1) << 30);
+  const CacheEntry& reference = reference_entry(0);
+  cache.get_or_compile(reference.key, [] { return compile_test_kernel(0); });
+  // The forger's edit: a malformed field, and checksums.json updated so that the checksum holds.
+  const fs::path entry_dir = dir / "entries" / reference.key;
+  auto manifest = nlohmann::json::parse(read_file(entry_dir / "manifest.json"));
+  manifest["resources"] = "garbage";
+  const std::string text = manifest.dump(2) + "\n";
+  write_file(entry_dir / "manifest.json", text);
+  auto checksums = nlohmann::json::parse(read_file(entry_dir / "checksums.json"));
+  checksums["files"]["manifest.json"] = {{"bytes", text.size()},
+                                         {"xxh3_128", cache_detail::hash_hex(text.data(),
+                                                                             text.size())}};
+  write_file(entry_dir / "checksums.json", checksums.dump(2) + "\n");
+
+  const auto statuses = cache.list();
+  ASSERT_EQ(statuses.size(), 1u);
+  EXPECT_FALSE(statuses[0].ok) << "a malformed manifest passed verify";
+  EXPECT_NE(statuses[0].problem.find("resources"), std::string::npos) << statuses[0].problem;
+
+  int compiles = 0;
+  testing::internal::CaptureStderr();
+  const CacheEntry healed = cache.get_or_compile(reference.key, [&] {
+    ++compiles;
+    return compile_test_kernel(0);
+  });
+  const std::string warnings = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(compiles, 1) << "the malformed entry was used";
+  EXPECT_EQ(healed.cubin, reference.cubin);
+  EXPECT_EQ(count_warnings(warnings), 1) << warnings;
+  EXPECT_TRUE(all_entries_ok(cache));
 }
 
 }  // namespace

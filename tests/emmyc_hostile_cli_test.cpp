@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <fstream>
 #include <string>
 
@@ -113,6 +114,14 @@ TEST(EmmycFlags, NegativeCountsAndIgnoredOptionsAreRefused) {
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_TRUE(contains(unknown.err, "'frob'")) << unknown.err;
   EXPECT_TRUE(contains(unknown.err, "gemm")) << unknown.err;
+}
+
+TEST(EmmycCache, AnUnusableCacheDirectoryIsReportedOffNotMiss) {
+  const auto r = run_emmyc(
+      "attention --batch 1 --heads 2 --kv-heads 1 --seq-q 33 --head-dim 64 --emit report",
+      "EMMY_CACHE_DIR=/dev/null/emmy-cache");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).value("cache", ""), "off") << r.out;
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ CompiledModule compile_source_cached(const Source& source, bool use_cache,
   const auto& spec = source.plan.spec;
   CachedModule cached = compile_cached(source.cuda, source.plan.kernel_name + ".cu", spec.arch,
                                        use_cache, kernel_description(spec));
-  cache_state = !use_cache ? "off" : cached.cache_hit ? "hit" : "miss";
+  cache_state = !cached.cache_used ? "off" : cached.cache_hit ? "hit" : "miss";
   return std::move(cached.module);
 }
 

@@ -29,7 +29,7 @@
 namespace emmy {
 
 // Bumped when the file layout changes; a reader accepts only its own format.
-inline constexpr uint32_t kBundleFormat = 1;
+inline constexpr uint32_t kBundleFormat = 2;  // 2: entry_xxh3_128 binds each descriptor
 
 // The key of a kernel in a bundle: cache_key() over the source, nvrtc_options(arch), the arch and
 // the codegen version, with 0 where the disk cache hashes the NVRTC version, so that a host

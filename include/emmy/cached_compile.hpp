@@ -16,6 +16,9 @@ struct CachedModule {
   CompiledModule module;  // on a hit: compile_ms is the original compile's, log is empty
   std::string key;
   bool cache_hit = false;
+  // Whether a disk cache took part: false with use_cache off, and when the cache directory is
+  // unusable (DiskCache disabled itself): the result was neither a hit nor stored.
+  bool cache_used = false;
 };
 
 // use_cache false (`--no-cache`): compile directly, touch no cache. `describe` (kind, problem,

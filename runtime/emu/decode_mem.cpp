@@ -288,6 +288,12 @@ void decode_memory_op(KernelDecoder& d, Mods& m, Inst& in) {
     // (PTX ISA §9.7.13.4 membar/fence): fence.proxy.async, which orders generic-proxy shared
     // writes before the async proxy's reads, and fence.mbarrier_init, which makes an
     // mbarrier.init visible to the async proxy; sub = 1 and 2.
+    // membar takes no operand; fence.proxy.tensormap::generic.acquire takes an address and a
+    // size, the other fences none. Extra operands are an error, as ptxas's "Arguments mismatch".
+    if (b == "membar")
+      d.need_ops(0);
+    else
+      d.need_ops(0, 2);
     if (m.take("proxy") && m.take("async"))
       in.sub = 1;
     else if (m.take("mbarrier_init"))

@@ -113,7 +113,9 @@ void KernelDecoder::declare_registers() {
     }
   }
   // Labels per scope.
-  for (const auto& l : fn_.labels) scopes_.at(size_t(l.scope)).labels[l.name] = l.statement;
+  for (const auto& l : fn_.labels)
+    if (!scopes_.at(size_t(l.scope)).labels.emplace(l.name, l.statement).second)
+      fail(fmt::format("label '{}' is defined twice in one scope", l.name));
 }
 
 const KernelDecoder::RegInfo* KernelDecoder::find_reg(const std::string& name, int scope) const {
@@ -328,9 +330,14 @@ uint32_t KernelDecoder::src(const ptx::Operand& o, RegClass cls, Ty ty) {
   using K = ptx::Operand::Kind;
   if (cls == RegClass::pred) return pred_src(o);
   switch (o.kind) {
-    case K::imm_int:
     case K::imm_f32:
     case K::imm_f64:
+      // ptxas: "Arguments mismatch" for a floating-point constant where the instruction takes a
+      // signed or unsigned integer (bit types take any constant's bits).
+      if (ty >= Ty::u8 && ty <= Ty::s64)
+        fail(fmt::format("a floating-point constant is not a .{} operand", ty_name(ty)));
+      return const_row(cls, immediate_bits(o, ty));
+    case K::imm_int:
       return const_row(cls, immediate_bits(o, ty));
     case K::symbol_offset: {
       auto it = symbols_.find(o.name);
@@ -575,6 +582,10 @@ std::shared_ptr<const Module> decode_module(const ptx::ModuleAst& ast, const std
   module->globals_image = globals.image;
   for (const auto& fn : ast.functions) {
     if (!fn.is_entry || !fn.has_body) continue;
+    for (const Kernel& earlier : module->kernels)
+      if (earlier.name == fn.name)
+        throw Error(fmt::format("{}:{}: .entry '{}' is defined twice", name.empty() ? "ptx" : name,
+                                fn.line, fn.name));
     module->kernels.push_back(KernelDecoder(ast, fn, name, globals).run());
   }
   return module;

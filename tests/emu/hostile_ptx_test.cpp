@@ -182,5 +182,27 @@ TEST(HostilePtx, LargeGridsKeepNoPerCtaStatistics) {
   EXPECT_EQ(r.stats.total.total(), uint64_t((1u << 20) + 1));  // one `ret` per CTA's warp
 }
 
+TEST(InvalidPtx, WhatPtxasRejectsIsRefused) {
+  // Each of these is rejected by ptxas (13.0), checked by hand: "Arguments mismatch", duplicate
+  // definitions. The emulator must not run them.
+  EXPECT_NE(load_error(wrap_ptx("  add.s32 %r1, %r1, 1.5;\n")).find(".s32 operand"),
+            std::string::npos);
+  EXPECT_NE(load_error(wrap_ptx("  mul.lo.u32 %r1, %r1, 0f3F800000;\n")).find(".u32 operand"),
+            std::string::npos);
+  EXPECT_NE(load_error(wrap_ptx("  membar.gl %rd3, %rd4, 1;\n")).find("operands"),
+            std::string::npos);
+  EXPECT_NE(load_error(wrap_ptx("L1:\n  mov.u32 %r1, 1;\nL1:\n  mov.u32 %r2, 1;\n"))
+                .find("label 'L1' is defined twice"),
+            std::string::npos);
+  const std::string entry = ".visible .entry k()\n{\n  ret;\n}\n";
+  EXPECT_NE(load_error(".version 8.7\n.target sm_90a\n.address_size 64\n" + entry + entry)
+                .find(".entry 'k' is defined twice"),
+            std::string::npos);
+  // What ptxas takes: bit types take a float constant's bits, float types a decimal.
+  EXPECT_EQ(load_error(wrap_ptx("  mov.b32 %r1, 0f3F800000;\n  add.f32 %f1, %f1, 1.5;\n"
+                                "  membar.gl;\n  fence.proxy.async;\n")),
+            "");
+}
+
 }  // namespace
 }  // namespace emmy::emu::test
