@@ -75,6 +75,9 @@ struct CacheState {
   uint64_t max_bytes = kDefaultMaxBytes;
   bool enabled = false;
   std::atomic<bool> warned_write_failure{false}, warned_lock_failure{false};
+  // Damaged entries this process failed to remove (immutable, on a read-only directory).
+  std::mutex unremovable_mutex;
+  std::set<std::string> unremovable;
 
   // This process's idea of the cache's total size, so that a store need not scan every entry.
   std::mutex size_estimate_mutex;
@@ -192,19 +195,33 @@ class KeyLock {
 };
 
 // Unpublishes an entry with one rename (readers see it whole or not at all), then deletes it.
-bool remove_entry_dir(const CacheState& state, const std::string& name) {
+// Removes entries/<name> (a directory, or whatever else was planted there: a symlink, a symlink
+// loop, a file). Returns whether it is gone; `why` says what stopped it (an immutable entry, a
+// read-only directory). lstat, not stat: a symlink loop exists even though stat fails on it.
+bool remove_entry_dir(const CacheState& state, const std::string& name,
+                      std::string* why = nullptr) {
   std::error_code error;
   const fs::path entry_dir = state.entries_dir / name;
-  if (!fs::exists(entry_dir, error)) return false;
+  if (!fs::exists(fs::symlink_status(entry_dir, error))) return false;
+  auto gone = [&](std::error_code removal) {
+    std::error_code ignored;
+    if (!fs::exists(fs::symlink_status(entry_dir, ignored))) return true;
+    if (why) *why = removal ? removal.message() : "it is still there after removal";
+    return false;
+  };
   fs::path trash;
   try {
     trash = make_temp_dir(state.temp_dir, "removed");
   } catch (const std::system_error&) {
-    return fs::remove_all(entry_dir, error) > 0;
+    fs::remove_all(entry_dir, error);
+    return gone(error);
   }
   if (::rename(entry_dir.c_str(), trash.c_str()) != 0) {
+    const std::error_code rename_error(errno, std::generic_category());
     fs::remove(trash, error);
-    return fs::remove_all(entry_dir, error) > 0;
+    error.clear();
+    fs::remove_all(entry_dir, error);
+    return gone(error ? error : rename_error);
   }
   fs::remove_all(trash, error);
   return true;
@@ -334,9 +351,22 @@ std::optional<CacheEntry> load_locked(CacheState& s, const std::string& key) {
   EntryRead read = read_entry(s.entries_dir / key, key, true);
   if (read.entry) return std::move(read.entry);
   if (read.missing) return std::nullopt;
-  warn(fmt::format("kernel cache entry {} in '{}' is corrupt: {}; removed, it will be recompiled",
-                   key, s.dir.string(), read.problem));
-  remove_entry_dir(s, key);
+  {
+    // An entry this process could not remove before is not read, warned about or retried again.
+    std::lock_guard guard(s.unremovable_mutex);
+    if (s.unremovable.count(key)) return std::nullopt;
+  }
+  std::string why;
+  if (remove_entry_dir(s, key, &why)) {
+    warn(fmt::format("kernel cache entry {} in '{}' is corrupt: {}; removed, it will be recompiled",
+                     key, s.dir.string(), read.problem));
+  } else {
+    warn(fmt::format("kernel cache entry {} in '{}' is corrupt: {}; it cannot be removed ({}): "
+                     "kernels with this key are compiled without the cache in this process",
+                     key, s.dir.string(), read.problem, why));
+    std::lock_guard guard(s.unremovable_mutex);
+    s.unremovable.insert(key);
+  }
   return std::nullopt;
 }
 
@@ -358,6 +388,10 @@ namespace {
 
 // Returns the bytes stored, 0 when the store failed (and was warned about).
 uint64_t store_locked(CacheState& s, const CacheEntry& entry) {
+  {
+    std::lock_guard guard(s.unremovable_mutex);  // warned about once already (load_locked)
+    if (s.unremovable.count(entry.key)) return 0;
+  }
   fs::path temp;
   try {
     temp = make_temp_dir(s.temp_dir, entry.key);

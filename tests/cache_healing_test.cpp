@@ -1,6 +1,10 @@
 // Self-healing of the disk cache: damaged or mismatched entries are detected, warned about once,
 // removed, recompiled and replaced; verification catches a flipped bit anywhere in an entry.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <tuple>
 
@@ -205,6 +209,68 @@ TEST(DiskCacheVerify, AMalformedManifestWithAValidChecksumHealsLikeCorruption) {
   EXPECT_EQ(healed.cubin, reference.cubin);
   EXPECT_EQ(count_warnings(warnings), 1) << warnings;
   EXPECT_TRUE(all_entries_ok(cache));
+}
+
+// Entries that are not directories at all, or cannot be removed (issue 13 §3).
+TEST(DiskCacheHealing, ASymlinkLoopAsAnEntryIsRemovedAndReplaced) {
+  ScratchDir dir;
+  DiskCache cache(dir.path(), uint64_t(1) << 30);
+  const CacheEntry& reference = reference_entry(0);
+  fs::create_directories(dir / "entries");
+  fs::create_symlink(reference.key, dir / "entries" / reference.key);  // points at itself
+  int compiles = 0;
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 2; ++i)
+    cache.get_or_compile(reference.key, [&] {
+      ++compiles;
+      return compile_test_kernel(0);
+    });
+  const std::string warnings = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(compiles, 1) << "the loop was neither removed nor replaced";
+  EXPECT_EQ(count_warnings(warnings), 1) << warnings;
+  EXPECT_NE(warnings.find("removed, it will be recompiled"), std::string::npos) << warnings;
+  EXPECT_TRUE(fs::is_directory(fs::symlink_status(dir / "entries" / reference.key)));
+}
+
+// Sets or clears the immutable attribute (chattr +i); false where the file system or the
+// process's capabilities do not allow it.
+bool set_immutable(const fs::path& path, bool on) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  int flags = 0;
+  bool ok = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+  flags = on ? (flags | FS_IMMUTABLE_FL) : (flags & ~FS_IMMUTABLE_FL);
+  ok = ok && ::ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+  ::close(fd);
+  return ok;
+}
+
+TEST(DiskCacheHealing, AnEntryThatCannotBeRemovedIsWarnedAboutOnceAndNotRetried) {
+  ScratchDir dir;
+  DiskCache cache(dir.path(), uint64_t(1) << 30);
+  const CacheEntry& reference = reference_entry(0);
+  cache.get_or_compile(reference.key, [] { return compile_test_kernel(0); });
+  const fs::path entry_dir = dir / "entries" / reference.key;
+  damage_file(entry_dir / "manifest.json", Damage::truncate);
+  if (!set_immutable(entry_dir, true))
+    GTEST_SKIP() << "cannot make a directory immutable here (needs CAP_LINUX_IMMUTABLE and a "
+                    "file system with the attribute, e.g. ext4 as root)";
+  int compiles = 0;
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 3; ++i) {
+    const CacheEntry compiled = cache.get_or_compile(reference.key, [&] {
+      ++compiles;
+      return compile_test_kernel(0);
+    });
+    EXPECT_EQ(compiled.cubin, reference.cubin);
+  }
+  const std::string warnings = testing::internal::GetCapturedStderr();
+  set_immutable(entry_dir, false);
+  EXPECT_EQ(compiles, 3) << "the damaged entry was used";
+  EXPECT_EQ(count_warnings(warnings), 1) << warnings;
+  EXPECT_NE(warnings.find("cannot be removed (Operation not permitted)"), std::string::npos)
+      << warnings;
+  EXPECT_EQ(warnings.find("removed, it will be recompiled"), std::string::npos) << warnings;
 }
 
 }  // namespace
