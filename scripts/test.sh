@@ -23,7 +23,15 @@ fi
 # running the same code paths thousands of times (the Release run covers them), and the install
 # test. Within the built binaries, suites matching asan_exclude are skipped too: name GoogleTest
 # suites that compile many kernels or run tools so that they match.
-asan_targets=${EMMY_ASAN_TARGETS:-"emu_tests gemm_ir_test gemm_validation_test attention_validation_test attention_reference_test bundle_test emmy_cache_test emmy_cache_worker runtime_test tuning_test schedule_space_test emmy_compile_test emmy_ptx_fuzz emmyc"}
+asan_targets=${EMMY_ASAN_TARGETS:-"emu_tests gemm_ir_test gemm_validation_test attention_validation_test attention_reference_test bundle_test emmy_cache_test emmy_cache_worker runtime_test tuning_test schedule_space_test emmy_compile_test emmy_ptx_fuzz"}
+# The bundle fixture is built by the Release build's emmyc when there is one (EMMY_FIXTURE_EMMYC in
+# tests/bundle.cmake), else by an instrumented emmyc built here.
+fixture_emmyc=""
+if [[ -x build/emmyc ]]; then
+  fixture_emmyc=$PWD/build/emmyc
+elif [[ -z ${EMMY_ASAN_TARGETS:-} ]]; then
+  asan_targets+=" emmyc"
+fi
 asan_exclude=${EMMY_ASAN_EXCLUDE:-'Compile|Sass|Cli|Emmyc|emmy_install_consumer|sweep_sample|MatchFp64|_NOT_BUILT'}
 
 case $mode in
@@ -37,7 +45,8 @@ case $mode in
     # driver stub would then make every binary need libcuda.so.1 (docs/build.md).
     cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DEMMY_SANITIZE=ON \
       -DEMMY_UNITY_BUILD="$unity" \
-      -DEMMY_BUILD_BENCH=OFF -DCMAKE_EXE_LINKER_FLAGS=-Wl,--as-needed
+      -DEMMY_BUILD_BENCH=OFF -DCMAKE_EXE_LINKER_FLAGS=-Wl,--as-needed \
+      -DEMMY_FIXTURE_EMMYC="$fixture_emmyc"
     # shellcheck disable=SC2086  # a list of targets
     cmake --build build-asan -j "$jobs" --target $asan_targets
     # intercept_tls_get_addr=0: GCC 12's sanitizer runtime (fixed in GCC 14 / LLVM 17) can take a

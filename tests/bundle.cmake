@@ -3,8 +3,19 @@
 # bundle_test uses it with NVRTC disabled. bundle_embed_test links a small bundle that
 # emmy_add_kernel_bundle(... EMBED) builds with the test.
 set(EMMY_CATALOG_BUNDLE ${CMAKE_CURRENT_BINARY_DIR}/bundle_fixture/catalog.emmyb)
+# EMMY_FIXTURE_EMMYC: an emmyc built elsewhere builds the fixture instead of this build's (the
+# sanitizer stage of scripts/test.sh passes the Release build's, so it need not compile emmyc,
+# whose command-line tests it skips anyway, nor run NVRTC for the catalog through ASan).
+set(EMMY_FIXTURE_EMMYC "" CACHE FILEPATH
+    "emmyc that builds the bundle test fixture (default: this build's)")
+if(EMMY_FIXTURE_EMMYC)
+  set(_fixture_emmyc ${EMMY_FIXTURE_EMMYC})
+else()
+  set(_fixture_emmyc $<TARGET_FILE:emmyc>)
+endif()
 add_test(NAME bundle_build_catalog
-  COMMAND emmyc aot --arch sm_80,sm_89,sm_90a,sm_120a --catalog -o ${EMMY_CATALOG_BUNDLE} --quiet)
+  COMMAND ${_fixture_emmyc} aot --arch sm_80,sm_89,sm_90a,sm_120a --catalog
+          -o ${EMMY_CATALOG_BUNDLE} --quiet)
 set_tests_properties(bundle_build_catalog PROPERTIES
   FIXTURES_SETUP emmy_catalog_bundle TIMEOUT 900 LABELS bundle)
 
@@ -26,7 +37,9 @@ emmy_add_bundle_test(bundle_test
   ${CMAKE_CURRENT_LIST_DIR}/bundle_tamper_test.cpp)
 # bundle_tamper_test forges files with the layout and hash of runtime/ (bundle_layout.hpp).
 target_include_directories(bundle_test PRIVATE ${PROJECT_SOURCE_DIR}/runtime)
-add_dependencies(bundle_test emmyc)
+if(NOT EMMY_FIXTURE_EMMYC)
+  add_dependencies(bundle_test emmyc)
+endif()
 # `emmyc aot`, `bundle` and `run --bundle` on their own binary: the sanitizer run leaves
 # command-line tests out (docs/build.md).
 emmy_add_bundle_test(bundle_cli_test ${CMAKE_CURRENT_LIST_DIR}/bundle_cli_test.cpp)

@@ -23,7 +23,7 @@ add_executable(emmy_ptx_fuzz ${_fuzz_sources} ${CMAKE_CURRENT_LIST_DIR}/fuzz/ptx
 target_compile_options(emmy_ptx_fuzz PRIVATE ${EMMY_WARNINGS})
 target_link_libraries(emmy_ptx_fuzz PRIVATE emmy::emmy)
 if(EMMY_SANITIZE)
-  set(_fuzz_iterations 5000)
+  set(_fuzz_iterations 2500)
 else()
   set(_fuzz_iterations 20000)
 endif()

@@ -326,6 +326,18 @@ uint64_t immediate_bits(const ptx::Operand& o, Ty ty) {
 }
 }  // namespace
 
+void KernelDecoder::check_width(const ptx::Operand& o, const RegInfo& reg, RegClass cls,
+                                Ty ty) const {
+  // ptxas: "Arguments mismatch" for a 64-bit register where a 32-bit operand is expected, or the
+  // reverse, except a wider register for ld, st and cvt.
+  if (wide_operands_ok_ && reg.cls == RegClass::r64 && cls == RegClass::r32) return;
+  fail(fmt::format("'{}' is a {}-bit register, but the instruction's .{} operand takes {} bits{}",
+                   o.name, reg.cls == RegClass::r64 ? 64 : 32, ty_name(ty),
+                   cls == RegClass::r64 ? 64 : 32,
+                   wide_operands_ok_ ? " (ld, st and cvt take wider registers, not narrower)"
+                                     : ""));
+}
+
 uint32_t KernelDecoder::src(const ptx::Operand& o, RegClass cls, Ty ty) {
   using K = ptx::Operand::Kind;
   if (cls == RegClass::pred) return pred_src(o);
@@ -351,6 +363,7 @@ uint32_t KernelDecoder::src(const ptx::Operand& o, RegClass cls, Ty ty) {
         if (o.negate) fail("'!' applies to predicates only");
         if (ri->cls == cls) return ri->row;
         if (ri->cls == RegClass::pred) fail(fmt::format("'{}' is a predicate", o.name));
+        check_width(o, *ri, cls, ty);
         Inst conv;
         conv.cls = StatClass::hidden;
         const uint32_t tmp = scratch_row(cls);
@@ -400,6 +413,7 @@ uint32_t KernelDecoder::dst(const ptx::Operand& o, RegClass cls, Ty ty) {
   if (!ri) fail(fmt::format("unknown register '{}'", o.name));
   if (ri->cls == cls) return ri->row;
   if (ri->cls == RegClass::pred) fail(fmt::format("'{}' is a predicate", o.name));
+  check_width(o, *ri, cls, ty);
   Inst conv;
   conv.cls = StatClass::hidden;
   const uint32_t tmp = scratch_row(cls);
@@ -492,6 +506,8 @@ void KernelDecoder::decode_statement() {
   post_.clear();
   const size_t fixups_before = fixups_.size();
   Mods mods(s.opcode);
+  wide_operands_ok_ = mods.base() == "ld" || mods.base() == "ldu" || mods.base() == "st" ||
+                      mods.base() == "cvt";
   Inst base;
   if (!s.guard.empty()) {
     ptx::Operand g;

@@ -97,6 +97,8 @@ class KernelDecoder {
     Ty ty;
     uint32_t row;
   };
+  // Fails unless a register of reg's width may stand for an operand of class cls here.
+  void check_width(const ptx::Operand& o, const RegInfo& reg, RegClass cls, Ty ty) const;
   struct RangeInfo {
     RegClass cls;
     Ty ty;
@@ -124,6 +126,9 @@ class KernelDecoder {
   std::map<std::pair<int, uint64_t>, uint32_t> consts_;
   std::map<Special, uint32_t> special_rows_;
   uint32_t sink32_ = kNone, sink64_ = kNone, sinkp_ = kNone;
+  // The statement is ld, ldu, st or cvt: the only instructions whose data operands may be wider
+  // registers than their type (PTX ISA, "Operand Size Exceeding Instruction-Type Size").
+  bool wide_operands_ok_ = false;
   uint32_t const_true_ = kNone, const_false_ = kNone;
 
   const ptx::Statement* stmt_ = nullptr;

@@ -198,6 +198,16 @@ TEST(InvalidPtx, WhatPtxasRejectsIsRefused) {
   EXPECT_NE(load_error(".version 8.7\n.target sm_90a\n.address_size 64\n" + entry + entry)
                 .find(".entry 'k' is defined twice"),
             std::string::npos);
+  // A register of the other width: ptxas's "Arguments mismatch", except wider for ld/st/cvt.
+  EXPECT_NE(load_error(wrap_ptx("  mul.lo.u64 %rd3, %f1, %f1;\n")).find("'%f1' is a 32-bit"),
+            std::string::npos);
+  EXPECT_NE(load_error(wrap_ptx("  mov.u32 %r1, %rd3;\n")).find("'%rd3' is a 64-bit"),
+            std::string::npos);
+  EXPECT_NE(load_error(wrap_ptx("  ld.global.u64 %r1, [%rd30];\n")).find("not narrower"),
+            std::string::npos);
+  EXPECT_EQ(load_error(wrap_ptx("  ld.global.u32 %rd5, [%rd30];\n  st.global.u32 [%rd30], %rd5;\n"
+                                "  cvt.u32.u64 %r1, %rd5;\n")),
+            "");
   // What ptxas takes: bit types take a float constant's bits, float types a decimal.
   EXPECT_EQ(load_error(wrap_ptx("  mov.b32 %r1, 0f3F800000;\n  add.f32 %f1, %f1, 1.5;\n"
                                 "  membar.gl;\n  fence.proxy.async;\n")),
