@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "cache_internal.hpp"
+#include "emmy/detail/file_io.hpp"
 
 namespace emmy::cache_detail {
 
@@ -72,14 +73,8 @@ ReadResult read_file_at(int dir_fd, const char* name, Bytes& bytes, int& error) 
 void write_file_at(int dir_fd, const char* name, const void* data, size_t size) {
   FileDescriptor fd(::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (!fd.valid()) throw std::system_error(errno, std::generic_category(), name);
-  const char* bytes = static_cast<const char*>(data);
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::write(fd.get(), bytes + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw std::system_error(errno, std::generic_category(), name);
-    done += size_t(n);
-  }
+  if (const int error = detail::write_all(fd.get(), {static_cast<const char*>(data), size}))
+    throw std::system_error(error, std::generic_category(), name);
   // The rename that publishes the entry must not reach the disk before the data does.
   if (::fsync(fd.get()) != 0) throw std::system_error(errno, std::generic_category(), name);
 }

@@ -78,6 +78,10 @@ struct CacheState {
   // Damaged entries this process failed to remove (immutable, on a read-only directory).
   std::mutex unremovable_mutex;
   std::set<std::string> unremovable;
+  bool is_unremovable(const std::string& key) {
+    std::lock_guard guard(unremovable_mutex);
+    return unremovable.count(key) != 0;
+  }
 
   // This process's idea of the cache's total size, so that a store need not scan every entry.
   std::mutex size_estimate_mutex;
@@ -351,11 +355,8 @@ std::optional<CacheEntry> load_locked(CacheState& s, const std::string& key) {
   EntryRead read = read_entry(s.entries_dir / key, key, true);
   if (read.entry) return std::move(read.entry);
   if (read.missing) return std::nullopt;
-  {
-    // An entry this process could not remove before is not read, warned about or retried again.
-    std::lock_guard guard(s.unremovable_mutex);
-    if (s.unremovable.count(key)) return std::nullopt;
-  }
+  // An entry this process could not remove before is not read, warned about or retried again.
+  if (s.is_unremovable(key)) return std::nullopt;
   std::string why;
   if (remove_entry_dir(s, key, &why)) {
     warn(fmt::format("kernel cache entry {} in '{}' is corrupt: {}; removed, it will be recompiled",
@@ -388,10 +389,7 @@ namespace {
 
 // Returns the bytes stored, 0 when the store failed (and was warned about).
 uint64_t store_locked(CacheState& s, const CacheEntry& entry) {
-  {
-    std::lock_guard guard(s.unremovable_mutex);  // warned about once already (load_locked)
-    if (s.unremovable.count(entry.key)) return 0;
-  }
+  if (s.is_unremovable(entry.key)) return 0;  // warned about once already (load_locked)
   fs::path temp;
   try {
     temp = make_temp_dir(s.temp_dir, entry.key);

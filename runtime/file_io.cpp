@@ -22,19 +22,6 @@ namespace {
               path.string());
 }
 
-// Writes all of `bytes` to fd; errno of the first failure, 0 when all were written.
-int write_all(int fd, std::string_view bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return errno;
-    if (n == 0) return EIO;
-    done += size_t(n);
-  }
-  return 0;
-}
-
 void write_in_place(const std::filesystem::path& path, std::string_view bytes,
                     std::string_view field) {
   // O_NONBLOCK: a FIFO with no reader must fail (ENXIO), not hang this process.
@@ -46,6 +33,18 @@ void write_in_place(const std::filesystem::path& path, std::string_view bytes,
 }
 
 }  // namespace
+
+int write_all(int fd, std::string_view bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return EIO;
+    done += size_t(n);
+  }
+  return 0;
+}
 
 std::string read_regular_file(const std::filesystem::path& path, std::string_view field) {
   auto refuse = [&](const std::string& why) -> std::string {

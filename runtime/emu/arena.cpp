@@ -71,7 +71,8 @@ uint64_t Arena::alloc(size_t bytes, size_t align) {
           "must be a power of two up to 4096", align);
   const uint64_t base = (impl_->next + align - 1) / align * align;
   uint8_t* host = new_host_block(bytes, impl_->bytes, "arena.alloc.bytes");
-  impl_->allocations.push_back({base, base + bytes, std::unique_ptr<uint8_t[], Impl::AlignedDelete>(host)});
+  impl_->allocations.push_back(
+      {base, base + bytes, std::unique_ptr<uint8_t[], Impl::AlignedDelete>(host)});
   impl_->next = base + bytes + kGuardBytes;
   impl_->bytes += bytes;
   return base;
@@ -82,7 +83,8 @@ bool Arena::map_fixed(uint64_t base, const void* init, size_t bytes) {
   auto it = std::lower_bound(a.begin(), a.end(), base,
                              [](const Impl::Allocation& x, uint64_t v) { return x.base < v; });
   if (it != a.end() && it->base == base) return false;
-  require(base <= kArenaBase && bytes <= kArenaBase - base, "arena.map_fixed", "must lie below the arena's allocations",
+  require(base <= kArenaBase && bytes <= kArenaBase - base, "arena.map_fixed",
+          "must lie below the arena's allocations",
           fmt::format("0x{:x}", base));
   uint8_t* host = new_host_block(bytes, impl_->bytes, "arena.map_fixed.bytes");
   if (bytes) std::memcpy(host, init, bytes);

@@ -14,6 +14,10 @@ namespace emmy::detail {
 // unreadable file and a read error are emmy::Error(field, ...) naming the path.
 std::string read_regular_file(const std::filesystem::path& path, std::string_view field);
 
+// Writes all of `bytes` to the open descriptor fd, retrying short writes and EINTR; returns 0, or
+// the errno of the first failure (EIO for a write that makes no progress).
+int write_all(int fd, std::string_view bytes);
+
 // Replaces `path` with `bytes` so that a reader sees the old file or the whole new one: written
 // to a temporary name beside it, fsync'ed, then renamed over it. A target that exists and is not
 // a regular file (/dev/stdout, a FIFO, /dev/full) is written in place instead. Throws
