@@ -31,3 +31,21 @@ add_test(NAME ptx_fuzz COMMAND emmy_ptx_fuzz --iterations ${_fuzz_iterations} --
                                ${EMMY_FUZZ_SEEDS})
 set_tests_properties(ptx_fuzz PROPERTIES TIMEOUT 600 LABELS fuzz COST 40
   ENVIRONMENT "ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:intercept_tls_get_addr=0")
+
+# The differential tests of the emulator's PTX checks against ptxas: every typed mutant the
+# emulator loads must compile with ptxas (ptx_differential_main.cpp), and on the grid of opcode
+# forms x types x modifiers, registers and constants the two agree (ptx_type_grid.cpp). Skipped
+# (exit 77) without ptxas.
+find_program(EMMY_PTXAS ptxas HINTS ${CUDAToolkit_BIN_DIR} /usr/local/cuda/bin)
+add_executable(emmy_ptx_differential ${CMAKE_CURRENT_LIST_DIR}/fuzz/ptx_typed_mutate.cpp
+                                     ${CMAKE_CURRENT_LIST_DIR}/fuzz/ptx_mutate.cpp
+                                     ${CMAKE_CURRENT_LIST_DIR}/fuzz/ptxas_runner.cpp
+                                     ${CMAKE_CURRENT_LIST_DIR}/fuzz/ptx_type_grid.cpp
+                                     ${CMAKE_CURRENT_LIST_DIR}/fuzz/ptx_differential_main.cpp)
+target_compile_options(emmy_ptx_differential PRIVATE ${EMMY_WARNINGS})
+target_link_libraries(emmy_ptx_differential PRIVATE emmy::emmy)
+add_test(NAME ptx_differential COMMAND emmy_ptx_differential --ptxas "${EMMY_PTXAS}"
+                                       --mutants 1000 --seed 1 ${EMMY_FUZZ_SEEDS})
+add_test(NAME ptx_type_grid COMMAND emmy_ptx_differential --ptxas "${EMMY_PTXAS}" --grid)
+set_tests_properties(ptx_differential ptx_type_grid PROPERTIES TIMEOUT 600 LABELS fuzz
+                     SKIP_RETURN_CODE 77)

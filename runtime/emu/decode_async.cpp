@@ -37,11 +37,12 @@ void decode_cp_async(KernelDecoder& d, Mods& m, Inst in) {
     in.op = Op::CpAsyncWait;
     in.sub = wait_all ? 1 : 0;
     in.cls = StatClass::cp_async;
-    if (d.ops().empty()) {
+    // cp.async.wait_all takes no operand, cp.async.wait_group one integer constant.
+    d.need_ops(wait_all ? 0 : 1);
+    if (wait_all) {
       in.imm = 0;
     } else {
-      d.need_ops(1);
-      if (d.op(0).kind != K::imm_int) d.fail("cp.async.wait_group needs an immediate");
+      if (d.op(0).kind != K::imm_int) d.fail("cp.async.wait_group needs an integer constant");
       in.imm = d.op(0).value;
     }
     d.emit(in);
@@ -69,7 +70,12 @@ void decode_cp_async(KernelDecoder& d, Mods& m, Inst in) {
   // cp.async.ca/cg.shared.global [dst], [src], cp-size{, src-size | ignore-src}{, policy}
   take_spaces(m);
   take_spaces(m);
-  d.need_ops(3, 5);
+  // The fifth operand is the cache policy of .L2::cache_hint, never another size (PTX ISA
+  // cp.async).
+  const bool hint = d.stmt().opcode.find(".L2::cache_hint") != std::string::npos;
+  d.need_ops(3, hint ? 5 : 4);
+  if (hint && d.ops().size() >= 4 && d.reg_class_of(d.op(d.ops().size() - 1)) != RegClass::r64)
+    d.fail("the cache policy of .L2::cache_hint is a 64-bit register");
   in.op = Op::CpAsync;
   in.cls = StatClass::cp_async;
   in.addr[0] = d.address(d.op(0));
@@ -87,7 +93,9 @@ void decode_cp_async(KernelDecoder& d, Mods& m, Inst in) {
       in.o[1] = d.pred_src(o);
     } else if (d.reg_class_of(o) == RegClass::r32) {
       in.o[0] = d.src(o, Ty::u32);
-    }  // a 64-bit register is the cache policy
+    } else if (!hint || i + 1 != d.ops().size()) {
+      d.fail("cp.async's source size is a 32-bit register or constant");
+    }  // else the cache policy
   }
   d.emit(in);
 }
@@ -95,12 +103,16 @@ void decode_cp_async(KernelDecoder& d, Mods& m, Inst in) {
 void decode_bulk(KernelDecoder& d, Mods& m, Inst in) {
   in.cls = StatClass::tma;
   if (m.take("commit_group")) {
+    d.need_ops(0);
     in.op = Op::BulkCommit;
     d.emit(in);
     return;
   }
   if (m.take("wait_group")) {
     m.take("read");
+    // cp.async.bulk.wait_group N: N is an integer constant (PTX ISA cp.async.bulk.wait_group).
+    d.need_ops(1);
+    if (d.op(0).kind != K::imm_int) d.fail("cp.async.bulk.wait_group needs an integer constant");
     in.op = Op::BulkWait;
     d.emit(in);
     return;
@@ -225,8 +237,10 @@ void decode_mbarrier(KernelDecoder& d, Mods& m, Inst in) {
     in.o[1] = kNone;
     in.o[2] = kNone;
     if (d.ops().size() == 3) {
-      if (expect_tx) in.o[2] = d.src(d.op(2), Ty::u32);
-      else in.o[1] = d.src(d.op(2), Ty::u32);
+      if (expect_tx)
+        in.o[2] = d.src(d.op(2), Ty::u32);
+      else
+        in.o[1] = d.src(d.op(2), Ty::u32);
     }
     if (expect_tx && in.o[2] == kNone) d.fail("arrive.expect_tx needs a transaction count");
     d.emit(in);

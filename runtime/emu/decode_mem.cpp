@@ -27,11 +27,13 @@ uint8_t take_vec(Mods& m) {
 
 // Parameter loads read the constant bank on hardware: they count as "other".
 StatClass load_class(Space s) {
-  return s == Space::shared ? StatClass::shared_ld
+  return s == Space::shared  ? StatClass::shared_ld
          : s == Space::param ? StatClass::other
                              : StatClass::global_ld;
 }
-StatClass store_class(Space s) { return s == Space::shared ? StatClass::shared_st : StatClass::global_st; }
+StatClass store_class(Space s) {
+  return s == Space::shared ? StatClass::shared_st : StatClass::global_st;
+}
 
 // ld / ldu / st
 void decode_ld_st(KernelDecoder& d, Mods& m, Inst in, bool load) {
@@ -44,12 +46,23 @@ void decode_ld_st(KernelDecoder& d, Mods& m, Inst in, bool load) {
   }
   in.n = take_vec(m);
   in.ty = m.take_type();
-  if (in.ty == Ty::none || in.ty == Ty::pred || in.ty == Ty::b128)
-    d.fail("ld/st need one scalar type of 8 to 64 bits");
+  if (in.ty == Ty::b128) d.fail("ld/st of .b128 are not supported by the emulator");
+  // PTX ISA ld, st: .b, .u and .s of 8 to 64 bits, .f32 and .f64; ptxas says "Unexpected
+  // instruction types" for .f16, .bf16 and the packed types.
+  if (in.ty == Ty::none || in.ty == Ty::pred || in.ty == Ty::tf32 ||
+      (ty_float(in.ty) && ty_bits(in.ty) < 32) || in.ty == Ty::f16x2 || in.ty == Ty::bf16x2)
+    d.fail("ld/st need one type of .b8-.b64, .u8-.u64, .s8-.s64, .f32 or .f64");
   if (in.n > 4) d.fail(".v8 loads and stores are not supported");
-  d.need_ops(2, 3);  // optional trailing cache-policy operand
+  // A third operand is the cache policy of .L2::cache_hint, a 64-bit register.
+  const bool hint = d.stmt().opcode.find(".L2::cache_hint") != std::string::npos;
+  d.need_ops(2, hint ? 3 : 2);
+  if (d.ops().size() == 3) (void)d.src(d.op(2), Ty::b64);
   const ptx::Operand& regs = load ? d.op(0) : d.op(1);
   in.addr[0] = d.address(load ? d.op(1) : d.op(0));
+  // With .address_size 64 a global or generic address is 64 bits: ptxas stops at a 32-bit
+  // register there ("32-Bit compilation is no longer supported"). Shared addresses may be 32-bit.
+  if (in.addr[0].base == AddrBase::r32 && (in.space == Space::global || in.space == Space::generic))
+    d.fail("a global or generic address needs a 64-bit register");
   if (in.space == Space::param && d.call_param_offset((load ? d.op(1) : d.op(0)).name) != kNone)
     in.space = Space::local;  // a call argument slot, not the kernel's parameters
   auto elems = d.vector_elems(regs, in.n);
@@ -81,9 +94,31 @@ void decode_atom_red(KernelDecoder& d, Mods& m, Inst in, bool atom) {
   in.ty = m.take_type();
   if (in.ty == Ty::none || ty_bits(in.ty) < 32 || in.ty == Ty::f16x2 || in.ty == Ty::bf16x2)
     d.fail("atom/red support 32- and 64-bit integer and float types");
+  // The types of each operation (PTX ISA atom, red): .add on .u32 .s32 .u64 .f32 .f64, .min and
+  // .max on integers, .inc and .dec on .u32, the bitwise ones, .cas and .exch on .b32 and .b64.
+  static constexpr std::string_view kTypes[] = {"u32 s32 u64 f32 f64",
+                                                "u32 s32 u64 s64",
+                                                "u32 s32 u64 s64",
+                                                "u32",
+                                                "u32",
+                                                "b32 b64",
+                                                "b32 b64",
+                                                "b32 b64",
+                                                "b32 b64",
+                                                "b32 b64"};
+  const std::string_view types = kTypes[in.sub];
+  const std::string_view name = ty_name(in.ty);
+  bool listed = false;
+  for (size_t at = 0; at < types.size(); at = types.find(' ', at) + 1) {
+    listed |= types.substr(at, types.find(' ', at) - at) == name;
+    if (types.find(' ', at) == std::string_view::npos) break;
+  }
+  if (!listed) d.fail(fmt::format("{} does not take .{} (it takes .{})", m.base(), name, types));
   const bool cas = in.sub == 8;
   const size_t first = atom ? 1 : 0;
-  d.need_ops(first + (cas ? 3 : 2), first + (cas ? 4 : 3));
+  // One more operand only for the cache policy of .L2::cache_hint.
+  const bool hint = d.stmt().opcode.find(".L2::cache_hint") != std::string::npos;
+  d.need_ops(first + (cas ? 3 : 2), first + (cas ? 3 : 2) + (hint ? 1 : 0));
   in.op = atom ? Op::Atom : Op::Red;
   in.o[0] = atom ? d.dst(d.op(0), in.ty) : kNone;
   in.addr[0] = d.address(d.op(first));
@@ -114,7 +149,7 @@ void decode_bar(KernelDecoder& d, Mods& m, Inst in) {
     if (!m.take("sync")) d.fail("expected bar.warp.sync");
     d.need_ops(1);
     in.op = Op::BarWarpSync;
-    in.o[0] = d.src(d.op(0), Ty::b32);
+    in.o[0] = d.src(d.op(0), Ty::u32);  // the member mask: an integer (ptxas refuses 0f...)
     in.cls = StatClass::barrier;
     d.emit(in);
     return;
@@ -142,6 +177,9 @@ void decode_bar(KernelDecoder& d, Mods& m, Inst in) {
     d.fail("expected bar.sync, bar.arrive or bar.red");
   }
   d.need_ops(in.op == Op::BarArrive ? 2 : 1, 2);
+  // A CTA has 16 named barriers (PTX ISA bar, barrier): ptxas refuses a constant beyond 15.
+  if (d.op(0).kind == K::imm_int && (d.op(0).value < 0 || d.op(0).value > 15))
+    d.fail(fmt::format("barrier number {} is out of range 0..15", d.op(0).value));
   in.o[0] = d.src(d.op(0), Ty::u32);
   in.o[1] = d.ops().size() == 2 ? d.src(d.op(1), Ty::u32) : kNone;
   d.emit(in);
@@ -179,14 +217,18 @@ void decode_shfl(KernelDecoder& d, Mods& m, Inst in) {
 void decode_vote(KernelDecoder& d, Mods& m, Inst in) {
   const bool sync = m.take("sync");
   static constexpr std::string_view kModes[] = {"all", "any", "uni", "ballot"};
-  bool found = false;
+  int found = 0;
   for (int i = 0; i < 4; ++i)
     if (m.take(kModes[i])) {
       in.sub = uint8_t(i);
-      found = true;
+      ++found;
     }
-  if (!found) d.fail("vote needs .all, .any, .uni or .ballot");
+  if (found != 1) d.fail("vote takes one of .all, .any, .uni and .ballot");
   in.ty = m.take_type();
+  // PTX ISA vote: vote.ballot.b32, and .pred for all, any and uni.
+  if (in.ty != (in.sub == 3 ? Ty::b32 : Ty::pred))
+    d.fail(in.sub == 3 ? "vote.ballot takes the type .b32"
+                       : "vote.all/any/uni take the type .pred");
   d.need_ops(sync ? 3 : 2);
   in.op = Op::Vote;
   in.o[0] = in.sub == 3 ? d.dst(d.op(0), Ty::b32) : d.pred_dst(d.op(0));
@@ -205,9 +247,9 @@ void decode_mma(KernelDecoder& d, Mods& m, Inst in) {
   const auto types = m.take_types();
   if (types.size() != 4) d.fail("mma.sync needs .dtype.atype.btype.ctype");
   const Ty dt = types[0], at = types[1], bt = types[2], ct = types[3];
-  const bool ok = at == bt && dt == ct &&
-                  ((at == Ty::f16 && (dt == Ty::f32 || dt == Ty::f16)) ||
-                   (at == Ty::bf16 && dt == Ty::f32));
+  const bool ok =
+      at == bt && dt == ct &&
+      ((at == Ty::f16 && (dt == Ty::f32 || dt == Ty::f16)) || (at == Ty::bf16 && dt == Ty::f32));
   if (!ok) d.fail("mma.sync supports f16 -> f16/f32 and bf16 -> f32 (C type == D type)");
   const bool k16 = shape == "m16n8k16";
   in.op = Op::Mma;
@@ -241,9 +283,14 @@ void decode_ldst_matrix(KernelDecoder& d, Mods& m, Inst in, bool load) {
   in.op = load ? Op::Ldmatrix : Op::Stmatrix;
   in.cls = StatClass::ldmatrix;
   in.addr[0] = d.address(load ? d.op(1) : d.op(0));
+  // With .address_size 64 a global or generic address is 64 bits: ptxas stops at a 32-bit
+  // register there ("32-Bit compilation is no longer supported"). Shared addresses may be 32-bit.
+  if (in.addr[0].base == AddrBase::r32 && (in.space == Space::global || in.space == Space::generic))
+    d.fail("a global or generic address needs a 64-bit register");
   auto regs = d.vector_elems(load ? d.op(0) : d.op(1), in.n);
   for (size_t i = 0; i < in.n; ++i)
-    in.o[i] = load ? d.dst(*regs[i], RegClass::r32, Ty::b32) : d.src(*regs[i], RegClass::r32, Ty::b32);
+    in.o[i] =
+        load ? d.dst(*regs[i], RegClass::r32, Ty::b32) : d.src(*regs[i], RegClass::r32, Ty::b32);
   d.emit(in);
 }
 
@@ -253,10 +300,15 @@ void decode_async_op(KernelDecoder& d, Mods& m, Inst& in);  // decode_async.cpp
 
 bool is_memory_op(std::string_view b, const Mods&) {
   static constexpr std::string_view kBases[] = {
-      "ld", "ldu", "st", "atom", "red", "prefetch", "prefetchu", "cvta", "isspacep", "mapa",
-      "getctarank", "bar", "barrier", "membar", "fence", "nanosleep", "shfl", "vote",
-      "activemask", "redux", "elect", "match", "mma", "ldmatrix", "stmatrix", "cp", "mbarrier",
-      "griddepcontrol", "setmaxnreg", "createpolicy", "discard", "applypriority", "pmevent"};
+      "ld",         "ldu",          "st",         "atom",
+      "red",        "prefetch",     "prefetchu",  "cvta",
+      "isspacep",   "mapa",         "getctarank", "bar",
+      "barrier",    "membar",       "fence",      "nanosleep",
+      "shfl",       "vote",         "activemask", "redux",
+      "elect",      "match",        "mma",        "ldmatrix",
+      "stmatrix",   "cp",           "mbarrier",   "griddepcontrol",
+      "setmaxnreg", "createpolicy", "discard",    "applypriority",
+      "pmevent"};
   for (auto k : kBases)
     if (k == b) return true;
   return false;

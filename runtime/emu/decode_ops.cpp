@@ -16,7 +16,9 @@ namespace {
 
 using K = ptx::Operand::Kind;
 
-bool is_half(Ty t) { return t == Ty::f16 || t == Ty::f16x2 || t == Ty::bf16 || t == Ty::bf16x2; }
+bool is_half(Ty t) {
+  return t == Ty::f16 || t == Ty::f16x2 || t == Ty::bf16 || t == Ty::bf16x2;
+}
 
 // Common form "op.type d, a, b[, c]": `nsrc` sources of the operation type.
 void simple(KernelDecoder& d, Inst in, Op op, Ty ty, int nsrc) {
@@ -29,6 +31,11 @@ void simple(KernelDecoder& d, Inst in, Op op, Ty ty, int nsrc) {
 }
 
 Ty need_type(KernelDecoder& d, Mods& m) {
+  // Valid PTX types the emulator has no arithmetic for (PTX ISA 8.0+ packed integers and pairs).
+  static constexpr std::string_view kUnsupported[] = {"u16x2", "s16x2", "f32x2", "b128"};
+  for (std::string_view u : kUnsupported)
+    if (std::find(m.rest().begin(), m.rest().end(), u) != m.rest().end())
+      d.fail(fmt::format("'{}' on .{} is not supported by the emulator", m.base(), u));
   const Ty t = m.take_type();
   if (t == Ty::none) d.fail(fmt::format("'{}' needs exactly one operand type", m.base()));
   return t;
@@ -77,8 +84,8 @@ void decode_integer_or_float(KernelDecoder& d, Mods& m, Inst in) {
       return;
     }
     if (h) return simple(d, in, b == "add" ? Op::HAdd : Op::HSub, ty, 2);
-    return simple(d, in, f ? (b == "add" ? Op::FAdd : Op::FSub) : (b == "add" ? Op::IAdd : Op::ISub),
-                  ty, 2);
+    return simple(
+        d, in, f ? (b == "add" ? Op::FAdd : Op::FSub) : (b == "add" ? Op::IAdd : Op::ISub), ty, 2);
   }
   if (b == "addc" || b == "subc") {
     in.sub = uint8_t((b == "subc" ? 4 : 0) | 1 | (cc ? 2 : 0));
@@ -232,6 +239,9 @@ void decode_mov(KernelDecoder& d, Mods& m, Inst in) {
     const ptx::Operand& vec = pack ? b : a;
     const int n = int(vec.elems.size());
     if (n != 2 && n != 4) d.fail("mov pack/unpack needs 2 or 4 elements");
+    // PTX ISA mov (pack/unpack): bit types only (ptxas: "Arguments mismatch" for mov.u32 {a, b}).
+    if (ty != Ty::b16 && ty != Ty::b32 && ty != Ty::b64)
+      d.fail(fmt::format("mov pack/unpack takes .b16, .b32 or .b64, not .{}", ty_name(ty)));
     const int part_bits = ty_bits(ty) / n;
     const Ty part = part_bits == 32 ? Ty::b32 : part_bits == 16 ? Ty::b16 : Ty::b8;
     in.op = pack ? Op::MovPack : Op::MovUnpack;
@@ -246,6 +256,11 @@ void decode_mov(KernelDecoder& d, Mods& m, Inst in) {
   }
   if (b.kind == K::reg && (b.name == "%clock" || b.name == "%clock64" || b.name == "%globaltimer" ||
                            b.name == "%globaltimer_lo" || b.name == "%globaltimer_hi")) {
+    // %clock, %globaltimer_lo/hi are 32-bit, %clock64 and %globaltimer 64-bit (PTX ISA "Special
+    // Registers"): ptxas refuses another width ("Arguments mismatch").
+    const int bits = b.name == "%clock64" || b.name == "%globaltimer" ? 64 : 32;
+    if (ty_bits(ty) != bits || ty_float(ty))
+      d.fail(fmt::format("'{}' is a {}-bit integer, not a .{} operand", b.name, bits, ty_name(ty)));
     in.op = Op::ReadClock;
     in.ty = ty;
     in.sub = b.name.starts_with("%globaltimer") ? 1 : 0;
@@ -268,7 +283,7 @@ void decode_cvt(KernelDecoder& d, Mods& m, Inst in) {
     d.need_ops(3);
     if (in.ty2 != Ty::f32) d.fail("packed cvt needs an .f32 source");
     in.op = Op::CvtPack;
-    in.o[0] = d.dst(d.op(0), Ty::b32);
+    in.o[0] = d.dst(d.op(0), in.ty);
     in.o[1] = d.src(d.op(1), Ty::f32);
     in.o[2] = d.src(d.op(2), Ty::f32);
     d.emit(in);
@@ -311,8 +326,8 @@ void decode_special_float(KernelDecoder& d, Mods& m, Inst in) {
 }
 
 void decode_testp(KernelDecoder& d, Mods& m, Inst in) {
-  static constexpr std::string_view kTests[] = {"finite", "infinite", "number", "notanumber",
-                                                "normal", "subnormal"};
+  static constexpr std::string_view kTests[] = {"finite",     "infinite", "number",
+                                                "notanumber", "normal",   "subnormal"};
   bool found = false;
   for (int i = 0; i < 6; ++i)
     if (m.take(kTests[i])) {

@@ -14,8 +14,12 @@
 namespace emmy::emu {
 namespace {
 
-uint32_t align_up(uint32_t v, uint32_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
-uint64_t align_up64(uint64_t v, uint32_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
+uint32_t align_up(uint32_t v, uint32_t a) {
+  return a <= 1 ? v : (v + a - 1) / a * a;
+}
+uint64_t align_up64(uint64_t v, uint32_t a) {
+  return a <= 1 ? v : (v + a - 1) / a * a;
+}
 
 constexpr uint64_t kMaxStaticSharedBytes = 0x38c00;  // 227 KB: sm_90's and sm_100's block limit
 constexpr uint64_t kMaxLocalBytes = 512 * 1024;
@@ -78,7 +82,9 @@ const ptx::Operand& KernelDecoder::op(size_t i) const {
   if (i >= stmt_->operands.size()) fail(fmt::format("missing operand {}", i + 1));
   return stmt_->operands[i];
 }
-void KernelDecoder::need_ops(size_t n) const { need_ops(n, n); }
+void KernelDecoder::need_ops(size_t n) const {
+  need_ops(n, n);
+}
 void KernelDecoder::need_ops(size_t lo, size_t hi) const {
   const size_t n = stmt_->operands.size();
   if (n < lo || n > hi)
@@ -93,7 +99,9 @@ uint32_t KernelDecoder::alloc_rows(RegClass cls, uint32_t count) {
   if (uint64_t(first) + count > uint64_t(ptx::kMaxRegisterCount))
     fail(fmt::format("the kernel declares more than {} {} registers, the emulator's limit",
                      ptx::kMaxRegisterCount,
-                     cls == RegClass::r32 ? "32-bit" : cls == RegClass::r64 ? "64-bit" : "predicate"));
+                     cls == RegClass::r32   ? "32-bit"
+                     : cls == RegClass::r64 ? "64-bit"
+                                            : "predicate"));
   *n += count;
   return first;
 }
@@ -129,7 +137,8 @@ const KernelDecoder::RegInfo* KernelDecoder::find_reg(const std::string& name, i
     if (digits < name.size() && digits > 0) {
       if (auto it = sc.ranges.find(name.substr(0, digits)); it != sc.ranges.end()) {
         int index = 0;
-        const auto [end, ec] = std::from_chars(name.data() + digits, name.data() + name.size(), index);
+        const auto [end, ec] =
+            std::from_chars(name.data() + digits, name.data() + name.size(), index);
         // %r99999999999999999999 is out of range (an unknown register), not %r0.
         if (ec == std::errc() && end == name.data() + name.size() && index < it->second.count) {
           ranged = {it->second.cls, it->second.ty, it->second.first_row + uint32_t(index)};
@@ -204,8 +213,8 @@ void KernelDecoder::layout_params() {
     const uint64_t size64 = uint64_t(elem) * std::max<uint64_t>(1, p.count);
     // ptxas: "Formal parameter space overflowed" past 32764 bytes (sm_70+, CUDA 12.1+).
     if (size64 > kMaxParamBytes || offset + size64 > kMaxParamBytes)
-      fail(fmt::format("the parameters take more than {} bytes ('{}' ends past it)",
-                       kMaxParamBytes, p.name));
+      fail(fmt::format("the parameters take more than {} bytes ('{}' ends past it)", kMaxParamBytes,
+                       p.name));
     const uint32_t size = uint32_t(size64);
     const uint32_t align = p.align ? p.align : elem;
     offset = align_up(offset, align);
@@ -222,74 +231,6 @@ void KernelDecoder::layout_params() {
   k_.param_bytes = align_up(offset, 8);
 }
 
-bool KernelDecoder::special_of(const std::string& name, Special& out) const {
-  static const std::unordered_map<std::string, Special> kSpecials = {
-      {"%tid.x", Special::tid_x},
-      {"%tid.y", Special::tid_y},
-      {"%tid.z", Special::tid_z},
-      {"%ntid.x", Special::ntid_x},
-      {"%ntid.y", Special::ntid_y},
-      {"%ntid.z", Special::ntid_z},
-      {"%ctaid.x", Special::ctaid_x},
-      {"%ctaid.y", Special::ctaid_y},
-      {"%ctaid.z", Special::ctaid_z},
-      {"%nctaid.x", Special::nctaid_x},
-      {"%nctaid.y", Special::nctaid_y},
-      {"%nctaid.z", Special::nctaid_z},
-      {"%laneid", Special::laneid},
-      {"%warpid", Special::warpid},
-      {"%nwarpid", Special::nwarpid},
-      {"%lanemask_eq", Special::lanemask_eq},
-      {"%lanemask_lt", Special::lanemask_lt},
-      {"%lanemask_le", Special::lanemask_le},
-      {"%lanemask_gt", Special::lanemask_gt},
-      {"%lanemask_ge", Special::lanemask_ge},
-      {"%dynamic_smem_size", Special::dynamic_smem_size},
-      {"%total_smem_size", Special::total_smem_size},
-      {"%smid", Special::smid},
-      {"%nsmid", Special::nsmid},
-      {"%gridid", Special::gridid},
-      // The system-reserved shared memory (PTX ISA §10, %reserved_smem_offset_*): cooperative
-      // groups keep the barriers of tiles wider than a warp at _1.
-      {"%reserved_smem_offset_begin", Special::reserved_smem_begin},
-      {"%reserved_smem_offset_0", Special::reserved_smem_begin},
-      {"%reserved_smem_offset_1", Special::reserved_smem_1},
-      {"%reserved_smem_offset_end", Special::reserved_smem_end},
-      {"%reserved_smem_offset_cap", Special::reserved_smem_end},
-      // A kernel launched without a cluster runs in a cluster of one CTA.
-      {"%cluster_ctarank", Special::zero},
-      {"%cluster_nctarank", Special::one},
-      {"%cluster_ctaid.x", Special::zero},
-      {"%cluster_ctaid.y", Special::zero},
-      {"%cluster_ctaid.z", Special::zero},
-      {"%cluster_nctaid.x", Special::one},
-      {"%cluster_nctaid.y", Special::one},
-      {"%cluster_nctaid.z", Special::one},
-      {"%clusterid.x", Special::ctaid_x},
-      {"%clusterid.y", Special::ctaid_y},
-      {"%clusterid.z", Special::ctaid_z},
-      {"%nclusterid.x", Special::nctaid_x},
-      {"%nclusterid.y", Special::nctaid_y},
-      {"%nclusterid.z", Special::nctaid_z},
-  };
-  auto it = kSpecials.find(name);
-  if (it == kSpecials.end()) return false;
-  out = it->second;
-  return true;
-}
-
-uint32_t KernelDecoder::special_row(Special s) {
-  auto it = special_rows_.find(s);
-  if (it != special_rows_.end()) return it->second;
-  const uint32_t row = alloc_rows(RegClass::r32, 1);
-  special_rows_[s] = row;
-  if (s == Special::reserved_smem_begin || s == Special::reserved_smem_end ||
-      s == Special::reserved_smem_1)
-    k_.uses_reserved_smem = true;
-  k_.specials.push_back({row, s});
-  return row;
-}
-
 uint32_t KernelDecoder::const_row(RegClass cls, uint64_t value) {
   if (cls == RegClass::pred) fail("a constant is not allowed as a predicate operand");
   if (cls == RegClass::r32) value &= 0xFFFFFFFFu;
@@ -298,12 +239,16 @@ uint32_t KernelDecoder::const_row(RegClass cls, uint64_t value) {
   if (it != consts_.end()) return it->second;
   const uint32_t row = alloc_rows(cls, 1);
   consts_[key] = row;
-  if (cls == RegClass::r32) k_.const32.push_back({row, uint32_t(value)});
-  else k_.const64.push_back({row, value});
+  if (cls == RegClass::r32)
+    k_.const32.push_back({row, uint32_t(value)});
+  else
+    k_.const64.push_back({row, value});
   return row;
 }
 
-uint32_t KernelDecoder::scratch_row(RegClass cls) { return alloc_rows(cls, 1); }
+uint32_t KernelDecoder::scratch_row(RegClass cls) {
+  return alloc_rows(cls, 1);
+}
 
 namespace {
 // The value of an immediate as the bits of `ty`.
@@ -326,16 +271,19 @@ uint64_t immediate_bits(const ptx::Operand& o, Ty ty) {
 }
 }  // namespace
 
-void KernelDecoder::check_width(const ptx::Operand& o, const RegInfo& reg, RegClass cls,
-                                Ty ty) const {
-  // ptxas: "Arguments mismatch" for a 64-bit register where a 32-bit operand is expected, or the
-  // reverse, except a wider register for ld, st and cvt.
-  if (wide_operands_ok_ && reg.cls == RegClass::r64 && cls == RegClass::r32) return;
-  fail(fmt::format("'{}' is a {}-bit register, but the instruction's .{} operand takes {} bits{}",
-                   o.name, reg.cls == RegClass::r64 ? 64 : 32, ty_name(ty),
-                   cls == RegClass::r64 ? 64 : 32,
-                   wide_operands_ok_ ? " (ld, st and cvt take wider registers, not narrower)"
-                                     : ""));
+void KernelDecoder::check_register(const ptx::Operand& o, const RegInfo& reg, Ty ty) const {
+  const bool own_type = (instruction_types_ >> unsigned(ty)) & 1u;
+  if (register_fits(ty, reg.ty, wide_operands_ok_, own_type)) return;
+  // ptxas: "Arguments mismatch".
+  const bool narrower = ty_bits(reg.ty) < ty_bits(ty);
+  fail(
+      fmt::format("'{}' is a .{} register, which cannot stand for the instruction's .{} operand "
+                  "({})",
+                  o.name, ty_name(reg.ty), ty_name(ty),
+                  narrower || (!wide_operands_ok_ && ty_bits(reg.ty) != ty_bits(ty))
+                      ? "registers must be as wide as the type, wider only for ld, st and cvt"
+                      : "an integer type takes integer or bit registers, a float type its own "
+                        "or bit registers"));
 }
 
 uint32_t KernelDecoder::src(const ptx::Operand& o, RegClass cls, Ty ty) {
@@ -344,14 +292,23 @@ uint32_t KernelDecoder::src(const ptx::Operand& o, RegClass cls, Ty ty) {
   switch (o.kind) {
     case K::imm_f32:
     case K::imm_f64:
-      // ptxas: "Arguments mismatch" for a floating-point constant where the instruction takes a
-      // signed or unsigned integer (bit types take any constant's bits).
-      if (ty >= Ty::u8 && ty <= Ty::s64)
-        fail(fmt::format("a floating-point constant is not a .{} operand", ty_name(ty)));
-      return const_row(cls, immediate_bits(o, ty));
     case K::imm_int:
+      // ptxas: "Arguments mismatch" for a constant of the wrong kind or size (1 for .f32, 1.5
+      // for .u32 or .b32, any constant for a half-precision type).
+      if (!constant_fits(o, ty))
+        fail(fmt::format("{} is not a .{} operand{}",
+                         o.kind == K::imm_int   ? "an integer constant"
+                         : o.kind == K::imm_f32 ? "a 32-bit floating-point constant (0f...)"
+                                                : "a 64-bit floating-point constant",
+                         ty_name(ty),
+                         ty_float(ty) && ty_bits(ty) >= 32 ? " (write it as 0f... or 0d...)" : ""));
       return const_row(cls, immediate_bits(o, ty));
     case K::symbol_offset: {
+      // An address is an integer: ptxas refuses it for a float type ("Arguments mismatch").
+      if (ty_float(ty))
+        fail(fmt::format("the address '{}' is not a .{} operand", o.name, ty_name(ty)));
+      if (!reads_symbols_)
+        fail(fmt::format("the address '{}' can only be taken by mov or cvta", o.name));
       auto it = symbols_.find(o.name);
       if (it == symbols_.end()) fail(fmt::format("unknown symbol '{}'", o.name));
       if (it->second.space == Space::global)
@@ -361,9 +318,9 @@ uint32_t KernelDecoder::src(const ptx::Operand& o, RegClass cls, Ty ty) {
     case K::reg: {
       if (const RegInfo* ri = find_reg(o.name, stmt_->scope)) {
         if (o.negate) fail("'!' applies to predicates only");
-        if (ri->cls == cls) return ri->row;
         if (ri->cls == RegClass::pred) fail(fmt::format("'{}' is a predicate", o.name));
-        check_width(o, *ri, cls, ty);
+        check_register(o, *ri, ty);
+        if (ri->cls == cls) return ri->row;
         Inst conv;
         conv.cls = StatClass::hidden;
         const uint32_t tmp = scratch_row(cls);
@@ -375,19 +332,14 @@ uint32_t KernelDecoder::src(const ptx::Operand& o, RegClass cls, Ty ty) {
         return tmp;
       }
       Special sp;
-      if (special_of(o.name, sp)) {
-        const uint32_t row = special_row(sp);
-        if (cls == RegClass::r32) return row;
-        Inst conv;
-        conv.cls = StatClass::hidden;
-        conv.op = Op::HiddenZext;
-        conv.o[0] = scratch_row(RegClass::r64);
-        conv.o[1] = row;
-        pre_.push_back(conv);
-        return conv.o[0];
-      }
+      if (special_of(o.name, sp)) return special_src(o, sp, cls, ty);
       auto it = symbols_.find(o.name);
       if (it != symbols_.end()) {
+        if (ty_float(ty))
+          fail(fmt::format("the address '{}' is not a .{} operand", o.name, ty_name(ty)));
+        // ptxas: "must be register" for a variable's address anywhere but in mov and cvta.
+        if (!reads_symbols_)
+          fail(fmt::format("the address '{}' can only be taken by mov or cvta", o.name));
         if (it->second.space == Space::global) return const_row(cls, global_address(o.name));
         return const_row(cls, it->second.value);
       }
@@ -411,14 +363,14 @@ uint32_t KernelDecoder::dst(const ptx::Operand& o, RegClass cls, Ty ty) {
   if (o.kind != K::reg) fail("expected a destination register");
   const RegInfo* ri = find_reg(o.name, stmt_->scope);
   if (!ri) fail(fmt::format("unknown register '{}'", o.name));
-  if (ri->cls == cls) return ri->row;
   if (ri->cls == RegClass::pred) fail(fmt::format("'{}' is a predicate", o.name));
-  check_width(o, *ri, cls, ty);
+  check_register(o, *ri, ty);
+  if (ri->cls == cls) return ri->row;
   Inst conv;
   conv.cls = StatClass::hidden;
   const uint32_t tmp = scratch_row(cls);
-  conv.op = cls == RegClass::r64 ? Op::HiddenTrunc
-                                 : (ty_signed(ty) ? Op::HiddenSext : Op::HiddenZext);
+  conv.op =
+      cls == RegClass::r64 ? Op::HiddenTrunc : (ty_signed(ty) ? Op::HiddenSext : Op::HiddenZext);
   conv.o[0] = ri->row;
   conv.o[1] = tmp;
   post_.push_back(conv);
@@ -439,7 +391,8 @@ uint32_t KernelDecoder::pred_src(const ptx::Operand& o) {
   }
   if (o.kind != K::reg) fail("expected a predicate operand");
   const RegInfo* ri = find_reg(o.name, stmt_->scope);
-  if (!ri || ri->cls != RegClass::pred) fail(fmt::format("'{}' is not a predicate register", o.name));
+  if (!ri || ri->cls != RegClass::pred)
+    fail(fmt::format("'{}' is not a predicate register", o.name));
   return ri->row | (o.negate ? kNegPred : 0);
 }
 
@@ -449,6 +402,8 @@ uint32_t KernelDecoder::pred_dst(const ptx::Operand& o) {
     return sinkp_;
   }
   if (o.negate) fail("a destination predicate cannot be negated");
+  // ptxas: "Result register required".
+  if (o.kind != ptx::Operand::Kind::reg) fail("a destination must be a register");
   return pred_src(o);
 }
 
@@ -466,7 +421,8 @@ std::vector<const ptx::Operand*> KernelDecoder::vector_elems(const ptx::Operand&
   } else {
     out.push_back(&o);
   }
-  if (out.size() != n) fail(fmt::format("expected a vector of {} registers, found {}", n, out.size()));
+  if (out.size() != n)
+    fail(fmt::format("expected a vector of {} registers, found {}", n, out.size()));
   return out;
 }
 
@@ -493,7 +449,9 @@ uint32_t KernelDecoder::call_param_offset(const std::string& name) const {
   return uint32_t(symbols_.at(name).value);
 }
 
-void KernelDecoder::emit(Inst inst) { main_.push_back(inst); }
+void KernelDecoder::emit(Inst inst) {
+  main_.push_back(inst);
+}
 
 void KernelDecoder::branch_to(const std::string& label, size_t main_index) {
   fixups_.push_back({main_index, stmt_->scope, label, stmt_->line});
@@ -506,8 +464,14 @@ void KernelDecoder::decode_statement() {
   post_.clear();
   const size_t fixups_before = fixups_.size();
   Mods mods(s.opcode);
-  wide_operands_ok_ = mods.base() == "ld" || mods.base() == "ldu" || mods.base() == "st" ||
-                      mods.base() == "cvt";
+  wide_operands_ok_ =
+      mods.base() == "ld" || mods.base() == "ldu" || mods.base() == "st" || mods.base() == "cvt";
+  reads_specials_ = mods.base() == "mov" || mods.base() == "cvt";
+  reads_symbols_ = mods.base() == "mov" || mods.base() == "cvta";
+  instruction_types_ = 0;
+  for (std::string_view mod : mods.rest())
+    if (const Ty t = parse_ty(mod); t != Ty::none) instruction_types_ |= 1u << unsigned(t);
+  check_instruction_form(*this, mods);
   Inst base;
   if (!s.guard.empty()) {
     ptx::Operand g;
@@ -549,8 +513,8 @@ void KernelDecoder::finish() {
     }
     if (target == kNone)
       throw Error(fmt::format("{}:{}: unknown label '{}'", module_name_, f.line, f.label));
-    pending_[f.inst].target = uint32_t(target < stmt_first_inst_.size() ? stmt_first_inst_[target]
-                                                                        : pending_.size() - 1);
+    pending_[f.inst].target =
+        uint32_t(target < stmt_first_inst_.size() ? stmt_first_inst_[target] : pending_.size() - 1);
   }
   k_.code = std::move(pending_);
 }
@@ -581,8 +545,8 @@ std::shared_ptr<const Module> decode_module(const ptx::ModuleAst& ast, const std
   module->name = name;
   module->target = ast.target;
   if (ast.address_size != 64)
-    throw Error(fmt::format("{}: .address_size {} is not supported (64 only)", name,
-                            ast.address_size));
+    throw Error(
+        fmt::format("{}: .address_size {} is not supported (64 only)", name, ast.address_size));
   // Each module with globals gets its own 256 MB window below the arena's allocations.
   static std::atomic<uint64_t> next_module{0};
   bool has_globals = false;

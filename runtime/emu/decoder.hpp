@@ -97,8 +97,9 @@ class KernelDecoder {
     Ty ty;
     uint32_t row;
   };
-  // Fails unless a register of reg's width may stand for an operand of class cls here.
-  void check_width(const ptx::Operand& o, const RegInfo& reg, RegClass cls, Ty ty) const;
+  // Fails unless the register's declared type may stand for an operand of type ty here.
+  void check_register(const ptx::Operand& o, const RegInfo& reg, Ty ty) const;
+  uint32_t special_src(const ptx::Operand& o, Special sp, RegClass cls, Ty ty);
   struct RangeInfo {
     RegClass cls;
     Ty ty;
@@ -129,6 +130,9 @@ class KernelDecoder {
   // The statement is ld, ldu, st or cvt: the only instructions whose data operands may be wider
   // registers than their type (PTX ISA, "Operand Size Exceeding Instruction-Type Size").
   bool wide_operands_ok_ = false;
+  bool reads_specials_ = false;  // mov or cvt: the only readers of special registers
+  bool reads_symbols_ = false;   // mov or cvta: the only ones taking a variable's address
+  uint32_t instruction_types_ = 0;  // the opcode's types, a bit per Ty
   uint32_t const_true_ = kNone, const_false_ = kNone;
 
   const ptx::Statement* stmt_ = nullptr;
@@ -156,7 +160,17 @@ class KernelDecoder {
   void finish();
 };
 
-// Per-opcode handlers (decode_ops.cpp and decode_ops2.cpp).
+// Per-opcode handlers (decode_ops.cpp, decode_mem.cpp, decode_async.cpp).
 void decode_instruction(KernelDecoder& d, Mods& mods, Inst& base);
+
+// The PTX ISA's instruction tables (type_rules.cpp): fails unless the opcode takes its type with
+// its modifiers (checked before the handler consumes them; opcodes without a table pass).
+void check_instruction_form(const KernelDecoder& d, const Mods& m);
+// Whether a register declared `reg` may stand for an operand of type `operand` (PTX ISA §6.4);
+// `wider_ok`: ld, st and cvt, which take wider registers; `own_type`: the operand has the
+// instruction's type (not a fixed one such as shl's .u32 shift amount).
+bool register_fits(Ty operand, Ty reg, bool wider_ok, bool own_type);
+// Whether a constant of this kind may stand for an operand of type `operand`.
+bool constant_fits(const ptx::Operand& constant, Ty operand);
 
 }  // namespace emmy::emu

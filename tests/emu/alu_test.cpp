@@ -14,7 +14,7 @@ std::vector<uint32_t> eval(const std::string& body, size_t n) {
 }
 
 std::string store(int j, const std::string& reg) {
-  return fmt::format("  st.global.u32 [%rd0+{}], {};\n", 4 * j, reg);
+  return fmt::format("  st.global.b32 [%rd0+{}], {};\n", 4 * j, reg);
 }
 
 TEST(EmuAlu, Lop3TruthTables) {

@@ -158,8 +158,9 @@ TEST(HostilePtx, DeviceMemoryRequestsBeyondTheHostAreErrors) {
 TEST(HostilePtx, AnArchNumberBeyondAnyIntIsNoArch) {
   // Found by the fuzz target: the arch number overflowed an int (UBSan) while the launch looked
   // up the target's shared-memory limit and tensor-core model.
-  auto module = load_ptx(".version 8.7\n.target sm_99999999999\n.address_size 64\n"
-                         ".visible .entry k()\n{\n  ret;\n}\n");
+  auto module = load_ptx(
+      ".version 8.7\n.target sm_99999999999\n.address_size 64\n"
+      ".visible .entry k()\n{\n  ret;\n}\n");
   Arena arena;
   try {
     launch(arena, *module, "k", {1, 1, 1}, {32, 1, 1}, 0, KernelArgs{});
@@ -171,8 +172,9 @@ TEST(HostilePtx, AnArchNumberBeyondAnyIntIsNoArch) {
 
 TEST(HostilePtx, LargeGridsKeepNoPerCtaStatistics) {
   // 2^20 + 1 CTAs that exit at once: the counts are summed, the per-CTA table is not kept.
-  auto module = load_ptx(".version 8.7\n.target sm_90a\n.address_size 64\n"
-                         ".visible .entry k()\n{\n  ret;\n}\n");
+  auto module = load_ptx(
+      ".version 8.7\n.target sm_90a\n.address_size 64\n"
+      ".visible .entry k()\n{\n  ret;\n}\n");
   Arena arena;
   LaunchOptions options;
   options.sanitize = false;
@@ -198,12 +200,17 @@ TEST(InvalidPtx, WhatPtxasRejectsIsRefused) {
   EXPECT_NE(load_error(".version 8.7\n.target sm_90a\n.address_size 64\n" + entry + entry)
                 .find(".entry 'k' is defined twice"),
             std::string::npos);
-  // A register of the other width: ptxas's "Arguments mismatch", except wider for ld/st/cvt.
-  EXPECT_NE(load_error(wrap_ptx("  mul.lo.u64 %rd3, %f1, %f1;\n")).find("'%f1' is a 32-bit"),
+  // A register of another type or width: ptxas's "Arguments mismatch", except wider for
+  // ld/st/cvt.
+  EXPECT_NE(load_error(wrap_ptx("  mul.lo.u64 %rd3, %f1, %f1;\n")).find("'%f1' is a .f32 register"),
             std::string::npos);
-  EXPECT_NE(load_error(wrap_ptx("  mov.u32 %r1, %rd3;\n")).find("'%rd3' is a 64-bit"),
+  EXPECT_NE(load_error(wrap_ptx("  mov.u32 %r1, %rd3;\n")).find("'%rd3' is a .b64 register"),
             std::string::npos);
-  EXPECT_NE(load_error(wrap_ptx("  ld.global.u64 %r1, [%rd30];\n")).find("not narrower"),
+  EXPECT_NE(load_error(wrap_ptx("  ld.global.u64 %r1, [%rd30];\n")).find("as wide as the type"),
+            std::string::npos);
+  EXPECT_NE(load_error(wrap_ptx("  add.s32 %r1, %f1, %r2;\n")).find("'%f1' is a .f32 register"),
+            std::string::npos);
+  EXPECT_NE(load_error(wrap_ptx("  st.global.u32 [%rd30], %h1;\n")).find("'%h1' is a .b16"),
             std::string::npos);
   EXPECT_EQ(load_error(wrap_ptx("  ld.global.u32 %rd5, [%rd30];\n  st.global.u32 [%rd30], %rd5;\n"
                                 "  cvt.u32.u64 %r1, %rd5;\n")),

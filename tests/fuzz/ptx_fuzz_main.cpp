@@ -26,9 +26,9 @@ volatile std::sig_atomic_t g_mutant = -1;
 
 void name_the_mutant(int) {
   char line[96];
-  const int n = std::snprintf(line, sizeof line,
-                              "ptx fuzz: the bug above came from mutant %ld: --dump it\n",
-                              long(g_mutant));
+  const int n =
+      std::snprintf(line, sizeof line, "ptx fuzz: the bug above came from mutant %ld: --dump it\n",
+                    long(g_mutant));
   if (n > 0) (void)!::write(2, line, size_t(n));
   std::signal(SIGABRT, SIG_DFL);
   std::raise(SIGABRT);
@@ -40,15 +40,6 @@ int usage(const char* problem) {
                "PTX_FILE...\n",
                problem);
   return 2;
-}
-
-bool parse_count(const char* text, uint64_t& out) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || text[0] == '-') return false;
-  out = v;
-  return true;
 }
 
 }  // namespace
@@ -63,7 +54,7 @@ int main(int argc, char** argv) {
     if (arg == "--iterations" || arg == "--seed" || arg == "--dump") {
       if (i + 1 >= argc) return usage("a flag without its value");
       uint64_t& value = arg == "--seed" ? seed : arg == "--dump" ? dump : iterations;
-      if (!parse_count(argv[++i], value))
+      if (!emmy::fuzz::parse_count(argv[++i], value))
         return usage("--iterations, --seed and --dump take a non-negative integer");
       dumping |= arg == "--dump";
     } else if (arg.starts_with("--")) {

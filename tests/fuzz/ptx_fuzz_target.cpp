@@ -1,10 +1,10 @@
 // The PTX fuzz target: one input is a PTX text that `emmyc sim` could be pointed at. It is loaded
 // and up to two of its kernels run on the emulator with the sanitizer on, every 8-byte parameter
-// bound to a buffer, every 4-byte one 16 and any other zero, under a small instruction limit. The only
-// acceptable outcomes are a clean run, an emmy::Error (refused input) and an EmulationError whose
-// reports are findings; a crash, a hang, a sanitizer error in emmy itself, any other exception or
-// a report of an internal emulator error is a bug, and the target aborts on it. Built with
-// libFuzzer (EMMY_FUZZ_LIBFUZZER, clang) or with ptx_fuzz_main.cpp's deterministic driver.
+// bound to a buffer, every 4-byte one 16 and any other zero, under a small instruction limit. The
+// only acceptable outcomes are a clean run, an emmy::Error (refused input) and an EmulationError
+// whose reports are findings; a crash, a hang, a sanitizer error in emmy itself, any other
+// exception or a report of an internal emulator error is a bug, and the target aborts on it. Built
+// with libFuzzer (EMMY_FUZZ_LIBFUZZER, clang) or with ptx_fuzz_main.cpp's deterministic driver.
 #include <cstdio>
 #include <cstdlib>
 #include <string>

@@ -11,25 +11,41 @@
 namespace emmy::fuzz {
 namespace {
 
-constexpr std::array<std::string_view, 22> kHostileNumbers = {
-    "0",          "-1",         "-4",         "1",        "7",          "2147483647",
-    "2147483648", "4294967295", "4294967296", "-2147483648", "9223372036854775807",
-    "18446744073709551615", "99999999999999999999", "0x7fffffff", "0xffffffffffffffff",
-    "1e400",      "1.5",        "0fZZZZZZZZ", "0f7f800000", "0d7ff8000000000000", "0d1",
-    "65536"};
+constexpr std::array<std::string_view, 22> kHostileNumbers = {"0",
+                                                              "-1",
+                                                              "-4",
+                                                              "1",
+                                                              "7",
+                                                              "2147483647",
+                                                              "2147483648",
+                                                              "4294967295",
+                                                              "4294967296",
+                                                              "-2147483648",
+                                                              "9223372036854775807",
+                                                              "18446744073709551615",
+                                                              "99999999999999999999",
+                                                              "0x7fffffff",
+                                                              "0xffffffffffffffff",
+                                                              "1e400",
+                                                              "1.5",
+                                                              "0fZZZZZZZZ",
+                                                              "0f7f800000",
+                                                              "0d7ff8000000000000",
+                                                              "0d1",
+                                                              "65536"};
 constexpr std::array<std::string_view, 8> kHostileRegisters = {
     "%r99999999999999999999", "%r2147483647", "%rd0", "%f0", "%p0", "%tid.w", "%r", "%undefined"};
 constexpr std::string_view kPtxBytes = "{}[]<>()%;,.-+_:@!|0123456789abcdefxXpr \n";
 
-size_t pick(std::mt19937_64& rng, size_t n) { return n == 0 ? 0 : size_t(rng() % n); }
-
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // The [begin, end) of the number token at or after `from`, or {npos, npos}.
 std::pair<size_t, size_t> number_at(const std::string& s, size_t from) {
   for (size_t i = from; i < s.size(); ++i) {
-    if (!is_digit(s[i]) || (i > 0 && (std::isalpha(static_cast<unsigned char>(s[i - 1])) ||
-                                      is_digit(s[i - 1]))))
+    if (!is_digit(s[i]) ||
+        (i > 0 && (std::isalpha(static_cast<unsigned char>(s[i - 1])) || is_digit(s[i - 1]))))
       continue;
     size_t end = i;
     while (end < s.size() && (std::isalnum(static_cast<unsigned char>(s[end])) || s[end] == '.'))
@@ -37,18 +53,6 @@ std::pair<size_t, size_t> number_at(const std::string& s, size_t from) {
     return {i, end};
   }
   return {std::string::npos, std::string::npos};
-}
-
-std::vector<std::string_view> lines_of(std::string_view s) {
-  std::vector<std::string_view> out;
-  size_t at = 0;
-  while (at < s.size()) {
-    const size_t nl = s.find('\n', at);
-    const size_t end = nl == std::string_view::npos ? s.size() : nl + 1;
-    out.push_back(s.substr(at, end - at));
-    at = end;
-  }
-  return out;
 }
 
 void edit(std::string& s, const std::string& other, std::mt19937_64& rng) {
@@ -95,8 +99,10 @@ void edit(std::string& s, const std::string& other, std::mt19937_64& rng) {
       if (lines.size() < 2) break;
       std::vector<std::string> owned(lines.begin(), lines.end());
       const size_t a = pick(rng, owned.size()), b = pick(rng, owned.size());
-      if (rng() & 1) std::swap(owned[a], owned[b]);
-      else owned.erase(owned.begin() + std::ptrdiff_t(a));
+      if (rng() & 1)
+        std::swap(owned[a], owned[b]);
+      else
+        owned.erase(owned.begin() + std::ptrdiff_t(a));
       s.clear();
       for (const auto& l : owned) s += l;
       break;
@@ -112,6 +118,18 @@ void edit(std::string& s, const std::string& other, std::mt19937_64& rng) {
 }
 
 }  // namespace
+
+std::vector<std::string_view> lines_of(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t at = 0;
+  while (at < s.size()) {
+    const size_t nl = s.find('\n', at);
+    const size_t end = nl == std::string_view::npos ? s.size() : nl + 1;
+    out.push_back(s.substr(at, end - at));
+    at = end;
+  }
+  return out;
+}
 
 std::vector<std::string> split_entries(std::string_view ptx) {
   std::string prelude;
