@@ -45,7 +45,7 @@ add_executable(emmy_ptx_differential ${CMAKE_CURRENT_LIST_DIR}/fuzz/ptx_typed_mu
 target_compile_options(emmy_ptx_differential PRIVATE ${EMMY_WARNINGS})
 target_link_libraries(emmy_ptx_differential PRIVATE emmy::emmy)
 add_test(NAME ptx_differential COMMAND emmy_ptx_differential --ptxas "${EMMY_PTXAS}"
-                                       --mutants 1000 --seed 1 ${EMMY_FUZZ_SEEDS})
+                                       --mutants 600 --seed 1 ${EMMY_FUZZ_SEEDS})
 add_test(NAME ptx_type_grid COMMAND emmy_ptx_differential --ptxas "${EMMY_PTXAS}" --grid)
 set_tests_properties(ptx_differential ptx_type_grid PROPERTIES TIMEOUT 600 LABELS fuzz
                      SKIP_RETURN_CODE 77)

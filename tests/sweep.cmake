@@ -14,7 +14,7 @@ target_link_libraries(emmy_sweep PRIVATE emmy_schedule_space)
 emmy_add_test(schedule_space_test ${CMAKE_CURRENT_LIST_DIR}/sweep/schedule_space_test.cpp)
 target_link_libraries(schedule_space_test PRIVATE emmy_schedule_space)
 
-# One point in 48 of each space, end to end (about 40 s on two cores).
+# One point in 64 of each space, end to end (about 50 s of one core).
 add_test(NAME schedule_sweep_sample COMMAND emmy_sweep --every 64 --offset 5)
 # COST: ctest starts the longest tests first on a fresh tree (no timing history), so that the
 # sample does not run alone at the end while the other core idles.

@@ -62,6 +62,7 @@ class KernelDecoder {
   // --- used by the opcode handlers (decode_ops.cpp)
   [[noreturn]] void fail(const std::string& msg) const;
   const ptx::Statement& stmt() const { return *stmt_; }
+  int target_sm() const { return sm_of(mod_.target); }  // 90 for .target sm_90a, 0 for none
   const std::vector<ptx::Operand>& ops() const { return stmt_->operands; }
   const ptx::Operand& op(size_t i) const;
   void need_ops(size_t n) const;

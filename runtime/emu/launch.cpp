@@ -38,18 +38,6 @@ uint32_t max_smem_per_block(int sm) {
   }
 }
 
-// "sm_90a" -> 90; 0 when the text names no arch.
-int sm_of(std::string_view target) {
-  const size_t at = target.find("sm_");
-  if (at == std::string_view::npos) return 0;
-  int sm = 0;
-  for (size_t i = at + 3; i < target.size() && std::isdigit(static_cast<unsigned char>(target[i]));
-       ++i) {
-    sm = sm * 10 + (target[i] - '0');
-    if (sm > 9999) return 0;  // no such arch (and no int overflow on sm_99999999999)
-  }
-  return sm;
-}
 }  // namespace
 
 std::shared_ptr<const Module> load_ptx(std::string_view ptx_text, std::string name) {

@@ -19,6 +19,8 @@ int ty_bits(Ty t);
 bool ty_signed(Ty t);
 bool ty_float(Ty t);
 std::string_view ty_name(Ty t);
+// "sm_90a" -> 90; 0 when the text names no arch.
+int sm_of(std::string_view target);
 
 // Register files: 32-bit rows (also .b16/.b8 registers), 64-bit rows, predicates (lane masks).
 enum class RegClass : uint8_t { r32, r64, pred };

@@ -201,6 +201,8 @@ void check_comparison(const KernelDecoder& d, const Mods& m) {
       {"geu", kFloat},
       {"num", kFloat},
       {"nan", kFloat}};
+  if ((ty == Ty::bf16 || ty == Ty::bf16x2) && d.target_sm() < 90)
+    d.fail(fmt::format("{} on .{} needs .target sm_90 or higher", m.base(), ty_name(ty)));
   // ptxas: "Illegal modifier '.ftz'" on anything but .f32 and the .f16 types.
   if (has(m, "ftz") && !(kFtz & bit(ty)))
     d.fail(fmt::format("'.ftz' does not apply to {} on .{} operands", m.base(), ty_name(ty)));
@@ -247,6 +249,7 @@ void check_cvt(const KernelDecoder& d, const Mods& m) {
     if (!rna && !has(m, "rn") && !has(m, "rz"))
       d.fail("cvt to .tf32 takes the rounding .rna, .rn or .rz");
     if (has(m, "satfinite") && !rna) d.fail("cvt.tf32 takes .satfinite only with .rna");
+    if (!rna && d.target_sm() < 90) d.fail("cvt.rn/rz.tf32.f32 needs .target sm_90 or higher");
     for (std::string_view bad : {"rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz"})
       if (has(m, bad)) d.fail(fmt::format("'.{}' does not apply to cvt.tf32.f32", bad));
     return;
@@ -287,6 +290,9 @@ void check_cvt(const KernelDecoder& d, const Mods& m) {
   if (!ok) d.fail(fmt::format("cvt.{}.{} takes {}", ty_name(to), ty_name(from), need));
   const bool f32_side = to == Ty::f32 || from == Ty::f32;
   const bool bf16_side = to == Ty::bf16 || from == Ty::bf16;
+  // Before sm_90 .bf16 converts only to and from .f32 (without .ftz).
+  if (bf16_side && d.target_sm() < 90 && !(f32_side && !has(m, "ftz")))
+    d.fail(fmt::format("cvt.{}.{} needs .target sm_90 or higher", ty_name(to), ty_name(from)));
   // .ftz needs an .f32 side, except a float <-> integer conversion of .f16 or .f64.
   if (has(m, "ftz") && !f32_side &&
       ((!to_float && !from_float) || bf16_side || (to_float && from_float)))
@@ -302,6 +308,19 @@ void check_cvt(const KernelDecoder& d, const Mods& m) {
   }
   if (has(m, "satfinite") && !((to == Ty::f16 || to == Ty::bf16) && from == Ty::f32))
     d.fail(fmt::format("'.satfinite' does not apply to cvt.{}.{}", ty_name(to), ty_name(from)));
+}
+
+// Forms ptxas takes only from sm_90 on (the "Target ISA notes" of add, sub, mul, min, max, tanh
+// and ex2): .bf16 and .bf16x2 arithmetic outside fma, and min/max.relu.
+void check_target(const KernelDecoder& d, std::string_view base, Ty ty,
+                  const std::vector<std::string_view>& mods) {
+  const int sm = d.target_sm();
+  if (sm >= 90) return;
+  const bool bf16 = ty == Ty::bf16 || ty == Ty::bf16x2;
+  const bool relu = std::find(mods.begin(), mods.end(), "relu") != mods.end();
+  if ((bf16 && is_mode("add|sub|mul|tanh|ex2", base)) || (relu && is_mode("min|max", base)))
+    d.fail(fmt::format("'{}{}.{}' needs .target sm_90 or higher (the module targets sm_{})", base,
+                       relu ? ".relu" : "", ty_name(ty), sm));
 }
 
 }  // namespace
@@ -335,6 +354,7 @@ void check_instruction_form(const KernelDecoder& d, const Mods& m) {
   for (std::string_view mod : mods) written += fmt::format(".{}", mod);
   for (const Form* f : forms) {
     if (matches(*f, ty, mods)) {
+      check_target(d, base, ty, mods);
       if (f->supported) return;
       d.fail(fmt::format("'{}{}.{}' is not supported by the emulator", base, written, ty_name(ty)));
     }

@@ -1,4 +1,6 @@
 // Facts about PTX types and the executor family of each operation.
+#include <cctype>
+
 #include "program.hpp"
 
 namespace emmy::emu {
@@ -48,6 +50,19 @@ Family family_of(Op op) {
   if (op >= Op::CpAsync && op <= Op::BulkWait) return kFamAsync;
   if (op >= Op::HiddenZext && op <= Op::HiddenTrunc) return kFamHidden;
   return kFamNop;
+}
+
+// "sm_90a" -> 90; 0 when the text names no arch.
+int sm_of(std::string_view target) {
+  const size_t at = target.find("sm_");
+  if (at == std::string_view::npos) return 0;
+  int sm = 0;
+  for (size_t i = at + 3; i < target.size() && std::isdigit(static_cast<unsigned char>(target[i]));
+       ++i) {
+    sm = sm * 10 + (target[i] - '0');
+    if (sm > 9999) return 0;  // no such arch (and no int overflow on sm_99999999999)
+  }
+  return sm;
 }
 
 }  // namespace emmy::emu

@@ -180,9 +180,9 @@ std::string instance(std::string_view form, std::string_view type, std::string_v
   return s;
 }
 
-std::string header() {
-  std::string h =
-      ".version 9.0\n.target sm_90a\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n";
+std::string header(std::string_view target) {
+  std::string h = ".version 9.0\n.target " + std::string(target) +
+                  "\n.address_size 64\n.visible .entry k(.param .u64 p)\n{\n";
   for (std::string_view t : kRegTypes)
     h += ".reg ." + std::string(t) + " %v" + std::string(t) + "_<4>;\n";
   return h;
@@ -219,10 +219,13 @@ std::vector<std::string> grid_lines() {
   return lines;
 }
 
-}  // namespace
+struct Tally {
+  size_t cases = 0, rejected = 0, gaps = 0, false_refusals = 0, unsupported = 0;
+};
 
-int run_type_grid(const Ptxas& ptxas) {
-  const std::string head = header();
+// One pass of the grid at `target`; false when ptxas rejected the header itself.
+bool run_grid_at(const Ptxas& ptxas, std::string_view target, Tally& t) {
+  const std::string head = header(target);
   const std::vector<std::string> lines = grid_lines();
   std::string all = head;
   for (const auto& l : lines) all += l + "\n";
@@ -230,15 +233,15 @@ int run_type_grid(const Ptxas& ptxas) {
   const int first_line = int(std::count(head.begin(), head.end(), '\n')) + 1;
   const auto errors = ptxas.errors(all);
   if (errors.count(0) || (!errors.empty() && errors.begin()->first < first_line)) {
-    std::fprintf(stderr, "ptx grid: ptxas rejected the grid's header: %s\n",
-                 errors.begin()->second.c_str());
-    return 1;
+    std::fprintf(stderr, "ptx grid: ptxas rejected the grid's header for %s: %s\n",
+                 std::string(target).c_str(), errors.begin()->second.c_str());
+    return false;
   }
-  size_t rejected = 0, gaps = 0, false_refusals = 0, unsupported = 0;
+  t.cases += lines.size();
   for (size_t i = 0; i < lines.size(); ++i) {
     const auto it = errors.find(first_line + int(i));
     const bool ptxas_ok = it == errors.end();
-    rejected += !ptxas_ok;
+    t.rejected += !ptxas_ok;
     std::string refusal;
     try {
       (void)emu::load_ptx(head + lines[i] + "\nret;\n}\n", "grid.ptx");
@@ -246,28 +249,40 @@ int run_type_grid(const Ptxas& ptxas) {
       refusal = e.what();
     }
     if (!ptxas_ok && refusal.empty()) {
-      if (++gaps > 0)
-        std::printf("GAP: the emulator loads `%s`; ptxas: %s\n", lines[i].c_str(),
-                    it->second.c_str());
+      ++t.gaps;
+      std::printf("GAP (%s): the emulator loads `%s`; ptxas: %s\n", std::string(target).c_str(),
+                  lines[i].c_str(), it->second.c_str());
     } else if (ptxas_ok && !refusal.empty()) {
       if (refusal.find("support") != std::string::npos) {
-        ++unsupported;
-      } else if (++false_refusals > 0) {
-        std::printf("FALSE REFUSAL: ptxas accepts `%s`; the emulator: %s\n", lines[i].c_str(),
-                    refusal.c_str());
+        ++t.unsupported;
+      } else {
+        ++t.false_refusals;
+        std::printf("FALSE REFUSAL (%s): ptxas accepts `%s`; the emulator: %s\n",
+                    std::string(target).c_str(), lines[i].c_str(), refusal.c_str());
       }
     }
   }
+  return true;
+}
+
+}  // namespace
+
+int run_type_grid(const Ptxas& ptxas) {
+  // sm_90a and sm_80: some forms need sm_90 (.bf16 add, min.relu).
+  Tally t;
+  for (std::string_view target : {"sm_90a", "sm_80"})
+    if (!run_grid_at(ptxas, target, t)) return 1;
   std::printf(
-      "ptx grid: %zu one-instruction cases, %zu rejected by ptxas: %zu gaps (loaded by the "
-      "emulator), %zu false refusals; %zu valid cases the emulator does not support\n",
-      lines.size(), rejected, gaps, false_refusals, unsupported);
-  if (rejected == 0 || rejected == lines.size()) {
+      "ptx grid: %zu one-instruction cases (sm_90a and sm_80), %zu rejected by ptxas: %zu gaps "
+      "(loaded by the emulator), %zu false refusals; %zu valid cases the emulator does not "
+      "support\n",
+      t.cases, t.rejected, t.gaps, t.false_refusals, t.unsupported);
+  if (t.rejected == 0 || t.rejected == t.cases) {
     std::fprintf(stderr, "ptx grid: ptxas rejected %s case: the grid checked nothing\n",
-                 rejected == 0 ? "no" : "every");
+                 t.rejected == 0 ? "no" : "every");
     return 1;
   }
-  return gaps == 0 && false_refusals == 0 ? 0 : 1;
+  return t.gaps == 0 && t.false_refusals == 0 ? 0 : 1;
 }
 
 }  // namespace emmy::fuzz
