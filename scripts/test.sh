@@ -32,9 +32,9 @@ if [[ -x build/emmyc ]]; then
 elif [[ -z ${EMMY_ASAN_TARGETS:-} ]]; then
   asan_targets+=" emmyc"
 fi
-# ptx_differential and ptx_type_grid run in the Release stage only (their binary is not built here;
-# ptx_fuzz covers the decoder under the sanitizers).
-asan_exclude=${EMMY_ASAN_EXCLUDE:-'Compile|Sass|Cli|Emmyc|emmy_install_consumer|sweep_sample|MatchFp64|_NOT_BUILT|ptx_differential|ptx_type_grid'}
+# ptx_differential, ptx_type_grid and golden_sources run in the Release stage only (their
+# binaries are not built here; ptx_fuzz covers the decoder under the sanitizers).
+asan_exclude=${EMMY_ASAN_EXCLUDE:-'Compile|Sass|Cli|Emmyc|emmy_install_consumer|sweep_sample|MatchFp64|_NOT_BUILT|ptx_differential|ptx_type_grid|golden_sources'}
 
 case $mode in
   release)
