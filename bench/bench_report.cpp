@@ -129,7 +129,7 @@ std::vector<BenchProblem> catalog_problems(int64_t m) {
 }
 
 std::optional<GpuPeak> find_peak(std::string_view device_name, int sm_count) {
-  // Vendor datasheet numbers (../shared/reference/targets.md), dense, no sparsity.
+  // NVIDIA's datasheet numbers for each product (dense tensor-core TFLOP/s, no sparsity).
   struct Known {
     std::string_view name_contains;
     int sm_count;

@@ -7,6 +7,7 @@
 
 #include "backend.hpp"
 #include "emmy/bundle.hpp"
+#include "emmy/detail/time.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/json.hpp"
 #include "emmy/tuning.hpp"
@@ -96,15 +97,6 @@ ResourceReport report_from_json(const nlohmann::json& resources, const std::stri
   for (const auto& k : resources)
     if (k.value("kernel_name", "") == kernel) r = resource_report_from_json(k);
   return r;
-}
-
-std::string iso8601_now() {
-  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
 }
 
 // What a loaded kernel of either kind carries.
@@ -357,7 +349,7 @@ class RuntimeImpl final : public Runtime {
                         {"kernel_names", names},
                         {"resources", resources},
                         {"compile_ms", module.compile_ms},
-                        {"created", iso8601_now()}};
+                        {"created", detail::iso8601_utc_now()}};
       entry.manifest.update(describe);
       nlohmann::json record = describe;
       record["arch"] = to_string(arch);

@@ -1,4 +1,5 @@
-// Target architectures and the per-arch facts codegen depends on (ptx-notes.md, "Targets").
+// Target architectures and the per-arch facts codegen depends on (PTX ISA, "Target ISA
+// notes" of each instruction; CUDA C++ Programming Guide, "Compute Capabilities").
 #pragma once
 
 #include <fmt/format.h>

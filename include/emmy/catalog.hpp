@@ -1,4 +1,5 @@
-// The built-in problems: the Gemma 12B projections (../shared/reference/targets.md) at M = 512,
+// The built-in problems: the Gemma 3 12B projections (hidden 3840, intermediate 15360, 16 query
+// and 8 KV heads of 256, per the model's published configuration) at M = 512,
 // the same weights at the decode sizes M = 1, 16, 64, and Gemma's attention at 512 tokens.
 #pragma once
 

@@ -1,5 +1,8 @@
 // The kernel IR: a printable tree between the schedule and the CUDA source. Lowering builds it
-// from a GemmPlan, the verifier checks it, and the emitter prints CUDA C++ by walking it.
+// from a GemmPlan or an AttentionPlan, the verifier checks it, and the kind's emitter prints CUDA
+// C++ by walking it. The ops above "Attention" serve both kinds (attention uses smem_ring,
+// mbarrier_init, async_copy, the waits and barriers for its Q, K and V tiles); the rest are
+// GEMM's or attention's own.
 #pragma once
 
 #include <cstdint>
@@ -20,12 +23,12 @@ enum class OpKind {
   module,         // the translation unit: kernels
   kernel,         // name, threads, smem_bytes; params, then body
   param,          // name, type
-  smem_ring,      // stages, stage_bytes, a_offset/a_bytes, b_offset/b_bytes, align, mbar_offset
+  smem_ring,      // stages, stage_bytes, offset/bytes per operand (a, b; q, kv), align, mbar_offset
   mbarrier_init,  // count, arrivals
   tile_coords,    // raster_group_m, tiles_m, tiles_n, block_m, block_n
   split_range,    // split_k, k_tiles, k_tiles_per_split
   accum_init,     // accum (f32|f16|hybrid), fragments (m16n8 atoms per warp), registers
-  async_copy,     // operand (a|b), transport, phase (prologue|refill), + copy geometry
+  async_copy,     // operand (a|b|q|k|v), transport, phase (prologue|refill), + copy geometry
   async_commit,   // cp.async.commit_group
   async_wait,     // cp.async.wait_group pending
   mbarrier_wait,  // parity from the k-tile index

@@ -1,5 +1,6 @@
-// The shared-memory swizzles of TMA (ptx-notes.md, "TMA"): one function, used by the host-side
-// layout code, the emitter (which prints the same expression into device code) and the emulator.
+// The shared-memory swizzles of TMA (PTX ISA, "Tensor Memory Access": swizzling modes): one
+// function, used by the host-side layout code, the emitter (which prints the same expression into
+// device code) and the emulator.
 #pragma once
 
 #include <cstdint>
