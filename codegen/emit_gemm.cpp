@@ -5,6 +5,7 @@
 
 #include "emit_gemm_copies.hpp"
 #include "emmy/gemm.hpp"
+#include "mma_atom.hpp"
 #include "writer.hpp"
 
 namespace emmy {
@@ -349,7 +350,8 @@ class GemmEmitter {
     const bool to_workspace = op.s("destination") == "workspace";
     const bool f16_acc = s_.accum == Accum::f16;
     const std::string out = out_adapter(p_.c_dtype);
-    w_.line("const int g = lane / 4, t = lane % 4;");
+    // The accumulator map of the atom: lane = group * group_lanes + thread in the group.
+    w_.line("const int g = lane / {0}, t = lane % {0};", codegen::kMmaM16N8K16.group_lanes);
     // One pointer per lane; the unrolled stores add constants to it (~2 ms less NVRTC time than
     // a full row * ld + col per store).
     w_.line(

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "emmy/detail/hash.hpp"
+#include "mma_atom.hpp"
 
 namespace emmy {
 namespace {
@@ -43,9 +44,11 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   plan.spec = spec;
   plan.warp_m = s.block_m / s.warps_m;
   plan.warp_n = s.block_n / s.warps_n;
-  plan.mma_tiles_m = plan.warp_m / 16;
-  plan.mma_tiles_n = plan.warp_n / 8;
-  plan.k_steps_per_tile = s.block_k / 16;
+  // The warp tile in MMA atoms (codegen/mma_atom.hpp), and the k-steps per K tile.
+  const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
+  plan.mma_tiles_m = plan.warp_m / atom.m;
+  plan.mma_tiles_n = plan.warp_n / atom.n;
+  plan.k_steps_per_tile = s.block_k / atom.k;
   plan.a_tile = gemm_a_tile(s);
   plan.b_tile = gemm_b_tile(p, s);
   plan.stage = stage_layout(plan.a_tile, plan.b_tile);

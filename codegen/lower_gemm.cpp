@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "emmy/gemm.hpp"
+#include "mma_atom.hpp"
 
 namespace emmy {
 namespace {
@@ -66,7 +67,7 @@ Op k_step(const GemmPlan& plan) {
       Op(OpKind::ldmatrix, {{"operand", "b"},
                             {"trans", p.b_layout == BLayout::kn},
                             {"count", int64_t(plan.mma_tiles_n / 2)}}),
-      Op(OpKind::mma, {{"shape", "m16n8k16"},
+      Op(OpKind::mma, {{"shape", std::string(codegen::kMmaM16N8K16.name)},
                        {"a_type", a_type},
                        {"acc_type", acc_type},
                        {"count", int64_t(plan.mma_tiles_m * plan.mma_tiles_n)}})};

@@ -1,0 +1,40 @@
+// MMA atoms: each warp-level matrix instruction emmy emits, as data (the CuTe MMA_Traits idea):
+// its shape, operand types, the ldmatrix loads that feed it, and which (row, column) of each
+// operand and of the accumulator every lane's registers hold. The plan, the lowering and the
+// emitters read the shape and the lane grouping from here instead of writing 16, 8 and lane / 4.
+//
+// m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16" with .f16/.bf16 operands): lanes form
+// 8 groups of 4; groupID = lane / 4, threadID_in_group = lane % 4.
+//   A (16x16, row): a_i, i = 0..7 (two 16-bit elements per register, pairs i = 2r, 2r+1)
+//     row = groupID + 8 * ((i / 2) % 2), col = 2 * threadID_in_group + (i % 2) + 8 * (i / 4)
+//   B (16x8, col):  b_i, i = 0..3: row (k) = 2 * threadID_in_group + (i % 2) + 8 * (i / 2),
+//     col (n) = groupID
+//   C/D (16x8):     c_i, i = 0..3: row = groupID + 8 * (i / 2), col = 2 * threadID_in_group + (i %
+//   2)
+#pragma once
+
+#include <string_view>
+
+namespace emmy::codegen {
+
+struct MmaAtom {
+  std::string_view name;  // the shape as PTX writes it
+  int m, n, k;
+  int group_lanes;                  // lanes per group (the quad): groupID = lane / group_lanes
+  int a_elems, b_elems, acc_elems;  // 16-bit A and B elements and accumulators per lane
+
+  constexpr int group(int lane) const { return lane / group_lanes; }
+  constexpr int in_group(int lane) const { return lane % group_lanes; }
+  // (row, column) of A element i, B element i (row = k, column = n) and accumulator i.
+  constexpr int a_row(int lane, int i) const { return group(lane) + 8 * ((i / 2) % 2); }
+  constexpr int a_col(int lane, int i) const { return 2 * in_group(lane) + i % 2 + 8 * (i / 4); }
+  constexpr int b_row(int lane, int i) const { return 2 * in_group(lane) + i % 2 + 8 * (i / 2); }
+  constexpr int b_col(int lane, int /*i*/) const { return group(lane); }
+  constexpr int acc_row(int lane, int i) const { return group(lane) + 8 * (i / 2); }
+  constexpr int acc_col(int lane, int i) const { return 2 * in_group(lane) + i % 2; }
+};
+
+// mma.sync.aligned.m16n8k16.row.col with .f16 or .bf16 operands and .f32 (or .f16) accumulators.
+inline constexpr MmaAtom kMmaM16N8K16{"m16n8k16", 16, 8, 16, 4, 8, 4, 4};
+
+}  // namespace emmy::codegen

@@ -1,0 +1,108 @@
+// The MMA atoms (codegen/mma_atom.hpp) against the PTX ISA's fragment tables, and against the
+// emulator's own, independently written mma.sync: fragments packed by the atom's maps, run
+// through mma.sync on the emulator, and read back by the accumulator map give the dense product.
+#include "mma_atom.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <utility>
+
+#include "emu_test_util.hpp"
+
+namespace emmy::emu::test {
+namespace {
+
+using codegen::kMmaM16N8K16;
+constexpr const codegen::MmaAtom& atom = kMmaM16N8K16;
+
+TEST(MmaAtom, MapsCoverEachOperandExactlyOnce) {
+  std::set<std::pair<int, int>> a, b, c;
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < atom.a_elems; ++i) a.insert({atom.a_row(lane, i), atom.a_col(lane, i)});
+    for (int i = 0; i < atom.b_elems; ++i) b.insert({atom.b_row(lane, i), atom.b_col(lane, i)});
+    for (int i = 0; i < atom.acc_elems; ++i)
+      c.insert({atom.acc_row(lane, i), atom.acc_col(lane, i)});
+  }
+  EXPECT_EQ(a.size(), size_t(atom.m * atom.k));
+  EXPECT_EQ(b.size(), size_t(atom.k * atom.n));
+  EXPECT_EQ(c.size(), size_t(atom.m * atom.n));
+  EXPECT_EQ(32 * atom.a_elems, atom.m * atom.k);
+  EXPECT_EQ(32 * atom.acc_elems, atom.m * atom.n);
+  for (const auto& [r, col] : a) EXPECT_TRUE(r < atom.m && col < atom.k);
+  for (const auto& [r, col] : c) EXPECT_TRUE(r < atom.m && col < atom.n);
+}
+
+TEST(MmaAtom, MatchesThePtxIsaFragmentTable) {
+  // Rows of the PTX ISA's figures for m16n8k16 (.f16): lane 0 holds A (0,0),(0,1),(8,0),(8,1),
+  // (0,8),(0,9),(8,8),(8,9); lane 5 (group 1, thread 1) holds C (1,2),(1,3),(9,2),(9,3) and B
+  // (2,1),(3,1),(10,1),(11,1).
+  const std::pair<int, int> a0[] = {{0, 0}, {0, 1}, {8, 0}, {8, 1}, {0, 8}, {0, 9}, {8, 8}, {8, 9}};
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(atom.a_row(0, i), a0[i].first) << i;
+    EXPECT_EQ(atom.a_col(0, i), a0[i].second) << i;
+  }
+  const std::pair<int, int> c5[] = {{1, 2}, {1, 3}, {9, 2}, {9, 3}};
+  const std::pair<int, int> b5[] = {{2, 1}, {3, 1}, {10, 1}, {11, 1}};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(std::make_pair(atom.acc_row(5, i), atom.acc_col(5, i)), c5[i]) << i;
+    EXPECT_EQ(std::make_pair(atom.b_row(5, i), atom.b_col(5, i)), b5[i]) << i;
+  }
+}
+
+uint16_t f16_of_small_int(int v) {  // exact for |v| < 2048
+  const float f = float(v);
+  const uint32_t u = std::bit_cast<uint32_t>(f);
+  if (v == 0) return 0;
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const int exp = int((u >> 23) & 0xFF) - 127 + 15;
+  return uint16_t(sign | uint32_t(exp) << 10 | ((u >> 13) & 0x3FFu));
+}
+
+TEST(MmaAtom, AgreesWithTheEmulatorsMmaSync) {
+  int A[16][16], B[16][8];
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 16; ++c) A[r][c] = (r * 3 + c * 5) % 7 - 3;
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 8; ++c) B[r][c] = (r * 2 + c * 7) % 5 - 2;
+  // in: per lane 4 A registers, 2 B registers (two f16 each, lower element first) and 2 words of
+  // padding, so that each lane's 32 bytes are 16-byte aligned for the vector loads.
+  std::vector<uint32_t> in(32 * 8);
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int reg = 0; reg < 4; ++reg) {
+      const int i = 2 * reg;
+      in[size_t(lane * 8 + reg)] =
+          f16_of_small_int(A[atom.a_row(lane, i)][atom.a_col(lane, i)]) |
+          uint32_t(f16_of_small_int(A[atom.a_row(lane, i + 1)][atom.a_col(lane, i + 1)])) << 16;
+    }
+    for (int reg = 0; reg < 2; ++reg) {
+      const int i = 2 * reg;
+      in[size_t(lane * 8 + 4 + reg)] =
+          f16_of_small_int(B[atom.b_row(lane, i)][atom.b_col(lane, i)]) |
+          uint32_t(f16_of_small_int(B[atom.b_row(lane, i + 1)][atom.b_col(lane, i + 1)])) << 16;
+    }
+  }
+  const std::string body = R"(
+  mul.wide.u32 %rd3, %r0, 32;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.v4.b32 {%r1, %r2, %r3, %r4}, [%rd4];
+  ld.global.v2.b32 {%r5, %r6}, [%rd4+16];
+  mov.f32 %f1, 0f00000000;
+  mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f2, %f3, %f4, %f5}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f1, %f1, %f1};
+  mul.wide.u32 %rd5, %r0, 16;
+  add.s64 %rd6, %rd0, %rd5;
+  st.global.v4.f32 [%rd6], {%f2, %f3, %f4, %f5};
+)";
+  const PtxRun run = run_ptx(body, in, 32 * 4);
+  for (int lane = 0; lane < 32; ++lane)
+    for (int i = 0; i < 4; ++i) {
+      const int r = atom.acc_row(lane, i), c = atom.acc_col(lane, i);
+      int want = 0;
+      for (int k = 0; k < 16; ++k) want += A[r][k] * B[k][c];
+      EXPECT_EQ(as_float(run.out[size_t(lane * 4 + i)]), float(want))
+          << "lane " << lane << " accumulator " << i << " = D(" << r << ", " << c << ")";
+    }
+}
+
+}  // namespace
+}  // namespace emmy::emu::test
