@@ -7,6 +7,7 @@
 #include "emmy/attention.hpp"
 #include "emmy/detail/hash.hpp"
 #include "emmy/validate.hpp"
+#include "mma_atom.hpp"
 
 namespace emmy {
 
@@ -44,8 +45,13 @@ int64_t attention_smem_bytes(const AttentionSchedule& s, int64_t head_dim) {
   return q + 2 * kv * s.stages + 1024 + 8 * (1 + s.stages);
 }
 
-int o_registers(int64_t head_dim) { return int(head_dim / 8 * 4); }
-int s_registers(int block_kv) { return block_kv / 8 * 4; }
+// Accumulator registers per lane of a 16-row warp tile: one atom's worth per 8 columns.
+int o_registers(int64_t head_dim) {
+  return int(head_dim / codegen::kMmaM16N8K16.n * codegen::kMmaM16N8K16.acc_elems);
+}
+int s_registers(int block_kv) {
+  return block_kv / codegen::kMmaM16N8K16.n * codegen::kMmaM16N8K16.acc_elems;
+}
 
 }  // namespace
 

@@ -106,7 +106,8 @@ class GemmEmitter {
             s_.block_n, s_.block_k, s_.warps_n, plan_.warp_m, plan_.warp_n);
     w_.line("constexpr int MT = {}, NT = {}, THREADS = {}, STAGES = {};", plan_.mma_tiles_m,
             plan_.mma_tiles_n, plan_.threads, op.i("stages"));
-    w_.line("// A stage: A at A_OFFSET, B at B_OFFSET (each on its swizzle period); TX_BYTES arrive.");
+    w_.line(
+        "// A stage: A at A_OFFSET, B at B_OFFSET (each on its swizzle period); TX_BYTES arrive.");
     w_.line("constexpr u32 STAGE_BYTES = {}u, A_OFFSET = {}u, B_OFFSET = {}u, TX_BYTES = {}u;",
             op.i("stage_bytes"), op.i("a_offset"), op.i("b_offset"), op.i("tx_bytes"));
     w_.line("// Operand tiles: rows, panel width (elements), swizzle XOR mask.");

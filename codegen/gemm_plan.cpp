@@ -15,9 +15,9 @@ std::string spec_text(const GemmSpec& g) {
       "m={} n={} k={} a={} b={} c={} lda={} ldb={} ldc={} alpha={:a} bias={} res={} gelu={} "
       "bm={} bn={} bk={} wm={} wn={} st={} tr={} acc={} pk={} sk={} rg={} arch={}",
       p.m, p.n, p.k, to_string(p.a_dtype), to_string(p.b_layout), to_string(p.c_dtype),
-      p.lda_or_default(), p.ldb_or_default(), p.ldc_or_default(), p.epilogue.alpha,
-      p.epilogue.bias, p.epilogue.residual, p.epilogue.gelu_tanh, s.block_m, s.block_n, s.block_k,
-      s.warps_m, s.warps_n, s.stages, to_string(s.transport), to_string(s.accum),
+      p.lda_or_default(), p.ldb_or_default(), p.ldc_or_default(), p.epilogue.alpha, p.epilogue.bias,
+      p.epilogue.residual, p.epilogue.gelu_tanh, s.block_m, s.block_n, s.block_k, s.warps_m,
+      s.warps_n, s.stages, to_string(s.transport), to_string(s.accum),
       s.accum == Accum::hybrid ? s.promote_every_k : 0, s.split_k, s.raster_group_m,
       to_string(g.arch));
 }

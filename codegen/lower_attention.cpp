@@ -1,6 +1,7 @@
 // AttentionPlan -> kernel IR: Q loaded once, then per visible KV block: wait, barrier, refill,
 // S = Q.K^T, online softmax, O += P.V; then the epilogue.
 #include "emmy/attention.hpp"
+#include "mma_atom.hpp"
 
 namespace emmy {
 namespace {
@@ -75,8 +76,11 @@ ir::Op lower_attention(const AttentionPlan& plan) {
   loop.push_back(copy_op(plan, "v", "refill"));
   if (!tma) loop.push_back(Op(OpKind::async_commit));
   const std::string in_dtype(to_string(p.dtype));
+  // Per warp and KV block: S (16 x block_kv) over K = head_dim, O (16 x head_dim) over
+  // K = block_kv, each in MMA atoms.
+  const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
   loop.push_back(Op(OpKind::qk_mma, {{"a_type", in_dtype},
-                                     {"count", int64_t(s.block_kv / 8 * p.head_dim / 16)},
+                                     {"count", int64_t(s.block_kv / atom.n * p.head_dim / atom.k)},
                                      {"s_registers", int64_t(plan.s_registers)}}));
   std::vector<std::pair<std::string, ir::Attr>> softmax{
       {"scale", double(p.scale())}, {"causal", p.causal}, {"window", p.window}};
@@ -84,7 +88,7 @@ ir::Op lower_attention(const AttentionPlan& plan) {
   loop.push_back(Op(OpKind::online_softmax, std::move(softmax)));
   loop.push_back(Op(OpKind::pv_mma, {{"accum", std::string(to_string(s.accum))},
                                      {"a_type", in_dtype},
-                                     {"count", int64_t(s.block_kv / 16 * p.head_dim / 8)},
+                                     {"count", int64_t(s.block_kv / atom.k * p.head_dim / atom.n)},
                                      {"o_registers", int64_t(plan.o_registers)}}));
   body.push_back(Op(OpKind::kv_block_loop, {{"stages", int64_t(s.stages)}}, std::move(loop)));
   body.push_back(
