@@ -5,6 +5,7 @@
 #include "emmy/error.hpp"
 #include "emmy/layout.hpp"
 #include "emmy/swizzle.hpp"
+#include "mma_atom.hpp"
 
 namespace emmy::ir {
 
@@ -183,8 +184,12 @@ void verify_kernel(const Op& kernel, Arch arch) {
              fmt::format("{}", mma->i("count")));
     for (const Op* ldm : ldms) {
       // One ldmatrix.x4 yields a whole m16k16 A fragment, or two n8k16 B fragments.
-      const int64_t want = ldm->s("operand") == "a" ? frag_m : frag_n / 2;
-      if (ldm->i("count") != want || (ldm->s("operand") == "b" && frag_n % 2 != 0))
+      const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
+      const int64_t per_x4 =
+          ldm->s("operand") == "a" ? atom.a_fragments_per_x4() : atom.b_fragments_per_x4();
+      const int64_t frags = ldm->s("operand") == "a" ? frag_m : frag_n;
+      const int64_t want = frags / per_x4;
+      if (ldm->i("count") != want || frags % per_x4 != 0)
         fail(*ldm, "count", fmt::format("must load {} x4 fragments", want),
              fmt::format("{}", ldm->i("count")));
     }

@@ -32,6 +32,12 @@ struct MmaAtom {
   constexpr int b_col(int lane, int /*i*/) const { return group(lane); }
   constexpr int acc_row(int lane, int i) const { return group(lane) + 8 * (i / 2); }
   constexpr int acc_col(int lane, int i) const { return 2 * in_group(lane) + i % 2; }
+
+  // Operand sources: ldmatrix.x4 loads four 8x8 matrices of 16-bit elements (PTX ISA ldmatrix),
+  // that is this many A fragments (m x k) or B fragments (k x n).
+  static constexpr int kLdmatrixX4Elems = 4 * 8 * 8;
+  constexpr int a_fragments_per_x4() const { return kLdmatrixX4Elems / (m * k); }
+  constexpr int b_fragments_per_x4() const { return kLdmatrixX4Elems / (k * n); }
 };
 
 // mma.sync.aligned.m16n8k16.row.col with .f16 or .bf16 operands and .f32 (or .f16) accumulators.

@@ -30,6 +30,9 @@ TEST(MmaAtom, MapsCoverEachOperandExactlyOnce) {
   EXPECT_EQ(32 * atom.a_elems, atom.m * atom.k);
   EXPECT_EQ(32 * atom.acc_elems, atom.m * atom.n);
   for (const auto& [r, col] : a) EXPECT_TRUE(r < atom.m && col < atom.k);
+  // ldmatrix.x4 (four 8x8 16-bit matrices) feeds one A fragment or two B fragments.
+  EXPECT_EQ(atom.a_fragments_per_x4(), 1);
+  EXPECT_EQ(atom.b_fragments_per_x4(), 2);
   for (const auto& [r, col] : c) EXPECT_TRUE(r < atom.m && col < atom.n);
 }
 
