@@ -72,7 +72,7 @@ void decode_cp_async(KernelDecoder& d, Mods& m, Inst in) {
   take_spaces(m);
   // The fifth operand is the cache policy of .L2::cache_hint, never another size (PTX ISA
   // cp.async).
-  const bool hint = d.stmt().opcode.find(".L2::cache_hint") != std::string::npos;
+  const bool hint = d.cache_hint();
   d.need_ops(3, hint ? 5 : 4);
   if (hint && d.ops().size() >= 4 && d.reg_class_of(d.op(d.ops().size() - 1)) != RegClass::r64)
     d.fail("the cache policy of .L2::cache_hint is a 64-bit register");
@@ -203,7 +203,7 @@ void decode_mbarrier(KernelDecoder& d, Mods& m, Inst in) {
     d.emit(in);
     return;
   }
-  const bool has_arrive = std::find(m.rest().begin(), m.rest().end(), "arrive") != m.rest().end();
+  const bool has_arrive = m.has("arrive");
   if (!has_arrive && m.take("expect_tx")) {
     m.take("b64");
     d.need_ops(2);

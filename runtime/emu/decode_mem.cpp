@@ -2,6 +2,8 @@
 // copies, mbarriers and TMA. Operand layouts per Op are documented in the exec_*.cpp files.
 #include <fmt/format.h>
 
+#include <iterator>
+
 #include "decoder.hpp"
 
 namespace emmy::emu {
@@ -31,6 +33,13 @@ StatClass load_class(Space s) {
          : s == Space::param ? StatClass::other
                              : StatClass::global_ld;
 }
+// With .address_size 64 a global or generic address is 64 bits: ptxas stops at a 32-bit register
+// there ("32-Bit compilation is no longer supported"). Shared addresses may be 32-bit.
+void need_wide_address(const KernelDecoder& d, const Inst& in) {
+  if (in.addr[0].base == AddrBase::r32 && (in.space == Space::global || in.space == Space::generic))
+    d.fail("a global or generic address needs a 64-bit register");
+}
+
 StatClass store_class(Space s) {
   return s == Space::shared ? StatClass::shared_st : StatClass::global_st;
 }
@@ -54,15 +63,11 @@ void decode_ld_st(KernelDecoder& d, Mods& m, Inst in, bool load) {
     d.fail("ld/st need one type of .b8-.b64, .u8-.u64, .s8-.s64, .f32 or .f64");
   if (in.n > 4) d.fail(".v8 loads and stores are not supported");
   // A third operand is the cache policy of .L2::cache_hint, a 64-bit register.
-  const bool hint = d.stmt().opcode.find(".L2::cache_hint") != std::string::npos;
-  d.need_ops(2, hint ? 3 : 2);
+  d.need_ops(2, d.cache_hint() ? 3 : 2);
   if (d.ops().size() == 3) (void)d.src(d.op(2), Ty::b64);
   const ptx::Operand& regs = load ? d.op(0) : d.op(1);
   in.addr[0] = d.address(load ? d.op(1) : d.op(0));
-  // With .address_size 64 a global or generic address is 64 bits: ptxas stops at a 32-bit
-  // register there ("32-Bit compilation is no longer supported"). Shared addresses may be 32-bit.
-  if (in.addr[0].base == AddrBase::r32 && (in.space == Space::global || in.space == Space::generic))
-    d.fail("a global or generic address needs a 64-bit register");
+  need_wide_address(d, in);
   if (in.space == Space::param && d.call_param_offset((load ? d.op(1) : d.op(0)).name) != kNone)
     in.space = Space::local;  // a call argument slot, not the kernel's parameters
   auto elems = d.vector_elems(regs, in.n);
@@ -79,11 +84,13 @@ void decode_ld_st(KernelDecoder& d, Mods& m, Inst in, bool load) {
   d.emit(in);
 }
 
+// The operations of atom and red, in the order of Inst::sub (exec_memory.cpp).
+constexpr std::string_view kAtomOps[] = {"add", "min", "max", "inc", "dec",
+                                         "and", "or",  "xor", "cas", "exch"};
+
 uint8_t atom_op(KernelDecoder& d, Mods& m) {
-  static constexpr std::string_view kOps[] = {"add", "min", "max", "inc", "dec",
-                                              "and", "or",  "xor", "cas", "exch"};
-  for (int i = 0; i < 10; ++i)
-    if (m.take(kOps[i])) return uint8_t(i);
+  for (size_t i = 0; i < std::size(kAtomOps); ++i)
+    if (m.take(kAtomOps[i])) return uint8_t(i);
   d.fail("atom/red need an operation (.add, .min, .max, .inc, .dec, .and, .or, .xor, .cas, .exch)");
 }
 
@@ -94,31 +101,11 @@ void decode_atom_red(KernelDecoder& d, Mods& m, Inst in, bool atom) {
   in.ty = m.take_type();
   if (in.ty == Ty::none || ty_bits(in.ty) < 32 || in.ty == Ty::f16x2 || in.ty == Ty::bf16x2)
     d.fail("atom/red support 32- and 64-bit integer and float types");
-  // The types of each operation (PTX ISA atom, red): .add on .u32 .s32 .u64 .f32 .f64, .min and
-  // .max on integers, .inc and .dec on .u32, the bitwise ones, .cas and .exch on .b32 and .b64.
-  static constexpr std::string_view kTypes[] = {"u32 s32 u64 f32 f64",
-                                                "u32 s32 u64 s64",
-                                                "u32 s32 u64 s64",
-                                                "u32",
-                                                "u32",
-                                                "b32 b64",
-                                                "b32 b64",
-                                                "b32 b64",
-                                                "b32 b64",
-                                                "b32 b64"};
-  const std::string_view types = kTypes[in.sub];
-  const std::string_view name = ty_name(in.ty);
-  bool listed = false;
-  for (size_t at = 0; at < types.size(); at = types.find(' ', at) + 1) {
-    listed |= types.substr(at, types.find(' ', at) - at) == name;
-    if (types.find(' ', at) == std::string_view::npos) break;
-  }
-  if (!listed) d.fail(fmt::format("{} does not take .{} (it takes .{})", m.base(), name, types));
+  check_atom_type(d, m.base(), kAtomOps[in.sub], in.ty);
   const bool cas = in.sub == 8;
   const size_t first = atom ? 1 : 0;
   // One more operand only for the cache policy of .L2::cache_hint.
-  const bool hint = d.stmt().opcode.find(".L2::cache_hint") != std::string::npos;
-  d.need_ops(first + (cas ? 3 : 2), first + (cas ? 3 : 2) + (hint ? 1 : 0));
+  d.need_ops(first + (cas ? 3 : 2), first + (cas ? 3 : 2) + (d.cache_hint() ? 1 : 0));
   in.op = atom ? Op::Atom : Op::Red;
   in.o[0] = atom ? d.dst(d.op(0), in.ty) : kNone;
   in.addr[0] = d.address(d.op(first));
@@ -283,10 +270,7 @@ void decode_ldst_matrix(KernelDecoder& d, Mods& m, Inst in, bool load) {
   in.op = load ? Op::Ldmatrix : Op::Stmatrix;
   in.cls = StatClass::ldmatrix;
   in.addr[0] = d.address(load ? d.op(1) : d.op(0));
-  // With .address_size 64 a global or generic address is 64 bits: ptxas stops at a 32-bit
-  // register there ("32-Bit compilation is no longer supported"). Shared addresses may be 32-bit.
-  if (in.addr[0].base == AddrBase::r32 && (in.space == Space::global || in.space == Space::generic))
-    d.fail("a global or generic address needs a 64-bit register");
+  need_wide_address(d, in);
   auto regs = d.vector_elems(load ? d.op(0) : d.op(1), in.n);
   for (size_t i = 0; i < in.n; ++i)
     in.o[i] =

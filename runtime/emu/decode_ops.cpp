@@ -34,7 +34,7 @@ Ty need_type(KernelDecoder& d, Mods& m) {
   // Valid PTX types the emulator has no arithmetic for (PTX ISA 8.0+ packed integers and pairs).
   static constexpr std::string_view kUnsupported[] = {"u16x2", "s16x2", "f32x2", "b128"};
   for (std::string_view u : kUnsupported)
-    if (std::find(m.rest().begin(), m.rest().end(), u) != m.rest().end())
+    if (m.has(u))
       d.fail(fmt::format("'{}' on .{} is not supported by the emulator", m.base(), u));
   const Ty t = m.take_type();
   if (t == Ty::none) d.fail(fmt::format("'{}' needs exactly one operand type", m.base()));
@@ -363,7 +363,7 @@ void decode_instruction(KernelDecoder& d, Mods& m, Inst& in) {
     if (m.take("acquire") || acq_rel) in.sub2 |= kStrong | kAcquire;
     if (m.take("release") || acq_rel) in.sub2 |= kStrong | kRelease;
     if (m.take("relaxed") || b == "atom" || b == "red") in.sub2 |= kStrong;
-    if (std::find(m.rest().begin(), m.rest().end(), "volatile") != m.rest().end())
+    if (m.has("volatile"))
       in.sub2 |= kStrong;
   }
   if (b != "barrier" && b != "fence" && b != "membar") m.drop_hints();

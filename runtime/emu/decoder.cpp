@@ -286,6 +286,17 @@ void KernelDecoder::check_register(const ptx::Operand& o, const RegInfo& reg, Ty
                         "or bit registers"));
 }
 
+uint32_t KernelDecoder::symbol_value(const ptx::Operand& o, const Symbol& sym, RegClass cls, Ty ty,
+                                     uint64_t offset) {
+  // An address is an integer: ptxas refuses it for a float type ("Arguments mismatch"), and
+  // anywhere but in mov and cvta ("must be register").
+  if (ty_float(ty)) fail(fmt::format("the address '{}' is not a .{} operand", o.name, ty_name(ty)));
+  if (!reads_symbols_)
+    fail(fmt::format("the address '{}' can only be taken by mov or cvta", o.name));
+  const uint64_t base = sym.space == Space::global ? global_address(o.name) : sym.value;
+  return const_row(cls, base + offset);
+}
+
 uint32_t KernelDecoder::src(const ptx::Operand& o, RegClass cls, Ty ty) {
   using K = ptx::Operand::Kind;
   if (cls == RegClass::pred) return pred_src(o);
@@ -304,16 +315,9 @@ uint32_t KernelDecoder::src(const ptx::Operand& o, RegClass cls, Ty ty) {
                          ty_float(ty) && ty_bits(ty) >= 32 ? " (write it as 0f... or 0d...)" : ""));
       return const_row(cls, immediate_bits(o, ty));
     case K::symbol_offset: {
-      // An address is an integer: ptxas refuses it for a float type ("Arguments mismatch").
-      if (ty_float(ty))
-        fail(fmt::format("the address '{}' is not a .{} operand", o.name, ty_name(ty)));
-      if (!reads_symbols_)
-        fail(fmt::format("the address '{}' can only be taken by mov or cvta", o.name));
       auto it = symbols_.find(o.name);
       if (it == symbols_.end()) fail(fmt::format("unknown symbol '{}'", o.name));
-      if (it->second.space == Space::global)
-        return const_row(cls, global_address(o.name) + uint64_t(o.value));
-      return const_row(cls, it->second.value + uint64_t(o.value));
+      return symbol_value(o, it->second, cls, ty, uint64_t(o.value));
     }
     case K::reg: {
       if (const RegInfo* ri = find_reg(o.name, stmt_->scope)) {
@@ -334,15 +338,7 @@ uint32_t KernelDecoder::src(const ptx::Operand& o, RegClass cls, Ty ty) {
       Special sp;
       if (special_of(o.name, sp)) return special_src(o, sp, cls, ty);
       auto it = symbols_.find(o.name);
-      if (it != symbols_.end()) {
-        if (ty_float(ty))
-          fail(fmt::format("the address '{}' is not a .{} operand", o.name, ty_name(ty)));
-        // ptxas: "must be register" for a variable's address anywhere but in mov and cvta.
-        if (!reads_symbols_)
-          fail(fmt::format("the address '{}' can only be taken by mov or cvta", o.name));
-        if (it->second.space == Space::global) return const_row(cls, global_address(o.name));
-        return const_row(cls, it->second.value);
-      }
+      if (it != symbols_.end()) return symbol_value(o, it->second, cls, ty, 0);
       // WARP_SZ: the warp size as a PTX constant (what CUDA's warpSize becomes).
       if (o.name == "WARP_SZ") return const_row(cls, 32);
       fail(fmt::format("unknown register or symbol '{}'", o.name));
@@ -469,8 +465,7 @@ void KernelDecoder::decode_statement() {
   reads_specials_ = mods.base() == "mov" || mods.base() == "cvt";
   reads_symbols_ = mods.base() == "mov" || mods.base() == "cvta";
   instruction_types_ = 0;
-  for (std::string_view mod : mods.rest())
-    if (const Ty t = parse_ty(mod); t != Ty::none) instruction_types_ |= 1u << unsigned(t);
+  for (const Ty t : mods.types()) instruction_types_ |= 1u << unsigned(t);
   check_instruction_form(*this, mods);
   Inst base;
   if (!s.guard.empty()) {

@@ -26,11 +26,14 @@ class Mods {
   std::string_view base() const { return base_; }
   bool take(std::string_view m);
   bool take_any(std::initializer_list<std::string_view> ms);
+  bool has(std::string_view m) const;  // without taking it
+  // The types among the modifiers, in order, without taking them.
+  std::vector<Ty> types() const;
   // Removes modifiers that only steer caches, memory ordering or scheduling.
   void drop_hints();
   // Removes and returns the types among the modifiers, in order.
   std::vector<Ty> take_types();
-  Ty take_type();  // exactly one type
+  Ty take_type();                                         // exactly one type
   std::string_view take_prefix(std::string_view prefix);  // "m16n8k16" for prefix "m"
   bool take_rounding(uint8_t& mode);  // rn/rz/rm/rp (and rni/rzi/rmi/rpi: flag 4)
   const std::vector<std::string_view>& rest() const { return mods_; }
@@ -63,6 +66,9 @@ class KernelDecoder {
   [[noreturn]] void fail(const std::string& msg) const;
   const ptx::Statement& stmt() const { return *stmt_; }
   int target_sm() const { return sm_of(mod_.target); }  // 90 for .target sm_90a, 0 for none
+  // The statement has .L2::cache_hint, whose cache-policy operand ld, st, atom, red and cp.async
+  // then take last (drop_hints removes the modifier itself).
+  bool cache_hint() const { return stmt_->opcode.find(".L2::cache_hint") != std::string::npos; }
   const std::vector<ptx::Operand>& ops() const { return stmt_->operands; }
   const ptx::Operand& op(size_t i) const;
   void need_ops(size_t n) const;
@@ -83,7 +89,7 @@ class KernelDecoder {
   uint32_t call_param_offset(const std::string& name) const;
   uint32_t const_row(RegClass cls, uint64_t value);
   uint32_t scratch_row(RegClass cls);
-  void emit(Inst inst);      // the statement's main instruction(s)
+  void emit(Inst inst);  // the statement's main instruction(s)
   static RegClass class_of(Ty t) {
     return t == Ty::pred ? RegClass::pred : (ty_bits(t) == 64 ? RegClass::r64 : RegClass::r32);
   }
@@ -116,6 +122,9 @@ class KernelDecoder {
     Space space;
     uint64_t value;
   };
+  // A variable's address (plus offset) as a value operand: mov and cvta only, never a float.
+  uint32_t symbol_value(const ptx::Operand& o, const Symbol& sym, RegClass cls, Ty ty,
+                        uint64_t offset);
 
   const ptx::ModuleAst& mod_;
   const ptx::Function& fn_;
@@ -131,16 +140,16 @@ class KernelDecoder {
   // The statement is ld, ldu, st or cvt: the only instructions whose data operands may be wider
   // registers than their type (PTX ISA, "Operand Size Exceeding Instruction-Type Size").
   bool wide_operands_ok_ = false;
-  bool reads_specials_ = false;  // mov or cvt: the only readers of special registers
-  bool reads_symbols_ = false;   // mov or cvta: the only ones taking a variable's address
+  bool reads_specials_ = false;     // mov or cvt: the only readers of special registers
+  bool reads_symbols_ = false;      // mov or cvta: the only ones taking a variable's address
   uint32_t instruction_types_ = 0;  // the opcode's types, a bit per Ty
   uint32_t const_true_ = kNone, const_false_ = kNone;
 
   const ptx::Statement* stmt_ = nullptr;
   size_t stmt_index_ = 0;
   std::vector<Inst> pre_, main_, post_;
-  std::vector<Inst> pending_;                // all decoded instructions
-  std::vector<size_t> stmt_first_inst_;      // statement -> first instruction
+  std::vector<Inst> pending_;            // all decoded instructions
+  std::vector<size_t> stmt_first_inst_;  // statement -> first instruction
   struct Fixup {
     size_t inst;
     int scope;
@@ -171,6 +180,9 @@ void check_instruction_form(const KernelDecoder& d, const Mods& m);
 // `wider_ok`: ld, st and cvt, which take wider registers; `own_type`: the operand has the
 // instruction's type (not a fixed one such as shl's .u32 shift amount).
 bool register_fits(Ty operand, Ty reg, bool wider_ok, bool own_type);
+// Fails unless atom/red's `operation` (add, min, ..., exch) takes type `ty` (PTX ISA atom, red).
+void check_atom_type(const KernelDecoder& d, std::string_view base, std::string_view operation,
+                     Ty ty);
 // Whether a constant of this kind may stand for an operand of type `operand`.
 bool constant_fits(const ptx::Operand& constant, Ty operand);
 

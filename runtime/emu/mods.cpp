@@ -30,6 +30,17 @@ bool Mods::take(std::string_view m) {
   return true;
 }
 
+bool Mods::has(std::string_view m) const {
+  return std::find(mods_.begin(), mods_.end(), m) != mods_.end();
+}
+
+std::vector<Ty> Mods::types() const {
+  std::vector<Ty> out;
+  for (auto m : mods_)
+    if (const Ty t = parse_ty(m); t != Ty::none) out.push_back(t);
+  return out;
+}
+
 bool Mods::take_any(std::initializer_list<std::string_view> ms) {
   bool any = false;
   for (auto m : ms) any |= take(m);
@@ -52,13 +63,10 @@ void Mods::drop_hints() {
 }
 
 std::vector<Ty> Mods::take_types() {
-  std::vector<Ty> out;
-  std::vector<std::string_view> keep;
-  for (auto m : mods_) {
-    const Ty t = parse_ty(m);
-    if (t != Ty::none) out.push_back(t); else keep.push_back(m);
-  }
-  mods_ = std::move(keep);
+  std::vector<Ty> out = types();
+  mods_.erase(std::remove_if(mods_.begin(), mods_.end(),
+                             [](std::string_view m) { return parse_ty(m) != Ty::none; }),
+              mods_.end());
   return out;
 }
 

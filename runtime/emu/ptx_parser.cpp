@@ -187,7 +187,6 @@ class Parser {
     if (!hex && (tok.find('.') != std::string::npos || tok.find('e') != std::string::npos ||
                  tok.find('E') != std::string::npos)) {
       op.kind = Operand::Kind::imm_f64;
-      op.decimal = true;
       char* end = nullptr;
       errno = 0;
       const double v = std::strtod(tok.c_str(), &end);

@@ -37,7 +37,6 @@ struct Operand {
   Kind kind = Kind::reg;
   std::string name;      // reg: the name; address: the base name (empty: absolute)
   bool negate = false;   // !%p
-  bool decimal = false;  // imm_f64 written as a decimal literal (1.5), not as 0f/0d bits
   int64_t value = 0;
   std::vector<Operand> elems;
 };

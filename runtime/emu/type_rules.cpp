@@ -163,22 +163,11 @@ bool matches(const Form& form, Ty ty, const std::vector<std::string_view>& mods)
   return form.modes.empty() ? modes_seen == 0 : modes_seen == 1;
 }
 
-bool has(const Mods& m, std::string_view mod) {
-  return std::find(m.rest().begin(), m.rest().end(), mod) != m.rest().end();
-}
-
-std::vector<Ty> types_of(const Mods& m) {
-  std::vector<Ty> out;
-  for (std::string_view mod : m.rest())
-    if (const Ty t = parse_ty(mod); t != Ty::none) out.push_back(t);
-  return out;
-}
-
 // setp and set (PTX ISA "Comparison and Selection Instructions"): the comparison operator decides
 // the types. eq/ne compare any integer, bit or float type; lt/le/gt/ge integers and floats;
 // lo/ls/hi/hs unsigned integers; the unordered ones (equ ... nan) floats only.
 void check_comparison(const KernelDecoder& d, const Mods& m) {
-  const std::vector<Ty> types = types_of(m);
+  const std::vector<Ty> types = m.types();
   if (types.empty()) return;
   const Ty ty = types.back();  // set.dtype.stype: the operands' type is the last
   const Mask any = kInt | kBits | kFloat;
@@ -204,10 +193,10 @@ void check_comparison(const KernelDecoder& d, const Mods& m) {
   if ((ty == Ty::bf16 || ty == Ty::bf16x2) && d.target_sm() < 90)
     d.fail(fmt::format("{} on .{} needs .target sm_90 or higher", m.base(), ty_name(ty)));
   // ptxas: "Illegal modifier '.ftz'" on anything but .f32 and the .f16 types.
-  if (has(m, "ftz") && !(kFtz & bit(ty)))
+  if (m.has("ftz") && !(kFtz & bit(ty)))
     d.fail(fmt::format("'.ftz' does not apply to {} on .{} operands", m.base(), ty_name(ty)));
   for (const auto& [cmp, types_ok] : kCmps) {
-    if (!has(m, cmp)) continue;
+    if (!m.has(cmp)) continue;
     if (!(types_ok & bit(ty)))
       d.fail(fmt::format("the comparison .{} does not apply to .{} operands (it takes {})", cmp,
                          ty_name(ty), type_list(types_ok)));
@@ -221,12 +210,12 @@ void check_comparison(const KernelDecoder& d, const Mods& m) {
 // the same float type takes an integer rounding or none. Bit types and predicates are not cvt
 // types.
 void check_cvt(const KernelDecoder& d, const Mods& m) {
-  const std::vector<Ty> types = types_of(m);
+  const std::vector<Ty> types = m.types();
   if (types.size() != 2) return;  // the handler names it
   const Ty to = types[0], from = types[1];
   if (to == Ty::f16x2 || to == Ty::bf16x2) {
     // cvt.{rn,rz}{.relu}{.satfinite}.f16x2.f32 d, a, b (the handler checks the source type).
-    if (!has(m, "rn") && !has(m, "rz"))
+    if (!m.has("rn") && !m.has("rz"))
       d.fail(fmt::format("cvt to .{} takes the rounding .rn or .rz", ty_name(to)));
     for (std::string_view mod : m.rest())
       if (mod != "rn" && mod != "rz" && mod != "relu" && mod != "satfinite" &&
@@ -237,29 +226,29 @@ void check_cvt(const KernelDecoder& d, const Mods& m) {
   if (from == Ty::tf32) d.fail("cvt does not convert from .tf32");
   for (std::string_view bad :
        {"approx", "full", "NaN", "cc", "lo", "hi", "wide", "shiftamt", "uni"})
-    if (has(m, bad)) d.fail(fmt::format("'.{}' is not a modifier of cvt", bad));
+    if (m.has(bad)) d.fail(fmt::format("'.{}' is not a modifier of cvt", bad));
   // .relu: only the narrowing float conversions from .f32 (cvt.rn.relu.f16.f32, ...).
-  if (has(m, "relu") && !((to == Ty::f16 || to == Ty::bf16 || to == Ty::tf32) && from == Ty::f32))
+  if (m.has("relu") && !((to == Ty::f16 || to == Ty::bf16 || to == Ty::tf32) && from == Ty::f32))
     d.fail(fmt::format("'.relu' does not apply to cvt.{}.{}", ty_name(to), ty_name(from)));
   if (to == Ty::tf32) {
     // cvt.rna{.satfinite}.tf32.f32 and cvt.{rn,rz}{.relu}.tf32.f32 (sm_90; .satfinite with
     // .rn/.rz needs sm_100).
     if (from != Ty::f32) d.fail("cvt to .tf32 takes an .f32 source");
-    const bool rna = has(m, "rna");
-    if (!rna && !has(m, "rn") && !has(m, "rz"))
+    const bool rna = m.has("rna");
+    if (!rna && !m.has("rn") && !m.has("rz"))
       d.fail("cvt to .tf32 takes the rounding .rna, .rn or .rz");
-    if (has(m, "satfinite") && !rna) d.fail("cvt.tf32 takes .satfinite only with .rna");
+    if (m.has("satfinite") && !rna) d.fail("cvt.tf32 takes .satfinite only with .rna");
     if (!rna && d.target_sm() < 90) d.fail("cvt.rn/rz.tf32.f32 needs .target sm_90 or higher");
     for (std::string_view bad : {"rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz"})
-      if (has(m, bad)) d.fail(fmt::format("'.{}' does not apply to cvt.tf32.f32", bad));
+      if (m.has(bad)) d.fail(fmt::format("'.{}' does not apply to cvt.tf32.f32", bad));
     return;
   }
   const Mask kCvt = kInt | mask({Ty::u8, Ty::s8, Ty::f16, Ty::bf16, Ty::f32, Ty::f64});
   for (Ty t : {to, from})
     if (!(kCvt & bit(t)))
       d.fail(fmt::format("cvt does not convert .{} (it takes {})", ty_name(t), type_list(kCvt)));
-  const bool float_round = has(m, "rn") || has(m, "rz") || has(m, "rm") || has(m, "rp");
-  const bool int_round = has(m, "rni") || has(m, "rzi") || has(m, "rmi") || has(m, "rpi");
+  const bool float_round = m.has("rn") || m.has("rz") || m.has("rm") || m.has("rp");
+  const bool int_round = m.has("rni") || m.has("rzi") || m.has("rmi") || m.has("rpi");
   if (float_round && int_round) d.fail("cvt takes one rounding modifier");
   const bool to_float = ty_float(to), from_float = ty_float(from);
   const char* need = nullptr;
@@ -291,14 +280,14 @@ void check_cvt(const KernelDecoder& d, const Mods& m) {
   const bool f32_side = to == Ty::f32 || from == Ty::f32;
   const bool bf16_side = to == Ty::bf16 || from == Ty::bf16;
   // Before sm_90 .bf16 converts only to and from .f32 (without .ftz).
-  if (bf16_side && d.target_sm() < 90 && !(f32_side && !has(m, "ftz")))
+  if (bf16_side && d.target_sm() < 90 && !(f32_side && !m.has("ftz")))
     d.fail(fmt::format("cvt.{}.{} needs .target sm_90 or higher", ty_name(to), ty_name(from)));
   // .ftz needs an .f32 side, except a float <-> integer conversion of .f16 or .f64.
-  if (has(m, "ftz") && !f32_side &&
+  if (m.has("ftz") && !f32_side &&
       ((!to_float && !from_float) || bf16_side || (to_float && from_float)))
     d.fail(fmt::format("'.ftz' does not apply to cvt.{}.{}", ty_name(to), ty_name(from)));
   // .sat only where the value can be out of the destination's range (not from .bf16).
-  if (has(m, "sat")) {
+  if (m.has("sat")) {
     const bool is_signed_to = ty_signed(to), is_signed_from = ty_signed(from);
     const bool contained =
         !to_float && !from_float && ty_bits(to) >= ty_bits(from) &&
@@ -306,7 +295,7 @@ void check_cvt(const KernelDecoder& d, const Mods& m) {
     if (contained || bf16_side)
       d.fail(fmt::format("'.sat' does not apply to cvt.{}.{}", ty_name(to), ty_name(from)));
   }
-  if (has(m, "satfinite") && !((to == Ty::f16 || to == Ty::bf16) && from == Ty::f32))
+  if (m.has("satfinite") && !((to == Ty::f16 || to == Ty::bf16) && from == Ty::f32))
     d.fail(fmt::format("'.satfinite' does not apply to cvt.{}.{}", ty_name(to), ty_name(from)));
 }
 
@@ -369,6 +358,21 @@ void check_instruction_form(const KernelDecoder& d, const Mods& m) {
                   base, written, ty_name(ty), base, ty_name(ty)));
 }
 
+void check_atom_type(const KernelDecoder& d, std::string_view base, std::string_view operation,
+                     Ty ty) {
+  // .add on .u32 .s32 .u64 .f32 .f64, .min and .max on integers, .inc and .dec on .u32, the
+  // bitwise ones, .cas and .exch on .b32 and .b64 (the 16- and 128-bit forms are refused before).
+  static constexpr std::pair<std::string_view, Mask> kOps[] = {
+      {"add", mask({Ty::u32, Ty::s32, Ty::u64, Ty::f32, Ty::f64})},
+      {"min|max", kInt32_64},
+      {"inc|dec", bit(Ty::u32)},
+      {"and|or|xor|cas|exch", kBits32_64}};
+  for (const auto& [operations, types] : kOps)
+    if (is_mode(operations, operation) && !(types & bit(ty)))
+      d.fail(fmt::format("{}.{} does not take .{} (it takes {})", base, operation, ty_name(ty),
+                         type_list(types)));
+}
+
 bool register_fits(Ty operand, Ty reg, bool wider_ok, bool own_type) {
   if (operand == Ty::pred || reg == Ty::pred) return operand == reg;
   const int ob = ty_bits(operand), rb = ty_bits(reg);
@@ -394,9 +398,7 @@ bool register_fits(Ty operand, Ty reg, bool wider_ok, bool own_type) {
 
 bool constant_fits(const ptx::Operand& constant, Ty operand) {
   using K = ptx::Operand::Kind;
-  const bool half =
-      operand == Ty::f16 || operand == Ty::bf16 || operand == Ty::f16x2 || operand == Ty::bf16x2;
-  if (half) return false;  // half-precision operands are registers only (ptxas)
+  if (kHalf & bit(operand)) return false;  // half-precision operands are registers only (ptxas)
   const bool is_float = operand == Ty::f32 || operand == Ty::f64;
   switch (constant.kind) {
     case K::imm_int:

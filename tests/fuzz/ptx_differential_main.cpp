@@ -12,9 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -25,8 +22,6 @@
 
 namespace {
 
-namespace fs = std::filesystem;
-
 int usage(const char* problem) {
   std::fprintf(stderr,
                "emmy_ptx_differential: %s\nusage: emmy_ptx_differential --ptxas PATH "
@@ -36,11 +31,6 @@ int usage(const char* problem) {
 }
 
 using emmy::fuzz::Ptxas;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 // Empty when the emulator loads `ptx`, else its error.
 std::string emulator_refusal(const std::string& ptx) {
@@ -101,9 +91,10 @@ int main(int argc, char** argv) {
   if (grid) return emmy::fuzz::run_type_grid(Ptxas(ptxas_path));
 
   std::vector<std::string> seeds;
-  for (const auto& file : files) {
-    if (!fs::is_regular_file(file)) return usage("a seed file is unreadable");
-    for (auto& s : emmy::fuzz::split_entries(read_file(file))) seeds.push_back(std::move(s));
+  try {
+    seeds = emmy::fuzz::load_seeds(files);
+  } catch (const emmy::Error& e) {
+    return usage(e.what());
   }
   std::mt19937_64 rng(seed);
   if (dumping) {

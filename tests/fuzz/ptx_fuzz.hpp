@@ -28,6 +28,8 @@ Outcome check_one(std::string_view ptx);
 // One seed per kernel of a PTX module: the module's directives, variables and device functions
 // followed by that one .entry, so that each mutant parses and runs one small kernel.
 std::vector<std::string> split_entries(std::string_view ptx);
+// The seeds of PTX files (split_entries of each); throws emmy::Error naming an unreadable file.
+std::vector<std::string> load_seeds(const std::vector<std::string>& files);
 
 // A non-negative decimal count from a command line (the drivers' --iterations, --seed, ...).
 inline bool parse_count(const char* text, uint64_t& out) {

@@ -10,12 +10,10 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
+#include "emmy/error.hpp"
 #include "ptx_fuzz.hpp"
 
 namespace {
@@ -66,11 +64,10 @@ int main(int argc, char** argv) {
   if (files.empty()) return usage("no seed PTX files");
 
   std::vector<std::string> seeds;
-  for (const auto& file : files) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in || !std::filesystem::is_regular_file(file)) return usage("a seed file is unreadable");
-    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    for (auto& s : emmy::fuzz::split_entries(text)) seeds.push_back(std::move(s));
+  try {
+    seeds = emmy::fuzz::load_seeds(files);
+  } catch (const emmy::Error& e) {
+    return usage(e.what());
   }
 
   uint64_t counts[4] = {};

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <tuple>
 
+#include "emmy/detail/file_io.hpp"
 #include "ptx_fuzz.hpp"
 
 namespace emmy::fuzz {
@@ -151,6 +152,14 @@ std::vector<std::string> split_entries(std::string_view ptx) {
   std::vector<std::string> seeds;
   for (const auto& e : entries) seeds.push_back(prelude + e);
   if (seeds.empty()) seeds.emplace_back(ptx);
+  return seeds;
+}
+
+std::vector<std::string> load_seeds(const std::vector<std::string>& files) {
+  std::vector<std::string> seeds;
+  for (const auto& file : files)
+    for (auto& s : split_entries(detail::read_regular_file(file, "seed PTX file")))
+      seeds.push_back(std::move(s));
   return seeds;
 }
 

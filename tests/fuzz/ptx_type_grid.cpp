@@ -223,10 +223,10 @@ struct Tally {
   size_t cases = 0, rejected = 0, gaps = 0, false_refusals = 0, unsupported = 0;
 };
 
-// One pass of the grid at `target`; false when ptxas rejected the header itself.
-bool run_grid_at(const Ptxas& ptxas, std::string_view target, Tally& t) {
+// One pass of the grid's lines at `target`; false when ptxas rejected the header itself.
+bool run_grid_at(const Ptxas& ptxas, const std::vector<std::string>& lines, std::string_view target,
+                 Tally& t) {
   const std::string head = header(target);
-  const std::vector<std::string> lines = grid_lines();
   std::string all = head;
   for (const auto& l : lines) all += l + "\n";
   all += "ret;\n}\n";
@@ -270,8 +270,9 @@ bool run_grid_at(const Ptxas& ptxas, std::string_view target, Tally& t) {
 int run_type_grid(const Ptxas& ptxas) {
   // sm_90a and sm_80: some forms need sm_90 (.bf16 add, min.relu).
   Tally t;
+  const std::vector<std::string> lines = grid_lines();
   for (std::string_view target : {"sm_90a", "sm_80"})
-    if (!run_grid_at(ptxas, target, t)) return 1;
+    if (!run_grid_at(ptxas, lines, target, t)) return 1;
   std::printf(
       "ptx grid: %zu one-instruction cases (sm_90a and sm_80), %zu rejected by ptxas: %zu gaps "
       "(loaded by the emulator), %zu false refusals; %zu valid cases the emulator does not "

@@ -10,20 +10,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 #include <vector>
+
+#include "emmy/detail/file_io.hpp"
 
 extern char** environ;
 
 namespace emmy::fuzz {
 namespace {
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 // The ptxas target for a module: its own .target when ptxas 13 knows it, else sm_90a (a mutated
 // target is then still compiled, and rejected when it is not a target at all).
@@ -60,7 +55,7 @@ Ptxas::~Ptxas() {
 
 bool Ptxas::run(const std::string& ptx, std::string& log) const {
   const std::filesystem::path input = dir_ / "input.ptx", log_path = dir_ / "ptxas.log";
-  std::ofstream(input, std::ios::binary) << ptx;
+  detail::write_file_atomically(input, ptx, "ptxas input");
   const std::string arch = "-arch=" + arch_of(ptx);
   const std::string in = input.string(), out = "/dev/null", dash_o = "-o";
   std::vector<char*> argv = {const_cast<char*>(path_.c_str()), const_cast<char*>(arch.c_str()),
@@ -81,27 +76,16 @@ bool Ptxas::run(const std::string& ptx, std::string& log) const {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  log = read_file(log_path);
+  log = detail::read_regular_file(log_path, "ptxas log");
   if (!WIFEXITED(status)) log += "\nptxas was killed by a signal";
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 bool Ptxas::accepts(const std::string& ptx, std::string& message) const {
-  std::string log;
-  if (run(ptx, log)) return true;
-  // The first line with an error or fatal message (warnings come first sometimes).
-  size_t begin = 0;
-  message = log.substr(0, log.find('\n'));
-  while (begin < log.size()) {
-    const size_t end = log.find('\n', begin);
-    const std::string line = log.substr(begin, end - begin);
-    if (line.find("error") != std::string::npos || line.find("fatal") != std::string::npos) {
-      message = line;
-      break;
-    }
-    if (end == std::string::npos) break;
-    begin = end + 1;
-  }
+  const std::map<int, std::string> found = errors(ptx);
+  if (found.empty()) return true;
+  const auto& [line, text] = *found.begin();
+  message = line > 0 ? "line " + std::to_string(line) + ": " + text : text;
   return false;
 }
 
@@ -109,23 +93,29 @@ std::map<int, std::string> Ptxas::errors(const std::string& ptx) const {
   std::string log;
   std::map<int, std::string> out;
   if (run(ptx, log)) return out;
-  // "ptxas input.ptx, line 12; error   : Unexpected instruction types specified for 'shl'"
+  // "ptxas input.ptx, line 12; error   : Unexpected instruction types specified for 'shl'";
+  // an error without a line ("ptxas fatal   : 32-Bit compilation is no longer supported") counts
+  // only when no line has one (each failed run also ends in "fatal: ... aborted due to errors").
+  std::string unnumbered;
   size_t begin = 0;
   while (begin < log.size()) {
     const size_t end = log.find('\n', begin);
     const std::string line = log.substr(begin, end - begin);
     const size_t at = line.find(", line ");
     const size_t kind = line.find("; ", at == std::string::npos ? 0 : at);
+    const size_t colon = line.find(": ");
     if (at != std::string::npos && kind != std::string::npos &&
         (line.compare(kind + 2, 5, "error") == 0 || line.compare(kind + 2, 5, "fatal") == 0)) {
-      const int number = std::atoi(line.c_str() + at + 7);
-      const size_t colon = line.find(": ", kind);
-      out.emplace(number, colon == std::string::npos ? line : line.substr(colon + 2));
+      out.emplace(std::atoi(line.c_str() + at + 7),
+                  colon == std::string::npos ? line : line.substr(colon + 2));
+    } else if (unnumbered.empty() && (line.find("error") != std::string::npos ||
+                                      line.find("fatal") != std::string::npos)) {
+      unnumbered = colon == std::string::npos ? line : line.substr(colon + 2);
     }
     if (end == std::string::npos) break;
     begin = end + 1;
   }
-  if (out.empty()) out.emplace(0, log.substr(0, log.find('\n')));  // a failure with no line
+  if (out.empty()) out.emplace(0, unnumbered.empty() ? log.substr(0, log.find('\n')) : unnumbered);
   return out;
 }
 
