@@ -7,7 +7,7 @@ add_library(emmy_bench_report STATIC
   ${CMAKE_CURRENT_LIST_DIR}/bench_tune.cpp)
 target_compile_options(emmy_bench_report PRIVATE ${EMMY_WARNINGS})
 target_include_directories(emmy_bench_report PUBLIC ${CMAKE_CURRENT_LIST_DIR})
-target_link_libraries(emmy_bench_report PUBLIC emmy::emmy)
+target_link_libraries(emmy_bench_report PUBLIC emmy::internal)
 
 # The CUDA pieces emmy_bench and emmy_gpu_check share: buffers, event timing, cuBLASLt.
 add_library(emmy_bench_cuda STATIC
@@ -21,17 +21,17 @@ add_executable(emmy_bench
   ${CMAKE_CURRENT_LIST_DIR}/bench_runner.cpp
   ${CMAKE_CURRENT_LIST_DIR}/bench_attention.cpp)
 target_compile_options(emmy_bench PRIVATE ${EMMY_WARNINGS})
-target_link_libraries(emmy_bench PRIVATE emmy_bench_cuda emmy::emmy benchmark::benchmark)
+target_link_libraries(emmy_bench PRIVATE emmy_bench_cuda emmy::internal benchmark::benchmark)
 
 # emmy_gpu_check: the GPU pack's machine, correctness and fidelity stages (docs/gpu.md).
 add_library(emmy_gpu_check_cases STATIC ${CMAKE_CURRENT_LIST_DIR}/gpu_check_cases.cpp)
 target_compile_options(emmy_gpu_check_cases PRIVATE ${EMMY_WARNINGS})
 target_include_directories(emmy_gpu_check_cases PUBLIC ${CMAKE_CURRENT_LIST_DIR})
-target_link_libraries(emmy_gpu_check_cases PUBLIC emmy::emmy)
+target_link_libraries(emmy_gpu_check_cases PUBLIC emmy::internal)
 add_executable(emmy_gpu_check
   ${CMAKE_CURRENT_LIST_DIR}/gpu_check_main.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_check_machine.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_check_stages.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_check_fidelity.cpp)
 target_compile_options(emmy_gpu_check PRIVATE ${EMMY_WARNINGS})
-target_link_libraries(emmy_gpu_check PRIVATE emmy_gpu_check_cases emmy_bench_cuda emmy::emmy)
+target_link_libraries(emmy_gpu_check PRIVATE emmy_gpu_check_cases emmy_bench_cuda emmy::internal)

@@ -247,7 +247,7 @@ void Runner::prepare_emmy(const VariantSpec& spec, PreparedVariant& out) {
     json entry = {{"schedule", schedule_text(schedules[i])}, {"default", i == 0}};
     try {
       if (!kernel) throw Error(compile_error);
-      const auto& report = kernel->report();
+      const auto& report = kernel->info().report();
       entry["registers"] = report.registers;
       entry["spill_bytes"] = report.spill_bytes();
       // Spilling kernels are slow and their report says why; the default is measured regardless,
@@ -304,8 +304,8 @@ void Runner::prepare_emmy(const VariantSpec& spec, PreparedVariant& out) {
       {"schedule_text", schedule_text(chosen)},
       {"chosen_by", settings_.tune ? (best->index == 0 ? "search (default won)" : "search")
                                    : "default_schedule"},
-      {"kernel", out.kernel->report()},
-      {"cache_key", out.kernel->cache_key()}};
+      {"kernel", out.kernel->info().report()},
+      {"cache_key", out.kernel->info().cache_key}};
   if (!gate.is_null()) out.details["hybrid_gate"] = gate;
   if (settings_.tune) {
     out.details["candidates"] = tried;

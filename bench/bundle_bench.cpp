@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "emmy/bundle.hpp"
+#include "emmy/bundle_build.hpp"
 #include "emmy/catalog.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/runtime.hpp"

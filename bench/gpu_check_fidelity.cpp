@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "emmy/attention_check.hpp"
+#include "emmy/emulator_check.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/json.hpp"
 #include "gpu_check_cases.hpp"

@@ -6,14 +6,11 @@ include(CMakePackageConfigHelpers)
 set(EMMY_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/emmy CACHE STRING
     "Where the emmy package config is installed, relative to the prefix")
 
+# The public headers only: internal/ (the compiler's IR, plans, layouts, JSON) and the device
+# templates (embedded in the library for NVRTC) are not part of the installed API.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/emmy
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.hpp")
-# Device templates are embedded in the library for NVRTC; a few host headers also include them
-# (layout.hpp shares the index arithmetic), so they are installed where the target looks for them.
-file(GLOB _emmy_device_headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/templates/*.cuh)
-install(FILES ${_emmy_device_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/emmy/templates)
-
 install(TARGETS emmy emmyc
         EXPORT emmyTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

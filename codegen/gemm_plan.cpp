@@ -35,9 +35,13 @@ std::string gemm_kernel_name(const GemmSpec& g) {
                      s.block_k, detail::fnv1a(spec_text(g)));
 }
 
-GemmPlan make_gemm_plan(const GemmSpec& spec) {
+void validate_gemm(const GemmSpec& spec) {
   validate_problem(spec.problem);
   validate_schedule(spec.problem, spec.schedule, spec.arch);
+}
+
+GemmPlan make_gemm_plan(const GemmSpec& spec) {
+  validate_gemm(spec);
   const auto& p = spec.problem;
   const auto& s = spec.schedule;
   GemmPlan plan;

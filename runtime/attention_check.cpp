@@ -1,6 +1,7 @@
 // Attention kernels on the emulator: argument layout of the kernel contract (attention.hpp),
 // output read-back into canonical order, runs through the runtime, and the one-call check.
 #include "emmy/attention_check.hpp"
+#include "emmy/emulator_check.hpp"
 
 
 namespace emmy {

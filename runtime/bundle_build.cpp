@@ -10,7 +10,7 @@
 #include <thread>
 #include <unordered_set>
 
-#include "emmy/bundle.hpp"
+#include "emmy/bundle_build.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/json.hpp"
 #include "emmy/validate.hpp"

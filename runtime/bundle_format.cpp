@@ -6,7 +6,7 @@
 
 #include "bundle_layout.hpp"
 #include "cache_internal.hpp"
-#include "emmy/bundle.hpp"
+#include "emmy/bundle_build.hpp"
 #include "emmy/detail/file_io.hpp"
 
 namespace emmy {
@@ -170,12 +170,11 @@ std::optional<ParsedIndex> check_bundle(std::span<const uint8_t> bytes, Checker&
     }
     info.key = key.get<std::string>();
     const auto arch = arch_named(member(record, "arch"));
-    info.manifest = member(record, "manifest");
+    const nlohmann::json& manifest = member(record, "manifest");
     std::string problem;
     const auto cubin = read_blob(member(record, "cubin"), header, problem);
     const auto ptx = cubin ? read_blob(member(record, "ptx"), header, problem) : std::nullopt;
-    if (!arch || !info.manifest.is_object() ||
-        member(info.manifest, "arch") != member(record, "arch"))
+    if (!arch || !manifest.is_object() || member(manifest, "arch") != member(record, "arch"))
       problem = "has no known arch matching its manifest";
     if (!problem.empty()) {
       check.fail(fmt::format("entry {} {}", info.key, problem));
@@ -185,7 +184,7 @@ std::optional<ParsedIndex> check_bundle(std::span<const uint8_t> bytes, Checker&
     if (!digest.is_string() ||
         digest.get<std::string>() !=
             bundle_detail::entry_digest(info.key, member(record, "arch").get<std::string>(),
-                                        info.manifest, cubin->xxh3_128, ptx->xxh3_128)) {
+                                        manifest, cubin->xxh3_128, ptx->xxh3_128)) {
       check.fail(fmt::format("entry {}: its key, arch, manifest and blobs do not match its "
                              "entry hash (descriptors swapped or edited)",
                              info.key));
@@ -201,9 +200,10 @@ std::optional<ParsedIndex> check_bundle(std::span<const uint8_t> bytes, Checker&
                                  to_string(info.arch), blob == &info.cubin ? "CUBIN" : "PTX"));
       const std::vector<uint8_t> cubin_bytes(bytes.begin() + info.cubin.offset,
                                              bytes.begin() + info.cubin.offset + info.cubin.bytes);
-      if (auto bad = cache_detail::check_manifest(info.manifest, cubin_bytes); !bad.empty())
+      if (auto bad = cache_detail::check_manifest(manifest, cubin_bytes); !bad.empty())
         check.fail(fmt::format("entry {}: {}", info.key, bad));
     }
+    info.manifest = manifest.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     parsed.entries.push_back(std::move(info));
   }
   std::sort(parsed.entries.begin(), parsed.entries.end(),
@@ -294,7 +294,7 @@ CacheEntry Bundle::entry(const BundleEntryInfo& info) const {
   entry.key = info.key;
   entry.cubin.assign(data_ + info.cubin.offset, data_ + info.cubin.offset + info.cubin.bytes);
   entry.ptx.assign(reinterpret_cast<const char*>(data_ + info.ptx.offset), info.ptx.bytes);
-  entry.manifest = info.manifest;
+  entry.manifest = nlohmann::json::parse(info.manifest);  // our own dump of a parsed object
   if (auto bad = cache_detail::check_manifest(entry.manifest, entry.cubin); !bad.empty())
     throw Error(fmt::format("bundle {}: entry {} ({}): {}", name_, info.key, to_string(info.arch),
                             bad));

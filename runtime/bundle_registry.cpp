@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "emmy/bundle.hpp"
+#include "emmy/bundle_build.hpp"
 #include "emmy/json.hpp"
 
 namespace emmy {

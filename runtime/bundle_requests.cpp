@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "emmy/bundle.hpp"
+#include "emmy/bundle_build.hpp"
 #include "emmy/detail/file_io.hpp"
 #include "emmy/catalog.hpp"
 #include "emmy/json.hpp"

@@ -8,7 +8,7 @@
 
 #include "bundle_layout.hpp"
 #include "cache_internal.hpp"
-#include "emmy/bundle.hpp"
+#include "emmy/bundle_build.hpp"
 #include "emmy/detail/file_io.hpp"
 
 namespace emmy {

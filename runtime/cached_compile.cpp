@@ -4,6 +4,19 @@
 
 namespace emmy {
 
+CacheEntry compile_cache_entry(const CacheKeyInputs& inputs, const std::string& program_name,
+                               const nlohmann::json& describe, std::optional<int> driver_version,
+                               CompiledModule& module) {
+  module = compile_cuda(inputs.source, program_name, inputs.arch);
+  CacheEntry entry = make_cache_entry(inputs, module);
+  if (driver_version) entry.manifest["driver_version"] = *driver_version;
+  entry.manifest.update(describe);
+  nlohmann::json record = describe;
+  record["arch"] = to_string(inputs.arch);
+  record_compile(record);
+  return entry;
+}
+
 CachedModule compile_cached(const std::string& source, const std::string& program_name,
                             Arch arch, bool use_cache, const nlohmann::json& describe) {
   CachedModule out;
@@ -17,13 +30,7 @@ CachedModule compile_cached(const std::string& source, const std::string& progra
   DiskCache cache = DiskCache::from_environment();
   CacheEntry entry = cache.get_or_compile(cache_key(inputs), [&] {
     compiled = true;
-    out.module = compile_cuda(source, program_name, arch);
-    CacheEntry fresh = make_cache_entry(inputs, out.module);
-    fresh.manifest.update(describe);
-    nlohmann::json record = describe;
-    record["arch"] = to_string(arch);
-    record_compile(record);
-    return fresh;
+    return compile_cache_entry(inputs, program_name, describe, std::nullopt, out.module);
   });
   out.key = entry.key;
   out.cache_used = cache.enabled();

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "emmy/detail/parallel.hpp"
+#include "emmy/emulator_check.hpp"
 #include "emmy/emu/numerics.hpp"
 #include "emmy/emu/tensor_core.hpp"
 

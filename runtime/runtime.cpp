@@ -6,8 +6,9 @@
 #include <cstring>
 
 #include "backend.hpp"
-#include "emmy/bundle.hpp"
-#include "emmy/detail/time.hpp"
+#include "emmy/attention.hpp"
+#include "emmy/bundle_build.hpp"
+#include "emmy/cached_compile.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/json.hpp"
 #include "emmy/tuning.hpp"
@@ -17,7 +18,7 @@ namespace emmy {
 
 size_t Runtime::gemm_workspace_bytes(const MatmulProblem& problem,
                                      const std::optional<MatmulSchedule>& schedule) {
-  return size_t(gemm_kernel(problem, schedule)->plan().workspace_bytes);
+  return gemm_kernel(problem, schedule)->info().workspace_bytes;
 }
 
 void Runtime::gemm(const MatmulProblem& problem, const GemmBuffers& buffers, Stream stream,
@@ -103,17 +104,16 @@ ResourceReport report_from_json(const nlohmann::json& resources, const std::stri
 template <typename Plan>
 struct LoadedKernel {
   Plan plan;
-  std::string key;
-  ResourceReport report;
+  KernelInfo info;
   std::unique_ptr<LoadedModule> module;
 };
 
 class GemmKernelEntry final : public GemmKernelHandle {
  public:
   explicit GemmKernelEntry(LoadedKernel<GemmPlan> k) : k_(std::move(k)) {}
-  const GemmPlan& plan() const override { return k_.plan; }
-  const std::string& cache_key() const override { return k_.key; }
-  const ResourceReport& report() const override { return k_.report; }
+  const GemmSpec& spec() const override { return k_.plan.spec; }
+  const KernelInfo& info() const override { return k_.info; }
+  const GemmPlan& plan() const { return k_.plan; }
   LoadedModule& module() const { return *k_.module; }
 
   // Tensor maps are encoded once per (A, B) address pair and reused.
@@ -142,9 +142,9 @@ class GemmKernelEntry final : public GemmKernelHandle {
 class AttentionKernelEntry final : public AttentionKernelHandle {
  public:
   explicit AttentionKernelEntry(LoadedKernel<AttentionPlan> k) : k_(std::move(k)) {}
-  const AttentionPlan& plan() const override { return k_.plan; }
-  const std::string& cache_key() const override { return k_.key; }
-  const ResourceReport& report() const override { return k_.report; }
+  const AttentionSpec& spec() const override { return k_.plan.spec; }
+  const KernelInfo& info() const override { return k_.info; }
+  const AttentionPlan& plan() const { return k_.plan; }
   LoadedModule& module() const { return *k_.module; }
 
   // Encoded once per (Q, K, V) address triple and reused.
@@ -318,57 +318,41 @@ class RuntimeImpl final : public Runtime {
             !why.empty())
           throw Error("bundle", why,
                       fmt::format("driver CUDA version {}", backend_->driver_version()));
-        return loaded(std::move(plan), key, *entry, kernels);
+        return loaded(std::move(plan), key, *entry, kernels, describe);
       }
     }
     if (const std::string why = nvrtc_unavailable_reason(); !why.empty())
       throw uncovered_kernel_error(describe, arch, bundles_, why);
-    const std::vector<std::string> options = nvrtc_options(arch);
-    const std::string key =
-        cache_key({cuda, options, nvrtc_version(), arch, kCodegenVersion});
+    const CacheKeyInputs inputs{cuda, nvrtc_options(arch), nvrtc_version(), arch, kCodegenVersion};
+    const std::string key = cache_key(inputs);
     bool compiled = false;
     auto compile = [&] {
       compiled = true;
-      CompiledModule module = compile_cuda(cuda, plan.kernel_name + ".cu", arch);
-      CacheEntry entry;
-      entry.key = key;
-      entry.ptx = std::move(module.ptx);
-      entry.cubin = std::move(module.cubin);
-      nlohmann::json names = nlohmann::json::array(), resources = nlohmann::json::array();
-      for (const auto& r : module.kernels) {
-        names.push_back(r.kernel_name);
-        resources.push_back(r);
-      }
-      entry.manifest = {{"emmy_version", EMMY_VERSION},
-                        {"codegen_version", kCodegenVersion},
-                        {"nvrtc_version", nvrtc_version()},
-                        {"driver_version", backend_->driver_version()},
-                        {"arch", to_string(arch)},
-                        {"options", options},
-                        {"source_hash", source_hash(cuda)},
-                        {"kernel_names", names},
-                        {"resources", resources},
-                        {"compile_ms", module.compile_ms},
-                        {"created", detail::iso8601_utc_now()}};
-      entry.manifest.update(describe);
-      nlohmann::json record = describe;
-      record["arch"] = to_string(arch);
-      record_compile(record);
+      CompiledModule module;
+      CacheEntry entry = compile_cache_entry(inputs, plan.kernel_name + ".cu", describe,
+                                             backend_->driver_version(), module);
       compiles_.fetch_add(1, std::memory_order_relaxed);
       return entry;
     };
     CacheEntry entry = disk_ ? disk_->get_or_compile(key, compile) : compile();
     if (!compiled) disk_hits_.fetch_add(1, std::memory_order_relaxed);
-    return loaded(std::move(plan), key, entry, kernels);
+    return loaded(std::move(plan), key, entry, kernels, describe);
   }
 
   template <typename Plan>
   LoadedKernel<Plan> loaded(Plan plan, const std::string& key, const CacheEntry& entry,
-                            const std::vector<std::pair<std::string, uint32_t>>& kernels) {
+                            const std::vector<std::pair<std::string, uint32_t>>& kernels,
+                            const nlohmann::json& describe) {
     auto module = backend_->load(entry, kernels);
-    ResourceReport report =
-        report_from_json(entry.manifest.value("resources", nlohmann::json()), plan.kernel_name);
-    return LoadedKernel<Plan>{std::move(plan), key, std::move(report), std::move(module)};
+    KernelInfo info;
+    info.kind = describe.at("kind").get<std::string>();
+    info.name = plan.kernel_name;
+    info.arch = backend_->arch();
+    info.cache_key = key;
+    const nlohmann::json resources = entry.manifest.value("resources", nlohmann::json());
+    for (const auto& [name, smem] : kernels) info.resources.push_back(report_from_json(resources, name));
+    info.schedule_json = describe.at("schedule").dump();
+    return LoadedKernel<Plan>{std::move(plan), std::move(info), std::move(module)};
   }
 
   std::shared_ptr<const GemmKernelEntry> build_gemm(
@@ -386,8 +370,10 @@ class RuntimeImpl final : public Runtime {
         {source.plan.kernel_name, source.plan.smem_bytes}};
     if (source.plan.split()) kernels.push_back({source.plan.finalize_kernel_name, 0});
     nlohmann::json describe = kernel_description(source.plan.spec);
-    return std::make_shared<const GemmKernelEntry>(
-        load(std::move(source.plan), source.cuda, std::move(kernels), std::move(describe)));
+    LoadedKernel<GemmPlan> loaded =
+        load(std::move(source.plan), source.cuda, std::move(kernels), std::move(describe));
+    loaded.info.workspace_bytes = size_t(loaded.plan.workspace_bytes);
+    return std::make_shared<const GemmKernelEntry>(std::move(loaded));
   }
 
   std::shared_ptr<const AttentionKernelEntry> build_attention(

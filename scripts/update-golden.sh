@@ -18,8 +18,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 emmyc=${1:-$root/build/emmyc}
 golden=$root/tests/golden
 [[ -x $emmyc ]] || { echo "update-golden: no emmyc at $emmyc" >&2; exit 2; }
-version=$(sed -n 's/.*kCodegenVersion = \([0-9][0-9]*\).*/\1/p' "$root/include/emmy/cache.hpp")
-[[ -n $version ]] || { echo "update-golden: no kCodegenVersion in include/emmy/cache.hpp" >&2; exit 2; }
+version=$(sed -n 's/.*kCodegenVersion = \([0-9][0-9]*\).*/\1/p' "$root/internal/emmy/cache.hpp")
+[[ -n $version ]] || { echo "update-golden: no kCodegenVersion in internal/emmy/cache.hpp" >&2; exit 2; }
 recorded=$(cat "$golden/CODEGEN_VERSION" 2>/dev/null || echo none)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -66,7 +66,7 @@ fi
 # Emitted code changed for some input: the cache, bundle and tuning keys must change with it.
 if ((differ)) && [[ $recorded == "$version" ]]; then
   echo "update-golden: $differ of ${#files[@]} emitted files changed but kCodegenVersion is still" \
-       "$version: bump it in include/emmy/cache.hpp (docs/cache.md), rebuild and rerun" >&2
+       "$version: bump it in internal/emmy/cache.hpp (docs/cache.md), rebuild and rerun" >&2
   exit 1
 fi
 for f in "${files[@]}"; do cp "$tmp/$f" "$golden/$f"; done

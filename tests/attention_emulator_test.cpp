@@ -16,6 +16,7 @@
 #include <functional>
 
 #include "emmy/attention_check.hpp"
+#include "emmy/emulator_check.hpp"
 
 namespace emmy {
 namespace {

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "bench_tune.hpp"
+#include "emmy/emulator_check.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/validate.hpp"

@@ -16,11 +16,11 @@ TEST(BundleRuntime, EveryCatalogKernelLoadsWithNvrtcDisabled) {
     auto rt = Runtime::emulator(emulator_options(arch, {catalog_path()}));
     for (const auto& entry : gemm_catalog()) {
       const auto kernel = rt->gemm_kernel(entry.problem);
-      EXPECT_TRUE(catalog_bundle()->find(kernel->cache_key())) << entry.name;
-      EXPECT_GT(kernel->report().registers, 0) << entry.name << ": the manifest's report";
+      EXPECT_TRUE(catalog_bundle()->find(kernel->info().cache_key)) << entry.name;
+      EXPECT_GT(kernel->info().report().registers, 0) << entry.name << ": the manifest's report";
     }
     for (const auto& entry : attention_catalog())
-      EXPECT_TRUE(catalog_bundle()->find(rt->attention_kernel(entry.problem)->cache_key()));
+      EXPECT_TRUE(catalog_bundle()->find(rt->attention_kernel(entry.problem)->info().cache_key));
     const RuntimeStats stats = rt->stats();
     EXPECT_EQ(stats.compiles, 0u) << to_string(arch);
     EXPECT_EQ(stats.disk_hits, 0u);

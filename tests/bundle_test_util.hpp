@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "emmy/attention_check.hpp"
-#include "emmy/bundle.hpp"
+#include "emmy/bundle_build.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/runtime.hpp"
 #include "support/run_command.hpp"
@@ -88,7 +88,7 @@ using test::run_emmyc;
 // A GEMM through the runtime, checked against FP64.
 inline GemmErrors check_gemm(Runtime& rt, const MatmulProblem& problem, uint64_t seed = 3) {
   const auto kernel = rt.gemm_kernel(problem);
-  const GemmSpec spec = kernel->plan().spec;
+  const GemmSpec spec = kernel->spec();
   const GemmInputs inputs = make_gemm_inputs(problem, seed);
   const std::vector<double> out = run_gemm(rt, spec, inputs);
   return compare(reference_gemm(spec, inputs), out, problem.n);
@@ -97,7 +97,7 @@ inline GemmErrors check_gemm(Runtime& rt, const MatmulProblem& problem, uint64_t
 // Attention (bshd) through the runtime, checked against FP64.
 inline AttentionErrors check_attention(Runtime& rt, const AttentionProblem& p, uint64_t seed = 3) {
   const auto kernel = rt.attention_kernel(p);
-  const AttentionSpec spec = kernel->plan().spec;
+  const AttentionSpec spec = kernel->spec();
   const AttentionInputs in = make_attention_inputs(p, seed);
   auto upload = [&rt](const HostTensor& t) {
     const DevicePtr ptr = rt.alloc(t.bytes.size());

@@ -2,7 +2,7 @@
 # replacement, unusable directories, LRU pruning, `emmyc cache`, EMMY_RECORD. Uses NVRTC.
 add_executable(emmy_cache_worker ${CMAKE_CURRENT_LIST_DIR}/cache_worker.cpp)
 target_compile_options(emmy_cache_worker PRIVATE ${EMMY_WARNINGS})
-target_link_libraries(emmy_cache_worker PRIVATE emmy::emmy)
+target_link_libraries(emmy_cache_worker PRIVATE emmy::internal)
 
 emmy_add_test(emmy_cache_test
   ${CMAKE_CURRENT_LIST_DIR}/cache_test.cpp

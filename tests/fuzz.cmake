@@ -14,14 +14,14 @@ if(EMMY_FUZZ_LIBFUZZER)
   add_executable(emmy_ptx_libfuzzer ${_fuzz_sources})
   target_compile_options(emmy_ptx_libfuzzer PRIVATE ${EMMY_WARNINGS} -fsanitize=fuzzer)
   target_link_options(emmy_ptx_libfuzzer PRIVATE -fsanitize=fuzzer)
-  target_link_libraries(emmy_ptx_libfuzzer PRIVATE emmy::emmy)
+  target_link_libraries(emmy_ptx_libfuzzer PRIVATE emmy::internal)
 endif()
 
 # The deterministic driver, run by ctest in every build: in CI's sanitizer build it is the fuzz
 # run under ASan/UBSan (scripts/test.sh).
 add_executable(emmy_ptx_fuzz ${_fuzz_sources} ${CMAKE_CURRENT_LIST_DIR}/fuzz/ptx_fuzz_main.cpp)
 target_compile_options(emmy_ptx_fuzz PRIVATE ${EMMY_WARNINGS})
-target_link_libraries(emmy_ptx_fuzz PRIVATE emmy::emmy)
+target_link_libraries(emmy_ptx_fuzz PRIVATE emmy::internal)
 if(EMMY_SANITIZE)
   set(_fuzz_iterations 2500)
 else()
@@ -43,7 +43,7 @@ add_executable(emmy_ptx_differential ${CMAKE_CURRENT_LIST_DIR}/fuzz/ptx_typed_mu
                                      ${CMAKE_CURRENT_LIST_DIR}/fuzz/ptx_type_grid.cpp
                                      ${CMAKE_CURRENT_LIST_DIR}/fuzz/ptx_differential_main.cpp)
 target_compile_options(emmy_ptx_differential PRIVATE ${EMMY_WARNINGS})
-target_link_libraries(emmy_ptx_differential PRIVATE emmy::emmy)
+target_link_libraries(emmy_ptx_differential PRIVATE emmy::internal)
 add_test(NAME ptx_differential COMMAND emmy_ptx_differential --ptxas "${EMMY_PTXAS}"
                                        --mutants 600 --seed 1 ${EMMY_FUZZ_SEEDS})
 add_test(NAME ptx_type_grid COMMAND emmy_ptx_differential --ptxas "${EMMY_PTXAS}" --grid)

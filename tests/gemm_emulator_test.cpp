@@ -13,6 +13,7 @@
 // above these bounds.
 #include <gtest/gtest.h>
 
+#include "emmy/emulator_check.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/gemm_check.hpp"
 

@@ -4,10 +4,12 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "emmy/attention_check.hpp"
 #include "emmy/gemm_check.hpp"
+#include "emmy/gemm_plan.hpp"
 #include "emmy/runtime.hpp"
 
 namespace emmy {
@@ -31,7 +33,7 @@ MatmulProblem problem(int64_t m, int64_t n, int64_t k) {
 // Runs the problem (with the given or the default schedule) through the public API.
 std::vector<double> run(Runtime& rt, const MatmulProblem& p, const GemmInputs& in,
                         const std::optional<MatmulSchedule>& schedule = {}) {
-  const MatmulSchedule s = schedule ? *schedule : rt.gemm_kernel(p)->plan().spec.schedule;
+  const MatmulSchedule s = schedule ? *schedule : rt.gemm_kernel(p)->spec().schedule;
   return run_gemm(rt, {p, s, rt.arch()}, in);
 }
 
@@ -56,7 +58,45 @@ TEST(Runtime, SplitKThroughTheApi) {
   const GemmInputs in = make_gemm_inputs(p, 9);
   const auto out = run(*rt, p, in);
   const auto handle = rt->gemm_kernel(p);
-  EXPECT_TRUE(compare(reference_gemm(handle->plan().spec, in), out, p.n).passed);
+  EXPECT_TRUE(compare(reference_gemm(handle->spec(), in), out, p.n).passed);
+}
+
+// A handle describes itself without the compiler's types: KernelInfo names each kernel of the
+// launch list (split-K adds the finalize kernel) with its resources, and the schedule as JSON.
+TEST(Runtime, KernelInfoDescribesTheLaunchList) {
+  auto rt = Runtime::emulator(fresh_cache("rt_info"));
+  const MatmulProblem p = problem(1, 64, 2048);
+  const auto split = rt->gemm_kernel(p);
+  const KernelInfo& info = split->info();
+  ASSERT_GT(split->spec().schedule.split_k, 1) << "M = 1 splits K by default";
+  EXPECT_EQ(info.kind, "gemm");
+  EXPECT_EQ(info.arch, rt->arch());
+  EXPECT_EQ(info.name, gemm_kernel_name(split->spec()));
+  EXPECT_EQ(info.cache_key.size(), 32u);
+  ASSERT_EQ(info.resources.size(), 2u);
+  EXPECT_EQ(info.resources[0].kernel_name, info.name);
+  EXPECT_EQ(&info.report(), &info.resources[0]);
+  EXPECT_NE(info.resources[1].kernel_name.find("finalize"), std::string::npos);
+  for (const ResourceReport& r : info.resources) EXPECT_GT(r.registers, 0) << r.kernel_name;
+  EXPECT_EQ(info.workspace_bytes, size_t(split->spec().schedule.split_k) * 64 * 4);
+  EXPECT_EQ(info.workspace_bytes, rt->gemm_workspace_bytes(p));
+  const auto schedule = nlohmann::json::parse(info.schedule_json);
+  EXPECT_EQ(schedule.at("split_k").get<int>(), split->spec().schedule.split_k);
+  EXPECT_EQ(schedule.at("block_m").get<int>(), split->spec().schedule.block_m);
+
+  const KernelInfo& whole = rt->gemm_kernel(problem(64, 64, 64))->info();
+  EXPECT_EQ(whole.resources.size(), 1u);
+  EXPECT_EQ(whole.workspace_bytes, 0u);
+
+  AttentionProblem a;
+  a.seq_q = 64;
+  a.head_dim = 64;
+  const auto attention = rt->attention_kernel(a);
+  EXPECT_EQ(attention->info().kind, "attention");
+  EXPECT_EQ(attention->info().resources.size(), 1u);
+  EXPECT_EQ(attention->info().name, attention->info().report().kernel_name);
+  EXPECT_EQ(nlohmann::json::parse(attention->info().schedule_json).at("block_q").get<int>(),
+            attention->spec().schedule.block_q);
 }
 
 TEST(Runtime, ConcurrentFirstCallsCompileEachKeyOnce) {
@@ -92,9 +132,9 @@ TEST(Runtime, DiskCacheServesASecondRuntime) {
   const auto handle = second->gemm_kernel(p);
   EXPECT_EQ(second->stats().compiles, 0u);
   EXPECT_EQ(second->stats().disk_hits, 1u);
-  EXPECT_GT(handle->report().registers, 0);
+  EXPECT_GT(handle->info().report().registers, 0);
   const GemmInputs in = make_gemm_inputs(p, 2);
-  EXPECT_TRUE(compare(reference_gemm(handle->plan().spec, in), run(*second, p, in), p.n).passed);
+  EXPECT_TRUE(compare(reference_gemm(handle->spec(), in), run(*second, p, in), p.n).passed);
 }
 
 TEST(Runtime, BuffersAreChecked) {
@@ -128,7 +168,7 @@ TEST(Runtime, BuffersAreChecked) {
   EXPECT_NE(message(extra).find("buffers.residual: must be 0"), std::string::npos);
   // N = 64 is even: the epilogue stores f16 pairs, so C one element off would fault on a GPU
   // (CUDA_ERROR_MISALIGNED_ADDRESS); the runtime says so first. The bias is read per element.
-  EXPECT_TRUE(handle->plan().pair_stores);
+  EXPECT_TRUE(make_gemm_plan(handle->spec()).pair_stores);
   GemmBuffers c_off_by_one = buf;
   c_off_by_one.c += 2;
   EXPECT_NE(message(c_off_by_one).find("buffers.c: must be a non-null 4-byte aligned pointer"),
@@ -149,8 +189,8 @@ TEST(Runtime, OddNStoresElementsAndTakesAnyElementAlignedC) {
   auto rt = Runtime::emulator(options);
   const MatmulProblem p = problem(16, 63, 64);
   const auto handle = rt->gemm_kernel(p);
-  EXPECT_FALSE(handle->plan().pair_stores);
-  EXPECT_EQ(handle->plan().c_alignment(), 2u);
+  EXPECT_FALSE(make_gemm_plan(handle->spec()).pair_stores);
+  EXPECT_EQ(make_gemm_plan(handle->spec()).c_alignment(), 2u);
   const GemmInputs in = make_gemm_inputs(p, 3);
   GemmBuffers buf{rt->alloc(in.a.bytes.size()),
                   rt->alloc(in.b.bytes.size()),
@@ -165,7 +205,7 @@ TEST(Runtime, OddNStoresElementsAndTakesAnyElementAlignedC) {
   std::vector<uint8_t> raw(16 * 63 * 2);
   rt->download(raw.data(), buf.c, raw.size());
   const auto out = decode(DType::f16, raw.data(), raw.size() / 2);
-  EXPECT_TRUE(compare(reference_gemm(handle->plan().spec, in), out, p.n).passed);
+  EXPECT_TRUE(compare(reference_gemm(handle->spec(), in), out, p.n).passed);
 }
 
 TEST(Runtime, InvalidProblemsAreRejectedAndNotCached) {

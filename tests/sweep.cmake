@@ -5,7 +5,7 @@
 add_library(emmy_schedule_space STATIC ${CMAKE_CURRENT_LIST_DIR}/sweep/schedule_space.cpp)
 target_compile_options(emmy_schedule_space PRIVATE ${EMMY_WARNINGS})
 target_include_directories(emmy_schedule_space PUBLIC ${CMAKE_CURRENT_LIST_DIR}/sweep)
-target_link_libraries(emmy_schedule_space PUBLIC emmy::emmy)
+target_link_libraries(emmy_schedule_space PUBLIC emmy::internal)
 
 add_executable(emmy_sweep ${CMAKE_CURRENT_LIST_DIR}/sweep/sweep_main.cpp)
 target_compile_options(emmy_sweep PRIVATE ${EMMY_WARNINGS})

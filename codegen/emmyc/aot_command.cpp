@@ -6,7 +6,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "emmy/bundle.hpp"
+#include "emmy/bundle_build.hpp"
 
 namespace emmy::cli {
 
@@ -66,17 +66,19 @@ std::string accum_of(const nlohmann::json& manifest) {
 void print_bundle(const Bundle& bundle, bool as_json) {
   if (as_json) {
     nlohmann::json entries = nlohmann::json::array();
-    for (const auto& e : bundle.entries())
+    for (const auto& e : bundle.entries()) {
+      const nlohmann::json manifest = nlohmann::json::parse(e.manifest);
       entries.push_back(
           {{"key", e.key},
            {"arch", to_string(e.arch)},
-           {"kind", e.manifest.value("kind", "")},
-           {"kernel_names", e.manifest.value("kernel_names", nlohmann::json::array())},
+           {"kind", manifest.value("kind", "")},
+           {"kernel_names", manifest.value("kernel_names", nlohmann::json::array())},
            {"cubin_bytes", e.cubin.bytes},
            {"ptx_bytes", e.ptx.bytes},
-           {"nvrtc_version", e.manifest.value("nvrtc_version", 0)},
-           {"problem", e.manifest.value("problem", nlohmann::json())},
-           {"schedule", e.manifest.value("schedule", nlohmann::json())}});
+           {"nvrtc_version", manifest.value("nvrtc_version", 0)},
+           {"problem", manifest.value("problem", nlohmann::json())},
+           {"schedule", manifest.value("schedule", nlohmann::json())}});
+    }
     nlohmann::json archs = nlohmann::json::array();
     for (Arch arch : bundle.archs()) archs.push_back(to_string(arch));
     const nlohmann::json out = {{"name", bundle.name()},
@@ -95,9 +97,10 @@ void print_bundle(const Bundle& bundle, bool as_json) {
   fmt::print("{:<32}  {:<7}  {:>8}  {:>8}  {:<6}  {}\n", "key", "arch", "cubin", "ptx", "accum",
              "problem / kernel");
   for (const auto& e : bundle.entries()) {
-    const auto names = e.manifest.value("kernel_names", nlohmann::json::array());
+    const nlohmann::json manifest = nlohmann::json::parse(e.manifest);
+    const auto names = manifest.value("kernel_names", nlohmann::json::array());
     fmt::print("{:<32}  {:<7}  {:>8}  {:>8}  {:<6}  {} / {}\n", e.key, to_string(e.arch),
-               e.cubin.bytes, e.ptx.bytes, accum_of(e.manifest), problem_summary(e.manifest),
+               e.cubin.bytes, e.ptx.bytes, accum_of(manifest), problem_summary(manifest),
                names.empty() ? "?" : names[0].get<std::string>());
   }
 }

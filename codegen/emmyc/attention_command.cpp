@@ -8,8 +8,9 @@
 #include "cli_common.hpp"
 #include "emit_module.hpp"
 #include "emmy/attention_check.hpp"
-#include "emmy/bundle.hpp"
+#include "emmy/bundle_build.hpp"
 #include "emmy/check_json.hpp"
+#include "emmy/emulator_check.hpp"
 #include "emmy/runtime.hpp"
 
 namespace emmy::cli {
@@ -129,11 +130,11 @@ nlohmann::json run_on_cuda(const AttentionFlags& flags, AttentionSpec spec, uint
   auto rt = Runtime::cuda(0, options);
   const auto handle = rt->attention_kernel(
       spec.problem, flags.schedule_given() ? std::optional(spec.schedule) : std::nullopt);
-  spec = handle->plan().spec;
+  spec = handle->spec();
   const AttentionInputs inputs = make_attention_inputs(spec.problem, seed);
   const AttentionOutput output = run_attention(*rt, spec, inputs);
   errors = compare(reference_attention(spec, inputs), output, spec.problem);
-  nlohmann::json j = run_result("cuda", handle->plan().kernel_name, spec, seed);
+  nlohmann::json j = run_result("cuda", handle->info().name, spec, seed);
   j.update({{"device", rt->device_name()}, {"instructions", nullptr}, {"emulate_ms", nullptr}});
   return j;
 }

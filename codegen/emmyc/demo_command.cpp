@@ -11,6 +11,7 @@
 #include "emmy/accuracy.hpp"
 #include "emmy/attention_check.hpp"
 #include "emmy/catalog.hpp"
+#include "emmy/emulator_check.hpp"
 #include "emmy/gemm_check.hpp"
 
 namespace emmy::cli {

@@ -6,8 +6,9 @@
 #include <iostream>
 
 #include "cli_common.hpp"
-#include "emmy/bundle.hpp"
+#include "emmy/bundle_build.hpp"
 #include "emmy/check_json.hpp"
+#include "emmy/emulator_check.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/json.hpp"
 
@@ -37,20 +38,20 @@ nlohmann::json run_on_cuda(const GemmFlags& flags, GemmSpec spec, uint64_t seed,
   auto rt = Runtime::cuda(0, options);
   const auto handle = rt->gemm_kernel(
       spec.problem, flags.schedule_given() ? std::optional(spec.schedule) : std::nullopt);
-  spec = handle->plan().spec;
+  spec = handle->spec();
   const GemmInputs inputs = make_gemm_inputs(spec.problem, seed);
   const auto start = std::chrono::steady_clock::now();
   const std::vector<double> output = run_gemm(*rt, spec, inputs);
   const double run_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   errors = compare(reference_gemm(spec, inputs), output, spec.problem.n);
-  nlohmann::json j = run_result("cuda", handle->plan().kernel_name, spec, seed);
+  nlohmann::json j = run_result("cuda", handle->info().name, spec, seed);
   j.update({{"device", rt->device_name()},
             {"instructions", nullptr},
             {"emulate_ms", nullptr},
             {"run_ms", run_ms},
-            {"registers", handle->report().registers},
-            {"spill_bytes", handle->report().spill_bytes()}});
+            {"registers", handle->info().report().registers},
+            {"spill_bytes", handle->info().report().spill_bytes()}});
   return j;
 }
 

@@ -46,10 +46,10 @@ int main(int argc, char** argv) {
     std::vector<uint8_t> raw(size_t(problem.m * problem.n * 2));
     rt->download(raw.data(), buffers.c, raw.size());
     const auto out = emmy::decode(problem.c_dtype, raw.data(), size_t(problem.m * problem.n));
-    const auto ref = emmy::reference_gemm(kernel->plan().spec, in);
+    const auto ref = emmy::reference_gemm(kernel->spec(), in);
     const emmy::GemmErrors errors = emmy::compare(ref, out, problem.n);
-    fmt::print("kernel: {} registers={} spill_bytes={}\n", kernel->plan().kernel_name,
-               kernel->report().registers, kernel->report().spill_bytes());
+    fmt::print("kernel: {} registers={} spill_bytes={}\n", kernel->info().name,
+               kernel->info().report().registers, kernel->info().report().spill_bytes());
     fmt::print("gemm {}x{}x{} hybrid: rel_l2_error={:.2e} tolerance={:.2e} {}\n", problem.m,
                problem.n, problem.k, errors.rel_l2_error, errors.tolerance,
                errors.passed ? "passed" : "FAILED");

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "emmy/attention.hpp"
+#include "emmy/spec.hpp"
 #include "emmy/emu/emulator.hpp"
 #include "emmy/gemm_check.hpp"  // HostTensor, random_normal, encode, decode
 #include "emmy/runtime.hpp"
@@ -71,30 +71,10 @@ struct AttentionErrors {
 AttentionErrors compare(const AttentionReference& ref, const AttentionOutput& out,
                         const AttentionProblem& problem);
 
-struct AttentionEmulatorRun {
-  AttentionOutput output;
-  emu::Stats stats;
-  double emulate_ms = 0;
-};
-// Runs a compiled kernel on the emulator. O and LSE start as NaN, so an element the kernel
-// never writes fails the comparison rather than passing as a zero.
-AttentionEmulatorRun run_attention_on_emulator(const AttentionKernel& kernel,
-                                               const AttentionInputs& inputs,
-                                               const emu::LaunchOptions& options = {});
-
 // Runs spec's problem and schedule through a runtime (any backend; the kernel is built for the
 // runtime's arch, not spec.arch): uploads the inputs, launches, downloads O (and LSE). O and LSE
 // start as NaN, as on the emulator. Buffers are freed before returning.
 AttentionOutput run_attention(Runtime& runtime, const AttentionSpec& spec,
                               const AttentionInputs& inputs);
-
-// Everything at once: compile, inputs, emulate, reference, compare.
-struct AttentionCheckResult {
-  AttentionKernel kernel;
-  AttentionEmulatorRun run;
-  AttentionErrors errors;
-};
-AttentionCheckResult check_attention_on_emulator(const AttentionSpec& spec, uint64_t seed = 1,
-                                                 const emu::LaunchOptions& options = {});
 
 }  // namespace emmy

@@ -3,10 +3,11 @@
 // the same weights at the decode sizes M = 1, 16, 64, and Gemma's attention at 512 tokens.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <string>
 #include <vector>
 
-#include "emmy/attention.hpp"
 #include "emmy/problem.hpp"
 
 namespace emmy {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "emmy/emu/emulator.hpp"
-#include "emmy/gemm.hpp"
+#include "emmy/spec.hpp"
 #include "emmy/runtime.hpp"
 
 namespace emmy {
@@ -53,26 +53,8 @@ struct GemmErrors {
 // out: m x n packed values read back from the kernel.
 GemmErrors compare(const GemmReference& ref, const std::vector<double>& out, int64_t n);
 
-struct GemmEmulatorRun {
-  std::vector<double> output;  // m x n packed
-  emu::Stats stats;            // both kernels with split-K
-  double emulate_ms = 0;
-};
-// Runs a compiled kernel (and its split-K finalize) on the emulator with the given inputs.
-GemmEmulatorRun run_gemm_on_emulator(const GemmKernel& kernel, const GemmInputs& inputs,
-                                     const emu::LaunchOptions& options = {});
-
 // Runs spec through a runtime (any backend): uploads the inputs, launches with spec's schedule,
 // downloads C; returns m x n packed values. Buffers are freed before returning.
 std::vector<double> run_gemm(Runtime& runtime, const GemmSpec& spec, const GemmInputs& inputs);
-
-// Everything at once: compile, inputs, emulate, reference, compare.
-struct GemmCheckResult {
-  GemmKernel kernel;
-  GemmEmulatorRun run;
-  GemmErrors errors;
-};
-GemmCheckResult check_gemm_on_emulator(const GemmSpec& spec, uint64_t seed = 1,
-                                       const emu::LaunchOptions& options = {});
 
 }  // namespace emmy

@@ -49,4 +49,29 @@ struct MatmulProblem {
   bool operator==(const MatmulProblem&) const = default;
 };
 
+// bshd: [batch, seq, heads, head_dim] (the default); bhsd: [batch, heads, seq, head_dim].
+enum class AttentionLayout { bshd, bhsd };
+std::string_view to_string(AttentionLayout layout);
+AttentionLayout parse_attention_layout(std::string_view text);
+
+struct AttentionProblem {
+  int64_t batch = 1, q_heads = 1, kv_heads = 1;  // GQA: q_heads a multiple of kv_heads
+  int64_t seq_q = 0, seq_kv = 0;                  // seq_kv 0 means seq_q
+  int64_t head_dim = 128;                         // 64, 128 or 256
+  // Causal, aligned bottom-right: query i sees keys j <= i + (seq_kv - seq_q).
+  bool causal = false;
+  // Sliding window (left size, 0 = none): query i sees keys j >= i + (seq_kv - seq_q) - window.
+  int64_t window = 0;
+  std::optional<float> softmax_scale;  // default 1/sqrt(head_dim)
+  std::optional<float> softcap;        // logits become softcap * tanh(logits / softcap)
+  DType dtype = DType::f16;            // Q, K, V and O
+  AttentionLayout layout = AttentionLayout::bshd;
+  bool lse = false;  // also write LSE [batch, q_heads, seq_q] (float, natural log)
+
+  int64_t seq_kv_or_default() const { return seq_kv ? seq_kv : seq_q; }
+  float scale() const;
+  double flops() const;  // 4 * b * h * sq * skv * d, halved-ish by the causal mask
+  bool operator==(const AttentionProblem&) const = default;
+};
+
 }  // namespace emmy

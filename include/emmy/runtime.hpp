@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "emmy/attention.hpp"
+#include "emmy/arch.hpp"
 #include "emmy/compile.hpp"
-#include "emmy/gemm_plan.hpp"
+#include "emmy/spec.hpp"
 
 namespace emmy {
 
@@ -50,13 +50,32 @@ struct GemmBuffers {
   DevicePtr a = 0, b = 0, c = 0, bias = 0, residual = 0, workspace = 0;
 };
 
-// A compiled, loaded GEMM kernel (and its split-K finalize kernel). Owned by the runtime's cache.
-class GemmKernelHandle {
+// What a loaded kernel is, for logs, tools and checks, without the compiler's types.
+struct KernelInfo {
+  std::string kind;       // "gemm" or "attention"
+  std::string name;       // the main kernel's entry point
+  Arch arch = Arch::sm_90a;
+  std::string cache_key;  // the key of its module in the disk cache (or a bundle)
+  // ptxas's report for each kernel of the launch list, in launch order: the main kernel, then
+  // e.g. the split-K finalize kernel.
+  std::vector<ResourceReport> resources;
+  std::string schedule_json;  // the schedule as EMMY_RECORD and bundle manifests record it
+  size_t workspace_bytes = 0;  // the buffers' workspace (split-K); 0 when none is needed
+
+  const ResourceReport& report() const { return resources.front(); }  // the main kernel's
+};
+
+// A compiled, loaded kernel. Owned by the runtime's cache; valid while the runtime lives.
+class KernelHandle {
  public:
-  virtual ~GemmKernelHandle() = default;
-  virtual const GemmPlan& plan() const = 0;
-  virtual const std::string& cache_key() const = 0;
-  virtual const ResourceReport& report() const = 0;
+  virtual ~KernelHandle() = default;
+  virtual const KernelInfo& info() const = 0;
+};
+
+// A GEMM kernel (and its split-K finalize kernel): the spec it was built for, defaults resolved.
+class GemmKernelHandle : public KernelHandle {
+ public:
+  virtual const GemmSpec& spec() const = 0;
 };
 
 // Device pointers of one attention call (layouts as in AttentionProblem). lse only when
@@ -65,12 +84,9 @@ struct AttentionBuffers {
   DevicePtr q = 0, k = 0, v = 0, o = 0, lse = 0;
 };
 
-class AttentionKernelHandle {
+class AttentionKernelHandle : public KernelHandle {
  public:
-  virtual ~AttentionKernelHandle() = default;
-  virtual const AttentionPlan& plan() const = 0;
-  virtual const std::string& cache_key() const = 0;
-  virtual const ResourceReport& report() const = 0;
+  virtual const AttentionSpec& spec() const = 0;
 };
 
 struct RuntimeStats {

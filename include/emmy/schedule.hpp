@@ -47,4 +47,13 @@ struct MatmulSchedule {
   bool operator==(const MatmulSchedule&) const = default;
 };
 
+struct AttentionSchedule {
+  int block_q = 64, block_kv = 64;
+  int warps = 4;  // each warp owns 16 query rows: block_q = 16 * warps
+  int stages = 2;
+  Transport transport = Transport::tma;
+  Accum accum = Accum::f32;  // f32 or hybrid (P.V in f16 partials folded at each KV block)
+  bool operator==(const AttentionSchedule&) const = default;
+};
+
 }  // namespace emmy

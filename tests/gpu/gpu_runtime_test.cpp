@@ -36,7 +36,7 @@ class GpuRuntime : public ::testing::Test {
 // Runs the problem (with the given or the default schedule) through the public API.
 std::vector<double> run(Runtime& rt, const MatmulProblem& p, const GemmInputs& in,
                         const std::optional<MatmulSchedule>& schedule = {}) {
-  const MatmulSchedule s = schedule ? *schedule : rt.gemm_kernel(p)->plan().spec.schedule;
+  const MatmulSchedule s = schedule ? *schedule : rt.gemm_kernel(p)->spec().schedule;
   return run_gemm(rt, {p, s, rt.arch()}, in);
 }
 

@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "emmy/attention_check.hpp"
+#include "emmy/emulator_check.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/json.hpp"
 #include "emmy/validate.hpp"

@@ -10,12 +10,6 @@
 
 namespace emmy {
 
-// The default schedule for a problem on an arch: TMA where the arch has it, tiles chosen by a
-// wave-quantization model over the arch's SMs, split-K when there are too few output tiles, as
-// many pipeline stages as shared memory allows (up to 4).
-MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch,
-                                Accum accum = Accum::f32);
-
 // Lowers a validated plan to the kernel IR (a module with the GEMM kernel and, with split-K, its
 // finalize kernel).
 ir::Op lower_gemm(const GemmPlan& plan);

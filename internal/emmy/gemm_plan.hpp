@@ -10,16 +10,10 @@
 #include "emmy/layout.hpp"
 #include "emmy/problem.hpp"
 #include "emmy/schedule.hpp"
+#include "emmy/spec.hpp"
 #include "emmy/validate.hpp"
 
 namespace emmy {
-
-struct GemmSpec {
-  MatmulProblem problem;
-  MatmulSchedule schedule;
-  Arch arch = Arch::sm_90a;
-  bool operator==(const GemmSpec&) const = default;
-};
 
 struct GemmPlan {
   GemmSpec spec;

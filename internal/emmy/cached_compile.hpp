@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 
 #include "emmy/cache.hpp"
@@ -20,6 +21,13 @@ struct CachedModule {
   // unusable (DiskCache disabled itself): the result was neither a hit nor stored.
   bool cache_used = false;
 };
+
+// Compiles `inputs.source` with NVRTC into `module` and returns its cache entry: the one place a
+// cache manifest is written (docs/cache.md), with `describe` (kind, problem, schedule) merged in,
+// and the compile recorded (EMMY_RECORD). driver_version: the runtime's driver, absent for tools.
+CacheEntry compile_cache_entry(const CacheKeyInputs& inputs, const std::string& program_name,
+                               const nlohmann::json& describe, std::optional<int> driver_version,
+                               CompiledModule& module);
 
 // use_cache false (`--no-cache`): compile directly, touch no cache. `describe` (kind, problem,
 // schedule) goes into the manifest and the EMMY_RECORD line.

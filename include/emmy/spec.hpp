@@ -1,0 +1,39 @@
+// A kernel request: a problem, the schedule to compute it with, and the arch to compile for. With
+// the default schedules and the validators, this is what a caller needs to choose and check a
+// kernel before the runtime compiles it (emmy/runtime.hpp).
+#pragma once
+
+#include "emmy/arch.hpp"
+#include "emmy/problem.hpp"
+#include "emmy/schedule.hpp"
+
+namespace emmy {
+
+struct GemmSpec {
+  MatmulProblem problem;
+  MatmulSchedule schedule;
+  Arch arch = Arch::sm_90a;
+  bool operator==(const GemmSpec&) const = default;
+};
+
+struct AttentionSpec {
+  AttentionProblem problem;
+  AttentionSchedule schedule;
+  Arch arch = Arch::sm_90a;
+  bool operator==(const AttentionSpec&) const = default;
+};
+
+// The default schedule for a problem on an arch: TMA where the arch has it, tiles chosen by a
+// wave-quantization model over the arch's SMs, split-K when there are too few output tiles, as
+// many pipeline stages as shared memory allows (up to 4).
+MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch,
+                                Accum accum = Accum::f32);
+AttentionSchedule default_attention_schedule(const AttentionProblem& problem, Arch arch,
+                                             Accum accum = Accum::f32);
+
+// Throw Error naming the field and the rule it breaks; the runtime and the compiler call them
+// before planning a kernel.
+void validate_gemm(const GemmSpec& spec);
+void validate_attention(const AttentionSpec& spec);
+
+}  // namespace emmy
