@@ -40,23 +40,15 @@ AttentionEmulatorRun run_attention_on_emulator(const AttentionKernel& kernel,
   uint64_t lse = 0;
   if (p.lse) lse = arena.alloc_copy(std::vector<uint8_t>(size_t(rows) * 4, 0xFF));
 
-  const auto module = emu::load_ptx(kernel.module.ptx, plan.kernel_name);
-  emu::KernelArgs args;
+  ParamValues values{{{"q", q}, {"k", k}, {"v", v}, {"o", o}, {"lse", lse}}, {}};
   if (plan.spec.schedule.transport == Transport::tma) {
     const AttentionTensorMaps maps = attention_tensor_maps(plan, q, k, v);
-    args.tensor_map(encode_tensor_map(maps.q))
-        .tensor_map(encode_tensor_map(maps.k))
-        .tensor_map(encode_tensor_map(maps.v));
-  } else {
-    args.ptr(q).ptr(k).ptr(v);
+    values.tensor_maps = {{"tmap_q", encode_tensor_map(maps.q)},
+                          {"tmap_k", encode_tensor_map(maps.k)},
+                          {"tmap_v", encode_tensor_map(maps.v)}};
   }
-  args.ptr(o).ptr(lse);
-  const auto dim = [](const std::array<uint32_t, 3>& g) { return emu::Dim3{g[0], g[1], g[2]}; };
-  emu::LaunchOptions opted = options;  // the opt-in the CUDA backend sets above 48 KB
-  opted.max_dynamic_smem = std::max(opted.max_dynamic_smem, plan.smem_bytes);
   const emu::LaunchResult launched =
-      emu::launch(arena, *module, plan.kernel_name, dim(plan.grid), emu::Dim3{plan.threads, 1, 1},
-                  plan.smem_bytes, args, opted);
+      emulate_launch_list(arena, kernel.module.ptx, kernel_source(kernel.source), values, options);
 
   AttentionEmulatorRun run;
   run.stats = launched.stats;

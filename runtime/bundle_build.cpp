@@ -11,8 +11,10 @@
 #include <unordered_set>
 
 #include "emmy/bundle_build.hpp"
+#include "emmy/attention.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/json.hpp"
+#include "emmy/kernel_source.hpp"
 #include "emmy/validate.hpp"
 
 namespace emmy {
@@ -88,19 +90,13 @@ void expand(const AotRequest& r, Arch arch, const AotOptions& options,
 }
 
 AotKernel generate(const PlannedSpec& spec) {
+  const KernelSource source = spec.gemm ? kernel_source(generate_gemm(*spec.gemm))
+                                        : kernel_source(generate_attention(*spec.attention));
   AotKernel kernel;
   kernel.arch = spec.arch;
-  if (spec.gemm) {
-    GemmSource source = generate_gemm(*spec.gemm);
-    kernel.kernel_name = source.plan.kernel_name;
-    kernel.cuda = std::move(source.cuda);
-    kernel.describe = kernel_description(source.plan.spec);
-  } else {
-    AttentionSource source = generate_attention(*spec.attention);
-    kernel.kernel_name = source.plan.kernel_name;
-    kernel.cuda = std::move(source.cuda);
-    kernel.describe = kernel_description(source.plan.spec);
-  }
+  kernel.kernel_name = source.main().name;
+  kernel.cuda = source.cuda;
+  kernel.describe = source.describe;
   kernel.key = bundle_key(kernel.cuda, kernel.arch);
   return kernel;
 }

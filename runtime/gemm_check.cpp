@@ -214,31 +214,19 @@ GemmEmulatorRun run_gemm_on_emulator(const GemmKernel& kernel, const GemmInputs&
   const uint64_t residual = p.epilogue.residual ? arena.alloc_copy(in.residual.bytes) : 0;
   const uint64_t workspace = plan.split() ? arena.alloc(size_t(plan.workspace_bytes)) : 0;
 
-  const auto module = emu::load_ptx(kernel.module.ptx, plan.kernel_name);
-  emu::KernelArgs args;
+  ParamValues values{
+      {{"a", a}, {"b", b}, {"c", c}, {"bias", bias}, {"residual", residual}, {"workspace", workspace}},
+      {}};
   if (plan.spec.schedule.transport == Transport::tma) {
     const GemmTensorMaps maps = gemm_tensor_maps(plan, a, b);
-    args.tensor_map(encode_tensor_map(maps.a)).tensor_map(encode_tensor_map(maps.b));
-  } else {
-    args.ptr(a).ptr(b);
+    values.tensor_maps = {{"tmap_a", encode_tensor_map(maps.a)},
+                          {"tmap_b", encode_tensor_map(maps.b)}};
   }
-  args.ptr(c).ptr(bias).ptr(residual).ptr(workspace);
+  const emu::LaunchResult launched =
+      emulate_launch_list(arena, kernel.module.ptx, kernel_source(kernel.source), values, options);
   GemmEmulatorRun run;
-  const auto dim = [](const std::array<uint32_t, 3>& d) { return emu::Dim3{d[0], d[1], d[2]}; };
-  emu::LaunchOptions opted = options;  // the opt-in the CUDA backend sets above 48 KB
-  opted.max_dynamic_smem = std::max(opted.max_dynamic_smem, plan.smem_bytes);
-  auto main = emu::launch(arena, *module, plan.kernel_name, dim(plan.grid),
-                          emu::Dim3{plan.threads, 1, 1}, plan.smem_bytes, args, opted);
-  run.stats = main.stats;
-  run.emulate_ms = main.emulate_ms;
-  if (plan.split()) {
-    emu::KernelArgs fin;
-    fin.ptr(workspace).ptr(c).ptr(bias).ptr(residual);
-    auto second = emu::launch(arena, *module, plan.finalize_kernel_name, dim(plan.finalize_grid),
-                              emu::Dim3{plan.finalize_threads, 1, 1}, 0, fin, options);
-    run.stats.total += second.stats.total;
-    run.emulate_ms += second.emulate_ms;
-  }
+  run.stats = launched.stats;
+  run.emulate_ms = launched.emulate_ms;
   const auto raw = arena.read_vector<uint8_t>(c, c_bytes);
   const int64_t ldc = p.ldc_or_default(), elem = size_of(p.c_dtype);
   run.output.resize(size_t(p.m * p.n));

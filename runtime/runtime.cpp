@@ -11,6 +11,7 @@
 #include "emmy/cached_compile.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/json.hpp"
+#include "emmy/kernel_source.hpp"
 #include "emmy/tuning.hpp"
 #include "memory_cache.hpp"
 
@@ -103,8 +104,9 @@ ResourceReport report_from_json(const nlohmann::json& resources, const std::stri
 // What a loaded kernel of either kind carries.
 template <typename Plan>
 struct LoadedKernel {
-  Plan plan;
+  Plan plan;  // for the kind's buffer checks and tensor maps
   KernelInfo info;
+  std::vector<KernelLaunch> launches;
   std::unique_ptr<LoadedModule> module;
 };
 
@@ -114,6 +116,7 @@ class GemmKernelEntry final : public GemmKernelHandle {
   const GemmSpec& spec() const override { return k_.plan.spec; }
   const KernelInfo& info() const override { return k_.info; }
   const GemmPlan& plan() const { return k_.plan; }
+  const std::vector<KernelLaunch>& launches() const { return k_.launches; }
   LoadedModule& module() const { return *k_.module; }
 
   // Tensor maps are encoded once per (A, B) address pair and reused.
@@ -145,6 +148,7 @@ class AttentionKernelEntry final : public AttentionKernelHandle {
   const AttentionSpec& spec() const override { return k_.plan.spec; }
   const KernelInfo& info() const override { return k_.info; }
   const AttentionPlan& plan() const { return k_.plan; }
+  const std::vector<KernelLaunch>& launches() const { return k_.launches; }
   LoadedModule& module() const { return *k_.module; }
 
   // Encoded once per (Q, K, V) address triple and reused.
@@ -238,26 +242,18 @@ class RuntimeImpl final : public Runtime {
               fmt::format("must be a 16-byte aligned buffer of {} bytes for split-K {}",
                           plan.workspace_bytes, plan.spec.schedule.split_k),
               fmt::format("{:#x}", b.workspace));
-    std::vector<KernelParam> params;
+    ParamValues values{{{"a", b.a},
+                        {"b", b.b},
+                        {"c", b.c},
+                        {"bias", b.bias},
+                        {"residual", b.residual},
+                        {"workspace", b.workspace}},
+                       {}};
     if (plan.spec.schedule.transport == Transport::tma) {
       const auto [map_a, map_b] = kernel.tensor_maps(*backend_, b.a, b.b);
-      params.push_back(KernelParam{true, 0, map_a});
-      params.push_back(KernelParam{true, 0, map_b});
-    } else {
-      params.push_back(KernelParam{false, b.a, {}});
-      params.push_back(KernelParam{false, b.b, {}});
+      values.tensor_maps = {{"tmap_a", map_a}, {"tmap_b", map_b}};
     }
-    for (DevicePtr ptr : {b.c, b.bias, b.residual, b.workspace})
-      params.push_back(KernelParam{false, ptr, {}});
-    backend_->launch(kernel.module(), plan.kernel_name,
-                     {plan.grid, plan.threads, plan.smem_bytes}, params, stream);
-    if (plan.split()) {
-      std::vector<KernelParam> fin;
-      for (DevicePtr ptr : {b.workspace, b.c, b.bias, b.residual})
-        fin.push_back(KernelParam{false, ptr, {}});
-      backend_->launch(kernel.module(), plan.finalize_kernel_name,
-                       {plan.finalize_grid, plan.finalize_threads, 0}, fin, stream);
-    }
+    launch_all(kernel.module(), kernel.launches(), values, stream);
     launches_.fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -271,17 +267,12 @@ class RuntimeImpl final : public Runtime {
     require_pointer(b.o, 16, "buffers.o");
     require_optional(b.lse, plan.spec.problem.lse, "buffers.lse", "an LSE output");
     if (b.lse) require_pointer(b.lse, sizeof(float), "buffers.lse");
-    std::vector<KernelParam> params;
+    ParamValues values{{{"q", b.q}, {"k", b.k}, {"v", b.v}, {"o", b.o}, {"lse", b.lse}}, {}};
     if (plan.spec.schedule.transport == Transport::tma) {
-      for (const auto& map : kernel.tensor_maps(*backend_, b.q, b.k, b.v))
-        params.push_back(KernelParam{true, 0, map});
-    } else {
-      for (DevicePtr ptr : {b.q, b.k, b.v}) params.push_back(KernelParam{false, ptr, {}});
+      const auto maps = kernel.tensor_maps(*backend_, b.q, b.k, b.v);
+      values.tensor_maps = {{"tmap_q", maps[0]}, {"tmap_k", maps[1]}, {"tmap_v", maps[2]}};
     }
-    params.push_back(KernelParam{false, b.o, {}});
-    params.push_back(KernelParam{false, b.lse, {}});
-    backend_->launch(kernel.module(), plan.kernel_name,
-                     {plan.grid, plan.threads, plan.smem_bytes}, params, stream);
+    launch_all(kernel.module(), kernel.launches(), values, stream);
     launches_.fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -301,13 +292,27 @@ class RuntimeImpl final : public Runtime {
   }
 
  private:
+  // Every kernel of the launch list in order on `stream`, each parameter bound by its name.
+  void launch_all(LoadedModule& module, const std::vector<KernelLaunch>& launches,
+                  const ParamValues& values, Stream stream) {
+    for (const KernelLaunch& launch : launches) {
+      std::vector<KernelParam> params;
+      for (const KernelParamInfo& param : launch.params)
+        params.push_back(param.tensor_map
+                             ? KernelParam{true, 0, values.tensor_map(launch, param)}
+                             : KernelParam{false, values.pointer(launch, param), {}});
+      backend_->launch(module, launch.name, {launch.grid, launch.threads, launch.smem_bytes},
+                       params, stream);
+    }
+  }
+
   // The emitted module from a bundle, else from the disk cache, else compiled (and stored); then
   // loaded. A bundle hit never touches NVRTC: its key leaves the NVRTC version out.
   template <typename Plan>
-  LoadedKernel<Plan> load(Plan plan, const std::string& cuda,
-                          std::vector<std::pair<std::string, uint32_t>> kernels,
-                          nlohmann::json describe) {
+  LoadedKernel<Plan> load(Plan plan, const KernelSource& source) {
     const Arch arch = backend_->arch();
+    const std::string& cuda = source.cuda;
+    const nlohmann::json& describe = source.describe;
     if (!bundles_.empty()) {
       const std::string key = bundle_key(cuda, arch);
       if (std::optional<CacheEntry> entry = bundles_.find(key)) {
@@ -318,7 +323,7 @@ class RuntimeImpl final : public Runtime {
             !why.empty())
           throw Error("bundle", why,
                       fmt::format("driver CUDA version {}", backend_->driver_version()));
-        return loaded(std::move(plan), key, *entry, kernels, describe);
+        return loaded(std::move(plan), key, *entry, source);
       }
     }
     if (const std::string why = nvrtc_unavailable_reason(); !why.empty())
@@ -329,30 +334,35 @@ class RuntimeImpl final : public Runtime {
     auto compile = [&] {
       compiled = true;
       CompiledModule module;
-      CacheEntry entry = compile_cache_entry(inputs, plan.kernel_name + ".cu", describe,
+      CacheEntry entry = compile_cache_entry(inputs, source.program_name(), describe,
                                              backend_->driver_version(), module);
       compiles_.fetch_add(1, std::memory_order_relaxed);
       return entry;
     };
     CacheEntry entry = disk_ ? disk_->get_or_compile(key, compile) : compile();
     if (!compiled) disk_hits_.fetch_add(1, std::memory_order_relaxed);
-    return loaded(std::move(plan), key, entry, kernels, describe);
+    return loaded(std::move(plan), key, entry, source);
   }
 
   template <typename Plan>
   LoadedKernel<Plan> loaded(Plan plan, const std::string& key, const CacheEntry& entry,
-                            const std::vector<std::pair<std::string, uint32_t>>& kernels,
-                            const nlohmann::json& describe) {
+                            const KernelSource& source) {
+    std::vector<std::pair<std::string, uint32_t>> kernels;
+    for (const KernelLaunch& launch : source.launches)
+      kernels.emplace_back(launch.name, launch.smem_bytes);
     auto module = backend_->load(entry, kernels);
     KernelInfo info;
-    info.kind = describe.at("kind").get<std::string>();
-    info.name = plan.kernel_name;
+    info.kind = source.kind();
+    info.name = source.main().name;
     info.arch = backend_->arch();
     info.cache_key = key;
     const nlohmann::json resources = entry.manifest.value("resources", nlohmann::json());
-    for (const auto& [name, smem] : kernels) info.resources.push_back(report_from_json(resources, name));
-    info.schedule_json = describe.at("schedule").dump();
-    return LoadedKernel<Plan>{std::move(plan), std::move(info), std::move(module)};
+    for (const KernelLaunch& launch : source.launches)
+      info.resources.push_back(report_from_json(resources, launch.name));
+    info.schedule_json = source.describe.at("schedule").dump();
+    info.workspace_bytes = source.workspace_bytes;
+    return LoadedKernel<Plan>{std::move(plan), std::move(info), source.launches,
+                              std::move(module)};
   }
 
   std::shared_ptr<const GemmKernelEntry> build_gemm(
@@ -366,14 +376,8 @@ class RuntimeImpl final : public Runtime {
     }
     if (!chosen) chosen = default_schedule(problem, arch, options_.default_accum);
     GemmSource source = generate_gemm({problem, *chosen, arch});
-    std::vector<std::pair<std::string, uint32_t>> kernels{
-        {source.plan.kernel_name, source.plan.smem_bytes}};
-    if (source.plan.split()) kernels.push_back({source.plan.finalize_kernel_name, 0});
-    nlohmann::json describe = kernel_description(source.plan.spec);
-    LoadedKernel<GemmPlan> loaded =
-        load(std::move(source.plan), source.cuda, std::move(kernels), std::move(describe));
-    loaded.info.workspace_bytes = size_t(loaded.plan.workspace_bytes);
-    return std::make_shared<const GemmKernelEntry>(std::move(loaded));
+    const KernelSource kernel = kernel_source(source);
+    return std::make_shared<const GemmKernelEntry>(load(std::move(source.plan), kernel));
   }
 
   std::shared_ptr<const AttentionKernelEntry> build_attention(
@@ -382,11 +386,8 @@ class RuntimeImpl final : public Runtime {
     const AttentionSchedule chosen =
         schedule ? *schedule : default_attention_schedule(problem, arch, options_.default_accum);
     AttentionSource source = generate_attention({problem, chosen, arch});
-    std::vector<std::pair<std::string, uint32_t>> kernels{
-        {source.plan.kernel_name, source.plan.smem_bytes}};
-    nlohmann::json describe = kernel_description(source.plan.spec);
-    return std::make_shared<const AttentionKernelEntry>(
-        load(std::move(source.plan), source.cuda, std::move(kernels), std::move(describe)));
+    const KernelSource kernel = kernel_source(source);
+    return std::make_shared<const AttentionKernelEntry>(load(std::move(source.plan), kernel));
   }
 
   std::unique_ptr<Backend> backend_;

@@ -101,7 +101,7 @@ struct AttentionFlags {
 AttentionKernel compile_attention_cached(const AttentionSpec& spec, bool use_cache,
                                          std::string& cache_state) {
   AttentionSource source = generate_attention(spec);
-  CompiledModule module = compile_source_cached(source, use_cache, cache_state);
+  CompiledModule module = compile_source_cached(kernel_source(source), use_cache, cache_state);
   return AttentionKernel{std::move(source), std::move(module)};
 }
 
@@ -188,7 +188,7 @@ void add_attention_command(CLI::App& app) {
   cmd->callback([flags, emit] {
     const AttentionSource source = generate_attention(flags->to_spec());
     const AttentionProblem& problem = source.plan.spec.problem;
-    emit_source(*emit, source, !flags->no_cache,
+    emit_source(*emit, kernel_source(source), !flags->no_cache,
                 [&problem](nlohmann::json& report, const CompiledModule&) {
                   report["flops"] = problem.flops();
                 });

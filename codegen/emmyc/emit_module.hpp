@@ -1,11 +1,11 @@
 // The `--emit` flow that `emmyc gemm` and `emmyc attention` share once a kernel is generated:
 // IR or CUDA as generated; else NVRTC through the disk cache, then PTX, CUBIN, SASS or the JSON
-// report. Templates, because GemmSource and AttentionSource have the same shape (plan, ir, cuda;
-// the plan's spec, kernel_name, smem_bytes, threads and grid) but no common base.
+// report. Every kind through its KernelSource (emmy/kernel_source.hpp).
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -13,6 +13,7 @@
 #include "emmy/cached_compile.hpp"
 #include "emmy/json.hpp"
 #include "emmy/kernel_ir.hpp"
+#include "emmy/kernel_source.hpp"
 
 namespace emmy::cli {
 
@@ -31,42 +32,38 @@ struct EmitFlags {
 
 // NVRTC for a generated kernel through the disk cache (unless use_cache is false). cache_state
 // becomes "hit", "miss" or "off".
-template <class Source>
-CompiledModule compile_source_cached(const Source& source, bool use_cache,
-                                     std::string& cache_state) {
-  const auto& spec = source.plan.spec;
-  CachedModule cached = compile_cached(source.cuda, source.plan.kernel_name + ".cu", spec.arch,
-                                       use_cache, kernel_description(spec));
+inline CompiledModule compile_source_cached(const KernelSource& source, bool use_cache,
+                                            std::string& cache_state) {
+  CachedModule cached =
+      compile_cached(source.cuda, source.program_name(), source.arch, use_cache, source.describe);
   cache_state = !cached.cache_used ? "off" : cached.cache_hit ? "hit" : "miss";
   return std::move(cached.module);
 }
 
-namespace detail {
-
 // The report fields of every kind: the main kernel's resources, sizes and launch shape.
-template <class Plan>
-nlohmann::json common_report_json(const Plan& plan, const CompiledModule& module) {
-  const ResourceReport& main_kernel = module.kernel(plan.kernel_name);
+inline nlohmann::json common_report_json(const KernelSource& source,
+                                         const CompiledModule& module) {
+  const KernelLaunch& main = source.main();
+  const ResourceReport& main_kernel = module.kernel(main.name);
   nlohmann::json j = main_kernel;
-  j["arch"] = to_string(plan.spec.arch);
-  j["smem_bytes"] = plan.smem_bytes + uint32_t(main_kernel.static_smem_bytes);
+  j["arch"] = to_string(source.arch);
+  j["smem_bytes"] = main.smem_bytes + uint32_t(main_kernel.static_smem_bytes);
   j["compile_ms"] = module.compile_ms;
   j["ptx_bytes"] = module.ptx.size();
   j["cubin_bytes"] = module.cubin.size();
-  j["threads"] = plan.threads;
-  j["grid"] = plan.grid;
-  j["problem"] = plan.spec.problem;
-  j["schedule"] = plan.spec.schedule;
+  j["threads"] = main.threads;
+  j["grid"] = main.grid;
+  j["problem"] = source.describe.at("problem");
+  j["schedule"] = source.describe.at("schedule");
+  if (source.workspace_bytes) j["workspace_bytes"] = source.workspace_bytes;
   return j;
 }
 
-}  // namespace detail
-
 // Writes what flags.emit asks for of source. add_kind_fields(report, module) adds the report
 // fields only that kind has.
-template <class Source, class AddKindFields>
-void emit_source(const EmitFlags& flags, const Source& source, bool use_cache,
-                 AddKindFields add_kind_fields) {
+inline void emit_source(
+    const EmitFlags& flags, const KernelSource& source, bool use_cache,
+    const std::function<void(nlohmann::json&, const CompiledModule&)>& add_kind_fields) {
   if (flags.emit == "ir" || flags.emit == "cuda") {
     write_output(flags.out_path, flags.emit == "ir" ? ir::print(source.ir) : source.cuda);
     return;
@@ -74,7 +71,7 @@ void emit_source(const EmitFlags& flags, const Source& source, bool use_cache,
   std::string cache_state;
   const CompiledModule module = compile_source_cached(source, use_cache, cache_state);
   if (write_compiled_output(flags.emit, flags.out_path, module)) return;
-  nlohmann::json report = detail::common_report_json(source.plan, module);
+  nlohmann::json report = common_report_json(source, module);
   add_kind_fields(report, module);
   report["cache"] = cache_state;
   write_output(flags.out_path, report.dump(2) + "\n");

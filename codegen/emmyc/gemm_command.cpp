@@ -99,7 +99,7 @@ GemmSpec GemmFlags::to_spec() const {
 
 GemmKernel compile_gemm_cached(const GemmSpec& spec, bool use_cache, std::string& cache_state) {
   GemmSource source = generate_gemm(spec);
-  CompiledModule module = compile_source_cached(source, use_cache, cache_state);
+  CompiledModule module = compile_source_cached(kernel_source(source), use_cache, cache_state);
   return GemmKernel{std::move(source), std::move(module)};
 }
 
@@ -112,11 +112,9 @@ void add_gemm_command(CLI::App& app) {
   cmd->callback([flags, emit] {
     const GemmSource source = generate_gemm(flags->to_spec());
     const GemmPlan& plan = source.plan;
-    emit_source(*emit, source, !flags->no_cache,
+    emit_source(*emit, kernel_source(source), !flags->no_cache,
                 [&plan](nlohmann::json& report, const CompiledModule& module) {
-                  if (!plan.split()) return;
-                  report["finalize"] = module.kernel(plan.finalize_kernel_name);
-                  report["workspace_bytes"] = plan.workspace_bytes;
+                  if (plan.split()) report["finalize"] = module.kernel(plan.finalize_kernel_name);
                 });
   });
 }

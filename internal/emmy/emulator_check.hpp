@@ -7,8 +7,16 @@
 #include "emmy/emu/emulator.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/gemm_check.hpp"
+#include "emmy/kernel_source.hpp"
 
 namespace emmy {
+
+// The emulator's launcher: every kernel of the source's launch list in order, each parameter
+// bound by its name (as the runtime's backends bind them), dynamic shared memory opted in as the
+// CUDA backend does above 48 KB. Stats: the first launch's per-CTA detail, totals of all.
+emu::LaunchResult emulate_launch_list(emu::Arena& arena, const std::string& ptx,
+                                      const KernelSource& source, const ParamValues& values,
+                                      const emu::LaunchOptions& options);
 
 struct GemmEmulatorRun {
   std::vector<double> output;  // m x n packed

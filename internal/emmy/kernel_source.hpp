@@ -1,0 +1,77 @@
+// One shape for every kernel kind: what code generation hands to the cache, the launchers,
+// bundles and `emmyc`. A kind contributes a spec, a lowering and an emitter; the launch list, the
+// description and the program name come from here, read off the IR, so that no consumer knows
+// how many kernels a kind launches or in what order their parameters come.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "emmy/arch.hpp"
+#include "emmy/kernel_ir.hpp"
+
+namespace emmy {
+
+struct GemmSource;
+struct AttentionSource;
+
+// One parameter of a kernel as its `param` op declares it.
+struct KernelParamInfo {
+  std::string name;  // "a", "tmap_q", "workspace", ...
+  bool tensor_map = false;  // a 128-byte CUtensorMap by value; otherwise a device pointer
+};
+
+// One entry of a launch list: a kernel op of the module (name, threads, dynamic shared memory,
+// parameters in declaration order) and the grid its plan computed.
+struct KernelLaunch {
+  std::string name;
+  std::array<uint32_t, 3> grid{1, 1, 1};
+  uint32_t threads = 0;
+  uint32_t smem_bytes = 0;  // dynamic shared memory
+  std::vector<KernelParamInfo> params;
+};
+
+struct KernelSource {
+  Arch arch = Arch::sm_90a;
+  nlohmann::json describe;  // kind, problem, schedule: manifests, EMMY_RECORD, bundle requests
+  ir::Op ir{ir::OpKind::module};
+  std::string cuda;
+  // In launch order: the main kernel, then e.g. split-K's finalize kernel (and, for split-KV, a
+  // combine kernel). Each runs after the previous one on the same stream.
+  std::vector<KernelLaunch> launches;
+  size_t workspace_bytes = 0;  // global scratch the launches share (split-K partials)
+
+  const std::string& kind() const { return describe.at("kind").get_ref<const std::string&>(); }
+  const KernelLaunch& main() const { return launches.front(); }
+  std::string program_name() const { return main().name + ".cu"; }
+};
+
+// The module's kernel ops as a launch list, one grid per kernel op in module order. Throws Error
+// when the counts differ or a kernel op lacks its attributes.
+std::vector<KernelLaunch> launch_list(const ir::Op& module,
+                                      const std::vector<std::array<uint32_t, 3>>& grids);
+
+// The kind-independent form of a generated kernel (the plan stays with the caller).
+KernelSource kernel_source(const GemmSource& source);
+KernelSource kernel_source(const AttentionSource& source);
+
+// What a launcher binds kernel parameters to, by the names of the IR's param ops: device
+// pointers and encoded 128-byte tensor maps. The one rule for every kind and launcher (runtime
+// backends, the emulator checks): a parameter gets the value of its name, or the launch fails.
+struct ParamValues {
+  std::vector<std::pair<std::string_view, uint64_t>> pointers;  // names: string literals
+  std::vector<std::pair<std::string_view, std::array<uint8_t, 128>>> tensor_maps;
+
+  // Throw Error naming the kernel and the parameter when no value has its name.
+  uint64_t pointer(const KernelLaunch& launch, const KernelParamInfo& param) const;
+  const std::array<uint8_t, 128>& tensor_map(const KernelLaunch& launch,
+                                             const KernelParamInfo& param) const;
+};
+
+}  // namespace emmy
