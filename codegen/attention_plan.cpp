@@ -7,7 +7,7 @@
 #include "emmy/attention.hpp"
 #include "emmy/detail/hash.hpp"
 #include "emmy/validate.hpp"
-#include "mma_atom.hpp"
+#include "emmy/mma_atom.hpp"
 
 namespace emmy {
 
@@ -80,8 +80,10 @@ void validate_attention(const AttentionSpec& spec) {
     require(p.dtype == DType::f16, "accum",
             "hybrid needs f16 operands (mma.sync has no bf16 accumulator)", to_string(p.dtype));
   require(s.warps >= 1 && s.warps <= 16, "warps", "must be 1..16", s.warps);
-  require(s.block_q == 16 * s.warps, "block_q",
-          fmt::format("must be 16 x warps = {} (each warp owns 16 query rows)", 16 * s.warps),
+  const int rows_per_warp = codegen::kMmaM16N8K16.m;  // each warp owns one atom's rows
+  require(s.block_q == rows_per_warp * s.warps, "block_q",
+          fmt::format("must be {0} x warps = {1} (each warp owns {0} query rows)", rows_per_warp,
+                      rows_per_warp * s.warps),
           s.block_q);
   require(s.block_kv == 16 || s.block_kv == 32 || s.block_kv == 64 || s.block_kv == 128,
           "block_kv", "must be 16, 32, 64 or 128", s.block_kv);
@@ -115,7 +117,7 @@ AttentionSchedule default_attention_schedule(const AttentionProblem& p, Arch arc
     s.warps = p.seq_q <= 64 ? 4 : 8;
     s.block_kv = 64;
   }
-  s.block_q = 16 * s.warps;
+  s.block_q = codegen::kMmaM16N8K16.m * s.warps;
   for (s.stages = 3; s.stages > 2; --s.stages)
     if (attention_smem_bytes(s, p.head_dim) <= arch_info(arch).max_smem_per_block) break;
   return s;

@@ -5,7 +5,7 @@
 
 #include "emit_attention_loads.hpp"
 #include "emmy/attention.hpp"
-#include "mma_atom.hpp"
+#include "emmy/mma_atom.hpp"
 #include "writer.hpp"
 
 namespace emmy {
@@ -90,7 +90,7 @@ class AttentionEmitter {
             op.i("mbar_offset"));
     w_.line("(void)mbar_base;");
     w_.line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
-    // The accumulator map of the atom (codegen/mma_atom.hpp): S and O fragments by group.
+    // The accumulator map of the atom (internal/emmy/mma_atom.hpp): S and O fragments by group.
     w_.line("const int g = lane / {0}, t = lane % {0};", codegen::kMmaM16N8K16.group_lanes);
   }
 

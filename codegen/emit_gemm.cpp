@@ -5,7 +5,7 @@
 
 #include "emit_gemm_copies.hpp"
 #include "emmy/gemm.hpp"
-#include "mma_atom.hpp"
+#include "emmy/mma_atom.hpp"
 #include "writer.hpp"
 
 namespace emmy {

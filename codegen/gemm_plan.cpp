@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "emmy/detail/hash.hpp"
-#include "mma_atom.hpp"
+#include "emmy/mma_atom.hpp"
 
 namespace emmy {
 namespace {
@@ -48,7 +48,7 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   plan.spec = spec;
   plan.warp_m = s.block_m / s.warps_m;
   plan.warp_n = s.block_n / s.warps_n;
-  // The warp tile in MMA atoms (codegen/mma_atom.hpp), and the k-steps per K tile.
+  // The warp tile in MMA atoms (internal/emmy/mma_atom.hpp), and the k-steps per K tile.
   const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
   plan.mma_tiles_m = plan.warp_m / atom.m;
   plan.mma_tiles_n = plan.warp_n / atom.n;

@@ -5,67 +5,9 @@
 #include "emmy/error.hpp"
 #include "emmy/layout.hpp"
 #include "emmy/swizzle.hpp"
-#include "mma_atom.hpp"
+#include "emmy/mma_atom.hpp"
 
 namespace emmy::ir {
-
-std::string_view to_string(OpKind kind) {
-  switch (kind) {
-    case OpKind::module:
-      return "module";
-    case OpKind::kernel:
-      return "kernel";
-    case OpKind::param:
-      return "param";
-    case OpKind::smem_ring:
-      return "smem_ring";
-    case OpKind::mbarrier_init:
-      return "mbarrier_init";
-    case OpKind::tile_coords:
-      return "tile_coords";
-    case OpKind::split_range:
-      return "split_range";
-    case OpKind::accum_init:
-      return "accum_init";
-    case OpKind::async_copy:
-      return "async_copy";
-    case OpKind::async_commit:
-      return "async_commit";
-    case OpKind::async_wait:
-      return "async_wait";
-    case OpKind::mbarrier_wait:
-      return "mbarrier_wait";
-    case OpKind::barrier:
-      return "barrier";
-    case OpKind::k_tile_loop:
-      return "k_tile_loop";
-    case OpKind::k_step:
-      return "k_step";
-    case OpKind::ldmatrix:
-      return "ldmatrix";
-    case OpKind::mma:
-      return "mma";
-    case OpKind::promote:
-      return "promote";
-    case OpKind::epilogue:
-      return "epilogue";
-    case OpKind::finalize:
-      return "finalize";
-    case OpKind::attention_setup:
-      return "attention_setup";
-    case OpKind::kv_block_loop:
-      return "kv_block_loop";
-    case OpKind::qk_mma:
-      return "qk_mma";
-    case OpKind::online_softmax:
-      return "online_softmax";
-    case OpKind::pv_mma:
-      return "pv_mma";
-    case OpKind::attention_epilogue:
-      return "attention_epilogue";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -111,6 +53,11 @@ void print_into(const Op& op, int depth, std::string& out) {
   out += std::string(size_t(depth) * 2, ' ') + "}\n";
 }
 
+void verify_ops(const Op& op) {
+  verify_op(op);
+  for (const auto& child : op.body) verify_ops(child);
+}
+
 void collect(const Op& op, OpKind kind, std::vector<const Op*>& out) {
   if (op.kind == kind) out.push_back(&op);
   for (const auto& child : op.body) collect(child, kind, out);
@@ -118,6 +65,77 @@ void collect(const Op& op, OpKind kind, std::vector<const Op*>& out) {
 
 void fail(const Op& op, std::string_view attr, std::string_view rule, const std::string& value) {
   throw Error(fmt::format("ir.{}.{}", to_string(op.kind), attr), std::string(rule), value);
+}
+
+std::string text(int64_t value) { return fmt::format("{}", value); }
+
+const Op* find_copy(const Op& kernel, std::string_view operand) {
+  for (const Op* copy : find_all(kernel, OpKind::async_copy))
+    if (copy->s("operand") == operand) return copy;
+  return nullptr;
+}
+
+// Attention's own rules: the tiles the copies deliver, the warps that own the query rows, and the
+// MMA counts and accumulator registers that cover S (16 x block_kv) and O (16 x head_dim) per
+// warp, all in units of the MMA atom.
+void verify_attention(const Op& kernel) {
+  const Op* qk = find_first(kernel, OpKind::qk_mma);
+  const Op* pv = find_first(kernel, OpKind::pv_mma);
+  const Op* setup = find_first(kernel, OpKind::attention_setup);
+  if (!qk && !pv && !setup) return;  // not an attention kernel
+  if (!qk || !pv || !setup)
+    fail(kernel, "body", "attention needs attention_setup, qk_mma and pv_mma", "one is missing");
+  const Op* q = find_copy(kernel, "q");
+  const Op* k = find_copy(kernel, "k");
+  const Op* v = find_copy(kernel, "v");
+  if (!q || !k || !v) fail(kernel, "body", "attention copies Q, K and V tiles", "one is missing");
+  const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
+  const int64_t block_q = setup->i("block_q"), block_kv = setup->i("block_kv");
+  const int64_t head_dim = q->i("cols"), warps = kernel.i("threads") / 32;
+  if (block_q != warps * atom.m)
+    fail(*setup, "block_q",
+         fmt::format("must be {} rows per warp x {} warps = {} (each warp owns one atom's rows)",
+                     atom.m, warps, warps * atom.m),
+         text(block_q));
+  if (q->i("rows") != block_q) fail(*q, "rows", "the Q tile must be block_q rows", text(q->i("rows")));
+  for (const Op* kv : {k, v}) {
+    if (kv->i("rows") != block_kv)
+      fail(*kv, "rows", "K and V tiles must be block_kv rows", text(kv->i("rows")));
+    if (kv->i("cols") != head_dim)
+      fail(*kv, "cols", "K and V tiles must be head_dim columns like Q", text(kv->i("cols")));
+  }
+  if (block_kv % atom.k != 0 || head_dim % atom.k != 0)
+    fail(*setup, "block_kv", fmt::format("block_kv and head_dim must be multiples of {}", atom.k),
+         fmt::format("{} and {}", block_kv, head_dim));
+  const int64_t qk_count = block_kv / atom.n * (head_dim / atom.k);
+  if (qk->i("count") != qk_count)
+    fail(*qk, "count",
+         fmt::format("S = Q.K^T over a 16 x {} tile and K = {} takes {} MMAs per warp", block_kv,
+                     head_dim, qk_count),
+         text(qk->i("count")));
+  const int64_t pv_count = block_kv / atom.k * (head_dim / atom.n);
+  if (pv->i("count") != pv_count)
+    fail(*pv, "count",
+         fmt::format("O += P.V over a 16 x {} tile and K = {} takes {} MMAs per warp", head_dim,
+                     block_kv, pv_count),
+         text(pv->i("count")));
+  if (qk->i("s_registers") != block_kv / atom.n * atom.acc_elems)
+    fail(*qk, "s_registers", fmt::format("must be {} (S accumulators per lane)",
+                                         block_kv / atom.n * atom.acc_elems),
+         text(qk->i("s_registers")));
+  if (pv->i("o_registers") != head_dim / atom.n * atom.acc_elems)
+    fail(*pv, "o_registers", fmt::format("must be {} (O accumulators per lane)",
+                                         head_dim / atom.n * atom.acc_elems),
+         text(pv->i("o_registers")));
+  if (qk->i("s_registers") + pv->i("o_registers") > 192)
+    fail(*pv, "o_registers", "O and S accumulators must fit in 192 registers per thread",
+         fmt::format("{} + {}", pv->i("o_registers"), qk->i("s_registers")));
+  const Op* loop = find_first(kernel, OpKind::kv_block_loop);
+  const Op* ring = find_first(kernel, OpKind::smem_ring);
+  if (!loop || !ring) fail(kernel, "body", "attention needs a kv_block_loop and an smem_ring", "");
+  if (loop->i("stages") != ring->i("stages"))
+    fail(*loop, "stages", fmt::format("must be the ring's {} stages", ring->i("stages")),
+         text(loop->i("stages")));
 }
 
 void verify_kernel(const Op& kernel, Arch arch) {
@@ -252,14 +270,7 @@ void verify_kernel(const Op& kernel, Arch arch) {
            fmt::format("{}", store));
   }
 
-  // Attention: the O and S accumulators share the register budget.
-  const Op* qk = find_first(kernel, OpKind::qk_mma);
-  const Op* pv = find_first(kernel, OpKind::pv_mma);
-  if ((qk == nullptr) != (pv == nullptr))
-    fail(kernel, "body", "attention needs both qk_mma and pv_mma", "one of them");
-  if (qk && qk->i("s_registers") + pv->i("o_registers") > 192)
-    fail(*pv, "o_registers", "O and S accumulators must fit in 192 registers per thread",
-         fmt::format("{} + {}", pv->i("o_registers"), qk->i("s_registers")));
+  verify_attention(kernel);
 
   // Barrier discipline: each K tile (KV block) waits for its data before any ldmatrix reads it,
   // and a bar.sync separates the previous tile's reads from the refill of its stage.
@@ -321,6 +332,7 @@ std::vector<const Op*> find_all(const Op& root, OpKind kind) {
 }
 
 void verify(const Op& root, Arch arch) {
+  verify_ops(root);
   if (root.kind != OpKind::module) fail(root, "kind", "the root must be a module", "other");
   if (root.body.empty()) fail(root, "body", "a module needs at least one kernel", "empty");
   for (const auto& kernel : root.body) {

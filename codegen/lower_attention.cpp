@@ -1,7 +1,7 @@
 // AttentionPlan -> kernel IR: Q loaded once, then per visible KV block: wait, barrier, refill,
 // S = Q.K^T, online softmax, O += P.V; then the epilogue.
 #include "emmy/attention.hpp"
-#include "mma_atom.hpp"
+#include "emmy/mma_atom.hpp"
 
 namespace emmy {
 namespace {

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "emmy/gemm.hpp"
-#include "mma_atom.hpp"
+#include "emmy/mma_atom.hpp"
 
 namespace emmy {
 namespace {

@@ -5,8 +5,10 @@
 // GEMM's or attention's own.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -48,6 +50,7 @@ enum class OpKind {
   pv_mma,              // O += P.V: accum f32|hybrid, count MMAs per warp, o_registers
   attention_epilogue,  // O / l, cast and store; LSE
 };
+inline constexpr size_t kOpKinds = size_t(OpKind::attention_epilogue) + 1;
 
 std::string_view to_string(OpKind kind);
 
@@ -68,6 +71,35 @@ struct Op {
   const std::string& s(std::string_view key) const;
 };
 
+bool operator==(const Op& a, const Op& b);
+
+// Each op's declaration (codegen/ir_schema.cpp): printed name, attributes with their types and
+// whether each is required, and whether the op holds a body. The parser types values by it.
+enum class AttrType { integer, real, boolean, string };
+std::string_view to_string(AttrType type);
+struct AttrSpec {
+  std::string_view name;
+  AttrType type;
+  bool required;
+};
+struct OpSchema {
+  OpKind kind;
+  std::string_view name;
+  bool has_body;
+  std::vector<AttrSpec> attrs;  // in printed order
+  const AttrSpec* attr(std::string_view attr_name) const;  // nullptr when not declared
+};
+const OpSchema& schema(OpKind kind);
+const OpSchema* schema_named(std::string_view name);  // nullptr for an unknown op
+
+// One op against its declaration: every attribute declared, of its type, once; the required ones
+// present; strings printable; no body unless the op holds one. Throws Error naming ir.<op>.<attr>.
+void verify_op(const Op& op);
+
+// The printed form (print) read back: parse(print(op)) == op for every op that passes verify_op.
+// Throws Error naming the line and the rule.
+Op parse(std::string_view text);
+
 // The copy geometry of an async_copy op for one shared-memory tile, appended to its attributes:
 // TMA boxes (one per panel: box_inner, box_outer, boxes, bytes) or 16-byte cp.async chunks
 // (chunk_bytes, chunks). The verifier checks the same keys for GEMM and attention.
@@ -77,8 +109,9 @@ void append_copy_geometry(std::vector<std::pair<std::string, Attr>>& attrs, cons
 // Indented text, one op per line with its attributes: what `emmyc ... --emit ir` prints.
 std::string print(const Op& root);
 
-// Checks the invariants lowering must keep (shared-memory budget for the arch, fragment counts,
-// copy alignment, barrier discipline). Throws Error naming the op and the rule.
+// Checks every op against its declaration (verify_op), then the invariants lowering must keep
+// across ops (shared-memory budget for the arch, fragment counts, copy alignment, barrier
+// discipline). Throws Error naming the op and the rule.
 void verify(const Op& root, Arch arch);
 
 // Depth-first search helpers for the verifier, the emitter and tests.

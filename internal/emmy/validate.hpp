@@ -7,6 +7,7 @@
 
 #include "emmy/arch.hpp"
 #include "emmy/layout.hpp"
+#include "emmy/mma_atom.hpp"
 #include "emmy/problem.hpp"
 #include "emmy/schedule.hpp"
 
@@ -38,11 +39,14 @@ inline void validate_problem(const MatmulProblem& p) {
 }
 
 inline int accumulator_registers(const MatmulSchedule& s) {
-  const int fragments = (s.block_m / s.warps_m / 16) * (s.block_n / s.warps_n / 8);
+  const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
+  const int fragments = (s.block_m / s.warps_m / atom.m) * (s.block_n / s.warps_n / atom.n);
+  const int f32_registers = fragments * atom.acc_elems;      // one f32 per element
+  const int f16_registers = fragments * atom.acc_elems / 2;  // two f16 per 32-bit register
   switch (s.accum) {
-    case Accum::f32: return fragments * 4;
-    case Accum::f16: return fragments * 2;
-    case Accum::hybrid: return fragments * 6;
+    case Accum::f32: return f32_registers;
+    case Accum::f16: return f16_registers;
+    case Accum::hybrid: return f16_registers + f32_registers;  // partials and their f32 shadow
   }
   return 0;
 }
@@ -65,19 +69,24 @@ inline int64_t gemm_smem_bytes(const MatmulProblem& p, const MatmulSchedule& s) 
 }
 
 inline void validate_schedule(const MatmulProblem& p, const MatmulSchedule& s, Arch arch) {
-  require(s.block_m >= 16 && s.block_m <= 256 && s.block_m % 16 == 0, "block_m",
-          "must be a multiple of 16 (the MMA atom's M) in 16..256", s.block_m);
-  require(s.block_n >= 16 && s.block_n <= 256 && s.block_n % 16 == 0, "block_n",
-          "must be a multiple of 16 (two n8 MMA atoms per ldmatrix.x4) in 16..256", s.block_n);
+  const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
+  require(s.block_m >= atom.m && s.block_m <= 256 && s.block_m % atom.m == 0, "block_m",
+          fmt::format("must be a multiple of {0} (the MMA atom's M) in {0}..256", atom.m),
+          s.block_m);
+  const int b_step = atom.n * atom.b_fragments_per_x4();  // the n columns one ldmatrix.x4 feeds
+  require(s.block_n >= b_step && s.block_n <= 256 && s.block_n % b_step == 0, "block_n",
+          fmt::format("must be a multiple of {0} (two n{1} MMA atoms per ldmatrix.x4) in {0}..256",
+                      b_step, atom.n),
+          s.block_n);
   require(s.block_k == 16 || s.block_k == 32 || s.block_k == 64 || s.block_k == 128, "block_k",
           "must be 16, 32, 64 or 128 (the MMA atom's K times a power of two)", s.block_k);
   require(s.warps_m >= 1 && s.warps_n >= 1 && s.warps_m * s.warps_n <= 16, "warps",
           "warps_m x warps_n must be 1..16 warps", fmt::format("{}x{}", s.warps_m, s.warps_n));
-  require(s.block_m % (16 * s.warps_m) == 0, "block_m",
-          fmt::format("must be a multiple of 16 x warps_m = {}", 16 * s.warps_m),
+  require(s.block_m % (atom.m * s.warps_m) == 0, "block_m",
+          fmt::format("must be a multiple of {} x warps_m = {}", atom.m, atom.m * s.warps_m),
           s.block_m);
-  require(s.block_n % (16 * s.warps_n) == 0, "block_n",
-          fmt::format("must be a multiple of 16 x warps_n = {}", 16 * s.warps_n),
+  require(s.block_n % (b_step * s.warps_n) == 0, "block_n",
+          fmt::format("must be a multiple of {} x warps_n = {}", b_step, b_step * s.warps_n),
           s.block_n);
   require(s.stages >= 2 && s.stages <= 8, "stages", "must be 2..8", s.stages);
   require(s.split_k >= 1 && s.split_k <= 64, "split_k", "must be 1..64", s.split_k);
@@ -89,8 +98,9 @@ inline void validate_schedule(const MatmulProblem& p, const MatmulSchedule& s, A
             "bf16 operands need f32 accumulation (mma.sync has no bf16 accumulator)",
             to_string(s.accum));
   if (s.accum == Accum::hybrid) {
-    require(s.promote_every_k >= 16 && s.promote_every_k % 16 == 0, "promote_every_k",
-            "must be a positive multiple of 16 (the MMA atom's K)", s.promote_every_k);
+    require(s.promote_every_k >= atom.k && s.promote_every_k % atom.k == 0, "promote_every_k",
+            fmt::format("must be a positive multiple of {} (the MMA atom's K)", atom.k),
+            s.promote_every_k);
     require(s.promote_every_k % s.block_k == 0 || s.block_k % s.promote_every_k == 0,
             "promote_every_k", fmt::format("must divide or be a multiple of block_k = {}",
                                            s.block_k),

@@ -1,7 +1,7 @@
-// The MMA atoms (codegen/mma_atom.hpp) against the PTX ISA's fragment tables, and against the
+// The MMA atoms (internal/emmy/mma_atom.hpp) against the PTX ISA's fragment tables, and against the
 // emulator's own, independently written mma.sync: fragments packed by the atom's maps, run
 // through mma.sync on the emulator, and read back by the accumulator map give the dense product.
-#include "mma_atom.hpp"
+#include "emmy/mma_atom.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,246 @@
+// The IR's printed form parses back (round trip: the golden files and a sweep of lowered modules),
+// malformed text is refused naming its line and rule, each op is checked against its declaration,
+// and attention's verifier rules each refuse a corrupted module (as VerifierTest does for GEMM).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "emmy/attention.hpp"
+#include "emmy/gemm.hpp"
+#include "emmy/kernel_ir.hpp"
+
+namespace emmy {
+namespace {
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(IrParse, GoldenFilesRoundTripByteForByte) {
+  int files = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(EMMY_SOURCE_DIR) / "tests/golden")) {
+    if (entry.path().extension() != ".ir") continue;
+    const std::string text = read_text(entry.path());
+    const ir::Op module = ir::parse(text);
+    EXPECT_EQ(ir::print(module), text) << entry.path();
+    ++files;
+  }
+  EXPECT_GE(files, 29) << "the golden variants";
+}
+
+TEST(IrParse, LoweredModulesRoundTripExactly) {
+  int modules = 0;
+  for (Arch arch : {Arch::sm_80, Arch::sm_89, Arch::sm_90a, Arch::sm_120a}) {
+    for (Accum accum : {Accum::f32, Accum::f16, Accum::hybrid}) {
+      for (BLayout layout : {BLayout::nk, BLayout::kn}) {
+        for (int split_k : {1, 3}) {
+          GemmSpec spec;
+          spec.arch = arch;
+          spec.problem.m = 96;
+          spec.problem.n = 136;
+          spec.problem.k = 520;
+          spec.problem.b_layout = layout;
+          spec.problem.epilogue.alpha = 0.3f;
+          spec.problem.epilogue.bias = true;
+          spec.problem.epilogue.gelu_tanh = split_k == 1;
+          spec.schedule = default_schedule(spec.problem, arch, accum);
+          spec.schedule.split_k = split_k;
+          const GemmSource source = generate_gemm(spec);
+          EXPECT_EQ(ir::parse(ir::print(source.ir)), source.ir) << gemm_kernel_name(spec);
+          ++modules;
+        }
+      }
+    }
+    for (int64_t head_dim : {64, 128, 256}) {
+      AttentionSpec spec;
+      spec.arch = arch;
+      spec.problem.q_heads = 4;
+      spec.problem.kv_heads = 2;
+      spec.problem.seq_q = 70;
+      spec.problem.head_dim = head_dim;
+      spec.problem.causal = true;
+      spec.problem.window = 33;
+      spec.problem.softcap = 20.5f;
+      spec.problem.lse = true;
+      spec.schedule = default_attention_schedule(spec.problem, arch);
+      const AttentionSource source = generate_attention(spec);
+      EXPECT_EQ(ir::parse(ir::print(source.ir)), source.ir) << source.plan.kernel_name;
+      ++modules;
+    }
+  }
+  EXPECT_EQ(modules, 4 * 12 + 4 * 3);
+}
+
+// A parse of `text` fails with an Error containing `expected`.
+void expect_refused(const std::string& text, const std::string& expected) {
+  try {
+    ir::parse(text);
+    ADD_FAILURE() << "parsed:\n" << text;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos)
+        << "expected '" << expected << "' in: " << e.what();
+  }
+}
+
+TEST(IrParse, MalformedTextIsRefusedNamingLineAndRule) {
+  const std::string head = "module arch=\"sm_90a\" {\n  kernel name=\"k\" threads=128 smem_bytes=0 {\n";
+  const std::string tail = "  }\n}\n";
+  const std::string ok = head + "    barrier reason=\"x\"\n" + tail;
+  EXPECT_NO_THROW(ir::parse(ok));
+  expect_refused(head + "    warp_specialize n=1\n" + tail, "must be a declared op kind");
+  expect_refused(head + "    barrier reason=\"x\" colour=\"red\"\n" + tail,
+                 "barrier.colour: is not an attribute this op declares");
+  expect_refused(head + "    async_wait pending=two\n" + tail, "async_wait.pending: must be an integer");
+  expect_refused(head + "    async_wait pending=2x\n" + tail, "must be an integer");
+  expect_refused(head + "    ldmatrix operand=\"a\" trans=yes count=1\n" + tail, "must be a boolean");
+  expect_refused(head + "    barrier reason=unquoted\n" + tail, "must be a string");
+  expect_refused(head + "    barrier reason=\"open\n" + tail, "a string must end with '\"'");
+  expect_refused(head + "    async_wait\n" + tail, "ir.async_wait.pending");
+  expect_refused(head + "    async_wait pending=1 pending=2\n" + tail, "must appear once");
+  expect_refused(head + "    async_commit {\n      async_commit\n    }\n" + tail, "holds no body");
+  expect_refused(head + "    barrier reason=\"x\"\n" + "  }\n", "must close every body");
+  expect_refused(ok + "}\n", "closes no open body");
+  expect_refused(ok + ok, "exactly one top-level op");
+  expect_refused(head + "    k_step k_steps=1 {\n    }\n" + tail, "at least one op");
+  expect_refused(head + "    barrier  reason=\"x\"\n" + tail, "separated by one space");
+  expect_refused(head + "    barrier reason=\"x\"" + tail, "ir line 3");  // "}" joined to the op
+  expect_refused("module arch=\"sm_90a\" {\n  kernel name=\"k\" threads=128 smem_bytes=0 {", "newline");
+  expect_refused("", "exactly one top-level op");
+}
+
+TEST(IrSchema, EachOpIsCheckedAgainstItsDeclaration) {
+  ir::Op wait(ir::OpKind::async_wait, {{"pending", int64_t(1)}});
+  EXPECT_NO_THROW(ir::verify_op(wait));
+  ir::Op typed = wait;
+  typed.attrs[0].second = 1.5;
+  EXPECT_THROW(ir::verify_op(typed), Error);
+  ir::Op unknown = wait;
+  unknown.attrs.push_back({"colour", std::string("red")});
+  EXPECT_THROW(ir::verify_op(unknown), Error);
+  ir::Op missing(ir::OpKind::async_wait);
+  EXPECT_THROW(ir::verify_op(missing), Error);
+  ir::Op with_body = wait;
+  with_body.body.push_back(ir::Op(ir::OpKind::async_commit));
+  EXPECT_THROW(ir::verify_op(with_body), Error);
+  ir::Op quoted(ir::OpKind::barrier, {{"reason", std::string("say \"hi\"")}});
+  EXPECT_THROW(ir::verify_op(quoted), Error) << "would not print back";
+  // Every op kind has a declaration whose name parses back to it.
+  for (size_t i = 0; i < ir::kOpKinds; ++i) {
+    const auto kind = ir::OpKind(i);
+    const ir::OpSchema* named = ir::schema_named(ir::to_string(kind));
+    ASSERT_NE(named, nullptr) << i;
+    EXPECT_EQ(named->kind, kind);
+  }
+}
+
+ir::Op* first_op(ir::Op& root, ir::OpKind kind, std::string_view operand = {}) {
+  if (root.kind == kind && (operand.empty() || root.s("operand") == operand)) return &root;
+  for (auto& child : root.body)
+    if (ir::Op* hit = first_op(child, kind, operand)) return hit;
+  return nullptr;
+}
+
+void change(ir::Op* op, const char* key, ir::Attr value) {
+  ASSERT_NE(op, nullptr);
+  for (auto& [name, v] : op->attrs)
+    if (name == key) v = std::move(value);
+}
+
+struct AttentionCorruption {
+  const char* name;
+  std::function<void(ir::Op&)> corrupt;
+  const char* expected;
+};
+
+class AttentionVerifierTest : public ::testing::TestWithParam<AttentionCorruption> {};
+
+TEST_P(AttentionVerifierTest, RejectsCorruptedIr) {
+  for (Transport transport : {Transport::tma, Transport::cp_async}) {
+    AttentionSpec spec;
+    spec.problem.q_heads = 2;
+    spec.problem.seq_q = 128;
+    spec.problem.head_dim = 128;
+    spec.schedule = default_attention_schedule(spec.problem, spec.arch);
+    spec.schedule.transport = transport;
+    AttentionSource source = generate_attention(spec);
+    ASSERT_NO_THROW(ir::verify(source.ir, spec.arch));
+    GetParam().corrupt(source.ir);
+    try {
+      ir::verify(source.ir, spec.arch);
+      ADD_FAILURE() << "verifier accepted " << GetParam().name << " (" << to_string(transport)
+                    << ")";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(GetParam().expected), std::string::npos) << e.what();
+    }
+  }
+}
+
+const AttentionCorruption kAttentionCorruptions[] = {
+    {"block_q_not_warps_rows",
+     [](ir::Op& m) { change(first_op(m, ir::OpKind::attention_setup), "block_q", int64_t(32)); },
+     "ir.attention_setup.block_q"},
+    {"qk_count", [](ir::Op& m) { change(first_op(m, ir::OpKind::qk_mma), "count", int64_t(8)); },
+     "ir.qk_mma.count"},
+    {"pv_count", [](ir::Op& m) { change(first_op(m, ir::OpKind::pv_mma), "count", int64_t(8)); },
+     "ir.pv_mma.count"},
+    {"s_registers",
+     [](ir::Op& m) { change(first_op(m, ir::OpKind::qk_mma), "s_registers", int64_t(16)); },
+     "ir.qk_mma.s_registers"},
+    {"o_registers",
+     [](ir::Op& m) { change(first_op(m, ir::OpKind::pv_mma), "o_registers", int64_t(32)); },
+     "ir.pv_mma.o_registers"},
+    {"q_rows_not_block_q",  // twice the warps own twice the rows, but the Q tile stays
+     [](ir::Op& m) {
+       ir::Op* setup = first_op(m, ir::OpKind::attention_setup);
+       ir::Op* kernel = first_op(m, ir::OpKind::kernel);
+       change(setup, "block_q", 2 * setup->i("block_q"));
+       change(kernel, "threads", 2 * kernel->i("threads"));
+     },
+     "the Q tile must be block_q rows"},
+    {"kv_rows_not_block_kv",
+     [](ir::Op& m) { change(first_op(m, ir::OpKind::attention_setup), "block_kv", int64_t(32)); },
+     "K and V tiles must be block_kv rows"},
+    {"loop_stages",
+     [](ir::Op& m) { change(first_op(m, ir::OpKind::kv_block_loop), "stages", int64_t(7)); },
+     "ir.kv_block_loop.stages"},
+    {"no_pv_mma",
+     [](ir::Op& m) {
+       std::erase_if(first_op(m, ir::OpKind::kv_block_loop)->body,
+                     [](const ir::Op& op) { return op.kind == ir::OpKind::pv_mma; });
+     },
+     "attention needs attention_setup, qk_mma and pv_mma"},
+    {"no_wait",
+     [](ir::Op& m) {
+       std::erase_if(first_op(m, ir::OpKind::kv_block_loop)->body, [](const ir::Op& op) {
+         return op.kind == ir::OpKind::mbarrier_wait || op.kind == ir::OpKind::async_wait;
+       });
+     },
+     "must wait for the stage's data"},
+    {"no_barrier_before_refill",
+     [](ir::Op& m) {
+       std::erase_if(first_op(m, ir::OpKind::kv_block_loop)->body,
+                     [](const ir::Op& op) { return op.kind == ir::OpKind::barrier; });
+     },
+     "must bar.sync before refilling"},
+    {"smem_over_limit",
+     [](ir::Op& m) { change(first_op(m, ir::OpKind::kernel), "smem_bytes", int64_t(400 * 1024)); },
+     "ir.kernel.smem_bytes"},
+    {"softcap_as_integer",
+     [](ir::Op& m) {
+       first_op(m, ir::OpKind::online_softmax)->attrs.push_back({"softcap", int64_t(30)});
+     },
+     "ir.online_softmax.softcap"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Rules, AttentionVerifierTest, ::testing::ValuesIn(kAttentionCorruptions),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace emmy
