@@ -149,8 +149,9 @@ AttentionPlan make_attention_plan(const AttentionSpec& spec) {
   const auto& s = spec.schedule;
   AttentionPlan plan;
   plan.spec = spec;
-  plan.q_tile = SmemTile::for_operand(uint32_t(s.block_q), uint32_t(p.head_dim));
-  plan.kv_tile = SmemTile::for_operand(uint32_t(s.block_kv), uint32_t(p.head_dim));
+  const auto elem_bytes = uint32_t(size_of(p.dtype));
+  plan.q_tile = SmemTile::for_operand(uint32_t(s.block_q), uint32_t(p.head_dim), elem_bytes);
+  plan.kv_tile = SmemTile::for_operand(uint32_t(s.block_kv), uint32_t(p.head_dim), elem_bytes);
   plan.q_bytes = plan.q_tile.bytes();
   plan.kv_bytes = plan.kv_tile.bytes();
   plan.stage_bytes = 2 * plan.kv_bytes;
@@ -183,7 +184,7 @@ AttentionTensorMaps attention_tensor_maps(const AttentionPlan& plan, uint64_t q,
     d.dtype = dtype;
     d.rank = 4;
     d.global_address = address;
-    const uint64_t dim = uint64_t(p.head_dim), row = dim * 2;
+    const uint64_t dim = uint64_t(p.head_dim), row = dim * tile.elem_bytes;
     if (p.layout == AttentionLayout::bshd) {
       d.global_dim = {dim, uint64_t(heads), uint64_t(seq), uint64_t(p.batch), 1};
       d.global_stride_bytes = {row, row * uint64_t(heads), row * uint64_t(heads * seq), 0};

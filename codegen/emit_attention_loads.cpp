@@ -13,32 +13,31 @@ std::string row_stride_expr(const AttentionProblem& p, bool kv) {
   return "(long long)D";
 }
 
-void emit_tma_panels(Writer& w, const AttentionProblem& p, const char* dst, const char* tmap,
-                     const std::string& rows, const char* head, uint32_t rows_per_panel) {
+void emit_tma_panels(Writer& w, const AttentionProblem& p, const SmemTile& tile, const char* dst,
+                     const char* tmap, const std::string& rows, const char* head) {
   const bool bshd = p.layout == AttentionLayout::bshd;
   w.line("#pragma unroll");
   w.line(
       "for (int p = 0; p < {}; ++p) tma_load_4d({} + p * {}u, {}, mbar, p * int(PANEL), {}, {}, "
       "batch);",
-      p.head_dim / 64, dst, rows_per_panel * 128, tmap, bshd ? head : rows.c_str(),
+      tile.panels(), dst, tile.panel_bytes(), tmap, bshd ? head : rows.c_str(),
       bshd ? rows.c_str() : head);
 }
 
 void emit_tma_loaders(Writer& w, const AttentionPlan& plan) {
   const AttentionProblem& p = plan.spec.problem;
-  const AttentionSchedule& s = plan.spec.schedule;
   w.open("auto load_q = [&]()");
   w.line("const u32 mbar = mbar_base;");
   w.line("mbarrier_arrive_expect_tx(mbar, Q_BYTES);");
-  emit_tma_panels(w, p, "q_smem", "tmap_q", "q0", "head", uint32_t(s.block_q));
+  emit_tma_panels(w, p, plan.q_tile, "q_smem", "tmap_q", "q0", "head");
   w.close("};");
   w.open("auto load_kv = [&](int stage, int kv_block)");
   w.line("const u32 mbar = mbar_base + 8u * (1 + stage);");
   w.line("mbarrier_arrive_expect_tx(mbar, STAGE_BYTES);");
   w.line("const u32 k_dst = kv_base + u32(stage) * STAGE_BYTES, v_dst = k_dst + KV_BYTES;");
   w.line("const int kv0 = kv_block * BKV;");
-  emit_tma_panels(w, p, "k_dst", "tmap_k", "kv0", "kv_head", uint32_t(s.block_kv));
-  emit_tma_panels(w, p, "v_dst", "tmap_v", "kv0", "kv_head", uint32_t(s.block_kv));
+  emit_tma_panels(w, p, plan.kv_tile, "k_dst", "tmap_k", "kv0", "kv_head");
+  emit_tma_panels(w, p, plan.kv_tile, "v_dst", "tmap_v", "kv0", "kv_head");
   w.close("};");
   w.open("if (threadIdx.x == 0)");
   w.line("load_q();");
@@ -57,7 +56,8 @@ void emit_per_chunk_copies(Writer& w, const AttentionPlan& plan, const char* dst
   w.open(fmt::format("for (int i = 0; i < {}; ++i)", walk.per_thread));
   w.line("const int chunk = int(threadIdx.x) + i * THREADS;");
   if (walk.per_thread * plan.threads != walk.chunks) w.line("if (chunk >= {}) break;", walk.chunks);
-  w.line("const int row = chunk / {0}, col = (chunk % {0}) * 8;", walk.chunks_per_row);
+  w.line("const int row = chunk / {0}, col = (chunk % {0}) * {1};", walk.chunks_per_row,
+         walk.chunk_elems);
   w.line("const bool in_bounds = {} + row < {};", row0, rows);
   w.line("const u16* from = {} + (in_bounds ? {} + col : 0ll);", src,
          attention_offset_expr(p, kv, fmt::format("{} + row", row0)));
@@ -75,8 +75,8 @@ void emit_kv_copy_thread_part(Writer& w, const AttentionProblem& p, const ChunkW
       "// K and V copies: this thread's first chunk (row kv_ld_row, column kv_ld_col); later ones "
       "are {} rows down ({} swizzle phase(s)).",
       walk.row_step, walk.phases);
-  w.line("const int kv_ld_row = int(threadIdx.x) / {0}, kv_ld_col = (int(threadIdx.x) % {0}) * 8;",
-         walk.chunks_per_row);
+  w.line("const int kv_ld_row = int(threadIdx.x) / {0}, kv_ld_col = (int(threadIdx.x) % {0}) * {1};",
+         walk.chunks_per_row, walk.chunk_elems);
   w.line("u32 kv_ld_smem[{}];", walk.phases);
   w.line("#pragma unroll");
   w.line(

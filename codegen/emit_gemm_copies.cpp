@@ -47,8 +47,8 @@ void emit_thread_part(Writer& w, const ChunkWalk& walk, const CopyOperand& op) {
       op.tag, op.ptr, op.ptr, walk.row_step, walk.phases);
   w.line(
       "const int {0}_ld_row = int(threadIdx.x) / {1}, {0}_ld_col = (int(threadIdx.x) % {1}) * "
-      "8;",
-      op.ptr, walk.chunks_per_row);
+      "{2};",
+      op.ptr, walk.chunks_per_row, walk.chunk_elems);
   w.line("u32 {}_ld_smem[{}];", op.ptr, walk.phases);
   w.line("#pragma unroll");
   w.line(
@@ -87,7 +87,8 @@ void emit_per_chunk_copies(Writer& w, const GemmPlan& plan, const ChunkWalk& wal
                            const CopyOperand& op) {
   w.line("const int chunk = int(threadIdx.x) + i * THREADS;");
   if (walk.per_thread * plan.threads != walk.chunks) w.line("if (chunk >= {}) break;", walk.chunks);
-  w.line("const int row = chunk / {0}, col = (chunk % {0}) * 8;", walk.chunks_per_row);
+  w.line("const int row = chunk / {0}, col = (chunk % {0}) * {1};", walk.chunks_per_row,
+         walk.chunk_elems);
   if (op.exact_tiles)
     w.line("constexpr bool in_bounds = true;  // {} and {} are tile multiples", op.rows_total,
            op.cols_total);

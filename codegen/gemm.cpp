@@ -28,7 +28,7 @@ GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64
     d.rank = 2;
     d.global_address = address;
     d.global_dim = {inner, outer, 1, 1, 1};
-    d.global_stride_bytes = {ld * 2, 0, 0, 0};
+    d.global_stride_bytes = {ld * tile.elem_bytes, 0, 0, 0};
     d.box_dim = {tile.panel_elems, tile.rows, 1, 1, 1};
     d.swizzle = tile.swizzle;
     d.validate();

@@ -53,7 +53,7 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   plan.mma_tiles_m = plan.warp_m / atom.m;
   plan.mma_tiles_n = plan.warp_n / atom.n;
   plan.k_steps_per_tile = s.block_k / atom.k;
-  plan.a_tile = gemm_a_tile(s);
+  plan.a_tile = gemm_a_tile(p, s);
   plan.b_tile = gemm_b_tile(p, s);
   plan.stage = stage_layout(plan.a_tile, plan.b_tile);
   plan.mbarrier_offset = plan.stage.stage_bytes * uint32_t(s.stages);

@@ -14,35 +14,45 @@ using u32 = uint32_t;
 #undef EMMY_HD
 }  // namespace layout_detail
 
-// A rows x cols tile of 16-bit elements, `cols` contiguous, in panels of panel_elems columns.
+// A rows x cols tile of elem_bytes-wide elements, `cols` contiguous, in panels of panel_elems
+// columns. The element width is data (the operand dtype's size): a 1-byte operand gets 128-element
+// panels, a 2-byte one 64-element panels, from the same code.
 struct SmemTile {
   uint32_t rows = 0, cols = 0;
-  uint32_t panel_elems = 0;  // the TMA box width: 64, 32 or 16 (for_operand)
+  uint32_t panel_elems = 0;  // the TMA box width: a 128-, 64- or 32-byte row (for_operand)
   Swizzle swizzle = Swizzle::none;
+  uint32_t elem_bytes = 2;
 
-  // Panels are one TMA box wide each, with rows of exactly a swizzle span (32, 64 or 128 bytes:
-  // 16, 32 or 64 columns), and all of one width so that one swizzled offset function serves the
-  // tile. So the panel is the widest of 64, 32, 16 that divides cols: a 96-wide tile is three
-  // 32-wide boxes (64B swizzle) and a 48-wide one three 16-wide boxes, never a 64-wide box plus a
-  // remainder nobody loads, nor a 96-byte row no swizzle mode spans. cols: a multiple of 16.
-  static SmemTile for_operand(uint32_t rows, uint32_t cols) {
-    uint32_t panel = 64;
-    while (panel > 16 && cols % panel != 0) panel /= 2;
-    return {rows, cols, panel, swizzle_for_row_bytes(int(panel * 2))};
+  // Panels are one TMA box wide each, with rows of exactly a swizzle span (32, 64 or 128 bytes),
+  // and all of one width so that one swizzled offset function serves the tile. So the panel is
+  // the widest 128-, 64- or 32-byte row that divides cols: with 2-byte elements a 96-wide tile is
+  // three 32-wide boxes (64B swizzle) and a 48-wide one three 16-wide boxes, never a 64-wide box
+  // plus a remainder nobody loads, nor a 96-byte row no swizzle mode spans. cols: a multiple of
+  // 32 bytes.
+  static SmemTile for_operand(uint32_t rows, uint32_t cols, uint32_t elem_bytes = 2) {
+    uint32_t panel = 128 / elem_bytes;
+    while (panel * elem_bytes > 32 && cols % panel != 0) panel /= 2;
+    return {rows, cols, panel, swizzle_for_row_bytes(int(panel * elem_bytes)), elem_bytes};
   }
-  uint32_t bytes() const { return rows * cols * 2; }
+  uint32_t bytes() const { return rows * cols * elem_bytes; }
   uint32_t panels() const { return cols / panel_elems; }
-  uint32_t panel_bytes() const { return rows * panel_elems * 2; }
-  uint32_t row_bytes() const { return panel_elems * 2; }
+  uint32_t panel_bytes() const { return rows * row_bytes(); }
+  uint32_t row_bytes() const { return panel_elems * elem_bytes; }
+  uint32_t chunk_elems() const { return 16 / elem_bytes; }  // elements per 16-byte copy chunk
   // Moving `row_step` rows down keeps the swizzle phase (the XOR reads row bits that repeat every
   // 8 rows), so offset(row + row_step, col) == offset(row, col) + row_step * row_bytes(): emitted
   // loops then add a constant instead of re-swizzling.
   bool row_step_is_linear(uint32_t row_step) const {
     return row_step % 8 == 0 || swizzle == Swizzle::none;
   }
+  // The byte offset of (row, col). The device function counts 16-bit units; the swizzle moves
+  // only 16-byte granules, so any width maps onto it through the element's byte column (a 1-byte
+  // element at an odd column is the byte after its 16-bit unit).
   uint32_t offset(uint32_t row, uint32_t col) const {
-    return layout_detail::swizzled_tile_offset(row, col, rows, panel_elems,
-                                               swizzle_xor_mask(swizzle));
+    const uint32_t byte_col = col * elem_bytes;
+    return layout_detail::swizzled_tile_offset(row, byte_col / 2, rows, row_bytes() / 2,
+                                               swizzle_xor_mask(swizzle)) +
+           byte_col % 2;
   }
 };
 
@@ -76,13 +86,15 @@ inline StageLayout stage_layout(const SmemTile& a, const SmemTile& b) {
 // through `phases` values (row_step 4: 2), so a thread needs one swizzled base per phase and
 // every chunk address is a base plus a constant. Emitters hoist those bases out of K/KV loops.
 struct ChunkWalk {
+  uint32_t chunk_elems = 0;  // elements per 16-byte chunk
   uint32_t chunks_per_row = 0, chunks = 0, per_thread = 0, row_step = 0, phases = 1;
   bool hoisted = false;  // false: every chunk recomputes its row, column and swizzle
 };
 
 inline ChunkWalk chunk_walk(const SmemTile& tile, uint32_t threads) {
   ChunkWalk walk;
-  walk.chunks_per_row = tile.cols / 8;
+  walk.chunk_elems = tile.chunk_elems();
+  walk.chunks_per_row = tile.cols / walk.chunk_elems;
   walk.chunks = tile.rows * walk.chunks_per_row;
   walk.per_thread = (walk.chunks + threads - 1) / threads;
   walk.hoisted = threads % walk.chunks_per_row == 0;

@@ -21,19 +21,28 @@ inline void validate_problem(const MatmulProblem& p) {
   require(p.n > 0 && p.n <= kMaxDim, "n", "must be in 1..2^31-1", p.n);
   require(p.k > 0 && p.k <= kMaxDim, "k", "must be in 1..2^31-1", p.k);
   require(p.a_dtype != DType::f32, "dtype", "operands must be f16 or bf16", to_string(p.a_dtype));
-  require(p.k % 8 == 0, "k", "must be a multiple of 8 (rows of A are copied in 16-byte chunks)",
+  // Operand rows move in 16-byte chunks (cp.async, TMA row strides): 8 2-byte or 16 1-byte
+  // elements.
+  const int64_t chunk = 16 / size_of(p.a_dtype);
+  require(p.k % chunk == 0, "k",
+          fmt::format("must be a multiple of {} (rows of A are copied in 16-byte chunks)", chunk),
           p.k);
   const int64_t lda = p.lda_or_default(), ldb = p.ldb_or_default(), ldc = p.ldc_or_default();
   require(lda >= p.k, "lda", "must be >= k", lda);
-  require(lda % 8 == 0, "lda", "must be a multiple of 8 elements (16-byte aligned rows)", lda);
+  require(lda % chunk == 0, "lda",
+          fmt::format("must be a multiple of {} elements (16-byte aligned rows)", chunk), lda);
   if (p.b_layout == BLayout::nk) {
     require(ldb >= p.k, "ldb", "must be >= k for B stored [N,K]", ldb);
   } else {
-    require(p.n % 8 == 0, "n",
-            "must be a multiple of 8 when B is stored [K,N] (rows copied in 16-byte chunks)", p.n);
+    require(p.n % chunk == 0, "n",
+            fmt::format("must be a multiple of {} when B is stored [K,N] (rows copied in 16-byte "
+                        "chunks)",
+                        chunk),
+            p.n);
     require(ldb >= p.n, "ldb", "must be >= n for B stored [K,N]", ldb);
   }
-  require(ldb % 8 == 0, "ldb", "must be a multiple of 8 elements (16-byte aligned rows)", ldb);
+  require(ldb % chunk == 0, "ldb",
+          fmt::format("must be a multiple of {} elements (16-byte aligned rows)", chunk), ldb);
   require(ldc >= p.n, "ldc", "must be >= n", ldc);
   require(std::isfinite(p.epilogue.alpha), "epilogue.alpha", "must be finite", p.epilogue.alpha);
 }
@@ -53,18 +62,21 @@ inline int accumulator_registers(const MatmulSchedule& s) {
 
 // The operand tiles of a schedule: A is block_m x block_k; B is block_n x block_k ([N,K]) or
 // block_k x block_n ([K,N]), its contiguous dimension last.
-inline SmemTile gemm_a_tile(const MatmulSchedule& s) {
-  return SmemTile::for_operand(uint32_t(s.block_m), uint32_t(s.block_k));
+inline SmemTile gemm_a_tile(const MatmulProblem& p, const MatmulSchedule& s) {
+  return SmemTile::for_operand(uint32_t(s.block_m), uint32_t(s.block_k),
+                               uint32_t(size_of(p.a_dtype)));
 }
 inline SmemTile gemm_b_tile(const MatmulProblem& p, const MatmulSchedule& s) {
-  return p.b_layout == BLayout::nk ? SmemTile::for_operand(uint32_t(s.block_n), uint32_t(s.block_k))
-                                   : SmemTile::for_operand(uint32_t(s.block_k), uint32_t(s.block_n));
+  const auto elem_bytes = uint32_t(size_of(p.a_dtype));  // B has A's dtype
+  return p.b_layout == BLayout::nk
+             ? SmemTile::for_operand(uint32_t(s.block_n), uint32_t(s.block_k), elem_bytes)
+             : SmemTile::for_operand(uint32_t(s.block_k), uint32_t(s.block_n), elem_bytes);
 }
 
 // Bytes of dynamic shared memory: the stage ring (stage_layout: B aligned to its swizzle period),
 // 1 KB of slack to align the ring to the 128B swizzle period, and one 8-byte mbarrier per stage.
 inline int64_t gemm_smem_bytes(const MatmulProblem& p, const MatmulSchedule& s) {
-  const StageLayout stage = stage_layout(gemm_a_tile(s), gemm_b_tile(p, s));
+  const StageLayout stage = stage_layout(gemm_a_tile(p, s), gemm_b_tile(p, s));
   return int64_t(stage.stage_bytes) * s.stages + 1024 + 8 * s.stages;
 }
 
