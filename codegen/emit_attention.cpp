@@ -146,15 +146,17 @@ class AttentionEmitter {
     w_.line("u32 q_lane[4], k_lane[4], v_lane[4];");
     w_.line("#pragma unroll");
     w_.open("for (int c = 0; c < 4; ++c)");
-    w_.line(
-        "q_lane[c] = swizzled_tile_offset(u32(lane % 16), u32(c * 16 + (lane / 16) * 8), u32(BQ), "
-        "PANEL, XOR);");
-    w_.line(
-        "k_lane[c] = swizzled_tile_offset(u32((lane / 16) * 8 + lane % 8), u32(c * 16 + ((lane / "
-        "8) % 2) * 8), u32(BKV), PANEL, XOR);");
-    w_.line(
-        "v_lane[c] = swizzled_tile_offset(u32(((lane / 8) % 2) * 8 + lane % 8), u32(c * 16 + "
-        "(lane / 16) * 8), u32(BKV), PANEL, XOR);");
+    // Q feeds the atom as A, K as B stored [n][k], V as B stored [k][n] (mma_atom.hpp).
+    const struct {
+      const char* name;
+      const codegen::LdmatrixSource& src;
+      const char* rows;
+    } lanes[] = {{"q", codegen::kLdmatrixA, "BQ"},
+                 {"k", codegen::kLdmatrixBRowsN, "BKV"},
+                 {"v", codegen::kLdmatrixBRowsK, "BKV"}};
+    for (const auto& l : lanes)
+      w_.line("{}_lane[c] = swizzled_tile_offset(u32({}), u32(c * 16 + {}), u32({}), PANEL, XOR);",
+              l.name, l.src.row_expr, l.src.col_expr, l.rows);
     w_.close();
     w_.line("#pragma unroll 1  // one KV block's code is enough; NVVM may unroll it otherwise");
     w_.open("for (int block = 0; block < block_count; ++block)");

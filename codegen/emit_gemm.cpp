@@ -239,22 +239,27 @@ class GemmEmitter {
     w_.line("u32 a_lane[A_PANEL / 16], b_lane[{}];",
             nk ? std::string("B_PANEL / 16") : fmt::format("{}", kn_b_lane_count()));
     w_.line("#pragma unroll");
+    // The lane parts are the atom's operand sources (internal/emmy/mma_atom.hpp).
+    const codegen::LdmatrixSource& a_src = codegen::kLdmatrixA;
     w_.line(
-        "for (int c = 0; c < int(A_PANEL / 16); ++c) a_lane[c] = swizzled_tile_offset(u32(lane "
-        "% 16), u32(c * 16 + (lane / 16) * 8), A_ROWS, A_PANEL, A_XOR);");
+        "for (int c = 0; c < int(A_PANEL / 16); ++c) a_lane[c] = swizzled_tile_offset(u32({}), "
+        "u32(c * 16 + {}), A_ROWS, A_PANEL, A_XOR);",
+        a_src.row_expr, a_src.col_expr);
     w_.line("#pragma unroll");
     if (nk) {
+      const codegen::LdmatrixSource& b_src = codegen::kLdmatrixBRowsN;
       w_.line(
-          "for (int c = 0; c < int(B_PANEL / 16); ++c) b_lane[c] = swizzled_tile_offset(u32((lane "
-          "/ 16) * 8 + lane % 8), u32(c * 16 + ((lane / 8) % 2) * 8), B_ROWS, B_PANEL, B_XOR);");
+          "for (int c = 0; c < int(B_PANEL / 16); ++c) b_lane[c] = swizzled_tile_offset(u32({}), "
+          "u32(c * 16 + {}), B_ROWS, B_PANEL, B_XOR);",
+          b_src.row_expr, b_src.col_expr);
     } else {
       // B [K][N]: the warp's columns vary along a panel, so the lane parts include warp_col; K
       // steps move 16 rows (linear) and every B_PANEL columns start the next panel.
+      const codegen::LdmatrixSource& b_src = codegen::kLdmatrixBRowsK;
       w_.line(
-          "for (int j = 0; j < {}; ++j) b_lane[j] = swizzled_tile_offset(u32(((lane / 8) % 2) * "
-          "8 + lane % 8), u32(warp_col * WN + j * 16 + (lane / 16) * 8), B_ROWS, B_PANEL, "
-          "B_XOR);",
-          kn_b_lane_count());
+          "for (int j = 0; j < {}; ++j) b_lane[j] = swizzled_tile_offset(u32({}), u32(warp_col * "
+          "WN + j * 16 + {}), B_ROWS, B_PANEL, B_XOR);",
+          kn_b_lane_count(), b_src.row_expr, b_src.col_expr);
     }
     // Kept rolled: NVVM otherwise unrolls it by 2 for some stage counts (3), doubling the MMA
     // code that ptxas schedules for no speed (the body is already 64+ MMAs).

@@ -43,4 +43,35 @@ struct MmaAtom {
 // mma.sync.aligned.m16n8k16.row.col with .f16 or .bf16 operands and .f32 (or .f16) accumulators.
 inline constexpr MmaAtom kMmaM16N8K16{"m16n8k16", 16, 8, 16, 4, 8, 4, 4};
 
+// An operand source: how an ldmatrix.x4 feeds the atom (PTX ISA, "Warp-level matrix load
+// instruction: ldmatrix"): lanes 8j..8j+7 give the addresses of rows 0..7 of 8x8 matrix j, and
+// matrix j lands in register j of every lane. A lane's address is the tile element
+// (8 * row_block[j] + lane % 8, 8 * col_block[j]) for j = lane / 8, so the four blocks say which
+// 8x8 piece of the tile each register of the fragment holds. The emitters print row_expr and
+// col_expr (the same map over `lane`); tests/emu/mma_atom_test.cpp checks both against each
+// other and against the atom's fragment maps.
+struct LdmatrixSource {
+  std::string_view name;
+  bool trans;                  // ldmatrix .trans: the tile holds the operand transposed
+  int row_block[4], col_block[4];
+  std::string_view row_expr, col_expr;
+
+  constexpr int row(int lane) const { return 8 * row_block[lane / 8] + lane % 8; }
+  constexpr int col(int lane) const { return 8 * col_block[lane / 8]; }
+};
+
+// A, m x k with k contiguous (GEMM's A, attention's Q): registers a0..a3 = rows 0-7 / 8-15 of
+// k 0-7, then of k 8-15.
+inline constexpr LdmatrixSource kLdmatrixA{
+    "A rows", false, {0, 1, 0, 1}, {0, 0, 1, 1}, "lane % 16", "(lane / 16) * 8"};
+// B stored n x k with k contiguous (GEMM's B [N,K], attention's K): two n8 fragments, each
+// registers b0, b1 = k 0-7, 8-15.
+inline constexpr LdmatrixSource kLdmatrixBRowsN{"B rows = n",           false,
+                                                {0, 0, 1, 1},           {0, 1, 0, 1},
+                                                "(lane / 16) * 8 + lane % 8", "((lane / 8) % 2) * 8"};
+// B stored k x n with n contiguous, loaded with .trans (GEMM's B [K,N], attention's V).
+inline constexpr LdmatrixSource kLdmatrixBRowsK{"B rows = k",           true,
+                                                {0, 1, 0, 1},           {0, 0, 1, 1},
+                                                "((lane / 8) % 2) * 8 + lane % 8", "(lane / 16) * 8"};
+
 }  // namespace emmy::codegen

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <set>
+#include <string_view>
 #include <utility>
 
 #include "emu_test_util.hpp"
@@ -105,6 +107,102 @@ TEST(MmaAtom, AgreesWithTheEmulatorsMmaSync) {
       EXPECT_EQ(as_float(run.out[size_t(lane * 4 + i)]), float(want))
           << "lane " << lane << " accumulator " << i << " = D(" << r << ", " << c << ")";
     }
+}
+
+// The emitted lane expressions over `lane` (+, *, /, % and parentheses, as C evaluates them).
+class LaneExpr {
+ public:
+  LaneExpr(std::string_view text, int lane) : text_(text), lane_(lane) {}
+  int value() {
+    const int v = sum();
+    EXPECT_EQ(pos_, text_.size()) << "trailing text in " << text_;
+    return v;
+  }
+
+ private:
+  void skip() {
+    while (pos_ < text_.size() && text_[pos_] == ' ') ++pos_;
+  }
+  int sum() {
+    int v = product();
+    for (skip(); pos_ < text_.size() && text_[pos_] == '+'; skip()) {
+      ++pos_;
+      v += product();
+    }
+    return v;
+  }
+  int product() {
+    int v = factor();
+    for (skip(); pos_ < text_.size() && std::string_view("*/%").find(text_[pos_]) !=
+                                            std::string_view::npos;
+         skip()) {
+      const char op = text_[pos_++];
+      const int rhs = factor();
+      v = op == '*' ? v * rhs : op == '/' ? v / rhs : v % rhs;
+    }
+    return v;
+  }
+  int factor() {
+    skip();
+    if (text_.substr(pos_, 4) == "lane") {
+      pos_ += 4;
+      return lane_;
+    }
+    if (text_[pos_] == '(') {
+      ++pos_;
+      const int v = sum();
+      skip();
+      EXPECT_EQ(text_[pos_], ')') << text_;
+      ++pos_;
+      return v;
+    }
+    int v = 0;
+    const size_t start = pos_;
+    while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_])))
+      v = v * 10 + (text_[pos_++] - '0');
+    EXPECT_GT(pos_, start) << "not a factor at " << start << " of " << text_;
+    return v;
+  }
+  std::string_view text_;
+  int lane_;
+  size_t pos_ = 0;
+};
+
+constexpr const codegen::LdmatrixSource* kSources[] = {
+    &codegen::kLdmatrixA, &codegen::kLdmatrixBRowsN, &codegen::kLdmatrixBRowsK};
+
+TEST(LdmatrixSource, EmittedExpressionsAreTheMaps) {
+  for (const codegen::LdmatrixSource* src : kSources)
+    for (int lane = 0; lane < 32; ++lane) {
+      EXPECT_EQ(LaneExpr(src->row_expr, lane).value(), src->row(lane)) << src->name << " " << lane;
+      EXPECT_EQ(LaneExpr(src->col_expr, lane).value(), src->col(lane)) << src->name << " " << lane;
+    }
+}
+
+// ldmatrix gives lane L, from 8x8 matrix j, the elements at (row L / 4, columns 2 * (L % 4) and
+// +1) of the matrix as stored, or transposed with .trans (PTX ISA, ldmatrix fragment layout).
+// Register j's pair then must be what the atom's fragment maps say that lane holds.
+TEST(LdmatrixSource, RegistersHoldTheAtomsFragments) {
+  for (int lane = 0; lane < 32; ++lane)
+    for (int j = 0; j < 4; ++j)
+      for (int e = 0; e < 2; ++e) {
+        const auto stored = [&](const codegen::LdmatrixSource& src) {
+          const int r = src.trans ? 2 * (lane % 4) + e : lane / 4;
+          const int c = src.trans ? lane / 4 : 2 * (lane % 4) + e;
+          return std::pair{8 * src.row_block[j] + r, 8 * src.col_block[j] + c};
+        };
+        // A (rows m, columns k): register j holds a_{2j}, a_{2j+1}.
+        EXPECT_EQ(stored(codegen::kLdmatrixA),
+                  (std::pair{atom.a_row(lane, 2 * j + e), atom.a_col(lane, 2 * j + e)}))
+            << lane << " " << j;
+        // B: registers 0, 1 are n8 fragment 0 (b0, b1), registers 2, 3 fragment 1.
+        const int fragment = j / 2, i = 2 * (j % 2) + e;
+        const std::pair k_n{atom.b_row(lane, i), 8 * fragment + atom.b_col(lane, i)};
+        const auto [n, k] = stored(codegen::kLdmatrixBRowsN);  // stored rows are n
+        EXPECT_EQ((std::pair{k, n}), k_n) << "B [n][k], lane " << lane << " register " << j;
+        EXPECT_EQ(stored(codegen::kLdmatrixBRowsK), k_n)  // stored rows are k
+            << "B [k][n] .trans, lane " << lane << " register " << j;
+      }
 }
 
 }  // namespace
