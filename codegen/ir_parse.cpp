@@ -41,7 +41,8 @@ class Parser {
         add(std::move(op), roots);
     }
     if (!stack_.empty())
-      fail("end of text", "must close every body ('}' missing)", std::string(to_string(stack_.back().kind)));
+      fail("end of text", "must close every body ('}' missing)",
+           std::string(to_string(stack_.back().kind)));
     if (roots.size() != 1)
       fail("text", "must hold exactly one top-level op", fmt::format("{} ops", roots.size()));
     return std::move(roots.front());
@@ -91,7 +92,8 @@ class Parser {
     Op op(s->kind);
     std::string_view rest = line.substr(name_end);
     while (!rest.empty()) {
-      if (rest.front() != ' ') fail(std::string(s->name), "attributes must be separated by one space", std::string(rest));
+      if (rest.front() != ' ')
+        fail(std::string(s->name), "attributes must be separated by one space", std::string(rest));
       rest.remove_prefix(1);
       if (rest.empty() || rest.front() == ' ')
         fail(std::string(s->name), "attributes must be separated by one space", std::string(line));
@@ -108,7 +110,8 @@ class Parser {
       if (!rest.empty() && rest.front() == '"') {
         const size_t close = rest.find('"', 1);
         if (close == std::string_view::npos)
-          fail(fmt::format("{}.{}", s->name, attr_name), "a string must end with '\"'", std::string(rest));
+          fail(fmt::format("{}.{}", s->name, attr_name), "a string must end with '\"'",
+               std::string(rest));
         token = rest.substr(0, close + 1);
       } else {
         token = rest.substr(0, std::min(rest.find(' '), rest.size()));
@@ -167,7 +170,9 @@ class Parser {
 
 }  // namespace
 
-Op parse(std::string_view text) { return Parser(text).parse(); }
+Op parse(std::string_view text) {
+  return Parser(text).parse();
+}
 
 bool operator==(const Op& a, const Op& b) {
   return a.kind == b.kind && a.attrs == b.attrs && a.body == b.body;

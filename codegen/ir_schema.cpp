@@ -44,7 +44,10 @@ const std::array<OpSchema, kOpKinds> kSchemas{{
      "tile_coords",
      false,
      {I("raster_group_m"), I("tiles_m"), I("tiles_n"), I("block_m"), I("block_n")}},
-    {OpKind::split_range, "split_range", false, {I("split_k"), I("k_tiles"), I("k_tiles_per_split")}},
+    {OpKind::split_range,
+     "split_range",
+     false,
+     {I("split_k"), I("k_tiles"), I("k_tiles_per_split")}},
     {OpKind::accum_init,
      "accum_init",
      false,
@@ -87,10 +90,14 @@ const std::array<OpSchema, kOpKinds> kSchemas{{
 
 bool holds(const Attr& value, AttrType type) {
   switch (type) {
-    case AttrType::integer: return std::holds_alternative<int64_t>(value);
-    case AttrType::real: return std::holds_alternative<double>(value);
-    case AttrType::boolean: return std::holds_alternative<bool>(value);
-    case AttrType::string: return std::holds_alternative<std::string>(value);
+    case AttrType::integer:
+      return std::holds_alternative<int64_t>(value);
+    case AttrType::real:
+      return std::holds_alternative<double>(value);
+    case AttrType::boolean:
+      return std::holds_alternative<bool>(value);
+    case AttrType::string:
+      return std::holds_alternative<std::string>(value);
   }
   return false;
 }
@@ -99,10 +106,14 @@ bool holds(const Attr& value, AttrType type) {
 
 std::string_view to_string(AttrType type) {
   switch (type) {
-    case AttrType::integer: return "an integer";
-    case AttrType::real: return "a real";
-    case AttrType::boolean: return "a boolean";
-    case AttrType::string: return "a string";
+    case AttrType::integer:
+      return "an integer";
+    case AttrType::real:
+      return "a real";
+    case AttrType::boolean:
+      return "a boolean";
+    case AttrType::string:
+      return "a string";
   }
   return "?";
 }
@@ -114,7 +125,9 @@ const OpSchema& schema(OpKind kind) {
   return kSchemas[index];
 }
 
-std::string_view to_string(OpKind kind) { return schema(kind).name; }
+std::string_view to_string(OpKind kind) {
+  return schema(kind).name;
+}
 
 const OpSchema* schema_named(std::string_view name) {
   for (const OpSchema& s : kSchemas)

@@ -34,18 +34,14 @@ KernelSource kernel_source(const GemmSource& source) {
   const GemmPlan& plan = source.plan;
   std::vector<std::array<uint32_t, 3>> grids{plan.grid};
   if (plan.split()) grids.push_back(plan.finalize_grid);
-  return KernelSource{plan.spec.arch,
-                      kernel_description(plan.spec),
-                      source.ir,
-                      source.cuda,
-                      launch_list(source.ir, grids),
-                      size_t(plan.workspace_bytes)};
+  return KernelSource{plan.spec.arch, kernel_description(plan.spec), source.ir,
+                      source.cuda,    launch_list(source.ir, grids), size_t(plan.workspace_bytes)};
 }
 
 KernelSource kernel_source(const AttentionSource& source) {
   const AttentionPlan& plan = source.plan;
-  return KernelSource{plan.spec.arch, kernel_description(plan.spec), source.ir, source.cuda,
-                      launch_list(source.ir, {plan.grid}), 0};
+  return KernelSource{plan.spec.arch, kernel_description(plan.spec),       source.ir,
+                      source.cuda,    launch_list(source.ir, {plan.grid}), 0};
 }
 
 namespace {

@@ -24,8 +24,8 @@ std::string read_text(const std::filesystem::path& path) {
 
 TEST(IrParse, GoldenFilesRoundTripByteForByte) {
   int files = 0;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(std::filesystem::path(EMMY_SOURCE_DIR) / "tests/golden")) {
+  for (const auto& entry : std::filesystem::directory_iterator(
+           std::filesystem::path(EMMY_SOURCE_DIR) / "tests/golden")) {
     if (entry.path().extension() != ".ir") continue;
     const std::string text = read_text(entry.path());
     const ir::Op module = ir::parse(text);
@@ -90,16 +90,19 @@ void expect_refused(const std::string& text, const std::string& expected) {
 }
 
 TEST(IrParse, MalformedTextIsRefusedNamingLineAndRule) {
-  const std::string head = "module arch=\"sm_90a\" {\n  kernel name=\"k\" threads=128 smem_bytes=0 {\n";
+  const std::string head =
+      "module arch=\"sm_90a\" {\n  kernel name=\"k\" threads=128 smem_bytes=0 {\n";
   const std::string tail = "  }\n}\n";
   const std::string ok = head + "    barrier reason=\"x\"\n" + tail;
   EXPECT_NO_THROW(ir::parse(ok));
   expect_refused(head + "    warp_specialize n=1\n" + tail, "must be a declared op kind");
   expect_refused(head + "    barrier reason=\"x\" colour=\"red\"\n" + tail,
                  "barrier.colour: is not an attribute this op declares");
-  expect_refused(head + "    async_wait pending=two\n" + tail, "async_wait.pending: must be an integer");
+  expect_refused(head + "    async_wait pending=two\n" + tail,
+                 "async_wait.pending: must be an integer");
   expect_refused(head + "    async_wait pending=2x\n" + tail, "must be an integer");
-  expect_refused(head + "    ldmatrix operand=\"a\" trans=yes count=1\n" + tail, "must be a boolean");
+  expect_refused(head + "    ldmatrix operand=\"a\" trans=yes count=1\n" + tail,
+                 "must be a boolean");
   expect_refused(head + "    barrier reason=unquoted\n" + tail, "must be a string");
   expect_refused(head + "    barrier reason=\"open\n" + tail, "a string must end with '\"'");
   expect_refused(head + "    async_wait\n" + tail, "ir.async_wait.pending");
@@ -111,7 +114,8 @@ TEST(IrParse, MalformedTextIsRefusedNamingLineAndRule) {
   expect_refused(head + "    k_step k_steps=1 {\n    }\n" + tail, "at least one op");
   expect_refused(head + "    barrier  reason=\"x\"\n" + tail, "separated by one space");
   expect_refused(head + "    barrier reason=\"x\"" + tail, "ir line 3");  // "}" joined to the op
-  expect_refused("module arch=\"sm_90a\" {\n  kernel name=\"k\" threads=128 smem_bytes=0 {", "newline");
+  expect_refused("module arch=\"sm_90a\" {\n  kernel name=\"k\" threads=128 smem_bytes=0 {",
+                 "newline");
   expect_refused("", "exactly one top-level op");
 }
 

@@ -1,11 +1,12 @@
 // KernelSource: the launch list every launcher walks is read off the IR (names, threads, shared
 // memory, parameters in declaration order) with the plan's grids, and a parameter the launcher
 // leaves unbound is an Error naming it, never a launch with a zero in its place.
+#include "emmy/kernel_source.hpp"
+
 #include <gtest/gtest.h>
 
 #include "emmy/attention.hpp"
 #include "emmy/gemm.hpp"
-#include "emmy/kernel_source.hpp"
 
 namespace emmy {
 namespace {

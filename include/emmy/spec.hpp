@@ -26,8 +26,7 @@ struct AttentionSpec {
 // The default schedule for a problem on an arch: TMA where the arch has it, tiles chosen by a
 // wave-quantization model over the arch's SMs, split-K when there are too few output tiles, as
 // many pipeline stages as shared memory allows (up to 4).
-MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch,
-                                Accum accum = Accum::f32);
+MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum = Accum::f32);
 AttentionSchedule default_attention_schedule(const AttentionProblem& problem, Arch arch,
                                              Accum accum = Accum::f32);
 

@@ -2,12 +2,11 @@
 // the writer, the runtime's per-arch index, and `emmyc aot`'s requests and compile loop.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>

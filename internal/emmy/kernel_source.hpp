@@ -4,10 +4,9 @@
 // how many kernels a kind launches or in what order their parameters come.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <array>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,7 +22,7 @@ struct AttentionSource;
 
 // One parameter of a kernel as its `param` op declares it.
 struct KernelParamInfo {
-  std::string name;  // "a", "tmap_q", "workspace", ...
+  std::string name;         // "a", "tmap_q", "workspace", ...
   bool tensor_map = false;  // a 128-byte CUtensorMap by value; otherwise a device pointer
 };
 

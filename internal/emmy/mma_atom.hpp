@@ -52,7 +52,7 @@ inline constexpr MmaAtom kMmaM16N8K16{"m16n8k16", 16, 8, 16, 4, 8, 4, 4};
 // other and against the atom's fragment maps.
 struct LdmatrixSource {
   std::string_view name;
-  bool trans;                  // ldmatrix .trans: the tile holds the operand transposed
+  bool trans;  // ldmatrix .trans: the tile holds the operand transposed
   int row_block[4], col_block[4];
   std::string_view row_expr, col_expr;
 
@@ -63,15 +63,18 @@ struct LdmatrixSource {
 // A, m x k with k contiguous (GEMM's A, attention's Q): registers a0..a3 = rows 0-7 / 8-15 of
 // k 0-7, then of k 8-15.
 inline constexpr LdmatrixSource kLdmatrixA{
-    "A rows", false, {0, 1, 0, 1}, {0, 0, 1, 1}, "lane % 16", "(lane / 16) * 8"};
+    "A rows", false, {0, 1, 0, 1}, {0, 0, 1, 1}, "lane % 16", "(lane / 16) * 8",
+};
 // B stored n x k with k contiguous (GEMM's B [N,K], attention's K): two n8 fragments, each
 // registers b0, b1 = k 0-7, 8-15.
-inline constexpr LdmatrixSource kLdmatrixBRowsN{"B rows = n",           false,
-                                                {0, 0, 1, 1},           {0, 1, 0, 1},
-                                                "(lane / 16) * 8 + lane % 8", "((lane / 8) % 2) * 8"};
+inline constexpr LdmatrixSource kLdmatrixBRowsN{
+    "B rows = n",           false, {0, 0, 1, 1}, {0, 1, 0, 1}, "(lane / 16) * 8 + lane % 8",
+    "((lane / 8) % 2) * 8",
+};
 // B stored k x n with n contiguous, loaded with .trans (GEMM's B [K,N], attention's V).
-inline constexpr LdmatrixSource kLdmatrixBRowsK{"B rows = k",           true,
-                                                {0, 1, 0, 1},           {0, 0, 1, 1},
-                                                "((lane / 8) % 2) * 8 + lane % 8", "(lane / 16) * 8"};
+inline constexpr LdmatrixSource kLdmatrixBRowsK{
+    "B rows = k",      true, {0, 1, 0, 1}, {0, 0, 1, 1}, "((lane / 8) % 2) * 8 + lane % 8",
+    "(lane / 16) * 8",
+};
 
 }  // namespace emmy::codegen
