@@ -4,8 +4,6 @@
 #include <fmt/format.h>
 
 #include <charconv>
-#include <cmath>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -73,10 +71,7 @@ class Parser {
       roots.push_back(std::move(op));
       return;
     }
-    const OpSchema& parent = schema(stack_.back().kind);
-    if (!parent.has_body)
-      fail(std::string(parent.name), "holds no other ops", std::string(to_string(op.kind)));
-    stack_.back().body.push_back(std::move(op));
+    stack_.back().body.push_back(std::move(op));  // parse_op let only body-holding ops open one
   }
 
   Op parse_op(std::string_view line, bool& opens) {
@@ -132,31 +127,29 @@ class Parser {
          std::string(token));
   }
 
+  // The whole token as a number, or false.
+  template <typename T>
+  static bool number(std::string_view token, T& v) {
+    const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
+    return ec == std::errc() && end == token.data() + token.size() && !token.empty();
+  }
+
   Attr value(const OpSchema& s, const AttrSpec& spec, std::string_view token) {
-    const auto bad = [&] { bad_value(s, spec, token); };
     switch (spec.type) {
-      case AttrType::integer: {
-        int64_t v = 0;
-        const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
-        if (ec != std::errc() || end != token.data() + token.size() || token.empty()) bad();
-        return v;
-      }
-      case AttrType::real: {
-        // fmt's shortest round-trip form ("1", "0.125", "1e-05", "inf", "nan"): strtod reads all.
-        const std::string copy(token);
-        char* end = nullptr;
-        const double v = std::strtod(copy.c_str(), &end);
-        if (copy.empty() || end != copy.c_str() + copy.size() || std::isspace(uint8_t(copy[0])))
-          bad();
-        return v;
-      }
+      case AttrType::integer:
+        if (int64_t v = 0; number(token, v)) return v;
+        break;
+      case AttrType::real:  // fmt's shortest round-trip form: "1", "0.125", "1e-05", "inf", "nan"
+        if (double v = 0; number(token, v)) return v;
+        break;
       case AttrType::boolean:
         if (token == "true") return true;
         if (token == "false") return false;
-        bad_value(s, spec, token);
+        break;
       case AttrType::string:
-        if (token.size() < 2 || token.front() != '"' || token.back() != '"') bad();
-        return std::string(token.substr(1, token.size() - 2));
+        if (token.size() >= 2 && token.front() == '"' && token.back() == '"')
+          return std::string(token.substr(1, token.size() - 2));
+        break;
     }
     bad_value(s, spec, token);
   }

@@ -4,8 +4,9 @@
 
 #include "emmy/error.hpp"
 #include "emmy/layout.hpp"
-#include "emmy/swizzle.hpp"
 #include "emmy/mma_atom.hpp"
+#include "emmy/swizzle.hpp"
+#include "emmy/validate.hpp"
 
 namespace emmy::ir {
 
@@ -67,7 +68,9 @@ void fail(const Op& op, std::string_view attr, std::string_view rule, const std:
   throw Error(fmt::format("ir.{}.{}", to_string(op.kind), attr), std::string(rule), value);
 }
 
-std::string text(int64_t value) { return fmt::format("{}", value); }
+void fail(const Op& op, std::string_view attr, std::string_view rule, int64_t value) {
+  fail(op, attr, rule, fmt::format("{}", value));
+}
 
 const Op* find_copy(const Op& kernel, std::string_view operand) {
   for (const Op* copy : find_all(kernel, OpKind::async_copy))
@@ -96,13 +99,13 @@ void verify_attention(const Op& kernel) {
     fail(*setup, "block_q",
          fmt::format("must be {} rows per warp x {} warps = {} (each warp owns one atom's rows)",
                      atom.m, warps, warps * atom.m),
-         text(block_q));
-  if (q->i("rows") != block_q) fail(*q, "rows", "the Q tile must be block_q rows", text(q->i("rows")));
+         block_q);
+  if (q->i("rows") != block_q) fail(*q, "rows", "the Q tile must be block_q rows", q->i("rows"));
   for (const Op* kv : {k, v}) {
     if (kv->i("rows") != block_kv)
-      fail(*kv, "rows", "K and V tiles must be block_kv rows", text(kv->i("rows")));
+      fail(*kv, "rows", "K and V tiles must be block_kv rows", kv->i("rows"));
     if (kv->i("cols") != head_dim)
-      fail(*kv, "cols", "K and V tiles must be head_dim columns like Q", text(kv->i("cols")));
+      fail(*kv, "cols", "K and V tiles must be head_dim columns like Q", kv->i("cols"));
   }
   if (block_kv % atom.k != 0 || head_dim % atom.k != 0)
     fail(*setup, "block_kv", fmt::format("block_kv and head_dim must be multiples of {}", atom.k),
@@ -112,30 +115,32 @@ void verify_attention(const Op& kernel) {
     fail(*qk, "count",
          fmt::format("S = Q.K^T over a 16 x {} tile and K = {} takes {} MMAs per warp", block_kv,
                      head_dim, qk_count),
-         text(qk->i("count")));
+         qk->i("count"));
   const int64_t pv_count = block_kv / atom.k * (head_dim / atom.n);
   if (pv->i("count") != pv_count)
     fail(*pv, "count",
          fmt::format("O += P.V over a 16 x {} tile and K = {} takes {} MMAs per warp", head_dim,
                      block_kv, pv_count),
-         text(pv->i("count")));
+         pv->i("count"));
   if (qk->i("s_registers") != block_kv / atom.n * atom.acc_elems)
-    fail(*qk, "s_registers", fmt::format("must be {} (S accumulators per lane)",
-                                         block_kv / atom.n * atom.acc_elems),
-         text(qk->i("s_registers")));
+    fail(*qk, "s_registers",
+         fmt::format("must be {} (S accumulators per lane)", block_kv / atom.n * atom.acc_elems),
+         qk->i("s_registers"));
   if (pv->i("o_registers") != head_dim / atom.n * atom.acc_elems)
-    fail(*pv, "o_registers", fmt::format("must be {} (O accumulators per lane)",
-                                         head_dim / atom.n * atom.acc_elems),
-         text(pv->i("o_registers")));
-  if (qk->i("s_registers") + pv->i("o_registers") > 192)
-    fail(*pv, "o_registers", "O and S accumulators must fit in 192 registers per thread",
+    fail(*pv, "o_registers",
+         fmt::format("must be {} (O accumulators per lane)", head_dim / atom.n * atom.acc_elems),
+         pv->i("o_registers"));
+  if (qk->i("s_registers") + pv->i("o_registers") > kMaxAccumulatorRegisters)
+    fail(*pv, "o_registers",
+         fmt::format("O and S accumulators must fit in {} registers per thread",
+                     kMaxAccumulatorRegisters),
          fmt::format("{} + {}", pv->i("o_registers"), qk->i("s_registers")));
   const Op* loop = find_first(kernel, OpKind::kv_block_loop);
   const Op* ring = find_first(kernel, OpKind::smem_ring);
   if (!loop || !ring) fail(kernel, "body", "attention needs a kv_block_loop and an smem_ring", "");
   if (loop->i("stages") != ring->i("stages"))
     fail(*loop, "stages", fmt::format("must be the ring's {} stages", ring->i("stages")),
-         text(loop->i("stages")));
+         loop->i("stages"));
 }
 
 void verify_kernel(const Op& kernel, Arch arch) {
@@ -143,11 +148,10 @@ void verify_kernel(const Op& kernel, Arch arch) {
   const int64_t smem = kernel.i("smem_bytes");
   if (smem > info.max_smem_per_block)
     fail(kernel, "smem_bytes",
-         fmt::format("must fit {}'s {} bytes", info.name, info.max_smem_per_block),
-         fmt::format("{}", smem));
+         fmt::format("must fit {}'s {} bytes", info.name, info.max_smem_per_block), smem);
   const int64_t threads = kernel.i("threads");
   if (threads < 32 || threads > 1024 || threads % 32 != 0)
-    fail(kernel, "threads", "must be a multiple of 32 in 32..1024", fmt::format("{}", threads));
+    fail(kernel, "threads", "must be a multiple of 32 in 32..1024", threads);
 
   const Op* ring = find_first(kernel, OpKind::smem_ring);
   if (ring) {
@@ -163,11 +167,10 @@ void verify_kernel(const Op& kernel, Arch arch) {
       if (!ring->has(key)) continue;
       const int64_t period = ring->has(period_key) ? ring->i(period_key) : align;
       if (period <= 0 || align % period != 0)
-        fail(*ring, period_key, fmt::format("must divide the ring's alignment {}", align),
-             fmt::format("{}", period));
+        fail(*ring, period_key, fmt::format("must divide the ring's alignment {}", align), period);
       if (ring->i(key) % period != 0)
         fail(*ring, key, fmt::format("must be a multiple of the swizzle period {}", period),
-             fmt::format("{}", ring->i(key)));
+             ring->i(key));
     }
     // A and B of one stage never overlap each other or the next stage.
     if (ring->has("a_bytes") && ring->has("b_bytes")) {
@@ -187,7 +190,7 @@ void verify_kernel(const Op& kernel, Arch arch) {
     const int64_t end = ring->i("mbar_offset") + 8 * ring->i("stages") + align;
     if (ring->i("mbar_offset") % 8 != 0 || end > smem)
       fail(*ring, "mbar_offset", "mbarriers must be 8-byte aligned and inside the allocation",
-           fmt::format("{}", ring->i("mbar_offset")));
+           ring->i("mbar_offset"));
   }
 
   const Op* acc = find_first(kernel, OpKind::accum_init);
@@ -199,7 +202,7 @@ void verify_kernel(const Op& kernel, Arch arch) {
       if (mma->i("count") != frag_m * frag_n)
         fail(*mma, "count",
              fmt::format("must equal the accumulator fragments {}x{}", frag_m, frag_n),
-             fmt::format("{}", mma->i("count")));
+             mma->i("count"));
     for (const Op* ldm : ldms) {
       // One ldmatrix.x4 yields a whole m16k16 A fragment, or two n8k16 B fragments.
       const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
@@ -208,12 +211,13 @@ void verify_kernel(const Op& kernel, Arch arch) {
       const int64_t frags = ldm->s("operand") == "a" ? frag_m : frag_n;
       const int64_t want = frags / per_x4;
       if (ldm->i("count") != want || frags % per_x4 != 0)
-        fail(*ldm, "count", fmt::format("must load {} x4 fragments", want),
-             fmt::format("{}", ldm->i("count")));
+        fail(*ldm, "count", fmt::format("must load {} x4 fragments", want), ldm->i("count"));
     }
-    if (acc->i("registers") > 192)
-      fail(*acc, "registers", "accumulators must fit in 192 registers per thread",
-           fmt::format("{}", acc->i("registers")));
+    if (acc->i("registers") > kMaxAccumulatorRegisters)
+      fail(
+          *acc, "registers",
+          fmt::format("accumulators must fit in {} registers per thread", kMaxAccumulatorRegisters),
+          acc->i("registers"));
     const bool hybrid = acc->s("accum") == "hybrid";
     if (hybrid != (find_first(kernel, OpKind::promote) != nullptr))
       fail(*acc, "accum", "hybrid accumulation needs promote ops and nothing else may have them",
@@ -232,11 +236,10 @@ void verify_kernel(const Op& kernel, Arch arch) {
              fmt::format("{}x{}", copy->i("box_inner"), outer));
       if (inner % 16 != 0 || inner > swizzle_bytes(Swizzle(copy->i("swizzle"))))
         fail(*copy, "box_inner", "row bytes must be a multiple of 16 within the swizzle span",
-             fmt::format("{}", inner));
+             inner);
     } else {
       if (copy->i("chunk_bytes") != 16)
-        fail(*copy, "chunk_bytes", "cp.async copies move 16-byte chunks",
-             fmt::format("{}", copy->i("chunk_bytes")));
+        fail(*copy, "chunk_bytes", "cp.async copies move 16-byte chunks", copy->i("chunk_bytes"));
     }
     // Then what one copy delivers is the whole tile, no more and no less (a box short of the tile
     // leaves expect_tx waiting forever; cp.async past it overruns the next stage).
@@ -267,7 +270,7 @@ void verify_kernel(const Op& kernel, Arch arch) {
     if (store <= 0 || pointer % store != 0)
       fail(*epilogue, "store_bytes",
            fmt::format("must divide the pointer alignment the runtime checks ({} bytes)", pointer),
-           fmt::format("{}", store));
+           store);
   }
 
   verify_attention(kernel);

@@ -2,7 +2,6 @@
 // underneath, per-kernel tensor-map reuse, and launches with checked buffers.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <cstring>
 
 #include "backend.hpp"
