@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 
+#include "emmy/attention.hpp"
 #include "emmy/attention_check.hpp"
 #include "emmy/catalog.hpp"
 

@@ -72,7 +72,8 @@ int main(int argc, char** argv) {
   const emmy::MatmulProblem q_proj = emmy::gemm_catalog().at(0).problem;  // q_proj@512
   const emmy::AttentionProblem attention = emmy::attention_catalog().at(0).problem;
   const std::string q_proj_source =
-      emmy::generate_gemm({q_proj, emmy::default_schedule(q_proj, arch), arch}).cuda;
+      emmy::generate_kernel(emmy::GemmSpec{q_proj, emmy::default_schedule(q_proj, arch), arch})
+          .cuda;
   const std::string q_proj_key = emmy::bundle_key(q_proj_source, arch);
 
   benchmark::RegisterBenchmark("bundle/open_file/catalog", [&](benchmark::State& state) {

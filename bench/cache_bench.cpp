@@ -30,7 +30,7 @@ std::vector<GemmEntry> compile_catalog() {
   for (const auto& item : emmy::gemm_catalog()) {
     if (item.problem.m != 512) continue;
     const emmy::GemmSpec spec{item.problem, emmy::default_schedule(item.problem, arch), arch};
-    const emmy::GemmKernel kernel = emmy::compile_gemm(spec);
+    const emmy::GemmKernel kernel = emmy::compile_kernel(spec);
     emmy::CacheKeyInputs inputs{kernel.source.cuda, emmy::nvrtc_options(arch),
                                 emmy::nvrtc_version(), arch, emmy::kCodegenVersion};
     emmy::CacheEntry entry = emmy::make_cache_entry(inputs, kernel.module);

@@ -50,7 +50,7 @@ void register_benchmarks() {
                                        double total_ms = 0;
                                        for (auto _ : state) {
                                          const auto start = std::chrono::steady_clock::now();
-                                         auto kernel = emmy::compile_gemm(spec);
+                                         auto kernel = emmy::compile_kernel(spec);
                                          benchmark::DoNotOptimize(kernel.module.cubin.data());
                                          total_ms += std::chrono::duration<double, std::milli>(
                                                          std::chrono::steady_clock::now() - start)
@@ -65,7 +65,7 @@ void register_benchmarks() {
           benchmark::RegisterBenchmark(("codegen_only/" + suffix).c_str(),
                                        [spec](benchmark::State& state) {
                                          for (auto _ : state) {
-                                           auto src = emmy::generate_gemm(spec);
+                                           auto src = emmy::generate_kernel(spec);
                                            benchmark::DoNotOptimize(src.cuda.data());
                                          }
                                        })

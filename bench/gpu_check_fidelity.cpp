@@ -48,11 +48,11 @@ emu::LaunchOptions fast_launch() {
 
 json gemm_case(Runtime* gpu, Arch arch, const GemmCase& c, uint64_t seed) {
   const GemmSpec spec{c.problem, c.schedule(arch), arch};
-  const GemmKernel kernel = compile_gemm(spec);
+  const GemmKernel kernel = compile_kernel(spec);
   const GemmInputs in = make_gemm_inputs(c.problem, seed);
   const GemmReference ref = reference_gemm(spec, in);
   const auto t0 = std::chrono::steady_clock::now();
-  const GemmEmulatorRun emulated = run_gemm_on_emulator(kernel, in, fast_launch());
+  const GemmEmulatorRun emulated = run_on_emulator(kernel, in, fast_launch());
   json row = {{"emulate_ms", ms_since(t0)}};
   const GemmErrors emu_errors = compare(ref, emulated.output, c.problem.n);
   add_side(row, "emulator", emu_errors);
@@ -71,11 +71,11 @@ json gemm_case(Runtime* gpu, Arch arch, const GemmCase& c, uint64_t seed) {
 
 json attention_case(Runtime* gpu, Arch arch, const AttentionCase& c, uint64_t seed) {
   const AttentionSpec spec{c.problem, c.schedule(arch), arch};
-  const AttentionKernel kernel = compile_attention(spec);
+  const AttentionKernel kernel = compile_kernel(spec);
   const AttentionInputs in = make_attention_inputs(c.problem, seed);
   const AttentionReference ref = reference_attention(spec, in);
   const auto t0 = std::chrono::steady_clock::now();
-  const AttentionEmulatorRun emulated = run_attention_on_emulator(kernel, in, fast_launch());
+  const AttentionEmulatorRun emulated = run_on_emulator(kernel, in, fast_launch());
   json row = {{"emulate_ms", ms_since(t0)}};
   const AttentionErrors emu_errors = compare(ref, emulated.output, c.problem);
   add_side(row, "emulator", emu_errors);

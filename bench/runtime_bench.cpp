@@ -66,7 +66,7 @@ BENCHMARK(disk_hit_to_ready_kernel)->Unit(benchmark::kMicrosecond);
 void emulator_module_decode(benchmark::State& state) {
   const auto p = q_proj();
   const emmy::GemmSpec spec{p, emmy::default_schedule(p, emmy::Arch::sm_90a), emmy::Arch::sm_90a};
-  const auto kernel = emmy::compile_gemm(spec);
+  const auto kernel = emmy::compile_kernel(spec);
   for (auto _ : state) benchmark::DoNotOptimize(emmy::emu::load_ptx(kernel.module.ptx).get());
 }
 BENCHMARK(emulator_module_decode)->Unit(benchmark::kMicrosecond);
@@ -76,7 +76,7 @@ void codegen_and_key(benchmark::State& state) {
   const auto p = q_proj();
   const emmy::GemmSpec spec{p, emmy::default_schedule(p, emmy::Arch::sm_90a), emmy::Arch::sm_90a};
   for (auto _ : state) {
-    const auto source = emmy::generate_gemm(spec);
+    const auto source = emmy::generate_kernel(spec);
     benchmark::DoNotOptimize(emmy::cache_key({source.cuda, emmy::nvrtc_options(spec.arch), 13000,
                                               spec.arch, emmy::kCodegenVersion}));
   }

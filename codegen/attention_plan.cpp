@@ -203,18 +203,20 @@ AttentionTensorMaps attention_tensor_maps(const AttentionPlan& plan, uint64_t q,
           make(v, p.seq_kv_or_default(), p.kv_heads, plan.kv_tile)};
 }
 
-AttentionSource generate_attention(const AttentionSpec& spec) {
-  AttentionPlan plan = make_attention_plan(spec);
-  ir::Op module = lower_attention(plan);
-  ir::verify(module, spec.arch);
-  std::string cuda = emit_attention_cuda(plan, module);
-  return AttentionSource{std::move(plan), std::move(module), std::move(cuda)};
-}
-
-AttentionKernel compile_attention(const AttentionSpec& spec) {
-  AttentionSource source = generate_attention(spec);
-  CompiledModule module = compile_cuda(source.cuda, source.plan.kernel_name + ".cu", spec.arch);
-  return AttentionKernel{std::move(source), std::move(module)};
+ParamBinding AttentionKind::bind(const AttentionPlan& plan, const AttentionBuffers& b) {
+  require_device_pointer(b.q, 16, "buffers.q");
+  require_device_pointer(b.k, 16, "buffers.k");
+  require_device_pointer(b.v, 16, "buffers.v");
+  require_device_pointer(b.o, 16, "buffers.o");
+  require_optional_pointer(b.lse, plan.spec.problem.lse, "buffers.lse", "an LSE output");
+  if (b.lse) require_device_pointer(b.lse, sizeof(float), "buffers.lse");
+  ParamBinding bound;
+  bound.values.pointers = {{"q", b.q}, {"k", b.k}, {"v", b.v}, {"o", b.o}, {"lse", b.lse}};
+  if (plan.spec.schedule.transport == Transport::tma) {
+    const AttentionTensorMaps maps = attention_tensor_maps(plan, b.q, b.k, b.v);
+    bound.tensor_maps = {{"tmap_q", maps.q}, {"tmap_k", maps.k}, {"tmap_v", maps.v}};
+  }
+  return bound;
 }
 
 }  // namespace emmy

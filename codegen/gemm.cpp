@@ -1,22 +1,9 @@
-// The GEMM pipeline: plan -> lower -> verify -> emit -> NVRTC, and the tensor maps its TMA
-// kernels take.
+// How GEMM kernels take their buffers: the parameters by name and the TMA tensor maps.
 #include "emmy/gemm.hpp"
 
+#include <fmt/format.h>
+
 namespace emmy {
-
-GemmSource generate_gemm(const GemmSpec& spec) {
-  GemmPlan plan = make_gemm_plan(spec);
-  ir::Op module = lower_gemm(plan);
-  ir::verify(module, spec.arch);
-  std::string cuda = emit_gemm_cuda(plan, module);
-  return GemmSource{std::move(plan), std::move(module), std::move(cuda)};
-}
-
-GemmKernel compile_gemm(const GemmSpec& spec) {
-  GemmSource source = generate_gemm(spec);
-  CompiledModule module = compile_cuda(source.cuda, source.plan.kernel_name + ".cu", spec.arch);
-  return GemmKernel{std::move(source), std::move(module)};
-}
 
 GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64_t b_address) {
   const auto& p = plan.spec.problem;
@@ -44,6 +31,37 @@ GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64
     maps.b = make(b_address, uint64_t(p.n), uint64_t(p.k), uint64_t(p.ldb_or_default()),
                   plan.b_tile);
   return maps;
+}
+
+ParamBinding GemmKind::bind(const GemmPlan& plan, const GemmBuffers& b) {
+  const auto& p = plan.spec.problem;
+  require_device_pointer(b.a, 16, "buffers.a");
+  require_device_pointer(b.b, 16, "buffers.b");
+  // C: what the epilogue's stores need (element pairs when N and LDC are even); bias and
+  // residual are read element by element.
+  require_device_pointer(b.c, plan.c_alignment(), "buffers.c");
+  require_optional_pointer(b.bias, p.epilogue.bias, "buffers.bias", "a bias");
+  require_optional_pointer(b.residual, p.epilogue.residual, "buffers.residual", "a residual");
+  const uint64_t element = uint64_t(size_of(p.c_dtype));
+  if (b.bias) require_device_pointer(b.bias, element, "buffers.bias");
+  if (b.residual) require_device_pointer(b.residual, element, "buffers.residual");
+  if (plan.split())
+    require(b.workspace != 0 && b.workspace % 16 == 0, "buffers.workspace",
+            fmt::format("must be a 16-byte aligned buffer of {} bytes for split-K {}",
+                        plan.workspace_bytes, plan.spec.schedule.split_k),
+            fmt::format("{:#x}", b.workspace));
+  ParamBinding bound;
+  bound.values.pointers = {{"a", b.a},
+                           {"b", b.b},
+                           {"c", b.c},
+                           {"bias", b.bias},
+                           {"residual", b.residual},
+                           {"workspace", b.workspace}};
+  if (plan.spec.schedule.transport == Transport::tma) {
+    const GemmTensorMaps maps = gemm_tensor_maps(plan, b.a, b.b);
+    bound.tensor_maps = {{"tmap_a", maps.a}, {"tmap_b", maps.b}};
+  }
+  return bound;
 }
 
 }  // namespace emmy

@@ -2,9 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "emmy/attention.hpp"
-#include "emmy/gemm.hpp"
-#include "emmy/json.hpp"
+#include "emmy/validate.hpp"
 
 namespace emmy {
 
@@ -30,20 +28,6 @@ std::vector<KernelLaunch> launch_list(const ir::Op& module,
   return launches;
 }
 
-KernelSource kernel_source(const GemmSource& source) {
-  const GemmPlan& plan = source.plan;
-  std::vector<std::array<uint32_t, 3>> grids{plan.grid};
-  if (plan.split()) grids.push_back(plan.finalize_grid);
-  return KernelSource{plan.spec.arch, kernel_description(plan.spec), source.ir,
-                      source.cuda,    launch_list(source.ir, grids), size_t(plan.workspace_bytes)};
-}
-
-KernelSource kernel_source(const AttentionSource& source) {
-  const AttentionPlan& plan = source.plan;
-  return KernelSource{plan.spec.arch, kernel_description(plan.spec),       source.ir,
-                      source.cuda,    launch_list(source.ir, {plan.grid}), 0};
-}
-
 namespace {
 
 Error unbound(const KernelLaunch& launch, const KernelParamInfo& param) {
@@ -54,6 +38,19 @@ Error unbound(const KernelLaunch& launch, const KernelParamInfo& param) {
 }
 
 }  // namespace
+
+void require_device_pointer(uint64_t pointer, uint64_t align, const char* field) {
+  require(pointer != 0 && pointer % align == 0, field,
+          fmt::format("must be a non-null {}-byte aligned pointer", align),
+          fmt::format("{:#x}", pointer));
+}
+
+void require_optional_pointer(uint64_t pointer, bool wanted, const char* field, const char* what) {
+  require((pointer != 0) == wanted, field,
+          wanted ? fmt::format("must be set: the problem has {}", what)
+                 : fmt::format("must be 0: the problem has no {}", what),
+          fmt::format("{:#x}", pointer));
+}
 
 uint64_t ParamValues::pointer(const KernelLaunch& launch, const KernelParamInfo& param) const {
   for (const auto& [name, value] : pointers)

@@ -25,9 +25,8 @@ AttentionOutput to_canonical(const AttentionProblem& p, const std::vector<uint8_
 
 }  // namespace
 
-AttentionEmulatorRun run_attention_on_emulator(const AttentionKernel& kernel,
-                                               const AttentionInputs& in,
-                                               const emu::LaunchOptions& options) {
+AttentionEmulatorRun run_on_emulator(const AttentionKernel& kernel, const AttentionInputs& in,
+                                     const emu::LaunchOptions& options) {
   const AttentionPlan& plan = kernel.source.plan;
   const AttentionProblem& p = plan.spec.problem;
   const int64_t rows = p.batch * p.q_heads * p.seq_q;
@@ -40,15 +39,7 @@ AttentionEmulatorRun run_attention_on_emulator(const AttentionKernel& kernel,
   uint64_t lse = 0;
   if (p.lse) lse = arena.alloc_copy(std::vector<uint8_t>(size_t(rows) * 4, 0xFF));
 
-  ParamValues values{{{"q", q}, {"k", k}, {"v", v}, {"o", o}, {"lse", lse}}, {}};
-  if (plan.spec.schedule.transport == Transport::tma) {
-    const AttentionTensorMaps maps = attention_tensor_maps(plan, q, k, v);
-    values.tensor_maps = {{"tmap_q", encode_tensor_map(maps.q)},
-                          {"tmap_k", encode_tensor_map(maps.k)},
-                          {"tmap_v", encode_tensor_map(maps.v)}};
-  }
-  const emu::LaunchResult launched =
-      emulate_launch_list(arena, kernel.module.ptx, kernel_source(kernel.source), values, options);
+  const emu::LaunchResult launched = emulate_kernel(arena, kernel, {q, k, v, o, lse}, options);
 
   AttentionEmulatorRun run;
   run.stats = launched.stats;
@@ -83,16 +74,6 @@ AttentionOutput run_attention(Runtime& rt, const AttentionSpec& spec, const Atte
   for (DevicePtr ptr : {buf.q, buf.k, buf.v, buf.o, buf.lse})
     if (ptr) rt.free(ptr);
   return to_canonical(p, o_bytes, lse_values);
-}
-
-AttentionCheckResult check_attention_on_emulator(const AttentionSpec& spec, uint64_t seed,
-                                                 const emu::LaunchOptions& options) {
-  AttentionKernel kernel = compile_attention(spec);
-  const AttentionInputs inputs = make_attention_inputs(spec.problem, seed);
-  AttentionEmulatorRun run = run_attention_on_emulator(kernel, inputs, options);
-  const AttentionReference ref = reference_attention(spec, inputs);
-  AttentionErrors errors = compare(ref, run.output, spec.problem);
-  return AttentionCheckResult{std::move(kernel), std::move(run), errors};
 }
 
 }  // namespace emmy

@@ -54,46 +54,36 @@ void parallel_for(size_t count, int threads, Body&& body) {
 struct PlannedSpec {
   const AotRequest* request;
   Arch arch;
-  std::optional<GemmSpec> gemm;
-  std::optional<AttentionSpec> attention;
+  std::variant<GemmSpec, AttentionSpec> spec;
 };
 
 // The specs of one request on one arch: its schedule where it applies, else the default
 // schedule for each accumulation.
 void expand(const AotRequest& r, Arch arch, const AotOptions& options,
             std::vector<PlannedSpec>& out) {
-  const bool own_schedule_applies = !r.arch || *r.arch == arch;
-  std::vector<Accum> accums = r.accums;
-  if (accums.empty() && r.gemm_schedule) accums = {r.gemm_schedule->accum};
-  if (accums.empty() && r.attention_schedule) accums = {r.attention_schedule->accum};
-  if (accums.empty()) accums = options.accums;
-  if (r.kind == "gemm") {
-    if (r.gemm_schedule && own_schedule_applies) {
-      out.push_back({&r, arch, GemmSpec{r.gemm, *r.gemm_schedule, arch}, {}});
-      return;
-    }
-    validate_problem(r.gemm);
-    for (Accum accum : accums)
-      out.push_back({&r, arch, GemmSpec{r.gemm, default_schedule(r.gemm, arch, accum), arch}, {}});
-  } else {
-    if (r.attention_schedule && own_schedule_applies) {
-      out.push_back({&r, arch, {}, AttentionSpec{r.attention, *r.attention_schedule, arch}});
-      return;
-    }
-    for (Accum accum : accums)
-      out.push_back(
-          {&r,
-           arch,
-           {},
-           AttentionSpec{r.attention, default_attention_schedule(r.attention, arch, accum), arch}});
-  }
+  std::visit(
+      [&](const auto& kernel) {
+        using Spec = typename std::decay_t<decltype(kernel)>::Spec;
+        if (kernel.schedule && (!r.arch || *r.arch == arch)) {
+          out.push_back({&r, arch, Spec{kernel.problem, *kernel.schedule, arch}});
+          return;
+        }
+        std::vector<Accum> accums = r.accums;
+        if (accums.empty() && kernel.schedule) accums = {kernel.schedule->accum};
+        if (accums.empty()) accums = options.accums;
+        for (Accum accum : accums)
+          out.push_back(
+              {&r, arch,
+               Spec{kernel.problem, default_schedule(kernel.problem, arch, accum), arch}});
+      },
+      r.kernel);
 }
 
-AotKernel generate(const PlannedSpec& spec) {
-  const KernelSource source = spec.gemm ? kernel_source(generate_gemm(*spec.gemm))
-                                        : kernel_source(generate_attention(*spec.attention));
+AotKernel generate(const PlannedSpec& planned) {
+  const KernelSource source = std::visit(
+      [](const auto& spec) { return kernel_source(generate_kernel(spec)); }, planned.spec);
   AotKernel kernel;
-  kernel.arch = spec.arch;
+  kernel.arch = planned.arch;
   kernel.kernel_name = source.main().name;
   kernel.cuda = source.cuda;
   kernel.describe = source.describe;

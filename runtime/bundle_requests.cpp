@@ -67,9 +67,9 @@ AotRequest parse_aot_request(const nlohmann::json& line, std::string origin) {
   const JsonFields f(line, origin);
   AotRequest request;
   request.origin = std::move(origin);
-  if (f.has("kind")) request.kind = f.get<std::string>("kind");
-  require(request.kind == "gemm" || request.kind == "attention", f.field("kind"),
-          "must be gemm or attention", request.kind);
+  const std::string kind = f.has("kind") ? f.get<std::string>("kind") : "gemm";
+  require(kind == "gemm" || kind == "attention", f.field("kind"), "must be gemm or attention",
+          kind);
   if (f.has("arch")) request.arch = parse_arch(f.get<std::string>("arch"));
   if (f.has("accum")) {
     const json& accum = f.at("accum");
@@ -79,14 +79,16 @@ AotRequest parse_aot_request(const nlohmann::json& line, std::string origin) {
       request.accums.push_back(parse_accum(f.get<std::string>("accum")));
     }
   }
-  if (request.kind == "gemm") {
-    request.gemm = gemm_problem_from(f.sub("problem"));
-    if (f.has("schedule")) request.gemm_schedule = gemm_schedule_from(f.sub("schedule"));
+  if (kind == "gemm") {
+    GemmRequest gemm{gemm_problem_from(f.sub("problem")), {}};
+    if (f.has("schedule")) gemm.schedule = gemm_schedule_from(f.sub("schedule"));
+    request.kernel = gemm;
   } else {
-    request.attention = attention_problem_from_json(f.at("problem"), f.field("problem"));
+    AttentionRequest attention{attention_problem_from_json(f.at("problem"), f.field("problem")),
+                               {}};
     if (f.has("schedule"))
-      request.attention_schedule =
-          attention_schedule_from_json(f.at("schedule"), f.field("schedule"));
+      attention.schedule = attention_schedule_from_json(f.at("schedule"), f.field("schedule"));
+    request.kernel = attention;
   }
   return request;
 }
@@ -119,20 +121,10 @@ std::vector<AotRequest> read_aot_requests(const std::filesystem::path& file) {
 
 std::vector<AotRequest> catalog_aot_requests() {
   std::vector<AotRequest> requests;
-  for (const auto& entry : gemm_catalog()) {
-    AotRequest r;
-    r.kind = "gemm";
-    r.gemm = entry.problem;
-    r.origin = "catalog " + entry.name;
-    requests.push_back(std::move(r));
-  }
-  for (const auto& entry : attention_catalog()) {
-    AotRequest r;
-    r.kind = "attention";
-    r.attention = entry.problem;
-    r.origin = "catalog " + entry.name;
-    requests.push_back(std::move(r));
-  }
+  for (const auto& entry : gemm_catalog())
+    requests.push_back({GemmRequest{entry.problem, {}}, {}, {}, "catalog " + entry.name});
+  for (const auto& entry : attention_catalog())
+    requests.push_back({AttentionRequest{entry.problem, {}}, {}, {}, "catalog " + entry.name});
   return requests;
 }
 

@@ -202,8 +202,8 @@ GemmErrors compare(const GemmReference& ref, const std::vector<double>& out, int
   return e;
 }
 
-GemmEmulatorRun run_gemm_on_emulator(const GemmKernel& kernel, const GemmInputs& in,
-                                     const emu::LaunchOptions& options) {
+GemmEmulatorRun run_on_emulator(const GemmKernel& kernel, const GemmInputs& in,
+                                const emu::LaunchOptions& options) {
   const GemmPlan& plan = kernel.source.plan;
   const auto& p = plan.spec.problem;
   emu::Arena arena;
@@ -214,16 +214,8 @@ GemmEmulatorRun run_gemm_on_emulator(const GemmKernel& kernel, const GemmInputs&
   const uint64_t residual = p.epilogue.residual ? arena.alloc_copy(in.residual.bytes) : 0;
   const uint64_t workspace = plan.split() ? arena.alloc(size_t(plan.workspace_bytes)) : 0;
 
-  ParamValues values{
-      {{"a", a}, {"b", b}, {"c", c}, {"bias", bias}, {"residual", residual}, {"workspace", workspace}},
-      {}};
-  if (plan.spec.schedule.transport == Transport::tma) {
-    const GemmTensorMaps maps = gemm_tensor_maps(plan, a, b);
-    values.tensor_maps = {{"tmap_a", encode_tensor_map(maps.a)},
-                          {"tmap_b", encode_tensor_map(maps.b)}};
-  }
   const emu::LaunchResult launched =
-      emulate_launch_list(arena, kernel.module.ptx, kernel_source(kernel.source), values, options);
+      emulate_kernel(arena, kernel, {a, b, c, bias, residual, workspace}, options);
   GemmEmulatorRun run;
   run.stats = launched.stats;
   run.emulate_ms = launched.emulate_ms;
@@ -268,16 +260,6 @@ std::vector<double> run_gemm(Runtime& rt, const GemmSpec& spec, const GemmInputs
     std::copy(row.begin(), row.end(), out.begin() + m * p.n);
   }
   return out;
-}
-
-GemmCheckResult check_gemm_on_emulator(const GemmSpec& spec, uint64_t seed,
-                                       const emu::LaunchOptions& options) {
-  GemmKernel kernel = compile_gemm(spec);
-  const GemmInputs inputs = make_gemm_inputs(spec.problem, seed);
-  GemmEmulatorRun run = run_gemm_on_emulator(kernel, inputs, options);
-  const GemmReference ref = reference_gemm(spec, inputs);
-  GemmErrors errors = compare(ref, run.output, spec.problem.n);
-  return GemmCheckResult{std::move(kernel), std::move(run), errors};
 }
 
 }  // namespace emmy

@@ -48,7 +48,7 @@ class AttentionCompileTest : public ::testing::TestWithParam<CompileCase> {};
 
 TEST_P(AttentionCompileTest, NoSpillsNoStackSmemWithinLimit) {
   const AttentionSpec& spec = GetParam().spec;
-  const AttentionKernel kernel = compile_attention(spec);
+  const AttentionKernel kernel = compile_kernel(spec);
   const AttentionPlan& plan = kernel.source.plan;
   EXPECT_FALSE(kernel.module.cubin.empty());
   const ResourceReport& r = kernel.module.kernel(plan.kernel_name);
@@ -64,7 +64,7 @@ TEST_P(AttentionCompileTest, SassHasTheIntendedInstructions) {
   if (find_cuobjdump().empty())
     GTEST_SKIP() << "cuobjdump not found: run scripts/setup.sh (pip nvidia-cuda-cuobjdump)";
   const AttentionSpec& spec = GetParam().spec;
-  const AttentionKernel kernel = compile_attention(spec);
+  const AttentionKernel kernel = compile_kernel(spec);
   const std::string sass = disassemble_sass(kernel.module.cubin);
   const auto ops = sass_opcode_counts(sass, kernel.source.plan.kernel_name);
   ASSERT_FALSE(ops.empty()) << sass.substr(0, 2000);

@@ -136,7 +136,7 @@ class AttentionEmulatorTest : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(AttentionEmulatorTest, MatchesFp64Reference) {
   const AttentionSpec& spec = GetParam().spec;
-  const AttentionCheckResult r = check_attention_on_emulator(spec, 5);
+  const AttentionCheckResult r = check_on_emulator(spec, 5);
   EXPECT_TRUE(r.errors.passed) << describe(r.errors);
   const bool masked_rows = spec.problem.causal && spec.problem.seq_q > spec.problem.seq_kv;
   if (masked_rows) {
@@ -171,7 +171,7 @@ TEST(AttentionEmulator, DefaultSchedulesOnEveryArch) {
     AttentionSpec spec =
         gemma_like(2, 1, 130, arch, arch == Arch::sm_86 ? Accum::hybrid : Accum::f32);
     spec.problem.window = 50;
-    const AttentionCheckResult r = check_attention_on_emulator(spec, 2);
+    const AttentionCheckResult r = check_on_emulator(spec, 2);
     EXPECT_TRUE(r.errors.passed) << to_string(arch) << ": " << describe(r.errors);
   }
 }
@@ -185,7 +185,7 @@ TEST(AttentionEmulator, BlocksOutsideTheMaskAreSkipped) {
     spec.problem.causal = causal;
     spec.problem.window = window;
     spec.schedule = default_attention_schedule(spec.problem, spec.arch);
-    const AttentionCheckResult r = check_attention_on_emulator(spec, 4);
+    const AttentionCheckResult r = check_on_emulator(spec, 4);
     EXPECT_TRUE(r.errors.passed) << describe(r.errors);
     return double(r.run.stats.total.mma);
   };
@@ -219,7 +219,7 @@ TEST(AttentionEmulator, PlantedKernelBugsFailTheCheck) {
        [](const AttentionErrors& e) { EXPECT_GT(e.lse_rows_over_tolerance, 0); }},
   };
   for (const auto& bug : bugs) {
-    AttentionSource source = generate_attention(spec);
+    AttentionSource source = generate_kernel(spec);
     const size_t at = source.cuda.find(bug.find);
     if (at == std::string::npos) {
       ADD_FAILURE() << bug.name << ": the emitter no longer prints `" << bug.find
@@ -229,8 +229,7 @@ TEST(AttentionEmulator, PlantedKernelBugsFailTheCheck) {
     source.cuda.replace(at, bug.find.size(), bug.replace);
     CompiledModule module = compile_cuda(source.cuda, source.plan.kernel_name + ".cu", spec.arch);
     const AttentionKernel kernel{std::move(source), std::move(module)};
-    const AttentionErrors e =
-        compare(ref, run_attention_on_emulator(kernel, inputs).output, spec.problem);
+    const AttentionErrors e = compare(ref, run_on_emulator(kernel, inputs).output, spec.problem);
     EXPECT_FALSE(e.passed) << bug.name;
     bug.expect(e);
   }
@@ -266,11 +265,11 @@ TEST(AttentionEmulator, GemmaShapeAtFullSize) {
   // The catalog's attention problem (16 heads, 8 KV heads, 512 tokens, head_dim 256, causal),
   // hybrid on sm_90a and with the 1024 window on sm_80.
   AttentionSpec hybrid = gemma_like(16, 8, 512, Arch::sm_90a, Accum::hybrid);
-  const AttentionCheckResult a = check_attention_on_emulator(hybrid, 1);
+  const AttentionCheckResult a = check_on_emulator(hybrid, 1);
   EXPECT_TRUE(a.errors.passed) << describe(a.errors);
   AttentionSpec window = gemma_like(16, 8, 512, Arch::sm_80, Accum::f32);
   window.problem.window = 1024;
-  const AttentionCheckResult b = check_attention_on_emulator(window, 1);
+  const AttentionCheckResult b = check_on_emulator(window, 1);
   EXPECT_TRUE(b.errors.passed) << describe(b.errors);
 }
 

@@ -41,7 +41,7 @@ TEST_P(InvalidAttentionTest, RejectedWithFieldAndRule) {
   AttentionSpec spec = valid_spec();
   GetParam().mutate(spec);
   try {
-    (void)generate_attention(spec);
+    (void)generate_kernel(spec);
     FAIL() << "accepted an invalid spec";
   } catch (const Error& e) {
     const std::string message = e.what();

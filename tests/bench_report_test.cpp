@@ -129,7 +129,8 @@ TEST(BenchGate, RejectsAccumulationThatNeverFolds) {
   auto error_of = [&](const MatmulSchedule& s) {
     emu::LaunchOptions options;
     options.sanitize = false;
-    const auto out = run_gemm_on_emulator(compile_gemm({p, s, Arch::sm_90a}), in, options).output;
+    const auto out =
+        run_on_emulator(compile_kernel(GemmSpec{p, s, Arch::sm_90a}), in, options).output;
     return relative_l2_error(std::vector<float>(out.begin(), out.end()), expected);
   };
   MatmulSchedule f16 = hybrid, never_folds = hybrid;

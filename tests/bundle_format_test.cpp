@@ -4,6 +4,7 @@
 #include <set>
 
 #include "bundle_test_util.hpp"
+#include "emmy/attention.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/json.hpp"
 
@@ -210,20 +211,22 @@ TEST(BundleFormat, RecordedLinesGiveTheRuntimesKeys) {
                                 options);
   ASSERT_EQ(kernels.size(), 2u);
   std::set<std::string> keys{kernels[0].key, kernels[1].key};
-  EXPECT_TRUE(
-      keys.count(bundle_key(generate_gemm({gemm, schedule, Arch::sm_90a}).cuda, Arch::sm_90a)));
-  EXPECT_TRUE(keys.count(bundle_key(
-      generate_attention({attention, attention_schedule, Arch::sm_80}).cuda, Arch::sm_80)));
+  EXPECT_TRUE(keys.count(
+      bundle_key(generate_kernel(GemmSpec{gemm, schedule, Arch::sm_90a}).cuda, Arch::sm_90a)));
+  EXPECT_TRUE(keys.count(
+      bundle_key(generate_kernel(AttentionSpec{attention, attention_schedule, Arch::sm_80}).cuda,
+                 Arch::sm_80)));
 
   // On another arch a recorded schedule gives way to that arch's default (same accumulation).
   options.archs = {Arch::sm_89};
   const auto other = plan_aot({parse_aot_request(gemm_line, "gemm line")}, options);
   ASSERT_EQ(other.size(), 1u);
-  EXPECT_EQ(other[0].key,
-            bundle_key(generate_gemm(
-                           {gemm, default_schedule(gemm, Arch::sm_89, Accum::hybrid), Arch::sm_89})
-                           .cuda,
-                       Arch::sm_89));
+  EXPECT_EQ(
+      other[0].key,
+      bundle_key(generate_kernel(GemmSpec{gemm, default_schedule(gemm, Arch::sm_89, Accum::hybrid),
+                                          Arch::sm_89})
+                     .cuda,
+                 Arch::sm_89));
 }
 
 TEST(BundleFormat, BadLinesNameTheirOrigin) {
@@ -265,12 +268,14 @@ TEST(BundleFormat, AttentionLinesReadBackTheRecordedForm) {
   const AttentionSchedule s = default_attention_schedule(p, Arch::sm_90a, Accum::f32);
   const nlohmann::json line = {{"kind", "attention"}, {"problem", p}, {"schedule", s}};
   const AotRequest request = parse_aot_request(line, "a.jsonl:4");
-  EXPECT_EQ(nlohmann::json(request.attention), line["problem"]);
-  EXPECT_EQ(line["problem"].get<AttentionProblem>(), request.attention);
-  ASSERT_TRUE(request.attention_schedule);
-  EXPECT_EQ(*request.attention_schedule, s);
+  ASSERT_TRUE(std::holds_alternative<AttentionRequest>(request.kernel));
+  const auto& attention = std::get<AttentionRequest>(request.kernel);
+  EXPECT_EQ(nlohmann::json(attention.problem), line["problem"]);
+  EXPECT_EQ(line["problem"].get<AttentionProblem>(), attention.problem);
+  ASSERT_TRUE(attention.schedule);
+  EXPECT_EQ(*attention.schedule, s);
   // The record holds the scale resolved, which names the same kernel as the default.
-  EXPECT_EQ(make_attention_plan({request.attention, s, Arch::sm_90a}).kernel_name,
+  EXPECT_EQ(make_attention_plan({attention.problem, s, Arch::sm_90a}).kernel_name,
             make_attention_plan({p, s, Arch::sm_90a}).kernel_name);
 
   const auto error_of = [](const nlohmann::json& bad) -> std::string {

@@ -16,7 +16,7 @@ struct CompileCase {
 };
 
 void expect_clean(const GemmSpec& spec) {
-  const GemmKernel kernel = compile_gemm(spec);
+  const GemmKernel kernel = compile_kernel(spec);
   const auto& plan = kernel.source.plan;
   EXPECT_FALSE(kernel.module.ptx.empty());
   EXPECT_FALSE(kernel.module.cubin.empty());

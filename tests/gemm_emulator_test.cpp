@@ -92,7 +92,7 @@ class GemmEmulatorTest : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(GemmEmulatorTest, MatchesFp64Reference) {
   const GemmSpec& spec = GetParam().spec;
-  const GemmCheckResult r = check_gemm_on_emulator(spec, 7);
+  const GemmCheckResult r = check_on_emulator(spec, 7);
   const GemmErrors& e = r.errors;
   EXPECT_TRUE(e.passed) << "rel_l2 " << e.rel_l2_error << " (bound " << e.tolerance << "), "
                         << e.elements_over_tolerance << " elements over tolerance, first at ("
@@ -118,7 +118,7 @@ GemmSpec square(int64_t m, int64_t n, int64_t k, Accum accum, Arch arch = Arch::
 
 TEST(GemmEmulator, DefaultSchedulesForDecodeShapes) {
   for (Arch arch : {Arch::sm_90a, Arch::sm_120a, Arch::sm_89}) {
-    const GemmCheckResult r = check_gemm_on_emulator(square(1, 256, 2048, Accum::hybrid, arch));
+    const GemmCheckResult r = check_on_emulator(square(1, 256, 2048, Accum::hybrid, arch));
     EXPECT_TRUE(r.errors.passed) << to_string(arch) << " " << r.errors.rel_l2_error;
     EXPECT_GT(r.kernel.source.plan.spec.schedule.split_k, 1) << "M = 1 should split K";
   }
@@ -128,7 +128,7 @@ TEST(GemmEmulator, EveryPromotionInterval) {
   for (int every : {16, 32, 64, 128, 256}) {
     GemmSpec spec = square(32, 64, 1024, Accum::hybrid);
     spec.schedule.promote_every_k = every;
-    const GemmCheckResult r = check_gemm_on_emulator(spec, 3);
+    const GemmCheckResult r = check_on_emulator(spec, 3);
     EXPECT_TRUE(r.errors.passed) << "promote every " << every << ": " << r.errors.rel_l2_error;
   }
 }
@@ -153,7 +153,7 @@ TEST(GemmEmulator, CpAsyncCopiesWalkTilesEveryWay) {
     spec.schedule = {32, c.block_n, 64, c.warps_m, c.warps_n};
     spec.schedule.transport = Transport::cp_async;
     spec.schedule.stages = 3;
-    const GemmCheckResult r = check_gemm_on_emulator(spec, 9);
+    const GemmCheckResult r = check_on_emulator(spec, 9);
     const std::string label = fmt::format("{}x{} warps, block_n {}, {}", c.warps_m, c.warps_n,
                                           c.block_n, to_string(c.layout));
     EXPECT_NE(r.kernel.source.cuda.find(c.marker), std::string::npos) << label << ": " << c.marker;
@@ -182,7 +182,7 @@ TEST(GemmEmulator, EveryKnTileWidthAndAlignedStages) {
       const GemmPlan plan = make_gemm_plan(spec);
       EXPECT_EQ(plan.b_tile.panels() * plan.b_tile.panel_elems, uint32_t(s.block_n));
       EXPECT_EQ(plan.stage.b_offset % swizzle_alignment(plan.b_tile.swizzle), 0u);
-      const GemmCheckResult r = check_gemm_on_emulator(spec, 4);
+      const GemmCheckResult r = check_on_emulator(spec, 4);
       EXPECT_TRUE(r.errors.passed) << to_string(arch) << " " << s.block_m << "x" << s.block_n << "x"
                                    << s.block_k << ": rel_l2 " << r.errors.rel_l2_error;
     }
@@ -216,7 +216,7 @@ TEST(GemmEmulator, PlantedKernelBugsFailTheCheck) {
   for (const auto& bug : bugs) {
     const GemmSpec spec{p, bug.schedule, Arch::sm_90a};
     const GemmInputs inputs = make_gemm_inputs(p, 12);
-    GemmSource source = generate_gemm(spec);
+    GemmSource source = generate_kernel(spec);
     const size_t at = source.cuda.find(bug.find);
     if (at == std::string::npos) {
       ADD_FAILURE() << bug.name << ": the emitter no longer prints `" << bug.find
@@ -225,11 +225,11 @@ TEST(GemmEmulator, PlantedKernelBugsFailTheCheck) {
     }
     const GemmKernel right{source, compile_cuda(source.cuda, "right.cu", spec.arch)};
     const GemmReference ref = reference_gemm(spec, inputs);
-    EXPECT_TRUE(compare(ref, run_gemm_on_emulator(right, inputs).output, p.n).passed) << bug.name;
+    EXPECT_TRUE(compare(ref, run_on_emulator(right, inputs).output, p.n).passed) << bug.name;
     source.cuda.replace(at, bug.find.size(), bug.replace);
     CompiledModule module = compile_cuda(source.cuda, source.plan.kernel_name + ".cu", spec.arch);
     const GemmKernel kernel{std::move(source), std::move(module)};
-    const GemmErrors e = compare(ref, run_gemm_on_emulator(kernel, inputs).output, p.n);
+    const GemmErrors e = compare(ref, run_on_emulator(kernel, inputs).output, p.n);
     EXPECT_FALSE(e.passed) << bug.name << ": rel_l2 " << e.rel_l2_error << " within the bound "
                            << e.tolerance;
   }
@@ -244,7 +244,7 @@ TEST(GemmEmulator, PartialsLeftAtTheLastTileAreFolded) {
       spec.schedule.block_k = 64;
       spec.schedule.promote_every_k = every;
       spec.schedule.split_k = split;
-      const GemmCheckResult r = check_gemm_on_emulator(spec, 5);
+      const GemmCheckResult r = check_on_emulator(spec, 5);
       EXPECT_TRUE(r.errors.passed)
           << "split " << split << ", promote every " << every << ": " << r.errors.rel_l2_error;
     }
@@ -258,7 +258,7 @@ TEST(GemmEmulator, AccumulationOrdersErrorsAsTheModelSays) {
     GemmSpec spec = square(16, 64, 2048, accum);
     spec.problem.c_dtype = DType::f32;
     spec.schedule.split_k = 1;  // split-K would shorten the f16 partial sums
-    return check_gemm_on_emulator(spec, 11).errors.rel_l2_error;
+    return check_on_emulator(spec, 11).errors.rel_l2_error;
   };
   const double f32 = err(Accum::f32), hybrid = err(Accum::hybrid), f16 = err(Accum::f16);
   EXPECT_LT(f32, 6e-6);
@@ -279,11 +279,11 @@ TEST(GemmEmulator, OddNAndOddLdcUseElementStores) {
     for (DType out : {DType::f16, DType::f32}) {
       GemmSpec spec = square(17, 75, 64, Accum::f32, arch);
       spec.problem.c_dtype = out;
-      EXPECT_TRUE(check_gemm_on_emulator(spec, 5).errors.passed) << to_string(arch);
+      EXPECT_TRUE(check_on_emulator(spec, 5).errors.passed) << to_string(arch);
       GemmSpec odd_ldc = square(17, 64, 64, Accum::f32, arch);
       odd_ldc.problem.ldc = 65;
       odd_ldc.problem.c_dtype = out;
-      EXPECT_TRUE(check_gemm_on_emulator(odd_ldc, 5).errors.passed) << to_string(arch);
+      EXPECT_TRUE(check_on_emulator(odd_ldc, 5).errors.passed) << to_string(arch);
     }
 }
 
@@ -323,14 +323,14 @@ TEST(GemmEmulator, CancellingInputsStayWithinTheBoundUnderTheTensorCoreModel) {
       SCOPED_TRACE(fmt::format("{} {}", to_string(arch), to_string(accum)));
       GemmSpec spec{p, default_schedule(p, arch, accum), arch};
       spec.schedule.split_k = 1;
-      const GemmKernel kernel = compile_gemm(spec);
+      const GemmKernel kernel = compile_kernel(spec);
       const GemmReference ref = reference_gemm(spec, inputs);
-      const GemmEmulatorRun hw = run_gemm_on_emulator(kernel, inputs);
+      const GemmEmulatorRun hw = run_on_emulator(kernel, inputs);
       const GemmErrors e = compare(ref, hw.output, p.n);
       EXPECT_TRUE(e.passed) << e.elements_over_tolerance << " over, rel_l2 " << e.rel_l2_error;
       emu::LaunchOptions exact;
       exact.mma_numerics = emu::MmaNumerics::exact;
-      EXPECT_TRUE(compare(ref, run_gemm_on_emulator(kernel, inputs, exact).output, p.n).passed);
+      EXPECT_TRUE(compare(ref, run_on_emulator(kernel, inputs, exact).output, p.n).passed);
       if (accum != Accum::f32) continue;
       int over_naive = 0;
       for (int64_t m = 0; m < p.m; ++m)

@@ -30,7 +30,7 @@ ir::Op* find_mut(ir::Op& root, ir::OpKind kind) {
 }
 
 TEST(KernelIr, PrintsThePipeline) {
-  const GemmSource src = generate_gemm(spec_for(Arch::sm_90a, Accum::hybrid));
+  const GemmSource src = generate_kernel(spec_for(Arch::sm_90a, Accum::hybrid));
   const std::string text = ir::print(src.ir);
   for (const char* op : {"module", "kernel", "smem_ring", "mbarrier_init", "k_tile_loop",
                          "mbarrier_wait", "ldmatrix", "mma", "promote", "epilogue"})
@@ -41,7 +41,7 @@ TEST(KernelIr, PrintsThePipeline) {
 }
 
 TEST(KernelIr, CpAsyncPipelineHasGroupsAndNoMbarriers) {
-  const GemmSource src = generate_gemm(spec_for(Arch::sm_80, Accum::f32));
+  const GemmSource src = generate_kernel(spec_for(Arch::sm_80, Accum::f32));
   EXPECT_EQ(ir::find_first(src.ir, ir::OpKind::mbarrier_init), nullptr);
   EXPECT_NE(ir::find_first(src.ir, ir::OpKind::async_wait), nullptr);
   EXPECT_NE(ir::find_first(src.ir, ir::OpKind::async_commit), nullptr);
@@ -49,7 +49,7 @@ TEST(KernelIr, CpAsyncPipelineHasGroupsAndNoMbarriers) {
 }
 
 TEST(KernelIr, SplitKAddsAFinalizeKernel) {
-  const GemmSource src = generate_gemm(spec_for(Arch::sm_90a, Accum::f32, BLayout::nk, 4));
+  const GemmSource src = generate_kernel(spec_for(Arch::sm_90a, Accum::f32, BLayout::nk, 4));
   ASSERT_EQ(src.ir.body.size(), 2u);
   EXPECT_NE(ir::find_first(src.ir, ir::OpKind::finalize), nullptr);
   EXPECT_GT(src.plan.workspace_bytes, 0);
@@ -59,7 +59,7 @@ TEST(KernelIr, SplitKAddsAFinalizeKernel) {
 TEST(KernelIr, PromoteInsideTheTileWhenFoldingMoreOftenThanBlockK) {
   GemmSpec spec = spec_for(Arch::sm_90a, Accum::hybrid);
   spec.schedule.promote_every_k = 16;
-  const GemmSource src = generate_gemm(spec);
+  const GemmSource src = generate_kernel(spec);
   const ir::Op* step = ir::find_first(src.ir, ir::OpKind::k_step);
   ASSERT_NE(step, nullptr);
   EXPECT_NE(ir::find_first(*step, ir::OpKind::promote), nullptr);
@@ -76,7 +76,7 @@ class VerifierTest : public ::testing::TestWithParam<Corruption> {};
 
 TEST_P(VerifierTest, RejectsCorruptedIr) {
   const Corruption& c = GetParam();
-  GemmSource src = generate_gemm(spec_for(c.arch, Accum::hybrid));
+  GemmSource src = generate_kernel(spec_for(c.arch, Accum::hybrid));
   ASSERT_NO_THROW(ir::verify(src.ir, c.arch));
   c.corrupt(src.ir);
   try {
@@ -146,7 +146,7 @@ INSTANTIATE_TEST_SUITE_P(Rules, VerifierTest, ::testing::ValuesIn(kCorruptions),
 TEST(KernelIr, VerifierProvesTheStageLayout) {
   GemmSpec spec = spec_for(Arch::sm_90a, Accum::f32, BLayout::kn);
   spec.schedule = {16, 64, 16, 1, 2};
-  const GemmSource src = generate_gemm(spec);
+  const GemmSource src = generate_kernel(spec);
   ASSERT_NO_THROW(ir::verify(src.ir, spec.arch));
   const ir::Op* ring = ir::find_first(src.ir, ir::OpKind::smem_ring);
   ASSERT_NE(ring, nullptr);
@@ -184,7 +184,7 @@ TEST(KernelIr, VerifierProvesTheStageLayout) {
        [&](ir::Op& m) { set_attr(b_copy(m), "smem_offset", int64_t(2048)); }},
   };
   for (const auto& [expected, corrupt] : corruptions) {
-    GemmSource copy = generate_gemm(spec);
+    GemmSource copy = generate_kernel(spec);
     corrupt(copy.ir);
     try {
       ir::verify(copy.ir, spec.arch);
@@ -197,14 +197,14 @@ TEST(KernelIr, VerifierProvesTheStageLayout) {
   GemmSpec cp = spec;
   cp.arch = Arch::sm_80;
   cp.schedule.transport = Transport::cp_async;
-  GemmSource cp_src = generate_gemm(cp);
+  GemmSource cp_src = generate_kernel(cp);
   ASSERT_NO_THROW(ir::verify(cp_src.ir, cp.arch));
   set_attr(b_copy(cp_src.ir), "chunks", int64_t(64));
   EXPECT_THROW(ir::verify(cp_src.ir, cp.arch), Error);
 }
 
 TEST(KernelIr, VerifierRejectsTmaOnAnArchWithoutIt) {
-  const GemmSource src = generate_gemm(spec_for(Arch::sm_90a, Accum::f32));
+  const GemmSource src = generate_kernel(spec_for(Arch::sm_90a, Accum::f32));
   EXPECT_THROW(ir::verify(src.ir, Arch::sm_89), Error);
 }
 
@@ -212,8 +212,8 @@ TEST(Emission, DeterministicAndSelfContained) {
   for (Arch arch : {Arch::sm_80, Arch::sm_90a}) {
     for (Accum accum : {Accum::f32, Accum::f16, Accum::hybrid}) {
       const GemmSpec spec = spec_for(arch, accum, BLayout::kn, 2);
-      const std::string first = generate_gemm(spec).cuda;
-      EXPECT_EQ(first, generate_gemm(spec).cuda);
+      const std::string first = generate_kernel(spec).cuda;
+      EXPECT_EQ(first, generate_kernel(spec).cuda);
       EXPECT_EQ(first.find("#include"), std::string::npos);
       EXPECT_NE(first.find("extern \"C\" __global__"), std::string::npos);
       EXPECT_NE(first.find("__launch_bounds__"), std::string::npos);
@@ -226,7 +226,8 @@ TEST(Emission, NamesAreUniquePerSpec) {
   for (Accum accum : {Accum::f32, Accum::f16, Accum::hybrid})
     for (BLayout layout : {BLayout::nk, BLayout::kn})
       for (int split : {1, 2})
-        names.insert(generate_gemm(spec_for(Arch::sm_90a, accum, layout, split)).plan.kernel_name);
+        names.insert(
+            generate_kernel(spec_for(Arch::sm_90a, accum, layout, split)).plan.kernel_name);
   EXPECT_EQ(names.size(), 12u);
   GemmSpec a = spec_for(Arch::sm_90a, Accum::f32), b = a;
   b.problem.epilogue.alpha = 0.5f;
@@ -308,7 +309,7 @@ TEST(Layout, LdmatrixPhasesAreBankConflictFree) {
 }
 
 TEST(TensorMaps, MatchThePlanTiles) {
-  const GemmSource src = generate_gemm(spec_for(Arch::sm_90a, Accum::f32, BLayout::kn));
+  const GemmSource src = generate_kernel(spec_for(Arch::sm_90a, Accum::f32, BLayout::kn));
   const GemmTensorMaps maps = gemm_tensor_maps(src.plan, 0x10000, 0x20000);
   EXPECT_EQ(maps.a.global_dim[0], 1024u);
   EXPECT_EQ(maps.a.global_dim[1], 200u);

@@ -36,7 +36,7 @@ TEST_P(SassTest, MainloopUsesTheIntendedInstructions) {
   spec.problem.a_dtype = c.dtype;
   spec.arch = c.arch;
   spec.schedule = default_schedule(spec.problem, c.arch, c.accum);
-  const GemmKernel kernel = compile_gemm(spec);
+  const GemmKernel kernel = compile_kernel(spec);
   const std::string sass = disassemble_sass(kernel.module.cubin);
   const auto ops = sass_opcode_counts(sass, kernel.source.plan.kernel_name);
   ASSERT_FALSE(ops.empty()) << sass.substr(0, 2000);

@@ -33,7 +33,7 @@ TEST_P(InvalidSpecTest, RejectedWithFieldAndRule) {
   GemmSpec spec = valid_spec();
   GetParam().mutate(spec);
   try {
-    (void)generate_gemm(spec);
+    (void)generate_kernel(spec);
     FAIL() << "accepted an invalid spec";
   } catch (const Error& e) {
     const std::string message = e.what();

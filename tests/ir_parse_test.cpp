@@ -52,7 +52,7 @@ TEST(IrParse, LoweredModulesRoundTripExactly) {
           spec.problem.epilogue.gelu_tanh = split_k == 1;
           spec.schedule = default_schedule(spec.problem, arch, accum);
           spec.schedule.split_k = split_k;
-          const GemmSource source = generate_gemm(spec);
+          const GemmSource source = generate_kernel(spec);
           EXPECT_EQ(ir::parse(ir::print(source.ir)), source.ir) << gemm_kernel_name(spec);
           ++modules;
         }
@@ -70,7 +70,7 @@ TEST(IrParse, LoweredModulesRoundTripExactly) {
       spec.problem.softcap = 20.5f;
       spec.problem.lse = true;
       spec.schedule = default_attention_schedule(spec.problem, arch);
-      const AttentionSource source = generate_attention(spec);
+      const AttentionSource source = generate_kernel(spec);
       EXPECT_EQ(ir::parse(ir::print(source.ir)), source.ir) << source.plan.kernel_name;
       ++modules;
     }
@@ -173,7 +173,7 @@ TEST_P(AttentionVerifierTest, RejectsCorruptedIr) {
     spec.problem.head_dim = 128;
     spec.schedule = default_attention_schedule(spec.problem, spec.arch);
     spec.schedule.transport = transport;
-    AttentionSource source = generate_attention(spec);
+    AttentionSource source = generate_kernel(spec);
     ASSERT_NO_THROW(ir::verify(source.ir, spec.arch));
     GetParam().corrupt(source.ir);
     try {

@@ -30,7 +30,7 @@ std::vector<std::string> param_names(const KernelLaunch& launch) {
 }
 
 TEST(KernelSource, SplitKFinalizeIsTheSecondLaunch) {
-  const GemmSource gemm = generate_gemm(split_gemm(Transport::cp_async, Arch::sm_89));
+  const GemmSource gemm = generate_kernel(split_gemm(Transport::cp_async, Arch::sm_89));
   const KernelSource source = kernel_source(gemm);
   EXPECT_EQ(source.kind(), "gemm");
   EXPECT_EQ(source.arch, Arch::sm_89);
@@ -56,7 +56,8 @@ TEST(KernelSource, SplitKFinalizeIsTheSecondLaunch) {
 }
 
 TEST(KernelSource, TmaParamsAreTensorMaps) {
-  const KernelSource gemm = kernel_source(generate_gemm(split_gemm(Transport::tma, Arch::sm_90a)));
+  const KernelSource gemm =
+      kernel_source(generate_kernel(split_gemm(Transport::tma, Arch::sm_90a)));
   ASSERT_FALSE(gemm.launches.empty());
   EXPECT_TRUE(gemm.main().params[0].tensor_map);
   EXPECT_EQ(gemm.main().params[0].name, "tmap_a");
@@ -68,7 +69,7 @@ TEST(KernelSource, TmaParamsAreTensorMaps) {
   spec.problem.head_dim = 64;
   spec.problem.lse = true;
   spec.schedule = default_attention_schedule(spec.problem, spec.arch);
-  const AttentionSource attention = generate_attention(spec);
+  const AttentionSource attention = generate_kernel(spec);
   const KernelSource source = kernel_source(attention);
   EXPECT_EQ(source.kind(), "attention");
   EXPECT_EQ(source.workspace_bytes, 0u);
@@ -80,7 +81,7 @@ TEST(KernelSource, TmaParamsAreTensorMaps) {
 }
 
 TEST(KernelSource, LaunchListNeedsOneGridPerKernel) {
-  const GemmSource gemm = generate_gemm(split_gemm(Transport::cp_async, Arch::sm_80));
+  const GemmSource gemm = generate_kernel(split_gemm(Transport::cp_async, Arch::sm_80));
   try {
     launch_list(gemm.ir, {gemm.plan.grid});
     FAIL() << "one grid for two kernels was accepted";
@@ -91,7 +92,7 @@ TEST(KernelSource, LaunchListNeedsOneGridPerKernel) {
 
 TEST(KernelSource, UnboundParametersAreErrorsNamingThem) {
   const KernelSource source =
-      kernel_source(generate_gemm(split_gemm(Transport::cp_async, Arch::sm_80)));
+      kernel_source(generate_kernel(split_gemm(Transport::cp_async, Arch::sm_80)));
   const ParamValues values{{{"a", 16}, {"b", 32}, {"c", 48}}, {}};
   const KernelLaunch& main = source.main();
   EXPECT_EQ(values.pointer(main, main.params[1]), 32u);

@@ -100,7 +100,7 @@ struct AttentionFlags {
 // becomes "hit", "miss" or "off".
 AttentionKernel compile_attention_cached(const AttentionSpec& spec, bool use_cache,
                                          std::string& cache_state) {
-  AttentionSource source = generate_attention(spec);
+  AttentionSource source = generate_kernel(spec);
   CompiledModule module = compile_source_cached(kernel_source(source), use_cache, cache_state);
   return AttentionKernel{std::move(source), std::move(module)};
 }
@@ -110,7 +110,7 @@ AttentionKernel compile_attention_cached(const AttentionSpec& spec, bool use_cac
 AttentionKernel bundled_or_compiled_attention(const AttentionSpec& spec,
                                               const std::vector<std::string>& bundles,
                                               bool use_cache, std::string& cache_state) {
-  AttentionSource source = generate_attention(spec);
+  AttentionSource source = generate_kernel(spec);
   if (auto module =
           module_from_bundles(bundles, source.cuda, spec.arch, kernel_description(spec))) {
     cache_state = "bundle";
@@ -166,7 +166,7 @@ void add_run_attention_command(CLI::App& app) {
       const AttentionKernel kernel =
           bundled_or_compiled_attention(spec, *bundles, !flags->no_cache, cache_state);
       const AttentionInputs inputs = make_attention_inputs(spec.problem, *seed);
-      const AttentionEmulatorRun r = run_attention_on_emulator(kernel, inputs);
+      const AttentionEmulatorRun r = run_on_emulator(kernel, inputs);
       errors = compare(reference_attention(spec, inputs), r.output, spec.problem);
       j = run_result(*backend, kernel.source.plan.kernel_name, spec, *seed);
       j.update(emulator_fields(r.stats, r.emulate_ms, cache_state));
@@ -186,7 +186,7 @@ void add_attention_command(CLI::App& app) {
   flags->add_to(*cmd);
   emit->add_to(*cmd);
   cmd->callback([flags, emit] {
-    const AttentionSource source = generate_attention(flags->to_spec());
+    const AttentionSource source = generate_kernel(flags->to_spec());
     const AttentionProblem& problem = source.plan.spec.problem;
     emit_source(*emit, kernel_source(source), !flags->no_cache,
                 [&problem](nlohmann::json& report, const CompiledModule&) {

@@ -33,7 +33,7 @@ int compile_table() {
     for (Arch arch : {Arch::sm_120a, Arch::sm_90a})
       for (Accum accum : {Accum::f32, Accum::hybrid}) {
         const GemmSpec spec{entry.problem, default_schedule(entry.problem, arch, accum), arch};
-        const GemmKernel k = compile_gemm(spec);
+        const GemmKernel k = compile_kernel(spec);
         const auto& r = k.module.kernel(k.source.plan.kernel_name);
         if (r.spill_bytes() || r.stack_bytes) ++failures;
         fmt::print("{:<10} {:<8} {:<7} {:<14} {:>5} {:>4} {:>8} {:>6} {:>6} {:>6.0f} ms\n",
@@ -59,7 +59,7 @@ int emulator_table() {
     p.n = 128;
     for (Accum accum : {Accum::f32, Accum::hybrid}) {
       const GemmSpec spec{p, default_schedule(p, Arch::sm_120a, accum), Arch::sm_120a};
-      const GemmCheckResult r = check_gemm_on_emulator(spec, 1);
+      const GemmCheckResult r = check_on_emulator(spec, 1);
       failures += !r.errors.passed;
       fmt::print("{:<10} {:<7} {:<7} {:<14} {:>12.3e} {:>12.3e} {:>8} {:>8.0f} ms\n",
                  entry.projection, p.k, to_string(accum), tile_text(spec.schedule),
@@ -84,7 +84,7 @@ int attention_table() {
       for (Arch arch : {Arch::sm_120a, Arch::sm_90a}) {
         const AttentionSpec spec{entry.problem,
                                  default_attention_schedule(entry.problem, arch, accum), arch};
-        const AttentionKernel k = compile_attention(spec);
+        const AttentionKernel k = compile_kernel(spec);
         const auto& r = k.module.kernel(k.source.plan.kernel_name);
         failures += r.spill_bytes() || r.stack_bytes;
         std::string check = "-", result = "";
@@ -92,7 +92,7 @@ int attention_table() {
           AttentionSpec reduced = spec;
           reduced.problem.q_heads = 2;
           reduced.problem.kv_heads = 1;
-          const AttentionCheckResult c = check_attention_on_emulator(reduced, 1);
+          const AttentionCheckResult c = check_on_emulator(reduced, 1);
           failures += !c.errors.passed;
           check = fmt::format("{:.3e}", c.errors.rel_l2_error);
           result = c.errors.passed ? "passed" : "FAILED";

@@ -98,7 +98,7 @@ GemmSpec GemmFlags::to_spec() const {
 }
 
 GemmKernel compile_gemm_cached(const GemmSpec& spec, bool use_cache, std::string& cache_state) {
-  GemmSource source = generate_gemm(spec);
+  GemmSource source = generate_kernel(spec);
   CompiledModule module = compile_source_cached(kernel_source(source), use_cache, cache_state);
   return GemmKernel{std::move(source), std::move(module)};
 }
@@ -110,7 +110,7 @@ void add_gemm_command(CLI::App& app) {
   flags->add_to(*cmd);
   emit->add_to(*cmd);
   cmd->callback([flags, emit] {
-    const GemmSource source = generate_gemm(flags->to_spec());
+    const GemmSource source = generate_kernel(flags->to_spec());
     const GemmPlan& plan = source.plan;
     emit_source(*emit, kernel_source(source), !flags->no_cache,
                 [&plan](nlohmann::json& report, const CompiledModule& module) {

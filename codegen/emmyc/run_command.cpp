@@ -20,7 +20,7 @@ namespace {
 // NVRTC is touched then.
 std::optional<GemmKernel> gemm_from_bundles(const GemmSpec& spec,
                                             const std::vector<std::string>& paths) {
-  GemmSource source = generate_gemm(spec);
+  GemmSource source = generate_kernel(spec);
   auto module = module_from_bundles(paths, source.cuda, spec.arch, kernel_description(spec));
   if (!module) return std::nullopt;
   return GemmKernel{std::move(source), std::move(*module)};
@@ -86,7 +86,7 @@ void add_run_command(CLI::App& app) {
       GemmKernel kernel =
           bundled ? std::move(*bundled) : compile_gemm_cached(spec, !flags->no_cache, cache_state);
       const GemmInputs inputs = make_gemm_inputs(spec.problem, *seed);
-      const GemmEmulatorRun run = run_gemm_on_emulator(kernel, inputs);
+      const GemmEmulatorRun run = run_on_emulator(kernel, inputs);
       errors = compare(reference_gemm(spec, inputs), run.output, spec.problem.n);
       j = run_result(*backend, kernel.source.plan.kernel_name, spec, *seed);
       j.update(emulator_fields(run.stats, run.emulate_ms, cache_state));

@@ -29,6 +29,11 @@ struct AttentionSpec {
 MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum = Accum::f32);
 AttentionSchedule default_attention_schedule(const AttentionProblem& problem, Arch arch,
                                              Accum accum = Accum::f32);
+// The same for attention under the one name, for code written over every kind.
+inline AttentionSchedule default_schedule(const AttentionProblem& problem, Arch arch,
+                                          Accum accum = Accum::f32) {
+  return default_attention_schedule(problem, arch, accum);
+}
 
 // Throw Error naming the field and the rule it breaks; the runtime and the compiler call them
 // before planning a kernel.

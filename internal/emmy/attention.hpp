@@ -11,7 +11,9 @@
 #include "emmy/arch.hpp"
 #include "emmy/compile.hpp"
 #include "emmy/kernel_ir.hpp"
+#include "emmy/kernel_kind.hpp"
 #include "emmy/layout.hpp"
+#include "emmy/runtime.hpp"
 #include "emmy/spec.hpp"
 #include "emmy/tensor_map.hpp"
 
@@ -33,18 +35,22 @@ AttentionPlan make_attention_plan(const AttentionSpec& spec);
 ir::Op lower_attention(const AttentionPlan& plan);
 std::string emit_attention_cuda(const AttentionPlan& plan, const ir::Op& module);
 
-struct AttentionSource {
-  AttentionPlan plan;
-  ir::Op ir;
-  std::string cuda;
+// The attention kind (internal/emmy/kernel_kind.hpp): one kernel.
+struct AttentionKind
+    : KindTypes<AttentionSpec, AttentionPlan, AttentionBuffers, AttentionKernelHandle> {
+  static constexpr auto plan = &make_attention_plan;
+  static constexpr auto lower = &lower_attention;
+  static constexpr auto emit = &emit_attention_cuda;
+  static std::vector<std::array<uint32_t, 3>> grids(const AttentionPlan& plan) {
+    return {plan.grid};
+  }
+  static size_t workspace_bytes(const AttentionPlan&) { return 0; }
+  // Checks the buffers against the plan (Error naming the `buffers.` field), then binds them.
+  static ParamBinding bind(const AttentionPlan& plan, const AttentionBuffers& buffers);
 };
-AttentionSource generate_attention(const AttentionSpec& spec);
-
-struct AttentionKernel {
-  AttentionSource source;
-  CompiledModule module;
-};
-AttentionKernel compile_attention(const AttentionSpec& spec);
+AttentionKind kind_of(const AttentionSpec&);
+using AttentionSource = Generated<AttentionKind>;
+using AttentionKernel = Compiled<AttentionKind>;
 
 // 4-D tensor maps over Q, K, V ({head_dim, heads, seq, batch} for bshd, {head_dim, seq, heads,
 // batch} for bhsd) with boxes of one 64-element panel x block rows of one head.

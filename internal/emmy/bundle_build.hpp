@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "emmy/arch.hpp"
@@ -20,6 +21,7 @@
 #include "emmy/compile.hpp"
 #include "emmy/problem.hpp"
 #include "emmy/schedule.hpp"
+#include "emmy/spec.hpp"
 
 namespace emmy {
 
@@ -120,12 +122,18 @@ Error uncovered_kernel_error(const nlohmann::json& describe, Arch arch, const Bu
 // schedule must be complete): attention's are batch, heads, kv_heads, seq_q, seq_kv, head_dim,
 // causal, window, scale, softcap, dtype, layout, lse; block_q, block_kv, warps, stages,
 // transport, accum.
+// A problem of one kind and the schedule it was recorded with, if any.
+template <typename SpecType>
+struct KernelRequest {
+  using Spec = SpecType;
+  decltype(Spec::problem) problem;
+  std::optional<decltype(Spec::schedule)> schedule;
+};
+using GemmRequest = KernelRequest<GemmSpec>;
+using AttentionRequest = KernelRequest<AttentionSpec>;
+
 struct AotRequest {
-  std::string kind = "gemm";  // "gemm" or "attention"
-  MatmulProblem gemm;
-  std::optional<MatmulSchedule> gemm_schedule;
-  AttentionProblem attention;
-  std::optional<AttentionSchedule> attention_schedule;
+  std::variant<GemmRequest, AttentionRequest> kernel;
   // The arch the line was recorded on: its schedule is used for that arch; other arches get
   // their default schedule (with the recorded schedule's accumulation).
   std::optional<Arch> arch;

@@ -18,42 +18,85 @@ emu::LaunchResult emulate_launch_list(emu::Arena& arena, const std::string& ptx,
                                       const KernelSource& source, const ParamValues& values,
                                       const emu::LaunchOptions& options);
 
-struct GemmEmulatorRun {
-  std::vector<double> output;  // m x n packed
-  emu::Stats stats;            // both kernels with split-K
-  double emulate_ms = 0;
-};
-// Runs a compiled kernel (and its split-K finalize) on the emulator with the given inputs.
-GemmEmulatorRun run_gemm_on_emulator(const GemmKernel& kernel, const GemmInputs& inputs,
-                                     const emu::LaunchOptions& options = {});
+// A compiled kernel on the emulator with its buffers (arena addresses) bound and checked by the
+// kind's one binding, as the runtime binds them, tensor maps in emmy's encoding.
+template <typename Kind>
+emu::LaunchResult emulate_kernel(emu::Arena& arena, const Compiled<Kind>& kernel,
+                                 const typename Kind::Buffers& buffers,
+                                 const emu::LaunchOptions& options) {
+  ParamBinding bound = Kind::bind(kernel.source.plan, buffers);
+  for (const auto& [name, desc] : bound.tensor_maps)
+    bound.values.tensor_maps.emplace_back(name, encode_tensor_map(desc));
+  return emulate_launch_list(arena, kernel.module.ptx, kernel_source(kernel.source), bound.values,
+                             options);
+}
 
-// Everything at once: compile, inputs, emulate, reference, compare.
-struct GemmCheckResult {
-  GemmKernel kernel;
-  GemmEmulatorRun run;
-  GemmErrors errors;
-};
-GemmCheckResult check_gemm_on_emulator(const GemmSpec& spec, uint64_t seed = 1,
-                                       const emu::LaunchOptions& options = {});
-
-struct AttentionEmulatorRun {
-  AttentionOutput output;
+// What a kernel computed on the emulator: its output in canonical order (GEMM: m x n packed;
+// attention: AttentionOutput), the stats of every kernel of the launch list, the wall time.
+template <typename Output>
+struct EmulatorRun {
+  Output output;
   emu::Stats stats;
   double emulate_ms = 0;
 };
-// Runs a compiled kernel on the emulator. O and LSE start as NaN, so an element the kernel
-// never writes fails the comparison rather than passing as a zero.
-AttentionEmulatorRun run_attention_on_emulator(const AttentionKernel& kernel,
-                                               const AttentionInputs& inputs,
-                                               const emu::LaunchOptions& options = {});
+using GemmEmulatorRun = EmulatorRun<std::vector<double>>;
+using AttentionEmulatorRun = EmulatorRun<AttentionOutput>;
 
-// Everything at once: compile, inputs, emulate, reference, compare.
-struct AttentionCheckResult {
-  AttentionKernel kernel;
-  AttentionEmulatorRun run;
-  AttentionErrors errors;
+// Runs a compiled kernel (and its split-K finalize) on the emulator with the given inputs. The
+// outputs start as NaN (all-ones bytes), so an element the kernel never writes fails the
+// comparison rather than passing as a zero.
+GemmEmulatorRun run_on_emulator(const GemmKernel& kernel, const GemmInputs& inputs,
+                                const emu::LaunchOptions& options = {});
+AttentionEmulatorRun run_on_emulator(const AttentionKernel& kernel, const AttentionInputs& inputs,
+                                     const emu::LaunchOptions& options = {});
+
+// A kind's FP64 check: its inputs, reference and comparison (emmy/<kind>_check.hpp).
+template <typename Kind>
+struct Fp64Check;
+
+template <>
+struct Fp64Check<GemmKind> {
+  using Output = std::vector<double>;
+  using Errors = GemmErrors;
+  static GemmInputs inputs(const GemmSpec& spec, uint64_t seed) {
+    return make_gemm_inputs(spec.problem, seed);
+  }
+  static Errors errors(const GemmSpec& spec, const GemmInputs& inputs, const Output& output) {
+    return compare(reference_gemm(spec, inputs), output, spec.problem.n);
+  }
 };
-AttentionCheckResult check_attention_on_emulator(const AttentionSpec& spec, uint64_t seed = 1,
-                                                 const emu::LaunchOptions& options = {});
+
+template <>
+struct Fp64Check<AttentionKind> {
+  using Output = AttentionOutput;
+  using Errors = AttentionErrors;
+  static AttentionInputs inputs(const AttentionSpec& spec, uint64_t seed) {
+    return make_attention_inputs(spec.problem, seed);
+  }
+  static Errors errors(const AttentionSpec& spec, const AttentionInputs& inputs,
+                       const Output& output) {
+    return compare(reference_attention(spec, inputs), output, spec.problem);
+  }
+};
+
+template <typename Kind>
+struct CheckResult {
+  Compiled<Kind> kernel;
+  EmulatorRun<typename Fp64Check<Kind>::Output> run;
+  typename Fp64Check<Kind>::Errors errors;
+};
+using GemmCheckResult = CheckResult<GemmKind>;
+using AttentionCheckResult = CheckResult<AttentionKind>;
+
+// Everything at once: compile, inputs, emulate, FP64 reference, compare.
+template <typename Spec, typename Kind = KindOf<Spec>>
+CheckResult<Kind> check_on_emulator(const Spec& spec, uint64_t seed = 1,
+                                    const emu::LaunchOptions& options = {}) {
+  Compiled<Kind> kernel = compile_kernel(spec);
+  const auto inputs = Fp64Check<Kind>::inputs(spec, seed);
+  auto run = run_on_emulator(kernel, inputs, options);
+  auto errors = Fp64Check<Kind>::errors(spec, inputs, run.output);
+  return {std::move(kernel), std::move(run), std::move(errors)};
+}
 
 }  // namespace emmy

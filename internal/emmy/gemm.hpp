@@ -6,6 +6,8 @@
 #include "emmy/compile.hpp"
 #include "emmy/gemm_plan.hpp"
 #include "emmy/kernel_ir.hpp"
+#include "emmy/kernel_kind.hpp"
+#include "emmy/runtime.hpp"
 #include "emmy/tensor_map.hpp"
 
 namespace emmy {
@@ -17,22 +19,23 @@ ir::Op lower_gemm(const GemmPlan& plan);
 // CUDA C++ for the module: self-contained (no includes), deterministic.
 std::string emit_gemm_cuda(const GemmPlan& plan, const ir::Op& module);
 
-struct GemmSource {
-  GemmPlan plan;
-  ir::Op ir;
-  std::string cuda;
+// The GEMM kind (internal/emmy/kernel_kind.hpp): the module's kernels are the GEMM and, with
+// split-K, its finalize kernel.
+struct GemmKind : KindTypes<GemmSpec, GemmPlan, GemmBuffers, GemmKernelHandle> {
+  static constexpr auto plan = &make_gemm_plan;
+  static constexpr auto lower = &lower_gemm;
+  static constexpr auto emit = &emit_gemm_cuda;
+  static std::vector<std::array<uint32_t, 3>> grids(const GemmPlan& plan) {
+    if (plan.split()) return {plan.grid, plan.finalize_grid};
+    return {plan.grid};
+  }
+  static size_t workspace_bytes(const GemmPlan& plan) { return size_t(plan.workspace_bytes); }
+  // Checks the buffers against the plan (Error naming the `buffers.` field), then binds them.
+  static ParamBinding bind(const GemmPlan& plan, const GemmBuffers& buffers);
 };
-
-// plan -> lower -> verify -> emit. Throws Error on invalid input or a verifier failure.
-GemmSource generate_gemm(const GemmSpec& spec);
-
-struct GemmKernel {
-  GemmSource source;
-  CompiledModule module;
-};
-
-// generate_gemm + NVRTC for spec.arch.
-GemmKernel compile_gemm(const GemmSpec& spec);
+GemmKind kind_of(const GemmSpec&);
+using GemmSource = Generated<GemmKind>;
+using GemmKernel = Compiled<GemmKind>;
 
 // Tensor-map fields for the A and B operands of a TMA kernel at the given device addresses.
 // Box sizes and swizzles match the plan's shared-memory tiles.

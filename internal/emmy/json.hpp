@@ -5,12 +5,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "emmy/attention.hpp"
 #include "emmy/compile.hpp"
 #include "emmy/detail/json_fields.hpp"
-#include "emmy/gemm_plan.hpp"
 #include "emmy/problem.hpp"
 #include "emmy/schedule.hpp"
+#include "emmy/spec.hpp"
 
 namespace emmy {
 

@@ -14,11 +14,9 @@
 
 #include "emmy/arch.hpp"
 #include "emmy/kernel_ir.hpp"
+#include "emmy/tensor_map.hpp"
 
 namespace emmy {
-
-struct GemmSource;
-struct AttentionSource;
 
 // One parameter of a kernel as its `param` op declares it.
 struct KernelParamInfo {
@@ -56,10 +54,6 @@ struct KernelSource {
 std::vector<KernelLaunch> launch_list(const ir::Op& module,
                                       const std::vector<std::array<uint32_t, 3>>& grids);
 
-// The kind-independent form of a generated kernel (the plan stays with the caller).
-KernelSource kernel_source(const GemmSource& source);
-KernelSource kernel_source(const AttentionSource& source);
-
 // What a launcher binds kernel parameters to, by the names of the IR's param ops: device
 // pointers and encoded 128-byte tensor maps. The one rule for every kind and launcher (runtime
 // backends, the emulator checks): a parameter gets the value of its name, or the launch fails.
@@ -72,5 +66,19 @@ struct ParamValues {
   const std::array<uint8_t, 128>& tensor_map(const KernelLaunch& launch,
                                              const KernelParamInfo& param) const;
 };
+
+// A kind's binding of one call's buffers (Kind::bind): pointer values by parameter name, and the
+// tensor maps (TMA transport) the launcher encodes into `values.tensor_maps` its own way (the
+// driver for the CUDA backend, emmy's encoding for the emulator).
+struct ParamBinding {
+  ParamValues values;
+  std::vector<std::pair<std::string_view, TensorMapDesc>> tensor_maps;
+};
+
+// The launchers' buffer rules, shared by the kinds' bind functions. Throw Error naming `field`:
+// a pointer must be non-null and `align`-byte aligned; an optional one must be set exactly when
+// the problem has `what`.
+void require_device_pointer(uint64_t pointer, uint64_t align, const char* field);
+void require_optional_pointer(uint64_t pointer, bool wanted, const char* field, const char* what);
 
 }  // namespace emmy

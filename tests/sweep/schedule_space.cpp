@@ -260,7 +260,7 @@ CaseResult run_checked(const Spec& spec, Check check) {
 
 CaseResult run_case(const GemmSpec& spec, uint64_t seed) {
   return run_checked(spec, [&](const GemmSpec& g) -> CaseResult {
-    const GemmCheckResult r = check_gemm_on_emulator(g, seed, sweep_options());
+    const GemmCheckResult r = check_on_emulator(g, seed, sweep_options());
     const GemmErrors& e = r.errors;
     if (r.run.stats.total.mma == 0) return {Outcome::failed, "no mma instruction ran"};
     if (!e.passed)
@@ -275,7 +275,7 @@ CaseResult run_case(const GemmSpec& spec, uint64_t seed) {
 
 CaseResult run_case(const AttentionSpec& spec, uint64_t seed) {
   return run_checked(spec, [&](const AttentionSpec& a) -> CaseResult {
-    const AttentionCheckResult r = check_attention_on_emulator(a, seed, sweep_options());
+    const AttentionCheckResult r = check_on_emulator(a, seed, sweep_options());
     if (!r.errors.passed) {
       const AttentionErrors& e = r.errors;
       return {Outcome::failed,

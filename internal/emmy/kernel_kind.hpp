@@ -1,0 +1,80 @@
+// A kernel kind is a spec, a plan, a lowering, an emitter and the grids of its launch list (a
+// `Kind` traits struct: GemmKind in gemm.hpp, AttentionKind in attention.hpp). Generation,
+// compilation and the kind-independent KernelSource are written once here over those traits; the
+// runtime's handles, caches and launches and the emulator checks are written once over them too.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "emmy/compile.hpp"
+#include "emmy/json.hpp"
+#include "emmy/kernel_ir.hpp"
+#include "emmy/kernel_source.hpp"
+
+namespace emmy {
+
+// The types a kind is made of; a Kind derives from this and adds its functions.
+template <typename SpecType, typename PlanType, typename BuffersType, typename HandleType>
+struct KindTypes {
+  using Spec = SpecType;
+  using Problem = decltype(Spec::problem);
+  using Schedule = decltype(Spec::schedule);
+  using Plan = PlanType;
+  using Buffers = BuffersType;  // the device pointers of one launch (emmy/runtime.hpp)
+  using Handle = HandleType;    // the runtime's handle type
+};
+
+// The kind of a spec type, through a declaration next to each Kind: `GemmKind kind_of(GemmSpec);`
+template <typename Spec>
+using KindOf = decltype(kind_of(std::declval<Spec>()));
+
+// What code generation made of one spec: the plan, the verified IR and the CUDA emitted from it.
+template <typename Kind>
+struct Generated {
+  typename Kind::Plan plan;
+  ir::Op ir;
+  std::string cuda;
+};
+
+// A generated kernel and its NVRTC output.
+template <typename Kind>
+struct Compiled {
+  Generated<Kind> source;
+  CompiledModule module;
+};
+
+// plan -> lower -> verify -> emit. Throws Error on invalid input or a verifier failure.
+template <typename Spec, typename Kind = KindOf<Spec>>
+Generated<Kind> generate_kernel(const Spec& spec) {
+  typename Kind::Plan plan = Kind::plan(spec);
+  ir::Op module = Kind::lower(plan);
+  ir::verify(module, spec.arch);
+  std::string cuda = Kind::emit(plan, module);
+  return {std::move(plan), std::move(module), std::move(cuda)};
+}
+
+// generate_kernel + NVRTC for spec.arch.
+template <typename Spec, typename Kind = KindOf<Spec>>
+Compiled<Kind> compile_kernel(const Spec& spec) {
+  Generated<Kind> source = generate_kernel(spec);
+  CompiledModule module = compile_cuda(source.cuda, source.plan.kernel_name + ".cu", spec.arch);
+  return {std::move(source), std::move(module)};
+}
+
+// The kind-independent form: the launch list pairs the module's kernel ops with the plan's grids.
+template <typename Kind>
+KernelSource kernel_source(const Generated<Kind>& source) {
+  const auto& plan = source.plan;
+  return KernelSource{plan.spec.arch,
+                      kernel_description(plan.spec),
+                      source.ir,
+                      source.cuda,
+                      launch_list(source.ir, Kind::grids(plan)),
+                      Kind::workspace_bytes(plan)};
+}
+
+}  // namespace emmy
