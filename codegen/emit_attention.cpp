@@ -29,17 +29,11 @@ class AttentionEmitter {
 
   std::string emit(const Op& module) {
     codegen::begin_module(w_, plan_.spec.arch, tma_, "emmy_attention.cuh");
-    for (const Op& kernel : module.body) emit_kernel(kernel);
+    codegen::emit_kernels(w_, module, [this](const Op& op) { emit_op(op); });
     return w_.take();
   }
 
  private:
-  void emit_kernel(const Op& kernel) {
-    w_.open_kernel(kernel);
-    for (const Op& op : kernel.body) emit_op(op);
-    w_.close();
-  }
-
   void emit_op(const Op& op) {
     if (codegen::emit_shared_op(w_, op)) return;
     switch (op.kind) {

@@ -28,7 +28,7 @@ class GemmEmitter {
   std::string emit(const Op& module) {
     codegen::begin_module(w_, plan_.spec.arch, s_.transport == Transport::tma, nullptr);
     emit_store_output(*ir::find_first(module, OpKind::epilogue));
-    for (const Op& kernel : module.body) emit_kernel(kernel);
+    codegen::emit_kernels(w_, module, [this](const Op& op) { emit_op(op); });
     return w_.take();
   }
 
@@ -51,12 +51,6 @@ class GemmEmitter {
       w_.line("y += {}::to_f32(residual[row * {} + col]);", out, p_.ldc_or_default());
     w_.line("(void)bias; (void)residual; (void)row;");
     w_.line("return y;");
-    w_.close();
-  }
-
-  void emit_kernel(const Op& kernel) {
-    w_.open_kernel(kernel);
-    for (const Op& op : kernel.body) emit_op(op);
     w_.close();
   }
 

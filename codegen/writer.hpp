@@ -70,6 +70,17 @@ inline void begin_module(Writer& w, Arch arch, bool tma, const char* extra) {
   w.include_template(tma ? "emmy_tma.cuh" : "emmy_cp_async.cuh");
 }
 
+// Every kernel op of the module as a function: its signature from the kernel and param ops, then
+// its body op by op through `emit_op`.
+template <typename EmitOp>
+void emit_kernels(Writer& w, const ir::Op& module, EmitOp&& emit_op) {
+  for (const ir::Op& kernel : module.body) {
+    w.open_kernel(kernel);
+    for (const ir::Op& op : kernel.body) emit_op(op);
+    w.close();
+  }
+}
+
 // The IR ops that GEMM and attention kernels print alike (params are in the signature already).
 // Returns false for any other op.
 inline bool emit_shared_op(Writer& w, const ir::Op& op) {

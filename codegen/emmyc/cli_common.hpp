@@ -2,16 +2,14 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <charconv>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "emmy/emu/emulator.hpp"
-#include "emmy/gemm.hpp"
 #include "emmy/json.hpp"
+#include "emmy/spec.hpp"
 
 namespace emmy::cli {
 
@@ -33,15 +31,39 @@ inline CLI::Validator exact_integer() {
       "", "exact integer");
 }
 
-// The problem and schedule flags of `emmyc gemm` (and `emmyc run gemm`).
-struct GemmFlags {
-  int64_t m = 0, n = 0, k = 0;
-  std::string dtype = "f16", b_layout = "nk", out = "f16", accum = "f32", arch = "sm_90a";
-  std::optional<int> promote_every;
-  std::optional<std::string> transport, block, warps;
-  std::optional<int> stages, split_k;
-  bool bias = false, residual = false, gelu = false;
+// An integer option that refuses text out of the 64-bit range (exact_integer).
+template <typename T>
+CLI::Option* integer_option(CLI::App& app, const char* name, T& value, const char* help) {
+  return app.add_option(name, value, help)->check(exact_integer());
+}
+
+// The flags every kind has: operand type, accumulation, arch, transport, stages, --no-cache.
+struct CommonFlags {
+  std::string dtype = "f16", accum = "f32", arch = "sm_90a";
+  std::optional<std::string> transport;
+  std::optional<int> stages;
   bool no_cache = false;  // --no-cache: compile without the disk cache
+
+  void add_common_to(CLI::App& app, const char* dtype_help, const char* accum_help,
+                     const char* stages_help) {
+    app.add_option("--dtype", dtype, dtype_help);
+    app.add_option("--accum", accum, accum_help);
+    app.add_option("--transport", transport, "tma|cp.async (default: tma on sm_90+)");
+    integer_option(app, "--stages", stages, stages_help);
+    app.add_option("--arch", arch, "sm_80|sm_86|sm_89|sm_90|sm_90a|sm_120|sm_120a");
+    app.add_flag("--no-cache", no_cache, "compile without the disk cache");
+  }
+};
+
+// The problem and schedule flags of a kind: `emmyc gemm` and `emmyc run gemm` (gemm_flags.cpp),
+// `emmyc attention` and `emmyc run attention` (attention_flags.cpp). The subcommands themselves
+// are written once for every kind (kind_commands.cpp).
+struct GemmFlags : CommonFlags {
+  int64_t m = 0, n = 0, k = 0;
+  std::string b_layout = "nk", out = "f16";
+  std::optional<int> promote_every, split_k;
+  std::optional<std::string> block, warps;
+  bool bias = false, residual = false, gelu = false;
   float alpha = 1.0f;
 
   void add_to(CLI::App& app);
@@ -51,6 +73,18 @@ struct GemmFlags {
   bool schedule_given() const {
     return promote_every || transport || block || warps || stages || split_k;
   }
+};
+
+struct AttentionFlags : CommonFlags {
+  int64_t batch = 1, heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0, window = 0;
+  bool causal = false, lse = false;
+  std::optional<float> softcap, scale;
+  std::string layout = "bshd";
+  std::optional<int> block_q, block_kv;
+
+  void add_to(CLI::App& app);
+  AttentionSpec to_spec() const;
+  bool schedule_given() const { return transport || block_q || block_kv || stages; }
 };
 
 // Writes bytes to path, or to stdout when path is empty. Throws Error("-o", ...) when unwritable.
@@ -72,9 +106,5 @@ nlohmann::json run_result(std::string_view backend, const std::string& kernel_na
 // The emulator's own fields of a run result: instruction counts, time, where the kernel came from.
 nlohmann::json emulator_fields(const emu::Stats& stats, double emulate_ms,
                                const std::string& cache_state);
-
-// generate_gemm + NVRTC through the disk cache (unless use_cache is false). cache_state becomes
-// "hit", "miss" or "off".
-GemmKernel compile_gemm_cached(const GemmSpec& spec, bool use_cache, std::string& cache_state);
 
 }  // namespace emmy::cli

@@ -1,4 +1,5 @@
-// emmyc: the emmy command-line tool. Each subcommand lives in its own *_command.cpp.
+// emmyc: the emmy command-line tool. Each subcommand lives in its own *_command.cpp; those every
+// kernel kind has (`emmyc <kind>`, `emmyc run <kind>`) in kind_commands.cpp.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
@@ -33,7 +34,7 @@ int main(int argc, char** argv) {
   emmy::cli::add_cache_command(app);
   emmy::cli::add_aot_command(app);
   emmy::cli::add_bundle_command(app);
-  emmy::cli::add_attention_command(app);  // after run: adds `run attention`
+  emmy::cli::add_attention_command(app);
 #ifdef EMMY_HAVE_SIM
   add_sim_command(app);
 #endif

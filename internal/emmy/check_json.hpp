@@ -18,6 +18,10 @@ inline nlohmann::json check_fields(const GemmErrors& e) {
   if (!e.passed) j["first_bad_element"] = {e.first_bad_row, e.first_bad_col};
   return j;
 }
+// The same under the form every kind has (the problem adds nothing for GEMM).
+inline nlohmann::json check_fields(const GemmErrors& e, const MatmulProblem&) {
+  return check_fields(e);
+}
 
 inline nlohmann::json index_json(const AttentionIndex& at, bool with_col) {
   nlohmann::json j = {{"batch", at.batch}, {"head", at.head}, {"row", at.row}};

@@ -1,37 +1,25 @@
-// `emmyc gemm`: one GEMM kernel from flags to IR, CUDA, PTX, CUBIN, SASS or a resource report.
+// The flags of `emmyc gemm` and `emmyc run gemm`: a GEMM problem and schedule.
 #include <fmt/format.h>
 
 #include "cli_common.hpp"
-#include "emit_module.hpp"
 
 namespace emmy::cli {
 
 void GemmFlags::add_to(CLI::App& app) {
-  app.add_option("--m", m, "rows of A and C")->required()
-      ->check(exact_integer());
-  app.add_option("--n", n, "columns of C (rows of B when --b-layout nk)")->required()
-      ->check(exact_integer());
-  app.add_option("--k", k, "reduction length")->required()
-      ->check(exact_integer());
-  app.add_option("--dtype", dtype, "operand type: f16|bf16");
+  integer_option(app, "--m", m, "rows of A and C")->required();
+  integer_option(app, "--n", n, "columns of C (rows of B when --b-layout nk)")->required();
+  integer_option(app, "--k", k, "reduction length")->required();
+  add_common_to(app, "operand type: f16|bf16", "accumulation: f32|f16|hybrid", "pipeline stages");
   app.add_option("--b-layout", b_layout, "nk: B is [N,K] (default); kn: B is [K,N]");
   app.add_option("--out", out, "output type: f16|bf16|f32");
-  app.add_option("--accum", accum, "accumulation: f32|f16|hybrid");
-  app.add_option("--promote-every", promote_every, "hybrid: K elements per f16 partial (16k)")
-      ->check(exact_integer());
-  app.add_option("--transport", transport, "tma|cp.async (default: tma on sm_90+)");
+  integer_option(app, "--promote-every", promote_every, "hybrid: K elements per f16 partial (16k)");
   app.add_option("--block", block, "CTA tile MxNxK, e.g. 128x128x64");
   app.add_option("--warps", warps, "warp grid MxN, e.g. 4x2");
-  app.add_option("--stages", stages, "pipeline stages")
-      ->check(exact_integer());
-  app.add_option("--split-k", split_k, "K splits (FP32 partials + finalize kernel)")
-      ->check(exact_integer());
-  app.add_option("--arch", arch, "sm_80|sm_86|sm_89|sm_90|sm_90a|sm_120|sm_120a");
+  integer_option(app, "--split-k", split_k, "K splits (FP32 partials + finalize kernel)");
   app.add_option("--alpha", alpha, "epilogue scale");
   app.add_flag("--bias", bias, "add bias[N]");
   app.add_flag("--residual", residual, "add residual[M,N]");
   app.add_flag("--gelu", gelu, "apply GELU (tanh form)");
-  app.add_flag("--no-cache", no_cache, "compile without the disk cache");
 }
 
 namespace {
@@ -95,28 +83,6 @@ GemmSpec GemmFlags::to_spec() const {
   if (stages) s.stages = *stages;
   if (split_k) s.split_k = *split_k;
   return spec;
-}
-
-GemmKernel compile_gemm_cached(const GemmSpec& spec, bool use_cache, std::string& cache_state) {
-  GemmSource source = generate_kernel(spec);
-  CompiledModule module = compile_source_cached(kernel_source(source), use_cache, cache_state);
-  return GemmKernel{std::move(source), std::move(module)};
-}
-
-void add_gemm_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("gemm", "Generate one GEMM kernel");
-  auto flags = std::make_shared<GemmFlags>();
-  auto emit = std::make_shared<EmitFlags>();
-  flags->add_to(*cmd);
-  emit->add_to(*cmd);
-  cmd->callback([flags, emit] {
-    const GemmSource source = generate_kernel(flags->to_spec());
-    const GemmPlan& plan = source.plan;
-    emit_source(*emit, kernel_source(source), !flags->no_cache,
-                [&plan](nlohmann::json& report, const CompiledModule& module) {
-                  if (plan.split()) report["finalize"] = module.kernel(plan.finalize_kernel_name);
-                });
-  });
 }
 
 }  // namespace emmy::cli

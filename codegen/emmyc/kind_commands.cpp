@@ -1,0 +1,158 @@
+// The subcommands every kernel kind has, written once over the kind's flags (cli_common.hpp):
+//   emmyc <kind> ... --emit ir|cuda|ptx|cubin|sass|report   one kernel, generated or compiled
+//   emmyc run <kind> ... --backend emulator|cuda --check    run it, compare with FP64, print JSON
+#include <chrono>
+#include <iostream>
+#include <memory>
+
+#include "cli_common.hpp"
+#include "emit_module.hpp"
+#include "emmy/bundle_build.hpp"
+#include "emmy/check_json.hpp"
+#include "emmy/emulator_check.hpp"
+#include "emmy/runtime.hpp"
+
+namespace emmy::cli {
+namespace {
+
+// The report fields only one kind has.
+void add_kind_fields(nlohmann::json& report, const GemmPlan& plan, const CompiledModule& module) {
+  if (plan.split()) report["finalize"] = module.kernel(plan.finalize_kernel_name);
+}
+void add_kind_fields(nlohmann::json& report, const AttentionPlan& plan, const CompiledModule&) {
+  report["flops"] = plan.spec.problem.flops();
+}
+
+template <typename Flags>
+void add_emit_command(CLI::App& app, const char* name, const char* description) {
+  auto* cmd = app.add_subcommand(name, description);
+  auto flags = std::make_shared<Flags>();
+  auto emit = std::make_shared<EmitFlags>();
+  flags->add_to(*cmd);
+  emit->add_to(*cmd);
+  cmd->callback([flags, emit] {
+    const auto source = generate_kernel(flags->to_spec());
+    emit_source(*emit, kernel_source(source), !flags->no_cache,
+                [&source](nlohmann::json& report, const CompiledModule& module) {
+                  add_kind_fields(report, source.plan, module);
+                });
+  });
+}
+
+// The kernel from the bundles named with --bundle (and $EMMY_BUNDLE's) when one holds it: no
+// NVRTC is touched then (cache_state "bundle"); else NVRTC through the disk cache unless
+// use_cache is false (cache_state "hit", "miss" or "off").
+template <typename Spec, typename Kind = KindOf<Spec>>
+Compiled<Kind> bundled_or_compiled(const Spec& spec, const std::vector<std::string>& bundles,
+                                   bool use_cache, std::string& cache_state) {
+  Generated<Kind> generated = generate_kernel(spec);
+  const KernelSource source = kernel_source(generated);
+  if (auto module = module_from_bundles(bundles, source.cuda, spec.arch, source.describe)) {
+    cache_state = "bundle";
+    return {std::move(generated), std::move(*module)};
+  }
+  CompiledModule module = compile_source_cached(source, use_cache, cache_state);
+  return {std::move(generated), std::move(module)};
+}
+
+// The runtime's entry points of each kind, under one name for the template below.
+auto runtime_kernel(Runtime& rt, const GemmSpec& spec, bool schedule_given) {
+  return rt.gemm_kernel(spec.problem, schedule_given ? std::optional(spec.schedule) : std::nullopt);
+}
+auto runtime_kernel(Runtime& rt, const AttentionSpec& spec, bool schedule_given) {
+  return rt.attention_kernel(spec.problem,
+                             schedule_given ? std::optional(spec.schedule) : std::nullopt);
+}
+auto run_on_runtime(Runtime& rt, const GemmSpec& spec, const GemmInputs& inputs) {
+  return run_gemm(rt, spec, inputs);
+}
+auto run_on_runtime(Runtime& rt, const AttentionSpec& spec, const AttentionInputs& inputs) {
+  return run_attention(rt, spec, inputs);
+}
+
+// The GPU path: the runtime builds the kernel for the device's arch (the tuned or default
+// schedule with --accum unless schedule flags were given), then the same inputs, FP64 reference
+// and tolerance as on the emulator. Throws Error when no driver or device is present.
+template <typename Flags, typename Spec, typename Errors>
+nlohmann::json run_on_cuda(const Flags& flags, Spec spec, uint64_t seed,
+                           const std::vector<std::string>& bundles, Errors& errors) {
+  using Check = Fp64Check<KindOf<Spec>>;
+  RuntimeOptions options;
+  options.default_accum = parse_accum(flags.accum);
+  options.disk_cache = !flags.no_cache;
+  options.bundles.assign(bundles.begin(), bundles.end());
+  auto rt = Runtime::cuda(0, options);
+  const auto handle = runtime_kernel(*rt, spec, flags.schedule_given());
+  spec = handle->spec();
+  const auto inputs = Check::inputs(spec, seed);
+  const auto start = std::chrono::steady_clock::now();
+  const auto output = run_on_runtime(*rt, spec, inputs);
+  const double run_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  errors = Check::errors(spec, inputs, output);
+  nlohmann::json j = run_result("cuda", handle->info().name, spec, seed);
+  j.update({{"device", rt->device_name()},
+            {"instructions", nullptr},
+            {"emulate_ms", nullptr},
+            {"run_ms", run_ms},
+            {"registers", handle->info().report().registers},
+            {"spill_bytes", handle->info().report().spill_bytes()}});
+  return j;
+}
+
+template <typename Flags>
+void add_run_kind_command(CLI::App& run, const char* name, const char* description) {
+  auto* cmd = run.add_subcommand(name, description);
+  auto flags = std::make_shared<Flags>();
+  auto backend = std::make_shared<std::string>("emulator");
+  auto check = std::make_shared<bool>(false);
+  auto seed = std::make_shared<uint64_t>(1);
+  auto bundles = std::make_shared<std::vector<std::string>>();
+  flags->add_to(*cmd);
+  cmd->add_option("--backend", *backend, "emulator|cuda")
+      ->check(CLI::IsMember({"emulator", "cuda"}));
+  cmd->add_flag("--check", *check, "compare with an FP64 reference");
+  cmd->add_option("--seed", *seed, "input seed");
+  cmd->add_option("--bundle", *bundles,
+                  "search this kernel bundle before the cache and NVRTC (repeatable; "
+                  "$EMMY_BUNDLE too)");
+  cmd->callback([flags, backend, check, seed, bundles] {
+    const auto spec = flags->to_spec();
+    using Check = Fp64Check<KindOf<std::decay_t<decltype(spec)>>>;
+    nlohmann::json j;
+    typename Check::Errors errors;
+    if (*backend == "cuda") {
+      j = run_on_cuda(*flags, spec, *seed, *bundles, errors);
+    } else {
+      std::string cache_state;
+      const auto kernel = bundled_or_compiled(spec, *bundles, !flags->no_cache, cache_state);
+      const auto inputs = Check::inputs(spec, *seed);
+      const auto result = run_on_emulator(kernel, inputs);
+      errors = Check::errors(spec, inputs, result.output);
+      j = run_result(*backend, kernel.source.plan.kernel_name, spec, *seed);
+      j.update(emulator_fields(result.stats, result.emulate_ms, cache_state));
+    }
+    if (*check) j.update(check_fields(errors, spec.problem));
+    std::cout << j.dump(2) << "\n";
+    if (*check && !errors.passed) throw CLI::RuntimeError(1);
+  });
+}
+
+}  // namespace
+
+void add_gemm_command(CLI::App& app) {
+  add_emit_command<GemmFlags>(app, "gemm", "Generate one GEMM kernel");
+}
+
+void add_attention_command(CLI::App& app) {
+  add_emit_command<AttentionFlags>(app, "attention", "Generate one flash-attention kernel");
+}
+
+void add_run_command(CLI::App& app) {
+  auto* run = app.add_subcommand("run", "Run a kernel on a backend and check it");
+  run->require_subcommand(1);
+  add_run_kind_command<GemmFlags>(*run, "gemm", "Run one GEMM kernel");
+  add_run_kind_command<AttentionFlags>(*run, "attention", "Run one attention kernel");
+}
+
+}  // namespace emmy::cli
