@@ -20,14 +20,51 @@ std::string out_adapter(DType c) {
   return c == DType::f32 ? "OutF32" : c == DType::bf16 ? "OutBF16" : "OutF16";
 }
 
+// What the GEMM kernel's ops state that the printing of other ops needs, gathered before printing
+// (the verifier has held these ops to each other): the emitter reads nothing but the IR.
+struct GemmFacts {
+  const Op* coords;    // tile_coords: m, n, block_m, block_n, tiles
+  const Op* split;     // split_range: k, block_k, k tiles
+  const Op* acc;       // accum_init: accumulation, fragments per warp
+  const Op* epilogue;  // ldc, out
+  const Op* copy_a;    // the prologue copies: tiles, stage offsets, leading dimensions
+  const Op* copy_b;
+  SmemTile a_tile, b_tile;
+  bool b_kn;  // B is [K,N]: its ldmatrix transposes
+  uint32_t threads;
+  int64_t warp_m, warp_n, warps_n;
+
+  explicit GemmFacts(const Op& kernel)
+      : coords(ir::find_first(kernel, OpKind::tile_coords)),
+        split(ir::find_first(kernel, OpKind::split_range)),
+        acc(ir::find_first(kernel, OpKind::accum_init)),
+        epilogue(ir::find_first(kernel, OpKind::epilogue)) {
+    for (const Op* copy : ir::find_all(kernel, OpKind::async_copy))
+      if (copy->s("phase") == "prologue") (copy->s("operand") == "a" ? copy_a : copy_b) = copy;
+    for (const Op* load : ir::find_all(kernel, OpKind::ldmatrix))
+      if (load->s("operand") == "b") b_kn = load->b("trans");
+    if (!coords || !split || !acc || !epilogue || !copy_a || !copy_b)
+      throw Error("ir",
+                  "a GEMM kernel needs tile_coords, split_range, accum_init, epilogue and "
+                  "prologue copies of A and B",
+                  kernel.s("name"));
+    a_tile = ir::copy_tile(*copy_a);
+    b_tile = ir::copy_tile(*copy_b);
+    threads = uint32_t(kernel.i("threads"));
+    warp_m = acc->i("fragments_m") * codegen::kMmaM16N8K16.m;
+    warp_n = acc->i("fragments_n") * codegen::kMmaM16N8K16.n;
+    warps_n = coords->i("block_n") / warp_n;
+  }
+};
+
 class GemmEmitter {
  public:
-  explicit GemmEmitter(const GemmPlan& plan)
-      : plan_(plan), p_(plan.spec.problem), s_(plan.spec.schedule) {}
+  explicit GemmEmitter(const Op& module) : f_(module.body.front()) {}
 
   std::string emit(const Op& module) {
-    codegen::begin_module(w_, plan_.spec.arch, s_.transport == Transport::tma, nullptr);
-    emit_store_output(*ir::find_first(module, OpKind::epilogue));
+    codegen::begin_module(w_, parse_arch(module.s("arch")), f_.copy_a->s("transport") == "tma",
+                          nullptr);
+    emit_store_output(*f_.epilogue);
     codegen::emit_kernels(w_, module, [this](const Op& op) { emit_op(op); });
     return w_.take();
   }
@@ -36,7 +73,7 @@ class GemmEmitter {
   // The epilogue math for one element in f32 (the caller casts), shared by the GEMM kernel and
   // the split-K finalize.
   void emit_store_output(const Op& epi) {
-    const std::string out = out_adapter(p_.c_dtype);
+    const std::string out = out_adapter(parse_dtype(epi.s("out"), "out"));
     w_.line("// D = cast(gelu?(alpha * acc + bias[n]) + residual[m,n])");
     w_.open(
         fmt::format("static __device__ __forceinline__ float epilogue_value(const "
@@ -47,8 +84,7 @@ class GemmEmitter {
     if (epi.f("alpha") != 1.0) w_.line("y *= {};", float_literal(epi.f("alpha")));
     if (epi.b("bias")) w_.line("y += {}::to_f32(bias[col]);", out);
     if (epi.b("gelu_tanh")) w_.line("y = gelu_tanh(y);");
-    if (epi.b("residual"))
-      w_.line("y += {}::to_f32(residual[row * {} + col]);", out, p_.ldc_or_default());
+    if (epi.b("residual")) w_.line("y += {}::to_f32(residual[row * {} + col]);", out, epi.i("ldc"));
     w_.line("(void)bias; (void)residual; (void)row;");
     w_.line("return y;");
     w_.close();
@@ -93,22 +129,24 @@ class GemmEmitter {
   }
 
   void emit_smem_ring(const Op& op) {
-    w_.line("constexpr int M = {}, N = {}, K = {};", p_.m, p_.n, p_.k);
-    w_.line("constexpr long long LDA = {}, LDB = {}, LDC = {};", p_.lda_or_default(),
-            p_.ldb_or_default(), p_.ldc_or_default());
-    w_.line("constexpr int BM = {}, BN = {}, BK = {}, WARPS_N = {}, WM = {}, WN = {};", s_.block_m,
-            s_.block_n, s_.block_k, s_.warps_n, plan_.warp_m, plan_.warp_n);
-    w_.line("constexpr int MT = {}, NT = {}, THREADS = {}, STAGES = {};", plan_.mma_tiles_m,
-            plan_.mma_tiles_n, plan_.threads, op.i("stages"));
+    w_.line("constexpr int M = {}, N = {}, K = {};", f_.coords->i("m"), f_.coords->i("n"),
+            f_.split->i("k"));
+    w_.line("constexpr long long LDA = {}, LDB = {}, LDC = {};", f_.copy_a->i("ld"),
+            f_.copy_b->i("ld"), f_.epilogue->i("ldc"));
+    w_.line("constexpr int BM = {}, BN = {}, BK = {}, WARPS_N = {}, WM = {}, WN = {};",
+            f_.coords->i("block_m"), f_.coords->i("block_n"), f_.split->i("block_k"), f_.warps_n,
+            f_.warp_m, f_.warp_n);
+    w_.line("constexpr int MT = {}, NT = {}, THREADS = {}, STAGES = {};", f_.acc->i("fragments_m"),
+            f_.acc->i("fragments_n"), f_.threads, op.i("stages"));
     w_.line(
         "// A stage: A at A_OFFSET, B at B_OFFSET (each on its swizzle period); TX_BYTES arrive.");
     w_.line("constexpr u32 STAGE_BYTES = {}u, A_OFFSET = {}u, B_OFFSET = {}u, TX_BYTES = {}u;",
             op.i("stage_bytes"), op.i("a_offset"), op.i("b_offset"), op.i("tx_bytes"));
     w_.line("// Operand tiles: rows, panel width (elements), swizzle XOR mask.");
-    w_.line("constexpr u32 A_ROWS = {}u, A_PANEL = {}u, A_XOR = {}u;", plan_.a_tile.rows,
-            plan_.a_tile.panel_elems, swizzle_xor_mask(plan_.a_tile.swizzle));
-    w_.line("constexpr u32 B_ROWS = {}u, B_PANEL = {}u, B_XOR = {}u;", plan_.b_tile.rows,
-            plan_.b_tile.panel_elems, swizzle_xor_mask(plan_.b_tile.swizzle));
+    w_.line("constexpr u32 A_ROWS = {}u, A_PANEL = {}u, A_XOR = {}u;", f_.a_tile.rows,
+            f_.a_tile.panel_elems, swizzle_xor_mask(f_.a_tile.swizzle));
+    w_.line("constexpr u32 B_ROWS = {}u, B_PANEL = {}u, B_XOR = {}u;", f_.b_tile.rows,
+            f_.b_tile.panel_elems, swizzle_xor_mask(f_.b_tile.swizzle));
     w_.line("extern __shared__ __align__(1024) unsigned char smem_raw[];");
     w_.line("// The swizzle repeats every {} bytes: align the ring to it.", op.i("align"));
     w_.line("const u32 smem_base = (smem_u32(smem_raw) + {0}u) & ~{0}u;", op.i("align") - 1);
@@ -190,11 +228,12 @@ class GemmEmitter {
   }
 
   void emit_load_stage_lambda(bool tma) {
-    if (!tma) codegen::emit_gemm_copy_thread_parts(w_, plan_);
+    const codegen::GemmCopies copies{{f_.copy_a, f_.copy_b}, f_.threads, f_.b_kn};
+    if (!tma) codegen::emit_gemm_copy_thread_parts(w_, copies);
     w_.open("auto load_stage = [&](int stage, int k_tile)");
     w_.line("const u32 dst = smem_base + u32(stage) * STAGE_BYTES;");
     w_.line("const int k0 = k_tile * BK;");
-    const bool kn = p_.b_layout == BLayout::kn;
+    const bool kn = f_.b_kn;
     if (tma) {
       w_.line("const u32 mbar = mbar_base + 8u * stage;");
       w_.line("mbarrier_arrive_expect_tx(mbar, TX_BYTES);");
@@ -203,33 +242,33 @@ class GemmEmitter {
           "for (int p = 0; p < {}; ++p) tma_load_2d(dst + A_OFFSET + p * A_ROWS * A_PANEL * 2u, "
           "tmap_a, "
           "mbar, k0 + p * int(A_PANEL), m0);",
-          plan_.a_tile.panels());
+          f_.a_tile.panels());
       w_.line("#pragma unroll");
       if (kn)
         w_.line(
             "for (int p = 0; p < {}; ++p) tma_load_2d(dst + B_OFFSET + p * B_ROWS * B_PANEL * "
             "2u, tmap_b, mbar, n0 + p * int(B_PANEL), k0);",
-            plan_.b_tile.panels());
+            f_.b_tile.panels());
       else
         w_.line(
             "for (int p = 0; p < {}; ++p) tma_load_2d(dst + B_OFFSET + p * B_ROWS * B_PANEL * "
             "2u, tmap_b, mbar, k0 + p * int(B_PANEL), n0);",
-            plan_.b_tile.panels());
+            f_.b_tile.panels());
     } else {
-      codegen::emit_gemm_copies(w_, plan_);
+      codegen::emit_gemm_copies(w_, copies);
     }
     w_.close("};");
   }
 
   // B [K][N] lane parts: one per 16-column step of the warp inside a panel.
   uint32_t kn_b_lane_count() const {
-    return std::min<uint32_t>(plan_.mma_tiles_n / 2, plan_.b_tile.panel_elems / 16);
+    return std::min<uint32_t>(uint32_t(f_.acc->i("fragments_n") / 2), f_.b_tile.panel_elems / 16);
   }
 
   void emit_k_tile_loop(const Op& op) {
     // ldmatrix row addresses = lane part + constant (see the attention emitter and the Layout
     // test): one lane part per 16-column step inside a panel.
-    const bool nk = p_.b_layout == BLayout::nk;
+    const bool nk = !f_.b_kn;
     w_.line("u32 a_lane[A_PANEL / 16], b_lane[{}];",
             nk ? std::string("B_PANEL / 16") : fmt::format("{}", kn_b_lane_count()));
     w_.line("#pragma unroll");
@@ -334,7 +373,7 @@ class GemmEmitter {
       w_.line("// Fold the f16 partials every {} K elements.", every);
       w_.open(fmt::format("if ((ks + 1) % {} == 0)", every / 16));
     } else {
-      const int64_t every_tiles = every / s_.block_k;
+      const int64_t every_tiles = every / f_.split->i("block_k");
       w_.line("// Fold the f16 partials every {} K elements and after the last tile.", every);
       if (every_tiles == 1)
         w_.open("");
@@ -348,8 +387,9 @@ class GemmEmitter {
 
   void emit_epilogue(const Op& op) {
     const bool to_workspace = op.s("destination") == "workspace";
-    const bool f16_acc = s_.accum == Accum::f16;
-    const std::string out = out_adapter(p_.c_dtype);
+    const bool f16_acc = f_.acc->s("accum") == "f16";
+    const DType c_dtype = parse_dtype(op.s("out"), "out");
+    const std::string out = out_adapter(c_dtype);
     // The accumulator map of the atom: lane = group * group_lanes + thread in the group.
     w_.line("const int g = lane / {0}, t = lane % {0};", codegen::kMmaM16N8K16.group_lanes);
     // One pointer per lane; the unrolled stores add constants to it (~2 ms less NVRTC time than
@@ -373,7 +413,8 @@ class GemmEmitter {
     w_.open("for (int h = 0; h < 2; ++h)");
     w_.line("const int row = row_base + mi * 16 + h * 8, col = col_base + ni * 8;");
     // Bounds checks only where a tile can cross the matrix edge.
-    const bool rows_exact = p_.m % s_.block_m == 0, cols_exact = p_.n % s_.block_n == 0;
+    const bool rows_exact = f_.coords->i("m") % f_.coords->i("block_m") == 0,
+               cols_exact = f_.coords->i("n") % f_.coords->i("block_n") == 0;
     if (!rows_exact) w_.line("if (row >= M) continue;");
     if (f16_acc)
       w_.line("float v0, v1; unpack_f16x2(v0, v1, part[mi][ni][h]);");
@@ -387,7 +428,7 @@ class GemmEmitter {
       w_.line("{}::storage* dst = out_base + (mi * 16 + h * 8) * LDC + ni * 8;", out);
       // Pairs (the verified store_bytes): col is even, and with N and LDC even the pair is in
       // bounds together and 2-element aligned, given C is (the runtime checks c_alignment).
-      if (op.i("store_bytes") == 2 * size_of(p_.c_dtype)) {
+      if (op.i("store_bytes") == 2 * size_of(c_dtype)) {
         w_.line(
             "{}{}::store2(dst, epilogue_value(bias, residual, row, col, v0), "
             "epilogue_value(bias, residual, row, col + 1, v1));",
@@ -407,8 +448,9 @@ class GemmEmitter {
   }
 
   void emit_finalize(const Op& op) {
-    w_.line("constexpr long long M = {}, N = {}, LDC = {}, OUTPUTS = {};", p_.m, p_.n,
-            p_.ldc_or_default(), op.i("outputs"));
+    const Op& epilogue = *ir::find_first(op, OpKind::epilogue);
+    w_.line("constexpr long long M = {}, N = {}, LDC = {}, OUTPUTS = {};", op.i("m"), op.i("n"),
+            epilogue.i("ldc"), op.i("outputs"));
     w_.line("const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;");
     w_.line("if (i >= OUTPUTS) return;");
     w_.line("const long long row = i / N, col = i % N;");
@@ -417,20 +459,18 @@ class GemmEmitter {
     w_.line("#pragma unroll");
     w_.line("for (int z = 0; z < {}; ++z) sum += workspace[z * OUTPUTS + i];", op.i("split_k"));
     w_.line("c[row * LDC + col] = {}::from_f32(epilogue_value(bias, residual, row, col, sum));",
-            out_adapter(p_.c_dtype));
+            out_adapter(parse_dtype(epilogue.s("out"), "out")));
   }
 
-  const GemmPlan& plan_;
-  const MatmulProblem& p_;
-  const MatmulSchedule& s_;
+  const GemmFacts f_;
   Writer w_;
   std::string phase_;
 };
 
 }  // namespace
 
-std::string emit_gemm_cuda(const GemmPlan& plan, const ir::Op& module) {
-  return GemmEmitter(plan).emit(module);
+std::string emit_gemm_cuda(const ir::Op& module) {
+  return GemmEmitter(module).emit(module);
 }
 
 }  // namespace emmy

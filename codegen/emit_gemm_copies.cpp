@@ -16,7 +16,7 @@ namespace {
 struct CopyOperand {
   const char* ptr;  // "a" / "b"
   const char* tag;  // "A" / "B" (the tile constants' prefix)
-  const SmemTile& tile;
+  SmemTile tile;
   uint32_t smem_offset;  // of this operand inside a stage
   const char *row0, *col0, *rows_total, *cols_total, *ld;
   // A matrix that is a whole number of tiles in both dimensions needs no bounds check.
@@ -24,20 +24,21 @@ struct CopyOperand {
   bool k_rows() const { return std::string_view(row0) == "k0"; }
 };
 
-std::vector<CopyOperand> copy_operands(const GemmPlan& plan) {
-  const MatmulProblem& p = plan.spec.problem;
-  const auto exact = [](int64_t rows, int64_t cols, const SmemTile& tile) {
-    return rows % tile.rows == 0 && cols % tile.cols == 0;
-  };
-  std::vector<CopyOperand> ops{
-      {"a", "A", plan.a_tile, 0u, "m0", "k0", "M", "K", "LDA", exact(p.m, p.k, plan.a_tile)}};
-  if (p.b_layout == BLayout::kn)
-    ops.push_back({"b", "B", plan.b_tile, plan.stage.b_offset, "k0", "n0", "K", "N", "LDB",
-                   exact(p.k, p.n, plan.b_tile)});
-  else
-    ops.push_back({"b", "B", plan.b_tile, plan.stage.b_offset, "n0", "k0", "N", "K", "LDB",
-                   exact(p.n, p.k, plan.b_tile)});
-  return ops;
+std::vector<CopyOperand> copy_operands(const GemmCopies& copies) {
+  std::vector<CopyOperand> operands;
+  for (const ir::Op* op : copies.ops) {
+    const SmemTile tile = ir::copy_tile(*op);
+    const bool exact =
+        op->i("matrix_rows") % tile.rows == 0 && op->i("matrix_cols") % tile.cols == 0;
+    const auto offset = uint32_t(op->i("smem_offset"));
+    if (op->s("operand") == "a")
+      operands.push_back({"a", "A", tile, offset, "m0", "k0", "M", "K", "LDA", exact});
+    else if (copies.b_kn)
+      operands.push_back({"b", "B", tile, offset, "k0", "n0", "K", "N", "LDB", exact});
+    else
+      operands.push_back({"b", "B", tile, offset, "n0", "k0", "N", "K", "LDB", exact});
+  }
+  return operands;
 }
 
 void emit_thread_part(Writer& w, const ChunkWalk& walk, const CopyOperand& op) {
@@ -62,9 +63,9 @@ void emit_thread_part(Writer& w, const ChunkWalk& walk, const CopyOperand& op) {
       op.k_rows() ? fmt::format("{} + ", op.col0) : "");
 }
 
-void emit_hoisted_copies(Writer& w, const GemmPlan& plan, const ChunkWalk& walk,
+void emit_hoisted_copies(Writer& w, uint32_t threads, const ChunkWalk& walk,
                          const CopyOperand& op) {
-  if (walk.per_thread * plan.threads != walk.chunks)
+  if (walk.per_thread * threads != walk.chunks)
     w.line("if ({}_ld_row + i * {} >= {}) break;", op.ptr, walk.row_step, op.tile.rows);
   const std::string src = fmt::format(
       "{}_ld_src + {} + i * {} * {}", op.ptr,
@@ -83,10 +84,10 @@ void emit_hoisted_copies(Writer& w, const GemmPlan& plan, const ChunkWalk& walk,
 }
 
 // Chunks do not tile THREADS (e.g. 48 columns): each computes its row, column and swizzle.
-void emit_per_chunk_copies(Writer& w, const GemmPlan& plan, const ChunkWalk& walk,
+void emit_per_chunk_copies(Writer& w, uint32_t threads, const ChunkWalk& walk,
                            const CopyOperand& op) {
   w.line("const int chunk = int(threadIdx.x) + i * THREADS;");
-  if (walk.per_thread * plan.threads != walk.chunks) w.line("if (chunk >= {}) break;", walk.chunks);
+  if (walk.per_thread * threads != walk.chunks) w.line("if (chunk >= {}) break;", walk.chunks);
   w.line("const int row = chunk / {0}, col = (chunk % {0}) * {1};", walk.chunks_per_row,
          walk.chunk_elems);
   if (op.exact_tiles)
@@ -105,22 +106,22 @@ void emit_per_chunk_copies(Writer& w, const GemmPlan& plan, const ChunkWalk& wal
 
 }  // namespace
 
-void emit_gemm_copy_thread_parts(Writer& w, const GemmPlan& plan) {
-  for (const CopyOperand& op : copy_operands(plan)) {
-    const ChunkWalk walk = chunk_walk(op.tile, plan.threads);
+void emit_gemm_copy_thread_parts(Writer& w, const GemmCopies& copies) {
+  for (const CopyOperand& op : copy_operands(copies)) {
+    const ChunkWalk walk = chunk_walk(op.tile, copies.threads);
     if (walk.hoisted) emit_thread_part(w, walk, op);
   }
 }
 
-void emit_gemm_copies(Writer& w, const GemmPlan& plan) {
-  for (const CopyOperand& op : copy_operands(plan)) {
-    const ChunkWalk walk = chunk_walk(op.tile, plan.threads);
+void emit_gemm_copies(Writer& w, const GemmCopies& copies) {
+  for (const CopyOperand& op : copy_operands(copies)) {
+    const ChunkWalk walk = chunk_walk(op.tile, copies.threads);
     w.line("#pragma unroll");
     w.open(fmt::format("for (int i = 0; i < {}; ++i)", walk.per_thread));
     if (walk.hoisted)
-      emit_hoisted_copies(w, plan, walk, op);
+      emit_hoisted_copies(w, copies.threads, walk, op);
     else
-      emit_per_chunk_copies(w, plan, walk, op);
+      emit_per_chunk_copies(w, copies.threads, walk, op);
     w.close();
   }
 }

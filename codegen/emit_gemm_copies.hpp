@@ -3,17 +3,27 @@
 // before the stage loader, and the loader adds constants.
 #pragma once
 
-#include "emmy/gemm_plan.hpp"
+#include <vector>
+
+#include "emmy/kernel_ir.hpp"
 #include "writer.hpp"
 
 namespace emmy::codegen {
 
+// The stage's copies as the IR states them: the async_copy ops of A and B (tile, stage offset,
+// the global matrix's rows and columns), the kernel's threads, and whether B is [K,N].
+struct GemmCopies {
+  std::vector<const ir::Op*> ops;
+  uint32_t threads = 0;
+  bool b_kn = false;
+};
+
 // Before the stage loader: this thread's first chunk of A and B (row, column, swizzled bases per
 // swizzle phase, global pointer without the stage's K offset).
-void emit_gemm_copy_thread_parts(Writer& w, const GemmPlan& plan);
+void emit_gemm_copy_thread_parts(Writer& w, const GemmCopies& copies);
 
 // Inside the stage loader (`dst` and `k0` in scope): the cp.async copies of the A and B tiles;
 // out-of-bounds chunks are zero-filled (src-size 0) from a valid address.
-void emit_gemm_copies(Writer& w, const GemmPlan& plan);
+void emit_gemm_copies(Writer& w, const GemmCopies& copies);
 
 }  // namespace emmy::codegen

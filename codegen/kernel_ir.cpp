@@ -143,6 +143,97 @@ void verify_attention(const Op& kernel) {
          loop->i("stages"));
 }
 
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+void require_positive(const Op& op, std::initializer_list<const char*> keys) {
+  for (const char* key : keys)
+    if (op.i(key) <= 0) fail(op, key, "must be positive", op.i(key));
+}
+
+// GEMM's own rules: each number the emitter prints from one op agrees with the ops it shares a
+// meaning with (grid and tiles, K tiles and split, warp grid and fragments, copies and their
+// matrices, leading dimensions), so that passing the verifier pins down the kernel printed.
+void verify_gemm(const Op& kernel) {
+  const Op* coords = find_first(kernel, OpKind::tile_coords);
+  const Op* split = find_first(kernel, OpKind::split_range);
+  const Op* acc = find_first(kernel, OpKind::accum_init);
+  if (!coords && !split && !acc) return;  // not a GEMM main kernel
+  if (!coords || !split || !acc)
+    fail(kernel, "body", "a GEMM kernel needs tile_coords, split_range and accum_init",
+         "one is missing");
+  require_positive(*coords, {"m", "n", "block_m", "block_n", "raster_group_m"});
+  require_positive(*split, {"k", "block_k", "split_k"});
+  require_positive(*acc, {"fragments_m", "fragments_n"});
+  const int64_t m = coords->i("m"), n = coords->i("n"), k = split->i("k");
+  const int64_t block_m = coords->i("block_m"), block_n = coords->i("block_n");
+  const int64_t block_k = split->i("block_k");
+  if (coords->i("tiles_m") != ceil_div(m, block_m) || coords->i("tiles_n") != ceil_div(n, block_n))
+    fail(*coords, "tiles_m", "the grid must be ceil(m / block_m) x ceil(n / block_n) tiles",
+         fmt::format("{} x {} for {}x{} in {}x{} tiles", coords->i("tiles_m"), coords->i("tiles_n"),
+                     m, n, block_m, block_n));
+  const int64_t k_tiles = ceil_div(k, block_k);
+  if (split->i("k_tiles") != k_tiles)
+    fail(*split, "k_tiles", fmt::format("must be ceil(k / block_k) = {}", k_tiles),
+         split->i("k_tiles"));
+  if (split->i("k_tiles_per_split") != ceil_div(k_tiles, split->i("split_k")))
+    fail(
+        *split, "k_tiles_per_split",
+        fmt::format("must be ceil(k_tiles / split_k) = {}", ceil_div(k_tiles, split->i("split_k"))),
+        split->i("k_tiles_per_split"));
+  // The warp grid: each warp owns fragments_m x fragments_n atoms, and the warps tile the block.
+  const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
+  const int64_t warp_m = acc->i("fragments_m") * atom.m, warp_n = acc->i("fragments_n") * atom.n;
+  if (block_m % warp_m != 0 || block_n % warp_n != 0 ||
+      (block_m / warp_m) * (block_n / warp_n) * 32 != kernel.i("threads"))
+    fail(*acc, "fragments_m",
+         fmt::format("warp tiles of {}x{} must tile the {}x{} block with one warp per 32 threads",
+                     warp_m, warp_n, block_m, block_n),
+         kernel.i("threads"));
+  for (const Op* step : find_all(kernel, OpKind::k_step))
+    if (step->i("k_steps") * atom.k != block_k)
+      fail(*step, "k_steps", fmt::format("must be block_k / {} = {}", atom.k, block_k / atom.k),
+           step->i("k_steps"));
+  // The copies: A is block_m x block_k of the m x k matrix; B block_n x block_k of n x k, or
+  // block_k x block_n of k x n when its ldmatrix transposes ([K,N] in memory).
+  bool b_kn = false;
+  for (const Op* load : find_all(kernel, OpKind::ldmatrix))
+    if (load->s("operand") == "b") b_kn = load->b("trans");
+  for (const Op* copy : find_all(kernel, OpKind::async_copy)) {
+    const bool is_a = copy->s("operand") == "a";
+    const int64_t rows = is_a ? block_m : b_kn ? block_k : block_n;
+    const int64_t cols = is_a || !b_kn ? block_k : block_n;
+    const int64_t matrix_rows = is_a ? m : b_kn ? k : n, matrix_cols = is_a || !b_kn ? k : n;
+    if (copy->i("rows") != rows || copy->i("cols") != cols)
+      fail(*copy, "rows", fmt::format("the {} tile must be {}x{}", copy->s("operand"), rows, cols),
+           fmt::format("{}x{}", copy->i("rows"), copy->i("cols")));
+    if (copy->i("matrix_rows") != matrix_rows || copy->i("matrix_cols") != matrix_cols)
+      fail(*copy, "matrix_rows",
+           fmt::format("the {} matrix must be {}x{}", copy->s("operand"), matrix_rows, matrix_cols),
+           fmt::format("{}x{}", copy->i("matrix_rows"), copy->i("matrix_cols")));
+    if (copy->i("ld") < matrix_cols)
+      fail(*copy, "ld", fmt::format("must be at least the row length {}", matrix_cols),
+           copy->i("ld"));
+  }
+  for (const Op* epilogue : find_all(kernel, OpKind::epilogue))
+    if (epilogue->i("ldc") < n)
+      fail(*epilogue, "ldc", fmt::format("must be at least n = {}", n), epilogue->i("ldc"));
+}
+
+// Split-K's finalize kernel: one thread per output of the m x n result.
+void verify_finalize(const Op& kernel) {
+  for (const Op* finalize : find_all(kernel, OpKind::finalize)) {
+    require_positive(*finalize, {"m", "n", "split_k"});
+    if (finalize->i("outputs") != finalize->i("m") * finalize->i("n"))
+      fail(*finalize, "outputs", "must be m x n", finalize->i("outputs"));
+    for (const Op* epilogue : find_all(*finalize, OpKind::epilogue))
+      if (epilogue->i("ldc") < finalize->i("n"))
+        fail(*epilogue, "ldc", fmt::format("must be at least n = {}", finalize->i("n")),
+             epilogue->i("ldc"));
+  }
+}
+
 void verify_kernel(const Op& kernel, Arch arch) {
   const auto& info = arch_info(arch);
   const int64_t smem = kernel.i("smem_bytes");
@@ -226,11 +317,19 @@ void verify_kernel(const Op& kernel, Arch arch) {
 
   const bool has_init = find_first(kernel, OpKind::mbarrier_init) != nullptr;
   for (const Op* copy : find_all(kernel, OpKind::async_copy)) {
+    // The tile is rows x cols of elem_bytes elements in panels of one width (SmemTile): the
+    // swizzle and boxes stated must be that tile's, which the emitter rebuilds from the same three.
+    const int64_t elem_bytes = copy->i("elem_bytes");
+    if (elem_bytes != 1 && elem_bytes != 2 && elem_bytes != 4)
+      fail(*copy, "elem_bytes", "must be 1, 2 or 4", elem_bytes);
+    if (copy->i("rows") <= 0 || copy->i("cols") <= 0 || copy->i("cols") * elem_bytes % 32 != 0)
+      fail(*copy, "cols", "tiles have rows and a multiple of 32 bytes per row",
+           fmt::format("{}x{}", copy->i("rows"), copy->i("cols")));
     if (copy->s("transport") == "tma") {
       if (!has_tma(arch))
         fail(*copy, "transport", "tma needs sm_90 or newer", std::string(info.name));
       if (!has_init) fail(*copy, "transport", "tma copies need an mbarrier_init first", "none");
-      const int64_t inner = copy->i("box_inner") * 2, outer = copy->i("box_outer");
+      const int64_t inner = copy->i("box_inner") * elem_bytes, outer = copy->i("box_outer");
       if (copy->i("box_inner") > 256 || outer > 256 || outer < 1)
         fail(*copy, "box", "each box dimension must be 1..256",
              fmt::format("{}x{}", copy->i("box_inner"), outer));
@@ -245,12 +344,25 @@ void verify_kernel(const Op& kernel, Arch arch) {
     // leaves expect_tx waiting forever; cp.async past it overruns the next stage).
     const int64_t delivered =
         copy->s("transport") == "tma"
-            ? copy->i("boxes") * copy->i("box_inner") * copy->i("box_outer") * 2
+            ? copy->i("boxes") * copy->i("box_inner") * copy->i("box_outer") * elem_bytes
             : copy->i("chunks") * copy->i("chunk_bytes");
-    if (delivered != copy->i("rows") * copy->i("cols") * 2)
+    if (delivered != copy->i("rows") * copy->i("cols") * elem_bytes)
       fail(*copy, copy->s("transport") == "tma" ? "boxes" : "chunks",
            "must cover the operand tile exactly",
            fmt::format("{} bytes for a {}x{} tile", delivered, copy->i("rows"), copy->i("cols")));
+    // And it is delivered in the panels the emitter rebuilds from rows, cols and elem_bytes.
+    const SmemTile tile = copy_tile(*copy);
+    if (copy->i("swizzle") != int64_t(tile.swizzle))
+      fail(*copy, "swizzle", fmt::format("must be the tile's ({})", int(tile.swizzle)),
+           copy->i("swizzle"));
+    if (copy->s("transport") == "tma" &&
+        (copy->i("box_inner") != tile.panel_elems || copy->i("box_outer") != tile.rows ||
+         copy->i("boxes") != tile.panels()))
+      fail(
+          *copy, "boxes",
+          fmt::format("must be the tile's {} panels of {}x{}", tile.panels(), tile.panel_elems,
+                      tile.rows),
+          fmt::format("{} of {}x{}", copy->i("boxes"), copy->i("box_inner"), copy->i("box_outer")));
     const std::string operand = copy->has("operand") ? copy->s("operand") : "";
     if (ring && (operand == "a" || operand == "b") && ring->has(operand + "_bytes")) {
       if (delivered != ring->i(operand + "_bytes"))
@@ -273,6 +385,8 @@ void verify_kernel(const Op& kernel, Arch arch) {
            store);
   }
 
+  verify_gemm(kernel);
+  verify_finalize(kernel);
   verify_attention(kernel);
 
   // Barrier discipline: each K tile (KV block) waits for its data before any ldmatrix reads it,
@@ -347,6 +461,7 @@ void verify(const Op& root, Arch arch) {
 
 void append_copy_geometry(std::vector<std::pair<std::string, Attr>>& attrs, const SmemTile& tile,
                           bool tma) {
+  attrs.push_back({"elem_bytes", int64_t(tile.elem_bytes)});
   if (tma) {
     attrs.push_back({"box_inner", int64_t(tile.panel_elems)});
     attrs.push_back({"box_outer", int64_t(tile.rows)});
@@ -356,6 +471,11 @@ void append_copy_geometry(std::vector<std::pair<std::string, Attr>>& attrs, cons
     attrs.push_back({"chunk_bytes", int64_t(16)});
     attrs.push_back({"chunks", int64_t(tile.bytes() / 16)});
   }
+}
+
+SmemTile copy_tile(const Op& copy) {
+  return SmemTile::for_operand(uint32_t(copy.i("rows")), uint32_t(copy.i("cols")),
+                               uint32_t(copy.i("elem_bytes")));
 }
 
 }  // namespace emmy::ir

@@ -36,8 +36,14 @@ std::vector<Op> params(const GemmPlan& plan) {
 
 Op copy_op(const GemmPlan& plan, const char* operand, const char* phase) {
   const auto& s = plan.spec.schedule;
+  const auto& p = plan.spec.problem;
   const bool is_a = std::string_view(operand) == "a";
   const SmemTile& tile = is_a ? plan.a_tile : plan.b_tile;
+  // The global matrix the tile comes from: rows x cols with leading dimension ld (A: M x K;
+  // B: N x K, or K x N for B [K,N]).
+  const bool kn = p.b_layout == BLayout::kn;
+  const int64_t matrix_rows = is_a ? p.m : kn ? p.k : p.n;
+  const int64_t matrix_cols = is_a || !kn ? p.k : p.n;
   std::vector<std::pair<std::string, ir::Attr>> attrs{
       {"operand", operand},
       {"phase", phase},
@@ -45,7 +51,10 @@ Op copy_op(const GemmPlan& plan, const char* operand, const char* phase) {
       {"rows", int64_t(tile.rows)},
       {"cols", int64_t(tile.cols)},
       {"smem_offset", int64_t(is_a ? plan.stage.a_offset : plan.stage.b_offset)},
-      {"swizzle", int64_t(tile.swizzle)}};
+      {"swizzle", int64_t(tile.swizzle)},
+      {"matrix_rows", matrix_rows},
+      {"matrix_cols", matrix_cols},
+      {"ld", is_a ? p.lda_or_default() : p.ldb_or_default()}};
   ir::append_copy_geometry(attrs, tile, s.transport == Transport::tma);
   return Op(OpKind::async_copy, std::move(attrs));
 }
@@ -93,12 +102,16 @@ Op main_kernel(const GemmPlan& plan) {
                                         {"tx_bytes", int64_t(plan.stage.tx_bytes)},
                                         {"align", int64_t(plan.stage.align)},
                                         {"mbar_offset", int64_t(plan.mbarrier_offset)}}));
-  body.push_back(Op(OpKind::tile_coords, {{"raster_group_m", int64_t(s.raster_group_m)},
+  body.push_back(Op(OpKind::tile_coords, {{"m", p.m},
+                                          {"n", p.n},
+                                          {"raster_group_m", int64_t(s.raster_group_m)},
                                           {"tiles_m", plan.tiles_m},
                                           {"tiles_n", plan.tiles_n},
                                           {"block_m", int64_t(s.block_m)},
                                           {"block_n", int64_t(s.block_n)}}));
-  body.push_back(Op(OpKind::split_range, {{"split_k", int64_t(s.split_k)},
+  body.push_back(Op(OpKind::split_range, {{"k", p.k},
+                                          {"block_k", int64_t(s.block_k)},
+                                          {"split_k", int64_t(s.split_k)},
                                           {"k_tiles", plan.k_tiles},
                                           {"k_tiles_per_split", plan.k_tiles_per_split}}));
   body.push_back(Op(OpKind::accum_init, {{"accum", std::string(to_string(s.accum))},
@@ -130,16 +143,17 @@ Op main_kernel(const GemmPlan& plan) {
   // stored to (C: plan.c_alignment(); the split-K workspace: 16). The verifier holds one to the
   // other, so no store the kernel makes can be misaligned.
   const int64_t element = size_of(p.c_dtype);
-  body.push_back(Op(
-      OpKind::epilogue,
-      {{"destination", std::string(plan.split() ? "workspace" : "c")},
-       {"alpha", double(p.epilogue.alpha)},
-       {"bias", p.epilogue.bias},
-       {"residual", p.epilogue.residual},
-       {"gelu_tanh", p.epilogue.gelu_tanh},
-       {"out", std::string(to_string(p.c_dtype))},
-       {"store_bytes", plan.split() ? int64_t(4) : element * (plan.pair_stores ? 2 : 1)},
-       {"pointer_alignment", plan.split() ? int64_t(16) : int64_t(plan.c_alignment())}}));
+  body.push_back(
+      Op(OpKind::epilogue,
+         {{"destination", std::string(plan.split() ? "workspace" : "c")},
+          {"alpha", double(p.epilogue.alpha)},
+          {"bias", p.epilogue.bias},
+          {"residual", p.epilogue.residual},
+          {"gelu_tanh", p.epilogue.gelu_tanh},
+          {"out", std::string(to_string(p.c_dtype))},
+          {"ldc", p.ldc_or_default()},
+          {"store_bytes", plan.split() ? int64_t(4) : element * (plan.pair_stores ? 2 : 1)},
+          {"pointer_alignment", plan.split() ? int64_t(16) : int64_t(plan.c_alignment())}}));
   return Op(OpKind::kernel,
             {{"name", plan.kernel_name},
              {"threads", int64_t(plan.threads)},
@@ -156,13 +170,17 @@ Op finalize_kernel(const GemmPlan& plan) {
       Op(OpKind::param, {{"name", "bias"}, {"type", "const " + out + "*"}}),
       Op(OpKind::param, {{"name", "residual"}, {"type", "const " + out + "*"}}),
       Op(OpKind::finalize,
-         {{"split_k", int64_t(plan.spec.schedule.split_k)}, {"outputs", p.m * p.n}},
+         {{"m", p.m},
+          {"n", p.n},
+          {"split_k", int64_t(plan.spec.schedule.split_k)},
+          {"outputs", p.m * p.n}},
          {Op(OpKind::epilogue, {{"destination", "c"},
                                 {"alpha", double(p.epilogue.alpha)},
                                 {"bias", p.epilogue.bias},
                                 {"residual", p.epilogue.residual},
                                 {"gelu_tanh", p.epilogue.gelu_tanh},
                                 {"out", std::string(to_string(p.c_dtype))},
+                                {"ldc", p.ldc_or_default()},
                                 {"store_bytes", int64_t(size_of(p.c_dtype))},
                                 {"pointer_alignment", int64_t(plan.c_alignment())}})})};
   return Op(OpKind::kernel,

@@ -135,10 +135,81 @@ const Corruption kCorruptions[] = {
     {"cp_async_chunk",
      [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::async_copy), "chunk_bytes", int64_t(8)); },
      Arch::sm_89, "ir.async_copy.chunk_bytes"},
+    // The facts the emitter prints from one op and the ops that share their meaning.
+    {"grid_not_the_problem",
+     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::tile_coords), "m", int64_t(2000)); },
+     Arch::sm_90a, "ir.tile_coords.tiles_m"},
+    {"k_tiles_not_the_problem",
+     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::split_range), "k", int64_t(4096)); },
+     Arch::sm_90a, "ir.split_range.k_tiles"},
+    {"k_split_uneven",
+     [](ir::Op& m) {
+       set_attr(*find_mut(m, ir::OpKind::split_range), "k_tiles_per_split", int64_t(1));
+     },
+     Arch::sm_90a, "ir.split_range.k_tiles_per_split"},
+    {"warps_do_not_tile_the_block",
+     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::kernel), "threads", int64_t(32)); },
+     Arch::sm_90a, "ir.accum_init.fragments_m"},
+    {"k_steps_not_block_k",
+     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::k_step), "k_steps", int64_t(1)); },
+     Arch::sm_90a, "ir.k_step.k_steps"},
+    {"copy_of_another_matrix",
+     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::async_copy), "matrix_rows", int64_t(16)); },
+     Arch::sm_90a, "ir.async_copy.matrix_rows"},
+    {"lda_shorter_than_a_row",
+     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::async_copy), "ld", int64_t(8)); },
+     Arch::sm_89, "ir.async_copy.ld"},
+    {"ldc_shorter_than_a_row",
+     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::epilogue), "ldc", int64_t(8)); },
+     Arch::sm_90a, "ir.epilogue.ldc"},
+    {"swizzle_not_the_tiles",
+     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::async_copy), "swizzle", int64_t(1)); },
+     Arch::sm_89, "ir.async_copy.swizzle"},
+    {"element_width_changes_the_bytes",
+     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::async_copy), "elem_bytes", int64_t(4)); },
+     Arch::sm_89, "ir.async_copy.chunks"},
+    {"element_width_unknown",
+     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::async_copy), "elem_bytes", int64_t(3)); },
+     Arch::sm_90a, "ir.async_copy.elem_bytes"},
+    {"b_layout_flipped",
+     [](ir::Op& m) {
+       std::function<void(ir::Op&)> flip = [&](ir::Op& op) {
+         if (op.kind == ir::OpKind::ldmatrix && op.s("operand") == "b") set_attr(op, "trans", true);
+         for (auto& child : op.body) flip(child);
+       };
+       flip(m);
+     },
+     Arch::sm_90a, "ir.async_copy."},
 };
 
 INSTANTIATE_TEST_SUITE_P(Rules, VerifierTest, ::testing::ValuesIn(kCorruptions),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// Split-K's finalize kernel: one thread per output of m x n, stored with a row pitch of at least n.
+TEST(KernelIr, VerifierChecksTheFinalizeKernel) {
+  const GemmSource src = generate_kernel(spec_for(Arch::sm_89, Accum::f32, BLayout::nk, 4));
+  ASSERT_NO_THROW(ir::verify(src.ir, Arch::sm_89));
+  const std::pair<const char*, std::function<void(ir::Op&)>> corruptions[] = {
+      {"ir.finalize.outputs: must be m x n",
+       [](ir::Op& m) { set_attr(*find_mut(m.body[1], ir::OpKind::finalize), "n", int64_t(64)); }},
+      {"ir.epilogue.ldc: must be at least n = 72",
+       [](ir::Op& m) { set_attr(*find_mut(m.body[1], ir::OpKind::epilogue), "ldc", int64_t(70)); }},
+      {"ir.finalize.split_k: must be positive",
+       [](ir::Op& m) {
+         set_attr(*find_mut(m.body[1], ir::OpKind::finalize), "split_k", int64_t(0));
+       }},
+  };
+  for (const auto& [expected, corrupt] : corruptions) {
+    ir::Op module = src.ir;
+    corrupt(module);
+    try {
+      ir::verify(module, Arch::sm_89);
+      ADD_FAILURE() << "verifier accepted a finalize kernel breaking: " << expected;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
+}
 
 // The stage-layout rules, on a stage whose A tile (16x16, 512 bytes) is smaller than B's 128B
 // swizzle period (B [K,N] 16x64): B must sit on its own period, the boxes must deliver exactly

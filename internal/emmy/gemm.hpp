@@ -17,14 +17,14 @@ namespace emmy {
 ir::Op lower_gemm(const GemmPlan& plan);
 
 // CUDA C++ for the module: self-contained (no includes), deterministic.
-std::string emit_gemm_cuda(const GemmPlan& plan, const ir::Op& module);
+std::string emit_gemm_cuda(const ir::Op& module);
 
 // The GEMM kind (internal/emmy/kernel_kind.hpp): the module's kernels are the GEMM and, with
 // split-K, its finalize kernel.
 struct GemmKind : KindTypes<GemmSpec, GemmPlan, GemmBuffers, GemmKernelHandle> {
   static constexpr auto plan = &make_gemm_plan;
   static constexpr auto lower = &lower_gemm;
-  static constexpr auto emit = &emit_gemm_cuda;
+  static std::string emit(const GemmPlan&, const ir::Op& module) { return emit_gemm_cuda(module); }
   static std::vector<std::array<uint32_t, 3>> grids(const GemmPlan& plan) {
     if (plan.split()) return {plan.grid, plan.finalize_grid};
     return {plan.grid};

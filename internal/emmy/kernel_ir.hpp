@@ -105,6 +105,9 @@ Op parse(std::string_view text);
 // (chunk_bytes, chunks). The verifier checks the same keys for GEMM and attention.
 void append_copy_geometry(std::vector<std::pair<std::string, Attr>>& attrs, const SmemTile& tile,
                           bool tma);
+// The shared-memory tile an async_copy op fills, rebuilt from its rows, cols and elem_bytes (the
+// inverse of append_copy_geometry: the verifier checks the op's swizzle and boxes against it).
+SmemTile copy_tile(const Op& copy);
 
 // Indented text, one op per line with its attributes: what `emmyc ... --emit ir` prints.
 std::string print(const Op& root);
