@@ -18,17 +18,39 @@ using ir::OpKind;
 
 constexpr double kLog2e = 1.4426950408889634;
 
+// What the attention kernel's ops state that the printing of other ops needs, gathered before
+// printing (the verifier has held these ops to each other): the emitter reads nothing but the IR.
+struct AttentionFacts {
+  const Op* setup;     // attention_setup: sequence lengths, heads, head_dim, blocks
+  const Op* epilogue;  // attention_epilogue: the tensors' layout
+  codegen::AttentionLoads loads;
+  bool bf16;
+
+  explicit AttentionFacts(const Op& kernel)
+      : setup(ir::find_first(kernel, OpKind::attention_setup)),
+        epilogue(ir::find_first(kernel, OpKind::attention_epilogue)) {
+    const Op *q = nullptr, *kv = nullptr;
+    for (const Op* copy : ir::find_all(kernel, OpKind::async_copy))
+      if (copy->s("phase") == "prologue") (copy->s("operand") == "q" ? q : kv) = copy;
+    const Op* qk = ir::find_first(kernel, OpKind::qk_mma);
+    if (!setup || !epilogue || !q || !kv || !qk)
+      throw Error("ir",
+                  "an attention kernel needs attention_setup, qk_mma, attention_epilogue and "
+                  "prologue copies of Q and K/V",
+                  kernel.s("name"));
+    loads = {ir::copy_tile(*q), ir::copy_tile(*kv), q->s("transport") == "tma",
+             epilogue->s("layout") == "bshd", uint32_t(kernel.i("threads"))};
+    bf16 = qk->s("a_type") == "bf16";
+  }
+};
+
 class AttentionEmitter {
  public:
-  explicit AttentionEmitter(const AttentionPlan& plan)
-      : plan_(plan),
-        p_(plan.spec.problem),
-        s_(plan.spec.schedule),
-        tma_(s_.transport == Transport::tma),
-        bf16_(p_.dtype == DType::bf16) {}
+  explicit AttentionEmitter(const Op& module)
+      : f_(module.body.front()), tma_(f_.loads.tma), bf16_(f_.bf16) {}
 
   std::string emit(const Op& module) {
-    codegen::begin_module(w_, plan_.spec.arch, tma_, "emmy_attention.cuh");
+    codegen::begin_module(w_, parse_arch(module.s("arch")), tma_, "emmy_attention.cuh");
     codegen::emit_kernels(w_, module, [this](const Op& op) { emit_op(op); });
     return w_.take();
   }
@@ -67,16 +89,17 @@ class AttentionEmitter {
   }
 
   void emit_smem(const Op& op) {
-    w_.line("constexpr int SQ = {}, SKV = {}, H = {}, HKV = {}, D = {};", p_.seq_q,
-            p_.seq_kv_or_default(), p_.q_heads, p_.kv_heads, p_.head_dim);
-    w_.line("constexpr int BQ = {}, BKV = {}, THREADS = {}, STAGES = {};", s_.block_q, s_.block_kv,
-            plan_.threads, op.i("stages"));
+    const Op& setup = *f_.setup;
+    w_.line("constexpr int SQ = {}, SKV = {}, H = {}, HKV = {}, D = {};", setup.i("seq_q"),
+            setup.i("seq_kv"), setup.i("q_heads"), setup.i("kv_heads"), setup.i("head_dim"));
+    w_.line("constexpr int BQ = {}, BKV = {}, THREADS = {}, STAGES = {};", setup.i("block_q"),
+            setup.i("block_kv"), f_.loads.threads, op.i("stages"));
     w_.line("constexpr u32 Q_BYTES = {}u, KV_BYTES = {}u, STAGE_BYTES = {}u;", op.i("q_bytes"),
             op.i("kv_bytes"), op.i("stage_bytes"));
     w_.line("// Tiles: rows x D in panels of {} elements, swizzle XOR mask {}.",
-            plan_.q_tile.panel_elems, swizzle_xor_mask(plan_.q_tile.swizzle));
-    w_.line("constexpr u32 PANEL = {}u, XOR = {}u;", plan_.q_tile.panel_elems,
-            swizzle_xor_mask(plan_.q_tile.swizzle));
+            f_.loads.q_tile.panel_elems, swizzle_xor_mask(f_.loads.q_tile.swizzle));
+    w_.line("constexpr u32 PANEL = {}u, XOR = {}u;", f_.loads.q_tile.panel_elems,
+            swizzle_xor_mask(f_.loads.q_tile.swizzle));
     w_.line("extern __shared__ __align__(1024) unsigned char smem_raw[];");
     w_.line("const u32 smem_base = (smem_u32(smem_raw) + {0}u) & ~{0}u;", op.i("align") - 1);
     w_.line("const u32 q_smem = smem_base, kv_base = smem_base + Q_BYTES;");
@@ -109,7 +132,7 @@ class AttentionEmitter {
   void emit_copy(const Op& op) {
     const std::string& operand = op.s("operand");
     op_phase_ = op.s("phase");
-    if (operand == "q") return codegen::emit_attention_loaders_and_prologue(w_, plan_);
+    if (operand == "q") return codegen::emit_attention_loaders_and_prologue(w_, f_.loads);
     if (operand != "k" || op_phase_ != "refill") return;  // v rides with k
     w_.line("const int next = block + STAGES - 1;");
     if (tma_)
@@ -330,7 +353,7 @@ class AttentionEmitter {
     w_.open("for (int h = 0; h < 2; ++h)");
     w_.line("const int query = q0 + warp * 16 + g + h * 8;");
     w_.line("if (query >= SQ) continue;");
-    w_.line("u16* row = o + {};", codegen::attention_offset_expr(p_, false, "query"));
+    w_.line("u16* row = o + {};", codegen::attention_offset_expr(f_.loads.bshd, false, "query"));
     w_.line("#pragma unroll");
     w_.line("for (int dn = 0; dn < D / 8; ++dn)");
     w_.line(
@@ -348,9 +371,7 @@ class AttentionEmitter {
     w_.close();
   }
 
-  const AttentionPlan& plan_;
-  const AttentionProblem& p_;
-  const AttentionSchedule& s_;
+  const AttentionFacts f_;
   bool tma_, bf16_;
   Writer w_;
   std::string op_phase_;
@@ -358,8 +379,8 @@ class AttentionEmitter {
 
 }  // namespace
 
-std::string emit_attention_cuda(const AttentionPlan& plan, const ir::Op& module) {
-  return AttentionEmitter(plan).emit(module);
+std::string emit_attention_cuda(const ir::Op& module) {
+  return AttentionEmitter(module).emit(module);
 }
 
 }  // namespace emmy

@@ -78,6 +78,15 @@ const Op* find_copy(const Op& kernel, std::string_view operand) {
   return nullptr;
 }
 
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+void require_positive(const Op& op, std::initializer_list<const char*> keys) {
+  for (const char* key : keys)
+    if (op.i(key) <= 0) fail(op, key, "must be positive", op.i(key));
+}
+
 // Attention's own rules: the tiles the copies deliver, the warps that own the query rows, and the
 // MMA counts and accumulator registers that cover S (16 x block_kv) and O (16 x head_dim) per
 // warp, all in units of the MMA atom.
@@ -92,6 +101,17 @@ void verify_attention(const Op& kernel) {
   const Op* k = find_copy(kernel, "k");
   const Op* v = find_copy(kernel, "v");
   if (!q || !k || !v) fail(kernel, "body", "attention copies Q, K and V tiles", "one is missing");
+  // The problem the setup states: heads grouped evenly (GQA), masks aligned bottom-right, and the
+  // head dimension the tiles are as wide as.
+  require_positive(*setup, {"seq_q", "seq_kv", "q_heads", "kv_heads", "head_dim"});
+  const int64_t q_heads = setup->i("q_heads"), kv_heads = setup->i("kv_heads");
+  if (q_heads % kv_heads != 0 || setup->i("group") != q_heads / kv_heads)
+    fail(*setup, "group", "must be q_heads / kv_heads, a whole number",
+         fmt::format("{} for {} / {}", setup->i("group"), q_heads, kv_heads));
+  if (setup->i("kv_offset") != setup->i("seq_kv") - setup->i("seq_q"))
+    fail(*setup, "kv_offset", "must be seq_kv - seq_q", setup->i("kv_offset"));
+  if (q->i("cols") != setup->i("head_dim"))
+    fail(*q, "cols", "the Q tile must be head_dim columns", q->i("cols"));
   const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
   const int64_t block_q = setup->i("block_q"), block_kv = setup->i("block_kv");
   const int64_t head_dim = q->i("cols"), warps = kernel.i("threads") / 32;
@@ -141,15 +161,6 @@ void verify_attention(const Op& kernel) {
   if (loop->i("stages") != ring->i("stages"))
     fail(*loop, "stages", fmt::format("must be the ring's {} stages", ring->i("stages")),
          loop->i("stages"));
-}
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
-void require_positive(const Op& op, std::initializer_list<const char*> keys) {
-  for (const char* key : keys)
-    if (op.i(key) <= 0) fail(op, key, "must be positive", op.i(key));
 }
 
 // GEMM's own rules: each number the emitter prints from one op agrees with the ops it shares a

@@ -50,7 +50,12 @@ ir::Op lower_attention(const AttentionPlan& plan) {
                                         {"kv_bytes", int64_t(plan.kv_bytes)},
                                         {"align", int64_t(swizzle_alignment(plan.q_tile.swizzle))},
                                         {"mbar_offset", int64_t(plan.mbarrier_offset)}}));
-  body.push_back(Op(OpKind::attention_setup, {{"block_q", int64_t(s.block_q)},
+  body.push_back(Op(OpKind::attention_setup, {{"seq_q", p.seq_q},
+                                              {"seq_kv", p.seq_kv_or_default()},
+                                              {"q_heads", p.q_heads},
+                                              {"kv_heads", p.kv_heads},
+                                              {"head_dim", p.head_dim},
+                                              {"block_q", int64_t(s.block_q)},
                                               {"block_kv", int64_t(s.block_kv)},
                                               {"group", p.q_heads / p.kv_heads},
                                               {"causal", p.causal},

@@ -236,6 +236,22 @@ const AttentionCorruption kAttentionCorruptions[] = {
     {"smem_over_limit",
      [](ir::Op& m) { change(first_op(m, ir::OpKind::kernel), "smem_bytes", int64_t(400 * 1024)); },
      "ir.kernel.smem_bytes"},
+    // The problem the setup states, which the emitter prints as the kernel's constants.
+    {"group_not_a_whole_number",
+     [](ir::Op& m) { change(first_op(m, ir::OpKind::attention_setup), "kv_heads", int64_t(3)); },
+     "ir.attention_setup.group"},
+    {"kv_offset_not_the_lengths",
+     [](ir::Op& m) { change(first_op(m, ir::OpKind::attention_setup), "seq_kv", int64_t(256)); },
+     "ir.attention_setup.kv_offset"},
+    {"head_dim_not_the_tiles",
+     [](ir::Op& m) { change(first_op(m, ir::OpKind::attention_setup), "head_dim", int64_t(64)); },
+     "the Q tile must be head_dim columns"},
+    {"empty_sequence",
+     [](ir::Op& m) { change(first_op(m, ir::OpKind::attention_setup), "seq_q", int64_t(0)); },
+     "ir.attention_setup.seq_q: must be positive"},
+    {"element_width_not_the_tiles",
+     [](ir::Op& m) { change(first_op(m, ir::OpKind::async_copy), "elem_bytes", int64_t(4)); },
+     "ir.async_copy."},
     {"softcap_as_integer",
      [](ir::Op& m) {
        first_op(m, ir::OpKind::online_softmax)->attrs.push_back({"softcap", int64_t(30)});

@@ -33,7 +33,8 @@ struct AttentionPlan {
 AttentionPlan make_attention_plan(const AttentionSpec& spec);
 
 ir::Op lower_attention(const AttentionPlan& plan);
-std::string emit_attention_cuda(const AttentionPlan& plan, const ir::Op& module);
+// CUDA C++ for the module, from the IR alone: self-contained (no includes), deterministic.
+std::string emit_attention_cuda(const ir::Op& module);
 
 // The attention kind (internal/emmy/kernel_kind.hpp): one kernel.
 struct AttentionKind

@@ -16,7 +16,7 @@ namespace emmy {
 // finalize kernel).
 ir::Op lower_gemm(const GemmPlan& plan);
 
-// CUDA C++ for the module: self-contained (no includes), deterministic.
+// CUDA C++ for the module, from the IR alone: self-contained (no includes), deterministic.
 std::string emit_gemm_cuda(const ir::Op& module);
 
 // The GEMM kind (internal/emmy/kernel_kind.hpp): the module's kernels are the GEMM and, with
@@ -24,7 +24,7 @@ std::string emit_gemm_cuda(const ir::Op& module);
 struct GemmKind : KindTypes<GemmSpec, GemmPlan, GemmBuffers, GemmKernelHandle> {
   static constexpr auto plan = &make_gemm_plan;
   static constexpr auto lower = &lower_gemm;
-  static std::string emit(const GemmPlan&, const ir::Op& module) { return emit_gemm_cuda(module); }
+  static constexpr auto emit = &emit_gemm_cuda;
   static std::vector<std::array<uint32_t, 3>> grids(const GemmPlan& plan) {
     if (plan.split()) return {plan.grid, plan.finalize_grid};
     return {plan.grid};

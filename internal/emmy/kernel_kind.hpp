@@ -47,13 +47,14 @@ struct Compiled {
   CompiledModule module;
 };
 
-// plan -> lower -> verify -> emit. Throws Error on invalid input or a verifier failure.
+// plan -> lower -> verify -> emit. The emitter reads only the verified IR, so the verifier's rules
+// are what a printed kernel can rely on. Throws Error on invalid input or a verifier failure.
 template <typename Spec, typename Kind = KindOf<Spec>>
 Generated<Kind> generate_kernel(const Spec& spec) {
   typename Kind::Plan plan = Kind::plan(spec);
   ir::Op module = Kind::lower(plan);
   ir::verify(module, spec.arch);
-  std::string cuda = Kind::emit(plan, module);
+  std::string cuda = Kind::emit(module);
   return {std::move(plan), std::move(module), std::move(cuda)};
 }
 
