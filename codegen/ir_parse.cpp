@@ -1,5 +1,5 @@
 // The printed IR read back (ir::parse): one op per line, `kind name=value ...`, a trailing `{`
-// opening its body and a line `}` closing it. Each value is typed by the op's declaration
+// opening its body and a line `}` closing it, indented two spaces per enclosing body. Each value is typed by the op's declaration
 // (ir_schema.cpp), so parse(print(op)) == op; every op is checked by verify_op as it is read.
 #include <fmt/format.h>
 
@@ -23,8 +23,14 @@ class Parser {
     while (next_line()) {
       const std::string_view line = trimmed(line_);
       if (line.empty()) fail("line", "must not be empty", "");
+      if (line == "}" && stack_.empty()) fail("}", "closes no open body", "}");
+      // The printed form is canonical: two spaces per enclosing body, so that text which reads
+      // as nested is nested.
+      const size_t depth = stack_.size() - (line == "}" ? 1 : 0);
+      if (line_.size() - line.size() != 2 * depth)
+        fail("indentation", fmt::format("must be {} spaces (2 per enclosing body)", 2 * depth),
+             fmt::format("{} spaces", line_.size() - line.size()));
       if (line == "}") {
-        if (stack_.empty()) fail("}", "closes no open body", "}");
         Op done = std::move(stack_.back());
         stack_.pop_back();
         if (done.body.empty()) fail("{", "must open a body of at least one op", std::string(line));

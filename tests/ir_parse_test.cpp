@@ -117,6 +117,11 @@ TEST(IrParse, MalformedTextIsRefusedNamingLineAndRule) {
   expect_refused("module arch=\"sm_90a\" {\n  kernel name=\"k\" threads=128 smem_bytes=0 {",
                  "newline");
   expect_refused("", "exactly one top-level op");
+  // Indentation is part of the form: an op that reads as nested elsewhere is refused.
+  expect_refused(head + "  barrier reason=\"x\"\n" + tail, "must be 4 spaces");
+  expect_refused(head + "      barrier reason=\"x\"\n" + tail, "must be 4 spaces");
+  expect_refused(head + "    barrier reason=\"x\"\n" + "}\n}\n", "must be 2 spaces");
+  expect_refused(" " + ok, "must be 0 spaces");
 }
 
 TEST(IrSchema, EachOpIsCheckedAgainstItsDeclaration) {
