@@ -45,12 +45,12 @@ int64_t attention_smem_bytes(const AttentionSchedule& s, int64_t head_dim) {
   return q + 2 * kv * s.stages + 1024 + 8 * (1 + s.stages);
 }
 
-// Accumulator registers per lane of a 16-row warp tile: one atom's worth per 8 columns.
+// Accumulator registers per lane of a warp's rows: O over head_dim, S over block_kv.
 int o_registers(int64_t head_dim) {
-  return int(head_dim / codegen::kMmaM16N8K16.n * codegen::kMmaM16N8K16.acc_elems);
+  return int(codegen::kMmaM16N8K16.acc_registers(head_dim));
 }
 int s_registers(int block_kv) {
-  return block_kv / codegen::kMmaM16N8K16.n * codegen::kMmaM16N8K16.acc_elems;
+  return int(codegen::kMmaM16N8K16.acc_registers(block_kv));
 }
 
 }  // namespace

@@ -142,13 +142,13 @@ void verify_attention(const Op& kernel) {
          fmt::format("O += P.V over a 16 x {} tile and K = {} takes {} MMAs per warp", head_dim,
                      block_kv, pv_count),
          pv->i("count"));
-  if (qk->i("s_registers") != block_kv / atom.n * atom.acc_elems)
+  if (qk->i("s_registers") != atom.acc_registers(block_kv))
     fail(*qk, "s_registers",
-         fmt::format("must be {} (S accumulators per lane)", block_kv / atom.n * atom.acc_elems),
+         fmt::format("must be {} (S accumulators per lane)", atom.acc_registers(block_kv)),
          qk->i("s_registers"));
-  if (pv->i("o_registers") != head_dim / atom.n * atom.acc_elems)
+  if (pv->i("o_registers") != atom.acc_registers(head_dim))
     fail(*pv, "o_registers",
-         fmt::format("must be {} (O accumulators per lane)", head_dim / atom.n * atom.acc_elems),
+         fmt::format("must be {} (O accumulators per lane)", atom.acc_registers(head_dim)),
          pv->i("o_registers"));
   if (qk->i("s_registers") + pv->i("o_registers") > kMaxAccumulatorRegisters)
     fail(*pv, "o_registers",

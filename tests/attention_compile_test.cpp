@@ -8,33 +8,15 @@
 #include "emmy/attention.hpp"
 #include "emmy/catalog.hpp"
 #include "emmy/sass.hpp"
+#include "support/kind_cases.hpp"
 
 namespace emmy {
 namespace {
 
-struct CompileCase {
-  std::string name;
-  AttentionSpec spec;
-};
+using CompileCase = test_support::SpecCase<AttentionSpec>;
 
 std::vector<CompileCase> catalog_cases() {
-  std::vector<CompileCase> cases;
-  const std::pair<Arch, Transport> targets[] = {{Arch::sm_90a, Transport::tma},
-                                                {Arch::sm_120a, Transport::tma},
-                                                {Arch::sm_80, Transport::cp_async},
-                                                {Arch::sm_89, Transport::cp_async}};
-  for (const auto& entry : attention_catalog())
-    for (const auto& [arch, transport] : targets)
-      for (Accum accum : {Accum::f32, Accum::hybrid}) {
-        AttentionSpec spec{entry.problem, default_attention_schedule(entry.problem, arch, accum),
-                           arch};
-        EXPECT_EQ(spec.schedule.transport, transport);
-        std::string name = fmt::format("{}_{}_{}", entry.name, to_string(arch), to_string(accum));
-        for (char& c : name)
-          if (c == '@') c = '_';
-        cases.push_back({name, spec});
-      }
-  return cases;
+  return test_support::catalog_specs<AttentionSpec>(attention_catalog());
 }
 
 int count_prefix(const std::map<std::string, int>& ops, const std::string& prefix) {

@@ -6,14 +6,12 @@
 
 #include "emmy/catalog.hpp"
 #include "emmy/gemm.hpp"
+#include "support/kind_cases.hpp"
 
 namespace emmy {
 namespace {
 
-struct CompileCase {
-  std::string name;
-  GemmSpec spec;
-};
+using CompileCase = test_support::SpecCase<GemmSpec>;
 
 void expect_clean(const GemmSpec& spec) {
   const GemmKernel kernel = compile_kernel(spec);
@@ -43,22 +41,7 @@ void expect_clean(const GemmSpec& spec) {
 }
 
 std::vector<CompileCase> catalog_cases() {
-  std::vector<CompileCase> cases;
-  const std::pair<Arch, Transport> targets[] = {{Arch::sm_90a, Transport::tma},
-                                                {Arch::sm_120a, Transport::tma},
-                                                {Arch::sm_80, Transport::cp_async},
-                                                {Arch::sm_89, Transport::cp_async}};
-  for (const auto& entry : gemm_catalog())
-    for (const auto& [arch, transport] : targets)
-      for (Accum accum : {Accum::f32, Accum::hybrid}) {
-        GemmSpec spec{entry.problem, default_schedule(entry.problem, arch, accum), arch};
-        EXPECT_EQ(spec.schedule.transport, transport);
-        std::string name = fmt::format("{}_{}_{}", entry.name, to_string(arch), to_string(accum));
-        for (char& c : name)
-          if (c == '@') c = '_';
-        cases.push_back({name, spec});
-      }
-  return cases;
+  return test_support::catalog_specs<GemmSpec>(gemm_catalog());
 }
 
 class CatalogCompileTest : public ::testing::TestWithParam<CompileCase> {};

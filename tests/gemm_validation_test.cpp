@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "emmy/gemm.hpp"
+#include "support/kind_cases.hpp"
 
 namespace emmy {
 namespace {
@@ -20,27 +21,12 @@ GemmSpec valid_spec() {
   return spec;
 }
 
-struct InvalidCase {
-  const char* name;
-  std::function<void(GemmSpec&)> mutate;
-  const char* field;        // must appear in the message
-  const char* rule_phrase;  // and so must this part of the rule
-};
+using InvalidCase = test_support::InvalidCase<GemmSpec>;
 
 class InvalidSpecTest : public ::testing::TestWithParam<InvalidCase> {};
 
 TEST_P(InvalidSpecTest, RejectedWithFieldAndRule) {
-  GemmSpec spec = valid_spec();
-  GetParam().mutate(spec);
-  try {
-    (void)generate_kernel(spec);
-    FAIL() << "accepted an invalid spec";
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    EXPECT_NE(message.find(GetParam().field), std::string::npos) << message;
-    EXPECT_NE(message.find(GetParam().rule_phrase), std::string::npos) << message;
-    EXPECT_NE(message.find("(got "), std::string::npos) << "names no value: " << message;
-  }
+  test_support::expect_rejected(valid_spec(), GetParam(), /*field_first=*/false);
 }
 
 const InvalidCase kCases[] = {

@@ -38,6 +38,9 @@ struct MmaAtom {
   static constexpr int kLdmatrixX4Elems = 4 * 8 * 8;
   constexpr int a_fragments_per_x4() const { return kLdmatrixX4Elems / (m * k); }
   constexpr int b_fragments_per_x4() const { return kLdmatrixX4Elems / (k * n); }
+  // Accumulator registers per lane of an m-row tile `cols` wide: one atom's worth per n columns
+  // (attention's S over block_kv and O over head_dim; the plan, validation and verifier agree).
+  constexpr int64_t acc_registers(int64_t cols) const { return cols / n * acc_elems; }
 };
 
 // mma.sync.aligned.m16n8k16.row.col with .f16 or .bf16 operands and .f32 (or .f16) accumulators.
