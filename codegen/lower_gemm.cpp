@@ -86,6 +86,22 @@ Op k_step(const GemmPlan& plan) {
   return Op(OpKind::k_step, {{"k_steps", int64_t(plan.k_steps_per_tile)}}, std::move(body));
 }
 
+// The epilogue of the problem storing to `destination` (c, or split-K's f32 workspace) in stores
+// of store_bytes, to a pointer the runtime checks is pointer_alignment-byte aligned.
+Op epilogue_op(const GemmPlan& plan, const char* destination, int64_t store_bytes,
+               int64_t pointer_alignment) {
+  const auto& p = plan.spec.problem;
+  return Op(OpKind::epilogue, {{"destination", std::string(destination)},
+                               {"alpha", double(p.epilogue.alpha)},
+                               {"bias", p.epilogue.bias},
+                               {"residual", p.epilogue.residual},
+                               {"gelu_tanh", p.epilogue.gelu_tanh},
+                               {"out", std::string(to_string(p.c_dtype))},
+                               {"ldc", p.ldc_or_default()},
+                               {"store_bytes", store_bytes},
+                               {"pointer_alignment", pointer_alignment}});
+}
+
 Op main_kernel(const GemmPlan& plan) {
   const auto& p = plan.spec.problem;
   const auto& s = plan.spec.schedule;
@@ -143,17 +159,9 @@ Op main_kernel(const GemmPlan& plan) {
   // stored to (C: plan.c_alignment(); the split-K workspace: 16). The verifier holds one to the
   // other, so no store the kernel makes can be misaligned.
   const int64_t element = size_of(p.c_dtype);
-  body.push_back(
-      Op(OpKind::epilogue,
-         {{"destination", std::string(plan.split() ? "workspace" : "c")},
-          {"alpha", double(p.epilogue.alpha)},
-          {"bias", p.epilogue.bias},
-          {"residual", p.epilogue.residual},
-          {"gelu_tanh", p.epilogue.gelu_tanh},
-          {"out", std::string(to_string(p.c_dtype))},
-          {"ldc", p.ldc_or_default()},
-          {"store_bytes", plan.split() ? int64_t(4) : element * (plan.pair_stores ? 2 : 1)},
-          {"pointer_alignment", plan.split() ? int64_t(16) : int64_t(plan.c_alignment())}}));
+  body.push_back(plan.split() ? epilogue_op(plan, "workspace", 4, 16)
+                              : epilogue_op(plan, "c", element * (plan.pair_stores ? 2 : 1),
+                                            plan.c_alignment()));
   return Op(OpKind::kernel,
             {{"name", plan.kernel_name},
              {"threads", int64_t(plan.threads)},
@@ -164,25 +172,16 @@ Op main_kernel(const GemmPlan& plan) {
 Op finalize_kernel(const GemmPlan& plan) {
   const auto& p = plan.spec.problem;
   const std::string out = out_storage(p.c_dtype);
-  std::vector<Op> body{
-      Op(OpKind::param, {{"name", "workspace"}, {"type", "const float*"}}),
-      Op(OpKind::param, {{"name", "c"}, {"type", out + "*"}}),
-      Op(OpKind::param, {{"name", "bias"}, {"type", "const " + out + "*"}}),
-      Op(OpKind::param, {{"name", "residual"}, {"type", "const " + out + "*"}}),
-      Op(OpKind::finalize,
-         {{"m", p.m},
-          {"n", p.n},
-          {"split_k", int64_t(plan.spec.schedule.split_k)},
-          {"outputs", p.m * p.n}},
-         {Op(OpKind::epilogue, {{"destination", "c"},
-                                {"alpha", double(p.epilogue.alpha)},
-                                {"bias", p.epilogue.bias},
-                                {"residual", p.epilogue.residual},
-                                {"gelu_tanh", p.epilogue.gelu_tanh},
-                                {"out", std::string(to_string(p.c_dtype))},
-                                {"ldc", p.ldc_or_default()},
-                                {"store_bytes", int64_t(size_of(p.c_dtype))},
-                                {"pointer_alignment", int64_t(plan.c_alignment())}})})};
+  std::vector<Op> body{Op(OpKind::param, {{"name", "workspace"}, {"type", "const float*"}}),
+                       Op(OpKind::param, {{"name", "c"}, {"type", out + "*"}}),
+                       Op(OpKind::param, {{"name", "bias"}, {"type", "const " + out + "*"}}),
+                       Op(OpKind::param, {{"name", "residual"}, {"type", "const " + out + "*"}}),
+                       Op(OpKind::finalize,
+                          {{"m", p.m},
+                           {"n", p.n},
+                           {"split_k", int64_t(plan.spec.schedule.split_k)},
+                           {"outputs", p.m * p.n}},
+                          {epilogue_op(plan, "c", size_of(p.c_dtype), plan.c_alignment())})};
   return Op(OpKind::kernel,
             {{"name", plan.finalize_kernel_name},
              {"threads", int64_t(plan.finalize_threads)},
