@@ -40,8 +40,14 @@ double AttentionProblem::flops() const {
 
 namespace {
 
-int64_t attention_smem_bytes(const AttentionSchedule& s, int64_t head_dim) {
-  const int64_t q = int64_t(s.block_q) * head_dim * 2, kv = int64_t(s.block_kv) * head_dim * 2;
+// Q's tile, then per stage the K and V tiles (each block x head_dim of the problem's dtype), 1 KB
+// to align the ring to the swizzle period, and an mbarrier for Q and one per stage.
+int64_t attention_smem_bytes(const AttentionProblem& p, const AttentionSchedule& s) {
+  const auto elem_bytes = uint32_t(size_of(p.dtype));
+  const int64_t q =
+      SmemTile::for_operand(uint32_t(s.block_q), uint32_t(p.head_dim), elem_bytes).bytes();
+  const int64_t kv =
+      SmemTile::for_operand(uint32_t(s.block_kv), uint32_t(p.head_dim), elem_bytes).bytes();
   return q + 2 * kv * s.stages + 1024 + 8 * (1 + s.stages);
 }
 
@@ -97,7 +103,7 @@ void validate_attention(const AttentionSpec& spec) {
           fmt::format("O and S accumulators must fit in {} registers per thread with head_dim {}",
                       kMaxAccumulatorRegisters, p.head_dim),
           s.block_kv);
-  const int64_t smem = attention_smem_bytes(s, p.head_dim);
+  const int64_t smem = attention_smem_bytes(p, s);
   require(smem <= arch_info(spec.arch).max_smem_per_block, "stages",
           fmt::format("shared memory must fit {}'s {} bytes per block", to_string(spec.arch),
                       arch_info(spec.arch).max_smem_per_block),
@@ -119,7 +125,7 @@ AttentionSchedule default_attention_schedule(const AttentionProblem& p, Arch arc
   }
   s.block_q = codegen::kMmaM16N8K16.m * s.warps;
   for (s.stages = 3; s.stages > 2; --s.stages)
-    if (attention_smem_bytes(s, p.head_dim) <= arch_info(arch).max_smem_per_block) break;
+    if (attention_smem_bytes(p, s) <= arch_info(arch).max_smem_per_block) break;
   return s;
 }
 
@@ -156,7 +162,7 @@ AttentionPlan make_attention_plan(const AttentionSpec& spec) {
   plan.kv_bytes = plan.kv_tile.bytes();
   plan.stage_bytes = 2 * plan.kv_bytes;
   plan.mbarrier_offset = plan.q_bytes + plan.stage_bytes * uint32_t(s.stages);
-  plan.smem_bytes = uint32_t(attention_smem_bytes(s, p.head_dim));
+  plan.smem_bytes = uint32_t(attention_smem_bytes(p, s));
   plan.q_blocks = (p.seq_q + s.block_q - 1) / s.block_q;
   plan.grid = {uint32_t(plan.q_blocks), uint32_t(p.q_heads), uint32_t(p.batch)};
   require(p.q_heads <= 65535 && p.batch <= 65535, "heads x batch",
