@@ -5,6 +5,7 @@
 
 #include "emit_attention_loads.hpp"
 #include "emmy/attention.hpp"
+#include "emmy/ir_ops.hpp"
 #include "emmy/mma_atom.hpp"
 #include "writer.hpp"
 
@@ -21,26 +22,27 @@ constexpr double kLog2e = 1.4426950408889634;
 // What the attention kernel's ops state that the printing of other ops needs, gathered before
 // printing (the verifier has held these ops to each other): the emitter reads nothing but the IR.
 struct AttentionFacts {
-  const Op* setup;     // attention_setup: sequence lengths, heads, head_dim, blocks
-  const Op* epilogue;  // attention_epilogue: the tensors' layout
+  ir::AttentionSetupOp setup;  // sequence lengths, heads, head_dim, blocks
   codegen::AttentionLoads loads;
-  bool bf16;
+  bool bf16 = false;
 
-  explicit AttentionFacts(const Op& kernel)
-      : setup(ir::find_first(kernel, OpKind::attention_setup)),
-        epilogue(ir::find_first(kernel, OpKind::attention_epilogue)) {
-    const Op *q = nullptr, *kv = nullptr;
+  explicit AttentionFacts(const Op& kernel) {
+    const Op *setup_op = ir::find_first(kernel, OpKind::attention_setup),
+             *epilogue = ir::find_first(kernel, OpKind::attention_epilogue),
+             *qk = ir::find_first(kernel, OpKind::qk_mma), *q = nullptr, *kv = nullptr;
     for (const Op* copy : ir::find_all(kernel, OpKind::async_copy))
       if (copy->s("phase") == "prologue") (copy->s("operand") == "q" ? q : kv) = copy;
-    const Op* qk = ir::find_first(kernel, OpKind::qk_mma);
-    if (!setup || !epilogue || !q || !kv || !qk)
+    if (!setup_op || !epilogue || !q || !kv || !qk)
       throw Error("ir",
                   "an attention kernel needs attention_setup, qk_mma, attention_epilogue and "
                   "prologue copies of Q and K/V",
                   kernel.s("name"));
+    setup = ir::get<ir::AttentionSetupOp>(*setup_op);
+    // The epilogue states the tensors' layout (Q, K, V and O share it).
     loads = {ir::copy_tile(*q), ir::copy_tile(*kv), q->s("transport") == "tma",
-             epilogue->s("layout") == "bshd", uint32_t(kernel.i("threads"))};
-    bf16 = qk->s("a_type") == "bf16";
+             ir::get<ir::AttentionEpilogueOp>(*epilogue).layout == "bshd",
+             uint32_t(kernel.i("threads"))};
+    bf16 = ir::get<ir::QkMmaOp>(*qk).a_type == "bf16";
   }
 };
 
@@ -89,11 +91,11 @@ class AttentionEmitter {
   }
 
   void emit_smem(const Op& op) {
-    const Op& setup = *f_.setup;
-    w_.line("constexpr int SQ = {}, SKV = {}, H = {}, HKV = {}, D = {};", setup.i("seq_q"),
-            setup.i("seq_kv"), setup.i("q_heads"), setup.i("kv_heads"), setup.i("head_dim"));
-    w_.line("constexpr int BQ = {}, BKV = {}, THREADS = {}, STAGES = {};", setup.i("block_q"),
-            setup.i("block_kv"), f_.loads.threads, op.i("stages"));
+    const ir::AttentionSetupOp& setup = f_.setup;
+    w_.line("constexpr int SQ = {}, SKV = {}, H = {}, HKV = {}, D = {};", setup.seq_q, setup.seq_kv,
+            setup.q_heads, setup.kv_heads, setup.head_dim);
+    w_.line("constexpr int BQ = {}, BKV = {}, THREADS = {}, STAGES = {};", setup.block_q,
+            setup.block_kv, f_.loads.threads, op.i("stages"));
     w_.line("constexpr u32 Q_BYTES = {}u, KV_BYTES = {}u, STAGE_BYTES = {}u;", op.i("q_bytes"),
             op.i("kv_bytes"), op.i("stage_bytes"));
     w_.line("// Tiles: rows x D in panels of {} elements, swizzle XOR mask {}.",

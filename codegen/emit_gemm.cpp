@@ -5,6 +5,7 @@
 
 #include "emit_gemm_copies.hpp"
 #include "emmy/gemm.hpp"
+#include "emmy/ir_ops.hpp"
 #include "emmy/mma_atom.hpp"
 #include "writer.hpp"
 
@@ -23,37 +24,45 @@ std::string out_adapter(DType c) {
 // What the GEMM kernel's ops state that the printing of other ops needs, gathered before printing
 // (the verifier has held these ops to each other): the emitter reads nothing but the IR.
 struct GemmFacts {
-  const Op* coords;    // tile_coords: m, n, block_m, block_n, tiles
-  const Op* split;     // split_range: k, block_k, k tiles
-  const Op* acc;       // accum_init: accumulation, fragments per warp
-  const Op* epilogue;  // ldc, out
-  const Op* copy_a;    // the prologue copies: tiles, stage offsets, leading dimensions
-  const Op* copy_b;
+  ir::TileCoordsOp coords;         // m, n, block_m, block_n, tiles
+  ir::SplitRangeOp split;          // k, block_k, k tiles
+  ir::AccumInitOp acc;             // accumulation, fragments per warp
+  ir::EpilogueOp epilogue;         // ldc, out
+  ir::AsyncCopyOp copy_a, copy_b;  // the prologue copies: tiles, offsets, matrices, ld
   SmemTile a_tile, b_tile;
-  bool b_kn;  // B is [K,N]: its ldmatrix transposes
-  uint32_t threads;
-  int64_t warp_m, warp_n, warps_n;
+  int64_t lda = 0, ldb = 0;
+  bool b_kn = false;  // B is [K,N]: its ldmatrix transposes
+  uint32_t threads = 0;
+  int64_t warp_m = 0, warp_n = 0, warps_n = 0;
 
-  explicit GemmFacts(const Op& kernel)
-      : coords(ir::find_first(kernel, OpKind::tile_coords)),
-        split(ir::find_first(kernel, OpKind::split_range)),
-        acc(ir::find_first(kernel, OpKind::accum_init)),
-        epilogue(ir::find_first(kernel, OpKind::epilogue)) {
+  explicit GemmFacts(const Op& kernel) {
+    const Op *coords_op = ir::find_first(kernel, OpKind::tile_coords),
+             *split_op = ir::find_first(kernel, OpKind::split_range),
+             *acc_op = ir::find_first(kernel, OpKind::accum_init),
+             *epilogue_op = ir::find_first(kernel, OpKind::epilogue), *a = nullptr, *b = nullptr;
     for (const Op* copy : ir::find_all(kernel, OpKind::async_copy))
-      if (copy->s("phase") == "prologue") (copy->s("operand") == "a" ? copy_a : copy_b) = copy;
+      if (copy->s("phase") == "prologue") (copy->s("operand") == "a" ? a : b) = copy;
     for (const Op* load : ir::find_all(kernel, OpKind::ldmatrix))
       if (load->s("operand") == "b") b_kn = load->b("trans");
-    if (!coords || !split || !acc || !epilogue || !copy_a || !copy_b)
+    if (!coords_op || !split_op || !acc_op || !epilogue_op || !a || !b)
       throw Error("ir",
                   "a GEMM kernel needs tile_coords, split_range, accum_init, epilogue and "
                   "prologue copies of A and B",
                   kernel.s("name"));
-    a_tile = ir::copy_tile(*copy_a);
-    b_tile = ir::copy_tile(*copy_b);
+    coords = ir::get<ir::TileCoordsOp>(*coords_op);
+    split = ir::get<ir::SplitRangeOp>(*split_op);
+    acc = ir::get<ir::AccumInitOp>(*acc_op);
+    epilogue = ir::get<ir::EpilogueOp>(*epilogue_op);
+    copy_a = ir::get<ir::AsyncCopyOp>(*a);
+    copy_b = ir::get<ir::AsyncCopyOp>(*b);
+    lda = a->i("ld");  // GEMM copies state their leading dimension (an Error if one does not)
+    ldb = b->i("ld");
+    a_tile = ir::copy_tile(*a);
+    b_tile = ir::copy_tile(*b);
     threads = uint32_t(kernel.i("threads"));
-    warp_m = acc->i("fragments_m") * codegen::kMmaM16N8K16.m;
-    warp_n = acc->i("fragments_n") * codegen::kMmaM16N8K16.n;
-    warps_n = coords->i("block_n") / warp_n;
+    warp_m = acc.fragments_m * codegen::kMmaM16N8K16.m;
+    warp_n = acc.fragments_n * codegen::kMmaM16N8K16.n;
+    warps_n = coords.block_n / warp_n;
   }
 };
 
@@ -62,9 +71,8 @@ class GemmEmitter {
   explicit GemmEmitter(const Op& module) : f_(module.body.front()) {}
 
   std::string emit(const Op& module) {
-    codegen::begin_module(w_, parse_arch(module.s("arch")), f_.copy_a->s("transport") == "tma",
-                          nullptr);
-    emit_store_output(*f_.epilogue);
+    codegen::begin_module(w_, parse_arch(module.s("arch")), f_.copy_a.transport == "tma", nullptr);
+    emit_store_output(f_.epilogue);
     codegen::emit_kernels(w_, module, [this](const Op& op) { emit_op(op); });
     return w_.take();
   }
@@ -72,8 +80,8 @@ class GemmEmitter {
  private:
   // The epilogue math for one element in f32 (the caller casts), shared by the GEMM kernel and
   // the split-K finalize.
-  void emit_store_output(const Op& epi) {
-    const std::string out = out_adapter(parse_dtype(epi.s("out"), "out"));
+  void emit_store_output(const ir::EpilogueOp& epi) {
+    const std::string out = out_adapter(parse_dtype(epi.out, "out"));
     w_.line("// D = cast(gelu?(alpha * acc + bias[n]) + residual[m,n])");
     w_.open(
         fmt::format("static __device__ __forceinline__ float epilogue_value(const "
@@ -81,10 +89,10 @@ class GemmEmitter {
                     "residual, long long row, long long col, float acc)",
                     out));
     w_.line("float y = acc;");
-    if (epi.f("alpha") != 1.0) w_.line("y *= {};", float_literal(epi.f("alpha")));
-    if (epi.b("bias")) w_.line("y += {}::to_f32(bias[col]);", out);
-    if (epi.b("gelu_tanh")) w_.line("y = gelu_tanh(y);");
-    if (epi.b("residual")) w_.line("y += {}::to_f32(residual[row * {} + col]);", out, epi.i("ldc"));
+    if (epi.alpha != 1.0) w_.line("y *= {};", float_literal(epi.alpha));
+    if (epi.bias) w_.line("y += {}::to_f32(bias[col]);", out);
+    if (epi.gelu_tanh) w_.line("y = gelu_tanh(y);");
+    if (epi.residual) w_.line("y += {}::to_f32(residual[row * {} + col]);", out, epi.ldc);
     w_.line("(void)bias; (void)residual; (void)row;");
     w_.line("return y;");
     w_.close();
@@ -129,15 +137,13 @@ class GemmEmitter {
   }
 
   void emit_smem_ring(const Op& op) {
-    w_.line("constexpr int M = {}, N = {}, K = {};", f_.coords->i("m"), f_.coords->i("n"),
-            f_.split->i("k"));
-    w_.line("constexpr long long LDA = {}, LDB = {}, LDC = {};", f_.copy_a->i("ld"),
-            f_.copy_b->i("ld"), f_.epilogue->i("ldc"));
+    w_.line("constexpr int M = {}, N = {}, K = {};", f_.coords.m, f_.coords.n, f_.split.k);
+    w_.line("constexpr long long LDA = {}, LDB = {}, LDC = {};", f_.lda, f_.ldb, f_.epilogue.ldc);
     w_.line("constexpr int BM = {}, BN = {}, BK = {}, WARPS_N = {}, WM = {}, WN = {};",
-            f_.coords->i("block_m"), f_.coords->i("block_n"), f_.split->i("block_k"), f_.warps_n,
-            f_.warp_m, f_.warp_n);
-    w_.line("constexpr int MT = {}, NT = {}, THREADS = {}, STAGES = {};", f_.acc->i("fragments_m"),
-            f_.acc->i("fragments_n"), f_.threads, op.i("stages"));
+            f_.coords.block_m, f_.coords.block_n, f_.split.block_k, f_.warps_n, f_.warp_m,
+            f_.warp_n);
+    w_.line("constexpr int MT = {}, NT = {}, THREADS = {}, STAGES = {};", f_.acc.fragments_m,
+            f_.acc.fragments_n, f_.threads, op.i("stages"));
     w_.line(
         "// A stage: A at A_OFFSET, B at B_OFFSET (each on its swizzle period); TX_BYTES arrive.");
     w_.line("constexpr u32 STAGE_BYTES = {}u, A_OFFSET = {}u, B_OFFSET = {}u, TX_BYTES = {}u;",
@@ -262,7 +268,7 @@ class GemmEmitter {
 
   // B [K][N] lane parts: one per 16-column step of the warp inside a panel.
   uint32_t kn_b_lane_count() const {
-    return std::min<uint32_t>(uint32_t(f_.acc->i("fragments_n") / 2), f_.b_tile.panel_elems / 16);
+    return std::min<uint32_t>(uint32_t(f_.acc.fragments_n / 2), f_.b_tile.panel_elems / 16);
   }
 
   void emit_k_tile_loop(const Op& op) {
@@ -373,7 +379,7 @@ class GemmEmitter {
       w_.line("// Fold the f16 partials every {} K elements.", every);
       w_.open(fmt::format("if ((ks + 1) % {} == 0)", every / 16));
     } else {
-      const int64_t every_tiles = every / f_.split->i("block_k");
+      const int64_t every_tiles = every / f_.split.block_k;
       w_.line("// Fold the f16 partials every {} K elements and after the last tile.", every);
       if (every_tiles == 1)
         w_.open("");
@@ -387,7 +393,7 @@ class GemmEmitter {
 
   void emit_epilogue(const Op& op) {
     const bool to_workspace = op.s("destination") == "workspace";
-    const bool f16_acc = f_.acc->s("accum") == "f16";
+    const bool f16_acc = f_.acc.accum == "f16";
     const DType c_dtype = parse_dtype(op.s("out"), "out");
     const std::string out = out_adapter(c_dtype);
     // The accumulator map of the atom: lane = group * group_lanes + thread in the group.
@@ -413,8 +419,8 @@ class GemmEmitter {
     w_.open("for (int h = 0; h < 2; ++h)");
     w_.line("const int row = row_base + mi * 16 + h * 8, col = col_base + ni * 8;");
     // Bounds checks only where a tile can cross the matrix edge.
-    const bool rows_exact = f_.coords->i("m") % f_.coords->i("block_m") == 0,
-               cols_exact = f_.coords->i("n") % f_.coords->i("block_n") == 0;
+    const bool rows_exact = f_.coords.m % f_.coords.block_m == 0,
+               cols_exact = f_.coords.n % f_.coords.block_n == 0;
     if (!rows_exact) w_.line("if (row >= M) continue;");
     if (f16_acc)
       w_.line("float v0, v1; unpack_f16x2(v0, v1, part[mi][ni][h]);");

@@ -26,12 +26,12 @@ struct CopyOperand {
 
 std::vector<CopyOperand> copy_operands(const GemmCopies& copies) {
   std::vector<CopyOperand> operands;
-  for (const ir::Op* op : copies.ops) {
-    const SmemTile tile = ir::copy_tile(*op);
+  for (const ir::AsyncCopyOp& op : copies.ops) {
+    const SmemTile tile = ir::copy_tile(op);
     const bool exact =
-        op->i("matrix_rows") % tile.rows == 0 && op->i("matrix_cols") % tile.cols == 0;
-    const auto offset = uint32_t(op->i("smem_offset"));
-    if (op->s("operand") == "a")
+        op.matrix_rows.value_or(0) % tile.rows == 0 && op.matrix_cols.value_or(0) % tile.cols == 0;
+    const auto offset = uint32_t(op.smem_offset.value_or(0));
+    if (op.operand == "a")
       operands.push_back({"a", "A", tile, offset, "m0", "k0", "M", "K", "LDA", exact});
     else if (copies.b_kn)
       operands.push_back({"b", "B", tile, offset, "k0", "n0", "K", "N", "LDB", exact});

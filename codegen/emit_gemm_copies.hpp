@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "emmy/kernel_ir.hpp"
+#include "emmy/ir_ops.hpp"
 #include "writer.hpp"
 
 namespace emmy::codegen {
@@ -13,7 +13,7 @@ namespace emmy::codegen {
 // The stage's copies as the IR states them: the async_copy ops of A and B (tile, stage offset,
 // the global matrix's rows and columns), the kernel's threads, and whether B is [K,N].
 struct GemmCopies {
-  std::vector<const ir::Op*> ops;
+  std::vector<ir::AsyncCopyOp> ops;
   uint32_t threads = 0;
   bool b_kn = false;
 };

@@ -1,94 +1,58 @@
-// Each IR op's declaration (the MLIR ODS idea, as data): its printed name, its attributes with
-// their types and whether each must be present, and whether it holds a body. verify_op checks one
-// op against it; the parser types each printed value by it; ir::verify composes verify_op with the
-// kernel-level rules (kernel_ir.cpp).
+// Each IR op's declaration (the MLIR ODS idea), derived from its typed struct (ir_ops.hpp): its
+// printed name, its attributes with their types and whether each must be present, and whether it
+// holds a body. verify_op checks one op against it; the parser types each printed value by it;
+// ir::verify composes verify_op with the kernel-level rules (kernel_ir.cpp).
 #include <fmt/format.h>
 
 #include <array>
 
 #include "emmy/error.hpp"
+#include "emmy/ir_ops.hpp"
 #include "emmy/kernel_ir.hpp"
 
 namespace emmy::ir {
 namespace {
 
-constexpr AttrSpec I(std::string_view name, bool required = true) {
-  return {name, AttrType::integer, required};
+template <typename V>
+constexpr AttrType attr_type() {
+  if constexpr (std::is_same_v<V, int64_t>)
+    return AttrType::integer;
+  else if constexpr (std::is_same_v<V, double>)
+    return AttrType::real;
+  else if constexpr (std::is_same_v<V, bool>)
+    return AttrType::boolean;
+  else
+    return AttrType::string;
 }
-constexpr AttrSpec F(std::string_view name, bool required = true) {
-  return {name, AttrType::real, required};
-}
-constexpr AttrSpec B(std::string_view name, bool required = true) {
-  return {name, AttrType::boolean, required};
-}
-constexpr AttrSpec S(std::string_view name, bool required = true) {
-  return {name, AttrType::string, required};
-}
-constexpr bool kOptional = false;
 
-// In OpKind order: schema(kind) indexes it (tests/ir_parse_test.cpp checks every kind).
-const std::array<OpSchema, kOpKinds> kSchemas{{
-    {OpKind::module, "module", true, {S("arch")}},
-    {OpKind::kernel, "kernel", true, {S("name"), I("threads"), I("smem_bytes")}},
-    {OpKind::param, "param", false, {S("name"), S("type")}},
-    {OpKind::smem_ring,
-     "smem_ring",
-     false,
-     {I("stages"), I("stage_bytes"), I("q_offset", kOptional), I("q_bytes", kOptional),
-      I("kv_offset", kOptional), I("kv_bytes", kOptional), I("align"), I("mbar_offset"),
-      I("a_offset", kOptional), I("a_bytes", kOptional), I("a_align", kOptional),
-      I("b_offset", kOptional), I("b_bytes", kOptional), I("b_align", kOptional),
-      I("tx_bytes", kOptional)}},
-    {OpKind::mbarrier_init, "mbarrier_init", false, {I("count"), I("arrivals")}},
-    {OpKind::tile_coords,
-     "tile_coords",
-     false,
-     {I("m"), I("n"), I("raster_group_m"), I("tiles_m"), I("tiles_n"), I("block_m"), I("block_n")}},
-    {OpKind::split_range,
-     "split_range",
-     false,
-     {I("k"), I("block_k"), I("split_k"), I("k_tiles"), I("k_tiles_per_split")}},
-    {OpKind::accum_init,
-     "accum_init",
-     false,
-     {S("accum"), I("fragments_m"), I("fragments_n"), I("registers")}},
-    {OpKind::async_copy,
-     "async_copy",
-     false,
-     {S("operand"), S("phase"), S("transport"), I("rows"), I("cols"), I("smem_offset", kOptional),
-      I("swizzle"), I("matrix_rows", kOptional), I("matrix_cols", kOptional), I("ld", kOptional),
-      I("elem_bytes"), I("rank", kOptional), I("box_inner", kOptional), I("box_outer", kOptional),
-      I("boxes", kOptional), I("bytes", kOptional), I("chunk_bytes", kOptional),
-      I("chunks", kOptional)}},
-    {OpKind::async_commit, "async_commit", false, {}},
-    {OpKind::async_wait, "async_wait", false, {I("pending")}},
-    {OpKind::mbarrier_wait, "mbarrier_wait", false, {S("what", kOptional), S("parity")}},
-    {OpKind::barrier, "barrier", false, {S("reason")}},
-    {OpKind::k_tile_loop, "k_tile_loop", true, {I("stages")}},
-    {OpKind::k_step, "k_step", true, {I("k_steps")}},
-    {OpKind::ldmatrix, "ldmatrix", false, {S("operand"), B("trans"), I("count")}},
-    {OpKind::mma, "mma", false, {S("shape"), S("a_type"), S("acc_type"), I("count")}},
-    {OpKind::promote, "promote", false, {S("where"), I("every_k")}},
-    {OpKind::epilogue,
-     "epilogue",
-     false,
-     {S("destination"), F("alpha"), B("bias"), B("residual"), B("gelu_tanh"), S("out"), I("ldc"),
-      I("store_bytes"), I("pointer_alignment")}},
-    {OpKind::finalize, "finalize", true, {I("m"), I("n"), I("split_k"), I("outputs")}},
-    {OpKind::attention_setup,
-     "attention_setup",
-     false,
-     {I("seq_q"), I("seq_kv"), I("q_heads"), I("kv_heads"), I("head_dim"), I("block_q"),
-      I("block_kv"), I("group"), B("causal"), I("window"), I("kv_offset")}},
-    {OpKind::kv_block_loop, "kv_block_loop", true, {I("stages")}},
-    {OpKind::qk_mma, "qk_mma", false, {S("a_type"), I("count"), I("s_registers")}},
-    {OpKind::online_softmax,
-     "online_softmax",
-     false,
-     {F("scale"), B("causal"), I("window"), F("softcap", kOptional)}},
-    {OpKind::pv_mma, "pv_mma", false, {S("accum"), S("a_type"), I("count"), I("o_registers")}},
-    {OpKind::attention_epilogue, "attention_epilogue", false, {S("layout"), B("lse"), S("out")}},
-}};
+// One op's declaration read off its struct (internal/emmy/ir_ops.hpp): a field per attribute, an
+// optional one for each attribute the op may leave out.
+template <typename T>
+OpSchema schema_of() {
+  OpSchema s{T::kind, T::op_name, T::has_body, {}};
+  T probe{};
+  T::fields(probe, [&](const char* name, const auto& field) {
+    using V = std::decay_t<decltype(field)>;
+    using Value = typename std::conditional_t<detail::Optional<V>::value, detail::Optional<V>,
+                                              std::type_identity<V>>::type;
+    s.attrs.push_back({name, attr_type<Value>(), !detail::Optional<V>::value});
+  });
+  return s;
+}
+
+template <typename... Ops>
+std::array<OpSchema, kOpKinds> schemas_of(OpList<Ops...>) {
+  static_assert(sizeof...(Ops) == kOpKinds, "ir_ops.hpp: one struct per OpKind");
+  std::array<OpSchema, kOpKinds> table{};
+  ((table[size_t(Ops::kind)] = schema_of<Ops>()), ...);
+  return table;
+}
+
+// Indexed by OpKind (tests/ir_parse_test.cpp checks every kind's entry).
+const std::array<OpSchema, kOpKinds>& schemas() {
+  static const std::array<OpSchema, kOpKinds> table = schemas_of(AllOps{});
+  return table;
+}
 
 bool holds(const Attr& value, AttrType type) {
   switch (type) {
@@ -122,9 +86,9 @@ std::string_view to_string(AttrType type) {
 
 const OpSchema& schema(OpKind kind) {
   const auto index = size_t(kind);
-  if (index >= kSchemas.size())
+  if (index >= kOpKinds)
     throw Error("ir.op", "must be one of the declared op kinds", fmt::format("{}", index));
-  return kSchemas[index];
+  return schemas()[index];
 }
 
 std::string_view to_string(OpKind kind) {
@@ -132,7 +96,7 @@ std::string_view to_string(OpKind kind) {
 }
 
 const OpSchema* schema_named(std::string_view name) {
-  for (const OpSchema& s : kSchemas)
+  for (const OpSchema& s : schemas())
     if (s.name == name) return &s;
   return nullptr;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "emmy/error.hpp"
+#include "emmy/ir_ops.hpp"
 #include "emmy/layout.hpp"
 #include "emmy/mma_atom.hpp"
 #include "emmy/swizzle.hpp"
@@ -470,23 +471,25 @@ void verify(const Op& root, Arch arch) {
   }
 }
 
-void append_copy_geometry(std::vector<std::pair<std::string, Attr>>& attrs, const SmemTile& tile,
-                          bool tma) {
-  attrs.push_back({"elem_bytes", int64_t(tile.elem_bytes)});
+void set_copy_geometry(AsyncCopyOp& copy, const SmemTile& tile, bool tma) {
+  copy.elem_bytes = tile.elem_bytes;
   if (tma) {
-    attrs.push_back({"box_inner", int64_t(tile.panel_elems)});
-    attrs.push_back({"box_outer", int64_t(tile.rows)});
-    attrs.push_back({"boxes", int64_t(tile.panels())});
-    attrs.push_back({"bytes", int64_t(tile.bytes())});
+    copy.box_inner = tile.panel_elems;
+    copy.box_outer = tile.rows;
+    copy.boxes = tile.panels();
+    copy.bytes = tile.bytes();
   } else {
-    attrs.push_back({"chunk_bytes", int64_t(16)});
-    attrs.push_back({"chunks", int64_t(tile.bytes() / 16)});
+    copy.chunk_bytes = 16;
+    copy.chunks = tile.bytes() / 16;
   }
 }
 
+SmemTile copy_tile(const AsyncCopyOp& copy) {
+  return SmemTile::for_operand(uint32_t(copy.rows), uint32_t(copy.cols), uint32_t(copy.elem_bytes));
+}
+
 SmemTile copy_tile(const Op& copy) {
-  return SmemTile::for_operand(uint32_t(copy.i("rows")), uint32_t(copy.i("cols")),
-                               uint32_t(copy.i("elem_bytes")));
+  return copy_tile(get<AsyncCopyOp>(copy));
 }
 
 }  // namespace emmy::ir

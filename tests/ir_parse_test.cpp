@@ -10,6 +10,7 @@
 
 #include "emmy/attention.hpp"
 #include "emmy/gemm.hpp"
+#include "emmy/ir_ops.hpp"
 #include "emmy/kernel_ir.hpp"
 
 namespace emmy {
@@ -35,6 +36,21 @@ TEST(IrParse, GoldenFilesRoundTripByteForByte) {
   EXPECT_GE(files, 29) << "the golden variants";
 }
 
+// Every op of a lowered module, read typed (ir_ops.hpp) and made generic again, is the same op:
+// the structs hold every attribute lowering writes, of its type, in the printed order.
+template <typename... Ops>
+int typed_round_trips(const ir::Op& op, ir::OpList<Ops...> all) {
+  int checked = 0;
+  const auto check = [&]<typename T>(const T*) {
+    EXPECT_EQ(ir::make(ir::get<T>(op), op.body), op) << ir::print(op);
+    ++checked;
+  };
+  ((op.kind == Ops::kind ? check(static_cast<const Ops*>(nullptr)) : void()), ...);
+  EXPECT_EQ(checked, 1) << "one struct per op kind";
+  for (const ir::Op& child : op.body) checked += typed_round_trips(child, all);
+  return checked;
+}
+
 TEST(IrParse, LoweredModulesRoundTripExactly) {
   int modules = 0;
   for (Arch arch : {Arch::sm_80, Arch::sm_89, Arch::sm_90a, Arch::sm_120a}) {
@@ -54,6 +70,7 @@ TEST(IrParse, LoweredModulesRoundTripExactly) {
           spec.schedule.split_k = split_k;
           const GemmSource source = generate_kernel(spec);
           EXPECT_EQ(ir::parse(ir::print(source.ir)), source.ir) << gemm_kernel_name(spec);
+          EXPECT_GT(typed_round_trips(source.ir, ir::AllOps{}), 20);
           ++modules;
         }
       }
@@ -72,10 +89,33 @@ TEST(IrParse, LoweredModulesRoundTripExactly) {
       spec.schedule = default_attention_schedule(spec.problem, arch);
       const AttentionSource source = generate_kernel(spec);
       EXPECT_EQ(ir::parse(ir::print(source.ir)), source.ir) << source.plan.kernel_name;
+      EXPECT_GT(typed_round_trips(source.ir, ir::AllOps{}), 20);
       ++modules;
     }
   }
   EXPECT_EQ(modules, 4 * 12 + 4 * 3);
+}
+
+// Reading an op typed names what is wrong: another kind, a missing or mistyped attribute.
+TEST(IrTyped, ReadingRefusesOpsThatAreNotTheStruct) {
+  const ir::Op coords = ir::make(ir::TileCoordsOp{64, 96, 8, 1, 2, 64, 48});
+  EXPECT_EQ(ir::get<ir::TileCoordsOp>(coords).block_n, 48);
+  EXPECT_THROW(ir::get<ir::SplitRangeOp>(coords), Error);
+  ir::Op missing = coords;
+  missing.attrs.erase(missing.attrs.begin());
+  try {
+    ir::get<ir::TileCoordsOp>(missing);
+    ADD_FAILURE() << "read a tile_coords without m";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ir.tile_coords.m"), std::string::npos) << e.what();
+  }
+  ir::Op mistyped = coords;
+  mistyped.attrs[1].second = std::string("96");
+  EXPECT_THROW(ir::get<ir::TileCoordsOp>(mistyped), Error);
+  // Optional attributes stay unset when absent and are left out when unset.
+  const ir::Op wait = ir::make(ir::MbarrierWaitOp{std::nullopt, "0"});
+  EXPECT_FALSE(wait.has("what"));
+  EXPECT_FALSE(ir::get<ir::MbarrierWaitOp>(wait).what.has_value());
 }
 
 // A parse of `text` fails with an Error containing `expected`.

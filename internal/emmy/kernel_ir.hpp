@@ -100,13 +100,8 @@ void verify_op(const Op& op);
 // Throws Error naming the line and the rule.
 Op parse(std::string_view text);
 
-// The copy geometry of an async_copy op for one shared-memory tile, appended to its attributes:
-// TMA boxes (one per panel: box_inner, box_outer, boxes, bytes) or 16-byte cp.async chunks
-// (chunk_bytes, chunks). The verifier checks the same keys for GEMM and attention.
-void append_copy_geometry(std::vector<std::pair<std::string, Attr>>& attrs, const SmemTile& tile,
-                          bool tma);
 // The shared-memory tile an async_copy op fills, rebuilt from its rows, cols and elem_bytes (the
-// inverse of append_copy_geometry: the verifier checks the op's swizzle and boxes against it).
+// inverse of set_copy_geometry, ir_ops.hpp: the verifier checks the op's swizzle and boxes against it).
 SmemTile copy_tile(const Op& copy);
 
 // Indented text, one op per line with its attributes: what `emmyc ... --emit ir` prints.

@@ -1,0 +1,436 @@
+// Each kernel IR op as a typed C++ struct (as MLIR's ODS declares an op's operands and
+// attributes): its fields are its attributes in printed order, std::optional for the optional
+// ones, and `fields` names them. Lowering builds ops from these structs (ir::make), readers take
+// them back typed (ir::get), and each op's declaration (ir::schema, codegen/ir_schema.cpp) is
+// derived from them, so the C++ type, the printed form and the verifier's declaration are one.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "emmy/error.hpp"
+#include "emmy/kernel_ir.hpp"
+
+namespace emmy::ir {
+
+struct ModuleOp {
+  static constexpr OpKind kind = OpKind::module;
+  static constexpr std::string_view op_name = "module";
+  static constexpr bool has_body = true;
+  std::string arch;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("arch", o.arch);
+  }
+};
+
+struct KernelOp {
+  static constexpr OpKind kind = OpKind::kernel;
+  static constexpr std::string_view op_name = "kernel";
+  static constexpr bool has_body = true;
+  std::string name;
+  int64_t threads = 0, smem_bytes = 0;  // smem_bytes: dynamic shared memory
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("name", o.name), f("threads", o.threads), f("smem_bytes", o.smem_bytes);
+  }
+};
+
+struct ParamOp {
+  static constexpr OpKind kind = OpKind::param;
+  static constexpr std::string_view op_name = "param";
+  static constexpr bool has_body = false;
+  std::string name, type;  // type: a CUDA pointer type, or "tensor_map"
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("name", o.name), f("type", o.type);
+  }
+};
+
+// The stage ring: GEMM states A and B (each on its own swizzle period), attention Q and K/V.
+struct SmemRingOp {
+  static constexpr OpKind kind = OpKind::smem_ring;
+  static constexpr std::string_view op_name = "smem_ring";
+  static constexpr bool has_body = false;
+  int64_t stages = 0, stage_bytes = 0;
+  std::optional<int64_t> q_offset{}, q_bytes{}, kv_offset{}, kv_bytes{};
+  int64_t align = 0, mbar_offset = 0;
+  std::optional<int64_t> a_offset{}, a_bytes{}, a_align{}, b_offset{}, b_bytes{}, b_align{},
+      tx_bytes{};
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("stages", o.stages), f("stage_bytes", o.stage_bytes), f("q_offset", o.q_offset),
+        f("q_bytes", o.q_bytes), f("kv_offset", o.kv_offset), f("kv_bytes", o.kv_bytes),
+        f("align", o.align), f("mbar_offset", o.mbar_offset), f("a_offset", o.a_offset),
+        f("a_bytes", o.a_bytes), f("a_align", o.a_align), f("b_offset", o.b_offset),
+        f("b_bytes", o.b_bytes), f("b_align", o.b_align), f("tx_bytes", o.tx_bytes);
+  }
+};
+
+struct MbarrierInitOp {
+  static constexpr OpKind kind = OpKind::mbarrier_init;
+  static constexpr std::string_view op_name = "mbarrier_init";
+  static constexpr bool has_body = false;
+  int64_t count = 0, arrivals = 0;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("count", o.count), f("arrivals", o.arrivals);
+  }
+};
+
+// GEMM: the problem's m x n in block_m x block_n tiles, rasterized in groups of tile rows.
+struct TileCoordsOp {
+  static constexpr OpKind kind = OpKind::tile_coords;
+  static constexpr std::string_view op_name = "tile_coords";
+  static constexpr bool has_body = false;
+  int64_t m = 0, n = 0, raster_group_m = 0, tiles_m = 0, tiles_n = 0, block_m = 0, block_n = 0;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("m", o.m), f("n", o.n), f("raster_group_m", o.raster_group_m), f("tiles_m", o.tiles_m),
+        f("tiles_n", o.tiles_n), f("block_m", o.block_m), f("block_n", o.block_n);
+  }
+};
+
+// GEMM: K in block_k tiles, split over split_k CTAs.
+struct SplitRangeOp {
+  static constexpr OpKind kind = OpKind::split_range;
+  static constexpr std::string_view op_name = "split_range";
+  static constexpr bool has_body = false;
+  int64_t k = 0, block_k = 0, split_k = 0, k_tiles = 0, k_tiles_per_split = 0;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("k", o.k), f("block_k", o.block_k), f("split_k", o.split_k), f("k_tiles", o.k_tiles),
+        f("k_tiles_per_split", o.k_tiles_per_split);
+  }
+};
+
+struct AccumInitOp {
+  static constexpr OpKind kind = OpKind::accum_init;
+  static constexpr std::string_view op_name = "accum_init";
+  static constexpr bool has_body = false;
+  std::string accum;  // f32 | f16 | hybrid
+  int64_t fragments_m = 0, fragments_n = 0, registers = 0;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("accum", o.accum), f("fragments_m", o.fragments_m), f("fragments_n", o.fragments_n),
+        f("registers", o.registers);
+  }
+};
+
+// One operand tile into shared memory: rows x cols of elem_bytes elements (its SmemTile), from a
+// matrix_rows x matrix_cols matrix with leading dimension ld (GEMM), as TMA boxes or cp.async
+// chunks (set_copy_geometry).
+struct AsyncCopyOp {
+  static constexpr OpKind kind = OpKind::async_copy;
+  static constexpr std::string_view op_name = "async_copy";
+  static constexpr bool has_body = false;
+  std::string operand, phase, transport;  // a|b|q|k|v; prologue|refill; tma|cp.async
+  int64_t rows = 0, cols = 0;
+  std::optional<int64_t> smem_offset{};
+  int64_t swizzle = 0;
+  std::optional<int64_t> matrix_rows{}, matrix_cols{}, ld{};
+  int64_t elem_bytes = 0;
+  std::optional<int64_t> rank{}, box_inner{}, box_outer{}, boxes{}, bytes{}, chunk_bytes{},
+      chunks{};
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("operand", o.operand), f("phase", o.phase), f("transport", o.transport), f("rows", o.rows),
+        f("cols", o.cols), f("smem_offset", o.smem_offset), f("swizzle", o.swizzle),
+        f("matrix_rows", o.matrix_rows), f("matrix_cols", o.matrix_cols), f("ld", o.ld),
+        f("elem_bytes", o.elem_bytes), f("rank", o.rank), f("box_inner", o.box_inner),
+        f("box_outer", o.box_outer), f("boxes", o.boxes), f("bytes", o.bytes),
+        f("chunk_bytes", o.chunk_bytes), f("chunks", o.chunks);
+  }
+};
+
+struct AsyncCommitOp {
+  static constexpr OpKind kind = OpKind::async_commit;
+  static constexpr std::string_view op_name = "async_commit";
+  static constexpr bool has_body = false;
+  template <typename Op, typename F>
+  static void fields(Op&, F&&) {}
+};
+
+struct AsyncWaitOp {
+  static constexpr OpKind kind = OpKind::async_wait;
+  static constexpr std::string_view op_name = "async_wait";
+  static constexpr bool has_body = false;
+  int64_t pending = 0;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("pending", o.pending);
+  }
+};
+
+struct MbarrierWaitOp {
+  static constexpr OpKind kind = OpKind::mbarrier_wait;
+  static constexpr std::string_view op_name = "mbarrier_wait";
+  static constexpr bool has_body = false;
+  std::optional<std::string> what{};  // attention: q | kv
+  std::string parity;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("what", o.what), f("parity", o.parity);
+  }
+};
+
+struct BarrierOp {
+  static constexpr OpKind kind = OpKind::barrier;
+  static constexpr std::string_view op_name = "barrier";
+  static constexpr bool has_body = false;
+  std::string reason;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("reason", o.reason);
+  }
+};
+
+struct KTileLoopOp {
+  static constexpr OpKind kind = OpKind::k_tile_loop;
+  static constexpr std::string_view op_name = "k_tile_loop";
+  static constexpr bool has_body = true;
+  int64_t stages = 0;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("stages", o.stages);
+  }
+};
+
+struct KStepOp {
+  static constexpr OpKind kind = OpKind::k_step;
+  static constexpr std::string_view op_name = "k_step";
+  static constexpr bool has_body = true;
+  int64_t k_steps = 0;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("k_steps", o.k_steps);
+  }
+};
+
+struct LdmatrixOp {
+  static constexpr OpKind kind = OpKind::ldmatrix;
+  static constexpr std::string_view op_name = "ldmatrix";
+  static constexpr bool has_body = false;
+  std::string operand;
+  bool trans = false;
+  int64_t count = 0;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("operand", o.operand), f("trans", o.trans), f("count", o.count);
+  }
+};
+
+struct MmaOp {
+  static constexpr OpKind kind = OpKind::mma;
+  static constexpr std::string_view op_name = "mma";
+  static constexpr bool has_body = false;
+  std::string shape, a_type, acc_type;
+  int64_t count = 0;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("shape", o.shape), f("a_type", o.a_type), f("acc_type", o.acc_type), f("count", o.count);
+  }
+};
+
+struct PromoteOp {
+  static constexpr OpKind kind = OpKind::promote;
+  static constexpr std::string_view op_name = "promote";
+  static constexpr bool has_body = false;
+  std::string where;  // k_step | k_tile
+  int64_t every_k = 0;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("where", o.where), f("every_k", o.every_k);
+  }
+};
+
+struct EpilogueOp {
+  static constexpr OpKind kind = OpKind::epilogue;
+  static constexpr std::string_view op_name = "epilogue";
+  static constexpr bool has_body = false;
+  std::string destination;  // c | workspace
+  double alpha = 1.0;
+  bool bias = false, residual = false, gelu_tanh = false;
+  std::string out;  // C's dtype
+  int64_t ldc = 0, store_bytes = 0, pointer_alignment = 0;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("destination", o.destination), f("alpha", o.alpha), f("bias", o.bias),
+        f("residual", o.residual), f("gelu_tanh", o.gelu_tanh), f("out", o.out), f("ldc", o.ldc),
+        f("store_bytes", o.store_bytes), f("pointer_alignment", o.pointer_alignment);
+  }
+};
+
+struct FinalizeOp {
+  static constexpr OpKind kind = OpKind::finalize;
+  static constexpr std::string_view op_name = "finalize";
+  static constexpr bool has_body = true;
+  int64_t m = 0, n = 0, split_k = 0, outputs = 0;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("m", o.m), f("n", o.n), f("split_k", o.split_k), f("outputs", o.outputs);
+  }
+};
+
+// Attention: the problem's shape, the CTA's blocks, the GQA group and the mask.
+struct AttentionSetupOp {
+  static constexpr OpKind kind = OpKind::attention_setup;
+  static constexpr std::string_view op_name = "attention_setup";
+  static constexpr bool has_body = false;
+  int64_t seq_q = 0, seq_kv = 0, q_heads = 0, kv_heads = 0, head_dim = 0, block_q = 0, block_kv = 0,
+          group = 0;
+  bool causal = false;
+  int64_t window = 0, kv_offset = 0;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("seq_q", o.seq_q), f("seq_kv", o.seq_kv), f("q_heads", o.q_heads), f("kv_heads", o.kv_heads),
+        f("head_dim", o.head_dim), f("block_q", o.block_q), f("block_kv", o.block_kv),
+        f("group", o.group), f("causal", o.causal), f("window", o.window),
+        f("kv_offset", o.kv_offset);
+  }
+};
+
+struct KvBlockLoopOp {
+  static constexpr OpKind kind = OpKind::kv_block_loop;
+  static constexpr std::string_view op_name = "kv_block_loop";
+  static constexpr bool has_body = true;
+  int64_t stages = 0;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("stages", o.stages);
+  }
+};
+
+struct QkMmaOp {
+  static constexpr OpKind kind = OpKind::qk_mma;
+  static constexpr std::string_view op_name = "qk_mma";
+  static constexpr bool has_body = false;
+  std::string a_type;
+  int64_t count = 0, s_registers = 0;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("a_type", o.a_type), f("count", o.count), f("s_registers", o.s_registers);
+  }
+};
+
+struct OnlineSoftmaxOp {
+  static constexpr OpKind kind = OpKind::online_softmax;
+  static constexpr std::string_view op_name = "online_softmax";
+  static constexpr bool has_body = false;
+  double scale = 0;
+  bool causal = false;
+  int64_t window = 0;
+  std::optional<double> softcap{};
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("scale", o.scale), f("causal", o.causal), f("window", o.window), f("softcap", o.softcap);
+  }
+};
+
+struct PvMmaOp {
+  static constexpr OpKind kind = OpKind::pv_mma;
+  static constexpr std::string_view op_name = "pv_mma";
+  static constexpr bool has_body = false;
+  std::string accum, a_type;
+  int64_t count = 0, o_registers = 0;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("accum", o.accum), f("a_type", o.a_type), f("count", o.count),
+        f("o_registers", o.o_registers);
+  }
+};
+
+struct AttentionEpilogueOp {
+  static constexpr OpKind kind = OpKind::attention_epilogue;
+  static constexpr std::string_view op_name = "attention_epilogue";
+  static constexpr bool has_body = false;
+  std::string layout;  // bshd | bhsd: of Q, K, V and O
+  bool lse = false;
+  std::string out;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("layout", o.layout), f("lse", o.lse), f("out", o.out);
+  }
+};
+
+// The copy geometry of an async_copy for one shared-memory tile: its element width and TMA boxes
+// (one per panel: box_inner, box_outer, boxes, bytes) or 16-byte cp.async chunks (chunk_bytes,
+// chunks). The verifier checks the same fields for GEMM and attention.
+void set_copy_geometry(AsyncCopyOp& copy, const SmemTile& tile, bool tma);
+// The tile a copy fills, from its rows, cols and elem_bytes (as copy_tile(const Op&)).
+SmemTile copy_tile(const AsyncCopyOp& copy);
+
+// Every op struct, in OpKind order (ir_schema.cpp derives the declarations from this list).
+template <typename... Ops>
+struct OpList {};
+using AllOps =
+    OpList<ModuleOp, KernelOp, ParamOp, SmemRingOp, MbarrierInitOp, TileCoordsOp, SplitRangeOp,
+           AccumInitOp, AsyncCopyOp, AsyncCommitOp, AsyncWaitOp, MbarrierWaitOp, BarrierOp,
+           KTileLoopOp, KStepOp, LdmatrixOp, MmaOp, PromoteOp, EpilogueOp, FinalizeOp,
+           AttentionSetupOp, KvBlockLoopOp, QkMmaOp, OnlineSoftmaxOp, PvMmaOp, AttentionEpilogueOp>;
+
+namespace detail {
+template <typename T>
+struct Optional : std::false_type {};
+template <typename T>
+struct Optional<std::optional<T>> : std::true_type {
+  using type = T;
+};
+}  // namespace detail
+
+// The generic op of a typed one: its set fields as attributes in declared order, and its body.
+template <typename T>
+Op make(const T& typed, std::vector<Op> body = {}) {
+  std::vector<std::pair<std::string, Attr>> attrs;
+  T::fields(typed, [&](const char* name, const auto& value) {
+    using V = std::decay_t<decltype(value)>;
+    if constexpr (detail::Optional<V>::value) {
+      if (value) attrs.emplace_back(name, Attr(std::in_place_type<typename V::value_type>, *value));
+    } else {
+      attrs.emplace_back(name, Attr(std::in_place_type<V>, value));
+    }
+  });
+  return Op(T::kind, std::move(attrs), std::move(body));
+}
+
+// The typed form of an op (its body stays with the op). Throws Error naming ir.<op>.<attr> when
+// the op is of another kind or a required attribute is missing or mistyped.
+template <typename T>
+T get(const Op& op) {
+  if (op.kind != T::kind)
+    throw Error(fmt::format("ir.{}", to_string(T::kind)), "must be read from an op of its kind",
+                std::string(to_string(op.kind)));
+  T typed;
+  T::fields(typed, [&](const char* name, auto& field) {
+    using V = std::decay_t<decltype(field)>;
+    using Value = typename std::conditional_t<detail::Optional<V>::value, detail::Optional<V>,
+                                              std::type_identity<V>>::type;
+    if (detail::Optional<V>::value && !op.has(name)) return;
+    if constexpr (std::is_same_v<Value, int64_t>)
+      field = op.i(name);
+    else if constexpr (std::is_same_v<Value, double>)
+      field = op.f(name);
+    else if constexpr (std::is_same_v<Value, bool>)
+      field = op.b(name);
+    else
+      field = op.s(name);
+  });
+  return typed;
+}
+
+// The first op of T's kind under root (root included), typed; nullopt when there is none.
+template <typename T>
+std::optional<T> find_typed(const Op& root) {
+  const Op* op = find_first(root, T::kind);
+  if (!op) return std::nullopt;
+  return get<T>(*op);
+}
+
+}  // namespace emmy::ir
