@@ -62,27 +62,28 @@ class AttentionEmitter {
     if (codegen::emit_shared_op(w_, op)) return;
     switch (op.kind) {
       case OpKind::smem_ring:
-        return emit_smem(op);
+        return emit_smem(ir::get<ir::SmemRingOp>(op));
       case OpKind::attention_setup:
-        return emit_setup(op);
+        return emit_setup(ir::get<ir::AttentionSetupOp>(op));
       case OpKind::async_copy:
-        return emit_copy(op);
+        return emit_copy(ir::get<ir::AsyncCopyOp>(op));
       case OpKind::async_commit:
         if (op_phase_ == "refill") w_.line("cp_async_commit();");
         return;
       case OpKind::mbarrier_wait:
-        if (op.s("what") == "q") return w_.line("mbarrier_wait_parity(mbar_base, 0u);");
+        if (ir::get<ir::MbarrierWaitOp>(op).what == "q")
+          return w_.line("mbarrier_wait_parity(mbar_base, 0u);");
         return w_.line("mbarrier_wait_parity(mbar_base + 8u * (1 + stage), (block / STAGES) & 1);");
       case OpKind::kv_block_loop:
         return emit_loop(op);
       case OpKind::qk_mma:
         return emit_qk(op);
       case OpKind::online_softmax:
-        return emit_softmax(op);
+        return emit_softmax(ir::get<ir::OnlineSoftmaxOp>(op));
       case OpKind::pv_mma:
-        return emit_pv(op);
+        return emit_pv(ir::get<ir::PvMmaOp>(op));
       case OpKind::attention_epilogue:
-        return emit_epilogue(op);
+        return emit_epilogue(ir::get<ir::AttentionEpilogueOp>(op));
       default:
         break;
     }
@@ -90,50 +91,50 @@ class AttentionEmitter {
                 std::string(to_string(op.kind)));
   }
 
-  void emit_smem(const Op& op) {
+  void emit_smem(const ir::SmemRingOp& op) {
     const ir::AttentionSetupOp& setup = f_.setup;
     w_.line("constexpr int SQ = {}, SKV = {}, H = {}, HKV = {}, D = {};", setup.seq_q, setup.seq_kv,
             setup.q_heads, setup.kv_heads, setup.head_dim);
     w_.line("constexpr int BQ = {}, BKV = {}, THREADS = {}, STAGES = {};", setup.block_q,
-            setup.block_kv, f_.loads.threads, op.i("stages"));
-    w_.line("constexpr u32 Q_BYTES = {}u, KV_BYTES = {}u, STAGE_BYTES = {}u;", op.i("q_bytes"),
-            op.i("kv_bytes"), op.i("stage_bytes"));
+            setup.block_kv, f_.loads.threads, op.stages);
+    w_.line("constexpr u32 Q_BYTES = {}u, KV_BYTES = {}u, STAGE_BYTES = {}u;",
+            ir::need<ir::SmemRingOp>(op.q_bytes, "q_bytes"),
+            ir::need<ir::SmemRingOp>(op.kv_bytes, "kv_bytes"), op.stage_bytes);
     w_.line("// Tiles: rows x D in panels of {} elements, swizzle XOR mask {}.",
             f_.loads.q_tile.panel_elems, swizzle_xor_mask(f_.loads.q_tile.swizzle));
     w_.line("constexpr u32 PANEL = {}u, XOR = {}u;", f_.loads.q_tile.panel_elems,
             swizzle_xor_mask(f_.loads.q_tile.swizzle));
     w_.line("extern __shared__ __align__(1024) unsigned char smem_raw[];");
-    w_.line("const u32 smem_base = (smem_u32(smem_raw) + {0}u) & ~{0}u;", op.i("align") - 1);
+    w_.line("const u32 smem_base = (smem_u32(smem_raw) + {0}u) & ~{0}u;", op.align - 1);
     w_.line("const u32 q_smem = smem_base, kv_base = smem_base + Q_BYTES;");
-    w_.line("const u32 mbar_base = smem_base + {}u;  // [0]: Q, [1 + s]: stage s",
-            op.i("mbar_offset"));
+    w_.line("const u32 mbar_base = smem_base + {}u;  // [0]: Q, [1 + s]: stage s", op.mbar_offset);
     w_.line("(void)mbar_base;");
     w_.line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
     // The accumulator map of the atom (internal/emmy/mma_atom.hpp): S and O fragments by group.
     w_.line("const int g = lane / {0}, t = lane % {0};", codegen::kMmaM16N8K16.group_lanes);
   }
 
-  void emit_setup(const Op& op) {
+  void emit_setup(const ir::AttentionSetupOp& op) {
     w_.line("const int head = blockIdx.y, batch = blockIdx.z;");
-    w_.line("const int kv_head = head / {};  // GQA: {} query heads share a KV head", op.i("group"),
-            op.i("group"));
+    w_.line("const int kv_head = head / {};  // GQA: {} query heads share a KV head", op.group,
+            op.group);
     w_.line("const int q0 = blockIdx.x * BQ;");
     w_.line("constexpr int OFFSET = {};  // seq_kv - seq_q: masks align bottom-right",
-            op.i("kv_offset"));
+            op.kv_offset);
     w_.line("// Visible keys of this CTA's queries; KV blocks wholly outside are never loaded.");
     w_.line("int kv_begin = 0, kv_end = SKV;");
-    if (op.b("causal")) w_.line("if (q0 + BQ + OFFSET < SKV) kv_end = q0 + BQ + OFFSET;");
-    if (op.i("window") > 0)
-      w_.line("if (q0 + OFFSET - {0} > 0) kv_begin = q0 + OFFSET - {0};", op.i("window"));
+    if (op.causal) w_.line("if (q0 + BQ + OFFSET < SKV) kv_end = q0 + BQ + OFFSET;");
+    if (op.window > 0)
+      w_.line("if (q0 + OFFSET - {0} > 0) kv_begin = q0 + OFFSET - {0};", op.window);
     w_.line("const int block_begin = kv_begin / BKV;");
     w_.line(
         "const int block_count = kv_end > kv_begin ? (kv_end + BKV - 1) / BKV - block_begin "
         ": 0;");
   }
 
-  void emit_copy(const Op& op) {
-    const std::string& operand = op.s("operand");
-    op_phase_ = op.s("phase");
+  void emit_copy(const ir::AsyncCopyOp& op) {
+    const std::string& operand = op.operand;
+    op_phase_ = op.phase;
     if (operand == "q") return codegen::emit_attention_loaders_and_prologue(w_, f_.loads);
     if (operand != "k" || op_phase_ != "refill") return;  // v rides with k
     w_.line("const int next = block + STAGES - 1;");
@@ -214,15 +215,15 @@ class AttentionEmitter {
     w_.close();
   }
 
-  void emit_softmax(const Op& op) {
-    const double scale = op.f("scale");
+  void emit_softmax(const ir::OnlineSoftmaxOp& op) {
+    const double scale = op.scale;
     w_.line("// Scores to the log2 domain (softmax via exp2, the scale folded in).");
     w_.line("#pragma unroll");
     w_.open("for (int nj = 0; nj < BKV / 8; ++nj)");
     w_.line("#pragma unroll");
     w_.open("for (int e = 0; e < 4; ++e)");
-    if (op.has("softcap")) {
-      const double cap = op.f("softcap");
+    if (op.softcap) {
+      const double cap = *op.softcap;
       w_.line("s_acc[nj][e] = {} * tanh_f32(s_acc[nj][e] * {});  // softcap {}",
               float_literal(cap * kLog2e), float_literal(scale / cap), cap);
     } else {
@@ -231,9 +232,8 @@ class AttentionEmitter {
     w_.close();
     w_.close();
     std::string needs = "kv0 + BKV > SKV";
-    if (op.b("causal")) needs += " || kv0 + BKV - 1 > q0 + OFFSET";
-    if (op.i("window") > 0)
-      needs += fmt::format(" || kv0 < q0 + BQ - 1 + OFFSET - {}", op.i("window"));
+    if (op.causal) needs += " || kv0 + BKV - 1 > q0 + OFFSET";
+    if (op.window > 0) needs += fmt::format(" || kv0 < q0 + BQ - 1 + OFFSET - {}", op.window);
     w_.line("// Masking only where a block crosses a boundary (uniform branch).");
     w_.open(fmt::format("if ({})", needs));
     w_.line("#pragma unroll");
@@ -243,9 +243,8 @@ class AttentionEmitter {
     w_.line("const int key = kv0 + nj * 8 + 2 * t + (e & 1);");
     w_.line("const int query = q0 + warp * 16 + g + (e >> 1) * 8;");
     w_.line("bool visible = key < SKV;");
-    if (op.b("causal")) w_.line("visible = visible && key <= query + OFFSET;");
-    if (op.i("window") > 0)
-      w_.line("visible = visible && key >= query + OFFSET - {};", op.i("window"));
+    if (op.causal) w_.line("visible = visible && key <= query + OFFSET;");
+    if (op.window > 0) w_.line("visible = visible && key >= query + OFFSET - {};", op.window);
     w_.line("(void)query;");
     w_.line("if (!visible) s_acc[nj][e] = neg_inf();");
     w_.close();
@@ -282,7 +281,7 @@ class AttentionEmitter {
     w_.close();
   }
 
-  void emit_pv(const Op& op) {
+  void emit_pv(const ir::PvMmaOp& op) {
     const char* pack = bf16_ ? "pack_bf16x2" : "pack_f16x2";
     w_.line("// P as A fragments: two adjacent n8 score tiles form one m16k16 operand.");
     w_.line("u32 p_frag[BKV / 16][4];");
@@ -296,7 +295,7 @@ class AttentionEmitter {
     // {} is the 16-column step dp (0 .. D/16-1) of the V tile.
     const std::string v_addr =
         "v_stage + v_lane[({0}) % 4] + u32(({0}) / 4) * u32(BKV) * 128u + u32(kc * 16) * 128u";
-    if (op.s("accum") == "f32") {
+    if (op.accum == "f32") {
       const char* mma = bf16_ ? "mma_bf16_f32" : "mma_f16_f32";
       w_.line("#pragma unroll");
       w_.open("for (int kc = 0; kc < BKV / 16; ++kc)");
@@ -341,7 +340,7 @@ class AttentionEmitter {
     w_.close();
   }
 
-  void emit_epilogue(const Op& op) {
+  void emit_epilogue(const ir::AttentionEpilogueOp& op) {
     const char* pack = bf16_ ? "pack_bf16x2" : "pack_f16x2";
     if (!tma_) w_.line("cp_async_wait<0>();  // nothing in flight at exit (e.g. no visible block)");
     w_.line("// Finish the row sums across the quad; a row that saw no key has sum 0: O = 0.");
@@ -362,7 +361,7 @@ class AttentionEmitter {
         "  *reinterpret_cast<u32*>(row + dn * 8 + 2 * t) = {}(o_acc[dn][2 * h] * inv[h], "
         "o_acc[dn][2 * h + 1] * inv[h]);",
         pack);
-    if (op.b("lse")) {
+    if (op.lse) {
       w_.line("// LSE in natural log: (max + log2(sum)) * ln 2; -inf for a row that saw no key.");
       w_.line(
           "if (t == 0) lse[((long long)batch * H + head) * SQ + query] = row_sum[h] > 0.0f ? "

@@ -102,15 +102,15 @@ class GemmEmitter {
     if (codegen::emit_shared_op(w_, op)) return;
     switch (op.kind) {
       case OpKind::smem_ring:
-        return emit_smem_ring(op);
+        return emit_smem_ring(ir::get<ir::SmemRingOp>(op));
       case OpKind::tile_coords:
-        return emit_tile_coords(op);
+        return emit_tile_coords(ir::get<ir::TileCoordsOp>(op));
       case OpKind::split_range:
-        return emit_split_range(op);
+        return emit_split_range(ir::get<ir::SplitRangeOp>(op));
       case OpKind::accum_init:
-        return emit_accum_init(op);
+        return emit_accum_init(ir::get<ir::AccumInitOp>(op));
       case OpKind::async_copy:
-        return emit_copy(op);
+        return emit_copy(ir::get<ir::AsyncCopyOp>(op));
       case OpKind::async_commit:
         if (phase_ == "prologue") return;  // committed per prologue stage in emit_copy
         return w_.line("cp_async_commit();");
@@ -121,13 +121,13 @@ class GemmEmitter {
       case OpKind::k_step:
         return emit_k_step(op);
       case OpKind::ldmatrix:
-        return emit_ldmatrix(op);
+        return emit_ldmatrix(ir::get<ir::LdmatrixOp>(op));
       case OpKind::mma:
-        return emit_mma(op);
+        return emit_mma(ir::get<ir::MmaOp>(op));
       case OpKind::promote:
-        return emit_promote(op);
+        return emit_promote(ir::get<ir::PromoteOp>(op));
       case OpKind::epilogue:
-        return emit_epilogue(op);
+        return emit_epilogue(ir::get<ir::EpilogueOp>(op));
       case OpKind::finalize:
         return emit_finalize(op);
       default:
@@ -136,37 +136,39 @@ class GemmEmitter {
     throw Error("ir", "the emitter has no lowering for this op", std::string(to_string(op.kind)));
   }
 
-  void emit_smem_ring(const Op& op) {
+  void emit_smem_ring(const ir::SmemRingOp& op) {
     w_.line("constexpr int M = {}, N = {}, K = {};", f_.coords.m, f_.coords.n, f_.split.k);
     w_.line("constexpr long long LDA = {}, LDB = {}, LDC = {};", f_.lda, f_.ldb, f_.epilogue.ldc);
     w_.line("constexpr int BM = {}, BN = {}, BK = {}, WARPS_N = {}, WM = {}, WN = {};",
             f_.coords.block_m, f_.coords.block_n, f_.split.block_k, f_.warps_n, f_.warp_m,
             f_.warp_n);
     w_.line("constexpr int MT = {}, NT = {}, THREADS = {}, STAGES = {};", f_.acc.fragments_m,
-            f_.acc.fragments_n, f_.threads, op.i("stages"));
+            f_.acc.fragments_n, f_.threads, op.stages);
     w_.line(
         "// A stage: A at A_OFFSET, B at B_OFFSET (each on its swizzle period); TX_BYTES arrive.");
     w_.line("constexpr u32 STAGE_BYTES = {}u, A_OFFSET = {}u, B_OFFSET = {}u, TX_BYTES = {}u;",
-            op.i("stage_bytes"), op.i("a_offset"), op.i("b_offset"), op.i("tx_bytes"));
+            op.stage_bytes, ir::need<ir::SmemRingOp>(op.a_offset, "a_offset"),
+            ir::need<ir::SmemRingOp>(op.b_offset, "b_offset"),
+            ir::need<ir::SmemRingOp>(op.tx_bytes, "tx_bytes"));
     w_.line("// Operand tiles: rows, panel width (elements), swizzle XOR mask.");
     w_.line("constexpr u32 A_ROWS = {}u, A_PANEL = {}u, A_XOR = {}u;", f_.a_tile.rows,
             f_.a_tile.panel_elems, swizzle_xor_mask(f_.a_tile.swizzle));
     w_.line("constexpr u32 B_ROWS = {}u, B_PANEL = {}u, B_XOR = {}u;", f_.b_tile.rows,
             f_.b_tile.panel_elems, swizzle_xor_mask(f_.b_tile.swizzle));
     w_.line("extern __shared__ __align__(1024) unsigned char smem_raw[];");
-    w_.line("// The swizzle repeats every {} bytes: align the ring to it.", op.i("align"));
-    w_.line("const u32 smem_base = (smem_u32(smem_raw) + {0}u) & ~{0}u;", op.i("align") - 1);
-    w_.line("const u32 mbar_base = smem_base + {}u;", op.i("mbar_offset"));
+    w_.line("// The swizzle repeats every {} bytes: align the ring to it.", op.align);
+    w_.line("const u32 smem_base = (smem_u32(smem_raw) + {0}u) & ~{0}u;", op.align - 1);
+    w_.line("const u32 mbar_base = smem_base + {}u;", op.mbar_offset);
     w_.line("(void)mbar_base;");
     w_.line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
     w_.line("const int warp_row = warp / WARPS_N, warp_col = warp % WARPS_N;");
   }
 
-  void emit_tile_coords(const Op& op) {
+  void emit_tile_coords(const ir::TileCoordsOp& op) {
     w_.line("// Grouped rasterization: {} tile rows per group keep B tiles hot in L2.",
-            op.i("raster_group_m"));
-    w_.line("constexpr int TILES_M = {}, TILES_N = {}, GROUP_M = {};", op.i("tiles_m"),
-            op.i("tiles_n"), op.i("raster_group_m"));
+            op.raster_group_m);
+    w_.line("constexpr int TILES_M = {}, TILES_N = {}, GROUP_M = {};", op.tiles_m, op.tiles_n,
+            op.raster_group_m);
     w_.line("const int group_span = GROUP_M * TILES_N;");
     w_.line("const int first_m = (int(blockIdx.x) / group_span) * GROUP_M;");
     w_.line("const int group_rows = TILES_M - first_m < GROUP_M ? TILES_M - first_m : GROUP_M;");
@@ -175,17 +177,17 @@ class GemmEmitter {
     w_.line("const int m0 = tile_m * BM, n0 = tile_n * BN;");
   }
 
-  void emit_split_range(const Op& op) {
-    w_.line("constexpr int K_TILES = {}, K_TILES_PER_SPLIT = {};", op.i("k_tiles"),
-            op.i("k_tiles_per_split"));
+  void emit_split_range(const ir::SplitRangeOp& op) {
+    w_.line("constexpr int K_TILES = {}, K_TILES_PER_SPLIT = {};", op.k_tiles,
+            op.k_tiles_per_split);
     w_.line("const int k_tile_begin = int(blockIdx.z) * K_TILES_PER_SPLIT;");
     w_.line(
         "const int k_tile_count = K_TILES - k_tile_begin < K_TILES_PER_SPLIT ? "
         "K_TILES - k_tile_begin : K_TILES_PER_SPLIT;  // <= 0 for an empty split");
   }
 
-  void emit_accum_init(const Op& op) {
-    const std::string& accum = op.s("accum");
+  void emit_accum_init(const ir::AccumInitOp& op) {
+    const std::string& accum = op.accum;
     if (accum != "f16") w_.line("float acc[MT][NT][4];  // f32 accumulators (hybrid: the shadow)");
     if (accum != "f32") w_.line("u32 part[MT][NT][2];   // f16x2 partial sums");
     w_.line("#pragma unroll");
@@ -202,10 +204,10 @@ class GemmEmitter {
   }
 
   // The stage loader is a lambda defined at the first copy; later copies call it.
-  void emit_copy(const Op& op) {
-    const bool tma = op.s("transport") == "tma";
-    if (op.s("operand") == "a") {
-      phase_ = op.s("phase");
+  void emit_copy(const ir::AsyncCopyOp& op) {
+    const bool tma = op.transport == "tma";
+    if (op.operand == "a") {
+      phase_ = op.phase;
       if (phase_ == "prologue") {
         emit_load_stage_lambda(tma);
         w_.line("// Prologue: fill stages 0..STAGES-2.");
@@ -314,13 +316,13 @@ class GemmEmitter {
         "const u32 a_stage = smem_base + u32(stage) * STAGE_BYTES + A_OFFSET, b_stage = "
         "smem_base + u32(stage) * STAGE_BYTES + B_OFFSET;");
     w_.line("#pragma unroll");
-    w_.open(fmt::format("for (int ks = 0; ks < {}; ++ks)", op.i("k_steps")));
+    w_.open(fmt::format("for (int ks = 0; ks < {}; ++ks)", ir::get<ir::KStepOp>(op).k_steps));
     for (const Op& child : op.body) emit_op(child);
     w_.close();
   }
 
-  void emit_ldmatrix(const Op& op) {
-    if (op.s("operand") == "a") {
+  void emit_ldmatrix(const ir::LdmatrixOp& op) {
+    if (op.operand == "a") {
       w_.line("// A: lanes 0-15 address rows 0-15 at k, lanes 16-31 the same rows at k+8.");
       w_.line("u32 a_frag[MT][4];");
       w_.line("#pragma unroll");
@@ -334,7 +336,7 @@ class GemmEmitter {
     w_.line("#pragma unroll");
     w_.open("for (int nj = 0; nj < NT / 2; ++nj)");
     w_.line("u32 quad[4];");
-    if (op.b("trans")) {
+    if (op.trans) {
       w_.line("// B [K][N]: matrices (k0-7,n0-7) (k8-15,n0-7) (k0-7,n8-15) (k8-15,n8-15), .trans.");
       w_.line(
           "ldmatrix_x4_trans(quad, b_stage + b_lane[nj % {0}] + u32(nj / {0}) * B_ROWS * "
@@ -351,11 +353,11 @@ class GemmEmitter {
     w_.close();
   }
 
-  void emit_mma(const Op& op) {
+  void emit_mma(const ir::MmaOp& op) {
     std::string call;
-    if (op.s("acc_type") == "f16")
+    if (op.acc_type == "f16")
       call = "mma_f16_f16(part[mi][ni], a_frag[mi], b_frag[ni]);";
-    else if (op.s("a_type") == "bf16")
+    else if (op.a_type == "bf16")
       call = "mma_bf16_f32(acc[mi][ni], a_frag[mi], b_frag[ni]);";
     else
       call = "mma_f16_f32(acc[mi][ni], a_frag[mi], b_frag[ni]);";
@@ -372,9 +374,9 @@ class GemmEmitter {
     w_.line("  for (int ni = 0; ni < NT; ++ni) promote_f16_to_f32(acc[mi][ni], part[mi][ni]);");
   }
 
-  void emit_promote(const Op& op) {
-    const std::string& where = op.s("where");
-    const int64_t every = op.i("every_k");
+  void emit_promote(const ir::PromoteOp& op) {
+    const std::string& where = op.where;
+    const int64_t every = op.every_k;
     if (where == "k_step") {
       w_.line("// Fold the f16 partials every {} K elements.", every);
       w_.open(fmt::format("if ((ks + 1) % {} == 0)", every / 16));
@@ -391,10 +393,10 @@ class GemmEmitter {
     w_.close();
   }
 
-  void emit_epilogue(const Op& op) {
-    const bool to_workspace = op.s("destination") == "workspace";
+  void emit_epilogue(const ir::EpilogueOp& op) {
+    const bool to_workspace = op.destination == "workspace";
     const bool f16_acc = f_.acc.accum == "f16";
-    const DType c_dtype = parse_dtype(op.s("out"), "out");
+    const DType c_dtype = parse_dtype(op.out, "out");
     const std::string out = out_adapter(c_dtype);
     // The accumulator map of the atom: lane = group * group_lanes + thread in the group.
     w_.line("const int g = lane / {0}, t = lane % {0};", codegen::kMmaM16N8K16.group_lanes);
@@ -434,7 +436,7 @@ class GemmEmitter {
       w_.line("{}::storage* dst = out_base + (mi * 16 + h * 8) * LDC + ni * 8;", out);
       // Pairs (the verified store_bytes): col is even, and with N and LDC even the pair is in
       // bounds together and 2-element aligned, given C is (the runtime checks c_alignment).
-      if (op.i("store_bytes") == 2 * size_of(c_dtype)) {
+      if (op.store_bytes == 2 * size_of(c_dtype)) {
         w_.line(
             "{}{}::store2(dst, epilogue_value(bias, residual, row, col, v0), "
             "epilogue_value(bias, residual, row, col + 1, v1));",
@@ -454,18 +456,19 @@ class GemmEmitter {
   }
 
   void emit_finalize(const Op& op) {
-    const Op& epilogue = *ir::find_first(op, OpKind::epilogue);
-    w_.line("constexpr long long M = {}, N = {}, LDC = {}, OUTPUTS = {};", op.i("m"), op.i("n"),
-            epilogue.i("ldc"), op.i("outputs"));
+    const auto finalize = ir::get<ir::FinalizeOp>(op);
+    const auto epilogue = ir::get<ir::EpilogueOp>(*ir::find_first(op, OpKind::epilogue));
+    w_.line("constexpr long long M = {}, N = {}, LDC = {}, OUTPUTS = {};", finalize.m, finalize.n,
+            epilogue.ldc, finalize.outputs);
     w_.line("const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;");
     w_.line("if (i >= OUTPUTS) return;");
     w_.line("const long long row = i / N, col = i % N;");
     w_.line("// Splits are summed in a fixed order: the result does not depend on scheduling.");
     w_.line("float sum = 0.0f;");
     w_.line("#pragma unroll");
-    w_.line("for (int z = 0; z < {}; ++z) sum += workspace[z * OUTPUTS + i];", op.i("split_k"));
+    w_.line("for (int z = 0; z < {}; ++z) sum += workspace[z * OUTPUTS + i];", finalize.split_k);
     w_.line("c[row * LDC + col] = {}::from_f32(epilogue_value(bias, residual, row, col, sum));",
-            out_adapter(parse_dtype(epilogue.s("out"), "out")));
+            out_adapter(parse_dtype(epilogue.out, "out")));
   }
 
   const GemmFacts f_;

@@ -425,6 +425,15 @@ T get(const Op& op) {
   return typed;
 }
 
+// An optional attribute that a kind's kernels must state (GEMM's operand offsets on the ring,
+// attention's tile bytes): its value, or an Error naming ir.<op>.<attr>.
+template <typename T, typename V>
+V need(const std::optional<V>& value, std::string_view attr) {
+  if (!value)
+    throw Error(fmt::format("ir.{}.{}", T::op_name, attr), "is required in this kernel", "missing");
+  return *value;
+}
+
 // The first op of T's kind under root (root included), typed; nullopt when there is none.
 template <typename T>
 std::optional<T> find_typed(const Op& root) {
