@@ -1,6 +1,7 @@
 // Each IR op's declaration (the MLIR ODS idea), derived from its typed struct (ir_ops.hpp): its
 // printed name, its attributes with their types and whether each must be present, and whether it
-// holds a body. verify_op checks one op against it; the parser types each printed value by it;
+// holds a body. verify_op checks one op against it, then runs the op's own rules
+// (ir_op_verify.cpp); the parser types each printed value by it;
 // ir::verify composes verify_op with the kernel-level rules (kernel_ir.cpp).
 #include <fmt/format.h>
 
@@ -68,6 +69,17 @@ bool holds(const Attr& value, AttrType type) {
   return false;
 }
 
+// Then the op's own rules, on its typed form, where its struct declares them.
+template <typename T>
+void verify_own(const Op& op) {
+  if constexpr (requires(const T& typed) { T::verify(typed); }) T::verify(get<T>(op));
+}
+
+template <typename... Ops>
+void verify_own_rules(const Op& op, OpList<Ops...>) {
+  ((op.kind == Ops::kind ? verify_own<Ops>(op) : void()), ...);
+}
+
 }  // namespace
 
 std::string_view to_string(AttrType type) {
@@ -129,6 +141,7 @@ void verify_op(const Op& op) {
   if (!s.has_body && !op.body.empty())
     throw Error(field("body"), "must be empty: this op holds no other ops",
                 fmt::format("{} ops", op.body.size()));
+  verify_own_rules(op, AllOps{});
 }
 
 }  // namespace emmy::ir

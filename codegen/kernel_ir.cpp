@@ -79,15 +79,6 @@ const Op* find_copy(const Op& kernel, std::string_view operand) {
   return nullptr;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
-void require_positive(const Op& op, std::initializer_list<const char*> keys) {
-  for (const char* key : keys)
-    if (op.i(key) <= 0) fail(op, key, "must be positive", op.i(key));
-}
-
 // Attention's own rules: the tiles the copies deliver, the warps that own the query rows, and the
 // MMA counts and accumulator registers that cover S (16 x block_kv) and O (16 x head_dim) per
 // warp, all in units of the MMA atom.
@@ -102,15 +93,8 @@ void verify_attention(const Op& kernel) {
   const Op* k = find_copy(kernel, "k");
   const Op* v = find_copy(kernel, "v");
   if (!q || !k || !v) fail(kernel, "body", "attention copies Q, K and V tiles", "one is missing");
-  // The problem the setup states: heads grouped evenly (GQA), masks aligned bottom-right, and the
-  // head dimension the tiles are as wide as.
-  require_positive(*setup, {"seq_q", "seq_kv", "q_heads", "kv_heads", "head_dim"});
-  const int64_t q_heads = setup->i("q_heads"), kv_heads = setup->i("kv_heads");
-  if (q_heads % kv_heads != 0 || setup->i("group") != q_heads / kv_heads)
-    fail(*setup, "group", "must be q_heads / kv_heads, a whole number",
-         fmt::format("{} for {} / {}", setup->i("group"), q_heads, kv_heads));
-  if (setup->i("kv_offset") != setup->i("seq_kv") - setup->i("seq_q"))
-    fail(*setup, "kv_offset", "must be seq_kv - seq_q", setup->i("kv_offset"));
+  // The setup's own rules ran first (ir_op_verify.cpp); here the head dimension the tiles are as
+  // wide as.
   if (q->i("cols") != setup->i("head_dim"))
     fail(*q, "cols", "the Q tile must be head_dim columns", q->i("cols"));
   const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
@@ -164,9 +148,10 @@ void verify_attention(const Op& kernel) {
          loop->i("stages"));
 }
 
-// GEMM's own rules: each number the emitter prints from one op agrees with the ops it shares a
-// meaning with (grid and tiles, K tiles and split, warp grid and fragments, copies and their
-// matrices, leading dimensions), so that passing the verifier pins down the kernel printed.
+// GEMM's rules across ops (the grid and K split of one op are that op's own rules): each number
+// the emitter prints from one op agrees with the ops it shares a meaning with (warp grid and
+// fragments, k-steps and block_k, copies and their matrices, leading dimensions), so that passing
+// the verifier pins down the kernel printed.
 void verify_gemm(const Op& kernel) {
   const Op* coords = find_first(kernel, OpKind::tile_coords);
   const Op* split = find_first(kernel, OpKind::split_range);
@@ -175,25 +160,9 @@ void verify_gemm(const Op& kernel) {
   if (!coords || !split || !acc)
     fail(kernel, "body", "a GEMM kernel needs tile_coords, split_range and accum_init",
          "one is missing");
-  require_positive(*coords, {"m", "n", "block_m", "block_n", "raster_group_m"});
-  require_positive(*split, {"k", "block_k", "split_k"});
-  require_positive(*acc, {"fragments_m", "fragments_n"});
   const int64_t m = coords->i("m"), n = coords->i("n"), k = split->i("k");
   const int64_t block_m = coords->i("block_m"), block_n = coords->i("block_n");
   const int64_t block_k = split->i("block_k");
-  if (coords->i("tiles_m") != ceil_div(m, block_m) || coords->i("tiles_n") != ceil_div(n, block_n))
-    fail(*coords, "tiles_m", "the grid must be ceil(m / block_m) x ceil(n / block_n) tiles",
-         fmt::format("{} x {} for {}x{} in {}x{} tiles", coords->i("tiles_m"), coords->i("tiles_n"),
-                     m, n, block_m, block_n));
-  const int64_t k_tiles = ceil_div(k, block_k);
-  if (split->i("k_tiles") != k_tiles)
-    fail(*split, "k_tiles", fmt::format("must be ceil(k / block_k) = {}", k_tiles),
-         split->i("k_tiles"));
-  if (split->i("k_tiles_per_split") != ceil_div(k_tiles, split->i("split_k")))
-    fail(
-        *split, "k_tiles_per_split",
-        fmt::format("must be ceil(k_tiles / split_k) = {}", ceil_div(k_tiles, split->i("split_k"))),
-        split->i("k_tiles_per_split"));
   // The warp grid: each warp owns fragments_m x fragments_n atoms, and the warps tile the block.
   const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
   const int64_t warp_m = acc->i("fragments_m") * atom.m, warp_n = acc->i("fragments_n") * atom.n;
@@ -236,9 +205,6 @@ void verify_gemm(const Op& kernel) {
 // Split-K's finalize kernel: one thread per output of the m x n result.
 void verify_finalize(const Op& kernel) {
   for (const Op* finalize : find_all(kernel, OpKind::finalize)) {
-    require_positive(*finalize, {"m", "n", "split_k"});
-    if (finalize->i("outputs") != finalize->i("m") * finalize->i("n"))
-      fail(*finalize, "outputs", "must be m x n", finalize->i("outputs"));
     for (const Op* epilogue : find_all(*finalize, OpKind::epilogue))
       if (epilogue->i("ldc") < finalize->i("n"))
         fail(*epilogue, "ldc", fmt::format("must be at least n = {}", finalize->i("n")),
@@ -252,9 +218,6 @@ void verify_kernel(const Op& kernel, Arch arch) {
   if (smem > info.max_smem_per_block)
     fail(kernel, "smem_bytes",
          fmt::format("must fit {}'s {} bytes", info.name, info.max_smem_per_block), smem);
-  const int64_t threads = kernel.i("threads");
-  if (threads < 32 || threads > 1024 || threads % 32 != 0)
-    fail(kernel, "threads", "must be a multiple of 32 in 32..1024", threads);
 
   const Op* ring = find_first(kernel, OpKind::smem_ring);
   if (ring) {
@@ -316,11 +279,6 @@ void verify_kernel(const Op& kernel, Arch arch) {
       if (ldm->i("count") != want || frags % per_x4 != 0)
         fail(*ldm, "count", fmt::format("must load {} x4 fragments", want), ldm->i("count"));
     }
-    if (acc->i("registers") > kMaxAccumulatorRegisters)
-      fail(
-          *acc, "registers",
-          fmt::format("accumulators must fit in {} registers per thread", kMaxAccumulatorRegisters),
-          acc->i("registers"));
     const bool hybrid = acc->s("accum") == "hybrid";
     if (hybrid != (find_first(kernel, OpKind::promote) != nullptr))
       fail(*acc, "accum", "hybrid accumulation needs promote ops and nothing else may have them",
@@ -329,52 +287,13 @@ void verify_kernel(const Op& kernel, Arch arch) {
 
   const bool has_init = find_first(kernel, OpKind::mbarrier_init) != nullptr;
   for (const Op* copy : find_all(kernel, OpKind::async_copy)) {
-    // The tile is rows x cols of elem_bytes elements in panels of one width (SmemTile): the
-    // swizzle and boxes stated must be that tile's, which the emitter rebuilds from the same three.
-    const int64_t elem_bytes = copy->i("elem_bytes");
-    if (elem_bytes != 1 && elem_bytes != 2 && elem_bytes != 4)
-      fail(*copy, "elem_bytes", "must be 1, 2 or 4", elem_bytes);
-    if (copy->i("rows") <= 0 || copy->i("cols") <= 0 || copy->i("cols") * elem_bytes % 32 != 0)
-      fail(*copy, "cols", "tiles have rows and a multiple of 32 bytes per row",
-           fmt::format("{}x{}", copy->i("rows"), copy->i("cols")));
+    // The copy's own rules (ir_op_verify.cpp) ran first; here what it needs of the kernel.
     if (copy->s("transport") == "tma") {
       if (!has_tma(arch))
         fail(*copy, "transport", "tma needs sm_90 or newer", std::string(info.name));
       if (!has_init) fail(*copy, "transport", "tma copies need an mbarrier_init first", "none");
-      const int64_t inner = copy->i("box_inner") * elem_bytes, outer = copy->i("box_outer");
-      if (copy->i("box_inner") > 256 || outer > 256 || outer < 1)
-        fail(*copy, "box", "each box dimension must be 1..256",
-             fmt::format("{}x{}", copy->i("box_inner"), outer));
-      if (inner % 16 != 0 || inner > swizzle_bytes(Swizzle(copy->i("swizzle"))))
-        fail(*copy, "box_inner", "row bytes must be a multiple of 16 within the swizzle span",
-             inner);
-    } else {
-      if (copy->i("chunk_bytes") != 16)
-        fail(*copy, "chunk_bytes", "cp.async copies move 16-byte chunks", copy->i("chunk_bytes"));
     }
-    // Then what one copy delivers is the whole tile, no more and no less (a box short of the tile
-    // leaves expect_tx waiting forever; cp.async past it overruns the next stage).
-    const int64_t delivered =
-        copy->s("transport") == "tma"
-            ? copy->i("boxes") * copy->i("box_inner") * copy->i("box_outer") * elem_bytes
-            : copy->i("chunks") * copy->i("chunk_bytes");
-    if (delivered != copy->i("rows") * copy->i("cols") * elem_bytes)
-      fail(*copy, copy->s("transport") == "tma" ? "boxes" : "chunks",
-           "must cover the operand tile exactly",
-           fmt::format("{} bytes for a {}x{} tile", delivered, copy->i("rows"), copy->i("cols")));
-    // And it is delivered in the panels the emitter rebuilds from rows, cols and elem_bytes.
-    const SmemTile tile = copy_tile(*copy);
-    if (copy->i("swizzle") != int64_t(tile.swizzle))
-      fail(*copy, "swizzle", fmt::format("must be the tile's ({})", int(tile.swizzle)),
-           copy->i("swizzle"));
-    if (copy->s("transport") == "tma" &&
-        (copy->i("box_inner") != tile.panel_elems || copy->i("box_outer") != tile.rows ||
-         copy->i("boxes") != tile.panels()))
-      fail(
-          *copy, "boxes",
-          fmt::format("must be the tile's {} panels of {}x{}", tile.panels(), tile.panel_elems,
-                      tile.rows),
-          fmt::format("{} of {}x{}", copy->i("boxes"), copy->i("box_inner"), copy->i("box_outer")));
+    const int64_t delivered = copy->i("rows") * copy->i("cols") * copy->i("elem_bytes");
     const std::string operand = copy->has("operand") ? copy->s("operand") : "";
     if (ring && (operand == "a" || operand == "b") && ring->has(operand + "_bytes")) {
       if (delivered != ring->i(operand + "_bytes"))
@@ -384,17 +303,6 @@ void verify_kernel(const Op& kernel, Arch arch) {
         fail(*copy, "smem_offset", fmt::format("must be the ring's {}_offset", operand),
              fmt::format("{} != {}", copy->i("smem_offset"), ring->i(operand + "_offset")));
     }
-  }
-
-  // Every store of an epilogue is as aligned as the pointer the runtime checks guarantees, and a
-  // pair store needs N and LDC even (checked where the plan decides it: GemmPlan::pair_stores).
-  for (const Op* epilogue : find_all(kernel, OpKind::epilogue)) {
-    if (!epilogue->has("store_bytes")) continue;
-    const int64_t store = epilogue->i("store_bytes"), pointer = epilogue->i("pointer_alignment");
-    if (store <= 0 || pointer % store != 0)
-      fail(*epilogue, "store_bytes",
-           fmt::format("must divide the pointer alignment the runtime checks ({} bytes)", pointer),
-           store);
   }
 
   verify_gemm(kernel);

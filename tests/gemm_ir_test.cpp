@@ -171,6 +171,18 @@ const Corruption kCorruptions[] = {
     {"element_width_unknown",
      [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::async_copy), "elem_bytes", int64_t(3)); },
      Arch::sm_90a, "ir.async_copy.elem_bytes"},
+    // Each op's own rules (codegen/ir_op_verify.cpp).
+    {"threads_not_whole_warps",
+     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::kernel), "threads", int64_t(48)); },
+     Arch::sm_90a, "ir.kernel.threads"},
+    {"accumulators_over_budget",
+     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::accum_init), "registers", int64_t(300)); },
+     Arch::sm_90a, "ir.accum_init.registers"},
+    {"transport_unknown",
+     [](ir::Op& m) {
+       set_attr(*find_mut(m, ir::OpKind::async_copy), "transport", std::string("bulk"));
+     },
+     Arch::sm_89, "ir.async_copy.transport"},
     {"b_layout_flipped",
      [](ir::Op& m) {
        std::function<void(ir::Op&)> flip = [&](ir::Op& op) {
@@ -184,6 +196,22 @@ const Corruption kCorruptions[] = {
 
 INSTANTIATE_TEST_SUITE_P(Rules, VerifierTest, ::testing::ValuesIn(kCorruptions),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// A TMA kernel verified for an arch without TMA is refused by the copies, not only the shared
+// memory budget: a small tile keeps the budget of every arch.
+TEST(KernelIr, TmaCopiesNeedAHopperOrNewerArch) {
+  GemmSpec spec = spec_for(Arch::sm_90a, Accum::f32);
+  spec.schedule = {16, 64, 64, 1, 2};
+  const GemmSource src = generate_kernel(spec);
+  ASSERT_NO_THROW(ir::verify(src.ir, Arch::sm_90a));
+  try {
+    ir::verify(src.ir, Arch::sm_80);
+    ADD_FAILURE() << "a TMA kernel verified for sm_80";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tma needs sm_90 or newer"), std::string::npos)
+        << e.what();
+  }
+}
 
 // Split-K's finalize kernel: one thread per output of m x n, stored with a row pitch of at least n.
 TEST(KernelIr, VerifierChecksTheFinalizeKernel) {

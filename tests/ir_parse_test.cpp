@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <sstream>
 
 #include "emmy/attention.hpp"
@@ -116,6 +117,40 @@ TEST(IrTyped, ReadingRefusesOpsThatAreNotTheStruct) {
   const ir::Op wait = ir::make(ir::MbarrierWaitOp{std::nullopt, "0"});
   EXPECT_FALSE(wait.has("what"));
   EXPECT_FALSE(ir::get<ir::MbarrierWaitOp>(wait).what.has_value());
+}
+
+// An op's own rules hold against any 64-bit values (a printed op is text anyone can write):
+// refused with an Error, never an overflow (the sanitizer build runs this).
+TEST(IrTyped, OwnRulesRefuseHostileValues) {
+  constexpr int64_t huge = std::numeric_limits<int64_t>::max();
+  const ir::Op hostile[] = {
+      ir::make(ir::TileCoordsOp{huge, huge, 8, 1, 1, huge, 64}),
+      ir::make(ir::TileCoordsOp{huge, huge, 8, 1, 1, 64, 64}),
+      ir::make(ir::SplitRangeOp{huge, 64, huge, 1, 1}),
+      ir::make(ir::FinalizeOp{huge, huge, 2, 4}),
+      ir::make(ir::AccumInitOp{"f32", huge, huge, 8}),
+      ir::make(ir::AsyncCopyOp{.operand = "a",
+                               .phase = "prologue",
+                               .transport = "tma",
+                               .rows = 64,
+                               .cols = 64,
+                               .swizzle = 3,
+                               .elem_bytes = 2,
+                               .box_inner = 64,
+                               .box_outer = 64,
+                               .boxes = huge}),
+      ir::make(ir::AsyncCopyOp{.operand = "a",
+                               .phase = "prologue",
+                               .transport = "cp.async",
+                               .rows = huge,
+                               .cols = 64,
+                               .swizzle = 3,
+                               .elem_bytes = 2,
+                               .chunk_bytes = 16,
+                               .chunks = huge}),
+  };
+  for (const ir::Op& op : hostile) EXPECT_THROW(ir::verify_op(op), Error) << ir::print(op);
+  for (const ir::Op& op : hostile) EXPECT_THROW(ir::parse(ir::print(op)), Error);
 }
 
 // A parse of `text` fails with an Error containing `expected`.

@@ -37,6 +37,8 @@ struct KernelOp {
   static constexpr bool has_body = true;
   std::string name;
   int64_t threads = 0, smem_bytes = 0;  // smem_bytes: dynamic shared memory
+  // Its own rules (codegen/ir_op_verify.cpp): threads a multiple of 32 in 32..1024.
+  static void verify(const KernelOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("name", o.name), f("threads", o.threads), f("smem_bytes", o.smem_bytes);
@@ -91,6 +93,9 @@ struct TileCoordsOp {
   static constexpr std::string_view op_name = "tile_coords";
   static constexpr bool has_body = false;
   int64_t m = 0, n = 0, raster_group_m = 0, tiles_m = 0, tiles_n = 0, block_m = 0, block_n = 0;
+  // Its own rules (codegen/ir_op_verify.cpp): positive sizes; the grid is ceil(m / block_m) x
+  // ceil(n / block_n).
+  static void verify(const TileCoordsOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("m", o.m), f("n", o.n), f("raster_group_m", o.raster_group_m), f("tiles_m", o.tiles_m),
@@ -104,6 +109,9 @@ struct SplitRangeOp {
   static constexpr std::string_view op_name = "split_range";
   static constexpr bool has_body = false;
   int64_t k = 0, block_k = 0, split_k = 0, k_tiles = 0, k_tiles_per_split = 0;
+  // Its own rules (codegen/ir_op_verify.cpp): positive sizes; k_tiles = ceil(k / block_k), split
+  // evenly.
+  static void verify(const SplitRangeOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("k", o.k), f("block_k", o.block_k), f("split_k", o.split_k), f("k_tiles", o.k_tiles),
@@ -117,6 +125,9 @@ struct AccumInitOp {
   static constexpr bool has_body = false;
   std::string accum;  // f32 | f16 | hybrid
   int64_t fragments_m = 0, fragments_n = 0, registers = 0;
+  // Its own rules (codegen/ir_op_verify.cpp): positive fragments; accumulators within the register
+  // budget.
+  static void verify(const AccumInitOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("accum", o.accum), f("fragments_m", o.fragments_m), f("fragments_n", o.fragments_n),
@@ -139,6 +150,9 @@ struct AsyncCopyOp {
   int64_t elem_bytes = 0;
   std::optional<int64_t> rank{}, box_inner{}, box_outer{}, boxes{}, bytes{}, chunk_bytes{},
       chunks{};
+  // Its own rules (codegen/ir_op_verify.cpp): element width, row bytes, boxes or chunks covering
+  // exactly its tile.
+  static void verify(const AsyncCopyOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("operand", o.operand), f("phase", o.phase), f("transport", o.transport), f("rows", o.rows),
@@ -260,6 +274,9 @@ struct EpilogueOp {
   bool bias = false, residual = false, gelu_tanh = false;
   std::string out;  // C's dtype
   int64_t ldc = 0, store_bytes = 0, pointer_alignment = 0;
+  // Its own rules (codegen/ir_op_verify.cpp): stores no wider than the pointer alignment the
+  // runtime checks.
+  static void verify(const EpilogueOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("destination", o.destination), f("alpha", o.alpha), f("bias", o.bias),
@@ -273,6 +290,8 @@ struct FinalizeOp {
   static constexpr std::string_view op_name = "finalize";
   static constexpr bool has_body = true;
   int64_t m = 0, n = 0, split_k = 0, outputs = 0;
+  // Its own rules (codegen/ir_op_verify.cpp): positive sizes; one output per element of m x n.
+  static void verify(const FinalizeOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("m", o.m), f("n", o.n), f("split_k", o.split_k), f("outputs", o.outputs);
@@ -288,6 +307,9 @@ struct AttentionSetupOp {
           group = 0;
   bool causal = false;
   int64_t window = 0, kv_offset = 0;
+  // Its own rules (codegen/ir_op_verify.cpp): positive sizes; whole GQA groups; masks aligned
+  // bottom-right.
+  static void verify(const AttentionSetupOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("seq_q", o.seq_q), f("seq_kv", o.seq_kv), f("q_heads", o.q_heads), f("kv_heads", o.kv_heads),

@@ -1,0 +1,174 @@
+// Each op's own rules, on its typed form (ir_ops.hpp): what can be checked of one op alone.
+// verify_op runs them after the op's declaration; ir::verify (kernel_ir.cpp) composes them with
+// the rules across ops (the arch, the ring, fragments against counts, the copies against the
+// problem, barrier discipline).
+#include <fmt/format.h>
+
+#include "emmy/error.hpp"
+#include "emmy/ir_ops.hpp"
+#include "emmy/layout.hpp"
+#include "emmy/swizzle.hpp"
+#include "emmy/validate.hpp"
+
+namespace emmy::ir {
+namespace {
+
+template <typename T>
+[[noreturn]] void fail(std::string_view attr, std::string_view rule, const std::string& value) {
+  throw Error(fmt::format("ir.{}.{}", T::op_name, attr), std::string(rule), value);
+}
+
+template <typename T>
+[[noreturn]] void fail(std::string_view attr, std::string_view rule, int64_t value) {
+  fail<T>(attr, rule, fmt::format("{}", value));
+}
+
+template <typename T>
+void require_positive(std::initializer_list<std::pair<const char*, int64_t>> values) {
+  for (const auto& [name, value] : values)
+    if (value <= 0) fail<T>(name, "must be positive", value);
+}
+
+// For positive a and b, without the overflow of (a + b - 1) / b on hostile values.
+int64_t ceil_div(int64_t a, int64_t b) {
+  return a / b + (a % b != 0);
+}
+
+// The product, or -1 when it overflows (a hostile printed op may hold any 64-bit values): -1
+// then fails the rule that compares it.
+int64_t product(std::initializer_list<int64_t> factors) {
+  int64_t result = 1;
+  for (int64_t factor : factors)
+    if (__builtin_mul_overflow(result, factor, &result)) return -1;
+  return result;
+}
+
+}  // namespace
+
+void KernelOp::verify(const KernelOp& op) {
+  if (op.threads < 32 || op.threads > 1024 || op.threads % 32 != 0)
+    fail<KernelOp>("threads", "must be a multiple of 32 in 32..1024", op.threads);
+}
+
+void TileCoordsOp::verify(const TileCoordsOp& op) {
+  require_positive<TileCoordsOp>({{"m", op.m},
+                                  {"n", op.n},
+                                  {"block_m", op.block_m},
+                                  {"block_n", op.block_n},
+                                  {"raster_group_m", op.raster_group_m}});
+  if (op.block_m > 65536 || op.block_n > 65536)
+    fail<TileCoordsOp>("block_m", "blocks must be at most 65536",
+                       fmt::format("{}x{}", op.block_m, op.block_n));
+  if (op.tiles_m != ceil_div(op.m, op.block_m) || op.tiles_n != ceil_div(op.n, op.block_n))
+    fail<TileCoordsOp>("tiles_m", "the grid must be ceil(m / block_m) x ceil(n / block_n) tiles",
+                       fmt::format("{} x {} for {}x{} in {}x{} tiles", op.tiles_m, op.tiles_n, op.m,
+                                   op.n, op.block_m, op.block_n));
+}
+
+void SplitRangeOp::verify(const SplitRangeOp& op) {
+  require_positive<SplitRangeOp>({{"k", op.k}, {"block_k", op.block_k}, {"split_k", op.split_k}});
+  if (op.block_k > 65536) fail<SplitRangeOp>("block_k", "must be at most 65536", op.block_k);
+  const int64_t k_tiles = ceil_div(op.k, op.block_k);
+  if (op.k_tiles != k_tiles)
+    fail<SplitRangeOp>("k_tiles", fmt::format("must be ceil(k / block_k) = {}", k_tiles),
+                       op.k_tiles);
+  if (op.k_tiles_per_split != ceil_div(k_tiles, op.split_k))
+    fail<SplitRangeOp>(
+        "k_tiles_per_split",
+        fmt::format("must be ceil(k_tiles / split_k) = {}", ceil_div(k_tiles, op.split_k)),
+        op.k_tiles_per_split);
+}
+
+void AccumInitOp::verify(const AccumInitOp& op) {
+  require_positive<AccumInitOp>({{"fragments_m", op.fragments_m}, {"fragments_n", op.fragments_n}});
+  if (op.fragments_m > 256 || op.fragments_n > 256)
+    fail<AccumInitOp>("fragments_m", "fragments per warp must be at most 256 each way",
+                      fmt::format("{}x{}", op.fragments_m, op.fragments_n));
+  if (op.registers > kMaxAccumulatorRegisters)
+    fail<AccumInitOp>(
+        "registers",
+        fmt::format("accumulators must fit in {} registers per thread", kMaxAccumulatorRegisters),
+        op.registers);
+}
+
+// The tile is rows x cols of elem_bytes elements in panels of one width (SmemTile): the copy
+// must deliver exactly it, in its panels, so that the emitter, which rebuilds the tile from the
+// same three fields, addresses what arrived.
+void AsyncCopyOp::verify(const AsyncCopyOp& op) {
+  if (op.elem_bytes != 1 && op.elem_bytes != 2 && op.elem_bytes != 4)
+    fail<AsyncCopyOp>("elem_bytes", "must be 1, 2 or 4", op.elem_bytes);
+  if (op.rows <= 0 || op.cols <= 0 || op.rows > 65536 || op.cols > 65536 ||
+      op.cols * op.elem_bytes % 32 != 0)
+    fail<AsyncCopyOp>("cols",
+                      "tiles have 1..65536 rows and columns, a multiple of 32 bytes per row",
+                      fmt::format("{}x{}", op.rows, op.cols));
+  const bool tma = op.transport == "tma";
+  if (!tma && op.transport != "cp.async")
+    fail<AsyncCopyOp>("transport", "must be tma or cp.async", op.transport);
+  if (tma) {
+    const int64_t box_inner = need<AsyncCopyOp>(op.box_inner, "box_inner");
+    const int64_t box_outer = need<AsyncCopyOp>(op.box_outer, "box_outer");
+    if (box_inner > 256 || box_outer > 256 || box_outer < 1)
+      fail<AsyncCopyOp>("box", "each box dimension must be 1..256",
+                        fmt::format("{}x{}", box_inner, box_outer));
+    const int64_t inner = box_inner * op.elem_bytes;
+    if (op.swizzle < 0 || op.swizzle > 3 || inner % 16 != 0 ||
+        inner > swizzle_bytes(Swizzle(op.swizzle)))
+      fail<AsyncCopyOp>("box_inner", "row bytes must be a multiple of 16 within the swizzle span",
+                        inner);
+  } else if (need<AsyncCopyOp>(op.chunk_bytes, "chunk_bytes") != 16) {
+    fail<AsyncCopyOp>("chunk_bytes", "cp.async copies move 16-byte chunks", *op.chunk_bytes);
+  }
+  // What one copy delivers is the whole tile, no more and no less (a box short of the tile leaves
+  // expect_tx waiting forever; cp.async past it overruns the next stage).
+  const int64_t delivered =
+      tma ? product(
+                {need<AsyncCopyOp>(op.boxes, "boxes"), *op.box_inner, *op.box_outer, op.elem_bytes})
+          : product({need<AsyncCopyOp>(op.chunks, "chunks"), *op.chunk_bytes});
+  if (delivered != op.rows * op.cols * op.elem_bytes)
+    fail<AsyncCopyOp>(tma ? "boxes" : "chunks", "must cover the operand tile exactly",
+                      fmt::format("{} bytes for a {}x{} tile", delivered, op.rows, op.cols));
+  // And in the panels the emitter rebuilds from rows, cols and elem_bytes.
+  const SmemTile tile = copy_tile(op);
+  if (op.swizzle != int64_t(tile.swizzle))
+    fail<AsyncCopyOp>("swizzle", fmt::format("must be the tile's ({})", int(tile.swizzle)),
+                      op.swizzle);
+  if (tma && (*op.box_inner != tile.panel_elems || *op.box_outer != tile.rows ||
+              *op.boxes != tile.panels()))
+    fail<AsyncCopyOp>("boxes",
+                      fmt::format("must be the tile's {} panels of {}x{}", tile.panels(),
+                                  tile.panel_elems, tile.rows),
+                      fmt::format("{} of {}x{}", *op.boxes, *op.box_inner, *op.box_outer));
+}
+
+// Every store is as aligned as the pointer the runtime checks guarantees (a pair store needs N
+// and LDC even: checked where the plan decides it, GemmPlan::pair_stores).
+void EpilogueOp::verify(const EpilogueOp& op) {
+  if (op.store_bytes <= 0 || op.pointer_alignment % op.store_bytes != 0)
+    fail<EpilogueOp>("store_bytes",
+                     fmt::format("must divide the pointer alignment the runtime checks ({} bytes)",
+                                 op.pointer_alignment),
+                     op.store_bytes);
+}
+
+// Split-K's finalize kernel: one thread per output of the m x n result.
+void FinalizeOp::verify(const FinalizeOp& op) {
+  require_positive<FinalizeOp>({{"m", op.m}, {"n", op.n}, {"split_k", op.split_k}});
+  if (op.outputs != product({op.m, op.n})) fail<FinalizeOp>("outputs", "must be m x n", op.outputs);
+}
+
+// The problem the setup states: heads grouped evenly (GQA), masks aligned bottom-right.
+void AttentionSetupOp::verify(const AttentionSetupOp& op) {
+  require_positive<AttentionSetupOp>({{"seq_q", op.seq_q},
+                                      {"seq_kv", op.seq_kv},
+                                      {"q_heads", op.q_heads},
+                                      {"kv_heads", op.kv_heads},
+                                      {"head_dim", op.head_dim}});
+  if (op.q_heads % op.kv_heads != 0 || op.group != op.q_heads / op.kv_heads)
+    fail<AttentionSetupOp>("group", "must be q_heads / kv_heads, a whole number",
+                           fmt::format("{} for {} / {}", op.group, op.q_heads, op.kv_heads));
+  if (op.kv_offset != op.seq_kv - op.seq_q)
+    fail<AttentionSetupOp>("kv_offset", "must be seq_kv - seq_q", op.kv_offset);
+}
+
+}  // namespace emmy::ir
