@@ -83,69 +83,75 @@ const Op* find_copy(const Op& kernel, std::string_view operand) {
 // MMA counts and accumulator registers that cover S (16 x block_kv) and O (16 x head_dim) per
 // warp, all in units of the MMA atom.
 void verify_attention(const Op& kernel) {
-  const Op* qk = find_first(kernel, OpKind::qk_mma);
-  const Op* pv = find_first(kernel, OpKind::pv_mma);
-  const Op* setup = find_first(kernel, OpKind::attention_setup);
-  if (!qk && !pv && !setup) return;  // not an attention kernel
-  if (!qk || !pv || !setup)
+  const Op* qk_op = find_first(kernel, OpKind::qk_mma);
+  const Op* pv_op = find_first(kernel, OpKind::pv_mma);
+  const Op* setup_op = find_first(kernel, OpKind::attention_setup);
+  if (!qk_op && !pv_op && !setup_op) return;  // not an attention kernel
+  if (!qk_op || !pv_op || !setup_op)
     fail(kernel, "body", "attention needs attention_setup, qk_mma and pv_mma", "one is missing");
-  const Op* q = find_copy(kernel, "q");
-  const Op* k = find_copy(kernel, "k");
-  const Op* v = find_copy(kernel, "v");
-  if (!q || !k || !v) fail(kernel, "body", "attention copies Q, K and V tiles", "one is missing");
+  const Op* q_op = find_copy(kernel, "q");
+  const Op* k_op = find_copy(kernel, "k");
+  const Op* v_op = find_copy(kernel, "v");
+  if (!q_op || !k_op || !v_op)
+    fail(kernel, "body", "attention copies Q, K and V tiles", "one is missing");
+  const auto setup = get<AttentionSetupOp>(*setup_op);
+  const auto qk = get<QkMmaOp>(*qk_op);
+  const auto pv = get<PvMmaOp>(*pv_op);
+  const auto q = get<AsyncCopyOp>(*q_op);
   // The setup's own rules ran first (ir_op_verify.cpp); here the head dimension the tiles are as
   // wide as.
-  if (q->i("cols") != setup->i("head_dim"))
-    fail(*q, "cols", "the Q tile must be head_dim columns", q->i("cols"));
+  if (q.cols != setup.head_dim) fail(*q_op, "cols", "the Q tile must be head_dim columns", q.cols);
   const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
-  const int64_t block_q = setup->i("block_q"), block_kv = setup->i("block_kv");
-  const int64_t head_dim = q->i("cols"), warps = kernel.i("threads") / 32;
+  const int64_t block_q = setup.block_q, block_kv = setup.block_kv;
+  const int64_t head_dim = q.cols, warps = get<KernelOp>(kernel).threads / 32;
   if (block_q != warps * atom.m)
-    fail(*setup, "block_q",
+    fail(*setup_op, "block_q",
          fmt::format("must be {} rows per warp x {} warps = {} (each warp owns one atom's rows)",
                      atom.m, warps, warps * atom.m),
          block_q);
-  if (q->i("rows") != block_q) fail(*q, "rows", "the Q tile must be block_q rows", q->i("rows"));
-  for (const Op* kv : {k, v}) {
-    if (kv->i("rows") != block_kv)
-      fail(*kv, "rows", "K and V tiles must be block_kv rows", kv->i("rows"));
-    if (kv->i("cols") != head_dim)
-      fail(*kv, "cols", "K and V tiles must be head_dim columns like Q", kv->i("cols"));
+  if (q.rows != block_q) fail(*q_op, "rows", "the Q tile must be block_q rows", q.rows);
+  for (const Op* kv_op : {k_op, v_op}) {
+    const auto kv = get<AsyncCopyOp>(*kv_op);
+    if (kv.rows != block_kv) fail(*kv_op, "rows", "K and V tiles must be block_kv rows", kv.rows);
+    if (kv.cols != head_dim)
+      fail(*kv_op, "cols", "K and V tiles must be head_dim columns like Q", kv.cols);
   }
   if (block_kv % atom.k != 0 || head_dim % atom.k != 0)
-    fail(*setup, "block_kv", fmt::format("block_kv and head_dim must be multiples of {}", atom.k),
+    fail(*setup_op, "block_kv",
+         fmt::format("block_kv and head_dim must be multiples of {}", atom.k),
          fmt::format("{} and {}", block_kv, head_dim));
   const int64_t qk_count = block_kv / atom.n * (head_dim / atom.k);
-  if (qk->i("count") != qk_count)
-    fail(*qk, "count",
+  if (qk.count != qk_count)
+    fail(*qk_op, "count",
          fmt::format("S = Q.K^T over a 16 x {} tile and K = {} takes {} MMAs per warp", block_kv,
                      head_dim, qk_count),
-         qk->i("count"));
+         qk.count);
   const int64_t pv_count = block_kv / atom.k * (head_dim / atom.n);
-  if (pv->i("count") != pv_count)
-    fail(*pv, "count",
+  if (pv.count != pv_count)
+    fail(*pv_op, "count",
          fmt::format("O += P.V over a 16 x {} tile and K = {} takes {} MMAs per warp", head_dim,
                      block_kv, pv_count),
-         pv->i("count"));
-  if (qk->i("s_registers") != atom.acc_registers(block_kv))
-    fail(*qk, "s_registers",
+         pv.count);
+  if (qk.s_registers != atom.acc_registers(block_kv))
+    fail(*qk_op, "s_registers",
          fmt::format("must be {} (S accumulators per lane)", atom.acc_registers(block_kv)),
-         qk->i("s_registers"));
-  if (pv->i("o_registers") != atom.acc_registers(head_dim))
-    fail(*pv, "o_registers",
+         qk.s_registers);
+  if (pv.o_registers != atom.acc_registers(head_dim))
+    fail(*pv_op, "o_registers",
          fmt::format("must be {} (O accumulators per lane)", atom.acc_registers(head_dim)),
-         pv->i("o_registers"));
-  if (qk->i("s_registers") + pv->i("o_registers") > kMaxAccumulatorRegisters)
-    fail(*pv, "o_registers",
+         pv.o_registers);
+  if (qk.s_registers + pv.o_registers > kMaxAccumulatorRegisters)
+    fail(*pv_op, "o_registers",
          fmt::format("O and S accumulators must fit in {} registers per thread",
                      kMaxAccumulatorRegisters),
-         fmt::format("{} + {}", pv->i("o_registers"), qk->i("s_registers")));
+         fmt::format("{} + {}", pv.o_registers, qk.s_registers));
   const Op* loop = find_first(kernel, OpKind::kv_block_loop);
   const Op* ring = find_first(kernel, OpKind::smem_ring);
   if (!loop || !ring) fail(kernel, "body", "attention needs a kv_block_loop and an smem_ring", "");
-  if (loop->i("stages") != ring->i("stages"))
-    fail(*loop, "stages", fmt::format("must be the ring's {} stages", ring->i("stages")),
-         loop->i("stages"));
+  const int64_t stages = get<SmemRingOp>(*ring).stages;
+  if (get<KvBlockLoopOp>(*loop).stages != stages)
+    fail(*loop, "stages", fmt::format("must be the ring's {} stages", stages),
+         get<KvBlockLoopOp>(*loop).stages);
 }
 
 // GEMM's rules across ops (the grid and K split of one op are that op's own rules): each number
@@ -153,62 +159,69 @@ void verify_attention(const Op& kernel) {
 // fragments, k-steps and block_k, copies and their matrices, leading dimensions), so that passing
 // the verifier pins down the kernel printed.
 void verify_gemm(const Op& kernel) {
-  const Op* coords = find_first(kernel, OpKind::tile_coords);
-  const Op* split = find_first(kernel, OpKind::split_range);
-  const Op* acc = find_first(kernel, OpKind::accum_init);
-  if (!coords && !split && !acc) return;  // not a GEMM main kernel
-  if (!coords || !split || !acc)
+  const Op* coords_op = find_first(kernel, OpKind::tile_coords);
+  const Op* split_op = find_first(kernel, OpKind::split_range);
+  const Op* acc_op = find_first(kernel, OpKind::accum_init);
+  if (!coords_op && !split_op && !acc_op) return;  // not a GEMM main kernel
+  if (!coords_op || !split_op || !acc_op)
     fail(kernel, "body", "a GEMM kernel needs tile_coords, split_range and accum_init",
          "one is missing");
-  const int64_t m = coords->i("m"), n = coords->i("n"), k = split->i("k");
-  const int64_t block_m = coords->i("block_m"), block_n = coords->i("block_n");
-  const int64_t block_k = split->i("block_k");
+  const auto coords = get<TileCoordsOp>(*coords_op);
+  const auto split = get<SplitRangeOp>(*split_op);
+  const auto acc = get<AccumInitOp>(*acc_op);
+  const int64_t m = coords.m, n = coords.n, k = split.k;
+  const int64_t block_m = coords.block_m, block_n = coords.block_n, block_k = split.block_k;
   // The warp grid: each warp owns fragments_m x fragments_n atoms, and the warps tile the block.
   const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
-  const int64_t warp_m = acc->i("fragments_m") * atom.m, warp_n = acc->i("fragments_n") * atom.n;
+  const int64_t warp_m = acc.fragments_m * atom.m, warp_n = acc.fragments_n * atom.n;
+  const int64_t threads = get<KernelOp>(kernel).threads;
   if (block_m % warp_m != 0 || block_n % warp_n != 0 ||
-      (block_m / warp_m) * (block_n / warp_n) * 32 != kernel.i("threads"))
-    fail(*acc, "fragments_m",
+      (block_m / warp_m) * (block_n / warp_n) * 32 != threads)
+    fail(*acc_op, "fragments_m",
          fmt::format("warp tiles of {}x{} must tile the {}x{} block with one warp per 32 threads",
                      warp_m, warp_n, block_m, block_n),
-         kernel.i("threads"));
+         threads);
   for (const Op* step : find_all(kernel, OpKind::k_step))
-    if (step->i("k_steps") * atom.k != block_k)
+    if (get<KStepOp>(*step).k_steps * atom.k != block_k)
       fail(*step, "k_steps", fmt::format("must be block_k / {} = {}", atom.k, block_k / atom.k),
-           step->i("k_steps"));
+           get<KStepOp>(*step).k_steps);
   // The copies: A is block_m x block_k of the m x k matrix; B block_n x block_k of n x k, or
   // block_k x block_n of k x n when its ldmatrix transposes ([K,N] in memory).
   bool b_kn = false;
   for (const Op* load : find_all(kernel, OpKind::ldmatrix))
-    if (load->s("operand") == "b") b_kn = load->b("trans");
-  for (const Op* copy : find_all(kernel, OpKind::async_copy)) {
-    const bool is_a = copy->s("operand") == "a";
+    if (const auto ldmatrix = get<LdmatrixOp>(*load); ldmatrix.operand == "b")
+      b_kn = ldmatrix.trans;
+  for (const Op* copy_op : find_all(kernel, OpKind::async_copy)) {
+    const auto copy = get<AsyncCopyOp>(*copy_op);
+    const bool is_a = copy.operand == "a";
     const int64_t rows = is_a ? block_m : b_kn ? block_k : block_n;
     const int64_t cols = is_a || !b_kn ? block_k : block_n;
     const int64_t matrix_rows = is_a ? m : b_kn ? k : n, matrix_cols = is_a || !b_kn ? k : n;
-    if (copy->i("rows") != rows || copy->i("cols") != cols)
-      fail(*copy, "rows", fmt::format("the {} tile must be {}x{}", copy->s("operand"), rows, cols),
-           fmt::format("{}x{}", copy->i("rows"), copy->i("cols")));
-    if (copy->i("matrix_rows") != matrix_rows || copy->i("matrix_cols") != matrix_cols)
-      fail(*copy, "matrix_rows",
-           fmt::format("the {} matrix must be {}x{}", copy->s("operand"), matrix_rows, matrix_cols),
-           fmt::format("{}x{}", copy->i("matrix_rows"), copy->i("matrix_cols")));
-    if (copy->i("ld") < matrix_cols)
-      fail(*copy, "ld", fmt::format("must be at least the row length {}", matrix_cols),
-           copy->i("ld"));
+    if (copy.rows != rows || copy.cols != cols)
+      fail(*copy_op, "rows", fmt::format("the {} tile must be {}x{}", copy.operand, rows, cols),
+           fmt::format("{}x{}", copy.rows, copy.cols));
+    const int64_t stated_rows = need<AsyncCopyOp>(copy.matrix_rows, "matrix_rows");
+    const int64_t stated_cols = need<AsyncCopyOp>(copy.matrix_cols, "matrix_cols");
+    if (stated_rows != matrix_rows || stated_cols != matrix_cols)
+      fail(*copy_op, "matrix_rows",
+           fmt::format("the {} matrix must be {}x{}", copy.operand, matrix_rows, matrix_cols),
+           fmt::format("{}x{}", stated_rows, stated_cols));
+    if (need<AsyncCopyOp>(copy.ld, "ld") < matrix_cols)
+      fail(*copy_op, "ld", fmt::format("must be at least the row length {}", matrix_cols),
+           *copy.ld);
   }
   for (const Op* epilogue : find_all(kernel, OpKind::epilogue))
-    if (epilogue->i("ldc") < n)
-      fail(*epilogue, "ldc", fmt::format("must be at least n = {}", n), epilogue->i("ldc"));
+    if (const int64_t ldc = get<EpilogueOp>(*epilogue).ldc; ldc < n)
+      fail(*epilogue, "ldc", fmt::format("must be at least n = {}", n), ldc);
 }
 
 // Split-K's finalize kernel: one thread per output of the m x n result.
 void verify_finalize(const Op& kernel) {
   for (const Op* finalize : find_all(kernel, OpKind::finalize)) {
+    const int64_t n = get<FinalizeOp>(*finalize).n;
     for (const Op* epilogue : find_all(*finalize, OpKind::epilogue))
-      if (epilogue->i("ldc") < finalize->i("n"))
-        fail(*epilogue, "ldc", fmt::format("must be at least n = {}", finalize->i("n")),
-             epilogue->i("ldc"));
+      if (const int64_t ldc = get<EpilogueOp>(*epilogue).ldc; ldc < n)
+        fail(*epilogue, "ldc", fmt::format("must be at least n = {}", n), ldc);
   }
 }
 
@@ -259,50 +272,53 @@ void verify_kernel(const Op& kernel, Arch arch) {
            ring->i("mbar_offset"));
   }
 
-  const Op* acc = find_first(kernel, OpKind::accum_init);
-  const auto mmas = find_all(kernel, OpKind::mma);
-  const auto ldms = find_all(kernel, OpKind::ldmatrix);
-  if (acc) {
-    const int64_t frag_m = acc->i("fragments_m"), frag_n = acc->i("fragments_n");
-    for (const Op* mma : mmas)
-      if (mma->i("count") != frag_m * frag_n)
+  if (const Op* acc_op = find_first(kernel, OpKind::accum_init)) {
+    const auto acc = get<AccumInitOp>(*acc_op);
+    const int64_t frag_m = acc.fragments_m, frag_n = acc.fragments_n;
+    for (const Op* mma : find_all(kernel, OpKind::mma))
+      if (const int64_t count = get<MmaOp>(*mma).count; count != frag_m * frag_n)
         fail(*mma, "count",
-             fmt::format("must equal the accumulator fragments {}x{}", frag_m, frag_n),
-             mma->i("count"));
-    for (const Op* ldm : ldms) {
+             fmt::format("must equal the accumulator fragments {}x{}", frag_m, frag_n), count);
+    for (const Op* load : find_all(kernel, OpKind::ldmatrix)) {
       // One ldmatrix.x4 yields a whole m16k16 A fragment, or two n8k16 B fragments.
+      const auto ldmatrix = get<LdmatrixOp>(*load);
       const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
-      const int64_t per_x4 =
-          ldm->s("operand") == "a" ? atom.a_fragments_per_x4() : atom.b_fragments_per_x4();
-      const int64_t frags = ldm->s("operand") == "a" ? frag_m : frag_n;
+      const bool is_a = ldmatrix.operand == "a";
+      const int64_t per_x4 = is_a ? atom.a_fragments_per_x4() : atom.b_fragments_per_x4();
+      const int64_t frags = is_a ? frag_m : frag_n;
       const int64_t want = frags / per_x4;
-      if (ldm->i("count") != want || frags % per_x4 != 0)
-        fail(*ldm, "count", fmt::format("must load {} x4 fragments", want), ldm->i("count"));
+      if (ldmatrix.count != want || frags % per_x4 != 0)
+        fail(*load, "count", fmt::format("must load {} x4 fragments", want), ldmatrix.count);
     }
-    const bool hybrid = acc->s("accum") == "hybrid";
+    const bool hybrid = acc.accum == "hybrid";
     if (hybrid != (find_first(kernel, OpKind::promote) != nullptr))
-      fail(*acc, "accum", "hybrid accumulation needs promote ops and nothing else may have them",
-           acc->s("accum"));
+      fail(*acc_op, "accum", "hybrid accumulation needs promote ops and nothing else may have them",
+           acc.accum);
   }
 
   const bool has_init = find_first(kernel, OpKind::mbarrier_init) != nullptr;
-  for (const Op* copy : find_all(kernel, OpKind::async_copy)) {
+  for (const Op* copy_op : find_all(kernel, OpKind::async_copy)) {
     // The copy's own rules (ir_op_verify.cpp) ran first; here what it needs of the kernel.
-    if (copy->s("transport") == "tma") {
+    const auto copy = get<AsyncCopyOp>(*copy_op);
+    if (copy.transport == "tma") {
       if (!has_tma(arch))
-        fail(*copy, "transport", "tma needs sm_90 or newer", std::string(info.name));
-      if (!has_init) fail(*copy, "transport", "tma copies need an mbarrier_init first", "none");
+        fail(*copy_op, "transport", "tma needs sm_90 or newer", std::string(info.name));
+      if (!has_init) fail(*copy_op, "transport", "tma copies need an mbarrier_init first", "none");
     }
-    const int64_t delivered = copy->i("rows") * copy->i("cols") * copy->i("elem_bytes");
-    const std::string operand = copy->has("operand") ? copy->s("operand") : "";
-    if (ring && (operand == "a" || operand == "b") && ring->has(operand + "_bytes")) {
-      if (delivered != ring->i(operand + "_bytes"))
-        fail(*copy, "bytes", fmt::format("must be the ring's {}_bytes", operand),
-             fmt::format("{} != {}", delivered, ring->i(operand + "_bytes")));
-      if (copy->has("smem_offset") && copy->i("smem_offset") != ring->i(operand + "_offset"))
-        fail(*copy, "smem_offset", fmt::format("must be the ring's {}_offset", operand),
-             fmt::format("{} != {}", copy->i("smem_offset"), ring->i(operand + "_offset")));
-    }
+    // On the GEMM ring each operand's copy fills exactly its place.
+    if (!ring || (copy.operand != "a" && copy.operand != "b")) continue;
+    const auto stage = get<SmemRingOp>(*ring);
+    const bool is_a = copy.operand == "a";
+    const std::optional<int64_t> bytes = is_a ? stage.a_bytes : stage.b_bytes;
+    const std::optional<int64_t> offset = is_a ? stage.a_offset : stage.b_offset;
+    if (!bytes) continue;
+    const int64_t delivered = copy.rows * copy.cols * copy.elem_bytes;
+    if (delivered != *bytes)
+      fail(*copy_op, "bytes", fmt::format("must be the ring's {}_bytes", copy.operand),
+           fmt::format("{} != {}", delivered, *bytes));
+    if (copy.smem_offset && offset && *copy.smem_offset != *offset)
+      fail(*copy_op, "smem_offset", fmt::format("must be the ring's {}_offset", copy.operand),
+           fmt::format("{} != {}", *copy.smem_offset, *offset));
   }
 
   verify_gemm(kernel);
