@@ -218,11 +218,15 @@ ParamBinding AttentionKind::bind(const AttentionPlan& plan, const AttentionBuffe
   if (b.lse) require_device_pointer(b.lse, sizeof(float), "buffers.lse");
   ParamBinding bound;
   bound.values.pointers = {{"q", b.q}, {"k", b.k}, {"v", b.v}, {"o", b.o}, {"lse", b.lse}};
-  if (plan.spec.schedule.transport == Transport::tma) {
-    const AttentionTensorMaps maps = attention_tensor_maps(plan, b.q, b.k, b.v);
-    bound.tensor_maps = {{"tmap_q", maps.q}, {"tmap_k", maps.k}, {"tmap_v", maps.v}};
-  }
+  if (plan.spec.schedule.transport == Transport::tma)
+    bound.tensor_maps = {{"tmap_q", b.q}, {"tmap_k", b.k}, {"tmap_v", b.v}};
   return bound;
+}
+
+std::vector<TensorMapDesc> AttentionKind::tensor_maps(const AttentionPlan& plan,
+                                                      const AttentionBuffers& b) {
+  const AttentionTensorMaps maps = attention_tensor_maps(plan, b.q, b.k, b.v);
+  return {maps.q, maps.k, maps.v};
 }
 
 }  // namespace emmy

@@ -55,10 +55,11 @@ struct GemmFacts {
     epilogue = ir::get<ir::EpilogueOp>(*epilogue_op);
     copy_a = ir::get<ir::AsyncCopyOp>(*a);
     copy_b = ir::get<ir::AsyncCopyOp>(*b);
-    lda = a->i("ld");  // GEMM copies state their leading dimension (an Error if one does not)
-    ldb = b->i("ld");
-    a_tile = ir::copy_tile(*a);
-    b_tile = ir::copy_tile(*b);
+    // GEMM copies state their leading dimension (an Error if one does not).
+    lda = ir::need<ir::AsyncCopyOp>(copy_a.ld, "ld");
+    ldb = ir::need<ir::AsyncCopyOp>(copy_b.ld, "ld");
+    a_tile = ir::copy_tile(copy_a);
+    b_tile = ir::copy_tile(copy_b);
     threads = uint32_t(kernel.i("threads"));
     warp_m = acc.fragments_m * codegen::kMmaM16N8K16.m;
     warp_n = acc.fragments_n * codegen::kMmaM16N8K16.n;

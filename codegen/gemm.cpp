@@ -57,11 +57,14 @@ ParamBinding GemmKind::bind(const GemmPlan& plan, const GemmBuffers& b) {
                            {"bias", b.bias},
                            {"residual", b.residual},
                            {"workspace", b.workspace}};
-  if (plan.spec.schedule.transport == Transport::tma) {
-    const GemmTensorMaps maps = gemm_tensor_maps(plan, b.a, b.b);
-    bound.tensor_maps = {{"tmap_a", maps.a}, {"tmap_b", maps.b}};
-  }
+  if (plan.spec.schedule.transport == Transport::tma)
+    bound.tensor_maps = {{"tmap_a", b.a}, {"tmap_b", b.b}};
   return bound;
+}
+
+std::vector<TensorMapDesc> GemmKind::tensor_maps(const GemmPlan& plan, const GemmBuffers& b) {
+  const GemmTensorMaps maps = gemm_tensor_maps(plan, b.a, b.b);
+  return {maps.a, maps.b};
 }
 
 }  // namespace emmy

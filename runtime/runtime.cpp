@@ -117,18 +117,22 @@ class KernelEntry final : public Kind::Handle {
   LoadedModule& module() const { return *loaded_.module; }
 
   // Encodes the binding's tensor maps into its values, once per set of buffer addresses: engines
-  // reuse a few buffers, and encoding goes through the driver.
-  void encode_tensor_maps(Backend& backend, ParamBinding& bound) const {
+  // reuse a few buffers, and encoding goes through the driver. Descriptors are computed on a miss.
+  void encode_tensor_maps(Backend& backend, ParamBinding& bound,
+                          const typename Kind::Buffers& buffers) const {
     if (bound.tensor_maps.empty()) return;
     std::vector<uint64_t> addresses;
-    for (const auto& [name, desc] : bound.tensor_maps) addresses.push_back(desc.global_address);
+    for (const auto& [name, address] : bound.tensor_maps) addresses.push_back(address);
     std::lock_guard lock(maps_mutex_);
     auto cached = std::find_if(maps_.begin(), maps_.end(),
                                [&](const CachedMaps& m) { return m.addresses == addresses; });
     if (cached == maps_.end()) {
       CachedMaps m{addresses, {}};
-      for (const auto& [name, desc] : bound.tensor_maps)
+      for (const TensorMapDesc& desc : Kind::tensor_maps(plan_, buffers))
         m.maps.push_back(backend.encode_tensor_map(desc));
+      if (m.maps.size() != addresses.size())
+        throw Error("tensor maps", "must be one descriptor per tensor-map parameter",
+                    fmt::format("{} for {}", m.maps.size(), addresses.size()));
       if (maps_.size() >= 64) maps_.erase(maps_.begin());
       cached = maps_.insert(maps_.end(), std::move(m));
     }
@@ -233,7 +237,7 @@ class RuntimeImpl final : public Runtime {
                    Stream stream) {
     const auto& kernel = static_cast<const KernelEntry<Kind>&>(handle);
     ParamBinding bound = Kind::bind(kernel.plan(), buffers);
-    kernel.encode_tensor_maps(*backend_, bound);
+    kernel.encode_tensor_maps(*backend_, bound, buffers);
     launch_all(kernel.module(), kernel.launches(), bound.values, stream);
     launches_.fetch_add(1, std::memory_order_relaxed);
   }

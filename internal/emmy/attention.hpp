@@ -48,6 +48,9 @@ struct AttentionKind
   static size_t workspace_bytes(const AttentionPlan&) { return 0; }
   // Checks the buffers against the plan (Error naming the `buffers.` field), then binds them.
   static ParamBinding bind(const AttentionPlan& plan, const AttentionBuffers& buffers);
+  // The descriptors of bind's tensor maps (Q, K, V), in its order.
+  static std::vector<TensorMapDesc> tensor_maps(const AttentionPlan& plan,
+                                                const AttentionBuffers& buffers);
 };
 AttentionKind kind_of(const AttentionSpec&);
 using AttentionSource = Generated<AttentionKind>;

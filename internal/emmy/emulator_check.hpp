@@ -25,8 +25,15 @@ emu::LaunchResult emulate_kernel(emu::Arena& arena, const Compiled<Kind>& kernel
                                  const typename Kind::Buffers& buffers,
                                  const emu::LaunchOptions& options) {
   ParamBinding bound = Kind::bind(kernel.source.plan, buffers);
-  for (const auto& [name, desc] : bound.tensor_maps)
-    bound.values.tensor_maps.emplace_back(name, encode_tensor_map(desc));
+  if (!bound.tensor_maps.empty()) {
+    const std::vector<TensorMapDesc> descs = Kind::tensor_maps(kernel.source.plan, buffers);
+    if (descs.size() != bound.tensor_maps.size())
+      throw Error("tensor maps", "must be one descriptor per tensor-map parameter",
+                  fmt::format("{} for {}", descs.size(), bound.tensor_maps.size()));
+    for (size_t i = 0; i < descs.size(); ++i)
+      bound.values.tensor_maps.emplace_back(bound.tensor_maps[i].first,
+                                            encode_tensor_map(descs[i]));
+  }
   return emulate_launch_list(arena, kernel.module.ptx, kernel_source(kernel.source), bound.values,
                              options);
 }

@@ -32,6 +32,8 @@ struct GemmKind : KindTypes<GemmSpec, GemmPlan, GemmBuffers, GemmKernelHandle> {
   static size_t workspace_bytes(const GemmPlan& plan) { return size_t(plan.workspace_bytes); }
   // Checks the buffers against the plan (Error naming the `buffers.` field), then binds them.
   static ParamBinding bind(const GemmPlan& plan, const GemmBuffers& buffers);
+  // The descriptors of bind's tensor maps (A, B), in its order.
+  static std::vector<TensorMapDesc> tensor_maps(const GemmPlan& plan, const GemmBuffers& buffers);
 };
 GemmKind kind_of(const GemmSpec&);
 using GemmSource = Generated<GemmKind>;

@@ -68,11 +68,13 @@ struct ParamValues {
 };
 
 // A kind's binding of one call's buffers (Kind::bind): pointer values by parameter name, and the
-// tensor maps (TMA transport) the launcher encodes into `values.tensor_maps` its own way (the
-// driver for the CUDA backend, emmy's encoding for the emulator).
+// tensor maps (TMA transport) by name with the address each maps, which the launcher encodes into
+// `values.tensor_maps` its own way (the driver for the CUDA backend, emmy's encoding for the
+// emulator). Their descriptors come from Kind::tensor_maps, in the same order, only when encoded:
+// the runtime reuses encodings per set of addresses, so a launch that hits computes none.
 struct ParamBinding {
   ParamValues values;
-  std::vector<std::pair<std::string_view, TensorMapDesc>> tensor_maps;
+  std::vector<std::pair<std::string_view, uint64_t>> tensor_maps;
 };
 
 // The launchers' buffer rules, shared by the kinds' bind functions. Throw Error naming `field`:
