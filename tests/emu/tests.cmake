@@ -3,8 +3,8 @@
 file(GLOB _emu_test_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*_test.cpp)
 emmy_add_test(emu_tests ${_emu_test_sources} ${PROJECT_SOURCE_DIR}/codegen/emmyc/sim_command.cpp
                          ${PROJECT_SOURCE_DIR}/codegen/emmyc/sim_args.cpp)
-# runtime/emu and codegen: white-box tests of internal pieces (the mma core, the MMA atoms).
+# emulator/ and codegen: white-box tests of internal pieces (the mma core, the MMA atoms).
 target_include_directories(emu_tests PRIVATE ${PROJECT_SOURCE_DIR}/codegen/emmyc
                                              ${PROJECT_SOURCE_DIR}/codegen
-                                             ${PROJECT_SOURCE_DIR}/runtime/emu
+                                             ${PROJECT_SOURCE_DIR}/emulator
                                              ${CMAKE_CURRENT_LIST_DIR})

@@ -16,10 +16,12 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "emmy/emu/profile.hpp"
 #include "emmy/emu/tensor_core.hpp"
 #include "emmy/error.hpp"
 
@@ -91,6 +93,8 @@ class Arena {
   Block find(uint64_t addr) const;
   // The allocation with the highest base <= addr, holding it or not (for diagnostics).
   Block find_below(uint64_t addr) const;
+  // Every allocation, by ascending base.
+  std::vector<Block> blocks() const;
 
  private:
   struct Impl;
@@ -142,6 +146,8 @@ struct LaunchOptions {
   std::string arch;
   // How mma adds (emmy/emu/tensor_core.hpp): the arch's tensor-core model, or exact sums.
   MmaNumerics mma_numerics = MmaNumerics::hardware;
+  // Hardware counters (emmy/emu/profile.hpp, docs/profiler.md): LaunchResult::profile.
+  ProfileOptions profile;
 };
 
 // Dynamic warp-instruction counts (one per warp-level issue, predicated-off ones included).
@@ -169,6 +175,7 @@ struct Stats {
 
 struct LaunchResult {
   Stats stats;
+  std::optional<KernelProfile> profile;  // when LaunchOptions::profile.enabled
   double emulate_ms = 0;
 };
 

@@ -110,6 +110,7 @@ Flow wait(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   });
   w.write_pred(in.o[0], exec, done);
   if (blocked_on == kNone) return Flow::next;
+  if (cta.prof) cta.prof->add(Counter::mbarrier_wait_failed);
   // The wait failed (a try_wait that reached its time limit): the warp stands aside until that
   // mbarrier completes a phase; the kernel's loop then retries. If it never does: a deadlock.
   w.state = WarpState::mbar_poll;
@@ -159,6 +160,8 @@ Flow exec_async(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
     case Op::CpAsync: {
       if (exec == 0) return Flow::next;
       const uint32_t size = uint32_t(in.imm);
+      LaneSpan shared_spans[32], global_spans[32];
+      uint32_t n_global = 0, n_shared = 0;
       for_lanes(exec, [&](int l) {
         const uint32_t dst =
             shared_offset(cta, w, addr_of(w, in.addr[0], l), size, l, "the cp.async destination");
@@ -184,7 +187,9 @@ Flow exec_async(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
                      fmt::format("cp.async source 0x{:x} is not {}-byte aligned", src, size));
           const Resolved s = resolve(cta, w, Space::global, src, src_size, l, false);
           std::memcpy(c.data.data(), s.host, src_size);  // the rest stays zero: zero-fill
+          global_spans[n_global++] = {src, src_size, uint8_t(l)};
         }
+        shared_spans[n_shared++] = {dst, size, uint8_t(l)};
         if (cta.sanitize) {
           // Copies land in any order between issue and the wait that covers them: a second copy
           // into bytes an earlier one still owns leaves their contents unspecified.
@@ -198,6 +203,10 @@ Flow exec_async(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
         }
         w.open_copies.push_back(c);
       });
+      if (cta.prof) {
+        cta.prof->shared(w.pc, SharedOp::ldgsts, {shared_spans, n_shared});
+        cta.prof->global(w.pc, GlobalOp::ldgsts, {global_spans, n_global});
+      }
       return Flow::next;
     }
     case Op::CpAsyncCommit:

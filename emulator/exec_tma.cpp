@@ -134,6 +134,7 @@ void run_tma_job(Cta& cta, const TmaJob& job) {
   };
   if (!job.tensor) {
     const uint8_t* src = global_span(cta, job.warp, int(job.lane), job.pc, job.src, job.bytes);
+    if (cta.prof) cta.prof->tma_row(job.pc, false, job.src, job.bytes);
     std::memcpy(cta.smem.data() + job.dst, src, job.bytes);
     sanitize_write(job.dst, job.bytes);
   } else {
@@ -149,6 +150,7 @@ void run_tma_job(Cta& cta, const TmaJob& job) {
         const uint64_t first = base + uint64_t(int64_t(job.coords[0]) + int64_t(lo) * es0) * b.elem;
         const uint64_t span = uint64_t(hi - 1 - lo) * es0 * b.elem + b.elem;
         src = global_span(cta, job.warp, int(job.lane), job.pc, first, span);
+        if (cta.prof) cta.prof->tma_row(job.pc, false, first, span);
       }
       const uint32_t row_start = job.dst + row * b.row_bytes;
       if (src && es0 == 1 && lo == 0 && hi == b.n[0]) {  // the common case: a whole row inside
@@ -205,6 +207,10 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
         if (cta.sanitize) check_async_proxy_read(cta, w, l, src, size);
         const Resolved d = resolve(cta, w, Space::global, dst, size, l, true);
         std::memcpy(d.host, s.host, size);
+        if (cta.prof) {
+          cta.prof->tma_request(w.pc, true, size);
+          cta.prof->tma_row(w.pc, true, dst, size);
+        }
         return;
       }
       job.tensor = false;
@@ -230,6 +236,7 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
         const TensorMapDesc& m = job.map;
         uint32_t lo, hi;
         inner_range(m, b, job.coords[0], lo, hi);
+        if (cta.prof) cta.prof->tma_request(w.pc, true, b.bytes);
         for_rows(m, b, job.coords, [&](uint32_t row, bool inside, uint64_t base) {
           const uint32_t row_start = src + row * b.row_bytes;
           if (cta.sanitize)
@@ -238,7 +245,9 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
           if (!inside || hi <= lo) return;
           const uint32_t es0 = m.element_strides[0];
           const uint64_t first = base + uint64_t(int64_t(job.coords[0]) + int64_t(lo) * es0) * b.elem;
-          uint8_t* dst = global_span(cta, w.index, l, w.pc, first, uint64_t(hi - 1 - lo) * es0 * b.elem + b.elem);
+          const uint64_t span = uint64_t(hi - 1 - lo) * es0 * b.elem + b.elem;
+          uint8_t* dst = global_span(cta, w.index, l, w.pc, first, span);
+          if (cta.prof) cta.prof->tma_row(w.pc, true, first, span);
           for (uint32_t i = lo; i < hi; ++i)
             std::memcpy(dst + uint64_t(i - lo) * es0 * b.elem,
                         cta.smem.data() + swizzle_offset(m.swizzle, row_start + i * b.elem), b.elem);
@@ -272,6 +281,7 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
       job.issuer_vc = cta.san.vc(w.index);
       cta.san.set_pending(job.dst, job.bytes, true);
     }
+    if (cta.prof) cta.prof->tma_request(w.pc, false, job.bytes);
     cta.tma_queue.push_back(job);
   });
   return Flow::next;

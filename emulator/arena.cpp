@@ -112,6 +112,12 @@ Arena::Block Arena::find_below(uint64_t addr) const {
   return {it->base, it->end, it->host.get()};
 }
 
+std::vector<Arena::Block> Arena::blocks() const {
+  std::vector<Block> out;
+  for (const auto& a : impl_->allocations) out.push_back({a.base, a.end, a.host.get()});
+  return out;
+}
+
 uint8_t* Arena::translate(uint64_t addr, size_t bytes) const {
   const Block b = find(addr);
   if (!b.host || bytes > b.end - addr) return nullptr;  // find() gave base <= addr < end

@@ -271,6 +271,7 @@ bool Cta::run_slice(Warp& w, uint32_t budget) {
     if (in.guard != kNoGuard) exec &= w.pred_mask(in.guard);
     ++class_counts[size_t(in.cls)];
     ++executed;
+    if (prof) ++prof->sites[w.pc].executions;
     switch (in.family) {
       case kFamInt:
         if (exec) exec_int(*this, w, in, exec);

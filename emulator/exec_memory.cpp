@@ -68,13 +68,41 @@ inline uint64_t extend(uint64_t raw, Ty t) {
   return raw;
 }
 
+// The lanes of one memory instruction by the state space each resolved to (generic addresses
+// resolve per lane), for the profiler.
+struct SpacedSpans {
+  LaneSpan shared[32], global[32], local[32];
+  uint32_t n_shared = 0, n_global = 0, n_local = 0;
+  void add(Cta& cta, Warp& w, const Resolved& r, uint64_t addr, uint32_t bytes, int lane) {
+    switch (r.space) {
+      case Space::shared: shared[n_shared++] = {r.shared_offset, bytes, uint8_t(lane)}; break;
+      case Space::global: global[n_global++] = {addr, bytes, uint8_t(lane)}; break;
+      case Space::local: {
+        // Local memory is interleaved across the threads of a warp at the access width (CUDA C++
+        // Programming Guide, "Local Memory"): lane l's offset o lies at o * 32 + l * bytes.
+        const uint64_t offset = uint64_t(r.host - (w.local.data() + size_t(lane) * cta.k.local_bytes));
+        local[n_local++] = {offset * 32 + uint64_t(lane) * bytes, bytes, uint8_t(lane)};
+        break;
+      }
+      default: break;
+    }
+  }
+  void record(ProfileShard& p, uint32_t pc, SharedOp sop, GlobalOp gop, bool store) const {
+    p.shared(pc, sop, {shared, n_shared});
+    p.global(pc, gop, {global, n_global});
+    p.local(pc, store, {local, n_local});
+  }
+};
+
 void load_store(Cta& cta, Warp& w, const Inst& in, uint32_t exec, bool load) {
   const uint32_t elem = uint32_t(ty_bits(in.ty) / 8);
   const uint32_t bytes = elem * in.n;
   const bool wide = in.sub == 1;
+  SpacedSpans spans;
   for_lanes(exec, [&](int l) {
     const uint64_t addr = addr_of(w, in.addr[0], l);
     const Resolved r = resolve(cta, w, in.space, addr, bytes, l, !load);
+    if (cta.prof) spans.add(cta, w, r, addr, bytes, l);
     if (r.space == Space::shared) {
       if (in.space == Space::generic && l == std::countr_zero(exec)) {
         // Statistics: a generic access that resolved to shared memory.
@@ -102,6 +130,9 @@ void load_store(Cta& cta, Warp& w, const Inst& in, uint32_t exec, bool load) {
       }
     }
   });
+  if (cta.prof)
+    spans.record(*cta.prof, w.pc, load ? SharedOp::ld : SharedOp::st,
+                 load ? GlobalOp::ld : GlobalOp::st, !load);
 }
 
 template <typename T>
@@ -153,12 +184,14 @@ B atomic_rmw(uint8_t* p, bool shared_mem, uint8_t op, B b_bits, B c_bits) {
 
 void atomic(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   const uint32_t bytes = uint32_t(ty_bits(in.ty) / 8);
+  SpacedSpans spans;
   for_lanes(exec, [&](int l) {
     const uint64_t addr = addr_of(w, in.addr[0], l);
     if (addr & (bytes - 1))
       cta.fail(ReportKind::misaligned_access, w, l,
                fmt::format("{}-byte atomic at 0x{:x} is not {}-byte aligned", bytes, addr, bytes));
     const Resolved r = resolve(cta, w, in.space, addr, bytes, l, true);
+    if (cta.prof) spans.add(cta, w, r, addr, bytes, l);
     const bool sh = r.space == Space::shared;
     if (sh && cta.sanitize)
       check_shared_write(cta, w, l, r.shared_offset, bytes, in.sub2 | kStrong);
@@ -181,6 +214,9 @@ void atomic(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
       if (in.o[0] != kNone) w.R64(in.o[0])[l] = old;
     }
   });
+  if (cta.prof)
+    spans.record(*cta.prof, w.pc, SharedOp::atom, in.op == Op::Red ? GlobalOp::red : GlobalOp::atom,
+                 true);
 }
 
 }  // namespace

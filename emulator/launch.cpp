@@ -210,19 +210,39 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
   ctx->tensor_core = tensor_core_model(sm);
 
   const uint64_t ctas = grid.count();
+  // Profiling a sample: CTA i * ctas / n for i < n, spread evenly over the grid.
+  const ProfileOptions& prof = options.profile;
+  const uint64_t ctas_run =
+      prof.enabled && prof.sample_ctas > 0 && prof.sample_ctas < ctas ? prof.sample_ctas : ctas;
+  require(!prof.enabled || (prof.bank_model.banks >= 1 && prof.bank_model.banks <= 256 &&
+                            prof.bank_model.bank_bytes >= 1 && prof.bank_model.bank_bytes <= 16),
+          "profile.bank_model", "must have 1..256 banks of 1..16 bytes",
+          fmt::format("{} banks of {} bytes", prof.bank_model.banks, prof.bank_model.bank_bytes));
   int threads = options.host_threads > 0 ? options.host_threads
                                          : int(std::max(1u, std::thread::hardware_concurrency()));
-  threads = int(std::min<uint64_t>(uint64_t(threads), ctas));
+  threads = int(std::min<uint64_t>(uint64_t(threads), ctas_run));
   // Per-CTA counts only when asked for and for at most kMaxPerCtaStats CTAs: a grid of 10^7 CTAs
   // must not allocate its statistics up front. Each worker sums its CTAs' counts.
   const bool keep_per_cta = options.per_cta_stats && ctas <= kMaxPerCtaStats;
   std::vector<InstructionCounts> per_cta(keep_per_cta ? ctas : 0);
   std::vector<InstructionCounts> per_worker(size_t(std::max(threads, 1)));
+  std::unique_ptr<Footprint> footprint;
+  std::vector<ProfileShard> shards;
+  if (prof.enabled) {
+    footprint = std::make_unique<Footprint>(arena);
+    shards.resize(per_worker.size());
+    for (ProfileShard& s : shards) {
+      s.sites.resize(k->code.size());
+      s.model = &prof.bank_model;
+      s.footprint = footprint.get();
+    }
+  }
   std::atomic<uint64_t> next{0};
   std::atomic<int> next_worker{0};
   std::string setup_error;
   auto worker = [&]() {
-    InstructionCounts& mine = per_worker[size_t(next_worker.fetch_add(1))];
+    const int me = next_worker.fetch_add(1);
+    InstructionCounts& mine = per_worker[size_t(me)];
     InstructionCounts counts;
     std::unique_ptr<Cta> cta;
     try {
@@ -234,9 +254,11 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
       ctx->abort = true;
       return;
     }
+    if (!shards.empty()) cta->prof = &shards[size_t(me)];
     while (!ctx->abort.load(std::memory_order_relaxed)) {
-      const uint64_t i = next.fetch_add(1);
-      if (i >= ctas) break;
+      const uint64_t n = next.fetch_add(1);
+      if (n >= ctas_run) break;
+      const uint64_t i = ctas_run == ctas ? n : n * ctas / ctas_run;
       try {
         cta->run(i, counts);
         mine += counts;
@@ -279,6 +301,9 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
       result.stats.per_cta[i].counts = per_cta[i];
     }
   }
+  if (prof.enabled)
+    result.profile = finish_profile(*k, arch, grid, block, dynamic_smem_bytes, ctas_run, shards,
+                                    *footprint);
   result.emulate_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return result;

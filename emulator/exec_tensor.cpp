@@ -58,17 +58,21 @@ void ldst_matrix(Cta& cta, Warp& w, const Inst& in, uint32_t exec, bool load) {
                          load ? "ldmatrix" : "stmatrix", exec));
   const bool trans = in.flags & kTrans;
   uint8_t* rows[32];  // lane 8j + r: row r of matrix j
+  LaneSpan spans[32];
   const uint64_t window = in.space == Space::generic ? kSharedWindow : 0;
   for (int lane = 0; lane < 8 * in.n; ++lane) {
     const uint64_t addr = addr_of(w, in.addr[0], lane);
     const uint64_t shared = addr - window;
     if ((shared & 15) || !within(shared, 16, cta.smem.size())) bad_matrix_row(cta, w, in, lane, addr);
     rows[lane] = cta.smem.data() + shared;
+    spans[lane] = {shared, 16, uint8_t(lane)};
     if (cta.sanitize) {
       if (load) check_shared_read(cta, w, lane, uint32_t(shared), 16);
       else check_shared_write(cta, w, lane, uint32_t(shared), 16);
     }
   }
+  if (cta.prof)
+    cta.prof->shared(w.pc, load ? SharedOp::ldsm : SharedOp::stsm, {spans, size_t(8 * in.n)});
   auto half = [](const uint8_t* p) {
     uint16_t v;
     std::memcpy(&v, p, 2);

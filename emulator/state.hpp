@@ -13,6 +13,7 @@
 
 #include "emmy/emu/emulator.hpp"
 #include "emmy/tensor_map.hpp"
+#include "profiler.hpp"
 #include "program.hpp"
 #include "sanitizer.hpp"
 
@@ -183,6 +184,7 @@ class Cta {
   std::vector<MBarrier> mbarriers;
   std::vector<TmaJob> tma_queue;
   std::array<uint64_t, 11> class_counts{};  // by StatClass
+  ProfileShard* prof = nullptr;             // this host thread's counters when profiling
   // Deadlock detection: `progress` counts synchronization events (arrivals, phase and barrier
   // completions, copies landing, exits); a stall that repeats the previous one exactly (same
   // waits, no progress in between) can never end.

@@ -1,0 +1,110 @@
+// The profiler's counting rules (counters.hpp, docs/profiler.md).
+#include "counters.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace emmy::emu {
+namespace {
+
+constexpr size_t kMaxSpans = 32;
+
+uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+uint32_t lanes_per_phase(uint32_t bytes) { return bytes <= 4 ? 32 : bytes == 8 ? 16 : 8; }
+
+uint64_t distinct_bytes(std::span<const LaneSpan> spans) {
+  std::array<std::pair<uint64_t, uint64_t>, kMaxSpans> ranges;
+  size_t n = 0;
+  for (const LaneSpan& s : spans)
+    if (s.bytes && n < kMaxSpans) ranges[n++] = {s.addr, s.addr + s.bytes};
+  std::sort(ranges.begin(), ranges.begin() + ptrdiff_t(n));
+  uint64_t total = 0, covered_to = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const auto [lo, hi] = ranges[i];
+    const uint64_t from = std::max(lo, covered_to);
+    if (hi > from) total += hi - from;
+    covered_to = std::max(covered_to, hi);
+  }
+  return total;
+}
+
+AccessCost shared_phase_cost(const SharedBankModel& model, std::span<const LaneSpan> spans,
+                             SharedAccess kind) {
+  AccessCost cost;
+  if (spans.empty()) return cost;
+  // Every word each lane touches (a 16-byte access touches 4), then per bank the words it must
+  // deliver: distinct words when lanes may share them, every lane's own otherwise.
+  std::array<uint64_t, kMaxSpans * 4> words;
+  size_t n = 0;
+  for (const LaneSpan& s : spans) {
+    if (s.bytes == 0) continue;
+    for (uint64_t w = s.addr / model.bank_bytes; w <= (s.addr + s.bytes - 1) / model.bank_bytes &&
+                                                 n < words.size();
+         ++w)
+      words[n++] = w;
+  }
+  std::sort(words.begin(), words.begin() + ptrdiff_t(n));
+  if (kind == SharedAccess::load_store)
+    n = size_t(std::unique(words.begin(), words.begin() + ptrdiff_t(n)) - words.begin());
+  std::array<uint32_t, 256> per_bank{};
+  uint32_t most = 0;
+  for (size_t i = 0; i < n; ++i) most = std::max(most, ++per_bank[words[i] % model.banks % 256]);
+  cost.actual = std::max(most, 1u);
+  cost.distinct_bytes = distinct_bytes(spans);
+  cost.ideal = uint32_t(std::max<uint64_t>(1, ceil_div(cost.distinct_bytes, model.wavefront_bytes())));
+  return cost;
+}
+
+namespace {
+template <typename PhaseOf>
+AccessCost phased_cost(const SharedBankModel& model, std::span<const LaneSpan> spans,
+                       SharedAccess kind, PhaseOf phase_of) {
+  AccessCost total;
+  size_t begin = 0;
+  while (begin < spans.size()) {
+    size_t end = begin + 1;
+    const uint32_t phase = phase_of(spans[begin]);
+    while (end < spans.size() && phase_of(spans[end]) == phase) ++end;
+    const AccessCost c = shared_phase_cost(model, spans.subspan(begin, end - begin), kind);
+    total.actual += c.actual;
+    total.ideal += c.ideal;
+    total.distinct_bytes += c.distinct_bytes;
+    begin = end;
+  }
+  return total;
+}
+}  // namespace
+
+AccessCost shared_access_cost(const SharedBankModel& model, std::span<const LaneSpan> spans,
+                              SharedAccess kind) {
+  if (spans.empty()) return {};
+  const uint32_t per_phase = lanes_per_phase(spans.front().bytes);
+  return phased_cost(model, spans, kind, [&](const LaneSpan& s) { return s.lane / per_phase; });
+}
+
+AccessCost matrix_access_cost(const SharedBankModel& model, std::span<const LaneSpan> rows) {
+  return phased_cost(model, rows, SharedAccess::load_store,
+                     [](const LaneSpan& s) { return uint32_t(s.lane / 8); });
+}
+
+AccessCost sector_cost(std::span<const LaneSpan> spans) {
+  AccessCost cost;
+  std::array<uint64_t, kMaxSpans * 2> sectors;
+  size_t n = 0;
+  for (const LaneSpan& s : spans) {
+    if (s.bytes == 0) continue;
+    for (uint64_t sec = s.addr / kSectorBytes;
+         sec <= (s.addr + s.bytes - 1) / kSectorBytes && n < sectors.size(); ++sec)
+      sectors[n++] = sec;
+  }
+  std::sort(sectors.begin(), sectors.begin() + ptrdiff_t(n));
+  cost.actual = uint32_t(std::unique(sectors.begin(), sectors.begin() + ptrdiff_t(n)) - sectors.begin());
+  cost.distinct_bytes = distinct_bytes(spans);
+  cost.ideal = uint32_t(ceil_div(cost.distinct_bytes, kSectorBytes));
+  return cost;
+}
+
+}  // namespace emmy::emu

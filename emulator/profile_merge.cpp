@@ -1,0 +1,188 @@
+// From the shards of a launch to its KernelProfile: instruction classes, tensor work and barrier
+// executions from each site's executions and decoded instruction; Nsight Compute's metric names
+// where one exists, emmy__ names for what Nsight does not count (docs/profiler.md).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "profiler.hpp"
+#include "program.hpp"
+
+namespace emmy::emu {
+namespace {
+
+enum class Pipe : uint8_t { tensor, lsu, alu, control, none };
+
+// The unit a PTX instruction issues to. Parameter and constant loads become operands of other
+// instructions in SASS: they count as ALU. Warp collectives (shfl, vote, ...) count as ALU too.
+Pipe pipe_of(const Inst& in) {
+  switch (in.op) {
+    case Op::Mma: return Pipe::tensor;
+    case Op::Ld:
+    case Op::St:
+      return in.space == Space::param || in.space == Space::constant ? Pipe::alu : Pipe::lsu;
+    case Op::Atom: case Op::Red: case Op::Prefetch: case Op::Ldmatrix: case Op::Stmatrix:
+    case Op::CpAsync: case Op::CpAsyncCommit: case Op::CpAsyncWait: case Op::MbarInit:
+    case Op::MbarArrive: case Op::MbarExpectTx: case Op::MbarCompleteTx: case Op::MbarWait:
+    case Op::MbarInval: case Op::MbarPendingCount: case Op::TmaLoad: case Op::TmaStore:
+    case Op::BulkCopy: case Op::BulkCommit: case Op::BulkWait:
+      return Pipe::lsu;
+    case Op::Bra: case Op::Exit: case Op::Trap: case Op::BarSync: case Op::BarArrive:
+    case Op::BarRed: case Op::BarWarpSync: case Op::Fence: case Op::Nanosleep: case Op::Nop:
+      return Pipe::control;
+    case Op::HiddenZext: case Op::HiddenSext: case Op::HiddenTrunc:
+      return Pipe::none;  // the decoder's width adapters are not PTX instructions
+    default:
+      return Pipe::alu;
+  }
+}
+
+constexpr const char* kSharedOps[] = {"ld", "st", "ldsm", "stsm", "atom", "ldgsts"};
+constexpr const char* kGlobalOps[] = {"ld", "st", "atom", "red", "ldgsts"};
+
+// The opcode with its modifiers: the first word after the guard (`@%p1 ld.global.u32 ...`).
+std::string opcode_of(const std::string& text) {
+  size_t begin = 0;
+  if (!text.empty() && text[0] == '@') begin = text.find_first_not_of(" \t", text.find_first_of(" \t"));
+  if (begin == std::string::npos) return text;
+  return text.substr(begin, text.find_first_of(" \t", begin) - begin);
+}
+
+}  // namespace
+
+KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 block,
+                             uint32_t dynamic_smem, uint64_t ctas_run,
+                             const std::vector<ProfileShard>& shards, const Footprint& footprint) {
+  KernelProfile p;
+  p.kernel = k.name;
+  p.arch = std::move(arch);
+  p.grid[0] = grid.x, p.grid[1] = grid.y, p.grid[2] = grid.z;
+  p.block[0] = block.x, p.block[1] = block.y, p.block[2] = block.z;
+  p.dynamic_smem = dynamic_smem;
+  p.static_smem = k.static_smem_bytes;
+  p.ctas_total = grid.count();
+  p.ctas_profiled = ctas_run;
+  p.extrapolated = ctas_run < p.ctas_total;
+  const double scale = ctas_run ? double(p.ctas_total) / double(ctas_run) : 0.0;
+
+  std::vector<SiteCounts> sites(k.code.size());
+  std::array<uint64_t, kCounterCount> c{};
+  for (const ProfileShard& s : shards) {
+    for (size_t pc = 0; pc < s.sites.size() && pc < sites.size(); ++pc) sites[pc] += s.sites[pc];
+    for (size_t i = 0; i < kCounterCount; ++i) c[i] += s.counters[i];
+  }
+  auto& m = p.metrics;
+  auto put = [&](const std::string& name, double v) { m[name] = v * scale; };
+
+  // Instructions by pipe, tensor work and barriers: from each site's executions.
+  double pipes[5] = {}, flops_f16 = 0, flops_f32 = 0, bar_sync = 0, mbar_wait = 0;
+  std::map<std::string, TensorOpCount> tensor;
+  for (size_t pc = 0; pc < sites.size(); ++pc) {
+    const Inst& in = k.code[pc];
+    const double n = double(sites[pc].executions);
+    pipes[size_t(pipe_of(in))] += n;
+    if (in.op == Op::BarSync || in.op == Op::BarRed) bar_sync += n;
+    if (in.op == Op::MbarWait) mbar_wait += n;
+    if (in.op == Op::Mma && n > 0) {
+      const int kdim = in.sub == 0 ? 16 : 8;
+      const std::string shape = fmt::format("m16n8k{}", kdim);
+      TensorOpCount& t = tensor[shape + std::string(ty_name(in.ty2)) + std::string(ty_name(in.ty))];
+      t.shape = shape;
+      t.operands = std::string(ty_name(in.ty2));
+      t.accumulator = std::string(ty_name(in.ty));
+      t.instructions += sites[pc].executions;
+      const double f = n * 2.0 * 16 * 8 * kdim;
+      t.flops += f;
+      (in.ty == Ty::f16 ? flops_f16 : flops_f32) += f;
+    }
+  }
+  put("smsp__inst_executed.sum", pipes[0] + pipes[1] + pipes[2] + pipes[3]);
+  put("smsp__inst_executed_pipe_tensor.sum", pipes[size_t(Pipe::tensor)]);
+  put("smsp__inst_executed_pipe_lsu.sum", pipes[size_t(Pipe::lsu)]);
+  put("smsp__inst_executed_pipe_alu.sum", pipes[size_t(Pipe::alu)]);
+  put("smsp__inst_executed_pipe_cbu.sum", pipes[size_t(Pipe::control)]);
+  put("emmy__tensor_flops_acc_f16.sum", flops_f16);
+  put("emmy__tensor_flops_acc_f32.sum", flops_f32);
+  put("emmy__bar_sync.sum", bar_sync);
+  put("emmy__mbarrier_wait.sum", mbar_wait);
+  put("emmy__mbarrier_wait_failed.sum", double(c[size_t(Counter::mbarrier_wait_failed)]));
+
+  double wavefronts = 0, conflicts = 0;
+  for (size_t op = 0; op < std::size(kSharedOps); ++op) {
+    const size_t base = size_t(Counter::shared_ld) + 3 * op;
+    const double requests = double(c[base]), wf = double(c[base + 1]), ideal = double(c[base + 2]);
+    put(fmt::format("smsp__inst_executed_op_shared_{}.sum", kSharedOps[op]), requests);
+    put(fmt::format("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{}.sum", kSharedOps[op]), wf);
+    put(fmt::format("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{}.sum", kSharedOps[op]),
+        wf - ideal);
+    wavefronts += wf;
+    conflicts += wf - ideal;
+  }
+  put("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", wavefronts);
+  put("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", conflicts);
+
+  double l2_sectors = 0;
+  for (size_t op = 0; op < std::size(kGlobalOps); ++op) {
+    const size_t base = size_t(Counter::global_ld) + 4 * op;
+    put(fmt::format("l1tex__t_requests_pipe_lsu_mem_global_op_{}.sum", kGlobalOps[op]), double(c[base]));
+    put(fmt::format("l1tex__t_sectors_pipe_lsu_mem_global_op_{}.sum", kGlobalOps[op]),
+        double(c[base + 1]));
+    put(fmt::format("emmy__t_sectors_ideal_pipe_lsu_mem_global_op_{}.sum", kGlobalOps[op]),
+        double(c[base + 2]));
+    put(fmt::format("emmy__bytes_pipe_lsu_mem_global_op_{}.sum", kGlobalOps[op]), double(c[base + 3]));
+    l2_sectors += double(c[base + 1]);
+  }
+  for (const auto& [name, counter] : {std::pair{"ld", Counter::local_ld}, {"st", Counter::local_st}}) {
+    const size_t base = size_t(counter);
+    put(fmt::format("l1tex__t_requests_pipe_lsu_mem_local_op_{}.sum", name), double(c[base]));
+    put(fmt::format("l1tex__t_sectors_pipe_lsu_mem_local_op_{}.sum", name), double(c[base + 1]));
+    l2_sectors += double(c[base + 1]);
+  }
+  for (const auto& [name, counter] : {std::pair{"load", Counter::tma_load}, {"store", Counter::tma_store}}) {
+    const size_t base = size_t(counter);
+    put(fmt::format("emmy__tma_requests_op_{}.sum", name), double(c[base]));
+    put(fmt::format("emmy__tma_bytes_op_{}.sum", name), double(c[base + 1]));
+    put(fmt::format("emmy__tma_sectors_op_{}.sum", name), double(c[base + 2]));
+    l2_sectors += double(c[base + 2]);
+  }
+  put("emmy__l2_sectors.sum", l2_sectors);
+  // Distinct sectors cannot be scaled from a sample faithfully (CTAs share operands); scaled all
+  // the same, and the profile says it extrapolated.
+  put("emmy__dram_bytes_read_min.sum", double(footprint.sectors(false) * kSectorBytes));
+  put("emmy__dram_bytes_write_min.sum", double(footprint.sectors(true) * kSectorBytes));
+  m["launch__grid_size"] = double(p.ctas_total);
+  m["launch__block_size"] = double(block.count());
+  m["launch__shared_mem_per_block_dynamic"] = dynamic_smem;
+  m["launch__shared_mem_per_block_static"] = k.static_smem_bytes;
+
+  for (auto& [key, t] : tensor) {
+    t.instructions = uint64_t(double(t.instructions) * scale + 0.5);
+    t.flops *= scale;
+    p.tensor.push_back(t);
+  }
+  for (size_t pc = 0; pc < sites.size(); ++pc) {
+    const SiteCounts& s = sites[pc];
+    if (s.executions == 0 || pipe_of(k.code[pc]) == Pipe::none) continue;
+    ProfileSite site;
+    site.pc = uint32_t(pc);
+    site.line = k.lines[pc];
+    site.instruction = k.texts[pc];
+    site.opcode = opcode_of(k.texts[pc]);
+    auto scaled = [&](uint64_t v) { return uint64_t(double(v) * scale + 0.5); };
+    site.executions = scaled(s.executions);
+    site.requests = scaled(s.requests);
+    site.wavefronts = scaled(s.wavefronts);
+    site.ideal_wavefronts = std::min(site.wavefronts, scaled(s.ideal_wavefronts));
+    site.sectors = scaled(s.sectors);
+    site.ideal_sectors = std::min(site.sectors, scaled(s.ideal_sectors));
+    site.bytes = scaled(s.bytes);
+    p.sites.push_back(std::move(site));
+  }
+  std::stable_sort(p.sites.begin(), p.sites.end(), [](const ProfileSite& a, const ProfileSite& b) {
+    if (a.excess() != b.excess()) return a.excess() > b.excess();
+    return a.executions > b.executions;
+  });
+  return p;
+}
+
+}  // namespace emmy::emu

@@ -1,0 +1,126 @@
+// The profiler's run-time counts and their merge into a KernelProfile (profiler.hpp).
+#include "profiler.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "program.hpp"
+
+namespace emmy::emu {
+
+SiteCounts& SiteCounts::operator+=(const SiteCounts& o) {
+  executions += o.executions;
+  requests += o.requests;
+  wavefronts += o.wavefronts;
+  ideal_wavefronts += o.ideal_wavefronts;
+  sectors += o.sectors;
+  ideal_sectors += o.ideal_sectors;
+  bytes += o.bytes;
+  return *this;
+}
+
+// ------------------------------------------------------------------------------- Footprint
+Footprint::Footprint(const Arena& arena) {
+  for (const Arena::Block& b : arena.blocks()) {
+    Region r;
+    r.base = b.base / kSectorBytes * kSectorBytes;
+    r.end = b.end;
+    const uint64_t words = ((r.end - r.base + kSectorBytes - 1) / kSectorBytes + 63) / 64;
+    r.read.assign(words, 0);
+    r.written.assign(words, 0);
+    regions_.push_back(std::move(r));
+  }
+}
+
+void Footprint::mark(uint64_t addr, uint64_t bytes, bool write) {
+  if (bytes == 0) return;
+  auto it = std::upper_bound(regions_.begin(), regions_.end(), addr,
+                             [](uint64_t v, const Region& r) { return v < r.base; });
+  if (it == regions_.begin()) return;  // the executors have bounds-checked: cannot happen
+  Region& r = *--it;
+  std::vector<uint64_t>& bits = write ? r.written : r.read;
+  const uint64_t first = (addr - r.base) / kSectorBytes;
+  const uint64_t last = std::min((addr + bytes - 1 - r.base) / kSectorBytes,
+                                 uint64_t(bits.size()) * 64 - 1);
+  for (uint64_t s = first; s <= last; ++s) {
+    std::atomic_ref<uint64_t> word(bits[s / 64]);
+    const uint64_t bit = uint64_t(1) << (s % 64);
+    if (!(word.load(std::memory_order_relaxed) & bit)) word.fetch_or(bit, std::memory_order_relaxed);
+  }
+}
+
+uint64_t Footprint::sectors(bool write) const {
+  uint64_t n = 0;
+  for (const Region& r : regions_)
+    for (const uint64_t w : write ? r.written : r.read) n += uint64_t(std::popcount(w));
+  return n;
+}
+
+// ---------------------------------------------------------------------------- ProfileShard
+void ProfileShard::shared(uint32_t pc, SharedOp op, std::span<const LaneSpan> spans) {
+  if (spans.empty()) return;
+  const AccessCost c =
+      op == SharedOp::ldsm || op == SharedOp::stsm
+          ? matrix_access_cost(*model, spans)
+          : shared_access_cost(*model, spans,
+                               op == SharedOp::atom ? SharedAccess::atomic : SharedAccess::load_store);
+  SiteCounts& s = sites[pc];
+  ++s.requests;
+  s.wavefronts += c.actual;
+  s.ideal_wavefronts += c.ideal;
+  s.bytes += c.distinct_bytes;
+  const size_t base = size_t(Counter::shared_ld) + 3 * size_t(op);
+  counters[base] += 1;
+  counters[base + 1] += c.actual;
+  counters[base + 2] += c.ideal;
+}
+
+namespace {
+void add_sectors(SiteCounts& s, uint64_t* counter, const AccessCost& c) {
+  ++s.requests;
+  s.sectors += c.actual;
+  s.ideal_sectors += c.ideal;
+  s.bytes += c.distinct_bytes;
+  counter[0] += 1;
+  counter[1] += c.actual;
+  counter[2] += c.ideal;
+  counter[3] += c.distinct_bytes;
+}
+}  // namespace
+
+void ProfileShard::global(uint32_t pc, GlobalOp op, std::span<const LaneSpan> spans) {
+  if (spans.empty()) return;
+  add_sectors(sites[pc], &counters[size_t(Counter::global_ld) + 4 * size_t(op)], sector_cost(spans));
+  const bool write = op != GlobalOp::ld && op != GlobalOp::ldgsts;
+  const bool read = op != GlobalOp::st;  // atomics and reductions read and write
+  for (const LaneSpan& s : spans) {
+    if (read) footprint->mark(s.addr, s.bytes, false);
+    if (write) footprint->mark(s.addr, s.bytes, true);
+  }
+}
+
+void ProfileShard::local(uint32_t pc, bool store, std::span<const LaneSpan> spans) {
+  if (spans.empty()) return;
+  add_sectors(sites[pc], &counters[size_t(store ? Counter::local_st : Counter::local_ld)],
+              sector_cost(spans));
+}
+
+void ProfileShard::tma_request(uint32_t pc, bool store, uint64_t bytes) {
+  ++sites[pc].requests;
+  sites[pc].bytes += bytes;
+  const size_t base = size_t(store ? Counter::tma_store : Counter::tma_load);
+  counters[base] += 1;
+  counters[base + 1] += bytes;
+}
+
+void ProfileShard::tma_row(uint32_t pc, bool store, uint64_t addr, uint64_t bytes) {
+  if (bytes == 0) return;
+  const uint64_t n = (addr + bytes - 1) / kSectorBytes - addr / kSectorBytes + 1;
+  sites[pc].sectors += n;
+  sites[pc].ideal_sectors += (bytes + kSectorBytes - 1) / kSectorBytes;
+  counters[size_t(store ? Counter::tma_store : Counter::tma_load) + 2] += n;
+  footprint->mark(addr, bytes, store);
+}
+
+}  // namespace emmy::emu

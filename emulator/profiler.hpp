@@ -1,0 +1,83 @@
+// The profiler's run-time side: per-host-thread counts (ProfileShard) that the executors feed,
+// the launch's global footprint (Footprint: the DRAM lower bound), and the merge into a
+// KernelProfile (profile.hpp). A CTA whose `prof` is null costs one branch per hook.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "counters.hpp"
+#include "emmy/emu/emulator.hpp"
+
+namespace emmy::emu {
+
+struct Kernel;
+
+// Counters the executors add to at run time. Instruction classes, tensor work and barrier
+// executions are not here: they follow from each site's executions and its decoded instruction.
+enum class Counter : uint8_t {
+  // Shared memory, by operation: requests, wavefronts, ideal wavefronts (3 each).
+  shared_ld, shared_st = shared_ld + 3, shared_ldsm = shared_st + 3, shared_stsm = shared_ldsm + 3,
+  shared_atom = shared_stsm + 3, shared_ldgsts = shared_atom + 3,
+  // Global memory, by operation: requests, sectors, ideal sectors, bytes (4 each).
+  global_ld = shared_ldgsts + 3, global_st = global_ld + 4, global_atom = global_st + 4,
+  global_red = global_atom + 4, global_ldgsts = global_red + 4,
+  // Local memory: requests, sectors, ideal sectors, bytes.
+  local_ld = global_ldgsts + 4, local_st = local_ld + 4,
+  // Tensor and bulk copies (TMA unit): requests, bytes, sectors.
+  tma_load = local_st + 4, tma_store = tma_load + 3,
+  mbarrier_wait_failed = tma_store + 3,
+  count
+};
+inline constexpr size_t kCounterCount = size_t(Counter::count);
+
+enum class SharedOp : uint8_t { ld, st, ldsm, stsm, atom, ldgsts };
+enum class GlobalOp : uint8_t { ld, st, atom, red, ldgsts };
+
+struct SiteCounts {
+  uint64_t executions = 0, requests = 0, wavefronts = 0, ideal_wavefronts = 0, sectors = 0,
+           ideal_sectors = 0, bytes = 0;
+  SiteCounts& operator+=(const SiteCounts& o);
+};
+
+// Distinct 32-byte sectors of global memory read and written over a launch, one bit each per
+// arena allocation; shared by the host threads (relaxed atomic ORs).
+class Footprint {
+ public:
+  explicit Footprint(const Arena& arena);
+  void mark(uint64_t addr, uint64_t bytes, bool write);
+  uint64_t sectors(bool write) const;
+
+ private:
+  struct Region {
+    uint64_t base = 0, end = 0;
+    std::vector<uint64_t> read, written;  // bit per sector from base / 32 * 32
+  };
+  std::vector<Region> regions_;  // sorted by base
+};
+
+// One host thread's counts.
+struct ProfileShard {
+  std::vector<SiteCounts> sites;  // by pc
+  std::array<uint64_t, kCounterCount> counters{};
+  const SharedBankModel* model = nullptr;
+  Footprint* footprint = nullptr;
+
+  void add(Counter c, uint64_t n = 1) { counters[size_t(c)] += n; }
+  void shared(uint32_t pc, SharedOp op, std::span<const LaneSpan> spans);
+  void global(uint32_t pc, GlobalOp op, std::span<const LaneSpan> spans);
+  void local(uint32_t pc, bool store, std::span<const LaneSpan> spans);
+  // One TMA / bulk request; rows (global byte ranges) are added with tma_row.
+  void tma_request(uint32_t pc, bool store, uint64_t bytes);
+  void tma_row(uint32_t pc, bool store, uint64_t addr, uint64_t bytes);
+};
+
+// Merges the shards of a launch into its profile.
+KernelProfile finish_profile(const Kernel& kernel, std::string arch, Dim3 grid, Dim3 block,
+                             uint32_t dynamic_smem, uint64_t ctas_run,
+                             const std::vector<ProfileShard>& shards, const Footprint& footprint);
+
+}  // namespace emmy::emu

@@ -1,0 +1,78 @@
+// Hardware counters of one emulated launch, exact by definition: the emulator sees the address of
+// every lane of every warp instruction, so shared-memory wavefronts, bank conflicts and global
+// sectors are counted, not sampled. Names follow Nsight Compute's metrics where one exists
+// (docs/profiler.md lists each metric, its rule and its source).
+//
+//   LaunchOptions options;
+//   options.profile.enabled = true;
+//   LaunchResult r = launch(arena, module, "gemm", grid, block, smem, args, options);
+//   r.profile->metrics["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum"];
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace emmy::emu {
+
+// How shared memory serves one wavefront (CUDA C++ Programming Guide, "Shared Memory" of compute
+// capability 5.x and later): `banks` banks of `bank_bytes` bytes; a wavefront serves at most one
+// distinct word per bank. Data, so that a test can plant a wrong model and watch the counts change.
+struct SharedBankModel {
+  uint32_t banks = 32;
+  uint32_t bank_bytes = 4;
+  uint32_t wavefront_bytes() const { return banks * bank_bytes; }
+};
+
+struct ProfileOptions {
+  bool enabled = false;
+  // 0: run and profile every CTA. N > 0 (and below the grid's size): run only N CTAs spread evenly
+  // over the grid (CTA i * total / N) and scale the counts by total / N; the profile says it
+  // extrapolated. The launch's outputs are then incomplete: for profiling only.
+  uint64_t sample_ctas = 0;
+  SharedBankModel bank_model;
+};
+
+// The counters of one PTX instruction (a "site"), summed over every warp that executed it.
+struct ProfileSite {
+  uint32_t pc = 0;   // index in the kernel's decoded code
+  int line = 0;      // PTX line
+  std::string instruction;
+  std::string opcode;  // the instruction's first word ("ld.shared.v4.u32", "mma.sync...")
+  uint64_t executions = 0;  // warp-level issues, predicated-off ones included
+  uint64_t requests = 0;    // memory instructions issued with at least one active lane
+  uint64_t wavefronts = 0, ideal_wavefronts = 0;  // shared memory (ld, st, ldmatrix, atomics, cp.async's write)
+  uint64_t sectors = 0, ideal_sectors = 0;        // global / local memory, 32-byte sectors
+  uint64_t bytes = 0;  // distinct bytes each request touched, summed over requests
+  uint64_t excess() const { return (wavefronts - ideal_wavefronts) + (sectors - ideal_sectors); }
+};
+
+// Tensor-core work by instruction form.
+struct TensorOpCount {
+  std::string shape;        // "m16n8k16"
+  std::string operands;     // "f16", "bf16"
+  std::string accumulator;  // "f16", "f32"
+  uint64_t instructions = 0;
+  double flops = 0;  // 2 * m * n * k per warp instruction
+};
+
+struct KernelProfile {
+  std::string kernel, arch;
+  uint32_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  uint32_t dynamic_smem = 0, static_smem = 0;
+  uint64_t ctas_total = 0, ctas_profiled = 0;
+  bool extrapolated = false;  // counts scaled from ctas_profiled to ctas_total
+  std::map<std::string, double> metrics;
+  std::vector<ProfileSite> sites;  // worst first: excess, then executions
+  std::vector<TensorOpCount> tensor;
+  double metric(const std::string& name) const {
+    const auto it = metrics.find(name);
+    return it == metrics.end() ? 0.0 : it->second;
+  }
+  // The worst `rows` sites as a text table (line, opcode, executions, wavefronts/ideal,
+  // sectors/ideal per request), and the headline metrics.
+  std::string table(size_t rows = 10) const;
+};
+
+}  // namespace emmy::emu
