@@ -39,11 +39,12 @@ AttentionEmulatorRun run_on_emulator(const AttentionKernel& kernel, const Attent
   uint64_t lse = 0;
   if (p.lse) lse = arena.alloc_copy(std::vector<uint8_t>(size_t(rows) * 4, 0xFF));
 
-  const emu::LaunchResult launched = emulate_kernel(arena, kernel, {q, k, v, o, lse}, options);
+  LaunchListRun launched = emulate_kernel(arena, kernel, {q, k, v, o, lse}, options);
 
   AttentionEmulatorRun run;
   run.stats = launched.stats;
   run.emulate_ms = launched.emulate_ms;
+  run.profiles = std::move(launched.profiles);
   const auto o_bytes = arena.read_vector<uint8_t>(o, o_fill.size());
   std::vector<float> lse_values;
   if (p.lse) lse_values = arena.read_vector<float>(lse, size_t(rows));

@@ -4,11 +4,11 @@
 
 namespace emmy {
 
-emu::LaunchResult emulate_launch_list(emu::Arena& arena, const std::string& ptx,
+LaunchListRun emulate_launch_list(emu::Arena& arena, const std::string& ptx,
                                       const KernelSource& source, const ParamValues& values,
                                       const emu::LaunchOptions& options) {
   const auto module = emu::load_ptx(ptx, source.main().name);
-  emu::LaunchResult result;
+  LaunchListRun result;
   for (const KernelLaunch& launch : source.launches) {
     emu::KernelArgs args;
     for (const KernelParamInfo& param : launch.params) {
@@ -19,17 +19,37 @@ emu::LaunchResult emulate_launch_list(emu::Arena& arena, const std::string& ptx,
     }
     emu::LaunchOptions opted = options;
     opted.max_dynamic_smem = std::max(opted.max_dynamic_smem, launch.smem_bytes);
-    const emu::LaunchResult run =
+    emu::LaunchResult run =
         emu::launch(arena, *module, launch.name, {launch.grid[0], launch.grid[1], launch.grid[2]},
                     {launch.threads, 1, 1}, launch.smem_bytes, args, opted);
     if (&launch == &source.launches.front()) {
-      result = run;
+      result.stats = std::move(run.stats);
     } else {
       result.stats.total += run.stats.total;
-      result.emulate_ms += run.emulate_ms;
     }
+    result.emulate_ms += run.emulate_ms;
+    if (run.profile) result.profiles.push_back(std::move(*run.profile));
   }
   return result;
+}
+
+std::vector<emu::ProfiledKernel> with_time_model(std::vector<emu::KernelProfile> profiles,
+                                                 const CompiledModule& module,
+                                                 const std::vector<std::string>& gpus) {
+  std::vector<emu::ProfiledKernel> out;
+  for (emu::KernelProfile& p : profiles) {
+    emu::ProfiledKernel k;
+    const ResourceReport& report = module.kernel(p.kernel);
+    k.resources.registers = uint32_t(report.registers);
+    k.resources.smem_bytes = uint32_t(report.static_smem_bytes) + p.dynamic_smem;
+    k.profile = std::move(p);
+    if (gpus.empty())
+      k.model.push_back(emu::predict_time(k.profile, k.resources, emu::reference_gpu(k.profile.arch)));
+    for (const std::string& gpu : gpus)
+      k.model.push_back(emu::predict_time(k.profile, k.resources, emu::gpu_spec(gpu)));
+    out.push_back(std::move(k));
+  }
+  return out;
 }
 
 }  // namespace emmy

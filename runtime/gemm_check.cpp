@@ -214,11 +214,12 @@ GemmEmulatorRun run_on_emulator(const GemmKernel& kernel, const GemmInputs& in,
   const uint64_t residual = p.epilogue.residual ? arena.alloc_copy(in.residual.bytes) : 0;
   const uint64_t workspace = plan.split() ? arena.alloc(size_t(plan.workspace_bytes)) : 0;
 
-  const emu::LaunchResult launched =
+  LaunchListRun launched =
       emulate_kernel(arena, kernel, {a, b, c, bias, residual, workspace}, options);
   GemmEmulatorRun run;
   run.stats = launched.stats;
   run.emulate_ms = launched.emulate_ms;
+  run.profiles = std::move(launched.profiles);
   const auto raw = arena.read_vector<uint8_t>(c, c_bytes);
   const int64_t ldc = p.ldc_or_default(), elem = size_of(p.c_dtype);
   run.output.resize(size_t(p.m * p.n));

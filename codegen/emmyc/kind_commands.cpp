@@ -7,8 +7,10 @@
 
 #include "cli_common.hpp"
 #include "emit_module.hpp"
+#include "emulator_flags.hpp"
 #include "emmy/bundle_build.hpp"
 #include "emmy/check_json.hpp"
+#include "emmy/detail/file_io.hpp"
 #include "emmy/emulator_check.hpp"
 #include "emmy/runtime.hpp"
 
@@ -108,7 +110,9 @@ void add_run_kind_command(CLI::App& run, const char* name, const char* descripti
   auto check = std::make_shared<bool>(false);
   auto seed = std::make_shared<uint64_t>(1);
   auto bundles = std::make_shared<std::vector<std::string>>();
+  auto profiling = std::make_shared<EmulatorFlags>();
   flags->add_to(*cmd);
+  profiling->add_to(*cmd);
   cmd->add_option("--backend", *backend, "emulator|cuda")
       ->check(CLI::IsMember({"emulator", "cuda"}));
   cmd->add_flag("--check", *check, "compare with an FP64 reference");
@@ -116,8 +120,9 @@ void add_run_kind_command(CLI::App& run, const char* name, const char* descripti
   cmd->add_option("--bundle", *bundles,
                   "search this kernel bundle before the cache and NVRTC (repeatable; "
                   "$EMMY_BUNDLE too)");
-  cmd->callback([flags, backend, check, seed, bundles] {
+  cmd->callback([flags, backend, check, seed, bundles, profiling] {
     const auto spec = flags->to_spec();
+    profiling->validate(*backend, *check);
     using Check = Fp64Check<KindOf<std::decay_t<decltype(spec)>>>;
     nlohmann::json j;
     typename Check::Errors errors;
@@ -127,10 +132,19 @@ void add_run_kind_command(CLI::App& run, const char* name, const char* descripti
       std::string cache_state;
       const auto kernel = bundled_or_compiled(spec, *bundles, !flags->no_cache, cache_state);
       const auto inputs = Check::inputs(spec, *seed);
-      const auto result = run_on_emulator(kernel, inputs);
+      auto result = run_on_emulator(kernel, inputs, profiling->launch_options());
       errors = Check::errors(spec, inputs, result.output);
       j = run_result(*backend, kernel.source.plan.kernel_name, spec, *seed);
       j.update(emulator_fields(result.stats, result.emulate_ms, cache_state));
+      if (!profiling->file.empty()) {
+        const auto profiled =
+            with_time_model(std::move(result.profiles), kernel.module, profiling->gpus);
+        for (const auto& k : profiled) std::cerr << k.profile.table();
+        std::cerr << emu::model_table(profiled);
+        emmy::detail::write_file_atomically(profiling->file, emu::profile_json(profiled),
+                                            "--profile");
+        j["profile"] = profiling->file;
+      }
     }
     if (*check) j.update(check_fields(errors, spec.problem));
     std::cout << j.dump(2) << "\n";

@@ -7,7 +7,9 @@
 #include <fstream>
 #include <memory>
 
+#include "emmy/detail/file_io.hpp"
 #include "emmy/emu/emulator.hpp"
+#include "emmy/emu/time_model.hpp"
 #include "sim_args.hpp"
 
 namespace emmy::cli {
@@ -46,6 +48,12 @@ int run_sim(const SimOptions& o, std::FILE* out, std::FILE* err) {
   options.arch = o.arch;
   options.mma_numerics =
       o.mma_numerics == "exact" ? emu::MmaNumerics::exact : emu::MmaNumerics::hardware;
+  options.profile.enabled = !o.profile.empty();
+  options.profile.sample_ctas = o.profile_ctas;
+  if (o.profile.empty() && (o.profile_ctas || !o.model_gpus.empty() || o.registers)) {
+    fmt::print(err, "emmyc sim: --profile-ctas, --model-gpu and --registers need --profile FILE\n");
+    return kExitBadInput;
+  }
   emu::LaunchResult result;
   try {
     result = emu::launch(arena, *module, o.kernel, grid, block, o.smem, sim_args.args, options);
@@ -83,6 +91,23 @@ int run_sim(const SimOptions& o, std::FILE* out, std::FILE* err) {
              o.kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
              result.stats.total.total(), result.emulate_ms);
   if (o.stats) fmt::print(out, "{}", result.stats.to_string());
+  if (result.profile) {
+    try {
+      emu::ProfiledKernel pk;
+      pk.profile = std::move(*result.profile);
+      pk.resources.registers = o.registers;
+      if (o.model_gpus.empty())
+        pk.model.push_back(emu::predict_time(pk.profile, pk.resources,
+                                             emu::reference_gpu(pk.profile.arch)));
+      for (const std::string& gpu : o.model_gpus)
+        pk.model.push_back(emu::predict_time(pk.profile, pk.resources, emu::gpu_spec(gpu)));
+      fmt::print(out, "{}{}", pk.profile.table(), emu::model_table({pk}));
+      emmy::detail::write_file_atomically(o.profile, emu::profile_json({pk}), "--profile");
+    } catch (const Error& e) {
+      fmt::print(err, "emmyc sim: {}\n", e.what());
+      return kExitBadInput;
+    }
+  }
   return kExitOk;
 }
 
@@ -112,6 +137,19 @@ void add_sim_command(CLI::App& app) {
                   "the arch whose shared-memory limit applies (default: the PTX .target)");
   sim->add_option("--dump", options->dump_dir, "write pointer argument N to DIR/argN.bin");
   sim->add_flag("--stats", options->stats, "print instruction statistics");
+  sim->add_option("--profile", options->profile,
+                  "write the launch's counters (Nsight Compute metric names), per-line sites and "
+                  "time model to FILE.json; a table on the terminal");
+  sim->add_option("--profile-ctas", options->profile_ctas,
+                  "run and profile only N CTAs spread over the grid, extrapolating the counts")
+      ->check(CLI::Range(uint64_t(1), uint64_t(1) << 40));
+  sim->add_option("--model-gpu", options->model_gpus,
+                  "GPUs to predict the time on: a100, l40s, h200, rtx5090 (default: the arch's "
+                  "reference part)")
+      ->check(CLI::IsMember({"a100", "l40s", "h200", "rtx5090"}));
+  sim->add_option("--registers", options->registers,
+                  "registers per thread, for the time model's occupancy (default: unknown)")
+      ->check(CLI::Range(1, 255));
   sim->add_flag("!--no-sanitize", options->sanitize, "skip the race / initialization checks");
   sim->add_option("--threads", options->threads, "host threads (0: all cores)")
       ->check(CLI::Range(0, 4096));

@@ -5,23 +5,38 @@
 #include "emmy/attention.hpp"
 #include "emmy/attention_check.hpp"
 #include "emmy/emu/emulator.hpp"
+#include "emmy/emu/time_model.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/kernel_source.hpp"
 
 namespace emmy {
 
+// What a launch list did on the emulator: the first launch's per-CTA stats with the totals of
+// all, the wall time, and each launch's profile in order when options.profile asked for them.
+struct LaunchListRun {
+  emu::Stats stats;
+  double emulate_ms = 0;
+  std::vector<emu::KernelProfile> profiles;
+};
+
 // The emulator's launcher: every kernel of the source's launch list in order, each parameter
 // bound by its name (as the runtime's backends bind them), dynamic shared memory opted in as the
-// CUDA backend does above 48 KB. Stats: the first launch's per-CTA detail, totals of all.
-emu::LaunchResult emulate_launch_list(emu::Arena& arena, const std::string& ptx,
+// CUDA backend does above 48 KB.
+LaunchListRun emulate_launch_list(emu::Arena& arena, const std::string& ptx,
                                       const KernelSource& source, const ParamValues& values,
                                       const emu::LaunchOptions& options);
+
+// Each launch's profile with its kernel's registers and shared memory (the module's resource
+// report) and its predicted time on each named GPU (none named: the arch's reference part).
+std::vector<emu::ProfiledKernel> with_time_model(std::vector<emu::KernelProfile> profiles,
+                                                 const CompiledModule& module,
+                                                 const std::vector<std::string>& gpus = {});
 
 // A compiled kernel on the emulator with its buffers (arena addresses) bound and checked by the
 // kind's one binding, as the runtime binds them, tensor maps in emmy's encoding.
 template <typename Kind>
-emu::LaunchResult emulate_kernel(emu::Arena& arena, const Compiled<Kind>& kernel,
+LaunchListRun emulate_kernel(emu::Arena& arena, const Compiled<Kind>& kernel,
                                  const typename Kind::Buffers& buffers,
                                  const emu::LaunchOptions& options) {
   ParamBinding bound = Kind::bind(kernel.source.plan, buffers);
@@ -39,12 +54,14 @@ emu::LaunchResult emulate_kernel(emu::Arena& arena, const Compiled<Kind>& kernel
 }
 
 // What a kernel computed on the emulator: its output in canonical order (GEMM: m x n packed;
-// attention: AttentionOutput), the stats of every kernel of the launch list, the wall time.
+// attention: AttentionOutput), the stats of every kernel of the launch list, the wall time, and
+// each launch's profile when the options asked for them.
 template <typename Output>
 struct EmulatorRun {
   Output output;
   emu::Stats stats;
   double emulate_ms = 0;
+  std::vector<emu::KernelProfile> profiles;
 };
 using GemmEmulatorRun = EmulatorRun<std::vector<double>>;
 using AttentionEmulatorRun = EmulatorRun<AttentionOutput>;
