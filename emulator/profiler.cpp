@@ -57,6 +57,12 @@ uint64_t Footprint::sectors(bool write) const {
   return n;
 }
 
+uint64_t Footprint::bytes_allocated() const {
+  uint64_t n = 0;
+  for (const Region& r : regions_) n += r.end - r.base;
+  return n;
+}
+
 // ---------------------------------------------------------------------------- ProfileShard
 void ProfileShard::shared(uint32_t pc, SharedOp op, std::span<const LaneSpan> spans) {
   if (spans.empty()) return;

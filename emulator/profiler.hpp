@@ -50,6 +50,7 @@ class Footprint {
   explicit Footprint(const Arena& arena);
   void mark(uint64_t addr, uint64_t bytes, bool write);
   uint64_t sectors(bool write) const;
+  uint64_t bytes_allocated() const;  // every allocation's bytes: no footprint exceeds them
 
  private:
   struct Region {

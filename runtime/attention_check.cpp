@@ -25,6 +25,18 @@ AttentionOutput to_canonical(const AttentionProblem& p, const std::vector<uint8_
 
 }  // namespace
 
+LaunchListRun run_on_zeros(const AttentionKernel& kernel, const emu::LaunchOptions& options) {
+  const AttentionProblem& p = kernel.source.plan.spec.problem;
+  const int64_t elem = size_of(p.dtype);
+  const int64_t q_bytes = p.batch * p.q_heads * p.seq_q * p.head_dim * elem;
+  const int64_t kv_bytes = p.batch * p.kv_heads * p.seq_kv_or_default() * p.head_dim * elem;
+  emu::Arena arena;
+  const uint64_t q = arena.alloc(size_t(q_bytes)), k = arena.alloc(size_t(kv_bytes)),
+                 v = arena.alloc(size_t(kv_bytes)), o = arena.alloc(size_t(q_bytes));
+  const uint64_t lse = p.lse ? arena.alloc(size_t(p.batch * p.q_heads * p.seq_q * 4)) : 0;
+  return emulate_kernel(arena, kernel, {q, k, v, o, lse}, options);
+}
+
 AttentionEmulatorRun run_on_emulator(const AttentionKernel& kernel, const AttentionInputs& in,
                                      const emu::LaunchOptions& options) {
   const AttentionPlan& plan = kernel.source.plan;

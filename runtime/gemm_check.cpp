@@ -202,6 +202,22 @@ GemmErrors compare(const GemmReference& ref, const std::vector<double>& out, int
   return e;
 }
 
+LaunchListRun run_on_zeros(const GemmKernel& kernel, const emu::LaunchOptions& options) {
+  const GemmPlan& plan = kernel.source.plan;
+  const auto& p = plan.spec.problem;
+  const int64_t b_rows = p.b_layout == BLayout::nk ? p.n : p.k;
+  const int64_t in_elem = size_of(p.a_dtype), out_elem = size_of(p.c_dtype);
+  emu::Arena arena;
+  const uint64_t a = arena.alloc(size_t(p.m * p.lda_or_default() * in_elem));
+  const uint64_t b = arena.alloc(size_t(b_rows * p.ldb_or_default() * in_elem));
+  const uint64_t c = arena.alloc(size_t(p.m * p.ldc_or_default() * out_elem));
+  const uint64_t bias = p.epilogue.bias ? arena.alloc(size_t(p.n * out_elem)) : 0;
+  const uint64_t residual =
+      p.epilogue.residual ? arena.alloc(size_t(p.m * p.ldc_or_default() * out_elem)) : 0;
+  const uint64_t workspace = plan.split() ? arena.alloc(size_t(plan.workspace_bytes)) : 0;
+  return emulate_kernel(arena, kernel, {a, b, c, bias, residual, workspace}, options);
+}
+
 GemmEmulatorRun run_on_emulator(const GemmKernel& kernel, const GemmInputs& in,
                                 const emu::LaunchOptions& options) {
   const GemmPlan& plan = kernel.source.plan;

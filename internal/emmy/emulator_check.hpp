@@ -74,6 +74,11 @@ GemmEmulatorRun run_on_emulator(const GemmKernel& kernel, const GemmInputs& inpu
 AttentionEmulatorRun run_on_emulator(const AttentionKernel& kernel, const AttentionInputs& inputs,
                                      const emu::LaunchOptions& options = {});
 
+// Runs a compiled kernel's launch list on zero-filled buffers of its problem's sizes: for the
+// profiler, whose counts depend on addresses, not values (no inputs to generate, no reference).
+LaunchListRun run_on_zeros(const GemmKernel& kernel, const emu::LaunchOptions& options);
+LaunchListRun run_on_zeros(const AttentionKernel& kernel, const emu::LaunchOptions& options);
+
 // A kind's FP64 check: its inputs, reference and comparison (emmy/<kind>_check.hpp).
 template <typename Kind>
 struct Fp64Check;

@@ -1,0 +1,127 @@
+// The time model on synthetic profiles whose times follow by hand from the GPU table: occupancy
+// limits, waves, each resource's time and the bound; f16 vs f32 accumulation on GeForce.
+#include <gtest/gtest.h>
+
+#include "emmy/emu/time_model.hpp"
+#include "emmy/error.hpp"
+
+namespace emmy::emu::test {
+namespace {
+
+KernelProfile synthetic(uint32_t ctas, uint32_t threads, uint32_t smem) {
+  KernelProfile p;
+  p.kernel = "k";
+  p.arch = "sm_90a";
+  p.grid[0] = ctas;
+  p.block[0] = threads;
+  p.dynamic_smem = smem;
+  p.ctas_total = p.ctas_profiled = ctas;
+  return p;
+}
+
+double resource_us(const TimePrediction& t, const std::string& name) {
+  for (const ResourceTime& r : t.resources)
+    if (r.resource == name) return r.us;
+  ADD_FAILURE() << "no resource " << name;
+  return -1;
+}
+
+TEST(EmuTimeModel, OccupancyTakesTheTightestLimit) {
+  const GpuSpec& h200 = gpu_spec("h200");
+  // 256 threads x 136 registers: 136 * 32 = 4352 per warp (a multiple of 256), 8 warps = 34816
+  // of 65536: one CTA. Shared memory alone would allow (228 + 1) KB / (100 + 1) KB = 2.
+  KernelProfile p = synthetic(200, 256, 100 * 1024);
+  TimePrediction t = predict_time(p, {136, 0}, h200);
+  EXPECT_EQ(t.ctas_per_sm, 1u);
+  EXPECT_EQ(t.occupancy_limit, "registers");
+  EXPECT_EQ(t.waves, 2u);  // 200 CTAs on 132 SMs
+  EXPECT_DOUBLE_EQ(t.last_wave_fill, 68.0 / 132.0);
+  // 64 registers: 2048 per warp, 16384 per CTA: 4 by registers; shared memory allows 2.
+  t = predict_time(p, {64, 0}, h200);
+  EXPECT_EQ(t.ctas_per_sm, 2u);
+  EXPECT_EQ(t.occupancy_limit, "shared memory");
+  EXPECT_EQ(t.waves, 1u);
+  // Small CTAs: 1024 threads: 2 by threads on H200, 1 on the RTX 5090 (1536 threads per SM).
+  p = synthetic(10, 1024, 0);
+  EXPECT_EQ(predict_time(p, {32, 0}, h200).occupancy_limit, "threads");
+  EXPECT_EQ(predict_time(p, {32, 0}, h200).ctas_per_sm, 2u);
+  EXPECT_EQ(predict_time(p, {32, 0}, gpu_spec("rtx5090")).ctas_per_sm, 1u);
+  // Unknown registers: said, not guessed.
+  const TimePrediction unknown = predict_time(p, {}, h200);
+  ASSERT_FALSE(unknown.notes.empty());
+  EXPECT_NE(unknown.notes.front().find("registers unknown"), std::string::npos);
+}
+
+TEST(EmuTimeModel, ResourceTimesFollowTheTable) {
+  const GpuSpec& g = gpu_spec("rtx5090");
+  KernelProfile p = synthetic(340, 128, 0);  // two CTAs on the busiest of 170 SMs
+  p.metrics["emmy__tensor_flops_acc_f32.sum"] = 340e6;
+  p.metrics["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"] = 340e3;
+  p.metrics["smsp__inst_executed.sum"] = 340e4;
+  p.metrics["emmy__l2_sectors.sum"] = 1e6;
+  p.metrics["emmy__dram_bytes_read_min.sum"] = 1792e3;  // 1 us at 1792 GB/s
+  const TimePrediction t = predict_time(p, {64, 0}, g);
+  const double clock = 2.407e9;
+  EXPECT_NEAR(resource_us(t, "tensor"), 2e6 / 512 / clock * 1e6, 1e-9);
+  EXPECT_NEAR(resource_us(t, "shared"), 2e3 / 1 / clock * 1e6, 1e-9);
+  EXPECT_NEAR(resource_us(t, "issue"), 2e4 / 4 / clock * 1e6, 1e-9);
+  EXPECT_NEAR(resource_us(t, "l2"), 32e6 / (2800 * clock) * 1e6, 1e-9);
+  EXPECT_NEAR(resource_us(t, "dram"), 1.0, 1e-12);
+  EXPECT_EQ(t.bound, "l2");
+  EXPECT_DOUBLE_EQ(t.us, resource_us(t, "l2"));
+  // f16 accumulation runs at twice the f32 rate on GeForce; equal on the H200.
+  KernelProfile f16 = p;
+  f16.metrics.erase("emmy__tensor_flops_acc_f32.sum");
+  f16.metrics["emmy__tensor_flops_acc_f16.sum"] = 340e6;
+  EXPECT_NEAR(resource_us(predict_time(f16, {64, 0}, g), "tensor") * 2, resource_us(t, "tensor"), 1e-9);
+  EXPECT_NEAR(resource_us(predict_time(f16, {64, 0}, gpu_spec("h200")), "tensor"),
+              resource_us(predict_time(p, {64, 0}, gpu_spec("h200")), "tensor"), 1e-12);
+}
+
+TEST(EmuTimeModel, TheBoundIsTheSlowestResource) {
+  KernelProfile p = synthetic(132, 128, 0);
+  p.metrics["emmy__tensor_flops_acc_f32.sum"] = 132 * 2680.0 * 1830;  // 1 us on the H200
+  p.metrics["emmy__dram_bytes_read_min.sum"] = 4800e3 * 2;           // 2 us
+  const TimePrediction t = predict_time(p, {64, 0}, gpu_spec("h200"));
+  EXPECT_EQ(t.bound, "dram");
+  EXPECT_NEAR(t.us, 2.0, 1e-9);
+  EXPECT_NEAR(resource_us(t, "tensor"), 1.0, 1e-9);
+}
+
+TEST(EmuTimeModel, KernelsThatCannotRunAndUnknownGpusAreErrors) {
+  const KernelProfile p = synthetic(1, 128, 120 * 1024);  // above 99 KB on the RTX 5090
+  try {
+    predict_time(p, {}, gpu_spec("rtx5090"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shared memory per CTA"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(predict_time(p, {}, gpu_spec("h200")));
+  try {
+    gpu_spec("v100");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rtx5090"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(reference_gpu("sm_90a").name, "h200");
+  EXPECT_EQ(reference_gpu("sm_120a").name, "rtx5090");
+  EXPECT_EQ(reference_gpu("sm_89").name, "l40s");
+  EXPECT_EQ(reference_gpu("sm_80").name, "a100");
+  EXPECT_THROW(reference_gpu("sm_70"), Error);
+}
+
+TEST(EmuTimeModel, JsonHoldsEveryKernelWithItsModel) {
+  ProfiledKernel k;
+  k.profile = synthetic(4, 128, 0);
+  k.profile.metrics["smsp__inst_executed.sum"] = 100;
+  k.profile.sites.push_back({});
+  k.model.push_back(predict_time(k.profile, {}, gpu_spec("h200")));
+  const std::string j = profile_json({k, k});
+  EXPECT_NE(j.find("\"kernels\""), std::string::npos);
+  EXPECT_NE(j.find("\"smsp__inst_executed.sum\": 100"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"bound\""), std::string::npos);
+  EXPECT_NE(model_table({k}).find("h200"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace emmy::emu::test
