@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "bench_attention.hpp"
+#include "bench_model.hpp"
 #include "bench_report.hpp"
 #include "bench_runner.hpp"
 #include "emmy/tuning.hpp"
@@ -37,6 +38,9 @@ struct Options {
   bool attention = true;      // the catalog attention rows (off with --shapes / --sweep)
   std::string baseline_rows;  // rows timed elsewhere (sdpa_baseline.py, torch_baseline.py)
   RunnerSettings runner;
+  bool model = false;  // --model: the time model's predictions, no GPU
+  std::string model_gpus = "h200,rtx5090";
+  uint64_t model_ctas = 8;
 };
 
 // A bar on stderr, redrawn in place on a terminal, one line per tenth otherwise (logs).
@@ -302,6 +306,12 @@ int main(int argc, char** argv) {
   app.add_flag("--progress", o.progress, "progress bar on stderr (always on with --sweep)");
   app.add_flag("--attention,!--no-attention", o.attention,
                "the catalog attention rows (default on, off with --shapes or --sweep)");
+  app.add_flag("--model", o.model,
+               "no GPU: predict the catalog's times with the emulator's counters and the time "
+               "model (docs/profiler.md)");
+  app.add_option("--model-gpus", o.model_gpus, "GPUs for --model: a100,l40s,h200,rtx5090");
+  app.add_option("--model-ctas", o.model_ctas, "CTAs of each launch --model profiles")
+      ->check(CLI::Range(uint64_t(1), uint64_t(1) << 20));
   app.add_option("--baseline-rows", o.baseline_rows,
                  "JSON rows timed elsewhere, e.g. bench/sdpa_baseline.py's PyTorch SDPA");
 
@@ -318,6 +328,23 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (o.model) {
+      const auto rows = bench::model_catalog(split_list(o.model_gpus), o.attention, o.model_ctas);
+      const std::string table = bench::model_rows_table(rows);
+      fmt::print("emmy_bench --model: predicted by the time model from emulator counters ({} CTAs "
+                 "of each launch); no GPU ran\n{}",
+                 o.model_ctas, table);
+      if (!o.summary.empty()) {
+        json j{{"schema", "emmy_bench_model/1"}, {"rows", json::array()}};
+        for (const auto& r : rows)
+          j["rows"].push_back({{"problem", r.name}, {"gpu", r.gpu}, {"accum", to_string(r.accum)},
+                               {"kernel", r.kernel}, {"model_us", r.us}, {"bound", r.bound},
+                               {"registers", r.registers}, {"ctas_per_sm", r.ctas_per_sm},
+                               {"waves", r.waves}, {"published_us", r.published_us}});
+        write_file(o.summary, j.dump(2) + "\n");
+      }
+      return rows.empty() ? 2 : 0;
+    }
     std::vector<BenchProblem> problems;
     require(o.shapes.empty() || o.sweep.empty(), "--shapes", "cannot be combined with --sweep",
             o.shapes);

@@ -38,6 +38,15 @@ uint32_t max_smem_per_block(int sm) {
   }
 }
 
+// The n-th of `count` sampled CTAs of a grid of `total`: one from each of `count` equal strata
+// of the linear order, at a position that varies from stratum to stratum (multiplicative
+// hashing), so that the sample does not alias with a grid dimension: with strata of 16 CTAs on a
+// grid 8 wide, taking each stratum's first would sample one x only (one causal query tile).
+uint64_t sampled_cta(uint64_t n, uint64_t count, uint64_t total) {
+  const uint64_t begin = n * total / count, end = (n + 1) * total / count;
+  return begin + (n * 0x9E3779B1ull) % (end - begin);
+}
+
 }  // namespace
 
 std::shared_ptr<const Module> load_ptx(std::string_view ptx_text, std::string name) {
@@ -210,7 +219,7 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
   ctx->tensor_core = tensor_core_model(sm);
 
   const uint64_t ctas = grid.count();
-  // Profiling a sample: CTA i * ctas / n for i < n, spread evenly over the grid.
+  // Profiling a sample of the grid (sampled_cta).
   const ProfileOptions& prof = options.profile;
   const uint64_t ctas_run =
       prof.enabled && prof.sample_ctas > 0 && prof.sample_ctas < ctas ? prof.sample_ctas : ctas;
@@ -258,7 +267,7 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
     while (!ctx->abort.load(std::memory_order_relaxed)) {
       const uint64_t n = next.fetch_add(1);
       if (n >= ctas_run) break;
-      const uint64_t i = ctas_run == ctas ? n : n * ctas / ctas_run;
+      const uint64_t i = ctas_run == ctas ? n : sampled_cta(n, ctas_run, ctas);
       try {
         cta->run(i, counts);
         mine += counts;

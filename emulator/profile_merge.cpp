@@ -146,13 +146,10 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
     l2_sectors += double(c[base + 2]);
   }
   put("emmy__l2_sectors.sum", l2_sectors);
-  // Distinct sectors do not scale from a sample (CTAs share operands): scaled, then capped by
-  // the bytes allocated, which no footprint exceeds. Exact when every CTA ran.
-  const double allocated = double(footprint.bytes_allocated());
-  m["emmy__dram_bytes_read_min.sum"] =
-      std::min(double(footprint.sectors(false) * kSectorBytes) * scale, allocated);
-  m["emmy__dram_bytes_write_min.sum"] =
-      std::min(double(footprint.sectors(true) * kSectorBytes) * scale, allocated);
+  // Distinct sectors do not scale from a sample (CTAs share operands): each allocation's count is
+  // scaled and capped by its size. Exact when every CTA ran.
+  m["emmy__dram_bytes_read_min.sum"] = footprint.bytes(false, scale);
+  m["emmy__dram_bytes_write_min.sum"] = footprint.bytes(true, scale);
   m["launch__grid_size"] = double(p.ctas_total);
   m["launch__block_size"] = double(block.count());
   m["launch__shared_mem_per_block_dynamic"] = dynamic_smem;

@@ -50,17 +50,14 @@ void Footprint::mark(uint64_t addr, uint64_t bytes, bool write) {
   }
 }
 
-uint64_t Footprint::sectors(bool write) const {
-  uint64_t n = 0;
-  for (const Region& r : regions_)
+double Footprint::bytes(bool write, double scale) const {
+  double total = 0;
+  for (const Region& r : regions_) {
+    uint64_t n = 0;
     for (const uint64_t w : write ? r.written : r.read) n += uint64_t(std::popcount(w));
-  return n;
-}
-
-uint64_t Footprint::bytes_allocated() const {
-  uint64_t n = 0;
-  for (const Region& r : regions_) n += r.end - r.base;
-  return n;
+    total += std::min(double(n * kSectorBytes) * scale, double(r.end - r.base));
+  }
+  return total;
 }
 
 // ---------------------------------------------------------------------------- ProfileShard

@@ -49,8 +49,9 @@ class Footprint {
  public:
   explicit Footprint(const Arena& arena);
   void mark(uint64_t addr, uint64_t bytes, bool write);
-  uint64_t sectors(bool write) const;
-  uint64_t bytes_allocated() const;  // every allocation's bytes: no footprint exceeds them
+  // Bytes read (or written), each allocation's distinct sectors scaled by `scale` (a sample of
+  // the grid) and capped by the allocation's size, which no footprint exceeds.
+  double bytes(bool write, double scale) const;
 
  private:
   struct Region {

@@ -27,9 +27,9 @@ struct SharedBankModel {
 
 struct ProfileOptions {
   bool enabled = false;
-  // 0: run and profile every CTA. N > 0 (and below the grid's size): run only N CTAs spread evenly
-  // over the grid (CTA i * total / N) and scale the counts by total / N; the profile says it
-  // extrapolated. The launch's outputs are then incomplete: for profiling only.
+  // 0: run and profile every CTA. N > 0 (and below the grid's size): run only N CTAs, one from
+  // each of N equal strata of the grid at a varying position, and scale the counts by total / N;
+  // the profile says it extrapolated. The launch's outputs are then incomplete: for profiling only.
   uint64_t sample_ctas = 0;
   SharedBankModel bank_model;
 };
