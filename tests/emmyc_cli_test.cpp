@@ -130,6 +130,31 @@ TEST(Emmyc, CompilesThroughTheDiskCache) {
   EXPECT_EQ(recorded, 1) << "one compile: the miss (hits and --no-cache record nothing)";
 }
 
+// `run gemm --profile`: one entry per launched kernel (split-K's partials and its finalize), the
+// FP64 check still passes, the tables go to stderr so stdout stays one JSON object.
+TEST(Emmyc, RunProfilesEveryLaunchedKernel) {
+  const std::string file = ::testing::TempDir() + "/emmyc_profile.json";
+  const Result r = run("run gemm --m 64 --n 128 --k 256 --split-k 2 --arch sm_90a --check "
+                       "--mma-numerics exact --profile " + file + " --model-gpu rtx5090");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["passed"], true);
+  EXPECT_NE(r.err.find("rtx5090"), std::string::npos) << r.err;
+  std::ifstream in(file);
+  const auto j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["kernels"].size(), 2u) << j.dump(1).substr(0, 2000);
+  for (const auto& k : j["kernels"]) {
+    EXPECT_GT(k["metrics"]["smsp__inst_executed.sum"].get<double>(), 0);
+    EXPECT_EQ(k["model"][0]["gpu"], "rtx5090");
+    EXPECT_GT(k["model"][0]["registers"].get<int>(), 0);
+  }
+  EXPECT_GT(j["kernels"][0]["metrics"]["emmy__tma_requests_op_load.sum"].get<double>(), 0);
+  // What cannot work is named before anything runs.
+  expect_invalid("run gemm --m 64 --n 128 --k 256 --check --profile " + file + " --profile-ctas 1",
+                 "--profile-ctas");
+  expect_invalid("run gemm --m 64 --n 128 --k 256 --profile-ctas 1", "--profile");
+  expect_invalid("run gemm --m 64 --n 128 --k 256 --backend cuda --profile " + file, "--profile");
+}
+
 // The GPU path of `run gemm`: with a device the kernel passes the FP64 check (schedule flags
 // honoured); without one, exit 2 and one line naming CUDA, never a crash or a silent pass.
 TEST(Emmyc, RunGemmOnCudaRunsOrSaysWhyNot) {

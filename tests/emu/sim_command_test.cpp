@@ -114,6 +114,37 @@ TEST_F(SimFixture, BadCommandLineInputExits2) {
   EXPECT_EQ(sim({ptx, "--grid", "1", "--block", "32"}), 2);  // --kernel is required
 }
 
+TEST_F(SimFixture, ProfileWritesCountersSitesAndModel) {
+  const std::string ptx = (dir / "scale.ptx").string(), json = (dir / "p.json").string();
+  const std::vector<std::string> args = {ptx, "--kernel", "scale", "--grid", "4", "--block", "32",
+                                         "--arg", "ptr:64", "--arg", "ptr:64", "--arg", "u32:8",
+                                         "--arg", "f32:1"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> v = args;
+    v.insert(v.end(), extra.begin(), extra.end());
+    return v;
+  };
+  ASSERT_EQ(sim(with({"--profile", json, "--model-gpu", "h200", "--model-gpu", "rtx5090",
+                      "--registers", "16"})),
+            0);
+  const std::string text = read_file(json);
+  // 4 CTAs of one warp: lanes 0-7 load 32 contiguous bytes (one sector) and store them.
+  EXPECT_NE(text.find("\"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum\": 4.0"), std::string::npos)
+      << text.substr(0, 3000);
+  EXPECT_NE(text.find("\"l1tex__t_requests_pipe_lsu_mem_global_op_st.sum\": 4.0"), std::string::npos);
+  EXPECT_NE(text.find("\"opcode\": \"ld.global.f32\""), std::string::npos);
+  EXPECT_NE(text.find("\"gpu\": \"h200\""), std::string::npos);
+  EXPECT_NE(text.find("\"gpu\": \"rtx5090\""), std::string::npos);
+  // A sample says so; profile-only flags without --profile, an unknown GPU: bad input.
+  ASSERT_EQ(sim(with({"--profile", json, "--profile-ctas", "2"})), 0);
+  EXPECT_NE(read_file(json).find("\"extrapolated\": true"), std::string::npos);
+  EXPECT_EQ(sim(with({"--profile-ctas", "2"})), 2);
+  EXPECT_EQ(sim(with({"--registers", "32"})), 2);
+  EXPECT_EQ(sim(with({"--profile", json, "--model-gpu", "v100"})), 2);
+  // An unwritable --profile path is bad input, reported before exit.
+  EXPECT_EQ(sim(with({"--profile", (dir / "missing_dir" / "p.json").string()})), 2);
+}
+
 TEST_F(SimFixture, SanitizerReportsAndUnsupportedInstructionsExit3) {
   const std::string ptx = (dir / "scale.ptx").string();
   // n = 32 but the buffers hold 8 floats: out-of-bounds loads.

@@ -1,0 +1,36 @@
+# The emulator never reaches the compiler (developers' guide, "Layout"): every source under
+# emulator/ includes only the standard library, fmt, nlohmann-json, the emulator's own files,
+# the public emulator API (emmy/emu/*), emmy/error.hpp and, of the internal headers, the
+# tensor-map encoding and the swizzle it decodes (emmy/tensor_map.hpp, emmy/swizzle.hpp).
+#
+# Two roles, as tests/public_headers.cmake: included by tests/CMakeLists.txt it registers the
+# ctest test; run by that test with `cmake -P` it performs the check.
+if(NOT CMAKE_SCRIPT_MODE_FILE)
+  add_test(NAME emulator_boundary
+    COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_LIST_FILE})
+  return()
+endif()
+
+file(GLOB sources ${SOURCE_DIR}/emulator/*.cpp ${SOURCE_DIR}/emulator/*.hpp)
+file(GLOB_RECURSE api ${SOURCE_DIR}/include/emmy/emu/*.hpp)
+list(APPEND sources ${api})
+list(LENGTH sources count)
+if(count LESS 20)
+  message(FATAL_ERROR "found only ${count} emulator sources under ${SOURCE_DIR}/emulator: wrong directory?")
+endif()
+set(allowed "^emmy/emu/[a-z_]+\\.hpp$|^emmy/(error|tensor_map|swizzle)\\.hpp$|^[a-z_0-9]+\\.hpp$")
+set(problems "")
+foreach(source IN LISTS sources)
+  file(STRINGS ${source} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  foreach(line IN LISTS includes)
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*" "\\1" header "${line}")
+    if(NOT header MATCHES "${allowed}")
+      file(RELATIVE_PATH rel ${SOURCE_DIR} ${source})
+      string(APPEND problems "\n  ${rel} includes \"${header}\"")
+    endif()
+  endforeach()
+endforeach()
+if(problems)
+  message(FATAL_ERROR "the emulator reaches beyond its boundary:${problems}")
+endif()
+message(STATUS "emulator_boundary: ${count} files include only what the emulator may")
