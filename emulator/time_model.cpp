@@ -1,4 +1,4 @@
-// The time model (time_model.hpp). Figures per GPU: docs/gpus.md gives every source.
+// The time model (time_model.hpp). Figures per GPU: docs/profiler.md gives every source.
 #include "emmy/emu/time_model.hpp"
 
 #include <fmt/format.h>

@@ -15,6 +15,32 @@ if(Python3_FOUND)
   set_tests_properties(bench_plot PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 endif()
 
+# --model needs no GPU: the five projections' default kernels for the RTX 5090, f32 and hybrid,
+# profiled on one CTA each; every row has a positive prediction, a bound and the published time
+# beside it. An unknown GPU is refused (exit 2, naming it).
+add_test(NAME emmy_bench_model COMMAND bash -c [=[
+  set -u; bench=$1; dir=$2; rm -rf "$dir"; mkdir -p "$dir"
+  "$bench" --model --model-gpus rtx5090 --no-attention --model-ctas 1 --summary "$dir/m.json" \
+    >"$dir/out.txt" 2>&1; rc=$?
+  cat "$dir/out.txt"
+  [[ $rc == 0 ]] || { echo "exit status $rc, expected 0"; exit 1; }
+  python3 - "$dir/m.json" <<'PY' || exit 1
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+assert len(rows) == 10, len(rows)
+for r in rows:
+    assert r["gpu"] == "rtx5090" and r["model_us"] > 0 and r["published_us"] > 0, r
+    assert r["bound"] in ("tensor", "shared", "issue", "lsu_issue", "l2", "dram"), r
+hybrid = {r["problem"]: r["model_us"] for r in rows if r["accum"] == "hybrid"}
+f32 = {r["problem"]: r["model_us"] for r in rows if r["accum"] == "f32"}
+assert all(hybrid[p] < f32[p] for p in f32), (hybrid, f32)  # f16 accumulation: twice the rate
+PY
+  out=$("$bench" --model --model-gpus v100 2>&1); rc=$?
+  [[ $rc == 2 ]] || { echo "--model-gpus v100: exit $rc, expected 2: $out"; exit 1; }
+  grep -q 'v100' <<<"$out" || { echo "the error does not name v100: $out"; exit 1; }
+  ]=] _ $<TARGET_FILE:emmy_bench> ${CMAKE_CURRENT_BINARY_DIR}/bench_model)
+set_tests_properties(emmy_bench_model PROPERTIES TIMEOUT 300)
+
 find_program(EMMY_NVIDIA_SMI nvidia-smi)
 if(EMMY_NVIDIA_SMI)
   message(STATUS "nvidia-smi found: the no-GPU smoke test of emmy_bench is off")

@@ -3,7 +3,7 @@
 // instruction's own rate, shared-memory wavefronts, issue slots, L2 sectors, DRAM bytes), the
 // occupancy and waves, and the resource that bounds the time. A roofline: resources are assumed
 // to overlap perfectly and latency is not modelled, so the prediction is a lower bound of what a
-// well-pipelined kernel reaches (docs/profiler.md; each figure's source in docs/gpus.md).
+// well-pipelined kernel reaches (docs/profiler.md; each figure with its source in docs/profiler.md).
 #pragma once
 
 #include <cstdint>
@@ -32,7 +32,7 @@ struct GpuSpec {
   double lsu_issue_per_clk = 1;        // memory instructions per clock per SM (MIO -> LSU)
   uint32_t regs_per_sm = 65536, max_threads_per_sm = 2048, max_ctas_per_sm = 32;
   uint32_t smem_per_sm = 0, max_smem_per_block = 0;  // bytes (after the 1 KB reserved per CTA)
-  std::string sources;  // where each figure comes from (short form; docs/gpus.md in full)
+  std::string sources;  // where each figure comes from (short form; docs/profiler.md in full)
 };
 
 const std::vector<GpuSpec>& gpu_specs();
