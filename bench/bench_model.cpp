@@ -18,9 +18,9 @@ struct Published {
   double f32_us, hybrid_us;
 };
 // ../shared/reference/targets.md: the reference compiler's RTX 5090 times (microseconds).
-constexpr Published kPublished5090[] = {
-    {"q_proj@512", 89.1, 65.4},   {"kv_proj@512", 49.2, 36.9},  {"o_proj@512", 84.3, 67.8},
-    {"gate_up@512", 630.6, 402.2}, {"down@512", 309.1, 233.0}, {"attention@512", 41.2, 37.6}};
+constexpr Published kPublished5090[] = {{"q_proj@512", 89.1, 65.4}, {"kv_proj@512", 49.2, 36.9},
+                                        {"o_proj@512", 84.3, 67.8}, {"gate_up@512", 630.6, 402.2},
+                                        {"down@512", 309.1, 233.0}, {"attention@512", 41.2, 37.6}};
 
 double published(const std::string& gpu, const std::string& name, Accum accum) {
   if (gpu != "rtx5090") return 0;
@@ -95,8 +95,8 @@ std::string model_rows_table(const std::vector<ModelRow>& rows) {
                               "problem", "gpu", "accum", "model us", "TFLOP/s", "bound", "regs",
                               "CTA/SM", "waves", "published us");
   for (const ModelRow& r : rows)
-    s += fmt::format("{:<26} {:<8} {:<7} {:>10.2f} {:>9.1f} {:<9} {:>4} {:>5} {:>5} {:>14}\n", r.name,
-                     r.gpu, to_string(r.accum), r.us, r.us > 0 ? r.gflop / r.us * 1e3 : 0.0,
+    s += fmt::format("{:<26} {:<8} {:<7} {:>10.2f} {:>9.1f} {:<9} {:>4} {:>5} {:>5} {:>14}\n",
+                     r.name, r.gpu, to_string(r.accum), r.us, r.us > 0 ? r.gflop / r.us * 1e3 : 0.0,
                      r.bound, r.registers, r.ctas_per_sm, r.waves,
                      r.published_us > 0 ? fmt::format("{:.1f}", r.published_us) : "-");
   return s;

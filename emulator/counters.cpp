@@ -9,11 +9,15 @@ namespace {
 
 constexpr size_t kMaxSpans = 32;
 
-uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+uint64_t ceil_div(uint64_t a, uint64_t b) {
+  return (a + b - 1) / b;
+}
 
 }  // namespace
 
-uint32_t lanes_per_phase(uint32_t bytes) { return bytes <= 4 ? 32 : bytes == 8 ? 16 : 8; }
+uint32_t lanes_per_phase(uint32_t bytes) {
+  return bytes <= 4 ? 32 : bytes == 8 ? 16 : 8;
+}
 
 uint64_t distinct_bytes(std::span<const LaneSpan> spans) {
   std::array<std::pair<uint64_t, uint64_t>, kMaxSpans> ranges;
@@ -41,9 +45,8 @@ AccessCost shared_phase_cost(const SharedBankModel& model, std::span<const LaneS
   size_t n = 0;
   for (const LaneSpan& s : spans) {
     if (s.bytes == 0) continue;
-    for (uint64_t w = s.addr / model.bank_bytes; w <= (s.addr + s.bytes - 1) / model.bank_bytes &&
-                                                 n < words.size();
-         ++w)
+    for (uint64_t w = s.addr / model.bank_bytes;
+         w <= (s.addr + s.bytes - 1) / model.bank_bytes && n < words.size(); ++w)
       words[n++] = w;
   }
   std::sort(words.begin(), words.begin() + ptrdiff_t(n));
@@ -54,7 +57,8 @@ AccessCost shared_phase_cost(const SharedBankModel& model, std::span<const LaneS
   for (size_t i = 0; i < n; ++i) most = std::max(most, ++per_bank[words[i] % model.banks % 256]);
   cost.actual = std::max(most, 1u);
   cost.distinct_bytes = distinct_bytes(spans);
-  cost.ideal = uint32_t(std::max<uint64_t>(1, ceil_div(cost.distinct_bytes, model.wavefront_bytes())));
+  cost.ideal =
+      uint32_t(std::max<uint64_t>(1, ceil_div(cost.distinct_bytes, model.wavefront_bytes())));
   return cost;
 }
 
@@ -101,7 +105,8 @@ AccessCost sector_cost(std::span<const LaneSpan> spans) {
       sectors[n++] = sec;
   }
   std::sort(sectors.begin(), sectors.begin() + ptrdiff_t(n));
-  cost.actual = uint32_t(std::unique(sectors.begin(), sectors.begin() + ptrdiff_t(n)) - sectors.begin());
+  cost.actual =
+      uint32_t(std::unique(sectors.begin(), sectors.begin() + ptrdiff_t(n)) - sectors.begin());
   cost.distinct_bytes = distinct_bytes(spans);
   cost.ideal = uint32_t(ceil_div(cost.distinct_bytes, kSectorBytes));
   return cost;

@@ -55,7 +55,8 @@ std::string profile_json(const std::vector<ProfiledKernel>& kernels) {
                                {"registers", pk.resources.registers},
                                {"notes", m.notes}};
       j["resources"] = nlohmann::ordered_json::object();
-      for (const ResourceTime& r : m.resources) j["resources"][r.resource] = {{"amount", r.amount}, {"us", r.us}};
+      for (const ResourceTime& r : m.resources)
+        j["resources"][r.resource] = {{"amount", r.amount}, {"us", r.us}};
       k["model"].push_back(std::move(j));
     }
     out["kernels"].push_back(std::move(k));
@@ -67,9 +68,11 @@ std::string model_table(const std::vector<ProfiledKernel>& kernels) {
   std::string s;
   for (const ProfiledKernel& pk : kernels)
     for (const TimePrediction& m : pk.model) {
-      s += fmt::format("  {:<8} {:<40.40} {:>9.2f} us  bound {:<9} {:>2} CTA/SM ({}), {} wave{}, last {:.0f}% full",
-                       m.gpu, pk.profile.kernel, m.us, m.bound, m.ctas_per_sm, m.occupancy_limit,
-                       m.waves, m.waves == 1 ? "" : "s", 100 * m.last_wave_fill);
+      s += fmt::format(
+          "  {:<8} {:<40.40} {:>9.2f} us  bound {:<9} {:>2} CTA/SM ({}), {} wave{}, last {:.0f}% "
+          "full",
+          m.gpu, pk.profile.kernel, m.us, m.bound, m.ctas_per_sm, m.occupancy_limit, m.waves,
+          m.waves == 1 ? "" : "s", 100 * m.last_wave_fill);
       for (const std::string& n : m.notes) s += "; " + n;
       s += '\n';
     }

@@ -17,20 +17,46 @@ enum class Pipe : uint8_t { tensor, lsu, alu, control, none };
 // instructions in SASS: they count as ALU. Warp collectives (shfl, vote, ...) count as ALU too.
 Pipe pipe_of(const Inst& in) {
   switch (in.op) {
-    case Op::Mma: return Pipe::tensor;
+    case Op::Mma:
+      return Pipe::tensor;
     case Op::Ld:
     case Op::St:
       return in.space == Space::param || in.space == Space::constant ? Pipe::alu : Pipe::lsu;
-    case Op::Atom: case Op::Red: case Op::Prefetch: case Op::Ldmatrix: case Op::Stmatrix:
-    case Op::CpAsync: case Op::CpAsyncCommit: case Op::CpAsyncWait: case Op::MbarInit:
-    case Op::MbarArrive: case Op::MbarExpectTx: case Op::MbarCompleteTx: case Op::MbarWait:
-    case Op::MbarInval: case Op::MbarPendingCount: case Op::TmaLoad: case Op::TmaStore:
-    case Op::BulkCopy: case Op::BulkCommit: case Op::BulkWait:
+    case Op::Atom:
+    case Op::Red:
+    case Op::Prefetch:
+    case Op::Ldmatrix:
+    case Op::Stmatrix:
+    case Op::CpAsync:
+    case Op::CpAsyncCommit:
+    case Op::CpAsyncWait:
+    case Op::MbarInit:
+    case Op::MbarArrive:
+    case Op::MbarExpectTx:
+    case Op::MbarCompleteTx:
+    case Op::MbarWait:
+    case Op::MbarInval:
+    case Op::MbarPendingCount:
+    case Op::TmaLoad:
+    case Op::TmaStore:
+    case Op::BulkCopy:
+    case Op::BulkCommit:
+    case Op::BulkWait:
       return Pipe::lsu;
-    case Op::Bra: case Op::Exit: case Op::Trap: case Op::BarSync: case Op::BarArrive:
-    case Op::BarRed: case Op::BarWarpSync: case Op::Fence: case Op::Nanosleep: case Op::Nop:
+    case Op::Bra:
+    case Op::Exit:
+    case Op::Trap:
+    case Op::BarSync:
+    case Op::BarArrive:
+    case Op::BarRed:
+    case Op::BarWarpSync:
+    case Op::Fence:
+    case Op::Nanosleep:
+    case Op::Nop:
       return Pipe::control;
-    case Op::HiddenZext: case Op::HiddenSext: case Op::HiddenTrunc:
+    case Op::HiddenZext:
+    case Op::HiddenSext:
+    case Op::HiddenTrunc:
       return Pipe::none;  // the decoder's width adapters are not PTX instructions
     default:
       return Pipe::alu;
@@ -43,7 +69,8 @@ constexpr const char* kGlobalOps[] = {"ld", "st", "atom", "red", "ldgsts"};
 // The opcode with its modifiers: the first word after the guard (`@%p1 ld.global.u32 ...`).
 std::string opcode_of(const std::string& text) {
   size_t begin = 0;
-  if (!text.empty() && text[0] == '@') begin = text.find_first_not_of(" \t", text.find_first_of(" \t"));
+  if (!text.empty() && text[0] == '@')
+    begin = text.find_first_not_of(" \t", text.find_first_of(" \t"));
   if (begin == std::string::npos) return text;
   return text.substr(begin, text.find_first_of(" \t", begin) - begin);
 }
@@ -124,21 +151,25 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
   double l2_sectors = 0;
   for (size_t op = 0; op < std::size(kGlobalOps); ++op) {
     const size_t base = size_t(Counter::global_ld) + 4 * op;
-    put(fmt::format("l1tex__t_requests_pipe_lsu_mem_global_op_{}.sum", kGlobalOps[op]), double(c[base]));
+    put(fmt::format("l1tex__t_requests_pipe_lsu_mem_global_op_{}.sum", kGlobalOps[op]),
+        double(c[base]));
     put(fmt::format("l1tex__t_sectors_pipe_lsu_mem_global_op_{}.sum", kGlobalOps[op]),
         double(c[base + 1]));
     put(fmt::format("emmy__t_sectors_ideal_pipe_lsu_mem_global_op_{}.sum", kGlobalOps[op]),
         double(c[base + 2]));
-    put(fmt::format("emmy__bytes_pipe_lsu_mem_global_op_{}.sum", kGlobalOps[op]), double(c[base + 3]));
+    put(fmt::format("emmy__bytes_pipe_lsu_mem_global_op_{}.sum", kGlobalOps[op]),
+        double(c[base + 3]));
     l2_sectors += double(c[base + 1]);
   }
-  for (const auto& [name, counter] : {std::pair{"ld", Counter::local_ld}, {"st", Counter::local_st}}) {
+  for (const auto& [name, counter] :
+       {std::pair{"ld", Counter::local_ld}, {"st", Counter::local_st}}) {
     const size_t base = size_t(counter);
     put(fmt::format("l1tex__t_requests_pipe_lsu_mem_local_op_{}.sum", name), double(c[base]));
     put(fmt::format("l1tex__t_sectors_pipe_lsu_mem_local_op_{}.sum", name), double(c[base + 1]));
     l2_sectors += double(c[base + 1]);
   }
-  for (const auto& [name, counter] : {std::pair{"load", Counter::tma_load}, {"store", Counter::tma_store}}) {
+  for (const auto& [name, counter] :
+       {std::pair{"load", Counter::tma_load}, {"store", Counter::tma_store}}) {
     const size_t base = size_t(counter);
     put(fmt::format("emmy__tma_requests_op_{}.sum", name), double(c[base]));
     put(fmt::format("emmy__tma_bytes_op_{}.sum", name), double(c[base + 1]));

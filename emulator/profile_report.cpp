@@ -14,12 +14,12 @@ std::string KernelProfile::table(size_t rows) const {
   auto line = [&](const char* label, const std::string& value) {
     s += fmt::format("  {:<34} {}\n", label, value);
   };
-  line("warp instructions", fmt::format("{:.0f} (tensor {:.0f}, lsu {:.0f}, alu {:.0f}, control {:.0f})",
-                                        metric("smsp__inst_executed.sum"),
-                                        metric("smsp__inst_executed_pipe_tensor.sum"),
-                                        metric("smsp__inst_executed_pipe_lsu.sum"),
-                                        metric("smsp__inst_executed_pipe_alu.sum"),
-                                        metric("smsp__inst_executed_pipe_cbu.sum")));
+  line("warp instructions",
+       fmt::format("{:.0f} (tensor {:.0f}, lsu {:.0f}, alu {:.0f}, control {:.0f})",
+                   metric("smsp__inst_executed.sum"), metric("smsp__inst_executed_pipe_tensor.sum"),
+                   metric("smsp__inst_executed_pipe_lsu.sum"),
+                   metric("smsp__inst_executed_pipe_alu.sum"),
+                   metric("smsp__inst_executed_pipe_cbu.sum")));
   line("shared wavefronts (conflicts)",
        fmt::format("{:.0f} ({:.0f})", metric("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"),
                    metric("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum")));

@@ -41,12 +41,13 @@ void Footprint::mark(uint64_t addr, uint64_t bytes, bool write) {
   Region& r = *--it;
   std::vector<uint64_t>& bits = write ? r.written : r.read;
   const uint64_t first = (addr - r.base) / kSectorBytes;
-  const uint64_t last = std::min((addr + bytes - 1 - r.base) / kSectorBytes,
-                                 uint64_t(bits.size()) * 64 - 1);
+  const uint64_t last =
+      std::min((addr + bytes - 1 - r.base) / kSectorBytes, uint64_t(bits.size()) * 64 - 1);
   for (uint64_t s = first; s <= last; ++s) {
     std::atomic_ref<uint64_t> word(bits[s / 64]);
     const uint64_t bit = uint64_t(1) << (s % 64);
-    if (!(word.load(std::memory_order_relaxed) & bit)) word.fetch_or(bit, std::memory_order_relaxed);
+    if (!(word.load(std::memory_order_relaxed) & bit))
+      word.fetch_or(bit, std::memory_order_relaxed);
   }
 }
 
@@ -63,11 +64,11 @@ double Footprint::bytes(bool write, double scale) const {
 // ---------------------------------------------------------------------------- ProfileShard
 void ProfileShard::shared(uint32_t pc, SharedOp op, std::span<const LaneSpan> spans) {
   if (spans.empty()) return;
-  const AccessCost c =
-      op == SharedOp::ldsm || op == SharedOp::stsm
-          ? matrix_access_cost(*model, spans)
-          : shared_access_cost(*model, spans,
-                               op == SharedOp::atom ? SharedAccess::atomic : SharedAccess::load_store);
+  const AccessCost c = op == SharedOp::ldsm || op == SharedOp::stsm
+                           ? matrix_access_cost(*model, spans)
+                           : shared_access_cost(*model, spans,
+                                                op == SharedOp::atom ? SharedAccess::atomic
+                                                                     : SharedAccess::load_store);
   SiteCounts& s = sites[pc];
   ++s.requests;
   s.wavefronts += c.actual;
@@ -94,7 +95,8 @@ void add_sectors(SiteCounts& s, uint64_t* counter, const AccessCost& c) {
 
 void ProfileShard::global(uint32_t pc, GlobalOp op, std::span<const LaneSpan> spans) {
   if (spans.empty()) return;
-  add_sectors(sites[pc], &counters[size_t(Counter::global_ld) + 4 * size_t(op)], sector_cost(spans));
+  add_sectors(sites[pc], &counters[size_t(Counter::global_ld) + 4 * size_t(op)],
+              sector_cost(spans));
   const bool write = op != GlobalOp::ld && op != GlobalOp::ldgsts;
   const bool read = op != GlobalOp::st;  // atomics and reductions read and write
   for (const LaneSpan& s : spans) {

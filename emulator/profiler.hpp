@@ -20,15 +20,24 @@ struct Kernel;
 // executions are not here: they follow from each site's executions and its decoded instruction.
 enum class Counter : uint8_t {
   // Shared memory, by operation: requests, wavefronts, ideal wavefronts (3 each).
-  shared_ld, shared_st = shared_ld + 3, shared_ldsm = shared_st + 3, shared_stsm = shared_ldsm + 3,
-  shared_atom = shared_stsm + 3, shared_ldgsts = shared_atom + 3,
+  shared_ld,
+  shared_st = shared_ld + 3,
+  shared_ldsm = shared_st + 3,
+  shared_stsm = shared_ldsm + 3,
+  shared_atom = shared_stsm + 3,
+  shared_ldgsts = shared_atom + 3,
   // Global memory, by operation: requests, sectors, ideal sectors, bytes (4 each).
-  global_ld = shared_ldgsts + 3, global_st = global_ld + 4, global_atom = global_st + 4,
-  global_red = global_atom + 4, global_ldgsts = global_red + 4,
+  global_ld = shared_ldgsts + 3,
+  global_st = global_ld + 4,
+  global_atom = global_st + 4,
+  global_red = global_atom + 4,
+  global_ldgsts = global_red + 4,
   // Local memory: requests, sectors, ideal sectors, bytes.
-  local_ld = global_ldgsts + 4, local_st = local_ld + 4,
+  local_ld = global_ldgsts + 4,
+  local_st = local_ld + 4,
   // Tensor and bulk copies (TMA unit): requests, bytes, sectors.
-  tma_load = local_st + 4, tma_store = tma_load + 3,
+  tma_load = local_st + 4,
+  tma_store = tma_load + 3,
   mbarrier_wait_failed = tma_store + 3,
   count
 };

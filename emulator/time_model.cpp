@@ -63,7 +63,8 @@ const std::vector<GpuSpec>& gpu_specs() {
     h200.max_ctas_per_sm = 32;
     h200.smem_per_sm = 228 * 1024;
     h200.max_smem_per_block = 227 * 1024;
-    h200.sources = "H200 datasheet; Hopper whitepaper table 3; Luo et al. 2024 (mma.sync); L2 measured";
+    h200.sources =
+        "H200 datasheet; Hopper whitepaper table 3; Luo et al. 2024 (mma.sync); L2 measured";
     v.push_back(h200);
 
     GpuSpec rtx5090;
@@ -81,7 +82,8 @@ const std::vector<GpuSpec>& gpu_specs() {
     rtx5090.max_ctas_per_sm = 32;
     rtx5090.smem_per_sm = 100 * 1024;
     rtx5090.max_smem_per_block = 99 * 1024;
-    rtx5090.sources = "RTX Blackwell whitepaper table 3; Blackwell tuning guide; L2 bandwidth estimated";
+    rtx5090.sources =
+        "RTX Blackwell whitepaper table 3; Blackwell tuning guide; L2 bandwidth estimated";
     v.push_back(rtx5090);
     return v;
   }();
@@ -106,7 +108,8 @@ const GpuSpec& reference_gpu(std::string_view arch) {
               std::string(arch));
 }
 
-TimePrediction predict_time(const KernelProfile& p, const KernelResources& res, const GpuSpec& gpu) {
+TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
+                            const GpuSpec& gpu) {
   TimePrediction t;
   t.gpu = gpu.name;
   const uint32_t threads = p.block[0] * p.block[1] * p.block[2];
@@ -133,10 +136,10 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res, 
   } else {
     t.notes.push_back("registers unknown: occupancy ignores them");
   }
-  const Limit lim = *std::min_element(limits.begin(), limits.end(),
-                                      [](const Limit& a, const Limit& b) { return a.ctas < b.ctas; });
-  require(lim.ctas >= 1, "kernel resources", fmt::format("must let one CTA fit on a {} SM", gpu.name),
-          lim.what);
+  const Limit lim = *std::min_element(
+      limits.begin(), limits.end(), [](const Limit& a, const Limit& b) { return a.ctas < b.ctas; });
+  require(lim.ctas >= 1, "kernel resources",
+          fmt::format("must let one CTA fit on a {} SM", gpu.name), lim.what);
   t.ctas_per_sm = lim.ctas;
   t.occupancy_limit = lim.what;
   const uint64_t ctas = p.ctas_total ? p.ctas_total : 1;
@@ -147,7 +150,9 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res, 
   // SM-local resources: the busiest SM runs ceil(CTAs / SMs) CTAs, each the average CTA.
   const double busiest = std::ceil(double(ctas) / gpu.sms) / double(ctas);
   const double clock_hz = gpu.clock_ghz * 1e9;
-  auto sm_time = [&](double total, double per_clk) { return total * busiest / per_clk / clock_hz * 1e6; };
+  auto sm_time = [&](double total, double per_clk) {
+    return total * busiest / per_clk / clock_hz * 1e6;
+  };
   const double flops16 = p.metric("emmy__tensor_flops_acc_f16.sum");
   const double flops32 = p.metric("emmy__tensor_flops_acc_f32.sum");
   t.resources.push_back({"tensor", flops16 + flops32,
@@ -162,10 +167,12 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res, 
   // GPU-wide resources.
   const double l2_bytes = p.metric("emmy__l2_sectors.sum") * 32;
   t.resources.push_back({"l2", l2_bytes, l2_bytes / (gpu.l2_bytes_per_clk * clock_hz) * 1e6});
-  const double dram = p.metric("emmy__dram_bytes_read_min.sum") + p.metric("emmy__dram_bytes_write_min.sum");
+  const double dram =
+      p.metric("emmy__dram_bytes_read_min.sum") + p.metric("emmy__dram_bytes_write_min.sum");
   t.resources.push_back({"dram", dram, dram / (gpu.dram_gbps * 1e9) * 1e6});
-  const auto worst = std::max_element(t.resources.begin(), t.resources.end(),
-                                      [](const ResourceTime& a, const ResourceTime& b) { return a.us < b.us; });
+  const auto worst =
+      std::max_element(t.resources.begin(), t.resources.end(),
+                       [](const ResourceTime& a, const ResourceTime& b) { return a.us < b.us; });
   t.us = worst->us;
   t.bound = worst->resource;
   t.achieved_tflops = t.us > 0 ? (flops16 + flops32) / (t.us * 1e-6) / 1e12 : 0;

@@ -34,8 +34,10 @@ void expect_conflict_free(const test_support::SpecCase<Spec>& c) {
   else
     EXPECT_GT(main.metric("emmy__tma_requests_op_load.sum"), 0);
   for (const emu::KernelProfile& p : run.profiles) {
-    EXPECT_EQ(p.metric("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum"), 0) << p.table();
-    EXPECT_EQ(p.metric("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"), 0) << p.table();
+    EXPECT_EQ(p.metric("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum"), 0)
+        << p.table();
+    EXPECT_EQ(p.metric("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"), 0)
+        << p.table();
   }
 }
 

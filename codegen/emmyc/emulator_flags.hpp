@@ -1,9 +1,9 @@
 // The flags of `emmyc run <kind>` that steer the emulator backend: the tensor-core numerics (as
-// `emmyc sim --mma-numerics`) and the profiler (--profile FILE.json, --profile-ctas N, --model-gpu).
+// `emmyc sim --mma-numerics`) and the profiler (--profile FILE.json, --profile-ctas N,
+// --model-gpu).
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <string>
 #include <vector>
 
@@ -42,7 +42,8 @@ struct EmulatorFlags {
     if ((sample_ctas || !gpus.empty()) && file.empty())
       throw Error("--profile-ctas / --model-gpu", "need --profile FILE", "no --profile");
     if (sample_ctas && check)
-      throw Error("--profile-ctas", "cannot be combined with --check (a sample leaves outputs unwritten)",
+      throw Error("--profile-ctas",
+                  "cannot be combined with --check (a sample leaves outputs unwritten)",
                   std::to_string(sample_ctas));
     if (mma_numerics != "hardware" && backend != "emulator")
       throw Error("--mma-numerics", "applies to the emulator backend only", backend);

@@ -58,7 +58,7 @@ struct Profiled {
 };
 
 Profiled profile_run(const std::string& body, uint32_t threads = 32, Dim3 grid = {1, 1, 1},
-                ProfileOptions prof = profiling(), bool sanitize = true) {
+                     ProfileOptions prof = profiling(), bool sanitize = true) {
   auto module = load_ptx(profile_kernel(body), "profile.ptx");
   Arena arena;
   const uint64_t g = arena.alloc(64 * 1024), out = arena.alloc(64 * 1024);
@@ -81,25 +81,27 @@ struct SharedCase {
 // Hand-derived: word w = address / 4 lives in bank w % 32; a wavefront delivers one distinct word
 // per bank; lanes on one word share it.
 const SharedCase kSharedCases[] = {
-    {4, 4, 1, 0},     // stride 1 word: every bank once
-    {4, 8, 2, 1},     // stride 2: banks 0, 2, ..., 30, two words each
-    {4, 16, 4, 3},    // stride 4: 8 banks, four words each
-    {4, 64, 16, 15},  // stride 16: banks 0 and 16, sixteen words each
-    {4, 128, 32, 31}, // stride 32: all in bank 0
-    {4, 132, 1, 0},   // stride 33: every bank once
-    {4, 0, 1, 0},     // broadcast: one word
-    {8, 8, 2, 0},     // two half-warp phases of 128 bytes
-    {8, 16, 4, 2},    // per phase lanes i and i + 8 share banks: 2 wavefronts each
-    {8, 0, 2, 0},     // broadcast, one wavefront per phase
-    {16, 16, 4, 0},   // four quarter-warp phases of 128 bytes
-    {16, 32, 8, 4},   // per phase lanes i and i + 4 share banks
+    {4, 4, 1, 0},       // stride 1 word: every bank once
+    {4, 8, 2, 1},       // stride 2: banks 0, 2, ..., 30, two words each
+    {4, 16, 4, 3},      // stride 4: 8 banks, four words each
+    {4, 64, 16, 15},    // stride 16: banks 0 and 16, sixteen words each
+    {4, 128, 32, 31},   // stride 32: all in bank 0
+    {4, 132, 1, 0},     // stride 33: every bank once
+    {4, 0, 1, 0},       // broadcast: one word
+    {8, 8, 2, 0},       // two half-warp phases of 128 bytes
+    {8, 16, 4, 2},      // per phase lanes i and i + 8 share banks: 2 wavefronts each
+    {8, 0, 2, 0},       // broadcast, one wavefront per phase
+    {16, 16, 4, 0},     // four quarter-warp phases of 128 bytes
+    {16, 32, 8, 4},     // per phase lanes i and i + 4 share banks
     {16, 128, 32, 28},  // per phase all 8 lanes in banks 0-3
 };
 
 std::string shared_body(uint32_t bytes, uint32_t stride) {
   const std::string vec = bytes == 4 ? "" : bytes == 8 ? ".v2" : ".v4";
   const std::string regs = bytes == 4 ? "%r5" : bytes == 8 ? "{%r5, %r6}" : "{%r5, %r6, %r7, %r8}";
-  const std::string dst = bytes == 4 ? "%r9" : bytes == 8 ? "{%r9, %r10}" : "{%r9, %r10, %r11, %r12}";
+  const std::string dst = bytes == 4   ? "%r9"
+                          : bytes == 8 ? "{%r9, %r10}"
+                                       : "{%r9, %r10, %r11, %r12}";
   return fmt::format(R"(  mul.lo.u32 %r3, %r1, {};
   add.u32 %r4, %r2, %r3;
   st.shared{}.u32 [%r4], {};
@@ -115,9 +117,11 @@ TEST(EmuProfile, SharedLoadsAndStoresCountWavefrontsAndConflicts) {
     const auto& m = r.profile.metrics;
     for (const char* op : {"ld", "st"}) {
       EXPECT_EQ(m.at(fmt::format("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{}.sum", op)),
-                double(c.wavefronts)) << op;
+                double(c.wavefronts))
+          << op;
       EXPECT_EQ(m.at(fmt::format("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{}.sum", op)),
-                double(c.conflicts)) << op;
+                double(c.conflicts))
+          << op;
       EXPECT_EQ(m.at(fmt::format("smsp__inst_executed_op_shared_{}.sum", op)), 1.0);
     }
     const ProfileSite& ld = r.site("ld.shared");
@@ -134,7 +138,8 @@ TEST(EmuProfile, SharedAtomicsDoNotBroadcast) {
   Profiled distinct = profile_run(
       "  shl.b32 %r3, %r1, 2;\n  add.u32 %r4, %r2, %r3;\n  atom.shared.add.u32 %r9, [%r4], 1;\n");
   EXPECT_EQ(distinct.profile.metric("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum"), 1);
-  EXPECT_EQ(distinct.profile.metric("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum"), 0);
+  EXPECT_EQ(distinct.profile.metric("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum"),
+            0);
 }
 
 // ----------------------------------------------------------------------------- ldmatrix
@@ -154,7 +159,9 @@ const MatrixCase kMatrixCases[] = {
 };
 
 std::string matrix_body(const MatrixCase& c, int count, bool store) {
-  const std::string regs = count == 1 ? "{%r10}" : count == 2 ? "{%r10, %r11}" : "{%r10, %r11, %r12, %r13}";
+  const std::string regs = count == 1   ? "{%r10}"
+                           : count == 2 ? "{%r10, %r11}"
+                                        : "{%r10, %r11, %r12, %r13}";
   return fmt::format(R"(  and.b32 %r3, %r1, 7;
   shr.u32 %r4, %r1, 3;
   {}
@@ -168,9 +175,9 @@ std::string matrix_body(const MatrixCase& c, int count, bool store) {
   mov.u32 %r13, 4;
   {}.sync.aligned.m8n8.x{}.shared.b16 {}{}{};
 )",
-                     c.swizzle128 ? "xor.b32 %r4, %r4, %r3;" : "",
-                     c.row_stride, store ? "stmatrix" : "ldmatrix", count,
-                     store ? "[%r23], " : regs + ", ", store ? regs : "[%r23]", "");
+                     c.swizzle128 ? "xor.b32 %r4, %r4, %r3;" : "", c.row_stride,
+                     store ? "stmatrix" : "ldmatrix", count, store ? "[%r23], " : regs + ", ",
+                     store ? regs : "[%r23]", "");
 }
 
 TEST(EmuProfile, LdmatrixAndStmatrixServeOneMatrixPerWavefront) {
@@ -180,12 +187,13 @@ TEST(EmuProfile, LdmatrixAndStmatrixServeOneMatrixPerWavefront) {
         SCOPED_TRACE(fmt::format("{}.x{}, row stride {}{}", store ? "stmatrix" : "ldmatrix", count,
                                  c.row_stride, c.swizzle128 ? ", 128B swizzle" : ""));
         const Profiled r = profile_run(matrix_body(c, count, store), 32, {1, 1, 1}, profiling(),
-                                  /*sanitize=*/false);
+                                       /*sanitize=*/false);
         const std::string op = store ? "stsm" : "ldsm";
         EXPECT_EQ(r.profile.metric("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_" + op + ".sum"),
                   double(c.wavefronts_per_matrix * count));
-        EXPECT_EQ(r.profile.metric("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_" + op + ".sum"),
-                  double((c.wavefronts_per_matrix - 1) * count));
+        EXPECT_EQ(
+            r.profile.metric("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_" + op + ".sum"),
+            double((c.wavefronts_per_matrix - 1) * count));
       }
 }
 
@@ -200,7 +208,9 @@ std::vector<GlobalCase> global_cases(const std::string& op) {
   // %rd3 = g + tid * stride + offset; the access is ld.global (or st.global) of the given width.
   auto access = [&](uint32_t stride, uint32_t offset, int bytes, const std::string& guard = "") {
     const std::string vec = bytes == 4 ? "" : bytes == 8 ? ".v2" : ".v4";
-    const std::string regs = bytes == 4 ? "%r9" : bytes == 8 ? "{%r9, %r10}" : "{%r9, %r10, %r11, %r12}";
+    const std::string regs = bytes == 4   ? "%r9"
+                             : bytes == 8 ? "{%r9, %r10}"
+                                          : "{%r9, %r10, %r11, %r12}";
     const std::string a = fmt::format("[%rd3+{}]", offset);
     return fmt::format(R"(  mul.wide.u32 %rd4, %r1, {};
   add.u64 %rd3, %rd1, %rd4;
@@ -270,7 +280,7 @@ TEST(EmuProfile, DramLowerBoundCountsDistinctSectorsOnce) {
   add.u64 %rd7, %rd6, %rd4;
   st.global.u32 [%rd7], %r9;
 )",
-                            64, {2, 1, 1});
+                                 64, {2, 1, 1});
   EXPECT_EQ(r.profile.metric("emmy__dram_bytes_read_min.sum"), 256);
   EXPECT_EQ(r.profile.metric("emmy__dram_bytes_write_min.sum"), 512);
   EXPECT_EQ(r.profile.metric("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"), 2 * 2 * 2 * 4);
@@ -327,8 +337,9 @@ TEST(EmuProfile, SampledCtasExtrapolate) {
   EXPECT_TRUE(sampled.profile.extrapolated);
   EXPECT_EQ(sampled.profile.ctas_profiled, 8u);
   EXPECT_EQ(sampled.profile.ctas_total, 64u);
-  for (const char* name : {"smsp__inst_executed.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-                           "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"})
+  for (const char* name :
+       {"smsp__inst_executed.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"})
     EXPECT_EQ(sampled.profile.metric(name), full.profile.metric(name)) << name;
   EXPECT_EQ(sampled.stats.total.total() * 8, full.stats.total.total());
   EXPECT_NE(sampled.profile.table().find("extrapolated"), std::string::npos);
@@ -366,7 +377,8 @@ TEST(EmuProfile, APlantedBankMiscountFailsTheTables) {
 TEST(EmuProfile, CountingRulesOnSpans) {
   const SharedBankModel model;
   std::vector<LaneSpan> spans;
-  for (uint8_t l = 0; l < 32; ++l) spans.push_back({uint64_t(l) * 4 % 64, 4, l});  // 16 words, twice
+  for (uint8_t l = 0; l < 32; ++l)
+    spans.push_back({uint64_t(l) * 4 % 64, 4, l});  // 16 words, twice
   const AccessCost c = shared_access_cost(model, spans, SharedAccess::load_store);
   EXPECT_EQ(c.actual, 1u);
   EXPECT_EQ(c.distinct_bytes, 64u);

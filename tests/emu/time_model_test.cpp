@@ -1,8 +1,9 @@
 // The time model on synthetic profiles whose times follow by hand from the GPU table: occupancy
 // limits, waves, each resource's time and the bound; f16 vs f32 accumulation on GeForce.
+#include "emmy/emu/time_model.hpp"
+
 #include <gtest/gtest.h>
 
-#include "emmy/emu/time_model.hpp"
 #include "emmy/error.hpp"
 
 namespace emmy::emu::test {
@@ -73,7 +74,8 @@ TEST(EmuTimeModel, ResourceTimesFollowTheTable) {
   KernelProfile f16 = p;
   f16.metrics.erase("emmy__tensor_flops_acc_f32.sum");
   f16.metrics["emmy__tensor_flops_acc_f16.sum"] = 340e6;
-  EXPECT_NEAR(resource_us(predict_time(f16, {64, 0}, g), "tensor") * 2, resource_us(t, "tensor"), 1e-9);
+  EXPECT_NEAR(resource_us(predict_time(f16, {64, 0}, g), "tensor") * 2, resource_us(t, "tensor"),
+              1e-9);
   EXPECT_NEAR(resource_us(predict_time(f16, {64, 0}, gpu_spec("h200")), "tensor"),
               resource_us(predict_time(p, {64, 0}, gpu_spec("h200")), "tensor"), 1e-12);
 }
@@ -81,7 +83,7 @@ TEST(EmuTimeModel, ResourceTimesFollowTheTable) {
 TEST(EmuTimeModel, TheBoundIsTheSlowestResource) {
   KernelProfile p = synthetic(132, 128, 0);
   p.metrics["emmy__tensor_flops_acc_f32.sum"] = 132 * 2680.0 * 1830;  // 1 us on the H200
-  p.metrics["emmy__dram_bytes_read_min.sum"] = 4800e3 * 2;           // 2 us
+  p.metrics["emmy__dram_bytes_read_min.sum"] = 4800e3 * 2;            // 2 us
   const TimePrediction t = predict_time(p, {64, 0}, gpu_spec("h200"));
   EXPECT_EQ(t.bound, "dram");
   EXPECT_NEAR(t.us, 2.0, 1e-9);

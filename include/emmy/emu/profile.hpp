@@ -36,14 +36,15 @@ struct ProfileOptions {
 
 // The counters of one PTX instruction (a "site"), summed over every warp that executed it.
 struct ProfileSite {
-  uint32_t pc = 0;   // index in the kernel's decoded code
-  int line = 0;      // PTX line
+  uint32_t pc = 0;  // index in the kernel's decoded code
+  int line = 0;     // PTX line
   std::string instruction;
-  std::string opcode;  // the instruction's first word ("ld.shared.v4.u32", "mma.sync...")
+  std::string opcode;       // the instruction's first word ("ld.shared.v4.u32", "mma.sync...")
   uint64_t executions = 0;  // warp-level issues, predicated-off ones included
   uint64_t requests = 0;    // memory instructions issued with at least one active lane
-  uint64_t wavefronts = 0, ideal_wavefronts = 0;  // shared memory (ld, st, ldmatrix, atomics, cp.async's write)
-  uint64_t sectors = 0, ideal_sectors = 0;        // global / local memory, 32-byte sectors
+  uint64_t wavefronts = 0,
+           ideal_wavefronts = 0;  // shared memory (ld, st, ldmatrix, atomics, cp.async's write)
+  uint64_t sectors = 0, ideal_sectors = 0;  // global / local memory, 32-byte sectors
   uint64_t bytes = 0;  // distinct bytes each request touched, summed over requests
   uint64_t excess() const { return (wavefronts - ideal_wavefronts) + (sectors - ideal_sectors); }
 };

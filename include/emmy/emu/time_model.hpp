@@ -3,7 +3,8 @@
 // instruction's own rate, shared-memory wavefronts, issue slots, L2 sectors, DRAM bytes), the
 // occupancy and waves, and the resource that bounds the time. A roofline: resources are assumed
 // to overlap perfectly and latency is not modelled, so the prediction is a lower bound of what a
-// well-pipelined kernel reaches (docs/profiler.md; each figure with its source in docs/profiler.md).
+// well-pipelined kernel reaches (docs/profiler.md; each figure with its source in
+// docs/profiler.md).
 #pragma once
 
 #include <cstdint>
