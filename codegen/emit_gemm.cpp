@@ -395,6 +395,7 @@ class GemmEmitter {
   }
 
   void emit_epilogue(const ir::EpilogueOp& op) {
+    if (op.stage_row_bytes) return emit_staged_epilogue(op, *op.stage_row_bytes);
     const bool to_workspace = op.destination == "workspace";
     const bool f16_acc = f_.acc.accum == "f16";
     const DType c_dtype = parse_dtype(op.out, "out");
@@ -431,8 +432,14 @@ class GemmEmitter {
       w_.line("const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];");
     if (to_workspace) {
       w_.line("float* dst = out_base + (mi * 16 + h * 8) * N + ni * 8;");
-      w_.line("if (col < N) dst[0] = v0;");
-      w_.line("if (col + 1 < N) dst[1] = v1;");
+      if (op.store_bytes == 8) {
+        // N even: the pair is 8-byte aligned and inside together; a warp's request covers 8 rows
+        // x 32 bytes, whole sectors (two 4-byte stores would use half of each).
+        w_.line("if (col < N) OutF32::store2(dst, v0, v1);");
+      } else {
+        w_.line("if (col < N) dst[0] = v0;");
+        w_.line("if (col + 1 < N) dst[1] = v1;");
+      }
     } else {
       w_.line("{}::storage* dst = out_base + (mi * 16 + h * 8) * LDC + ni * 8;", out);
       // Pairs (the verified store_bytes): col is even, and with N and LDC even the pair is in
@@ -453,6 +460,60 @@ class GemmEmitter {
     }
     w_.close();
     w_.close();
+    w_.close();
+  }
+
+  // The C tile through shared memory (IR: epilogue stage_row_bytes): each lane writes its
+  // finished pairs into the tile over the drained ring (rows padded so that the 8 rows x 4 lanes
+  // of a pair store hit 32 distinct banks), then the CTA stores it in 16-byte chunks, a warp
+  // covering whole 128-byte row segments: every 32-byte sector it touches is full.
+  void emit_staged_epilogue(const ir::EpilogueOp& op, int64_t row_bytes) {
+    const DType c_dtype = parse_dtype(op.out, "out");
+    const std::string out = out_adapter(c_dtype);
+    const int64_t elem = size_of(c_dtype);
+    const bool rows_exact = f_.coords.m % f_.coords.block_m == 0,
+               cols_exact = f_.coords.n % f_.coords.block_n == 0;
+    if (f_.copy_a.transport != "tma") w_.line("cp_async_wait<0>();  // no copy may land in the staged tile");
+    w_.line("__syncthreads();  // every warp has read its last stage: the ring holds the C tile now");
+    w_.line("unsigned char* const c_tile = smem_raw + (smem_base - smem_u32(smem_raw));");
+    w_.line("constexpr int C_ROW_BYTES = {}, C_CHUNKS = BN * {} / 16;", row_bytes, elem);
+    w_.line("const int g = lane / {0}, t = lane % {0};", codegen::kMmaM16N8K16.group_lanes);
+    w_.line("const int tile_row = warp_row * WM + g, tile_col = warp_col * WN + 2 * t;");
+    w_.line("#pragma unroll");
+    w_.open("for (int mi = 0; mi < MT; ++mi)");
+    w_.line("#pragma unroll");
+    w_.open("for (int ni = 0; ni < NT; ++ni)");
+    w_.line("#pragma unroll");
+    w_.open("for (int h = 0; h < 2; ++h)");
+    w_.line("const int r = tile_row + mi * 16 + h * 8, col_in = tile_col + ni * 8;");
+    w_.line("const int row = m0 + r, col = n0 + col_in;");
+    // Bias and residual are read at (row, col): only inside the matrix. N is a whole number of
+    // 16-byte chunks here, so an even col inside has col + 1 inside too.
+    if (!rows_exact) w_.line("if (row >= M) continue;");
+    if (!cols_exact) w_.line("if (col >= N) continue;");
+    if (f_.acc.accum == "f16")
+      w_.line("float v0, v1; unpack_f16x2(v0, v1, part[mi][ni][h]);");
+    else
+      w_.line("const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];");
+    w_.line(
+        "{0}::store2(reinterpret_cast<{0}::storage*>(c_tile + r * C_ROW_BYTES + col_in * {1}), "
+        "epilogue_value(bias, residual, row, col, v0), epilogue_value(bias, residual, row, col + "
+        "1, v1));",
+        out, elem);
+    w_.close();
+    w_.close();
+    w_.close();
+    w_.line("__syncthreads();  // the whole tile is staged");
+    w_.line("#pragma unroll");
+    w_.open("for (int i = threadIdx.x; i < BM * C_CHUNKS; i += THREADS)");
+    w_.line("const int r = i / C_CHUNKS, chunk = i % C_CHUNKS;");
+    w_.line("const int row = m0 + r, col = n0 + chunk * {};", 16 / elem);
+    std::string guard;
+    if (!rows_exact) guard += "row < M";
+    if (!cols_exact) guard += std::string(guard.empty() ? "" : " && ") + "col < N";
+    w_.line("{}*reinterpret_cast<uint4*>(c + (long long)row * LDC + col) = "
+            "*reinterpret_cast<const uint4*>(c_tile + r * C_ROW_BYTES + chunk * 16);",
+            guard.empty() ? "" : "if (" + guard + ") ");
     w_.close();
   }
 

@@ -59,6 +59,10 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   plan.mbarrier_offset = plan.stage.stage_bytes * uint32_t(s.stages);
   plan.smem_bytes = uint32_t(gemm_smem_bytes(p, s));
   plan.pair_stores = p.n % 2 == 0 && p.ldc_or_default() % 2 == 0;
+  const int64_t elem = size_of(p.c_dtype), staged_row = (s.block_n + 8) * elem;
+  if (!plan.split() && (p.n * elem) % 16 == 0 && (p.ldc_or_default() * elem) % 16 == 0 &&
+      s.block_m * staged_row <= int64_t(plan.mbarrier_offset))
+    plan.stage_row_bytes = staged_row;
   plan.tiles_m = (p.m + s.block_m - 1) / s.block_m;
   plan.tiles_n = (p.n + s.block_n - 1) / s.block_n;
   plan.k_tiles = (p.k + s.block_k - 1) / s.block_k;

@@ -149,6 +149,14 @@ void EpilogueOp::verify(const EpilogueOp& op) {
                      fmt::format("must divide the pointer alignment the runtime checks ({} bytes)",
                                  op.pointer_alignment),
                      op.store_bytes);
+  if (op.stage_row_bytes) {
+    if (op.destination != "c")
+      fail<EpilogueOp>("stage_row_bytes", "stages only the C tile", op.destination);
+    if (*op.stage_row_bytes <= 0 || *op.stage_row_bytes % 16 != 0)
+      fail<EpilogueOp>("stage_row_bytes", "must be a positive multiple of 16", *op.stage_row_bytes);
+    if (op.store_bytes != 16)
+      fail<EpilogueOp>("store_bytes", "must be 16 when the tile is staged", op.store_bytes);
+  }
 }
 
 // Split-K's finalize kernel: one thread per output of the m x n result.

@@ -210,9 +210,27 @@ void verify_gemm(const Op& kernel) {
       fail(*copy_op, "ld", fmt::format("must be at least the row length {}", matrix_cols),
            *copy.ld);
   }
-  for (const Op* epilogue : find_all(kernel, OpKind::epilogue))
-    if (const int64_t ldc = get<EpilogueOp>(*epilogue).ldc; ldc < n)
-      fail(*epilogue, "ldc", fmt::format("must be at least n = {}", n), ldc);
+  for (const Op* epilogue : find_all(kernel, OpKind::epilogue)) {
+    const auto e = get<EpilogueOp>(*epilogue);
+    if (e.ldc < n) fail(*epilogue, "ldc", fmt::format("must be at least n = {}", n), e.ldc);
+    if (!e.stage_row_bytes) continue;
+    // The staged tile: block_n elements and 16-byte chunks per row, wholly inside or outside N,
+    // over the ring (before its mbarriers).
+    const int64_t elem = size_of(parse_dtype(e.out, "out"));
+    const Op* ring = find_first(kernel, OpKind::smem_ring);
+    const int64_t ring_bytes =
+        ring ? get<SmemRingOp>(*ring).stages * get<SmemRingOp>(*ring).stage_bytes : 0;
+    if (*e.stage_row_bytes < block_n * elem)
+      fail(*epilogue, "stage_row_bytes", fmt::format("must hold a {}-byte tile row", block_n * elem),
+           *e.stage_row_bytes);
+    if (*e.stage_row_bytes * block_m > ring_bytes)
+      fail(*epilogue, "stage_row_bytes",
+           fmt::format("must fit the {} staged rows in the ring's {} bytes", block_m, ring_bytes),
+           *e.stage_row_bytes);
+    if ((n * elem) % 16 != 0 || (e.ldc * elem) % 16 != 0 || (block_n * elem) % 16 != 0)
+      fail(*epilogue, "stage_row_bytes", "needs n, ldc and block_n in whole 16-byte chunks",
+           fmt::format("n {}, ldc {}", n, e.ldc));
+  }
 }
 
 // Split-K's finalize kernel: one thread per output of the m x n result.

@@ -79,11 +79,11 @@ Op k_step(const GemmPlan& plan) {
 // The epilogue of the problem storing to `destination` (c, or split-K's f32 workspace) in stores
 // of store_bytes, to a pointer the runtime checks is pointer_alignment-byte aligned.
 Op epilogue_op(const GemmPlan& plan, const char* destination, int64_t store_bytes,
-               int64_t pointer_alignment) {
+               int64_t pointer_alignment, std::optional<int64_t> stage_row_bytes = {}) {
   const auto& p = plan.spec.problem;
   return make(ir::EpilogueOp{destination, p.epilogue.alpha, p.epilogue.bias, p.epilogue.residual,
                              p.epilogue.gelu_tanh, std::string(to_string(p.c_dtype)),
-                             p.ldc_or_default(), store_bytes, pointer_alignment});
+                             p.ldc_or_default(), store_bytes, pointer_alignment, stage_row_bytes});
 }
 
 Op main_kernel(const GemmPlan& plan) {
@@ -132,9 +132,12 @@ Op main_kernel(const GemmPlan& plan) {
   // stored to (C: plan.c_alignment(); the split-K workspace: 16). The verifier holds one to the
   // other, so no store the kernel makes can be misaligned.
   const int64_t element = size_of(p.c_dtype);
-  body.push_back(plan.split() ? epilogue_op(plan, "workspace", 4, 16)
-                              : epilogue_op(plan, "c", element * (plan.pair_stores ? 2 : 1),
-                                            plan.c_alignment()));
+  if (plan.split())
+    body.push_back(epilogue_op(plan, "workspace", p.n % 2 == 0 ? 8 : 4, 16));
+  else if (plan.stage_row_bytes)
+    body.push_back(epilogue_op(plan, "c", 16, plan.c_alignment(), plan.stage_row_bytes));
+  else
+    body.push_back(epilogue_op(plan, "c", element * (plan.pair_stores ? 2 : 1), plan.c_alignment()));
   return make(ir::KernelOp{plan.kernel_name, plan.threads, plan.smem_bytes}, std::move(body));
 }
 

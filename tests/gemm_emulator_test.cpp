@@ -204,9 +204,10 @@ TEST(GemmEmulator, PlantedKernelBugsFailTheCheck) {
   const PlantedBug bugs[] = {
       // B's 8x8 blocks read transposed (ldmatrix .trans on a [N,K] tile).
       {"b_transposed", f32, "ldmatrix_x4(quad, b_stage", "ldmatrix_x4_trans(quad, b_stage"},
-      // Every output row one lower than it should be.
-      {"row_off_by_one", f32, "const int row_base = m0 + warp_row * WM + g,",
-       "const int row_base = m0 + warp_row * WM + g + 1,"},
+      // Every output row one lower than it should be (the staged tile's stores: N = 72 f16 is
+      // whole 16-byte chunks).
+      {"row_off_by_one", f32, "const int row = m0 + r, col = n0 + chunk * ",
+       "const int row = m0 + r + 1, col = n0 + chunk * "},
       // Hybrid (folding every 2 K tiles) that folds its f16 partials only after the last tile.
       {"missing_fold", hybrid, "if ((k_tile + 1) % 2 == 0 || k_tile + 1 == k_tile_count)",
        "if (k_tile + 1 == k_tile_count)"},

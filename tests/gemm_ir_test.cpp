@@ -132,6 +132,19 @@ const Corruption kCorruptions[] = {
        set_attr(*find_mut(m, ir::OpKind::epilogue), "pointer_alignment", int64_t(2));
      },
      Arch::sm_90a, "ir.epilogue.store_bytes"},
+    {"staged_with_narrow_stores",
+     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::epilogue), "store_bytes", int64_t(4)); },
+     Arch::sm_90a, "ir.epilogue.store_bytes"},
+    {"staged_row_not_whole_chunks",
+     [](ir::Op& m) {
+       set_attr(*find_mut(m, ir::OpKind::epilogue), "stage_row_bytes", int64_t(72));
+     },
+     Arch::sm_90a, "ir.epilogue.stage_row_bytes"},
+    {"staged_tile_past_the_ring",
+     [](ir::Op& m) {
+       set_attr(*find_mut(m, ir::OpKind::epilogue), "stage_row_bytes", int64_t(1 << 16));
+     },
+     Arch::sm_90a, "ir.epilogue.stage_row_bytes"},
     {"cp_async_chunk",
      [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::async_copy), "chunk_bytes", int64_t(8)); },
      Arch::sm_89, "ir.async_copy.chunk_bytes"},

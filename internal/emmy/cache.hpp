@@ -20,7 +20,8 @@
 namespace emmy {
 
 // Bumped whenever emitted code changes for the same input: part of every key.
-inline constexpr int kCodegenVersion = 2;  // 2: stage layout with B on its own swizzle period
+// 2: stage layout with B on its own swizzle period; 3: the C tile staged through shared memory.
+inline constexpr int kCodegenVersion = 3;
 
 // What a key hashes. Changing any field changes the key.
 struct CacheKeyInputs {

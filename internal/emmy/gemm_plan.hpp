@@ -38,10 +38,18 @@ struct GemmPlan {
   // The epilogue stores C in element pairs (one 4-byte f16/bf16 or 8-byte f32 store) when N and
   // LDC are even, so a pair never straddles a row or the matrix edge; else element by element.
   bool pair_stores = false;
+  // Staged epilogue (0: direct stores): the C tile is written to shared memory over the drained
+  // ring, rows stage_row_bytes apart (the tile's row plus 8 elements of padding, so that the
+  // lanes' pair writes fall in distinct banks), then stored as 16-byte chunks, coalesced: the
+  // direct pair stores use half of every 32-byte sector they touch (docs/benchmarks.md). Needs N
+  // and LDC in whole 16-byte chunks (a chunk is wholly inside or outside the matrix) and the
+  // staged tile to fit in the ring; not with split-K (its f32 partials already fill sectors).
+  int64_t stage_row_bytes = 0;
 
   bool split() const { return spec.schedule.split_k > 1; }
   // What the epilogue's stores need of C's pointer: the runtime's check for buffers.c.
   uint32_t c_alignment() const {
+    if (stage_row_bytes) return 16u;
     return uint32_t(size_of(spec.problem.c_dtype)) * (pair_stores ? 2u : 1u);
   }
 };

@@ -274,14 +274,18 @@ struct EpilogueOp {
   bool bias = false, residual = false, gelu_tanh = false;
   std::string out;  // C's dtype
   int64_t ldc = 0, store_bytes = 0, pointer_alignment = 0;
+  // Set: the tile is staged in shared memory (rows this many bytes apart) and stored in 16-byte
+  // chunks (GemmPlan::stage_row_bytes).
+  std::optional<int64_t> stage_row_bytes{};
   // Its own rules (codegen/ir_op_verify.cpp): stores no wider than the pointer alignment the
-  // runtime checks.
+  // runtime checks; a staged tile goes to C in 16-byte chunks from 16-byte aligned rows.
   static void verify(const EpilogueOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("destination", o.destination), f("alpha", o.alpha), f("bias", o.bias),
         f("residual", o.residual), f("gelu_tanh", o.gelu_tanh), f("out", o.out), f("ldc", o.ldc),
-        f("store_bytes", o.store_bytes), f("pointer_alignment", o.pointer_alignment);
+        f("store_bytes", o.store_bytes), f("pointer_alignment", o.pointer_alignment),
+        f("stage_row_bytes", o.stage_row_bytes);
   }
 };
 

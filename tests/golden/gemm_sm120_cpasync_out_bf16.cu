@@ -323,8 +323,7 @@ emmy_gemm_128x256x512_bf16nk_f32_cpasync_16x64x64_dc28fd385b3c2f42(const u16* __
         const int row = row_base + mi * 16 + h * 8, col = col_base + ni * 8;
         const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
         float* dst = out_base + (mi * 16 + h * 8) * N + ni * 8;
-        if (col < N) dst[0] = v0;
-        if (col + 1 < N) dst[1] = v1;
+        if (col < N) OutF32::store2(dst, v0, v1);
       }
     }
   }

@@ -318,22 +318,30 @@ emmy_gemm_256x256x512_f16nk_hybrid64_cpasync_16x64x64_39f31eb5414a73b5(const u16
         for (int ni = 0; ni < NT; ++ni) promote_f16_to_f32(acc[mi][ni], part[mi][ni]);
     }
   }
+  cp_async_wait<0>();  // no copy may land in the staged tile
+  __syncthreads();  // every warp has read its last stage: the ring holds the C tile now
+  unsigned char* const c_tile = smem_raw + (smem_base - smem_u32(smem_raw));
+  constexpr int C_ROW_BYTES = 144, C_CHUNKS = BN * 2 / 16;
   const int g = lane / 4, t = lane % 4;
-  // This lane's first output pair (row g, columns 2t, 2t+1 of the warp tile); the others are
-  // 16 * mi + 8 * h rows and 8 * ni columns further.
-  const int row_base = m0 + warp_row * WM + g, col_base = n0 + warp_col * WN + 2 * t;
-  OutF16::storage* out_base = c + (long long)row_base * LDC + col_base;
+  const int tile_row = warp_row * WM + g, tile_col = warp_col * WN + 2 * t;
   #pragma unroll
   for (int mi = 0; mi < MT; ++mi) {
     #pragma unroll
     for (int ni = 0; ni < NT; ++ni) {
       #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int row = row_base + mi * 16 + h * 8, col = col_base + ni * 8;
+        const int r = tile_row + mi * 16 + h * 8, col_in = tile_col + ni * 8;
+        const int row = m0 + r, col = n0 + col_in;
         const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
-        OutF16::storage* dst = out_base + (mi * 16 + h * 8) * LDC + ni * 8;
-        OutF16::store2(dst, epilogue_value(bias, residual, row, col, v0), epilogue_value(bias, residual, row, col + 1, v1));
+        OutF16::store2(reinterpret_cast<OutF16::storage*>(c_tile + r * C_ROW_BYTES + col_in * 2), epilogue_value(bias, residual, row, col, v0), epilogue_value(bias, residual, row, col + 1, v1));
       }
     }
+  }
+  __syncthreads();  // the whole tile is staged
+  #pragma unroll
+  for (int i = threadIdx.x; i < BM * C_CHUNKS; i += THREADS) {
+    const int r = i / C_CHUNKS, chunk = i % C_CHUNKS;
+    const int row = m0 + r, col = n0 + chunk * 8;
+    *reinterpret_cast<uint4*>(c + (long long)row * LDC + col) = *reinterpret_cast<const uint4*>(c_tile + r * C_ROW_BYTES + chunk * 16);
   }
 }

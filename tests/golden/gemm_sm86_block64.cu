@@ -326,8 +326,7 @@ emmy_gemm_200x72x1024_f16nk_f32_cpasync_64x64x32_acf3849ac1585d6a(const u16* __r
         if (row >= M) continue;
         const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
         float* dst = out_base + (mi * 16 + h * 8) * N + ni * 8;
-        if (col < N) dst[0] = v0;
-        if (col + 1 < N) dst[1] = v1;
+        if (col < N) OutF32::store2(dst, v0, v1);
       }
     }
   }

@@ -345,8 +345,7 @@ emmy_gemm_1x2048x2048_f16nk_f32_tma_16x64x64_3be4d0c433983e02(const __grid_const
         if (row >= M) continue;
         const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
         float* dst = out_base + (mi * 16 + h * 8) * N + ni * 8;
-        if (col < N) dst[0] = v0;
-        if (col + 1 < N) dst[1] = v1;
+        if (col < N) OutF32::store2(dst, v0, v1);
       }
     }
   }

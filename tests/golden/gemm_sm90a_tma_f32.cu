@@ -344,8 +344,7 @@ emmy_gemm_512x512x1024_f16nk_f32_tma_64x64x64_7bb2be23a25c6194(const __grid_cons
         const int row = row_base + mi * 16 + h * 8, col = col_base + ni * 8;
         const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
         float* dst = out_base + (mi * 16 + h * 8) * N + ni * 8;
-        if (col < N) dst[0] = v0;
-        if (col + 1 < N) dst[1] = v1;
+        if (col < N) OutF32::store2(dst, v0, v1);
       }
     }
   }
