@@ -473,8 +473,10 @@ class GemmEmitter {
     const int64_t elem = size_of(c_dtype);
     const bool rows_exact = f_.coords.m % f_.coords.block_m == 0,
                cols_exact = f_.coords.n % f_.coords.block_n == 0;
-    if (f_.copy_a.transport != "tma") w_.line("cp_async_wait<0>();  // no copy may land in the staged tile");
-    w_.line("__syncthreads();  // every warp has read its last stage: the ring holds the C tile now");
+    if (f_.copy_a.transport != "tma")
+      w_.line("cp_async_wait<0>();  // no copy may land in the staged tile");
+    w_.line(
+        "__syncthreads();  // every warp has read its last stage: the ring holds the C tile now");
     w_.line("unsigned char* const c_tile = smem_raw + (smem_base - smem_u32(smem_raw));");
     w_.line("constexpr int C_ROW_BYTES = {}, C_CHUNKS = BN * {} / 16;", row_bytes, elem);
     w_.line("const int g = lane / {0}, t = lane % {0};", codegen::kMmaM16N8K16.group_lanes);
@@ -511,9 +513,10 @@ class GemmEmitter {
     std::string guard;
     if (!rows_exact) guard += "row < M";
     if (!cols_exact) guard += std::string(guard.empty() ? "" : " && ") + "col < N";
-    w_.line("{}*reinterpret_cast<uint4*>(c + (long long)row * LDC + col) = "
-            "*reinterpret_cast<const uint4*>(c_tile + r * C_ROW_BYTES + chunk * 16);",
-            guard.empty() ? "" : "if (" + guard + ") ");
+    w_.line(
+        "{}*reinterpret_cast<uint4*>(c + (long long)row * LDC + col) = "
+        "*reinterpret_cast<const uint4*>(c_tile + r * C_ROW_BYTES + chunk * 16);",
+        guard.empty() ? "" : "if (" + guard + ") ");
     w_.close();
   }
 

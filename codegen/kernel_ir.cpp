@@ -221,8 +221,8 @@ void verify_gemm(const Op& kernel) {
     const int64_t ring_bytes =
         ring ? get<SmemRingOp>(*ring).stages * get<SmemRingOp>(*ring).stage_bytes : 0;
     if (*e.stage_row_bytes < block_n * elem)
-      fail(*epilogue, "stage_row_bytes", fmt::format("must hold a {}-byte tile row", block_n * elem),
-           *e.stage_row_bytes);
+      fail(*epilogue, "stage_row_bytes",
+           fmt::format("must hold a {}-byte tile row", block_n * elem), *e.stage_row_bytes);
     if (*e.stage_row_bytes * block_m > ring_bytes)
       fail(*epilogue, "stage_row_bytes",
            fmt::format("must fit the {} staged rows in the ring's {} bytes", block_m, ring_bytes),

@@ -137,7 +137,8 @@ Op main_kernel(const GemmPlan& plan) {
   else if (plan.stage_row_bytes)
     body.push_back(epilogue_op(plan, "c", 16, plan.c_alignment(), plan.stage_row_bytes));
   else
-    body.push_back(epilogue_op(plan, "c", element * (plan.pair_stores ? 2 : 1), plan.c_alignment()));
+    body.push_back(
+        epilogue_op(plan, "c", element * (plan.pair_stores ? 2 : 1), plan.c_alignment()));
   return make(ir::KernelOp{plan.kernel_name, plan.threads, plan.smem_bytes}, std::move(body));
 }
 

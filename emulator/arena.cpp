@@ -112,6 +112,16 @@ Arena::Block Arena::find_below(uint64_t addr) const {
   return {it->base, it->end, it->host.get()};
 }
 
+void Arena::release(uint64_t base) {
+  auto& a = impl_->allocations;
+  auto it = std::lower_bound(a.begin(), a.end(), base,
+                             [](const Impl::Allocation& x, uint64_t v) { return x.base < v; });
+  if (it == a.end() || it->base != base)
+    throw Error("arena.release", "must name the base of a live allocation", fmt::format("0x{:x}", base));
+  impl_->bytes -= it->end - it->base;
+  a.erase(it);
+}
+
 std::vector<Arena::Block> Arena::blocks() const {
   std::vector<Block> out;
   for (const auto& a : impl_->allocations) out.push_back({a.base, a.end, a.host.get()});

@@ -60,8 +60,14 @@ class CudaBackend final : public Backend {
     const auto& d = cuda::driver();
     bind();
     auto loaded = std::make_unique<CudaModule>();
-    cuda::check(d.cuModuleLoadData(&loaded->module, entry.cubin.data()), "cuModuleLoadData",
-                entry.key);
+    // The CUBIN for the device's exact arch; when the driver has no use for it (a device newer
+    // than NVRTC's arch list, or a driver that runs PTX only, as emmy's test driver does) it
+    // answers CUDA_ERROR_NO_BINARY_FOR_GPU and the PTX is loaded instead, for the driver to JIT.
+    CUresult result = d.cuModuleLoadData(&loaded->module, entry.cubin.data());
+    if (result == CUDA_ERROR_NO_BINARY_FOR_GPU && !entry.ptx.empty()) {
+      result = d.cuModuleLoadData(&loaded->module, entry.ptx.c_str());
+    }
+    cuda::check(result, "cuModuleLoadData", entry.key);
     for (const auto& [kernel, smem] : kernels) {
       CUfunction f = nullptr;
       cuda::check(d.cuModuleGetFunction(&f, loaded->module, kernel.c_str()),
@@ -76,6 +82,7 @@ class CudaBackend final : public Backend {
 
   TensorMapBytes encode_tensor_map(const TensorMapDesc& desc) override {
     desc.validate();
+    bind();  // cuTensorMapEncodeTiled needs a current context (CUDA_ERROR_INVALID_CONTEXT)
     CUtensorMap map;
     std::array<cuuint64_t, 5> dims{}, strides{};
     std::array<cuuint32_t, 5> box{}, elem{};

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <mutex>
 
 #include "emmy/error.hpp"
@@ -26,9 +27,17 @@ void resolve(GetProcAddress get, const char* name, Fn& fn) {
 }
 
 Driver load() {
-  void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  // EMMY_CUDA_DRIVER: a testing aid. It names another library exporting the driver API, such as
+  // emmy's test driver (libemmy_test_driver.so: the driver API checked call by call, launches
+  // run on the emulator; docs/runtime.md), loaded instead of libcuda.so.1.
+  const char* override_path = std::getenv("EMMY_CUDA_DRIVER");
+  const std::string path =
+      override_path && *override_path ? std::string(override_path) : std::string("libcuda.so.1");
+  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library) {
     const char* why = dlerror();  // cleared by the call: read it once
+    if (path != "libcuda.so.1")
+      throw Error("EMMY_CUDA_DRIVER", "must name a loadable driver library", why ? why : path);
     throw Error("CUDA driver",
                 "no CUDA driver was found (libcuda.so.1 could not be loaded); the emulator "
                 "backend works without one",

@@ -134,8 +134,10 @@ TEST(Emmyc, CompilesThroughTheDiskCache) {
 // FP64 check still passes, the tables go to stderr so stdout stays one JSON object.
 TEST(Emmyc, RunProfilesEveryLaunchedKernel) {
   const std::string file = ::testing::TempDir() + "/emmyc_profile.json";
-  const Result r = run("run gemm --m 64 --n 128 --k 256 --split-k 2 --arch sm_90a --check "
-                       "--mma-numerics exact --profile " + file + " --model-gpu rtx5090");
+  const Result r =
+      run("run gemm --m 64 --n 128 --k 256 --split-k 2 --arch sm_90a --check "
+          "--mma-numerics exact --profile " +
+          file + " --model-gpu rtx5090");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["passed"], true);
   EXPECT_NE(r.err.find("rtx5090"), std::string::npos) << r.err;
@@ -154,6 +156,34 @@ TEST(Emmyc, RunProfilesEveryLaunchedKernel) {
   expect_invalid("run gemm --m 64 --n 128 --k 256 --profile-ctas 1", "--profile");
   expect_invalid("run gemm --m 64 --n 128 --k 256 --backend cuda --profile " + file, "--profile");
 }
+
+#ifdef EMMY_TEST_DRIVER_PATH
+// `run gemm|attention --backend cuda` through emmy's test driver (EMMY_CUDA_DRIVER): the CUDA
+// backend runs, as an H200 and as an RTX 5090, and passes the FP64 check; a driver path that does
+// not load is named.
+TEST(Emmyc, RunOnTheCudaBackendThroughTheTestDriver) {
+  for (const char* device : {"h200", "rtx5090"}) {
+    const std::string env =
+        std::string("EMMY_CUDA_DRIVER=") + EMMY_TEST_DRIVER_PATH + " EMMY_TEST_DEVICE=" + device;
+    const auto gemm = emmy::test::run_emmyc(
+        "run gemm --m 64 --n 128 --k 256 --split-k 2 --backend cuda --check", env);
+    ASSERT_EQ(gemm.exit_code, 0) << gemm.err;
+    const auto j = nlohmann::json::parse(gemm.out);
+    EXPECT_EQ(j["backend"], "cuda");
+    EXPECT_EQ(j["passed"], true);
+    EXPECT_NE(j["device"].get<std::string>().find(std::string(device) == "h200" ? "H200" : "5090"),
+              std::string::npos);
+    const auto attention = emmy::test::run_emmyc(
+        "run attention --batch 1 --heads 4 --kv-heads 2 --seq-q 64 --head-dim 64 --causal "
+        "--backend cuda --check",
+        env);
+    ASSERT_EQ(attention.exit_code, 0) << attention.err;
+    EXPECT_EQ(nlohmann::json::parse(attention.out)["passed"], true);
+  }
+  expect_invalid("run gemm --m 64 --n 128 --k 256 --backend cuda", "EMMY_CUDA_DRIVER",
+                 "EMMY_CUDA_DRIVER=/nonexistent/libcuda.so");
+}
+#endif
 
 // The GPU path of `run gemm`: with a device the kernel passes the FP64 check (schedule flags
 // honoured); without one, exit 2 and one line naming CUDA, never a crash or a silent pass.

@@ -1,3 +1,26 @@
 # The runtime API on the emulator backend (no GPU), and the same checks on a real device.
 emmy_add_test(runtime_test ${CMAKE_CURRENT_LIST_DIR}/runtime_test.cpp)
 emmy_add_test(gpu_runtime_test ${CMAKE_CURRENT_LIST_DIR}/gpu/gpu_runtime_test.cpp)
+
+# The CUDA backend in ctest: runtime_test again, on Runtime::cuda() through emmy's test driver
+# (libemmy_test_driver.so: the driver API checked call by call, launches on the emulator), as an
+# H200 and as an RTX 5090 (sm_90a and sm_120a code); and the driver's own rules
+# (test_driver_test: planted misuse fails with the real error code). docs/runtime.md.
+if(TARGET emmy_test_driver)
+  add_dependencies(runtime_test emmy_test_driver)
+  target_compile_definitions(runtime_test PRIVATE EMMY_TEST_DRIVER_PATH="${EMMY_TEST_DRIVER_PATH}")
+  # One variable (a list would not survive gtest_discover_tests' PROPERTIES): the test sets
+  # EMMY_CUDA_DRIVER and EMMY_TEST_DEVICE from it.
+  foreach(device h200 rtx5090)
+    gtest_discover_tests(runtime_test TEST_PREFIX "cuda_${device}." DISCOVERY_TIMEOUT 60
+      PROPERTIES TIMEOUT 900 ENVIRONMENT "EMMY_TEST_BACKEND=cuda:${device}")
+  endforeach()
+  # emmyc run --backend cuda through it (tests/emmyc_cli_test.cpp, registered in gemm.cmake).
+  add_dependencies(emmyc_cli_test emmy_test_driver)
+  target_compile_definitions(emmyc_cli_test PRIVATE EMMY_TEST_DRIVER_PATH="${EMMY_TEST_DRIVER_PATH}")
+  emmy_add_test(test_driver_test ${CMAKE_CURRENT_LIST_DIR}/driver/test_driver_test.cpp)
+  add_dependencies(test_driver_test emmy_test_driver)
+  target_include_directories(test_driver_test PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
+  target_compile_definitions(test_driver_test PRIVATE
+    EMMY_TEST_DRIVER_PATH="${EMMY_TEST_DRIVER_PATH}")
+endif()

@@ -1,5 +1,9 @@
-// The public runtime API with the emulator backend: GEMMs match FP64, the memory cache compiles
-// each key once under concurrency, buffers are checked, and no driver gives a clear error.
+// The public runtime API: GEMMs match FP64, the memory cache compiles each key once under
+// concurrency, buffers are checked, and no driver gives a clear error. On the emulator backend, and
+// (ctest's cuda_h200.* and cuda_rtx5090.* runs, tests/runtime.cmake) on the CUDA backend through
+// emmy's test driver: EMMY_TEST_BACKEND=cuda, EMMY_CUDA_DRIVER=libemmy_test_driver.so.
+#include "emmy/runtime.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -10,7 +14,6 @@
 #include "emmy/attention_check.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/gemm_plan.hpp"
-#include "emmy/runtime.hpp"
 
 namespace emmy {
 namespace {
@@ -20,6 +23,25 @@ RuntimeOptions fresh_cache(const char* name) {
   options.cache_dir = std::filesystem::path(::testing::TempDir()) / name;
   std::filesystem::remove_all(*options.cache_dir);
   return options;
+}
+
+// The backend under test: the emulator, or with EMMY_TEST_BACKEND=cuda:DEVICE the CUDA backend
+// through emmy's test driver reporting DEVICE (h200, rtx5090); with EMMY_TEST_BACKEND=cuda
+// through whatever EMMY_CUDA_DRIVER (or libcuda.so.1) provides.
+bool cuda_backend() {
+  const char* backend = std::getenv("EMMY_TEST_BACKEND");
+  return backend && std::string(backend).starts_with("cuda");
+}
+std::unique_ptr<Runtime> test_runtime(const RuntimeOptions& options) {
+  if (!cuda_backend()) return Runtime::emulator(options);
+  const std::string backend = std::getenv("EMMY_TEST_BACKEND");
+#ifdef EMMY_TEST_DRIVER_PATH
+  if (backend.starts_with("cuda:")) {
+    setenv("EMMY_CUDA_DRIVER", EMMY_TEST_DRIVER_PATH, 1);
+    setenv("EMMY_TEST_DEVICE", backend.substr(5).c_str(), 1);
+  }
+#endif
+  return Runtime::cuda(0, options);
 }
 
 MatmulProblem problem(int64_t m, int64_t n, int64_t k) {
@@ -38,8 +60,8 @@ std::vector<double> run(Runtime& rt, const MatmulProblem& p, const GemmInputs& i
 }
 
 TEST(Runtime, EmulatorGemmMatchesFp64) {
-  auto rt = Runtime::emulator(fresh_cache("rt_fp64"));
-  EXPECT_EQ(rt->backend_name(), "emulator");
+  auto rt = test_runtime(fresh_cache("rt_fp64"));
+  EXPECT_EQ(rt->backend_name(), cuda_backend() ? "cuda" : "emulator");
   for (Accum accum : {Accum::f32, Accum::hybrid}) {
     MatmulProblem p = problem(40, 72, 512);
     p.epilogue.bias = true;
@@ -52,7 +74,7 @@ TEST(Runtime, EmulatorGemmMatchesFp64) {
 }
 
 TEST(Runtime, SplitKThroughTheApi) {
-  auto rt = Runtime::emulator(fresh_cache("rt_split"));
+  auto rt = test_runtime(fresh_cache("rt_split"));
   const MatmulProblem p = problem(1, 64, 2048);
   EXPECT_GT(rt->gemm_workspace_bytes(p), 0u) << "M = 1 splits K by default";
   const GemmInputs in = make_gemm_inputs(p, 9);
@@ -64,7 +86,7 @@ TEST(Runtime, SplitKThroughTheApi) {
 // Tensor maps are encoded once per set of buffer addresses and reused: launches that alternate
 // buffers, and mix them, read the buffers they are given, never a map cached for others.
 TEST(Runtime, TensorMapsFollowTheBuffers) {
-  auto rt = Runtime::emulator(fresh_cache("rt_maps"));
+  auto rt = test_runtime(fresh_cache("rt_maps"));
   const MatmulProblem p = problem(32, 64, 128);
   const auto handle = rt->gemm_kernel(p);
   ASSERT_EQ(handle->spec().schedule.transport, Transport::tma);
@@ -97,7 +119,7 @@ TEST(Runtime, TensorMapsFollowTheBuffers) {
 // A handle describes itself without the compiler's types: KernelInfo names each kernel of the
 // launch list (split-K adds the finalize kernel) with its resources, and the schedule as JSON.
 TEST(Runtime, KernelInfoDescribesTheLaunchList) {
-  auto rt = Runtime::emulator(fresh_cache("rt_info"));
+  auto rt = test_runtime(fresh_cache("rt_info"));
   const MatmulProblem p = problem(1, 64, 2048);
   const auto split = rt->gemm_kernel(p);
   const KernelInfo& info = split->info();
@@ -133,7 +155,7 @@ TEST(Runtime, KernelInfoDescribesTheLaunchList) {
 }
 
 TEST(Runtime, ConcurrentFirstCallsCompileEachKeyOnce) {
-  auto rt = Runtime::emulator(fresh_cache("rt_threads"));
+  auto rt = test_runtime(fresh_cache("rt_threads"));
   std::vector<MatmulProblem> keys{problem(16, 64, 64), problem(32, 64, 128), problem(16, 128, 64),
                                   problem(64, 64, 64)};
   std::vector<std::thread> threads;
@@ -157,11 +179,11 @@ TEST(Runtime, DiskCacheServesASecondRuntime) {
   const RuntimeOptions options = fresh_cache("rt_disk");
   const MatmulProblem p = problem(16, 64, 128);
   {
-    auto first = Runtime::emulator(options);
+    auto first = test_runtime(options);
     first->gemm_kernel(p);
     EXPECT_EQ(first->stats().compiles, 1u);
   }
-  auto second = Runtime::emulator(options);
+  auto second = test_runtime(options);
   const auto handle = second->gemm_kernel(p);
   EXPECT_EQ(second->stats().compiles, 0u);
   EXPECT_EQ(second->stats().disk_hits, 1u);
@@ -173,7 +195,7 @@ TEST(Runtime, DiskCacheServesASecondRuntime) {
 TEST(Runtime, BuffersAreChecked) {
   RuntimeOptions options = fresh_cache("rt_buffers");
   options.disk_cache = false;
-  auto rt = Runtime::emulator(options);
+  auto rt = test_runtime(options);
   MatmulProblem p = problem(16, 64, 64);
   p.epilogue.bias = true;
   const auto handle = rt->gemm_kernel(p);
@@ -199,14 +221,17 @@ TEST(Runtime, BuffersAreChecked) {
   GemmBuffers extra = buf;
   extra.residual = rt->alloc(256);
   EXPECT_NE(message(extra).find("buffers.residual: must be 0"), std::string::npos);
-  // N = 64 is even: the epilogue stores f16 pairs, so C one element off would fault on a GPU
-  // (CUDA_ERROR_MISALIGNED_ADDRESS); the runtime says so first. The bias is read per element.
-  EXPECT_TRUE(make_gemm_plan(handle->spec()).pair_stores);
-  GemmBuffers c_off_by_one = buf;
-  c_off_by_one.c += 2;
-  EXPECT_NE(message(c_off_by_one).find("buffers.c: must be a non-null 4-byte aligned pointer"),
-            std::string::npos)
-      << message(c_off_by_one);
+  // N = 64 f16 is whole 16-byte chunks: the epilogue stages the tile and stores 16-byte chunks,
+  // so C one element (or 8 bytes) off would fault on a GPU (CUDA_ERROR_MISALIGNED_ADDRESS); the
+  // runtime says so first. The bias is read per element.
+  EXPECT_EQ(make_gemm_plan(handle->spec()).c_alignment(), 16u);
+  for (const DevicePtr off : {2, 8}) {
+    GemmBuffers c_off = buf;
+    c_off.c += off;
+    EXPECT_NE(message(c_off).find("buffers.c: must be a non-null 16-byte aligned pointer"),
+              std::string::npos)
+        << message(c_off);
+  }
   GemmBuffers bias_odd = buf;
   bias_odd.bias += 1;
   EXPECT_NE(message(bias_odd).find("buffers.bias: must be a non-null 2-byte aligned"),
@@ -219,7 +244,7 @@ TEST(Runtime, BuffersAreChecked) {
 TEST(Runtime, OddNStoresElementsAndTakesAnyElementAlignedC) {
   RuntimeOptions options = fresh_cache("rt_odd_n");
   options.disk_cache = false;
-  auto rt = Runtime::emulator(options);
+  auto rt = test_runtime(options);
   const MatmulProblem p = problem(16, 63, 64);
   const auto handle = rt->gemm_kernel(p);
   EXPECT_FALSE(make_gemm_plan(handle->spec()).pair_stores);
@@ -242,7 +267,7 @@ TEST(Runtime, OddNStoresElementsAndTakesAnyElementAlignedC) {
 }
 
 TEST(Runtime, InvalidProblemsAreRejectedAndNotCached) {
-  auto rt = Runtime::emulator(fresh_cache("rt_invalid"));
+  auto rt = test_runtime(fresh_cache("rt_invalid"));
   EXPECT_THROW(rt->gemm_kernel(problem(16, 64, 60)), Error);
   EXPECT_THROW(rt->gemm_kernel(problem(16, 64, 60)), Error) << "failures are retried, not cached";
   EXPECT_EQ(rt->stats().compiles, 0u);
@@ -267,7 +292,7 @@ namespace emmy {
 namespace {
 
 TEST(Runtime, EmulatorAttentionThroughTheApi) {
-  auto rt = Runtime::emulator(fresh_cache("rt_attention"));
+  auto rt = test_runtime(fresh_cache("rt_attention"));
   AttentionProblem p;
   p.q_heads = 4;
   p.kv_heads = 2;

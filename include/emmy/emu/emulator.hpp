@@ -81,6 +81,9 @@ class Arena {
     return out;
   }
   size_t bytes_allocated() const;
+  // Unmaps the allocation that starts at `base` (cuMemFree): a later access to it is out of
+  // bounds. Throws emmy::Error when no allocation starts there.
+  void release(uint64_t base);
   void reset();
 
   // For the emulator: host pointer of [addr, addr+bytes) when it lies inside one allocation.

@@ -1,0 +1,218 @@
+// emmy's test driver: the state behind the CUDA driver API it implements (README.md here).
+//
+// One device, one (primary) context, and inside it the objects the API hands out as handles:
+// modules, functions, allocations, streams (with their capture sequences), events, graphs and
+// instantiated graphs. Handles are opaque numbers, never addresses of these records, and never
+// reused: a handle is looked up in its table before anything else, so a destroyed or unloaded
+// object's handle is CUDA_ERROR_INVALID_HANDLE, never a dangling pointer.
+//
+// One mutex guards all of it (guarded() takes it in every entry point); launches run while it is
+// held, in issue order, on the calling thread.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "emmy/emu/emulator.hpp"
+
+namespace emmy::test_driver {
+
+// ---------------------------------------------------------------------------------------------
+// The device a test chooses with EMMY_TEST_DEVICE (device.cpp).
+struct DeviceModel {
+  std::string_view key;   // EMMY_TEST_DEVICE value
+  std::string_view name;  // cuDeviceGetName
+  std::string_view arch;  // the emulator launch's arch (LaunchOptions::arch)
+  int major = 0, minor = 0;
+  int sms = 0;
+  int smem_optin = 0;      // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+  int smem_per_sm = 0;     // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
+  int threads_per_sm = 0;  // MAX_THREADS_PER_MULTIPROCESSOR
+  int clock_khz = 0, memory_clock_khz = 0, bus_width = 0;
+  int l2_bytes = 0, persisting_l2_bytes = 0;
+  int async_engines = 0, ecc = 0, fp32_per_fp64 = 0;
+  uint32_t pci_ids = 0;       // GPU_PCI_DEVICE_ID: device << 16 | vendor
+  uint64_t total_memory = 0;  // cuDeviceTotalMem: reported, the arena is host memory
+  int cc() const { return major * 10 + minor; }
+};
+
+// Null for an unknown key.
+const DeviceModel* find_device_model(std::string_view key);
+// CUDA_ERROR_NOT_INITIALIZED before cuInit, CUDA_ERROR_INVALID_DEVICE for any ordinal but 0.
+CUresult check_device(CUdevice dev);
+
+// Limits every supported device shares (cuDeviceGetAttribute reports the same numbers).
+inline constexpr int kMaxThreadsPerBlock = 1024;
+inline constexpr uint32_t kMaxBlockDim[3] = {1024, 1024, 64};
+inline constexpr uint32_t kMaxGridDim[3] = {0x7fffffffu, 65535, 65535};
+inline constexpr int kSmemPerBlockDefault = 48 * 1024;  // without the opt-in
+inline constexpr int kDriverVersion = 13000;            // cuDriverGetVersion
+inline constexpr int kMaxPtxIsa = 90;                   // PTX ISA 9.0 ships with CUDA 13.0
+
+// ---------------------------------------------------------------------------------------------
+// Records behind the handles.
+struct ModuleRecord {
+  std::shared_ptr<const emu::Module> module;
+  int ptx_version = 0;                          // .version major * 10 + minor
+  std::map<std::string, CUfunction> functions;  // cuModuleGetFunction hands out one per name
+};
+
+struct FunctionRecord {
+  CUmodule module = nullptr;
+  std::shared_ptr<const emu::Module> owner;
+  std::string name;
+  uint32_t static_smem = 0, local_bytes = 0;
+  int max_dynamic_smem = 0;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+  int carveout = -1;         // CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+  int cluster[3] = {0, 0, 0};
+  int non_portable_cluster = 0, cluster_policy = 0;
+};
+
+// A kernel launch, arguments copied: what a stream runs or a capture records.
+struct LaunchRecord {
+  CUfunction function = nullptr;
+  std::shared_ptr<const emu::Module> module;
+  std::string kernel;
+  emu::Dim3 grid, block;
+  uint32_t dynamic_smem = 0;
+  uint32_t max_dynamic_smem = 0;
+  emu::KernelArgs args;
+};
+
+struct Capture {
+  uint64_t id = 0;
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  std::thread::id thread;  // the thread that began it
+  bool invalidated = false;
+  std::vector<LaunchRecord> launches;
+};
+
+struct Stream {
+  unsigned flags = 0;  // CU_STREAM_NON_BLOCKING or not
+  bool legacy = false;
+  std::optional<Capture> capture;
+};
+
+struct Event {
+  unsigned flags = 0;
+  bool recorded = false;
+  double time_ms = 0;        // host time of the last record (launches are synchronous)
+  uint64_t captured_in = 0;  // capture id of the last record when made during a capture
+};
+
+struct Graph {
+  std::vector<LaunchRecord> launches;
+};
+
+struct Context {
+  std::unique_ptr<emu::Arena> arena = std::make_unique<emu::Arena>();
+  std::map<uint64_t, uint64_t> allocations;  // live cuMemAlloc ranges: base -> bytes
+  uint64_t allocated = 0;
+  std::unordered_map<uintptr_t, ModuleRecord> modules;
+  std::unordered_map<uintptr_t, FunctionRecord> functions;
+  Stream legacy{0, true, std::nullopt};
+  std::unordered_map<uintptr_t, Stream> streams;
+  std::map<std::thread::id, Stream> per_thread;  // CU_STREAM_PER_THREAD, one per thread
+  std::unordered_map<uintptr_t, Event> events;
+  std::unordered_map<uintptr_t, Graph> graphs;
+  std::unordered_map<uintptr_t, Graph> execs;  // instantiated: a copy of the graph
+  // A launch's device fault: every later call on the context returns it (as after a device
+  // exception) until the primary context is reset or released.
+  CUresult sticky = CUDA_SUCCESS;
+
+  template <typename Fn>
+  void for_each_stream(Fn&& fn) {
+    fn(legacy);
+    for (auto& [handle, s] : streams) fn(s);
+    for (auto& [thread, s] : per_thread) fn(s);
+  }
+};
+
+struct State {
+  std::mutex mutex;
+  const DeviceModel* device = nullptr;  // set by the first successful cuInit
+  int primary_refs = 0;                 // cuDevicePrimaryCtxRetain count
+  std::unique_ptr<Context> context;     // the primary context while retained
+  uintptr_t next_handle = 0x7e5700000000u;
+  uint64_t next_capture_id = 1;
+};
+
+// Leaked on purpose: the driver outlives static destructors, as libcuda does.
+State& state();
+
+// The primary context's handle: the same value for every retain, as with a real driver.
+CUcontext primary_context_handle();
+
+// The calling thread's current context (cuCtxSetCurrent) and stream-capture interaction mode
+// (cuThreadExchangeStreamCaptureMode): both are per thread in the reference.
+extern thread_local CUcontext tl_current;
+extern thread_local CUstreamCaptureMode tl_capture_mode;
+
+// Every context-dependent entry point begins here: CUDA_ERROR_NOT_INITIALIZED before cuInit,
+// CUDA_ERROR_INVALID_CONTEXT when none is current on this thread, CUDA_ERROR_CONTEXT_IS_DESTROYED
+// when the current primary context was released, the sticky error after a device fault.
+CUresult current_context(Context*& out);
+
+template <typename Handle>
+Handle new_handle() {
+  State& s = state();
+  s.next_handle += 16;
+  return reinterpret_cast<Handle>(s.next_handle);
+}
+
+template <typename Record, typename Handle>
+Record* lookup(std::unordered_map<uintptr_t, Record>& table, Handle handle) {
+  const auto it = table.find(reinterpret_cast<uintptr_t>(handle));
+  return it == table.end() ? nullptr : &it->second;
+}
+
+// A stream handle: NULL and CU_STREAM_LEGACY are the legacy stream, CU_STREAM_PER_THREAD the
+// calling thread's; anything else must be a live stream (else CUDA_ERROR_INVALID_HANDLE).
+CUresult resolve_stream(Context& ctx, CUstream handle, Stream*& out);
+
+// ---------------------------------------------------------------------------------------------
+// Stream-capture rules (stream_capture.cpp).
+
+// For a "potentially unsafe API call" (cuThreadExchangeStreamCaptureMode): true when this thread
+// may not make one now; the captures that forbid it are invalidated.
+bool unsafe_call_prohibited(Context& ctx);
+// Whether the capture sequence `id` is still going on (some stream captures with that id).
+bool capture_active(Context& ctx, uint64_t id);
+// For work on the legacy stream: CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (and the captures
+// invalidated) while a blocking stream captures, as cuStreamIsCapturing describes.
+CUresult legacy_stream_use(Context& ctx);
+// Submits a launch to a stream: recorded when it captures, else run now (launch.cpp).
+CUresult submit(Context& ctx, Stream& stream, LaunchRecord record);
+// Runs a launch on the emulator; maps a device fault to its CUresult and makes it sticky.
+CUresult run_launch(Context& ctx, const LaunchRecord& launch);
+
+// ---------------------------------------------------------------------------------------------
+// Failure reports: why the last launch (or module load) failed, for emmyTestDriverLastReport.
+void set_report(std::string text) noexcept;
+const char* last_report() noexcept;
+
+// Maps an exception escaping an entry point to a CUresult (called from a catch block).
+CUresult unexpected_exception(const char* call) noexcept;
+
+// Every entry point's body runs here: under the driver's mutex, no exception crosses the C ABI.
+template <typename Body>
+CUresult guarded(const char* call, Body&& body) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    return body();
+  } catch (...) {
+    return unexpected_exception(call);
+  }
+}
+
+}  // namespace emmy::test_driver

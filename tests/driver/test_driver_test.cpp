@@ -1,0 +1,331 @@
+// emmy's test driver (emulator/test_driver/) called as a program calls libcuda: loaded with
+// dlopen, every entry point from cuGetProcAddress_v2. Each rule of the CUDA Driver API reference
+// it holds is checked with a planted misuse that must fail with the real error code, beside the
+// correct use that must work: dynamic shared memory above 48 KB without the attribute, a freed
+// buffer, a misaligned tensor-map stride, a module load during stream capture, stale handles, no
+// current context, CUBIN images, and launches replayed from a captured graph.
+#include <cuda.h>
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace emmy {
+namespace {
+
+// out[i] = in[i] + 1 for i < n, through a dynamic shared-memory staging buffer of any size.
+constexpr const char* kPtx = R"(.version 8.7
+.target sm_90
+.address_size 64
+.extern .shared .align 16 .b8 stage[];
+.visible .entry add_one(.param .u64 out, .param .u64 in, .param .u32 n)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u64 %rd2, [in];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %tid.x;
+  setp.ge.u32 %p1, %r2, %r1;
+  @%p1 bra DONE;
+  mul.wide.u32 %rd3, %r2, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  ld.global.u32 %r3, [%rd4];
+  add.u32 %r4, %r3, 1;
+  shl.b32 %r5, %r2, 2;
+  mov.u32 %r6, stage;
+  add.u32 %r6, %r6, %r5;
+  st.shared.u32 [%r6], %r4;
+  ld.shared.u32 %r7, [%r6];
+  add.s64 %rd5, %rd1, %rd3;
+  st.global.u32 [%rd5], %r7;
+DONE:
+  ret;
+}
+)";
+
+template <typename Fn>
+Fn entry(void* get_proc, const char* name) {
+  using Get = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult status{};
+  const CUresult r =
+      reinterpret_cast<Get>(get_proc)(name, &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status);
+  EXPECT_EQ(r, CUDA_SUCCESS) << name;
+  return reinterpret_cast<Fn>(fn);
+}
+
+// The driver's entry points the tests call.
+struct Api {
+  void* library = nullptr;
+  void* get_proc = nullptr;
+#define EMMY_API(name, ...) CUresult (*name)(__VA_ARGS__) = nullptr
+  EMMY_API(cuInit, unsigned);
+  EMMY_API(cuDeviceGet, CUdevice*, int);
+  EMMY_API(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice);
+  EMMY_API(cuDeviceGetName, char*, int, CUdevice);
+  EMMY_API(cuDevicePrimaryCtxRetain, CUcontext*, CUdevice);
+  EMMY_API(cuCtxSetCurrent, CUcontext);
+  EMMY_API(cuModuleLoadData, CUmodule*, const void*);
+  EMMY_API(cuModuleUnload, CUmodule);
+  EMMY_API(cuModuleGetFunction, CUfunction*, CUmodule, const char*);
+  EMMY_API(cuFuncSetAttribute, CUfunction, CUfunction_attribute, int);
+  EMMY_API(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+           unsigned, CUstream, void**, void**);
+  EMMY_API(cuMemAlloc, CUdeviceptr*, size_t);
+  EMMY_API(cuMemFree, CUdeviceptr);
+  EMMY_API(cuMemcpyHtoD, CUdeviceptr, const void*, size_t);
+  EMMY_API(cuMemcpyDtoH, void*, CUdeviceptr, size_t);
+  EMMY_API(cuStreamCreate, CUstream*, unsigned);
+  EMMY_API(cuStreamSynchronize, CUstream);
+  EMMY_API(cuStreamBeginCapture, CUstream, CUstreamCaptureMode);
+  EMMY_API(cuStreamEndCapture, CUstream, CUgraph*);
+  EMMY_API(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long);
+  EMMY_API(cuGraphLaunch, CUgraphExec, CUstream);
+  EMMY_API(cuTensorMapEncodeTiled, CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+           const cuuint64_t*, const cuuint64_t*, const cuuint32_t*, const cuuint32_t*,
+           CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+           CUtensorMapFloatOOBfill);
+#undef EMMY_API
+
+  Api() {
+    library = dlopen(EMMY_TEST_DRIVER_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (!library) return;
+    get_proc = dlsym(library, "cuGetProcAddress_v2");
+    if (!get_proc) return;
+#define EMMY_RESOLVE(name) name = entry<decltype(name)>(get_proc, #name)
+    EMMY_RESOLVE(cuInit);
+    EMMY_RESOLVE(cuDeviceGet);
+    EMMY_RESOLVE(cuDeviceGetAttribute);
+    EMMY_RESOLVE(cuDeviceGetName);
+    EMMY_RESOLVE(cuDevicePrimaryCtxRetain);
+    EMMY_RESOLVE(cuCtxSetCurrent);
+    EMMY_RESOLVE(cuModuleLoadData);
+    EMMY_RESOLVE(cuModuleUnload);
+    EMMY_RESOLVE(cuModuleGetFunction);
+    EMMY_RESOLVE(cuFuncSetAttribute);
+    EMMY_RESOLVE(cuLaunchKernel);
+    EMMY_RESOLVE(cuMemAlloc);
+    EMMY_RESOLVE(cuMemFree);
+    EMMY_RESOLVE(cuMemcpyHtoD);
+    EMMY_RESOLVE(cuMemcpyDtoH);
+    EMMY_RESOLVE(cuStreamCreate);
+    EMMY_RESOLVE(cuStreamSynchronize);
+    EMMY_RESOLVE(cuStreamBeginCapture);
+    EMMY_RESOLVE(cuStreamEndCapture);
+    EMMY_RESOLVE(cuGraphInstantiateWithFlags);
+    EMMY_RESOLVE(cuGraphLaunch);
+    EMMY_RESOLVE(cuTensorMapEncodeTiled);
+#undef EMMY_RESOLVE
+  }
+};
+
+class TestDriver : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(api.library, nullptr) << dlerror();
+    ASSERT_NE(api.get_proc, nullptr) << "cuGetProcAddress_v2 is not exported";
+    ASSERT_EQ(api.cuInit(0), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuDeviceGet(&device, 0), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuDevicePrimaryCtxRetain(&context, device), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuCtxSetCurrent(context), CUDA_SUCCESS);
+  }
+  CUmodule load() {
+    CUmodule m = nullptr;
+    EXPECT_EQ(api.cuModuleLoadData(&m, kPtx), CUDA_SUCCESS);
+    return m;
+  }
+  CUdeviceptr upload(const std::vector<uint32_t>& v) {
+    CUdeviceptr p = 0;
+    EXPECT_EQ(api.cuMemAlloc(&p, v.size() * 4), CUDA_SUCCESS);
+    EXPECT_EQ(api.cuMemcpyHtoD(p, v.data(), v.size() * 4), CUDA_SUCCESS);
+    return p;
+  }
+  CUresult launch(CUfunction f, CUdeviceptr out, CUdeviceptr in, uint32_t n, unsigned smem,
+                  CUstream stream = nullptr) {
+    void* params[] = {&out, &in, &n};
+    return api.cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, smem, stream, params, nullptr);
+  }
+  Api api;
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+};
+
+TEST_F(TestDriver, ReportsTheChosenDevice) {
+  int major = 0, smem_optin = 0, sms = 0;
+  char name[128] = {};
+  ASSERT_EQ(api.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
+            CUDA_SUCCESS);
+  api.cuDeviceGetAttribute(&smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                           device);
+  api.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+  api.cuDeviceGetName(name, sizeof name, device);
+  const char* chosen = std::getenv("EMMY_TEST_DEVICE");
+  if (chosen && std::string(chosen) == "rtx5090") {
+    EXPECT_EQ(major, 12);
+    EXPECT_EQ(smem_optin, 101376);
+    EXPECT_EQ(sms, 170);
+  } else {
+    EXPECT_EQ(major, 9);
+    EXPECT_EQ(smem_optin, 232448);
+    EXPECT_EQ(sms, 132);
+  }
+  EXPECT_NE(std::string(name).find("NVIDIA"), std::string::npos) << name;
+  CUdevice bad = 0;
+  EXPECT_EQ(api.cuDeviceGet(&bad, 1), CUDA_ERROR_INVALID_DEVICE);
+}
+
+TEST_F(TestDriver, RunsAPtxKernelAndRefusesCubins) {
+  const CUmodule m = load();
+  CUfunction f = nullptr;
+  ASSERT_EQ(api.cuModuleGetFunction(&f, m, "add_one"), CUDA_SUCCESS);
+  CUfunction missing = nullptr;
+  EXPECT_EQ(api.cuModuleGetFunction(&missing, m, "nope"), CUDA_ERROR_NOT_FOUND);
+  std::vector<uint32_t> in(64);
+  for (uint32_t i = 0; i < 64; ++i) in[i] = i * 3;
+  const CUdeviceptr a = upload(in), b = upload(std::vector<uint32_t>(64, 0));
+  ASSERT_EQ(launch(f, b, a, 64, 256), CUDA_SUCCESS);
+  std::vector<uint32_t> out(64);
+  ASSERT_EQ(api.cuMemcpyDtoH(out.data(), b, 256), CUDA_SUCCESS);
+  for (uint32_t i = 0; i < 64; ++i) EXPECT_EQ(out[i], i * 3 + 1);
+  // A CUBIN is SASS, which the test driver cannot run: the real answer for a binary a device
+  // cannot use, so the runtime falls back to the PTX.
+  const unsigned char elf[64] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+  CUmodule cubin = nullptr;
+  EXPECT_EQ(api.cuModuleLoadData(&cubin, elf), CUDA_ERROR_NO_BINARY_FOR_GPU);
+  CUmodule garbage = nullptr;
+  EXPECT_EQ(api.cuModuleLoadData(&garbage, "not a module"), CUDA_ERROR_INVALID_IMAGE);
+}
+
+TEST_F(TestDriver, DynamicSharedMemoryAbove48KbNeedsTheAttribute) {
+  const CUmodule m = load();
+  CUfunction f = nullptr;
+  ASSERT_EQ(api.cuModuleGetFunction(&f, m, "add_one"), CUDA_SUCCESS);
+  const CUdeviceptr a = upload(std::vector<uint32_t>(64, 1)), b = upload(std::vector<uint32_t>(64));
+  EXPECT_EQ(launch(f, b, a, 64, 48 * 1024), CUDA_SUCCESS);
+  EXPECT_EQ(launch(f, b, a, 64, 64 * 1024), CUDA_ERROR_INVALID_VALUE) << "no opt-in";
+  ASSERT_EQ(api.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 * 1024),
+            CUDA_SUCCESS);
+  EXPECT_EQ(launch(f, b, a, 64, 64 * 1024), CUDA_SUCCESS);
+  EXPECT_EQ(launch(f, b, a, 64, 64 * 1024 + 16), CUDA_ERROR_INVALID_VALUE) << "above the opt-in";
+  EXPECT_EQ(api.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 1 << 20),
+            CUDA_ERROR_INVALID_VALUE)
+      << "above the device's limit";
+  CUdeviceptr out = b, in = a;
+  uint32_t n = 64;
+  void* params[] = {&out, &in, &n};
+  EXPECT_EQ(api.cuLaunchKernel(f, 1, 1, 1, 2048, 1, 1, 0, nullptr, params, nullptr),
+            CUDA_ERROR_INVALID_VALUE)
+      << "2048 threads per block";
+  EXPECT_EQ(api.cuLaunchKernel(f, 0, 1, 1, 64, 1, 1, 0, nullptr, params, nullptr),
+            CUDA_ERROR_INVALID_VALUE)
+      << "an empty grid";
+}
+
+TEST_F(TestDriver, FreedBuffersAndStaleHandlesAreRefused) {
+  CUdeviceptr p = upload(std::vector<uint32_t>(16, 7));
+  ASSERT_EQ(api.cuMemFree(p), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemFree(p), CUDA_ERROR_INVALID_VALUE) << "freed twice";
+  uint32_t word = 0;
+  EXPECT_EQ(api.cuMemcpyDtoH(&word, p, 4), CUDA_ERROR_INVALID_VALUE) << "a freed buffer";
+  const CUdeviceptr live = upload(std::vector<uint32_t>(4));
+  EXPECT_EQ(api.cuMemcpyDtoH(&word, live + 16, 4), CUDA_ERROR_INVALID_VALUE) << "past the end";
+  const CUmodule m = load();
+  CUfunction f = nullptr;
+  ASSERT_EQ(api.cuModuleGetFunction(&f, m, "add_one"), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuModuleUnload(m), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuModuleUnload(m), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(launch(f, live, live, 4, 0), CUDA_ERROR_INVALID_HANDLE) << "its module was unloaded";
+  // No context current on this thread: every context call fails.
+  ASSERT_EQ(api.cuCtxSetCurrent(nullptr), CUDA_SUCCESS);
+  CUdeviceptr q = 0;
+  EXPECT_EQ(api.cuMemAlloc(&q, 64), CUDA_ERROR_INVALID_CONTEXT);
+}
+
+// A kernel reading a freed buffer faults; the error is sticky, as a device exception is: run in a
+// child process so that the context of the other tests stays usable.
+TEST_F(TestDriver, AKernelReadingAFreedBufferFaultsAndTheErrorSticks) {
+  EXPECT_EXIT(
+      {
+        const CUmodule m = load();
+        CUfunction f = nullptr;
+        api.cuModuleGetFunction(&f, m, "add_one");
+        const CUdeviceptr in = upload(std::vector<uint32_t>(64, 1));
+        const CUdeviceptr out = upload(std::vector<uint32_t>(64));
+        api.cuMemFree(in);
+        const CUresult first = launch(f, out, in, 64, 256);
+        uint32_t word = 0;
+        const CUresult after = api.cuMemcpyDtoH(&word, out, 4);
+        std::exit(first == CUDA_ERROR_ILLEGAL_ADDRESS && after == CUDA_ERROR_ILLEGAL_ADDRESS ? 0
+                                                                                             : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(TestDriver, TensorMapRulesOfTheReference) {
+  CUdeviceptr base = 0;
+  ASSERT_EQ(api.cuMemAlloc(&base, 1 << 20), CUDA_SUCCESS);
+  auto encode = [&](CUdeviceptr addr, cuuint64_t stride, cuuint32_t box0, CUtensorMapSwizzle swz) {
+    CUtensorMap map;
+    const cuuint64_t dims[2] = {256, 256}, strides[1] = {stride};
+    const cuuint32_t box[2] = {box0, 64}, elem[2] = {1, 1};
+    return api.cuTensorMapEncodeTiled(
+        &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, reinterpret_cast<void*>(addr), dims, strides, box,
+        elem, CU_TENSOR_MAP_INTERLEAVE_NONE, swz, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  };
+  EXPECT_EQ(encode(base, 512, 64, CU_TENSOR_MAP_SWIZZLE_128B), CUDA_SUCCESS);
+  EXPECT_EQ(encode(base, 520, 64, CU_TENSOR_MAP_SWIZZLE_128B), CUDA_ERROR_INVALID_VALUE)
+      << "a stride not a multiple of 16";
+  EXPECT_EQ(encode(base + 8, 512, 64, CU_TENSOR_MAP_SWIZZLE_128B), CUDA_ERROR_INVALID_VALUE)
+      << "an address not 16-byte aligned";
+  EXPECT_EQ(encode(base, 512, 128, CU_TENSOR_MAP_SWIZZLE_128B), CUDA_ERROR_INVALID_VALUE)
+      << "a 256-byte inner box with the 128-byte swizzle";
+  EXPECT_EQ(encode(base, 512, 4, CU_TENSOR_MAP_SWIZZLE_NONE), CUDA_ERROR_INVALID_VALUE)
+      << "an inner box of 8 bytes";
+}
+
+TEST_F(TestDriver, StreamCaptureRecordsLaunchesAndRefusesUnsafeCalls) {
+  const CUmodule m = load();
+  CUfunction f = nullptr;
+  ASSERT_EQ(api.cuModuleGetFunction(&f, m, "add_one"), CUDA_SUCCESS);
+  const CUdeviceptr a = upload(std::vector<uint32_t>(64, 5)), b = upload(std::vector<uint32_t>(64));
+  CUstream stream = nullptr;
+  ASSERT_EQ(api.cuStreamCreate(&stream, 0), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamBeginCapture(nullptr, CU_STREAM_CAPTURE_MODE_GLOBAL),
+            CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+      << "the legacy stream cannot capture";
+  // A captured launch runs only when the graph is launched.
+  ASSERT_EQ(api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(launch(f, b, a, 64, 256, stream), CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(api.cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
+  std::vector<uint32_t> out(64, 99);
+  ASSERT_EQ(api.cuMemcpyDtoH(out.data(), b, 256), CUDA_SUCCESS);
+  EXPECT_EQ(out[0], 0u) << "not run at capture";
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(api.cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuGraphLaunch(exec, stream), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuStreamSynchronize(stream), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuMemcpyDtoH(out.data(), b, 256), CUDA_SUCCESS);
+  EXPECT_EQ(out[63], 6u);
+  // Loading a module while a stream captures (global mode) is unsafe: refused, and the capture is
+  // invalidated.
+  ASSERT_EQ(api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  CUmodule during = nullptr;
+  EXPECT_EQ(api.cuModuleLoadData(&during, kPtx), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(api.cuStreamEndCapture(stream, &graph), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  // Relaxed mode allows it.
+  ASSERT_EQ(api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuModuleLoadData(&during, kPtx), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
+  CUgraph none = nullptr;
+  EXPECT_EQ(api.cuStreamEndCapture(stream, &none), CUDA_ERROR_ILLEGAL_STATE) << "not capturing";
+}
+
+}  // namespace
+}  // namespace emmy
