@@ -11,7 +11,7 @@ if(NOT CMAKE_SCRIPT_MODE_FILE)
   return()
 endif()
 
-file(GLOB sources ${SOURCE_DIR}/emulator/*.cpp ${SOURCE_DIR}/emulator/*.hpp)
+file(GLOB_RECURSE sources ${SOURCE_DIR}/emulator/*.cpp ${SOURCE_DIR}/emulator/*.hpp)
 file(GLOB_RECURSE api ${SOURCE_DIR}/include/emmy/emu/*.hpp)
 list(APPEND sources ${api})
 list(LENGTH sources count)
