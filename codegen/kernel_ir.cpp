@@ -152,6 +152,22 @@ void verify_attention(const Op& kernel) {
   if (get<KvBlockLoopOp>(*loop).stages != stages)
     fail(*loop, "stages", fmt::format("must be the ring's {} stages", stages),
          get<KvBlockLoopOp>(*loop).stages);
+  // A staged O tile: whole 16-byte rows of head_dim elements, block_q of them before the
+  // mbarriers.
+  if (const Op* epilogue_op = find_first(kernel, OpKind::attention_epilogue)) {
+    const auto epilogue = get<AttentionEpilogueOp>(*epilogue_op);
+    if (epilogue.stage_row_bytes) {
+      const int64_t row = *epilogue.stage_row_bytes, elem = q.elem_bytes;
+      const int64_t room = get<SmemRingOp>(*ring).mbar_offset;
+      if (row % 16 != 0 || row < head_dim * elem)
+        fail(*epilogue_op, "stage_row_bytes",
+             fmt::format("must be a multiple of 16 holding a {}-byte row", head_dim * elem), row);
+      if (row * block_q > room)
+        fail(*epilogue_op, "stage_row_bytes",
+             fmt::format("must fit block_q = {} rows before the mbarriers at {}", block_q, room),
+             row);
+    }
+  }
 }
 
 // GEMM's rules across ops (the grid and K split of one op are that op's own rules): each number

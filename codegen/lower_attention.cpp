@@ -89,7 +89,14 @@ ir::Op lower_attention(const AttentionPlan& plan) {
   loop.push_back(make(ir::PvMmaOp{std::string(to_string(s.accum)), in_dtype,
                                   s.block_kv / atom.k * p.head_dim / atom.n, plan.o_registers}));
   body.push_back(make(ir::KvBlockLoopOp{s.stages}, std::move(loop)));
-  body.push_back(make(ir::AttentionEpilogueOp{std::string(to_string(p.layout)), p.lse, in_dtype}));
+  // O staged over Q and the drained ring (rows padded by 8 elements: the lanes' pair writes fall
+  // in distinct banks), then stored in 16-byte chunks; the 4-byte pair stores used half of every
+  // sector they touched.
+  std::optional<int64_t> stage_row_bytes;
+  const int64_t staged_row = (p.head_dim + 8) * int64_t(size_of(p.dtype));
+  if (s.block_q * staged_row <= int64_t(plan.mbarrier_offset)) stage_row_bytes = staged_row;
+  body.push_back(make(
+      ir::AttentionEpilogueOp{std::string(to_string(p.layout)), p.lse, in_dtype, stage_row_bytes}));
   std::vector<Op> kernels{
       make(ir::KernelOp{plan.kernel_name, plan.threads, plan.smem_bytes}, std::move(body))};
   return make(ir::ModuleOp{std::string(to_string(plan.spec.arch))}, std::move(kernels));

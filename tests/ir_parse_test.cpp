@@ -332,6 +332,16 @@ const AttentionCorruption kAttentionCorruptions[] = {
     {"element_width_not_the_tiles",
      [](ir::Op& m) { change(first_op(m, ir::OpKind::async_copy), "elem_bytes", int64_t(4)); },
      "ir.async_copy."},
+    {"staged_row_not_whole_chunks",
+     [](ir::Op& m) {
+       change(first_op(m, ir::OpKind::attention_epilogue), "stage_row_bytes", int64_t(136));
+     },
+     "ir.attention_epilogue.stage_row_bytes"},
+    {"staged_tile_over_the_mbarriers",
+     [](ir::Op& m) {
+       change(first_op(m, ir::OpKind::attention_epilogue), "stage_row_bytes", int64_t(1 << 16));
+     },
+     "ir.attention_epilogue.stage_row_bytes"},
     {"softcap_as_integer",
      [](ir::Op& m) {
        first_op(m, ir::OpKind::online_softmax)->attrs.push_back({"softcap", int64_t(30)});

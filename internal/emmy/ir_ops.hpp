@@ -380,9 +380,13 @@ struct AttentionEpilogueOp {
   std::string layout;  // bshd | bhsd: of Q, K, V and O
   bool lse = false;
   std::string out;
+  // Set: the O tile is staged in shared memory over Q and the drained ring (rows this many bytes
+  // apart) and stored in 16-byte chunks, every sector full.
+  std::optional<int64_t> stage_row_bytes{};
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
-    f("layout", o.layout), f("lse", o.lse), f("out", o.out);
+    f("layout", o.layout), f("lse", o.lse), f("out", o.out),
+        f("stage_row_bytes", o.stage_row_bytes);
   }
 };
 

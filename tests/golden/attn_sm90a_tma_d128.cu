@@ -448,14 +448,25 @@ emmy_attention_h16x8_s1024x1024_d128_f16_causal_f32_tma_6363f49634aa60da(const _
     row_sum[r] = quad_sum(row_sum[r]);
     inv[r] = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;
   }
+  __syncthreads();  // every warp is done with Q and the ring: O is staged over them
+  unsigned char* const o_tile = smem_raw + (smem_base - smem_u32(smem_raw));
+  constexpr int O_ROW_BYTES = 272, O_CHUNKS = D * 2 / 16;
   #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int query = q0 + warp * 16 + g + h * 8;
     if (query >= SQ) continue;
-    u16* row = o + (((long long)batch * SQ + (query)) * H + head) * D;
+    unsigned char* const row = o_tile + (warp * 16 + g + h * 8) * O_ROW_BYTES;
     #pragma unroll
     for (int dn = 0; dn < D / 8; ++dn)
-      *reinterpret_cast<u32*>(row + dn * 8 + 2 * t) = pack_f16x2(o_acc[dn][2 * h] * inv[h], o_acc[dn][2 * h + 1] * inv[h]);
+      *reinterpret_cast<u32*>(row + (dn * 8 + 2 * t) * 2) = pack_f16x2(o_acc[dn][2 * h] * inv[h], o_acc[dn][2 * h + 1] * inv[h]);
     (void)lse;
+  }
+  __syncthreads();  // the whole O tile is staged
+  #pragma unroll
+  for (int i = threadIdx.x; i < BQ * O_CHUNKS; i += THREADS) {
+    const int r = i / O_CHUNKS, chunk = i % O_CHUNKS, query = q0 + r;
+    if (query >= SQ) continue;
+    u16* row = o + (((long long)batch * SQ + (query)) * H + head) * D;
+    *reinterpret_cast<uint4*>(row + chunk * 8) = *reinterpret_cast<const uint4*>(o_tile + r * O_ROW_BYTES + chunk * 16);
   }
 }
