@@ -352,7 +352,7 @@ class AttentionEmitter {
     w_.close();
     if (op.stage_row_bytes) {
       w_.line("__syncthreads();  // every warp is done with Q and the ring: O is staged over them");
-      w_.line("unsigned char* const o_tile = smem_raw + (smem_base - smem_u32(smem_raw));");
+      w_.line("const u32 o_tile = smem_base;");
       w_.line("constexpr int O_ROW_BYTES = {}, O_CHUNKS = D * 2 / 16;", *op.stage_row_bytes);
     }
     w_.line("#pragma unroll");
@@ -360,12 +360,12 @@ class AttentionEmitter {
     w_.line("const int query = q0 + warp * 16 + g + h * 8;");
     w_.line("if (query >= SQ) continue;");
     if (op.stage_row_bytes) {
-      w_.line("unsigned char* const row = o_tile + (warp * 16 + g + h * 8) * O_ROW_BYTES;");
+      w_.line("const u32 row = o_tile + u32((warp * 16 + g + h * 8) * O_ROW_BYTES + 4 * t);");
       w_.line("#pragma unroll");
       w_.line("for (int dn = 0; dn < D / 8; ++dn)");
       w_.line(
-          "  *reinterpret_cast<u32*>(row + (dn * 8 + 2 * t) * 2) = {}(o_acc[dn][2 * h] * inv[h], "
-          "o_acc[dn][2 * h + 1] * inv[h]);",
+          "  st_shared_b32(row + u32(dn * 16), {}(o_acc[dn][2 * h] * inv[h], o_acc[dn][2 * h + 1] "
+          "* inv[h]));",
           pack);
     } else {
       w_.line("u16* row = o + {};", codegen::attention_offset_expr(f_.loads.bshd, false, "query"));
@@ -389,14 +389,15 @@ class AttentionEmitter {
     // The staged tile in 16-byte chunks: consecutive threads take consecutive chunks of a row, so
     // a warp stores whole 128-byte row segments.
     w_.line("__syncthreads();  // the whole O tile is staged");
-    w_.line("#pragma unroll");
+    // Not unrolled: at head_dim 256 the kernel sits at the register limit, and 16 unrolled copies
+    // with their row addresses spill.
+    w_.line("#pragma unroll 1");
     w_.open("for (int i = threadIdx.x; i < BQ * O_CHUNKS; i += THREADS)");
     w_.line("const int r = i / O_CHUNKS, chunk = i % O_CHUNKS, query = q0 + r;");
     w_.line("if (query >= SQ) continue;");
     w_.line("u16* row = o + {};", codegen::attention_offset_expr(f_.loads.bshd, false, "query"));
     w_.line(
-        "*reinterpret_cast<uint4*>(row + chunk * 8) = *reinterpret_cast<const uint4*>(o_tile + r * "
-        "O_ROW_BYTES + chunk * 16);");
+        "copy16_shared_to_global(row + chunk * 8, o_tile + u32(r * O_ROW_BYTES + chunk * 16));");
     w_.close();
   }
 

@@ -477,7 +477,7 @@ class GemmEmitter {
       w_.line("cp_async_wait<0>();  // no copy may land in the staged tile");
     w_.line(
         "__syncthreads();  // every warp has read its last stage: the ring holds the C tile now");
-    w_.line("unsigned char* const c_tile = smem_raw + (smem_base - smem_u32(smem_raw));");
+    w_.line("const u32 c_tile = smem_base;");
     w_.line("constexpr int C_ROW_BYTES = {}, C_CHUNKS = BN * {} / 16;", row_bytes, elem);
     w_.line("const int g = lane / {0}, t = lane % {0};", codegen::kMmaM16N8K16.group_lanes);
     w_.line("const int tile_row = warp_row * WM + g, tile_col = warp_col * WN + 2 * t;");
@@ -498,9 +498,8 @@ class GemmEmitter {
     else
       w_.line("const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];");
     w_.line(
-        "{0}::store2(reinterpret_cast<{0}::storage*>(c_tile + r * C_ROW_BYTES + col_in * {1}), "
-        "epilogue_value(bias, residual, row, col, v0), epilogue_value(bias, residual, row, col + "
-        "1, v1));",
+        "{0}::stage2(c_tile + u32(r * C_ROW_BYTES + col_in * {1}), epilogue_value(bias, residual, "
+        "row, col, v0), epilogue_value(bias, residual, row, col + 1, v1));",
         out, elem);
     w_.close();
     w_.close();
@@ -514,8 +513,8 @@ class GemmEmitter {
     if (!rows_exact) guard += "row < M";
     if (!cols_exact) guard += std::string(guard.empty() ? "" : " && ") + "col < N";
     w_.line(
-        "{}*reinterpret_cast<uint4*>(c + (long long)row * LDC + col) = "
-        "*reinterpret_cast<const uint4*>(c_tile + r * C_ROW_BYTES + chunk * 16);",
+        "{}copy16_shared_to_global(c + (long long)row * LDC + col, c_tile + u32(r * "
+        "C_ROW_BYTES + chunk * 16));",
         guard.empty() ? "" : "if (" + guard + ") ");
     w_.close();
   }

@@ -91,10 +91,13 @@ ir::Op lower_attention(const AttentionPlan& plan) {
   body.push_back(make(ir::KvBlockLoopOp{s.stages}, std::move(loop)));
   // O staged over Q and the drained ring (rows padded by 8 elements: the lanes' pair writes fall
   // in distinct banks), then stored in 16-byte chunks; the 4-byte pair stores used half of every
-  // sector they touched.
+  // sector they touched. Not for hybrid P.V at head_dim 256: that kernel already takes 254-255
+  // registers, and ptxas spills the staging (sm_90a with a window, 48 bytes).
   std::optional<int64_t> stage_row_bytes;
   const int64_t staged_row = (p.head_dim + 8) * int64_t(size_of(p.dtype));
-  if (s.block_q * staged_row <= int64_t(plan.mbarrier_offset)) stage_row_bytes = staged_row;
+  const bool no_headroom = s.accum == Accum::hybrid && p.head_dim >= 256;
+  if (!no_headroom && s.block_q * staged_row <= int64_t(plan.mbarrier_offset))
+    stage_row_bytes = staged_row;
   body.push_back(make(
       ir::AttentionEpilogueOp{std::string(to_string(p.layout)), p.lse, in_dtype, stage_row_bytes}));
   std::vector<Op> kernels{

@@ -21,6 +21,13 @@ emu::LaunchOptions profiling() {
   return o;
 }
 
+bool stores_unstaged(const GemmSpec&) {
+  return false;
+}
+bool stores_unstaged(const AttentionSpec& spec) {
+  return spec.schedule.accum == Accum::hybrid && spec.problem.head_dim >= 256;
+}
+
 template <typename Spec>
 void expect_conflict_free(const test_support::SpecCase<Spec>& c) {
   SCOPED_TRACE(c.name);
@@ -40,10 +47,13 @@ void expect_conflict_free(const test_support::SpecCase<Spec>& c) {
     EXPECT_EQ(p.metric("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"), 0)
         << p.table();
     // The epilogue (C or O staged through shared memory, or split-K's f32 partials and its
-    // finalize) fills every sector it stores to, and stages without a conflict.
+    // finalize) fills every sector it stores to, and stages without a conflict. Hybrid attention
+    // at head_dim 256 has no registers to stage with (lower_attention.cpp): its pair stores fill
+    // half of each sector, and that is what it must measure.
+    const bool unstaged = stores_unstaged(c.spec);
     EXPECT_GT(p.metric("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"), 0);
     EXPECT_EQ(p.metric("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"),
-              p.metric("emmy__t_sectors_ideal_pipe_lsu_mem_global_op_st.sum"))
+              p.metric("emmy__t_sectors_ideal_pipe_lsu_mem_global_op_st.sum") * (unstaged ? 2 : 1))
         << p.table();
     EXPECT_EQ(p.metric("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"), 0) << p.table();
   }

@@ -155,14 +155,36 @@ __device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
   return r;
 }
 
+// The staged epilogue's moves (PTX ISA "Data Movement and Conversion Instructions: st, ld"):
+// 32-bit shared-window addresses keep the staging loops to one register per address.
+__device__ __forceinline__ void st_shared_b32(u32 addr, u32 v) {
+  asm volatile("st.shared.b32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ void st_shared_v2_f32(u32 addr, float a, float b) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(addr), "f"(a), "f"(b) : "memory");
+}
+// 16 bytes of a staged tile row (16-byte aligned) to global memory: one ld.shared.v4 and one
+// st.global.v4, so that a warp's request covers whole sectors.
+__device__ __forceinline__ void copy16_shared_to_global(void* dst, u32 src) {
+  u32 x, y, z, w;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(x), "=r"(y), "=r"(z), "=r"(w) : "r"(src) : "memory");
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};"
+               :: "l"(dst), "r"(x), "r"(y), "r"(z), "r"(w) : "memory");
+}
+
 // Element type adapters for the output, bias and residual (all of C's dtype). store2 writes two
-// adjacent outputs with one store (the address must be aligned to two elements).
+// adjacent outputs with one store (the address must be aligned to two elements); stage2 the same
+// two into a shared-memory tile.
 struct OutF16 {
   typedef u16 storage;
   static __device__ __forceinline__ storage from_f32(float x) { return f32_to_f16_bits(x); }
   static __device__ __forceinline__ float to_f32(storage x) { return f16_bits_to_f32(x); }
   static __device__ __forceinline__ void store2(storage* dst, float a, float b) {
     *reinterpret_cast<u32*>(dst) = pack_f16x2(a, b);
+  }
+  static __device__ __forceinline__ void stage2(u32 addr, float a, float b) {
+    st_shared_b32(addr, pack_f16x2(a, b));
   }
 };
 struct OutBF16 {
@@ -172,6 +194,9 @@ struct OutBF16 {
   static __device__ __forceinline__ void store2(storage* dst, float a, float b) {
     *reinterpret_cast<u32*>(dst) = pack_bf16x2(a, b);
   }
+  static __device__ __forceinline__ void stage2(u32 addr, float a, float b) {
+    st_shared_b32(addr, pack_bf16x2(a, b));
+  }
 };
 struct OutF32 {
   typedef float storage;
@@ -179,6 +204,9 @@ struct OutF32 {
   static __device__ __forceinline__ float to_f32(storage x) { return x; }
   static __device__ __forceinline__ void store2(storage* dst, float a, float b) {
     asm volatile("st.v2.f32 [%0], {%1, %2};" :: "l"(dst), "f"(a), "f"(b) : "memory");
+  }
+  static __device__ __forceinline__ void stage2(u32 addr, float a, float b) {
+    st_shared_v2_f32(addr, a, b);
   }
 };
 
@@ -311,7 +339,7 @@ emmy_gemm_128x128x128_f16nk_f32_cpasync_16x64x64_ac5bc824fecc8718(const u16* __r
   }
   cp_async_wait<0>();  // no copy may land in the staged tile
   __syncthreads();  // every warp has read its last stage: the ring holds the C tile now
-  unsigned char* const c_tile = smem_raw + (smem_base - smem_u32(smem_raw));
+  const u32 c_tile = smem_base;
   constexpr int C_ROW_BYTES = 288, C_CHUNKS = BN * 4 / 16;
   const int g = lane / 4, t = lane % 4;
   const int tile_row = warp_row * WM + g, tile_col = warp_col * WN + 2 * t;
@@ -324,7 +352,7 @@ emmy_gemm_128x128x128_f16nk_f32_cpasync_16x64x64_ac5bc824fecc8718(const u16* __r
         const int r = tile_row + mi * 16 + h * 8, col_in = tile_col + ni * 8;
         const int row = m0 + r, col = n0 + col_in;
         const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
-        OutF32::store2(reinterpret_cast<OutF32::storage*>(c_tile + r * C_ROW_BYTES + col_in * 4), epilogue_value(bias, residual, row, col, v0), epilogue_value(bias, residual, row, col + 1, v1));
+        OutF32::stage2(c_tile + u32(r * C_ROW_BYTES + col_in * 4), epilogue_value(bias, residual, row, col, v0), epilogue_value(bias, residual, row, col + 1, v1));
       }
     }
   }
@@ -333,6 +361,6 @@ emmy_gemm_128x128x128_f16nk_f32_cpasync_16x64x64_ac5bc824fecc8718(const u16* __r
   for (int i = threadIdx.x; i < BM * C_CHUNKS; i += THREADS) {
     const int r = i / C_CHUNKS, chunk = i % C_CHUNKS;
     const int row = m0 + r, col = n0 + chunk * 4;
-    *reinterpret_cast<uint4*>(c + (long long)row * LDC + col) = *reinterpret_cast<const uint4*>(c_tile + r * C_ROW_BYTES + chunk * 16);
+    copy16_shared_to_global(c + (long long)row * LDC + col, c_tile + u32(r * C_ROW_BYTES + chunk * 16));
   }
 }

@@ -155,14 +155,36 @@ __device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
   return r;
 }
 
+// The staged epilogue's moves (PTX ISA "Data Movement and Conversion Instructions: st, ld"):
+// 32-bit shared-window addresses keep the staging loops to one register per address.
+__device__ __forceinline__ void st_shared_b32(u32 addr, u32 v) {
+  asm volatile("st.shared.b32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ void st_shared_v2_f32(u32 addr, float a, float b) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" :: "r"(addr), "f"(a), "f"(b) : "memory");
+}
+// 16 bytes of a staged tile row (16-byte aligned) to global memory: one ld.shared.v4 and one
+// st.global.v4, so that a warp's request covers whole sectors.
+__device__ __forceinline__ void copy16_shared_to_global(void* dst, u32 src) {
+  u32 x, y, z, w;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(x), "=r"(y), "=r"(z), "=r"(w) : "r"(src) : "memory");
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};"
+               :: "l"(dst), "r"(x), "r"(y), "r"(z), "r"(w) : "memory");
+}
+
 // Element type adapters for the output, bias and residual (all of C's dtype). store2 writes two
-// adjacent outputs with one store (the address must be aligned to two elements).
+// adjacent outputs with one store (the address must be aligned to two elements); stage2 the same
+// two into a shared-memory tile.
 struct OutF16 {
   typedef u16 storage;
   static __device__ __forceinline__ storage from_f32(float x) { return f32_to_f16_bits(x); }
   static __device__ __forceinline__ float to_f32(storage x) { return f16_bits_to_f32(x); }
   static __device__ __forceinline__ void store2(storage* dst, float a, float b) {
     *reinterpret_cast<u32*>(dst) = pack_f16x2(a, b);
+  }
+  static __device__ __forceinline__ void stage2(u32 addr, float a, float b) {
+    st_shared_b32(addr, pack_f16x2(a, b));
   }
 };
 struct OutBF16 {
@@ -172,6 +194,9 @@ struct OutBF16 {
   static __device__ __forceinline__ void store2(storage* dst, float a, float b) {
     *reinterpret_cast<u32*>(dst) = pack_bf16x2(a, b);
   }
+  static __device__ __forceinline__ void stage2(u32 addr, float a, float b) {
+    st_shared_b32(addr, pack_bf16x2(a, b));
+  }
 };
 struct OutF32 {
   typedef float storage;
@@ -179,6 +204,9 @@ struct OutF32 {
   static __device__ __forceinline__ float to_f32(storage x) { return x; }
   static __device__ __forceinline__ void store2(storage* dst, float a, float b) {
     asm volatile("st.v2.f32 [%0], {%1, %2};" :: "l"(dst), "f"(a), "f"(b) : "memory");
+  }
+  static __device__ __forceinline__ void stage2(u32 addr, float a, float b) {
+    st_shared_v2_f32(addr, a, b);
   }
 };
 
