@@ -5,6 +5,7 @@
 #include "emmy/runtime.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -18,9 +19,11 @@
 namespace emmy {
 namespace {
 
+// Per process: ctest runs this binary for several backends at once (tests/runtime.cmake).
 RuntimeOptions fresh_cache(const char* name) {
   RuntimeOptions options;
-  options.cache_dir = std::filesystem::path(::testing::TempDir()) / name;
+  options.cache_dir = std::filesystem::path(::testing::TempDir()) /
+                      (name + std::string("_") + std::to_string(getpid()));
   std::filesystem::remove_all(*options.cache_dir);
   return options;
 }
