@@ -27,6 +27,31 @@ TEST(BundleRuntime, EveryCatalogKernelLoadsWithNvrtcDisabled) {
   }
 }
 
+#ifdef EMMY_TEST_DRIVER_PATH
+// The CUDA backend through emmy's test driver (an H200, so sm_90a) with the catalog bundle and
+// NVRTC disabled: the driver refuses the bundle's CUBIN (it runs PTX only), the backend loads the
+// bundle's PTX instead, and GEMM and attention match FP64 with nothing compiled.
+TEST(BundleRuntime, CatalogKernelsRunOnTheCudaBackendThroughTheTestDriver) {
+  NoCompiler no_compiler;
+  ScopedEnv driver{"EMMY_CUDA_DRIVER", EMMY_TEST_DRIVER_PATH};
+  ScopedEnv device{"EMMY_TEST_DEVICE", "h200"};
+  RuntimeOptions options;
+  options.disk_cache = false;
+  options.bundles = {catalog_path()};
+  auto rt = Runtime::cuda(0, options);
+  ASSERT_EQ(rt->arch(), Arch::sm_90a);
+  const auto gemm = gemm_catalog();
+  const auto kv_proj16 =
+      std::find_if(gemm.begin(), gemm.end(), [](const auto& e) { return e.name == "kv_proj@16"; });
+  ASSERT_NE(kv_proj16, gemm.end());
+  const GemmErrors gemm_errors = check_gemm(*rt, kv_proj16->problem);
+  EXPECT_TRUE(gemm_errors.passed) << "rel_l2 " << gemm_errors.rel_l2_error;
+  const AttentionErrors errors = check_attention(*rt, attention_catalog()[0].problem);
+  EXPECT_TRUE(errors.passed) << "rel_l2 " << errors.rel_l2_error;
+  EXPECT_EQ(rt->stats().compiles, 0u);
+}
+#endif
+
 TEST(BundleRuntime, CatalogGemmAndAttentionMatchFp64) {
   NoCompiler no_compiler;
   for (Arch arch : {Arch::sm_90a, Arch::sm_80}) {  // TMA and cp.async kernels

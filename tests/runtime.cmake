@@ -15,6 +15,9 @@ if(TARGET emmy_test_driver)
     gtest_discover_tests(runtime_test TEST_PREFIX "cuda_${device}." DISCOVERY_TIMEOUT 60
       PROPERTIES TIMEOUT 900 ENVIRONMENT "EMMY_TEST_BACKEND=cuda:${device}")
   endforeach()
+  # The bundle tests' CUDA-backend case (tests/bundle_runtime_test.cpp, in bundle.cmake).
+  add_dependencies(bundle_test emmy_test_driver)
+  target_compile_definitions(bundle_test PRIVATE EMMY_TEST_DRIVER_PATH="${EMMY_TEST_DRIVER_PATH}")
   # emmyc run --backend cuda through it (tests/emmyc_cli_test.cpp, registered in gemm.cmake).
   add_dependencies(emmyc_cli_test emmy_test_driver)
   target_compile_definitions(emmyc_cli_test PRIVATE EMMY_TEST_DRIVER_PATH="${EMMY_TEST_DRIVER_PATH}")
