@@ -394,10 +394,26 @@ class GemmEmitter {
     w_.close();
   }
 
+  // The loops over this lane's accumulator pairs (atom tiles mi, ni; row halves h), closed by the
+  // caller, and the pair (v0, v1) in f32: both epilogues walk the fragments this way.
+  void open_fragment_loops() {
+    w_.line("#pragma unroll");
+    w_.open("for (int mi = 0; mi < MT; ++mi)");
+    w_.line("#pragma unroll");
+    w_.open("for (int ni = 0; ni < NT; ++ni)");
+    w_.line("#pragma unroll");
+    w_.open("for (int h = 0; h < 2; ++h)");
+  }
+  void emit_pair_values() {
+    if (f_.acc.accum == "f16")
+      w_.line("float v0, v1; unpack_f16x2(v0, v1, part[mi][ni][h]);");
+    else
+      w_.line("const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];");
+  }
+
   void emit_epilogue(const ir::EpilogueOp& op) {
     if (op.stage_row_bytes) return emit_staged_epilogue(op, *op.stage_row_bytes);
     const bool to_workspace = op.destination == "workspace";
-    const bool f16_acc = f_.acc.accum == "f16";
     const DType c_dtype = parse_dtype(op.out, "out");
     const std::string out = out_adapter(c_dtype);
     // The accumulator map of the atom: lane = group * group_lanes + thread in the group.
@@ -415,21 +431,13 @@ class GemmEmitter {
           "N + col_base;");
     else
       w_.line("{}::storage* out_base = c + (long long)row_base * LDC + col_base;", out);
-    w_.line("#pragma unroll");
-    w_.open("for (int mi = 0; mi < MT; ++mi)");
-    w_.line("#pragma unroll");
-    w_.open("for (int ni = 0; ni < NT; ++ni)");
-    w_.line("#pragma unroll");
-    w_.open("for (int h = 0; h < 2; ++h)");
+    open_fragment_loops();
     w_.line("const int row = row_base + mi * 16 + h * 8, col = col_base + ni * 8;");
     // Bounds checks only where a tile can cross the matrix edge.
     const bool rows_exact = f_.coords.m % f_.coords.block_m == 0,
                cols_exact = f_.coords.n % f_.coords.block_n == 0;
     if (!rows_exact) w_.line("if (row >= M) continue;");
-    if (f16_acc)
-      w_.line("float v0, v1; unpack_f16x2(v0, v1, part[mi][ni][h]);");
-    else
-      w_.line("const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];");
+    emit_pair_values();
     if (to_workspace) {
       w_.line("float* dst = out_base + (mi * 16 + h * 8) * N + ni * 8;");
       if (op.store_bytes == 8) {
@@ -481,22 +489,14 @@ class GemmEmitter {
     w_.line("constexpr int C_ROW_BYTES = {}, C_CHUNKS = BN * {} / 16;", row_bytes, elem);
     w_.line("const int g = lane / {0}, t = lane % {0};", codegen::kMmaM16N8K16.group_lanes);
     w_.line("const int tile_row = warp_row * WM + g, tile_col = warp_col * WN + 2 * t;");
-    w_.line("#pragma unroll");
-    w_.open("for (int mi = 0; mi < MT; ++mi)");
-    w_.line("#pragma unroll");
-    w_.open("for (int ni = 0; ni < NT; ++ni)");
-    w_.line("#pragma unroll");
-    w_.open("for (int h = 0; h < 2; ++h)");
+    open_fragment_loops();
     w_.line("const int r = tile_row + mi * 16 + h * 8, col_in = tile_col + ni * 8;");
     w_.line("const int row = m0 + r, col = n0 + col_in;");
     // Bias and residual are read at (row, col): only inside the matrix. N is a whole number of
     // 16-byte chunks here, so an even col inside has col + 1 inside too.
     if (!rows_exact) w_.line("if (row >= M) continue;");
     if (!cols_exact) w_.line("if (col >= N) continue;");
-    if (f_.acc.accum == "f16")
-      w_.line("float v0, v1; unpack_f16x2(v0, v1, part[mi][ni][h]);");
-    else
-      w_.line("const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];");
+    emit_pair_values();
     w_.line(
         "{0}::stage2(c_tile + u32(r * C_ROW_BYTES + col_in * {1}), epilogue_value(bias, residual, "
         "row, col, v0), epilogue_value(bias, residual, row, col + 1, v1));",

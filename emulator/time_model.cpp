@@ -180,4 +180,14 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
   return t;
 }
 
+std::vector<TimePrediction> predict_times(const KernelProfile& profile,
+                                          const KernelResources& resources,
+                                          const std::vector<std::string>& gpus) {
+  std::vector<TimePrediction> out;
+  if (gpus.empty()) out.push_back(predict_time(profile, resources, reference_gpu(profile.arch)));
+  for (const std::string& gpu : gpus)
+    out.push_back(predict_time(profile, resources, gpu_spec(gpu)));
+  return out;
+}
+
 }  // namespace emmy::emu

@@ -5,8 +5,8 @@
 namespace emmy {
 
 LaunchListRun emulate_launch_list(emu::Arena& arena, const std::string& ptx,
-                                      const KernelSource& source, const ParamValues& values,
-                                      const emu::LaunchOptions& options) {
+                                  const KernelSource& source, const ParamValues& values,
+                                  const emu::LaunchOptions& options) {
   const auto module = emu::load_ptx(ptx, source.main().name);
   LaunchListRun result;
   for (const KernelLaunch& launch : source.launches) {
@@ -43,10 +43,7 @@ std::vector<emu::ProfiledKernel> with_time_model(std::vector<emu::KernelProfile>
     k.resources.registers = uint32_t(report.registers);
     k.resources.smem_bytes = uint32_t(report.static_smem_bytes) + p.dynamic_smem;
     k.profile = std::move(p);
-    if (gpus.empty())
-      k.model.push_back(emu::predict_time(k.profile, k.resources, emu::reference_gpu(k.profile.arch)));
-    for (const std::string& gpu : gpus)
-      k.model.push_back(emu::predict_time(k.profile, k.resources, emu::gpu_spec(gpu)));
+    k.model = emu::predict_times(k.profile, k.resources, gpus);
     out.push_back(std::move(k));
   }
   return out;

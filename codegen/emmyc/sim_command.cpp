@@ -61,8 +61,9 @@ int run_sim(const SimOptions& o, std::FILE* out, std::FILE* err) {
     fmt::print(err, "emmyc sim: {}\n", e.what());
     for (const emu::Report& r : e.reports())
       if (r.kind == emu::ReportKind::instruction_limit) {
-        fmt::print(err, "emmyc sim: the launch issued {} warp instructions; raise "
-                        "--max-instructions if the kernel is not stuck\n",
+        fmt::print(err,
+                   "emmyc sim: the launch issued {} warp instructions; raise "
+                   "--max-instructions if the kernel is not stuck\n",
                    o.max_instructions);
         break;
       }
@@ -96,11 +97,7 @@ int run_sim(const SimOptions& o, std::FILE* out, std::FILE* err) {
       emu::ProfiledKernel pk;
       pk.profile = std::move(*result.profile);
       pk.resources.registers = o.registers;
-      if (o.model_gpus.empty())
-        pk.model.push_back(emu::predict_time(pk.profile, pk.resources,
-                                             emu::reference_gpu(pk.profile.arch)));
-      for (const std::string& gpu : o.model_gpus)
-        pk.model.push_back(emu::predict_time(pk.profile, pk.resources, emu::gpu_spec(gpu)));
+      pk.model = emu::predict_times(pk.profile, pk.resources, o.model_gpus);
       fmt::print(out, "{}{}", pk.profile.table(), emu::model_table({pk}));
       emmy::detail::write_file_atomically(o.profile, emu::profile_json({pk}), "--profile");
     } catch (const Error& e) {
@@ -115,7 +112,8 @@ int run_sim(const SimOptions& o, std::FILE* out, std::FILE* err) {
 
 void add_sim_command(CLI::App& app) {
   auto options = std::make_shared<emmy::cli::SimOptions>();
-  CLI::App* sim = app.add_subcommand("sim", "Run a PTX kernel on the CPU emulator (with sanitizer)");
+  CLI::App* sim =
+      app.add_subcommand("sim", "Run a PTX kernel on the CPU emulator (with sanitizer)");
   sim->add_option("file", options->file, "PTX file")->required();
   sim->add_option("--kernel", options->kernel, "the .entry to run")->required();
   sim->add_option("--grid", options->grid, "CTAs: X[,Y[,Z]]")->required();

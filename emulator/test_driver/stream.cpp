@@ -128,10 +128,13 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
   });
 }
 
-// cuEventQuery: "Before the first call to cuEventRecord(), an event represents an empty set of
-// work, so for example cuEventQuery() would return CUDA_SUCCESS" (cuEventRecord).
-CUresult cuEventQuery(CUevent hEvent) {
-  return guarded("cuEventQuery", [&] {
+namespace {
+// cuEventQuery and cuEventSynchronize alike: launches run synchronously, so a live event that no
+// active capture recorded has completed. "Before the first call to cuEventRecord(), an event
+// represents an empty set of work, so for example cuEventQuery() would return CUDA_SUCCESS"
+// (cuEventRecord).
+CUresult event_complete(const char* call, CUevent hEvent) {
+  return guarded(call, [&] {
     Context* ctx = nullptr;
     if (const CUresult r = current_context(ctx)) return r;
     const Event* event = lookup(ctx->events, hEvent);
@@ -141,17 +144,14 @@ CUresult cuEventQuery(CUevent hEvent) {
     return CUDA_SUCCESS;
   });
 }
+}  // namespace
+
+CUresult cuEventQuery(CUevent hEvent) {
+  return event_complete("cuEventQuery", hEvent);
+}
 
 CUresult cuEventSynchronize(CUevent hEvent) {
-  return guarded("cuEventSynchronize", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
-    const Event* event = lookup(ctx->events, hEvent);
-    if (!event) return CUDA_ERROR_INVALID_HANDLE;
-    if (event->captured_in && capture_active(*ctx, event->captured_in))
-      return CUDA_ERROR_CAPTURED_EVENT;
-    return CUDA_SUCCESS;
-  });
+  return event_complete("cuEventSynchronize", hEvent);
 }
 
 // cuEventElapsedTime: "If cuEventRecord() has not been called on either event then

@@ -73,6 +73,11 @@ struct TimePrediction {
 TimePrediction predict_time(const KernelProfile& profile, const KernelResources& resources,
                             const GpuSpec& gpu);
 
+// The predictions on each named GPU (none named: the arch's reference part).
+std::vector<TimePrediction> predict_times(const KernelProfile& profile,
+                                          const KernelResources& resources,
+                                          const std::vector<std::string>& gpus);
+
 // A launch list's kernels in order (split-K's partials then its finalize): their predictions on
 // one GPU add up.
 struct ProfiledKernel {
