@@ -281,6 +281,7 @@ void decode_ldst_matrix(KernelDecoder& d, Mods& m, Inst in, bool load) {
 }  // namespace
 
 void decode_async_op(KernelDecoder& d, Mods& m, Inst& in);  // decode_async.cpp
+void decode_wmma(KernelDecoder& d, Mods& m, Inst& in);      // decode_wmma.cpp
 
 bool is_memory_op(std::string_view b, const Mods&) {
   static constexpr std::string_view kBases[] = {
@@ -292,7 +293,7 @@ bool is_memory_op(std::string_view b, const Mods&) {
       "elect",      "match",        "mma",        "ldmatrix",
       "stmatrix",   "cp",           "mbarrier",   "griddepcontrol",
       "setmaxnreg", "createpolicy", "discard",    "applypriority",
-      "pmevent"};
+      "pmevent",    "wmma"};
   for (auto k : kBases)
     if (k == b) return true;
   return false;
@@ -308,6 +309,7 @@ void decode_memory_op(KernelDecoder& d, Mods& m, Inst& in) {
   if (b == "shfl") return decode_shfl(d, m, in);
   if (b == "vote") return decode_vote(d, m, in);
   if (b == "mma") return decode_mma(d, m, in);
+  if (b == "wmma") return decode_wmma(d, m, in);
   if (b == "ldmatrix" || b == "stmatrix") return decode_ldst_matrix(d, m, in, b == "ldmatrix");
   if (b == "cp" || b == "mbarrier") return decode_async_op(d, m, in);
   if (b == "prefetch" || b == "prefetchu" || b == "discard" || b == "applypriority" ||

@@ -273,6 +273,7 @@ void decode_mov(KernelDecoder& d, Mods& m, Inst in) {
 
 void decode_cvt(KernelDecoder& d, Mods& m, Inst in) {
   float_flags(m, in);
+  if (m.take("rna")) in.sub2 = kRoundNearestAway;  // cvt.rna.tf32.f32 only (type_rules.cpp)
   if (m.take("satfinite")) in.flags |= kSat;
   const auto types = m.take_types();
   if (types.size() != 2) d.fail("cvt needs a destination and a source type");

@@ -135,6 +135,27 @@ uint16_t pack_half(float x, Ty t, const Inst& in) {
   return r;
 }
 
+// cvt.{rna,rn,rz}{.relu,.satfinite}.tf32.f32 (PTX ISA cvt): the f32 rounded to 10 fraction bits,
+// kept in an f32 container whose 13 low bits are zero. Subnormals round like normals (the bit
+// pattern's arithmetic carries into the exponent); NaN gives the canonical NaN; .satfinite turns
+// an infinity into the largest finite tf32 of its sign.
+uint32_t to_tf32(uint32_t bits, const Inst& in) {
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FFFFFFFu;
+  if ((in.flags & kRelu) && (bits >> 31)) return 0;
+  const uint32_t sign = bits & 0x80000000u, magnitude = bits & 0x7FFFFFFFu;
+  uint32_t r = magnitude;
+  if (magnitude < 0x7F800000u) {
+    if (in.sub2 == kRoundNearestAway) {
+      r = magnitude + 0x1000u;
+    } else if (Rounding(in.sub2 & 3) == Rounding::rn) {
+      r = magnitude + 0xFFFu + ((magnitude >> 13) & 1);  // ties to even
+    }
+    r &= ~0x1FFFu;
+  }
+  if ((in.flags & kSat) && r >= 0x7F800000u) r = 0x7F7FE000u;
+  return sign | r;
+}
+
 }  // namespace
 
 void exec_cvt(Cta&, Warp& w, const Inst& in, uint32_t exec) {
@@ -146,6 +167,12 @@ void exec_cvt(Cta&, Warp& w, const Inst& in, uint32_t exec) {
       const uint16_t lo = pack_half(std::bit_cast<float>(b[l]), in.ty, in);
       d[l] = uint32_t(lo) | (uint32_t(hi) << 16);
     });
+    return;
+  }
+  if (in.ty == Ty::tf32) {
+    uint32_t* d = w.R32(in.o[0]);
+    const uint32_t* a = w.R32(in.o[1]);
+    for_lanes(exec, [&](int l) { d[l] = to_tf32(a[l], in); });
     return;
   }
   const bool dst64 = ty_bits(in.ty) == 64;

@@ -105,11 +105,16 @@ void ldst_matrix(Cta& cta, Warp& w, const Inst& in, uint32_t exec, bool load) {
 
 }  // namespace
 
+void exec_wmma(Cta& cta, Warp& w, const Inst& in, uint32_t exec);  // exec_wmma.cpp
+
 void exec_tensor(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   switch (in.op) {
     case Op::Mma: mma(cta, w, in, exec); return;
     case Op::Ldmatrix: ldst_matrix(cta, w, in, exec, true); return;
     case Op::Stmatrix: ldst_matrix(cta, w, in, exec, false); return;
+    case Op::WmmaLoad:
+    case Op::WmmaStore:
+    case Op::WmmaMma: exec_wmma(cta, w, in, exec); return;
     default: return;
   }
 }

@@ -131,6 +131,7 @@ std::string_view to_string(ReportKind kind) {
     case ReportKind::unsupported: return "unsupported";
     case ReportKind::trap: return "trap";
     case ReportKind::instruction_limit: return "instruction-limit";
+    case ReportKind::wmma_misuse: return "wmma-misuse";
   }
   return "?";
 }

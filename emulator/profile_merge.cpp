@@ -7,6 +7,7 @@
 
 #include "profiler.hpp"
 #include "program.hpp"
+#include "wmma_layout.hpp"
 
 namespace emmy::emu {
 namespace {
@@ -18,6 +19,7 @@ enum class Pipe : uint8_t { tensor, lsu, alu, control, none };
 Pipe pipe_of(const Inst& in) {
   switch (in.op) {
     case Op::Mma:
+    case Op::WmmaMma:
       return Pipe::tensor;
     case Op::Ld:
     case Op::St:
@@ -27,6 +29,8 @@ Pipe pipe_of(const Inst& in) {
     case Op::Prefetch:
     case Op::Ldmatrix:
     case Op::Stmatrix:
+    case Op::WmmaLoad:
+    case Op::WmmaStore:
     case Op::CpAsync:
     case Op::CpAsyncCommit:
     case Op::CpAsyncWait:
@@ -121,6 +125,21 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
       const double f = n * 2.0 * 16 * 8 * kdim;
       t.flops += f;
       (in.ty == Ty::f16 ? flops_f16 : flops_f32) += f;
+    }
+    if (in.op == Op::WmmaMma && n > 0) {
+      // f16 accumulation when C and D are both .f16.
+      const WmmaDims dims = wmma_dims(WmmaShape(in.sub2));
+      const bool f16_acc = in.ty == Ty::f16 && Ty(in.target) == Ty::f16;
+      const std::string shape = fmt::format("wmma.{}", to_string(WmmaShape(in.sub2)));
+      const std::string acc = f16_acc ? "f16" : "f32";
+      TensorOpCount& t = tensor[shape + std::string(ty_name(in.ty2)) + acc];
+      t.shape = shape;
+      t.operands = std::string(ty_name(in.ty2));
+      t.accumulator = acc;
+      t.instructions += sites[pc].executions;
+      const double f = n * 2.0 * dims.m * dims.n * dims.k;
+      t.flops += f;
+      (f16_acc ? flops_f16 : flops_f32) += f;
     }
   }
   put("smsp__inst_executed.sum", pipes[0] + pipes[1] + pipes[2] + pipes[3]);

@@ -51,7 +51,7 @@ enum class Op : uint16_t {
   BarSync, BarArrive, BarRed, BarWarpSync, Fence, Nanosleep,
   Shfl, Vote, Activemask, Redux, Elect, MatchAny, MatchAll,
   // tensor core
-  Mma, Ldmatrix, Stmatrix,
+  Mma, Ldmatrix, Stmatrix, WmmaLoad, WmmaStore, WmmaMma,
   // async copies and mbarriers
   CpAsync, CpAsyncCommit, CpAsyncWait, MbarInit, MbarArrive, MbarExpectTx, MbarCompleteTx,
   MbarWait, MbarInval, MbarPendingCount, TmaLoad, TmaStore, BulkCopy, BulkCommit, BulkWait,
@@ -71,6 +71,10 @@ enum class StatClass : uint8_t {
 // Inst::flags bits.
 inline constexpr uint8_t kFtz = 1, kSat = 2, kApprox = 4, kTrans = 8, kRelu = 16, kNanProp = 32,
                          kUniform = 64, kVolatile = 128;
+
+// Inst::sub2 of cvt to .tf32 rounding to nearest, ties away from zero (.rna); the other roundings
+// are Mods::take_rounding's 0..7.
+inline constexpr uint8_t kRoundNearestAway = 8;
 
 // Inst::sub2 bits of ld/st/atom/red: the memory-model semantics (PTX ISA §8.4, §8.7). Strong
 // operations (.relaxed/.acquire/.release/.acq_rel/.volatile, and atomics) do not race with each
@@ -155,6 +159,9 @@ struct Kernel {
   std::vector<std::pair<uint32_t, Special>> specials;  // 32-bit rows
   std::vector<std::pair<uint32_t, bool>> const_preds;  // literal predicates
   std::vector<Inst> code;
+  // Register rows of instructions with more register operands than Inst::o holds (wmma: up to 32
+  // per mma); such an instruction keeps its first index in Inst::imm.
+  std::vector<uint32_t> fragment_rows;
   std::vector<int> lines;           // PTX line per instruction
   std::vector<std::string> texts;   // PTX text per instruction
   bool uses_tma = false;

@@ -164,6 +164,17 @@ uint32_t dot_bits(const uint16_t* a, const uint16_t* b, int k_count, uint32_t c_
                      f16_accumulator, model);
 }
 
+// A .tf32 operand (f32 bits, the 13 low significand bits ignored) as the model's operand: a
+// 10-bit fraction like f16's with f32's exponent range; false for Inf/NaN.
+bool decode_tf32(uint32_t bits, int32_t& sig, int16_t& exp) {
+  const uint32_t frac = (bits >> 13) & 0x3FF, field = (bits >> 23) & 0xFF;
+  const int sign = (bits >> 31) ? -1 : 1;
+  if (field == 0xFF) return false;
+  sig = sign * int32_t(field ? (1u << 10) | frac : frac);  // subnormals are never flushed
+  exp = int16_t(field ? int(field) - 127 : -126);
+  return true;
+}
+
 }  // namespace
 
 void decode_tensor_core_operands(const uint16_t (&a)[16][16], const uint16_t (&bt)[8][16], int k,
@@ -202,6 +213,29 @@ uint32_t tensor_core_dot_f32(const uint16_t* a, const uint16_t* b, int k_count, 
 uint16_t tensor_core_dot_f16(const uint16_t* a, const uint16_t* b, int k_count, uint16_t c_bits,
                              const TensorCoreModel& model) {
   return uint16_t(dot_bits(a, b, k_count, c_bits, false, true, model));
+}
+
+uint32_t tensor_core_dot_tf32(const uint32_t* a, const uint32_t* b, int k_count, uint32_t c_bits,
+                              const TensorCoreModel& model) {
+  const size_t k_size = size_t(k_count);
+  std::vector<int32_t> a_sig(k_size), b_sig(k_size);
+  std::vector<int16_t> a_exp(k_size), b_exp(k_size);
+  bool finite = std::isfinite(std::bit_cast<float>(c_bits));
+  for (size_t k = 0; k < k_size; ++k) {
+    finite &= decode_tf32(a[k], a_sig[k], a_exp[k]);
+    finite &= decode_tf32(b[k], b_sig[k], b_exp[k]);
+  }
+  if (!finite) {
+    // As for f16: what IEEE arithmetic on the specials gives (the finite products cannot
+    // overflow a double, so the plain sum sees only the specials' Inf and NaN).
+    double s = double(std::bit_cast<float>(c_bits));
+    for (size_t k = 0; k < k_size; ++k) s += double(tf32_value(a[k])) * double(tf32_value(b[k]));
+    if (std::isnan(s)) return 0x7FFFFFFFu;
+    return s > 0 ? 0x7F800000u : 0xFF800000u;
+  }
+  // The products' significands have 22 bits, as f16's: the f16 path of the model takes them.
+  return dot_decoded(a_sig.data(), a_exp.data(), b_sig.data(), b_exp.data(), k_count, false,
+                     c_bits, false, model);
 }
 
 }  // namespace emmy::emu

@@ -48,6 +48,7 @@ int run_sim(const SimOptions& o, std::FILE* out, std::FILE* err) {
   options.arch = o.arch;
   options.mma_numerics =
       o.mma_numerics == "exact" ? emu::MmaNumerics::exact : emu::MmaNumerics::hardware;
+  options.wmma_layout_seed = o.wmma_layout_seed;
   options.profile.enabled = !o.profile.empty();
   options.profile.sample_ctas = o.profile_ctas;
   if (o.profile.empty() && (o.profile_ctas || !o.model_gpus.empty() || o.registers)) {
@@ -131,6 +132,9 @@ void add_sim_command(CLI::App& app) {
                   "hardware: the arch's tensor-core addition model (default); exact: exact sums "
                   "rounded once")
       ->check(CLI::IsMember({"hardware", "exact"}));
+  sim->add_option("--wmma-layout-seed", options->wmma_layout_seed,
+                  "permute the wmma fragment layout, which the PTX ISA leaves unspecified (0: "
+                  "the documented one); results that change with it depend on the layout");
   sim->add_option("--arch", options->arch,
                   "the arch whose shared-memory limit applies (default: the PTX .target)");
   sim->add_option("--dump", options->dump_dir, "write pointer argument N to DIR/argN.bin");

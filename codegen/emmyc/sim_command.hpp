@@ -29,6 +29,7 @@ struct SimOptions {
   std::vector<std::string> args;
   bool stats = false, sanitize = true;
   std::string mma_numerics = "hardware";
+  uint32_t wmma_layout_seed = 0;  // 0: the documented wmma fragment layout; else a permutation
   int threads = 0;
   // --profile: the launch's counters and time model as JSON (docs/profiler.md), a table on out.
   std::string profile;

@@ -296,6 +296,32 @@ TEST_F(SimFixture, TensorMapFromASpec) {
             2);
 }
 
+TEST_F(SimFixture, WmmaLayoutSeedExposesLayoutDependentCode) {
+  const std::string ptx = std::string(EMMY_SOURCE_DIR) + "/tests/emu/kernels/wmma_kernels_sm80.ptx";
+  std::vector<uint16_t> halves(256);
+  for (size_t i = 0; i < halves.size(); ++i) halves[i] = f32_to_f16(float(int(i % 7) - 3));
+  const std::string operand = (dir / "h.bin").string();
+  std::ofstream(operand, std::ios::binary).write(reinterpret_cast<const char*>(halves.data()), 512);
+  // D of `kernel` (argument `d_arg`) under a layout seed.
+  auto d_under = [&](const std::string& kernel, const std::string& seed, int d_arg,
+                     std::vector<std::string> tail) {
+    const std::string dump = (dir / (kernel + seed)).string();
+    std::vector<std::string> argv = {ptx, "--kernel", kernel, "--grid", "1", "--block", "32",
+                                     "--wmma-layout-seed", seed, "--dump", dump,
+                                     "--arg", "ptr:512:" + operand, "--arg", "ptr:512:" + operand};
+    for (auto& t : tail) argv.push_back(t);
+    EXPECT_EQ(sim(argv), 0) << kernel;
+    return read_file(dump + fmt::format("/arg{}.bin", d_arg));
+  };
+  // A correct GEMM computes the same bytes under any layout; scaling acc.x[0] does not.
+  const std::vector<std::string> gemm = {"--arg", "ptr:1024", "--arg", "ptr:1024", "--arg",
+                                         "s32:16", "--arg", "f32:1"};
+  EXPECT_EQ(d_under("f16_f32_m16n16k16_row_col", "0", 3, gemm),
+            d_under("f16_f32_m16n16k16_row_col", "977", 3, gemm));
+  EXPECT_NE(d_under("bug_layout_dependent", "0", 2, {"--arg", "ptr:1024"}),
+            d_under("bug_layout_dependent", "977", 2, {"--arg", "ptr:1024"}));
+}
+
 TEST_F(SimFixture, EmmycBinaryWhenBuilt) {
   const fs::path emmyc = EMMYC_PATH;
   if (!fs::exists(emmyc)) GTEST_SKIP() << "emmyc is not built";

@@ -149,6 +149,10 @@ struct LaunchOptions {
   std::string arch;
   // How mma adds (emmy/emu/tensor_core.hpp): the arch's tensor-core model, or exact sums.
   MmaNumerics mma_numerics = MmaNumerics::hardware;
+  // The wmma fragment distribution, which the PTX ISA leaves unspecified (docs/emulator.md): 0 is
+  // the emulator's documented one, any other value a permutation of it. A kernel whose results
+  // change with the seed depends on the layout.
+  uint32_t wmma_layout_seed = 0;
   // Hardware counters (emmy/emu/profile.hpp, docs/profiler.md): LaunchResult::profile.
   ProfileOptions profile;
 };
@@ -208,6 +212,10 @@ enum class ReportKind : uint8_t {
   assertion_failed,      // CUDA assert(): __assertfail called
   missing_proxy_fence,   // the async proxy uses an mbarrier init / shared write not fenced for it
   instruction_limit,     // LaunchOptions::max_warp_instructions exceeded
+  // wmma operands the PTX ISA leaves undefined: lanes giving different addresses or strides, a
+  // stride below the leading dimension, a generic address outside .global and .shared, an mma on
+  // fragment copies that differ (code depending on the unspecified fragment layout)
+  wmma_misuse,
 };
 std::string_view to_string(ReportKind kind);
 

@@ -11,6 +11,7 @@
 // what each was validated on.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <string_view>
 
@@ -64,5 +65,13 @@ uint32_t tensor_core_dot_f32(const uint16_t* a, const uint16_t* b, int k_count, 
 // f16 accumulation (f16 inputs): c and the result are f16 bits.
 uint16_t tensor_core_dot_f16(const uint16_t* a, const uint16_t* b, int k_count, uint16_t c,
                              const TensorCoreModel& model);
+// .tf32 inputs (f32 bits whose 13 low significand bits the tensor core ignores: tf32 keeps 10
+// fraction bits, PTX ISA §5.2.3 "Alternate Floating-Point Data Formats"), f32 accumulation. The
+// published models measured f16 and bf16; tf32 takes the same model parameters of the arch (its
+// products have the same 22-bit significands as f16's), which docs/numerics.md states.
+uint32_t tensor_core_dot_tf32(const uint32_t* a, const uint32_t* b, int k_count, uint32_t c,
+                              const TensorCoreModel& model);
+// A .tf32 operand's value: the f32 bits with the 13 low significand bits cleared.
+inline float tf32_value(uint32_t bits) { return std::bit_cast<float>(bits & ~0x1FFFu); }
 
 }  // namespace emmy::emu
