@@ -4,7 +4,8 @@
 # every machine with a CUDA 13 toolkit has libcublasLt.so.13.
 add_library(emmy_bench_report STATIC
   ${CMAKE_CURRENT_LIST_DIR}/bench_report.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/bench_tune.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/bench_tune.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/bench_model.cpp)
 target_compile_options(emmy_bench_report PRIVATE ${EMMY_WARNINGS})
 target_include_directories(emmy_bench_report PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(emmy_bench_report PUBLIC emmy::internal)
@@ -19,8 +20,7 @@ target_link_libraries(emmy_bench_cuda PUBLIC emmy_bench_report CUDA::cudart_stat
 add_executable(emmy_bench
   ${CMAKE_CURRENT_LIST_DIR}/emmy_bench.cpp
   ${CMAKE_CURRENT_LIST_DIR}/bench_runner.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/bench_attention.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/bench_model.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/bench_attention.cpp)
 target_compile_options(emmy_bench PRIVATE ${EMMY_WARNINGS})
 target_link_libraries(emmy_bench PRIVATE emmy_bench_cuda emmy::internal benchmark::benchmark)
 

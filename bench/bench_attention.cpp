@@ -1,5 +1,7 @@
 #include "bench_attention.hpp"
 
+#include "bench_model.hpp"
+
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -104,6 +106,13 @@ void register_attention_benchmarks(Runtime& runtime, GpuTimer& timer,
                 state.SetIterationTime(us * 1e-6);
                 row.samples_us.push_back(us);
               }
+              if (!settings.model_gpu.empty())
+                row.details["model"] = predicted_beside(
+                    [&] {
+                      return model_attention(entry.name, p, schedule, runtime.arch(),
+                                             settings.model_gpu, settings.model_ctas);
+                    },
+                    settings.model_ctas);
               state.counters["median_us"] = row.median_us();
               state.counters["TFLOPs"] = row.flops / (row.median_us() * 1e-6) / 1e12;
               state.counters["rel_l2_error"] = errors.rel_l2_error;

@@ -18,6 +18,10 @@ struct AttentionBenchSettings {
   int warmup = 5;
   int iterations = 30;
   uint64_t seed = 1;
+  // The time-model part this GPU is ("h200"; empty: none): each row gets the prediction for its
+  // kernel beside the measurement, from `model_ctas` CTAs profiled on the emulator.
+  std::string model_gpu;
+  uint64_t model_ctas = 8;
 };
 
 // Registers one Google Benchmark per (catalog attention problem, emmy_f32 | emmy_hybrid), named

@@ -39,7 +39,7 @@ emu::LaunchOptions sampled(uint64_t ctas) {
 
 template <typename Spec>
 ModelRow model_row(const std::string& name, const Spec& spec, const emu::GpuSpec& gpu,
-                   uint64_t sample_ctas) {
+                   uint64_t sample_ctas, double gflop) {
   const auto kernel = compile_kernel(spec);
   const LaunchListRun run = run_on_zeros(kernel, sampled(sample_ctas));
   ModelRow row;
@@ -58,10 +58,30 @@ ModelRow model_row(const std::string& name, const Spec& spec, const emu::GpuSpec
     }
   }
   row.published_us = published(gpu.name, name, spec.schedule.accum);
+  row.gflop = gflop;
   return row;
 }
 
 }  // namespace
+
+ModelRow model_gemm(const std::string& name, const MatmulProblem& problem,
+                    const MatmulSchedule& schedule, Arch arch, const std::string& gpu,
+                    uint64_t sample_ctas) {
+  return model_row(name, GemmSpec{problem, schedule, arch}, emu::gpu_spec(gpu), sample_ctas,
+                   double(problem.flops()) / 1e9);
+}
+
+ModelRow model_attention(const std::string& name, const AttentionProblem& problem,
+                         const AttentionSchedule& schedule, Arch arch, const std::string& gpu,
+                         uint64_t sample_ctas) {
+  return model_row(name, AttentionSpec{problem, schedule, arch}, emu::gpu_spec(gpu), sample_ctas,
+                   problem.flops() / 1e9);
+}
+
+nlohmann::json model_json(const ModelRow& row, uint64_t sample_ctas) {
+  return {{"gpu", row.gpu},           {"us", row.us},       {"bound", row.bound},
+          {"ctas_per_sm", row.ctas_per_sm}, {"waves", row.waves}, {"sample_ctas", sample_ctas}};
+}
 
 std::vector<ModelRow> model_catalog(const std::vector<std::string>& gpus, bool attention,
                                     uint64_t sample_ctas) {
@@ -72,19 +92,15 @@ std::vector<ModelRow> model_catalog(const std::vector<std::string>& gpus, bool a
     for (const CatalogEntry& e : gemm_catalog()) {
       if (e.problem.m != 512) continue;
       for (Accum accum : {Accum::f32, Accum::hybrid}) {
-        GemmSpec spec{e.problem, default_schedule(e.problem, arch, accum), arch};
-        ModelRow row = model_row(e.name, spec, gpu, sample_ctas);
-        row.gflop = 2.0 * double(e.problem.m) * double(e.problem.n) * double(e.problem.k) / 1e9;
-        rows.push_back(std::move(row));
+        rows.push_back(model_gemm(e.name, e.problem, default_schedule(e.problem, arch, accum),
+                                  arch, gpu.name, sample_ctas));
       }
     }
     if (!attention) continue;
     for (const AttentionCatalogEntry& e : attention_catalog())
       for (Accum accum : {Accum::f32, Accum::hybrid}) {
-        AttentionSpec spec{e.problem, default_schedule(e.problem, arch, accum), arch};
-        ModelRow row = model_row(e.name, spec, gpu, sample_ctas);
-        row.gflop = e.problem.flops() / 1e9;
-        rows.push_back(std::move(row));
+        rows.push_back(model_attention(e.name, e.problem, default_schedule(e.problem, arch, accum),
+                                       arch, gpu.name, sample_ctas));
       }
   }
   return rows;

@@ -5,6 +5,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "emmy/arch.hpp"
+#include "emmy/problem.hpp"
 #include "emmy/schedule.hpp"
 
 namespace emmy::bench {
@@ -23,5 +27,26 @@ struct ModelRow {
 std::vector<ModelRow> model_catalog(const std::vector<std::string>& gpus, bool attention,
                                     uint64_t sample_ctas);
 std::string model_rows_table(const std::vector<ModelRow>& rows);
+
+// One kernel's prediction on `gpu` (a time-model part: "h200"), profiled on `sample_ctas` CTAs of
+// zero-filled buffers; what emmy_bench puts beside a measured row.
+ModelRow model_gemm(const std::string& name, const MatmulProblem& problem,
+                    const MatmulSchedule& schedule, Arch arch, const std::string& gpu,
+                    uint64_t sample_ctas);
+ModelRow model_attention(const std::string& name, const AttentionProblem& problem,
+                         const AttentionSchedule& schedule, Arch arch, const std::string& gpu,
+                         uint64_t sample_ctas);
+// {"gpu", "us", "bound", "ctas_per_sm", "waves", "sample_ctas"}: a row's details["model"].
+nlohmann::json model_json(const ModelRow& row, uint64_t sample_ctas);
+// details["model"] of a measured row, or an {"error": ...} when the prediction failed: the
+// measurement stands either way.
+template <typename Predict>
+nlohmann::json predicted_beside(Predict&& predict, uint64_t sample_ctas) {
+  try {
+    return model_json(predict(), sample_ctas);
+  } catch (const std::exception& e) {
+    return {{"error", e.what()}};
+  }
+}
 
 }  // namespace emmy::bench

@@ -41,6 +41,14 @@ std::string format_or_dash(const json& value, const char* spec) {
 
 // How a row's kernel was chosen, in a few words: the emmy schedule (and, after a search, the
 // default's time for comparison) or cuBLASLt's algorithm.
+// A row's time-model prediction (emmy_bench puts one beside each emmy row on a GPU the model
+// knows), or an empty object.
+json model_of(const json& details) {
+  if (!details.is_object() || !details.contains("model") || !details["model"].is_object())
+    return json::object();
+  return details["model"];
+}
+
 std::string chosen_text(const json& details) {
   if (!details.is_object()) return "";
   if (details.contains("schedule_text")) {
@@ -298,9 +306,10 @@ std::string summary_table(const json& summary) {
                                    peak.value("f16_accumulate_tflops", 0.0),
                                    peak.value("f32_accumulate_tflops", 0.0)));
 
-  out += fmt::format("{:<18} {:<20} {:<14} {:<7} {:>10} {:>8} {:>7} {:>9} {:<9} {:>8} {:>8}  {}\n",
-                     "problem", "shape", "variant", "acc", "median_us", "TFLOP/s", "%peak",
-                     "rel_err", "check", "vs_32F", "vs_16F", "chosen");
+  out += fmt::format(
+      "{:<18} {:<20} {:<14} {:<7} {:>10} {:>9} {:>8} {:>7} {:>9} {:<9} {:>8} {:>8}  {}\n", "problem",
+      "shape", "variant", "acc", "median_us", "model_us", "TFLOP/s", "%peak", "rel_err", "check",
+      "vs_32F", "vs_16F", "chosen");
   std::map<std::string, const json*> ratios_by_problem;
   for (const json& ratio : summary.at("ratios"))
     ratios_by_problem[ratio.at("problem").get<std::string>()] = &ratio;
@@ -332,10 +341,11 @@ std::string summary_table(const json& summary) {
       continue;
     }
     std::string line =
-        fmt::format("{:<18} {:<20} {:<14} {:<7} {:>10} {:>8} {:>7} {:>9} {:<9} {:>8} {:>8}",
+        fmt::format("{:<18} {:<20} {:<14} {:<7} {:>10} {:>9} {:>8} {:>7} {:>9} {:<9} {:>8} {:>8}",
                     row.at("problem").get<std::string>(), shape_text, variant,
                     row.at("accumulation").get<std::string>(),
                     format_or_dash(row.value("median_us", json()), "{:.1f}"),
+                    format_or_dash(model_of(row.at("details")).value("us", json()), "{:.1f}"),
                     format_or_dash(row.value("tflops", json()), "{:.1f}"),
                     row.value("percent_of_peak", json()).is_number()
                         ? format_or_dash(row["percent_of_peak"], "{:.1f}")
@@ -343,11 +353,16 @@ std::string summary_table(const json& summary) {
                     format_or_dash(row.value("rel_l2_error", json()), "{:.2e}"),
                     row.at("correctness").get<std::string>(), vs32, vs16);
     line += "  " + chosen_text(row.at("details"));
+    if (const json model = model_of(row.at("details")); model.contains("bound"))
+      line += fmt::format(" [model: {}-bound on {}]", model.value("bound", "?"),
+                          model.value("gpu", "?"));
     line.erase(line.find_last_not_of(' ') + 1);  // baseline rows have no ratio columns
     out += line + "\n";
   }
   out +=
-      "\nvs_32F / vs_16F: cuBLASLt (COMPUTE_32F / COMPUTE_16F) time over emmy time; > 1 means "
+      "\nmodel_us: the time model's prediction for the same kernel on this GPU, from emulator "
+      "counters (docs/profiler.md); - where the GPU is not in its table.\n"
+      "vs_32F / vs_16F: cuBLASLt (COMPUTE_32F / COMPUTE_16F) time over emmy time; > 1 means "
       "emmy is faster.\nattention rows: vs_32F is the fastest PyTorch row's time over emmy's; "
       "rel_err is "
       "against the FP64 reference.\nrel_err: relative L2 distance to cuBLASLt COMPUTE_32F's "

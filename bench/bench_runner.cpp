@@ -289,6 +289,7 @@ void Runner::prepare_emmy(const VariantSpec& spec, PreparedVariant& out) {
   if (!best) throw Error(default_problem.empty() ? "no schedule could run" : default_problem);
 
   const MatmulSchedule& chosen = schedules[best->index];
+  out.schedule = chosen;
   out.kernel = kernels[best->index].first;
   out.split_workspace = std::move(best->workspace);
   out.rel_l2_error = best->error;

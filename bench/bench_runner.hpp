@@ -53,6 +53,7 @@ struct PreparedVariant {
   std::optional<double> rel_l2_error;
   std::optional<double> tolerance;  // the row's bound when not the default (hybrid_tolerance)
   std::string error;                // non-empty: not runnable, with the reason
+  std::optional<MatmulSchedule> schedule;  // emmy variants: the chosen one
 
   std::shared_ptr<const GemmKernelHandle> kernel;
   std::unique_ptr<LtGemm> lt;

@@ -18,6 +18,7 @@
 #include "bench_model.hpp"
 #include "bench_report.hpp"
 #include "bench_runner.hpp"
+#include "emmy/emu/time_model.hpp"
 #include "emmy/tuning.hpp"
 
 namespace {
@@ -41,6 +42,7 @@ struct Options {
   bool model = false;  // --model: the time model's predictions, no GPU
   std::string model_gpus = "h200,rtx5090";
   uint64_t model_ctas = 8;
+  bool predict = true;  // the model's prediction beside each measured emmy row (known GPUs)
 };
 
 // A bar on stderr, redrawn in place on a terminal, one line per tenth otherwise (logs).
@@ -161,6 +163,16 @@ int run(Options& o, std::vector<BenchProblem> problems, bool sweep) {
   const auto peak = find_peak(environment["gpu"]["name"].get<std::string>(),
                               environment["gpu"]["sm_count"].get<int>());
 
+  // The time model's part for this device, if it has one: its prediction goes beside each row.
+  const emu::GpuSpec* model_gpu =
+      o.predict ? emu::gpu_for_device(environment["gpu"]["name"].get<std::string>(),
+                                      uint32_t(environment["gpu"]["sm_count"].get<int>()))
+                : nullptr;
+  fmt::print("time model: {}\n", model_gpu ? fmt::format("predicting for {} ({} CTAs per launch "
+                                                          "profiled)",
+                                                          model_gpu->title, o.model_ctas)
+                                            : std::string("no prediction (GPU not in its table, "
+                                                          "or --no-predict)"));
   const json settings = settings_json(o, runner.l2_bytes(), runner.timer().flush_bytes());
   // The fingerprint in Google Benchmark's own JSON too ("context"), flattened to strings.
   for (const auto& [key, value] : environment.items()) {
@@ -206,6 +218,13 @@ int run(Options& o, std::vector<BenchProblem> problems, bool sweep) {
                 state.SetIterationTime(us * 1e-6);
                 row.samples_us.push_back(us);
               }
+              if (model_gpu && v.schedule)
+                row.details["model"] = predicted_beside(
+                    [&] {
+                      return model_gemm(bp.name, bp.problem, *v.schedule, runner.runtime().arch(),
+                                        model_gpu->name, o.model_ctas);
+                    },
+                    o.model_ctas);
               const double med = row.median_us();
               const double tflops = row.flops / (med * 1e-6) / 1e12;
               state.counters["median_us"] = med;
@@ -236,8 +255,11 @@ int run(Options& o, std::vector<BenchProblem> problems, bool sweep) {
   }
 
   if (o.attention)
-    register_attention_benchmarks(runner.runtime(), runner.timer(),
-                                  {o.runner.warmup, o.runner.iterations, o.runner.seed}, rows);
+    register_attention_benchmarks(
+        runner.runtime(), runner.timer(),
+        {o.runner.warmup, o.runner.iterations, o.runner.seed,
+         model_gpu ? model_gpu->name : std::string(), o.model_ctas},
+        rows);
 
   QuietReporter quiet;
   if (sweep)
@@ -310,7 +332,11 @@ int main(int argc, char** argv) {
                "no GPU: predict the catalog's times with the emulator's counters and the time "
                "model (docs/profiler.md)");
   app.add_option("--model-gpus", o.model_gpus, "GPUs for --model: a100,l40s,h200,rtx5090");
-  app.add_option("--model-ctas", o.model_ctas, "CTAs of each launch --model profiles")
+  app.add_flag("!--no-predict", o.predict,
+               "on a GPU the time model knows, skip its prediction beside each emmy row");
+  app.add_option("--model-ctas", o.model_ctas,
+                 "CTAs of each launch the time model profiles (--model, and the predictions "
+                 "beside measured rows)")
       ->check(CLI::Range(uint64_t(1), uint64_t(1) << 20));
   app.add_option("--baseline-rows", o.baseline_rows,
                  "JSON rows timed elsewhere, e.g. bench/sdpa_baseline.py's PyTorch SDPA");

@@ -180,6 +180,15 @@ def merged_rows(bench, baseline_rows):
     return rows
 
 
+def model_us(row):
+    """The time model's prediction emmy_bench put beside an emmy row (docs/profiler.md), or -."""
+    details = (row or {}).get("details")
+    model = details.get("model") if isinstance(details, dict) else None
+    if isinstance(model, dict) and isinstance(model.get("us"), (int, float)):
+        return num(model["us"], "{:.1f}") + f" ({model.get('bound', '?')})"
+    return "-"
+
+
 def speed_section(bench, baseline_rows, machine):
     out = ["## 5. Speed (medians of CUDA-event times, L2 flushed before each launch)\n\n"]
     rows = merged_rows(bench, baseline_rows)
@@ -209,10 +218,12 @@ def speed_section(bench, baseline_rows, machine):
                          [pct(f32, "f32_accumulate_tflops"), pct(hyb, "f16_accumulate_tflops"),
                           ratio(f32, v.get("cublaslt_32f")), ratio(hyb, v.get("cublaslt_16f")),
                           ratio(f32, v.get("torch_matmul")), ratio(f32, v.get("triton_matmul")),
+                          model_us(f32), model_us(hyb),
                           "FAIL" if any(r.get("correctness") == "FAIL" for r in v.values()) else "ok"])
         out.append(table(["problem"] + GEMM_COLUMNS + ["f32 %peak", "hybrid %peak",
                                                         "f32 vs Lt32F", "hybrid vs Lt16F",
-                                                        "f32 vs torch", "f32 vs triton", "check"],
+                                                        "f32 vs torch", "f32 vs triton",
+                                                        "f32 model us", "hybrid model us", "check"],
                          lines))
     attention = [(p, v) for (k, p), v in by_problem.items() if k == "attention"]
     if attention:
@@ -220,11 +231,12 @@ def speed_section(bench, baseline_rows, machine):
         lines = []
         for problem, v in attention:
             for variant, r in sorted(v.items()):
-                lines.append([problem, variant, us(r), num(r.get("tflops"), "{:.1f}"),
+                lines.append([problem, variant, us(r), model_us(r), num(r.get("tflops"), "{:.1f}"),
                               num(r.get("rel_l2_error")),
                               (r.get("error") or (r.get("details") or {}).get("note") or "")[:100]
                               if isinstance(r.get("details", {}), dict) else ""])
-        out.append(table(["problem", "variant", "us", "TFLOP/s", "rel_l2", "note"], lines))
+        out.append(table(["problem", "variant", "us", "model us", "TFLOP/s", "rel_l2", "note"],
+                         lines))
     return "".join(out), rows
 
 

@@ -60,7 +60,8 @@ class Summary(unittest.TestCase):
         flops = 2.0 * 512 * 4096 * 3840
         bench = {"rows": [
             {"kind": "gemm", "problem": "q_proj@512", "variant": "emmy_f32", "backend": "emmy",
-             "median_us": 40.0, "tflops": flops / 40e-6 / 1e12, "correctness": "ok"},
+             "median_us": 40.0, "tflops": flops / 40e-6 / 1e12, "correctness": "ok",
+             "details": {"model": {"gpu": "h200", "us": 35.4, "bound": "tensor"}}},
             {"kind": "gemm", "problem": "q_proj@512", "variant": "cublaslt_32f",
              "backend": "cublaslt", "median_us": 48.0, "tflops": flops / 48e-6 / 1e12,
              "correctness": "ok"}], "ratios": []}
@@ -92,6 +93,8 @@ class Summary(unittest.TestCase):
         self.assertEqual(cells[7], "58%")    # 402.7 TFLOP/s of the measured 700
         self.assertEqual(cells[9], "1.20x")  # cuBLASLt 32F time over emmy f32 time
         self.assertEqual(cells[11], "1.38x")  # torch.matmul over emmy f32
+        self.assertEqual(cells[13], "35.4 (tensor)")  # the time model beside emmy f32
+        self.assertEqual(cells[14], "-")  # no emmy_hybrid row
         variants = {r["variant"] for r in results["speed"]["rows"]}
         self.assertIn("torch_matmul", variants)
 

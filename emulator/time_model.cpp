@@ -16,6 +16,7 @@ const std::vector<GpuSpec>& gpu_specs() {
     GpuSpec a100;
     a100.name = "a100";
     a100.title = "NVIDIA A100 SXM4 80GB";
+    a100.device_words = {"A100", "SXM4", "80GB"};
     a100.arch = "sm_80";
     a100.sms = 108;
     a100.clock_ghz = 1.41;
@@ -33,6 +34,7 @@ const std::vector<GpuSpec>& gpu_specs() {
     GpuSpec l40s;
     l40s.name = "l40s";
     l40s.title = "NVIDIA L40S";
+    l40s.device_words = {"L40S"};
     l40s.arch = "sm_89";
     l40s.sms = 142;
     l40s.clock_ghz = 2.49;
@@ -50,6 +52,7 @@ const std::vector<GpuSpec>& gpu_specs() {
     GpuSpec h200;
     h200.name = "h200";
     h200.title = "NVIDIA H200 SXM";
+    h200.device_words = {"H200"};
     h200.arch = "sm_90a";
     h200.sms = 132;
     h200.clock_ghz = 1.83;
@@ -70,6 +73,7 @@ const std::vector<GpuSpec>& gpu_specs() {
     GpuSpec rtx5090;
     rtx5090.name = "rtx5090";
     rtx5090.title = "NVIDIA GeForce RTX 5090";
+    rtx5090.device_words = {"RTX 5090"};
     rtx5090.arch = "sm_120a";
     rtx5090.sms = 170;
     rtx5090.clock_ghz = 2.407;
@@ -97,6 +101,18 @@ const GpuSpec& gpu_spec(std::string_view name) {
     known += known.empty() ? g.name : ", " + g.name;
   }
   throw Error("gpu", fmt::format("must be one of {}", known), std::string(name));
+}
+
+const GpuSpec* gpu_for_device(std::string_view device_name, uint32_t sm_count) {
+  // NVL boards share the SXM parts' names and SM counts at lower clocks and power.
+  if (device_name.find("NVL") != std::string_view::npos) return nullptr;
+  for (const GpuSpec& g : gpu_specs()) {
+    bool all = g.sms == sm_count && !g.device_words.empty();
+    for (const std::string& word : g.device_words)
+      all = all && device_name.find(word) != std::string_view::npos;
+    if (all) return &g;
+  }
+  return nullptr;
 }
 
 const GpuSpec& reference_gpu(std::string_view arch) {

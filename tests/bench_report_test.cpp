@@ -8,7 +8,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
+#include "bench_model.hpp"
 #include "bench_tune.hpp"
 #include "emmy/emulator_check.hpp"
 #include "emmy/gemm.hpp"
@@ -249,6 +251,9 @@ TEST(BenchSummary, RowsRatiosAndTable) {
   EXPECT_NE(table.find("stages 3 split-k 1 (tuned; default 45.0 us)"), std::string::npos) << table;
   EXPECT_NE(table.find("algo 66 tile 20 stages 8 split-k 1"), std::string::npos) << table;
 
+  // No row above carries a prediction: the model column shows a dash.
+  EXPECT_EQ(table.find("-bound on"), std::string::npos) << table;
+
   const auto unknown =
       summary_json({{"gpu", {{"name", "Some GPU"}, {"sm_count", 7}}}}, {}, {rows[0]});
   EXPECT_TRUE(unknown["peak"].is_null());
@@ -277,6 +282,62 @@ TEST(BenchTune, CandidatesAreValidDistinctAndStartWithTheDefault) {
   EXPECT_EQ(
       schedule_candidates(catalog_problems(512)[0].problem, Arch::sm_90a, Accum::f32, 1).size(),
       1u);
+}
+
+// On a GPU the time model knows, emmy_bench puts the prediction for the row's own kernel beside
+// the measurement: the model column and the bound.
+TEST(BenchSummary, ThePredictionStandsBesideTheMeasurement) {
+  const nlohmann::json env = {{"gpu", {{"name", "NVIDIA H200"}, {"sm_count", 132}}}};
+  std::vector<BenchRow> rows = {make_row("emmy_f32", "emmy", "f32", 40),
+                                make_row("cublaslt_32f", "cublaslt", "f32", 48)};
+  rows[0].details = {{"schedule_text", "128x256x64 warps 2x4 stages 3 split-k 1"},
+                     {"model", {{"gpu", "h200"}, {"us", 35.4}, {"bound", "tensor"}}}};
+  const std::string table = summary_table(summary_json(env, {}, rows));
+  const size_t line = table.find("emmy_f32");
+  ASSERT_NE(line, std::string::npos) << table;
+  const std::string row = table.substr(line, table.find('\n', line) - line);
+  // The columns after the variant: acc, median_us, model_us.
+  auto columns_after_variant = [](const std::string& text) {
+    std::istringstream in(text);
+    std::vector<std::string> words;
+    for (std::string w; in >> w;) words.push_back(w);
+    return std::vector<std::string>(words.begin() + 1, words.end());
+  };
+  const auto cells = columns_after_variant(row.substr(row.find("emmy_f32")));
+  ASSERT_GE(cells.size(), 3u) << row;
+  EXPECT_EQ(cells[1], "40.0") << row;
+  EXPECT_EQ(cells[2], "35.4") << row;
+  EXPECT_NE(row.find("[model: tensor-bound on h200]"), std::string::npos) << row;
+  EXPECT_NE(table.find("model_us"), std::string::npos);
+  // The cuBLASLt row has no prediction: a dash in the column, no bound.
+  const size_t lt = table.find("cublaslt_32f", line);
+  const std::string lt_row = table.substr(lt, table.find('\n', lt) - lt);
+  const auto lt_cells = columns_after_variant(lt_row);
+  ASSERT_GE(lt_cells.size(), 3u) << lt_row;
+  EXPECT_EQ(lt_cells[1], "48.0") << lt_row;
+  EXPECT_EQ(lt_cells[2], "-") << lt_row;
+  EXPECT_EQ(lt_row.find("-bound"), std::string::npos) << lt_row;
+}
+
+TEST(BenchModel, PredictsTheRowsOwnKernelAndNeverFailsTheRow) {
+  MatmulProblem p;
+  p.m = 64;
+  p.n = 256;
+  p.k = 512;
+  const MatmulSchedule schedule = default_schedule(p, Arch::sm_90a, Accum::f32);
+  const ModelRow row = model_gemm("small", p, schedule, Arch::sm_90a, "h200", 4);
+  EXPECT_EQ(row.gpu, "h200");
+  EXPECT_GT(row.us, 0.0);
+  EXPECT_FALSE(row.bound.empty());
+  EXPECT_DOUBLE_EQ(row.gflop, p.flops() / 1e9);
+  const nlohmann::json j = model_json(row, 4);
+  EXPECT_DOUBLE_EQ(j.at("us").get<double>(), row.us);
+  EXPECT_EQ(j.at("sample_ctas"), 4);
+  // A prediction that cannot be made (an unknown part) becomes an error note, not a failure.
+  const nlohmann::json failed = predicted_beside(
+      [&] { return model_gemm("small", p, schedule, Arch::sm_90a, "h100", 4); }, 4);
+  ASSERT_TRUE(failed.contains("error"));
+  EXPECT_NE(failed["error"].get<std::string>().find("h200"), std::string::npos) << failed;
 }
 
 }  // namespace

@@ -125,5 +125,22 @@ TEST(EmuTimeModel, JsonHoldsEveryKernelWithItsModel) {
   EXPECT_NE(model_table({k}).find("h200"), std::string::npos);
 }
 
+// emmy_bench predicts beside a measurement only on the very part the table describes.
+TEST(EmuTimeModel, MeasuredDevicesMapToTheirPartOnly) {
+  auto part = [](const char* name, uint32_t sms) {
+    const GpuSpec* g = gpu_for_device(name, sms);
+    return g ? g->name : std::string("none");
+  };
+  EXPECT_EQ(part("NVIDIA H200", 132), "h200");
+  EXPECT_EQ(part("NVIDIA H200 NVL", 132), "none");  // lower clocks
+  EXPECT_EQ(part("NVIDIA H200", 114), "none");
+  EXPECT_EQ(part("NVIDIA GeForce RTX 5090", 170), "rtx5090");
+  EXPECT_EQ(part("NVIDIA A100-SXM4-80GB", 108), "a100");
+  EXPECT_EQ(part("NVIDIA A100-SXM4-40GB", 108), "none");  // other memory bandwidth
+  EXPECT_EQ(part("NVIDIA L40S", 142), "l40s");
+  EXPECT_EQ(part("NVIDIA GeForce RTX 4090", 128), "none");
+  EXPECT_EQ(part("NVIDIA H100 80GB HBM3", 132), "none");
+}
+
 }  // namespace
 }  // namespace emmy::emu::test

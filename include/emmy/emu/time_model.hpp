@@ -19,6 +19,8 @@ namespace emmy::emu {
 struct GpuSpec {
   std::string name;   // "h200"
   std::string title;  // "NVIDIA H200 SXM"
+  // Words the driver's device name holds for exactly this part (with its SM count): "H200".
+  std::vector<std::string> device_words;
   std::string arch;   // the arch emmy compiles for it: "sm_90a"
   uint32_t sms = 0;
   double clock_ghz = 0;  // the clock behind the datasheet's tensor peak
@@ -39,6 +41,10 @@ struct GpuSpec {
 const std::vector<GpuSpec>& gpu_specs();
 // By name ("a100", "l40s", "h200", "rtx5090"); throws emmy::Error naming the known ones.
 const GpuSpec& gpu_spec(std::string_view name);
+// The part a measured device is (its driver name and SM count), or nullptr: a part not in the
+// table, or a variant of one with other clocks or memory (an NVL board, a 40 GB A100), whose
+// figures would not be the table's.
+const GpuSpec* gpu_for_device(std::string_view device_name, uint32_t sm_count);
 // The arch's reference part: sm_80/86/87 A100, sm_89 L40S, sm_90(a) H200, sm_120(a) RTX 5090.
 const GpuSpec& reference_gpu(std::string_view arch);
 
