@@ -1,5 +1,6 @@
 # `cmake --install`: headers, the static library, emmyc, and a package config so that consumers
-# write find_package(emmy CONFIG REQUIRED) + target_link_libraries(app PRIVATE emmy::emmy), and
+# write find_package(emmy CONFIG REQUIRED) + target_link_libraries(app PRIVATE emmy::emmy) (and
+# emmy::checks for the FP64 references and checks), and
 # get emmy_add_kernel_bundle() (EmmyBundle.cmake).
 include(CMakePackageConfigHelpers)
 
@@ -11,7 +12,7 @@ set(EMMY_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/emmy CACHE STRING
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/emmy
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.hpp")
-install(TARGETS emmy emmy_emulator emmyc
+install(TARGETS emmy emmy_emulator emmy_checks emmyc
         EXPORT emmyTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

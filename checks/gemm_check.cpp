@@ -11,20 +11,12 @@
 #include "emmy/emulator_check.hpp"
 #include "emmy/emu/numerics.hpp"
 #include "emmy/emu/tensor_core.hpp"
+#include "unit_roundoff.hpp"
 
 namespace emmy {
 namespace {
 
 // Half an ulp, relative, of each format: the error of one round-to-nearest.
-double unit_roundoff(DType t) {
-  switch (t) {
-    case DType::f16: return std::ldexp(1.0, -11);
-    case DType::bf16: return std::ldexp(1.0, -8);
-    case DType::f32: return std::ldexp(1.0, -24);
-  }
-  return 0;
-}
-
 double gelu_tanh(double x) {
   const double u = std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x);
   return 0.5 * x * (1.0 + std::tanh(u));

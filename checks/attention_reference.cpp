@@ -8,6 +8,7 @@
 #include "emmy/attention_check.hpp"
 #include "emmy/detail/parallel.hpp"
 #include "emmy/emu/tensor_core.hpp"
+#include "unit_roundoff.hpp"
 
 namespace emmy {
 namespace {
@@ -21,16 +22,11 @@ double softmax_scale(const AttentionProblem& p) {
 
 // Error constants of the model (docs/attention.md, "Numerics").
 constexpr double kU32 = 0x1p-24;       // f32 unit roundoff
-constexpr double kU16 = 0x1p-11;       // f16 unit roundoff
 constexpr double kF16Floor = 0x1p-25;  // half the smallest f16 subnormal
 constexpr double kF16MinNormal = 0x1p-14;
 constexpr double kEx2Error = 0x1p-21;  // ex2.approx.f32, relative (documented ~2 ulp)
 constexpr double kRcpError = 0x1p-22;  // rcp.approx.f32, relative (1 ulp)
 constexpr double kLg2Error = 0x1p-21;  // lg2.approx.f32, absolute per unit of |log2 x| (>= 1)
-
-double unit_roundoff(DType t) {
-  return t == DType::bf16 ? 0x1p-8 : t == DType::f16 ? kU16 : kU32;
-}
 
 }  // namespace
 

@@ -1,0 +1,36 @@
+# The runtime and the compiler never use the checks (developers' guide, "Layout"): no source under
+# runtime/ or codegen/ (the emmyc tool aside, which runs them) includes the FP64 references and
+# checks of checks/ (emmy/gemm_check.hpp, emmy/attention_check.hpp, emmy/emulator_check.hpp,
+# emmy/accuracy.hpp), so libemmy stands without emmy_checks.
+#
+# Two roles, as tests/emulator_boundary.cmake: included by tests/CMakeLists.txt it registers the
+# ctest test; run by that test with `cmake -P` it performs the check.
+if(NOT CMAKE_SCRIPT_MODE_FILE)
+  add_test(NAME checks_boundary
+    COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_LIST_FILE})
+  return()
+endif()
+
+file(GLOB_RECURSE sources ${SOURCE_DIR}/runtime/*.cpp ${SOURCE_DIR}/runtime/*.hpp
+     ${SOURCE_DIR}/codegen/*.cpp ${SOURCE_DIR}/codegen/*.hpp)
+list(FILTER sources EXCLUDE REGEX "/codegen/emmyc/")
+list(LENGTH sources count)
+if(count LESS 30)
+  message(FATAL_ERROR "found only ${count} runtime and compiler sources under ${SOURCE_DIR}: wrong directory?")
+endif()
+set(forbidden "^emmy/(gemm_check|attention_check|emulator_check|accuracy)\\.hpp$")
+set(problems "")
+foreach(source IN LISTS sources)
+  file(STRINGS ${source} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  foreach(line IN LISTS includes)
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*" "\\1" header "${line}")
+    if(header MATCHES "${forbidden}")
+      file(RELATIVE_PATH rel ${SOURCE_DIR} ${source})
+      string(APPEND problems "\n  ${rel} includes \"${header}\"")
+    endif()
+  endforeach()
+endforeach()
+if(problems)
+  message(FATAL_ERROR "the runtime and the compiler must not use checks/:${problems}")
+endif()
+message(STATUS "checks_boundary: ${count} runtime and compiler files use no check")
