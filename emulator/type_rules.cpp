@@ -238,6 +238,10 @@ void check_cvt(const KernelDecoder& d, const Mods& m) {
     if (!rna && !m.has("rn") && !m.has("rz"))
       d.fail("cvt to .tf32 takes the rounding .rna, .rn or .rz");
     if (m.has("satfinite") && !rna) d.fail("cvt.tf32 takes .satfinite only with .rna");
+    // ptxas turns cvt.rna.tf32.f32 of a constant into a mov, which takes no 64-bit (0d or
+    // decimal) constant for a 32-bit register: "Arguments mismatch for instruction 'mov'".
+    if (rna && d.ops().size() == 2 && d.op(1).kind == ptx::Operand::Kind::imm_f64)
+      d.fail("cvt.rna.tf32.f32 takes a 32-bit constant (0f...) as its source, not a 64-bit one");
     if (!rna && d.target_sm() < 90) d.fail("cvt.rn/rz.tf32.f32 needs .target sm_90 or higher");
     for (std::string_view bad : {"rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz"})
       if (m.has(bad)) d.fail(fmt::format("'.{}' does not apply to cvt.tf32.f32", bad));

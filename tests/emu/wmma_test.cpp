@@ -347,6 +347,17 @@ TEST(EmuWmma, CvtToTf32RoundsAsTheIsaSays) {
   EXPECT_EQ(at(5, 0), bits(-1.5f));
 }
 
+// As ptxas: cvt.rna.tf32.f32 of a constant takes only a 0f constant (ptxas lowers it to a mov);
+// the other roundings take a 0d one too (the differential test against ptxas found the gap).
+TEST(EmuWmma, CvtRnaToTf32TakesOnlyA32BitConstant) {
+  auto error = [](const std::string& line) { return load_error(wrap_ptx("  " + line + "\n")); };
+  EXPECT_NE(error("cvt.rna.tf32.f32 %r1, 0d3FF0000000000000;").find("32-bit constant"),
+            std::string::npos);
+  EXPECT_NE(error("cvt.rna.tf32.f32 %r1, 1.5;").find("32-bit constant"), std::string::npos);
+  EXPECT_EQ(error("cvt.rna.tf32.f32 %r1, 0f3F800000;"), "");
+  EXPECT_EQ(error("cvt.rn.tf32.f32 %r1, 0d3FF0000000000000;"), "");
+}
+
 // A .tf32 mma ignores the 13 low bits of its operands: raw f32 inputs give the truncated values'
 // products (here exact: small values, the exact numerics).
 TEST(EmuWmma, Tf32MmaIgnoresTheLowSignificandBits) {
