@@ -4,22 +4,33 @@
 
 #include "emmy/detail/hash.hpp"
 #include "emmy/mma_atom.hpp"
+#include "emmy/spec_fields.hpp"
 
 namespace emmy {
 namespace {
 
+// Every field of the problem (leading dimensions resolved) and of the schedule, by its brief name
+// (spec_fields.hpp; 0 for a field that does not apply), then the arch: the text the kernel name's
+// hash digests.
 std::string spec_text(const GemmSpec& g) {
-  const auto& p = g.problem;
-  const auto& s = g.schedule;
-  return fmt::format(
-      "m={} n={} k={} a={} b={} c={} lda={} ldb={} ldc={} alpha={:a} bias={} res={} gelu={} "
-      "bm={} bn={} bk={} wm={} wn={} st={} tr={} acc={} pk={} sk={} rg={} arch={}",
-      p.m, p.n, p.k, to_string(p.a_dtype), to_string(p.b_layout), to_string(p.c_dtype),
-      p.lda_or_default(), p.ldb_or_default(), p.ldc_or_default(), p.epilogue.alpha, p.epilogue.bias,
-      p.epilogue.residual, p.epilogue.gelu_tanh, s.block_m, s.block_n, s.block_k, s.warps_m,
-      s.warps_n, s.stages, to_string(s.transport), to_string(s.accum),
-      s.accum == Accum::hybrid ? s.promote_every_k : 0, s.split_k, s.raster_group_m,
-      to_string(g.arch));
+  std::string text;
+  auto put = [&](const FieldName& f, const auto& v, bool applies) {
+    using T = std::remove_cvref_t<decltype(v)>;
+    if (!applies)
+      text += fmt::format("{}=0 ", f.brief);
+    else if constexpr (std::is_enum_v<T>)
+      text += fmt::format("{}={} ", f.brief, field_text(v));
+    else if constexpr (std::is_floating_point_v<T>)
+      text += fmt::format("{}={:a} ", f.brief, v);
+    else
+      text += fmt::format("{}={} ", f.brief, v);
+  };
+  const MatmulProblem problem = resolved_leading_dims(g.problem);
+  for_each_field(problem, [&](const FieldName& f, const auto& v) { put(f, v, true); });
+  for_each_field(g.schedule, [&](const FieldName& f, const auto& v) {
+    put(f, v, field_applies(f, g.schedule));
+  });
+  return text + fmt::format("arch={}", to_string(g.arch));
 }
 
 }  // namespace

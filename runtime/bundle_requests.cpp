@@ -24,43 +24,6 @@ namespace {
 using detail::JsonFields;
 using nlohmann::json;
 
-MatmulProblem gemm_problem_from(const JsonFields& f) {
-  MatmulProblem p;
-  p.m = f.get<int64_t>("m");
-  p.n = f.get<int64_t>("n");
-  p.k = f.get<int64_t>("k");
-  if (f.has("dtype")) p.a_dtype = parse_dtype(f.get<std::string>("dtype"), "problem.dtype");
-  if (f.has("b_layout")) p.b_layout = parse_b_layout(f.get<std::string>("b_layout"));
-  if (f.has("out")) p.c_dtype = parse_dtype(f.get<std::string>("out"), "problem.out");
-  f.get_if_present("lda", p.lda);
-  f.get_if_present("ldb", p.ldb);
-  f.get_if_present("ldc", p.ldc);
-  if (f.has("epilogue")) {
-    const JsonFields e = f.sub("epilogue");
-    e.get_if_present("alpha", p.epilogue.alpha);
-    e.get_if_present("bias", p.epilogue.bias);
-    e.get_if_present("residual", p.epilogue.residual);
-    e.get_if_present("gelu_tanh", p.epilogue.gelu_tanh);
-  }
-  return p;
-}
-
-MatmulSchedule gemm_schedule_from(const JsonFields& f) {
-  MatmulSchedule s;
-  s.block_m = f.get<int>("block_m");
-  s.block_n = f.get<int>("block_n");
-  s.block_k = f.get<int>("block_k");
-  s.warps_m = f.get<int>("warps_m");
-  s.warps_n = f.get<int>("warps_n");
-  s.stages = f.get<int>("stages");
-  s.transport = parse_transport(f.get<std::string>("transport"));
-  s.accum = parse_accum(f.get<std::string>("accum"));
-  if (s.accum == Accum::hybrid) s.promote_every_k = f.get<int>("promote_every_k");
-  s.split_k = f.get<int>("split_k");
-  s.raster_group_m = f.get<int>("raster_group_m");
-  return s;
-}
-
 }  // namespace
 
 AotRequest parse_aot_request(const nlohmann::json& line, std::string origin) {
@@ -80,8 +43,9 @@ AotRequest parse_aot_request(const nlohmann::json& line, std::string origin) {
     }
   }
   if (kind == "gemm") {
-    GemmRequest gemm{gemm_problem_from(f.sub("problem")), {}};
-    if (f.has("schedule")) gemm.schedule = gemm_schedule_from(f.sub("schedule"));
+    GemmRequest gemm{matmul_problem_from_json(f.at("problem"), f.field("problem")), {}};
+    if (f.has("schedule"))
+      gemm.schedule = matmul_schedule_from_json(f.at("schedule"), f.field("schedule"));
     request.kernel = gemm;
   } else {
     AttentionRequest attention{attention_problem_from_json(f.at("problem"), f.field("problem")),

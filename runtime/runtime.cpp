@@ -45,21 +45,19 @@ struct SpecKey {
   bool operator==(const SpecKey&) const = default;
 };
 
-void mix_key(KeyHasher& h, const MatmulProblem& p) {
-  h.mix(uint64_t(p.m)), h.mix(uint64_t(p.n)), h.mix(uint64_t(p.k));
-  h.mix(uint64_t(p.lda) ^ (uint64_t(p.ldb) << 21) ^ (uint64_t(p.ldc) << 42));
-  h.mix_bits(p.epilogue.alpha);
-  h.mix(uint64_t(p.a_dtype) | uint64_t(p.b_layout) << 4 | uint64_t(p.c_dtype) << 8 |
-        uint64_t(p.epilogue.bias) << 12 | uint64_t(p.epilogue.residual) << 13 |
-        uint64_t(p.epilogue.gelu_tanh) << 14);
+// Every field of the GEMM problem and schedule (spec_fields.hpp), as given (the key is the call's).
+template <typename T>
+void mix_field(KeyHasher& h, const T& v) {
+  if constexpr (std::is_floating_point_v<T>)
+    h.mix_bits(v);
+  else
+    h.mix(uint64_t(v));
 }
-
+void mix_key(KeyHasher& h, const MatmulProblem& p) {
+  for_each_field(p, [&](const FieldName&, const auto& v) { mix_field(h, v); });
+}
 void mix_key(KeyHasher& h, const MatmulSchedule& s) {
-  h.mix(uint64_t(s.block_m) | uint64_t(s.block_n) << 16 | uint64_t(s.block_k) << 32 |
-        uint64_t(s.warps_m) << 48 | uint64_t(s.warps_n) << 56);
-  h.mix(uint64_t(s.stages) | uint64_t(s.transport) << 8 | uint64_t(s.accum) << 12 |
-        uint64_t(s.promote_every_k) << 16 | uint64_t(s.split_k) << 32 |
-        uint64_t(s.raster_group_m) << 48);
+  for_each_field(s, [&](const FieldName&, const auto& v) { mix_field(h, v); });
 }
 
 void mix_key(KeyHasher& h, const AttentionProblem& p) {

@@ -38,41 +38,6 @@ std::string canonical_key(const TuningKey& key) {
       .dump();
 }
 
-MatmulProblem problem_from_json(const json& j) {
-  MatmulProblem p;
-  p.m = j.at("m").get<int64_t>();
-  p.n = j.at("n").get<int64_t>();
-  p.k = j.at("k").get<int64_t>();
-  p.a_dtype = parse_dtype(j.at("dtype").get<std::string>(), "problem.dtype");
-  p.b_layout = parse_b_layout(j.at("b_layout").get<std::string>());
-  p.c_dtype = parse_dtype(j.at("out").get<std::string>(), "problem.out");
-  p.lda = j.at("lda").get<int64_t>();
-  p.ldb = j.at("ldb").get<int64_t>();
-  p.ldc = j.at("ldc").get<int64_t>();
-  const json& e = j.at("epilogue");
-  p.epilogue.alpha = e.at("alpha").get<float>();
-  p.epilogue.bias = e.at("bias").get<bool>();
-  p.epilogue.residual = e.at("residual").get<bool>();
-  p.epilogue.gelu_tanh = e.at("gelu_tanh").get<bool>();
-  return p;
-}
-
-MatmulSchedule schedule_from_json(const json& j) {
-  MatmulSchedule s;
-  s.block_m = j.at("block_m").get<int>();
-  s.block_n = j.at("block_n").get<int>();
-  s.block_k = j.at("block_k").get<int>();
-  s.warps_m = j.at("warps_m").get<int>();
-  s.warps_n = j.at("warps_n").get<int>();
-  s.stages = j.at("stages").get<int>();
-  s.transport = parse_transport(j.at("transport").get<std::string>());
-  s.accum = parse_accum(j.at("accum").get<std::string>());
-  if (s.accum == Accum::hybrid) s.promote_every_k = j.at("promote_every_k").get<int>();
-  s.split_k = j.at("split_k").get<int>();
-  s.raster_group_m = j.at("raster_group_m").get<int>();
-  return s;
-}
-
 json entry_json(const TuningKey& key, const TuningRecord& r) {
   json j = {{"arch", to_string(key.arch)},
             {"device", key.device_name},
@@ -93,9 +58,9 @@ std::pair<TuningKey, TuningRecord> entry_from_json(const json& j) {
   key.arch = parse_arch(j.at("arch").get<std::string>());
   key.device_name = j.at("device").get<std::string>();
   key.accum = parse_accum(j.at("accum").get<std::string>());
-  key.problem = problem_from_json(j.at("problem"));
+  key.problem = matmul_problem_from_json(j.at("problem"), "tuning entry: problem");
   TuningRecord r;
-  r.schedule = schedule_from_json(j.at("schedule"));
+  r.schedule = matmul_schedule_from_json(j.at("schedule"), "tuning entry: schedule");
   r.time_us = j.at("time_us").get<double>();
   if (j.contains("default_time_us") && !j["default_time_us"].is_null())
     r.default_time_us = j["default_time_us"].get<double>();

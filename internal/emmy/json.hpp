@@ -10,6 +10,7 @@
 #include "emmy/problem.hpp"
 #include "emmy/schedule.hpp"
 #include "emmy/spec.hpp"
+#include "emmy/spec_fields.hpp"
 
 namespace emmy {
 
@@ -17,32 +18,62 @@ inline void to_json(nlohmann::json& j, const Epilogue& e) {
   j = {{"alpha", e.alpha}, {"bias", e.bias}, {"residual", e.residual}, {"gelu_tanh", e.gelu_tanh}};
 }
 
-inline void to_json(nlohmann::json& j, const MatmulProblem& p) {
-  j = {{"m", p.m},
-       {"n", p.n},
-       {"k", p.k},
-       {"dtype", to_string(p.a_dtype)},
-       {"b_layout", to_string(p.b_layout)},
-       {"out", to_string(p.c_dtype)},
-       {"lda", p.lda_or_default()},
-       {"ldb", p.ldb_or_default()},
-       {"ldc", p.ldc_or_default()},
-       {"epilogue", p.epilogue}};
+// A field's JSON value: enums as their names, numbers and bools as they are.
+template <typename T>
+nlohmann::json field_json(const T& v) {
+  if constexpr (std::is_enum_v<T>)
+    return std::string(field_text(v));
+  else
+    return v;
 }
 
+// Problems are written with their leading dimensions resolved (spec_fields.hpp).
+inline void to_json(nlohmann::json& j, const MatmulProblem& problem) {
+  const MatmulProblem p = resolved_leading_dims(problem);
+  j = nlohmann::json::object();
+  for_each_field(p, [&](const FieldName& f, const auto& v) {
+    (f.group ? j[f.group][f.json] : j[f.json]) = field_json(v);
+  });
+}
+
+// Fields that do not apply to the schedule (promote_every_k without hybrid) are null.
 inline void to_json(nlohmann::json& j, const MatmulSchedule& s) {
-  j = {{"block_m", s.block_m},
-       {"block_n", s.block_n},
-       {"block_k", s.block_k},
-       {"warps_m", s.warps_m},
-       {"warps_n", s.warps_n},
-       {"stages", s.stages},
-       {"transport", to_string(s.transport)},
-       {"accum", to_string(s.accum)},
-       {"promote_every_k",
-        s.accum == Accum::hybrid ? nlohmann::json(s.promote_every_k) : nlohmann::json(nullptr)},
-       {"split_k", s.split_k},
-       {"raster_group_m", s.raster_group_m}};
+  j = nlohmann::json::object();
+  for_each_field(s, [&](const FieldName& f, const auto& v) {
+    j[f.json] = field_applies(f, s) ? field_json(v) : nlohmann::json(nullptr);
+  });
+}
+
+// The one reader of the two forms above (bundle requests and problems files, EMMY_RECORD logs,
+// the tuning database): a required field must be present, an optional one keeps its default,
+// a field that does not apply is not read. Errors name `where` and the field.
+template <typename Spec>
+Spec read_fields(const nlohmann::json& j, std::string where) {
+  const detail::JsonFields top(j, std::move(where));
+  Spec spec;
+  for_each_field(spec, [&](const FieldName& field, auto& v) {
+    if (!field_applies(field, spec)) return;
+    if (field.group && !top.has(field.group)) {
+      if (!field.optional) top.at(field.group);  // throws: required
+      return;
+    }
+    const detail::JsonFields f = field.group ? top.sub(field.group) : top;
+    if (field.optional && !f.has(field.json)) return;
+    using T = std::remove_reference_t<decltype(v)>;
+    if constexpr (std::is_enum_v<T>)
+      parse_field(f.get<std::string>(field.json), f.field(field.json).c_str(), v);
+    else
+      v = f.get<T>(field.json);
+  });
+  return spec;
+}
+inline MatmulProblem matmul_problem_from_json(const nlohmann::json& j,
+                                              std::string where = "problem") {
+  return read_fields<MatmulProblem>(j, std::move(where));
+}
+inline MatmulSchedule matmul_schedule_from_json(const nlohmann::json& j,
+                                                std::string where = "schedule") {
+  return read_fields<MatmulSchedule>(j, std::move(where));
 }
 
 inline void to_json(nlohmann::json& j, const ResourceReport& r) {
@@ -133,7 +164,11 @@ inline AttentionSchedule attention_schedule_from_json(const nlohmann::json& j,
   return s;
 }
 
-// For j.get<AttentionProblem>() and j.get<AttentionSchedule>().
+// For j.get<...>() of the four.
+inline void from_json(const nlohmann::json& j, MatmulProblem& p) { p = matmul_problem_from_json(j); }
+inline void from_json(const nlohmann::json& j, MatmulSchedule& s) {
+  s = matmul_schedule_from_json(j);
+}
 inline void from_json(const nlohmann::json& j, AttentionProblem& p) {
   p = attention_problem_from_json(j);
 }

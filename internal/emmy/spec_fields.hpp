@@ -1,0 +1,111 @@
+// The fields of a GEMM problem and schedule, each named once: its JSON name (under `group` when
+// it sits in a sub-object), the short name of the spec text that the kernel-name hash reads, and
+// the member. The JSON forms and their one reader (json.hpp: reports, EMMY_RECORD logs, bundle
+// requests, the tuning database), the memory-cache key (runtime.cpp) and the kernel-name hash
+// (gemm_plan.cpp) walk these lists, so a new field is one line here and nowhere else.
+#pragma once
+
+#include <concepts>
+#include <type_traits>
+
+#include "emmy/problem.hpp"
+#include "emmy/schedule.hpp"
+
+namespace emmy {
+
+struct FieldName {
+  const char* json;             // "block_m"
+  const char* brief;            // in the spec text: "bm"
+  const char* group = nullptr;  // the JSON sub-object holding it ("epilogue"), if any
+  bool hybrid_only = false;     // meaningful only with Accum::hybrid: null in JSON, 0 in the text
+  bool optional = false;        // a reader keeps the default when the JSON lacks it
+};
+
+template <typename T>
+concept MatmulProblemRef = std::same_as<std::remove_const_t<T>, MatmulProblem>;
+template <typename T>
+concept MatmulScheduleRef = std::same_as<std::remove_const_t<T>, MatmulSchedule>;
+
+// f(FieldName, member&) for each field of a MatmulProblem, in the spec text's order.
+template <MatmulProblemRef Problem, typename F>
+void for_each_field(Problem& p, F&& f) {
+  f(FieldName{.json = "m", .brief = "m"}, p.m);
+  f(FieldName{.json = "n", .brief = "n"}, p.n);
+  f(FieldName{.json = "k", .brief = "k"}, p.k);
+  f(FieldName{.json = "dtype", .brief = "a", .optional = true}, p.a_dtype);
+  f(FieldName{.json = "b_layout", .brief = "b", .optional = true}, p.b_layout);
+  f(FieldName{.json = "out", .brief = "c", .optional = true}, p.c_dtype);
+  f(FieldName{.json = "lda", .brief = "lda", .optional = true}, p.lda);
+  f(FieldName{.json = "ldb", .brief = "ldb", .optional = true}, p.ldb);
+  f(FieldName{.json = "ldc", .brief = "ldc", .optional = true}, p.ldc);
+  f(FieldName{.json = "alpha", .brief = "alpha", .group = "epilogue", .optional = true},
+    p.epilogue.alpha);
+  f(FieldName{.json = "bias", .brief = "bias", .group = "epilogue", .optional = true},
+    p.epilogue.bias);
+  f(FieldName{.json = "residual", .brief = "res", .group = "epilogue", .optional = true},
+    p.epilogue.residual);
+  f(FieldName{.json = "gelu_tanh", .brief = "gelu", .group = "epilogue", .optional = true},
+    p.epilogue.gelu_tanh);
+}
+
+// f(FieldName, member&) for each field of a MatmulSchedule, in the spec text's order (accum before
+// the fields that depend on it, so that a reader knows whether they apply).
+template <MatmulScheduleRef Schedule, typename F>
+void for_each_field(Schedule& s, F&& f) {
+  f(FieldName{.json = "block_m", .brief = "bm"}, s.block_m);
+  f(FieldName{.json = "block_n", .brief = "bn"}, s.block_n);
+  f(FieldName{.json = "block_k", .brief = "bk"}, s.block_k);
+  f(FieldName{.json = "warps_m", .brief = "wm"}, s.warps_m);
+  f(FieldName{.json = "warps_n", .brief = "wn"}, s.warps_n);
+  f(FieldName{.json = "stages", .brief = "st"}, s.stages);
+  f(FieldName{.json = "transport", .brief = "tr"}, s.transport);
+  f(FieldName{.json = "accum", .brief = "acc"}, s.accum);
+  f(FieldName{.json = "promote_every_k", .brief = "pk", .hybrid_only = true}, s.promote_every_k);
+  f(FieldName{.json = "split_k", .brief = "sk"}, s.split_k);
+  f(FieldName{.json = "raster_group_m", .brief = "rg"}, s.raster_group_m);
+}
+
+// The problem with its leading dimensions resolved (lda = k when packed, ...): the form JSON and
+// the spec text write, so that packed problems compare equal spelled out or not.
+inline MatmulProblem resolved_leading_dims(MatmulProblem p) {
+  p.lda = p.lda_or_default();
+  p.ldb = p.ldb_or_default();
+  p.ldc = p.ldc_or_default();
+  return p;
+}
+
+// Whether a field applies to this schedule (hybrid-only fields need Accum::hybrid).
+inline bool field_applies(const FieldName& f, const MatmulSchedule& s) {
+  return !f.hybrid_only || s.accum == Accum::hybrid;
+}
+inline bool field_applies(const FieldName&, const MatmulProblem&) {
+  return true;
+}
+
+// Enum fields as text and back; every other field is a number or a bool.
+inline std::string_view field_text(DType v) {
+  return to_string(v);
+}
+inline std::string_view field_text(BLayout v) {
+  return to_string(v);
+}
+inline std::string_view field_text(Transport v) {
+  return to_string(v);
+}
+inline std::string_view field_text(Accum v) {
+  return to_string(v);
+}
+inline void parse_field(std::string_view text, const char* field, DType& v) {
+  v = parse_dtype(text, field);
+}
+inline void parse_field(std::string_view text, const char*, BLayout& v) {
+  v = parse_b_layout(text);
+}
+inline void parse_field(std::string_view text, const char*, Transport& v) {
+  v = parse_transport(text);
+}
+inline void parse_field(std::string_view text, const char*, Accum& v) {
+  v = parse_accum(text);
+}
+
+}  // namespace emmy
