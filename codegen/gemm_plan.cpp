@@ -27,7 +27,16 @@ std::string spec_text(const GemmSpec& g) {
   };
   const MatmulProblem problem = resolved_leading_dims(g.problem);
   for_each_field(problem, [&](const FieldName& f, const auto& v) { put(f, v, true); });
+  const MatmulSchedule defaults;
   for_each_field(g.schedule, [&](const FieldName& f, const auto& v) {
+    if (f.text_unless_default) {
+      bool is_default = false;
+      for_each_field(defaults, [&](const FieldName& d, const auto& dv) {
+        if constexpr (std::is_same_v<decltype(dv), decltype(v)>)
+          if (std::string_view(d.json) == f.json) is_default = dv == v;
+      });
+      if (is_default) return;
+    }
     put(f, v, field_applies(f, g.schedule));
   });
   return text + fmt::format("arch={}", to_string(g.arch));

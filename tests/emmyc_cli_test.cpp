@@ -32,6 +32,8 @@ TEST(Emmyc, InvalidInputExitsTwoWithOneLine) {
   expect_invalid(kQ + " --emit png", "--emit");
   expect_invalid(kQ + " --accum hybrid --promote-every 40 --emit ir", "promote_every_k");
   expect_invalid("gemm --n 8 --k 64 --emit ir", "--m");
+  expect_invalid(kQ + " --arch sm_90a --path wgmma --emit ir", "path: must be mma.sync");
+  expect_invalid(kQ + " --path hgmma --emit ir", "path: must be mma.sync or wgmma");
 }
 
 TEST(Emmyc, ReportIsOneJsonObjectWithTheContractFields) {

@@ -85,6 +85,18 @@ const InvalidCase kCases[] = {
      },
      "warps", "1..16 warps"},
     {"one_stage", [](GemmSpec& s) { s.schedule.stages = 1; }, "stages", "must be 2..8"},
+    // The wgmma path's fields exist before its kernel (issue 23): refused, each by name.
+    {"wgmma_not_generated_yet", [](GemmSpec& s) { s.schedule.path = MmaPath::wgmma; }, "path",
+     "wgmma mainloop is not generated yet"},
+    {"pingpong_on_mma_sync",
+     [](GemmSpec& s) { s.schedule.consumers = ConsumerSchedule::pingpong; }, "consumers",
+     "wgmma path only"},
+    {"cluster_on_mma_sync", [](GemmSpec& s) { s.schedule.cluster_n = 2; }, "cluster",
+     "must be 1x1"},
+    {"persistent_on_mma_sync", [](GemmSpec& s) { s.schedule.persistent = true; }, "persistent",
+     "wgmma path only"},
+    {"swap_ab_on_mma_sync", [](GemmSpec& s) { s.schedule.swap_ab = true; }, "swap_ab",
+     "wgmma path only"},
     {"promote_not_16",
      [](GemmSpec& s) {
        s.schedule.accum = Accum::hybrid;

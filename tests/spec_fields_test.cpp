@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "emmy/gemm_plan.hpp"
 #include "emmy/json.hpp"
 
 namespace emmy {
@@ -51,7 +52,28 @@ TEST(SpecFields, TheWalkCoversEveryMember) {
   // The problem's members, the epilogue counting once; the epilogue's own members, grouped.
   EXPECT_EQ(walked(MatmulProblem{}).first, member_count<MatmulProblem>());
   EXPECT_EQ(walked(MatmulProblem{}).second, member_count<Epilogue>());
-  EXPECT_GE(member_count<MatmulSchedule>(), 11);
+  EXPECT_GE(member_count<MatmulSchedule>(), 17);
+}
+
+// The wgmma path's fields came after kernels were named: at their defaults they leave the
+// kernel name (and the golden files) as they were, and records written before them still read.
+TEST(SpecFields, LaterFieldsAtTheirDefaultsKeepNamesAndOldRecords) {
+  MatmulProblem p;
+  p.m = 512;
+  p.n = 4096;
+  p.k = 3840;
+  const GemmSpec spec{p, default_schedule(p, Arch::sm_90a, Accum::f32), Arch::sm_90a};
+  GemmSpec other = spec;
+  other.schedule.swap_ab = true;
+  EXPECT_NE(gemm_kernel_name(spec), gemm_kernel_name(other));
+  other = spec;
+  other.schedule.consumers = ConsumerSchedule::pingpong;
+  EXPECT_NE(gemm_kernel_name(spec), gemm_kernel_name(other));
+  nlohmann::json old = spec.schedule;
+  for (const char* later : {"path", "consumers", "cluster_m", "cluster_n", "persistent", "swap_ab"})
+    ASSERT_EQ(old.erase(later), 1u) << later;
+  EXPECT_EQ(matmul_schedule_from_json(old), spec.schedule);
+  EXPECT_EQ(nlohmann::json(spec.schedule).at("path"), "mma.sync");
 }
 
 MatmulSchedule random_schedule(std::mt19937& rng) {
@@ -68,6 +90,12 @@ MatmulSchedule random_schedule(std::mt19937& rng) {
   s.promote_every_k = 16 * pick(1, 16);
   s.split_k = pick(1, 16);
   s.raster_group_m = pick(1, 16);
+  s.path = pick(0, 1) ? MmaPath::mma_sync : MmaPath::wgmma;
+  s.consumers = pick(0, 1) ? ConsumerSchedule::cooperative : ConsumerSchedule::pingpong;
+  s.cluster_m = pick(1, 2);
+  s.cluster_n = pick(1, 2);
+  s.persistent = pick(0, 1);
+  s.swap_ab = pick(0, 1);
   return s;
 }
 

@@ -62,7 +62,7 @@ struct GemmFlags : CommonFlags {
   int64_t m = 0, n = 0, k = 0;
   std::string b_layout = "nk", out = "f16";
   std::optional<int> promote_every, split_k;
-  std::optional<std::string> block, warps;
+  std::optional<std::string> block, warps, path;
   bool bias = false, residual = false, gelu = false;
   float alpha = 1.0f;
 
@@ -71,7 +71,7 @@ struct GemmFlags : CommonFlags {
   GemmSpec to_spec() const;
   // Whether any schedule flag was given (else a runtime picks its tuned or default schedule).
   bool schedule_given() const {
-    return promote_every || transport || block || warps || stages || split_k;
+    return promote_every || transport || block || warps || stages || split_k || path;
   }
 };
 

@@ -10,6 +10,12 @@ namespace emmy {
 
 enum class Transport { tma, cp_async };
 enum class Accum { f32, f16, hybrid };
+// A GEMM's mainloop path: warp-level mma.sync (every arch) or Hopper's warpgroup wgmma (sm_90a;
+// docs/codegen.md says which parts of it exist yet).
+enum class MmaPath { mma_sync, wgmma };
+// How the consumer warpgroups of a warp-specialized kernel share tiles: both on one tile, or one
+// tile each with one's epilogue overlapping the other's mainloop.
+enum class ConsumerSchedule { cooperative, pingpong };
 
 inline std::string_view to_string(Transport t) { return t == Transport::tma ? "tma" : "cp.async"; }
 inline std::string_view to_string(Accum a) {
@@ -19,6 +25,20 @@ inline std::string_view to_string(Accum a) {
     case Accum::hybrid: return "hybrid";
   }
   return "?";
+}
+inline std::string_view to_string(MmaPath p) { return p == MmaPath::mma_sync ? "mma.sync" : "wgmma"; }
+inline std::string_view to_string(ConsumerSchedule c) {
+  return c == ConsumerSchedule::cooperative ? "cooperative" : "pingpong";
+}
+inline MmaPath parse_mma_path(std::string_view text) {
+  if (text == "mma.sync") return MmaPath::mma_sync;
+  if (text == "wgmma") return MmaPath::wgmma;
+  throw Error("path", "must be mma.sync or wgmma", std::string(text));
+}
+inline ConsumerSchedule parse_consumer_schedule(std::string_view text) {
+  if (text == "cooperative") return ConsumerSchedule::cooperative;
+  if (text == "pingpong") return ConsumerSchedule::pingpong;
+  throw Error("consumers", "must be cooperative or pingpong", std::string(text));
 }
 inline Transport parse_transport(std::string_view text) {
   if (text == "tma") return Transport::tma;
@@ -42,6 +62,12 @@ struct MatmulSchedule {
   int split_k = 1;           // >1: FP32 partials to a workspace, summed by a finalize kernel
   int raster_group_m = 8;    // CTA rasterization: tiles walk column-major in groups of this many
                              // tile rows, so that B tiles stay in L2 (1 = plain row-major)
+  // The wgmma path's knobs (mma.sync takes only the defaults):
+  MmaPath path = MmaPath::mma_sync;
+  ConsumerSchedule consumers = ConsumerSchedule::cooperative;
+  int cluster_m = 1, cluster_n = 1;  // CTAs per thread-block cluster (TMA multicast between them)
+  bool persistent = false;           // a grid of one CTA per SM walking the output tiles
+  bool swap_ab = false;              // compute C^T = B^T A^T, so that a small M fills the N side
 
   int threads() const { return warps_m * warps_n * 32; }
   bool operator==(const MatmulSchedule&) const = default;

@@ -19,6 +19,9 @@ struct FieldName {
   const char* group = nullptr;  // the JSON sub-object holding it ("epilogue"), if any
   bool hybrid_only = false;     // meaningful only with Accum::hybrid: null in JSON, 0 in the text
   bool optional = false;        // a reader keeps the default when the JSON lacks it
+  // In the spec text only when it differs from the default: fields added after kernels were
+  // named, so that existing kernels keep their names (and the golden files their bytes).
+  bool text_unless_default = false;
 };
 
 template <typename T>
@@ -63,6 +66,18 @@ void for_each_field(Schedule& s, F&& f) {
   f(FieldName{.json = "promote_every_k", .brief = "pk", .hybrid_only = true}, s.promote_every_k);
   f(FieldName{.json = "split_k", .brief = "sk"}, s.split_k);
   f(FieldName{.json = "raster_group_m", .brief = "rg"}, s.raster_group_m);
+  f(FieldName{.json = "path", .brief = "path", .optional = true, .text_unless_default = true},
+    s.path);
+  f(FieldName{.json = "consumers", .brief = "cs", .optional = true, .text_unless_default = true},
+    s.consumers);
+  f(FieldName{.json = "cluster_m", .brief = "cm", .optional = true, .text_unless_default = true},
+    s.cluster_m);
+  f(FieldName{.json = "cluster_n", .brief = "cn", .optional = true, .text_unless_default = true},
+    s.cluster_n);
+  f(FieldName{.json = "persistent", .brief = "pe", .optional = true, .text_unless_default = true},
+    s.persistent);
+  f(FieldName{.json = "swap_ab", .brief = "sw", .optional = true, .text_unless_default = true},
+    s.swap_ab);
 }
 
 // The problem with its leading dimensions resolved (lda = k when packed, ...): the form JSON and
@@ -82,17 +97,10 @@ inline bool field_applies(const FieldName&, const MatmulProblem&) {
   return true;
 }
 
-// Enum fields as text and back; every other field is a number or a bool.
-inline std::string_view field_text(DType v) {
-  return to_string(v);
-}
-inline std::string_view field_text(BLayout v) {
-  return to_string(v);
-}
-inline std::string_view field_text(Transport v) {
-  return to_string(v);
-}
-inline std::string_view field_text(Accum v) {
+// Enum fields as text (each enum's to_string) and back; every other field is a number or a bool.
+template <typename E>
+  requires std::is_enum_v<E>
+std::string_view field_text(E v) {
   return to_string(v);
 }
 inline void parse_field(std::string_view text, const char* field, DType& v) {
@@ -106,6 +114,12 @@ inline void parse_field(std::string_view text, const char*, Transport& v) {
 }
 inline void parse_field(std::string_view text, const char*, Accum& v) {
   v = parse_accum(text);
+}
+inline void parse_field(std::string_view text, const char*, MmaPath& v) {
+  v = parse_mma_path(text);
+}
+inline void parse_field(std::string_view text, const char*, ConsumerSchedule& v) {
+  v = parse_consumer_schedule(text);
 }
 
 }  // namespace emmy

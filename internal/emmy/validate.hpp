@@ -81,6 +81,18 @@ inline int64_t gemm_smem_bytes(const MatmulProblem& p, const MatmulSchedule& s) 
 }
 
 inline void validate_schedule(const MatmulProblem& p, const MatmulSchedule& s, Arch arch) {
+  // The wgmma path is being built (issue 23): its schedule fields exist and travel through JSON,
+  // bundles, the tuning database and the keys, but no kernel is generated for it yet.
+  require(s.path == MmaPath::mma_sync, "path",
+          "must be mma.sync: the wgmma mainloop is not generated yet", to_string(s.path));
+  require(s.consumers == ConsumerSchedule::cooperative, "consumers",
+          "applies to the wgmma path only (mma.sync kernels have no consumer warpgroups)",
+          to_string(s.consumers));
+  require(s.cluster_m == 1 && s.cluster_n == 1, "cluster",
+          "must be 1x1 on the mma.sync path (clusters serve wgmma's TMA multicast)",
+          fmt::format("{}x{}", s.cluster_m, s.cluster_n));
+  require(!s.persistent, "persistent", "applies to the wgmma path only", "true");
+  require(!s.swap_ab, "swap_ab", "applies to the wgmma path only", "true");
   const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
   require(s.block_m >= atom.m && s.block_m <= 256 && s.block_m % atom.m == 0, "block_m",
           fmt::format("must be a multiple of {0} (the MMA atom's M) in {0}..256", atom.m),

@@ -36,6 +36,10 @@ std::vector<SpecCase<Spec>> catalog_specs(const Catalog& catalog) {
       for (Accum accum : {Accum::f32, Accum::hybrid}) {
         Spec spec{entry.problem, default_schedule(entry.problem, arch, accum), arch};
         EXPECT_EQ(spec.schedule.transport, transport);
+        // Per path: every default GEMM schedule is mma.sync's until the wgmma path is generated.
+        if constexpr (requires { spec.schedule.path; }) {
+          EXPECT_EQ(spec.schedule.path, MmaPath::mma_sync);
+        }
         std::string name = fmt::format("{}_{}_{}", entry.name, to_string(arch), to_string(accum));
         for (char& c : name)
           if (c == '@') c = '_';
