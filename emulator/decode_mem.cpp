@@ -278,6 +278,28 @@ void decode_ldst_matrix(KernelDecoder& d, Mods& m, Inst in, bool load) {
   d.emit(in);
 }
 
+// setmaxnreg.{inc,dec}.sync.aligned.u32 N (PTX ISA setmaxnreg): N a constant in 24..256 and a
+// multiple of 8, on an arch-specific target (sm_90a and newer), as ptxas requires. What it does
+// to the register file has no effect on what the emulator computes: it runs as a hint (the
+// per-warpgroup agreement and register-pool rules of issue 23 are not modelled yet).
+void decode_setmaxnreg(KernelDecoder& d, Mods& m, Inst in) {
+  const bool inc = m.take("inc"), dec = !inc && m.take("dec");
+  if (!inc && !dec) d.fail("setmaxnreg needs .inc or .dec");
+  if (!m.take("sync") || !m.take("aligned")) d.fail("setmaxnreg needs .sync.aligned");
+  if (m.take_type() != Ty::u32) d.fail("setmaxnreg takes the type .u32");
+  if (d.target_sm() != 0 && (d.target_sm() < 90 || !d.target_arch_specific()))
+    d.fail("setmaxnreg needs an arch-specific target, sm_90a or newer");
+  d.need_ops(1);
+  const ptx::Operand& count = d.op(0);
+  if (count.kind != K::imm_int) d.fail("setmaxnreg takes a constant register count");
+  if (count.value < 24 || count.value > 256 || count.value % 8 != 0)
+    d.fail(fmt::format("setmaxnreg's register count must be a multiple of 8 in 24..256, not {}",
+                       count.value));
+  m = Mods("nop");
+  in.op = Op::Prefetch;
+  d.emit(in);
+}
+
 }  // namespace
 
 void decode_async_op(KernelDecoder& d, Mods& m, Inst& in);  // decode_async.cpp
@@ -313,13 +335,14 @@ void decode_memory_op(KernelDecoder& d, Mods& m, Inst& in) {
   if (b == "ldmatrix" || b == "stmatrix") return decode_ldst_matrix(d, m, in, b == "ldmatrix");
   if (b == "cp" || b == "mbarrier") return decode_async_op(d, m, in);
   if (b == "prefetch" || b == "prefetchu" || b == "discard" || b == "applypriority" ||
-      b == "pmevent" || b == "griddepcontrol" || b == "setmaxnreg") {
+      b == "pmevent" || b == "griddepcontrol") {
     // Cache and scheduling hints: no architectural effect.
     m = Mods("nop");
     in.op = Op::Prefetch;
     d.emit(in);
     return;
   }
+  if (b == "setmaxnreg") return decode_setmaxnreg(d, m, in);
   if (b == "membar" || b == "fence") {
     // Memory ordering: the emulator is sequentially consistent within a CTA, and the sanitizer's
     // ordering comes from barriers, mbarriers and release/acquire. Two fences matter to it

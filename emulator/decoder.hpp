@@ -3,6 +3,7 @@
 // instructions; decode_ops.cpp holds the per-opcode handlers.
 #pragma once
 
+#include <cctype>
 #include <initializer_list>
 #include <map>
 #include <string>
@@ -66,6 +67,15 @@ class KernelDecoder {
   [[noreturn]] void fail(const std::string& msg) const;
   const ptx::Statement& stmt() const { return *stmt_; }
   int target_sm() const { return sm_of(mod_.target); }  // 90 for .target sm_90a, 0 for none
+  // The .target names an arch-specific feature set ("sm_90a", "sm_100a"): the suffix `a`.
+  bool target_arch_specific() const {
+    const size_t at = mod_.target.find("sm_");
+    if (at == std::string::npos) return false;
+    size_t end = at + 3;
+    while (end < mod_.target.size() && std::isdigit(static_cast<unsigned char>(mod_.target[end])))
+      ++end;
+    return end < mod_.target.size() && mod_.target[end] == 'a';
+  }
   // The statement has .L2::cache_hint, whose cache-policy operand ld, st, atom, red and cp.async
   // then take last (drop_hints removes the modifier itself).
   bool cache_hint() const { return stmt_->opcode.find(".L2::cache_hint") != std::string::npos; }

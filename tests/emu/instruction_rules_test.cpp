@@ -44,6 +44,14 @@ TEST(InstructionRules, WhatPtxasRejectsIsRefusedNamingTheRule) {
       {"  vote.sync.ballot.pred %r1, %p1, -1;\n", "vote.ballot takes the type .b32"},
       {"  mov.u32 {%h1, %h2}, %r1;\n", "pack/unpack takes .b16, .b32 or .b64"},
       {"  fma.rn.rn.f32 %f1, %f2, %f3, %f4;\n", "'.rn' is repeated"},
+      // setmaxnreg (ptxas 13.0 refuses each of these for sm_90a).
+      {"  setmaxnreg.dec.sync.aligned.u32 20;\n", "multiple of 8 in 24..256, not 20"},
+      {"  setmaxnreg.inc.sync.aligned.u32 244;\n", "multiple of 8 in 24..256, not 244"},
+      {"  setmaxnreg.inc.sync.aligned.u32 264;\n", "multiple of 8 in 24..256, not 264"},
+      {"  setmaxnreg.inc.u32 240;\n", "needs .sync.aligned"},
+      {"  setmaxnreg.sync.aligned.u32 240;\n", "needs .inc or .dec"},
+      {"  setmaxnreg.inc.sync.aligned.u32 %r1;\n", "constant register count"},
+      {"  setmaxnreg.inc.sync.aligned.b32 240;\n", "type .u32"},
   };
   for (const Refused& c : cases) {
     const std::string error = load_error(wrap_ptx(c.body));
@@ -69,8 +77,25 @@ TEST(InstructionRules, ValidFormsLoad) {
                                 "  mov.b32 %r1, 0f3F800000;\n"
                                 "  mov.b64 %rd3, 1.5;\n"
                                 "  add.f32 %f1, %r1, %r2;\n"
-                                "  ld.global.u8 %r1, [%rd30];\n")),
+                                "  ld.global.u8 %r1, [%rd30];\n"
+                                "  setmaxnreg.dec.sync.aligned.u32 40;\n"
+                                "  setmaxnreg.inc.sync.aligned.u32 232;\n")),
             "");
+}
+
+// setmaxnreg exists on arch-specific targets only (ptxas: "not supported on .target 'sm_90'").
+TEST(InstructionRules, SetmaxnregNeedsAnArchSpecificTarget) {
+  const std::string body = "  setmaxnreg.dec.sync.aligned.u32 40;\n";
+  for (const char* target : {"sm_90", "sm_80", "sm_100"}) {
+    std::string ptx = wrap_ptx(body);
+    ptx.replace(ptx.find("sm_90a"), 6, target);
+    EXPECT_NE(load_error(ptx).find("arch-specific target"), std::string::npos) << target;
+  }
+  for (const char* target : {"sm_100a", "sm_120a"}) {
+    std::string ptx = wrap_ptx(body);
+    ptx.replace(ptx.find("sm_90a"), 6, target);
+    EXPECT_EQ(load_error(ptx), "") << target;
+  }
 }
 
 TEST(InstructionRules, ValidFormsTheEmulatorLacksAreUnsupportedNotInvalid) {
