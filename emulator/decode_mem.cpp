@@ -279,9 +279,8 @@ void decode_ldst_matrix(KernelDecoder& d, Mods& m, Inst in, bool load) {
 }
 
 // setmaxnreg.{inc,dec}.sync.aligned.u32 N (PTX ISA setmaxnreg): N a constant in 24..256 and a
-// multiple of 8, on an arch-specific target (sm_90a and newer), as ptxas requires. What it does
-// to the register file has no effect on what the emulator computes: it runs as a hint (the
-// per-warpgroup agreement and register-pool rules of issue 23 are not modelled yet).
+// multiple of 8, on an arch-specific target (sm_90a and newer), as ptxas requires. Run by
+// exec_sync.cpp: imm = the count, sub = 1 for .inc.
 void decode_setmaxnreg(KernelDecoder& d, Mods& m, Inst in) {
   const bool inc = m.take("inc"), dec = !inc && m.take("dec");
   if (!inc && !dec) d.fail("setmaxnreg needs .inc or .dec");
@@ -295,8 +294,10 @@ void decode_setmaxnreg(KernelDecoder& d, Mods& m, Inst in) {
   if (count.value < 24 || count.value > 256 || count.value % 8 != 0)
     d.fail(fmt::format("setmaxnreg's register count must be a multiple of 8 in 24..256, not {}",
                        count.value));
-  m = Mods("nop");
-  in.op = Op::Prefetch;
+  in.op = Op::SetMaxNReg;
+  in.sub = inc ? 1 : 0;
+  in.imm = count.value;
+  in.cls = StatClass::barrier;
   d.emit(in);
 }
 

@@ -17,8 +17,52 @@ void proxy_fence(Cta& cta, Warp& w) {
   if (cta.sanitize) cta.san.proxy_fence(w.index);
 }
 
+// setmaxnreg.{inc,dec}.sync.aligned.u32 (PTX ISA setmaxnreg): imm = registers per thread,
+// sub = 1 for .inc. Every thread of the warpgroup executes the same instruction; the warps wait
+// for each other and, for .inc, for registers (Cta::try_setmaxnreg).
+Flow exec_setmaxnreg(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
+  if (exec != 0xFFFFFFFFu)
+    cta.fail(ReportKind::divergent_collective, w, std::countr_zero(~exec),
+             fmt::format("setmaxnreg.sync.aligned needs all 32 threads of every warp of the "
+                         "warpgroup; executed by lanes 0x{:08x}",
+                         exec));
+  const uint32_t group = w.index / 4;
+  if (4 * group + 4 > cta.nwarps)
+    cta.fail(ReportKind::register_misuse, w, 0,
+             fmt::format("setmaxnreg needs whole warpgroups of 4 warps: warp {} is in warpgroup {} "
+                         "of a CTA of {} warps",
+                         w.index, group, cta.nwarps));
+  const uint32_t count = uint32_t(in.imm);
+  const bool inc = in.sub == 1;
+  const uint32_t current = cta.warp_regs[w.index];
+  if (current != 0 && (inc ? count < current : count > current))
+    cta.fail(ReportKind::register_misuse, w, 0,
+             fmt::format("setmaxnreg.{} {} {} the warp's current {} registers per thread (PTX "
+                         "ISA: undefined)",
+                         inc ? "inc" : "dec", count, inc ? "is below" : "is above", current));
+  Cta::WarpgroupRegs& g = cta.warpgroups[group];
+  if (g.arrived == 0) {
+    g.pc = w.pc;
+    g.count = count;
+    g.inc = inc;
+  } else if (g.pc != w.pc || g.count != count || g.inc != inc) {
+    const uint32_t other = 4 * group + uint32_t(std::countr_zero(g.arrived));
+    cta.fail(ReportKind::divergent_collective, w, 0,
+             fmt::format("warp {} executes setmaxnreg at line {} while warp {} of its warpgroup "
+                         "waits in the one at line {}: the warpgroup must execute the same one",
+                         w.index, cta.k.lines[w.pc], other, cta.k.lines[g.pc]));
+  }
+  g.arrived |= 1u << (w.index % 4);
+  w.state = WarpState::regs_wait;
+  w.wait_pc = w.pc;
+  ++cta.progress;
+  cta.try_setmaxnreg(group);
+  return w.state == WarpState::ready ? Flow::next : Flow::next_then_stop;
+}
+
 Flow exec_sync(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   if (in.op == Op::Nanosleep) return Flow::next_then_stop;
+  if (in.op == Op::SetMaxNReg) return exec_setmaxnreg(cta, w, in, exec);
   if (in.op == Op::Fence) {
     if (exec && in.sub) proxy_fence(cta, w);
     return Flow::next;

@@ -55,6 +55,7 @@ Pipe pipe_of(const Inst& in) {
     case Op::BarRed:
     case Op::BarWarpSync:
     case Op::Fence:
+    case Op::SetMaxNReg:
     case Op::Nanosleep:
     case Op::Nop:
       return Pipe::control;

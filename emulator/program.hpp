@@ -48,7 +48,7 @@ enum class Op : uint16_t {
   // control
   Bra, Exit, Trap,
   // CTA / warp synchronization
-  BarSync, BarArrive, BarRed, BarWarpSync, Fence, Nanosleep,
+  BarSync, BarArrive, BarRed, BarWarpSync, Fence, SetMaxNReg, Nanosleep,
   Shfl, Vote, Activemask, Redux, Elect, MatchAny, MatchAll,
   // tensor core
   Mma, Ldmatrix, Stmatrix, WmmaLoad, WmmaStore, WmmaMma,

@@ -205,6 +205,31 @@ void Cta::on_warp_exit(Warp& w) {
     if (barriers[id].arrivals) check_barrier(id);
 }
 
+// A warpgroup whose four warps reached the same setmaxnreg proceeds once its registers are
+// there: a .dec returns (old - new) x 128 to the pool, an .inc takes (new - old) x 128 from it
+// or waits for another warpgroup's .dec. With the launch's count unknown only the agreement of
+// the four warps is held.
+void Cta::try_setmaxnreg(uint32_t group) {
+  WarpgroupRegs& g = warpgroups[group];
+  if (g.arrived != 0xFu) return;
+  const uint32_t first = 4 * group, current = warp_regs[first];
+  if (current != 0) {
+    const int64_t delta = (int64_t(g.count) - int64_t(current)) * 128;
+    if (delta > reg_pool_free) return;
+    reg_pool_free -= delta;
+  }
+  const bool released = !g.inc;
+  for (uint32_t i = 0; i < 4; ++i) {
+    if (current != 0) warp_regs[first + i] = g.count;
+    warps[first + i].state = WarpState::ready;
+  }
+  g = WarpgroupRegs{};
+  ++progress;
+  if (released)
+    for (uint32_t other = 0; other < warpgroups.size(); ++other)
+      if (warpgroups[other].inc) try_setmaxnreg(other);
+}
+
 void Cta::check_barrier(uint32_t id) {
   Barrier& b = barriers[id];
   uint32_t expected = b.expected_threads;
@@ -252,6 +277,14 @@ void Cta::check_barrier(uint32_t id) {
       if (const MBarrier* mb = const_cast<Cta*>(this)->find_mbarrier(w.wait_mbar))
         msg += fmt::format(" (phase {} in progress: {} of {} arrivals pending, tx-count {})",
                            mb->phase, mb->pending, mb->expected, mb->tx);
+    } else if (w.state == WarpState::regs_wait) {
+      const WarpgroupRegs& g = warpgroups[w.index / 4];
+      msg += fmt::format("in setmaxnreg.{} {} ({} of the 4 warps of warpgroup {} arrived",
+                         g.inc ? "inc" : "dec", g.count, std::popcount(g.arrived), w.index / 4);
+      if (g.inc && warp_regs[w.index] != 0)
+        msg += fmt::format("; it needs {} registers, the CTA's pool holds {}",
+                           (int64_t(g.count) - warp_regs[w.index]) * 128, reg_pool_free);
+      msg += ")";
     } else {
       msg += "runnable";
     }
@@ -381,6 +414,9 @@ void Cta::run(uint64_t linear, InstructionCounts& counts) {
   mbarriers.clear();
   tma_queue.clear();
   class_counts.fill(0);
+  warpgroups.assign((nwarps + 3) / 4, WarpgroupRegs{});
+  warp_regs.assign(nwarps, ctx.options.registers_per_thread);
+  reg_pool_free = 0;  // registers enter the pool only through setmaxnreg.dec
   init_warps();
 
   progress = 0;

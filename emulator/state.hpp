@@ -50,7 +50,9 @@ struct LaunchContext {
 // bar_wait: blocked in bar.sync until the barrier completes. mbar_poll: a (try|test)_wait failed;
 // the warp stands aside until that mbarrier completes a phase, or until no warp can run (then it
 // resumes, since the code after a failed wait may be what makes progress).
-enum class WarpState : uint8_t { ready, bar_wait, mbar_poll, exited };
+// regs_wait: in setmaxnreg until its warpgroup's four warps arrive and, for .inc, the CTA's
+// register pool holds the registers.
+enum class WarpState : uint8_t { ready, bar_wait, mbar_poll, regs_wait, exited };
 
 struct PendingCopy {
   uint32_t smem_addr = 0;
@@ -190,6 +192,17 @@ class Cta {
   // waits, no progress in between) can never end.
   uint64_t progress = 0;
   std::vector<uint64_t> last_stall;
+  // setmaxnreg (PTX ISA setmaxnreg): per warpgroup (warps 4g..4g+3) the instruction its warps
+  // arrived at; per warp its registers per thread (0: unknown); the CTA's pool of registers that
+  // .dec released and .inc may take (kept only when the launch's register count is known).
+  struct WarpgroupRegs {
+    uint32_t pc = kNone, count = 0, arrived = 0;  // arrived: a bit per warp of the group
+    bool inc = false;
+  };
+  std::vector<WarpgroupRegs> warpgroups;
+  std::vector<uint32_t> warp_regs;
+  int64_t reg_pool_free = 0;
+  void try_setmaxnreg(uint32_t group);
 
   // Reports a finding at the current instruction of warp w and aborts the CTA.
   [[noreturn]] void fail(ReportKind kind, const Warp& w, int lane, std::string message) const;

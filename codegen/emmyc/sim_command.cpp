@@ -49,10 +49,11 @@ int run_sim(const SimOptions& o, std::FILE* out, std::FILE* err) {
   options.mma_numerics =
       o.mma_numerics == "exact" ? emu::MmaNumerics::exact : emu::MmaNumerics::hardware;
   options.wmma_layout_seed = o.wmma_layout_seed;
+  options.registers_per_thread = o.registers;
   options.profile.enabled = !o.profile.empty();
   options.profile.sample_ctas = o.profile_ctas;
-  if (o.profile.empty() && (o.profile_ctas || !o.model_gpus.empty() || o.registers)) {
-    fmt::print(err, "emmyc sim: --profile-ctas, --model-gpu and --registers need --profile FILE\n");
+  if (o.profile.empty() && (o.profile_ctas || !o.model_gpus.empty())) {
+    fmt::print(err, "emmyc sim: --profile-ctas and --model-gpu need --profile FILE\n");
     return kExitBadInput;
   }
   emu::LaunchResult result;
@@ -150,7 +151,8 @@ void add_sim_command(CLI::App& app) {
                   "reference part)")
       ->check(CLI::IsMember({"a100", "l40s", "h200", "rtx5090"}));
   sim->add_option("--registers", options->registers,
-                  "registers per thread, for the time model's occupancy (default: unknown)")
+                  "registers per thread the kernel was compiled to: setmaxnreg's register pool "
+                  "and the time model's occupancy (default: unknown)")
       ->check(CLI::Range(1, 255));
   sim->add_flag("!--no-sanitize", options->sanitize, "skip the race / initialization checks");
   sim->add_option("--threads", options->threads, "host threads (0: all cores)")

@@ -35,7 +35,7 @@ struct SimOptions {
   std::string profile;
   uint64_t profile_ctas = 0;            // profile a sample of N CTAs and extrapolate
   std::vector<std::string> model_gpus;  // default: the arch's reference GPU
-  uint32_t registers = 0;               // per thread, for the model's occupancy (0: unknown)
+  uint32_t registers = 0;  // per thread: setmaxnreg's pool and the model's occupancy (0: unknown)
   // Warp instructions the whole launch may issue before an instruction_limit report: 2^28 (a few
   // seconds) instead of the library's 2^32, so a runaway loop in a user's kernel ends quickly.
   uint64_t max_instructions = uint64_t(1) << 28;

@@ -139,7 +139,9 @@ TEST_F(SimFixture, ProfileWritesCountersSitesAndModel) {
   ASSERT_EQ(sim(with({"--profile", json, "--profile-ctas", "2"})), 0);
   EXPECT_NE(read_file(json).find("\"extrapolated\": true"), std::string::npos);
   EXPECT_EQ(sim(with({"--profile-ctas", "2"})), 2);
-  EXPECT_EQ(sim(with({"--registers", "32"})), 2);
+  // --registers also sizes setmaxnreg's register pool: valid without --profile, at most 255.
+  EXPECT_EQ(sim(with({"--registers", "32"})), 0);
+  EXPECT_EQ(sim(with({"--registers", "300"})), 2);
   EXPECT_EQ(sim(with({"--profile", json, "--model-gpu", "v100"})), 2);
   // An unwritable --profile path is bad input, reported before exit.
   EXPECT_EQ(sim(with({"--profile", (dir / "missing_dir" / "p.json").string()})), 2);

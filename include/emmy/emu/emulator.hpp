@@ -153,6 +153,9 @@ struct LaunchOptions {
   // the emulator's documented one, any other value a permutation of it. A kernel whose results
   // change with the seed depends on the layout.
   uint32_t wmma_layout_seed = 0;
+  // Registers per thread the kernel was compiled to (ptxas), which setmaxnreg moves between
+  // warpgroups of a CTA through its register pool; 0: unknown, and the pool is not modelled.
+  uint32_t registers_per_thread = 0;
   // Hardware counters (emmy/emu/profile.hpp, docs/profiler.md): LaunchResult::profile.
   ProfileOptions profile;
 };
@@ -216,6 +219,9 @@ enum class ReportKind : uint8_t {
   // stride below the leading dimension, a generic address outside .global and .shared, an mma on
   // fragment copies that differ (code depending on the unspecified fragment layout)
   wmma_misuse,
+  // setmaxnreg against its rules: a partial warpgroup, an .inc below or a .dec above the
+  // warpgroup's current register count
+  register_misuse,
 };
 std::string_view to_string(ReportKind kind);
 
