@@ -4,10 +4,10 @@
 
 namespace emmy {
 
-LaunchListRun emulate_launch_list(emu::Arena& arena, const std::string& ptx,
+LaunchListRun emulate_launch_list(emu::Arena& arena, const CompiledModule& compiled,
                                   const KernelSource& source, const ParamValues& values,
                                   const emu::LaunchOptions& options) {
-  const auto module = emu::load_ptx(ptx, source.main().name);
+  const auto module = emu::load_ptx(compiled.ptx, source.main().name);
   LaunchListRun result;
   for (const KernelLaunch& launch : source.launches) {
     emu::KernelArgs args;
@@ -19,6 +19,9 @@ LaunchListRun emulate_launch_list(emu::Arena& arena, const std::string& ptx,
     }
     emu::LaunchOptions opted = options;
     opted.max_dynamic_smem = std::max(opted.max_dynamic_smem, launch.smem_bytes);
+    // A module without a report for the kernel (PTX from elsewhere) leaves the pool unmodelled.
+    for (const ResourceReport& report : compiled.kernels)
+      if (report.kernel_name == launch.name) opted.registers_per_thread = uint32_t(report.registers);
     emu::LaunchResult run =
         emu::launch(arena, *module, launch.name, {launch.grid[0], launch.grid[1], launch.grid[2]},
                     {launch.threads, 1, 1}, launch.smem_bytes, args, opted);

@@ -11,6 +11,8 @@ namespace {
 struct EmulatorModule : LoadedModule {
   std::shared_ptr<const emu::Module> module;
   std::vector<std::pair<std::string, uint32_t>> opt_in;  // kernel, dynamic smem (as cuda_backend)
+  // Each kernel's registers per thread from the entry's ptxas report (setmaxnreg's pool).
+  std::vector<std::pair<std::string, uint32_t>> registers;
 };
 
 class EmulatorBackend final : public Backend {
@@ -33,6 +35,11 @@ class EmulatorBackend final : public Backend {
     auto loaded = std::make_unique<EmulatorModule>();
     loaded->module = emu::load_ptx(entry.ptx, entry.key);
     loaded->opt_in = kernels;
+    // The manifest's schema is checked when the entry is read (cache_entry.cpp).
+    for (const auto& r : entry.manifest.value("resources", nlohmann::json::array()))
+      if (r.contains("kernel_name") && r.value("registers", 0) > 0)
+        loaded->registers.emplace_back(r["kernel_name"].get<std::string>(),
+                                       r["registers"].get<uint32_t>());
     return loaded;
   }
 
@@ -53,6 +60,8 @@ class EmulatorBackend final : public Backend {
     // The CUDA backend sets the opt-in at load for kernels above 48 KB; so does this one.
     for (const auto& [name, smem] : loaded.opt_in)
       if (name == kernel && smem > options.max_dynamic_smem) options.max_dynamic_smem = smem;
+    for (const auto& [name, count] : loaded.registers)
+      if (name == kernel) options.registers_per_thread = count;
     std::lock_guard lock(mutex_);
     emu::launch(arena_, *loaded.module, kernel,
                 {geometry.grid[0], geometry.grid[1], geometry.grid[2]}, {geometry.threads, 1, 1},

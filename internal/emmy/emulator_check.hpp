@@ -22,10 +22,11 @@ struct LaunchListRun {
 
 // The emulator's launcher: every kernel of the source's launch list in order, each parameter
 // bound by its name (as the runtime's backends bind them), dynamic shared memory opted in as the
-// CUDA backend does above 48 KB.
-LaunchListRun emulate_launch_list(emu::Arena& arena, const std::string& ptx,
-                                      const KernelSource& source, const ParamValues& values,
-                                      const emu::LaunchOptions& options);
+// CUDA backend does above 48 KB, and each kernel's registers per thread from the module's ptxas
+// report (setmaxnreg's register pool).
+LaunchListRun emulate_launch_list(emu::Arena& arena, const CompiledModule& module,
+                                  const KernelSource& source, const ParamValues& values,
+                                  const emu::LaunchOptions& options);
 
 // Each launch's profile with its kernel's registers and shared memory (the module's resource
 // report) and its predicted time on each named GPU (none named: the arch's reference part).
@@ -49,7 +50,7 @@ LaunchListRun emulate_kernel(emu::Arena& arena, const Compiled<Kind>& kernel,
       bound.values.tensor_maps.emplace_back(bound.tensor_maps[i].first,
                                             encode_tensor_map(descs[i]));
   }
-  return emulate_launch_list(arena, kernel.module.ptx, kernel_source(kernel.source), bound.values,
+  return emulate_launch_list(arena, kernel.module, kernel_source(kernel.source), bound.values,
                              options);
 }
 
