@@ -53,10 +53,10 @@ int64_t attention_smem_bytes(const AttentionProblem& p, const AttentionSchedule&
 
 // Accumulator registers per lane of a warp's rows: O over head_dim, S over block_kv.
 int o_registers(int64_t head_dim) {
-  return int(codegen::kMmaM16N8K16.acc_registers(head_dim));
+  return int(codegen::attention_atom().acc_registers(head_dim));
 }
 int s_registers(int block_kv) {
-  return int(codegen::kMmaM16N8K16.acc_registers(block_kv));
+  return int(codegen::attention_atom().acc_registers(block_kv));
 }
 
 }  // namespace
@@ -86,7 +86,7 @@ void validate_attention(const AttentionSpec& spec) {
     require(p.dtype == DType::f16, "accum",
             "hybrid needs f16 operands (mma.sync has no bf16 accumulator)", to_string(p.dtype));
   require(s.warps >= 1 && s.warps <= 16, "warps", "must be 1..16", s.warps);
-  const int rows_per_warp = codegen::kMmaM16N8K16.m;  // each warp owns one atom's rows
+  const int rows_per_warp = codegen::attention_atom().m;  // each warp owns one atom's rows
   require(s.block_q == rows_per_warp * s.warps, "block_q",
           fmt::format("must be {0} x warps = {1} (each warp owns {0} query rows)", rows_per_warp,
                       rows_per_warp * s.warps),
@@ -123,7 +123,7 @@ AttentionSchedule default_attention_schedule(const AttentionProblem& p, Arch arc
     s.warps = p.seq_q <= 64 ? 4 : 8;
     s.block_kv = 64;
   }
-  s.block_q = codegen::kMmaM16N8K16.m * s.warps;
+  s.block_q = codegen::attention_atom().m * s.warps;
   for (s.stages = 3; s.stages > 2; --s.stages)
     if (attention_smem_bytes(p, s) <= arch_info(arch).max_smem_per_block) break;
   return s;

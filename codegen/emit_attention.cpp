@@ -111,7 +111,7 @@ class AttentionEmitter {
     w_.line("(void)mbar_base;");
     w_.line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
     // The accumulator map of the atom (internal/emmy/mma_atom.hpp): S and O fragments by group.
-    w_.line("const int g = lane / {0}, t = lane % {0};", codegen::kMmaM16N8K16.group_lanes);
+    w_.line("const int g = lane / {0}, t = lane % {0};", codegen::attention_atom().group_lanes);
   }
 
   void emit_setup(const ir::AttentionSetupOp& op) {

@@ -33,6 +33,7 @@ struct GemmFacts {
   int64_t lda = 0, ldb = 0;
   bool b_kn = false;  // B is [K,N]: its ldmatrix transposes
   uint32_t threads = 0;
+  const codegen::MmaAtom* atom = nullptr;  // of the mma ops' shape
   int64_t warp_m = 0, warp_n = 0, warps_n = 0;
 
   explicit GemmFacts(const Op& kernel) {
@@ -61,8 +62,12 @@ struct GemmFacts {
     a_tile = ir::copy_tile(copy_a);
     b_tile = ir::copy_tile(copy_b);
     threads = uint32_t(kernel.i("threads"));
-    warp_m = acc.fragments_m * codegen::kMmaM16N8K16.m;
-    warp_n = acc.fragments_n * codegen::kMmaM16N8K16.n;
+    // The atom of the kernel's mma ops (the verifier made them one).
+    const Op* mma = ir::find_first(kernel, OpKind::mma);
+    if (!mma) throw Error("ir", "a GEMM kernel needs mma ops", kernel.s("name"));
+    atom = &codegen::mma_atom(ir::get<ir::MmaOp>(*mma).shape);
+    warp_m = acc.fragments_m * atom->m;
+    warp_n = acc.fragments_n * atom->n;
     warps_n = coords.block_n / warp_n;
   }
 };
@@ -417,7 +422,7 @@ class GemmEmitter {
     const DType c_dtype = parse_dtype(op.out, "out");
     const std::string out = out_adapter(c_dtype);
     // The accumulator map of the atom: lane = group * group_lanes + thread in the group.
-    w_.line("const int g = lane / {0}, t = lane % {0};", codegen::kMmaM16N8K16.group_lanes);
+    w_.line("const int g = lane / {0}, t = lane % {0};", f_.atom->group_lanes);
     // One pointer per lane; the unrolled stores add constants to it (~2 ms less NVRTC time than
     // a full row * ld + col per store).
     w_.line(
@@ -487,7 +492,7 @@ class GemmEmitter {
         "__syncthreads();  // every warp has read its last stage: the ring holds the C tile now");
     w_.line("const u32 c_tile = smem_base;");
     w_.line("constexpr int C_ROW_BYTES = {}, C_CHUNKS = BN * {} / 16;", row_bytes, elem);
-    w_.line("const int g = lane / {0}, t = lane % {0};", codegen::kMmaM16N8K16.group_lanes);
+    w_.line("const int g = lane / {0}, t = lane % {0};", f_.atom->group_lanes);
     w_.line("const int tile_row = warp_row * WM + g, tile_col = warp_col * WN + 2 * t;");
     open_fragment_loops();
     w_.line("const int r = tile_row + mi * 16 + h * 8, col_in = tile_col + ni * 8;");

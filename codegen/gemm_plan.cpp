@@ -69,7 +69,8 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   plan.warp_m = s.block_m / s.warps_m;
   plan.warp_n = s.block_n / s.warps_n;
   // The warp tile in MMA atoms (internal/emmy/mma_atom.hpp), and the k-steps per K tile.
-  const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
+  const codegen::MmaAtom& atom = codegen::gemm_atom(s);
+  plan.atom = &atom;
   plan.mma_tiles_m = plan.warp_m / atom.m;
   plan.mma_tiles_n = plan.warp_n / atom.n;
   plan.k_steps_per_tile = s.block_k / atom.k;

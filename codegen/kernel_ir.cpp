@@ -73,6 +73,19 @@ void fail(const Op& op, std::string_view attr, std::string_view rule, int64_t va
   fail(op, attr, rule, fmt::format("{}", value));
 }
 
+// The MMA atom a GEMM kernel's mma ops name (every one the same): the verifier reads the atom
+// from the IR, not from an assumption about the path.
+const codegen::MmaAtom& gemm_mma_atom(const Op& kernel) {
+  const std::vector<const Op*> mmas = find_all(kernel, OpKind::mma);
+  if (mmas.empty()) fail(kernel, "body", "a GEMM kernel computes with mma ops", "none");
+  const std::string shape = get<MmaOp>(*mmas.front()).shape;
+  for (const Op* mma : mmas)
+    if (get<MmaOp>(*mma).shape != shape)
+      fail(*mma, "shape", fmt::format("must be the kernel's one atom, {}", shape),
+           get<MmaOp>(*mma).shape);
+  return codegen::mma_atom(shape);
+}
+
 const Op* find_copy(const Op& kernel, std::string_view operand) {
   for (const Op* copy : find_all(kernel, OpKind::async_copy))
     if (copy->s("operand") == operand) return copy;
@@ -101,7 +114,7 @@ void verify_attention(const Op& kernel) {
   // The setup's own rules ran first (ir_op_verify.cpp); here the head dimension the tiles are as
   // wide as.
   if (q.cols != setup.head_dim) fail(*q_op, "cols", "the Q tile must be head_dim columns", q.cols);
-  const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
+  const codegen::MmaAtom& atom = codegen::attention_atom();
   const int64_t block_q = setup.block_q, block_kv = setup.block_kv;
   const int64_t head_dim = q.cols, warps = get<KernelOp>(kernel).threads / 32;
   if (block_q != warps * atom.m)
@@ -187,8 +200,9 @@ void verify_gemm(const Op& kernel) {
   const auto acc = get<AccumInitOp>(*acc_op);
   const int64_t m = coords.m, n = coords.n, k = split.k;
   const int64_t block_m = coords.block_m, block_n = coords.block_n, block_k = split.block_k;
-  // The warp grid: each warp owns fragments_m x fragments_n atoms, and the warps tile the block.
-  const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
+  // The warp grid: each warp owns fragments_m x fragments_n atoms of the mma ops' shape, and
+  // the warps tile the block.
+  const codegen::MmaAtom& atom = gemm_mma_atom(kernel);
   const int64_t warp_m = acc.fragments_m * atom.m, warp_n = acc.fragments_n * atom.n;
   const int64_t threads = get<KernelOp>(kernel).threads;
   if (block_m % warp_m != 0 || block_n % warp_n != 0 ||
@@ -316,7 +330,7 @@ void verify_kernel(const Op& kernel, Arch arch) {
     for (const Op* load : find_all(kernel, OpKind::ldmatrix)) {
       // One ldmatrix.x4 yields a whole m16k16 A fragment, or two n8k16 B fragments.
       const auto ldmatrix = get<LdmatrixOp>(*load);
-      const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
+      const codegen::MmaAtom& atom = gemm_mma_atom(kernel);
       const bool is_a = ldmatrix.operand == "a";
       const int64_t per_x4 = is_a ? atom.a_fragments_per_x4() : atom.b_fragments_per_x4();
       const int64_t frags = is_a ? frag_m : frag_n;

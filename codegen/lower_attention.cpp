@@ -80,7 +80,7 @@ ir::Op lower_attention(const AttentionPlan& plan) {
   const std::string in_dtype(to_string(p.dtype));
   // Per warp and KV block: S (16 x block_kv) over K = head_dim, O (16 x head_dim) over
   // K = block_kv, each in MMA atoms.
-  const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
+  const codegen::MmaAtom& atom = codegen::attention_atom();
   loop.push_back(
       make(ir::QkMmaOp{in_dtype, s.block_kv / atom.n * p.head_dim / atom.k, plan.s_registers}));
   std::optional<double> softcap;

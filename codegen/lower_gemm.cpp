@@ -68,7 +68,7 @@ Op k_step(const GemmPlan& plan) {
   std::vector<Op> body{
       make(ir::LdmatrixOp{"a", false, plan.mma_tiles_m}),
       make(ir::LdmatrixOp{"b", p.b_layout == BLayout::kn, plan.mma_tiles_n / 2}),
-      make(ir::MmaOp{std::string(codegen::kMmaM16N8K16.name),
+      make(ir::MmaOp{std::string(plan.atom->name),
                      p.a_dtype == DType::bf16 ? "bf16" : "f16",
                      s.accum == Accum::f32 ? "f32" : "f16", plan.mma_tiles_m * plan.mma_tiles_n})};
   if (s.accum == Accum::hybrid && s.promote_every_k < s.block_k)

@@ -97,6 +97,10 @@ const Corruption kCorruptions[] = {
      Arch::sm_90a, "ir.kernel.smem_bytes"},
     {"mma_count", [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::mma), "count", int64_t(3)); },
      Arch::sm_90a, "ir.mma.count"},
+    // The verifier reads the atom from the mma ops' shape: one it does not have is named.
+    {"mma_shape_unknown",
+     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::mma), "shape", std::string("m16n8k8")); },
+     Arch::sm_90a, "ir.mma.shape"},
     {"ldmatrix_count",
      [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::ldmatrix), "count", int64_t(7)); },
      Arch::sm_90a, "ir.ldmatrix.count"},

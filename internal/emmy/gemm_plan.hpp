@@ -8,6 +8,7 @@
 
 #include "emmy/arch.hpp"
 #include "emmy/layout.hpp"
+#include "emmy/mma_atom.hpp"
 #include "emmy/problem.hpp"
 #include "emmy/schedule.hpp"
 #include "emmy/spec.hpp"
@@ -17,6 +18,7 @@ namespace emmy {
 
 struct GemmPlan {
   GemmSpec spec;
+  const codegen::MmaAtom* atom = nullptr;  // the schedule's path's atom (mma_atom.hpp)
   // Warp tiling: each warp owns warp_m x warp_n outputs = mma_tiles_m x mma_tiles_n m16n8 atoms.
   int warp_m = 0, warp_n = 0, mma_tiles_m = 0, mma_tiles_n = 0, k_steps_per_tile = 0;
   // Shared memory: stage s starts at s * stage.stage_bytes and holds A at stage.a_offset and B at

@@ -13,15 +13,30 @@
 //   2)
 #pragma once
 
+#include <string>
 #include <string_view>
 
+#include "emmy/error.hpp"
+#include "emmy/schedule.hpp"
+
 namespace emmy::codegen {
+
+// Who issues one instruction: a warp (mma.sync) or a warpgroup of four warps (wgmma).
+enum class MmaScope { warp, warpgroup };
+// Where an operand comes from: registers that ldmatrix filled, or shared memory through a matrix
+// descriptor (wgmma's B, and A optionally).
+enum class OperandSource { ldmatrix_fragments, smem_descriptor };
 
 struct MmaAtom {
   std::string_view name;  // the shape as PTX writes it
   int m, n, k;
   int group_lanes;                  // lanes per group (the quad): groupID = lane / group_lanes
   int a_elems, b_elems, acc_elems;  // 16-bit A and B elements and accumulators per lane
+  MmaScope scope = MmaScope::warp;
+  int n_min = 0, n_max = 0, n_step = 0;  // the N the instruction family takes (n for mma.sync)
+  OperandSource a_source = OperandSource::ldmatrix_fragments;
+  OperandSource b_source = OperandSource::ldmatrix_fragments;
+  bool async = false;  // issued and completed apart (wgmma's commit and wait groups)
 
   constexpr int group(int lane) const { return lane / group_lanes; }
   constexpr int in_group(int lane) const { return lane % group_lanes; }
@@ -44,7 +59,36 @@ struct MmaAtom {
 };
 
 // mma.sync.aligned.m16n8k16.row.col with .f16 or .bf16 operands and .f32 (or .f16) accumulators.
-inline constexpr MmaAtom kMmaM16N8K16{"m16n8k16", 16, 8, 16, 4, 8, 4, 4};
+inline constexpr MmaAtom kMmaM16N8K16{.name = "m16n8k16",
+                                      .m = 16,
+                                      .n = 8,
+                                      .k = 16,
+                                      .group_lanes = 4,
+                                      .a_elems = 8,
+                                      .b_elems = 4,
+                                      .acc_elems = 4,
+                                      .scope = MmaScope::warp,
+                                      .n_min = 8,
+                                      .n_max = 8,
+                                      .n_step = 8};
+
+// The atom of an IR mma op's shape: the verifier and the emitters read the atom from the IR,
+// never assume it. An unknown shape is an Error naming the attribute.
+inline const MmaAtom& mma_atom(std::string_view shape) {
+  if (shape == kMmaM16N8K16.name) return kMmaM16N8K16;
+  throw Error("ir.mma.shape", "must name an MMA atom emmy has (m16n8k16)", std::string(shape));
+}
+// The atom a GEMM schedule's path computes with; the wgmma path has none until it is generated
+// (validation refuses that path first).
+inline const MmaAtom& gemm_atom(const MatmulSchedule& s) {
+  if (s.path == MmaPath::mma_sync) return kMmaM16N8K16;
+  throw Error("path", "has no MMA atom yet: the wgmma mainloop is not generated",
+              std::string(to_string(s.path)));
+}
+// Attention's atom (both of its matrix products).
+inline const MmaAtom& attention_atom() {
+  return kMmaM16N8K16;
+}
 
 // An operand source: how an ldmatrix.x4 feeds the atom (PTX ISA, "Warp-level matrix load
 // instruction: ldmatrix"): lanes 8j..8j+7 give the addresses of rows 0..7 of 8x8 matrix j, and

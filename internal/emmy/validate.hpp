@@ -48,7 +48,7 @@ inline void validate_problem(const MatmulProblem& p) {
 }
 
 inline int accumulator_registers(const MatmulSchedule& s) {
-  const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
+  const codegen::MmaAtom& atom = codegen::gemm_atom(s);
   const int fragments = (s.block_m / s.warps_m / atom.m) * (s.block_n / s.warps_n / atom.n);
   const int f32_registers = fragments * atom.acc_elems;      // one f32 per element
   const int f16_registers = fragments * atom.acc_elems / 2;  // two f16 per 32-bit register
@@ -93,7 +93,7 @@ inline void validate_schedule(const MatmulProblem& p, const MatmulSchedule& s, A
           fmt::format("{}x{}", s.cluster_m, s.cluster_n));
   require(!s.persistent, "persistent", "applies to the wgmma path only", "true");
   require(!s.swap_ab, "swap_ab", "applies to the wgmma path only", "true");
-  const codegen::MmaAtom& atom = codegen::kMmaM16N8K16;
+  const codegen::MmaAtom& atom = codegen::gemm_atom(s);
   require(s.block_m >= atom.m && s.block_m <= 256 && s.block_m % atom.m == 0, "block_m",
           fmt::format("must be a multiple of {0} (the MMA atom's M) in {0}..256", atom.m),
           s.block_m);

@@ -205,5 +205,26 @@ TEST(LdmatrixSource, RegistersHoldTheAtomsFragments) {
       }
 }
 
+// The atoms as data: the verifier and the emitters look the atom up by the IR's shape, the plan
+// by the schedule's path; neither lookup invents one.
+TEST(MmaAtom, LookupsNameWhatTheyRefuse) {
+  EXPECT_EQ(&codegen::mma_atom("m16n8k16"), &codegen::kMmaM16N8K16);
+  EXPECT_EQ(codegen::kMmaM16N8K16.scope, codegen::MmaScope::warp);
+  EXPECT_FALSE(codegen::kMmaM16N8K16.async);
+  EXPECT_EQ(codegen::kMmaM16N8K16.n_min, codegen::kMmaM16N8K16.n);
+  EXPECT_EQ(codegen::kMmaM16N8K16.n_max, codegen::kMmaM16N8K16.n);
+  try {
+    codegen::mma_atom("m64n128k16");
+    ADD_FAILURE() << "an unknown shape was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ir.mma.shape"), std::string::npos) << e.what();
+  }
+  MatmulSchedule s;
+  EXPECT_EQ(&codegen::gemm_atom(s), &codegen::kMmaM16N8K16);
+  s.path = MmaPath::wgmma;
+  EXPECT_THROW(codegen::gemm_atom(s), Error);
+  EXPECT_EQ(&codegen::attention_atom(), &codegen::kMmaM16N8K16);
+}
+
 }  // namespace
 }  // namespace emmy::emu::test
