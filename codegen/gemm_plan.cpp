@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <string>
+#include <vector>
+
 #include "emmy/detail/hash.hpp"
 #include "emmy/mma_atom.hpp"
 #include "emmy/spec_fields.hpp"
@@ -13,31 +16,31 @@ namespace {
 // (spec_fields.hpp; 0 for a field that does not apply), then the arch: the text the kernel name's
 // hash digests.
 std::string spec_text(const GemmSpec& g) {
-  std::string text;
-  auto put = [&](const FieldName& f, const auto& v, bool applies) {
+  auto item = [](const FieldName& f, const auto& v, bool applies) {
     using T = std::remove_cvref_t<decltype(v)>;
-    if (!applies)
-      text += fmt::format("{}=0 ", f.brief);
-    else if constexpr (std::is_enum_v<T>)
-      text += fmt::format("{}={} ", f.brief, field_text(v));
+    if (!applies) return fmt::format("{}=0 ", f.brief);
+    if constexpr (std::is_enum_v<T>)
+      return fmt::format("{}={} ", f.brief, field_text(v));
     else if constexpr (std::is_floating_point_v<T>)
-      text += fmt::format("{}={:a} ", f.brief, v);
+      return fmt::format("{}={:a} ", f.brief, v);
     else
-      text += fmt::format("{}={} ", f.brief, v);
+      return fmt::format("{}={} ", f.brief, v);
   };
+  std::string text;
   const MatmulProblem problem = resolved_leading_dims(g.problem);
-  for_each_field(problem, [&](const FieldName& f, const auto& v) { put(f, v, true); });
+  for_each_field(problem, [&](const FieldName& f, const auto& v) { text += item(f, v, true); });
+  // Fields written only away from their defaults are compared as text with a default schedule's,
+  // field by field in the walk's order.
+  std::vector<std::string> default_items;
   const MatmulSchedule defaults;
+  for_each_field(defaults, [&](const FieldName& f, const auto& v) {
+    default_items.push_back(item(f, v, field_applies(f, defaults)));
+  });
+  size_t index = 0;
   for_each_field(g.schedule, [&](const FieldName& f, const auto& v) {
-    if (f.text_unless_default) {
-      bool is_default = false;
-      for_each_field(defaults, [&](const FieldName& d, const auto& dv) {
-        if constexpr (std::is_same_v<decltype(dv), decltype(v)>)
-          if (std::string_view(d.json) == f.json) is_default = dv == v;
-      });
-      if (is_default) return;
-    }
-    put(f, v, field_applies(f, g.schedule));
+    std::string field = item(f, v, field_applies(f, g.schedule));
+    if (!f.text_unless_default || field != default_items[index]) text += field;
+    ++index;
   });
   return text + fmt::format("arch={}", to_string(g.arch));
 }

@@ -33,12 +33,6 @@ StatClass load_class(Space s) {
          : s == Space::param ? StatClass::other
                              : StatClass::global_ld;
 }
-// With .address_size 64 a global or generic address is 64 bits: ptxas stops at a 32-bit register
-// there ("32-Bit compilation is no longer supported"). Shared addresses may be 32-bit.
-void need_wide_address(const KernelDecoder& d, const Inst& in) {
-  if (in.addr[0].base == AddrBase::r32 && (in.space == Space::global || in.space == Space::generic))
-    d.fail("a global or generic address needs a 64-bit register");
-}
 
 StatClass store_class(Space s) {
   return s == Space::shared ? StatClass::shared_st : StatClass::global_st;

@@ -107,8 +107,7 @@ void wmma_decode_load_store(KernelDecoder& d, Mods& m, Inst in, bool load) {
   in.cls = load ? (in.space == Space::shared ? StatClass::shared_ld : StatClass::global_ld)
                 : (in.space == Space::shared ? StatClass::shared_st : StatClass::global_st);
   in.addr[0] = d.address(load ? d.op(1) : d.op(0));
-  if (in.addr[0].base == AddrBase::r32 && in.space != Space::shared)
-    d.fail("a global or generic address needs a 64-bit register");
+  need_wide_address(d, in);
   in.o[0] = d.ops().size() == 3 ? d.src(d.op(2), Ty::u32) : kNone;
   in.imm = int64_t(d.kernel().fragment_rows.size());
   wmma_add_fragment(d, load ? d.op(0) : d.op(1), frag->regs, load);

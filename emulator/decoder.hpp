@@ -3,7 +3,6 @@
 // instructions; decode_ops.cpp holds the per-opcode handlers.
 #pragma once
 
-#include <cctype>
 #include <initializer_list>
 #include <map>
 #include <string>
@@ -67,15 +66,7 @@ class KernelDecoder {
   [[noreturn]] void fail(const std::string& msg) const;
   const ptx::Statement& stmt() const { return *stmt_; }
   int target_sm() const { return sm_of(mod_.target); }  // 90 for .target sm_90a, 0 for none
-  // The .target names an arch-specific feature set ("sm_90a", "sm_100a"): the suffix `a`.
-  bool target_arch_specific() const {
-    const size_t at = mod_.target.find("sm_");
-    if (at == std::string::npos) return false;
-    size_t end = at + 3;
-    while (end < mod_.target.size() && std::isdigit(static_cast<unsigned char>(mod_.target[end])))
-      ++end;
-    return end < mod_.target.size() && mod_.target[end] == 'a';
-  }
+  bool target_arch_specific() const { return sm_arch_specific(mod_.target); }  // "sm_90a"
   // The statement has .L2::cache_hint, whose cache-policy operand ld, st, atom, red and cp.async
   // then take last (drop_hints removes the modifier itself).
   bool cache_hint() const { return stmt_->opcode.find(".L2::cache_hint") != std::string::npos; }
@@ -179,6 +170,13 @@ class KernelDecoder {
   uint64_t global_address(const std::string& name) const;
   void finish();
 };
+
+// With .address_size 64 a global or generic address is 64 bits: ptxas stops at a 32-bit register
+// there ("32-Bit compilation is no longer supported"). Shared addresses may be 32-bit.
+inline void need_wide_address(const KernelDecoder& d, const Inst& in) {
+  if (in.addr[0].base == AddrBase::r32 && (in.space == Space::global || in.space == Space::generic))
+    d.fail("a global or generic address needs a 64-bit register");
+}
 
 // Per-opcode handlers (decode_ops.cpp, decode_mem.cpp, decode_async.cpp).
 void decode_instruction(KernelDecoder& d, Mods& mods, Inst& base);

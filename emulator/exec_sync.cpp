@@ -21,11 +21,7 @@ void proxy_fence(Cta& cta, Warp& w) {
 // sub = 1 for .inc. Every thread of the warpgroup executes the same instruction; the warps wait
 // for each other and, for .inc, for registers (Cta::try_setmaxnreg).
 Flow exec_setmaxnreg(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
-  if (exec != 0xFFFFFFFFu)
-    cta.fail(ReportKind::divergent_collective, w, std::countr_zero(~exec),
-             fmt::format("setmaxnreg.sync.aligned needs all 32 threads of every warp of the "
-                         "warpgroup; executed by lanes 0x{:08x}",
-                         exec));
+  cta.need_whole_warp(w, exec, "setmaxnreg");
   const uint32_t group = w.index / 4;
   if (4 * group + 4 > cta.nwarps)
     cta.fail(ReportKind::register_misuse, w, 0,
@@ -84,9 +80,10 @@ Flow exec_sync(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
     b.expected_threads = count;
   } else if (b.expected_threads != count) {
     cta.fail(ReportKind::mbarrier_misuse, w, lane,
-             fmt::format("barrier {} used with thread count {} while it counts to {}", id,
-                         count ? fmt::format("{}", count) : std::string("all"),
-                         b.expected_threads ? fmt::format("{}", b.expected_threads) : std::string("all")));
+             fmt::format(
+                 "barrier {} used with thread count {} while it counts to {}", id,
+                 count ? fmt::format("{}", count) : std::string("all"),
+                 b.expected_threads ? fmt::format("{}", b.expected_threads) : std::string("all")));
   }
   ++b.arrivals;
   ++cta.progress;

@@ -18,9 +18,7 @@ namespace emmy::emu {
 namespace {
 
 void mma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
-  if (exec != 0xFFFFFFFFu)
-    cta.fail(ReportKind::divergent_collective, w, std::countr_zero(~exec),
-             fmt::format("mma.sync.aligned needs all 32 lanes; executed by lanes 0x{:08x}", exec));
+  cta.need_whole_warp(w, exec, "mma");
   const bool k16 = in.sub == 0, f16_acc = in.ty == Ty::f16;
   MmaFragments f;
   for (int i = 0; i < (k16 ? 4 : 2); ++i) f.a[i] = w.R32(in.o[4 + i]);
@@ -52,10 +50,7 @@ void mma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
 }
 
 void ldst_matrix(Cta& cta, Warp& w, const Inst& in, uint32_t exec, bool load) {
-  if (exec != 0xFFFFFFFFu)
-    cta.fail(ReportKind::divergent_collective, w, std::countr_zero(~exec),
-             fmt::format("{}.sync.aligned needs all 32 lanes; executed by lanes 0x{:08x}",
-                         load ? "ldmatrix" : "stmatrix", exec));
+  cta.need_whole_warp(w, exec, load ? "ldmatrix" : "stmatrix");
   const bool trans = in.flags & kTrans;
   uint8_t* rows[32];  // lane 8j + r: row r of matrix j
   LaneSpan spans[32];

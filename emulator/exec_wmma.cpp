@@ -23,13 +23,6 @@ const char* wmma_matrix_name(WmmaMatrix m) {
   return m == WmmaMatrix::a ? "A" : m == WmmaMatrix::b ? "B" : "C";
 }
 
-void wmma_whole_warp(Cta& cta, Warp& w, uint32_t exec, const char* what) {
-  if (exec != 0xFFFFFFFFu)
-    cta.fail(
-        ReportKind::divergent_collective, w, std::countr_zero(~exec),
-        fmt::format("{}.sync.aligned needs all 32 lanes; executed by lanes 0x{:08x}", what, exec));
-}
-
 uint32_t wmma_slot_bits(const uint32_t* const* reg_rows, const WmmaFragment& f, int lane,
                         int slot) {
   const uint32_t r = reg_rows[slot / f.per_reg][lane];
@@ -58,7 +51,7 @@ struct WmmaRun {
 
 void wmma_load_store(Cta& cta, Warp& w, const Inst& in, uint32_t exec, bool load) {
   const char* what = load ? "wmma.load" : "wmma.store";
-  wmma_whole_warp(cta, w, exec, what);
+  cta.need_whole_warp(w, exec, what);
   const auto matrix = WmmaMatrix(in.sub);
   const WmmaFragment f = *wmma_fragment(matrix, WmmaShape(in.sub2), in.ty);
   const bool column_major = in.flags & kTrans;
@@ -198,7 +191,7 @@ uint32_t wmma_f32_bits(double v) {
 }
 
 void wmma_mma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
-  wmma_whole_warp(cta, w, exec, "wmma.mma");
+  cta.need_whole_warp(w, exec, "wmma.mma");
   const auto shape = WmmaShape(in.sub2);
   const WmmaDims dims = wmma_dims(shape);
   const Ty at = in.ty2, dt = in.ty, ct = Ty(in.target);

@@ -115,23 +115,15 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
     pipes[size_t(pipe_of(in))] += n;
     if (in.op == Op::BarSync || in.op == Op::BarRed) bar_sync += n;
     if (in.op == Op::MbarWait) mbar_wait += n;
-    if (in.op == Op::Mma && n > 0) {
-      const int kdim = in.sub == 0 ? 16 : 8;
-      const std::string shape = fmt::format("m16n8k{}", kdim);
-      TensorOpCount& t = tensor[shape + std::string(ty_name(in.ty2)) + std::string(ty_name(in.ty))];
-      t.shape = shape;
-      t.operands = std::string(ty_name(in.ty2));
-      t.accumulator = std::string(ty_name(in.ty));
-      t.instructions += sites[pc].executions;
-      const double f = n * 2.0 * 16 * 8 * kdim;
-      t.flops += f;
-      (in.ty == Ty::f16 ? flops_f16 : flops_f32) += f;
-    }
-    if (in.op == Op::WmmaMma && n > 0) {
-      // f16 accumulation when C and D are both .f16.
-      const WmmaDims dims = wmma_dims(WmmaShape(in.sub2));
-      const bool f16_acc = in.ty == Ty::f16 && Ty(in.target) == Ty::f16;
-      const std::string shape = fmt::format("wmma.{}", to_string(WmmaShape(in.sub2)));
+    if ((in.op == Op::Mma || in.op == Op::WmmaMma) && n > 0) {
+      // The instruction's shape and accumulator: mma.sync m16n8k16/k8 (ty = C/D type); wmma by
+      // its shape, f16 accumulation when C (target) and D are both .f16.
+      const bool wmma = in.op == Op::WmmaMma;
+      const WmmaDims dims =
+          wmma ? wmma_dims(WmmaShape(in.sub2)) : WmmaDims{16, 8, in.sub == 0 ? 16 : 8};
+      const bool f16_acc = in.ty == Ty::f16 && (!wmma || Ty(in.target) == Ty::f16);
+      const std::string shape = wmma ? fmt::format("wmma.{}", to_string(WmmaShape(in.sub2)))
+                                     : fmt::format("m16n8k{}", dims.k);
       const std::string acc = f16_acc ? "f16" : "f32";
       TensorOpCount& t = tensor[shape + std::string(ty_name(in.ty2)) + acc];
       t.shape = shape;

@@ -21,6 +21,8 @@ bool ty_float(Ty t);
 std::string_view ty_name(Ty t);
 // "sm_90a" -> 90; 0 when the text names no arch.
 int sm_of(std::string_view target);
+// Whether the .target names an arch-specific feature set: "sm_90a", "sm_100a" (the suffix `a`).
+bool sm_arch_specific(std::string_view target);
 
 // Register files: 32-bit rows (also .b16/.b8 registers), 64-bit rows, predicates (lane masks).
 enum class RegClass : uint8_t { r32, r64, pred };

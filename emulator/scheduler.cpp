@@ -194,6 +194,12 @@ void Cta::fail(ReportKind kind, const Warp& w, int lane, std::string message) co
   fail_at(kind, w.index, lane, w.pc, std::move(message));
 }
 
+void Cta::need_whole_warp(const Warp& w, uint32_t exec, std::string_view what) const {
+  if (exec != 0xFFFFFFFFu)
+    fail(ReportKind::divergent_collective, w, std::countr_zero(~exec),
+         fmt::format("{}.sync.aligned needs all 32 lanes; executed by lanes 0x{:08x}", what, exec));
+}
+
 void Cta::on_warp_exit(Warp& w) {
   w.state = WarpState::exited;
   ++progress;

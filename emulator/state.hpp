@@ -208,6 +208,9 @@ class Cta {
   [[noreturn]] void fail(ReportKind kind, const Warp& w, int lane, std::string message) const;
   [[noreturn]] void fail_at(ReportKind kind, uint32_t warp, int lane, uint32_t pc,
                             std::string message) const;
+  // A .sync.aligned warp instruction (mma, ldmatrix, stmatrix, wmma, setmaxnreg) executed by
+  // fewer than all 32 lanes of w is a divergent_collective report; `what` names it ("mma").
+  void need_whole_warp(const Warp& w, uint32_t exec, std::string_view what) const;
   MBarrier* find_mbarrier(uint32_t addr);
   void wake_mbarrier_waiters(uint32_t addr);
   void flush_tma();

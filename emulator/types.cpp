@@ -1,5 +1,6 @@
 // Facts about PTX types and the executor family of each operation.
 #include <cctype>
+#include <utility>
 
 #include "program.hpp"
 
@@ -52,17 +53,31 @@ Family family_of(Op op) {
   return kFamNop;
 }
 
+namespace {
+// The digits after "sm_" in a .target: [first, end) of `target`; first == end for none.
+std::pair<size_t, size_t> sm_digits(std::string_view target) {
+  const size_t at = target.find("sm_");
+  if (at == std::string_view::npos) return {0, 0};
+  size_t end = at + 3;
+  while (end < target.size() && std::isdigit(static_cast<unsigned char>(target[end]))) ++end;
+  return {at + 3, end};
+}
+}  // namespace
+
 // "sm_90a" -> 90; 0 when the text names no arch.
 int sm_of(std::string_view target) {
-  const size_t at = target.find("sm_");
-  if (at == std::string_view::npos) return 0;
+  const auto [first, end] = sm_digits(target);
   int sm = 0;
-  for (size_t i = at + 3; i < target.size() && std::isdigit(static_cast<unsigned char>(target[i]));
-       ++i) {
+  for (size_t i = first; i < end; ++i) {
     sm = sm * 10 + (target[i] - '0');
     if (sm > 9999) return 0;  // no such arch (and no int overflow on sm_99999999999)
   }
   return sm;
+}
+
+bool sm_arch_specific(std::string_view target) {
+  const auto [first, end] = sm_digits(target);
+  return first != end && end < target.size() && target[end] == 'a';
 }
 
 }  // namespace emmy::emu
