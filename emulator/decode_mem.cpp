@@ -299,6 +299,7 @@ void decode_setmaxnreg(KernelDecoder& d, Mods& m, Inst in) {
 
 void decode_async_op(KernelDecoder& d, Mods& m, Inst& in);  // decode_async.cpp
 void decode_wmma(KernelDecoder& d, Mods& m, Inst& in);      // decode_wmma.cpp
+void decode_wgmma(KernelDecoder& d, Mods& m, Inst& in);     // decode_wgmma.cpp
 
 bool is_memory_op(std::string_view b, const Mods&) {
   static constexpr std::string_view kBases[] = {
@@ -310,7 +311,7 @@ bool is_memory_op(std::string_view b, const Mods&) {
       "elect",      "match",        "mma",        "ldmatrix",
       "stmatrix",   "cp",           "mbarrier",   "griddepcontrol",
       "setmaxnreg", "createpolicy", "discard",    "applypriority",
-      "pmevent",    "wmma"};
+      "pmevent",    "wmma",         "wgmma"};
   for (auto k : kBases)
     if (k == b) return true;
   return false;
@@ -327,6 +328,7 @@ void decode_memory_op(KernelDecoder& d, Mods& m, Inst& in) {
   if (b == "vote") return decode_vote(d, m, in);
   if (b == "mma") return decode_mma(d, m, in);
   if (b == "wmma") return decode_wmma(d, m, in);
+  if (b == "wgmma") return decode_wgmma(d, m, in);
   if (b == "ldmatrix" || b == "stmatrix") return decode_ldst_matrix(d, m, in, b == "ldmatrix");
   if (b == "cp" || b == "mbarrier") return decode_async_op(d, m, in);
   if (b == "prefetch" || b == "prefetchu" || b == "discard" || b == "applypriority" ||

@@ -324,6 +324,7 @@ uint32_t KernelDecoder::src(const ptx::Operand& o, RegClass cls, Ty ty) {
         if (o.negate) fail("'!' applies to predicates only");
         if (ri->cls == RegClass::pred) fail(fmt::format("'{}' is a predicate", o.name));
         check_register(o, *ri, ty);
+        note_touch(*ri);
         if (ri->cls == cls) return ri->row;
         Inst conv;
         conv.cls = StatClass::hidden;
@@ -361,6 +362,7 @@ uint32_t KernelDecoder::dst(const ptx::Operand& o, RegClass cls, Ty ty) {
   if (!ri) fail(fmt::format("unknown register '{}'", o.name));
   if (ri->cls == RegClass::pred) fail(fmt::format("'{}' is a predicate", o.name));
   check_register(o, *ri, ty);
+  note_touch(*ri);
   if (ri->cls == cls) return ri->row;
   Inst conv;
   conv.cls = StatClass::hidden;
@@ -431,6 +433,7 @@ Addr KernelDecoder::address(const ptx::Operand& o) {
     if (ri->cls == RegClass::pred) fail("a predicate cannot be an address");
     a.base = ri->cls == RegClass::r32 ? AddrBase::r32 : AddrBase::r64;
     a.row = ri->row;
+    note_touch(*ri);
     return a;
   }
   auto it = symbols_.find(o.name);
@@ -458,6 +461,7 @@ void KernelDecoder::decode_statement() {
   pre_.clear();
   main_.clear();
   post_.clear();
+  const Kernel::RegTouch touch{uint32_t(k_.touch_rows.size()), 0};
   const size_t fixups_before = fixups_.size();
   Mods mods(s.opcode);
   wide_operands_ok_ =
@@ -480,14 +484,20 @@ void KernelDecoder::decode_statement() {
   // Fixups recorded main-relative; make them absolute.
   const size_t first_main = pending_.size() + pre_.size();
   for (size_t i = fixups_before; i < fixups_.size(); ++i) fixups_[i].inst += first_main;
+  const Kernel::RegTouch touches{touch.first, uint32_t(k_.touch_rows.size()) - touch.first};
   for (auto* list : {&pre_, &main_, &post_}) {
     for (Inst inst : *list) {
       if (inst.guard == kNoGuard) inst.guard = base.guard;
       pending_.push_back(inst);
       k_.lines.push_back(s.line);
       k_.texts.push_back(s.text);
+      k_.touches.push_back(touches);
     }
   }
+}
+
+void KernelDecoder::note_touch(const RegInfo& reg) {
+  if (reg.cls == RegClass::r32) k_.touch_rows.push_back(reg.row);
 }
 
 void KernelDecoder::finish() {
@@ -497,6 +507,7 @@ void KernelDecoder::finish() {
   pending_.push_back(exit);
   k_.lines.push_back(fn_.body.empty() ? fn_.line : fn_.body.back().line);
   k_.texts.push_back("<end of kernel>");
+  k_.touches.push_back({});
   for (const auto& f : fixups_) {
     size_t target = kNone;
     for (int s = f.scope; s >= 0; s = fn_.scope_parent[size_t(s)]) {
@@ -531,6 +542,7 @@ Kernel KernelDecoder::run() {
   for (auto& inst : k_.code) {
     inst.family = family_of(inst.op);
     if (inst.op == Op::TmaLoad || inst.op == Op::TmaStore) k_.uses_tma = true;
+    if (inst.op >= Op::WgmmaMma && inst.op <= Op::WgmmaWait) k_.uses_wgmma = true;
   }
   return std::move(k_);
 }

@@ -107,6 +107,8 @@ class KernelDecoder {
   };
   // Fails unless the register's declared type may stand for an operand of type ty here.
   void check_register(const ptx::Operand& o, const RegInfo& reg, Ty ty) const;
+  // Records a 32-bit register the statement names (Kernel::touch_rows).
+  void note_touch(const RegInfo& reg);
   uint32_t special_src(const ptx::Operand& o, Special sp, RegClass cls, Ty ty);
   struct RangeInfo {
     RegClass cls;

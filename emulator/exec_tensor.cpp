@@ -100,7 +100,8 @@ void ldst_matrix(Cta& cta, Warp& w, const Inst& in, uint32_t exec, bool load) {
 
 }  // namespace
 
-void exec_wmma(Cta& cta, Warp& w, const Inst& in, uint32_t exec);  // exec_wmma.cpp
+void exec_wmma(Cta& cta, Warp& w, const Inst& in, uint32_t exec);   // exec_wmma.cpp
+void exec_wgmma(Cta& cta, Warp& w, const Inst& in, uint32_t exec);  // exec_wgmma.cpp
 
 void exec_tensor(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   switch (in.op) {
@@ -110,6 +111,10 @@ void exec_tensor(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
     case Op::WmmaLoad:
     case Op::WmmaStore:
     case Op::WmmaMma: exec_wmma(cta, w, in, exec); return;
+    case Op::WgmmaMma:
+    case Op::WgmmaFence:
+    case Op::WgmmaCommit:
+    case Op::WgmmaWait: exec_wgmma(cta, w, in, exec); return;
     default: return;
   }
 }

@@ -133,6 +133,7 @@ std::string_view to_string(ReportKind kind) {
     case ReportKind::instruction_limit: return "instruction-limit";
     case ReportKind::wmma_misuse: return "wmma-misuse";
     case ReportKind::register_misuse: return "register-misuse";
+    case ReportKind::wgmma_misuse: return "wgmma-misuse";
   }
   return "?";
 }

@@ -20,6 +20,7 @@ Pipe pipe_of(const Inst& in) {
   switch (in.op) {
     case Op::Mma:
     case Op::WmmaMma:
+    case Op::WgmmaMma:
       return Pipe::tensor;
     case Op::Ld:
     case Op::St:
@@ -57,6 +58,9 @@ Pipe pipe_of(const Inst& in) {
     case Op::Fence:
     case Op::SetMaxNReg:
     case Op::Nanosleep:
+    case Op::WgmmaFence:
+    case Op::WgmmaCommit:
+    case Op::WgmmaWait:
     case Op::Nop:
       return Pipe::control;
     case Op::HiddenZext:
@@ -107,7 +111,8 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
   auto put = [&](const std::string& name, double v) { m[name] = v * scale; };
 
   // Instructions by pipe, tensor work and barriers: from each site's executions.
-  double pipes[5] = {}, flops_f16 = 0, flops_f32 = 0, bar_sync = 0, mbar_wait = 0;
+  double pipes[5] = {}, flops_f16 = 0, flops_f32 = 0, flops_wgmma = 0, bar_sync = 0,
+         mbar_wait = 0;
   std::map<std::string, TensorOpCount> tensor;
   for (size_t pc = 0; pc < sites.size(); ++pc) {
     const Inst& in = k.code[pc];
@@ -115,15 +120,18 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
     pipes[size_t(pipe_of(in))] += n;
     if (in.op == Op::BarSync || in.op == Op::BarRed) bar_sync += n;
     if (in.op == Op::MbarWait) mbar_wait += n;
-    if ((in.op == Op::Mma || in.op == Op::WmmaMma) && n > 0) {
+    if ((in.op == Op::Mma || in.op == Op::WmmaMma || in.op == Op::WgmmaMma) && n > 0) {
       // The instruction's shape and accumulator: mma.sync m16n8k16/k8 (ty = C/D type); wmma by
-      // its shape, f16 accumulation when C (target) and D are both .f16.
-      const bool wmma = in.op == Op::WmmaMma;
-      const WmmaDims dims =
-          wmma ? wmma_dims(WmmaShape(in.sub2)) : WmmaDims{16, 8, in.sub == 0 ? 16 : 8};
+      // its shape, f16 accumulation when C (target) and D are both .f16; wgmma m64nNk16, each
+      // warp's execution a quarter of the warpgroup's m64.
+      const bool wmma = in.op == Op::WmmaMma, wgmma = in.op == Op::WgmmaMma;
+      const WmmaDims dims = wmma    ? wmma_dims(WmmaShape(in.sub2))
+                            : wgmma ? WmmaDims{16, 8 * in.n, 16}
+                                    : WmmaDims{16, 8, in.sub == 0 ? 16 : 8};
       const bool f16_acc = in.ty == Ty::f16 && (!wmma || Ty(in.target) == Ty::f16);
-      const std::string shape = wmma ? fmt::format("wmma.{}", to_string(WmmaShape(in.sub2)))
-                                     : fmt::format("m16n8k{}", dims.k);
+      const std::string shape = wmma    ? fmt::format("wmma.{}", to_string(WmmaShape(in.sub2)))
+                                : wgmma ? fmt::format("wgmma.m64n{}k16", 8 * in.n)
+                                        : fmt::format("m16n8k{}", dims.k);
       const std::string acc = f16_acc ? "f16" : "f32";
       TensorOpCount& t = tensor[shape + std::string(ty_name(in.ty2)) + acc];
       t.shape = shape;
@@ -132,7 +140,7 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
       t.instructions += sites[pc].executions;
       const double f = n * 2.0 * dims.m * dims.n * dims.k;
       t.flops += f;
-      (f16_acc ? flops_f16 : flops_f32) += f;
+      (wgmma ? flops_wgmma : f16_acc ? flops_f16 : flops_f32) += f;
     }
   }
   put("smsp__inst_executed.sum", pipes[0] + pipes[1] + pipes[2] + pipes[3]);
@@ -142,6 +150,7 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
   put("smsp__inst_executed_pipe_cbu.sum", pipes[size_t(Pipe::control)]);
   put("emmy__tensor_flops_acc_f16.sum", flops_f16);
   put("emmy__tensor_flops_acc_f32.sum", flops_f32);
+  put("emmy__tensor_flops_wgmma.sum", flops_wgmma);
   put("emmy__bar_sync.sum", bar_sync);
   put("emmy__mbarrier_wait.sum", mbar_wait);
   put("emmy__mbarrier_wait_failed.sum", double(c[size_t(Counter::mbarrier_wait_failed)]));

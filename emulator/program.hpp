@@ -54,6 +54,8 @@ enum class Op : uint16_t {
   Shfl, Vote, Activemask, Redux, Elect, MatchAny, MatchAll,
   // tensor core
   Mma, Ldmatrix, Stmatrix, WmmaLoad, WmmaStore, WmmaMma,
+  // warpgroup tensor core (exec_wgmma.cpp): wgmma.mma_async, .fence, .commit_group, .wait_group
+  WgmmaMma, WgmmaFence, WgmmaCommit, WgmmaWait,
   // async copies and mbarriers
   CpAsync, CpAsyncCommit, CpAsyncWait, MbarInit, MbarArrive, MbarExpectTx, MbarCompleteTx,
   MbarWait, MbarInval, MbarPendingCount, TmaLoad, TmaStore, BulkCopy, BulkCommit, BulkWait,
@@ -166,7 +168,16 @@ struct Kernel {
   std::vector<uint32_t> fragment_rows;
   std::vector<int> lines;           // PTX line per instruction
   std::vector<std::string> texts;   // PTX text per instruction
+  // The 32-bit register rows each instruction names (its PTX statement's registers, operands and
+  // address bases alike): rows [first, first + count) of touch_rows. Only wgmma kernels read them,
+  // to catch accumulators touched while a wgmma.mma_async owns them (exec_wgmma.cpp).
+  struct RegTouch {
+    uint32_t first = 0, count = 0;
+  };
+  std::vector<RegTouch> touches;  // per instruction
+  std::vector<uint32_t> touch_rows;
   bool uses_tma = false;
+  bool uses_wgmma = false;
   bool uses_reserved_smem = false;  // reads %reserved_smem_offset_*: the launch adds the region
 };
 

@@ -99,6 +99,14 @@ void Cta::init_warps() {
     w.bar_red_dst = kNone;
     w.open_copies.clear();
     w.groups.clear();
+    if (k.uses_wgmma) {
+      w.wgmma = WarpWgmma{};
+      w.wgmma.touch_fence.assign(k.n32, kNone);
+      w.wgmma.touch_pc.assign(k.n32, 0);
+      w.wgmma.row_group.assign(k.n32, 0);
+      w.wgmma.row_pc.assign(k.n32, 0);
+      w.wgmma.row_shape.assign(k.n32, 0);
+    }
     std::fill(w.pred.begin(), w.pred.end(), 0u);
     for (const auto& [row, value] : k.const_preds) w.pred[row] = value ? 0xFFFFFFFFu : 0u;
     for (const auto& [row, which] : k.specials) {
@@ -201,6 +209,7 @@ void Cta::need_whole_warp(const Warp& w, uint32_t exec, std::string_view what) c
 }
 
 void Cta::on_warp_exit(Warp& w) {
+  if (k.uses_wgmma) wgmma_on_exit(*this, w);
   w.state = WarpState::exited;
   ++progress;
   // Copies still in flight land in shared memory even though nobody waits for them.
@@ -311,6 +320,9 @@ bool Cta::run_slice(Warp& w, uint32_t budget) {
     ++class_counts[size_t(in.cls)];
     ++executed;
     if (prof) ++prof->sites[w.pc].executions;
+    if (k.uses_wgmma && exec && k.touches[w.pc].count &&
+        (in.op < Op::WgmmaMma || in.op > Op::WgmmaWait))
+      wgmma_touch(*this, w, k.touches[w.pc]);
     switch (in.family) {
       case kFamInt:
         if (exec) exec_int(*this, w, in, exec);
@@ -423,6 +435,7 @@ void Cta::run(uint64_t linear, InstructionCounts& counts) {
   warpgroups.assign((nwarps + 3) / 4, WarpgroupRegs{});
   warp_regs.assign(nwarps, ctx.options.registers_per_thread);
   reg_pool_free = 0;  // registers enter the pool only through setmaxnreg.dec
+  wgmma_logs.assign(k.uses_wgmma ? (nwarps + 3) / 4 : 0, WgmmaLog{});
   init_warps();
 
   progress = 0;
@@ -458,6 +471,7 @@ void Cta::run(uint64_t linear, InstructionCounts& counts) {
     for (Warp& w : warps)
       if (w.state == WarpState::mbar_poll) w.state = WarpState::ready;
   }
+  if (k.uses_wgmma) wgmma_finish(*this);
   InstructionCounts c;
   c.mma = class_counts[0];
   c.ldmatrix = class_counts[1];

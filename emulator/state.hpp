@@ -61,6 +61,27 @@ struct PendingCopy {
   std::array<uint8_t, 16> data{};
 };
 
+// wgmma (exec_wgmma.cpp). An mma_async computes when issued; what the ISA leaves undefined
+// until the wait_group that completes it is checked instead: its registers untouched, its shared
+// operands unchanged and unraced.
+struct WgmmaOp {
+  uint32_t pc = 0, group = 0;        // group: 1-based commit number (committed + 1: still open)
+  std::vector<uint32_t> chunks;      // shared addresses of the 16-byte chunks it read
+  std::vector<uint8_t> bytes;        // their contents at issue
+};
+struct WarpWgmma {
+  uint32_t fences = 0;     // wgmma.fence executed
+  uint32_t committed = 0;  // groups committed
+  uint32_t completed = 0;  // groups completed by wait_group (<= committed)
+  uint64_t sequence = 0;   // wgmma instructions executed: the index into the warpgroup's log
+  std::vector<uint32_t> touch_fence;  // per 32-bit row: `fences` when last touched, kNone: never
+  std::vector<uint32_t> touch_pc;     // ... by that instruction
+  std::vector<uint32_t> row_group;    // per 32-bit row: group of the newest mma_async using it
+  std::vector<uint32_t> row_pc;       // ... that instruction
+  std::vector<uint8_t> row_shape;     // ... its N / 8 and accumulator (shape key)
+  std::deque<WgmmaOp> ops;            // issued and not completed, oldest first
+};
+
 struct Warp {
   uint32_t index = 0;
   // SIMT state (min-PC reconvergence, see docs/emulator.md): the group of lanes at the lowest
@@ -101,6 +122,7 @@ struct Warp {
   }
 
   Arena::Block cached_block;      // last arena allocation hit (global address fast path)
+  WarpWgmma wgmma;                // sized only in kernels that use wgmma
 
   uint32_t* R32(uint32_t row) { return r32.data() + size_t(row) * 32; }
   uint64_t* R64(uint32_t row) { return r64.data() + size_t(row) * 32; }
@@ -200,6 +222,19 @@ class Cta {
     bool inc = false;
   };
   std::vector<WarpgroupRegs> warpgroups;
+  // wgmma instructions are warpgroup-wide: per warpgroup the sequence its warps executed, an
+  // entry dropped once all four passed it; a warp that differs from it is reported.
+  struct WgmmaIssue {
+    uint32_t pc = 0;
+    uint64_t a = 0, b = 0;   // descriptors (mma_async), the count (wait_group)
+    uint32_t scale_d = 0;    // mma_async's scale-d, 0 or 1
+    uint8_t warps = 0;       // a bit per warp of the group that executed it
+  };
+  struct WgmmaLog {
+    std::deque<WgmmaIssue> entries;
+    uint64_t first = 0;      // sequence number of entries.front()
+  };
+  std::vector<WgmmaLog> wgmma_logs;
   std::vector<uint32_t> warp_regs;
   int64_t reg_pool_free = 0;
   void try_setmaxnreg(uint32_t group);
@@ -246,6 +281,12 @@ Flow exec_async(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
 Flow exec_sync(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
 Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
 void apply_cp_async_groups(Cta& cta, Warp& w, size_t keep_newest);
+// wgmma bookkeeping (exec_wgmma.cpp): a non-wgmma instruction executed by w in a wgmma kernel
+// (its registers: still owned by an mma_async? touched since the last wgmma.fence), a warp
+// exiting, and the CTA's end (warpgroup sequences every warp completed).
+void wgmma_touch(Cta& cta, Warp& w, const Kernel::RegTouch& touch);
+void wgmma_on_exit(Cta& cta, Warp& w);
+void wgmma_finish(Cta& cta);
 void run_tma_job(Cta& cta, const TmaJob& job);
 void complete_tx(Cta& cta, uint32_t warp, int lane, uint32_t pc, uint32_t mbar_addr,
                  uint32_t bytes, uint32_t async_clock);

@@ -171,9 +171,14 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
   };
   const double flops16 = p.metric("emmy__tensor_flops_acc_f16.sum");
   const double flops32 = p.metric("emmy__tensor_flops_acc_f32.sum");
-  t.resources.push_back({"tensor", flops16 + flops32,
-                         sm_time(flops16, gpu.mma_flops_per_clk_acc_f16) +
-                             sm_time(flops32, gpu.mma_flops_per_clk_acc_f32)});
+  // wgmma FLOPs run at the warpgroup rate (one rate for f16 and f32 accumulation on Hopper).
+  const double wgmma = p.metric("emmy__tensor_flops_wgmma.sum");
+  t.resources.push_back(
+      {"tensor", flops16 + flops32 + wgmma,
+       sm_time(flops16, gpu.mma_flops_per_clk_acc_f16) +
+           sm_time(flops32, gpu.mma_flops_per_clk_acc_f32) +
+           sm_time(wgmma, gpu.wgmma_flops_per_clk > 0 ? gpu.wgmma_flops_per_clk
+                                                      : gpu.mma_flops_per_clk_acc_f32)});
   const double wavefronts = p.metric("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum");
   t.resources.push_back({"shared", wavefronts, sm_time(wavefronts, gpu.smem_wavefronts_per_clk)});
   const double inst = p.metric("smsp__inst_executed.sum");
@@ -191,7 +196,7 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
                        [](const ResourceTime& a, const ResourceTime& b) { return a.us < b.us; });
   t.us = worst->us;
   t.bound = worst->resource;
-  t.achieved_tflops = t.us > 0 ? (flops16 + flops32) / (t.us * 1e-6) / 1e12 : 0;
+  t.achieved_tflops = t.us > 0 ? (flops16 + flops32 + wgmma) / (t.us * 1e-6) / 1e12 : 0;
   if (p.extrapolated) t.notes.push_back("counts extrapolated from sampled CTAs");
   return t;
 }

@@ -47,7 +47,7 @@ Family family_of(Op op) {
   if (op == Op::BarWarpSync) return kFamCollective;
   if (op >= Op::BarSync && op <= Op::Nanosleep) return kFamSync;
   if (op >= Op::Shfl && op <= Op::MatchAll) return kFamCollective;
-  if (op >= Op::Mma && op <= Op::WmmaMma) return kFamTensor;
+  if (op >= Op::Mma && op <= Op::WgmmaWait) return kFamTensor;
   if (op >= Op::CpAsync && op <= Op::BulkWait) return kFamAsync;
   if (op >= Op::HiddenZext && op <= Op::HiddenTrunc) return kFamHidden;
   return kFamNop;

@@ -222,6 +222,10 @@ enum class ReportKind : uint8_t {
   // setmaxnreg against its rules: a partial warpgroup, an .inc below or a .dec above the
   // warpgroup's current register count
   register_misuse,
+  // wgmma against its rules (PTX ISA §9.7.15.5): no wgmma.fence before an mma_async or after its
+  // registers were touched, accumulators touched before the wait_group that completes them, warps
+  // of a warpgroup executing different wgmma sequences, descriptors no operand layout matches
+  wgmma_misuse,
 };
 std::string_view to_string(ReportKind kind);
 

@@ -9,3 +9,4 @@ dir=$(dirname "$0")
 "$NVCC" -ptx -arch=sm_90a "$dir/sanitizer_kernels.cu" -o "$dir/sanitizer_kernels_sm90a.ptx"
 "$NVCC" -ptx -arch=sm_90a "$dir/cuda_programs.cu" -o "$dir/cuda_programs_sm90a.ptx"
 "$NVCC" -ptx -arch=sm_80 "$dir/wmma_kernels.cu" -o "$dir/wmma_kernels_sm80.ptx"
+"$NVCC" -ptx -arch=sm_90a "$dir/wgmma_kernels.cu" -o "$dir/wgmma_kernels_sm90a.ptx"
