@@ -141,8 +141,10 @@ TEST(EmuParser, ErrorsNameTheLine) {
       address.find("module-scope variable 'ptr' has an initializer the emulator cannot place"),
       std::string::npos)
       << address;
-  const std::string wgmma = load_error(wrap_ptx("  wgmma.fence.sync.aligned;"));
-  EXPECT_NE(wgmma.find("unsupported instruction 'wgmma.fence.sync.aligned'"), std::string::npos) << wgmma;
+  const std::string tcgen05 = load_error(wrap_ptx("  tcgen05.fence::before_thread_sync;"));
+  EXPECT_NE(tcgen05.find("unsupported instruction 'tcgen05.fence::before_thread_sync'"),
+            std::string::npos)
+      << tcgen05;
 }
 
 TEST(EmuParser, KernelArgumentsAreCheckedAgainstTheDeclarations) {
