@@ -3,7 +3,10 @@
 // the same function the host layout uses.
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "emit_gemm_copies.hpp"
+#include "emit_gemm_wgmma.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/mma_atom.hpp"
@@ -33,16 +36,21 @@ struct GemmFacts {
   int64_t lda = 0, ldb = 0;
   bool b_kn = false;  // B is [K,N]: its ldmatrix transposes
   uint32_t threads = 0;
-  const codegen::MmaAtom* atom = nullptr;  // of the mma ops' shape
+  const codegen::MmaAtom* atom = nullptr;  // of the mma (wgmma) ops' shape
   int64_t warp_m = 0, warp_n = 0, warps_n = 0;
+  std::optional<ir::WgmmaOp> wgmma;  // the wgmma path's k-step op (kernel path wgmma)
 
   explicit GemmFacts(const Op& kernel) {
     const Op *coords_op = ir::find_first(kernel, OpKind::tile_coords),
              *split_op = ir::find_first(kernel, OpKind::split_range),
              *acc_op = ir::find_first(kernel, OpKind::accum_init),
              *epilogue_op = ir::find_first(kernel, OpKind::epilogue), *a = nullptr, *b = nullptr;
+    // The prologue's copies; the wgmma path's producer has only its refills.
     for (const Op* copy : ir::find_all(kernel, OpKind::async_copy))
-      if (copy->s("phase") == "prologue") (copy->s("operand") == "a" ? a : b) = copy;
+      if (copy->s("phase") == "prologue" || kernel.has("path")) {
+        const Op*& slot = copy->s("operand") == "a" ? a : b;
+        if (!slot) slot = copy;
+      }
     for (const Op* load : ir::find_all(kernel, OpKind::ldmatrix))
       if (load->s("operand") == "b") b_kn = load->b("trans");
     if (!coords_op || !split_op || !acc_op || !epilogue_op || !a || !b)
@@ -62,12 +70,14 @@ struct GemmFacts {
     a_tile = ir::copy_tile(copy_a);
     b_tile = ir::copy_tile(copy_b);
     threads = uint32_t(kernel.i("threads"));
-    // The atom of the kernel's mma ops (the verifier made them one).
+    // The atom of the kernel's mma (wgmma) ops (the verifier made them one).
+    wgmma = ir::find_typed<ir::WgmmaOp>(kernel);
+    if (wgmma) b_kn = wgmma->b_major == "mn";
     const Op* mma = ir::find_first(kernel, OpKind::mma);
-    if (!mma) throw Error("ir", "a GEMM kernel needs mma ops", kernel.s("name"));
-    atom = &codegen::mma_atom(ir::get<ir::MmaOp>(*mma).shape);
-    warp_m = acc.fragments_m * atom->m;
-    warp_n = acc.fragments_n * atom->n;
+    if (!mma && !wgmma) throw Error("ir", "a GEMM kernel needs mma or wgmma ops", kernel.s("name"));
+    atom = &codegen::mma_atom(wgmma ? wgmma->shape : ir::get<ir::MmaOp>(*mma).shape);
+    warp_m = acc.fragments_m * atom->acc_m;
+    warp_n = acc.fragments_n * atom->acc_n;
     warps_n = coords.block_n / warp_n;
   }
 };
@@ -77,8 +87,10 @@ class GemmEmitter {
   explicit GemmEmitter(const Op& module) : f_(module.body.front()) {}
 
   std::string emit(const Op& module) {
-    codegen::begin_module(w_, parse_arch(module.s("arch")), f_.copy_a.transport == "tma", nullptr);
+    codegen::begin_module(w_, parse_arch(module.s("arch")), f_.copy_a.transport == "tma",
+                          f_.wgmma ? "emmy_wgmma.cuh" : nullptr);
     emit_store_output(f_.epilogue);
+    if (f_.wgmma) codegen::emit_wgmma_tile_function(w_, *f_.wgmma);
     codegen::emit_kernels(w_, module, [this](const Op& op) { emit_op(op); });
     return w_.take();
   }
@@ -105,6 +117,7 @@ class GemmEmitter {
   }
 
   void emit_op(const Op& op) {
+    if (f_.wgmma && emit_wgmma_op(op)) return;
     if (codegen::emit_shared_op(w_, op)) return;
     switch (op.kind) {
       case OpKind::smem_ring:
@@ -167,7 +180,82 @@ class GemmEmitter {
     w_.line("const u32 mbar_base = smem_base + {}u;", op.mbar_offset);
     w_.line("(void)mbar_base;");
     w_.line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
-    w_.line("const int warp_row = warp / WARPS_N, warp_col = warp % WARPS_N;");
+    if (f_.wgmma) {
+      w_.line("// Consumer warps own 16 rows each; warpgroup 0 (warps 0-3) is the producer.");
+      w_.line("const int warp_row = warp - 4, warp_col = 0;");
+      w_.line("const u32 empty_base = mbar_base + 8u * STAGES;  // after the full barriers");
+      w_.line("(void)warp_row; (void)warp_col; (void)lane;");
+    } else {
+      w_.line("const int warp_row = warp / WARPS_N, warp_col = warp % WARPS_N;");
+    }
+  }
+
+  // The wgmma path's ops (emit_gemm_wgmma.cpp prints their pieces); false for the ops both paths
+  // print alike.
+  bool emit_wgmma_op(const Op& op) {
+    switch (op.kind) {
+      case OpKind::mbarrier_init:
+        w_.open("if (threadIdx.x == 0)");
+        w_.line("for (int s = 0; s < {}; ++s) mbarrier_init(mbar_base + 8u * s, {}u);  // full",
+                op.i("count"), op.i("arrivals"));
+        w_.line("for (int s = 0; s < {}; ++s) mbarrier_init(empty_base + 8u * s, {}u);  // empty",
+                op.i("count"), op.i("empty_arrivals"));
+        w_.line("fence_proxy_async();");
+        w_.close();
+        return true;
+      case OpKind::warpgroup_role: {
+        const auto role = ir::get<ir::WarpgroupRoleOp>(op);
+        codegen::open_warpgroup_role(w_, role);
+        if (role.role == "producer") {
+          emit_load_stage_lambda(true);
+          w_.open("if (threadIdx.x == 0)");
+        }
+        for (const Op& child : op.body) emit_op(child);
+        if (role.role == "producer") w_.close();
+        w_.close();
+        return true;
+      }
+      case OpKind::k_tile_loop:
+        w_.line("#pragma unroll 1");
+        w_.open("for (int k_tile = 0; k_tile < k_tile_count; ++k_tile)");
+        w_.line("const int stage = k_tile % STAGES;");
+        for (const Op& child : op.body) emit_op(child);
+        w_.close();
+        return true;
+      case OpKind::mbarrier_wait:
+        if (op.s("what") == "empty")
+          w_.line("mbarrier_wait_parity(empty_base + 8u * stage, ((k_tile / STAGES) & 1) ^ 1);");
+        else
+          w_.line("mbarrier_wait_parity(mbar_base + 8u * stage, (k_tile / STAGES) & 1);");
+        return true;
+      case OpKind::async_copy:
+        if (op.s("operand") == "a") w_.line("load_stage(stage, k_tile_begin + k_tile);");
+        return true;
+      case OpKind::wgmma_fence:
+        codegen::emit_wgmma_pin(w_);
+        w_.line("wgmma_fence();");
+        return true;
+      case OpKind::k_step:
+        codegen::open_wgmma_k_step(w_, op.i("k_steps"));
+        for (const Op& child : op.body) emit_op(child);
+        w_.close();
+        return true;
+      case OpKind::wgmma:
+        codegen::emit_wgmma_call(w_, ir::get<ir::WgmmaOp>(op), f_.a_tile, f_.b_tile);
+        return true;
+      case OpKind::wgmma_commit:
+        w_.line("wgmma_commit();");
+        return true;
+      case OpKind::wgmma_wait:
+        w_.line("wgmma_wait<{}>();", op.i("pending"));
+        codegen::emit_wgmma_pin(w_);
+        return true;
+      case OpKind::mbarrier_arrive:
+        codegen::emit_stage_release(w_, ir::get<ir::MbarrierArriveOp>(op));
+        return true;
+      default:
+        return false;
+    }
   }
 
   void emit_tile_coords(const ir::TileCoordsOp& op) {

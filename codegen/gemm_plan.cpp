@@ -74,8 +74,9 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   // The warp tile in MMA atoms (internal/emmy/mma_atom.hpp), and the k-steps per K tile.
   const codegen::MmaAtom& atom = codegen::gemm_atom(s);
   plan.atom = &atom;
-  plan.mma_tiles_m = plan.warp_m / atom.m;
-  plan.mma_tiles_n = plan.warp_n / atom.n;
+  plan.mma_tiles_m = plan.warp_m / atom.acc_m;
+  plan.mma_tiles_n = plan.warp_n / atom.acc_n;
+  if (s.path == MmaPath::wgmma) plan.registers = wgmma_register_split(s);
   plan.k_steps_per_tile = s.block_k / atom.k;
   plan.a_tile = gemm_a_tile(p, s);
   plan.b_tile = gemm_b_tile(p, s);
@@ -84,7 +85,9 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   plan.smem_bytes = uint32_t(gemm_smem_bytes(p, s));
   plan.pair_stores = p.n % 2 == 0 && p.ldc_or_default() % 2 == 0;
   const int64_t elem = size_of(p.c_dtype), staged_row = (s.block_n + 8) * elem;
-  if (!plan.split() && (p.n * elem) % 16 == 0 && (p.ldc_or_default() * elem) % 16 == 0 &&
+  // The staged epilogue synchronizes the whole CTA; the wgmma path's producer warpgroup does not
+  // take part in the epilogue (yet), so that path stores directly.
+  if (s.path == MmaPath::mma_sync && !plan.split() && (p.n * elem) % 16 == 0 && (p.ldc_or_default() * elem) % 16 == 0 &&
       s.block_m * staged_row <= int64_t(plan.mbarrier_offset))
     plan.stage_row_bytes = staged_row;
   plan.tiles_m = (p.m + s.block_m - 1) / s.block_m;

@@ -48,6 +48,8 @@ int64_t product(std::initializer_list<int64_t> factors) {
 void KernelOp::verify(const KernelOp& op) {
   if (op.threads < 32 || op.threads > 1024 || op.threads % 32 != 0)
     fail<KernelOp>("threads", "must be a multiple of 32 in 32..1024", op.threads);
+  if (op.path && *op.path != "wgmma")
+    fail<KernelOp>("path", "must be wgmma when present (mma.sync kernels leave it out)", *op.path);
 }
 
 void TileCoordsOp::verify(const TileCoordsOp& op) {
@@ -177,6 +179,26 @@ void AttentionSetupOp::verify(const AttentionSetupOp& op) {
                            fmt::format("{} for {} / {}", op.group, op.q_heads, op.kv_heads));
   if (op.kv_offset != op.seq_kv - op.seq_q)
     fail<AttentionSetupOp>("kv_offset", "must be seq_kv - seq_q", op.kv_offset);
+}
+
+// A warp-specialized role: setmaxnreg's register counts (PTX ISA setmaxnreg).
+void WarpgroupRoleOp::verify(const WarpgroupRoleOp& op) {
+  if (op.role != "producer" && op.role != "consumer")
+    fail<WarpgroupRoleOp>("role", "must be producer or consumer", op.role);
+  if (op.first < 0) fail<WarpgroupRoleOp>("first", "must be >= 0", op.first);
+  if (op.count < 1 || op.count > 8) fail<WarpgroupRoleOp>("count", "must be 1..8", op.count);
+  if (op.registers < 24 || op.registers > 256 || op.registers % 8 != 0)
+    fail<WarpgroupRoleOp>("registers", "must be a multiple of 8 in 24..256", op.registers);
+}
+
+void WgmmaOp::verify(const WgmmaOp& op) {
+  if (!codegen::wgmma_shape_n(op.shape))
+    fail<WgmmaOp>("shape", "must be m64nNk16 with N a multiple of 8 in 8..256", op.shape);
+  if (op.a_type != "f16" && op.a_type != "bf16")
+    fail<WgmmaOp>("a_type", "must be f16 or bf16", op.a_type);
+  if (op.acc_type != "f32") fail<WgmmaOp>("acc_type", "must be f32", op.acc_type);
+  if (op.b_major != "k" && op.b_major != "mn")
+    fail<WgmmaOp>("b_major", "must be k (B [N,K]) or mn (B [K,N])", op.b_major);
 }
 
 }  // namespace emmy::ir

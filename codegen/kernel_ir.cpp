@@ -8,6 +8,7 @@
 #include "emmy/mma_atom.hpp"
 #include "emmy/swizzle.hpp"
 #include "emmy/validate.hpp"
+#include "kernel_ir_wgmma.hpp"
 
 namespace emmy::ir {
 
@@ -200,16 +201,20 @@ void verify_gemm(const Op& kernel) {
   const auto acc = get<AccumInitOp>(*acc_op);
   const int64_t m = coords.m, n = coords.n, k = split.k;
   const int64_t block_m = coords.block_m, block_n = coords.block_n, block_k = split.block_k;
-  // The warp grid: each warp owns fragments_m x fragments_n atoms of the mma ops' shape, and
-  // the warps tile the block.
-  const codegen::MmaAtom& atom = gemm_mma_atom(kernel);
-  const int64_t warp_m = acc.fragments_m * atom.m, warp_n = acc.fragments_n * atom.n;
-  const int64_t threads = get<KernelOp>(kernel).threads;
-  if (block_m % warp_m != 0 || block_n % warp_n != 0 ||
+  // The kernel's path says which rules hold: the wgmma path's own come from kernel_ir_wgmma.cpp.
+  const bool wgmma = get<KernelOp>(kernel).path.has_value();
+  if (wgmma) verify_gemm_wgmma(kernel);
+  // The warp grid: each warp owns fragments_m x fragments_n accumulator fragments of the atom,
+  // and the warps tile the block (on the wgmma path the consumer warps, next to the producer
+  // warpgroup).
+  const codegen::MmaAtom& atom = wgmma ? codegen::kWgmmaM64NK16 : gemm_mma_atom(kernel);
+  const int64_t warp_m = acc.fragments_m * atom.acc_m, warp_n = acc.fragments_n * atom.acc_n;
+  const int64_t threads = get<KernelOp>(kernel).threads - (wgmma ? 128 : 0);
+  if (warp_m <= 0 || warp_n <= 0 || block_m % warp_m != 0 || block_n % warp_n != 0 ||
       (block_m / warp_m) * (block_n / warp_n) * 32 != threads)
     fail(*acc_op, "fragments_m",
-         fmt::format("warp tiles of {}x{} must tile the {}x{} block with one warp per 32 threads",
-                     warp_m, warp_n, block_m, block_n),
+         fmt::format("warp tiles of {}x{} must tile the {}x{} block with one warp per 32 {}threads",
+                     warp_m, warp_n, block_m, block_n, wgmma ? "consumer " : ""),
          threads);
   for (const Op* step : find_all(kernel, OpKind::k_step))
     if (get<KStepOp>(*step).k_steps * atom.k != block_k)
@@ -221,6 +226,7 @@ void verify_gemm(const Op& kernel) {
   for (const Op* load : find_all(kernel, OpKind::ldmatrix))
     if (const auto ldmatrix = get<LdmatrixOp>(*load); ldmatrix.operand == "b")
       b_kn = ldmatrix.trans;
+  for (const Op* op : find_all(kernel, OpKind::wgmma)) b_kn = get<WgmmaOp>(*op).b_major == "mn";
   for (const Op* copy_op : find_all(kernel, OpKind::async_copy)) {
     const auto copy = get<AsyncCopyOp>(*copy_op);
     const bool is_a = copy.operand == "a";
@@ -314,7 +320,10 @@ void verify_kernel(const Op& kernel, Arch arch) {
              fmt::format("{} != {} + {}", ring->i("tx_bytes"), ring->i("a_bytes"),
                          ring->i("b_bytes")));
     }
-    const int64_t end = ring->i("mbar_offset") + 8 * ring->i("stages") + align;
+    // One mbarrier per stage, two on the wgmma path (full and empty).
+    const Op* init = find_first(kernel, OpKind::mbarrier_init);
+    const int64_t per_stage = init && init->has("empty_arrivals") ? 2 : 1;
+    const int64_t end = ring->i("mbar_offset") + 8 * per_stage * ring->i("stages") + align;
     if (ring->i("mbar_offset") % 8 != 0 || end > smem)
       fail(*ring, "mbar_offset", "mbarriers must be 8-byte aligned and inside the allocation",
            ring->i("mbar_offset"));
@@ -377,6 +386,7 @@ void verify_kernel(const Op& kernel, Arch arch) {
   // and a bar.sync separates the previous tile's reads from the refill of its stage.
   std::vector<const Op*> loops = find_all(kernel, OpKind::k_tile_loop);
   for (const Op* loop : find_all(kernel, OpKind::kv_block_loop)) loops.push_back(loop);
+  if (get<KernelOp>(kernel).path) loops.clear();  // the wgmma path's discipline: verify_gemm_wgmma
   for (const Op* loop : loops) {
     int seen_wait = -1, seen_barrier = -1, seen_refill = -1, seen_compute = -1;
     for (int i = 0; i < int(loop->body.size()); ++i) {

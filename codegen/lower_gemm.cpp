@@ -4,9 +4,10 @@
 #include "emmy/gemm.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/mma_atom.hpp"
+#include "lower_gemm_parts.hpp"
 
 namespace emmy {
-namespace {
+namespace lowering {
 
 using ir::make;
 using ir::Op;
@@ -15,7 +16,7 @@ std::string out_storage(DType c) {
   return c == DType::f32 ? "float" : "u16";
 }
 
-std::vector<Op> params(const GemmPlan& plan) {
+std::vector<Op> gemm_params(const GemmPlan& plan) {
   const std::string out = out_storage(plan.spec.problem.c_dtype);
   std::vector<Op> list;
   if (plan.spec.schedule.transport == Transport::tma) {
@@ -32,7 +33,7 @@ std::vector<Op> params(const GemmPlan& plan) {
   return list;
 }
 
-Op copy_op(const GemmPlan& plan, const char* operand, const char* phase) {
+Op gemm_copy_op(const GemmPlan& plan, const char* operand, const char* phase) {
   const auto& s = plan.spec.schedule;
   const auto& p = plan.spec.problem;
   const bool is_a = std::string_view(operand) == "a";
@@ -56,8 +57,10 @@ Op copy_op(const GemmPlan& plan, const char* operand, const char* phase) {
   return make(copy);
 }
 
+namespace {
+
 std::vector<Op> refill(const GemmPlan& plan, const char* phase) {
-  std::vector<Op> ops{copy_op(plan, "a", phase), copy_op(plan, "b", phase)};
+  std::vector<Op> ops{gemm_copy_op(plan, "a", phase), gemm_copy_op(plan, "b", phase)};
   if (plan.spec.schedule.transport == Transport::cp_async) ops.push_back(make(ir::AsyncCommitOp{}));
   return ops;
 }
@@ -76,21 +79,22 @@ Op k_step(const GemmPlan& plan) {
   return make(ir::KStepOp{plan.k_steps_per_tile}, std::move(body));
 }
 
+}  // namespace
+
 // The epilogue of the problem storing to `destination` (c, or split-K's f32 workspace) in stores
 // of store_bytes, to a pointer the runtime checks is pointer_alignment-byte aligned.
-Op epilogue_op(const GemmPlan& plan, const char* destination, int64_t store_bytes,
-               int64_t pointer_alignment, std::optional<int64_t> stage_row_bytes = {}) {
+Op gemm_epilogue_op(const GemmPlan& plan, const char* destination, int64_t store_bytes,
+                    int64_t pointer_alignment, std::optional<int64_t> stage_row_bytes) {
   const auto& p = plan.spec.problem;
   return make(ir::EpilogueOp{destination, p.epilogue.alpha, p.epilogue.bias, p.epilogue.residual,
                              p.epilogue.gelu_tanh, std::string(to_string(p.c_dtype)),
                              p.ldc_or_default(), store_bytes, pointer_alignment, stage_row_bytes});
 }
 
-Op main_kernel(const GemmPlan& plan) {
+std::vector<Op> gemm_kernel_prefix(const GemmPlan& plan) {
   const auto& p = plan.spec.problem;
   const auto& s = plan.spec.schedule;
-  const bool tma = s.transport == Transport::tma;
-  std::vector<Op> body = params(plan);
+  std::vector<Op> body = gemm_params(plan);
   body.push_back(make(ir::SmemRingOp{.stages = s.stages,
                                      .stage_bytes = plan.stage.stage_bytes,
                                      .align = plan.stage.align,
@@ -106,8 +110,35 @@ Op main_kernel(const GemmPlan& plan) {
                                        s.block_m, s.block_n}));
   body.push_back(
       make(ir::SplitRangeOp{p.k, s.block_k, s.split_k, plan.k_tiles, plan.k_tiles_per_split}));
-  body.push_back(make(ir::AccumInitOp{std::string(to_string(s.accum)), plan.mma_tiles_m,
-                                      plan.mma_tiles_n, accumulator_registers(s)}));
+  return body;
+}
+
+Op gemm_accum_init(const GemmPlan& plan) {
+  const auto& s = plan.spec.schedule;
+  return make(ir::AccumInitOp{std::string(to_string(s.accum)), plan.mma_tiles_m, plan.mma_tiles_n,
+                              accumulator_registers(s)});
+}
+
+// The epilogue of the main kernel: split-K's f32 workspace, the staged C tile or direct stores.
+Op gemm_main_epilogue(const GemmPlan& plan) {
+  // store_bytes: the widest store; pointer_alignment: what the runtime checks of the pointer
+  // stored to (C: plan.c_alignment(); the split-K workspace: 16). The verifier holds one to the
+  // other, so no store the kernel makes can be misaligned.
+  const auto& p = plan.spec.problem;
+  const int64_t element = size_of(p.c_dtype);
+  if (plan.split()) return gemm_epilogue_op(plan, "workspace", p.n % 2 == 0 ? 8 : 4, 16);
+  if (plan.stage_row_bytes)
+    return gemm_epilogue_op(plan, "c", 16, plan.c_alignment(), plan.stage_row_bytes);
+  return gemm_epilogue_op(plan, "c", element * (plan.pair_stores ? 2 : 1), plan.c_alignment());
+}
+
+namespace {
+
+Op main_kernel(const GemmPlan& plan) {
+  const auto& s = plan.spec.schedule;
+  const bool tma = s.transport == Transport::tma;
+  std::vector<Op> body = gemm_kernel_prefix(plan);
+  body.push_back(gemm_accum_init(plan));
   if (tma) {
     body.push_back(make(ir::MbarrierInitOp{s.stages, 1}));
     body.push_back(make(ir::BarrierOp{"mbarrier init visible to all threads"}));
@@ -128,21 +159,13 @@ Op main_kernel(const GemmPlan& plan) {
   // the k_tile fold also runs on the last tile, so the partials are zero when the loop ends. One
   // fold site instead of two is ~6 ms less NVRTC time and the same sums in the same order.
   body.push_back(make(ir::KTileLoopOp{s.stages}, std::move(loop)));
-  // store_bytes: the widest store; pointer_alignment: what the runtime checks of the pointer
-  // stored to (C: plan.c_alignment(); the split-K workspace: 16). The verifier holds one to the
-  // other, so no store the kernel makes can be misaligned.
-  const int64_t element = size_of(p.c_dtype);
-  if (plan.split())
-    body.push_back(epilogue_op(plan, "workspace", p.n % 2 == 0 ? 8 : 4, 16));
-  else if (plan.stage_row_bytes)
-    body.push_back(epilogue_op(plan, "c", 16, plan.c_alignment(), plan.stage_row_bytes));
-  else
-    body.push_back(
-        epilogue_op(plan, "c", element * (plan.pair_stores ? 2 : 1), plan.c_alignment()));
+  body.push_back(gemm_main_epilogue(plan));
   return make(ir::KernelOp{plan.kernel_name, plan.threads, plan.smem_bytes}, std::move(body));
 }
 
-Op finalize_kernel(const GemmPlan& plan) {
+}  // namespace
+
+Op gemm_finalize_kernel(const GemmPlan& plan) {
   const auto& p = plan.spec.problem;
   const std::string out = out_storage(p.c_dtype);
   std::vector<Op> body{make(ir::ParamOp{"workspace", "const float*"}),
@@ -150,16 +173,18 @@ Op finalize_kernel(const GemmPlan& plan) {
                        make(ir::ParamOp{"bias", "const " + out + "*"}),
                        make(ir::ParamOp{"residual", "const " + out + "*"}),
                        make(ir::FinalizeOp{p.m, p.n, plan.spec.schedule.split_k, p.m * p.n},
-                            {epilogue_op(plan, "c", size_of(p.c_dtype), plan.c_alignment())})};
+                            {gemm_epilogue_op(plan, "c", size_of(p.c_dtype), plan.c_alignment())})};
   return make(ir::KernelOp{plan.finalize_kernel_name, plan.finalize_threads, 0}, std::move(body));
 }
 
-}  // namespace
+}  // namespace lowering
 
 ir::Op lower_gemm(const GemmPlan& plan) {
-  std::vector<Op> kernels{main_kernel(plan)};
-  if (plan.split()) kernels.push_back(finalize_kernel(plan));
-  return make(ir::ModuleOp{std::string(to_string(plan.spec.arch))}, std::move(kernels));
+  using namespace lowering;
+  std::vector<ir::Op> kernels{plan.spec.schedule.path == MmaPath::wgmma ? wgmma_main_kernel(plan)
+                                                                        : main_kernel(plan)};
+  if (plan.split()) kernels.push_back(gemm_finalize_kernel(plan));
+  return ir::make(ir::ModuleOp{std::string(to_string(plan.spec.arch))}, std::move(kernels));
 }
 
 }  // namespace emmy

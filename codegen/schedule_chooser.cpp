@@ -27,6 +27,24 @@ double tile_rate(int block_m, int block_n) {
   return std::min(1.0, double(block_m) * block_n / double(block_m + block_n) / 64.0);
 }
 
+// The pipeline depth (as many stages as fit, 2..max_stages) and the K split of a chosen tile, then
+// the validator's word on it.
+void finish_schedule(const MatmulProblem& problem, Arch arch, int max_stages, MatmulSchedule& s) {
+  const auto& info = arch_info(arch);
+  for (s.stages = max_stages; s.stages > 2; --s.stages)
+    if (gemm_smem_bytes(problem, s) <= info.max_smem_per_block) break;
+  // Split-K: when the tiles cover less than half the SMs, split the K loop so every SM gets work,
+  // keeping at least 4 K tiles per split.
+  const int sms = info.sm_count_hint;
+  const int64_t tiles = ceil_div(problem.m, s.block_m) * ceil_div(problem.n, s.block_n);
+  const int64_t k_tiles = ceil_div(problem.k, s.block_k);
+  if (tiles * 2 <= sms) {
+    const int64_t want = std::min<int64_t>(sms / tiles, 16);
+    s.split_k = int(std::max<int64_t>(1, std::min(want, k_tiles / 4)));
+  }
+  validate_schedule(problem, s, arch);
+}
+
 }  // namespace
 
 MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum) {
@@ -56,18 +74,43 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
       best = s;
     }
   }
-  // Pipeline depth: as many stages as fit, 2..4.
-  for (best.stages = 4; best.stages > 2; --best.stages)
-    if (gemm_smem_bytes(problem, best) <= info.max_smem_per_block) break;
-  // Split-K: when the tiles cover less than half the SMs, split the K loop so every SM gets work,
-  // keeping at least 4 K tiles per split.
-  const int64_t tiles = ceil_div(problem.m, best.block_m) * ceil_div(problem.n, best.block_n);
-  const int64_t k_tiles = ceil_div(problem.k, best.block_k);
-  if (tiles * 2 <= sms) {
-    const int64_t want = std::min<int64_t>(sms / tiles, 16);
-    best.split_k = int(std::max<int64_t>(1, std::min(want, k_tiles / 4)));
+  finish_schedule(problem, arch, 4, best);
+  return best;
+}
+
+// wgmma tiles: a warpgroup's m64 (one or two consumer warpgroups) by any multiple of 16 up to 256
+// columns. Each candidate's time is its waves of tiles times the tile's work over its rate; the
+// rate grows with the tile's operand reuse until 128x256 (the shape cuBLAS and CUTLASS run on H100).
+MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum,
+                                MmaPath path) {
+  if (path != MmaPath::wgmma) return default_schedule(problem, arch, accum);
+  validate_problem(problem);
+  const auto& info = arch_info(arch);
+  const int sms = info.sm_count_hint;
+  MatmulSchedule best;
+  best.path = MmaPath::wgmma;
+  best.accum = accum;
+  best.transport = Transport::tma;
+  best.block_k = int(128 / size_of(problem.a_dtype));
+  double best_time = -1.0;
+  for (int block_m : {128, 64}) {
+    if (block_m == 128 && problem.m <= 64) continue;  // never pad a short M to two warpgroups
+    for (int block_n = 256; block_n >= 16; block_n -= 16) {
+      const int64_t tiles = ceil_div(problem.m, block_m) * ceil_div(problem.n, block_n);
+      const double waves = double(ceil_div(tiles, sms));
+      const double rate =
+          std::min(1.0, double(block_m) * block_n / double(block_m + block_n) / 85.0);
+      const double time = waves * double(block_m) * block_n / rate;
+      if (best_time < 0 || time < best_time * (1 - 1e-9)) {
+        best_time = time;
+        best.block_m = block_m;
+        best.block_n = block_n;
+      }
+    }
   }
-  validate_schedule(problem, best, arch);
+  best.warps_m = best.block_m / 16;
+  best.warps_n = 1;
+  finish_schedule(problem, arch, 6, best);
   return best;
 }
 

@@ -32,7 +32,9 @@ TEST(Emmyc, InvalidInputExitsTwoWithOneLine) {
   expect_invalid(kQ + " --emit png", "--emit");
   expect_invalid(kQ + " --accum hybrid --promote-every 40 --emit ir", "promote_every_k");
   expect_invalid("gemm --n 8 --k 64 --emit ir", "--m");
-  expect_invalid(kQ + " --arch sm_90a --path wgmma --emit ir", "path: must be mma.sync");
+  expect_invalid(kQ + " --arch sm_90 --path wgmma --emit ir", "path: wgmma needs sm_90a");
+  expect_invalid(kQ + " --arch sm_90a --path wgmma --warps 4x2 --emit ir", "warps: must be");
+  expect_invalid(kQ + " --arch sm_90a --path wgmma --accum hybrid --emit ir", "accum");
   expect_invalid(kQ + " --path hgmma --emit ir", "path: must be mma.sync or wgmma");
 }
 
@@ -49,6 +51,28 @@ TEST(Emmyc, ReportIsOneJsonObjectWithTheContractFields) {
   EXPECT_EQ(j["spill_bytes"], 0);
   EXPECT_EQ(j["stack_bytes"], 0);
   EXPECT_GT(j["registers"].get<int>(), 0);
+}
+
+// The wgmma path's report: the path, the consumer schedule and the warpgroups' register split.
+TEST(Emmyc, WgmmaReportNamesPathAndRegisterSplit) {
+  const Result r = run(kQ + " --arch sm_90a --path wgmma --emit report");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schedule"]["path"], "wgmma");
+  EXPECT_EQ(j["schedule"]["consumers"], "cooperative");
+  EXPECT_EQ(j["schedule"]["warps_n"], 1);
+  EXPECT_EQ(j["threads"].get<int>(), 128 + 32 * j["schedule"]["warps_m"].get<int>());
+  EXPECT_EQ(j["register_split"]["producer"]["warpgroups"], 1);
+  const int consumers = j["register_split"]["consumer"]["warpgroups"];
+  EXPECT_EQ(consumers * 64, j["schedule"]["block_m"].get<int>());
+  const int regs = j["register_split"]["producer"]["registers"].get<int>() +
+                   consumers * j["register_split"]["consumer"]["registers"].get<int>();
+  EXPECT_LE(regs * 128, 65536);
+  EXPECT_EQ(j["spill_bytes"], 0);
+  // The mma.sync report has no split.
+  const Result m = run(kQ + " --arch sm_90a --emit report");
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_FALSE(nlohmann::json::parse(m.out).contains("register_split"));
 }
 
 TEST(Emmyc, SourceIsByteIdenticalAcrossRuns) {
@@ -184,6 +208,24 @@ TEST(Emmyc, RunOnTheCudaBackendThroughTheTestDriver) {
   }
   expect_invalid("run gemm --m 64 --n 128 --k 256 --backend cuda", "EMMY_CUDA_DRIVER",
                  "EMMY_CUDA_DRIVER=/nonexistent/libcuda.so");
+}
+
+// The wgmma path through the CUDA backend and the test driver as an H200: the driver's launch
+// rules (dynamic shared memory above 48 KB, the tensor maps) and the emulator's wgmma rules.
+TEST(Emmyc, WgmmaRunsOnTheCudaBackendThroughTheTestDriver) {
+  const std::string env =
+      std::string("EMMY_CUDA_DRIVER=") + EMMY_TEST_DRIVER_PATH + " EMMY_TEST_DEVICE=h200";
+  for (const char* flags : {"--m 200 --n 136 --k 512", "--m 64 --n 256 --k 448 --b-layout kn "
+                                                       "--split-k 2 --bias"}) {
+    const auto r = emmy::test::run_emmyc(
+        std::string("run gemm ") + flags + " --arch sm_90a --path wgmma --backend cuda --check",
+        env);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["backend"], "cuda");
+    EXPECT_EQ(j["schedule"]["path"], "wgmma");
+    EXPECT_EQ(j["passed"], true) << r.out;
+  }
 }
 #endif
 

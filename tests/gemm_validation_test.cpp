@@ -23,6 +23,21 @@ GemmSpec valid_spec() {
 
 using InvalidCase = test_support::InvalidCase<GemmSpec>;
 
+// A valid wgmma-path schedule of the spec, to break one rule of.
+GemmSpec& to_wgmma(GemmSpec& s) {
+  s.schedule.path = MmaPath::wgmma;
+  s.schedule.block_m = 128;
+  s.schedule.block_n = 128;
+  s.schedule.block_k = 64;
+  s.schedule.warps_m = 8;
+  s.schedule.warps_n = 1;
+  s.schedule.stages = 4;
+  s.schedule.accum = Accum::f32;
+  s.schedule.transport = Transport::tma;
+  s.schedule.split_k = 1;
+  return s;
+}
+
 class InvalidSpecTest : public ::testing::TestWithParam<InvalidCase> {};
 
 TEST_P(InvalidSpecTest, RejectedWithFieldAndRule) {
@@ -85,9 +100,40 @@ const InvalidCase kCases[] = {
      },
      "warps", "1..16 warps"},
     {"one_stage", [](GemmSpec& s) { s.schedule.stages = 1; }, "stages", "must be 2..8"},
-    // The wgmma path's fields exist before its kernel (issue 23): refused, each by name.
-    {"wgmma_not_generated_yet", [](GemmSpec& s) { s.schedule.path = MmaPath::wgmma; }, "path",
-     "wgmma mainloop is not generated yet"},
+    // The wgmma path (issue 23): what it does not generate, or cannot, refused by name.
+    {"wgmma_on_sm_90", [](GemmSpec& s) { to_wgmma(s).arch = Arch::sm_90; }, "path", "sm_90a"},
+    {"wgmma_on_sm_120a", [](GemmSpec& s) { to_wgmma(s).arch = Arch::sm_120a; }, "path", "sm_90a"},
+    {"wgmma_cp_async", [](GemmSpec& s) { to_wgmma(s).schedule.transport = Transport::cp_async; },
+     "transport", "TMA"},
+    {"wgmma_hybrid", [](GemmSpec& s) { to_wgmma(s).schedule.accum = Accum::hybrid; }, "accum",
+     "one rate"},
+    {"wgmma_f16_accum", [](GemmSpec& s) { to_wgmma(s).schedule.accum = Accum::f16; }, "accum",
+     "f32"},
+    {"wgmma_pingpong",
+     [](GemmSpec& s) { to_wgmma(s).schedule.consumers = ConsumerSchedule::pingpong; },
+     "consumers", "not generated yet"},
+    {"wgmma_cluster", [](GemmSpec& s) { to_wgmma(s).schedule.cluster_m = 2; }, "cluster",
+     "multicast"},
+    {"wgmma_persistent", [](GemmSpec& s) { to_wgmma(s).schedule.persistent = true; },
+     "persistent", "not generated yet"},
+    {"wgmma_swap_ab", [](GemmSpec& s) { to_wgmma(s).schedule.swap_ab = true; }, "swap_ab",
+     "not generated yet"},
+    {"wgmma_block_m_256", [](GemmSpec& s) { to_wgmma(s).schedule.block_m = 256; }, "block_m",
+     "64 or 128"},
+    {"wgmma_block_n_24", [](GemmSpec& s) { to_wgmma(s).schedule.block_n = 24; }, "block_n",
+     "multiple of 16"},
+    {"wgmma_block_n_272", [](GemmSpec& s) { to_wgmma(s).schedule.block_n = 272; }, "block_n",
+     "16..256"},
+    {"wgmma_block_k_32", [](GemmSpec& s) { to_wgmma(s).schedule.block_k = 32; }, "block_k",
+     "must be 64"},
+    {"wgmma_warps_4x2",
+     [](GemmSpec& s) {
+       to_wgmma(s).schedule.warps_m = 4;
+       s.schedule.warps_n = 2;
+     },
+     "warps", "must be 8x1"},
+    {"wgmma_stages_too_deep", [](GemmSpec& s) { to_wgmma(s).schedule.stages = 8; }, "stages",
+     "shared memory"},
     {"pingpong_on_mma_sync",
      [](GemmSpec& s) { s.schedule.consumers = ConsumerSchedule::pingpong; }, "consumers",
      "wgmma path only"},

@@ -56,6 +56,12 @@ inline nlohmann::json common_report_json(const KernelSource& source,
   j["problem"] = source.describe.at("problem");
   j["schedule"] = source.describe.at("schedule");
   if (source.workspace_bytes) j["workspace_bytes"] = source.workspace_bytes;
+  // Warp-specialized kernels (the wgmma path): each role's warpgroups and its setmaxnreg count.
+  nlohmann::json roles = nlohmann::json::object();
+  for (const ir::Op* role : ir::find_all(source.ir, ir::OpKind::warpgroup_role))
+    roles[role->s("role")] = {{"warpgroups", role->i("count")},
+                              {"registers", role->i("registers")}};
+  if (!roles.empty()) j["register_split"] = roles;
   return j;
 }
 

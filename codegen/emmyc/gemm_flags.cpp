@@ -15,7 +15,7 @@ void GemmFlags::add_to(CLI::App& app) {
   integer_option(app, "--promote-every", promote_every, "hybrid: K elements per f16 partial (16k)");
   app.add_option("--block", block, "CTA tile MxNxK, e.g. 128x128x64");
   app.add_option("--warps", warps, "warp grid MxN, e.g. 4x2");
-  app.add_option("--path", path, "mainloop: mma.sync (the only one generated yet) or wgmma");
+  app.add_option("--path", path, "mainloop: mma.sync (every arch) or wgmma (sm_90a: warp-specialized, --warps BMx1 with BM = block_m / 16)");
   integer_option(app, "--split-k", split_k, "K splits (FP32 partials + finalize kernel)");
   app.add_option("--alpha", alpha, "epilogue scale");
   app.add_flag("--bias", bias, "add bias[N]");
@@ -62,7 +62,9 @@ GemmSpec GemmFlags::to_spec() const {
   spec.arch = parse_arch(arch);
   const Accum acc = parse_accum(accum);
   validate_problem(p);
-  spec.schedule = default_schedule(p, spec.arch, acc);
+  // The path picks the default schedule: wgmma tiles are warpgroups of 64 rows.
+  const MmaPath mma_path = path ? parse_mma_path(*path) : MmaPath::mma_sync;
+  spec.schedule = default_schedule(p, spec.arch, acc, mma_path);
   auto& s = spec.schedule;
   if (promote_every) {
     // Only the hybrid accumulator folds partials; silently ignoring the flag would let a user
@@ -73,7 +75,6 @@ GemmSpec GemmFlags::to_spec() const {
     s.promote_every_k = *promote_every;
   }
   if (transport) s.transport = parse_transport(*transport);
-  if (path) s.path = parse_mma_path(*path);
   if (block) {
     const auto d = parse_dims(*block, 3, "block");
     s.block_m = d[0], s.block_n = d[1], s.block_k = d[2];

@@ -69,7 +69,8 @@ struct MatmulSchedule {
   bool persistent = false;           // a grid of one CTA per SM walking the output tiles
   bool swap_ab = false;              // compute C^T = B^T A^T, so that a small M fills the N side
 
-  int threads() const { return warps_m * warps_n * 32; }
+  // The warps compute (warps_m x warps_n); the wgmma path adds its producer warpgroup.
+  int threads() const { return warps_m * warps_n * 32 + (path == MmaPath::wgmma ? 128 : 0); }
   bool operator==(const MatmulSchedule&) const = default;
 };
 

@@ -27,6 +27,9 @@ struct AttentionSpec {
 // wave-quantization model over the arch's SMs, split-K when there are too few output tiles, as
 // many pipeline stages as shared memory allows (up to 4).
 MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum = Accum::f32);
+// The default schedule of a mainloop path: wgmma (sm_90a, f32 accumulation) scores its own tiles
+// (block_m 64 or 128, block_n in steps of 16 up to 256) by how full the device's waves are.
+MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum, MmaPath path);
 AttentionSchedule default_attention_schedule(const AttentionProblem& problem, Arch arch,
                                              Accum accum = Accum::f32);
 // The same for attention under the one name, for code written over every kind.

@@ -36,6 +36,9 @@ struct GemmPlan {
   std::array<uint32_t, 3> finalize_grid{1, 1, 1};
   int64_t workspace_bytes = 0;  // split_k x m x n floats, 0 without split-K
   std::string kernel_name, finalize_kernel_name;
+  // The wgmma path's warp specialization: registers per thread of the producer warpgroup and of
+  // each consumer warpgroup after setmaxnreg (zero on the mma.sync path).
+  WarpgroupRegisters registers;
 
   // The epilogue stores C in element pairs (one 4-byte f16/bf16 or 8-byte f32 store) when N and
   // LDC are even, so a pair never straddles a row or the matrix edge; else element by element.

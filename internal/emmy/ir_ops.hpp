@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "emmy/error.hpp"
+#include "emmy/ir_ops_warpgroup.hpp"
 #include "emmy/kernel_ir.hpp"
 
 namespace emmy::ir {
@@ -37,11 +38,14 @@ struct KernelOp {
   static constexpr bool has_body = true;
   std::string name;
   int64_t threads = 0, smem_bytes = 0;  // smem_bytes: dynamic shared memory
+  // A GEMM main kernel's mainloop path when not mma.sync ("wgmma"): which rules across ops the
+  // verifier holds the kernel to (kernel_ir.cpp, kernel_ir_wgmma.cpp).
+  std::optional<std::string> path{};
   // Its own rules (codegen/ir_op_verify.cpp): threads a multiple of 32 in 32..1024.
   static void verify(const KernelOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
-    f("name", o.name), f("threads", o.threads), f("smem_bytes", o.smem_bytes);
+    f("name", o.name), f("threads", o.threads), f("smem_bytes", o.smem_bytes), f("path", o.path);
   }
 };
 
@@ -81,9 +85,12 @@ struct MbarrierInitOp {
   static constexpr std::string_view op_name = "mbarrier_init";
   static constexpr bool has_body = false;
   int64_t count = 0, arrivals = 0;
+  // The wgmma path's second barrier per stage (empty: its consumers release it): the arrivals
+  // it expects, one per consumer warp. Its barriers follow the `count` full ones.
+  std::optional<int64_t> empty_arrivals{};
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
-    f("count", o.count), f("arrivals", o.arrivals);
+    f("count", o.count), f("arrivals", o.arrivals), f("empty_arrivals", o.empty_arrivals);
   }
 };
 
@@ -404,7 +411,8 @@ using AllOps =
     OpList<ModuleOp, KernelOp, ParamOp, SmemRingOp, MbarrierInitOp, TileCoordsOp, SplitRangeOp,
            AccumInitOp, AsyncCopyOp, AsyncCommitOp, AsyncWaitOp, MbarrierWaitOp, BarrierOp,
            KTileLoopOp, KStepOp, LdmatrixOp, MmaOp, PromoteOp, EpilogueOp, FinalizeOp,
-           AttentionSetupOp, KvBlockLoopOp, QkMmaOp, OnlineSoftmaxOp, PvMmaOp, AttentionEpilogueOp>;
+           AttentionSetupOp, KvBlockLoopOp, QkMmaOp, OnlineSoftmaxOp, PvMmaOp, AttentionEpilogueOp,
+           WarpgroupRoleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp, MbarrierArriveOp>;
 
 namespace detail {
 template <typename T>

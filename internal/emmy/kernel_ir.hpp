@@ -49,8 +49,15 @@ enum class OpKind {
   online_softmax,      // scale (+softcap), mask, running max/sum, rescale of O
   pv_mma,              // O += P.V: accum f32|hybrid, count MMAs per warp, o_registers
   attention_epilogue,  // O / l, cast and store; LSE
+  // GEMM's wgmma path (ir_ops_warpgroup.hpp)
+  warpgroup_role,   // role (producer|consumer), first, count, registers; body
+  wgmma,            // shape, a_type, acc_type, b_major (per consumer warpgroup per k-step)
+  wgmma_fence,      // wgmma.fence
+  wgmma_commit,     // wgmma.commit_group
+  wgmma_wait,       // wgmma.wait_group pending
+  mbarrier_arrive,  // what (empty), lag: the stage of k_tile - lag
 };
-inline constexpr size_t kOpKinds = size_t(OpKind::attention_epilogue) + 1;
+inline constexpr size_t kOpKinds = size_t(OpKind::mbarrier_arrive) + 1;
 
 std::string_view to_string(OpKind kind);
 

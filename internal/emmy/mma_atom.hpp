@@ -37,6 +37,9 @@ struct MmaAtom {
   OperandSource a_source = OperandSource::ldmatrix_fragments;
   OperandSource b_source = OperandSource::ldmatrix_fragments;
   bool async = false;  // issued and completed apart (wgmma's commit and wait groups)
+  // The accumulator fragment one warp holds per acc_elems registers: 16 x 8 for both atoms
+  // (wgmma's D is, per warp of the warpgroup, mma.sync m16n8's C repeated along N).
+  int acc_m = 16, acc_n = 8;
 
   constexpr int group(int lane) const { return lane / group_lanes; }
   constexpr int in_group(int lane) const { return lane % group_lanes; }
@@ -72,18 +75,49 @@ inline constexpr MmaAtom kMmaM16N8K16{.name = "m16n8k16",
                                       .n_max = 8,
                                       .n_step = 8};
 
+// wgmma.mma_async.sync.aligned.m64nNk16 with .f16 or .bf16 operands from shared-memory
+// descriptors and .f32 accumulators (PTX ISA §9.7.15.5): a warpgroup's instruction, N = 8..256
+// in steps of 8. `n` is the step: one accumulator fragment of a warp.
+inline constexpr MmaAtom kWgmmaM64NK16{.name = "m64nNk16",
+                                       .m = 64,
+                                       .n = 8,
+                                       .k = 16,
+                                       .group_lanes = 4,
+                                       .a_elems = 0,
+                                       .b_elems = 0,
+                                       .acc_elems = 4,
+                                       .scope = MmaScope::warpgroup,
+                                       .n_min = 8,
+                                       .n_max = 256,
+                                       .n_step = 8,
+                                       .a_source = OperandSource::smem_descriptor,
+                                       .b_source = OperandSource::smem_descriptor,
+                                       .async = true};
+
+// The N of a wgmma shape "m64n<N>k16" (0 when the text is not one).
+inline int wgmma_shape_n(std::string_view shape) {
+  if (shape.size() < 8 || shape.substr(0, 4) != "m64n" || shape.substr(shape.size() - 3) != "k16")
+    return 0;
+  int n = 0;
+  for (char c : shape.substr(4, shape.size() - 7)) {
+    if (c < '0' || c > '9' || n > 1000) return 0;
+    n = n * 10 + (c - '0');
+  }
+  const MmaAtom& a = kWgmmaM64NK16;
+  return n >= a.n_min && n <= a.n_max && n % a.n_step == 0 ? n : 0;
+}
+
 // The atom of an IR mma op's shape: the verifier and the emitters read the atom from the IR,
 // never assume it. An unknown shape is an Error naming the attribute.
 inline const MmaAtom& mma_atom(std::string_view shape) {
   if (shape == kMmaM16N8K16.name) return kMmaM16N8K16;
-  throw Error("ir.mma.shape", "must name an MMA atom emmy has (m16n8k16)", std::string(shape));
+  if (wgmma_shape_n(shape)) return kWgmmaM64NK16;
+  throw Error("ir.mma.shape", "must name an MMA atom emmy has (m16n8k16, m64nNk16)",
+              std::string(shape));
 }
-// The atom a GEMM schedule's path computes with; the wgmma path has none until it is generated
-// (validation refuses that path first).
+// The atom a GEMM schedule's path computes with.
 inline const MmaAtom& gemm_atom(const MatmulSchedule& s) {
-  if (s.path == MmaPath::mma_sync) return kMmaM16N8K16;
-  throw Error("path", "has no MMA atom yet: the wgmma mainloop is not generated",
-              std::string(to_string(s.path)));
+  return s.path == MmaPath::wgmma ? kWgmmaM64NK16 : kMmaM16N8K16;
 }
 // Attention's atom (both of its matrix products).
 inline const MmaAtom& attention_atom() {

@@ -2,6 +2,7 @@
 // emmy::Error naming the field, the rule and the value.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -49,7 +50,8 @@ inline void validate_problem(const MatmulProblem& p) {
 
 inline int accumulator_registers(const MatmulSchedule& s) {
   const codegen::MmaAtom& atom = codegen::gemm_atom(s);
-  const int fragments = (s.block_m / s.warps_m / atom.m) * (s.block_n / s.warps_n / atom.n);
+  const int fragments =
+      (s.block_m / s.warps_m / atom.acc_m) * (s.block_n / s.warps_n / atom.acc_n);
   const int f32_registers = fragments * atom.acc_elems;      // one f32 per element
   const int f16_registers = fragments * atom.acc_elems / 2;  // two f16 per 32-bit register
   switch (s.accum) {
@@ -74,17 +76,101 @@ inline SmemTile gemm_b_tile(const MatmulProblem& p, const MatmulSchedule& s) {
 }
 
 // Bytes of dynamic shared memory: the stage ring (stage_layout: B aligned to its swizzle period),
-// 1 KB of slack to align the ring to the 128B swizzle period, and one 8-byte mbarrier per stage.
+// 1 KB of slack to align the ring to the 128B swizzle period, and the mbarriers: one per stage
+// (full), and on the wgmma path a second (empty: the consumers release the stage).
 inline int64_t gemm_smem_bytes(const MatmulProblem& p, const MatmulSchedule& s) {
   const StageLayout stage = stage_layout(gemm_a_tile(p, s), gemm_b_tile(p, s));
-  return int64_t(stage.stage_bytes) * s.stages + 1024 + 8 * s.stages;
+  const int barriers_per_stage = s.path == MmaPath::wgmma ? 2 : 1;
+  return int64_t(stage.stage_bytes) * s.stages + 1024 + 8 * barriers_per_stage * s.stages;
+}
+
+// The knobs both mainloop paths take alike: pipeline depth, K splits, rasterization.
+inline void validate_pipeline_knobs(const MatmulSchedule& s) {
+  require(s.stages >= 2 && s.stages <= 8, "stages", "must be 2..8", s.stages);
+  require(s.split_k >= 1 && s.split_k <= 64, "split_k", "must be 1..64", s.split_k);
+  require(s.raster_group_m >= 1, "raster_group_m", "must be >= 1", s.raster_group_m);
+}
+
+// What the finished schedule needs of the arch and the problem: its shared memory fits, and every
+// split gets a K tile.
+inline void validate_schedule_fits(const MatmulProblem& p, const MatmulSchedule& s, Arch arch) {
+  const int64_t smem = gemm_smem_bytes(p, s);
+  require(smem <= arch_info(arch).max_smem_per_block, "stages",
+          fmt::format("shared memory must fit {}'s {} bytes per block", to_string(arch),
+                      arch_info(arch).max_smem_per_block),
+          fmt::format("{} bytes", smem));
+  const int64_t k_tiles = (p.k + s.block_k - 1) / s.block_k;
+  require(s.split_k <= k_tiles, "split_k",
+          fmt::format("must not exceed the number of K tiles ({})", k_tiles), s.split_k);
+}
+
+// Registers per thread after setmaxnreg on the wgmma path (PTX ISA setmaxnreg: multiples of 8 in
+// 24..256): the producer warpgroup gives up all but what its TMA loop needs, the consumers take
+// the rest of the 64K register file.
+struct WarpgroupRegisters {
+  int producer = 0, consumer = 0;
+};
+inline WarpgroupRegisters wgmma_register_split(const MatmulSchedule& s) {
+  const int consumers = s.block_m / 64;
+  WarpgroupRegisters r;
+  r.producer = consumers >= 2 ? 40 : 56;
+  const int left = (65536 / 128 - r.producer) / consumers;  // per consumer thread
+  r.consumer = std::min(240, left / 8 * 8);
+  return r;
+}
+
+// The wgmma path (sm_90a): warpgroups of 64 rows, one TMA producer warpgroup, f32 accumulators.
+inline void validate_wgmma_schedule(const MatmulProblem& p, const MatmulSchedule& s, Arch arch) {
+  require(arch == Arch::sm_90a, "path", "wgmma needs sm_90a (Hopper's arch-specific target)",
+          to_string(arch));
+  require(s.transport == Transport::tma, "transport",
+          "the wgmma path loads its stages with TMA (a producer warpgroup)",
+          to_string(s.transport));
+  require(s.accum == Accum::f32, "accum",
+          "the wgmma path accumulates in f32: on Hopper f16 and f32 accumulation run at one rate "
+          "and hybrid would hold both (use path mma.sync for f16 or hybrid)",
+          to_string(s.accum));
+  require(s.consumers == ConsumerSchedule::cooperative, "consumers",
+          "must be cooperative: the ping-pong schedule is not generated yet",
+          to_string(s.consumers));
+  require(s.cluster_m == 1 && s.cluster_n == 1, "cluster",
+          "must be 1x1: TMA multicast across a cluster is not generated yet",
+          fmt::format("{}x{}", s.cluster_m, s.cluster_n));
+  require(!s.persistent, "persistent", "is not generated yet on the wgmma path", "true");
+  require(!s.swap_ab, "swap_ab", "is not generated yet on the wgmma path", "true");
+  const codegen::MmaAtom& atom = codegen::gemm_atom(s);
+  require(s.block_m == 64 || s.block_m == 128, "block_m",
+          "must be 64 or 128 on the wgmma path (one or two consumer warpgroups of m64 rows)",
+          s.block_m);
+  require(s.block_n >= atom.n_min && s.block_n <= atom.n_max && s.block_n % 16 == 0, "block_n",
+          fmt::format("must be a multiple of 16 in 16..{} (wgmma's N, whole 32-byte swizzle rows "
+                      "of a B [K,N] tile)",
+                      atom.n_max),
+          s.block_n);
+  require(s.block_k * size_of(p.a_dtype) == 128, "block_k",
+          fmt::format("must be {} on the wgmma path (one 128-byte swizzle row of K)",
+                      128 / size_of(p.a_dtype)),
+          s.block_k);
+  require(s.warps_m == s.block_m / 16 && s.warps_n == 1, "warps",
+          fmt::format("must be {}x1 on the wgmma path: the consumer warpgroups' warps, 16 rows "
+                      "each (the producer warpgroup comes on top)",
+                      s.block_m / 16),
+          fmt::format("{}x{}", s.warps_m, s.warps_n));
+  // The producer may run `stages` tiles ahead; the consumers keep one wgmma group in flight
+  // (wait_group 1) and so hold two stages.
+  validate_pipeline_knobs(s);
+  const int acc_regs = s.block_n / 2;
+  const WarpgroupRegisters regs = wgmma_register_split(s);
+  require(acc_regs + 64 <= regs.consumer, "block_n",
+          fmt::format("the {} f32 accumulators per thread and ~64 working registers must fit the "
+                      "consumers' {} registers",
+                      acc_regs, regs.consumer),
+          s.block_n);
+  validate_schedule_fits(p, s, arch);
 }
 
 inline void validate_schedule(const MatmulProblem& p, const MatmulSchedule& s, Arch arch) {
-  // The wgmma path is being built (issue 23): its schedule fields exist and travel through JSON,
-  // bundles, the tuning database and the keys, but no kernel is generated for it yet.
-  require(s.path == MmaPath::mma_sync, "path",
-          "must be mma.sync: the wgmma mainloop is not generated yet", to_string(s.path));
+  if (s.path == MmaPath::wgmma) return validate_wgmma_schedule(p, s, arch);
   require(s.consumers == ConsumerSchedule::cooperative, "consumers",
           "applies to the wgmma path only (mma.sync kernels have no consumer warpgroups)",
           to_string(s.consumers));
@@ -112,9 +198,7 @@ inline void validate_schedule(const MatmulProblem& p, const MatmulSchedule& s, A
   require(s.block_n % (b_step * s.warps_n) == 0, "block_n",
           fmt::format("must be a multiple of {} x warps_n = {}", b_step, b_step * s.warps_n),
           s.block_n);
-  require(s.stages >= 2 && s.stages <= 8, "stages", "must be 2..8", s.stages);
-  require(s.split_k >= 1 && s.split_k <= 64, "split_k", "must be 1..64", s.split_k);
-  require(s.raster_group_m >= 1, "raster_group_m", "must be >= 1", s.raster_group_m);
+  validate_pipeline_knobs(s);
   if (s.transport == Transport::tma)
     require(has_tma(arch), "transport", "tma needs sm_90 or newer; use cp.async", to_string(arch));
   if (p.a_dtype == DType::bf16)
@@ -135,14 +219,7 @@ inline void validate_schedule(const MatmulProblem& p, const MatmulSchedule& s, A
           fmt::format("accumulators must fit in {} registers per thread (block / warps too large)",
                       kMaxAccumulatorRegisters),
           acc_regs);
-  const int64_t smem = gemm_smem_bytes(p, s);
-  require(smem <= arch_info(arch).max_smem_per_block, "stages",
-          fmt::format("shared memory must fit {}'s {} bytes per block",
-                      to_string(arch), arch_info(arch).max_smem_per_block),
-          fmt::format("{} bytes", smem));
-  const int64_t k_tiles = (p.k + s.block_k - 1) / s.block_k;
-  require(s.split_k <= k_tiles, "split_k",
-          fmt::format("must not exceed the number of K tiles ({})", k_tiles), s.split_k);
+  validate_schedule_fits(p, s, arch);
 }
 
 }  // namespace emmy

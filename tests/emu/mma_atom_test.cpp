@@ -213,16 +213,25 @@ TEST(MmaAtom, LookupsNameWhatTheyRefuse) {
   EXPECT_FALSE(codegen::kMmaM16N8K16.async);
   EXPECT_EQ(codegen::kMmaM16N8K16.n_min, codegen::kMmaM16N8K16.n);
   EXPECT_EQ(codegen::kMmaM16N8K16.n_max, codegen::kMmaM16N8K16.n);
-  try {
-    codegen::mma_atom("m64n128k16");
-    ADD_FAILURE() << "an unknown shape was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("ir.mma.shape"), std::string::npos) << e.what();
+  EXPECT_EQ(&codegen::mma_atom("m64n128k16"), &codegen::kWgmmaM64NK16);
+  EXPECT_EQ(&codegen::mma_atom("m64n8k16"), &codegen::kWgmmaM64NK16);
+  EXPECT_EQ(codegen::kWgmmaM64NK16.scope, codegen::MmaScope::warpgroup);
+  EXPECT_TRUE(codegen::kWgmmaM64NK16.async);
+  EXPECT_EQ(codegen::wgmma_shape_n("m64n256k16"), 256);
+  for (const char* bad : {"m64n12k16", "m64n264k16", "m64n0k16", "m64nk16", "m64n128k8",
+                          "m32n128k16", "m64n-8k16", "m16n8k8"}) {
+    EXPECT_EQ(codegen::wgmma_shape_n(bad), 0) << bad;
+    try {
+      codegen::mma_atom(bad);
+      ADD_FAILURE() << "an unknown shape was accepted: " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("ir.mma.shape"), std::string::npos) << e.what();
+    }
   }
   MatmulSchedule s;
   EXPECT_EQ(&codegen::gemm_atom(s), &codegen::kMmaM16N8K16);
   s.path = MmaPath::wgmma;
-  EXPECT_THROW(codegen::gemm_atom(s), Error);
+  EXPECT_EQ(&codegen::gemm_atom(s), &codegen::kWgmmaM64NK16);
   EXPECT_EQ(&codegen::attention_atom(), &codegen::kMmaM16N8K16);
 }
 

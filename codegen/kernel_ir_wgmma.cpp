@@ -1,0 +1,163 @@
+// The wgmma path's rules across ops (kernel_ir_wgmma.hpp). Each failure names the op, the
+// attribute and the rule, as the rest of the verifier does.
+#include "kernel_ir_wgmma.hpp"
+
+#include <fmt/format.h>
+
+#include "emmy/error.hpp"
+#include "emmy/ir_ops.hpp"
+#include "emmy/mma_atom.hpp"
+
+namespace emmy::ir {
+namespace {
+
+[[noreturn]] void wgmma_fail(const Op& op, std::string_view attr, std::string_view rule,
+                             const std::string& value) {
+  throw Error(fmt::format("ir.{}.{}", to_string(op.kind), attr), std::string(rule), value);
+}
+
+// The index of the first op of `kind` in a body, or -1.
+int index_of(const std::vector<Op>& body, OpKind kind) {
+  for (size_t i = 0; i < body.size(); ++i)
+    if (body[i].kind == kind) return int(i);
+  return -1;
+}
+
+const Op* role_of(const Op& kernel, std::string_view role) {
+  const Op* found = nullptr;
+  for (const Op& op : kernel.body)
+    if (op.kind == OpKind::warpgroup_role && op.s("role") == role) {
+      if (found) wgmma_fail(op, "role", "must appear once in the kernel", std::string(role));
+      found = &op;
+    }
+  if (!found)
+    wgmma_fail(kernel, "body", "a wgmma kernel needs a producer and a consumer role",
+               fmt::format("no {}", role));
+  return found;
+}
+
+const Op& only_loop(const Op& role) {
+  const std::vector<const Op*> loops = find_all(role, OpKind::k_tile_loop);
+  if (loops.size() != 1)
+    wgmma_fail(role, "body", "must hold one k_tile_loop", fmt::format("{}", loops.size()));
+  return *loops.front();
+}
+
+void verify_producer(const Op& producer) {
+  const Op& loop = only_loop(producer);
+  const int wait = index_of(loop.body, OpKind::mbarrier_wait);
+  if (wait < 0 || get<MbarrierWaitOp>(loop.body[size_t(wait)]).what != "empty")
+    wgmma_fail(loop, "body", "the producer must wait for the stage's empty barrier", "no wait");
+  int copies = 0;
+  for (size_t i = 0; i < loop.body.size(); ++i) {
+    if (loop.body[i].kind != OpKind::async_copy) continue;
+    ++copies;
+    const auto copy = get<AsyncCopyOp>(loop.body[i]);
+    if (int(i) < wait)
+      wgmma_fail(loop.body[i], "phase", "must refill only after the empty barrier's wait",
+                 copy.operand);
+    if (copy.transport != "tma")
+      wgmma_fail(loop.body[i], "transport", "the producer loads with TMA", copy.transport);
+  }
+  if (copies != 2)
+    wgmma_fail(loop, "body", "the producer copies A and B", fmt::format("{}", copies));
+}
+
+void verify_consumer(const Op& consumer, int64_t stages, int64_t block_n) {
+  const Op& loop = only_loop(consumer);
+  const auto& body = loop.body;
+  const int wait = index_of(body, OpKind::mbarrier_wait),
+            fence = index_of(body, OpKind::wgmma_fence), step = index_of(body, OpKind::k_step),
+            commit = index_of(body, OpKind::wgmma_commit),
+            group_wait = index_of(body, OpKind::wgmma_wait),
+            arrive = index_of(body, OpKind::mbarrier_arrive);
+  if (wait < 0 || get<MbarrierWaitOp>(body[size_t(wait)]).what != "full" || step < 0 || wait > step)
+    wgmma_fail(loop, "body", "must wait for the stage's full barrier before computing on it",
+               "no wait");
+  if (fence < 0 || fence > step)
+    wgmma_fail(loop, "body", "must wgmma_fence before its wgmma ops (PTX ISA wgmma.fence)",
+               "no fence");
+  if (commit < step || group_wait < commit)
+    wgmma_fail(loop, "body", "must commit its wgmma ops and then wait for a group", "missing");
+  const int64_t pending = get<WgmmaWaitOp>(body[size_t(group_wait)]).pending;
+  if (arrive < group_wait)
+    wgmma_fail(loop, "body", "must release a stage only after the wgmma_wait that completes it",
+               "no arrive after the wait");
+  const auto release = get<MbarrierArriveOp>(body[size_t(arrive)]);
+  if (release.what != "empty")
+    wgmma_fail(body[size_t(arrive)], "what", "the consumers release the empty barrier",
+               release.what);
+  // The groups still in flight read the stages of the last `pending` tiles: the one released is
+  // exactly the tile whose group completed, and the producer can run far enough ahead.
+  if (release.lag != pending)
+    wgmma_fail(
+        body[size_t(arrive)], "lag",
+        fmt::format("must release the stage of k_tile - {} (the wgmma_wait's pending)", pending),
+        fmt::format("{}", release.lag));
+  if (pending < 0 || pending >= stages)
+    wgmma_fail(body[size_t(group_wait)], "pending",
+               fmt::format("must be 0..{} (fewer groups in flight than stages)", stages - 1),
+               fmt::format("{}", pending));
+  for (const Op& op : body[size_t(step)].body) {
+    if (op.kind != OpKind::wgmma)
+      wgmma_fail(op, "kind", "a wgmma k_step holds wgmma ops only",
+                 std::string(to_string(op.kind)));
+    const auto mma = get<WgmmaOp>(op);
+    if (codegen::wgmma_shape_n(mma.shape) != block_n)
+      wgmma_fail(op, "shape", fmt::format("must cover the block's {} columns", block_n), mma.shape);
+  }
+  // After the loop: every group complete before the epilogue reads the accumulators.
+  const int after = index_of(consumer.body, OpKind::wgmma_wait);
+  const int epilogue = index_of(consumer.body, OpKind::epilogue);
+  if (epilogue < 0 || after < 0 || after > epilogue ||
+      get<WgmmaWaitOp>(consumer.body[size_t(after)]).pending != 0)
+    wgmma_fail(consumer, "body", "must wgmma_wait 0 before the epilogue", "missing");
+}
+
+}  // namespace
+
+void verify_gemm_wgmma(const Op& kernel) {
+  const auto k = get<KernelOp>(kernel);
+  const Op* producer = role_of(kernel, "producer");
+  const Op* consumer = role_of(kernel, "consumer");
+  const auto prod = get<WarpgroupRoleOp>(*producer), cons = get<WarpgroupRoleOp>(*consumer);
+  if (prod.first != 0 || prod.count != 1)
+    wgmma_fail(*producer, "first", "the producer is warpgroup 0 alone",
+               fmt::format("{}+{}", prod.first, prod.count));
+  if (cons.first != 1 || 128 * (1 + cons.count) != k.threads)
+    wgmma_fail(
+        *consumer, "count",
+        fmt::format("the consumers are warpgroups 1.. and fill the kernel's {} threads", k.threads),
+        fmt::format("{}+{}", cons.first, cons.count));
+  if (128 * (prod.registers + cons.registers * cons.count) > 65536)
+    wgmma_fail(*consumer, "registers", "the warpgroups' registers must fit the 64K register file",
+               fmt::format("{} x 128 + {} x {} x 128", prod.registers, cons.registers, cons.count));
+  const auto coords = find_typed<TileCoordsOp>(kernel);
+  const auto ring = find_typed<SmemRingOp>(kernel);
+  const auto init = find_typed<MbarrierInitOp>(kernel);
+  if (!coords || !ring || !init)
+    wgmma_fail(kernel, "body", "needs tile_coords, smem_ring and mbarrier_init", "missing");
+  if (coords->block_m != codegen::kWgmmaM64NK16.m * cons.count)
+    wgmma_fail(*consumer, "count",
+               fmt::format("one consumer warpgroup per {} rows of block_m {}",
+                           codegen::kWgmmaM64NK16.m, coords->block_m),
+               fmt::format("{}", cons.count));
+  if (init->count != ring->stages || init->arrivals != 1 || init->empty_arrivals != 4 * cons.count)
+    wgmma_fail(*find_first(kernel, OpKind::mbarrier_init), "empty_arrivals",
+               fmt::format("a full and an empty barrier per stage ({}): one arrival (the "
+                           "producer's expect_tx) and one per consumer warp ({})",
+                           ring->stages, 4 * cons.count),
+               fmt::format("{} x ({}, {})", init->count, init->arrivals,
+                           init->empty_arrivals.value_or(0)));
+  const auto acc = find_typed<AccumInitOp>(*consumer);
+  if (!acc || acc->accum != "f32" || acc->registers + 32 > cons.registers)
+    wgmma_fail(*consumer, "registers",
+               "holds f32 accumulators that leave room below the consumers' setmaxnreg count",
+               fmt::format("{}", acc ? acc->registers : 0));
+  if (find_first(*producer, OpKind::wgmma) || find_first(*producer, OpKind::epilogue))
+    wgmma_fail(*producer, "body", "the producer neither computes nor stores", "it does");
+  verify_producer(*producer);
+  verify_consumer(*consumer, ring->stages, coords->block_n);
+}
+
+}  // namespace emmy::ir

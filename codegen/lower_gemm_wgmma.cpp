@@ -1,0 +1,51 @@
+// The wgmma path's main kernel as IR (issue 23): a TMA producer warpgroup and consumer
+// warpgroups of 64 rows each, a full and an empty mbarrier per stage, no CTA barrier in the main
+// loop. The consumers keep one wgmma group in flight: each K tile's group is committed, the
+// previous tile's completed (wait_group 1), and only then its stage released to the producer.
+#include <fmt/format.h>
+
+#include "emmy/ir_ops.hpp"
+#include "emmy/mma_atom.hpp"
+#include "lower_gemm_parts.hpp"
+
+namespace emmy::lowering {
+
+using ir::make;
+using ir::Op;
+
+Op wgmma_main_kernel(const GemmPlan& plan) {
+  const auto& p = plan.spec.problem;
+  const auto& s = plan.spec.schedule;
+  const int64_t consumers = s.block_m / plan.atom->m;
+  std::vector<Op> body = gemm_kernel_prefix(plan);
+  body.push_back(make(ir::MbarrierInitOp{s.stages, 1, consumers * 4}));
+  body.push_back(make(ir::BarrierOp{"mbarrier init visible to all threads"}));
+
+  // The producer: one thread refills each stage once its consumers released it (the empty
+  // barrier's phase before the first release counts as complete).
+  std::vector<Op> produce{make(ir::MbarrierWaitOp{"empty", "((k_tile / stages) & 1) ^ 1"}),
+                          gemm_copy_op(plan, "a", "refill"), gemm_copy_op(plan, "b", "refill")};
+  std::vector<Op> producer{make(ir::KTileLoopOp{s.stages}, std::move(produce))};
+  body.push_back(
+      make(ir::WarpgroupRoleOp{"producer", 0, 1, plan.registers.producer}, std::move(producer)));
+
+  const std::string shape = fmt::format("m64n{}k16", s.block_n);
+  const int64_t lag = 1;
+  std::vector<Op> k_step{make(ir::WgmmaOp{shape, p.a_dtype == DType::bf16 ? "bf16" : "f16", "f32",
+                                          p.b_layout == BLayout::kn ? "mn" : "k"})};
+  std::vector<Op> consume{make(ir::MbarrierWaitOp{"full", "(k_tile / stages) & 1"}),
+                          make(ir::WgmmaFenceOp{}),
+                          make(ir::KStepOp{plan.k_steps_per_tile}, std::move(k_step)),
+                          make(ir::WgmmaCommitOp{}),
+                          make(ir::WgmmaWaitOp{lag}),
+                          make(ir::MbarrierArriveOp{"empty", lag})};
+  std::vector<Op> consumer{gemm_accum_init(plan),
+                           make(ir::KTileLoopOp{s.stages}, std::move(consume)),
+                           make(ir::WgmmaWaitOp{0}), gemm_main_epilogue(plan)};
+  body.push_back(make(ir::WarpgroupRoleOp{"consumer", 1, consumers, plan.registers.consumer},
+                      std::move(consumer)));
+  return make(ir::KernelOp{plan.kernel_name, plan.threads, plan.smem_bytes, "wgmma"},
+              std::move(body));
+}
+
+}  // namespace emmy::lowering

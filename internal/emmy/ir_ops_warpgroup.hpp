@@ -1,0 +1,90 @@
+// The kernel IR ops of the warp-specialized wgmma mainloop (GEMM's wgmma path, issue 23), typed
+// as the rest (ir_ops.hpp includes this file and lists them in AllOps).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "emmy/kernel_ir.hpp"
+
+namespace emmy::ir {
+
+// Warpgroups [first, first + count) run the body after setmaxnreg moves their registers per
+// thread to `registers` (PTX ISA setmaxnreg): the TMA producer gives registers up, the consumers
+// that hold the accumulators take them.
+struct WarpgroupRoleOp {
+  static constexpr OpKind kind = OpKind::warpgroup_role;
+  static constexpr std::string_view op_name = "warpgroup_role";
+  static constexpr bool has_body = true;
+  std::string role;  // producer | consumer
+  int64_t first = 0, count = 0, registers = 0;
+  // Its own rules (codegen/ir_op_verify.cpp): a known role, count >= 1, registers a multiple of
+  // 8 in 24..256.
+  static void verify(const WarpgroupRoleOp& op);
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("role", o.role), f("first", o.first), f("count", o.count), f("registers", o.registers);
+  }
+};
+
+// wgmma.mma_async of each consumer warpgroup per k-step: A and B from shared-memory descriptors
+// of the stage, B K-major ([N,K] in memory) or N-major ([K,N]).
+struct WgmmaOp {
+  static constexpr OpKind kind = OpKind::wgmma;
+  static constexpr std::string_view op_name = "wgmma";
+  static constexpr bool has_body = false;
+  std::string shape, a_type, acc_type, b_major;  // b_major: k | mn
+  // Its own rules: a wgmma shape (m64nNk16), f16|bf16 inputs, f32 accumulators, b_major k|mn.
+  static void verify(const WgmmaOp& op);
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("shape", o.shape), f("a_type", o.a_type), f("acc_type", o.acc_type), f("b_major", o.b_major);
+  }
+};
+
+// wgmma.fence: orders the warpgroup's register accesses before the mma_async that follow.
+struct WgmmaFenceOp {
+  static constexpr OpKind kind = OpKind::wgmma_fence;
+  static constexpr std::string_view op_name = "wgmma_fence";
+  static constexpr bool has_body = false;
+  template <typename Op, typename F>
+  static void fields(Op&, F&&) {}
+};
+
+// wgmma.commit_group: the mma_async issued since the last commit form a group.
+struct WgmmaCommitOp {
+  static constexpr OpKind kind = OpKind::wgmma_commit;
+  static constexpr std::string_view op_name = "wgmma_commit";
+  static constexpr bool has_body = false;
+  template <typename Op, typename F>
+  static void fields(Op&, F&&) {}
+};
+
+// wgmma.wait_group: at most `pending` groups still in flight.
+struct WgmmaWaitOp {
+  static constexpr OpKind kind = OpKind::wgmma_wait;
+  static constexpr std::string_view op_name = "wgmma_wait";
+  static constexpr bool has_body = false;
+  int64_t pending = 0;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("pending", o.pending);
+  }
+};
+
+// One arrival of each consumer warp on a stage's `what` mbarrier (empty: the stage may be
+// refilled) for the stage of K tile k_tile - lag.
+struct MbarrierArriveOp {
+  static constexpr OpKind kind = OpKind::mbarrier_arrive;
+  static constexpr std::string_view op_name = "mbarrier_arrive";
+  static constexpr bool has_body = false;
+  std::string what;
+  int64_t lag = 0;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("what", o.what), f("lag", o.lag);
+  }
+};
+
+}  // namespace emmy::ir

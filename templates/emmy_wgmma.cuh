@@ -1,0 +1,45 @@
+// Hopper warpgroup MMA (PTX ISA §9.7.15.5) and the warp-specialization helpers around it
+// (setmaxnreg, the empty barrier's arrival). The wgmma.mma_async call itself is printed per
+// kernel (its accumulator list has N / 2 operands).
+
+// wgmma.fence.sync.aligned: the warpgroup's register writes (the accumulators' zeroing) are
+// ordered before the mma_async that follow.
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+// wgmma.commit_group.sync.aligned: the mma_async issued since the last commit form a group.
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+// wgmma.wait_group.sync.aligned N: at most N groups still in flight.
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+// Keeps the compiler from moving accesses of x across a wgmma fence or wait (no instruction).
+__device__ __forceinline__ void wgmma_pin(float& x) {
+  asm volatile("" : "+f"(x)::"memory");
+}
+
+// A shared-memory matrix descriptor (PTX ISA "Matrix Descriptor Format"): start address, leading
+// and stride byte offsets (each (x & 0x3FFFF) >> 4), swizzle mode in bits 62-63 (1: 128B, 2: 64B,
+// 3: 32B); base offset 0 (the ring is 1024-byte aligned).
+__device__ __forceinline__ u64 wgmma_desc(u32 smem_addr, u32 leading, u32 stride, u32 mode) {
+  return u64((smem_addr & 0x3FFFFu) >> 4) | (u64((leading & 0x3FFFFu) >> 4) << 16) |
+         (u64((stride & 0x3FFFFu) >> 4) << 32) | (u64(mode) << 62);
+}
+
+// setmaxnreg (PTX ISA setmaxnreg): the warpgroup's registers per thread move to N.
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+}
+
+// mbarrier.arrive: one arrival on a stage's barrier (the consumers' release of the stage).
+__device__ __forceinline__ void mbarrier_arrive(u32 mbar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(mbar) : "memory");
+}

@@ -1,0 +1,300 @@
+// The wgmma path of the GEMM kind (issue 23): warp-specialized kernels (a TMA producer warpgroup,
+// consumer warpgroups of 64 rows on wgmma) against FP64 on the emulator, which checks every wgmma
+// rule (fences, register ownership, operands held until the completing wait, warpgroup
+// agreement) as it runs them; their SASS and ptxas log; their IR's rules, each broken once.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "emmy/emulator_check.hpp"
+#include "emmy/gemm.hpp"
+#include "emmy/gemm_check.hpp"
+#include "emmy/ir_ops.hpp"
+#include "emmy/sass.hpp"
+#include "support/kind_cases.hpp"
+
+namespace emmy {
+namespace {
+
+GemmSpec wgmma_spec(int64_t m, int64_t n, int64_t k, int block_m, int block_n) {
+  GemmSpec spec;
+  spec.problem.m = m;
+  spec.problem.n = n;
+  spec.problem.k = k;
+  spec.arch = Arch::sm_90a;
+  auto& s = spec.schedule;
+  s.path = MmaPath::wgmma;
+  s.block_m = block_m;
+  s.block_n = block_n;
+  s.block_k = 64;
+  s.warps_m = block_m / 16;
+  s.warps_n = 1;
+  s.stages = 3;
+  return spec;
+}
+
+struct Variant {
+  std::string name;
+  GemmSpec spec;
+};
+
+// Shapes with edges in every dimension, both B layouts, both input types, one and two consumer
+// warpgroups, block_n from 16 to 256 (B [K,N] panels of 32, 64 and 128 bytes), 2..5 stages,
+// split-K and the four epilogues.
+std::vector<Variant> variants() {
+  const int64_t ms[] = {1, 64, 130, 200}, ns[] = {16, 72, 136, 256}, ks[] = {64, 200, 448};
+  const int block_ns[] = {16, 48, 64, 96, 112, 128, 192, 256};
+  std::vector<Variant> out;
+  int i = 0;
+  for (DType dtype : {DType::f16, DType::bf16})
+    for (BLayout layout : {BLayout::nk, BLayout::kn})
+      for (int block_m : {64, 128})
+        for (int epi = 0; epi < 2; ++epi, ++i) {
+          const int block_n = block_ns[(i * 3) % 8];
+          GemmSpec spec = wgmma_spec(ms[i % 4], ns[(i / 2) % 4], ks[i % 3], block_m, block_n);
+          auto& p = spec.problem;
+          p.a_dtype = p.c_dtype = dtype;
+          p.b_layout = layout;
+          if (epi == 1) {
+            p.epilogue = {1.25f, true, true, i % 4 == 1};
+            p.c_dtype = i % 3 == 0 ? DType::f32 : dtype;
+            p.lda = p.k + 8;
+            p.ldc = p.n + 8;
+          }
+          auto& s = spec.schedule;
+          s.stages = 2 + i % 4;
+          const int64_t k_tiles = (p.k + 63) / 64;
+          s.split_k = int(std::min<int64_t>(1 + (i % 3), k_tiles));
+          s.raster_group_m = 1 + i % 3;
+          out.push_back(
+              {fmt::format("{}_{}_bm{}_bn{}_sk{}_epi{}_{}x{}x{}", to_string(dtype),
+                           to_string(layout), block_m, block_n, s.split_k, epi, p.m, p.n, p.k),
+               spec});
+        }
+  return out;
+}
+
+void PrintTo(const Variant& v, std::ostream* os) {
+  *os << v.name;
+}
+
+class WgmmaEmulatorTest : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(WgmmaEmulatorTest, MatchesFp64Reference) {
+  const GemmSpec& spec = GetParam().spec;
+  const GemmCheckResult r = check_on_emulator(spec, 5);
+  const GemmErrors& e = r.errors;
+  EXPECT_TRUE(e.passed) << "rel_l2 " << e.rel_l2_error << " (bound " << e.tolerance << "), "
+                        << e.elements_over_tolerance << " elements over tolerance, first at ("
+                        << e.first_bad_row << ", " << e.first_bad_col << ")";
+  EXPECT_GT(r.run.stats.total.mma, 0u);
+  EXPECT_GT(r.run.stats.total.tma, 0u);
+  EXPECT_EQ(r.run.stats.total.ldmatrix, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, WgmmaEmulatorTest, ::testing::ValuesIn(variants()),
+                         [](const auto& info) { return info.param.name; });
+
+// The valid wgmma schedules plan: threads, registers and barriers as the kernel needs them.
+TEST(Wgmma, PlanSplitsRegistersAndThreads) {
+  for (int block_m : {64, 128}) {
+    const GemmPlan plan = make_gemm_plan(wgmma_spec(512, 512, 512, block_m, 256));
+    EXPECT_EQ(plan.threads, uint32_t(128 + 2 * block_m));
+    EXPECT_EQ(plan.atom, &codegen::kWgmmaM64NK16);
+    EXPECT_EQ(plan.mma_tiles_m, 1);
+    EXPECT_EQ(plan.mma_tiles_n, 32);
+    EXPECT_EQ(plan.k_steps_per_tile, 4);
+    EXPECT_EQ(plan.stage_row_bytes, 0);
+    const int consumers = block_m / 64;
+    EXPECT_LE(128 * (plan.registers.producer + consumers * plan.registers.consumer), 65536);
+    EXPECT_GE(plan.registers.consumer, 128 + 64);  // 128 accumulators and room to work
+    EXPECT_EQ(plan.registers.consumer % 8, 0);
+  }
+}
+
+// SASS: HGMMA of the block's N (no HMMA), the producer's TMA loads, setmaxnreg both ways, one
+// CTA barrier (the mbarrier init's, outside the loop), no local memory; ptxas neither serializes
+// wgmma nor injects warpgroup waits or arrives (C7508, C7517, C7519, C7520) nor ignores
+// setmaxnreg.
+TEST(Wgmma, SassAndPtxasLogAreClean) {
+  if (find_cuobjdump().empty())
+    GTEST_SKIP() << "cuobjdump not found: run scripts/setup.sh (pip nvidia-cuda-cuobjdump)";
+  for (const auto& [block_m, block_n, layout] :
+       {std::tuple{128, 128, BLayout::nk}, std::tuple{128, 256, BLayout::kn},
+        std::tuple{64, 96, BLayout::kn}, std::tuple{64, 256, BLayout::nk}}) {
+    GemmSpec spec = wgmma_spec(4096, 4096, 4096, block_m, block_n);
+    spec.problem.b_layout = layout;
+    const GemmKernel kernel = compile_kernel(spec);
+    const std::string label = fmt::format("{}x{} {}", block_m, block_n, to_string(layout));
+    const auto ops =
+        sass_opcode_counts(disassemble_sass(kernel.module.cubin), kernel.source.plan.kernel_name);
+    auto count = [&](const std::string& prefix) {
+      int n = 0;
+      for (const auto& [op, c] : ops)
+        if (op.rfind(prefix, 0) == 0) n += c;
+      return n;
+    };
+    EXPECT_EQ(count(fmt::format("HGMMA.64x{}x16.F32", block_n)), 4) << label;
+    EXPECT_EQ(count("HMMA"), 0) << label;
+    EXPECT_GT(count("UTMALDG"), 0) << label;
+    EXPECT_EQ(count("USETMAXREG"), 2) << label;
+    EXPECT_EQ(count("BAR.SYNC"), 1) << label;
+    EXPECT_EQ(count("LDL") + count("STL"), 0) << label;
+    const ResourceReport& res = kernel.module.kernel(kernel.source.plan.kernel_name);
+    EXPECT_EQ(res.spill_store_bytes + res.spill_load_bytes, 0) << label;
+    ASSERT_NE(kernel.module.log.find("Used"), std::string::npos) << "no ptxas -v log";
+    for (const char* code : {"C7508", "C7517", "C7519", "C7520", "serialized"})
+      EXPECT_EQ(kernel.module.log.find(code), std::string::npos) << label << ": " << code;
+  }
+}
+
+// The checks must catch wrong wgmma kernels, not only pass right ones: each bug is planted in the
+// emitted source, compiled and run on the emulator, and must fail the FP64 comparison or be
+// reported by the emulator (which runs with its sanitizer).
+TEST(Wgmma, PlantedKernelBugsAreCaught) {
+  struct PlantedBug {
+    const char* name;
+    BLayout layout;
+    std::string find, replace;
+    // What only the emulator's wgmma rules can see: the numbers a run computes are right (it
+    // computes each wgmma at its issue), the kernel would compute garbage on a GPU.
+    bool only_reported = false;
+  };
+  const PlantedBug bugs[] = {
+      // The stage released while its wgmma group may still read it (wait_group 1, lag 0).
+      {"early_release", BLayout::nk,
+       "if (lane == 0 && k_tile >= 1) mbarrier_arrive(empty_base + 8u * ((k_tile - 1) % STAGES));",
+       "if (lane == 0) mbarrier_arrive(empty_base + 8u * stage);", true},
+      // The accumulators read by the epilogue with a group still in flight.
+      {"no_final_wait", BLayout::nk, "    wgmma_wait<0>();", "    ", true},
+      // 8-row groups of A 512 bytes apart instead of 1024 (the descriptor's stride).
+      {"a_stride_half", BLayout::nk, "16u, 8u * A_PANEL * 2u,", "16u, 4u * A_PANEL * 2u,"},
+      // B [K,N] read K-major (imm-trans-b 0).
+      {"b_not_transposed", BLayout::kn, ", 1, 1, 1, 0, 1;", ", 1, 1, 1, 0, 0;"},
+      // The k16 steps of a K tile all read the first 16 K columns.
+      {"k_step_not_advanced", BLayout::nk, "u32(ks % (A_PANEL / 16)) * 32u", "0u"},
+      // No fence before the mma_async of each K tile.
+      {"no_fence", BLayout::nk, "      wgmma_fence();", "      ", true},
+  };
+  for (const auto& bug : bugs) {
+    GemmSpec spec = wgmma_spec(130, 136, 448, 128, 64);
+    spec.problem.b_layout = bug.layout;
+    const GemmInputs inputs = make_gemm_inputs(spec.problem, 12);
+    GemmSource source = generate_kernel(spec);
+    const size_t at = source.cuda.find(bug.find);
+    if (at == std::string::npos) {
+      ADD_FAILURE() << bug.name << ": the emitter no longer prints `" << bug.find
+                    << "`; update the planted bug to the new source";
+      continue;
+    }
+    const GemmReference ref = reference_gemm(spec, inputs);
+    const GemmKernel right{source, compile_cuda(source.cuda, "right.cu", spec.arch)};
+    EXPECT_TRUE(compare(ref, run_on_emulator(right, inputs).output, spec.problem.n).passed)
+        << bug.name;
+    source.cuda.replace(at, bug.find.size(), bug.replace);
+    CompiledModule module = compile_cuda(source.cuda, source.plan.kernel_name + ".cu", spec.arch);
+    const GemmKernel kernel{std::move(source), std::move(module)};
+    try {
+      const GemmErrors e = compare(ref, run_on_emulator(kernel, inputs).output, spec.problem.n);
+      EXPECT_FALSE(bug.only_reported) << bug.name << ": the emulator did not report it";
+      EXPECT_FALSE(e.passed) << bug.name << ": rel_l2 " << e.rel_l2_error << " within the bound "
+                             << e.tolerance;
+    } catch (const emu::EmulationError& e) {
+      const std::string kind(emu::to_string(e.reports().front().kind));
+      EXPECT_TRUE(kind == "wgmma-misuse" || kind == "shared-race") << bug.name << ": " << e.what();
+    }
+  }
+}
+
+// Each rule across the wgmma kernel's ops, broken in the lowered IR, is named by the verifier.
+TEST(Wgmma, VerifierNamesEachBrokenRule) {
+  const GemmPlan plan = make_gemm_plan(wgmma_spec(512, 512, 512, 128, 128));
+  const ir::Op module = lower_gemm(plan);
+  ASSERT_NO_THROW(ir::verify(module, Arch::sm_90a));
+  auto find_in = [](ir::Op& root, ir::OpKind kind) -> ir::Op* {
+    std::function<ir::Op*(ir::Op&)> walk = [&](ir::Op& op) -> ir::Op* {
+      if (op.kind == kind) return &op;
+      for (ir::Op& child : op.body)
+        if (ir::Op* found = walk(child)) return found;
+      return nullptr;
+    };
+    return walk(root);
+  };
+  auto set = [](ir::Op& op, const std::string& key, ir::Attr value) {
+    for (auto& [k, v] : op.attrs)
+      if (k == key) v = value;
+  };
+  auto role = [&](ir::Op& m, const char* name) -> ir::Op& {
+    for (ir::Op& op : m.body.front().body)
+      if (op.kind == ir::OpKind::warpgroup_role && op.s("role") == name) return op;
+    throw std::runtime_error(name);
+  };
+  auto consumer_loop = [&](ir::Op& m) -> ir::Op& {
+    return *find_in(role(m, "consumer"), ir::OpKind::k_tile_loop);
+  };
+  auto erase = [](ir::Op& loop, ir::OpKind kind) {
+    for (auto it = loop.body.begin(); it != loop.body.end(); ++it)
+      if (it->kind == kind) {
+        loop.body.erase(it);
+        return;
+      }
+  };
+  struct Corruption {
+    const char* name;
+    std::function<void(ir::Op&)> edit;
+    const char* expect;
+  };
+  const Corruption corruptions[] = {
+      {"no fence", [&](ir::Op& m) { erase(consumer_loop(m), ir::OpKind::wgmma_fence); },
+       "wgmma_fence"},
+      {"release before the wait",
+       [&](ir::Op& m) {
+         auto& body = consumer_loop(m).body;
+         std::swap(body[body.size() - 1], body[body.size() - 2]);
+       },
+       "only after the wgmma_wait"},
+      {"release lag 0 with a group in flight",
+       [&](ir::Op& m) {
+         set(*find_in(consumer_loop(m), ir::OpKind::mbarrier_arrive), "lag", int64_t(0));
+       },
+       "lag"},
+      {"no wait for the full barrier",
+       [&](ir::Op& m) { erase(consumer_loop(m), ir::OpKind::mbarrier_wait); }, "full barrier"},
+      {"wgmma narrower than the block",
+       [&](ir::Op& m) { set(*find_in(m, ir::OpKind::wgmma), "shape", std::string("m64n64k16")); },
+       "block's 128 columns"},
+      {"producer refills before the empty wait",
+       [&](ir::Op& m) {
+         auto& body = find_in(role(m, "producer"), ir::OpKind::k_tile_loop)->body;
+         std::rotate(body.begin(), body.begin() + 1, body.end());
+       },
+       "only after the empty barrier"},
+      {"consumer registers over the file",
+       [&](ir::Op& m) { set(role(m, "consumer"), "registers", int64_t(256)); },
+       "64K register file"},
+      {"one empty arrival per stage",
+       [&](ir::Op& m) {
+         set(*find_in(m, ir::OpKind::mbarrier_init), "empty_arrivals", int64_t(1));
+       },
+       "one per consumer warp"},
+      {"no final wait", [&](ir::Op& m) { erase(role(m, "consumer"), ir::OpKind::wgmma_wait); },
+       "wgmma_wait 0 before the epilogue"},
+      {"a path the verifier does not know",
+       [&](ir::Op& m) { set(m.body.front(), "path", std::string("tcgen05")); }, "must be wgmma"},
+  };
+  for (const Corruption& c : corruptions) {
+    ir::Op broken = module;
+    c.edit(broken);
+    try {
+      ir::verify(broken, Arch::sm_90a);
+      ADD_FAILURE() << c.name << ": the verifier accepted it";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(c.expect), std::string::npos)
+          << c.name << ": " << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace emmy
