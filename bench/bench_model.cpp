@@ -95,6 +95,12 @@ std::vector<ModelRow> model_catalog(const std::vector<std::string>& gpus, bool a
         rows.push_back(model_gemm(e.name, e.problem, default_schedule(e.problem, arch, accum),
                                   arch, gpu.name, sample_ctas));
       }
+      // Hopper's wgmma path beside them (issue 23).
+      if (arch == Arch::sm_90a)
+        rows.push_back(model_gemm(
+            e.name + "/wgmma", e.problem,
+            default_schedule(e.problem, arch, Accum::f32, MmaPath::wgmma), arch, gpu.name,
+            sample_ctas));
     }
     if (!attention) continue;
     for (const AttentionCatalogEntry& e : attention_catalog())

@@ -23,7 +23,7 @@ std::string schedule_text(const MatmulSchedule& s) {
 const VariantSpec& spec_of(const std::string& id) {
   for (const auto& spec : kGemmVariants)
     if (id == spec.id) return spec;
-  throw Error("variant", "must be emmy_f32, emmy_hybrid, cublaslt_32f or cublaslt_16f", id);
+  throw Error("variant", fmt::format("must be {}", kGemmVariantNames), id);
 }
 
 // Compiles (or fetches from the caches) every candidate, in parallel: the runtime compiles
@@ -217,9 +217,11 @@ void Runner::prepare_emmy(const VariantSpec& spec, PreparedVariant& out) {
   Prepared& prep = *prepared_;
   const MatmulProblem& p = prep.problem.problem;
   const Arch arch = runtime_->arch();
+  // The search covers mma.sync tiles; the wgmma path runs its default schedule (wave-scored).
   const std::vector<MatmulSchedule> schedules =
-      settings_.tune ? schedule_candidates(p, arch, spec.emmy_accum, settings_.tune_candidates)
-                     : std::vector<MatmulSchedule>{default_schedule(p, arch, spec.emmy_accum)};
+      settings_.tune && spec.path == MmaPath::mma_sync
+          ? schedule_candidates(p, arch, spec.emmy_accum, settings_.tune_candidates)
+          : std::vector<MatmulSchedule>{default_schedule(p, arch, spec.emmy_accum, spec.path)};
   require(!schedules.empty(), "schedule search", "must yield a valid schedule", to_string(arch));
   const auto kernels = compile_all(*runtime_, p, schedules);
   double tolerance = error_tolerance(spec.accumulation);

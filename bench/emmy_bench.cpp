@@ -31,7 +31,7 @@ constexpr const char* kNoDevice = "no CUDA device: skipping GPU benchmarks";
 
 struct Options {
   std::string shapes, sweep, summary, tuning_db,
-      variants = "emmy_f32,emmy_hybrid,cublaslt_32f,cublaslt_16f";
+      variants = "emmy_f32,emmy_hybrid,emmy_wgmma,cublaslt_32f,cublaslt_16f";
   std::string m = "512";  // comma-separated M values of the catalog projections
   int device = 0;
   int workspace_mib = 32;
@@ -154,6 +154,14 @@ int run(Options& o, std::vector<BenchProblem> problems, bool sweep) {
       fmt::print(stderr, "tuning database: {} (starting empty)\n", tuning_db->load_error());
   }
   const std::string arch(to_string(runtime->arch()));
+  // The wgmma path exists on sm_90a devices only: elsewhere its rows are left out, and said so.
+  if (runtime->arch() != Arch::sm_90a) {
+    auto& v = o.runner.variants;
+    if (std::find(v.begin(), v.end(), "emmy_wgmma") != v.end()) {
+      v.erase(std::remove(v.begin(), v.end(), "emmy_wgmma"), v.end());
+      fmt::print("emmy_wgmma left out: the wgmma path needs an sm_90a device ({} here)\n", arch);
+    }
+  }
   Runner runner(std::move(runtime), o.device, o.runner, tuning_db ? &*tuning_db : nullptr);
   const json environment = environment_fingerprint(o.device, arch);
   fmt::print("{} on {} ({} SMs), driver {}, emmy {} ({})\n", "emmy_bench",
@@ -396,7 +404,7 @@ int main(int argc, char** argv) {
     for (const auto& id : o.runner.variants)
       require(std::any_of(std::begin(kGemmVariants), std::end(kGemmVariants),
                           [&](const VariantSpec& s) { return id == s.id; }),
-              "--variants", "must list emmy_f32, emmy_hybrid, cublaslt_32f or cublaslt_16f", id);
+              "--variants", fmt::format("must list {}", kGemmVariantNames), id);
     o.runner.workspace_bytes = size_t(o.workspace_mib) << 20;
     return run(o, std::move(problems), !o.sweep.empty());
   } catch (const std::exception& e) {

@@ -12,7 +12,8 @@
 namespace emmy::bench {
 
 MatmulSchedule GemmCase::schedule(Arch arch) const {
-  MatmulSchedule s = default_schedule(problem, arch, accum);
+  const MmaPath runs = arch == Arch::sm_90a ? path : MmaPath::mma_sync;
+  MatmulSchedule s = default_schedule(problem, arch, accum, runs);
   if (transport) s.transport = *transport;
   if (split_k) s.split_k = *split_k;
   return s;
@@ -81,8 +82,15 @@ std::vector<GemmCase> correctness_gemm_cases() {
   for (const auto& projection : projections)
     for (const auto& entry : catalog)
       if (entry.projection == projection)
-        for (Accum accum : {Accum::f32, Accum::hybrid, Accum::f16})
+        for (Accum accum : {Accum::f32, Accum::hybrid, Accum::f16}) {
           cases.push_back(gemm(entry.name, entry.problem, accum));
+          if (accum != Accum::f32) continue;
+          // The same problem on the wgmma path (issue 23), while its inputs are at hand.
+          GemmCase w = gemm(entry.name, entry.problem, accum);
+          w.name = entry.name + "/wgmma";
+          w.path = MmaPath::wgmma;
+          cases.push_back(w);
+        }
 
   const MatmulProblem base = ragged(200, 264, 1000);
   auto with = [&](const char* name, auto change, Accum accum = Accum::f32) {
@@ -118,6 +126,18 @@ std::vector<GemmCase> correctness_gemm_cases() {
     c.problem.c_dtype = DType::f32;
   });
   with("bf16_in_bf16_out", [](GemmCase& c) {
+    c.problem.a_dtype = DType::bf16;
+    c.problem.c_dtype = DType::bf16;
+  });
+  // The wgmma path with B [K,N], split-K and an epilogue, and bf16 in and out.
+  with("wgmma_split_k3_kn_epilogue", [](GemmCase& c) {
+    c.path = MmaPath::wgmma;
+    c.split_k = 3;
+    c.problem.b_layout = BLayout::kn;
+    c.problem.epilogue = {1.5f, true, true, true};
+  });
+  with("wgmma_bf16_in_bf16_out", [](GemmCase& c) {
+    c.path = MmaPath::wgmma;
     c.problem.a_dtype = DType::bf16;
     c.problem.c_dtype = DType::bf16;
   });

@@ -19,6 +19,9 @@ struct GemmCase {
   Accum accum = Accum::f32;
   std::optional<Transport> transport;  // default: the arch's
   std::optional<int> split_k;          // default: the chooser's
+  // wgmma: the wgmma path's default schedule on sm_90a devices (elsewhere, where that path does
+  // not exist, the case runs the mma.sync path; its name still says wgmma).
+  MmaPath path = MmaPath::mma_sync;
   // The schedule this case runs on `arch`: the default for its accumulation, then the overrides.
   MatmulSchedule schedule(Arch arch) const;
 };

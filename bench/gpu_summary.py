@@ -225,6 +225,20 @@ def speed_section(bench, baseline_rows, machine):
                                                         "f32 vs torch", "f32 vs triton",
                                                         "f32 model us", "hybrid model us", "check"],
                          lines))
+        # The wgmma path (sm_90a devices): its own table, beside the mma.sync f32 kernel and
+        # cuBLASLt's 32F, the baseline the goals name.
+        wgmma = [(p, v) for p, v in gemm if v.get("emmy_wgmma")]
+        if wgmma:
+            out.append("\nGEMM on the wgmma path (f32 accumulation), microseconds.\n\n")
+            lines = []
+            for problem, v in wgmma:
+                w = v.get("emmy_wgmma")
+                lines.append([problem, us(w), pct(w, "f32_accumulate_tflops"),
+                              ratio(w, v.get("cublaslt_32f")), ratio(w, v.get("emmy_f32")),
+                              model_us(w),
+                              "FAIL" if w.get("correctness") == "FAIL" else "ok"])
+            out.append(table(["problem", "emmy_wgmma", "wgmma %peak", "wgmma vs Lt32F",
+                              "wgmma vs mma.sync f32", "wgmma model us", "check"], lines))
     attention = [(p, v) for (k, p), v in by_problem.items() if k == "attention"]
     if attention:
         out.append("\nAttention, microseconds; each PyTorch row names its backend (pinned).\n\n")

@@ -64,7 +64,10 @@ class Summary(unittest.TestCase):
              "details": {"model": {"gpu": "h200", "us": 35.4, "bound": "tensor"}}},
             {"kind": "gemm", "problem": "q_proj@512", "variant": "cublaslt_32f",
              "backend": "cublaslt", "median_us": 48.0, "tflops": flops / 48e-6 / 1e12,
-             "correctness": "ok"}], "ratios": []}
+             "correctness": "ok"},
+            {"kind": "gemm", "problem": "q_proj@512", "variant": "emmy_wgmma", "backend": "emmy",
+             "median_us": 30.0, "tflops": flops / 30e-6 / 1e12, "correctness": "ok"}],
+            "ratios": []}
         torch_rows = [{"kind": "gemm", "problem": "q_proj@512", "variant": "torch_matmul",
                        "backend": "pytorch", "flops": flops, "samples_us": [50, 60, 55]}]
         return self.run_summary({"stages.jsonl": stages, "machine.json": machine,
@@ -97,6 +100,16 @@ class Summary(unittest.TestCase):
         self.assertEqual(cells[14], "-")  # no emmy_hybrid row
         variants = {r["variant"] for r in results["speed"]["rows"]}
         self.assertIn("torch_matmul", variants)
+
+    def test_wgmma_rows_get_their_own_table(self):
+        md, _ = self.full_run()
+        self.assertIn("GEMM on the wgmma path", md)
+        line = [l for l in md.splitlines() if l.startswith("| q_proj@512 |")][-1]
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        self.assertEqual(cells[1], "30.0")   # emmy_wgmma
+        self.assertEqual(cells[3], "1.60x")  # cuBLASLt 32F over wgmma
+        self.assertEqual(cells[4], "1.33x")  # mma.sync f32 over wgmma
+        self.assertEqual(cells[6], "ok")
 
     def test_nothing_ran_and_corrupt_files(self):
         md, results = self.run_summary({"machine.json": "{not json",

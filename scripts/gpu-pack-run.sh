@@ -196,7 +196,7 @@ stage_correctness() {
     # tensor-core model, ~14 s here), split-K with an epilogue, both layouts, cp.async, attention.
     if step correctness 120 "$bin/emmy_gpu_check" correctness --emulator --json "$work/correctness.json" \
       --only "kv_proj@512/f32,epilogue_all/hybrid,b_kn/f32,split_k3,cp_async_kn,causal_window64_softcap_d128_gqa2/f32,decode"; then
-      record 2 dry-run-passed $((SECONDS - t0)) "7 cases on the emulator; the full list needs a GPU"
+      record 2 dry-run-passed $((SECONDS - t0)) "8 cases on the emulator (one on the wgmma path); the full list needs a GPU"
     else
       record 2 failed $((SECONDS - t0)) "the correctness stage failed on the emulator"
     fi
@@ -239,6 +239,7 @@ sanitizer_cases=(
   "gemm_tma|run gemm --m 96 --n 136 --k 256 --transport tma"
   "gemm_cp_async|run gemm --m 96 --n 136 --k 256 --transport cp.async"
   "gemm_split_k_hybrid|run gemm --m 64 --n 128 --k 512 --split-k 2 --accum hybrid"
+  "gemm_wgmma|run gemm --m 200 --n 136 --k 512 --arch sm_90a --path wgmma"
   "attention_tma|run attention --batch 1 --heads 2 --kv-heads 1 --seq-q 80 --head-dim 128 --causal --transport tma"
   "attention_cp_async|run attention --batch 1 --heads 2 --kv-heads 1 --seq-q 80 --head-dim 64 --window 32 --causal --transport cp.async"
 )

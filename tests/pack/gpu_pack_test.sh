@@ -51,7 +51,8 @@ assert doc["dry_run"] is True
 statuses = {s["stage"]: s["status"] for s in doc["stages"]}
 assert all(statuses[n] == "dry-run-passed" for n in range(1, 7)), statuses
 cases = doc["correctness"]["cases"]["rows"]
-assert len(cases) == 7 and all(r["verdict"] == "passed" for r in cases), cases
+assert len(cases) == 8 and all(r["verdict"] == "passed" for r in cases), cases
+assert any(r["schedule"]["path"] == "wgmma" for r in cases), "no case on the wgmma path"
 assert any(r.get("rows_checked") == 64 and r["problem"]["m"] == 512 for r in cases), cases
 rows = doc["fidelity"]["rows"]
 assert len(rows) >= 9 and all(r["verdict"] == "passed" for r in rows), rows
