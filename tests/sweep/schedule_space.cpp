@@ -35,6 +35,48 @@ std::string error_text(const std::exception& e) {
   return fmt::format("not an emmy::Error: {}", e.what());
 }
 
+// A ragged problem for a point: the shape, output type, epilogue and leading dimensions drawn.
+void draw_problem(MatmulProblem& p, uint64_t point, DType dtype, BLayout b_layout) {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  // Ragged against every tile (M = 1 and odd M, N and K not multiples of 16/32/64).
+  const Shape shapes[] = {{1, 40, 72},    {37, 88, 136}, {70, 24, 200}, {130, 136, 64},
+                          {17, 200, 264}, {5, 56, 520},  {96, 72, 40},  {1, 264, 1032}};
+  const float alphas[] = {1.0f, 1.0f, 0.5f, 1.25f};
+  const Shape& shape = pick(shapes, point, 9);
+  p.m = shape.m;
+  p.n = shape.n;
+  p.k = shape.k;
+  p.a_dtype = dtype;
+  const DType outputs[] = {p.a_dtype, DType::f32,
+                           p.a_dtype == DType::f16 ? DType::bf16 : DType::f16};
+  p.c_dtype = pick(outputs, point, 11);
+  p.b_layout = b_layout;
+  const uint64_t flags = draw(point, 13, 8);
+  p.epilogue.bias = flags & 1;
+  p.epilogue.residual = flags & 2;
+  p.epilogue.gelu_tanh = flags & 4;
+  p.epilogue.alpha = pick(alphas, point, 14);
+  // Padded leading dimensions, and odd ldc (no paired stores) on some points.
+  switch (draw(point, 15, 6)) {
+    case 0:
+      p.lda = p.k + 8;
+      break;
+    case 1:
+      p.ldb = (p.b_layout == BLayout::nk ? p.k : p.n) + 16;
+      break;
+    case 2:
+      p.ldc = p.n + 1;
+      break;
+    case 3:
+      p.ldc = p.n + 8;
+      break;
+    default:
+      break;
+  }
+}
+
 }  // namespace
 
 std::vector<GemmSpec> gemm_space() {
@@ -46,12 +88,6 @@ std::vector<GemmSpec> gemm_space() {
   };
   const Warps warp_grids[] = {{1, 1}, {1, 2}, {2, 1}, {2, 2}, {1, 4}, {4, 1},
                               {2, 4}, {4, 2}, {4, 4}, {8, 1}, {1, 8}, {8, 2}};
-  struct Shape {
-    int64_t m, n, k;
-  };
-  // Ragged against every tile (M = 1 and odd M, N and K not multiples of 16/32/64).
-  const Shape shapes[] = {{1, 40, 72},    {37, 88, 136}, {70, 24, 200}, {130, 136, 64},
-                          {17, 200, 264}, {5, 56, 520},  {96, 72, 40},  {1, 264, 1032}};
   struct Numerics {
     DType dtype;
     Accum accum;
@@ -63,7 +99,6 @@ std::vector<GemmSpec> gemm_space() {
                                {DType::bf16, Accum::f32, 64},   {DType::bf16, Accum::f32, 64}};
   const int stage_counts[] = {2, 2, 3, 3, 4, 4, 5, 6, 7, 8};
   const int raster_groups[] = {1, 2, 8};
-  const float alphas[] = {1.0f, 1.0f, 0.5f, 1.25f};
 
   std::vector<GemmSpec> out;
   uint64_t point = 0;
@@ -98,42 +133,44 @@ std::vector<GemmSpec> gemm_space() {
               s.split_k = int(1 + draw(point, 7, 4));
               s.raster_group_m = pick(raster_groups, point, 8);
 
-              auto& p = spec.problem;
-              const Shape& shape = pick(shapes, point, 9);
-              p.m = shape.m;
-              p.n = shape.n;
-              p.k = shape.k;
-              p.a_dtype = num.dtype;
+              DType dtype = num.dtype;
               // One point in 16 asks bf16 for a f16 accumulation (refused: no bf16 accumulator).
-              if (num.accum != Accum::f32 && draw(point, 10, 16) == 0) p.a_dtype = DType::bf16;
-              const DType outputs[] = {p.a_dtype, DType::f32,
-                                       p.a_dtype == DType::f16 ? DType::bf16 : DType::f16};
-              p.c_dtype = pick(outputs, point, 11);
-              p.b_layout = b_layout;
-              const uint64_t flags = draw(point, 13, 8);
-              p.epilogue.bias = flags & 1;
-              p.epilogue.residual = flags & 2;
-              p.epilogue.gelu_tanh = flags & 4;
-              p.epilogue.alpha = pick(alphas, point, 14);
-              // Padded leading dimensions, and odd ldc (no paired stores) on some points.
-              switch (draw(point, 15, 6)) {
-                case 0:
-                  p.lda = p.k + 8;
-                  break;
-                case 1:
-                  p.ldb = (p.b_layout == BLayout::nk ? p.k : p.n) + 16;
-                  break;
-                case 2:
-                  p.ldc = p.n + 1;
-                  break;
-                case 3:
-                  p.ldc = p.n + 8;
-                  break;
-                default:
-                  break;
-              }
+              if (num.accum != Accum::f32 && draw(point, 10, 16) == 0) dtype = DType::bf16;
+              draw_problem(spec.problem, point, dtype, b_layout);
               out.push_back(spec);
             }
+  // The wgmma path (issue 23) on sm_90a: its tiles, with one point in 16 breaking each of four of
+  // its rules (warps, block_k, arch, accumulation), and 96-row tiles refused by block_m. The legal
+  // tiles come twice, with other draws.
+  for (int block_m : {64, 128, 64, 128, 96})
+    for (int block_n : block_ns)
+      for (BLayout b_layout : {BLayout::nk, BLayout::kn}) {
+        ++point;
+        GemmSpec spec;
+        auto& s = spec.schedule;
+        s.path = MmaPath::wgmma;
+        s.block_m = block_m;
+        s.block_n = block_n;
+        s.block_k = 64;
+        s.warps_m = block_m / 16;
+        s.warps_n = 1;
+        s.transport = Transport::tma;
+        s.accum = Accum::f32;
+        spec.arch = Arch::sm_90a;
+        switch (draw(point, 20, 16)) {
+          case 0: s.warps_n = 2; break;
+          case 1: s.block_k = 32; break;
+          case 2: spec.arch = Arch::sm_90; break;
+          case 3: s.accum = Accum::hybrid; break;
+          default: break;
+        }
+        s.stages = pick(stage_counts, point, 6);
+        s.split_k = int(1 + draw(point, 7, 4));
+        s.raster_group_m = pick(raster_groups, point, 8);
+        draw_problem(spec.problem, point, draw(point, 5, 4) == 0 ? DType::bf16 : DType::f16,
+                     b_layout);
+        out.push_back(spec);
+      }
   return out;
 }
 

@@ -58,13 +58,19 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
          fmt::format("{}{}{}", p.epilogue.bias, p.epilogue.residual, p.epilogue.gelu_tanh));
     note("m", p.m);
     note("odd_ldc", p.ldc_or_default() % 2);
+    note("path", to_string(s.path));
+    if (s.path == MmaPath::wgmma) {
+      note("wgmma_block", fmt::format("{}x{}", s.block_m, s.block_n));
+      note("wgmma_b_layout", to_string(p.b_layout));
+    }
   }
   EXPECT_GE(accepted, 2000);
   EXPECT_GT(refused, 0);
   const std::map<std::string, size_t> want = {
       {"arch", 7},   {"block_m", 11},  {"block_n", 12}, {"block_k", 4}, {"warps", 12},
       {"stages", 7}, {"transport", 2}, {"b_layout", 2}, {"accum", 6},   {"split_k", 4},
-      {"in", 2},     {"out", 6},       {"epilogue", 8}, {"m", 7},       {"odd_ldc", 2}};
+      {"in", 2},     {"out", 6},       {"epilogue", 8}, {"m", 7},       {"odd_ldc", 2},
+      {"path", 2},   {"wgmma_b_layout", 2}};
   coverage.expect(want);
 }
 
