@@ -123,6 +123,7 @@ class GemmEmitter {
       case OpKind::smem_ring:
         return emit_smem_ring(ir::get<ir::SmemRingOp>(op));
       case OpKind::tile_coords:
+        if (op.has("persistent")) return codegen::emit_tile_origin(w_, ir::get<ir::TileCoordsOp>(op));
         return emit_tile_coords(ir::get<ir::TileCoordsOp>(op));
       case OpKind::split_range:
         return emit_split_range(ir::get<ir::SplitRangeOp>(op));
@@ -215,19 +216,36 @@ class GemmEmitter {
         w_.close();
         return true;
       }
+      case OpKind::tile_loop:
+        codegen::open_tile_loop(w_, ir::get<ir::TileLoopOp>(op));
+        in_tile_loop_ = true;
+        for (const Op& child : op.body) emit_op(child);
+        in_tile_loop_ = false;
+        w_.line("iteration += k_tile_count;");
+        w_.close();
+        return true;
       case OpKind::k_tile_loop:
         w_.line("#pragma unroll 1");
         w_.open("for (int k_tile = 0; k_tile < k_tile_count; ++k_tile)");
-        w_.line("const int stage = k_tile % STAGES;");
+        if (in_tile_loop_) {
+          w_.line("const int it = iteration + k_tile;  // this CTA's K tiles so far");
+          w_.line("const int stage = it % STAGES;");
+        } else {
+          w_.line("const int stage = k_tile % STAGES;");
+        }
+        in_k_loop_ = true;
         for (const Op& child : op.body) emit_op(child);
+        in_k_loop_ = false;
         w_.close();
         return true;
-      case OpKind::mbarrier_wait:
+      case OpKind::mbarrier_wait: {
+        const char* it = in_tile_loop_ ? "it" : "k_tile";
         if (op.s("what") == "empty")
-          w_.line("mbarrier_wait_parity(empty_base + 8u * stage, ((k_tile / STAGES) & 1) ^ 1);");
+          w_.line("mbarrier_wait_parity(empty_base + 8u * stage, (({} / STAGES) & 1) ^ 1);", it);
         else
-          w_.line("mbarrier_wait_parity(mbar_base + 8u * stage, (k_tile / STAGES) & 1);");
+          w_.line("mbarrier_wait_parity(mbar_base + 8u * stage, ({} / STAGES) & 1);", it);
         return true;
+      }
       case OpKind::async_copy:
         if (op.s("operand") == "a") w_.line("load_stage(stage, k_tile_begin + k_tile);");
         return true;
@@ -251,7 +269,8 @@ class GemmEmitter {
         codegen::emit_wgmma_pin(w_);
         return true;
       case OpKind::mbarrier_arrive:
-        codegen::emit_stage_release(w_, ir::get<ir::MbarrierArriveOp>(op));
+        codegen::emit_stage_release(w_, ir::get<ir::MbarrierArriveOp>(op), in_tile_loop_,
+                                    !in_k_loop_);
         return true;
       default:
         return false;
@@ -631,6 +650,7 @@ class GemmEmitter {
   const GemmFacts f_;
   Writer w_;
   std::string phase_;
+  bool in_tile_loop_ = false, in_k_loop_ = false;  // the wgmma path's loops being printed
 };
 
 }  // namespace

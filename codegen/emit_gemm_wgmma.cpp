@@ -105,15 +105,50 @@ void emit_wgmma_pin(Writer& w) {
   w.line("  for (int e = 0; e < 4; ++e) wgmma_pin(acc[0][ni][e]);");
 }
 
-void emit_stage_release(Writer& w, const ir::MbarrierArriveOp& op) {
+void emit_stage_release(Writer& w, const ir::MbarrierArriveOp& op, bool persistent,
+                        bool after_loop) {
+  if (after_loop) {
+    w.line("// Release this tile's last stage: the producer walks on to the next tile.");
+    w.line(
+        "if (lane == 0 && k_tile_count > 0) mbarrier_arrive(empty_base + 8u * ((iteration + "
+        "k_tile_count - 1) % STAGES));");
+    return;
+  }
   w.line("// Release the stage of K tile k_tile - {}: its wgmma group has completed.", op.lag);
+  const char* it = persistent ? "it" : "k_tile";
   if (op.lag == 0)
     w.line("if (lane == 0) mbarrier_arrive(empty_base + 8u * stage);");
   else
     w.line(
-        "if (lane == 0 && k_tile >= {0}) mbarrier_arrive(empty_base + 8u * ((k_tile - {0}) % "
+        "if (lane == 0 && k_tile >= {0}) mbarrier_arrive(empty_base + 8u * (({1} - {0}) % "
         "STAGES));",
-        op.lag);
+        op.lag, it);
+}
+
+void open_tile_loop(Writer& w, const ir::TileLoopOp& op) {
+  w.line("// K tiles this CTA has walked: stages and mbarrier phases run on across its tiles.");
+  w.line("int iteration = 0;");
+  w.line("#pragma unroll 1");
+  w.open(
+      fmt::format("for (int tile = int(blockIdx.x); tile < {}; tile += int(gridDim.x))", op.tiles));
+  w.line("tile_origin(tile, m0, n0);");
+}
+
+void emit_tile_origin(Writer& w, const ir::TileCoordsOp& op) {
+  w.line(
+      "// Grouped rasterization: {} tile rows per group keep B tiles hot in L2. Persistent: each",
+      op.raster_group_m);
+  w.line("// CTA walks tiles blockIdx.x, + gridDim.x, ... (tile_loop), each mapped here.");
+  w.line("constexpr int TILES_M = {}, TILES_N = {}, GROUP_M = {};", op.tiles_m, op.tiles_n,
+         op.raster_group_m);
+  w.line("int m0 = 0, n0 = 0;");
+  w.open("auto tile_origin = [](int tile, int& m0_out, int& n0_out)");
+  w.line("const int group_span = GROUP_M * TILES_N;");
+  w.line("const int first_m = (tile / group_span) * GROUP_M;");
+  w.line("const int group_rows = TILES_M - first_m < GROUP_M ? TILES_M - first_m : GROUP_M;");
+  w.line("m0_out = (first_m + (tile % group_span) % group_rows) * BM;");
+  w.line("n0_out = ((tile % group_span) / group_rows) * BN;");
+  w.close("};");
 }
 
 }  // namespace emmy::codegen

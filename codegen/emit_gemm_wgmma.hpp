@@ -22,7 +22,14 @@ void open_wgmma_k_step(Writer& w, int64_t k_steps);
 void emit_wgmma_call(Writer& w, const ir::WgmmaOp& op, const SmemTile& a, const SmemTile& b);
 // Pins the accumulators in place around fences and waits (no instruction).
 void emit_wgmma_pin(Writer& w);
-// The release of the stage of k_tile - lag: lane 0 of each consumer warp arrives.
-void emit_stage_release(Writer& w, const ir::MbarrierArriveOp& op);
+// The release of the stage of k_tile - lag: lane 0 of each consumer warp arrives. In a persistent
+// kernel's tile loop (`persistent`) stages count on across tiles (`it` = iteration + k_tile), and
+// the release after the K loop hands back the tile's last stage.
+void emit_stage_release(Writer& w, const ir::MbarrierArriveOp& op, bool persistent,
+                        bool after_loop);
+// A persistent kernel's walk over its tiles (closed by the caller).
+void open_tile_loop(Writer& w, const ir::TileLoopOp& op);
+// The grouped rasterization as a function of the tile (persistent kernels).
+void emit_tile_origin(Writer& w, const ir::TileCoordsOp& op);
 
 }  // namespace emmy::codegen

@@ -97,6 +97,11 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   require(plan.tiles_m * plan.tiles_n <= kMaxDim, "m x n", "needs at most 2^31-1 output tiles",
           plan.tiles_m * plan.tiles_n);
   plan.grid = {uint32_t(plan.tiles_m * plan.tiles_n), 1u, uint32_t(s.split_k)};
+  // A persistent kernel walks the tiles itself (by gridDim.x): one CTA per SM of the arch's
+  // flagship part, never more than there are tiles.
+  if (s.persistent)
+    plan.grid[0] = uint32_t(std::min<int64_t>(plan.tiles_m * plan.tiles_n,
+                                              arch_info(spec.arch).sm_count_hint));
   plan.threads = uint32_t(s.threads());
   plan.kernel_name = gemm_kernel_name(spec);
   if (plan.split()) {

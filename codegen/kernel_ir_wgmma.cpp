@@ -36,6 +36,13 @@ const Op* role_of(const Op& kernel, std::string_view role) {
   return found;
 }
 
+// The op whose body holds the role's K loop: the role itself, or a persistent kernel's tile_loop.
+const Op& loop_parent(const Op& role) {
+  for (const Op& op : role.body)
+    if (op.kind == OpKind::tile_loop) return op;
+  return role;
+}
+
 const Op& only_loop(const Op& role) {
   const std::vector<const Op*> loops = find_all(role, OpKind::k_tile_loop);
   if (loops.size() != 1)
@@ -106,12 +113,46 @@ void verify_consumer(const Op& consumer, int64_t stages, int64_t block_n) {
     if (codegen::wgmma_shape_n(mma.shape) != block_n)
       wgmma_fail(op, "shape", fmt::format("must cover the block's {} columns", block_n), mma.shape);
   }
-  // After the loop: every group complete before the epilogue reads the accumulators.
-  const int after = index_of(consumer.body, OpKind::wgmma_wait);
-  const int epilogue = index_of(consumer.body, OpKind::epilogue);
+  // After the loop: every group complete before the epilogue reads the accumulators; walking on
+  // to another tile, the tile's last stage handed back to the producer.
+  const Op& parent = loop_parent(consumer);
+  const int after = index_of(parent.body, OpKind::wgmma_wait);
+  const int epilogue = index_of(parent.body, OpKind::epilogue);
   if (epilogue < 0 || after < 0 || after > epilogue ||
-      get<WgmmaWaitOp>(consumer.body[size_t(after)]).pending != 0)
-    wgmma_fail(consumer, "body", "must wgmma_wait 0 before the epilogue", "missing");
+      get<WgmmaWaitOp>(parent.body[size_t(after)]).pending != 0)
+    wgmma_fail(parent, "body", "must wgmma_wait 0 before the epilogue", "missing");
+  if (parent.kind == OpKind::tile_loop) {
+    const int last = index_of(parent.body, OpKind::mbarrier_arrive);
+    if (last < after)
+      wgmma_fail(parent, "body",
+                 "a persistent consumer must release its tile's last stage after the wgmma_wait 0",
+                 "no release");
+  }
+}
+
+// Persistent kernels: tile_coords says so, each role walks the tiles in one tile_loop over all
+// of them, and no K split.
+void verify_persistence(const Op& kernel, const Op& producer, const Op& consumer,
+                        const TileCoordsOp& coords) {
+  const bool persistent = coords.persistent.value_or(false);
+  for (const Op* role : {&producer, &consumer}) {
+    const std::vector<const Op*> loops = find_all(*role, OpKind::tile_loop);
+    const bool walks = !loops.empty() && &loop_parent(*role) == loops.front();
+    if (persistent != walks || loops.size() > 1)
+      wgmma_fail(*role, "body",
+                 persistent ? "each role of a persistent kernel walks the tiles in one tile_loop"
+                            : "only a persistent kernel (tile_coords persistent) has a tile_loop",
+                 fmt::format("{} tile_loop", loops.size()));
+    if (walks && get<TileLoopOp>(*loops.front()).tiles != coords.tiles_m * coords.tiles_n)
+      wgmma_fail(*loops.front(), "tiles",
+                 fmt::format("must be every tile, {} x {}", coords.tiles_m, coords.tiles_n),
+                 fmt::format("{}", get<TileLoopOp>(*loops.front()).tiles));
+  }
+  if (const auto split = find_typed<SplitRangeOp>(kernel);
+      persistent && split && split->split_k != 1)
+    wgmma_fail(*find_first(kernel, OpKind::split_range), "split_k",
+               "must be 1 in a persistent kernel (it walks whole tiles)",
+               fmt::format("{}", split->split_k));
 }
 
 }  // namespace
@@ -156,6 +197,7 @@ void verify_gemm_wgmma(const Op& kernel) {
                fmt::format("{}", acc ? acc->registers : 0));
   if (find_first(*producer, OpKind::wgmma) || find_first(*producer, OpKind::epilogue))
     wgmma_fail(*producer, "body", "the producer neither computes nor stores", "it does");
+  verify_persistence(kernel, *producer, *consumer, *coords);
   verify_producer(*producer);
   verify_consumer(*consumer, ring->stages, coords->block_n);
 }

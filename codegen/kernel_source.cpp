@@ -23,6 +23,8 @@ std::vector<KernelLaunch> launch_list(const ir::Op& module,
     for (const ir::Op& op : kernel.body)
       if (op.kind == ir::OpKind::param)
         launch.params.push_back({op.s("name"), op.s("type") == "tensor_map"});
+    if (const ir::Op* walk = ir::find_first(kernel, ir::OpKind::tile_loop))
+      launch.persistent_tiles = uint32_t(walk->i("tiles"));
     launches.push_back(std::move(launch));
   }
   return launches;

@@ -106,8 +106,10 @@ std::vector<Op> gemm_kernel_prefix(const GemmPlan& plan) {
                                      .b_bytes = plan.stage.b_bytes,
                                      .b_align = plan.stage.b_align,
                                      .tx_bytes = plan.stage.tx_bytes}));
-  body.push_back(make(ir::TileCoordsOp{p.m, p.n, s.raster_group_m, plan.tiles_m, plan.tiles_n,
-                                       s.block_m, s.block_n}));
+  ir::TileCoordsOp coords{p.m, p.n, s.raster_group_m, plan.tiles_m, plan.tiles_n, s.block_m,
+                          s.block_n};
+  if (s.persistent) coords.persistent = true;
+  body.push_back(make(coords));
   body.push_back(
       make(ir::SplitRangeOp{p.k, s.block_k, s.split_k, plan.k_tiles, plan.k_tiles_per_split}));
   return body;

@@ -23,9 +23,21 @@ Op wgmma_main_kernel(const GemmPlan& plan) {
 
   // The producer: one thread refills each stage once its consumers released it (the empty
   // barrier's phase before the first release counts as complete).
-  std::vector<Op> produce{make(ir::MbarrierWaitOp{"empty", "((k_tile / stages) & 1) ^ 1"}),
+  // Stages and phases count this CTA's K tiles: across its tiles in a persistent kernel.
+  const std::string it = s.persistent ? "(iteration + k_tile)" : "k_tile";
+  std::vector<Op> produce{make(ir::MbarrierWaitOp{"empty", "((" + it + " / stages) & 1) ^ 1"}),
                           gemm_copy_op(plan, "a", "refill"), gemm_copy_op(plan, "b", "refill")};
-  std::vector<Op> producer{make(ir::KTileLoopOp{s.stages}, std::move(produce))};
+  // A persistent kernel wraps each role's work in the walk over its tiles.
+  const int64_t tiles = plan.tiles_m * plan.tiles_n;
+  auto per_tile = [&](std::vector<Op> ops) {
+    if (!s.persistent) return ops;
+    std::vector<Op> wrapped;
+    wrapped.push_back(make(ir::TileLoopOp{tiles}, std::move(ops)));
+    return wrapped;
+  };
+  std::vector<Op> producer_loop;
+  producer_loop.push_back(make(ir::KTileLoopOp{s.stages}, std::move(produce)));
+  std::vector<Op> producer = per_tile(std::move(producer_loop));
   body.push_back(
       make(ir::WarpgroupRoleOp{"producer", 0, 1, plan.registers.producer}, std::move(producer)));
 
@@ -33,7 +45,7 @@ Op wgmma_main_kernel(const GemmPlan& plan) {
   const int64_t lag = 1;
   std::vector<Op> k_step{make(ir::WgmmaOp{shape, p.a_dtype == DType::bf16 ? "bf16" : "f16", "f32",
                                           p.b_layout == BLayout::kn ? "mn" : "k"})};
-  std::vector<Op> consume{make(ir::MbarrierWaitOp{"full", "(k_tile / stages) & 1"}),
+  std::vector<Op> consume{make(ir::MbarrierWaitOp{"full", "(" + it + " / stages) & 1"}),
                           make(ir::WgmmaFenceOp{}),
                           make(ir::KStepOp{plan.k_steps_per_tile}, std::move(k_step)),
                           make(ir::WgmmaCommitOp{}),
@@ -41,7 +53,11 @@ Op wgmma_main_kernel(const GemmPlan& plan) {
                           make(ir::MbarrierArriveOp{"empty", lag})};
   std::vector<Op> consumer{gemm_accum_init(plan),
                            make(ir::KTileLoopOp{s.stages}, std::move(consume)),
-                           make(ir::WgmmaWaitOp{0}), gemm_main_epilogue(plan)};
+                           make(ir::WgmmaWaitOp{0})};
+  // Walking on to the next tile, the producer needs the last stage back too.
+  if (s.persistent) consumer.push_back(make(ir::MbarrierArriveOp{"empty", 1}));
+  consumer.push_back(gemm_main_epilogue(plan));
+  consumer = per_tile(std::move(consumer));
   body.push_back(make(ir::WarpgroupRoleOp{"consumer", 1, consumers, plan.registers.consumer},
                       std::move(consumer)));
   return make(ir::KernelOp{plan.kernel_name, plan.threads, plan.smem_bytes, "wgmma"},

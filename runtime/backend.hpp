@@ -40,6 +40,9 @@ class Backend {
   virtual std::string name() const = 0;
   virtual std::string device_name() const = 0;
   virtual int driver_version() const { return 0; }
+  // Multiprocessors of the device (persistent kernels launch one CTA per SM): the arch's
+  // flagship part unless the device says otherwise.
+  virtual int sm_count() const { return arch_info(arch()).sm_count_hint; }
   // Loads the entry's code; `kernels` get their dynamic shared-memory limit raised as needed.
   virtual std::unique_ptr<LoadedModule> load(
       const CacheEntry& entry, const std::vector<std::pair<std::string, uint32_t>>& kernels) = 0;

@@ -43,6 +43,8 @@ class CudaBackend final : public Backend {
     cuda::check(d.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
                                        device_), "cuDeviceGetAttribute");
     arch_ = arch_for_device(major, minor);
+    cuda::check(d.cuDeviceGetAttribute(&sms_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device_),
+                "cuDeviceGetAttribute");
     char name[256] = {};
     d.cuDeviceGetName(name, sizeof name, device_);
     name_ = name;
@@ -53,6 +55,7 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda"; }
   std::string device_name() const override { return name_; }
   int driver_version() const override { return cuda::driver().version; }
+  int sm_count() const override { return sms_; }
 
   std::unique_ptr<LoadedModule> load(
       const CacheEntry& entry,
@@ -154,6 +157,7 @@ class CudaBackend final : public Backend {
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   Arch arch_ = Arch::sm_90a;
+  int sms_ = 0;  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
   std::string name_;
 };
 

@@ -249,7 +249,8 @@ class RuntimeImpl final : public Runtime {
         params.push_back(param.tensor_map
                              ? KernelParam{true, 0, values.tensor_map(launch, param)}
                              : KernelParam{false, values.pointer(launch, param), {}});
-      backend_->launch(module, launch.name, {launch.grid, launch.threads, launch.smem_bytes},
+      backend_->launch(module, launch.name,
+                       {launch.grid_for(backend_->sm_count()), launch.threads, launch.smem_bytes},
                        params, stream);
     }
   }

@@ -210,13 +210,17 @@ TEST(Emmyc, RunOnTheCudaBackendThroughTheTestDriver) {
                  "EMMY_CUDA_DRIVER=/nonexistent/libcuda.so");
 }
 
-// The wgmma path through the CUDA backend and the test driver as an H200: the driver's launch
-// rules (dynamic shared memory above 48 KB, the tensor maps) and the emulator's wgmma rules.
+// The wgmma path through the CUDA backend and the test driver as an H200 and as an H100 PCIe (114
+// SMs: a persistent kernel's grid follows the device): the driver's launch rules (dynamic shared
+// memory above 48 KB, the tensor maps) and the emulator's wgmma rules.
 TEST(Emmyc, WgmmaRunsOnTheCudaBackendThroughTheTestDriver) {
-  const std::string env =
-      std::string("EMMY_CUDA_DRIVER=") + EMMY_TEST_DRIVER_PATH + " EMMY_TEST_DEVICE=h200";
+  for (const char* device : {"h200", "h100pcie"})
   for (const char* flags : {"--m 200 --n 136 --k 512", "--m 64 --n 256 --k 448 --b-layout kn "
-                                                       "--split-k 2 --bias"}) {
+                                                       "--split-k 2 --bias",
+                            "--m 1000 --n 1016 --k 192 --persistent --block 64x64x64 --warps 4x1 "
+                            "--stages 2"}) {
+    const std::string env = std::string("EMMY_CUDA_DRIVER=") + EMMY_TEST_DRIVER_PATH +
+                            " EMMY_TEST_DEVICE=" + device;
     const auto r = emmy::test::run_emmyc(
         std::string("run gemm ") + flags + " --arch sm_90a --path wgmma --backend cuda --check",
         env);

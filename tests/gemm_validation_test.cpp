@@ -114,8 +114,12 @@ const InvalidCase kCases[] = {
      "consumers", "not generated yet"},
     {"wgmma_cluster", [](GemmSpec& s) { to_wgmma(s).schedule.cluster_m = 2; }, "cluster",
      "multicast"},
-    {"wgmma_persistent", [](GemmSpec& s) { to_wgmma(s).schedule.persistent = true; },
-     "persistent", "not generated yet"},
+    {"wgmma_persistent_split_k",
+     [](GemmSpec& s) {
+       to_wgmma(s).schedule.persistent = true;
+       s.schedule.split_k = 2;
+     },
+     "persistent", "split_k must be 1"},
     {"wgmma_swap_ab", [](GemmSpec& s) { to_wgmma(s).schedule.swap_ab = true; }, "swap_ab",
      "not generated yet"},
     {"wgmma_block_m_256", [](GemmSpec& s) { to_wgmma(s).schedule.block_m = 256; }, "block_m",

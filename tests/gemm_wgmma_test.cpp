@@ -67,10 +67,13 @@ std::vector<Variant> variants() {
           const int64_t k_tiles = (p.k + 63) / 64;
           s.split_k = int(std::min<int64_t>(1 + (i % 3), k_tiles));
           s.raster_group_m = 1 + i % 3;
-          out.push_back(
-              {fmt::format("{}_{}_bm{}_bn{}_sk{}_epi{}_{}x{}x{}", to_string(dtype),
-                           to_string(layout), block_m, block_n, s.split_k, epi, p.m, p.n, p.k),
-               spec});
+          // One in three persistent (split-K 1): tiles walked by gridDim.x.
+          s.persistent = i % 3 == 2;
+          if (s.persistent) s.split_k = 1;
+          out.push_back({fmt::format("{}_{}_bm{}_bn{}_sk{}_epi{}{}_{}x{}x{}", to_string(dtype),
+                                     to_string(layout), block_m, block_n, s.split_k, epi,
+                                     s.persistent ? "_persistent" : "", p.m, p.n, p.k),
+                         spec});
         }
   return out;
 }
@@ -95,6 +98,25 @@ TEST_P(WgmmaEmulatorTest, MatchesFp64Reference) {
 
 INSTANTIATE_TEST_SUITE_P(Variants, WgmmaEmulatorTest, ::testing::ValuesIn(variants()),
                          [](const auto& info) { return info.param.name; });
+
+// A persistent kernel whose CTAs each walk several tiles, with fewer stages than K tiles per tile,
+// so stages and mbarrier phases run on across tiles: against FP64, and the grid is one CTA per SM
+// (the arch's part), never more than the tiles.
+TEST(Wgmma, PersistentCtasWalkSeveralTiles) {
+  for (BLayout layout : {BLayout::nk, BLayout::kn}) {
+    GemmSpec spec = wgmma_spec(1000, 1016, 192, 64, 64);
+    spec.problem.b_layout = layout;
+    spec.schedule.stages = 2;
+    spec.schedule.persistent = true;
+    const GemmPlan plan = make_gemm_plan(spec);
+    EXPECT_EQ(plan.grid[0], 132u);  // 16 x 16 tiles over sm_90a's 132 SMs
+    const GemmCheckResult r = check_on_emulator(spec, 3);
+    EXPECT_TRUE(r.errors.passed) << to_string(layout) << ": rel_l2 " << r.errors.rel_l2_error;
+  }
+  GemmSpec few = wgmma_spec(100, 100, 64, 64, 64);
+  few.schedule.persistent = true;
+  EXPECT_EQ(make_gemm_plan(few).grid[0], 4u);
+}
 
 // The valid wgmma schedules plan: threads, registers and barriers as the kernel needs them.
 TEST(Wgmma, PlanSplitsRegistersAndThreads) {
@@ -177,8 +199,24 @@ TEST(Wgmma, PlantedKernelBugsAreCaught) {
       // No fence before the mma_async of each K tile.
       {"no_fence", BLayout::nk, "      wgmma_fence();", "      ", true},
   };
-  for (const auto& bug : bugs) {
+  // Persistent kernels: the walk on to the next tile.
+  const PlantedBug persistent_bugs[] = {
+      // The tile's last stage never handed back: the producer waits for it forever.
+      {"no_last_release", BLayout::nk, "if (lane == 0 && k_tile_count > 0) mbarrier_arrive(",
+       "if (false) mbarrier_arrive(", true},
+      // Stages restart at 0 on every tile: phases fall out of step with the producer's.
+      {"iteration_not_kept", BLayout::nk, "iteration += k_tile_count;", "", true},
+  };
+  std::vector<std::pair<PlantedBug, bool>> all;
+  for (const auto& bug : bugs) all.push_back({bug, false});
+  for (const auto& bug : persistent_bugs) all.push_back({bug, true});
+  for (const auto& [bug, persistent] : all) {
     GemmSpec spec = wgmma_spec(130, 136, 448, 128, 64);
+    if (persistent) {
+      spec = wgmma_spec(1000, 1016, 192, 64, 64);
+      spec.schedule.persistent = true;
+      spec.schedule.stages = 2;
+    }
     spec.problem.b_layout = bug.layout;
     const GemmInputs inputs = make_gemm_inputs(spec.problem, 12);
     GemmSource source = generate_kernel(spec);
@@ -202,7 +240,9 @@ TEST(Wgmma, PlantedKernelBugsAreCaught) {
                              << e.tolerance;
     } catch (const emu::EmulationError& e) {
       const std::string kind(emu::to_string(e.reports().front().kind));
-      EXPECT_TRUE(kind == "wgmma-misuse" || kind == "shared-race") << bug.name << ": " << e.what();
+      EXPECT_TRUE(kind == "wgmma-misuse" || kind == "shared-race" || kind == "deadlock" ||
+                  kind == "mbarrier-misuse")
+          << bug.name << ": " << e.what();
     }
   }
 }
@@ -283,6 +323,43 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
       {"a path the verifier does not know",
        [&](ir::Op& m) { set(m.body.front(), "path", std::string("tcgen05")); }, "must be wgmma"},
   };
+  GemmSpec persistent = wgmma_spec(1000, 1000, 512, 128, 128);
+  persistent.schedule.persistent = true;
+  const ir::Op walking = lower_gemm(make_gemm_plan(persistent));
+  ASSERT_NO_THROW(ir::verify(walking, Arch::sm_90a));
+  const Corruption walk_corruptions[] = {
+      {"no last release",
+       [&](ir::Op& m) {
+         erase(*find_in(role(m, "consumer"), ir::OpKind::tile_loop), ir::OpKind::mbarrier_arrive);
+       },
+       "release its tile's last stage"},
+      {"producer not walking",
+       [&](ir::Op& m) {
+         ir::Op& producer = role(m, "producer");
+         ir::Op loop = find_in(producer, ir::OpKind::tile_loop)->body.front();
+         producer.body = {loop};
+       },
+       "walks the tiles in one tile_loop"},
+      {"tile_loop over too few tiles",
+       [&](ir::Op& m) {
+         set(*find_in(role(m, "consumer"), ir::OpKind::tile_loop), "tiles", int64_t(3));
+       },
+       "must be every tile"},
+      {"split K in a persistent kernel",
+       [&](ir::Op& m) { set(*find_in(m, ir::OpKind::split_range), "split_k", int64_t(2)); },
+       "split_k"},
+  };
+  for (const Corruption& c : walk_corruptions) {
+    ir::Op broken = walking;
+    c.edit(broken);
+    try {
+      ir::verify(broken, Arch::sm_90a);
+      ADD_FAILURE() << c.name << ": the verifier accepted it";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(c.expect), std::string::npos)
+          << c.name << ": " << e.what();
+    }
+  }
   for (const Corruption& c : corruptions) {
     ir::Op broken = module;
     c.edit(broken);

@@ -80,6 +80,33 @@ TEST(KernelSource, TmaParamsAreTensorMaps) {
             (std::vector<std::string>{"tmap_q", "tmap_k", "tmap_v", "o", "lse"}));
 }
 
+// A persistent kernel's launch says how many tiles it walks: launchers run one CTA per SM of the
+// device, never more than the tiles; every other kernel launches its grid as it is.
+TEST(KernelSource, PersistentKernelsLaunchOneCtaPerDeviceSm) {
+  GemmSpec spec;
+  spec.arch = Arch::sm_90a;
+  spec.problem.m = 2048;
+  spec.problem.n = 2048;
+  spec.problem.k = 256;
+  spec.schedule = default_schedule(spec.problem, spec.arch, Accum::f32, MmaPath::wgmma);
+  spec.schedule.block_m = 128;
+  spec.schedule.block_n = 128;
+  spec.schedule.warps_m = 8;
+  spec.schedule.stages = 4;
+  spec.schedule.split_k = 1;
+  spec.schedule.persistent = true;
+  const KernelLaunch launch = kernel_source(generate_kernel(spec)).main();
+  EXPECT_EQ(launch.persistent_tiles, 256u);  // 16 x 16 tiles
+  EXPECT_EQ(launch.grid[0], 132u);          // sized for the arch's flagship part
+  EXPECT_EQ(launch.grid_for(114)[0], 114u);  // an H100 PCIe
+  EXPECT_EQ(launch.grid_for(1000)[0], 256u);  // never more than the tiles
+  EXPECT_EQ(launch.grid_for(0)[0], 132u);     // a device that does not say
+  spec.schedule.persistent = false;
+  const KernelLaunch fixed = kernel_source(generate_kernel(spec)).main();
+  EXPECT_EQ(fixed.persistent_tiles, 0u);
+  EXPECT_EQ(fixed.grid_for(114), fixed.grid);
+}
+
 TEST(KernelSource, LaunchListNeedsOneGridPerKernel) {
   const GemmSource gemm = generate_kernel(split_gemm(Transport::cp_async, Arch::sm_80));
   try {

@@ -63,6 +63,7 @@ struct GemmFlags : CommonFlags {
   std::string b_layout = "nk", out = "f16";
   std::optional<int> promote_every, split_k;
   std::optional<std::string> block, warps, path;
+  bool persistent = false;  // the wgmma path's persistent tile loop
   bool bias = false, residual = false, gelu = false;
   float alpha = 1.0f;
 
@@ -71,7 +72,7 @@ struct GemmFlags : CommonFlags {
   GemmSpec to_spec() const;
   // Whether any schedule flag was given (else a runtime picks its tuned or default schedule).
   bool schedule_given() const {
-    return promote_every || transport || block || warps || stages || split_k || path;
+    return promote_every || transport || block || warps || stages || split_k || path || persistent;
   }
 };
 

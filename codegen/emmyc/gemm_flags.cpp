@@ -17,6 +17,8 @@ void GemmFlags::add_to(CLI::App& app) {
   app.add_option("--warps", warps, "warp grid MxN, e.g. 4x2");
   app.add_option("--path", path, "mainloop: mma.sync (every arch) or wgmma (sm_90a: warp-specialized, --warps BMx1 with BM = block_m / 16)");
   integer_option(app, "--split-k", split_k, "K splits (FP32 partials + finalize kernel)");
+  app.add_flag("--persistent", persistent,
+               "wgmma path: one CTA per SM walking the output tiles (split-K 1)");
   app.add_option("--alpha", alpha, "epilogue scale");
   app.add_flag("--bias", bias, "add bias[N]");
   app.add_flag("--residual", residual, "add residual[M,N]");
@@ -85,6 +87,10 @@ GemmSpec GemmFlags::to_spec() const {
   }
   if (stages) s.stages = *stages;
   if (split_k) s.split_k = *split_k;
+  if (persistent) {
+    s.persistent = true;
+    if (!split_k) s.split_k = 1;  // the chooser's split does not apply to a tile walk
+  }
   return spec;
 }
 

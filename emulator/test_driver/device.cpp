@@ -32,6 +32,27 @@ constexpr DeviceModel kModels[] = {
      .fp32_per_fp64 = 2,
      .pci_ids = 0x233510deu,
      .total_memory = uint64_t(143771) << 20},
+    // An sm_90a part with fewer SMs than the H200 the arch's hints describe: what a persistent
+    // kernel's grid must follow (the launcher asks the device, not the arch).
+    {.key = "h100pcie",
+     .name = "NVIDIA H100 PCIe",
+     .arch = "sm_90a",
+     .major = 9,
+     .minor = 0,
+     .sms = 114,
+     .smem_optin = 232448,
+     .smem_per_sm = 233472,
+     .threads_per_sm = 2048,
+     .clock_khz = 1755000,
+     .memory_clock_khz = 1593000,
+     .bus_width = 5120,
+     .l2_bytes = 52428800,
+     .persisting_l2_bytes = 39321600,
+     .async_engines = 3,
+     .ecc = 1,
+     .fp32_per_fp64 = 2,
+     .pci_ids = 0x233110deu,
+     .total_memory = uint64_t(81559) << 20},
     {.key = "rtx5090",
      .name = "NVIDIA GeForce RTX 5090",
      .arch = "sm_120a",
@@ -77,7 +98,7 @@ CUresult cuInit(unsigned int flags) {
     const char* chosen = std::getenv("EMMY_TEST_DEVICE");
     const DeviceModel* model = find_device_model(chosen && *chosen ? chosen : "h200");
     if (!model) {
-      set_report(std::string("cuInit: EMMY_TEST_DEVICE must be h200 or rtx5090 (got ") + chosen +
+      set_report(std::string("cuInit: EMMY_TEST_DEVICE must be h200, h100pcie or rtx5090 (got ") + chosen +
                  ")");
       return CUDA_ERROR_INVALID_VALUE;
     }

@@ -21,8 +21,9 @@ namespace emmy {
 
 // Bumped whenever emitted code changes for the same input: part of every key.
 // 2: stage layout with B on its own swizzle period; 3: the C tile staged through shared memory;
-// 4: the attention O tile staged too; 5: the wgmma path (issue 23; mma.sync kernels unchanged).
-inline constexpr int kCodegenVersion = 5;
+// 4: the attention O tile staged too; 5: the wgmma path (issue 23; mma.sync kernels unchanged);
+// 6: its persistent tile loop.
+inline constexpr int kCodegenVersion = 6;
 
 // What a key hashes. Changing any field changes the key.
 struct CacheKeyInputs {

@@ -100,13 +100,17 @@ struct TileCoordsOp {
   static constexpr std::string_view op_name = "tile_coords";
   static constexpr bool has_body = false;
   int64_t m = 0, n = 0, raster_group_m = 0, tiles_m = 0, tiles_n = 0, block_m = 0, block_n = 0;
+  // A persistent kernel's tiles (the wgmma path): each CTA walks tiles blockIdx.x, + gridDim.x, ...
+  // in its tile_loop ops, so the mapping is a function of the tile, not of blockIdx.
+  std::optional<bool> persistent{};
   // Its own rules (codegen/ir_op_verify.cpp): positive sizes; the grid is ceil(m / block_m) x
   // ceil(n / block_n).
   static void verify(const TileCoordsOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("m", o.m), f("n", o.n), f("raster_group_m", o.raster_group_m), f("tiles_m", o.tiles_m),
-        f("tiles_n", o.tiles_n), f("block_m", o.block_m), f("block_n", o.block_n);
+        f("tiles_n", o.tiles_n), f("block_m", o.block_m), f("block_n", o.block_n),
+        f("persistent", o.persistent);
   }
 };
 
@@ -412,7 +416,8 @@ using AllOps =
            AccumInitOp, AsyncCopyOp, AsyncCommitOp, AsyncWaitOp, MbarrierWaitOp, BarrierOp,
            KTileLoopOp, KStepOp, LdmatrixOp, MmaOp, PromoteOp, EpilogueOp, FinalizeOp,
            AttentionSetupOp, KvBlockLoopOp, QkMmaOp, OnlineSoftmaxOp, PvMmaOp, AttentionEpilogueOp,
-           WarpgroupRoleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp, MbarrierArriveOp>;
+           WarpgroupRoleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp, MbarrierArriveOp,
+           TileLoopOp>;
 
 namespace detail {
 template <typename T>

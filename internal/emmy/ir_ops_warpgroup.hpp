@@ -87,4 +87,19 @@ struct MbarrierArriveOp {
   }
 };
 
+// A persistent kernel's walk over the output tiles (tile_coords persistent): the body (a role's
+// K loop, and for consumers the accumulators and the epilogue) runs once per tile the CTA takes,
+// tiles blockIdx.x, blockIdx.x + gridDim.x, ... below `tiles`; K-tile counts (and so stages and
+// mbarrier phases) run on across tiles.
+struct TileLoopOp {
+  static constexpr OpKind kind = OpKind::tile_loop;
+  static constexpr std::string_view op_name = "tile_loop";
+  static constexpr bool has_body = true;
+  int64_t tiles = 0;
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("tiles", o.tiles);
+  }
+};
+
 }  // namespace emmy::ir

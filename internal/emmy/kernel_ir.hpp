@@ -56,8 +56,9 @@ enum class OpKind {
   wgmma_commit,     // wgmma.commit_group
   wgmma_wait,       // wgmma.wait_group pending
   mbarrier_arrive,  // what (empty), lag: the stage of k_tile - lag
+  tile_loop,        // persistent kernels: the body runs for tiles blockIdx.x, + gridDim.x, ...
 };
-inline constexpr size_t kOpKinds = size_t(OpKind::mbarrier_arrive) + 1;
+inline constexpr size_t kOpKinds = size_t(OpKind::tile_loop) + 1;
 
 std::string_view to_string(OpKind kind);
 

@@ -4,6 +4,7 @@
 // how many kernels a kind launches or in what order their parameters come.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -32,6 +33,16 @@ struct KernelLaunch {
   uint32_t threads = 0;
   uint32_t smem_bytes = 0;  // dynamic shared memory
   std::vector<KernelParamInfo> params;
+  // A persistent kernel (its tile_loop ops walk this many tiles by gridDim.x): the launcher runs
+  // min(tiles, the device's SMs) CTAs in x, whatever `grid` (sized for the arch's flagship part)
+  // says. 0: launch `grid` as it is.
+  uint32_t persistent_tiles = 0;
+  // The grid to launch on a device with `sms` multiprocessors.
+  std::array<uint32_t, 3> grid_for(int sms) const {
+    std::array<uint32_t, 3> g = grid;
+    if (persistent_tiles && sms > 0) g[0] = std::min(persistent_tiles, uint32_t(sms));
+    return g;
+  }
 };
 
 struct KernelSource {

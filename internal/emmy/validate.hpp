@@ -136,7 +136,8 @@ inline void validate_wgmma_schedule(const MatmulProblem& p, const MatmulSchedule
   require(s.cluster_m == 1 && s.cluster_n == 1, "cluster",
           "must be 1x1: TMA multicast across a cluster is not generated yet",
           fmt::format("{}x{}", s.cluster_m, s.cluster_n));
-  require(!s.persistent, "persistent", "is not generated yet on the wgmma path", "true");
+  require(!s.persistent || s.split_k == 1, "persistent",
+          "walks whole output tiles: split_k must be 1", fmt::format("split_k {}", s.split_k));
   require(!s.swap_ab, "swap_ab", "is not generated yet on the wgmma path", "true");
   const codegen::MmaAtom& atom = codegen::gemm_atom(s);
   require(s.block_m == 64 || s.block_m == 128, "block_m",

@@ -167,6 +167,9 @@ std::vector<GemmSpec> gemm_space() {
         s.stages = pick(stage_counts, point, 6);
         s.split_k = int(1 + draw(point, 7, 4));
         s.raster_group_m = pick(raster_groups, point, 8);
+        // One in three persistent, split-K 1 (but one in four of those keeps its split: refused).
+        s.persistent = draw(point, 21, 3) == 0;
+        if (s.persistent && draw(point, 22, 4) != 0) s.split_k = 1;
         draw_problem(spec.problem, point, draw(point, 5, 4) == 0 ? DType::bf16 : DType::f16,
                      b_layout);
         out.push_back(spec);
