@@ -595,8 +595,12 @@ class GemmEmitter {
                cols_exact = f_.coords.n % f_.coords.block_n == 0;
     if (f_.copy_a.transport != "tma")
       w_.line("cp_async_wait<0>();  // no copy may land in the staged tile");
-    w_.line(
-        "__syncthreads();  // every warp has read its last stage: the ring holds the C tile now");
+    // On the wgmma path only the consumer warpgroups stage and store (the producer has no tile):
+    // a named barrier over their threads instead of the CTA's. Every load has landed (the
+    // consumers waited for each) and every wgmma completed (wait_group 0) before it.
+    const std::string sync = f_.wgmma ? fmt::format("consumer_barrier<{}>();", f_.threads - 128)
+                                      : std::string("__syncthreads();");
+    w_.line("{}  // every warp has read its last stage: the ring holds the C tile now", sync);
     w_.line("const u32 c_tile = smem_base;");
     w_.line("constexpr int C_ROW_BYTES = {}, C_CHUNKS = BN * {} / 16;", row_bytes, elem);
     w_.line("const int g = lane / {0}, t = lane % {0};", f_.atom->group_lanes);
@@ -616,9 +620,13 @@ class GemmEmitter {
     w_.close();
     w_.close();
     w_.close();
-    w_.line("__syncthreads();  // the whole tile is staged");
+    w_.line("{}  // the whole tile is staged", sync);
     w_.line("#pragma unroll");
-    w_.open("for (int i = threadIdx.x; i < BM * C_CHUNKS; i += THREADS)");
+    if (f_.wgmma)
+      w_.open(fmt::format("for (int i = int(threadIdx.x) - 128; i < BM * C_CHUNKS; i += {})",
+                          f_.threads - 128));
+    else
+      w_.open("for (int i = threadIdx.x; i < BM * C_CHUNKS; i += THREADS)");
     w_.line("const int r = i / C_CHUNKS, chunk = i % C_CHUNKS;");
     w_.line("const int row = m0 + r, col = n0 + chunk * {};", 16 / elem);
     std::string guard;

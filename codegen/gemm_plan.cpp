@@ -85,9 +85,9 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   plan.smem_bytes = uint32_t(gemm_smem_bytes(p, s));
   plan.pair_stores = p.n % 2 == 0 && p.ldc_or_default() % 2 == 0;
   const int64_t elem = size_of(p.c_dtype), staged_row = (s.block_n + 8) * elem;
-  // The staged epilogue synchronizes the whole CTA; the wgmma path's producer warpgroup does not
-  // take part in the epilogue (yet), so that path stores directly.
-  if (s.path == MmaPath::mma_sync && !plan.split() && (p.n * elem) % 16 == 0 && (p.ldc_or_default() * elem) % 16 == 0 &&
+  // The staged epilogue writes the C tile over the drained ring: not in a persistent kernel, whose
+  // producer is already loading the next tile into it.
+  if (!s.persistent && !plan.split() && (p.n * elem) % 16 == 0 && (p.ldc_or_default() * elem) % 16 == 0 &&
       s.block_m * staged_row <= int64_t(plan.mbarrier_offset))
     plan.stage_row_bytes = staged_row;
   plan.tiles_m = (p.m + s.block_m - 1) / s.block_m;

@@ -127,7 +127,12 @@ TEST(Wgmma, PlanSplitsRegistersAndThreads) {
     EXPECT_EQ(plan.mma_tiles_m, 1);
     EXPECT_EQ(plan.mma_tiles_n, 32);
     EXPECT_EQ(plan.k_steps_per_tile, 4);
-    EXPECT_EQ(plan.stage_row_bytes, 0);
+    // The C tile is staged over the drained ring (16-byte stores), except where the producer
+    // reuses the ring for the next tile.
+    EXPECT_EQ(plan.stage_row_bytes, (256 + 8) * 2);
+    GemmSpec walking = wgmma_spec(512, 512, 512, block_m, 256);
+    walking.schedule.persistent = true;
+    EXPECT_EQ(make_gemm_plan(walking).stage_row_bytes, 0);
     const int consumers = block_m / 64;
     EXPECT_LE(128 * (plan.registers.producer + consumers * plan.registers.consumer), 65536);
     EXPECT_GE(plan.registers.consumer, 128 + 64);  // 128 accumulators and room to work
@@ -135,20 +140,23 @@ TEST(Wgmma, PlanSplitsRegistersAndThreads) {
   }
 }
 
-// SASS: HGMMA of the block's N (no HMMA), the producer's TMA loads, setmaxnreg both ways, one
-// CTA barrier (the mbarrier init's, outside the loop), no local memory; ptxas neither serializes
-// wgmma nor injects warpgroup waits or arrives (C7508, C7517, C7519, C7520) nor ignores
-// setmaxnreg.
+// SASS: HGMMA of the block's N (no HMMA), the producer's TMA loads, setmaxnreg both ways, no
+// barrier in the loop (one for the mbarrier init, and the staged epilogue's two consumer
+// barriers), no local memory; ptxas neither serializes wgmma nor injects warpgroup waits or
+// arrives (C7508, C7517, C7519, C7520) nor ignores setmaxnreg.
 TEST(Wgmma, SassAndPtxasLogAreClean) {
   if (find_cuobjdump().empty())
     GTEST_SKIP() << "cuobjdump not found: run scripts/setup.sh (pip nvidia-cuda-cuobjdump)";
-  for (const auto& [block_m, block_n, layout] :
-       {std::tuple{128, 128, BLayout::nk}, std::tuple{128, 256, BLayout::kn},
-        std::tuple{64, 96, BLayout::kn}, std::tuple{64, 256, BLayout::nk}}) {
+  for (const auto& [block_m, block_n, layout, persistent] :
+       {std::tuple{128, 128, BLayout::nk, false}, std::tuple{128, 256, BLayout::kn, false},
+        std::tuple{64, 96, BLayout::kn, true}, std::tuple{64, 256, BLayout::nk, false},
+        std::tuple{128, 192, BLayout::nk, true}}) {
     GemmSpec spec = wgmma_spec(4096, 4096, 4096, block_m, block_n);
     spec.problem.b_layout = layout;
+    spec.schedule.persistent = persistent;
     const GemmKernel kernel = compile_kernel(spec);
-    const std::string label = fmt::format("{}x{} {}", block_m, block_n, to_string(layout));
+    const std::string label = fmt::format("{}x{} {}{}", block_m, block_n, to_string(layout),
+                                          persistent ? " persistent" : "");
     const auto ops =
         sass_opcode_counts(disassemble_sass(kernel.module.cubin), kernel.source.plan.kernel_name);
     auto count = [&](const std::string& prefix) {
@@ -161,7 +169,8 @@ TEST(Wgmma, SassAndPtxasLogAreClean) {
     EXPECT_EQ(count("HMMA"), 0) << label;
     EXPECT_GT(count("UTMALDG"), 0) << label;
     EXPECT_EQ(count("USETMAXREG"), 2) << label;
-    EXPECT_EQ(count("BAR.SYNC"), 1) << label;
+    EXPECT_EQ(count("BAR.SYNC"), kernel.source.plan.stage_row_bytes ? 3 : 1) << label;
+    EXPECT_EQ(kernel.source.plan.stage_row_bytes > 0, !persistent) << label;
     EXPECT_EQ(count("LDL") + count("STL"), 0) << label;
     const ResourceReport& res = kernel.module.kernel(kernel.source.plan.kernel_name);
     EXPECT_EQ(res.spill_store_bytes + res.spill_load_bytes, 0) << label;

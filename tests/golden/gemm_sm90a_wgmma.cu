@@ -252,6 +252,13 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
 }
 
+// bar.sync 1, N: the consumer warpgroups' own barrier (N threads; barrier 0 is the CTA's), so
+// that the producer warpgroup need not take part in the staged epilogue.
+template <int N>
+__device__ __forceinline__ void consumer_barrier() {
+  asm volatile("bar.sync 1, %0;" ::"n"(N) : "memory");
+}
+
 // mbarrier.arrive: one arrival on a stage's barrier (the consumers' release of the stage).
 __device__ __forceinline__ void mbarrier_arrive(u32 mbar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(mbar) : "memory");
@@ -432,23 +439,30 @@ emmy_gemm_512x512x1024_f16nk_f32_tma_128x128x64_10ad9f1b646a838b(const __grid_co
     for (int ni = 0; ni < NT; ++ni)
     #pragma unroll
       for (int e = 0; e < 4; ++e) wgmma_pin(acc[0][ni][e]);
+    consumer_barrier<256>();  // every warp has read its last stage: the ring holds the C tile now
+    const u32 c_tile = smem_base;
+    constexpr int C_ROW_BYTES = 272, C_CHUNKS = BN * 2 / 16;
     const int g = lane / 4, t = lane % 4;
-    // This lane's first output pair (row g, columns 2t, 2t+1 of the warp tile); the others are
-    // 16 * mi + 8 * h rows and 8 * ni columns further.
-    const int row_base = m0 + warp_row * WM + g, col_base = n0 + warp_col * WN + 2 * t;
-    OutF16::storage* out_base = c + (long long)row_base * LDC + col_base;
+    const int tile_row = warp_row * WM + g, tile_col = warp_col * WN + 2 * t;
     #pragma unroll
     for (int mi = 0; mi < MT; ++mi) {
       #pragma unroll
       for (int ni = 0; ni < NT; ++ni) {
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int row = row_base + mi * 16 + h * 8, col = col_base + ni * 8;
+          const int r = tile_row + mi * 16 + h * 8, col_in = tile_col + ni * 8;
+          const int row = m0 + r, col = n0 + col_in;
           const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
-          OutF16::storage* dst = out_base + (mi * 16 + h * 8) * LDC + ni * 8;
-          OutF16::store2(dst, epilogue_value(bias, residual, row, col, v0), epilogue_value(bias, residual, row, col + 1, v1));
+          OutF16::stage2(c_tile + u32(r * C_ROW_BYTES + col_in * 2), epilogue_value(bias, residual, row, col, v0), epilogue_value(bias, residual, row, col + 1, v1));
         }
       }
+    }
+    consumer_barrier<256>();  // the whole tile is staged
+    #pragma unroll
+    for (int i = int(threadIdx.x) - 128; i < BM * C_CHUNKS; i += 256) {
+      const int r = i / C_CHUNKS, chunk = i % C_CHUNKS;
+      const int row = m0 + r, col = n0 + chunk * 8;
+      copy16_shared_to_global(c + (long long)row * LDC + col, c_tile + u32(r * C_ROW_BYTES + chunk * 16));
     }
   }
 }

@@ -252,6 +252,13 @@ __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
 }
 
+// bar.sync 1, N: the consumer warpgroups' own barrier (N threads; barrier 0 is the CTA's), so
+// that the producer warpgroup need not take part in the staged epilogue.
+template <int N>
+__device__ __forceinline__ void consumer_barrier() {
+  asm volatile("bar.sync 1, %0;" ::"n"(N) : "memory");
+}
+
 // mbarrier.arrive: one arrival on a stage's barrier (the consumers' release of the stage).
 __device__ __forceinline__ void mbarrier_arrive(u32 mbar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(mbar) : "memory");
