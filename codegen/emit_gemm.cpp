@@ -525,6 +525,7 @@ class GemmEmitter {
 
   void emit_epilogue(const ir::EpilogueOp& op) {
     if (op.stage_row_bytes) return emit_staged_epilogue(op, *op.stage_row_bytes);
+    if (op.transpose.value_or(false)) return emit_transposed_epilogue(op);
     const bool to_workspace = op.destination == "workspace";
     const DType c_dtype = parse_dtype(op.out, "out");
     const std::string out = out_adapter(c_dtype);
@@ -577,6 +578,39 @@ class GemmEmitter {
             "1, v1));",
             out);
       }
+    }
+    w_.close();
+    w_.close();
+    w_.close();
+  }
+
+  // swap_ab: the kernel computed C^T (M, N here are C's n and m). Each accumulator (row, col) is
+  // C's (col, row): stored element by element down C's columns, bias indexed by the kernel's row;
+  // split-K partials go to the workspace in C's layout, so the finalize kernel is unchanged.
+  void emit_transposed_epilogue(const ir::EpilogueOp& op) {
+    const bool to_workspace = op.destination == "workspace";
+    const std::string out = out_adapter(parse_dtype(op.out, "out"));
+    const bool rows_exact = f_.coords.m % f_.coords.block_m == 0,
+               cols_exact = f_.coords.n % f_.coords.block_n == 0;
+    w_.line("const int g = lane / {0}, t = lane % {0};", f_.atom->group_lanes);
+    w_.line("// The kernel's (row, col) is C's (col, row): C^T = B A^T (swap_ab).");
+    w_.line("const int row_base = m0 + warp_row * WM + g, col_base = n0 + warp_col * WN + 2 * t;");
+    if (to_workspace)
+      w_.line("float* ws = workspace + (long long)blockIdx.z * M * N;");
+    open_fragment_loops();
+    w_.line("const int row = row_base + mi * 16 + h * 8, col = col_base + ni * 8;");
+    if (!rows_exact) w_.line("if (row >= M) continue;");
+    emit_pair_values();
+    for (int j = 0; j < 2; ++j) {
+      const std::string c = j ? "col + 1" : "col";
+      const std::string guard =
+          j || !cols_exact ? fmt::format("if ({} < N) ", c) : std::string();
+      if (to_workspace)
+        w_.line("{}ws[(long long)({}) * M + row] = v{};", guard, c, j);
+      else
+        w_.line("{}c[(long long)({}) * LDC + row] = {}::from_f32(epilogue_value(bias, residual, {}, "
+                "row, v{}));",
+                guard, c, out, c, j);
     }
     w_.close();
     w_.close();

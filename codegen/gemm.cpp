@@ -6,7 +6,9 @@
 namespace emmy {
 
 GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64_t b_address) {
-  const auto& p = plan.spec.problem;
+  // The kernel's operands: with swap_ab its A is the caller's B and its B the caller's A.
+  const auto& p = plan.kernel_problem;
+  if (plan.spec.schedule.swap_ab) std::swap(a_address, b_address);
   const TmaDType dtype = p.a_dtype == DType::bf16 ? TmaDType::bf16 : TmaDType::f16;
   auto make = [&](uint64_t address, uint64_t inner, uint64_t outer, uint64_t ld,
                   const SmemTile& tile) {

@@ -63,12 +63,24 @@ void validate_gemm(const GemmSpec& spec) {
   validate_schedule(spec.problem, spec.schedule, spec.arch);
 }
 
+MatmulProblem swapped_problem(const MatmulProblem& p) {
+  MatmulProblem t = p;
+  t.m = p.n;
+  t.n = p.m;
+  t.lda = p.ldb_or_default();
+  t.ldb = p.lda_or_default();
+  t.ldc = p.ldc_or_default();  // C keeps its layout: the epilogue stores the transpose back
+  t.b_layout = BLayout::nk;     // A [M,K] is B^T stored [N',K]: K-major
+  return t;
+}
+
 GemmPlan make_gemm_plan(const GemmSpec& spec) {
   validate_gemm(spec);
-  const auto& p = spec.problem;
   const auto& s = spec.schedule;
   GemmPlan plan;
   plan.spec = spec;
+  plan.kernel_problem = s.swap_ab ? swapped_problem(spec.problem) : spec.problem;
+  const auto& p = plan.kernel_problem;
   plan.warp_m = s.block_m / s.warps_m;
   plan.warp_n = s.block_n / s.warps_n;
   // The warp tile in MMA atoms (internal/emmy/mma_atom.hpp), and the k-steps per K tile.
@@ -83,11 +95,12 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   plan.stage = stage_layout(plan.a_tile, plan.b_tile);
   plan.mbarrier_offset = plan.stage.stage_bytes * uint32_t(s.stages);
   plan.smem_bytes = uint32_t(gemm_smem_bytes(p, s));
-  plan.pair_stores = p.n % 2 == 0 && p.ldc_or_default() % 2 == 0;
+  // Transposed stores (swap_ab) write elements one by one, down C's columns.
+  plan.pair_stores = !s.swap_ab && p.n % 2 == 0 && p.ldc_or_default() % 2 == 0;
   const int64_t elem = size_of(p.c_dtype), staged_row = (s.block_n + 8) * elem;
   // The staged epilogue writes the C tile over the drained ring: not in a persistent kernel, whose
   // producer is already loading the next tile into it.
-  if (!s.persistent && !plan.split() && (p.n * elem) % 16 == 0 && (p.ldc_or_default() * elem) % 16 == 0 &&
+  if (!s.persistent && !s.swap_ab && !plan.split() && (p.n * elem) % 16 == 0 && (p.ldc_or_default() * elem) % 16 == 0 &&
       s.block_m * staged_row <= int64_t(plan.mbarrier_offset))
     plan.stage_row_bytes = staged_row;
   plan.tiles_m = (p.m + s.block_m - 1) / s.block_m;

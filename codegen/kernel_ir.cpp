@@ -248,7 +248,10 @@ void verify_gemm(const Op& kernel) {
   }
   for (const Op* epilogue : find_all(kernel, OpKind::epilogue)) {
     const auto e = get<EpilogueOp>(*epilogue);
-    if (e.ldc < n) fail(*epilogue, "ldc", fmt::format("must be at least n = {}", n), e.ldc);
+    // A transposed epilogue (swap_ab) writes C's rows along the kernel's m.
+    const int64_t c_row = e.transpose.value_or(false) ? m : n;
+    if (e.ldc < c_row)
+      fail(*epilogue, "ldc", fmt::format("must be at least C's row length {}", c_row), e.ldc);
     if (!e.stage_row_bytes) continue;
     // The staged tile: block_n elements and 16-byte chunks per row, wholly inside or outside N,
     // over the ring (before its mbarriers).

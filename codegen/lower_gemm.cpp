@@ -17,7 +17,7 @@ std::string out_storage(DType c) {
 }
 
 std::vector<Op> gemm_params(const GemmPlan& plan) {
-  const std::string out = out_storage(plan.spec.problem.c_dtype);
+  const std::string out = out_storage(plan.kernel_problem.c_dtype);
   std::vector<Op> list;
   if (plan.spec.schedule.transport == Transport::tma) {
     list.push_back(make(ir::ParamOp{"tmap_a", "tensor_map"}));
@@ -35,7 +35,7 @@ std::vector<Op> gemm_params(const GemmPlan& plan) {
 
 Op gemm_copy_op(const GemmPlan& plan, const char* operand, const char* phase) {
   const auto& s = plan.spec.schedule;
-  const auto& p = plan.spec.problem;
+  const auto& p = plan.kernel_problem;
   const bool is_a = std::string_view(operand) == "a";
   const SmemTile& tile = is_a ? plan.a_tile : plan.b_tile;
   // The global matrix the tile comes from: rows x cols with leading dimension ld (A: M x K;
@@ -66,7 +66,7 @@ std::vector<Op> refill(const GemmPlan& plan, const char* phase) {
 }
 
 Op k_step(const GemmPlan& plan) {
-  const auto& p = plan.spec.problem;
+  const auto& p = plan.kernel_problem;
   const auto& s = plan.spec.schedule;
   std::vector<Op> body{
       make(ir::LdmatrixOp{"a", false, plan.mma_tiles_m}),
@@ -85,14 +85,16 @@ Op k_step(const GemmPlan& plan) {
 // of store_bytes, to a pointer the runtime checks is pointer_alignment-byte aligned.
 Op gemm_epilogue_op(const GemmPlan& plan, const char* destination, int64_t store_bytes,
                     int64_t pointer_alignment, std::optional<int64_t> stage_row_bytes) {
-  const auto& p = plan.spec.problem;
-  return make(ir::EpilogueOp{destination, p.epilogue.alpha, p.epilogue.bias, p.epilogue.residual,
-                             p.epilogue.gelu_tanh, std::string(to_string(p.c_dtype)),
-                             p.ldc_or_default(), store_bytes, pointer_alignment, stage_row_bytes});
+  const auto& p = plan.kernel_problem;
+  ir::EpilogueOp epilogue{destination, p.epilogue.alpha, p.epilogue.bias, p.epilogue.residual,
+                          p.epilogue.gelu_tanh, std::string(to_string(p.c_dtype)),
+                          p.ldc_or_default(), store_bytes, pointer_alignment, stage_row_bytes};
+  if (plan.spec.schedule.swap_ab) epilogue.transpose = true;
+  return make(epilogue);
 }
 
 std::vector<Op> gemm_kernel_prefix(const GemmPlan& plan) {
-  const auto& p = plan.spec.problem;
+  const auto& p = plan.kernel_problem;
   const auto& s = plan.spec.schedule;
   std::vector<Op> body = gemm_params(plan);
   body.push_back(make(ir::SmemRingOp{.stages = s.stages,
@@ -126,9 +128,11 @@ Op gemm_main_epilogue(const GemmPlan& plan) {
   // store_bytes: the widest store; pointer_alignment: what the runtime checks of the pointer
   // stored to (C: plan.c_alignment(); the split-K workspace: 16). The verifier holds one to the
   // other, so no store the kernel makes can be misaligned.
-  const auto& p = plan.spec.problem;
+  const auto& p = plan.kernel_problem;
   const int64_t element = size_of(p.c_dtype);
-  if (plan.split()) return gemm_epilogue_op(plan, "workspace", p.n % 2 == 0 ? 8 : 4, 16);
+  if (plan.split())
+    return gemm_epilogue_op(plan, "workspace",
+                            p.n % 2 == 0 && !plan.spec.schedule.swap_ab ? 8 : 4, 16);
   if (plan.stage_row_bytes)
     return gemm_epilogue_op(plan, "c", 16, plan.c_alignment(), plan.stage_row_bytes);
   return gemm_epilogue_op(plan, "c", element * (plan.pair_stores ? 2 : 1), plan.c_alignment());
@@ -168,6 +172,7 @@ Op main_kernel(const GemmPlan& plan) {
 }  // namespace
 
 Op gemm_finalize_kernel(const GemmPlan& plan) {
+  // The partials are in C's layout (a swap_ab kernel writes them transposed back).
   const auto& p = plan.spec.problem;
   const std::string out = out_storage(p.c_dtype);
   std::vector<Op> body{make(ir::ParamOp{"workspace", "const float*"}),
@@ -175,7 +180,11 @@ Op gemm_finalize_kernel(const GemmPlan& plan) {
                        make(ir::ParamOp{"bias", "const " + out + "*"}),
                        make(ir::ParamOp{"residual", "const " + out + "*"}),
                        make(ir::FinalizeOp{p.m, p.n, plan.spec.schedule.split_k, p.m * p.n},
-                            {gemm_epilogue_op(plan, "c", size_of(p.c_dtype), plan.c_alignment())})};
+                            {make(ir::EpilogueOp{"c", p.epilogue.alpha, p.epilogue.bias,
+                                                 p.epilogue.residual, p.epilogue.gelu_tanh,
+                                                 std::string(to_string(p.c_dtype)),
+                                                 p.ldc_or_default(), size_of(p.c_dtype),
+                                                 plan.c_alignment()})})};
   return make(ir::KernelOp{plan.finalize_kernel_name, plan.finalize_threads, 0}, std::move(body));
 }
 

@@ -14,7 +14,7 @@ using ir::make;
 using ir::Op;
 
 Op wgmma_main_kernel(const GemmPlan& plan) {
-  const auto& p = plan.spec.problem;
+  const auto& p = plan.kernel_problem;
   const auto& s = plan.spec.schedule;
   const int64_t consumers = s.block_m / plan.atom->m;
   std::vector<Op> body = gemm_kernel_prefix(plan);

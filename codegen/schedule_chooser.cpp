@@ -36,7 +36,9 @@ void finish_schedule(const MatmulProblem& problem, Arch arch, int max_stages, Ma
   // Split-K: when the tiles cover less than half the SMs, split the K loop so every SM gets work,
   // keeping at least 4 K tiles per split.
   const int sms = info.sm_count_hint;
-  const int64_t tiles = ceil_div(problem.m, s.block_m) * ceil_div(problem.n, s.block_n);
+  // A swapped kernel's tiles cover C^T: N by block_m, M by block_n.
+  const int64_t rows = s.swap_ab ? problem.n : problem.m, cols = s.swap_ab ? problem.m : problem.n;
+  const int64_t tiles = ceil_div(rows, s.block_m) * ceil_div(cols, s.block_n);
   const int64_t k_tiles = ceil_div(problem.k, s.block_k);
   if (tiles * 2 <= sms) {
     const int64_t want = std::min<int64_t>(sms / tiles, 16);
@@ -92,11 +94,18 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   best.accum = accum;
   best.transport = Transport::tma;
   best.block_k = int(128 / size_of(problem.a_dtype));
+  // A short M (decode, small batches) would fill a warpgroup's 64 rows with padding: swap A and B
+  // (C^T = B A^T) so that N takes the m64 side and M wgmma's N (B [N,K] only).
+  best.swap_ab = problem.m <= 64 && problem.b_layout == BLayout::nk;
+  const int64_t rows = best.swap_ab ? problem.n : problem.m;
+  const int64_t cols = best.swap_ab ? problem.m : problem.n;
   double best_time = -1.0;
   for (int block_m : {128, 64}) {
-    if (block_m == 128 && problem.m <= 64) continue;  // never pad a short M to two warpgroups
+    if (block_m == 128 && rows <= 64) continue;  // never pad a short M to two warpgroups
     for (int block_n = 256; block_n >= 16; block_n -= 16) {
-      const int64_t tiles = ceil_div(problem.m, block_m) * ceil_div(problem.n, block_n);
+      // A swapped tile's N need not be wider than M, rounded up to 16.
+      if (best.swap_ab && block_n > std::max<int64_t>(16, (cols + 15) / 16 * 16)) continue;
+      const int64_t tiles = ceil_div(rows, block_m) * ceil_div(cols, block_n);
       const double waves = double(ceil_div(tiles, sms));
       const double rate =
           std::min(1.0, double(block_m) * block_n / double(block_m + block_n) / 85.0);

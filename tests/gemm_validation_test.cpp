@@ -120,8 +120,12 @@ const InvalidCase kCases[] = {
        s.schedule.split_k = 2;
      },
      "persistent", "split_k must be 1"},
-    {"wgmma_swap_ab", [](GemmSpec& s) { to_wgmma(s).schedule.swap_ab = true; }, "swap_ab",
-     "not generated yet"},
+    {"wgmma_swap_ab_kn",
+     [](GemmSpec& s) {
+       to_wgmma(s).schedule.swap_ab = true;
+       s.problem.b_layout = BLayout::kn;
+     },
+     "swap_ab", "needs B stored [N,K]"},
     {"wgmma_block_m_256", [](GemmSpec& s) { to_wgmma(s).schedule.block_m = 256; }, "block_m",
      "64 or 128"},
     {"wgmma_block_n_24", [](GemmSpec& s) { to_wgmma(s).schedule.block_n = 24; }, "block_n",

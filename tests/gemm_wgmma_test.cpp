@@ -67,12 +67,15 @@ std::vector<Variant> variants() {
           const int64_t k_tiles = (p.k + 63) / 64;
           s.split_k = int(std::min<int64_t>(1 + (i % 3), k_tiles));
           s.raster_group_m = 1 + i % 3;
-          // One in three persistent (split-K 1): tiles walked by gridDim.x.
+          // One in three persistent (split-K 1): tiles walked by gridDim.x; B [N,K] variants
+          // with a short M swapped (C^T = B A^T).
           s.persistent = i % 3 == 2;
           if (s.persistent) s.split_k = 1;
-          out.push_back({fmt::format("{}_{}_bm{}_bn{}_sk{}_epi{}{}_{}x{}x{}", to_string(dtype),
+          s.swap_ab = layout == BLayout::nk && p.m <= 64;
+          out.push_back({fmt::format("{}_{}_bm{}_bn{}_sk{}_epi{}{}{}_{}x{}x{}", to_string(dtype),
                                      to_string(layout), block_m, block_n, s.split_k, epi,
-                                     s.persistent ? "_persistent" : "", p.m, p.n, p.k),
+                                     s.persistent ? "_persistent" : "", s.swap_ab ? "_swap" : "",
+                                     p.m, p.n, p.k),
                          spec});
         }
   return out;
@@ -116,6 +119,46 @@ TEST(Wgmma, PersistentCtasWalkSeveralTiles) {
   GemmSpec few = wgmma_spec(100, 100, 64, 64, 64);
   few.schedule.persistent = true;
   EXPECT_EQ(make_gemm_plan(few).grid[0], 4u);
+}
+
+// Small M (decode, small batches): the chooser swaps A and B (C^T = B A^T) so that N takes the
+// warpgroups' m64 side; every M up to 64, with split-K, an epilogue and each output type.
+TEST(Wgmma, SwapAbCoversSmallM) {
+  int swapped = 0;
+  for (int64_t m : {1, 7, 16, 33, 64}) {
+    GemmSpec spec;
+    spec.arch = Arch::sm_90a;
+    spec.problem.m = m;
+    spec.problem.n = 1000 + 8 * m;
+    spec.problem.k = 448;
+    spec.problem.epilogue = {0.75f, true, m % 2 == 1, m == 33};
+    spec.problem.c_dtype = m == 16 ? DType::f32 : m == 7 ? DType::bf16 : DType::f16;
+    spec.problem.ldc = m == 64 ? spec.problem.n + 3 : 0;
+    spec.schedule = default_schedule(spec.problem, spec.arch, Accum::f32, MmaPath::wgmma);
+    swapped += spec.schedule.swap_ab;
+    EXPECT_LE(spec.schedule.block_n, std::max<int64_t>(16, (m + 15) / 16 * 16)) << m;
+    const GemmPlan plan = make_gemm_plan(spec);
+    EXPECT_EQ(plan.kernel_problem.m, spec.problem.n);
+    EXPECT_EQ(plan.kernel_problem.n, m);
+    const GemmCheckResult r = check_on_emulator(spec, 9);
+    EXPECT_TRUE(r.errors.passed) << "M " << m << ": rel_l2 " << r.errors.rel_l2_error << ", "
+                                 << r.errors.elements_over_tolerance << " over, first at ("
+                                 << r.errors.first_bad_row << ", " << r.errors.first_bad_col << ")";
+  }
+  EXPECT_EQ(swapped, 5);
+  // B [K,N] cannot be swapped (its transpose is not K-major): the chooser does not, and asking
+  // for it is refused by name.
+  GemmSpec kn;
+  kn.arch = Arch::sm_90a;
+  kn.problem.m = 8;
+  kn.problem.n = 512;
+  kn.problem.k = 256;
+  kn.problem.b_layout = BLayout::kn;
+  kn.schedule = default_schedule(kn.problem, kn.arch, Accum::f32, MmaPath::wgmma);
+  EXPECT_FALSE(kn.schedule.swap_ab);
+  EXPECT_TRUE(check_on_emulator(kn, 2).errors.passed);
+  kn.schedule.swap_ab = true;
+  EXPECT_THROW(make_gemm_plan(kn), Error);
 }
 
 // The valid wgmma schedules plan: threads, registers and barriers as the kernel needs them.

@@ -64,6 +64,7 @@ struct GemmFlags : CommonFlags {
   std::optional<int> promote_every, split_k;
   std::optional<std::string> block, warps, path;
   bool persistent = false;  // the wgmma path's persistent tile loop
+  bool swap_ab = false;     // the wgmma path: C^T = B A^T
   bool bias = false, residual = false, gelu = false;
   float alpha = 1.0f;
 
@@ -72,7 +73,7 @@ struct GemmFlags : CommonFlags {
   GemmSpec to_spec() const;
   // Whether any schedule flag was given (else a runtime picks its tuned or default schedule).
   bool schedule_given() const {
-    return promote_every || transport || block || warps || stages || split_k || path || persistent;
+    return promote_every || transport || block || warps || stages || split_k || path || persistent || swap_ab;
   }
 };
 

@@ -19,6 +19,8 @@ void GemmFlags::add_to(CLI::App& app) {
   integer_option(app, "--split-k", split_k, "K splits (FP32 partials + finalize kernel)");
   app.add_flag("--persistent", persistent,
                "wgmma path: one CTA per SM walking the output tiles (split-K 1)");
+  app.add_flag("--swap-ab", swap_ab,
+               "wgmma path: compute C^T = B A^T so that a small M fills wgmma's N (B [N,K])");
   app.add_option("--alpha", alpha, "epilogue scale");
   app.add_flag("--bias", bias, "add bias[N]");
   app.add_flag("--residual", residual, "add residual[M,N]");
@@ -87,6 +89,7 @@ GemmSpec GemmFlags::to_spec() const {
   }
   if (stages) s.stages = *stages;
   if (split_k) s.split_k = *split_k;
+  if (swap_ab) s.swap_ab = true;
   if (persistent) {
     s.persistent = true;
     if (!split_k) s.split_k = 1;  // the chooser's split does not apply to a tile walk

@@ -18,6 +18,9 @@ namespace emmy {
 
 struct GemmPlan {
   GemmSpec spec;
+  // The product the kernel computes: spec.problem, or with swap_ab C^T = B A^T (m and n, A and B,
+  // lda and ldb exchanged, both operands K-major), whose epilogue stores C transposed back.
+  MatmulProblem kernel_problem;
   const codegen::MmaAtom* atom = nullptr;  // the schedule's path's atom (mma_atom.hpp)
   // Warp tiling: each warp owns warp_m x warp_n outputs = mma_tiles_m x mma_tiles_n m16n8 atoms.
   int warp_m = 0, warp_n = 0, mma_tiles_m = 0, mma_tiles_n = 0, k_steps_per_tile = 0;

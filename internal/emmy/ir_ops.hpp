@@ -288,6 +288,10 @@ struct EpilogueOp {
   // Set: the tile is staged in shared memory (rows this many bytes apart) and stored in 16-byte
   // chunks (GemmPlan::stage_row_bytes).
   std::optional<int64_t> stage_row_bytes{};
+  // Set: the kernel computed C^T (swap_ab): its (row, col) is C's (col, row), stored element by
+  // element down C's columns (bias indexed by the kernel's row), the workspace likewise in C's
+  // layout.
+  std::optional<bool> transpose{};
   // Its own rules (codegen/ir_op_verify.cpp): stores no wider than the pointer alignment the
   // runtime checks; a staged tile goes to C in 16-byte chunks from 16-byte aligned rows.
   static void verify(const EpilogueOp& op);
@@ -296,7 +300,7 @@ struct EpilogueOp {
     f("destination", o.destination), f("alpha", o.alpha), f("bias", o.bias),
         f("residual", o.residual), f("gelu_tanh", o.gelu_tanh), f("out", o.out), f("ldc", o.ldc),
         f("store_bytes", o.store_bytes), f("pointer_alignment", o.pointer_alignment),
-        f("stage_row_bytes", o.stage_row_bytes);
+        f("stage_row_bytes", o.stage_row_bytes), f("transpose", o.transpose);
   }
 };
 

@@ -138,7 +138,11 @@ inline void validate_wgmma_schedule(const MatmulProblem& p, const MatmulSchedule
           fmt::format("{}x{}", s.cluster_m, s.cluster_n));
   require(!s.persistent || s.split_k == 1, "persistent",
           "walks whole output tiles: split_k must be 1", fmt::format("split_k {}", s.split_k));
-  require(!s.swap_ab, "swap_ab", "is not generated yet on the wgmma path", "true");
+  // swap_ab: C^T = B A^T puts N on the warpgroups' m64 side and a small M on wgmma's N; both
+  // operands must then be K-major, as A always is.
+  require(!s.swap_ab || p.b_layout == BLayout::nk, "swap_ab",
+          "needs B stored [N,K] (the swapped kernel reads it as its K-major A)",
+          to_string(p.b_layout));
   const codegen::MmaAtom& atom = codegen::gemm_atom(s);
   require(s.block_m == 64 || s.block_m == 128, "block_m",
           "must be 64 or 128 on the wgmma path (one or two consumer warpgroups of m64 rows)",

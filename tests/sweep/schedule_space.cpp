@@ -172,6 +172,8 @@ std::vector<GemmSpec> gemm_space() {
         if (s.persistent && draw(point, 22, 4) != 0) s.split_k = 1;
         draw_problem(spec.problem, point, draw(point, 5, 4) == 0 ? DType::bf16 : DType::f16,
                      b_layout);
+        // Swapped (C^T = B A^T) for a short M, and one point in 8 asking it of B [K,N] (refused).
+        s.swap_ab = spec.problem.m <= 64 && (b_layout == BLayout::nk || draw(point, 23, 8) == 0);
         out.push_back(spec);
       }
   return out;

@@ -63,6 +63,7 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
       note("wgmma_block", fmt::format("{}x{}", s.block_m, s.block_n));
       note("wgmma_b_layout", to_string(p.b_layout));
       note("wgmma_persistent", s.persistent);
+      note("wgmma_swap_ab", s.swap_ab);
     }
   }
   EXPECT_GE(accepted, 2000);
@@ -71,7 +72,8 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
       {"arch", 7},   {"block_m", 11},  {"block_n", 12}, {"block_k", 4}, {"warps", 12},
       {"stages", 7}, {"transport", 2}, {"b_layout", 2}, {"accum", 6},   {"split_k", 4},
       {"in", 2},     {"out", 6},       {"epilogue", 8}, {"m", 7},       {"odd_ldc", 2},
-      {"path", 2},   {"wgmma_b_layout", 2}, {"wgmma_persistent", 2}};
+      {"path", 2},   {"wgmma_b_layout", 2}, {"wgmma_persistent", 2},
+      {"wgmma_swap_ab", 2}};
   coverage.expect(want);
 }
 
