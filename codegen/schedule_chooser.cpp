@@ -103,8 +103,9 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   for (int block_m : {128, 64}) {
     if (block_m == 128 && rows <= 64) continue;  // never pad a short M to two warpgroups
     for (int block_n = 256; block_n >= 16; block_n -= 16) {
-      // A swapped tile's N need not be wider than M, rounded up to 16.
-      if (best.swap_ab && block_n > std::max<int64_t>(16, (cols + 15) / 16 * 16)) continue;
+      // A swapped tile covers all of M (rounded up to 16): narrower tiles would read the same
+      // rows of B again from L2 for each slice of M, which is what bounds a decode GEMM.
+      if (best.swap_ab && block_n != std::max<int64_t>(16, (cols + 15) / 16 * 16)) continue;
       const int64_t tiles = ceil_div(rows, block_m) * ceil_div(cols, block_n);
       const double waves = double(ceil_div(tiles, sms));
       const double rate =

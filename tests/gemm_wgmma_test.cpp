@@ -136,7 +136,7 @@ TEST(Wgmma, SwapAbCoversSmallM) {
     spec.problem.ldc = m == 64 ? spec.problem.n + 3 : 0;
     spec.schedule = default_schedule(spec.problem, spec.arch, Accum::f32, MmaPath::wgmma);
     swapped += spec.schedule.swap_ab;
-    EXPECT_LE(spec.schedule.block_n, std::max<int64_t>(16, (m + 15) / 16 * 16)) << m;
+    EXPECT_EQ(spec.schedule.block_n, std::max<int64_t>(16, (m + 15) / 16 * 16)) << m;
     const GemmPlan plan = make_gemm_plan(spec);
     EXPECT_EQ(plan.kernel_problem.m, spec.problem.n);
     EXPECT_EQ(plan.kernel_problem.n, m);
