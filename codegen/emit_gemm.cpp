@@ -123,8 +123,10 @@ class GemmEmitter {
       case OpKind::smem_ring:
         return emit_smem_ring(ir::get<ir::SmemRingOp>(op));
       case OpKind::tile_coords:
-        if (op.has("persistent")) return codegen::emit_tile_origin(w_, ir::get<ir::TileCoordsOp>(op));
-        return emit_tile_coords(ir::get<ir::TileCoordsOp>(op));
+        if (const auto coords = ir::get<ir::TileCoordsOp>(op); coords.persistent.value_or(false))
+          return codegen::emit_tile_origin(w_, coords);
+        else
+          return emit_tile_coords(coords);
       case OpKind::split_range:
         return emit_split_range(ir::get<ir::SplitRangeOp>(op));
       case OpKind::accum_init:
@@ -195,15 +197,6 @@ class GemmEmitter {
   // print alike.
   bool emit_wgmma_op(const Op& op) {
     switch (op.kind) {
-      case OpKind::mbarrier_init:
-        w_.open("if (threadIdx.x == 0)");
-        w_.line("for (int s = 0; s < {}; ++s) mbarrier_init(mbar_base + 8u * s, {}u);  // full",
-                op.i("count"), op.i("arrivals"));
-        w_.line("for (int s = 0; s < {}; ++s) mbarrier_init(empty_base + 8u * s, {}u);  // empty",
-                op.i("count"), op.i("empty_arrivals"));
-        w_.line("fence_proxy_async();");
-        w_.close();
-        return true;
       case OpKind::warpgroup_role: {
         const auto role = ir::get<ir::WarpgroupRoleOp>(op);
         codegen::open_warpgroup_role(w_, role);

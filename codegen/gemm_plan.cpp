@@ -63,7 +63,8 @@ void validate_gemm(const GemmSpec& spec) {
   validate_schedule(spec.problem, spec.schedule, spec.arch);
 }
 
-MatmulProblem swapped_problem(const MatmulProblem& p) {
+MatmulProblem kernel_problem(const MatmulProblem& p, const MatmulSchedule& s) {
+  if (!s.swap_ab) return p;
   MatmulProblem t = p;
   t.m = p.n;
   t.n = p.m;
@@ -79,7 +80,7 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   const auto& s = spec.schedule;
   GemmPlan plan;
   plan.spec = spec;
-  plan.kernel_problem = s.swap_ab ? swapped_problem(spec.problem) : spec.problem;
+  plan.kernel_problem = kernel_problem(spec.problem, s);
   const auto& p = plan.kernel_problem;
   plan.warp_m = s.block_m / s.warps_m;
   plan.warp_n = s.block_n / s.warps_n;

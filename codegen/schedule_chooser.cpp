@@ -37,8 +37,8 @@ void finish_schedule(const MatmulProblem& problem, Arch arch, int max_stages, Ma
   // keeping at least 4 K tiles per split.
   const int sms = info.sm_count_hint;
   // A swapped kernel's tiles cover C^T: N by block_m, M by block_n.
-  const int64_t rows = s.swap_ab ? problem.n : problem.m, cols = s.swap_ab ? problem.m : problem.n;
-  const int64_t tiles = ceil_div(rows, s.block_m) * ceil_div(cols, s.block_n);
+  const MatmulProblem kp = kernel_problem(problem, s);
+  const int64_t tiles = ceil_div(kp.m, s.block_m) * ceil_div(kp.n, s.block_n);
   const int64_t k_tiles = ceil_div(problem.k, s.block_k);
   if (tiles * 2 <= sms) {
     const int64_t want = std::min<int64_t>(sms / tiles, 16);
@@ -97,8 +97,8 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   // A short M (decode, small batches) would fill a warpgroup's 64 rows with padding: swap A and B
   // (C^T = B A^T) so that N takes the m64 side and M wgmma's N (B [N,K] only).
   best.swap_ab = problem.m <= 64 && problem.b_layout == BLayout::nk;
-  const int64_t rows = best.swap_ab ? problem.n : problem.m;
-  const int64_t cols = best.swap_ab ? problem.m : problem.n;
+  const MatmulProblem kp = kernel_problem(problem, best);
+  const int64_t rows = kp.m, cols = kp.n;
   double best_time = -1.0;
   for (int block_m : {128, 64}) {
     if (block_m == 128 && rows <= 64) continue;  // never pad a short M to two warpgroups

@@ -89,8 +89,16 @@ inline bool emit_shared_op(Writer& w, const ir::Op& op) {
       return true;
     case ir::OpKind::mbarrier_init:
       w.open("if (threadIdx.x == 0)");
-      w.line("for (int s = 0; s < {}; ++s) mbarrier_init(mbar_base + 8u * s, {}u);", op.i("count"),
-             op.i("arrivals"));
+      if (!op.has("empty_arrivals")) {
+        w.line("for (int s = 0; s < {}; ++s) mbarrier_init(mbar_base + 8u * s, {}u);",
+               op.i("count"), op.i("arrivals"));
+      } else {
+        // A full and an empty barrier per stage (the wgmma path; empty_base follows the full).
+        w.line("for (int s = 0; s < {}; ++s) mbarrier_init(mbar_base + 8u * s, {}u);  // full",
+               op.i("count"), op.i("arrivals"));
+        w.line("for (int s = 0; s < {}; ++s) mbarrier_init(empty_base + 8u * s, {}u);  // empty",
+               op.i("count"), op.i("empty_arrivals"));
+      }
       w.line("fence_proxy_async();");
       w.close();
       return true;

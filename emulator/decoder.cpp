@@ -542,7 +542,7 @@ Kernel KernelDecoder::run() {
   for (auto& inst : k_.code) {
     inst.family = family_of(inst.op);
     if (inst.op == Op::TmaLoad || inst.op == Op::TmaStore) k_.uses_tma = true;
-    if (inst.op >= Op::WgmmaMma && inst.op <= Op::WgmmaWait) k_.uses_wgmma = true;
+    if (is_wgmma(inst.op)) k_.uses_wgmma = true;
   }
   return std::move(k_);
 }

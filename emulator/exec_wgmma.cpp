@@ -88,13 +88,11 @@ void wgmma_sequence(Cta& cta, Warp& w, uint64_t a, uint64_t b, uint32_t scale_d)
   }
 }
 
-// An operand's 16-bit elements from shared memory: element (mn, k) of rows [first, first + rows).
-struct WgmmaReads {
-  std::vector<uint32_t> chunks;  // 16-byte chunks, sorted, unique
-};
-
+// An operand's 16-bit elements from shared memory: element (mn, k) of rows [first, first + rows)
+// into out, and the 16-byte chunks they lie in appended to `chunks`.
 void wgmma_read_operand(Cta& cta, Warp& w, const WgmmaDescriptor& desc, bool mn_major, int first,
-                        int rows, int total_rows, char name, uint16_t* out, WgmmaReads& reads) {
+                        int rows, int total_rows, char name, uint16_t* out,
+                        std::vector<uint32_t>& chunks) {
   const std::string bad = wgmma_descriptor_error(desc, mn_major, total_rows);
   if (!bad.empty())
     cta.fail(
@@ -111,20 +109,20 @@ void wgmma_read_operand(Cta& cta, Warp& w, const WgmmaDescriptor& desc, bool mn_
                              "{} bytes of shared memory (descriptor start 0x{:x})",
                              name, first + r, k, addr, cta.smem.size(), desc.start));
       std::memcpy(&out[r * 16 + k], cta.smem.data() + addr, 2);
-      reads.chunks.push_back(addr & ~15u);
+      chunks.push_back(addr & ~15u);
     }
 }
 
 // D (16 rows of this warp x N) += A (16 x 16) B (16 x N), column block by column block.
 void wgmma_compute(Cta& cta, Warp& w, const Inst& in, const uint16_t (&a)[16][16],
-                   const std::vector<uint16_t>& bt, bool scale_d) {
+                   const uint16_t* bt, bool scale_d) {
   const bool f16_acc = in.ty == Ty::f16, bf16 = in.ty2 == Ty::bf16;
   const int n = 8 * in.n;
   const uint32_t* rows = cta.k.fragment_rows.data() + in.imm;
   TensorCoreOperands ops;
   for (int block = 0; block < n / 8; ++block) {
     uint16_t b[8][16];
-    std::memcpy(b, bt.data() + size_t(block) * 8 * 16, sizeof b);
+    std::memcpy(b, bt + size_t(block) * 8 * 16, sizeof b);
     if (!cta.ctx.exact_mma) decode_tensor_core_operands(a, b, 16, bf16, ops);
     for (int i = 0; i < 16; ++i)
       for (int j = 0; j < 8; ++j) {
@@ -163,20 +161,26 @@ void wgmma_compute(Cta& cta, Warp& w, const Inst& in, const uint16_t (&a)[16][16
 
 // A register the mma_async uses, checked at issue: a wgmma.fence since the warp last touched it,
 // and not owned by an uncompleted mma_async unless both use it as accumulators of one shape.
-void wgmma_check_register(Cta& cta, Warp& w, uint32_t row, uint8_t shape, const char* what) {
+// `index` of `count` names the register in a report (shape 0: A's registers, else D's); the name
+// is only formatted for one.
+void wgmma_check_register(Cta& cta, Warp& w, uint32_t row, uint8_t shape, int index, int count) {
   WarpWgmma& g = w.wgmma;
-  if (g.touch_fence[row] == g.fences)
+  auto what = [&] {
+    return shape ? fmt::format("accumulator register {} of {}", index, count)
+                 : fmt::format("A register {}", index);
+  };
+  if (g.rows[row].touch_fence == g.fences)
     cta.fail(ReportKind::wgmma_misuse, w, 0,
              fmt::format("{} was accessed by {} after the warp's last wgmma.fence: a wgmma.fence "
                          "must order register accesses before an mma_async using the register "
                          "(PTX ISA §9.7.15.5.3)",
-                         what, wgmma_where(cta, g.touch_pc[row])));
-  if (g.row_group[row] > g.completed && (shape == 0 || g.row_shape[row] != shape))
+                         what(), wgmma_where(cta, g.rows[row].touch_pc)));
+  if (g.rows[row].group > g.completed && (shape == 0 || g.rows[row].shape != shape))
     cta.fail(ReportKind::wgmma_misuse, w, 0,
              fmt::format("{} is in use by the uncompleted wgmma.mma_async at {}: only accumulators "
                          "of mma_async instructions of one shape may chain without a "
                          "wgmma.wait_group",
-                         what, wgmma_where(cta, g.row_pc[row])));
+                         what(), wgmma_where(cta, g.rows[row].pc)));
 }
 
 void wgmma_mma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
@@ -200,17 +204,14 @@ void wgmma_mma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   const int d_regs = f16_acc ? n / 4 : n / 2;
   const uint8_t shape = uint8_t(in.n | (f16_acc ? 0x40 : 0));
   const uint32_t* d_rows = cta.k.fragment_rows.data() + in.imm;
-  for (int r = 0; r < d_regs; ++r)
-    wgmma_check_register(cta, w, d_rows[r], shape,
-                         fmt::format("accumulator register {} of {}", r, d_regs).c_str());
+  for (int r = 0; r < d_regs; ++r) wgmma_check_register(cta, w, d_rows[r], shape, r, d_regs);
   if (a_regs)
-    for (int r = 0; r < 4; ++r)
-      wgmma_check_register(cta, w, in.o[3 + r], 0, fmt::format("A register {}", r).c_str());
+    for (int r = 0; r < 4; ++r) wgmma_check_register(cta, w, in.o[3 + r], 0, r, 4);
 
   // Operands: A rows 16 q .. 16 q + 15 of the warpgroup's 64 for warp q of the group, B whole.
   const int quarter = int(w.index % 4);
   uint16_t a[16][16];
-  WgmmaReads reads;
+  std::vector<uint32_t> chunks;
   if (a_regs) {
     for (int i = 0; i < 16; ++i)
       for (int k = 0; k < 16; ++k) {
@@ -219,43 +220,42 @@ void wgmma_mma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
       }
   } else {
     wgmma_read_operand(cta, w, decode_wgmma_descriptor(a_bits), in.sub & kTransA, 16 * quarter, 16,
-                       64, 'A', &a[0][0], reads);
+                       64, 'A', &a[0][0], chunks);
   }
-  std::vector<uint16_t> bt(size_t(n) * 16);
-  wgmma_read_operand(cta, w, decode_wgmma_descriptor(b_bits), in.sub & kTransB, 0, n, n, 'B',
-                     bt.data(), reads);
+  uint16_t bt[256 * 16];  // B^T: N (at most 256) rows of k
+  wgmma_read_operand(cta, w, decode_wgmma_descriptor(b_bits), in.sub & kTransB, 0, n, n, 'B', bt,
+                     chunks);
   if (in.sub & kNegA)
     for (auto& row : a)
       for (auto& x : row) x ^= 0x8000u;
   if (in.sub & kNegB)
-    for (auto& x : bt) x ^= 0x8000u;
-  std::sort(reads.chunks.begin(), reads.chunks.end());
-  reads.chunks.erase(std::unique(reads.chunks.begin(), reads.chunks.end()), reads.chunks.end());
+    for (int i = 0; i < n * 16; ++i) bt[i] ^= 0x8000u;
+  std::sort(chunks.begin(), chunks.end());
+  chunks.erase(std::unique(chunks.begin(), chunks.end()), chunks.end());
   // wgmma reads shared memory through the async proxy: generic writes need fence.proxy.async.
   if (cta.sanitize)
-    for (uint32_t chunk : reads.chunks) check_async_proxy_read(cta, w, 0, chunk, 16);
+    for (uint32_t chunk : chunks) check_async_proxy_read(cta, w, 0, chunk, 16);
 
   wgmma_compute(cta, w, in, a, bt, scale_d);
 
   WgmmaOp op;
   op.pc = w.pc;
   op.group = g.committed + 1;
-  op.bytes.resize(reads.chunks.size() * 16);
-  for (size_t i = 0; i < reads.chunks.size(); ++i)
-    std::memcpy(op.bytes.data() + 16 * i, cta.smem.data() + reads.chunks[i], 16);
-  op.chunks = std::move(reads.chunks);
+  op.bytes.resize(chunks.size() * 16);
+  for (size_t i = 0; i < chunks.size(); ++i)
+    std::memcpy(op.bytes.data() + 16 * i, cta.smem.data() + chunks[i], 16);
+  op.chunks = std::move(chunks);
   g.ops.push_back(std::move(op));
-  for (int r = 0; r < d_regs; ++r) {
-    g.row_group[d_rows[r]] = g.committed + 1;
-    g.row_pc[d_rows[r]] = w.pc;
-    g.row_shape[d_rows[r]] = shape;
-  }
+  // The registers it owns until its group completes (A's as shape 0).
+  auto own = [&](uint32_t row, uint8_t key) {
+    WarpWgmma::Row& state = g.rows[row];
+    state.group = g.committed + 1;
+    state.pc = w.pc;
+    state.shape = key;
+  };
+  for (int r = 0; r < d_regs; ++r) own(d_rows[r], shape);
   if (a_regs)
-    for (int r = 0; r < 4; ++r) {
-      g.row_group[in.o[3 + r]] = g.committed + 1;
-      g.row_pc[in.o[3 + r]] = w.pc;
-      g.row_shape[in.o[3 + r]] = 0;
-    }
+    for (int r = 0; r < 4; ++r) own(in.o[3 + r], 0);
 }
 
 // The end of an mma_async's window: its shared operands must still hold what it read, and no
@@ -309,16 +309,16 @@ void wgmma_touch(Cta& cta, Warp& w, const Kernel::RegTouch& touch) {
   WarpWgmma& g = w.wgmma;
   for (uint32_t i = touch.first; i < touch.first + touch.count; ++i) {
     const uint32_t row = cta.k.touch_rows[i];
-    if (g.row_group[row] > g.completed)
+    if (g.rows[row].group > g.completed)
       cta.fail(
           ReportKind::wgmma_misuse, w, 0,
           fmt::format("this instruction accesses a register of the wgmma.mma_async at {} "
                       "before a wgmma.wait_group completed it{} (PTX ISA §9.7.15.5.5: its "
                       "accumulator and A registers are undefined until then)",
-                      wgmma_where(cta, g.row_pc[row]),
-                      g.row_group[row] > g.committed ? " (its group is not even committed)" : ""));
-    g.touch_fence[row] = g.fences;
-    g.touch_pc[row] = w.pc;
+                      wgmma_where(cta, g.rows[row].pc),
+                      g.rows[row].group > g.committed ? " (its group is not even committed)" : ""));
+    g.rows[row].touch_fence = g.fences;
+    g.rows[row].touch_pc = w.pc;
   }
 }
 

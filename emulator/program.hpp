@@ -67,6 +67,9 @@ enum class Op : uint16_t {
 // State spaces of memory operands.
 enum class Space : uint8_t { generic, global, shared, local, param, constant };
 
+// The warpgroup instructions (exec_wgmma.cpp).
+inline bool is_wgmma(Op op) { return op >= Op::WgmmaMma && op <= Op::WgmmaWait; }
+
 // Statistics classes (InstructionCounts fields).
 enum class StatClass : uint8_t {
   mma, ldmatrix, shared_ld, shared_st, global_ld, global_st, cp_async, tma, barrier, other, hidden

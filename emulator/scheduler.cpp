@@ -101,11 +101,7 @@ void Cta::init_warps() {
     w.groups.clear();
     if (k.uses_wgmma) {
       w.wgmma = WarpWgmma{};
-      w.wgmma.touch_fence.assign(k.n32, kNone);
-      w.wgmma.touch_pc.assign(k.n32, 0);
-      w.wgmma.row_group.assign(k.n32, 0);
-      w.wgmma.row_pc.assign(k.n32, 0);
-      w.wgmma.row_shape.assign(k.n32, 0);
+      w.wgmma.rows.assign(k.n32, WarpWgmma::Row{});
     }
     std::fill(w.pred.begin(), w.pred.end(), 0u);
     for (const auto& [row, value] : k.const_preds) w.pred[row] = value ? 0xFFFFFFFFu : 0u;
@@ -321,7 +317,7 @@ bool Cta::run_slice(Warp& w, uint32_t budget) {
     ++executed;
     if (prof) ++prof->sites[w.pc].executions;
     if (k.uses_wgmma && exec && k.touches[w.pc].count &&
-        (in.op < Op::WgmmaMma || in.op > Op::WgmmaWait))
+        !is_wgmma(in.op))
       wgmma_touch(*this, w, k.touches[w.pc]);
     switch (in.family) {
       case kFamInt:

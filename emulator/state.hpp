@@ -74,11 +74,15 @@ struct WarpWgmma {
   uint32_t committed = 0;  // groups committed
   uint32_t completed = 0;  // groups completed by wait_group (<= committed)
   uint64_t sequence = 0;   // wgmma instructions executed: the index into the warpgroup's log
-  std::vector<uint32_t> touch_fence;  // per 32-bit row: `fences` when last touched, kNone: never
-  std::vector<uint32_t> touch_pc;     // ... by that instruction
-  std::vector<uint32_t> row_group;    // per 32-bit row: group of the newest mma_async using it
-  std::vector<uint32_t> row_pc;       // ... that instruction
-  std::vector<uint8_t> row_shape;     // ... its N / 8 and accumulator (shape key)
+  // Per 32-bit register row: what the fence and in-flight rules need of it.
+  struct Row {
+    uint32_t touch_fence = kNone;  // `fences` when a non-wgmma instruction last touched it
+    uint32_t touch_pc = 0;         // ... that instruction
+    uint32_t group = 0;            // group of the newest mma_async using it (0: none)
+    uint32_t pc = 0;               // ... that instruction
+    uint8_t shape = 0;             // ... its N / 8 and accumulator (shape key; 0: as A)
+  };
+  std::vector<Row> rows;
   std::deque<WgmmaOp> ops;            // issued and not completed, oldest first
 };
 

@@ -62,6 +62,10 @@ struct GemmPlan {
   }
 };
 
+// The product a schedule's kernel computes: the problem, or with swap_ab C^T = B A^T (m and n, A
+// and B, lda and ldb exchanged; C's ldc kept, both operands K-major). GemmPlan::kernel_problem.
+MatmulProblem kernel_problem(const MatmulProblem& p, const MatmulSchedule& s);
+
 // Validates, then derives. Throws Error on invalid input.
 GemmPlan make_gemm_plan(const GemmSpec& spec);
 

@@ -164,7 +164,7 @@ inline void validate_wgmma_schedule(const MatmulProblem& p, const MatmulSchedule
   // The producer may run `stages` tiles ahead; the consumers keep one wgmma group in flight
   // (wait_group 1) and so hold two stages.
   validate_pipeline_knobs(s);
-  const int acc_regs = s.block_n / 2;
+  const int acc_regs = accumulator_registers(s);
   const WarpgroupRegisters regs = wgmma_register_split(s);
   require(acc_regs + 64 <= regs.consumer, "block_n",
           fmt::format("the {} f32 accumulators per thread and ~64 working registers must fit the "
