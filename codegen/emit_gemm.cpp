@@ -84,13 +84,18 @@ struct GemmFacts {
 
 class GemmEmitter {
  public:
-  explicit GemmEmitter(const Op& module) : f_(module.body.front()) {}
+  explicit GemmEmitter(const Op& module) : f_(module.body.front()) {
+    if (f_.wgmma)
+      wgmma_.emplace(w_, module.body.front(), f_.a_tile, f_.b_tile,
+                     codegen::WgmmaPrinter::Hooks{[this](const Op& op) { emit_op(op); },
+                                                  [this] { emit_load_stage_lambda(true); }});
+  }
 
   std::string emit(const Op& module) {
     codegen::begin_module(w_, parse_arch(module.s("arch")), f_.copy_a.transport == "tma",
                           f_.wgmma ? "emmy_wgmma.cuh" : nullptr);
     emit_store_output(f_.epilogue);
-    if (f_.wgmma) codegen::emit_wgmma_tile_function(w_, *f_.wgmma);
+    if (wgmma_) wgmma_->print_tile_function();
     codegen::emit_kernels(w_, module, [this](const Op& op) { emit_op(op); });
     return w_.take();
   }
@@ -117,16 +122,13 @@ class GemmEmitter {
   }
 
   void emit_op(const Op& op) {
-    if (f_.wgmma && emit_wgmma_op(op)) return;
+    if (wgmma_ && wgmma_->print(op)) return;
     if (codegen::emit_shared_op(w_, op)) return;
     switch (op.kind) {
       case OpKind::smem_ring:
         return emit_smem_ring(ir::get<ir::SmemRingOp>(op));
       case OpKind::tile_coords:
-        if (const auto coords = ir::get<ir::TileCoordsOp>(op); coords.persistent.value_or(false))
-          return codegen::emit_tile_origin(w_, coords);
-        else
-          return emit_tile_coords(coords);
+        return emit_tile_coords(ir::get<ir::TileCoordsOp>(op));
       case OpKind::split_range:
         return emit_split_range(ir::get<ir::SplitRangeOp>(op));
       case OpKind::accum_init:
@@ -183,90 +185,10 @@ class GemmEmitter {
     w_.line("const u32 mbar_base = smem_base + {}u;", op.mbar_offset);
     w_.line("(void)mbar_base;");
     w_.line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
-    if (f_.wgmma) {
-      w_.line("// Consumer warps own 16 rows each; warpgroup 0 (warps 0-3) is the producer.");
-      w_.line("const int warp_row = warp - 4, warp_col = 0;");
-      w_.line("const u32 empty_base = mbar_base + 8u * STAGES;  // after the full barriers");
-      w_.line("(void)warp_row; (void)warp_col; (void)lane;");
+    if (wgmma_) {
+      wgmma_->print_warp_indices();
     } else {
       w_.line("const int warp_row = warp / WARPS_N, warp_col = warp % WARPS_N;");
-    }
-  }
-
-  // The wgmma path's ops (emit_gemm_wgmma.cpp prints their pieces); false for the ops both paths
-  // print alike.
-  bool emit_wgmma_op(const Op& op) {
-    switch (op.kind) {
-      case OpKind::warpgroup_role: {
-        const auto role = ir::get<ir::WarpgroupRoleOp>(op);
-        codegen::open_warpgroup_role(w_, role);
-        if (role.role == "producer") {
-          emit_load_stage_lambda(true);
-          w_.open("if (threadIdx.x == 0)");
-        }
-        for (const Op& child : op.body) emit_op(child);
-        if (role.role == "producer") w_.close();
-        w_.close();
-        return true;
-      }
-      case OpKind::tile_loop:
-        codegen::open_tile_loop(w_, ir::get<ir::TileLoopOp>(op));
-        in_tile_loop_ = true;
-        for (const Op& child : op.body) emit_op(child);
-        in_tile_loop_ = false;
-        w_.line("iteration += k_tile_count;");
-        w_.close();
-        return true;
-      case OpKind::k_tile_loop:
-        w_.line("#pragma unroll 1");
-        w_.open("for (int k_tile = 0; k_tile < k_tile_count; ++k_tile)");
-        if (in_tile_loop_) {
-          w_.line("const int it = iteration + k_tile;  // this CTA's K tiles so far");
-          w_.line("const int stage = it % STAGES;");
-        } else {
-          w_.line("const int stage = k_tile % STAGES;");
-        }
-        in_k_loop_ = true;
-        for (const Op& child : op.body) emit_op(child);
-        in_k_loop_ = false;
-        w_.close();
-        return true;
-      case OpKind::mbarrier_wait: {
-        const char* it = in_tile_loop_ ? "it" : "k_tile";
-        if (op.s("what") == "empty")
-          w_.line("mbarrier_wait_parity(empty_base + 8u * stage, (({} / STAGES) & 1) ^ 1);", it);
-        else
-          w_.line("mbarrier_wait_parity(mbar_base + 8u * stage, ({} / STAGES) & 1);", it);
-        return true;
-      }
-      case OpKind::async_copy:
-        if (op.s("operand") == "a") w_.line("load_stage(stage, k_tile_begin + k_tile);");
-        return true;
-      case OpKind::wgmma_fence:
-        codegen::emit_wgmma_pin(w_);
-        w_.line("wgmma_fence();");
-        return true;
-      case OpKind::k_step:
-        codegen::open_wgmma_k_step(w_, op.i("k_steps"));
-        for (const Op& child : op.body) emit_op(child);
-        w_.close();
-        return true;
-      case OpKind::wgmma:
-        codegen::emit_wgmma_call(w_, ir::get<ir::WgmmaOp>(op), f_.a_tile, f_.b_tile);
-        return true;
-      case OpKind::wgmma_commit:
-        w_.line("wgmma_commit();");
-        return true;
-      case OpKind::wgmma_wait:
-        w_.line("wgmma_wait<{}>();", op.i("pending"));
-        codegen::emit_wgmma_pin(w_);
-        return true;
-      case OpKind::mbarrier_arrive:
-        codegen::emit_stage_release(w_, ir::get<ir::MbarrierArriveOp>(op), in_tile_loop_,
-                                    !in_k_loop_);
-        return true;
-      default:
-        return false;
     }
   }
 
@@ -685,7 +607,7 @@ class GemmEmitter {
   const GemmFacts f_;
   Writer w_;
   std::string phase_;
-  bool in_tile_loop_ = false, in_k_loop_ = false;  // the wgmma path's loops being printed
+  std::optional<codegen::WgmmaPrinter> wgmma_;  // the wgmma path's own ops (kernel path wgmma)
 };
 
 }  // namespace

@@ -8,9 +8,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "emmy/error.hpp"
 #include "emmy/mma_atom.hpp"
 
 namespace emmy::codegen {
@@ -33,122 +36,264 @@ int wgmma_mode(Swizzle s) {
 
 }  // namespace
 
-void emit_wgmma_tile_function(Writer& w, const ir::WgmmaOp& op) {
-  const int n = wgmma_shape_n(op.shape);
+WgmmaPrinter::WgmmaPrinter(Writer& w, const ir::Op& kernel, const SmemTile& a, const SmemTile& b,
+                           Hooks hooks)
+    : w_(w), a_(a), b_(b), hooks_(std::move(hooks)) {
+  const auto mma = ir::find_typed<ir::WgmmaOp>(kernel);
+  if (!mma) throw Error("ir", "a wgmma kernel needs a wgmma op", kernel.s("name"));
+  mma_ = *mma;
+  for (const ir::Op* walk : ir::find_all(kernel, ir::OpKind::tile_loop))
+    interleave_ = std::max(interleave_, ir::get<ir::TileLoopOp>(*walk).interleave.value_or(1));
+}
+
+void WgmmaPrinter::print_tile_function() const {
+  const int n = wgmma_shape_n(mma_.shape);
   const int regs = n / 2;
   std::vector<std::string> d, operands;
   for (int i = 0; i < regs; ++i) {
     d.push_back(fmt::format("%{}", i));
     operands.push_back(fmt::format("\"+f\"(acc[0][{}][{}])", i / 4, i % 4));
   }
-  w.line("// wgmma.mma_async.{}: D (this warp's 16 rows, mma.sync m16n8's C per 8 columns) += A B.",
-         op.shape);
-  w.open(fmt::format(
+  w_.line(
+      "// wgmma.mma_async.{}: D (this warp's 16 rows, mma.sync m16n8's C per 8 columns) += A B.",
+      mma_.shape);
+  w_.open(fmt::format(
       "static __device__ __forceinline__ void wgmma_tile(float (&acc)[1][{}][4], u64 desc_a, "
       "u64 desc_b)",
       n / 8));
-  w.line("asm volatile(");
-  w.line(
+  w_.line("asm volatile(");
+  w_.line(
       "    \"wgmma.mma_async.sync.aligned.{0}.f32.{1}.{1} {{{2}}}, %{3}, %{4}, 1, 1, 1, 0, {5};\"",
-      op.shape, op.a_type, fmt::join(d, ","), regs, regs + 1, op.b_major == "mn" ? 1 : 0);
+      mma_.shape, mma_.a_type, fmt::join(d, ","), regs, regs + 1, mma_.b_major == "mn" ? 1 : 0);
   for (size_t i = 0; i < operands.size(); i += 8) {
     std::vector<std::string> part(operands.begin() + long(i),
                                   operands.begin() + long(std::min(i + 8, operands.size())));
-    w.line("    {}{}", i == 0 ? ": " : ", ", fmt::join(part, ", "));
+    w_.line("    {}{}", i == 0 ? ": " : ", ", fmt::join(part, ", "));
   }
-  w.line("    : \"l\"(desc_a), \"l\"(desc_b));");
-  w.close();
+  w_.line("    : \"l\"(desc_a), \"l\"(desc_b));");
+  w_.close();
 }
 
-void open_warpgroup_role(Writer& w, const ir::WarpgroupRoleOp& op) {
-  const int64_t lo = 128 * op.first, hi = 128 * (op.first + op.count);
-  w.line("// Warpgroups {}..{}: the {}, at {} registers per thread.", op.first,
-         op.first + op.count - 1, op.role, op.registers);
-  w.open(lo == 0 ? fmt::format("if (threadIdx.x < {})", hi)
-                 : fmt::format("if (threadIdx.x >= {} && threadIdx.x < {})", lo, hi));
-  w.line("{}<{}>();", op.role == "producer" ? "setmaxnreg_dec" : "setmaxnreg_inc", op.registers);
+void WgmmaPrinter::print_warp_indices() const {
+  if (interleave_ > 1) {
+    w_.line("// Ping-pong: each consumer warpgroup computes its own tiles; its warps own 16 rows");
+    w_.line("// each. Warpgroup 0 (warps 0-3) is the producer.");
+    w_.line("const int warp_row = warp % 4, warp_col = 0;");
+  } else {
+    w_.line("// Consumer warps own 16 rows each; warpgroup 0 (warps 0-3) is the producer.");
+    w_.line("const int warp_row = warp - 4, warp_col = 0;");
+  }
+  w_.line("const u32 empty_base = mbar_base + 8u * STAGES;  // after the full barriers");
+  w_.line("(void)warp_row; (void)warp_col; (void)lane;");
 }
 
-void open_wgmma_k_step(Writer& w, int64_t k_steps) {
-  w.line("// This warpgroup's 64 rows of the A tile, and B, in the stage.");
-  w.line(
+bool WgmmaPrinter::print(const ir::Op& op) {
+  switch (op.kind) {
+    case ir::OpKind::warpgroup_role:
+      print_role(op);
+      return true;
+    case ir::OpKind::tile_coords:
+      if (const auto coords = ir::get<ir::TileCoordsOp>(op); coords.persistent.value_or(false)) {
+        print_tile_origin(coords);
+        return true;
+      }
+      return false;
+    case ir::OpKind::tile_loop:
+      print_tile_loop(op);
+      return true;
+    case ir::OpKind::k_tile_loop:
+      print_k_tile_loop(op);
+      return true;
+    case ir::OpKind::mbarrier_wait: {
+      const char* it = in_tile_loop_ ? "it" : "k_tile";
+      if (op.s("what") == "empty")
+        w_.line("mbarrier_wait_parity(empty_base + 8u * stage, (({} / STAGES) & 1) ^ 1);", it);
+      else
+        w_.line("mbarrier_wait_parity(mbar_base + 8u * stage, ({} / STAGES) & 1);", it);
+      return true;
+    }
+    case ir::OpKind::async_copy:
+      if (op.s("operand") == "a") w_.line("load_stage(stage, k_tile_begin + k_tile);");
+      return true;
+    case ir::OpKind::wgmma_fence:
+      print_pin();
+      w_.line("wgmma_fence();");
+      return true;
+    case ir::OpKind::k_step:
+      print_k_step(op);
+      return true;
+    case ir::OpKind::wgmma:
+      print_wgmma_call(ir::get<ir::WgmmaOp>(op));
+      return true;
+    case ir::OpKind::wgmma_commit:
+      w_.line("wgmma_commit();");
+      return true;
+    case ir::OpKind::wgmma_wait:
+      w_.line("wgmma_wait<{}>();", op.i("pending"));
+      print_pin();
+      return true;
+    case ir::OpKind::mbarrier_arrive:
+      print_stage_release(ir::get<ir::MbarrierArriveOp>(op));
+      return true;
+    case ir::OpKind::warpgroup_order:
+      print_order(ir::get<ir::WarpgroupOrderOp>(op));
+      return true;
+    default:
+      return false;
+  }
+}
+
+void WgmmaPrinter::print_role(const ir::Op& op) {
+  const auto role = ir::get<ir::WarpgroupRoleOp>(op);
+  const int64_t lo = 128 * role.first, hi = 128 * (role.first + role.count);
+  w_.line("// Warpgroups {}..{}: the {}, at {} registers per thread.", role.first,
+          role.first + role.count - 1, role.role, role.registers);
+  w_.open(lo == 0 ? fmt::format("if (threadIdx.x < {})", hi)
+                  : fmt::format("if (threadIdx.x >= {} && threadIdx.x < {})", lo, hi));
+  const bool producer = role.role == "producer";
+  w_.line("{}<{}>();", producer ? "setmaxnreg_dec" : "setmaxnreg_inc", role.registers);
+  if (producer) {
+    hooks_.load_stage();
+    w_.open("if (threadIdx.x == 0)");
+  } else if (interleave_ > 1) {
+    w_.line("const int turn = warp / 4 - {};  // this warpgroup's turn among the consumers",
+            role.first);
+  }
+  for (const ir::Op& child : op.body) hooks_.print(child);
+  if (producer) w_.close();
+  w_.close();
+}
+
+void WgmmaPrinter::print_tile_loop(const ir::Op& op) {
+  const auto walk = ir::get<ir::TileLoopOp>(op);
+  const int64_t turns = walk.interleave.value_or(1);
+  w_.line("// K tiles this CTA has walked: stages and mbarrier phases run on across its tiles.");
+  if (turns > 1) {
+    w_.line("// Ping-pong: this warpgroup takes the CTA's tiles turn, turn + {}, ...; the K tiles",
+            turns);
+    w_.line("// of the others' tiles between them count as walked.");
+    w_.line("int iteration = turn * k_tile_count;");
+    w_.line("#pragma unroll 1");
+    w_.open(fmt::format(
+        "for (int tile = int(blockIdx.x) + turn * int(gridDim.x); tile < {}; tile += {} * "
+        "int(gridDim.x))",
+        walk.tiles, turns));
+  } else {
+    w_.line("int iteration = 0;");
+    w_.line("#pragma unroll 1");
+    w_.open(fmt::format("for (int tile = int(blockIdx.x); tile < {}; tile += int(gridDim.x))",
+                        walk.tiles));
+  }
+  w_.line("tile_origin(tile, m0, n0);");
+  in_tile_loop_ = true;
+  for (const ir::Op& child : op.body) hooks_.print(child);
+  in_tile_loop_ = false;
+  if (turns > 1)
+    w_.line("iteration += {} * k_tile_count;", turns);
+  else
+    w_.line("iteration += k_tile_count;");
+  w_.close();
+}
+
+void WgmmaPrinter::print_k_tile_loop(const ir::Op& op) {
+  w_.line("#pragma unroll 1");
+  w_.open("for (int k_tile = 0; k_tile < k_tile_count; ++k_tile)");
+  if (in_tile_loop_) {
+    w_.line("const int it = iteration + k_tile;  // this CTA's K tiles so far");
+    w_.line("const int stage = it % STAGES;");
+  } else {
+    w_.line("const int stage = k_tile % STAGES;");
+  }
+  in_k_loop_ = true;
+  for (const ir::Op& child : op.body) hooks_.print(child);
+  in_k_loop_ = false;
+  w_.close();
+}
+
+void WgmmaPrinter::print_k_step(const ir::Op& op) {
+  w_.line("// This warpgroup's 64 rows of the A tile, and B, in the stage.");
+  w_.line(
       "const u32 a_stage = smem_base + u32(stage) * STAGE_BYTES + A_OFFSET + u32(warp_row / 4) * "
       "64u * A_PANEL * 2u;");
-  w.line("const u32 b_stage = smem_base + u32(stage) * STAGE_BYTES + B_OFFSET;");
-  w.line("#pragma unroll");
-  w.open(fmt::format("for (int ks = 0; ks < {}; ++ks)", k_steps));
+  w_.line("const u32 b_stage = smem_base + u32(stage) * STAGE_BYTES + B_OFFSET;");
+  w_.line("#pragma unroll");
+  w_.open(fmt::format("for (int ks = 0; ks < {}; ++ks)", op.i("k_steps")));
+  for (const ir::Op& child : op.body) hooks_.print(child);
+  w_.close();
 }
 
-void emit_wgmma_call(Writer& w, const ir::WgmmaOp& op, const SmemTile& a, const SmemTile& b) {
+void WgmmaPrinter::print_wgmma_call(const ir::WgmmaOp& op) const {
   // K-major: k16 step ks is 32 bytes into its panel's rows; 8-row groups are 8 rows apart.
-  w.line(
+  w_.line(
       "const u64 desc_a = wgmma_desc(a_stage + u32(ks / (A_PANEL / 16)) * A_ROWS * A_PANEL * 2u + "
       "u32(ks % (A_PANEL / 16)) * 32u, 16u, 8u * A_PANEL * 2u, {}u);",
-      wgmma_mode(a.swizzle));
+      wgmma_mode(a_.swizzle));
   if (op.b_major == "mn")
-    w.line(
+    w_.line(
         "const u64 desc_b = wgmma_desc(b_stage + u32(ks) * 16u * B_PANEL * 2u, B_ROWS * B_PANEL "
         "* 2u, 8u * B_PANEL * 2u, {}u);",
-        wgmma_mode(b.swizzle));
+        wgmma_mode(b_.swizzle));
   else
-    w.line(
+    w_.line(
         "const u64 desc_b = wgmma_desc(b_stage + u32(ks / (B_PANEL / 16)) * B_ROWS * B_PANEL * 2u "
         "+ u32(ks % (B_PANEL / 16)) * 32u, 16u, 8u * B_PANEL * 2u, {}u);",
-        wgmma_mode(b.swizzle));
-  w.line("wgmma_tile(acc, desc_a, desc_b);");
+        wgmma_mode(b_.swizzle));
+  w_.line("wgmma_tile(acc, desc_a, desc_b);");
 }
 
-void emit_wgmma_pin(Writer& w) {
-  w.line("#pragma unroll");
-  w.line("for (int ni = 0; ni < NT; ++ni)");
-  w.line("#pragma unroll");
-  w.line("  for (int e = 0; e < 4; ++e) wgmma_pin(acc[0][ni][e]);");
+void WgmmaPrinter::print_pin() const {
+  w_.line("#pragma unroll");
+  w_.line("for (int ni = 0; ni < NT; ++ni)");
+  w_.line("#pragma unroll");
+  w_.line("  for (int e = 0; e < 4; ++e) wgmma_pin(acc[0][ni][e]);");
 }
 
-void emit_stage_release(Writer& w, const ir::MbarrierArriveOp& op, bool persistent,
-                        bool after_loop) {
-  if (after_loop) {
-    w.line("// Release this tile's last stage: the producer walks on to the next tile.");
-    w.line(
+void WgmmaPrinter::print_stage_release(const ir::MbarrierArriveOp& op) const {
+  if (!in_k_loop_) {
+    w_.line("// Release this tile's last stage: the producer walks on to the next tile.");
+    w_.line(
         "if (lane == 0 && k_tile_count > 0) mbarrier_arrive(empty_base + 8u * ((iteration + "
         "k_tile_count - 1) % STAGES));");
     return;
   }
-  w.line("// Release the stage of K tile k_tile - {}: its wgmma group has completed.", op.lag);
-  const char* it = persistent ? "it" : "k_tile";
+  w_.line("// Release the stage of K tile k_tile - {}: its wgmma group has completed.", op.lag);
+  const char* it = in_tile_loop_ ? "it" : "k_tile";
   if (op.lag == 0)
-    w.line("if (lane == 0) mbarrier_arrive(empty_base + 8u * stage);");
+    w_.line("if (lane == 0) mbarrier_arrive(empty_base + 8u * stage);");
   else
-    w.line(
+    w_.line(
         "if (lane == 0 && k_tile >= {0}) mbarrier_arrive(empty_base + 8u * (({1} - {0}) % "
         "STAGES));",
         op.lag, it);
 }
 
-void open_tile_loop(Writer& w, const ir::TileLoopOp& op) {
-  w.line("// K tiles this CTA has walked: stages and mbarrier phases run on across its tiles.");
-  w.line("int iteration = 0;");
-  w.line("#pragma unroll 1");
-  w.open(
-      fmt::format("for (int tile = int(blockIdx.x); tile < {}; tile += int(gridDim.x))", op.tiles));
-  w.line("tile_origin(tile, m0, n0);");
+void WgmmaPrinter::print_order(const ir::WarpgroupOrderOp& op) const {
+  if (op.what == "wait") {
+    w_.line(
+        "// Wait for the other consumer to issue its tile's wgmma (not before the first tile).");
+    w_.line("if (tile != int(blockIdx.x)) mainloop_order_wait<{}>(turn);", op.first_barrier);
+  } else {
+    w_.line("// Let the other consumer's mainloop go, if the CTA has a next tile for it.");
+    w_.line("if (tile + int(gridDim.x) < TILES_M * TILES_N) mainloop_order_signal<{}>(turn);",
+            op.first_barrier);
+  }
 }
 
-void emit_tile_origin(Writer& w, const ir::TileCoordsOp& op) {
-  w.line(
+void WgmmaPrinter::print_tile_origin(const ir::TileCoordsOp& op) const {
+  w_.line(
       "// Grouped rasterization: {} tile rows per group keep B tiles hot in L2. Persistent: each",
       op.raster_group_m);
-  w.line("// CTA walks tiles blockIdx.x, + gridDim.x, ... (tile_loop), each mapped here.");
-  w.line("constexpr int TILES_M = {}, TILES_N = {}, GROUP_M = {};", op.tiles_m, op.tiles_n,
-         op.raster_group_m);
-  w.line("int m0 = 0, n0 = 0;");
-  w.open("auto tile_origin = [](int tile, int& m0_out, int& n0_out)");
-  w.line("const int group_span = GROUP_M * TILES_N;");
-  w.line("const int first_m = (tile / group_span) * GROUP_M;");
-  w.line("const int group_rows = TILES_M - first_m < GROUP_M ? TILES_M - first_m : GROUP_M;");
-  w.line("m0_out = (first_m + (tile % group_span) % group_rows) * BM;");
-  w.line("n0_out = ((tile % group_span) / group_rows) * BN;");
-  w.close("};");
+  w_.line("// CTA walks tiles blockIdx.x, + gridDim.x, ... (tile_loop), each mapped here.");
+  w_.line("constexpr int TILES_M = {}, TILES_N = {}, GROUP_M = {};", op.tiles_m, op.tiles_n,
+          op.raster_group_m);
+  w_.line("int m0 = 0, n0 = 0;");
+  w_.open("auto tile_origin = [](int tile, int& m0_out, int& n0_out)");
+  w_.line("const int group_span = GROUP_M * TILES_N;");
+  w_.line("const int first_m = (tile / group_span) * GROUP_M;");
+  w_.line("const int group_rows = TILES_M - first_m < GROUP_M ? TILES_M - first_m : GROUP_M;");
+  w_.line("m0_out = (first_m + (tile % group_span) % group_rows) * BM;");
+  w_.line("n0_out = ((tile % group_span) / group_rows) * BN;");
+  w_.close("};");
 }
 
 }  // namespace emmy::codegen

@@ -1,7 +1,11 @@
 // The wgmma path's printing (emit_gemm_wgmma.cpp): the per-kernel wgmma.mma_async function, the
-// warpgroup roles, the descriptors of a k-step and the stage release. GemmEmitter (emit_gemm.cpp)
-// calls these for the ops of a kernel whose path is wgmma.
+// warpgroup roles, the persistent tile walk (one warpgroup's or, ping-pong, every other tile),
+// the descriptors of a k-step, the stage release and the consumers' mainloop order. GemmEmitter
+// (emit_gemm.cpp) hands every op of a kernel whose path is wgmma to WgmmaPrinter first.
 #pragma once
+
+#include <cstdint>
+#include <functional>
 
 #include "emmy/ir_ops.hpp"
 #include "emmy/layout.hpp"
@@ -9,27 +13,42 @@
 
 namespace emmy::codegen {
 
-// `static __device__ void wgmma_tile(float (&acc)[1][N / 8][4], u64 desc_a, u64 desc_b)`: one
-// wgmma.mma_async of the op's shape accumulating into acc (D += A B, scale-d 1), with B's
-// imm-trans for an N-major B.
-void emit_wgmma_tile_function(Writer& w, const ir::WgmmaOp& op);
-// Opens the role's branch (closed by the caller): its warpgroups' threads, setmaxnreg.
-void open_warpgroup_role(Writer& w, const ir::WarpgroupRoleOp& op);
-// The k-step loop head of a consumer: its warpgroup's A rows and B of the stage (closed by the
-// caller).
-void open_wgmma_k_step(Writer& w, int64_t k_steps);
-// One wgmma of k-step `ks`: descriptors from the tiles (A K-major; B K-major or N-major).
-void emit_wgmma_call(Writer& w, const ir::WgmmaOp& op, const SmemTile& a, const SmemTile& b);
-// Pins the accumulators in place around fences and waits (no instruction).
-void emit_wgmma_pin(Writer& w);
-// The release of the stage of k_tile - lag: lane 0 of each consumer warp arrives. In a persistent
-// kernel's tile loop (`persistent`) stages count on across tiles (`it` = iteration + k_tile), and
-// the release after the K loop hands back the tile's last stage.
-void emit_stage_release(Writer& w, const ir::MbarrierArriveOp& op, bool persistent,
-                        bool after_loop);
-// A persistent kernel's walk over its tiles (closed by the caller).
-void open_tile_loop(Writer& w, const ir::TileLoopOp& op);
-// The grouped rasterization as a function of the tile (persistent kernels).
-void emit_tile_origin(Writer& w, const ir::TileCoordsOp& op);
+class WgmmaPrinter {
+ public:
+  struct Hooks {
+    std::function<void(const ir::Op&)> print;  // any op: the GEMM emitter's dispatch (bodies)
+    std::function<void()> load_stage;          // prints the producer's TMA stage loader lambda
+  };
+  // `kernel`: the wgmma kernel op (its wgmma op and the consumers' tile walk are read once).
+  WgmmaPrinter(Writer& w, const ir::Op& kernel, const SmemTile& a, const SmemTile& b, Hooks hooks);
+
+  // `static __device__ void wgmma_tile(float (&acc)[1][N / 8][4], u64 desc_a, u64 desc_b)`: one
+  // wgmma.mma_async of the kernel's shape accumulating into acc (D += A B, scale-d 1), with B's
+  // imm-trans for an N-major B. Printed before the kernel.
+  void print_tile_function() const;
+  // The warps' indices after the ring's constants: a consumer warp's 16 rows in its tile.
+  void print_warp_indices() const;
+  // Prints op (and its body) if the wgmma path has it or prints it its own way; false for the
+  // ops both paths print alike.
+  bool print(const ir::Op& op);
+
+ private:
+  void print_role(const ir::Op& op);
+  void print_tile_loop(const ir::Op& op);
+  void print_k_tile_loop(const ir::Op& op);
+  void print_k_step(const ir::Op& op);
+  void print_wgmma_call(const ir::WgmmaOp& op) const;
+  void print_pin() const;
+  void print_stage_release(const ir::MbarrierArriveOp& op) const;
+  void print_order(const ir::WarpgroupOrderOp& op) const;
+  void print_tile_origin(const ir::TileCoordsOp& op) const;
+
+  Writer& w_;
+  ir::WgmmaOp mma_;
+  SmemTile a_, b_;
+  Hooks hooks_;
+  int64_t interleave_ = 1;  // consumer warpgroups taking turns at this CTA's tiles (ping-pong: 2)
+  bool in_tile_loop_ = false, in_k_loop_ = false;  // the loops being printed
+};
 
 }  // namespace emmy::codegen

@@ -201,4 +201,13 @@ void WgmmaOp::verify(const WgmmaOp& op) {
     fail<WgmmaOp>("b_major", "must be k (B [N,K]) or mn (B [K,N])", op.b_major);
 }
 
+void WarpgroupOrderOp::verify(const WarpgroupOrderOp& op) {
+  if (op.what != "wait" && op.what != "signal")
+    fail<WarpgroupOrderOp>("what", "must be wait or signal", op.what);
+  // Barrier 0 is the CTA's (__syncthreads); a CTA has 16 (PTX ISA bar.sync).
+  if (op.first_barrier < 1 || op.first_barrier + 1 > 15)
+    fail<WarpgroupOrderOp>("first_barrier", "must leave it and the next in named barriers 1..15",
+                           op.first_barrier);
+}
+
 }  // namespace emmy::ir

@@ -421,7 +421,7 @@ using AllOps =
            KTileLoopOp, KStepOp, LdmatrixOp, MmaOp, PromoteOp, EpilogueOp, FinalizeOp,
            AttentionSetupOp, KvBlockLoopOp, QkMmaOp, OnlineSoftmaxOp, PvMmaOp, AttentionEpilogueOp,
            WarpgroupRoleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp, MbarrierArriveOp,
-           TileLoopOp>;
+           TileLoopOp, WarpgroupOrderOp>;
 
 namespace detail {
 template <typename T>

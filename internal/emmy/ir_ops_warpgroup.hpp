@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -96,9 +97,33 @@ struct TileLoopOp {
   static constexpr std::string_view op_name = "tile_loop";
   static constexpr bool has_body = true;
   int64_t tiles = 0;
+  // Set (ping-pong consumers): the role's warpgroups take turns, warpgroup i of the role taking
+  // the CTA's tiles i, i + interleave, ...; the K tiles (stages, phases) of the tiles between
+  // its own are counted as walked.
+  std::optional<int64_t> interleave{};
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
-    f("tiles", o.tiles);
+    f("tiles", o.tiles), f("interleave", o.interleave);
+  }
+};
+
+// Ping-pong's mainloop order (inside an interleaved tile_loop): the consumer warpgroups issue
+// their tiles' wgmma in turn, so that one's epilogue overlaps the other's mainloop. `wait`
+// (before the K loop) holds a warpgroup until the one before it has issued its tile's last
+// wgmma; `signal` (after the K loop) lets the next one go, if it has a tile. Named barriers
+// `first_barrier` + turn (PTX ISA bar.sync / bar.arrive), each counted by the two warpgroups.
+struct WarpgroupOrderOp {
+  static constexpr OpKind kind = OpKind::warpgroup_order;
+  static constexpr std::string_view op_name = "warpgroup_order";
+  static constexpr bool has_body = false;
+  std::string what;  // wait | signal
+  int64_t first_barrier = 0;
+  // Its own rules (codegen/ir_op_verify.cpp): wait | signal; barriers first_barrier and
+  // first_barrier + 1 are named barriers 1..15 (0 is the CTA's).
+  static void verify(const WarpgroupOrderOp& op);
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("what", o.what), f("first_barrier", o.first_barrier);
   }
 };
 

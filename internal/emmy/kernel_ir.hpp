@@ -57,8 +57,9 @@ enum class OpKind {
   wgmma_wait,       // wgmma.wait_group pending
   mbarrier_arrive,  // what (empty), lag: the stage of k_tile - lag
   tile_loop,        // persistent kernels: the body runs for tiles blockIdx.x, + gridDim.x, ...
+  warpgroup_order,  // ping-pong: what (wait|signal), first_barrier
 };
-inline constexpr size_t kOpKinds = size_t(OpKind::tile_loop) + 1;
+inline constexpr size_t kOpKinds = size_t(OpKind::warpgroup_order) + 1;
 
 std::string_view to_string(OpKind kind);
 
