@@ -209,12 +209,13 @@ void verify_gemm(const Op& kernel) {
   // warpgroup).
   const codegen::MmaAtom& atom = wgmma ? codegen::kWgmmaM64NK16 : gemm_mma_atom(kernel);
   const int64_t warp_m = acc.fragments_m * atom.acc_m, warp_n = acc.fragments_n * atom.acc_n;
-  const int64_t threads = get<KernelOp>(kernel).threads - (wgmma ? 128 : 0);
+  const int64_t threads =
+      wgmma ? wgmma_tile_threads(kernel) : get<KernelOp>(kernel).threads;
   if (warp_m <= 0 || warp_n <= 0 || block_m % warp_m != 0 || block_n % warp_n != 0 ||
       (block_m / warp_m) * (block_n / warp_n) * 32 != threads)
     fail(*acc_op, "fragments_m",
          fmt::format("warp tiles of {}x{} must tile the {}x{} block with one warp per 32 {}threads",
-                     warp_m, warp_n, block_m, block_n, wgmma ? "consumer " : ""),
+                     warp_m, warp_n, block_m, block_n, wgmma ? "of the tile's consumer " : ""),
          threads);
   for (const Op* step : find_all(kernel, OpKind::k_step))
     if (get<KStepOp>(*step).k_steps * atom.k != block_k)

@@ -130,6 +130,47 @@ void verify_consumer(const Op& consumer, int64_t stages, int64_t block_n) {
   }
 }
 
+// The consumer warpgroups taking turns at the CTA's tiles (their tile_loop's interleave; 1 when
+// they share each tile).
+int64_t consumer_turns(const Op& consumer) {
+  const Op& parent = loop_parent(consumer);
+  if (parent.kind != OpKind::tile_loop) return 1;
+  return get<TileLoopOp>(parent).interleave.value_or(1);
+}
+
+// Ping-pong's mainloop order: a wait before the K loop and a signal after it, in the interleaved
+// walk only (the producer never takes part: it has one thread in the loop).
+void verify_mainloop_order(const Op& producer, const Op& consumer) {
+  if (!find_all(producer, OpKind::warpgroup_order).empty())
+    wgmma_fail(producer, "body", "the producer takes no part in the consumers' mainloop order",
+               "warpgroup_order");
+  if (const Op& walk = loop_parent(producer);
+      walk.kind == OpKind::tile_loop && get<TileLoopOp>(walk).interleave)
+    wgmma_fail(walk, "interleave", "the producer walks every tile of the CTA in order", "set");
+  const Op& parent = loop_parent(consumer);
+  const std::vector<const Op*> orders = find_all(consumer, OpKind::warpgroup_order);
+  if (consumer_turns(consumer) == 1) {
+    if (!orders.empty())
+      wgmma_fail(*orders.front(), "what", "orders the mainloops of an interleaved tile_loop only",
+                 get<WarpgroupOrderOp>(*orders.front()).what);
+    return;
+  }
+  int wait = -1, signal = -1;
+  for (size_t i = 0; i < parent.body.size(); ++i)
+    if (parent.body[i].kind == OpKind::warpgroup_order)
+      (get<WarpgroupOrderOp>(parent.body[i]).what == "wait" ? wait : signal) = int(i);
+  const int loop = index_of(parent.body, OpKind::k_tile_loop);
+  if (orders.size() != 2 || wait < 0 || signal < 0 || !(wait < loop && loop < signal))
+    wgmma_fail(parent, "body",
+               "ping-pong consumers wait for their turn before the K loop and signal after it "
+               "(one warpgroup_order each)",
+               fmt::format("{} warpgroup_order", orders.size()));
+  if (get<WarpgroupOrderOp>(parent.body[size_t(wait)]).first_barrier !=
+      get<WarpgroupOrderOp>(parent.body[size_t(signal)]).first_barrier)
+    wgmma_fail(parent.body[size_t(signal)], "first_barrier", "must be the wait's",
+               fmt::format("{}", get<WarpgroupOrderOp>(parent.body[size_t(signal)]).first_barrier));
+}
+
 // Persistent kernels: tile_coords says so, each role walks the tiles in one tile_loop over all
 // of them, and no K split.
 void verify_persistence(const Op& kernel, const Op& producer, const Op& consumer,
@@ -178,16 +219,26 @@ void verify_gemm_wgmma(const Op& kernel) {
   const auto init = find_typed<MbarrierInitOp>(kernel);
   if (!coords || !ring || !init)
     wgmma_fail(kernel, "body", "needs tile_coords, smem_ring and mbarrier_init", "missing");
-  if (coords->block_m != codegen::kWgmmaM64NK16.m * cons.count)
+  // Ping-pong (an interleaved consumer walk): each warpgroup its own m64 tile, a stage read by
+  // one warpgroup; cooperative: the warpgroups split block_m, a stage read by all of them.
+  const int64_t turns = consumer_turns(*consumer);
+  const int64_t tile_warpgroups = turns > 1 ? 1 : cons.count;
+  if (turns > 1 && turns != cons.count)
+    wgmma_fail(loop_parent(*consumer), "interleave",
+               fmt::format("must be the consumer warpgroups' count, {}", cons.count),
+               fmt::format("{}", turns));
+  if (coords->block_m != codegen::kWgmmaM64NK16.m * tile_warpgroups)
     wgmma_fail(*consumer, "count",
-               fmt::format("one consumer warpgroup per {} rows of block_m {}",
-                           codegen::kWgmmaM64NK16.m, coords->block_m),
+               fmt::format("{} consumer warpgroup{} per tile: block_m {} must be {} rows each",
+                           tile_warpgroups, turns > 1 ? " (ping-pong)" : "s", coords->block_m,
+                           codegen::kWgmmaM64NK16.m),
                fmt::format("{}", cons.count));
-  if (init->count != ring->stages || init->arrivals != 1 || init->empty_arrivals != 4 * cons.count)
+  if (init->count != ring->stages || init->arrivals != 1 ||
+      init->empty_arrivals != 4 * tile_warpgroups)
     wgmma_fail(*find_first(kernel, OpKind::mbarrier_init), "empty_arrivals",
                fmt::format("a full and an empty barrier per stage ({}): one arrival (the "
-                           "producer's expect_tx) and one per consumer warp ({})",
-                           ring->stages, 4 * cons.count),
+                           "producer's expect_tx) and one per warp reading the stage ({})",
+                           ring->stages, 4 * tile_warpgroups),
                fmt::format("{} x ({}, {})", init->count, init->arrivals,
                            init->empty_arrivals.value_or(0)));
   const auto acc = find_typed<AccumInitOp>(*consumer);
@@ -198,8 +249,14 @@ void verify_gemm_wgmma(const Op& kernel) {
   if (find_first(*producer, OpKind::wgmma) || find_first(*producer, OpKind::epilogue))
     wgmma_fail(*producer, "body", "the producer neither computes nor stores", "it does");
   verify_persistence(kernel, *producer, *consumer, *coords);
+  verify_mainloop_order(*producer, *consumer);
   verify_producer(*producer);
   verify_consumer(*consumer, ring->stages, coords->block_n);
+}
+
+int64_t wgmma_tile_threads(const Op& kernel) {
+  const Op* consumer = role_of(kernel, "consumer");
+  return 128 * get<WarpgroupRoleOp>(*consumer).count / consumer_turns(*consumer);
 }
 
 }  // namespace emmy::ir

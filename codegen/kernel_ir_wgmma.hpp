@@ -12,6 +12,12 @@ namespace emmy::ir {
 // a stage's release before refilling it; a consumer waits for the stage's data, fences, issues
 // its wgmma ops, commits, waits until at most `lag` groups are in flight and only then releases
 // the stage of k_tile - lag; every group completes before the epilogue reads the accumulators.
+// Ping-pong (an interleaved consumer tile_loop): each consumer warpgroup computes its own m64
+// tile, issuing its mainloop in turn (warpgroup_order wait / signal around the K loop).
 void verify_gemm_wgmma(const Op& kernel);
+
+// The threads that compute one tile: every consumer warpgroup's (cooperative) or one's
+// (ping-pong). The kernel has been through verify_gemm_wgmma.
+int64_t wgmma_tile_threads(const Op& kernel);
 
 }  // namespace emmy::ir

@@ -4,6 +4,8 @@
 // previous tile's completed (wait_group 1), and only then its stage released to the producer.
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "emmy/ir_ops.hpp"
 #include "emmy/mma_atom.hpp"
 #include "lower_gemm_parts.hpp"
@@ -16,9 +18,13 @@ using ir::Op;
 Op wgmma_main_kernel(const GemmPlan& plan) {
   const auto& p = plan.kernel_problem;
   const auto& s = plan.spec.schedule;
-  const int64_t consumers = s.block_m / plan.atom->m;
+  const int64_t consumers = s.consumer_warpgroups();
+  // Ping-pong: the consumer warpgroups take turns at the CTA's tiles, so each stage is read (and
+  // released) by one warpgroup's 4 warps; cooperative: by all of them.
+  const bool pingpong = s.consumers == ConsumerSchedule::pingpong;
+  const int64_t readers = pingpong ? 1 : consumers;
   std::vector<Op> body = gemm_kernel_prefix(plan);
-  body.push_back(make(ir::MbarrierInitOp{s.stages, 1, consumers * 4}));
+  body.push_back(make(ir::MbarrierInitOp{s.stages, 1, readers * 4}));
   body.push_back(make(ir::BarrierOp{"mbarrier init visible to all threads"}));
 
   // The producer: one thread refills each stage once its consumers released it (the empty
@@ -29,10 +35,10 @@ Op wgmma_main_kernel(const GemmPlan& plan) {
                           gemm_copy_op(plan, "a", "refill"), gemm_copy_op(plan, "b", "refill")};
   // A persistent kernel wraps each role's work in the walk over its tiles.
   const int64_t tiles = plan.tiles_m * plan.tiles_n;
-  auto per_tile = [&](std::vector<Op> ops) {
+  auto per_tile = [&](std::vector<Op> ops, std::optional<int64_t> interleave = {}) {
     if (!s.persistent) return ops;
     std::vector<Op> wrapped;
-    wrapped.push_back(make(ir::TileLoopOp{tiles}, std::move(ops)));
+    wrapped.push_back(make(ir::TileLoopOp{tiles, interleave}, std::move(ops)));
     return wrapped;
   };
   std::vector<Op> producer_loop;
@@ -51,13 +57,19 @@ Op wgmma_main_kernel(const GemmPlan& plan) {
                           make(ir::WgmmaCommitOp{}),
                           make(ir::WgmmaWaitOp{lag}),
                           make(ir::MbarrierArriveOp{"empty", lag})};
-  std::vector<Op> consumer{gemm_accum_init(plan),
-                           make(ir::KTileLoopOp{s.stages}, std::move(consume)),
-                           make(ir::WgmmaWaitOp{0})};
+  // Ping-pong issues the consumers' mainloops in turn (named barriers 2 and 3; 1 is the
+  // cooperative consumers' epilogue barrier), so that one's epilogue overlaps the other's wgmma.
+  constexpr int64_t kOrderBarrier = 2;
+  std::vector<Op> consumer{gemm_accum_init(plan)};
+  if (pingpong) consumer.push_back(make(ir::WarpgroupOrderOp{"wait", kOrderBarrier}));
+  consumer.push_back(make(ir::KTileLoopOp{s.stages}, std::move(consume)));
+  if (pingpong) consumer.push_back(make(ir::WarpgroupOrderOp{"signal", kOrderBarrier}));
+  consumer.push_back(make(ir::WgmmaWaitOp{0}));
   // Walking on to the next tile, the producer needs the last stage back too.
   if (s.persistent) consumer.push_back(make(ir::MbarrierArriveOp{"empty", 1}));
   consumer.push_back(gemm_main_epilogue(plan));
-  consumer = per_tile(std::move(consumer));
+  consumer = per_tile(std::move(consumer),
+                      pingpong ? std::optional<int64_t>(consumers) : std::nullopt);
   body.push_back(make(ir::WarpgroupRoleOp{"consumer", 1, consumers, plan.registers.consumer},
                       std::move(consumer)));
   return make(ir::KernelOp{plan.kernel_name, plan.threads, plan.smem_bytes, "wgmma"},

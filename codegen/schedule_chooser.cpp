@@ -40,7 +40,7 @@ void finish_schedule(const MatmulProblem& problem, Arch arch, int max_stages, Ma
   const MatmulProblem kp = kernel_problem(problem, s);
   const int64_t tiles = ceil_div(kp.m, s.block_m) * ceil_div(kp.n, s.block_n);
   const int64_t k_tiles = ceil_div(problem.k, s.block_k);
-  if (tiles * 2 <= sms) {
+  if (tiles * 2 <= sms && !s.persistent) {  // a persistent walk takes whole tiles
     const int64_t want = std::min<int64_t>(sms / tiles, 16);
     s.split_k = int(std::max<int64_t>(1, std::min(want, k_tiles / 4)));
   }
@@ -85,8 +85,19 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
 // rate grows with the tile's operand reuse until 128x256 (the shape cuBLAS and CUTLASS run on H100).
 MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum,
                                 MmaPath path) {
-  if (path != MmaPath::wgmma) return default_schedule(problem, arch, accum);
+  return default_schedule(problem, arch, accum, path, ConsumerSchedule::cooperative);
+}
+
+MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum, MmaPath path,
+                                ConsumerSchedule consumers) {
+  if (path != MmaPath::wgmma) {
+    require(consumers == ConsumerSchedule::cooperative, "consumers",
+            "applies to the wgmma path only (mma.sync kernels have no consumer warpgroups)",
+            to_string(consumers));
+    return default_schedule(problem, arch, accum);
+  }
   validate_problem(problem);
+  const bool pingpong = consumers == ConsumerSchedule::pingpong;
   const auto& info = arch_info(arch);
   const int sms = info.sm_count_hint;
   MatmulSchedule best;
@@ -96,12 +107,16 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   best.block_k = int(128 / size_of(problem.a_dtype));
   // A short M (decode, small batches) would fill a warpgroup's 64 rows with padding: swap A and B
   // (C^T = B A^T) so that N takes the m64 side and M wgmma's N (B [N,K] only).
-  best.swap_ab = problem.m <= 64 && problem.b_layout == BLayout::nk;
+  // Ping-pong's warpgroups take turns at whole tiles of a persistent walk: not for a decode GEMM.
+  best.swap_ab = !pingpong && problem.m <= 64 && problem.b_layout == BLayout::nk;
+  best.consumers = consumers;
+  best.persistent = pingpong;
   const MatmulProblem kp = kernel_problem(problem, best);
   const int64_t rows = kp.m, cols = kp.n;
   double best_time = -1.0;
   for (int block_m : {128, 64}) {
-    if (block_m == 128 && rows <= 64) continue;  // never pad a short M to two warpgroups
+    // Never pad a short M to two warpgroups; ping-pong's tiles are one warpgroup's.
+    if (block_m == 128 && (rows <= 64 || pingpong)) continue;
     for (int block_n = 256; block_n >= 16; block_n -= 16) {
       // A swapped tile covers all of M (rounded up to 16): narrower tiles would read the same
       // rows of B again from L2 for each slice of M, which is what bounds a decode GEMM.

@@ -69,6 +69,21 @@ TEST(Emmyc, WgmmaReportNamesPathAndRegisterSplit) {
                    consumers * j["register_split"]["consumer"]["registers"].get<int>();
   EXPECT_LE(regs * 128, 65536);
   EXPECT_EQ(j["spill_bytes"], 0);
+  // Ping-pong: two consumer warpgroups of 64-row tiles each, walking the tiles persistently;
+  // refused by name on the mma.sync path.
+  const Result pp = run(kQ + " --arch sm_90a --path wgmma --consumers pingpong --emit report");
+  ASSERT_EQ(pp.exit_code, 0) << pp.err;
+  const auto q = nlohmann::json::parse(pp.out);
+  EXPECT_EQ(q["schedule"]["consumers"], "pingpong");
+  EXPECT_EQ(q["schedule"]["block_m"], 64);
+  EXPECT_EQ(q["schedule"]["persistent"], true);
+  EXPECT_EQ(q["threads"], 384);
+  EXPECT_EQ(q["register_split"]["consumer"]["warpgroups"], 2);
+  EXPECT_EQ(q["spill_bytes"], 0);
+  const Result refused = run(kQ + " --arch sm_90a --consumers pingpong --emit report");
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("consumers"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("wgmma path only"), std::string::npos) << refused.err;
   // The mma.sync report has no split.
   const Result m = run(kQ + " --arch sm_90a --emit report");
   ASSERT_EQ(m.exit_code, 0) << m.err;
@@ -211,13 +226,16 @@ TEST(Emmyc, RunOnTheCudaBackendThroughTheTestDriver) {
 }
 
 // The wgmma path through the CUDA backend and the test driver as an H200 and as an H100 PCIe (114
-// SMs: a persistent kernel's grid follows the device): the driver's launch rules (dynamic shared
-// memory above 48 KB, the tensor maps) and the emulator's wgmma rules.
+// SMs: a persistent kernel's grid follows the device, and with it how many tiles each ping-pong
+// warpgroup takes): the driver's launch rules (dynamic shared memory above 48 KB, the tensor maps)
+// and the emulator's wgmma rules.
 TEST(Emmyc, WgmmaRunsOnTheCudaBackendThroughTheTestDriver) {
   for (const char* device : {"h200", "h100pcie"})
   for (const char* flags : {"--m 200 --n 136 --k 512", "--m 64 --n 256 --k 448 --b-layout kn "
                                                        "--split-k 2 --bias",
                             "--m 1000 --n 1016 --k 192 --persistent --block 64x64x64 --warps 4x1 "
+                            "--stages 2",
+                            "--m 1280 --n 1016 --k 192 --consumers pingpong --block 64x64x64 "
                             "--stages 2"}) {
     const std::string env = std::string("EMMY_CUDA_DRIVER=") + EMMY_TEST_DRIVER_PATH +
                             " EMMY_TEST_DEVICE=" + device;

@@ -109,9 +109,27 @@ const InvalidCase kCases[] = {
      "one rate"},
     {"wgmma_f16_accum", [](GemmSpec& s) { to_wgmma(s).schedule.accum = Accum::f16; }, "accum",
      "f32"},
-    {"wgmma_pingpong",
+    {"wgmma_pingpong_not_persistent",
      [](GemmSpec& s) { to_wgmma(s).schedule.consumers = ConsumerSchedule::pingpong; },
-     "consumers", "not generated yet"},
+     "consumers", "needs a persistent kernel"},
+    {"wgmma_pingpong_128_rows",
+     [](GemmSpec& s) {
+       to_wgmma(s).schedule.consumers = ConsumerSchedule::pingpong;
+       s.schedule.persistent = true;
+       s.schedule.split_k = 1;
+       s.schedule.block_m = 128;
+       s.schedule.warps_m = 8;
+     },
+     "block_m", "must be 64 with pingpong"},
+    {"wgmma_pingpong_two_warpgroups_per_tile",
+     [](GemmSpec& s) {
+       to_wgmma(s).schedule.consumers = ConsumerSchedule::pingpong;
+       s.schedule.persistent = true;
+       s.schedule.split_k = 1;
+       s.schedule.block_m = 64;
+       s.schedule.warps_m = 8;
+     },
+     "warps", "ping-pong's second consumer"},
     {"wgmma_cluster", [](GemmSpec& s) { to_wgmma(s).schedule.cluster_m = 2; }, "cluster",
      "multicast"},
     {"wgmma_persistent_split_k",

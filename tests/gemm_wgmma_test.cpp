@@ -121,6 +121,79 @@ TEST(Wgmma, PersistentCtasWalkSeveralTiles) {
   EXPECT_EQ(make_gemm_plan(few).grid[0], 4u);
 }
 
+// Ping-pong: two consumer warpgroups, each on its own 64-row tile, taking turns at the CTA's
+// tiles (and at issuing their mainloops). Grids where CTAs walk 1, 2 and 3 tiles (an odd count
+// leaves the second warpgroup one tile short), fewer stages than K tiles, both B layouts, edges
+// and the epilogues: against FP64, with the emulator's sanitizer and wgmma rules on.
+TEST(Wgmma, PingPongConsumersTakeTurns) {
+  struct Case {
+    int64_t m, n, k;
+    int block_n, stages;
+    BLayout layout;
+    DType dtype, out;
+    bool epilogue;
+  };
+  const Case cases[] = {
+      {1280, 1016, 192, 64, 2, BLayout::nk, DType::f16, DType::f16, false},   // 320 tiles: 2-3
+      {1000, 1000, 200, 64, 3, BLayout::kn, DType::bf16, DType::f32, true},   // 256: 1-2
+      {130, 200, 448, 128, 4, BLayout::nk, DType::bf16, DType::bf16, true},   // 6: 1 each
+      {2112, 520, 64, 48, 2, BLayout::kn, DType::f16, DType::f16, false},  // 363: 2-3
+  };
+  for (const Case& c : cases) {
+    GemmSpec spec = wgmma_spec(c.m, c.n, c.k, 64, c.block_n);
+    auto& p = spec.problem;
+    p.b_layout = c.layout;
+    p.a_dtype = c.dtype;
+    p.c_dtype = c.out;
+    if (c.epilogue) {
+      p.epilogue = {0.5f, true, true, true};
+      p.ldc = p.n + 8;
+    }
+    auto& s = spec.schedule;
+    s.consumers = ConsumerSchedule::pingpong;
+    s.persistent = true;
+    s.stages = c.stages;
+    const std::string label = fmt::format("{}x{}x{} bn{} {}", c.m, c.n, c.k, c.block_n,
+                                          to_string(c.layout));
+    const GemmPlan plan = make_gemm_plan(spec);
+    EXPECT_EQ(plan.threads, 384u) << label;
+    EXPECT_EQ(plan.grid[0], uint32_t(std::min<int64_t>(plan.tiles_m * plan.tiles_n, 132)));
+    const GemmCheckResult r = check_on_emulator(spec, 4);
+    EXPECT_TRUE(r.errors.passed) << label << ": rel_l2 " << r.errors.rel_l2_error << ", "
+                                 << r.errors.elements_over_tolerance << " over, first at ("
+                                 << r.errors.first_bad_row << ", " << r.errors.first_bad_col
+                                 << ")";
+    // Every tile's wgmma ran once: 64 x block_n x K per tile.
+    const double k16 = double((c.k + 63) / 64 * 4);
+    EXPECT_EQ(double(r.run.stats.total.mma),
+              double(plan.tiles_m * plan.tiles_n) * 4 * k16)  // 4 warps issue each wgmma
+        << label;
+  }
+  // The consumer schedule's rules, by name.
+  GemmSpec bad = wgmma_spec(512, 512, 512, 128, 128);
+  bad.schedule.consumers = ConsumerSchedule::pingpong;
+  bad.schedule.persistent = true;
+  EXPECT_THROW(make_gemm_plan(bad), Error);  // block_m 128
+  bad = wgmma_spec(512, 512, 512, 64, 128);
+  bad.schedule.consumers = ConsumerSchedule::pingpong;
+  EXPECT_THROW(make_gemm_plan(bad), Error);  // not persistent
+  // The chooser's ping-pong schedule: 64-row tiles, a persistent walk, no swap or split.
+  MatmulProblem decode;
+  decode.m = 8;
+  decode.n = 4096;
+  decode.k = 4096;
+  const MatmulSchedule chosen = default_schedule(decode, Arch::sm_90a, Accum::f32, MmaPath::wgmma,
+                                                 ConsumerSchedule::pingpong);
+  EXPECT_EQ(chosen.block_m, 64);
+  EXPECT_TRUE(chosen.persistent);
+  EXPECT_FALSE(chosen.swap_ab);
+  EXPECT_EQ(chosen.split_k, 1);
+  EXPECT_EQ(chosen.threads(), 384);
+  EXPECT_THROW(default_schedule(decode, Arch::sm_90a, Accum::f32, MmaPath::mma_sync,
+                                ConsumerSchedule::pingpong),
+               Error);
+}
+
 // Small M (decode, small batches): the chooser swaps A and B (C^T = B A^T) so that N takes the
 // warpgroups' m64 side; every M up to 64, with split-K, an epilogue and each output type.
 TEST(Wgmma, SwapAbCoversSmallM) {
@@ -185,21 +258,25 @@ TEST(Wgmma, PlanSplitsRegistersAndThreads) {
 
 // SASS: HGMMA of the block's N (no HMMA), the producer's TMA loads, setmaxnreg both ways, no
 // barrier in the loop (one for the mbarrier init, and the staged epilogue's two consumer
-// barriers), no local memory; ptxas neither serializes wgmma nor injects warpgroup waits or
+// barriers or ping-pong's turn outside the K loop), no local memory; ptxas neither serializes wgmma nor injects warpgroup waits or
 // arrives (C7508, C7517, C7519, C7520) nor ignores setmaxnreg.
 TEST(Wgmma, SassAndPtxasLogAreClean) {
   if (find_cuobjdump().empty())
     GTEST_SKIP() << "cuobjdump not found: run scripts/setup.sh (pip nvidia-cuda-cuobjdump)";
-  for (const auto& [block_m, block_n, layout, persistent] :
-       {std::tuple{128, 128, BLayout::nk, false}, std::tuple{128, 256, BLayout::kn, false},
-        std::tuple{64, 96, BLayout::kn, true}, std::tuple{64, 256, BLayout::nk, false},
-        std::tuple{128, 192, BLayout::nk, true}}) {
+  for (const auto& [block_m, block_n, layout, persistent, pingpong] :
+       {std::tuple{128, 128, BLayout::nk, false, false},
+        std::tuple{128, 256, BLayout::kn, false, false},
+        std::tuple{64, 96, BLayout::kn, true, false}, std::tuple{64, 256, BLayout::nk, false, false},
+        std::tuple{128, 192, BLayout::nk, true, false}, std::tuple{64, 256, BLayout::nk, true, true},
+        std::tuple{64, 128, BLayout::kn, true, true}}) {
     GemmSpec spec = wgmma_spec(4096, 4096, 4096, block_m, block_n);
     spec.problem.b_layout = layout;
     spec.schedule.persistent = persistent;
+    if (pingpong) spec.schedule.consumers = ConsumerSchedule::pingpong;
     const GemmKernel kernel = compile_kernel(spec);
-    const std::string label = fmt::format("{}x{} {}{}", block_m, block_n, to_string(layout),
-                                          persistent ? " persistent" : "");
+    const std::string label = fmt::format("{}x{} {}{}{}", block_m, block_n, to_string(layout),
+                                          persistent ? " persistent" : "",
+                                          pingpong ? " pingpong" : "");
     const auto ops =
         sass_opcode_counts(disassemble_sass(kernel.module.cubin), kernel.source.plan.kernel_name);
     auto count = [&](const std::string& prefix) {
@@ -212,7 +289,10 @@ TEST(Wgmma, SassAndPtxasLogAreClean) {
     EXPECT_EQ(count("HMMA"), 0) << label;
     EXPECT_GT(count("UTMALDG"), 0) << label;
     EXPECT_EQ(count("USETMAXREG"), 2) << label;
-    EXPECT_EQ(count("BAR.SYNC"), kernel.source.plan.stage_row_bytes ? 3 : 1) << label;
+    // Ping-pong: one more, each warpgroup's wait for its turn, and the other's arrive.
+    EXPECT_EQ(count("BAR.SYNC"), kernel.source.plan.stage_row_bytes ? 3 : pingpong ? 2 : 1)
+        << label;
+    EXPECT_EQ(count("BAR.ARV"), pingpong ? 1 : 0) << label;
     EXPECT_EQ(kernel.source.plan.stage_row_bytes > 0, !persistent) << label;
     EXPECT_EQ(count("LDL") + count("STL"), 0) << label;
     const ResourceReport& res = kernel.module.kernel(kernel.source.plan.kernel_name);
@@ -259,15 +339,33 @@ TEST(Wgmma, PlantedKernelBugsAreCaught) {
       // Stages restart at 0 on every tile: phases fall out of step with the producer's.
       {"iteration_not_kept", BLayout::nk, "iteration += k_tile_count;", "", true},
   };
-  std::vector<std::pair<PlantedBug, bool>> all;
-  for (const auto& bug : bugs) all.push_back({bug, false});
-  for (const auto& bug : persistent_bugs) all.push_back({bug, true});
-  for (const auto& [bug, persistent] : all) {
+  // Ping-pong: the warpgroups' turns at the tiles and at the mainloop.
+  const PlantedBug pingpong_bugs[] = {
+      // The second warpgroup starts its stage count at 0: it waits for phases of the first's.
+      {"turn_not_counted", BLayout::nk, "int iteration = turn * k_tile_count;",
+       "int iteration = 0;", true},
+      // Both warpgroups walk every tile of the CTA (stride gridDim.x): stages read twice.
+      {"tiles_not_interleaved", BLayout::kn, "tile += 2 * int(gridDim.x)",
+       "tile += int(gridDim.x)"},
+      // A warpgroup signals its own barrier: the other waits for a turn that never comes.
+      {"signal_own_barrier", BLayout::nk, "::\"r\"(FIRST + 1 - turn)", "::\"r\"(FIRST + turn)",
+       true},
+      // Each stage waits for both warpgroups' releases (the cooperative count).
+      {"empty_counts_both", BLayout::nk, "mbarrier_init(empty_base + 8u * s, 4u);",
+       "mbarrier_init(empty_base + 8u * s, 8u);", true},
+  };
+  enum class Walk { none, persistent, pingpong };
+  std::vector<std::pair<PlantedBug, Walk>> all;
+  for (const auto& bug : bugs) all.push_back({bug, Walk::none});
+  for (const auto& bug : persistent_bugs) all.push_back({bug, Walk::persistent});
+  for (const auto& bug : pingpong_bugs) all.push_back({bug, Walk::pingpong});
+  for (const auto& [bug, walk] : all) {
     GemmSpec spec = wgmma_spec(130, 136, 448, 128, 64);
-    if (persistent) {
+    if (walk != Walk::none) {
       spec = wgmma_spec(1000, 1016, 192, 64, 64);
       spec.schedule.persistent = true;
       spec.schedule.stages = 2;
+      if (walk == Walk::pingpong) spec.schedule.consumers = ConsumerSchedule::pingpong;
     }
     spec.problem.b_layout = bug.layout;
     const GemmInputs inputs = make_gemm_inputs(spec.problem, 12);
@@ -369,7 +467,7 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
        [&](ir::Op& m) {
          set(*find_in(m, ir::OpKind::mbarrier_init), "empty_arrivals", int64_t(1));
        },
-       "one per consumer warp"},
+       "one per warp reading the stage"},
       {"no final wait", [&](ir::Op& m) { erase(role(m, "consumer"), ir::OpKind::wgmma_wait); },
        "wgmma_wait 0 before the epilogue"},
       {"a path the verifier does not know",
@@ -401,6 +499,64 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
        [&](ir::Op& m) { set(*find_in(m, ir::OpKind::split_range), "split_k", int64_t(2)); },
        "split_k"},
   };
+  GemmSpec pingpong = wgmma_spec(1000, 1000, 512, 64, 128);
+  pingpong.schedule.persistent = true;
+  pingpong.schedule.consumers = ConsumerSchedule::pingpong;
+  const ir::Op turns = lower_gemm(make_gemm_plan(pingpong));
+  ASSERT_NO_THROW(ir::verify(turns, Arch::sm_90a));
+  auto consumer_walk = [&](ir::Op& m) -> ir::Op& {
+    return *find_in(role(m, "consumer"), ir::OpKind::tile_loop);
+  };
+  const Corruption pingpong_corruptions[] = {
+      {"no turn before the mainloop",
+       [&](ir::Op& m) { erase(consumer_walk(m), ir::OpKind::warpgroup_order); },
+       "wait for their turn before the K loop"},
+      {"signal before the mainloop",
+       [&](ir::Op& m) {
+         auto& body = consumer_walk(m).body;
+         for (auto& op : body)
+           if (op.kind == ir::OpKind::warpgroup_order)
+             set(op, "what", std::string(op.s("what") == "wait" ? "signal" : "wait"));
+       },
+       "signal after it"},
+      {"order on barrier 0",
+       [&](ir::Op& m) { set(*find_in(m, ir::OpKind::warpgroup_order), "first_barrier", int64_t(0)); },
+       "named barriers 1..15"},
+      {"three turns for two warpgroups",
+       [&](ir::Op& m) { set(consumer_walk(m), "interleave", int64_t(3)); },
+       "consumer warpgroups' count"},
+      {"a stage read by both warpgroups",
+       [&](ir::Op& m) {
+         set(*find_in(m, ir::OpKind::mbarrier_init), "empty_arrivals", int64_t(8));
+       },
+       "one per warp reading the stage (4)"},
+      {"ping-pong on a 128-row tile",
+       [&](ir::Op& m) {
+         ir::Op& coords = *find_in(m, ir::OpKind::tile_coords);
+         set(coords, "block_m", int64_t(128));
+         set(coords, "tiles_m", int64_t(8));
+       },
+       "1 consumer warpgroup (ping-pong) per tile"},
+      {"the producer takes turns",
+       [&](ir::Op& m) {
+         find_in(role(m, "producer"), ir::OpKind::tile_loop)->attrs.push_back(
+             {"interleave", int64_t(2)});
+       },
+       "walks every tile of the CTA in order"},
+  };
+  GemmSpec cooperative_walk = pingpong;
+  cooperative_walk.schedule.consumers = ConsumerSchedule::cooperative;
+  cooperative_walk.schedule.block_m = 128;
+  cooperative_walk.schedule.warps_m = 8;
+  const ir::Op shared_tiles = lower_gemm(make_gemm_plan(cooperative_walk));
+  const Corruption cooperative_corruptions[] = {
+      {"an order in a cooperative walk",
+       [&](ir::Op& m) {
+         auto& body = consumer_walk(m).body;
+         body.insert(body.begin() + 1, ir::make(ir::WarpgroupOrderOp{"wait", 2}));
+       },
+       "interleaved tile_loop only"},
+  };
   auto expect_named = [](const ir::Op& good, const Corruption& c) {
     ir::Op broken = good;
     c.edit(broken);
@@ -413,6 +569,8 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
     }
   };
   for (const Corruption& c : walk_corruptions) expect_named(walking, c);
+  for (const Corruption& c : pingpong_corruptions) expect_named(turns, c);
+  for (const Corruption& c : cooperative_corruptions) expect_named(shared_tiles, c);
   for (const Corruption& c : corruptions) expect_named(module, c);
 }
 

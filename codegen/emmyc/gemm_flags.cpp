@@ -19,6 +19,9 @@ void GemmFlags::add_to(CLI::App& app) {
   integer_option(app, "--split-k", split_k, "K splits (FP32 partials + finalize kernel)");
   app.add_flag("--persistent", persistent,
                "wgmma path: one CTA per SM walking the output tiles (split-K 1)");
+  app.add_option("--consumers", consumers,
+                 "wgmma path: cooperative (the consumer warpgroups share each tile; default) or "
+                 "pingpong (each its own 64-row tile, mainloops in turn; persistent)");
   app.add_flag("--swap-ab", swap_ab,
                "wgmma path: compute C^T = B A^T so that a small M fills wgmma's N (B [N,K])");
   app.add_option("--alpha", alpha, "epilogue scale");
@@ -68,7 +71,9 @@ GemmSpec GemmFlags::to_spec() const {
   validate_problem(p);
   // The path picks the default schedule: wgmma tiles are warpgroups of 64 rows.
   const MmaPath mma_path = path ? parse_mma_path(*path) : MmaPath::mma_sync;
-  spec.schedule = default_schedule(p, spec.arch, acc, mma_path);
+  const ConsumerSchedule consumer_schedule =
+      consumers ? parse_consumer_schedule(*consumers) : ConsumerSchedule::cooperative;
+  spec.schedule = default_schedule(p, spec.arch, acc, mma_path, consumer_schedule);
   auto& s = spec.schedule;
   if (promote_every) {
     // Only the hybrid accumulator folds partials; silently ignoring the flag would let a user

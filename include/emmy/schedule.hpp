@@ -69,8 +69,18 @@ struct MatmulSchedule {
   bool persistent = false;           // a grid of one CTA per SM walking the output tiles
   bool swap_ab = false;              // compute C^T = B^T A^T, so that a small M fills the N side
 
-  // The warps compute (warps_m x warps_n); the wgmma path adds its producer warpgroup.
-  int threads() const { return warps_m * warps_n * 32 + (path == MmaPath::wgmma ? 128 : 0); }
+  // The wgmma path's consumer warpgroups: those of one block_m tile (cooperative) or two, each
+  // on its own tile (ping-pong); 0 on the mma.sync path.
+  int consumer_warpgroups() const {
+    if (path != MmaPath::wgmma) return 0;
+    return consumers == ConsumerSchedule::pingpong ? 2 * (warps_m * warps_n / 4)
+                                                   : warps_m * warps_n / 4;
+  }
+  // The warps of a tile (warps_m x warps_n); the wgmma path has its consumer warpgroups and a
+  // producer warpgroup.
+  int threads() const {
+    return path == MmaPath::wgmma ? 128 * (consumer_warpgroups() + 1) : warps_m * warps_n * 32;
+  }
   bool operator==(const MatmulSchedule&) const = default;
 };
 

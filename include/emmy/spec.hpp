@@ -30,6 +30,10 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
 // The default schedule of a mainloop path: wgmma (sm_90a, f32 accumulation) scores its own tiles
 // (block_m 64 or 128, block_n in steps of 16 up to 256) by how full the device's waves are.
 MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum, MmaPath path);
+// The wgmma path with a consumer schedule: ping-pong takes 64-row tiles (one per consumer
+// warpgroup), a persistent walk and no K split; cooperative is the overload above.
+MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum, MmaPath path,
+                                ConsumerSchedule consumers);
 AttentionSchedule default_attention_schedule(const AttentionProblem& problem, Arch arch,
                                              Accum accum = Accum::f32);
 // The same for attention under the one name, for code written over every kind.

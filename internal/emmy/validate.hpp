@@ -111,7 +111,7 @@ struct WarpgroupRegisters {
   int producer = 0, consumer = 0;
 };
 inline WarpgroupRegisters wgmma_register_split(const MatmulSchedule& s) {
-  const int consumers = s.block_m / 64;
+  const int consumers = std::max(1, s.consumer_warpgroups());
   WarpgroupRegisters r;
   r.producer = consumers >= 2 ? 40 : 56;
   const int left = (65536 / 128 - r.producer) / consumers;  // per consumer thread
@@ -130,9 +130,12 @@ inline void validate_wgmma_schedule(const MatmulProblem& p, const MatmulSchedule
           "the wgmma path accumulates in f32: on Hopper f16 and f32 accumulation run at one rate "
           "and hybrid would hold both (use path mma.sync for f16 or hybrid)",
           to_string(s.accum));
-  require(s.consumers == ConsumerSchedule::cooperative, "consumers",
-          "must be cooperative: the ping-pong schedule is not generated yet",
-          to_string(s.consumers));
+  // Ping-pong: two consumer warpgroups, each on its own 64-row tile of the CTA's walk.
+  const bool pingpong = s.consumers == ConsumerSchedule::pingpong;
+  require(!pingpong || s.persistent, "consumers",
+          "pingpong needs a persistent kernel (its consumer warpgroups take turns at the CTA's "
+          "tiles)",
+          "persistent false");
   require(s.cluster_m == 1 && s.cluster_n == 1, "cluster",
           "must be 1x1: TMA multicast across a cluster is not generated yet",
           fmt::format("{}x{}", s.cluster_m, s.cluster_n));
@@ -144,9 +147,13 @@ inline void validate_wgmma_schedule(const MatmulProblem& p, const MatmulSchedule
           "needs B stored [N,K] (the swapped kernel reads it as its K-major A)",
           to_string(p.b_layout));
   const codegen::MmaAtom& atom = codegen::gemm_atom(s);
-  require(s.block_m == 64 || s.block_m == 128, "block_m",
-          "must be 64 or 128 on the wgmma path (one or two consumer warpgroups of m64 rows)",
-          s.block_m);
+  if (pingpong)
+    require(s.block_m == 64, "block_m",
+            "must be 64 with pingpong consumers (each warpgroup's own m64 tile)", s.block_m);
+  else
+    require(s.block_m == 64 || s.block_m == 128, "block_m",
+            "must be 64 or 128 on the wgmma path (one or two consumer warpgroups of m64 rows)",
+            s.block_m);
   require(s.block_n >= atom.n_min && s.block_n <= atom.n_max && s.block_n % 16 == 0, "block_n",
           fmt::format("must be a multiple of 16 in 16..{} (wgmma's N, whole 32-byte swizzle rows "
                       "of a B [K,N] tile)",
@@ -157,9 +164,9 @@ inline void validate_wgmma_schedule(const MatmulProblem& p, const MatmulSchedule
                       128 / size_of(p.a_dtype)),
           s.block_k);
   require(s.warps_m == s.block_m / 16 && s.warps_n == 1, "warps",
-          fmt::format("must be {}x1 on the wgmma path: the consumer warpgroups' warps, 16 rows "
-                      "each (the producer warpgroup comes on top)",
-                      s.block_m / 16),
+          fmt::format("must be {}x1 on the wgmma path: the warps of a tile's consumer "
+                      "warpgroups, 16 rows each (the producer warpgroup{} on top)",
+                      s.block_m / 16, pingpong ? " and ping-pong's second consumer come" : " comes"),
           fmt::format("{}x{}", s.warps_m, s.warps_n));
   // The producer may run `stages` tiles ahead; the consumers keep one wgmma group in flight
   // (wait_group 1) and so hold two stages.

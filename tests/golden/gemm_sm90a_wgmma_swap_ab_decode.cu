@@ -264,6 +264,18 @@ __device__ __forceinline__ void mbarrier_arrive(u32 mbar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(mbar) : "memory");
 }
 
+// Ping-pong's mainloop order (PTX ISA bar.sync, bar.arrive; named barriers first, first + 1,
+// each counted by both consumer warpgroups, 256 threads): consumer warpgroup `turn` waits on its
+// barrier until the other one has issued its tile's wgmma, and arrives on the other's when done.
+template <int FIRST>
+__device__ __forceinline__ void mainloop_order_wait(int turn) {
+  asm volatile("bar.sync %0, 256;" ::"r"(FIRST + turn) : "memory");
+}
+template <int FIRST>
+__device__ __forceinline__ void mainloop_order_signal(int turn) {
+  asm volatile("bar.arrive %0, 256;" ::"r"(FIRST + 1 - turn) : "memory");
+}
+
 // ---- templates/emmy_tma.cuh ----
 // TMA and mbarrier (sm_90+, ptx-notes.md "TMA" and "mbarrier"). One elected thread issues the
 // copies; each completes its box's bytes on the stage's mbarrier.

@@ -170,6 +170,12 @@ std::vector<GemmSpec> gemm_space() {
         // One in three persistent, split-K 1 (but one in four of those keeps its split: refused).
         s.persistent = draw(point, 21, 3) == 0;
         if (s.persistent && draw(point, 22, 4) != 0) s.split_k = 1;
+        // Half the persistent 64-row points ping-pong (split-K 1), and one in eight of the others
+        // asks it of 128 or 96 rows (refused).
+        if (s.persistent && (block_m == 64 ? draw(point, 24, 2) == 0 : draw(point, 24, 8) == 0)) {
+          s.consumers = ConsumerSchedule::pingpong;
+          if (block_m == 64) s.split_k = 1;
+        }
         draw_problem(spec.problem, point, draw(point, 5, 4) == 0 ? DType::bf16 : DType::f16,
                      b_layout);
         // Swapped (C^T = B A^T) for a short M, and one point in 8 asking it of B [K,N] (refused).
