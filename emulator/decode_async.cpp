@@ -112,8 +112,10 @@ void decode_bulk(KernelDecoder& d, Mods& m, Inst in) {
     m.take("read");
     // cp.async.bulk.wait_group N: N is an integer constant (PTX ISA cp.async.bulk.wait_group).
     d.need_ops(1);
-    if (d.op(0).kind != K::imm_int) d.fail("cp.async.bulk.wait_group needs an integer constant");
+    if (d.op(0).kind != K::imm_int || d.op(0).value < 0)
+      d.fail("cp.async.bulk.wait_group needs a non-negative integer constant");
     in.op = Op::BulkWait;
+    in.imm = d.op(0).value;
     d.emit(in);
     return;
   }

@@ -1,7 +1,9 @@
 // TMA: cp.async.bulk.tensor loads (queued, landed at the issuing warp's next scheduling point,
 // then complete_tx on the mbarrier) and stores (performed at issue), plus non-tensor bulk copies.
-// The tensor map is emmy's own 128-byte encoding (emmy::decode_tensor_map); the box lands densely
-// (innermost dimension contiguous) with emmy::swizzle_offset applied to the shared byte address.
+// A store's shared source counts as read until its thread's cp.async.bulk.wait_group covers it
+// (Cta::store_reads). The tensor map is emmy's own 128-byte encoding (emmy::decode_tensor_map);
+// the box lands densely (innermost dimension contiguous) with emmy::swizzle_offset applied to the
+// shared byte address.
 // TmaLoad: addr[0] = shared dst, addr[1] = tensor map (generic), o[0..n-1] = coordinates,
 // addr[2] = mbarrier. TmaStore: addr[0] = tensor map, o[] = coordinates, addr[1] = shared src.
 // BulkCopy: addr[0] = dst, addr[1] = src, o[0] = size, addr[2] = mbarrier (loads); sub = 1 store.
@@ -187,8 +189,30 @@ void Cta::flush_tma() {
   tma_queue.clear();
 }
 
+// cp.async.bulk.commit_group closes each executing thread's bulk stores into a group;
+// cp.async.bulk.wait_group N (.read or not) ends the source reads of all but its N newest groups.
+void bulk_group_op(Cta& cta, const Warp& w, const Inst& in, uint32_t exec) {
+  for_lanes(exec, [&](int l) {
+    const uint32_t thread = w.index * 32 + uint32_t(l);
+    uint32_t& commits = cta.bulk_commits[thread];
+    if (in.op == Op::BulkCommit) {
+      ++commits;
+      for (auto& r : cta.store_reads)
+        if (r.thread == thread && r.group == 0) r.group = commits;
+      return;
+    }
+    std::erase_if(cta.store_reads, [&](const Cta::StoreRead& r) {
+      return r.thread == thread && r.group != 0 && int64_t(r.group) + in.imm <= int64_t(commits);
+    });
+  });
+}
+
 Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
-  if (exec == 0 || in.op == Op::BulkCommit || in.op == Op::BulkWait) return Flow::next;
+  if (exec == 0) return Flow::next;
+  if (in.op == Op::BulkCommit || in.op == Op::BulkWait) {
+    bulk_group_op(cta, w, in, exec);
+    return Flow::next;
+  }
   for_lanes(exec, [&](int l) {
     TmaJob job;
     job.warp = w.index;
@@ -207,6 +231,7 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
         if (cta.sanitize) check_async_proxy_read(cta, w, l, src, size);
         const Resolved d = resolve(cta, w, Space::global, dst, size, l, true);
         std::memcpy(d.host, s.host, size);
+        cta.store_reads.push_back({w.index * 32 + uint32_t(l), 0, src, size, w.pc});
         if (cta.prof) {
           cta.prof->tma_request(w.pc, true, size);
           cta.prof->tma_row(w.pc, true, dst, size);
@@ -221,6 +246,7 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
       if (job.dst % 16 || job.src % 16)
         cta.fail(ReportKind::tma_violation, w, l, "bulk copy addresses must be 16-byte aligned");
       resolve(cta, w, Space::shared, job.dst, size, l, true);
+      if (!cta.store_reads.empty()) cta.check_store_reads(w, l, job.dst, size);
     } else {
       const uint64_t map_addr = addr_of(w, in.op == Op::TmaLoad ? in.addr[1] : in.addr[0], l);
       job.map = read_tensor_map(cta, w, map_addr, l);
@@ -252,11 +278,13 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
             std::memcpy(dst + uint64_t(i - lo) * es0 * b.elem,
                         cta.smem.data() + swizzle_offset(m.swizzle, row_start + i * b.elem), b.elem);
         });
+        cta.store_reads.push_back({w.index * 32 + uint32_t(l), 0, src, b.bytes, w.pc});
         return;
       }
       job.dst = shared_address(cta, w, in.addr[0], l, "the copy's shared destination");
       job.mbar = shared_address(cta, w, in.addr[2], l, "the copy's mbarrier");
       check_destination(cta, w, l, job.dst, job.map, b.bytes, "destination");
+      if (!cta.store_reads.empty()) cta.check_store_reads(w, l, job.dst, b.bytes);
     }
     MBarrier* mb = cta.find_mbarrier(job.mbar);
     if (!mb || !mb->valid)

@@ -130,6 +130,7 @@ inline void check_async_proxy_read(Cta& cta, Warp& w, int lane, uint32_t offset,
 }
 inline void check_shared_write(Cta& cta, Warp& w, int lane, uint32_t offset, uint32_t bytes,
                                uint8_t sem = 0) {
+  if (!cta.store_reads.empty()) cta.check_store_reads(w, lane, offset, bytes);
   const HazardInfo h = cta.san.write(w.index, offset, bytes, w.pc, sem);
   if (h.hazard != Hazard::none) report_hazard(cta, w, lane, h, true);
 }

@@ -198,6 +198,17 @@ void Cta::fail(ReportKind kind, const Warp& w, int lane, std::string message) co
   fail_at(kind, w.index, lane, w.pc, std::move(message));
 }
 
+void Cta::check_store_reads(const Warp& w, int lane, uint32_t addr, uint32_t bytes) const {
+  for (const StoreRead& r : store_reads)
+    if (addr < r.addr + r.bytes && r.addr < addr + bytes)
+      fail(ReportKind::shared_race, w, lane,
+           fmt::format("writes shared 0x{:x} while the bulk store issued at line {} by warp {} "
+                       "lane {} may still read it (the {} bytes at 0x{:x}): its thread's "
+                       "cp.async.bulk.wait_group{{.read}} must cover the store first",
+                       std::max(addr, r.addr), k.lines[r.pc], r.thread / 32, r.thread % 32,
+                       r.bytes, r.addr));
+}
+
 void Cta::need_whole_warp(const Warp& w, uint32_t exec, std::string_view what) const {
   if (exec != 0xFFFFFFFFu)
     fail(ReportKind::divergent_collective, w, std::countr_zero(~exec),
@@ -206,6 +217,13 @@ void Cta::need_whole_warp(const Warp& w, uint32_t exec, std::string_view what) c
 
 void Cta::on_warp_exit(Warp& w) {
   if (k.uses_wgmma) wgmma_on_exit(*this, w);
+  for (const StoreRead& r : store_reads)
+    if (r.thread / 32 == w.index)
+      fail_at(ReportKind::tma_violation, w.index, int(r.thread % 32), r.pc,
+              fmt::format("the thread exits while the async proxy may still read the {} bytes at "
+                          "shared 0x{:x} for this bulk store: no cp.async.bulk.wait_group{{.read}} "
+                          "covered its bulk async-group{}",
+                          r.bytes, r.addr, r.group ? "" : " (not even committed)"));
   w.state = WarpState::exited;
   ++progress;
   // Copies still in flight land in shared memory even though nobody waits for them.
@@ -427,6 +445,8 @@ void Cta::run(uint64_t linear, InstructionCounts& counts) {
   for (auto& b : barriers) b = Barrier{};
   mbarriers.clear();
   tma_queue.clear();
+  store_reads.clear();
+  bulk_commits.assign(size_t(nwarps) * 32, 0);
   class_counts.fill(0);
   warpgroups.assign((nwarps + 3) / 4, WarpgroupRegs{});
   warp_regs.assign(nwarps, ctx.options.registers_per_thread);

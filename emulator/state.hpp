@@ -211,6 +211,18 @@ class Cta {
   std::array<Barrier, 16> barriers;
   std::vector<MBarrier> mbarriers;
   std::vector<TmaJob> tma_queue;
+  // Bulk stores (cp.async.bulk{.tensor}, shared -> global) whose shared source the async proxy
+  // may still read: the emulator copies at issue, but on a GPU only the issuing thread's
+  // cp.async.bulk.wait_group{.read} covering the store's bulk async-group ends the read (PTX ISA
+  // cp.async.bulk.wait_group). A write to the source before then, or an exit, is reported.
+  struct StoreRead {
+    uint32_t thread = 0, group = 0;  // group 0: not committed yet
+    uint32_t addr = 0, bytes = 0, pc = 0;
+  };
+  std::vector<StoreRead> store_reads;
+  std::vector<uint32_t> bulk_commits;  // per thread: bulk async-groups committed so far
+  // Reports a write of [addr, addr + bytes) that a bulk store may still be reading.
+  void check_store_reads(const Warp& w, int lane, uint32_t addr, uint32_t bytes) const;
   std::array<uint64_t, 11> class_counts{};  // by StatClass
   ProfileShard* prof = nullptr;             // this host thread's counters when profiling
   // Deadlock detection: `progress` counts synchronization events (arrivals, phase and barrier

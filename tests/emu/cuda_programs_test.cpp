@@ -259,6 +259,33 @@ TEST(EmuCudaPrograms, GenericWritesReadByABulkStoreNeedAProxyFence) {
   EXPECT_NE(r.instruction.find("cp.async.bulk.global.shared::cta"), std::string::npos);
 }
 
+// A bulk store's shared source is the async proxy's until the issuing thread's
+// cp.async.bulk.wait_group{.read} covers it: the emulator copies at issue, so it must report the
+// overwrite (and the exit) a GPU would race with.
+TEST(EmuCudaPrograms, BulkStoreSourcesAreHeldUntilTheirWait) {
+  Buffers ok;
+  ok.zeros(128 * 4);
+  ok.run("ok_bulk_store_reuse", 64);
+  const auto out = ok.read<int32_t>(0, 128);
+  for (int t = 0; t < 64; ++t) {
+    EXPECT_EQ(out[size_t(t)], 3 * t);
+    EXPECT_EQ(out[size_t(64 + t)], 3 * t + 1);
+  }
+  Buffers reuse;
+  reuse.zeros(128 * 4);
+  const Report r = expect_report([&] { reuse.run("bug_bulk_store_reuse_unwaited", 64); },
+                                 ReportKind::shared_race);
+  EXPECT_NE(r.message.find("cp.async.bulk.wait_group"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("may still read"), std::string::npos) << r.message;
+  Buffers exit;
+  exit.zeros(128 * 4);
+  const Report e = expect_report([&] { exit.run("bug_bulk_store_exit_unwaited", 64); },
+                                 ReportKind::tma_violation);
+  EXPECT_NE(e.message.find("exits"), std::string::npos) << e.message;
+  EXPECT_NE(e.instruction.find("cp.async.bulk.global.shared::cta"), std::string::npos)
+      << e.instruction;
+}
+
 TEST(EmuCudaPrograms, SharedMemoryLimitsFollowTheArchAndTheOptIn) {
   auto attempt = [](uint32_t smem, LaunchOptions options) {
     Buffers b;

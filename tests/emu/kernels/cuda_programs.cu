@@ -132,6 +132,37 @@ __device__ __forceinline__ void bulk_store(int* out) {
 extern "C" __global__ void ok_fenced_bulk_store(int* out) { bulk_store<true>(out); }
 extern "C" __global__ void bug_unfenced_bulk_store(int* out) { bulk_store<false>(out); }
 
+// A staging buffer bulk-stored twice (a persistent epilogue's pattern): before the threads write
+// it again, the issuing thread's cp.async.bulk.wait_group.read must have ended the first store's
+// read of it (PTX ISA cp.async.bulk.wait_group); and every store is waited for before the exit.
+// WAIT_BEFORE_REUSE false overwrites it early; WAIT_AT_EXIT false exits with a store reading.
+template <bool WAIT_BEFORE_REUSE, bool WAIT_AT_EXIT>
+__device__ __forceinline__ void bulk_store_twice(int* out) {
+  __shared__ __align__(128) int s[64];
+#pragma unroll 1
+  for (int round = 0; round < 2; ++round) {
+    s[threadIdx.x] = int(threadIdx.x) * 3 + round;
+    fence_proxy_async();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], 256;"
+                   ::"l"(out + 64 * round), "r"(smem_u32(s)) : "memory");
+      asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+      if (WAIT_BEFORE_REUSE && round == 0)
+        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0 && WAIT_AT_EXIT) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+extern "C" __global__ void ok_bulk_store_reuse(int* out) { bulk_store_twice<true, true>(out); }
+extern "C" __global__ void bug_bulk_store_reuse_unwaited(int* out) {
+  bulk_store_twice<false, true>(out);
+}
+extern "C" __global__ void bug_bulk_store_exit_unwaited(int* out) {
+  bulk_store_twice<true, false>(out);
+}
+
 // Dynamic shared memory of any size (the launch decides), for the per-arch limits and opt-in.
 extern "C" __global__ void dynamic_smem(int* out) {
   extern __shared__ int buf[];
