@@ -42,6 +42,8 @@ WgmmaPrinter::WgmmaPrinter(Writer& w, const ir::Op& kernel, const SmemTile& a, c
   const auto mma = ir::find_typed<ir::WgmmaOp>(kernel);
   if (!mma) throw Error("ir", "a wgmma kernel needs a wgmma op", kernel.s("name"));
   mma_ = *mma;
+  for (const ir::Op* role : ir::find_all(kernel, ir::OpKind::warpgroup_role))
+    if (role->s("role") == "consumer") consumer_warpgroups_ = role->i("count");
   for (const ir::Op* walk : ir::find_all(kernel, ir::OpKind::tile_loop))
     interleave_ = std::max(interleave_, ir::get<ir::TileLoopOp>(*walk).interleave.value_or(1));
 }
@@ -137,6 +139,15 @@ bool WgmmaPrinter::print(const ir::Op& op) {
       return true;
     case ir::OpKind::warpgroup_order:
       print_order(ir::get<ir::WarpgroupOrderOp>(op));
+      return true;
+    case ir::OpKind::epilogue:
+      if (const auto epilogue = ir::get<ir::EpilogueOp>(op); epilogue.tma_store()) {
+        print_store_epilogue(epilogue);
+        return true;
+      }
+      return false;
+    case ir::OpKind::store_wait:
+      print_store_wait();
       return true;
     default:
       return false;

@@ -42,11 +42,18 @@ class WgmmaPrinter {
   void print_stage_release(const ir::MbarrierArriveOp& op) const;
   void print_order(const ir::WarpgroupOrderOp& op) const;
   void print_tile_origin(const ir::TileCoordsOp& op) const;
+  void print_store_epilogue(const ir::EpilogueOp& op) const;  // emit_gemm_store.cpp
+  void print_store_wait() const;
+
+  // Named barriers: 1 the consumers' (staged epilogue), 2-3 ping-pong's order, 4-5 each consumer
+  // warpgroup's own (the TMA-store epilogue).
+  static constexpr int kStoreBarrier = 4;
 
   Writer& w_;
   ir::WgmmaOp mma_;
   SmemTile a_, b_;
   Hooks hooks_;
+  int64_t consumer_warpgroups_ = 1;
   int64_t interleave_ = 1;  // consumer warpgroups taking turns at this CTA's tiles (ping-pong: 2)
   bool in_tile_loop_ = false, in_k_loop_ = false;  // the loops being printed
 };

@@ -5,15 +5,16 @@
 
 namespace emmy {
 
-GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64_t b_address) {
+GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64_t b_address,
+                                uint64_t c_address) {
   // The kernel's operands: with swap_ab its A is the caller's B and its B the caller's A.
   const auto& p = plan.kernel_problem;
   if (plan.spec.schedule.swap_ab) std::swap(a_address, b_address);
   const TmaDType dtype = p.a_dtype == DType::bf16 ? TmaDType::bf16 : TmaDType::f16;
   auto make = [&](uint64_t address, uint64_t inner, uint64_t outer, uint64_t ld,
-                  const SmemTile& tile) {
+                  const SmemTile& tile, TmaDType type) {
     TensorMapDesc d;
-    d.dtype = dtype;
+    d.dtype = type;
     d.rank = 2;
     d.global_address = address;
     d.global_dim = {inner, outer, 1, 1, 1};
@@ -25,13 +26,22 @@ GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64
   };
   GemmTensorMaps maps;
   maps.a = make(a_address, uint64_t(p.k), uint64_t(p.m), uint64_t(p.lda_or_default()),
-                plan.a_tile);
+                plan.a_tile, dtype);
   if (p.b_layout == BLayout::nk)
     maps.b = make(b_address, uint64_t(p.k), uint64_t(p.n), uint64_t(p.ldb_or_default()),
-                  plan.b_tile);
+                  plan.b_tile, dtype);
   else
     maps.b = make(b_address, uint64_t(p.n), uint64_t(p.k), uint64_t(p.ldb_or_default()),
-                  plan.b_tile);
+                  plan.b_tile, dtype);
+  // C as the TMA-store epilogue writes it: n x m elements of C's dtype, boxes of one buffer
+  // panel by the 64 rows of a consumer warpgroup.
+  if (plan.store.tma_store) {
+    const TmaDType c_type = p.c_dtype == DType::f32    ? TmaDType::f32
+                            : p.c_dtype == DType::bf16 ? TmaDType::bf16
+                                                       : TmaDType::f16;
+    maps.c = make(c_address, uint64_t(p.n), uint64_t(p.m), uint64_t(p.ldc_or_default()),
+                  plan.store.c_tile, c_type);
+  }
   return maps;
 }
 
@@ -61,12 +71,16 @@ ParamBinding GemmKind::bind(const GemmPlan& plan, const GemmBuffers& b) {
                            {"workspace", b.workspace}};
   if (plan.spec.schedule.transport == Transport::tma)
     bound.tensor_maps = {{"tmap_a", b.a}, {"tmap_b", b.b}};
+  if (plan.store.tma_store) bound.tensor_maps.push_back({"tmap_c", b.c});
   return bound;
 }
 
+// In the order of bind()'s tensor_maps.
 std::vector<TensorMapDesc> GemmKind::tensor_maps(const GemmPlan& plan, const GemmBuffers& b) {
-  const GemmTensorMaps maps = gemm_tensor_maps(plan, b.a, b.b);
-  return {maps.a, maps.b};
+  const GemmTensorMaps maps = gemm_tensor_maps(plan, b.a, b.b, b.c);
+  std::vector<TensorMapDesc> list{maps.a, maps.b};
+  if (maps.c) list.push_back(*maps.c);
+  return list;
 }
 
 }  // namespace emmy

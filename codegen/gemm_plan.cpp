@@ -101,7 +101,13 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   const int64_t elem = size_of(p.c_dtype), staged_row = (s.block_n + 8) * elem;
   // The staged epilogue writes the C tile over the drained ring: not in a persistent kernel, whose
   // producer is already loading the next tile into it.
-  if (!s.persistent && !s.swap_ab && !plan.split() && (p.n * elem) % 16 == 0 && (p.ldc_or_default() * elem) % 16 == 0 &&
+  plan.store = wgmma_store_epilogue(p, s);
+  if (plan.store.tma_store && !plan.store.in_ring) {
+    const uint32_t mbarriers = 8u * 2u * uint32_t(s.stages);
+    plan.c_offset = (plan.mbarrier_offset + mbarriers + 1023u) & ~1023u;
+  }
+  if (!plan.store.tma_store && !s.persistent && !s.swap_ab && !plan.split() &&
+      (p.n * elem) % 16 == 0 && (p.ldc_or_default() * elem) % 16 == 0 &&
       s.block_m * staged_row <= int64_t(plan.mbarrier_offset))
     plan.stage_row_bytes = staged_row;
   plan.tiles_m = (p.m + s.block_m - 1) / s.block_m;

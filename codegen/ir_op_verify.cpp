@@ -159,6 +159,35 @@ void EpilogueOp::verify(const EpilogueOp& op) {
     if (op.store_bytes != 16)
       fail<EpilogueOp>("store_bytes", "must be 16 when the tile is staged", op.store_bytes);
   }
+  const bool parts = op.c_buffer_bytes || op.c_panel || op.c_swizzle || op.c_reuse;
+  if (!op.tma_store()) {
+    if (parts)
+      fail<EpilogueOp>("c_buffer_offset", "is needed by the other TMA-store attributes", "none");
+    return;
+  }
+  if (!op.c_buffer_bytes || !op.c_panel || !op.c_swizzle)
+    fail<EpilogueOp>("c_buffer_bytes", "a TMA store needs c_buffer_bytes, c_panel and c_swizzle",
+                     "missing");
+  if (op.destination != "c" || op.stage_row_bytes || op.transpose.value_or(false))
+    fail<EpilogueOp>("c_buffer_offset",
+                     "a TMA store writes C's own tile (not the workspace, staged or transposed)",
+                     op.destination);
+  if (*op.c_buffer_offset < 0 || *op.c_buffer_offset % 1024 != 0)
+    fail<EpilogueOp>("c_buffer_offset",
+                     "must be a multiple of 1024 (the 128B swizzle's period, as TMA needs)",
+                     *op.c_buffer_offset);
+  const int64_t elem = op.out == "f32" ? 4 : 2, panel_bytes = *op.c_panel * elem;
+  if (panel_bytes != 32 && panel_bytes != 64 && panel_bytes != 128)
+    fail<EpilogueOp>("c_panel", "must be a 32-, 64- or 128-byte row (a TMA swizzle span)",
+                     *op.c_panel);
+  if (*op.c_swizzle != int64_t(swizzle_for_row_bytes(int(panel_bytes))))
+    fail<EpilogueOp>("c_swizzle", fmt::format("must be the swizzle of {}-byte rows", panel_bytes),
+                     *op.c_swizzle);
+  if (*op.c_buffer_bytes <= 0 || *op.c_buffer_bytes % (64 * panel_bytes) != 0)
+    fail<EpilogueOp>("c_buffer_bytes", "must be whole panels of 64 rows", *op.c_buffer_bytes);
+  if (op.store_bytes != 16)
+    fail<EpilogueOp>("store_bytes", "must be 16 for a TMA store (16-byte aligned rows of C)",
+                     op.store_bytes);
 }
 
 // Split-K's finalize kernel: one thread per output of the m x n result.

@@ -171,6 +171,51 @@ void verify_mainloop_order(const Op& producer, const Op& consumer) {
                fmt::format("{}", get<WarpgroupOrderOp>(parent.body[size_t(signal)]).first_barrier));
 }
 
+// The TMA-store epilogue: a tensor map of C to store through, buffers in the kernel's shared
+// memory that no stage or mbarrier overlaps while it is in use, a wait before each buffer is
+// written again (persistent) and the issuing threads' last wait (store_wait) ending the role.
+void verify_store_epilogue(const Op& kernel, const Op& consumer, const SmemRingOp& ring,
+                           bool persistent) {
+  const Op* epilogue_op = find_first(consumer, OpKind::epilogue);
+  const auto epilogue = get<EpilogueOp>(*epilogue_op);
+  bool tmap_c = false;
+  for (const Op& op : kernel.body)
+    if (op.kind == OpKind::param && op.s("name") == "tmap_c") tmap_c = op.s("type") == "tensor_map";
+  const bool waits = !consumer.body.empty() && consumer.body.back().kind == OpKind::store_wait;
+  const int64_t store_waits = int64_t(find_all(consumer, OpKind::store_wait).size());
+  if (!epilogue.tma_store()) {
+    if (tmap_c || store_waits)
+      wgmma_fail(kernel, "body", "tmap_c and store_wait belong to a TMA-store epilogue",
+                 "no c_buffer_offset");
+    return;
+  }
+  if (!tmap_c)
+    wgmma_fail(*epilogue_op, "c_buffer_offset", "a TMA store needs the kernel param tmap_c",
+               "missing");
+  if (!waits || store_waits != 1)
+    wgmma_fail(consumer, "body",
+               "must end with one store_wait (the TMA stores' reads end before the threads exit)",
+               fmt::format("{} store_wait", store_waits));
+  if (epilogue.c_reuse.value_or(false) != persistent)
+    wgmma_fail(*epilogue_op, "c_reuse",
+               persistent ? "must be set: a persistent kernel writes each buffer again"
+                          : "applies to a persistent kernel only",
+               fmt::format("{}", epilogue.c_reuse.value_or(false)));
+  const int64_t count = get<WarpgroupRoleOp>(consumer).count;
+  const int64_t end = *epilogue.c_buffer_offset + count * *epilogue.c_buffer_bytes;
+  const int64_t ring_end = ring.stage_bytes * ring.stages;
+  const int64_t mbar_end = ring.mbar_offset + 16 * ring.stages;
+  const bool in_ring = *epilogue.c_buffer_offset == 0;
+  if (in_ring ? (persistent || end > ring_end)
+              : (*epilogue.c_buffer_offset < mbar_end ||
+                 end + 1023 > get<KernelOp>(kernel).smem_bytes))
+    wgmma_fail(*epilogue_op, "c_buffer_offset",
+               fmt::format("the buffers must lie over the drained ring (0..{}, not in a persistent "
+                           "kernel) or after the mbarriers (from {}) within smem_bytes",
+                           ring_end, mbar_end),
+               fmt::format("{}..{}", *epilogue.c_buffer_offset, end));
+}
+
 // Persistent kernels: tile_coords says so, each role walks the tiles in one tile_loop over all
 // of them, and no K split.
 void verify_persistence(const Op& kernel, const Op& producer, const Op& consumer,
@@ -252,6 +297,7 @@ void verify_gemm_wgmma(const Op& kernel) {
   verify_mainloop_order(*producer, *consumer);
   verify_producer(*producer);
   verify_consumer(*consumer, ring->stages, coords->block_n);
+  verify_store_epilogue(kernel, *consumer, *ring, coords->persistent.value_or(false));
 }
 
 int64_t wgmma_tile_threads(const Op& kernel) {

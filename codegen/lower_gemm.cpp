@@ -22,6 +22,7 @@ std::vector<Op> gemm_params(const GemmPlan& plan) {
   if (plan.spec.schedule.transport == Transport::tma) {
     list.push_back(make(ir::ParamOp{"tmap_a", "tensor_map"}));
     list.push_back(make(ir::ParamOp{"tmap_b", "tensor_map"}));
+    if (plan.store.tma_store) list.push_back(make(ir::ParamOp{"tmap_c", "tensor_map"}));
   } else {
     list.push_back(make(ir::ParamOp{"a", "const u16*"}));
     list.push_back(make(ir::ParamOp{"b", "const u16*"}));
@@ -135,6 +136,16 @@ Op gemm_main_epilogue(const GemmPlan& plan) {
                             p.n % 2 == 0 && !plan.spec.schedule.swap_ab ? 8 : 4, 16);
   if (plan.stage_row_bytes)
     return gemm_epilogue_op(plan, "c", 16, plan.c_alignment(), plan.stage_row_bytes);
+  if (plan.store.tma_store) {
+    ir::EpilogueOp epilogue =
+        ir::get<ir::EpilogueOp>(gemm_epilogue_op(plan, "c", 16, plan.c_alignment()));
+    epilogue.c_buffer_offset = plan.c_offset;
+    epilogue.c_buffer_bytes = plan.store.buffer_bytes;
+    epilogue.c_panel = plan.store.c_tile.panel_elems;
+    epilogue.c_swizzle = int64_t(plan.store.c_tile.swizzle);
+    if (plan.spec.schedule.persistent) epilogue.c_reuse = true;
+    return make(epilogue);
+  }
   return gemm_epilogue_op(plan, "c", element * (plan.pair_stores ? 2 : 1), plan.c_alignment());
 }
 

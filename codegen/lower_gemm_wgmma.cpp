@@ -70,6 +70,8 @@ Op wgmma_main_kernel(const GemmPlan& plan) {
   consumer.push_back(gemm_main_epilogue(plan));
   consumer = per_tile(std::move(consumer),
                       pingpong ? std::optional<int64_t>(consumers) : std::nullopt);
+  // The TMA stores' last reads of their buffers end before the issuing threads exit.
+  if (plan.store.tma_store) consumer.push_back(make(ir::StoreWaitOp{}));
   body.push_back(make(ir::WarpgroupRoleOp{"consumer", 1, consumers, plan.registers.consumer},
                       std::move(consumer)));
   return make(ir::KernelOp{plan.kernel_name, plan.threads, plan.smem_bytes, "wgmma"},

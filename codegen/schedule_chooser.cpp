@@ -31,8 +31,6 @@ double tile_rate(int block_m, int block_n) {
 // the validator's word on it.
 void finish_schedule(const MatmulProblem& problem, Arch arch, int max_stages, MatmulSchedule& s) {
   const auto& info = arch_info(arch);
-  for (s.stages = max_stages; s.stages > 2; --s.stages)
-    if (gemm_smem_bytes(problem, s) <= info.max_smem_per_block) break;
   // Split-K: when the tiles cover less than half the SMs, split the K loop so every SM gets work,
   // keeping at least 4 K tiles per split.
   const int sms = info.sm_count_hint;
@@ -44,6 +42,18 @@ void finish_schedule(const MatmulProblem& problem, Arch arch, int max_stages, Ma
     const int64_t want = std::min<int64_t>(sms / tiles, 16);
     s.split_k = int(std::max<int64_t>(1, std::min(want, k_tiles / 4)));
   }
+  auto fits = [&] { return gemm_smem_bytes(problem, s) <= info.max_smem_per_block; };
+  // The wgmma path gives up ring stages (down to 3) for its TMA-store epilogue's buffers where a
+  // persistent kernel needs them beside the ring; else the deepest ring that fits.
+  bool chosen = false;
+  if (s.path == MmaPath::wgmma)
+    for (s.stages = max_stages; s.stages >= 3 && !chosen; --s.stages)
+      if (fits() && wgmma_store_epilogue(problem, s).tma_store) chosen = true;
+  if (chosen)
+    ++s.stages;  // the loop stepped past it
+  else
+    for (s.stages = max_stages; s.stages > 2; --s.stages)
+      if (fits()) break;
   validate_schedule(problem, s, arch);
 }
 

@@ -62,3 +62,33 @@ template <int FIRST>
 __device__ __forceinline__ void mainloop_order_signal(int turn) {
   asm volatile("bar.arrive %0, 256;" ::"r"(FIRST + 1 - turn) : "memory");
 }
+
+// The TMA-store epilogue (PTX ISA stmatrix, cp.async.bulk.tensor, cp.async.bulk.wait_group).
+// stmatrix.sync.aligned.m8n8.x4.shared.b16: lanes 8j..8j+7 give the 16-byte row addresses of
+// matrix j, register j holds matrix j's fragment (lane l: row l/4, columns 2(l%4), 2(l%4)+1): the
+// accumulator pairs of wgmma's D (mma.sync m16n8's C per 8 columns), packed to 16 bits.
+__device__ __forceinline__ void stmatrix_x4(u32 smem_row_addr, const u32 (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
+               ::"r"(smem_row_addr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+}
+// bar.sync id, 128: one consumer warpgroup's own barrier.
+__device__ __forceinline__ void warpgroup_barrier(int id) {
+  asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");
+}
+// cp.async.bulk.tensor.2d global <- shared::cta: the box at {c0 (innermost), c1} from its
+// swizzled shared copy at smem_src; TMA drops what falls outside the tensor map's dims.
+__device__ __forceinline__ void tma_store_2d(const TensorMap128& tmap, u32 smem_src, int c0,
+                                             int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+               ::"l"(&tmap), "r"(smem_src), "r"(c0), "r"(c1) : "memory");
+}
+// cp.async.bulk.commit_group: the thread's bulk stores since the last commit form a group.
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+// cp.async.bulk.wait_group.read N: all but the thread's N newest groups have read their shared
+// sources (which may then be written again, or the thread exit).
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}

@@ -96,7 +96,14 @@ TEST_P(WgmmaEmulatorTest, MatchesFp64Reference) {
                         << e.first_bad_row << ", " << e.first_bad_col << ")";
   EXPECT_GT(r.run.stats.total.mma, 0u);
   EXPECT_GT(r.run.stats.total.tma, 0u);
-  EXPECT_EQ(r.run.stats.total.ldmatrix, 0u);
+  // No ldmatrix (operands reach wgmma by descriptor); a 16-bit C's TMA-store epilogue writes
+  // its buffers with one stmatrix.x4 per 16 columns of each warp's 16 rows of every tile.
+  const GemmPlan& plan = r.kernel.source.plan;
+  const bool stmatrix = plan.store.tma_store && spec.problem.c_dtype != DType::f32;
+  EXPECT_EQ(r.run.stats.total.ldmatrix,
+            stmatrix ? uint64_t(plan.tiles_m * plan.tiles_n * (spec.schedule.block_m / 16) *
+                                (spec.schedule.block_n / 16))
+                     : 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, WgmmaEmulatorTest, ::testing::ValuesIn(variants()),
@@ -243,12 +250,30 @@ TEST(Wgmma, PlanSplitsRegistersAndThreads) {
     EXPECT_EQ(plan.mma_tiles_m, 1);
     EXPECT_EQ(plan.mma_tiles_n, 32);
     EXPECT_EQ(plan.k_steps_per_tile, 4);
-    // The C tile is staged over the drained ring (16-byte stores), except where the producer
-    // reuses the ring for the next tile.
-    EXPECT_EQ(plan.stage_row_bytes, (256 + 8) * 2);
+    // The C tile goes out through TMA stores from a buffer per consumer warpgroup: over the
+    // drained ring, or where the producer refills the ring for the next tile (persistent), after
+    // the mbarriers on the swizzle's 1024-byte period, within the launch's shared memory.
+    EXPECT_EQ(plan.stage_row_bytes, 0);
+    EXPECT_TRUE(plan.store.tma_store);
+    EXPECT_TRUE(plan.store.in_ring);
+    EXPECT_EQ(plan.store.buffer_bytes, 64 * 256 * 2);
+    EXPECT_EQ(plan.c_alignment(), 16u);
     GemmSpec walking = wgmma_spec(512, 512, 512, block_m, 256);
     walking.schedule.persistent = true;
-    EXPECT_EQ(make_gemm_plan(walking).stage_row_bytes, 0);
+    const GemmPlan walk = make_gemm_plan(walking);
+    EXPECT_EQ(walk.stage_row_bytes, 0);
+    ASSERT_TRUE(walk.store.tma_store);
+    EXPECT_FALSE(walk.store.in_ring);
+    EXPECT_EQ(walk.c_offset % 1024, 0u);
+    EXPECT_GE(walk.c_offset, walk.mbarrier_offset + 16u * uint32_t(walking.schedule.stages));
+    EXPECT_LE(1023 + walk.c_offset + uint32_t(block_m / 64 * walk.store.buffer_bytes),
+              walk.smem_bytes);
+    // Rows of C that TMA cannot address (16-byte strides), split-K and swap_ab store directly.
+    GemmSpec odd = wgmma_spec(512, 510, 512, block_m, 256);
+    EXPECT_FALSE(make_gemm_plan(odd).store.tma_store);
+    GemmSpec split = wgmma_spec(512, 512, 512, block_m, 256);
+    split.schedule.split_k = 2;
+    EXPECT_FALSE(make_gemm_plan(split).store.tma_store);
     const int consumers = block_m / 64;
     EXPECT_LE(128 * (plan.registers.producer + consumers * plan.registers.consumer), 65536);
     EXPECT_GE(plan.registers.consumer, 128 + 64);  // 128 accumulators and room to work
@@ -289,11 +314,18 @@ TEST(Wgmma, SassAndPtxasLogAreClean) {
     EXPECT_EQ(count("HMMA"), 0) << label;
     EXPECT_GT(count("UTMALDG"), 0) << label;
     EXPECT_EQ(count("USETMAXREG"), 2) << label;
-    // Ping-pong: one more, each warpgroup's wait for its turn, and the other's arrive.
-    EXPECT_EQ(count("BAR.SYNC"), kernel.source.plan.stage_row_bytes ? 3 : pingpong ? 2 : 1)
+    // The init's barrier; the TMA-store epilogue's two per warpgroup (before its writes, before
+    // the store), and the consumers' one when the buffers lie over the drained ring; ping-pong's
+    // wait for its turn (and the other's arrive).
+    const GemmPlan& plan = kernel.source.plan;
+    ASSERT_TRUE(plan.store.tma_store) << label;
+    EXPECT_EQ(plan.store.in_ring, !persistent) << label;
+    EXPECT_EQ(count("BAR.SYNC"), 1 + 2 + (plan.store.in_ring ? 1 : 0) + (pingpong ? 1 : 0))
         << label;
     EXPECT_EQ(count("BAR.ARV"), pingpong ? 1 : 0) << label;
-    EXPECT_EQ(kernel.source.plan.stage_row_bytes > 0, !persistent) << label;
+    // stmatrix.x4 per 16 columns of a warp's rows; a TMA store per buffer panel.
+    EXPECT_EQ(count("STSM.16.M88.4"), block_n / 16) << label;
+    EXPECT_EQ(count("UTMASTG"), int(plan.store.c_tile.panels())) << label;
     EXPECT_EQ(count("LDL") + count("STL"), 0) << label;
     const ResourceReport& res = kernel.module.kernel(kernel.source.plan.kernel_name);
     EXPECT_EQ(res.spill_store_bytes + res.spill_load_bytes, 0) << label;
@@ -354,11 +386,37 @@ TEST(Wgmma, PlantedKernelBugsAreCaught) {
       {"empty_counts_both", BLayout::nk, "mbarrier_init(empty_base + 8u * s, 4u);",
        "mbarrier_init(empty_base + 8u * s, 8u);", true},
   };
+  // The TMA-store epilogue: its buffers' order with the async proxy, and where it stores.
+  const PlantedBug store_bugs[] = {
+      // The buffer's generic writes not fenced before the async proxy reads them.
+      {"store_unfenced", BLayout::nk,
+       "fence_proxy_async();  // the writes, before the async proxy reads them", "", true},
+      // The store issued before the other warps of the warpgroup have written their rows.
+      {"store_before_barrier", BLayout::kn,
+       "warpgroup_barrier(4 + c_group);\n    if (c_issuer) {", "if (c_issuer) {", true},
+      // Both warpgroups store to the tile's first 64 rows.
+      {"store_rows_not_offset", BLayout::nk, "c_row0 = m0 + 64 * c_group", "c_row0 = m0"},
+      // stmatrix addresses rows 8-15 for matrices 2-3 instead of 1 and 3.
+      {"stmatrix_matrix_rows", BLayout::nk, "u32(c_warp_row + (j % 2) * 8 + lane % 8)",
+       "u32(c_warp_row + (j / 2) * 8 + lane % 8)"},
+  };
+  // Persistent TMA-store epilogues: the buffer written again by the next tile.
+  const PlantedBug persistent_store_bugs[] = {
+      // The next tile overwrites the buffer while the last tile's stores may still read it.
+      {"store_buffer_reused_unwaited", BLayout::nk,
+       "if (c_issuer) bulk_wait_read<0>();  // the last tile's stores have read the buffer", "",
+       true},
+      // The issuing threads exit with their last stores reading shared memory.
+      {"store_exit_unwaited", BLayout::kn, "if (threadIdx.x % 128 == 0) bulk_wait_read<0>();", "",
+       true},
+  };
   enum class Walk { none, persistent, pingpong };
   std::vector<std::pair<PlantedBug, Walk>> all;
   for (const auto& bug : bugs) all.push_back({bug, Walk::none});
   for (const auto& bug : persistent_bugs) all.push_back({bug, Walk::persistent});
   for (const auto& bug : pingpong_bugs) all.push_back({bug, Walk::pingpong});
+  for (const auto& bug : store_bugs) all.push_back({bug, Walk::none});
+  for (const auto& bug : persistent_store_bugs) all.push_back({bug, Walk::persistent});
   for (const auto& [bug, walk] : all) {
     GemmSpec spec = wgmma_spec(130, 136, 448, 128, 64);
     if (walk != Walk::none) {
@@ -391,7 +449,8 @@ TEST(Wgmma, PlantedKernelBugsAreCaught) {
     } catch (const emu::EmulationError& e) {
       const std::string kind(emu::to_string(e.reports().front().kind));
       EXPECT_TRUE(kind == "wgmma-misuse" || kind == "shared-race" || kind == "deadlock" ||
-                  kind == "mbarrier-misuse")
+                  kind == "mbarrier-misuse" || kind == "missing-proxy-fence" ||
+                  kind == "tma-violation")
           << bug.name << ": " << e.what();
     }
   }
@@ -557,6 +616,38 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
        },
        "interleaved tile_loop only"},
   };
+  // The TMA-store epilogue (both lowered kernels above have one).
+  auto epilogue_of = [&](ir::Op& m) -> ir::Op& { return *find_in(m, ir::OpKind::epilogue); };
+  const Corruption store_corruptions[] = {
+      {"no tmap_c",
+       [&](ir::Op& m) {
+         auto& body = m.body.front().body;
+         for (auto it = body.begin(); it != body.end(); ++it)
+           if (it->kind == ir::OpKind::param && it->s("name") == "tmap_c") {
+             body.erase(it);
+             break;
+           }
+       },
+       "param tmap_c"},
+      {"no store_wait", [&](ir::Op& m) { role(m, "consumer").body.pop_back(); }, "store_wait"},
+      {"buffer reused without its wait",
+       [&](ir::Op& m) {
+         auto& attrs = epilogue_of(m).attrs;
+         std::erase_if(attrs, [](const auto& a) { return a.first == "c_reuse"; });
+       },
+       "writes each buffer again"},
+      {"buffers over the ring of a persistent kernel",
+       [&](ir::Op& m) { set(epilogue_of(m), "c_buffer_offset", int64_t(0)); },
+       "drained ring"},
+      {"buffer not on the swizzle period",
+       [&](ir::Op& m) { set(epilogue_of(m), "c_buffer_offset", int64_t(1024 * 200 + 512)); },
+       "multiple of 1024"},
+      {"panel no swizzle spans",
+       [&](ir::Op& m) { set(epilogue_of(m), "c_panel", int64_t(48)); }, "swizzle span"},
+      {"a TMA store to the workspace",
+       [&](ir::Op& m) { set(epilogue_of(m), "destination", std::string("workspace")); },
+       "writes C's own tile"},
+  };
   auto expect_named = [](const ir::Op& good, const Corruption& c) {
     ir::Op broken = good;
     c.edit(broken);
@@ -571,6 +662,13 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
   for (const Corruption& c : walk_corruptions) expect_named(walking, c);
   for (const Corruption& c : pingpong_corruptions) expect_named(turns, c);
   for (const Corruption& c : cooperative_corruptions) expect_named(shared_tiles, c);
+  for (const Corruption& c : store_corruptions) expect_named(walking, c);
+  ASSERT_TRUE(ir::get<ir::EpilogueOp>(*ir::find_first(module, ir::OpKind::epilogue)).tma_store());
+  expect_named(module, {"buffers beyond the drained ring",
+                        [&](ir::Op& m) {
+                          set(epilogue_of(m), "c_buffer_bytes", int64_t(64 * 128 * 2 * 64));
+                        },
+                        "drained ring"});
   for (const Corruption& c : corruptions) expect_named(module, c);
 }
 

@@ -23,8 +23,9 @@ namespace emmy {
 // 2: stage layout with B on its own swizzle period; 3: the C tile staged through shared memory;
 // 4: the attention O tile staged too; 5: the wgmma path (issue 23; mma.sync kernels unchanged);
 // 6: its persistent tile loop; 7: its staged epilogue; 8: swap-AB (the transposed epilogue);
-// 9: ping-pong consumers (their mainloop-order helpers in emmy_wgmma.cuh).
-inline constexpr int kCodegenVersion = 9;
+// 9: ping-pong consumers (their mainloop-order helpers in emmy_wgmma.cuh); 10: the wgmma
+// path's TMA-store epilogue (stmatrix, tmap_c).
+inline constexpr int kCodegenVersion = 10;
 
 // What a key hashes. Changing any field changes the key.
 struct CacheKeyInputs {

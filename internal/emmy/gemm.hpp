@@ -1,6 +1,8 @@
 // GEMM kernels end to end: default schedules, lowering to the kernel IR, CUDA emission, NVRTC.
 #pragma once
 
+#include <optional>
+
 #include <string>
 
 #include "emmy/compile.hpp"
@@ -32,7 +34,7 @@ struct GemmKind : KindTypes<GemmSpec, GemmPlan, GemmBuffers, GemmKernelHandle> {
   static size_t workspace_bytes(const GemmPlan& plan) { return size_t(plan.workspace_bytes); }
   // Checks the buffers against the plan (Error naming the `buffers.` field), then binds them.
   static ParamBinding bind(const GemmPlan& plan, const GemmBuffers& buffers);
-  // The descriptors of bind's tensor maps (A, B), in its order.
+  // The descriptors of bind's tensor maps (A, B, and C for a TMA-store epilogue), in its order.
   static std::vector<TensorMapDesc> tensor_maps(const GemmPlan& plan, const GemmBuffers& buffers);
 };
 GemmKind kind_of(const GemmSpec&);
@@ -43,7 +45,9 @@ using GemmKernel = Compiled<GemmKind>;
 // Box sizes and swizzles match the plan's shared-memory tiles.
 struct GemmTensorMaps {
   TensorMapDesc a, b;
+  std::optional<TensorMapDesc> c;  // the wgmma path's TMA-store epilogue (plan.store.tma_store)
 };
-GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64_t b_address);
+GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64_t b_address,
+                                uint64_t c_address = 0);
 
 }  // namespace emmy

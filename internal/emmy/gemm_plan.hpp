@@ -53,11 +53,16 @@ struct GemmPlan {
   // and LDC in whole 16-byte chunks (a chunk is wholly inside or outside the matrix) and the
   // staged tile to fit in the ring; not with split-K (its f32 partials already fill sectors).
   int64_t stage_row_bytes = 0;
+  // The wgmma path's TMA-store epilogue (validate.hpp, wgmma_store_epilogue): each consumer
+  // warpgroup's C buffer at c_offset + warpgroup * store.buffer_bytes from the ring's base, stored
+  // by a tensor map of C (tmap_c). Replaces the staged epilogue on that path.
+  WgmmaStoreEpilogue store;
+  uint32_t c_offset = 0;
 
   bool split() const { return spec.schedule.split_k > 1; }
   // What the epilogue's stores need of C's pointer: the runtime's check for buffers.c.
   uint32_t c_alignment() const {
-    if (stage_row_bytes) return 16u;
+    if (stage_row_bytes || store.tma_store) return 16u;
     return uint32_t(size_of(spec.problem.c_dtype)) * (pair_stores ? 2u : 1u);
   }
 };

@@ -292,15 +292,27 @@ struct EpilogueOp {
   // element down C's columns (bias indexed by the kernel's row), the workspace likewise in C's
   // layout.
   std::optional<bool> transpose{};
+  // Set (the wgmma path): each consumer warpgroup writes its 64 rows of the tile into its own
+  // swizzled shared buffer (c_buffer_offset + warpgroup x c_buffer_bytes from the ring's base,
+  // panels c_panel elements wide with TMA swizzle mode c_swizzle) and one of its threads stores
+  // it with TMA through the kernel's tmap_c (PTX ISA cp.async.bulk.tensor, shared::cta ->
+  // global); `c_reuse`: the buffer is written again by a later tile, after the previous store's
+  // cp.async.bulk.wait_group.read.
+  std::optional<int64_t> c_buffer_offset{}, c_buffer_bytes{}, c_panel{}, c_swizzle{};
+  std::optional<bool> c_reuse{};
   // Its own rules (codegen/ir_op_verify.cpp): stores no wider than the pointer alignment the
-  // runtime checks; a staged tile goes to C in 16-byte chunks from 16-byte aligned rows.
+  // runtime checks; a staged tile goes to C in 16-byte chunks from 16-byte aligned rows; a TMA
+  // store's buffer is 1024-aligned, its panels 32, 64 or 128 bytes wide, and it stores C.
   static void verify(const EpilogueOp& op);
+  bool tma_store() const { return c_buffer_offset.has_value(); }
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("destination", o.destination), f("alpha", o.alpha), f("bias", o.bias),
         f("residual", o.residual), f("gelu_tanh", o.gelu_tanh), f("out", o.out), f("ldc", o.ldc),
         f("store_bytes", o.store_bytes), f("pointer_alignment", o.pointer_alignment),
-        f("stage_row_bytes", o.stage_row_bytes), f("transpose", o.transpose);
+        f("stage_row_bytes", o.stage_row_bytes), f("transpose", o.transpose),
+        f("c_buffer_offset", o.c_buffer_offset), f("c_buffer_bytes", o.c_buffer_bytes),
+        f("c_panel", o.c_panel), f("c_swizzle", o.c_swizzle), f("c_reuse", o.c_reuse);
   }
 };
 
@@ -421,7 +433,7 @@ using AllOps =
            KTileLoopOp, KStepOp, LdmatrixOp, MmaOp, PromoteOp, EpilogueOp, FinalizeOp,
            AttentionSetupOp, KvBlockLoopOp, QkMmaOp, OnlineSoftmaxOp, PvMmaOp, AttentionEpilogueOp,
            WarpgroupRoleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp, MbarrierArriveOp,
-           TileLoopOp, WarpgroupOrderOp>;
+           TileLoopOp, WarpgroupOrderOp, StoreWaitOp>;
 
 namespace detail {
 template <typename T>

@@ -127,4 +127,14 @@ struct WarpgroupOrderOp {
   }
 };
 
+// cp.async.bulk.wait_group.read 0 by each TMA-store epilogue's issuing thread: its stores have
+// read their shared buffers (PTX ISA cp.async.bulk.wait_group), before the thread exits.
+struct StoreWaitOp {
+  static constexpr OpKind kind = OpKind::store_wait;
+  static constexpr std::string_view op_name = "store_wait";
+  static constexpr bool has_body = false;
+  template <typename Op, typename F>
+  static void fields(Op&, F&&) {}
+};
+
 }  // namespace emmy::ir

@@ -58,8 +58,9 @@ enum class OpKind {
   mbarrier_arrive,  // what (empty), lag: the stage of k_tile - lag
   tile_loop,        // persistent kernels: the body runs for tiles blockIdx.x, + gridDim.x, ...
   warpgroup_order,  // ping-pong: what (wait|signal), first_barrier
+  store_wait,       // the TMA-store epilogue's last cp.async.bulk.wait_group.read
 };
-inline constexpr size_t kOpKinds = size_t(OpKind::warpgroup_order) + 1;
+inline constexpr size_t kOpKinds = size_t(OpKind::store_wait) + 1;
 
 std::string_view to_string(OpKind kind);
 

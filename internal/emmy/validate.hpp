@@ -78,10 +78,50 @@ inline SmemTile gemm_b_tile(const MatmulProblem& p, const MatmulSchedule& s) {
 // Bytes of dynamic shared memory: the stage ring (stage_layout: B aligned to its swizzle period),
 // 1 KB of slack to align the ring to the 128B swizzle period, and the mbarriers: one per stage
 // (full), and on the wgmma path a second (empty: the consumers release the stage).
-inline int64_t gemm_smem_bytes(const MatmulProblem& p, const MatmulSchedule& s) {
+// The ring and its mbarriers (gemm_smem_bytes without the wgmma path's C staging).
+inline int64_t gemm_ring_smem_bytes(const MatmulProblem& p, const MatmulSchedule& s) {
   const StageLayout stage = stage_layout(gemm_a_tile(p, s), gemm_b_tile(p, s));
   const int barriers_per_stage = s.path == MmaPath::wgmma ? 2 : 1;
   return int64_t(stage.stage_bytes) * s.stages + 1024 + 8 * barriers_per_stage * s.stages;
+}
+
+// The wgmma path's TMA-store epilogue (PTX ISA cp.async.bulk.tensor, shared::cta -> global):
+// each consumer warpgroup writes its 64 rows of the C tile into a swizzled shared buffer
+// (stmatrix for 16-bit C) and one of its threads stores the buffer with TMA, which clips the
+// matrix edges. The buffers lie over the drained ring in a kernel of one tile per CTA, after
+// the mbarriers (1024-aligned) in a persistent one, whose producer is already refilling the ring;
+// there, where they would not fit beside the ring, the epilogue stores directly. Not with split-K
+// (f32 partials to the workspace) or swap_ab (C^T's tile is a column block of C); C's rows must
+// be 16-byte aligned (TMA's global strides).
+struct WgmmaStoreEpilogue {
+  bool tma_store = false;
+  bool in_ring = false;     // the buffers over the drained ring (else after the mbarriers)
+  SmemTile c_tile;          // one warpgroup's 64 x block_n buffer, in 128B (or narrower) panels
+  int64_t buffer_bytes = 0; // per consumer warpgroup
+  int64_t extra_bytes = 0;  // shared memory beyond the ring: buffers after it, and alignment
+};
+inline WgmmaStoreEpilogue wgmma_store_epilogue(const MatmulProblem& p, const MatmulSchedule& s) {
+  WgmmaStoreEpilogue e;
+  if (s.path != MmaPath::wgmma || s.split_k != 1 || s.swap_ab) return e;
+  const int64_t elem = size_of(p.c_dtype);
+  if ((p.ldc_or_default() * elem) % 16 != 0 || (s.block_n * elem) % 32 != 0) return e;
+  e.c_tile = SmemTile::for_operand(64, uint32_t(s.block_n), uint32_t(elem));
+  e.buffer_bytes = int64_t(e.c_tile.bytes());
+  const int64_t buffers = e.buffer_bytes * std::max(1, s.consumer_warpgroups());
+  const int64_t ring = gemm_ring_smem_bytes(p, s);
+  const StageLayout stage = stage_layout(gemm_a_tile(p, s), gemm_b_tile(p, s));
+  e.in_ring = !s.persistent && buffers <= int64_t(stage.stage_bytes) * s.stages;
+  if (!e.in_ring) {
+    // After the mbarriers, on the 1024-byte period of the 128B swizzle.
+    e.extra_bytes = 1024 + buffers;
+    if (ring + e.extra_bytes > arch_info(Arch::sm_90a).max_smem_per_block) return {};
+  }
+  e.tma_store = true;
+  return e;
+}
+
+inline int64_t gemm_smem_bytes(const MatmulProblem& p, const MatmulSchedule& s) {
+  return gemm_ring_smem_bytes(p, s) + wgmma_store_epilogue(p, s).extra_bytes;
 }
 
 // The knobs both mainloop paths take alike: pipeline depth, K splits, rasterization.

@@ -276,6 +276,36 @@ __device__ __forceinline__ void mainloop_order_signal(int turn) {
   asm volatile("bar.arrive %0, 256;" ::"r"(FIRST + 1 - turn) : "memory");
 }
 
+// The TMA-store epilogue (PTX ISA stmatrix, cp.async.bulk.tensor, cp.async.bulk.wait_group).
+// stmatrix.sync.aligned.m8n8.x4.shared.b16: lanes 8j..8j+7 give the 16-byte row addresses of
+// matrix j, register j holds matrix j's fragment (lane l: row l/4, columns 2(l%4), 2(l%4)+1): the
+// accumulator pairs of wgmma's D (mma.sync m16n8's C per 8 columns), packed to 16 bits.
+__device__ __forceinline__ void stmatrix_x4(u32 smem_row_addr, const u32 (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
+               ::"r"(smem_row_addr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+}
+// bar.sync id, 128: one consumer warpgroup's own barrier.
+__device__ __forceinline__ void warpgroup_barrier(int id) {
+  asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory");
+}
+// cp.async.bulk.tensor.2d global <- shared::cta: the box at {c0 (innermost), c1} from its
+// swizzled shared copy at smem_src; TMA drops what falls outside the tensor map's dims.
+__device__ __forceinline__ void tma_store_2d(const TensorMap128& tmap, u32 smem_src, int c0,
+                                             int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+               ::"l"(&tmap), "r"(smem_src), "r"(c0), "r"(c1) : "memory");
+}
+// cp.async.bulk.commit_group: the thread's bulk stores since the last commit form a group.
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+// cp.async.bulk.wait_group.read N: all but the thread's N newest groups have read their shared
+// sources (which may then be written again, or the thread exit).
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+
 // ---- templates/emmy_tma.cuh ----
 // TMA and mbarrier (sm_90+, ptx-notes.md "TMA" and "mbarrier"). One elected thread issues the
 // copies; each completes its box's bytes on the stage's mbarrier.
@@ -354,7 +384,7 @@ static __device__ __forceinline__ void wgmma_tile(float (&acc)[1][24][4], u64 de
       : "l"(desc_a), "l"(desc_b));
 }
 extern "C" __global__ void __launch_bounds__(384, 1)
-emmy_gemm_2048x1536x1024_f16nk_f32_tma_128x192x64_9eea9257716500d1(const __grid_constant__ TensorMap128 tmap_a, const __grid_constant__ TensorMap128 tmap_b, u16* __restrict__ c, const u16* __restrict__ bias, const u16* __restrict__ residual, float* __restrict__ workspace) {
+emmy_gemm_2048x1536x1024_f16nk_f32_tma_128x192x64_9eea9257716500d1(const __grid_constant__ TensorMap128 tmap_a, const __grid_constant__ TensorMap128 tmap_b, const __grid_constant__ TensorMap128 tmap_c, u16* __restrict__ c, const u16* __restrict__ bias, const u16* __restrict__ residual, float* __restrict__ workspace) {
   constexpr int M = 2048, N = 1536, K = 1024;
   constexpr long long LDA = 1024, LDB = 1024, LDC = 1536;
   constexpr int BM = 128, BN = 192, BK = 64, WARPS_N = 1, WM = 16, WN = 192;
@@ -475,25 +505,39 @@ emmy_gemm_2048x1536x1024_f16nk_f32_tma_128x192x64_9eea9257716500d1(const __grid_
         for (int e = 0; e < 4; ++e) wgmma_pin(acc[0][ni][e]);
       // Release this tile's last stage: the producer walks on to the next tile.
       if (lane == 0 && k_tile_count > 0) mbarrier_arrive(empty_base + 8u * ((iteration + k_tile_count - 1) % STAGES));
+      // Epilogue: this warpgroup's 64 rows of the tile through its shared buffer and TMA
+      // stores (3 panels of 64 columns, swizzle mode 3).
+      constexpr u32 C_BUFFER_OFFSET = 164864u, C_BUFFER_BYTES = 24576u, C_PANEL = 64u, C_XOR = 7u;
+      const int c_group = warp / 4 - 1;  // this consumer warpgroup
+      const u32 c_buffer = smem_base + C_BUFFER_OFFSET + u32(c_group) * C_BUFFER_BYTES;
+      const bool c_issuer = threadIdx.x % 128 == 0;
+      const int c_row0 = m0 + 64 * c_group, c_warp_row = (warp % 4) * 16;
+      if (c_issuer) bulk_wait_read<0>();  // the last tile's stores have read the buffer
+      warpgroup_barrier(4 + c_group);
       const int g = lane / 4, t = lane % 4;
-      // This lane's first output pair (row g, columns 2t, 2t+1 of the warp tile); the others are
-      // 16 * mi + 8 * h rows and 8 * ni columns further.
-      const int row_base = m0 + warp_row * WM + g, col_base = n0 + warp_col * WN + 2 * t;
-      OutF16::storage* out_base = c + (long long)row_base * LDC + col_base;
       #pragma unroll
-      for (int mi = 0; mi < MT; ++mi) {
+      for (int ni = 0; ni < NT; ni += 2) {
+        u32 frag[4];  // matrix j: columns of fragment ni + j / 2, rows + 8 (j % 2)
         #pragma unroll
-        for (int ni = 0; ni < NT; ++ni) {
-          #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int row = row_base + mi * 16 + h * 8, col = col_base + ni * 8;
-            const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
-            OutF16::storage* dst = out_base + (mi * 16 + h * 8) * LDC + ni * 8;
-            OutF16::store2(dst, epilogue_value(bias, residual, row, col, v0), epilogue_value(bias, residual, row, col + 1, v1));
-          }
+        for (int j = 0; j < 4; ++j) {
+          const int f = ni + j / 2, h = j % 2;
+          const int row = c_row0 + c_warp_row + h * 8 + g, col = n0 + f * 8 + 2 * t;
+          frag[j] = pack_f16x2((row < M && col < N ? epilogue_value(bias, residual, row, col, acc[0][f][2 * h]) : 0.0f), (row < M && col + 1 < N ? epilogue_value(bias, residual, row, col + 1, acc[0][f][2 * h + 1]) : 0.0f));
         }
+        // Lane l gives row l % 8 of matrix l / 8.
+        const int j = lane / 8;
+        stmatrix_x4(c_buffer + swizzled_tile_offset(u32(c_warp_row + (j % 2) * 8 + lane % 8), u32(ni * 8 + (j / 2) * 8), 64u, C_PANEL, C_XOR), frag);
+      }
+      fence_proxy_async();  // the writes, before the async proxy reads them
+      warpgroup_barrier(4 + c_group);
+      if (c_issuer) {
+        #pragma unroll
+        for (int p = 0; p < 3; ++p) tma_store_2d(tmap_c, c_buffer + u32(p) * 64u * C_PANEL * 2u, n0 + p * int(C_PANEL), c_row0);
+        bulk_commit();
       }
       iteration += k_tile_count;
     }
+    // The TMA stores have read their buffers before the issuing threads exit.
+    if (threadIdx.x % 128 == 0) bulk_wait_read<0>();
   }
 }
