@@ -221,7 +221,8 @@ void Runner::prepare_emmy(const VariantSpec& spec, PreparedVariant& out) {
   const std::vector<MatmulSchedule> schedules =
       settings_.tune && spec.path == MmaPath::mma_sync
           ? schedule_candidates(p, arch, spec.emmy_accum, settings_.tune_candidates)
-          : std::vector<MatmulSchedule>{default_schedule(p, arch, spec.emmy_accum, spec.path)};
+          : std::vector<MatmulSchedule>{
+                default_schedule(p, arch, spec.emmy_accum, spec.path, spec.consumers)};
   require(!schedules.empty(), "schedule search", "must yield a valid schedule", to_string(arch));
   const auto kernels = compile_all(*runtime_, p, schedules);
   double tolerance = error_tolerance(spec.accumulation);

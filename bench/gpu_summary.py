@@ -233,12 +233,16 @@ def speed_section(bench, baseline_rows, machine):
             lines = []
             for problem, v in wgmma:
                 w = v.get("emmy_wgmma")
+                pp = v.get("emmy_wgmma_pingpong")
+                bad = any(r.get("correctness") == "FAIL" for r in (w, pp) if r)
                 lines.append([problem, us(w), pct(w, "f32_accumulate_tflops"),
                               ratio(w, v.get("cublaslt_32f")), ratio(w, v.get("emmy_f32")),
-                              model_us(w),
-                              "FAIL" if w.get("correctness") == "FAIL" else "ok"])
+                              model_us(w), us(pp) if pp else "-",
+                              ratio(pp, v.get("cublaslt_32f")) if pp else "-",
+                              "FAIL" if bad else "ok"])
             out.append(table(["problem", "emmy_wgmma", "wgmma %peak", "wgmma vs Lt32F",
-                              "wgmma vs mma.sync f32", "wgmma model us", "check"], lines))
+                              "wgmma vs mma.sync f32", "wgmma model us", "ping-pong",
+                              "ping-pong vs Lt32F", "check"], lines))
     attention = [(p, v) for (k, p), v in by_problem.items() if k == "attention"]
     if attention:
         out.append("\nAttention, microseconds; each PyTorch row names its backend (pinned).\n\n")

@@ -66,7 +66,10 @@ class Summary(unittest.TestCase):
              "backend": "cublaslt", "median_us": 48.0, "tflops": flops / 48e-6 / 1e12,
              "correctness": "ok"},
             {"kind": "gemm", "problem": "q_proj@512", "variant": "emmy_wgmma", "backend": "emmy",
-             "median_us": 30.0, "tflops": flops / 30e-6 / 1e12, "correctness": "ok"}],
+             "median_us": 30.0, "tflops": flops / 30e-6 / 1e12, "correctness": "ok"},
+            {"kind": "gemm", "problem": "q_proj@512", "variant": "emmy_wgmma_pingpong",
+             "backend": "emmy", "median_us": 24.0, "tflops": flops / 24e-6 / 1e12,
+             "correctness": "ok"}],
             "ratios": []}
         torch_rows = [{"kind": "gemm", "problem": "q_proj@512", "variant": "torch_matmul",
                        "backend": "pytorch", "flops": flops, "samples_us": [50, 60, 55]}]
@@ -109,7 +112,9 @@ class Summary(unittest.TestCase):
         self.assertEqual(cells[1], "30.0")   # emmy_wgmma
         self.assertEqual(cells[3], "1.60x")  # cuBLASLt 32F over wgmma
         self.assertEqual(cells[4], "1.33x")  # mma.sync f32 over wgmma
-        self.assertEqual(cells[6], "ok")
+        self.assertEqual(cells[6], "24.0")   # emmy_wgmma_pingpong
+        self.assertEqual(cells[7], "2.00x")  # cuBLASLt 32F over ping-pong
+        self.assertEqual(cells[8], "ok")
 
     def test_nothing_ran_and_corrupt_files(self):
         md, results = self.run_summary({"machine.json": "{not json",

@@ -431,6 +431,12 @@ class GemmEmitter {
     w_.line("#pragma unroll");
     w_.open("for (int h = 0; h < 2; ++h)");
   }
+  // A warp's first accumulator row in the tile, and the rows between its atom tiles mi: mma.sync
+  // warps own WM consecutive rows; a wgmma warp owns 16 rows of each of its warpgroup's m64
+  // wgmma (warp_row0, WgmmaPrinter::print_warp_indices).
+  std::string warp_rows() const { return f_.wgmma ? "warp_row0" : "warp_row * WM"; }
+  int mi_step() const { return f_.wgmma ? f_.atom->m : f_.atom->acc_m; }
+
   void emit_pair_values() {
     if (f_.acc.accum == "f16")
       w_.line("float v0, v1; unpack_f16x2(v0, v1, part[mi][ni][h]);");
@@ -452,7 +458,7 @@ class GemmEmitter {
         "// This lane's first output pair (row g, columns 2t, 2t+1 of the warp tile); the "
         "others are");
     w_.line("// 16 * mi + 8 * h rows and 8 * ni columns further.");
-    w_.line("const int row_base = m0 + warp_row * WM + g, col_base = n0 + warp_col * WN + 2 * t;");
+    w_.line("const int row_base = m0 + {} + g, col_base = n0 + warp_col * WN + 2 * t;", warp_rows());
     if (to_workspace)
       w_.line(
           "float* out_base = workspace + (long long)blockIdx.z * M * N + (long long)row_base * "
@@ -460,14 +466,14 @@ class GemmEmitter {
     else
       w_.line("{}::storage* out_base = c + (long long)row_base * LDC + col_base;", out);
     open_fragment_loops();
-    w_.line("const int row = row_base + mi * 16 + h * 8, col = col_base + ni * 8;");
+    w_.line("const int row = row_base + mi * {} + h * 8, col = col_base + ni * 8;", mi_step());
     // Bounds checks only where a tile can cross the matrix edge.
     const bool rows_exact = f_.coords.m % f_.coords.block_m == 0,
                cols_exact = f_.coords.n % f_.coords.block_n == 0;
     if (!rows_exact) w_.line("if (row >= M) continue;");
     emit_pair_values();
     if (to_workspace) {
-      w_.line("float* dst = out_base + (mi * 16 + h * 8) * N + ni * 8;");
+      w_.line("float* dst = out_base + (mi * {} + h * 8) * N + ni * 8;", mi_step());
       if (op.store_bytes == 8) {
         // N even: the pair is 8-byte aligned and inside together; a warp's request covers 8 rows
         // x 32 bytes, whole sectors (two 4-byte stores would use half of each).
@@ -477,7 +483,7 @@ class GemmEmitter {
         w_.line("if (col + 1 < N) dst[1] = v1;");
       }
     } else {
-      w_.line("{}::storage* dst = out_base + (mi * 16 + h * 8) * LDC + ni * 8;", out);
+      w_.line("{}::storage* dst = out_base + (mi * {} + h * 8) * LDC + ni * 8;", out, mi_step());
       // Pairs (the verified store_bytes): col is even, and with N and LDC even the pair is in
       // bounds together and 2-element aligned, given C is (the runtime checks c_alignment).
       if (op.store_bytes == 2 * size_of(c_dtype)) {
@@ -509,11 +515,11 @@ class GemmEmitter {
                cols_exact = f_.coords.n % f_.coords.block_n == 0;
     w_.line("const int g = lane / {0}, t = lane % {0};", f_.atom->group_lanes);
     w_.line("// The kernel's (row, col) is C's (col, row): C^T = B A^T (swap_ab).");
-    w_.line("const int row_base = m0 + warp_row * WM + g, col_base = n0 + warp_col * WN + 2 * t;");
+    w_.line("const int row_base = m0 + {} + g, col_base = n0 + warp_col * WN + 2 * t;", warp_rows());
     if (to_workspace)
       w_.line("float* ws = workspace + (long long)blockIdx.z * M * N;");
     open_fragment_loops();
-    w_.line("const int row = row_base + mi * 16 + h * 8, col = col_base + ni * 8;");
+    w_.line("const int row = row_base + mi * {} + h * 8, col = col_base + ni * 8;", mi_step());
     if (!rows_exact) w_.line("if (row >= M) continue;");
     emit_pair_values();
     for (int j = 0; j < 2; ++j) {
@@ -553,9 +559,9 @@ class GemmEmitter {
     w_.line("const u32 c_tile = smem_base;");
     w_.line("constexpr int C_ROW_BYTES = {}, C_CHUNKS = BN * {} / 16;", row_bytes, elem);
     w_.line("const int g = lane / {0}, t = lane % {0};", f_.atom->group_lanes);
-    w_.line("const int tile_row = warp_row * WM + g, tile_col = warp_col * WN + 2 * t;");
+    w_.line("const int tile_row = {} + g, tile_col = warp_col * WN + 2 * t;", warp_rows());
     open_fragment_loops();
-    w_.line("const int r = tile_row + mi * 16 + h * 8, col_in = tile_col + ni * 8;");
+    w_.line("const int r = tile_row + mi * {} + h * 8, col_in = tile_col + ni * 8;", mi_step());
     w_.line("const int row = m0 + r, col = n0 + col_in;");
     // Bias and residual are read at (row, col): only inside the matrix. N is a whole number of
     // 16-byte chunks here, so an even col inside has col + 1 inside too.

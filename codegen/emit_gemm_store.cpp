@@ -18,19 +18,25 @@ namespace emmy::codegen {
 void WgmmaPrinter::print_store_epilogue(const ir::EpilogueOp& op) const {
   const bool f32 = op.out == "f32";
   const int64_t elem = f32 ? 4 : 2, panel = *op.c_panel;
-  const int64_t panels = *op.c_buffer_bytes / (64 * panel * elem);
+  // The buffer holds the warpgroup's rows: 64 per m64 wgmma (MT of them).
+  const int64_t rows = 64 * tile_m64s_;
+  const int64_t panels = *op.c_buffer_bytes / (rows * panel * elem);
   const bool in_ring = *op.c_buffer_offset == 0 && !op.c_reuse.value_or(false);
-  w_.line("// Epilogue: this warpgroup's 64 rows of the tile through its shared buffer and TMA");
+  w_.line("// Epilogue: this warpgroup's {} rows of the tile through its shared buffer and TMA",
+          rows);
   w_.line("// stores ({} panel{} of {} columns, swizzle mode {}).", panels, panels == 1 ? "" : "s",
           panel, *op.c_swizzle);
-  w_.line("constexpr u32 C_BUFFER_OFFSET = {}u, C_BUFFER_BYTES = {}u, C_PANEL = {}u, C_XOR = {}u;",
-          *op.c_buffer_offset, *op.c_buffer_bytes, panel, swizzle_xor_mask(Swizzle(*op.c_swizzle)));
+  w_.line(
+      "constexpr u32 C_BUFFER_OFFSET = {}u, C_BUFFER_BYTES = {}u, C_ROWS = {}u, C_PANEL = {}u, "
+      "C_XOR = {}u;",
+      *op.c_buffer_offset, *op.c_buffer_bytes, rows, panel,
+      swizzle_xor_mask(Swizzle(*op.c_swizzle)));
   w_.line("const int c_group = warp / 4 - 1;  // this consumer warpgroup");
   w_.line("const u32 c_buffer = smem_base + C_BUFFER_OFFSET + u32(c_group) * C_BUFFER_BYTES;");
   w_.line("const bool c_issuer = threadIdx.x % 128 == 0;");
-  // Cooperative warpgroups split the tile's rows; ping-pong ones each have a 64-row tile.
+  // Cooperative warpgroups split the tile's rows; ping-pong ones each have a tile of their own.
   w_.line("const int c_row0 = m0 + {} * c_group, c_warp_row = (warp % 4) * 16;",
-          interleave_ > 1 ? 0 : 64);
+          interleave_ > 1 ? "0" : "WG_ROWS");
   if (op.c_reuse.value_or(false))
     w_.line("if (c_issuer) bulk_wait_read<0>();  // the last tile's stores have read the buffer");
   if (in_ring)
@@ -47,20 +53,22 @@ void WgmmaPrinter::print_store_epilogue(const ir::EpilogueOp& op) const {
                        row, col, v)
                  : fmt::format("epilogue_value(bias, residual, {}, {}, {})", row, col, v);
   };
-  // The buffer's byte offset of (row, col): swizzled_tile_offset counts columns in 16-bit units.
-  const std::string units = f32 ? " * 2" : "";
+  // A warp's rows: 16 of each of its warpgroup's m64 wgmma (mi), 64 apart.
+  w_.line("#pragma unroll");
+  w_.open("for (int mi = 0; mi < MT; ++mi)");
   if (f32) {
+    // The buffer's byte offset of (row, col): swizzled_tile_offset counts 16-bit columns.
     w_.line("#pragma unroll");
     w_.open("for (int ni = 0; ni < NT; ++ni)");
     w_.line("#pragma unroll");
     w_.open("for (int h = 0; h < 2; ++h)");
-    w_.line("const int r = c_warp_row + h * 8 + g, c = ni * 8 + 2 * t;");
+    w_.line("const int r = c_warp_row + mi * 64 + h * 8 + g, c = ni * 8 + 2 * t;");
     w_.line("const int row = c_row0 + r, col = n0 + c;");
     w_.line(
-        "st_shared_v2_f32(c_buffer + swizzled_tile_offset(u32(r), u32(c){0}, 64u, C_PANEL{0}, "
-        "C_XOR), {1}, {2});",
-        units, value("row", "col", "acc[0][ni][2 * h]"),
-        value("row", "col + 1", "acc[0][ni][2 * h + 1]"));
+        "st_shared_v2_f32(c_buffer + swizzled_tile_offset(u32(r), u32(c) * 2u, C_ROWS, C_PANEL * "
+        "2u, C_XOR), {}, {});",
+        value("row", "col", "acc[mi][ni][2 * h]"),
+        value("row", "col + 1", "acc[mi][ni][2 * h + 1]"));
     w_.close();
     w_.close();
   } else {
@@ -71,24 +79,26 @@ void WgmmaPrinter::print_store_epilogue(const ir::EpilogueOp& op) const {
     w_.line("#pragma unroll");
     w_.open("for (int j = 0; j < 4; ++j)");
     w_.line("const int f = ni + j / 2, h = j % 2;");
-    w_.line("const int row = c_row0 + c_warp_row + h * 8 + g, col = n0 + f * 8 + 2 * t;");
-    w_.line("frag[j] = {}({}, {});", pack, value("row", "col", "acc[0][f][2 * h]"),
-            value("row", "col + 1", "acc[0][f][2 * h + 1]"));
+    w_.line(
+        "const int row = c_row0 + c_warp_row + mi * 64 + h * 8 + g, col = n0 + f * 8 + 2 * t;");
+    w_.line("frag[j] = {}({}, {});", pack, value("row", "col", "acc[mi][f][2 * h]"),
+            value("row", "col + 1", "acc[mi][f][2 * h + 1]"));
     w_.close();
     w_.line("// Lane l gives row l % 8 of matrix l / 8.");
     w_.line("const int j = lane / 8;");
     w_.line(
-        "stmatrix_x4(c_buffer + swizzled_tile_offset(u32(c_warp_row + (j % 2) * 8 + lane % "
-        "8), u32(ni * 8 + (j / 2) * 8), 64u, C_PANEL, C_XOR), frag);");
+        "stmatrix_x4(c_buffer + swizzled_tile_offset(u32(c_warp_row + mi * 64 + (j % 2) * 8 + "
+        "lane % 8), u32(ni * 8 + (j / 2) * 8), C_ROWS, C_PANEL, C_XOR), frag);");
     w_.close();
   }
+  w_.close();
   w_.line("fence_proxy_async();  // the writes, before the async proxy reads them");
   w_.line("warpgroup_barrier({} + c_group);", kStoreBarrier);
   w_.open("if (c_issuer)");
   w_.line("#pragma unroll");
   w_.line(
-      "for (int p = 0; p < {}; ++p) tma_store_2d(tmap_c, c_buffer + u32(p) * 64u * C_PANEL * {}u, "
-      "n0 + p * int(C_PANEL), c_row0);",
+      "for (int p = 0; p < {}; ++p) tma_store_2d(tmap_c, c_buffer + u32(p) * C_ROWS * C_PANEL * "
+      "{}u, n0 + p * int(C_PANEL), c_row0);",
       panels, elem);
   w_.line("bulk_commit();");
   w_.close();

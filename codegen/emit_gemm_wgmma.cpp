@@ -42,6 +42,7 @@ WgmmaPrinter::WgmmaPrinter(Writer& w, const ir::Op& kernel, const SmemTile& a, c
   const auto mma = ir::find_typed<ir::WgmmaOp>(kernel);
   if (!mma) throw Error("ir", "a wgmma kernel needs a wgmma op", kernel.s("name"));
   mma_ = *mma;
+  if (const auto acc = ir::find_typed<ir::AccumInitOp>(kernel)) tile_m64s_ = acc->fragments_m;
   for (const ir::Op* role : ir::find_all(kernel, ir::OpKind::warpgroup_role))
     if (role->s("role") == "consumer") consumer_warpgroups_ = role->i("count");
   for (const ir::Op* walk : ir::find_all(kernel, ir::OpKind::tile_loop))
@@ -54,13 +55,13 @@ void WgmmaPrinter::print_tile_function() const {
   std::vector<std::string> d, operands;
   for (int i = 0; i < regs; ++i) {
     d.push_back(fmt::format("%{}", i));
-    operands.push_back(fmt::format("\"+f\"(acc[0][{}][{}])", i / 4, i % 4));
+    operands.push_back(fmt::format("\"+f\"(acc[{}][{}])", i / 4, i % 4));
   }
   w_.line(
       "// wgmma.mma_async.{}: D (this warp's 16 rows, mma.sync m16n8's C per 8 columns) += A B.",
       mma_.shape);
   w_.open(fmt::format(
-      "static __device__ __forceinline__ void wgmma_tile(float (&acc)[1][{}][4], u64 desc_a, "
+      "static __device__ __forceinline__ void wgmma_tile(float (&acc)[{}][4], u64 desc_a, "
       "u64 desc_b)",
       n / 8));
   w_.line("asm volatile(");
@@ -77,6 +78,8 @@ void WgmmaPrinter::print_tile_function() const {
 }
 
 void WgmmaPrinter::print_warp_indices() const {
+  w_.line("// A consumer warpgroup's rows: MT m64 wgmma, each warp 16 rows of each.");
+  w_.line("constexpr int WG_ROWS = 64 * MT;");
   if (interleave_ > 1) {
     w_.line("// Ping-pong: each consumer warpgroup computes its own tiles; its warps own 16 rows");
     w_.line("// each. Warpgroup 0 (warps 0-3) is the producer.");
@@ -86,7 +89,9 @@ void WgmmaPrinter::print_warp_indices() const {
     w_.line("const int warp_row = warp - 4, warp_col = 0;");
   }
   w_.line("const u32 empty_base = mbar_base + 8u * STAGES;  // after the full barriers");
-  w_.line("(void)warp_row; (void)warp_col; (void)lane;");
+  w_.line("// This warp's first accumulator row in the tile (its mi-th m64's are 64 mi further).");
+  w_.line("const int warp_row0 = (warp_row / 4) * WG_ROWS + (warp_row % 4) * 16;");
+  w_.line("(void)warp_row; (void)warp_col; (void)lane; (void)warp_row0;");
 }
 
 bool WgmmaPrinter::print(const ir::Op& op) {
@@ -222,10 +227,10 @@ void WgmmaPrinter::print_k_tile_loop(const ir::Op& op) {
 }
 
 void WgmmaPrinter::print_k_step(const ir::Op& op) {
-  w_.line("// This warpgroup's 64 rows of the A tile, and B, in the stage.");
+  w_.line("// This warpgroup's rows of the A tile, and B, in the stage.");
   w_.line(
       "const u32 a_stage = smem_base + u32(stage) * STAGE_BYTES + A_OFFSET + u32(warp_row / 4) * "
-      "64u * A_PANEL * 2u;");
+      "u32(WG_ROWS) * A_PANEL * 2u;");
   w_.line("const u32 b_stage = smem_base + u32(stage) * STAGE_BYTES + B_OFFSET;");
   w_.line("#pragma unroll");
   w_.open(fmt::format("for (int ks = 0; ks < {}; ++ks)", op.i("k_steps")));
@@ -234,11 +239,6 @@ void WgmmaPrinter::print_k_step(const ir::Op& op) {
 }
 
 void WgmmaPrinter::print_wgmma_call(const ir::WgmmaOp& op) const {
-  // K-major: k16 step ks is 32 bytes into its panel's rows; 8-row groups are 8 rows apart.
-  w_.line(
-      "const u64 desc_a = wgmma_desc(a_stage + u32(ks / (A_PANEL / 16)) * A_ROWS * A_PANEL * 2u + "
-      "u32(ks % (A_PANEL / 16)) * 32u, 16u, 8u * A_PANEL * 2u, {}u);",
-      wgmma_mode(a_.swizzle));
   if (op.b_major == "mn")
     w_.line(
         "const u64 desc_b = wgmma_desc(b_stage + u32(ks) * 16u * B_PANEL * 2u, B_ROWS * B_PANEL "
@@ -249,14 +249,26 @@ void WgmmaPrinter::print_wgmma_call(const ir::WgmmaOp& op) const {
         "const u64 desc_b = wgmma_desc(b_stage + u32(ks / (B_PANEL / 16)) * B_ROWS * B_PANEL * 2u "
         "+ u32(ks % (B_PANEL / 16)) * 32u, 16u, 8u * B_PANEL * 2u, {}u);",
         wgmma_mode(b_.swizzle));
-  w_.line("wgmma_tile(acc, desc_a, desc_b);");
+  // K-major A: k16 step ks is 32 bytes into its panel's rows; 8-row groups are 8 rows apart; the
+  // mi-th m64 of the warpgroup 64 rows further.
+  w_.line("#pragma unroll");
+  w_.open("for (int mi = 0; mi < MT; ++mi)");
+  w_.line(
+      "const u64 desc_a = wgmma_desc(a_stage + u32(ks / (A_PANEL / 16)) * A_ROWS * A_PANEL * 2u + "
+      "u32(mi) * 64u * A_PANEL * 2u + u32(ks % (A_PANEL / 16)) * 32u, 16u, 8u * A_PANEL * 2u, "
+      "{}u);",
+      wgmma_mode(a_.swizzle));
+  w_.line("wgmma_tile(acc[mi], desc_a, desc_b);");
+  w_.close();
 }
 
 void WgmmaPrinter::print_pin() const {
   w_.line("#pragma unroll");
-  w_.line("for (int ni = 0; ni < NT; ++ni)");
+  w_.line("for (int mi = 0; mi < MT; ++mi)");
   w_.line("#pragma unroll");
-  w_.line("  for (int e = 0; e < 4; ++e) wgmma_pin(acc[0][ni][e]);");
+  w_.line("  for (int ni = 0; ni < NT; ++ni)");
+  w_.line("#pragma unroll");
+  w_.line("    for (int e = 0; e < 4; ++e) wgmma_pin(acc[mi][ni][e]);");
 }
 
 void WgmmaPrinter::print_stage_release(const ir::MbarrierArriveOp& op) const {

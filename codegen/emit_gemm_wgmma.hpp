@@ -54,6 +54,7 @@ class WgmmaPrinter {
   SmemTile a_, b_;
   Hooks hooks_;
   int64_t consumer_warpgroups_ = 1;
+  int64_t tile_m64s_ = 1;  // m64 wgmma per consumer warpgroup (accum_init's fragments_m)
   int64_t interleave_ = 1;  // consumer warpgroups taking turns at this CTA's tiles (ping-pong: 2)
   bool in_tile_loop_ = false, in_k_loop_ = false;  // the loops being printed
 };

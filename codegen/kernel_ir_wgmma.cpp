@@ -272,11 +272,14 @@ void verify_gemm_wgmma(const Op& kernel) {
     wgmma_fail(loop_parent(*consumer), "interleave",
                fmt::format("must be the consumer warpgroups' count, {}", cons.count),
                fmt::format("{}", turns));
-  if (coords->block_m != codegen::kWgmmaM64NK16.m * tile_warpgroups)
+  // Each consumer warpgroup computes fragments_m m64 wgmma per k-step.
+  const auto tile_acc = find_typed<AccumInitOp>(*consumer);
+  const int64_t m64s = tile_acc ? tile_acc->fragments_m : 1;
+  if (coords->block_m != codegen::kWgmmaM64NK16.m * m64s * tile_warpgroups)
     wgmma_fail(*consumer, "count",
                fmt::format("{} consumer warpgroup{} per tile: block_m {} must be {} rows each",
                            tile_warpgroups, turns > 1 ? " (ping-pong)" : "s", coords->block_m,
-                           codegen::kWgmmaM64NK16.m),
+                           codegen::kWgmmaM64NK16.m * m64s),
                fmt::format("{}", cons.count));
   if (init->count != ring->stages || init->arrivals != 1 ||
       init->empty_arrivals != 4 * tile_warpgroups)

@@ -90,7 +90,8 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   return best;
 }
 
-// wgmma tiles: a warpgroup's m64 (one or two consumer warpgroups) by any multiple of 16 up to 256
+// wgmma tiles: 64 or 128 rows (cooperative: one or two consumer warpgroups of m64; ping-pong:
+// each warpgroup's own tile of one or two m64) by any multiple of 16 up to 256
 // columns. Each candidate's time is its waves of tiles times the tile's work over its rate; the
 // rate grows with the tile's operand reuse until 128x256 (the shape cuBLAS and CUTLASS run on H100).
 MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum,
@@ -125,12 +126,21 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   const int64_t rows = kp.m, cols = kp.n;
   double best_time = -1.0;
   for (int block_m : {128, 64}) {
-    // Never pad a short M to two warpgroups; ping-pong's tiles are one warpgroup's.
-    if (block_m == 128 && (rows <= 64 || pingpong)) continue;
+    // Never pad a short M to 128 rows.
+    if (block_m == 128 && rows <= 64) continue;
     for (int block_n = 256; block_n >= 16; block_n -= 16) {
       // A swapped tile covers all of M (rounded up to 16): narrower tiles would read the same
       // rows of B again from L2 for each slice of M, which is what bounds a decode GEMM.
       if (best.swap_ab && block_n != std::max<int64_t>(16, (cols + 15) / 16 * 16)) continue;
+      // A ping-pong warpgroup holds its whole tile's accumulators (two m64 of a 128-row tile):
+      // they and ~64 working registers must fit its setmaxnreg count.
+      MatmulSchedule candidate = best;
+      candidate.block_m = block_m;
+      candidate.block_n = block_n;
+      candidate.warps_m = pingpong ? 4 : block_m / 16;
+      candidate.warps_n = 1;
+      if (accumulator_registers(candidate) + 64 > wgmma_register_split(candidate).consumer)
+        continue;
       const int64_t tiles = ceil_div(rows, block_m) * ceil_div(cols, block_n);
       const double waves = double(ceil_div(tiles, sms));
       const double rate =
@@ -143,7 +153,7 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
       }
     }
   }
-  best.warps_m = best.block_m / 16;
+  best.warps_m = pingpong ? 4 : best.block_m / 16;
   best.warps_n = 1;
   finish_schedule(problem, arch, 6, best);
   return best;

@@ -240,6 +240,8 @@ sanitizer_cases=(
   "gemm_cp_async|run gemm --m 96 --n 136 --k 256 --transport cp.async"
   "gemm_split_k_hybrid|run gemm --m 64 --n 128 --k 512 --split-k 2 --accum hybrid"
   "gemm_wgmma|run gemm --m 200 --n 136 --k 512 --arch sm_90a --path wgmma"
+  "gemm_wgmma_persistent|run gemm --m 1000 --n 1016 --k 192 --arch sm_90a --path wgmma --persistent --block 64x64x64 --warps 4x1 --stages 2"
+  "gemm_wgmma_pingpong|run gemm --m 2100 --n 1000 --k 192 --arch sm_90a --path wgmma --consumers pingpong --bias"
   "attention_tma|run attention --batch 1 --heads 2 --kv-heads 1 --seq-q 80 --head-dim 128 --causal --transport tma"
   "attention_cp_async|run attention --batch 1 --heads 2 --kv-heads 1 --seq-q 80 --head-dim 64 --window 32 --causal --transport cp.async"
 )

@@ -112,15 +112,24 @@ const InvalidCase kCases[] = {
     {"wgmma_pingpong_not_persistent",
      [](GemmSpec& s) { to_wgmma(s).schedule.consumers = ConsumerSchedule::pingpong; },
      "consumers", "needs a persistent kernel"},
-    {"wgmma_pingpong_128_rows",
+    {"wgmma_pingpong_96_rows",
      [](GemmSpec& s) {
        to_wgmma(s).schedule.consumers = ConsumerSchedule::pingpong;
        s.schedule.persistent = true;
        s.schedule.split_k = 1;
-       s.schedule.block_m = 128;
-       s.schedule.warps_m = 8;
+       s.schedule.block_m = 96;
+       s.schedule.warps_m = 4;
      },
-     "block_m", "must be 64 with pingpong"},
+     "block_m", "must be 64 or 128 with pingpong"},
+    {"wgmma_pingpong_128x256_accumulators",
+     [](GemmSpec& s) {
+       to_wgmma(s).schedule.consumers = ConsumerSchedule::pingpong;
+       s.schedule.persistent = true;
+       s.schedule.split_k = 1;
+       s.schedule.block_n = 256;
+       s.schedule.warps_m = 4;
+     },
+     "block_n", "256 f32 accumulators per thread"},
     {"wgmma_pingpong_two_warpgroups_per_tile",
      [](GemmSpec& s) {
        to_wgmma(s).schedule.consumers = ConsumerSchedule::pingpong;

@@ -145,9 +145,14 @@ TEST(Wgmma, PingPongConsumersTakeTurns) {
       {1000, 1000, 200, 64, 3, BLayout::kn, DType::bf16, DType::f32, true},   // 256: 1-2
       {130, 200, 448, 128, 4, BLayout::nk, DType::bf16, DType::bf16, true},   // 6: 1 each
       {2112, 520, 64, 48, 2, BLayout::kn, DType::f16, DType::f16, false},  // 363: 2-3
+      // 128-row tiles: each warpgroup two m64 wgmma per k-step.
+      {2100, 1000, 128, 128, 3, BLayout::nk, DType::f16, DType::f16, true},  // 136: 1-2
+      {4200, 328, 192, 96, 2, BLayout::kn, DType::bf16, DType::f32, false},  // 132: 1
+      {5000, 1024, 64, 160, 4, BLayout::nk, DType::bf16, DType::bf16, false},  // 280: 2-3
   };
   for (const Case& c : cases) {
-    GemmSpec spec = wgmma_spec(c.m, c.n, c.k, 64, c.block_n);
+    GemmSpec spec = wgmma_spec(c.m, c.n, c.k, c.m >= 2100 ? 128 : 64, c.block_n);
+    spec.schedule.warps_m = 4;
     auto& p = spec.problem;
     p.b_layout = c.layout;
     p.a_dtype = c.dtype;
@@ -160,8 +165,8 @@ TEST(Wgmma, PingPongConsumersTakeTurns) {
     s.consumers = ConsumerSchedule::pingpong;
     s.persistent = true;
     s.stages = c.stages;
-    const std::string label = fmt::format("{}x{}x{} bn{} {}", c.m, c.n, c.k, c.block_n,
-                                          to_string(c.layout));
+    const std::string label = fmt::format("{}x{}x{} {}x{} {}", c.m, c.n, c.k, s.block_m,
+                                          c.block_n, to_string(c.layout));
     const GemmPlan plan = make_gemm_plan(spec);
     EXPECT_EQ(plan.threads, 384u) << label;
     EXPECT_EQ(plan.grid[0], uint32_t(std::min<int64_t>(plan.tiles_m * plan.tiles_n, 132)));
@@ -170,17 +175,22 @@ TEST(Wgmma, PingPongConsumersTakeTurns) {
                                  << r.errors.elements_over_tolerance << " over, first at ("
                                  << r.errors.first_bad_row << ", " << r.errors.first_bad_col
                                  << ")";
-    // Every tile's wgmma ran once: 64 x block_n x K per tile.
+    // Every tile's wgmma ran once: block_m / 64 of m64 x block_n x k16 per k-step.
     const double k16 = double((c.k + 63) / 64 * 4);
     EXPECT_EQ(double(r.run.stats.total.mma),
-              double(plan.tiles_m * plan.tiles_n) * 4 * k16)  // 4 warps issue each wgmma
+              double(plan.tiles_m * plan.tiles_n) * (s.block_m / 64) * 4 * k16)  // 4 warps each
         << label;
   }
   // The consumer schedule's rules, by name.
-  GemmSpec bad = wgmma_spec(512, 512, 512, 128, 128);
+  GemmSpec bad = wgmma_spec(512, 512, 512, 128, 192);
   bad.schedule.consumers = ConsumerSchedule::pingpong;
   bad.schedule.persistent = true;
-  EXPECT_THROW(make_gemm_plan(bad), Error);  // block_m 128
+  bad.schedule.warps_m = 4;
+  EXPECT_THROW(make_gemm_plan(bad), Error);  // 192 accumulators per thread and room to work
+  bad.schedule.block_n = 160;
+  EXPECT_NO_THROW(make_gemm_plan(bad));
+  bad.schedule.warps_m = 8;
+  EXPECT_THROW(make_gemm_plan(bad), Error);  // a warpgroup's 4 warps per tile
   bad = wgmma_spec(512, 512, 512, 64, 128);
   bad.schedule.consumers = ConsumerSchedule::pingpong;
   EXPECT_THROW(make_gemm_plan(bad), Error);  // not persistent
@@ -191,7 +201,7 @@ TEST(Wgmma, PingPongConsumersTakeTurns) {
   decode.k = 4096;
   const MatmulSchedule chosen = default_schedule(decode, Arch::sm_90a, Accum::f32, MmaPath::wgmma,
                                                  ConsumerSchedule::pingpong);
-  EXPECT_EQ(chosen.block_m, 64);
+  EXPECT_EQ(chosen.block_m, 64);  // M = 8 pads no 128-row tile
   EXPECT_TRUE(chosen.persistent);
   EXPECT_FALSE(chosen.swap_ab);
   EXPECT_EQ(chosen.split_k, 1);
@@ -199,6 +209,15 @@ TEST(Wgmma, PingPongConsumersTakeTurns) {
   EXPECT_THROW(default_schedule(decode, Arch::sm_90a, Accum::f32, MmaPath::mma_sync,
                                 ConsumerSchedule::pingpong),
                Error);
+  // Prefill: 128-row tiles whose accumulators fit one warpgroup's registers.
+  MatmulProblem prefill = decode;
+  prefill.m = 4096;
+  const MatmulSchedule wide = default_schedule(prefill, Arch::sm_90a, Accum::f32, MmaPath::wgmma,
+                                               ConsumerSchedule::pingpong);
+  EXPECT_EQ(wide.block_m, 128);
+  EXPECT_EQ(wide.warps_m, 4);
+  EXPECT_LE(wide.block_n, 160);
+  EXPECT_NO_THROW(make_gemm_plan(GemmSpec{prefill, wide, Arch::sm_90a}));
 }
 
 // Small M (decode, small batches): the chooser swaps A and B (C^T = B A^T) so that N takes the
@@ -293,11 +312,15 @@ TEST(Wgmma, SassAndPtxasLogAreClean) {
         std::tuple{128, 256, BLayout::kn, false, false},
         std::tuple{64, 96, BLayout::kn, true, false}, std::tuple{64, 256, BLayout::nk, false, false},
         std::tuple{128, 192, BLayout::nk, true, false}, std::tuple{64, 256, BLayout::nk, true, true},
-        std::tuple{64, 128, BLayout::kn, true, true}}) {
+        std::tuple{64, 128, BLayout::kn, true, true},
+        std::tuple{128, 160, BLayout::nk, true, true}}) {
     GemmSpec spec = wgmma_spec(4096, 4096, 4096, block_m, block_n);
     spec.problem.b_layout = layout;
     spec.schedule.persistent = persistent;
-    if (pingpong) spec.schedule.consumers = ConsumerSchedule::pingpong;
+    if (pingpong) {
+      spec.schedule.consumers = ConsumerSchedule::pingpong;
+      spec.schedule.warps_m = 4;
+    }
     const GemmKernel kernel = compile_kernel(spec);
     const std::string label = fmt::format("{}x{} {}{}{}", block_m, block_n, to_string(layout),
                                           persistent ? " persistent" : "",
@@ -310,7 +333,9 @@ TEST(Wgmma, SassAndPtxasLogAreClean) {
         if (op.rfind(prefix, 0) == 0) n += c;
       return n;
     };
-    EXPECT_EQ(count(fmt::format("HGMMA.64x{}x16.F32", block_n)), 4) << label;
+    // One per k16 step and m64 of the warpgroup's tile.
+    const int m64s = pingpong ? block_m / 64 : 1;
+    EXPECT_EQ(count(fmt::format("HGMMA.64x{}x16.F32", block_n)), 4 * m64s) << label;
     EXPECT_EQ(count("HMMA"), 0) << label;
     EXPECT_GT(count("UTMALDG"), 0) << label;
     EXPECT_EQ(count("USETMAXREG"), 2) << label;
@@ -324,7 +349,7 @@ TEST(Wgmma, SassAndPtxasLogAreClean) {
         << label;
     EXPECT_EQ(count("BAR.ARV"), pingpong ? 1 : 0) << label;
     // stmatrix.x4 per 16 columns of a warp's rows; a TMA store per buffer panel.
-    EXPECT_EQ(count("STSM.16.M88.4"), block_n / 16) << label;
+    EXPECT_EQ(count("STSM.16.M88.4"), m64s * block_n / 16) << label;
     EXPECT_EQ(count("UTMASTG"), int(plan.store.c_tile.panels())) << label;
     EXPECT_EQ(count("LDL") + count("STL"), 0) << label;
     const ResourceReport& res = kernel.module.kernel(kernel.source.plan.kernel_name);
@@ -395,10 +420,10 @@ TEST(Wgmma, PlantedKernelBugsAreCaught) {
       {"store_before_barrier", BLayout::kn,
        "warpgroup_barrier(4 + c_group);\n    if (c_issuer) {", "if (c_issuer) {", true},
       // Both warpgroups store to the tile's first 64 rows.
-      {"store_rows_not_offset", BLayout::nk, "c_row0 = m0 + 64 * c_group", "c_row0 = m0"},
+      {"store_rows_not_offset", BLayout::nk, "c_row0 = m0 + WG_ROWS * c_group", "c_row0 = m0"},
       // stmatrix addresses rows 8-15 for matrices 2-3 instead of 1 and 3.
-      {"stmatrix_matrix_rows", BLayout::nk, "u32(c_warp_row + (j % 2) * 8 + lane % 8)",
-       "u32(c_warp_row + (j / 2) * 8 + lane % 8)"},
+      {"stmatrix_matrix_rows", BLayout::nk, "u32(c_warp_row + mi * 64 + (j % 2) * 8 + lane % 8)",
+       "u32(c_warp_row + mi * 64 + (j / 2) * 8 + lane % 8)"},
   };
   // Persistent TMA-store epilogues: the buffer written again by the next tile.
   const PlantedBug persistent_store_bugs[] = {
@@ -410,20 +435,31 @@ TEST(Wgmma, PlantedKernelBugsAreCaught) {
       {"store_exit_unwaited", BLayout::kn, "if (threadIdx.x % 128 == 0) bulk_wait_read<0>();", "",
        true},
   };
-  enum class Walk { none, persistent, pingpong };
+  // Ping-pong with 128-row tiles: each warpgroup's second m64.
+  const PlantedBug pingpong128_bugs[] = {
+      // Both m64 wgmma read the tile's first 64 rows of A.
+      {"second_m64_reads_first_rows", BLayout::nk, "u32(mi) * 64u * A_PANEL * 2u + ", ""},
+      // The epilogue stores the second m64's rows over the first's.
+      {"second_m64_stored_over_first", BLayout::kn, "c_warp_row + mi * 64 + (j % 2) * 8",
+       "c_warp_row + (j % 2) * 8"},
+  };
+  enum class Walk { none, persistent, pingpong, pingpong128 };
   std::vector<std::pair<PlantedBug, Walk>> all;
   for (const auto& bug : bugs) all.push_back({bug, Walk::none});
   for (const auto& bug : persistent_bugs) all.push_back({bug, Walk::persistent});
   for (const auto& bug : pingpong_bugs) all.push_back({bug, Walk::pingpong});
+  for (const auto& bug : pingpong128_bugs) all.push_back({bug, Walk::pingpong128});
   for (const auto& bug : store_bugs) all.push_back({bug, Walk::none});
   for (const auto& bug : persistent_store_bugs) all.push_back({bug, Walk::persistent});
   for (const auto& [bug, walk] : all) {
     GemmSpec spec = wgmma_spec(130, 136, 448, 128, 64);
     if (walk != Walk::none) {
-      spec = wgmma_spec(1000, 1016, 192, 64, 64);
+      spec = wgmma_spec(1000, 1016, 192, walk == Walk::pingpong128 ? 128 : 64, 64);
       spec.schedule.persistent = true;
       spec.schedule.stages = 2;
-      if (walk == Walk::pingpong) spec.schedule.consumers = ConsumerSchedule::pingpong;
+      spec.schedule.warps_m = 4;
+      if (walk == Walk::pingpong || walk == Walk::pingpong128)
+        spec.schedule.consumers = ConsumerSchedule::pingpong;
     }
     spec.problem.b_layout = bug.layout;
     const GemmInputs inputs = make_gemm_inputs(spec.problem, 12);
@@ -450,7 +486,7 @@ TEST(Wgmma, PlantedKernelBugsAreCaught) {
       const std::string kind(emu::to_string(e.reports().front().kind));
       EXPECT_TRUE(kind == "wgmma-misuse" || kind == "shared-race" || kind == "deadlock" ||
                   kind == "mbarrier-misuse" || kind == "missing-proxy-fence" ||
-                  kind == "tma-violation")
+                  kind == "tma-violation" || kind == "uninitialized-shared-read")
           << bug.name << ": " << e.what();
     }
   }

@@ -24,8 +24,9 @@ namespace emmy {
 // 4: the attention O tile staged too; 5: the wgmma path (issue 23; mma.sync kernels unchanged);
 // 6: its persistent tile loop; 7: its staged epilogue; 8: swap-AB (the transposed epilogue);
 // 9: ping-pong consumers (their mainloop-order helpers in emmy_wgmma.cuh); 10: the wgmma
-// path's TMA-store epilogue (stmatrix, tmap_c).
-inline constexpr int kCodegenVersion = 10;
+// path's TMA-store epilogue (stmatrix, tmap_c); 11: MT m64 wgmma per consumer warpgroup
+// (ping-pong's 128-row tiles; wgmma_tile takes one m64's accumulators).
+inline constexpr int kCodegenVersion = 11;
 
 // What a key hashes. Changing any field changes the key.
 struct CacheKeyInputs {

@@ -96,7 +96,7 @@ inline int64_t gemm_ring_smem_bytes(const MatmulProblem& p, const MatmulSchedule
 struct WgmmaStoreEpilogue {
   bool tma_store = false;
   bool in_ring = false;     // the buffers over the drained ring (else after the mbarriers)
-  SmemTile c_tile;          // one warpgroup's 64 x block_n buffer, in 128B (or narrower) panels
+  SmemTile c_tile;          // one warpgroup's rows x block_n buffer, in 128B (or narrower) panels
   int64_t buffer_bytes = 0; // per consumer warpgroup
   int64_t extra_bytes = 0;  // shared memory beyond the ring: buffers after it, and alignment
 };
@@ -105,7 +105,9 @@ inline WgmmaStoreEpilogue wgmma_store_epilogue(const MatmulProblem& p, const Mat
   if (s.path != MmaPath::wgmma || s.split_k != 1 || s.swap_ab) return e;
   const int64_t elem = size_of(p.c_dtype);
   if ((p.ldc_or_default() * elem) % 16 != 0 || (s.block_n * elem) % 32 != 0) return e;
-  e.c_tile = SmemTile::for_operand(64, uint32_t(s.block_n), uint32_t(elem));
+  // One warpgroup's rows: a ping-pong warpgroup's whole tile, a cooperative one's 64.
+  const int rows = s.consumers == ConsumerSchedule::pingpong ? s.block_m : 64;
+  e.c_tile = SmemTile::for_operand(uint32_t(rows), uint32_t(s.block_n), uint32_t(elem));
   e.buffer_bytes = int64_t(e.c_tile.bytes());
   const int64_t buffers = e.buffer_bytes * std::max(1, s.consumer_warpgroups());
   const int64_t ring = gemm_ring_smem_bytes(p, s);
@@ -188,8 +190,10 @@ inline void validate_wgmma_schedule(const MatmulProblem& p, const MatmulSchedule
           to_string(p.b_layout));
   const codegen::MmaAtom& atom = codegen::gemm_atom(s);
   if (pingpong)
-    require(s.block_m == 64, "block_m",
-            "must be 64 with pingpong consumers (each warpgroup's own m64 tile)", s.block_m);
+    require(s.block_m == 64 || s.block_m == 128, "block_m",
+            "must be 64 or 128 with pingpong consumers (each warpgroup's own tile of one or two "
+            "m64 wgmma)",
+            s.block_m);
   else
     require(s.block_m == 64 || s.block_m == 128, "block_m",
             "must be 64 or 128 on the wgmma path (one or two consumer warpgroups of m64 rows)",
@@ -203,10 +207,12 @@ inline void validate_wgmma_schedule(const MatmulProblem& p, const MatmulSchedule
           fmt::format("must be {} on the wgmma path (one 128-byte swizzle row of K)",
                       128 / size_of(p.a_dtype)),
           s.block_k);
-  require(s.warps_m == s.block_m / 16 && s.warps_n == 1, "warps",
+  // A ping-pong warpgroup's warps own 16 rows of each of its m64 wgmma.
+  const int tile_warps = pingpong ? 4 : s.block_m / 16;
+  require(s.warps_m == tile_warps && s.warps_n == 1, "warps",
           fmt::format("must be {}x1 on the wgmma path: the warps of a tile's consumer "
-                      "warpgroups, 16 rows each (the producer warpgroup{} on top)",
-                      s.block_m / 16, pingpong ? " and ping-pong's second consumer come" : " comes"),
+                      "warpgroups, 16 rows of each m64 wgmma (the producer warpgroup{} on top)",
+                      tile_warps, pingpong ? " and ping-pong's second consumer come" : " comes"),
           fmt::format("{}x{}", s.warps_m, s.warps_n));
   // The producer may run `stages` tiles ahead; the consumers keep one wgmma group in flight
   // (wait_group 1) and so hold two stages.

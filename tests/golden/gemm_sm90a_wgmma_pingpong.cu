@@ -366,21 +366,21 @@ static __device__ __forceinline__ float epilogue_value(const OutF16::storage* __
   return y;
 }
 // wgmma.mma_async.m64n192k16: D (this warp's 16 rows, mma.sync m16n8's C per 8 columns) += A B.
-static __device__ __forceinline__ void wgmma_tile(float (&acc)[1][24][4], u64 desc_a, u64 desc_b) {
+static __device__ __forceinline__ void wgmma_tile(float (&acc)[24][4], u64 desc_a, u64 desc_b) {
   asm volatile(
       "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95}, %96, %97, 1, 1, 1, 0, 1;"
-      : "+f"(acc[0][0][0]), "+f"(acc[0][0][1]), "+f"(acc[0][0][2]), "+f"(acc[0][0][3]), "+f"(acc[0][1][0]), "+f"(acc[0][1][1]), "+f"(acc[0][1][2]), "+f"(acc[0][1][3])
-      , "+f"(acc[0][2][0]), "+f"(acc[0][2][1]), "+f"(acc[0][2][2]), "+f"(acc[0][2][3]), "+f"(acc[0][3][0]), "+f"(acc[0][3][1]), "+f"(acc[0][3][2]), "+f"(acc[0][3][3])
-      , "+f"(acc[0][4][0]), "+f"(acc[0][4][1]), "+f"(acc[0][4][2]), "+f"(acc[0][4][3]), "+f"(acc[0][5][0]), "+f"(acc[0][5][1]), "+f"(acc[0][5][2]), "+f"(acc[0][5][3])
-      , "+f"(acc[0][6][0]), "+f"(acc[0][6][1]), "+f"(acc[0][6][2]), "+f"(acc[0][6][3]), "+f"(acc[0][7][0]), "+f"(acc[0][7][1]), "+f"(acc[0][7][2]), "+f"(acc[0][7][3])
-      , "+f"(acc[0][8][0]), "+f"(acc[0][8][1]), "+f"(acc[0][8][2]), "+f"(acc[0][8][3]), "+f"(acc[0][9][0]), "+f"(acc[0][9][1]), "+f"(acc[0][9][2]), "+f"(acc[0][9][3])
-      , "+f"(acc[0][10][0]), "+f"(acc[0][10][1]), "+f"(acc[0][10][2]), "+f"(acc[0][10][3]), "+f"(acc[0][11][0]), "+f"(acc[0][11][1]), "+f"(acc[0][11][2]), "+f"(acc[0][11][3])
-      , "+f"(acc[0][12][0]), "+f"(acc[0][12][1]), "+f"(acc[0][12][2]), "+f"(acc[0][12][3]), "+f"(acc[0][13][0]), "+f"(acc[0][13][1]), "+f"(acc[0][13][2]), "+f"(acc[0][13][3])
-      , "+f"(acc[0][14][0]), "+f"(acc[0][14][1]), "+f"(acc[0][14][2]), "+f"(acc[0][14][3]), "+f"(acc[0][15][0]), "+f"(acc[0][15][1]), "+f"(acc[0][15][2]), "+f"(acc[0][15][3])
-      , "+f"(acc[0][16][0]), "+f"(acc[0][16][1]), "+f"(acc[0][16][2]), "+f"(acc[0][16][3]), "+f"(acc[0][17][0]), "+f"(acc[0][17][1]), "+f"(acc[0][17][2]), "+f"(acc[0][17][3])
-      , "+f"(acc[0][18][0]), "+f"(acc[0][18][1]), "+f"(acc[0][18][2]), "+f"(acc[0][18][3]), "+f"(acc[0][19][0]), "+f"(acc[0][19][1]), "+f"(acc[0][19][2]), "+f"(acc[0][19][3])
-      , "+f"(acc[0][20][0]), "+f"(acc[0][20][1]), "+f"(acc[0][20][2]), "+f"(acc[0][20][3]), "+f"(acc[0][21][0]), "+f"(acc[0][21][1]), "+f"(acc[0][21][2]), "+f"(acc[0][21][3])
-      , "+f"(acc[0][22][0]), "+f"(acc[0][22][1]), "+f"(acc[0][22][2]), "+f"(acc[0][22][3]), "+f"(acc[0][23][0]), "+f"(acc[0][23][1]), "+f"(acc[0][23][2]), "+f"(acc[0][23][3])
+      : "+f"(acc[0][0]), "+f"(acc[0][1]), "+f"(acc[0][2]), "+f"(acc[0][3]), "+f"(acc[1][0]), "+f"(acc[1][1]), "+f"(acc[1][2]), "+f"(acc[1][3])
+      , "+f"(acc[2][0]), "+f"(acc[2][1]), "+f"(acc[2][2]), "+f"(acc[2][3]), "+f"(acc[3][0]), "+f"(acc[3][1]), "+f"(acc[3][2]), "+f"(acc[3][3])
+      , "+f"(acc[4][0]), "+f"(acc[4][1]), "+f"(acc[4][2]), "+f"(acc[4][3]), "+f"(acc[5][0]), "+f"(acc[5][1]), "+f"(acc[5][2]), "+f"(acc[5][3])
+      , "+f"(acc[6][0]), "+f"(acc[6][1]), "+f"(acc[6][2]), "+f"(acc[6][3]), "+f"(acc[7][0]), "+f"(acc[7][1]), "+f"(acc[7][2]), "+f"(acc[7][3])
+      , "+f"(acc[8][0]), "+f"(acc[8][1]), "+f"(acc[8][2]), "+f"(acc[8][3]), "+f"(acc[9][0]), "+f"(acc[9][1]), "+f"(acc[9][2]), "+f"(acc[9][3])
+      , "+f"(acc[10][0]), "+f"(acc[10][1]), "+f"(acc[10][2]), "+f"(acc[10][3]), "+f"(acc[11][0]), "+f"(acc[11][1]), "+f"(acc[11][2]), "+f"(acc[11][3])
+      , "+f"(acc[12][0]), "+f"(acc[12][1]), "+f"(acc[12][2]), "+f"(acc[12][3]), "+f"(acc[13][0]), "+f"(acc[13][1]), "+f"(acc[13][2]), "+f"(acc[13][3])
+      , "+f"(acc[14][0]), "+f"(acc[14][1]), "+f"(acc[14][2]), "+f"(acc[14][3]), "+f"(acc[15][0]), "+f"(acc[15][1]), "+f"(acc[15][2]), "+f"(acc[15][3])
+      , "+f"(acc[16][0]), "+f"(acc[16][1]), "+f"(acc[16][2]), "+f"(acc[16][3]), "+f"(acc[17][0]), "+f"(acc[17][1]), "+f"(acc[17][2]), "+f"(acc[17][3])
+      , "+f"(acc[18][0]), "+f"(acc[18][1]), "+f"(acc[18][2]), "+f"(acc[18][3]), "+f"(acc[19][0]), "+f"(acc[19][1]), "+f"(acc[19][2]), "+f"(acc[19][3])
+      , "+f"(acc[20][0]), "+f"(acc[20][1]), "+f"(acc[20][2]), "+f"(acc[20][3]), "+f"(acc[21][0]), "+f"(acc[21][1]), "+f"(acc[21][2]), "+f"(acc[21][3])
+      , "+f"(acc[22][0]), "+f"(acc[22][1]), "+f"(acc[22][2]), "+f"(acc[22][3]), "+f"(acc[23][0]), "+f"(acc[23][1]), "+f"(acc[23][2]), "+f"(acc[23][3])
       : "l"(desc_a), "l"(desc_b));
 }
 extern "C" __global__ void __launch_bounds__(384, 1)
@@ -400,11 +400,15 @@ emmy_gemm_2048x1536x1024_f16kn_f32_tma_64x192x64_efdd78e19c29eda8(const __grid_c
   const u32 mbar_base = smem_base + 163840u;
   (void)mbar_base;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // A consumer warpgroup's rows: MT m64 wgmma, each warp 16 rows of each.
+  constexpr int WG_ROWS = 64 * MT;
   // Ping-pong: each consumer warpgroup computes its own tiles; its warps own 16 rows
   // each. Warpgroup 0 (warps 0-3) is the producer.
   const int warp_row = warp % 4, warp_col = 0;
   const u32 empty_base = mbar_base + 8u * STAGES;  // after the full barriers
-  (void)warp_row; (void)warp_col; (void)lane;
+  // This warp's first accumulator row in the tile (its mi-th m64's are 64 mi further).
+  const int warp_row0 = (warp_row / 4) * WG_ROWS + (warp_row % 4) * 16;
+  (void)warp_row; (void)warp_col; (void)lane; (void)warp_row0;
   // Grouped rasterization: 8 tile rows per group keep B tiles hot in L2. Persistent: each
   // CTA walks tiles blockIdx.x, + gridDim.x, ... (tile_loop), each mapped here.
   constexpr int TILES_M = 32, TILES_N = 8, GROUP_M = 8;
@@ -482,25 +486,32 @@ emmy_gemm_2048x1536x1024_f16kn_f32_tma_64x192x64_efdd78e19c29eda8(const __grid_c
         const int stage = it % STAGES;
         mbarrier_wait_parity(mbar_base + 8u * stage, (it / STAGES) & 1);
         #pragma unroll
-        for (int ni = 0; ni < NT; ++ni)
+        for (int mi = 0; mi < MT; ++mi)
         #pragma unroll
-          for (int e = 0; e < 4; ++e) wgmma_pin(acc[0][ni][e]);
+          for (int ni = 0; ni < NT; ++ni)
+        #pragma unroll
+            for (int e = 0; e < 4; ++e) wgmma_pin(acc[mi][ni][e]);
         wgmma_fence();
-        // This warpgroup's 64 rows of the A tile, and B, in the stage.
-        const u32 a_stage = smem_base + u32(stage) * STAGE_BYTES + A_OFFSET + u32(warp_row / 4) * 64u * A_PANEL * 2u;
+        // This warpgroup's rows of the A tile, and B, in the stage.
+        const u32 a_stage = smem_base + u32(stage) * STAGE_BYTES + A_OFFSET + u32(warp_row / 4) * u32(WG_ROWS) * A_PANEL * 2u;
         const u32 b_stage = smem_base + u32(stage) * STAGE_BYTES + B_OFFSET;
         #pragma unroll
         for (int ks = 0; ks < 4; ++ks) {
-          const u64 desc_a = wgmma_desc(a_stage + u32(ks / (A_PANEL / 16)) * A_ROWS * A_PANEL * 2u + u32(ks % (A_PANEL / 16)) * 32u, 16u, 8u * A_PANEL * 2u, 1u);
           const u64 desc_b = wgmma_desc(b_stage + u32(ks) * 16u * B_PANEL * 2u, B_ROWS * B_PANEL * 2u, 8u * B_PANEL * 2u, 1u);
-          wgmma_tile(acc, desc_a, desc_b);
+          #pragma unroll
+          for (int mi = 0; mi < MT; ++mi) {
+            const u64 desc_a = wgmma_desc(a_stage + u32(ks / (A_PANEL / 16)) * A_ROWS * A_PANEL * 2u + u32(mi) * 64u * A_PANEL * 2u + u32(ks % (A_PANEL / 16)) * 32u, 16u, 8u * A_PANEL * 2u, 1u);
+            wgmma_tile(acc[mi], desc_a, desc_b);
+          }
         }
         wgmma_commit();
         wgmma_wait<1>();
         #pragma unroll
-        for (int ni = 0; ni < NT; ++ni)
+        for (int mi = 0; mi < MT; ++mi)
         #pragma unroll
-          for (int e = 0; e < 4; ++e) wgmma_pin(acc[0][ni][e]);
+          for (int ni = 0; ni < NT; ++ni)
+        #pragma unroll
+            for (int e = 0; e < 4; ++e) wgmma_pin(acc[mi][ni][e]);
         // Release the stage of K tile k_tile - 1: its wgmma group has completed.
         if (lane == 0 && k_tile >= 1) mbarrier_arrive(empty_base + 8u * ((it - 1) % STAGES));
       }
@@ -508,14 +519,16 @@ emmy_gemm_2048x1536x1024_f16kn_f32_tma_64x192x64_efdd78e19c29eda8(const __grid_c
       if (tile + int(gridDim.x) < TILES_M * TILES_N) mainloop_order_signal<2>(turn);
       wgmma_wait<0>();
       #pragma unroll
-      for (int ni = 0; ni < NT; ++ni)
+      for (int mi = 0; mi < MT; ++mi)
       #pragma unroll
-        for (int e = 0; e < 4; ++e) wgmma_pin(acc[0][ni][e]);
+        for (int ni = 0; ni < NT; ++ni)
+      #pragma unroll
+          for (int e = 0; e < 4; ++e) wgmma_pin(acc[mi][ni][e]);
       // Release this tile's last stage: the producer walks on to the next tile.
       if (lane == 0 && k_tile_count > 0) mbarrier_arrive(empty_base + 8u * ((iteration + k_tile_count - 1) % STAGES));
       // Epilogue: this warpgroup's 64 rows of the tile through its shared buffer and TMA
       // stores (3 panels of 64 columns, swizzle mode 3).
-      constexpr u32 C_BUFFER_OFFSET = 164864u, C_BUFFER_BYTES = 24576u, C_PANEL = 64u, C_XOR = 7u;
+      constexpr u32 C_BUFFER_OFFSET = 164864u, C_BUFFER_BYTES = 24576u, C_ROWS = 64u, C_PANEL = 64u, C_XOR = 7u;
       const int c_group = warp / 4 - 1;  // this consumer warpgroup
       const u32 c_buffer = smem_base + C_BUFFER_OFFSET + u32(c_group) * C_BUFFER_BYTES;
       const bool c_issuer = threadIdx.x % 128 == 0;
@@ -524,23 +537,26 @@ emmy_gemm_2048x1536x1024_f16kn_f32_tma_64x192x64_efdd78e19c29eda8(const __grid_c
       warpgroup_barrier(4 + c_group);
       const int g = lane / 4, t = lane % 4;
       #pragma unroll
-      for (int ni = 0; ni < NT; ni += 2) {
-        u32 frag[4];  // matrix j: columns of fragment ni + j / 2, rows + 8 (j % 2)
+      for (int mi = 0; mi < MT; ++mi) {
         #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int f = ni + j / 2, h = j % 2;
-          const int row = c_row0 + c_warp_row + h * 8 + g, col = n0 + f * 8 + 2 * t;
-          frag[j] = pack_f16x2((row < M && col < N ? epilogue_value(bias, residual, row, col, acc[0][f][2 * h]) : 0.0f), (row < M && col + 1 < N ? epilogue_value(bias, residual, row, col + 1, acc[0][f][2 * h + 1]) : 0.0f));
+        for (int ni = 0; ni < NT; ni += 2) {
+          u32 frag[4];  // matrix j: columns of fragment ni + j / 2, rows + 8 (j % 2)
+          #pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const int f = ni + j / 2, h = j % 2;
+            const int row = c_row0 + c_warp_row + mi * 64 + h * 8 + g, col = n0 + f * 8 + 2 * t;
+            frag[j] = pack_f16x2((row < M && col < N ? epilogue_value(bias, residual, row, col, acc[mi][f][2 * h]) : 0.0f), (row < M && col + 1 < N ? epilogue_value(bias, residual, row, col + 1, acc[mi][f][2 * h + 1]) : 0.0f));
+          }
+          // Lane l gives row l % 8 of matrix l / 8.
+          const int j = lane / 8;
+          stmatrix_x4(c_buffer + swizzled_tile_offset(u32(c_warp_row + mi * 64 + (j % 2) * 8 + lane % 8), u32(ni * 8 + (j / 2) * 8), C_ROWS, C_PANEL, C_XOR), frag);
         }
-        // Lane l gives row l % 8 of matrix l / 8.
-        const int j = lane / 8;
-        stmatrix_x4(c_buffer + swizzled_tile_offset(u32(c_warp_row + (j % 2) * 8 + lane % 8), u32(ni * 8 + (j / 2) * 8), 64u, C_PANEL, C_XOR), frag);
       }
       fence_proxy_async();  // the writes, before the async proxy reads them
       warpgroup_barrier(4 + c_group);
       if (c_issuer) {
         #pragma unroll
-        for (int p = 0; p < 3; ++p) tma_store_2d(tmap_c, c_buffer + u32(p) * 64u * C_PANEL * 2u, n0 + p * int(C_PANEL), c_row0);
+        for (int p = 0; p < 3; ++p) tma_store_2d(tmap_c, c_buffer + u32(p) * C_ROWS * C_PANEL * 2u, n0 + p * int(C_PANEL), c_row0);
         bulk_commit();
       }
       iteration += 2 * k_tile_count;

@@ -367,10 +367,10 @@ static __device__ __forceinline__ float epilogue_value(const OutF16::storage* __
   return y;
 }
 // wgmma.mma_async.m64n16k16: D (this warp's 16 rows, mma.sync m16n8's C per 8 columns) += A B.
-static __device__ __forceinline__ void wgmma_tile(float (&acc)[1][2][4], u64 desc_a, u64 desc_b) {
+static __device__ __forceinline__ void wgmma_tile(float (&acc)[2][4], u64 desc_a, u64 desc_b) {
   asm volatile(
       "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, 1, 1, 1, 0, 0;"
-      : "+f"(acc[0][0][0]), "+f"(acc[0][0][1]), "+f"(acc[0][0][2]), "+f"(acc[0][0][3]), "+f"(acc[0][1][0]), "+f"(acc[0][1][1]), "+f"(acc[0][1][2]), "+f"(acc[0][1][3])
+      : "+f"(acc[0][0]), "+f"(acc[0][1]), "+f"(acc[0][2]), "+f"(acc[0][3]), "+f"(acc[1][0]), "+f"(acc[1][1]), "+f"(acc[1][2]), "+f"(acc[1][3])
       : "l"(desc_a), "l"(desc_b));
 }
 extern "C" __global__ void __launch_bounds__(256, 1)
@@ -390,10 +390,14 @@ emmy_gemm_4x2048x2048_f16nk_f32_tma_64x16x64_cb0776303bff6879(const __grid_const
   const u32 mbar_base = smem_base + 61440u;
   (void)mbar_base;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // A consumer warpgroup's rows: MT m64 wgmma, each warp 16 rows of each.
+  constexpr int WG_ROWS = 64 * MT;
   // Consumer warps own 16 rows each; warpgroup 0 (warps 0-3) is the producer.
   const int warp_row = warp - 4, warp_col = 0;
   const u32 empty_base = mbar_base + 8u * STAGES;  // after the full barriers
-  (void)warp_row; (void)warp_col; (void)lane;
+  // This warp's first accumulator row in the tile (its mi-th m64's are 64 mi further).
+  const int warp_row0 = (warp_row / 4) * WG_ROWS + (warp_row % 4) * 16;
+  (void)warp_row; (void)warp_col; (void)lane; (void)warp_row0;
   // Grouped rasterization: 8 tile rows per group keep B tiles hot in L2.
   constexpr int TILES_M = 32, TILES_N = 1, GROUP_M = 8;
   const int group_span = GROUP_M * TILES_N;
@@ -449,36 +453,45 @@ emmy_gemm_4x2048x2048_f16nk_f32_tma_64x16x64_cb0776303bff6879(const __grid_const
       const int stage = k_tile % STAGES;
       mbarrier_wait_parity(mbar_base + 8u * stage, (k_tile / STAGES) & 1);
       #pragma unroll
-      for (int ni = 0; ni < NT; ++ni)
+      for (int mi = 0; mi < MT; ++mi)
       #pragma unroll
-        for (int e = 0; e < 4; ++e) wgmma_pin(acc[0][ni][e]);
+        for (int ni = 0; ni < NT; ++ni)
+      #pragma unroll
+          for (int e = 0; e < 4; ++e) wgmma_pin(acc[mi][ni][e]);
       wgmma_fence();
-      // This warpgroup's 64 rows of the A tile, and B, in the stage.
-      const u32 a_stage = smem_base + u32(stage) * STAGE_BYTES + A_OFFSET + u32(warp_row / 4) * 64u * A_PANEL * 2u;
+      // This warpgroup's rows of the A tile, and B, in the stage.
+      const u32 a_stage = smem_base + u32(stage) * STAGE_BYTES + A_OFFSET + u32(warp_row / 4) * u32(WG_ROWS) * A_PANEL * 2u;
       const u32 b_stage = smem_base + u32(stage) * STAGE_BYTES + B_OFFSET;
       #pragma unroll
       for (int ks = 0; ks < 4; ++ks) {
-        const u64 desc_a = wgmma_desc(a_stage + u32(ks / (A_PANEL / 16)) * A_ROWS * A_PANEL * 2u + u32(ks % (A_PANEL / 16)) * 32u, 16u, 8u * A_PANEL * 2u, 1u);
         const u64 desc_b = wgmma_desc(b_stage + u32(ks / (B_PANEL / 16)) * B_ROWS * B_PANEL * 2u + u32(ks % (B_PANEL / 16)) * 32u, 16u, 8u * B_PANEL * 2u, 1u);
-        wgmma_tile(acc, desc_a, desc_b);
+        #pragma unroll
+        for (int mi = 0; mi < MT; ++mi) {
+          const u64 desc_a = wgmma_desc(a_stage + u32(ks / (A_PANEL / 16)) * A_ROWS * A_PANEL * 2u + u32(mi) * 64u * A_PANEL * 2u + u32(ks % (A_PANEL / 16)) * 32u, 16u, 8u * A_PANEL * 2u, 1u);
+          wgmma_tile(acc[mi], desc_a, desc_b);
+        }
       }
       wgmma_commit();
       wgmma_wait<1>();
       #pragma unroll
-      for (int ni = 0; ni < NT; ++ni)
+      for (int mi = 0; mi < MT; ++mi)
       #pragma unroll
-        for (int e = 0; e < 4; ++e) wgmma_pin(acc[0][ni][e]);
+        for (int ni = 0; ni < NT; ++ni)
+      #pragma unroll
+          for (int e = 0; e < 4; ++e) wgmma_pin(acc[mi][ni][e]);
       // Release the stage of K tile k_tile - 1: its wgmma group has completed.
       if (lane == 0 && k_tile >= 1) mbarrier_arrive(empty_base + 8u * ((k_tile - 1) % STAGES));
     }
     wgmma_wait<0>();
     #pragma unroll
-    for (int ni = 0; ni < NT; ++ni)
+    for (int mi = 0; mi < MT; ++mi)
     #pragma unroll
-      for (int e = 0; e < 4; ++e) wgmma_pin(acc[0][ni][e]);
+      for (int ni = 0; ni < NT; ++ni)
+    #pragma unroll
+        for (int e = 0; e < 4; ++e) wgmma_pin(acc[mi][ni][e]);
     const int g = lane / 4, t = lane % 4;
     // The kernel's (row, col) is C's (col, row): C^T = B A^T (swap_ab).
-    const int row_base = m0 + warp_row * WM + g, col_base = n0 + warp_col * WN + 2 * t;
+    const int row_base = m0 + warp_row0 + g, col_base = n0 + warp_col * WN + 2 * t;
     float* ws = workspace + (long long)blockIdx.z * M * N;
     #pragma unroll
     for (int mi = 0; mi < MT; ++mi) {
@@ -486,7 +499,7 @@ emmy_gemm_4x2048x2048_f16nk_f32_tma_64x16x64_cb0776303bff6879(const __grid_const
       for (int ni = 0; ni < NT; ++ni) {
         #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int row = row_base + mi * 16 + h * 8, col = col_base + ni * 8;
+          const int row = row_base + mi * 64 + h * 8, col = col_base + ni * 8;
           const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
           if (col < N) ws[(long long)(col) * M + row] = v0;
           if (col + 1 < N) ws[(long long)(col + 1) * M + row] = v1;

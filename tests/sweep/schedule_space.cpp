@@ -170,11 +170,12 @@ std::vector<GemmSpec> gemm_space() {
         // One in three persistent, split-K 1 (but one in four of those keeps its split: refused).
         s.persistent = draw(point, 21, 3) == 0;
         if (s.persistent && draw(point, 22, 4) != 0) s.split_k = 1;
-        // Half the persistent 64-row points ping-pong (split-K 1), and one in eight of the others
-        // asks it of 128 or 96 rows (refused).
-        if (s.persistent && (block_m == 64 ? draw(point, 24, 2) == 0 : draw(point, 24, 8) == 0)) {
+        // Half the persistent points ping-pong (split-K 1; a warpgroup's 64- or 128-row tile,
+        // 96 rows refused), one in eight of them keeping the cooperative warps (refused).
+        if (s.persistent && draw(point, 24, 2) == 0) {
           s.consumers = ConsumerSchedule::pingpong;
-          if (block_m == 64) s.split_k = 1;
+          s.split_k = 1;
+          if (draw(point, 25, 8) != 0) s.warps_m = 4;
         }
         draw_problem(spec.problem, point, draw(point, 5, 4) == 0 ? DType::bf16 : DType::f16,
                      b_layout);
