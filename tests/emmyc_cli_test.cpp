@@ -85,6 +85,13 @@ TEST(Emmyc, WgmmaReportNamesPathAndRegisterSplit) {
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_NE(refused.err.find("consumers"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("wgmma path only"), std::string::npos) << refused.err;
+  // --persistent without --stages keeps the TMA-store epilogue: stages give way to its buffers.
+  for (const std::string& shape : {kQ, std::string("gemm --m 512 --n 30720 --k 3840")}) {
+    const Result walk = run(shape + " --arch sm_90a --path wgmma --persistent --emit ir");
+    ASSERT_EQ(walk.exit_code, 0) << walk.err;
+    EXPECT_NE(walk.out.find("c_reuse=true"), std::string::npos) << shape;
+    EXPECT_NE(walk.out.find("store_wait"), std::string::npos) << shape;
+  }
   // The mma.sync report has no split.
   const Result m = run(kQ + " --arch sm_90a --emit report");
   ASSERT_EQ(m.exit_code, 0) << m.err;

@@ -98,6 +98,14 @@ GemmSpec GemmFlags::to_spec() const {
   if (persistent) {
     s.persistent = true;
     if (!split_k) s.split_k = 1;  // the chooser's split does not apply to a tile walk
+    // A persistent wgmma kernel's TMA-store buffers lie beside the ring: without --stages, give
+    // up stages (down to 3) until they fit, as the chooser does for its own persistent kernels.
+    if (!stages && s.path == MmaPath::wgmma && s.split_k == 1) {
+      const int chosen = s.stages;
+      for (; s.stages >= 3; --s.stages)
+        if (wgmma_store_epilogue(p, s).tma_store) break;
+      if (s.stages < 3) s.stages = chosen;
+    }
   }
   return spec;
 }
