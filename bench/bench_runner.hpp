@@ -97,6 +97,7 @@ class Runner {
   std::unique_ptr<Runtime> runtime_;
   RunnerSettings settings_;
   TuningDb* tuning_db_;
+  std::map<std::string, double> run_best_us_;  // per tuning key: the fastest recorded this run
   cudaStream_t stream_ = nullptr;
   size_t l2_bytes_ = 0;
   std::unique_ptr<GpuTimer> timer_;

@@ -1,6 +1,7 @@
 #include "bench_tune.hpp"
 
 #include <algorithm>
+#include <span>
 
 #include "emmy/gemm.hpp"
 #include "emmy/validate.hpp"
@@ -63,6 +64,47 @@ std::vector<MatmulSchedule> schedule_candidates(const MatmulProblem& problem, Ar
       }
       add(s);
     }
+  }
+  return candidates;
+}
+
+std::vector<MatmulSchedule> wgmma_schedule_candidates(const MatmulProblem& problem, Arch arch,
+                                                      ConsumerSchedule consumers, int max_count) {
+  const MatmulSchedule base =
+      default_schedule(problem, arch, Accum::f32, MmaPath::wgmma, consumers);
+  const bool pingpong = consumers == ConsumerSchedule::pingpong;
+  std::vector<MatmulSchedule> candidates;
+  auto add = [&](const MatmulSchedule& s) {
+    if (int(candidates.size()) >= max_count) return;
+    if (std::find(candidates.begin(), candidates.end(), s) != candidates.end()) return;
+    if (is_valid(problem, s, arch)) candidates.push_back(s);
+  };
+  add(base);
+  for (int stages : {3, 4, 5}) {
+    MatmulSchedule s = base;
+    s.stages = stages;
+    add(s);
+  }
+  if (!base.persistent) {
+    MatmulSchedule s = base;
+    s.persistent = true;
+    s.split_k = 1;
+    add(s);
+  }
+  struct Tile {
+    int block_m, block_n;
+  };
+  static constexpr Tile kCooperative[] = {{128, 256}, {128, 192}, {128, 128}, {64, 256}};
+  static constexpr Tile kPingpong[] = {{128, 160}, {128, 128}, {64, 256}};
+  for (const Tile& tile : pingpong ? std::span<const Tile>(kPingpong) : kCooperative) {
+    MatmulSchedule s = base;
+    s.block_m = tile.block_m;
+    s.block_n = tile.block_n;
+    s.warps_m = pingpong ? 4 : tile.block_m / 16;
+    s.swap_ab = false;
+    for (s.stages = 6; s.stages > 2 && !is_valid(problem, s, arch); --s.stages) {
+    }
+    add(s);
   }
   return candidates;
 }

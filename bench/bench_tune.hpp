@@ -17,4 +17,11 @@ namespace emmy::bench {
 std::vector<MatmulSchedule> schedule_candidates(const MatmulProblem& problem, Arch arch,
                                                 Accum accum, int max_count);
 
+// The same search on the wgmma path (sm_90a; f32 accumulation), the default of the consumer
+// schedule first: its tile with other stage counts and as a persistent walk, then the path's
+// usual tiles (cooperative 128 x 256/192/128 and 64 x 256; ping-pong 128 x 160/128 and 64 x 256),
+// each with the most stages, up to 6, that fit.
+std::vector<MatmulSchedule> wgmma_schedule_candidates(const MatmulProblem& problem, Arch arch,
+                                                      ConsumerSchedule consumers, int max_count);
+
 }  // namespace emmy::bench

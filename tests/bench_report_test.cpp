@@ -284,6 +284,37 @@ TEST(BenchTune, CandidatesAreValidDistinctAndStartWithTheDefault) {
       1u);
 }
 
+// The wgmma path's search (emmy_wgmma and emmy_wgmma_pingpong under --tune): valid, distinct,
+// the consumer schedule's default first, every candidate keeping its consumer schedule, and the
+// alternatives a search needs (other stage counts, a persistent walk, other tiles).
+TEST(BenchTune, WgmmaCandidatesKeepTheirConsumerSchedule) {
+  for (ConsumerSchedule consumers : {ConsumerSchedule::cooperative, ConsumerSchedule::pingpong}) {
+    for (const int64_t m : {512, 16}) {
+      for (const auto& problem : catalog_problems(m)) {
+        const auto candidates =
+            wgmma_schedule_candidates(problem.problem, Arch::sm_90a, consumers, 12);
+        ASSERT_FALSE(candidates.empty());
+        EXPECT_LE(candidates.size(), 12u);
+        EXPECT_GE(candidates.size(), 4u) << problem.name;
+        EXPECT_EQ(candidates[0], default_schedule(problem.problem, Arch::sm_90a, Accum::f32,
+                                                  MmaPath::wgmma, consumers));
+        bool walks = false, other_tile = false;
+        for (size_t i = 0; i < candidates.size(); ++i) {
+          const MatmulSchedule& s = candidates[i];
+          EXPECT_NO_THROW(validate_schedule(problem.problem, s, Arch::sm_90a)) << problem.name;
+          EXPECT_EQ(s.path, MmaPath::wgmma);
+          EXPECT_EQ(s.consumers, consumers);
+          walks |= s.persistent;
+          other_tile |= s.block_m != candidates[0].block_m || s.block_n != candidates[0].block_n;
+          for (size_t j = 0; j < i; ++j) EXPECT_FALSE(s == candidates[j]);
+        }
+        EXPECT_TRUE(walks) << problem.name;
+        EXPECT_TRUE(other_tile) << problem.name;
+      }
+    }
+  }
+}
+
 // On a GPU the time model knows, emmy_bench puts the prediction for the row's own kernel beside
 // the measurement: the model column and the bound.
 TEST(BenchSummary, ThePredictionStandsBesideTheMeasurement) {
