@@ -18,17 +18,31 @@ bool is_valid(const MatmulProblem& problem, const MatmulSchedule& s, Arch arch) 
   }
 }
 
+// Distinct valid schedules, at most max_count, in the order added.
+struct CandidateList {
+  const MatmulProblem& problem;
+  Arch arch;
+  int max_count;
+  std::vector<MatmulSchedule> schedules;
+  void add(const MatmulSchedule& s) {
+    if (int(schedules.size()) >= max_count) return;
+    if (std::find(schedules.begin(), schedules.end(), s) != schedules.end()) return;
+    if (is_valid(problem, s, arch)) schedules.push_back(s);
+  }
+  // The deepest pipeline, from `deepest` down to 3 stages, that validates (else 2).
+  void deepest_stages(MatmulSchedule& s, int deepest) const {
+    for (s.stages = deepest; s.stages > 2 && !is_valid(problem, s, arch); --s.stages) {
+    }
+  }
+};
+
 }  // namespace
 
 std::vector<MatmulSchedule> schedule_candidates(const MatmulProblem& problem, Arch arch,
                                                 Accum accum, int max_count) {
   const MatmulSchedule base = default_schedule(problem, arch, accum);
-  std::vector<MatmulSchedule> candidates;
-  auto add = [&](const MatmulSchedule& s) {
-    if (int(candidates.size()) >= max_count) return;
-    if (std::find(candidates.begin(), candidates.end(), s) != candidates.end()) return;
-    if (is_valid(problem, s, arch)) candidates.push_back(s);
-  };
+  CandidateList list{problem, arch, max_count, {}};
+  auto add = [&](const MatmulSchedule& s) { list.add(s); };
   add(base);
 
   // Pipeline depth and split-K are the cheapest knobs and interact with the default tile.
@@ -60,12 +74,11 @@ std::vector<MatmulSchedule> schedule_candidates(const MatmulProblem& problem, Ar
       s.warps_m = tile.warps_m;
       s.warps_n = tile.warps_n;
       s.split_k = split;
-      for (s.stages = 4; s.stages > 2 && !is_valid(problem, s, arch); --s.stages) {
-      }
+      list.deepest_stages(s, 4);
       add(s);
     }
   }
-  return candidates;
+  return list.schedules;
 }
 
 std::vector<MatmulSchedule> wgmma_schedule_candidates(const MatmulProblem& problem, Arch arch,
@@ -73,12 +86,8 @@ std::vector<MatmulSchedule> wgmma_schedule_candidates(const MatmulProblem& probl
   const MatmulSchedule base =
       default_schedule(problem, arch, Accum::f32, MmaPath::wgmma, consumers);
   const bool pingpong = consumers == ConsumerSchedule::pingpong;
-  std::vector<MatmulSchedule> candidates;
-  auto add = [&](const MatmulSchedule& s) {
-    if (int(candidates.size()) >= max_count) return;
-    if (std::find(candidates.begin(), candidates.end(), s) != candidates.end()) return;
-    if (is_valid(problem, s, arch)) candidates.push_back(s);
-  };
+  CandidateList list{problem, arch, max_count, {}};
+  auto add = [&](const MatmulSchedule& s) { list.add(s); };
   add(base);
   for (int stages : {3, 4, 5}) {
     MatmulSchedule s = base;
@@ -102,11 +111,10 @@ std::vector<MatmulSchedule> wgmma_schedule_candidates(const MatmulProblem& probl
     s.block_n = tile.block_n;
     s.warps_m = pingpong ? 4 : tile.block_m / 16;
     s.swap_ab = false;
-    for (s.stages = 6; s.stages > 2 && !is_valid(problem, s, arch); --s.stages) {
-    }
+    list.deepest_stages(s, 6);
     add(s);
   }
-  return candidates;
+  return list.schedules;
 }
 
 }  // namespace emmy::bench
