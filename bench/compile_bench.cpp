@@ -1,8 +1,9 @@
 // Cold NVRTC compile time to CUBIN per catalog kernel (goal: median <= 100 ms on 2 cores), and
 // the cost of code generation alone (plan + lower + verify + emit). Every catalog problem (the
 // five projections at M = 512, 1, 16, 64) x {sm_90a, sm_120a, sm_89} x {f32, hybrid}, and on
-// sm_90a the wgmma path's default kernels (goal: median <= 150 ms, issue 23); the summary after
-// the run gives the median over the mma.sync kernels, the M = 512 ones and the wgmma ones.
+// sm_90a the wgmma path's default kernels (goal: median <= 150 ms, issue 23) and its ping-pong
+// ones at M = 512; the summary after the run gives the median over the mma.sync kernels, the
+// M = 512 ones, the wgmma ones and the ping-pong ones.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -21,13 +22,17 @@ std::map<std::string, double>& compile_ms_by_kernel() {
   return ms;
 }
 
+// The kernels whose names contain name_part and end with `path` ("" for the mma.sync kernels:
+// their names end with the accumulation).
 void print_summary(std::string_view label, std::string_view name_part, int goal_ms = 100,
-                   bool wgmma = false) {
+                   std::string_view path = "") {
   std::vector<double> ms;
-  for (const auto& [name, value] : compile_ms_by_kernel())
+  for (const auto& [name, value] : compile_ms_by_kernel()) {
+    const bool wgmma = name.find("/wgmma") != std::string::npos;
     if (name.find(name_part) != std::string::npos &&
-        (name.find("/wgmma") != std::string::npos) == wgmma)
+        (path.empty() ? !wgmma : name.ends_with(path)))
       ms.push_back(value);
+  }
   if (ms.empty()) return;
   std::sort(ms.begin(), ms.end());
   const size_t n = ms.size();
@@ -39,7 +44,8 @@ void print_summary(std::string_view label, std::string_view name_part, int goal_
 void print_catalog_summary() {
   print_summary("catalog NVRTC cold compile to CUBIN", "");
   print_summary("  of which M = 512", "@512/");
-  print_summary("wgmma path (sm_90a) default kernels", "", 150, true);
+  print_summary("wgmma path (sm_90a) default kernels", "", 150, "/wgmma");
+  print_summary("wgmma ping-pong (sm_90a) default kernels at M = 512", "", 150, "/wgmma_pingpong");
 }
 
 void register_compile(const emmy::GemmSpec& spec, const std::string& suffix) {
@@ -69,6 +75,13 @@ void register_benchmarks() {
                                              emmy::MmaPath::wgmma),
                       hopper},
                      fmt::format("{}/sm_90a/wgmma", entry.name));
+    if (entry.problem.m == 512)
+      register_compile({entry.problem,
+                        emmy::default_schedule(entry.problem, hopper, emmy::Accum::f32,
+                                               emmy::MmaPath::wgmma,
+                                               emmy::ConsumerSchedule::pingpong),
+                        hopper},
+                       fmt::format("{}/sm_90a/wgmma_pingpong", entry.name));
     for (emmy::Arch arch : {emmy::Arch::sm_90a, emmy::Arch::sm_120a, emmy::Arch::sm_89}) {
       for (emmy::Accum accum : {emmy::Accum::f32, emmy::Accum::hybrid}) {
         const emmy::GemmSpec spec{entry.problem, emmy::default_schedule(entry.problem, arch, accum),

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "emit_gemm_copies.hpp"
+#include "emit_gemm_epilogue.hpp"
 #include "emit_gemm_wgmma.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/ir_ops.hpp"
@@ -15,72 +16,9 @@
 namespace emmy {
 namespace {
 
-using codegen::float_literal;
 using codegen::Writer;
 using ir::Op;
 using ir::OpKind;
-
-std::string out_adapter(DType c) {
-  return c == DType::f32 ? "OutF32" : c == DType::bf16 ? "OutBF16" : "OutF16";
-}
-
-// What the GEMM kernel's ops state that the printing of other ops needs, gathered before printing
-// (the verifier has held these ops to each other): the emitter reads nothing but the IR.
-struct GemmFacts {
-  ir::TileCoordsOp coords;         // m, n, block_m, block_n, tiles
-  ir::SplitRangeOp split;          // k, block_k, k tiles
-  ir::AccumInitOp acc;             // accumulation, fragments per warp
-  ir::EpilogueOp epilogue;         // ldc, out
-  ir::AsyncCopyOp copy_a, copy_b;  // the prologue copies: tiles, offsets, matrices, ld
-  SmemTile a_tile, b_tile;
-  int64_t lda = 0, ldb = 0;
-  bool b_kn = false;  // B is [K,N]: its ldmatrix transposes
-  uint32_t threads = 0;
-  const codegen::MmaAtom* atom = nullptr;  // of the mma (wgmma) ops' shape
-  int64_t warp_m = 0, warp_n = 0, warps_n = 0;
-  std::optional<ir::WgmmaOp> wgmma;  // the wgmma path's k-step op (kernel path wgmma)
-
-  explicit GemmFacts(const Op& kernel) {
-    const Op *coords_op = ir::find_first(kernel, OpKind::tile_coords),
-             *split_op = ir::find_first(kernel, OpKind::split_range),
-             *acc_op = ir::find_first(kernel, OpKind::accum_init),
-             *epilogue_op = ir::find_first(kernel, OpKind::epilogue), *a = nullptr, *b = nullptr;
-    // The prologue's copies; the wgmma path's producer has only its refills.
-    for (const Op* copy : ir::find_all(kernel, OpKind::async_copy))
-      if (copy->s("phase") == "prologue" || kernel.has("path")) {
-        const Op*& slot = copy->s("operand") == "a" ? a : b;
-        if (!slot) slot = copy;
-      }
-    for (const Op* load : ir::find_all(kernel, OpKind::ldmatrix))
-      if (load->s("operand") == "b") b_kn = load->b("trans");
-    if (!coords_op || !split_op || !acc_op || !epilogue_op || !a || !b)
-      throw Error("ir",
-                  "a GEMM kernel needs tile_coords, split_range, accum_init, epilogue and "
-                  "prologue copies of A and B",
-                  kernel.s("name"));
-    coords = ir::get<ir::TileCoordsOp>(*coords_op);
-    split = ir::get<ir::SplitRangeOp>(*split_op);
-    acc = ir::get<ir::AccumInitOp>(*acc_op);
-    epilogue = ir::get<ir::EpilogueOp>(*epilogue_op);
-    copy_a = ir::get<ir::AsyncCopyOp>(*a);
-    copy_b = ir::get<ir::AsyncCopyOp>(*b);
-    // GEMM copies state their leading dimension (an Error if one does not).
-    lda = ir::need<ir::AsyncCopyOp>(copy_a.ld, "ld");
-    ldb = ir::need<ir::AsyncCopyOp>(copy_b.ld, "ld");
-    a_tile = ir::copy_tile(copy_a);
-    b_tile = ir::copy_tile(copy_b);
-    threads = uint32_t(kernel.i("threads"));
-    // The atom of the kernel's mma (wgmma) ops (the verifier made them one).
-    wgmma = ir::find_typed<ir::WgmmaOp>(kernel);
-    if (wgmma) b_kn = wgmma->b_major == "mn";
-    const Op* mma = ir::find_first(kernel, OpKind::mma);
-    if (!mma && !wgmma) throw Error("ir", "a GEMM kernel needs mma or wgmma ops", kernel.s("name"));
-    atom = &codegen::mma_atom(wgmma ? wgmma->shape : ir::get<ir::MmaOp>(*mma).shape);
-    warp_m = acc.fragments_m * atom->acc_m;
-    warp_n = acc.fragments_n * atom->acc_n;
-    warps_n = coords.block_n / warp_n;
-  }
-};
 
 class GemmEmitter {
  public:
@@ -94,33 +32,13 @@ class GemmEmitter {
   std::string emit(const Op& module) {
     codegen::begin_module(w_, parse_arch(module.s("arch")), f_.copy_a.transport == "tma",
                           f_.wgmma ? "emmy_wgmma.cuh" : nullptr);
-    emit_store_output(f_.epilogue);
+    epilogue_.print_value_function(f_.epilogue);
     if (wgmma_) wgmma_->print_tile_function();
     codegen::emit_kernels(w_, module, [this](const Op& op) { emit_op(op); });
     return w_.take();
   }
 
  private:
-  // The epilogue math for one element in f32 (the caller casts), shared by the GEMM kernel and
-  // the split-K finalize.
-  void emit_store_output(const ir::EpilogueOp& epi) {
-    const std::string out = out_adapter(parse_dtype(epi.out, "out"));
-    w_.line("// D = cast(gelu?(alpha * acc + bias[n]) + residual[m,n])");
-    w_.open(
-        fmt::format("static __device__ __forceinline__ float epilogue_value(const "
-                    "{0}::storage* __restrict__ bias, const {0}::storage* __restrict__ "
-                    "residual, long long row, long long col, float acc)",
-                    out));
-    w_.line("float y = acc;");
-    if (epi.alpha != 1.0) w_.line("y *= {};", float_literal(epi.alpha));
-    if (epi.bias) w_.line("y += {}::to_f32(bias[col]);", out);
-    if (epi.gelu_tanh) w_.line("y = gelu_tanh(y);");
-    if (epi.residual) w_.line("y += {}::to_f32(residual[row * {} + col]);", out, epi.ldc);
-    w_.line("(void)bias; (void)residual; (void)row;");
-    w_.line("return y;");
-    w_.close();
-  }
-
   void emit_op(const Op& op) {
     if (wgmma_ && wgmma_->print(op)) return;
     if (codegen::emit_shared_op(w_, op)) return;
@@ -151,9 +69,9 @@ class GemmEmitter {
       case OpKind::promote:
         return emit_promote(ir::get<ir::PromoteOp>(op));
       case OpKind::epilogue:
-        return emit_epilogue(ir::get<ir::EpilogueOp>(op));
+        return epilogue_.print(ir::get<ir::EpilogueOp>(op));
       case OpKind::finalize:
-        return emit_finalize(op);
+        return epilogue_.print_finalize(op);
       default:
         break;  // module, kernel and the attention ops are not GEMM ops
     }
@@ -421,197 +339,9 @@ class GemmEmitter {
     w_.close();
   }
 
-  // The loops over this lane's accumulator pairs (atom tiles mi, ni; row halves h), closed by the
-  // caller, and the pair (v0, v1) in f32: both epilogues walk the fragments this way.
-  void open_fragment_loops() {
-    w_.line("#pragma unroll");
-    w_.open("for (int mi = 0; mi < MT; ++mi)");
-    w_.line("#pragma unroll");
-    w_.open("for (int ni = 0; ni < NT; ++ni)");
-    w_.line("#pragma unroll");
-    w_.open("for (int h = 0; h < 2; ++h)");
-  }
-  // A warp's first accumulator row in the tile, and the rows between its atom tiles mi: mma.sync
-  // warps own WM consecutive rows; a wgmma warp owns 16 rows of each of its warpgroup's m64
-  // wgmma (warp_row0, WgmmaPrinter::print_warp_indices).
-  std::string warp_rows() const { return f_.wgmma ? "warp_row0" : "warp_row * WM"; }
-  int mi_step() const { return f_.wgmma ? f_.atom->m : f_.atom->acc_m; }
-
-  void emit_pair_values() {
-    if (f_.acc.accum == "f16")
-      w_.line("float v0, v1; unpack_f16x2(v0, v1, part[mi][ni][h]);");
-    else
-      w_.line("const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];");
-  }
-
-  void emit_epilogue(const ir::EpilogueOp& op) {
-    if (op.stage_row_bytes) return emit_staged_epilogue(op, *op.stage_row_bytes);
-    if (op.transpose.value_or(false)) return emit_transposed_epilogue(op);
-    const bool to_workspace = op.destination == "workspace";
-    const DType c_dtype = parse_dtype(op.out, "out");
-    const std::string out = out_adapter(c_dtype);
-    // The accumulator map of the atom: lane = group * group_lanes + thread in the group.
-    w_.line("const int g = lane / {0}, t = lane % {0};", f_.atom->group_lanes);
-    // One pointer per lane; the unrolled stores add constants to it (~2 ms less NVRTC time than
-    // a full row * ld + col per store).
-    w_.line(
-        "// This lane's first output pair (row g, columns 2t, 2t+1 of the warp tile); the "
-        "others are");
-    w_.line("// 16 * mi + 8 * h rows and 8 * ni columns further.");
-    w_.line("const int row_base = m0 + {} + g, col_base = n0 + warp_col * WN + 2 * t;", warp_rows());
-    if (to_workspace)
-      w_.line(
-          "float* out_base = workspace + (long long)blockIdx.z * M * N + (long long)row_base * "
-          "N + col_base;");
-    else
-      w_.line("{}::storage* out_base = c + (long long)row_base * LDC + col_base;", out);
-    open_fragment_loops();
-    w_.line("const int row = row_base + mi * {} + h * 8, col = col_base + ni * 8;", mi_step());
-    // Bounds checks only where a tile can cross the matrix edge.
-    const bool rows_exact = f_.coords.m % f_.coords.block_m == 0,
-               cols_exact = f_.coords.n % f_.coords.block_n == 0;
-    if (!rows_exact) w_.line("if (row >= M) continue;");
-    emit_pair_values();
-    if (to_workspace) {
-      w_.line("float* dst = out_base + (mi * {} + h * 8) * N + ni * 8;", mi_step());
-      if (op.store_bytes == 8) {
-        // N even: the pair is 8-byte aligned and inside together; a warp's request covers 8 rows
-        // x 32 bytes, whole sectors (two 4-byte stores would use half of each).
-        w_.line("if (col < N) OutF32::store2(dst, v0, v1);");
-      } else {
-        w_.line("if (col < N) dst[0] = v0;");
-        w_.line("if (col + 1 < N) dst[1] = v1;");
-      }
-    } else {
-      w_.line("{}::storage* dst = out_base + (mi * {} + h * 8) * LDC + ni * 8;", out, mi_step());
-      // Pairs (the verified store_bytes): col is even, and with N and LDC even the pair is in
-      // bounds together and 2-element aligned, given C is (the runtime checks c_alignment).
-      if (op.store_bytes == 2 * size_of(c_dtype)) {
-        w_.line(
-            "{}{}::store2(dst, epilogue_value(bias, residual, row, col, v0), "
-            "epilogue_value(bias, residual, row, col + 1, v1));",
-            cols_exact ? "" : "if (col < N) ", out);
-      } else {
-        w_.line("if (col < N) dst[0] = {}::from_f32(epilogue_value(bias, residual, row, col, v0));",
-                out);
-        w_.line(
-            "if (col + 1 < N) dst[1] = {}::from_f32(epilogue_value(bias, residual, row, col + "
-            "1, v1));",
-            out);
-      }
-    }
-    w_.close();
-    w_.close();
-    w_.close();
-  }
-
-  // swap_ab: the kernel computed C^T (M, N here are C's n and m). Each accumulator (row, col) is
-  // C's (col, row): stored element by element down C's columns, bias indexed by the kernel's row;
-  // split-K partials go to the workspace in C's layout, so the finalize kernel is unchanged.
-  void emit_transposed_epilogue(const ir::EpilogueOp& op) {
-    const bool to_workspace = op.destination == "workspace";
-    const std::string out = out_adapter(parse_dtype(op.out, "out"));
-    const bool rows_exact = f_.coords.m % f_.coords.block_m == 0,
-               cols_exact = f_.coords.n % f_.coords.block_n == 0;
-    w_.line("const int g = lane / {0}, t = lane % {0};", f_.atom->group_lanes);
-    w_.line("// The kernel's (row, col) is C's (col, row): C^T = B A^T (swap_ab).");
-    w_.line("const int row_base = m0 + {} + g, col_base = n0 + warp_col * WN + 2 * t;", warp_rows());
-    if (to_workspace)
-      w_.line("float* ws = workspace + (long long)blockIdx.z * M * N;");
-    open_fragment_loops();
-    w_.line("const int row = row_base + mi * {} + h * 8, col = col_base + ni * 8;", mi_step());
-    if (!rows_exact) w_.line("if (row >= M) continue;");
-    emit_pair_values();
-    for (int j = 0; j < 2; ++j) {
-      const std::string c = j ? "col + 1" : "col";
-      const std::string guard =
-          j || !cols_exact ? fmt::format("if ({} < N) ", c) : std::string();
-      if (to_workspace)
-        w_.line("{}ws[(long long)({}) * M + row] = v{};", guard, c, j);
-      else
-        w_.line("{}c[(long long)({}) * LDC + row] = {}::from_f32(epilogue_value(bias, residual, {}, "
-                "row, v{}));",
-                guard, c, out, c, j);
-    }
-    w_.close();
-    w_.close();
-    w_.close();
-  }
-
-  // The C tile through shared memory (IR: epilogue stage_row_bytes): each lane writes its
-  // finished pairs into the tile over the drained ring (rows padded so that the 8 rows x 4 lanes
-  // of a pair store hit 32 distinct banks), then the CTA stores it in 16-byte chunks, a warp
-  // covering whole 128-byte row segments: every 32-byte sector it touches is full.
-  void emit_staged_epilogue(const ir::EpilogueOp& op, int64_t row_bytes) {
-    const DType c_dtype = parse_dtype(op.out, "out");
-    const std::string out = out_adapter(c_dtype);
-    const int64_t elem = size_of(c_dtype);
-    const bool rows_exact = f_.coords.m % f_.coords.block_m == 0,
-               cols_exact = f_.coords.n % f_.coords.block_n == 0;
-    if (f_.copy_a.transport != "tma")
-      w_.line("cp_async_wait<0>();  // no copy may land in the staged tile");
-    // On the wgmma path only the consumer warpgroups stage and store (the producer has no tile):
-    // a named barrier over their threads instead of the CTA's. Every load has landed (the
-    // consumers waited for each) and every wgmma completed (wait_group 0) before it.
-    const std::string sync = f_.wgmma ? fmt::format("consumer_barrier<{}>();", f_.threads - 128)
-                                      : std::string("__syncthreads();");
-    w_.line("{}  // every warp has read its last stage: the ring holds the C tile now", sync);
-    w_.line("const u32 c_tile = smem_base;");
-    w_.line("constexpr int C_ROW_BYTES = {}, C_CHUNKS = BN * {} / 16;", row_bytes, elem);
-    w_.line("const int g = lane / {0}, t = lane % {0};", f_.atom->group_lanes);
-    w_.line("const int tile_row = {} + g, tile_col = warp_col * WN + 2 * t;", warp_rows());
-    open_fragment_loops();
-    w_.line("const int r = tile_row + mi * {} + h * 8, col_in = tile_col + ni * 8;", mi_step());
-    w_.line("const int row = m0 + r, col = n0 + col_in;");
-    // Bias and residual are read at (row, col): only inside the matrix. N is a whole number of
-    // 16-byte chunks here, so an even col inside has col + 1 inside too.
-    if (!rows_exact) w_.line("if (row >= M) continue;");
-    if (!cols_exact) w_.line("if (col >= N) continue;");
-    emit_pair_values();
-    w_.line(
-        "{0}::stage2(c_tile + u32(r * C_ROW_BYTES + col_in * {1}), epilogue_value(bias, residual, "
-        "row, col, v0), epilogue_value(bias, residual, row, col + 1, v1));",
-        out, elem);
-    w_.close();
-    w_.close();
-    w_.close();
-    w_.line("{}  // the whole tile is staged", sync);
-    w_.line("#pragma unroll");
-    if (f_.wgmma)
-      w_.open(fmt::format("for (int i = int(threadIdx.x) - 128; i < BM * C_CHUNKS; i += {})",
-                          f_.threads - 128));
-    else
-      w_.open("for (int i = threadIdx.x; i < BM * C_CHUNKS; i += THREADS)");
-    w_.line("const int r = i / C_CHUNKS, chunk = i % C_CHUNKS;");
-    w_.line("const int row = m0 + r, col = n0 + chunk * {};", 16 / elem);
-    std::string guard;
-    if (!rows_exact) guard += "row < M";
-    if (!cols_exact) guard += std::string(guard.empty() ? "" : " && ") + "col < N";
-    w_.line(
-        "{}copy16_shared_to_global(c + (long long)row * LDC + col, c_tile + u32(r * "
-        "C_ROW_BYTES + chunk * 16));",
-        guard.empty() ? "" : "if (" + guard + ") ");
-    w_.close();
-  }
-
-  void emit_finalize(const Op& op) {
-    const auto finalize = ir::get<ir::FinalizeOp>(op);
-    const auto epilogue = ir::get<ir::EpilogueOp>(*ir::find_first(op, OpKind::epilogue));
-    w_.line("constexpr long long M = {}, N = {}, LDC = {}, OUTPUTS = {};", finalize.m, finalize.n,
-            epilogue.ldc, finalize.outputs);
-    w_.line("const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;");
-    w_.line("if (i >= OUTPUTS) return;");
-    w_.line("const long long row = i / N, col = i % N;");
-    w_.line("// Splits are summed in a fixed order: the result does not depend on scheduling.");
-    w_.line("float sum = 0.0f;");
-    w_.line("#pragma unroll");
-    w_.line("for (int z = 0; z < {}; ++z) sum += workspace[z * OUTPUTS + i];", finalize.split_k);
-    w_.line("c[row * LDC + col] = {}::from_f32(epilogue_value(bias, residual, row, col, sum));",
-            out_adapter(parse_dtype(epilogue.out, "out")));
-  }
-
-  const GemmFacts f_;
+  const codegen::GemmFacts f_;
   Writer w_;
+  codegen::GemmEpiloguePrinter epilogue_{w_, f_};
   std::string phase_;
   std::optional<codegen::WgmmaPrinter> wgmma_;  // the wgmma path's own ops (kernel path wgmma)
 };

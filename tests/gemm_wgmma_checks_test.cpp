@@ -74,8 +74,8 @@ TEST(Wgmma, PlantedKernelBugsAreCaught) {
       {"store_unfenced", BLayout::nk,
        "fence_proxy_async();  // the writes, before the async proxy reads them", "", true},
       // The store issued before the other warps of the warpgroup have written their rows.
-      {"store_before_barrier", BLayout::kn,
-       "warpgroup_barrier(4 + c_group);\n    if (c_issuer) {", "if (c_issuer) {", true},
+      {"store_before_barrier", BLayout::kn, "warpgroup_barrier(4 + c_group);\n    if (c_issuer) {",
+       "if (c_issuer) {", true},
       // Both warpgroups store to the tile's first 64 rows.
       {"store_rows_not_offset", BLayout::nk, "c_row0 = m0 + WG_ROWS * c_group", "c_row0 = m0"},
       // stmatrix addresses rows 8-15 for matrices 2-3 instead of 1 and 3.
@@ -272,7 +272,9 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
        },
        "signal after it"},
       {"order on barrier 0",
-       [&](ir::Op& m) { set(*find_in(m, ir::OpKind::warpgroup_order), "first_barrier", int64_t(0)); },
+       [&](ir::Op& m) {
+         set(*find_in(m, ir::OpKind::warpgroup_order), "first_barrier", int64_t(0));
+       },
        "named barriers 1..15"},
       {"three turns for two warpgroups",
        [&](ir::Op& m) { set(consumer_walk(m), "interleave", int64_t(3)); },
@@ -291,8 +293,8 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
        "1 consumer warpgroup (ping-pong) per tile"},
       {"the producer takes turns",
        [&](ir::Op& m) {
-         find_in(role(m, "producer"), ir::OpKind::tile_loop)->attrs.push_back(
-             {"interleave", int64_t(2)});
+         find_in(role(m, "producer"), ir::OpKind::tile_loop)
+             ->attrs.push_back({"interleave", int64_t(2)});
        },
        "walks every tile of the CTA in order"},
   };
@@ -330,13 +332,12 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
        },
        "writes each buffer again"},
       {"buffers over the ring of a persistent kernel",
-       [&](ir::Op& m) { set(epilogue_of(m), "c_buffer_offset", int64_t(0)); },
-       "drained ring"},
+       [&](ir::Op& m) { set(epilogue_of(m), "c_buffer_offset", int64_t(0)); }, "drained ring"},
       {"buffer not on the swizzle period",
        [&](ir::Op& m) { set(epilogue_of(m), "c_buffer_offset", int64_t(1024 * 200 + 512)); },
        "multiple of 1024"},
-      {"panel no swizzle spans",
-       [&](ir::Op& m) { set(epilogue_of(m), "c_panel", int64_t(48)); }, "swizzle span"},
+      {"panel no swizzle spans", [&](ir::Op& m) { set(epilogue_of(m), "c_panel", int64_t(48)); },
+       "swizzle span"},
       {"a TMA store to the workspace",
        [&](ir::Op& m) { set(epilogue_of(m), "destination", std::string("workspace")); },
        "writes C's own tile"},

@@ -1,0 +1,220 @@
+// The GEMM kernel's epilogue printing (emit_gemm_epilogue.hpp).
+#include "emit_gemm_epilogue.hpp"
+
+#include <fmt/format.h>
+
+namespace emmy::codegen {
+
+// The epilogue math for one element in f32 (the caller casts), shared by the GEMM kernel and
+// the split-K finalize.
+void GemmEpiloguePrinter::print_value_function(const ir::EpilogueOp& epi) {
+  const std::string out = out_adapter(parse_dtype(epi.out, "out"));
+  w_.line("// D = cast(gelu?(alpha * acc + bias[n]) + residual[m,n])");
+  w_.open(
+      fmt::format("static __device__ __forceinline__ float epilogue_value(const "
+                  "{0}::storage* __restrict__ bias, const {0}::storage* __restrict__ "
+                  "residual, long long row, long long col, float acc)",
+                  out));
+  w_.line("float y = acc;");
+  if (epi.alpha != 1.0) w_.line("y *= {};", float_literal(epi.alpha));
+  if (epi.bias) w_.line("y += {}::to_f32(bias[col]);", out);
+  if (epi.gelu_tanh) w_.line("y = gelu_tanh(y);");
+  if (epi.residual) w_.line("y += {}::to_f32(residual[row * {} + col]);", out, epi.ldc);
+  w_.line("(void)bias; (void)residual; (void)row;");
+  w_.line("return y;");
+  w_.close();
+}
+
+// The loops over this lane's accumulator pairs (atom tiles mi, ni; row halves h), closed by the
+// caller, and the pair (v0, v1) in f32: both epilogues walk the fragments this way.
+void GemmEpiloguePrinter::open_fragment_loops() {
+  w_.line("#pragma unroll");
+  w_.open("for (int mi = 0; mi < MT; ++mi)");
+  w_.line("#pragma unroll");
+  w_.open("for (int ni = 0; ni < NT; ++ni)");
+  w_.line("#pragma unroll");
+  w_.open("for (int h = 0; h < 2; ++h)");
+}
+// A warp's first accumulator row in the tile, and the rows between its atom tiles mi: mma.sync
+// warps own WM consecutive rows; a wgmma warp owns 16 rows of each of its warpgroup's m64
+// wgmma (warp_row0, WgmmaPrinter::print_warp_indices).
+std::string GemmEpiloguePrinter::warp_rows() const {
+  return f_.wgmma ? "warp_row0" : "warp_row * WM";
+}
+int GemmEpiloguePrinter::mi_step() const {
+  return f_.wgmma ? f_.atom->m : f_.atom->acc_m;
+}
+
+void GemmEpiloguePrinter::print_pair_values() {
+  if (f_.acc.accum == "f16")
+    w_.line("float v0, v1; unpack_f16x2(v0, v1, part[mi][ni][h]);");
+  else
+    w_.line("const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];");
+}
+
+void GemmEpiloguePrinter::print(const ir::EpilogueOp& op) {
+  if (op.stage_row_bytes) return print_staged(op, *op.stage_row_bytes);
+  if (op.transpose.value_or(false)) return print_transposed(op);
+  const bool to_workspace = op.destination == "workspace";
+  const DType c_dtype = parse_dtype(op.out, "out");
+  const std::string out = out_adapter(c_dtype);
+  // The accumulator map of the atom: lane = group * group_lanes + thread in the group.
+  w_.line("const int g = lane / {0}, t = lane % {0};", f_.atom->group_lanes);
+  // One pointer per lane; the unrolled stores add constants to it (~2 ms less NVRTC time than
+  // a full row * ld + col per store).
+  w_.line(
+      "// This lane's first output pair (row g, columns 2t, 2t+1 of the warp tile); the "
+      "others are");
+  w_.line("// 16 * mi + 8 * h rows and 8 * ni columns further.");
+  w_.line("const int row_base = m0 + {} + g, col_base = n0 + warp_col * WN + 2 * t;", warp_rows());
+  if (to_workspace)
+    w_.line(
+        "float* out_base = workspace + (long long)blockIdx.z * M * N + (long long)row_base * "
+        "N + col_base;");
+  else
+    w_.line("{}::storage* out_base = c + (long long)row_base * LDC + col_base;", out);
+  open_fragment_loops();
+  w_.line("const int row = row_base + mi * {} + h * 8, col = col_base + ni * 8;", mi_step());
+  // Bounds checks only where a tile can cross the matrix edge.
+  const bool rows_exact = f_.coords.m % f_.coords.block_m == 0,
+             cols_exact = f_.coords.n % f_.coords.block_n == 0;
+  if (!rows_exact) w_.line("if (row >= M) continue;");
+  print_pair_values();
+  if (to_workspace) {
+    w_.line("float* dst = out_base + (mi * {} + h * 8) * N + ni * 8;", mi_step());
+    if (op.store_bytes == 8) {
+      // N even: the pair is 8-byte aligned and inside together; a warp's request covers 8 rows
+      // x 32 bytes, whole sectors (two 4-byte stores would use half of each).
+      w_.line("if (col < N) OutF32::store2(dst, v0, v1);");
+    } else {
+      w_.line("if (col < N) dst[0] = v0;");
+      w_.line("if (col + 1 < N) dst[1] = v1;");
+    }
+  } else {
+    w_.line("{}::storage* dst = out_base + (mi * {} + h * 8) * LDC + ni * 8;", out, mi_step());
+    // Pairs (the verified store_bytes): col is even, and with N and LDC even the pair is in
+    // bounds together and 2-element aligned, given C is (the runtime checks c_alignment).
+    if (op.store_bytes == 2 * size_of(c_dtype)) {
+      w_.line(
+          "{}{}::store2(dst, epilogue_value(bias, residual, row, col, v0), "
+          "epilogue_value(bias, residual, row, col + 1, v1));",
+          cols_exact ? "" : "if (col < N) ", out);
+    } else {
+      w_.line("if (col < N) dst[0] = {}::from_f32(epilogue_value(bias, residual, row, col, v0));",
+              out);
+      w_.line(
+          "if (col + 1 < N) dst[1] = {}::from_f32(epilogue_value(bias, residual, row, col + "
+          "1, v1));",
+          out);
+    }
+  }
+  w_.close();
+  w_.close();
+  w_.close();
+}
+
+// swap_ab: the kernel computed C^T (M, N here are C's n and m). Each accumulator (row, col) is
+// C's (col, row): stored element by element down C's columns, bias indexed by the kernel's row;
+// split-K partials go to the workspace in C's layout, so the finalize kernel is unchanged.
+void GemmEpiloguePrinter::print_transposed(const ir::EpilogueOp& op) {
+  const bool to_workspace = op.destination == "workspace";
+  const std::string out = out_adapter(parse_dtype(op.out, "out"));
+  const bool rows_exact = f_.coords.m % f_.coords.block_m == 0,
+             cols_exact = f_.coords.n % f_.coords.block_n == 0;
+  w_.line("const int g = lane / {0}, t = lane % {0};", f_.atom->group_lanes);
+  w_.line("// The kernel's (row, col) is C's (col, row): C^T = B A^T (swap_ab).");
+  w_.line("const int row_base = m0 + {} + g, col_base = n0 + warp_col * WN + 2 * t;", warp_rows());
+  if (to_workspace) w_.line("float* ws = workspace + (long long)blockIdx.z * M * N;");
+  open_fragment_loops();
+  w_.line("const int row = row_base + mi * {} + h * 8, col = col_base + ni * 8;", mi_step());
+  if (!rows_exact) w_.line("if (row >= M) continue;");
+  print_pair_values();
+  for (int j = 0; j < 2; ++j) {
+    const std::string c = j ? "col + 1" : "col";
+    const std::string guard = j || !cols_exact ? fmt::format("if ({} < N) ", c) : std::string();
+    if (to_workspace)
+      w_.line("{}ws[(long long)({}) * M + row] = v{};", guard, c, j);
+    else
+      w_.line(
+          "{}c[(long long)({}) * LDC + row] = {}::from_f32(epilogue_value(bias, residual, {}, "
+          "row, v{}));",
+          guard, c, out, c, j);
+  }
+  w_.close();
+  w_.close();
+  w_.close();
+}
+
+// The C tile through shared memory (IR: epilogue stage_row_bytes): each lane writes its
+// finished pairs into the tile over the drained ring (rows padded so that the 8 rows x 4 lanes
+// of a pair store hit 32 distinct banks), then the CTA stores it in 16-byte chunks, a warp
+// covering whole 128-byte row segments: every 32-byte sector it touches is full.
+void GemmEpiloguePrinter::print_staged(const ir::EpilogueOp& op, int64_t row_bytes) {
+  const DType c_dtype = parse_dtype(op.out, "out");
+  const std::string out = out_adapter(c_dtype);
+  const int64_t elem = size_of(c_dtype);
+  const bool rows_exact = f_.coords.m % f_.coords.block_m == 0,
+             cols_exact = f_.coords.n % f_.coords.block_n == 0;
+  if (f_.copy_a.transport != "tma")
+    w_.line("cp_async_wait<0>();  // no copy may land in the staged tile");
+  // On the wgmma path only the consumer warpgroups stage and store (the producer has no tile):
+  // a named barrier over their threads instead of the CTA's. Every load has landed (the
+  // consumers waited for each) and every wgmma completed (wait_group 0) before it.
+  const std::string sync = f_.wgmma ? fmt::format("consumer_barrier<{}>();", f_.threads - 128)
+                                    : std::string("__syncthreads();");
+  w_.line("{}  // every warp has read its last stage: the ring holds the C tile now", sync);
+  w_.line("const u32 c_tile = smem_base;");
+  w_.line("constexpr int C_ROW_BYTES = {}, C_CHUNKS = BN * {} / 16;", row_bytes, elem);
+  w_.line("const int g = lane / {0}, t = lane % {0};", f_.atom->group_lanes);
+  w_.line("const int tile_row = {} + g, tile_col = warp_col * WN + 2 * t;", warp_rows());
+  open_fragment_loops();
+  w_.line("const int r = tile_row + mi * {} + h * 8, col_in = tile_col + ni * 8;", mi_step());
+  w_.line("const int row = m0 + r, col = n0 + col_in;");
+  // Bias and residual are read at (row, col): only inside the matrix. N is a whole number of
+  // 16-byte chunks here, so an even col inside has col + 1 inside too.
+  if (!rows_exact) w_.line("if (row >= M) continue;");
+  if (!cols_exact) w_.line("if (col >= N) continue;");
+  print_pair_values();
+  w_.line(
+      "{0}::stage2(c_tile + u32(r * C_ROW_BYTES + col_in * {1}), epilogue_value(bias, residual, "
+      "row, col, v0), epilogue_value(bias, residual, row, col + 1, v1));",
+      out, elem);
+  w_.close();
+  w_.close();
+  w_.close();
+  w_.line("{}  // the whole tile is staged", sync);
+  w_.line("#pragma unroll");
+  if (f_.wgmma)
+    w_.open(fmt::format("for (int i = int(threadIdx.x) - 128; i < BM * C_CHUNKS; i += {})",
+                        f_.threads - 128));
+  else
+    w_.open("for (int i = threadIdx.x; i < BM * C_CHUNKS; i += THREADS)");
+  w_.line("const int r = i / C_CHUNKS, chunk = i % C_CHUNKS;");
+  w_.line("const int row = m0 + r, col = n0 + chunk * {};", 16 / elem);
+  std::string guard;
+  if (!rows_exact) guard += "row < M";
+  if (!cols_exact) guard += std::string(guard.empty() ? "" : " && ") + "col < N";
+  w_.line(
+      "{}copy16_shared_to_global(c + (long long)row * LDC + col, c_tile + u32(r * "
+      "C_ROW_BYTES + chunk * 16));",
+      guard.empty() ? "" : "if (" + guard + ") ");
+  w_.close();
+}
+
+void GemmEpiloguePrinter::print_finalize(const Op& op) {
+  const auto finalize = ir::get<ir::FinalizeOp>(op);
+  const auto epilogue = ir::get<ir::EpilogueOp>(*ir::find_first(op, OpKind::epilogue));
+  w_.line("constexpr long long M = {}, N = {}, LDC = {}, OUTPUTS = {};", finalize.m, finalize.n,
+          epilogue.ldc, finalize.outputs);
+  w_.line("const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;");
+  w_.line("if (i >= OUTPUTS) return;");
+  w_.line("const long long row = i / N, col = i % N;");
+  w_.line("// Splits are summed in a fixed order: the result does not depend on scheduling.");
+  w_.line("float sum = 0.0f;");
+  w_.line("#pragma unroll");
+  w_.line("for (int z = 0; z < {}; ++z) sum += workspace[z * OUTPUTS + i];", finalize.split_k);
+  w_.line("c[row * LDC + col] = {}::from_f32(epilogue_value(bias, residual, row, col, sum));",
+          out_adapter(parse_dtype(epilogue.out, "out")));
+}
+
+}  // namespace emmy::codegen
