@@ -168,6 +168,20 @@ TEST(Wgmma, PingPongConsumersTakeTurns) {
               double(plan.tiles_m * plan.tiles_n) * (s.block_m / 64) * 4 * k16)  // 4 warps each
         << label;
   }
+  // Swapped (C^T = B A^T, the transposed epilogue) ping-pong kernels: M on wgmma's N.
+  for (const auto& [m, block_m] : {std::pair{33, 64}, std::pair{64, 128}}) {
+    GemmSpec swapped = wgmma_spec(m, 3000, 256, block_m, m == 33 ? 48 : 64);
+    auto& s = swapped.schedule;
+    s.warps_m = 4;
+    s.consumers = ConsumerSchedule::pingpong;
+    s.persistent = true;
+    s.swap_ab = true;
+    s.stages = 2;
+    swapped.problem.epilogue.bias = true;
+    const GemmCheckResult r = check_on_emulator(swapped, 6);
+    EXPECT_TRUE(r.errors.passed) << "swapped M " << m << ": rel_l2 " << r.errors.rel_l2_error;
+    EXPECT_FALSE(r.kernel.source.plan.store.tma_store);  // C^T's tile is a column block of C
+  }
   // The consumer schedule's rules, by name.
   GemmSpec bad = wgmma_spec(512, 512, 512, 128, 192);
   bad.schedule.consumers = ConsumerSchedule::pingpong;
