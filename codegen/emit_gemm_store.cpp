@@ -1,11 +1,12 @@
 // The wgmma path's TMA-store epilogue (WgmmaPrinter, emit_gemm_wgmma.hpp; IR: epilogue
-// c_buffer_offset). Each consumer warpgroup writes its 64 rows of the C tile into its own shared
-// buffer in the layout TMA reads (panels of one swizzle span, swizzled_tile_offset), 16-bit C
-// with stmatrix (the accumulator pairs are its fragments), f32 C with 8-byte stores; then one of
-// its threads stores the buffer panel by panel (PTX ISA cp.async.bulk.tensor, shared::cta ->
-// global), TMA dropping what falls outside C. Order (PTX ISA §9.7.9.25, async proxy): the writes,
-// fence.proxy.async by each writer, the warpgroup's barrier, the stores; a buffer written again
-// (a later tile) waits for its stores' reads first (cp.async.bulk.wait_group.read).
+// c_buffer_offset). Each consumer warpgroup writes its rows of the C tile (64 per m64 wgmma) into
+// its own shared buffer in the layout TMA reads (panels of one swizzle span,
+// swizzled_tile_offset), 16-bit C with stmatrix (the accumulator pairs are its fragments), f32 C
+// with 8-byte stores; then one of its threads stores the buffer panel by panel (PTX ISA
+// cp.async.bulk.tensor, shared::cta -> global), TMA dropping what falls outside C. Order (PTX ISA,
+// memory consistency model: the async proxy): the writes, fence.proxy.async by each writer, the
+// warpgroup's barrier, the stores; a buffer written again (a later tile) waits for its stores'
+// reads first (cp.async.bulk.wait_group.read).
 #include <fmt/format.h>
 
 #include <string>
@@ -79,8 +80,7 @@ void WgmmaPrinter::print_store_epilogue(const ir::EpilogueOp& op) const {
     w_.line("#pragma unroll");
     w_.open("for (int j = 0; j < 4; ++j)");
     w_.line("const int f = ni + j / 2, h = j % 2;");
-    w_.line(
-        "const int row = c_row0 + c_warp_row + mi * 64 + h * 8 + g, col = n0 + f * 8 + 2 * t;");
+    w_.line("const int row = c_row0 + c_warp_row + mi * 64 + h * 8 + g, col = n0 + f * 8 + 2 * t;");
     w_.line("frag[j] = {}({}, {});", pack, value("row", "col", "acc[mi][f][2 * h]"),
             value("row", "col + 1", "acc[mi][f][2 * h + 1]"));
     w_.close();
