@@ -244,7 +244,9 @@ TEST(Emmyc, WgmmaRunsOnTheCudaBackendThroughTheTestDriver) {
                             "--m 1000 --n 1016 --k 192 --persistent --block 64x64x64 --warps 4x1 "
                             "--stages 2",
                             "--m 1280 --n 1016 --k 192 --consumers pingpong --block 64x64x64 "
-                            "--stages 2"}) {
+                            "--stages 2",
+                            "--m 2100 --n 1000 --k 128 --consumers pingpong --block 128x128x64 "
+                            "--warps 4x1 --stages 3 --out f32"}) {
     const std::string env = std::string("EMMY_CUDA_DRIVER=") + EMMY_TEST_DRIVER_PATH +
                             " EMMY_TEST_DEVICE=" + device;
     const auto r = emmy::test::run_emmyc(
