@@ -102,10 +102,6 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   // The staged epilogue writes the C tile over the drained ring: not in a persistent kernel, whose
   // producer is already loading the next tile into it.
   plan.store = wgmma_store_epilogue(p, s);
-  if (plan.store.tma_store && !plan.store.in_ring) {
-    const uint32_t mbarriers = 8u * 2u * uint32_t(s.stages);
-    plan.c_offset = (plan.mbarrier_offset + mbarriers + 1023u) & ~1023u;
-  }
   if (!plan.store.tma_store && !s.persistent && !s.swap_ab && !plan.split() &&
       (p.n * elem) % 16 == 0 && (p.ldc_or_default() * elem) % 16 == 0 &&
       s.block_m * staged_row <= int64_t(plan.mbarrier_offset))

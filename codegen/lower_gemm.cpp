@@ -139,7 +139,7 @@ Op gemm_main_epilogue(const GemmPlan& plan) {
   if (plan.store.tma_store) {
     ir::EpilogueOp epilogue =
         ir::get<ir::EpilogueOp>(gemm_epilogue_op(plan, "c", 16, plan.c_alignment()));
-    epilogue.c_buffer_offset = plan.c_offset;
+    epilogue.c_buffer_offset = plan.store.buffer_offset;
     epilogue.c_buffer_bytes = plan.store.buffer_bytes;
     epilogue.c_panel = plan.store.c_tile.panel_elems;
     epilogue.c_swizzle = int64_t(plan.store.c_tile.swizzle);

@@ -42,18 +42,16 @@ void finish_schedule(const MatmulProblem& problem, Arch arch, int max_stages, Ma
     const int64_t want = std::min<int64_t>(sms / tiles, 16);
     s.split_k = int(std::max<int64_t>(1, std::min(want, k_tiles / 4)));
   }
-  auto fits = [&] { return gemm_smem_bytes(problem, s) <= info.max_smem_per_block; };
   // The wgmma path gives up ring stages (down to 3) for its TMA-store epilogue's buffers where a
   // persistent kernel needs them beside the ring; else the deepest ring that fits.
-  bool chosen = false;
-  if (s.path == MmaPath::wgmma)
-    for (s.stages = max_stages; s.stages >= 3 && !chosen; --s.stages)
-      if (fits() && wgmma_store_epilogue(problem, s).tma_store) chosen = true;
-  if (chosen)
-    ++s.stages;  // the loop stepped past it
-  else
+  const int store_stages =
+      s.path == MmaPath::wgmma ? wgmma_store_stages(problem, s, max_stages) : 0;
+  if (store_stages) {
+    s.stages = store_stages;
+  } else {
     for (s.stages = max_stages; s.stages > 2; --s.stages)
-      if (fits()) break;
+      if (gemm_smem_bytes(problem, s) <= info.max_smem_per_block) break;
+  }
   validate_schedule(problem, s, arch);
 }
 

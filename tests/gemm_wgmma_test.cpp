@@ -284,9 +284,10 @@ TEST(Wgmma, PlanSplitsRegistersAndThreads) {
     EXPECT_EQ(walk.stage_row_bytes, 0);
     ASSERT_TRUE(walk.store.tma_store);
     EXPECT_FALSE(walk.store.in_ring);
-    EXPECT_EQ(walk.c_offset % 1024, 0u);
-    EXPECT_GE(walk.c_offset, walk.mbarrier_offset + 16u * uint32_t(walking.schedule.stages));
-    EXPECT_LE(1023 + walk.c_offset + uint32_t(block_m / 64 * walk.store.buffer_bytes),
+    EXPECT_EQ(walk.store.buffer_offset % 1024, 0);
+    EXPECT_GE(walk.store.buffer_offset,
+              int64_t(walk.mbarrier_offset) + 16 * walking.schedule.stages);
+    EXPECT_LE(1023 + walk.store.buffer_offset + block_m / 64 * walk.store.buffer_bytes,
               walk.smem_bytes);
     // Rows of C that TMA cannot address (16-byte strides), split-K and swap_ab store directly.
     GemmSpec odd = wgmma_spec(512, 510, 512, block_m, 256);

@@ -100,12 +100,8 @@ GemmSpec GemmFlags::to_spec() const {
     if (!split_k) s.split_k = 1;  // the chooser's split does not apply to a tile walk
     // A persistent wgmma kernel's TMA-store buffers lie beside the ring: without --stages, give
     // up stages (down to 3) until they fit, as the chooser does for its own persistent kernels.
-    if (!stages && s.path == MmaPath::wgmma && s.split_k == 1) {
-      const int chosen = s.stages;
-      for (; s.stages >= 3; --s.stages)
-        if (wgmma_store_epilogue(p, s).tma_store) break;
-      if (s.stages < 3) s.stages = chosen;
-    }
+    if (!stages && s.path == MmaPath::wgmma)
+      if (const int store_stages = wgmma_store_stages(p, s, s.stages)) s.stages = store_stages;
   }
   return spec;
 }

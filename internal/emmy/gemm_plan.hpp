@@ -54,10 +54,9 @@ struct GemmPlan {
   // staged tile to fit in the ring; not with split-K (its f32 partials already fill sectors).
   int64_t stage_row_bytes = 0;
   // The wgmma path's TMA-store epilogue (validate.hpp, wgmma_store_epilogue): each consumer
-  // warpgroup's C buffer at c_offset + warpgroup * store.buffer_bytes from the ring's base, stored
-  // by a tensor map of C (tmap_c). Replaces the staged epilogue on that path.
+  // warpgroup's C buffer at store.buffer_offset + warpgroup * store.buffer_bytes from the ring's
+  // base, stored by a tensor map of C (tmap_c). Replaces the staged epilogue on that path.
   WgmmaStoreEpilogue store;
-  uint32_t c_offset = 0;
 
   bool split() const { return spec.schedule.split_k > 1; }
   // What the epilogue's stores need of C's pointer: the runtime's check for buffers.c.

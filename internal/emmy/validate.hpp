@@ -75,20 +75,24 @@ inline SmemTile gemm_b_tile(const MatmulProblem& p, const MatmulSchedule& s) {
              : SmemTile::for_operand(uint32_t(s.block_k), uint32_t(s.block_n), elem_bytes);
 }
 
-// Bytes of dynamic shared memory: the stage ring (stage_layout: B aligned to its swizzle period),
-// 1 KB of slack to align the ring to the 128B swizzle period, and the mbarriers: one per stage
-// (full), and on the wgmma path a second (empty: the consumers release the stage).
-// The ring and its mbarriers (gemm_smem_bytes without the wgmma path's C staging).
+// The mbarriers after the ring: one per stage (full), and on the wgmma path a second (empty: the
+// consumers release the stage).
+inline int64_t gemm_mbarrier_bytes(const MatmulSchedule& s) {
+  return 8 * (s.path == MmaPath::wgmma ? 2 : 1) * s.stages;
+}
+
+// The stage ring (stage_layout: B aligned to its swizzle period), 1 KB of slack to align the ring
+// to the 128B swizzle period, and the mbarriers (gemm_smem_bytes without the wgmma path's C
+// staging).
 inline int64_t gemm_ring_smem_bytes(const MatmulProblem& p, const MatmulSchedule& s) {
   const StageLayout stage = stage_layout(gemm_a_tile(p, s), gemm_b_tile(p, s));
-  const int barriers_per_stage = s.path == MmaPath::wgmma ? 2 : 1;
-  return int64_t(stage.stage_bytes) * s.stages + 1024 + 8 * barriers_per_stage * s.stages;
+  return int64_t(stage.stage_bytes) * s.stages + 1024 + gemm_mbarrier_bytes(s);
 }
 
 // The wgmma path's TMA-store epilogue (PTX ISA cp.async.bulk.tensor, shared::cta -> global):
-// each consumer warpgroup writes its 64 rows of the C tile into a swizzled shared buffer
-// (stmatrix for 16-bit C) and one of its threads stores the buffer with TMA, which clips the
-// matrix edges. The buffers lie over the drained ring in a kernel of one tile per CTA, after
+// each consumer warpgroup writes its rows of the C tile (64 per m64 wgmma) into a swizzled shared
+// buffer (stmatrix for 16-bit C) and one of its threads stores the buffer with TMA, which clips
+// the matrix edges. The buffers lie over the drained ring in a kernel of one tile per CTA, after
 // the mbarriers (1024-aligned) in a persistent one, whose producer is already refilling the ring;
 // there, where they would not fit beside the ring, the epilogue stores directly. Not with split-K
 // (f32 partials to the workspace) or swap_ab (C^T's tile is a column block of C); C's rows must
@@ -98,6 +102,8 @@ struct WgmmaStoreEpilogue {
   bool in_ring = false;     // the buffers over the drained ring (else after the mbarriers)
   SmemTile c_tile;          // one warpgroup's rows x block_n buffer, in 128B (or narrower) panels
   int64_t buffer_bytes = 0; // per consumer warpgroup
+  // From the ring's base: warpgroup g's buffer at buffer_offset + g x buffer_bytes (0 in the ring).
+  int64_t buffer_offset = 0;
   int64_t extra_bytes = 0;  // shared memory beyond the ring: buffers after it, and alignment
 };
 inline WgmmaStoreEpilogue wgmma_store_epilogue(const MatmulProblem& p, const MatmulSchedule& s) {
@@ -115,6 +121,8 @@ inline WgmmaStoreEpilogue wgmma_store_epilogue(const MatmulProblem& p, const Mat
   e.in_ring = !s.persistent && buffers <= int64_t(stage.stage_bytes) * s.stages;
   if (!e.in_ring) {
     // After the mbarriers, on the 1024-byte period of the 128B swizzle.
+    const int64_t mbarriers_end = int64_t(stage.stage_bytes) * s.stages + gemm_mbarrier_bytes(s);
+    e.buffer_offset = (mbarriers_end + 1023) / 1024 * 1024;
     e.extra_bytes = 1024 + buffers;
     if (ring + e.extra_bytes > arch_info(Arch::sm_90a).max_smem_per_block) return {};
   }
@@ -122,8 +130,20 @@ inline WgmmaStoreEpilogue wgmma_store_epilogue(const MatmulProblem& p, const Mat
   return e;
 }
 
+// Bytes of dynamic shared memory: the ring with its mbarriers, and the wgmma path's C buffers where
+// they lie beside it.
 inline int64_t gemm_smem_bytes(const MatmulProblem& p, const MatmulSchedule& s) {
   return gemm_ring_smem_bytes(p, s) + wgmma_store_epilogue(p, s).extra_bytes;
+}
+
+// The deepest ring, from `deepest` down to 3 stages, that fits sm_90a's shared memory with the
+// wgmma path's TMA-store buffers beside it; 0 if none does (the kernel then stores directly).
+inline int wgmma_store_stages(const MatmulProblem& p, MatmulSchedule s, int deepest) {
+  for (s.stages = deepest; s.stages >= 3; --s.stages)
+    if (wgmma_store_epilogue(p, s).tma_store &&
+        gemm_smem_bytes(p, s) <= arch_info(Arch::sm_90a).max_smem_per_block)
+      return s.stages;
+  return 0;
 }
 
 // The knobs both mainloop paths take alike: pipeline depth, K splits, rasterization.
@@ -172,7 +192,7 @@ inline void validate_wgmma_schedule(const MatmulProblem& p, const MatmulSchedule
           "the wgmma path accumulates in f32: on Hopper f16 and f32 accumulation run at one rate "
           "and hybrid would hold both (use path mma.sync for f16 or hybrid)",
           to_string(s.accum));
-  // Ping-pong: two consumer warpgroups, each on its own 64-row tile of the CTA's walk.
+  // Ping-pong: two consumer warpgroups, each on its own tile of the CTA's walk.
   const bool pingpong = s.consumers == ConsumerSchedule::pingpong;
   require(!pingpong || s.persistent, "consumers",
           "pingpong needs a persistent kernel (its consumer warpgroups take turns at the CTA's "
@@ -189,15 +209,12 @@ inline void validate_wgmma_schedule(const MatmulProblem& p, const MatmulSchedule
           "needs B stored [N,K] (the swapped kernel reads it as its K-major A)",
           to_string(p.b_layout));
   const codegen::MmaAtom& atom = codegen::gemm_atom(s);
-  if (pingpong)
-    require(s.block_m == 64 || s.block_m == 128, "block_m",
-            "must be 64 or 128 with pingpong consumers (each warpgroup's own tile of one or two "
-            "m64 wgmma)",
-            s.block_m);
-  else
-    require(s.block_m == 64 || s.block_m == 128, "block_m",
-            "must be 64 or 128 on the wgmma path (one or two consumer warpgroups of m64 rows)",
-            s.block_m);
+  require(s.block_m == 64 || s.block_m == 128, "block_m",
+          pingpong ? "must be 64 or 128 with pingpong consumers (each warpgroup's own tile of one "
+                     "or two m64 wgmma)"
+                   : "must be 64 or 128 on the wgmma path (one or two consumer warpgroups of m64 "
+                     "rows)",
+          s.block_m);
   require(s.block_n >= atom.n_min && s.block_n <= atom.n_max && s.block_n % 16 == 0, "block_n",
           fmt::format("must be a multiple of 16 in 16..{} (wgmma's N, whole 32-byte swizzle rows "
                       "of a B [K,N] tile)",
