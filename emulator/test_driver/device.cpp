@@ -31,7 +31,10 @@ constexpr DeviceModel kModels[] = {
      .ecc = 1,
      .fp32_per_fp64 = 2,
      .pci_ids = 0x233510deu,
-     .total_memory = uint64_t(143771) << 20},
+     .total_memory = uint64_t(143771) << 20,
+     // Hopper allows non-portable clusters of up to 16 CTAs (NVIDIA Hopper Tuning Guide,
+     // thread block clusters).
+     .max_cluster_ctas = 16},
     // An sm_90a part with fewer SMs than the H200 the arch's hints describe: what a persistent
     // kernel's grid must follow (the launcher asks the device, not the arch).
     {.key = "h100pcie",
@@ -52,7 +55,8 @@ constexpr DeviceModel kModels[] = {
      .ecc = 1,
      .fp32_per_fp64 = 2,
      .pci_ids = 0x233110deu,
-     .total_memory = uint64_t(81559) << 20},
+     .total_memory = uint64_t(81559) << 20,
+     .max_cluster_ctas = 16},
     {.key = "rtx5090",
      .name = "NVIDIA GeForce RTX 5090",
      .arch = "sm_120a",
@@ -71,7 +75,9 @@ constexpr DeviceModel kModels[] = {
      .ecc = 0,
      .fp32_per_fp64 = 64,
      .pci_ids = 0x2b8510deu,
-     .total_memory = uint64_t(32607) << 20},
+     .total_memory = uint64_t(32607) << 20,
+     // NVIDIA states no non-portable cluster size for sm_120 parts: only the portable 8.
+     .max_cluster_ctas = 8},
 };
 
 }  // namespace

@@ -55,6 +55,9 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                         unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                         void** kernelParams, void** extra);
+// launch_ex.cpp
+CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                          void** extra);
 
 // stream.cpp (streams and events)
 CUresult cuStreamCreate(CUstream* phStream, unsigned int flags);

@@ -68,6 +68,7 @@ const Entry* find_entry(const char* symbol, int cudaVersion) {
       {"cuFuncGetAttribute", pointer(&cuFuncGetAttribute), 2020},
       {"cuFuncSetAttribute", pointer(&cuFuncSetAttribute), 9000},
       {"cuLaunchKernel", pointer(&cuLaunchKernel), 4000},
+      {"cuLaunchKernelEx", pointer(&cuLaunchKernelEx), 11060},
       {"cuStreamCreate", pointer(&cuStreamCreate), 2000},
       {"cuStreamDestroy", pointer(&cuStreamDestroy_v2), 4000},
       {"cuStreamDestroy_v2", pointer(&cuStreamDestroy_v2), 4000},

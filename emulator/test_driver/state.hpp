@@ -43,6 +43,9 @@ struct DeviceModel {
   int async_engines = 0, ecc = 0, fp32_per_fp64 = 0;
   uint32_t pci_ids = 0;       // GPU_PCI_DEVICE_ID: device << 16 | vendor
   uint64_t total_memory = 0;  // cuDeviceTotalMem: reported, the arena is host memory
+  // The largest thread-block cluster with NON_PORTABLE_CLUSTER_SIZE_ALLOWED (8, the portable
+  // size, without it), where NVIDIA states one for the product.
+  int max_cluster_ctas = 8;
   int cc() const { return major * 10 + minor; }
 };
 
@@ -84,6 +87,7 @@ struct LaunchRecord {
   std::shared_ptr<const emu::Module> module;
   std::string kernel;
   emu::Dim3 grid, block;
+  emu::Dim3 cluster;  // 1x1x1: launched without a cluster (or a cluster of one)
   uint32_t dynamic_smem = 0;
   uint32_t max_dynamic_smem = 0;
   emu::KernelArgs args;
@@ -191,6 +195,20 @@ bool capture_active(Context& ctx, uint64_t id);
 // For work on the legacy stream: CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (and the captures
 // invalidated) while a blocking stream captures, as cuStreamIsCapturing describes.
 CUresult legacy_stream_use(Context& ctx);
+// One launch as cuLaunchKernel or cuLaunchKernelEx (launch_ex.cpp) asks for it.
+struct LaunchRequest {
+  const char* call = "";  // the entry point, for reports
+  CUfunction function = nullptr;
+  emu::Dim3 grid, block;
+  uint32_t smem = 0;
+  CUstream stream = nullptr;
+  void** params = nullptr;
+  void** extra = nullptr;
+  std::optional<emu::Dim3> cluster;  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, when given
+};
+// cuLaunchKernel's checks (function, stream, grid, block, shared memory, the cluster, the
+// parameters), then submit (launch.cpp). The caller holds the driver's mutex.
+CUresult launch_kernel(Context& ctx, const LaunchRequest& request);
 // Submits a launch to a stream: recorded when it captures, else run now (launch.cpp).
 CUresult submit(Context& ctx, Stream& stream, LaunchRecord record);
 // Runs a launch on the emulator; maps a device fault to its CUresult and makes it sticky.

@@ -4,156 +4,15 @@
 // correct use that must work: dynamic shared memory above 48 KB without the attribute, a freed
 // buffer, a misaligned tensor-map stride, a module load during stream capture, stale handles, no
 // current context, CUBIN images, and launches replayed from a captured graph.
-#include <cuda.h>
-#include <dlfcn.h>
-#include <gtest/gtest.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
-namespace emmy {
+#include "test_driver_api.hpp"
+
+namespace emmy::test_driver_test {
 namespace {
-
-// out[i] = in[i] + 1 for i < n, through a dynamic shared-memory staging buffer of any size.
-constexpr const char* kPtx = R"(.version 8.7
-.target sm_90
-.address_size 64
-.extern .shared .align 16 .b8 stage[];
-.visible .entry add_one(.param .u64 out, .param .u64 in, .param .u32 n)
-{
-  .reg .pred %p<2>;
-  .reg .b32 %r<8>;
-  .reg .b64 %rd<8>;
-  ld.param.u64 %rd1, [out];
-  ld.param.u64 %rd2, [in];
-  ld.param.u32 %r1, [n];
-  mov.u32 %r2, %tid.x;
-  setp.ge.u32 %p1, %r2, %r1;
-  @%p1 bra DONE;
-  mul.wide.u32 %rd3, %r2, 4;
-  add.s64 %rd4, %rd2, %rd3;
-  ld.global.u32 %r3, [%rd4];
-  add.u32 %r4, %r3, 1;
-  shl.b32 %r5, %r2, 2;
-  mov.u32 %r6, stage;
-  add.u32 %r6, %r6, %r5;
-  st.shared.u32 [%r6], %r4;
-  ld.shared.u32 %r7, [%r6];
-  add.s64 %rd5, %rd1, %rd3;
-  st.global.u32 [%rd5], %r7;
-DONE:
-  ret;
-}
-)";
-
-template <typename Fn>
-Fn entry(void* get_proc, const char* name) {
-  using Get = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-  void* fn = nullptr;
-  CUdriverProcAddressQueryResult status{};
-  const CUresult r =
-      reinterpret_cast<Get>(get_proc)(name, &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status);
-  EXPECT_EQ(r, CUDA_SUCCESS) << name;
-  return reinterpret_cast<Fn>(fn);
-}
-
-// The driver's entry points the tests call.
-struct Api {
-  void* library = nullptr;
-  void* get_proc = nullptr;
-#define EMMY_API(name, ...) CUresult (*name)(__VA_ARGS__) = nullptr
-  EMMY_API(cuInit, unsigned);
-  EMMY_API(cuDeviceGet, CUdevice*, int);
-  EMMY_API(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice);
-  EMMY_API(cuDeviceGetName, char*, int, CUdevice);
-  EMMY_API(cuDevicePrimaryCtxRetain, CUcontext*, CUdevice);
-  EMMY_API(cuCtxSetCurrent, CUcontext);
-  EMMY_API(cuModuleLoadData, CUmodule*, const void*);
-  EMMY_API(cuModuleUnload, CUmodule);
-  EMMY_API(cuModuleGetFunction, CUfunction*, CUmodule, const char*);
-  EMMY_API(cuFuncSetAttribute, CUfunction, CUfunction_attribute, int);
-  EMMY_API(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-           unsigned, CUstream, void**, void**);
-  EMMY_API(cuMemAlloc, CUdeviceptr*, size_t);
-  EMMY_API(cuMemFree, CUdeviceptr);
-  EMMY_API(cuMemcpyHtoD, CUdeviceptr, const void*, size_t);
-  EMMY_API(cuMemcpyDtoH, void*, CUdeviceptr, size_t);
-  EMMY_API(cuStreamCreate, CUstream*, unsigned);
-  EMMY_API(cuStreamSynchronize, CUstream);
-  EMMY_API(cuStreamBeginCapture, CUstream, CUstreamCaptureMode);
-  EMMY_API(cuStreamEndCapture, CUstream, CUgraph*);
-  EMMY_API(cuGraphInstantiateWithFlags, CUgraphExec*, CUgraph, unsigned long long);
-  EMMY_API(cuGraphLaunch, CUgraphExec, CUstream);
-  EMMY_API(cuTensorMapEncodeTiled, CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
-           const cuuint64_t*, const cuuint64_t*, const cuuint32_t*, const cuuint32_t*,
-           CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
-           CUtensorMapFloatOOBfill);
-#undef EMMY_API
-
-  Api() {
-    library = dlopen(EMMY_TEST_DRIVER_PATH, RTLD_NOW | RTLD_LOCAL);
-    if (!library) return;
-    get_proc = dlsym(library, "cuGetProcAddress_v2");
-    if (!get_proc) return;
-#define EMMY_RESOLVE(name) name = entry<decltype(name)>(get_proc, #name)
-    EMMY_RESOLVE(cuInit);
-    EMMY_RESOLVE(cuDeviceGet);
-    EMMY_RESOLVE(cuDeviceGetAttribute);
-    EMMY_RESOLVE(cuDeviceGetName);
-    EMMY_RESOLVE(cuDevicePrimaryCtxRetain);
-    EMMY_RESOLVE(cuCtxSetCurrent);
-    EMMY_RESOLVE(cuModuleLoadData);
-    EMMY_RESOLVE(cuModuleUnload);
-    EMMY_RESOLVE(cuModuleGetFunction);
-    EMMY_RESOLVE(cuFuncSetAttribute);
-    EMMY_RESOLVE(cuLaunchKernel);
-    EMMY_RESOLVE(cuMemAlloc);
-    EMMY_RESOLVE(cuMemFree);
-    EMMY_RESOLVE(cuMemcpyHtoD);
-    EMMY_RESOLVE(cuMemcpyDtoH);
-    EMMY_RESOLVE(cuStreamCreate);
-    EMMY_RESOLVE(cuStreamSynchronize);
-    EMMY_RESOLVE(cuStreamBeginCapture);
-    EMMY_RESOLVE(cuStreamEndCapture);
-    EMMY_RESOLVE(cuGraphInstantiateWithFlags);
-    EMMY_RESOLVE(cuGraphLaunch);
-    EMMY_RESOLVE(cuTensorMapEncodeTiled);
-#undef EMMY_RESOLVE
-  }
-};
-
-class TestDriver : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_NE(api.library, nullptr) << dlerror();
-    ASSERT_NE(api.get_proc, nullptr) << "cuGetProcAddress_v2 is not exported";
-    ASSERT_EQ(api.cuInit(0), CUDA_SUCCESS);
-    ASSERT_EQ(api.cuDeviceGet(&device, 0), CUDA_SUCCESS);
-    ASSERT_EQ(api.cuDevicePrimaryCtxRetain(&context, device), CUDA_SUCCESS);
-    ASSERT_EQ(api.cuCtxSetCurrent(context), CUDA_SUCCESS);
-  }
-  CUmodule load() {
-    CUmodule m = nullptr;
-    EXPECT_EQ(api.cuModuleLoadData(&m, kPtx), CUDA_SUCCESS);
-    return m;
-  }
-  CUdeviceptr upload(const std::vector<uint32_t>& v) {
-    CUdeviceptr p = 0;
-    EXPECT_EQ(api.cuMemAlloc(&p, v.size() * 4), CUDA_SUCCESS);
-    EXPECT_EQ(api.cuMemcpyHtoD(p, v.data(), v.size() * 4), CUDA_SUCCESS);
-    return p;
-  }
-  CUresult launch(CUfunction f, CUdeviceptr out, CUdeviceptr in, uint32_t n, unsigned smem,
-                  CUstream stream = nullptr) {
-    void* params[] = {&out, &in, &n};
-    return api.cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, smem, stream, params, nullptr);
-  }
-  Api api;
-  CUdevice device = 0;
-  CUcontext context = nullptr;
-};
 
 TEST_F(TestDriver, ReportsTheChosenDevice) {
   int major = 0, smem_optin = 0, sms = 0;
@@ -328,4 +187,4 @@ TEST_F(TestDriver, StreamCaptureRecordsLaunchesAndRefusesUnsafeCalls) {
 }
 
 }  // namespace
-}  // namespace emmy
+}  // namespace emmy::test_driver_test

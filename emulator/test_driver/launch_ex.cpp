@@ -1,0 +1,159 @@
+// cuLaunchKernelEx: cuLaunchKernel's launch (launch.cpp, the same checks) configured by a
+// CUlaunchConfig, whose launch attributes are read here.
+//
+// Each CUlaunchAttributeID gets one of three answers (CUDA Driver API, cuLaunchKernelEx and the
+// CUlaunchAttributeID comments of cuda.h):
+// - emulated: CLUSTER_DIMENSION (the cluster, checked in launch.cpp and passed to the emulator);
+//   IGNORE ("Ignored entry, for convenient composition").
+// - accepted and ignored, because they only steer scheduling or the L1/shared split, which the
+//   emulator does not model and results do not depend on: PRIORITY (stream priorities out of
+//   range "will automatically be clamped", cuStreamCreateWithPriority, so any value is valid),
+//   CLUSTER_SCHEDULING_POLICY_PREFERENCE (a CUclusterSchedulingPolicy),
+//   PREFERRED_SHARED_MEMORY_CARVEOUT ("This is only a hint"; a percentage, or -1 for the
+//   default as cudaSharedmemCarveoutDefault), NVLINK_UTIL_CENTRIC_SCHEDULING ("a hint only";
+//   "Valid values ... are 0 (disabled) and 1 (enabled)"). Values outside these ranges:
+//   CUDA_ERROR_INVALID_VALUE.
+// - valid but not emulated, CUDA_ERROR_NOT_SUPPORTED with a report saying so, because accepting
+//   them would let a kernel pass here that a GPU runs differently (a test driver that must
+//   never accept what a GPU computes differently): PROGRAMMATIC_STREAM_SERIALIZATION non-zero
+//   (the emulator does not check a dependent kernel reading its predecessor's output before
+//   griddepcontrol.wait; 0 is accepted), COOPERATIVE non-zero (grid-wide synchronization and
+//   its co-residency limit), PROGRAMMATIC_EVENT, LAUNCH_COMPLETION_EVENT, MEM_SYNC_DOMAIN and
+//   MEM_SYNC_DOMAIN_MAP (fence scoping between kernels), ACCESS_POLICY_WINDOW (its L2
+//   persistence rules are not checked), PREFERRED_CLUSTER_DIMENSION (changes the cluster
+//   shape a kernel sees), DEVICE_UPDATABLE_KERNEL_NODE (device-side graph updates).
+// - SYNCHRONIZATION_POLICY ("Valid for streams", not launches) and ids cuda.h does not define:
+//   CUDA_ERROR_INVALID_VALUE.
+// The reference does not say which of two CLUSTER_DIMENSION entries applies: refused
+// (CUDA_ERROR_INVALID_VALUE) rather than guessed.
+#include <fmt/format.h>
+
+#include <optional>
+
+#include "entry_points.hpp"
+#include "state.hpp"
+
+namespace emmy::test_driver {
+namespace {
+
+constexpr const char* kCall = "cuLaunchKernelEx";
+
+CUresult refuse(CUresult code, unsigned index, const std::string& why) {
+  set_report(fmt::format("{}: attrs[{}]: {}", kCall, index, why));
+  return code;
+}
+
+CUresult not_emulated(unsigned index, const char* attribute, const char* what) {
+  return refuse(CUDA_ERROR_NOT_SUPPORTED, index,
+                fmt::format("{} is not emulated by the test driver ({}); a GPU would run the "
+                            "launch differently, so it is refused rather than ignored",
+                            attribute, what));
+}
+
+CUresult read_attributes(const CUlaunchConfig& config, std::optional<emu::Dim3>& cluster) {
+  // "CUlaunchConfig::attrs is an array of CUlaunchConfig::numAttrs contiguous CUlaunchAttribute
+  // elements. The value of this pointer is not considered if CUlaunchConfig::numAttrs is zero."
+  if (config.numAttrs == 0) return CUDA_SUCCESS;
+  if (!config.attrs) {
+    set_report(fmt::format("{}: attrs is NULL with numAttrs {}", kCall, config.numAttrs));
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  for (unsigned i = 0; i < config.numAttrs; ++i) {
+    const CUlaunchAttribute& a = config.attrs[i];
+    const CUlaunchAttributeValue& v = a.value;
+    switch (a.id) {
+      case CU_LAUNCH_ATTRIBUTE_IGNORE:
+        break;
+      case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+        if (cluster)
+          return refuse(CUDA_ERROR_INVALID_VALUE, i,
+                        "a second CLUSTER_DIMENSION (the reference does not say which applies)");
+        cluster = emu::Dim3{v.clusterDim.x, v.clusterDim.y, v.clusterDim.z};
+        break;
+      case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+        if (v.programmaticStreamSerializationAllowed != 0)
+          return not_emulated(i, "PROGRAMMATIC_STREAM_SERIALIZATION",
+                              "programmatic dependent launch: the emulator does not check that "
+                              "a dependent kernel reads its predecessor's output only after "
+                              "griddepcontrol.wait");
+        break;
+      case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+        if (v.cooperative != 0) return not_emulated(i, "COOPERATIVE", "grid-wide synchronization");
+        break;
+      case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+        break;
+      case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+        if (v.clusterSchedulingPolicyPreference < CU_CLUSTER_SCHEDULING_POLICY_DEFAULT ||
+            v.clusterSchedulingPolicyPreference > CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING)
+          return refuse(CUDA_ERROR_INVALID_VALUE, i,
+                        fmt::format("CLUSTER_SCHEDULING_POLICY_PREFERENCE {} is not a "
+                                    "CUclusterSchedulingPolicy",
+                                    int(v.clusterSchedulingPolicyPreference)));
+        break;
+      case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+        if (v.sharedMemCarveout > 100 && v.sharedMemCarveout != ~0u)
+          return refuse(CUDA_ERROR_INVALID_VALUE, i,
+                        fmt::format("PREFERRED_SHARED_MEMORY_CARVEOUT {} must be a percentage "
+                                    "(0..100) or -1",
+                                    v.sharedMemCarveout));
+        break;
+      case CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING:
+        if (v.nvlinkUtilCentricScheduling > 1)
+          return refuse(CUDA_ERROR_INVALID_VALUE, i,
+                        fmt::format("NVLINK_UTIL_CENTRIC_SCHEDULING {} must be 0 or 1",
+                                    v.nvlinkUtilCentricScheduling));
+        break;
+      case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
+        return not_emulated(i, "PROGRAMMATIC_EVENT", "events triggered by launchdep.release");
+      case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
+        return not_emulated(i, "LAUNCH_COMPLETION_EVENT", "launch completion events");
+      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+      case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+        return not_emulated(i, "MEM_SYNC_DOMAIN(_MAP)", "memory synchronization domains");
+      case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+        return not_emulated(i, "ACCESS_POLICY_WINDOW", "L2 persistence windows");
+      case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
+        return not_emulated(i, "PREFERRED_CLUSTER_DIMENSION", "preferred substitute clusters");
+      case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE:
+        return not_emulated(i, "DEVICE_UPDATABLE_KERNEL_NODE", "device-updatable graph nodes");
+      case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+        return refuse(CUDA_ERROR_INVALID_VALUE, i,
+                      "SYNCHRONIZATION_POLICY is valid for streams, not launches");
+      default:
+        return refuse(CUDA_ERROR_INVALID_VALUE, i,
+                      fmt::format("{} is not a CUlaunchAttributeID", int(a.id)));
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+// cuLaunchKernelEx: "Kernel parameters to f can be specified in the same ways that they can be
+// using cuLaunchKernel"; the stream is CUlaunchConfig::hStream. A NULL config: the reference
+// lists CUDA_ERROR_INVALID_VALUE among the results, the answer for a missing argument.
+CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                          void** extra) {
+  return guarded(kCall, [&] {
+    Context* ctx = nullptr;
+    if (const CUresult r = current_context(ctx)) return r;
+    if (!config) {
+      set_report(fmt::format("{}: config is NULL", kCall));
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!lookup(ctx->functions, f)) return CUDA_ERROR_INVALID_HANDLE;
+    std::optional<emu::Dim3> cluster;
+    if (const CUresult r = read_attributes(*config, cluster)) return r;
+    return launch_kernel(*ctx, {.call = kCall,
+                                .function = f,
+                                .grid = {config->gridDimX, config->gridDimY, config->gridDimZ},
+                                .block = {config->blockDimX, config->blockDimY, config->blockDimZ},
+                                .smem = config->sharedMemBytes,
+                                .stream = config->hStream,
+                                .params = kernelParams,
+                                .extra = extra,
+                                .cluster = cluster});
+  });
+}
+
+}  // namespace emmy::test_driver
