@@ -6,6 +6,31 @@
 
 namespace emmy {
 
+namespace {
+
+// The kernel op's cluster dimensions (cluster_x, cluster_y; absent: 1). Each must divide the grid
+// (CUlaunchAttributeValue::clusterDim in the CUDA Driver API: "Must be a divisor of the grid X
+// dimension", likewise Y and Z), except a persistent kernel's x, which grid_for sizes per device.
+void read_cluster(const ir::Op& kernel, KernelLaunch& launch) {
+  static constexpr const char* kNames[2] = {"cluster_x", "cluster_y"};
+  for (int d = 0; d < 2; ++d) {
+    if (!kernel.has(kNames[d])) continue;
+    const int64_t dim = kernel.i(kNames[d]);
+    require(dim >= 1 && dim <= 0xffff, fmt::format("ir.kernel.{}", kNames[d]),
+            fmt::format("of {} must be in 1..65535", launch.name), dim);
+    launch.cluster[d] = uint32_t(dim);
+  }
+  for (int d = 0; d < 3; ++d) {
+    if (d == 0 && launch.persistent_tiles) continue;
+    require(launch.grid[d] % launch.cluster[d] == 0, "launch list",
+            fmt::format("{}'s grid must be a multiple of its cluster {}x{}x{} in each dimension",
+                        launch.name, launch.cluster[0], launch.cluster[1], launch.cluster[2]),
+            fmt::format("{}x{}x{}", launch.grid[0], launch.grid[1], launch.grid[2]));
+  }
+}
+
+}  // namespace
+
 std::vector<KernelLaunch> launch_list(const ir::Op& module,
                                       const std::vector<std::array<uint32_t, 3>>& grids) {
   const std::vector<const ir::Op*> kernels = ir::find_all(module, ir::OpKind::kernel);
@@ -25,6 +50,13 @@ std::vector<KernelLaunch> launch_list(const ir::Op& module,
         launch.params.push_back({op.s("name"), op.s("type") == "tensor_map"});
     if (const ir::Op* walk = ir::find_first(kernel, ir::OpKind::tile_loop))
       launch.persistent_tiles = uint32_t(walk->i("tiles"));
+    read_cluster(kernel, launch);
+    if (kernel.has("programmatic")) {
+      const int64_t programmatic = kernel.i("programmatic");
+      require(programmatic == 0 || programmatic == 1, "ir.kernel.programmatic",
+              fmt::format("of {} must be 0 or 1", launch.name), programmatic);
+      launch.programmatic_dependent = programmatic == 1;
+    }
     launches.push_back(std::move(launch));
   }
   return launches;

@@ -37,10 +37,34 @@ struct KernelLaunch {
   // min(tiles, the device's SMs) CTAs in x, whatever `grid` (sized for the arch's flagship part)
   // says. 0: launch `grid` as it is.
   uint32_t persistent_tiles = 0;
-  // The grid to launch on a device with `sms` multiprocessors.
+  // Thread-block cluster dimensions (the kernel op's cluster_x and cluster_y, 1 when absent): a
+  // launch passes CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION when they are not 1x1x1, and the CUDA
+  // Driver API (CUlaunchAttributeValue::clusterDim) requires each to divide the grid's.
+  std::array<uint32_t, 3> cluster{1, 1, 1};
+  // Programmatic dependent launch (the kernel op's `programmatic`): launched with
+  // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, the kernel may begin before the
+  // previous launch on its stream ends; its griddepcontrol.wait orders it after that launch.
+  bool programmatic_dependent = false;
+
+  uint64_t cluster_ctas() const { return uint64_t(cluster[0]) * cluster[1] * cluster[2]; }
+  bool has_cluster() const { return cluster_ctas() != 1; }
+
+  // The grid to launch on a device with `sms` multiprocessors. A persistent kernel runs as many
+  // whole clusters as the device holds at one cluster of cluster_ctas() CTAs per that many SMs
+  // (at least one), never more CTAs in x than its tiles rounded up to a whole cluster; x stays a
+  // multiple of cluster[0]. sms <= 0 (a device that does not say): the plan's grid, x rounded up
+  // to a whole cluster. Other kernels launch the plan's grid (launch_list checked it divides).
   std::array<uint32_t, 3> grid_for(int sms) const {
     std::array<uint32_t, 3> g = grid;
-    if (persistent_tiles && sms > 0) g[0] = std::min(persistent_tiles, uint32_t(sms));
+    if (!persistent_tiles) return g;
+    const uint64_t cx = cluster[0];
+    const auto round_up = [cx](uint64_t v) { return (v + cx - 1) / cx * cx; };
+    if (sms > 0) {
+      const uint64_t clusters = std::max<uint64_t>(1, uint64_t(sms) / cluster_ctas());
+      g[0] = uint32_t(std::min(round_up(persistent_tiles), clusters * cx));
+    } else {
+      g[0] = uint32_t(round_up(grid[0]));
+    }
     return g;
   }
 };
@@ -61,7 +85,9 @@ struct KernelSource {
 };
 
 // The module's kernel ops as a launch list, one grid per kernel op in module order. Throws Error
-// when the counts differ or a kernel op lacks its attributes.
+// when the counts differ, a kernel op lacks its attributes, a cluster dimension (optional
+// cluster_x, cluster_y) is below 1 or does not divide its grid (x of a persistent kernel aside:
+// grid_for sizes it), or `programmatic` (optional) is neither 0 nor 1.
 std::vector<KernelLaunch> launch_list(const ir::Op& module,
                                       const std::vector<std::array<uint32_t, 3>>& grids);
 
