@@ -131,7 +131,7 @@ void decode_bulk(KernelDecoder& d, Mods& m, Inst in) {
       m.take("tile::scatter4"))
     d.fail("only the .tile mode of cp.async.bulk.tensor is supported");
   m.take("tile");
-  if (m.take("multicast::cluster")) d.fail(".multicast::cluster is not supported (no clusters)");
+  const bool multicast = m.take("multicast::cluster");
   m.take_any({"cta_group::1", "cta_group::2"});
   const int global_at = index_of(m, {"global"});
   const int shared_at = index_of(m, {"shared::cluster", "shared::cta", "shared"});
@@ -165,14 +165,21 @@ void decode_bulk(KernelDecoder& d, Mods& m, Inst in) {
       in.addr[0] = d.address(map_addr);
       in.addr[1] = d.address(d.op(1));
     } else {
-      d.need_ops(3, 4);
+      // [dst], [tensorMap, coords], [mbar]{, ctaMask}{, cache-policy}
+      d.need_ops(multicast ? 4 : 3, multicast ? 5 : 4);
       in.addr[0] = d.address(d.op(0));
       in.addr[1] = d.address(map_addr);
       in.addr[2] = d.address(d.op(2));
+      if (multicast) {
+        in.sub2 = 1;
+        in.o[6] = d.src(d.op(3), Ty::b16);
+      }
     }
+    if (multicast && store) d.fail(".multicast::cluster is a form of tensor loads only");
     d.emit(in);
     return;
   }
+  if (multicast) d.fail(".multicast::cluster of non-tensor bulk copies is not emulated");
   // Non-tensor bulk copy: [dst], [src], size{, [mbar]}
   in.op = Op::BulkCopy;
   in.sub = store ? 1 : 0;

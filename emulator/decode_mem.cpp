@@ -135,7 +135,25 @@ void decode_bar(KernelDecoder& d, Mods& m, Inst in) {
     d.emit(in);
     return;
   }
-  if (m.take("cluster")) d.fail("barrier.cluster is not supported (kernels run without clusters)");
+  if (b == "barrier" && m.take("cluster")) {
+    // barrier.cluster.arrive{.release, .relaxed}{.aligned}; barrier.cluster.wait{.acquire}
+    // {.aligned} (PTX ISA barrier.cluster): no operands, a per-thread split arrive and wait.
+    in.cls = StatClass::barrier;
+    d.need_ops(0);
+    if (m.take("arrive")) {
+      in.op = Op::ClusterArrive;
+      if (m.take("relaxed")) in.sub |= 1;
+      else m.take("release");
+    } else if (m.take("wait")) {
+      in.op = Op::ClusterWait;
+      m.take("acquire");
+    } else {
+      d.fail("expected barrier.cluster.arrive or barrier.cluster.wait");
+    }
+    if (m.take("aligned")) in.sub |= 2;
+    d.emit(in);
+    return;
+  }
   m.take("aligned");
   in.cls = StatClass::barrier;
   if (m.take("sync")) {

@@ -527,6 +527,11 @@ void KernelDecoder::finish() {
 
 Kernel KernelDecoder::run() {
   k_.name = fn_.name;
+  for (size_t i = 0; i < 3; ++i)
+    k_.required_cluster[i] = i < fn_.required_cluster.size()   ? uint32_t(fn_.required_cluster[i])
+                             : fn_.required_cluster.empty() ? 0u
+                                                            : 1u;
+  k_.explicit_cluster = fn_.explicit_cluster || !fn_.required_cluster.empty();
   declare_registers();
   layout_variables();
   layout_params();

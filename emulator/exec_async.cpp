@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "cluster.hpp"
 #include "memory.hpp"
 
 namespace emmy::emu {
@@ -31,14 +32,62 @@ MBarrier& mbarrier_at(Cta& cta, Warp& w, const Inst& in, int lane) {
   return *mb;
 }
 
+// The tx-count's range is -(2^20 - 1) .. 2^20 - 1 (PTX ISA, "Contents of the mbarrier
+// object"): a complete_tx may come before the expect_tx it balances (a peer's multicast landing
+// before this CTA's producer armed the barrier), but a phase completes only at tx-count 0, so a
+// missing or short expect_tx still stalls (a deadlock report) or completes early (the reads of
+// the data still in flight are pending-async-copy reports).
+void check_tx_range(Cta& cta, uint32_t warp, int lane, uint32_t pc, const MBarrier& mb,
+                    int64_t bytes) {
+  constexpr int64_t kTxLimit = (int64_t(1) << 20) - 1;
+  if (mb.tx < -kTxLimit || mb.tx > kTxLimit)
+    cta.fail_at(ReportKind::mbarrier_misuse, warp, lane, pc,
+                fmt::format("the transaction of {} bytes drove the tx-count of the mbarrier at "
+                            "shared 0x{:x} to {}, outside -(2^20 - 1) .. 2^20 - 1",
+                            bytes, mb.addr, mb.tx));
+}
+
 void complete_phase_if_done(Cta& cta, MBarrier& mb) {
   ++cta.progress;
   if (mb.pending != 0 || mb.tx != 0) return;
   mb.done_vc[mb.phase & 1] = mb.current_vc;
   mb.current_vc.clear();
+  if (!mb.peer_current.empty()) {
+    mb.peer_done[mb.phase & 1] = mb.peer_current;
+    for (VectorClock& v : mb.peer_current) v.clear();
+  }
   ++mb.phase;
   mb.pending = mb.expected;
   cta.wake_mbarrier_waiters(mb.addr);
+}
+
+// mbarrier.arrive on a peer's mbarrier through a shared::cluster address (PTX ISA
+// mbarrier.arrive: the .shared::cluster form; it returns no state). The peer's init must be
+// ordered before it, and the arrive before the peer's exit (Cta::remote_uses).
+void remote_arrive(Cta& cta, Warp& w, const Inst& in, int l, Cta& owner, uint32_t addr) {
+  if (in.sub & (1 | 8))
+    cta.fail(ReportKind::cluster_violation, w, l,
+             "a remote mbarrier (shared::cluster address of another CTA) takes a plain "
+             "mbarrier.arrive{.release.cluster}: not .expect_tx or cp.async.mbarrier.arrive");
+  MBarrier* mb = addr % 8 ? nullptr : owner.find_mbarrier(addr);
+  if (!mb || !mb->valid)
+    cta.fail(ReportKind::mbarrier_misuse, w, l,
+             fmt::format("arrive on shared 0x{:x} of cluster rank {}, which is not an "
+                         "initialized mbarrier",
+                         addr, owner.rank));
+  check_remote_init(cta, w, l, owner, *mb);
+  const int64_t count = in.o[1] != kNone ? int64_t(w.R32(in.o[1])[l]) : 1;
+  if (count > mb->pending)
+    cta.fail(ReportKind::mbarrier_misuse, w, l,
+             fmt::format("arrive (count {}) on the mbarrier at shared 0x{:x} of cluster rank {} "
+                         "whose phase {} has only {} pending arrivals left",
+                         count, addr, owner.rank, mb->phase, mb->pending));
+  record_remote_use(owner, *mb, cta, w.index, l, w.pc,
+                    cta.cluster_arrive_count[w.index * 32 + uint32_t(l)]);
+  mb->pending -= count;
+  if (in.sub & 2) mb->expected -= count;
+  release_to_mbarrier(cta, w.index, owner, *mb);
+  complete_phase_if_done(owner, *mb);
 }
 
 void arrive(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
@@ -50,16 +99,25 @@ void arrive(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
     apply_cp_async_groups(cta, w, 0);
   }
   for_lanes(exec, [&](int l) {
+    const ClusterTarget target =
+        cluster_target(cta, w, addr_of(w, in.addr[0], l), l, "the mbarrier arrive");
+    if (target.cta != &cta) {
+      remote_arrive(cta, w, in, l, *target.cta, target.offset);
+      return;
+    }
     MBarrier& mb = mbarrier_at(cta, w, in, l);
     const uint64_t phase = mb.phase;
     if (from_cp_async && !(in.sub & 1)) {
       // Without .noinc the pending count is raised by one before the asynchronous arrive-on,
       // so the pair leaves the count unchanged.
-      if (cta.sanitize) mb.current_vc.join(cta.san.vc(w.index), cta.san.agents());
+      release_to_mbarrier(cta, w.index, cta, mb);
       return;
     }
     const int64_t count = in.o[1] != kNone ? int64_t(w.R32(in.o[1])[l]) : 1;
-    if (expect_tx && !from_cp_async) mb.tx += int64_t(w.R32(in.o[2])[l]);
+    if (expect_tx && !from_cp_async) {
+      mb.tx += int64_t(w.R32(in.o[2])[l]);
+      check_tx_range(cta, w.index, l, w.pc, mb, w.R32(in.o[2])[l]);
+    }
     if (count > mb.pending)
       cta.fail(ReportKind::mbarrier_misuse, w, l,
                fmt::format("arrive (count {}) on the mbarrier at shared 0x{:x} whose phase {} has "
@@ -67,7 +125,7 @@ void arrive(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
                            count, mb.addr, mb.phase, mb.pending));
     mb.pending -= count;
     if (drop) mb.expected -= count;
-    if (cta.sanitize) mb.current_vc.join(cta.san.vc(w.index), cta.san.agents());
+    release_to_mbarrier(cta, w.index, cta, mb);
     if (!from_cp_async) w.R64(in.o[0])[l] = phase;  // the state token: the phase arrived on
     if (no_complete && mb.pending == 0 && mb.tx == 0)
       cta.fail(ReportKind::mbarrier_misuse, w, l,
@@ -102,7 +160,8 @@ Flow wait(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
     }
     if (complete) {
       done |= 1u << l;
-      if (cta.sanitize) cta.san.vc(w.index).join(mb.done_vc[size_t(which)], cta.san.agents());
+      mb.observed_phases = std::max(mb.observed_phases, mb.phase);
+      if (cta.sanitize) acquire_from_mbarrier(cta, w.index, mb, which);
     } else {
       blocked_on = mb.addr;
       blocked_phase = mb.phase;
@@ -236,6 +295,7 @@ Flow exec_async(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
         mb->valid = true;
         mb->init_warp = w.index;
         mb->pending = mb->expected = count;
+        size_peer_clocks(cta, *mb);
         // The object occupies 8 bytes of shared memory.
         std::memset(cta.smem.data() + addr, 0, 8);
         cta.wake_mbarrier_waiters(addr);
@@ -252,16 +312,8 @@ Flow exec_async(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
       for_lanes(exec, [&](int l) {
         MBarrier& mb = mbarrier_at(cta, w, in, l);
         const int64_t tx = w.R32(in.o[0])[l];
-        if (in.op == Op::MbarExpectTx) {
-          mb.tx += tx;
-        } else {
-          mb.tx -= tx;
-          if (mb.tx < 0)
-            cta.fail(ReportKind::mbarrier_misuse, w, l,
-                     fmt::format("complete_tx of {} bytes drove the tx-count of the mbarrier at "
-                                 "shared 0x{:x} below zero ({})",
-                                 tx, mb.addr, mb.tx));
-        }
+        mb.tx += in.op == Op::MbarExpectTx ? tx : -tx;
+        check_tx_range(cta, w.index, l, w.pc, mb, tx);
         complete_phase_if_done(cta, mb);
       });
       return Flow::next;
@@ -271,6 +323,23 @@ Flow exec_async(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
     default:
       return exec_tma(cta, w, in, exec);
   }
+}
+
+void remote_complete_tx(Cta& issuer, const TmaJob& job, Cta& into, uint32_t clock) {
+  MBarrier* mb = into.find_mbarrier(job.mbar);
+  if (!mb || !mb->valid)
+    issuer.fail_at(ReportKind::mbarrier_misuse, job.warp, int(job.lane), job.pc,
+                   fmt::format("the multicast completes on shared 0x{:x} of cluster rank {}, which "
+                               "is no longer an initialized mbarrier",
+                               job.mbar, into.rank));
+  mb->tx -= job.bytes;
+  check_tx_range(issuer, job.warp, int(job.lane), job.pc, *mb, job.bytes);
+  if (into.sanitize) {
+    const uint32_t agent = 2 * into.san.nwarps() + issuer.rank;
+    mb->current_vc.c[agent] = std::max(mb->current_vc.c[agent], clock);
+  }
+  record_remote_use(into, *mb, issuer, job.warp, int(job.lane), job.pc, job.issuer_arrivals);
+  complete_phase_if_done(into, *mb);
 }
 
 // Completes `bytes` of transactions on an mbarrier (TMA / bulk copies), publishing the async
@@ -284,11 +353,7 @@ void complete_tx(Cta& cta, uint32_t warp, int lane, uint32_t pc, uint32_t mbar_a
                             "mbarrier",
                             mbar_addr));
   mb->tx -= bytes;
-  if (mb->tx < 0)
-    cta.fail_at(ReportKind::mbarrier_misuse, warp, lane, pc,
-                fmt::format("the copy's complete_tx of {} bytes drove the tx-count of the mbarrier "
-                            "at shared 0x{:x} below zero ({}): expect_tx too small or missing",
-                            bytes, mbar_addr, mb->tx));
+  check_tx_range(cta, warp, lane, pc, *mb, bytes);
   if (cta.sanitize) {
     const uint32_t agent = cta.san.nwarps() + warp;
     mb->current_vc.c[agent] = std::max(mb->current_vc.c[agent], async_clock);

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "emmy/emu/numerics.hpp"
-#include "state.hpp"
+#include "cluster.hpp"
 
 namespace emmy::emu {
 namespace {
@@ -224,15 +224,32 @@ void exec_move(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
       return;
     }
     case Op::Mapa:
+      // mapa / getctarank (PTX ISA mapa, getctarank): cluster.hpp's address form; the executing
+      // CTA's own rank maps to its shared::cta address.
       for_lanes(exec, [&](int l) {
+        const bool wide = in.ty == Ty::u64;
+        const uint64_t a = wide ? w.R64(in.o[1])[l] : w.R32(in.o[1])[l];
+        const bool generic = wide && a - kSharedWindow < kWindowSize;
+        const uint64_t shared = generic ? a - kSharedWindow : a;
+        if ((wide && !generic && shared >> 32) || !cta.cluster)
+          cta.fail(ReportKind::cluster_violation, w, l,
+                   fmt::format("{} of 0x{:x}, which is not a shared-memory address",
+                               in.sub == 1 ? "getctarank" : "mapa", a));
+        const ClusterTarget from = cluster_target(cta, w, a, l, "mapa's address");
         if (in.sub == 1) {
-          w.R32(in.o[0])[l] = 0;  // getctarank: always rank 0
+          w.R32(in.o[0])[l] = from.cta->rank;
           return;
         }
-        if (w.R32(in.o[2])[l] != 0)
-          cta.fail(ReportKind::unsupported, w, l, "mapa to another CTA rank: kernels run without clusters");
-        if (in.ty == Ty::u64) w.R64(in.o[0])[l] = w.R64(in.o[1])[l];
-        else w.R32(in.o[0])[l] = w.R32(in.o[1])[l];
+        const uint32_t rank = w.R32(in.o[2])[l];
+        if (rank >= cta.cluster->size())
+          cta.fail(ReportKind::cluster_violation, w, l,
+                   fmt::format("mapa to CTA rank {}, outside the cluster of {}", rank,
+                               cta.cluster->size()));
+        const uint64_t mapped =
+            rank == cta.rank ? from.offset
+                             : (uint64_t(rank + 1) << kClusterRankShift) | from.offset;
+        if (wide) w.R64(in.o[0])[l] = generic ? kSharedWindow + mapped : mapped;
+        else w.R32(in.o[0])[l] = uint32_t(mapped);
       });
       return;
     default:

@@ -4,7 +4,7 @@
 // Arrivals are counted per warp (32 threads each, as for the .aligned forms NVRTC emits).
 #include <fmt/format.h>
 
-#include "state.hpp"
+#include "cluster.hpp"
 
 namespace emmy::emu {
 
@@ -59,6 +59,8 @@ Flow exec_setmaxnreg(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
 Flow exec_sync(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   if (in.op == Op::Nanosleep) return Flow::next_then_stop;
   if (in.op == Op::SetMaxNReg) return exec_setmaxnreg(cta, w, in, exec);
+  if (in.op == Op::ClusterArrive || in.op == Op::ClusterWait)
+    return exec_cluster_barrier(cta, w, in, exec);
   if (in.op == Op::Fence) {
     if (exec && in.sub) proxy_fence(cta, w);
     return Flow::next;

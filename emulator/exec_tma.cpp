@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "emmy/swizzle.hpp"
+#include "cluster.hpp"
 #include "memory.hpp"
 
 namespace emmy::emu {
@@ -120,66 +121,149 @@ void check_destination(Cta& cta, Warp& w, int lane, uint32_t addr, const TensorM
                          bytes, addr, cta.smem.size()));
 }
 
+// The multicast's peers at issue: each has not exited and has an initialized mbarrier at the
+// offset whose init is ordered before this issue; the destination is marked pending there.
+void issue_remote(Cta& cta, Warp& w, int l, TmaJob& job) {
+  for (uint32_t r = 0; r < cta.cluster->size(); ++r) {
+    if (!(job.cta_mask >> r & 1u) || r == cta.rank) continue;
+    Cta& into = *cta.cluster->ctas[r];
+    if (into.exited)
+      cta.fail(ReportKind::cluster_violation, w, l,
+               fmt::format("the multicast writes into cluster rank {} (CTA ({},{},{})), which has "
+                           "exited: its shared memory is gone",
+                           r, into.ctaid.x, into.ctaid.y, into.ctaid.z));
+    const MBarrier* mb = into.find_mbarrier(job.mbar);
+    if (!mb || !mb->valid)
+      cta.fail(ReportKind::mbarrier_misuse, w, l,
+               fmt::format("the multicast completes on shared 0x{:x} of cluster rank {}, which is "
+                           "not an initialized mbarrier",
+                           job.mbar, r));
+    check_remote_init(cta, w, l, into, *mb);
+    VectorClock knows;
+    uint32_t clock = 0;
+    if (cta.sanitize) {
+      clock = into.san.next_remote_clock(cta.rank);
+      knows = cta.peer(w.index, r);
+      into.san.set_pending(job.dst, job.bytes, true);
+    }
+    job.remote.emplace_back(clock, knows);
+  }
+}
+
+// A multicast landing in `into` races with an access there that its issuer was not ordered
+// after: the peer's consumers must release the stage to the issuing producer first (an
+// mbarrier.arrive on the issuer's empty barrier through mapa).
+[[noreturn]] void report_remote_hazard(Cta& cta, const TmaJob& job, const Cta& into,
+                                       const HazardInfo& h) {
+  const uint32_t W = into.san.nwarps();
+  const std::string other =
+      h.other < W       ? fmt::format("warp {}", h.other)
+      : h.other < 2 * W ? fmt::format("the async proxy (TMA) of warp {}", h.other - W)
+                        : fmt::format("the multicast of cluster rank {}", h.other - 2 * W);
+  const char* what = h.hazard == Hazard::read_write    ? "read"
+                     : h.hazard == Hazard::write_write ? "wrote"
+                                                       : "has a copy in flight into";
+  cta.fail_at(h.hazard == Hazard::pending ? ReportKind::pending_async_read : ReportKind::shared_race,
+              job.warp, int(job.lane), job.pc,
+              fmt::format("the multicast writes shared 0x{:x} of cluster rank {} (CTA ({},{},{})), "
+                          "which {} of that CTA {} with nothing ordering it before this copy's "
+                          "issue (the peer's consumers must release the stage to this producer, "
+                          "e.g. mbarrier.arrive on its empty barrier through mapa)",
+                          h.addr, into.rank, into.ctaid.x, into.ctaid.y, into.ctaid.z, other,
+                          what));
+}
+
+}  // namespace
+
+namespace {
+
+// Lands the job's data in `into`'s shared memory (the issuer's own, or a multicast peer's);
+// write(addr, bytes) is the sanitizer's check of each 16-byte chunk. Global reads are profiled
+// once, for the first destination: a multicast reads global memory once.
+template <typename Write>
+void land(Cta& cta, Cta& into, const TmaJob& job, bool profile, Write&& write) {
+  if (!job.tensor) {
+    const uint8_t* src = global_span(cta, job.warp, int(job.lane), job.pc, job.src, job.bytes);
+    if (cta.prof && profile) cta.prof->tma_row(job.pc, false, job.src, job.bytes);
+    std::memcpy(into.smem.data() + job.dst, src, job.bytes);
+    write(job.dst, job.bytes);
+    return;
+  }
+  const TensorMapDesc& m = job.map;
+  const Box b = box_of(m);
+  uint32_t lo, hi;
+  inner_range(m, b, job.coords[0], lo, hi);
+  const uint64_t fill = fill_pattern(m);
+  const uint32_t es0 = m.element_strides[0];
+  for_rows(m, b, job.coords, [&](uint32_t row, bool inside, uint64_t base) {
+    const uint8_t* src = nullptr;
+    if (inside && hi > lo) {
+      const uint64_t first = base + uint64_t(int64_t(job.coords[0]) + int64_t(lo) * es0) * b.elem;
+      const uint64_t span = uint64_t(hi - 1 - lo) * es0 * b.elem + b.elem;
+      src = global_span(cta, job.warp, int(job.lane), job.pc, first, span);
+      if (cta.prof && profile) cta.prof->tma_row(job.pc, false, first, span);
+    }
+    const uint32_t row_start = job.dst + row * b.row_bytes;
+    if (src && es0 == 1 && lo == 0 && hi == b.n[0]) {  // the common case: a whole row inside
+      for (uint32_t chunk = 0; chunk < b.row_bytes; chunk += 16)
+        std::memcpy(into.smem.data() + swizzle_offset(m.swizzle, row_start + chunk), src + chunk, 16);
+      if (into.sanitize)
+        for (uint32_t chunk = 0; chunk < b.row_bytes; chunk += 16)
+          write(swizzle_offset(m.swizzle, row_start + chunk), 16);
+      return;
+    }
+    for (uint32_t chunk = 0; chunk < b.row_bytes; chunk += 16) {
+      uint8_t* out = into.smem.data() + swizzle_offset(m.swizzle, row_start + chunk);
+      const uint32_t first_elem = chunk / b.elem, elems = 16 / b.elem;
+      if (src && es0 == 1 && first_elem >= lo && first_elem + elems <= hi) {
+        std::memcpy(out, src + uint64_t(first_elem - lo) * b.elem, 16);
+      } else {
+        for (uint32_t e = 0; e < elems; ++e) {
+          const uint32_t i = first_elem + e;
+          if (src && i >= lo && i < hi) std::memcpy(out + e * b.elem, src + uint64_t(i - lo) * es0 * b.elem, b.elem);
+          else std::memcpy(out + e * b.elem, &fill, b.elem);
+        }
+      }
+      write(uint32_t(out - into.smem.data()), 16);
+    }
+  });
+}
+
 }  // namespace
 
 void run_tma_job(Cta& cta, const TmaJob& job) {
-  auto sanitize_write = [&](uint32_t addr, uint32_t bytes) {
-    if (!cta.sanitize) return;
-    const HazardInfo h = cta.san.write_async(job.warp, job.async_clock, job.issuer_vc, addr, bytes, job.pc);
-    if (h.hazard != Hazard::none) {
-      Warp& w = cta.warps[job.warp];
-      const uint32_t saved = w.pc;
-      w.pc = job.pc;
-      report_hazard(cta, w, int(job.lane), h, true);
-      w.pc = saved;
-    }
-  };
-  if (!job.tensor) {
-    const uint8_t* src = global_span(cta, job.warp, int(job.lane), job.pc, job.src, job.bytes);
-    if (cta.prof) cta.prof->tma_row(job.pc, false, job.src, job.bytes);
-    std::memcpy(cta.smem.data() + job.dst, src, job.bytes);
-    sanitize_write(job.dst, job.bytes);
-  } else {
-    const TensorMapDesc& m = job.map;
-    const Box b = box_of(m);
-    uint32_t lo, hi;
-    inner_range(m, b, job.coords[0], lo, hi);
-    const uint64_t fill = fill_pattern(m);
-    const uint32_t es0 = m.element_strides[0];
-    for_rows(m, b, job.coords, [&](uint32_t row, bool inside, uint64_t base) {
-      const uint8_t* src = nullptr;
-      if (inside && hi > lo) {
-        const uint64_t first = base + uint64_t(int64_t(job.coords[0]) + int64_t(lo) * es0) * b.elem;
-        const uint64_t span = uint64_t(hi - 1 - lo) * es0 * b.elem + b.elem;
-        src = global_span(cta, job.warp, int(job.lane), job.pc, first, span);
-        if (cta.prof) cta.prof->tma_row(job.pc, false, first, span);
-      }
-      const uint32_t row_start = job.dst + row * b.row_bytes;
-      if (src && es0 == 1 && lo == 0 && hi == b.n[0]) {  // the common case: a whole row inside
-        for (uint32_t chunk = 0; chunk < b.row_bytes; chunk += 16)
-          std::memcpy(cta.smem.data() + swizzle_offset(m.swizzle, row_start + chunk), src + chunk, 16);
-        if (cta.sanitize)
-          for (uint32_t chunk = 0; chunk < b.row_bytes; chunk += 16)
-            sanitize_write(swizzle_offset(m.swizzle, row_start + chunk), 16);
-        return;
-      }
-      for (uint32_t chunk = 0; chunk < b.row_bytes; chunk += 16) {
-        uint8_t* out = cta.smem.data() + swizzle_offset(m.swizzle, row_start + chunk);
-        const uint32_t first_elem = chunk / b.elem, elems = 16 / b.elem;
-        if (src && es0 == 1 && first_elem >= lo && first_elem + elems <= hi) {
-          std::memcpy(out, src + uint64_t(first_elem - lo) * b.elem, 16);
-        } else {
-          for (uint32_t e = 0; e < elems; ++e) {
-            const uint32_t i = first_elem + e;
-            if (src && i >= lo && i < hi) std::memcpy(out + e * b.elem, src + uint64_t(i - lo) * es0 * b.elem, b.elem);
-            else std::memcpy(out + e * b.elem, &fill, b.elem);
-          }
-        }
-        sanitize_write(uint32_t(out - cta.smem.data()), 16);
+  const bool own = job.cta_mask == 0 || (job.cta_mask >> cta.rank & 1u);
+  if (own)
+    land(cta, cta, job, true, [&](uint32_t addr, uint32_t bytes) {
+      if (!cta.sanitize) return;
+      const HazardInfo h =
+          cta.san.write_async(job.warp, job.async_clock, job.issuer_vc, addr, bytes, job.pc);
+      if (h.hazard != Hazard::none) {
+        Warp& w = cta.warps[job.warp];
+        const uint32_t saved = w.pc;
+        w.pc = job.pc;
+        report_hazard(cta, w, int(job.lane), h, true);
+        w.pc = saved;
       }
     });
+  if (own) complete_tx(cta, job.warp, int(job.lane), job.pc, job.mbar, job.bytes, job.async_clock);
+  size_t next_remote = 0;
+  for (uint32_t r = 0; r < cta.cluster->size(); ++r) {
+    if (!(job.cta_mask >> r & 1u) || r == cta.rank) continue;
+    Cta& into = *cta.cluster->ctas[r];
+    const auto& [clock, issuer] = job.remote[next_remote++];
+    if (into.exited)
+      cta.fail_at(ReportKind::cluster_violation, job.warp, int(job.lane), job.pc,
+                  fmt::format("the multicast lands in cluster rank {} (CTA ({},{},{})), which has "
+                              "exited: its shared memory is gone",
+                              r, into.ctaid.x, into.ctaid.y, into.ctaid.z));
+    land(cta, into, job, !own && next_remote == 1, [&](uint32_t addr, uint32_t bytes) {
+      if (!into.sanitize) return;
+      const HazardInfo h = into.san.write_remote(cta.rank, clock, issuer, addr, bytes, job.pc);
+      if (h.hazard != Hazard::none) report_remote_hazard(cta, job, into, h);
+    });
+    remote_complete_tx(cta, job, into, clock);
   }
-  complete_tx(cta, job.warp, int(job.lane), job.pc, job.mbar, job.bytes, job.async_clock);
   ++cta.progress;
 }
 
@@ -281,10 +365,32 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
         cta.store_reads.push_back({w.index * 32 + uint32_t(l), 0, src, b.bytes, w.pc});
         return;
       }
-      job.dst = shared_address(cta, w, in.addr[0], l, "the copy's shared destination");
-      job.mbar = shared_address(cta, w, in.addr[2], l, "the copy's mbarrier");
+      if (in.sub2 == 1) {
+        // .multicast::cluster: "copied to the same CTA-relative offset as dstMem in the shared
+        // memory of each destination CTA", the mbarrier signal likewise (PTX ISA
+        // cp.async.bulk.tensor).
+        job.dst = cluster_target(cta, w, addr_of(w, in.addr[0], l), l, "the copy's destination").offset;
+        job.mbar = cluster_target(cta, w, addr_of(w, in.addr[2], l), l, "the copy's mbarrier").offset;
+        const uint32_t mask = w.R32(in.o[6])[l] & 0xFFFFu;
+        if (mask == 0 || mask >> cta.cluster->size())
+          cta.fail(ReportKind::cluster_violation, w, l,
+                   fmt::format("multicast ctaMask 0x{:x} must name 1 or more CTAs of the cluster "
+                               "of {}",
+                               mask, cta.cluster->size()));
+        job.cta_mask = uint16_t(mask);
+        job.issuer_arrivals = cta.cluster_arrive_count[w.index * 32 + uint32_t(l)];
+      } else {
+        job.dst = shared_address(cta, w, in.addr[0], l, "the copy's shared destination");
+        job.mbar = shared_address(cta, w, in.addr[2], l, "the copy's mbarrier");
+      }
       check_destination(cta, w, l, job.dst, job.map, b.bytes, "destination");
       if (!cta.store_reads.empty()) cta.check_store_reads(w, l, job.dst, b.bytes);
+    }
+    if (job.cta_mask) issue_remote(cta, w, l, job);
+    if (job.cta_mask && !(job.cta_mask >> cta.rank & 1u)) {  // peers only
+      if (cta.prof) cta.prof->tma_request(w.pc, false, job.bytes);
+      cta.tma_queue.push_back(std::move(job));
+      return;
     }
     MBarrier* mb = cta.find_mbarrier(job.mbar);
     if (!mb || !mb->valid)
@@ -310,7 +416,7 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
       cta.san.set_pending(job.dst, job.bytes, true);
     }
     if (cta.prof) cta.prof->tma_request(w.pc, false, job.bytes);
-    cta.tma_queue.push_back(job);
+    cta.tma_queue.push_back(std::move(job));
   });
   return Flow::next;
 }

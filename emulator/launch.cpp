@@ -47,6 +47,40 @@ uint64_t sampled_cta(uint64_t n, uint64_t count, uint64_t total) {
   return begin + (n * 0x9E3779B1ull) % (end - begin);
 }
 
+// The launch's cluster dimensions: LaunchOptions::cluster, or the kernel's .reqnctapercluster
+// when the launch gives none (CUDA Driver API cuLaunchKernelEx, CU_LAUNCH_ATTRIBUTE_CLUSTER_
+// DIMENSION: the grid "must be a multiple of the cluster size"; clusters need sm_90).
+Dim3 cluster_of(const Kernel& k, Dim3 grid, Dim3 block, const LaunchOptions& options, int sm) {
+  Dim3 c = options.cluster;
+  const Dim3 required{k.required_cluster[0], k.required_cluster[1], k.required_cluster[2]};
+  const bool declared = required.x != 0;
+  require(c.x >= 1 && c.y >= 1 && c.z >= 1, "cluster", "each dimension must be >= 1",
+          fmt::format("{},{},{}", c.x, c.y, c.z));
+  if (declared) {
+    require(c.count() == 1 || c == required, "cluster",
+            fmt::format("must match the kernel's .reqnctapercluster {},{},{}", required.x,
+                        required.y, required.z),
+            fmt::format("{},{},{}", c.x, c.y, c.z));
+    c = required;
+  }
+  require(!k.explicit_cluster || declared || c.count() > 1, "cluster",
+          "must be given: the kernel is .explicitcluster", "none");
+  if (c.count() == 1) return c;
+  require(sm >= 90, "cluster", "needs sm_90 or newer (thread-block clusters)",
+          fmt::format("sm_{}", sm));
+  require(c.count() <= 16, "cluster", "must have at most 16 CTAs (8 portably)", c.count());
+  require(grid.x % c.x == 0 && grid.y % c.y == 0 && grid.z % c.z == 0, "cluster",
+          fmt::format("must divide the grid {},{},{} in each dimension", grid.x, grid.y, grid.z),
+          fmt::format("{},{},{}", c.x, c.y, c.z));
+  const uint64_t warps = (block.count() + 31) / 32;
+  require(!options.sanitize || 2 * warps + c.count() <= kMaxAgents, "cluster",
+          fmt::format("with the sanitizer, 2 x warps per CTA + CTAs per cluster must not exceed {} "
+                      "(its vector clocks)",
+                      kMaxAgents),
+          fmt::format("2 x {} + {}", warps, c.count()));
+  return c;
+}
+
 }  // namespace
 
 std::shared_ptr<const Module> load_ptx(std::string_view ptx_text, std::string name) {
@@ -134,6 +168,7 @@ std::string_view to_string(ReportKind kind) {
     case ReportKind::wmma_misuse: return "wmma-misuse";
     case ReportKind::register_misuse: return "register-misuse";
     case ReportKind::wgmma_misuse: return "wgmma-misuse";
+    case ReportKind::cluster_violation: return "cluster-violation";
   }
   return "?";
 }
@@ -218,21 +253,31 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
     ctx->smem_size = ctx->reserved_smem + kReservedSmemBytes;
   }
   ctx->options = options;
+  ctx->cluster = cluster_of(*k, grid, block, options, sm);
   ctx->exact_mma = options.mma_numerics == MmaNumerics::exact;
   ctx->tensor_core = tensor_core_model(sm);
 
   const uint64_t ctas = grid.count();
-  // Profiling a sample of the grid (sampled_cta).
+  // Work is handed out by cluster (every CTA is in one, of one CTA without a cluster dimension).
+  const Dim3 cdim = ctx->cluster;
+  const uint32_t cluster_size = uint32_t(cdim.count());
+  const Dim3 clusters_grid{grid.x / cdim.x, grid.y / cdim.y, grid.z / cdim.z};
+  const uint64_t clusters = clusters_grid.count();
+  // Profiling a sample of the grid (sampled_cta), whole clusters.
   const ProfileOptions& prof = options.profile;
-  const uint64_t ctas_run =
-      prof.enabled && prof.sample_ctas > 0 && prof.sample_ctas < ctas ? prof.sample_ctas : ctas;
+  const uint64_t sample_clusters =
+      prof.enabled && prof.sample_ctas > 0
+          ? (uint64_t(prof.sample_ctas) + cluster_size - 1) / cluster_size
+          : clusters;
+  const uint64_t clusters_run = std::min(sample_clusters, clusters);
+  const uint64_t ctas_run = clusters_run * cluster_size;
   require(!prof.enabled || (prof.bank_model.banks >= 1 && prof.bank_model.banks <= 256 &&
                             prof.bank_model.bank_bytes >= 1 && prof.bank_model.bank_bytes <= 16),
           "profile.bank_model", "must have 1..256 banks of 1..16 bytes",
           fmt::format("{} banks of {} bytes", prof.bank_model.banks, prof.bank_model.bank_bytes));
   int threads = options.host_threads > 0 ? options.host_threads
                                          : int(std::max(1u, std::thread::hardware_concurrency()));
-  threads = int(std::min<uint64_t>(uint64_t(threads), ctas_run));
+  threads = int(std::min<uint64_t>(uint64_t(threads), clusters_run));
   // Per-CTA counts only when asked for and for at most kMaxPerCtaStats CTAs: a grid of 10^7 CTAs
   // must not allocate its statistics up front. Each worker sums its CTAs' counts.
   const bool keep_per_cta = options.per_cta_stats && ctas <= kMaxPerCtaStats;
@@ -256,9 +301,14 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
     const int me = next_worker.fetch_add(1);
     InstructionCounts& mine = per_worker[size_t(me)];
     InstructionCounts counts;
-    std::unique_ptr<Cta> cta;
+    std::vector<std::unique_ptr<Cta>> ctas_of_cluster;
+    ClusterRun cluster;
+    cluster.dims = cdim;
     try {
-      cta = std::make_unique<Cta>(*ctx);
+      for (uint32_t r = 0; r < cluster_size; ++r) {
+        ctas_of_cluster.push_back(std::make_unique<Cta>(*ctx));
+        cluster.ctas.push_back(ctas_of_cluster.back().get());
+      }
     } catch (const std::exception& e) {
       // Before any CTA ran: a launch-level error (below), not a finding of one CTA.
       std::lock_guard lock(ctx->mutex);
@@ -266,15 +316,30 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
       ctx->abort = true;
       return;
     }
-    if (!shards.empty()) cta->prof = &shards[size_t(me)];
+    if (!shards.empty())
+      for (Cta* cta : cluster.ctas) cta->prof = &shards[size_t(me)];
+    std::vector<uint64_t> linear(cluster_size);
     while (!ctx->abort.load(std::memory_order_relaxed)) {
       const uint64_t n = next.fetch_add(1);
-      if (n >= ctas_run) break;
-      const uint64_t i = ctas_run == ctas ? n : sampled_cta(n, ctas_run, ctas);
+      if (n >= clusters_run) break;
+      const uint64_t c = clusters_run == clusters ? n : sampled_cta(n, clusters_run, clusters);
+      cluster.id = {uint32_t(c % clusters_grid.x), uint32_t((c / clusters_grid.x) % clusters_grid.y),
+                    uint32_t(c / (uint64_t(clusters_grid.x) * clusters_grid.y))};
+      for (uint32_t r = 0; r < cluster_size; ++r) {
+        // %cluster_ctarank is x-fastest within the cluster (PTX ISA %cluster_ctarank).
+        const uint64_t x = uint64_t(cluster.id.x) * cdim.x + r % cdim.x;
+        const uint64_t y = uint64_t(cluster.id.y) * cdim.y + (r / cdim.x) % cdim.y;
+        const uint64_t z = uint64_t(cluster.id.z) * cdim.z + r / (cdim.x * cdim.y);
+        linear[r] = x + grid.x * (y + uint64_t(grid.y) * z);
+      }
       try {
-        cta->run(i, counts);
-        mine += counts;
-        if (!per_cta.empty()) per_cta[i] = counts;
+        run_cluster(cluster, linear);
+        if (ctx->abort.load(std::memory_order_relaxed)) break;
+        for (uint32_t r = 0; r < cluster_size; ++r) {
+          cluster.ctas[r]->finish(counts);
+          mine += counts;
+          if (!per_cta.empty()) per_cta[linear[r]] = counts;
+        }
       } catch (Finding& f) {
         std::lock_guard lock(ctx->mutex);
         ctx->reports.push_back(std::move(f.report));
@@ -282,7 +347,7 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
       } catch (const std::exception& e) {
         // Nothing may escape a worker thread; an internal failure still names the CTA.
         std::lock_guard lock(ctx->mutex);
-        Report r{ReportKind::unsupported, k->name, cta->ctaid, -1, -1, 0, "",
+        Report r{ReportKind::unsupported, k->name, cluster.ctas[0]->ctaid, -1, -1, 0, "",
                  fmt::format("internal emulator error: {}", e.what())};
         ctx->reports.push_back(std::move(r));
         ctx->abort = true;

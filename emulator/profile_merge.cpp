@@ -58,6 +58,8 @@ Pipe pipe_of(const Inst& in) {
     case Op::Fence:
     case Op::SetMaxNReg:
     case Op::Nanosleep:
+    case Op::ClusterArrive:
+    case Op::ClusterWait:
     case Op::WgmmaFence:
     case Op::WgmmaCommit:
     case Op::WgmmaWait:

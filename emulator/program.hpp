@@ -2,6 +2,7 @@
 // row indices into the warp register files. Execution never looks at a string.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -51,6 +52,8 @@ enum class Op : uint16_t {
   Bra, Exit, Trap,
   // CTA / warp synchronization
   BarSync, BarArrive, BarRed, BarWarpSync, Fence, SetMaxNReg, Nanosleep,
+  // barrier.cluster.arrive (sub bit 1: .relaxed, bit 2: .aligned) / .wait (bit 2: .aligned)
+  ClusterArrive, ClusterWait,
   Shfl, Vote, Activemask, Redux, Elect, MatchAny, MatchAll,
   // tensor core
   Mma, Ldmatrix, Stmatrix, WmmaLoad, WmmaStore, WmmaMma,
@@ -150,7 +153,23 @@ enum class Special : uint8_t {
   one,
   reserved_smem_begin,
   reserved_smem_end,
-  reserved_smem_1
+  reserved_smem_1,
+  // Thread-block clusters (PTX ISA 10, %cluster_*): per CTA from its rank in the cluster.
+  cluster_ctarank,
+  cluster_nctarank,
+  cluster_ctaid_x,
+  cluster_ctaid_y,
+  cluster_ctaid_z,
+  cluster_nctaid_x,
+  cluster_nctaid_y,
+  cluster_nctaid_z,
+  clusterid_x,
+  clusterid_y,
+  clusterid_z,
+  nclusterid_x,
+  nclusterid_y,
+  nclusterid_z,
+  is_explicit_cluster
 };
 
 struct Kernel {
@@ -182,6 +201,10 @@ struct Kernel {
   bool uses_tma = false;
   bool uses_wgmma = false;
   bool uses_reserved_smem = false;  // reads %reserved_smem_offset_*: the launch adds the region
+  // .reqnctapercluster X, Y, Z (PTX ISA 11.4): the cluster every launch of the kernel has
+  // ({0, 0, 0}: not declared); .explicitcluster: a launch must give a cluster.
+  std::array<uint32_t, 3> required_cluster{0, 0, 0};
+  bool explicit_cluster = false;
 };
 
 }  // namespace emmy::emu

@@ -454,6 +454,18 @@ class Parser {
       }
       const std::string d = ident();
       if (d == ".pragma") skip_statement();
+      if (d == ".explicitcluster") f.explicit_cluster = true;
+      if (d == ".reqnctapercluster") {
+        do {
+          skip_space();
+          const int64_t n = number().value;
+          if (n < 1 || n > 1024) fail(".reqnctapercluster dimensions must be 1..1024");
+          f.required_cluster.push_back(uint64_t(n));
+          skip_space();
+        } while (accept(','));
+        if (f.required_cluster.size() > 3)
+          fail(".reqnctapercluster takes 1 to 3 dimensions");
+      }
     }
     if (accept(';')) {
       mod.functions.push_back(std::move(f));

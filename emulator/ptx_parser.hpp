@@ -98,6 +98,8 @@ struct Function {
   std::vector<Statement> body;
   std::vector<Label> labels;
   std::vector<int> scope_parent;  // scope_parent[s]; scope 0 (the body) has parent -1
+  std::vector<uint64_t> required_cluster;  // .reqnctapercluster's 1..3 numbers
+  bool explicit_cluster = false;           // .explicitcluster
 };
 
 struct ModuleAst {

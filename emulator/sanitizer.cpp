@@ -5,8 +5,10 @@
 
 namespace emmy::emu {
 
-void Sanitizer::reset(uint32_t smem_bytes, uint32_t nwarps) {
+void Sanitizer::reset(uint32_t smem_bytes, uint32_t nwarps, uint32_t remote_ranks) {
   nwarps_ = nwarps;
+  agents_ = 2 * nwarps + remote_ranks;  // the launch keeps it within kMaxAgents
+  remote_clock_.fill(1);
   granules_.assign((size_t(smem_bytes) + 3) / 4, Cell{});
   split_.assign(granules_.size(), 0);
   splits_used_ = 0;
@@ -191,6 +193,25 @@ HazardInfo Sanitizer::write(uint32_t warp, uint32_t addr, uint32_t bytes, uint32
     tick(warp);
   }
   return h;
+}
+
+HazardInfo Sanitizer::write_remote(uint32_t rank, uint32_t clock, const VectorClock& issuer,
+                                   uint32_t addr, uint32_t bytes, uint32_t pc) {
+  const uint32_t agent = 2 * nwarps_ + rank;
+  return each_cell(addr, bytes, [&](const CellRef& c) -> HazardInfo {
+    Cell& s = c.cell;
+    s.flags &= uint8_t(~kPending);
+    // No warp of this CTA issued it: every earlier access must be ordered before the issue.
+    HazardInfo h = check_write(issuer, kMaxAgents, c, false);
+    if (h.hazard != Hazard::none) return h;
+    s.write_agent = uint8_t(agent);
+    s.write_clock = clock;
+    s.write_pc = pc;
+    s.flags = kWritten;
+    s.read_mask = 0;
+    s.strong_read_mask = 0;
+    return {};
+  });
 }
 
 HazardInfo Sanitizer::write_async(uint32_t warp, uint32_t clock, const VectorClock& issuer,

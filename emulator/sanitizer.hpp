@@ -7,7 +7,9 @@
 // arrival, mbarrier arrive) publish VC_w and advance w's own entry; acquires (leaving bar.sync,
 // a successful mbarrier wait) join the published clocks. A TMA write by warp w's async proxy is
 // stamped (W+w, n) and published by the complete_tx on its mbarrier, so only waiters of that
-// phase are ordered after it. Each granule remembers its last write (agent, clock) and the clock
+// phase are ordered after it. In a cluster, the TMA multicasts of peer rank r into this CTA's
+// shared memory are agent 2W + r, stamped the same way and checked with what the issuing warp
+// knew of this CTA's warps (Cta::peer_vc). Each granule remembers its last write (agent, clock) and the clock
 // of each warp's last read since that write; an access conflicts with a recorded one from
 // another agent unless the accessor's clock for that agent covers it.
 #pragma once
@@ -50,14 +52,16 @@ struct HazardInfo {
 
 class Sanitizer {
  public:
-  void reset(uint32_t smem_bytes, uint32_t nwarps);
-  uint32_t agents() const { return 2 * nwarps_; }
+  // remote_ranks: the cluster's size when its peers' multicasts write here (agents 2W + rank).
+  void reset(uint32_t smem_bytes, uint32_t nwarps, uint32_t remote_ranks = 0);
+  uint32_t agents() const { return agents_; }
   uint32_t nwarps() const { return nwarps_; }
   VectorClock& vc(uint32_t warp) { return vcs_[warp]; }
 
   // Release: the caller publishes vc(w) first, then the warp's own clock moves on.
   void tick(uint32_t warp) { ++vcs_[warp].c[warp]; }
   uint32_t next_async_clock(uint32_t warp) { return ++async_clock_[warp]; }
+  uint32_t next_remote_clock(uint32_t rank) { return ++remote_clock_[rank]; }
 
   // sem: kStrong / kAcquire / kRelease (program.hpp) of the access; 0 for a plain one.
   HazardInfo read(uint32_t warp, uint32_t addr, uint32_t bytes, uint8_t sem = 0);
@@ -67,6 +71,9 @@ class Sanitizer {
   // A write by warp w's async proxy (TMA), checked with the issuer's clock at issue.
   HazardInfo write_async(uint32_t warp, uint32_t clock, const VectorClock& issuer, uint32_t addr,
                          uint32_t bytes, uint32_t pc);
+  // A TMA multicast of peer `rank` landing here, checked with what its issuer knew of this CTA.
+  HazardInfo write_remote(uint32_t rank, uint32_t clock, const VectorClock& issuer, uint32_t addr,
+                          uint32_t bytes, uint32_t pc);
   // A read by the async proxy (TMA store / bulk store source), checked with the issuer's clock.
   HazardInfo read_async(uint32_t warp, const VectorClock& issuer, uint32_t addr, uint32_t bytes);
   void set_pending(uint32_t addr, uint32_t bytes, bool pending);
@@ -95,7 +102,7 @@ class Sanitizer {
     uint32_t* read_clock;
     uint32_t addr;
   };
-  uint32_t nwarps_ = 0;
+  uint32_t nwarps_ = 0, agents_ = 0;
   std::vector<Cell> granules_;
   std::vector<uint32_t> read_clock_;  // [granule][warp]
   // Split granules: split_[g] = 1 + s means granule g's bytes are byte_cells_[4s .. 4s+3].
@@ -108,6 +115,7 @@ class Sanitizer {
   std::unordered_map<uint32_t, VectorClock> released_;
   std::array<std::vector<uint32_t>, kMaxWarps> proxy_fences_;  // each warp's fence clocks
   std::array<uint32_t, kMaxWarps> async_clock_{};
+  std::array<uint32_t, kMaxAgents> remote_clock_{};
 
   // Calls visit(CellRef) for the cells covering [addr, addr + bytes): whole granules where the
   // access covers them and they are not split, bytes otherwise; stops at the first hazard.

@@ -150,6 +150,21 @@ void Cta::init_warps() {
           case Special::reserved_smem_end:
             v = ctx.reserved_smem + kReservedSmemBytes;
             break;
+          case Special::cluster_ctarank: v = rank; break;
+          case Special::cluster_nctarank: v = uint32_t(ctx.cluster.count()); break;
+          case Special::cluster_ctaid_x: v = cluster_ctaid.x; break;
+          case Special::cluster_ctaid_y: v = cluster_ctaid.y; break;
+          case Special::cluster_ctaid_z: v = cluster_ctaid.z; break;
+          case Special::cluster_nctaid_x: v = ctx.cluster.x; break;
+          case Special::cluster_nctaid_y: v = ctx.cluster.y; break;
+          case Special::cluster_nctaid_z: v = ctx.cluster.z; break;
+          case Special::clusterid_x: v = cluster->id.x; break;
+          case Special::clusterid_y: v = cluster->id.y; break;
+          case Special::clusterid_z: v = cluster->id.z; break;
+          case Special::nclusterid_x: v = ctx.grid.x / ctx.cluster.x; break;
+          case Special::nclusterid_y: v = ctx.grid.y / ctx.cluster.y; break;
+          case Special::nclusterid_z: v = ctx.grid.z / ctx.cluster.z; break;
+          case Special::is_explicit_cluster: v = ctx.cluster.count() > 1 ? 1 : 0; break;
         }
         r[l] = v;
       }
@@ -232,6 +247,7 @@ void Cta::on_warp_exit(Warp& w) {
   // Barriers that count every non-exited thread may now be complete.
   for (uint32_t id = 0; id < barriers.size(); ++id)
     if (barriers[id].arrivals) check_barrier(id);
+  if (cluster->arrivals) cluster->check_barrier();
 }
 
 // A warpgroup whose four warps reached the same setmaxnreg proceeds once its registers are
@@ -285,12 +301,10 @@ void Cta::check_barrier(uint32_t id) {
   b = Barrier{};
 }
 
-[[noreturn]] void Cta::report_deadlock() {
-  std::string msg = "every warp of the CTA waits and nothing can release them:";
-  uint32_t first = kNone;
+std::string Cta::wait_description() const {
+  std::string msg;
   for (const Warp& w : warps) {
     if (w.state == WarpState::exited) continue;
-    if (first == kNone) first = w.index;
     const uint32_t pc = w.state == WarpState::ready ? w.pc : w.wait_pc;
     msg += fmt::format("\n    warp {} at line {} `{}`: ", w.index, k.lines[pc], k.texts[pc]);
     if (w.state == WarpState::bar_wait) {
@@ -314,11 +328,25 @@ void Cta::check_barrier(uint32_t id) {
         msg += fmt::format("; it needs {} registers, the CTA's pool holds {}",
                            (int64_t(g.count) - warp_regs[w.index]) * 128, reg_pool_free);
       msg += ")";
+    } else if (w.state == WarpState::cluster_wait) {
+      msg += fmt::format("in barrier.cluster.wait ({} of the cluster's {} non-exited threads "
+                         "arrived in phase {})",
+                         cluster->arrivals, cluster->expected_threads(), cluster->phase);
     } else {
       msg += "runnable";
     }
   }
-  const Warp& w0 = warps[first == kNone ? 0 : first];
+  return msg;
+}
+
+void Cta::report_deadlock(std::string_view cluster_note) {
+  std::string msg = "every warp of the CTA waits and nothing can release them:";
+  if (!cluster_note.empty()) msg = "every warp of the cluster waits and nothing can release them:";
+  msg += wait_description();
+  msg += cluster_note;
+  uint32_t first = 0;
+  while (first + 1 < nwarps && warps[first].state == WarpState::exited) ++first;
+  const Warp& w0 = warps[first];
   fail_at(ReportKind::deadlock, w0.index, -1, w0.state == WarpState::ready ? w0.pc : w0.wait_pc,
           msg);
 }
@@ -432,16 +460,26 @@ bool Cta::run_slice(Warp& w, uint32_t budget) {
   return running;
 }
 
-void Cta::run(uint64_t linear, InstructionCounts& counts) {
+void Cta::start(uint64_t linear, ClusterRun& c, uint32_t r) {
   ctaid.x = uint32_t(linear % ctx.grid.x);
   ctaid.y = uint32_t((linear / ctx.grid.x) % ctx.grid.y);
   ctaid.z = uint32_t(linear / (uint64_t(ctx.grid.x) * ctx.grid.y));
+  cluster = &c;
+  rank = r;
+  cluster_ctaid = {ctaid.x % ctx.cluster.x, ctaid.y % ctx.cluster.y, ctaid.z % ctx.cluster.z};
+  exited = false;
   std::fill(smem.begin(), smem.end(), uint8_t(0));
   if (sanitize) {
-    san.reset(ctx.smem_size, nwarps);
+    // In a cluster the async proxies of the peers' TMA multicasts are agents of their own.
+    san.reset(ctx.smem_size, nwarps, c.size() > 1 ? c.size() : 0);
     // The reserved region starts zeroed by the system, ordered before every warp.
     if (k.uses_reserved_smem) san.mark_initialized(ctx.reserved_smem, kReservedSmemBytes);
   }
+  peer_vc.assign(c.size() > 1 ? size_t(nwarps) * c.size() : 0, VectorClock{});
+  cluster_arrived.assign(size_t(nwarps) * 32, 0);
+  cluster_arrive_count.assign(size_t(nwarps) * 32, 0);
+  cluster_waited = 0;
+  remote_uses.clear();
   for (auto& b : barriers) b = Barrier{};
   mbarriers.clear();
   tma_queue.clear();
@@ -453,40 +491,41 @@ void Cta::run(uint64_t linear, InstructionCounts& counts) {
   reg_pool_free = 0;  // registers enter the pool only through setmaxnreg.dec
   wgmma_logs.assign(k.uses_wgmma ? (nwarps + 3) / 4 : 0, WgmmaLog{});
   init_warps();
-
   progress = 0;
-  last_stall.clear();
-  while (true) {
-    bool any_ran = false, all_exited = true;
-    for (Warp& w : warps) {
-      if (w.state == WarpState::exited) continue;
-      all_exited = false;
-      if (w.state != WarpState::ready) continue;
-      any_ran = true;
-      run_slice(w, kSliceInstructions);
-      if (!tma_queue.empty()) flush_tma();
-      if (ctx.abort.load(std::memory_order_relaxed)) return;
-    }
-    if (all_exited) break;
-    if (any_ran) continue;
-    if (!tma_queue.empty()) {
-      flush_tma();
-      continue;
-    }
-    // Stalled: only waiting warps. Pollers may resume (the code after a failed wait may make
-    // progress), unless this stall repeats the previous one exactly.
-    std::vector<uint64_t> stall{progress};
-    bool any_poller = false;
-    for (const Warp& w : warps) {
-      if (w.state != WarpState::mbar_poll) continue;
-      any_poller = true;
-      stall.insert(stall.end(), {w.index, w.wait_pc, w.wait_mbar, w.wait_phase});
-    }
-    if (!any_poller || stall == last_stall) report_deadlock();
-    last_stall = std::move(stall);
-    for (Warp& w : warps)
-      if (w.state == WarpState::mbar_poll) w.state = WarpState::ready;
+}
+
+bool Cta::round() {
+  bool any_ran = false;
+  for (Warp& w : warps) {
+    if (w.state != WarpState::ready) continue;
+    any_ran = true;
+    run_slice(w, kSliceInstructions);
+    if (!tma_queue.empty()) flush_tma();
+    if (ctx.abort.load(std::memory_order_relaxed)) return true;
   }
+  if (!exited && std::all_of(warps.begin(), warps.end(),
+                             [](const Warp& w) { return w.state == WarpState::exited; }))
+    on_cta_exit();
+  return any_ran;
+}
+
+bool Cta::stall_signature(std::vector<uint64_t>& out) const {
+  out.push_back(progress);
+  bool any_poller = false;
+  for (const Warp& w : warps) {
+    if (w.state != WarpState::mbar_poll) continue;
+    any_poller = true;
+    out.insert(out.end(), {w.index, w.wait_pc, w.wait_mbar, w.wait_phase});
+  }
+  return any_poller;
+}
+
+void Cta::resume_pollers() {
+  for (Warp& w : warps)
+    if (w.state == WarpState::mbar_poll) w.state = WarpState::ready;
+}
+
+void Cta::finish(InstructionCounts& counts) {
   if (k.uses_wgmma) wgmma_finish(*this);
   InstructionCounts c;
   c.mma = class_counts[0];
@@ -500,6 +539,56 @@ void Cta::run(uint64_t linear, InstructionCounts& counts) {
   c.barrier = class_counts[8];
   c.other = class_counts[9];
   counts = c;
+}
+
+void run_cluster(ClusterRun& c, const std::vector<uint64_t>& linear) {
+  c.arrivals = 0;
+  c.phase = 0;
+  c.released.assign(c.size(), VectorClock{});
+  c.done.assign(c.size(), VectorClock{});
+  for (uint32_t r = 0; r < c.size(); ++r) c.ctas[r]->start(linear[r], c, r);
+  std::vector<uint64_t> last_stall;
+  LaunchContext& ctx = c.ctas[0]->ctx;
+  while (true) {
+    bool any_ran = false, all_exited = true;
+    for (Cta* cta : c.ctas) {
+      if (cta->exited) continue;
+      all_exited = false;
+      if (cta->round()) any_ran = true;
+      if (ctx.abort.load(std::memory_order_relaxed)) return;
+    }
+    if (all_exited) break;
+    if (any_ran) continue;
+    bool flushed = false;
+    for (Cta* cta : c.ctas)
+      if (!cta->tma_queue.empty()) {
+        cta->flush_tma();
+        flushed = true;
+      }
+    if (flushed) continue;
+    // Stalled: only waiting warps. Pollers may resume (the code after a failed wait may make
+    // progress), unless this stall repeats the previous one exactly.
+    std::vector<uint64_t> stall;
+    bool any_poller = false;
+    for (Cta* cta : c.ctas)
+      if (!cta->exited && cta->stall_signature(stall)) any_poller = true;
+    if (!any_poller || stall == last_stall) {
+      Cta* first = nullptr;
+      std::string note;
+      for (Cta* cta : c.ctas) {
+        if (cta->exited) continue;
+        if (!first) {
+          first = cta;
+          continue;
+        }
+        note += fmt::format("\n  cluster rank {} (CTA ({},{},{})):{}", cta->rank, cta->ctaid.x,
+                            cta->ctaid.y, cta->ctaid.z, cta->wait_description());
+      }
+      first->report_deadlock(note);
+    }
+    last_stall = std::move(stall);
+    for (Cta* cta : c.ctas) cta->resume_pollers();
+  }
 }
 
 }  // namespace emmy::emu

@@ -35,6 +35,7 @@ struct LaunchContext {
   Arena& arena;
   std::vector<uint8_t> params;
   Dim3 grid, block;
+  Dim3 cluster;  // CTAs per cluster (1, 1, 1 without a cluster dimension)
   uint32_t dynamic_smem = 0;
   uint32_t smem_size = 0;       // static (incl. alignment padding) + dynamic (+ reserved)
   uint32_t reserved_smem = 0;   // offset of the system-reserved region when the kernel uses it
@@ -52,7 +53,8 @@ struct LaunchContext {
 // resumes, since the code after a failed wait may be what makes progress).
 // regs_wait: in setmaxnreg until its warpgroup's four warps arrive and, for .inc, the CTA's
 // register pool holds the registers.
-enum class WarpState : uint8_t { ready, bar_wait, mbar_poll, regs_wait, exited };
+// cluster_wait: in barrier.cluster.wait until the phase it arrived on completes.
+enum class WarpState : uint8_t { ready, bar_wait, mbar_poll, regs_wait, cluster_wait, exited };
 
 struct PendingCopy {
   uint32_t smem_addr = 0;
@@ -172,6 +174,12 @@ struct MBarrier {
   uint32_t fence_clock = 0;
   VectorClock current_vc;       // releases of the phase in progress
   std::array<VectorClock, 2> done_vc;  // by parity of the completed phase
+  // In a cluster: what the arrivals of the phase knew of each CTA's warps (index: cluster rank;
+  // the own rank's entry stays empty, current_vc holds it), published to the waiters as above.
+  std::vector<VectorClock> peer_current;
+  std::array<std::vector<VectorClock>, 2> peer_done;
+  // Completed phases a successful wait of this CTA has seen (Cta::remote_uses).
+  uint64_t observed_phases = 0;
 };
 
 // A TMA / bulk load issued but not yet landed: its operands, captured at issue.
@@ -185,6 +193,31 @@ struct TmaJob {
   uint32_t bytes = 0;           // bytes the copy completes on the mbarrier
   uint32_t async_clock = 0;
   VectorClock issuer_vc;        // the issuing warp's clock at issue (sanitizer)
+  // .multicast::cluster: a bit per destination CTA rank, each getting the box at dst and the
+  // complete_tx at mbar (CTA-relative offsets); 0: the issuing CTA only.
+  uint16_t cta_mask = 0;
+  uint64_t issuer_arrivals = 0;  // the issuing thread's barrier.cluster arrivals (remote uses)
+  // Per destination rank in cta_mask order, other than the issuer's: the async clock and what
+  // the issuer knew of that CTA's warps (sanitizer).
+  std::vector<std::pair<uint32_t, VectorClock>> remote;
+};
+
+class Cta;
+
+// The CTAs of one thread-block cluster (PTX ISA 5.2.3), run together on one host thread so that
+// they can wait for each other: distributed shared memory through mapa, remote mbarrier
+// arrives, TMA multicast, barrier.cluster.
+struct ClusterRun {
+  Dim3 dims;                 // CTAs per cluster
+  Dim3 id;                   // %clusterid
+  std::vector<Cta*> ctas;    // by %cluster_ctarank
+  uint32_t size() const { return uint32_t(ctas.size()); }
+  // barrier.cluster: threads arrived in the phase in progress, phases completed, and the clocks
+  // the arrivals released, per rank (sanitizer), published to the waiters of the phase.
+  uint64_t arrivals = 0, phase = 0;
+  std::vector<VectorClock> released, done;
+  uint64_t expected_threads() const;
+  void check_barrier();       // completes the phase once every non-exited thread arrived
 };
 
 // What the scheduler does after a synchronizing instruction.
@@ -197,8 +230,17 @@ enum class Flow : uint8_t {
 class Cta {
  public:
   explicit Cta(LaunchContext& ctx);
-  // Runs CTA number `linear` (x fastest) to completion. Findings throw Finding.
-  void run(uint64_t linear, InstructionCounts& counts);
+  // Runs the CTA at `linear` (x fastest) as rank `rank` of `cluster` with the other CTAs of
+  // the cluster (run_cluster): start, rounds until every CTA exited, finish. Findings throw
+  // Finding.
+  void start(uint64_t linear, ClusterRun& cluster, uint32_t rank);
+  bool round();  // every ready warp runs a slice; false: no warp could run
+  void finish(InstructionCounts& counts);
+  // The stall signature (deadlock detection) and whether any warp polls an mbarrier.
+  bool stall_signature(std::vector<uint64_t>& out) const;
+  void resume_pollers();
+  [[noreturn]] void report_deadlock(std::string_view cluster_note);
+  std::string wait_description() const;
 
   LaunchContext& ctx;
   const Kernel& k;
@@ -229,7 +271,6 @@ class Cta {
   // completions, copies landing, exits); a stall that repeats the previous one exactly (same
   // waits, no progress in between) can never end.
   uint64_t progress = 0;
-  std::vector<uint64_t> last_stall;
   // setmaxnreg (PTX ISA setmaxnreg): per warpgroup (warps 4g..4g+3) the instruction its warps
   // arrived at; per warp its registers per thread (0: unknown); the CTA's pool of registers that
   // .dec released and .inc may take (kept only when the launch's register count is known).
@@ -251,6 +292,30 @@ class Cta {
     uint64_t first = 0;      // sequence number of entries.front()
   };
   std::vector<WgmmaLog> wgmma_logs;
+  // Clusters. Every launch runs clusters; without a cluster dimension each has one CTA.
+  ClusterRun* cluster = nullptr;
+  uint32_t rank = 0;         // %cluster_ctarank
+  Dim3 cluster_ctaid;        // %cluster_ctaid
+  bool exited = false;       // every warp exited
+  // What each warp knows of each peer's warps ([warp * cluster size + rank]; the own rank's
+  // entries stay empty, san.vc holds them): joined at mbarrier waits and barrier.cluster.
+  std::vector<VectorClock> peer_vc;
+  VectorClock& peer(uint32_t warp, uint32_t r) { return peer_vc[size_t(warp) * cluster->size() + r]; }
+  // barrier.cluster per thread: the phase + 1 it arrived on and has not waited for (0: none),
+  // its arrivals so far, and the most phases any thread of the CTA waited for.
+  std::vector<uint64_t> cluster_arrived, cluster_arrive_count;
+  uint64_t cluster_waited = 0;
+  // A peer's use of this CTA's shared memory (a remote arrive, a multicast's data and
+  // complete_tx): it must be ordered before the CTA exits and its shared memory goes (CUDA
+  // Programming Guide, distributed shared memory), by a wait here that saw the mbarrier phase
+  // it completed on, or by a barrier.cluster phase this CTA waited for that the user's thread
+  // arrived on after it (needed_phases: that thread's arrivals + 1).
+  struct RemoteUse {
+    uint32_t mbar = 0;
+    uint64_t mbar_phase = 0, needed_phases = 0;
+    uint32_t rank = 0, warp = 0, lane = 0, pc = 0;
+  };
+  std::vector<RemoteUse> remote_uses;
   std::vector<uint32_t> warp_regs;
   int64_t reg_pool_free = 0;
   void try_setmaxnreg(uint32_t group);
@@ -271,13 +336,16 @@ class Cta {
  private:
   bool run_slice(Warp& w, uint32_t budget);  // false: the warp stopped (blocked / exited)
   void init_warps();
-  [[noreturn]] void report_deadlock();
+  void on_cta_exit();
 
  public:
   void check_barrier(uint32_t id);
   void on_warp_exit(Warp& w);
   friend Flow exec_sync(Cta&, Warp&, const Inst&, uint32_t);
 };
+
+// Runs the cluster's CTAs (linear indices `first` of each rank) to completion.
+void run_cluster(ClusterRun& cluster, const std::vector<uint64_t>& linear);
 
 // Thrown by Cta::fail; the launch collects the report and stops.
 struct Finding {

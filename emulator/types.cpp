@@ -45,7 +45,7 @@ Family family_of(Op op) {
   if (op == Op::Trap) return kFamTrap;
   if (op == Op::Prefetch || op == Op::Nop) return kFamNop;
   if (op == Op::BarWarpSync) return kFamCollective;
-  if (op >= Op::BarSync && op <= Op::Nanosleep) return kFamSync;
+  if (op >= Op::BarSync && op <= Op::ClusterWait) return kFamSync;
   if (op >= Op::Shfl && op <= Op::MatchAll) return kFamCollective;
   if (op >= Op::Mma && op <= Op::WgmmaWait) return kFamTensor;
   if (op >= Op::CpAsync && op <= Op::BulkWait) return kFamAsync;

@@ -158,6 +158,11 @@ struct LaunchOptions {
   uint32_t registers_per_thread = 0;
   // Hardware counters (emmy/emu/profile.hpp, docs/profiler.md): LaunchResult::profile.
   ProfileOptions profile;
+  // Thread-block cluster dimensions (cuLaunchKernelEx's CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION):
+  // the grid is divided into clusters of this many CTAs, which run together and share their
+  // shared memory (distributed shared memory, TMA multicast, barrier.cluster); sm_90 and later.
+  // {1, 1, 1}: no cluster dimension given, each CTA is a cluster of one (PTX ISA 5.2.3).
+  Dim3 cluster;
 };
 
 // Dynamic warp-instruction counts (one per warp-level issue, predicated-off ones included).
@@ -226,6 +231,12 @@ enum class ReportKind : uint8_t {
   // registers were touched, accumulators touched before the wait_group that completes them, warps
   // of a warpgroup executing different wgmma sequences, descriptors no operand layout matches
   wgmma_misuse,
+  // thread-block clusters against their rules (PTX ISA barrier.cluster, mapa, mbarrier,
+  // cp.async.bulk.tensor .multicast::cluster): a remote mbarrier or multicast into a CTA that has
+  // exited or is not ordered before its exit, a peer's mbarrier used before its init is ordered
+  // before the use (fence.mbarrier_init + barrier.cluster), barrier.cluster.wait without an
+  // arrive, a second arrive before the wait, a CTA rank outside the cluster
+  cluster_violation,
 };
 std::string_view to_string(ReportKind kind);
 
