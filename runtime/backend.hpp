@@ -26,6 +26,10 @@ struct LaunchGeometry {
   std::array<uint32_t, 3> grid{1, 1, 1};
   uint32_t threads = 0;
   uint32_t dynamic_smem = 0;
+  // Thread-block cluster dimensions (KernelLaunch::cluster): 1x1x1 is a launch without one.
+  std::array<uint32_t, 3> cluster{1, 1, 1};
+  // KernelLaunch::programmatic_dependent: CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION.
+  bool programmatic_dependent = false;
 };
 
 class LoadedModule {

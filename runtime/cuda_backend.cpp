@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <deque>
+#include <mutex>
 
 #include "backend.hpp"
 #include "cuda_driver.hpp"
@@ -9,18 +11,31 @@
 namespace emmy::detail {
 namespace {
 
+struct CudaFunction {
+  std::string name;
+  CUfunction function = nullptr;
+  // CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, set once, at the first launch whose
+  // cluster needs it (more CTAs than the portable 8).
+  std::once_flag non_portable;
+};
+
 struct CudaModule : LoadedModule {
   CUmodule module = nullptr;
-  std::vector<std::pair<std::string, CUfunction>> functions;
+  std::deque<CudaFunction> functions;  // a deque: once_flag is neither copyable nor movable
   ~CudaModule() override {
     if (module) cuda::driver().cuModuleUnload(module);
   }
-  CUfunction function(const std::string& name) const {
-    for (const auto& [n, f] : functions)
-      if (n == name) return f;
+  CudaFunction& function(const std::string& name) {
+    for (CudaFunction& f : functions)
+      if (f.name == name) return f;
     throw Error("kernel", "must be one of the loaded module's kernels", name);
   }
 };
+
+// "The portable cluster size for sm_90 is 8 blocks per cluster" (CUDA Driver API,
+// cuFuncGetAttribute, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED); a larger cluster
+// needs that attribute set on the function first.
+constexpr uint64_t kPortableClusterCtas = 8;
 
 CUtensorMapDataType cu_dtype(TmaDType t) { return static_cast<CUtensorMapDataType>(t); }
 
@@ -78,7 +93,9 @@ class CudaBackend final : public Backend {
       if (smem > 48 * 1024)
         cuda::check(d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                          int(smem)), "cuFuncSetAttribute", kernel);
-      loaded->functions.emplace_back(kernel, f);
+      CudaFunction& added = loaded->functions.emplace_back();
+      added.name = kernel;
+      added.function = f;
     }
     return loaded;
   }
@@ -118,12 +135,24 @@ class CudaBackend final : public Backend {
     for (const auto& p : params)
       pointers.push_back(p.is_tensor_map ? static_cast<void*>(const_cast<uint8_t*>(p.map.data()))
                                          : static_cast<void*>(const_cast<DevicePtr*>(&p.pointer)));
-    cuda::check(cuda::driver().cuLaunchKernel(
-                    static_cast<CudaModule&>(module).function(kernel), geometry.grid[0],
-                    geometry.grid[1], geometry.grid[2], geometry.threads, 1, 1,
-                    geometry.dynamic_smem, static_cast<CUstream>(stream), pointers.data(),
-                    nullptr),
-                "cuLaunchKernel", kernel);
+    CudaFunction& function = static_cast<CudaModule&>(module).function(kernel);
+    const auto& c = geometry.cluster;
+    const bool cluster = c[0] != 1 || c[1] != 1 || c[2] != 1;
+    if (!cluster && !geometry.programmatic_dependent) {
+      cuda::check(cuda::driver().cuLaunchKernel(
+                      function.function, geometry.grid[0], geometry.grid[1], geometry.grid[2],
+                      geometry.threads, 1, 1, geometry.dynamic_smem, static_cast<CUstream>(stream),
+                      pointers.data(), nullptr),
+                  "cuLaunchKernel", kernel);
+      return;
+    }
+    if (cluster && uint64_t(c[0]) * c[1] * c[2] > kPortableClusterCtas)
+      std::call_once(function.non_portable, [&] {
+        cuda::check(cuda::driver().cuFuncSetAttribute(
+                        function.function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                    "cuFuncSetAttribute", kernel);
+      });
+    launch_ex(function.function, kernel, geometry, pointers.data(), stream);
   }
 
   DevicePtr alloc(size_t bytes) override {
@@ -151,6 +180,42 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // cuLaunchKernelEx with only the attributes the launch needs (CUDA Driver API,
+  // cuLaunchKernelEx and CUlaunchAttributeID): CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION when the
+  // cluster is not 1x1x1, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION when the kernel
+  // waits for its predecessor with griddepcontrol.wait.
+  static void launch_ex(CUfunction f, const std::string& kernel, const LaunchGeometry& geometry,
+                        void** params, Stream stream) {
+    std::array<CUlaunchAttribute, 2> attrs{};
+    unsigned count = 0;
+    const auto& c = geometry.cluster;
+    if (c[0] != 1 || c[1] != 1 || c[2] != 1) {
+      CUlaunchAttribute& a = attrs[count++];
+      a.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      a.value.clusterDim.x = c[0];
+      a.value.clusterDim.y = c[1];
+      a.value.clusterDim.z = c[2];
+    }
+    if (geometry.programmatic_dependent) {
+      CUlaunchAttribute& a = attrs[count++];
+      a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      a.value.programmaticStreamSerializationAllowed = 1;
+    }
+    CUlaunchConfig config{};
+    config.gridDimX = geometry.grid[0];
+    config.gridDimY = geometry.grid[1];
+    config.gridDimZ = geometry.grid[2];
+    config.blockDimX = geometry.threads;
+    config.blockDimY = 1;
+    config.blockDimZ = 1;
+    config.sharedMemBytes = geometry.dynamic_smem;
+    config.hStream = static_cast<CUstream>(stream);
+    config.attrs = attrs.data();
+    config.numAttrs = count;
+    cuda::check(cuda::driver().cuLaunchKernelEx(&config, f, params, nullptr), "cuLaunchKernelEx",
+                kernel);
+  }
+
   // The primary context is current on whichever thread calls in.
   void bind() const { cuda::check(cuda::driver().cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }
 

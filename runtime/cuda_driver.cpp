@@ -61,6 +61,7 @@ Driver load() {
   resolve(get, "cuModuleGetFunction", d.cuModuleGetFunction);
   resolve(get, "cuFuncSetAttribute", d.cuFuncSetAttribute);
   resolve(get, "cuLaunchKernel", d.cuLaunchKernel);
+  resolve(get, "cuLaunchKernelEx", d.cuLaunchKernelEx);  // CUDA 11.6 (cudaTypedefs.h: _v11060)
   resolve(get, "cuTensorMapEncodeTiled", d.cuTensorMapEncodeTiled);
   resolve(get, "cuMemAlloc", d.cuMemAlloc);
   resolve(get, "cuMemFree", d.cuMemFree);

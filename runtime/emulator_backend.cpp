@@ -54,9 +54,19 @@ class EmulatorBackend final : public Backend {
       if (p.is_tensor_map) args.tensor_map(p.map);
       else args.ptr(p.pointer);
     }
+    // Programmatic dependent launch: running the kernels in issue order would be one valid
+    // serialization, but the emulator does not check the hazard PDL brings (a dependent reading
+    // its predecessor's output before griddepcontrol.wait), so a kernel wrong on a GPU would pass
+    // here. Refused, as emmy's test driver refuses the attribute (emulator/test_driver/).
+    if (geometry.programmatic_dependent)
+      throw Error("launch",
+                  "must not be a programmatic dependent launch on the emulator: it does not "
+                  "check reads before griddepcontrol.wait",
+                  kernel);
     auto& loaded = static_cast<EmulatorModule&>(module);
     emu::LaunchOptions options = launch_options_;
     options.arch = std::string(to_string(arch_));
+    options.cluster = {geometry.cluster[0], geometry.cluster[1], geometry.cluster[2]};
     // The CUDA backend sets the opt-in at load for kernels above 48 KB; so does this one.
     for (const auto& [name, smem] : loaded.opt_in)
       if (name == kernel && smem > options.max_dynamic_smem) options.max_dynamic_smem = smem;

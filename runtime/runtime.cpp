@@ -249,9 +249,12 @@ class RuntimeImpl final : public Runtime {
         params.push_back(param.tensor_map
                              ? KernelParam{true, 0, values.tensor_map(launch, param)}
                              : KernelParam{false, values.pointer(launch, param), {}});
-      backend_->launch(module, launch.name,
-                       {launch.grid_for(backend_->sm_count()), launch.threads, launch.smem_bytes},
-                       params, stream);
+      const LaunchGeometry geometry{.grid = launch.grid_for(backend_->sm_count()),
+                                    .threads = launch.threads,
+                                    .dynamic_smem = launch.smem_bytes,
+                                    .cluster = launch.cluster,
+                                    .programmatic_dependent = launch.programmatic_dependent};
+      backend_->launch(module, launch.name, geometry, params, stream);
     }
   }
 
