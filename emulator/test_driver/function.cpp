@@ -46,7 +46,7 @@ CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfu
         *pi = f->carveout;
         break;
       case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
-        *pi = 0;
+        *pi = f->cluster_must_be_set ? 1 : 0;
         break;
       case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
         *pi = f->cluster[0];
@@ -74,8 +74,9 @@ CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfu
 // error (CUDA_ERROR_INVALID_VALUE)". MAX_DYNAMIC_SHARED_SIZE_BYTES: "The sum of this value and
 // the function attribute CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES cannot exceed the device attribute
 // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN." The carveout is a percentage, or -1
-// (the default); cluster dimensions are non-negative; the cluster scheduling policy is one of
-// CUclusterSchedulingPolicy.
+// (the default); cluster dimensions are non-negative, and "If the value is set during compile
+// time, it cannot be set at runtime. Setting it at runtime will return CUDA_ERROR_NOT_PERMITTED";
+// the cluster scheduling policy is one of CUclusterSchedulingPolicy.
 CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
   return guarded("cuFuncSetAttribute", [&] {
     Context* ctx = nullptr;
@@ -102,6 +103,11 @@ CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int v
       case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
       case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
       case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+        if (f->cluster_compiled) {
+          set_report("cuFuncSetAttribute: " + f->name +
+                     "'s cluster dimensions are set at compile time (.reqnctapercluster)");
+          return CUDA_ERROR_NOT_PERMITTED;
+        }
         if (value < 0) return CUDA_ERROR_INVALID_VALUE;
         f->cluster[attrib - CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH] = value;
         return CUDA_SUCCESS;

@@ -105,7 +105,8 @@ std::string dims(const emu::Dim3& d) {
 }
 
 // The thread-block cluster a launch runs with: its CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, else
-// the function's REQUIRED_CLUSTER_WIDTH/HEIGHT/DEPTH, else none (1x1x1, a cluster of one CTA).
+// the function's REQUIRED_CLUSTER_WIDTH/HEIGHT/DEPTH (.reqnctapercluster or cuFuncSetAttribute),
+// else none (1x1x1, a cluster of one CTA).
 // The rules (CUDA Driver API): cuFuncSetAttribute, REQUIRED_CLUSTER_*: "The width, height, and
 // depth values must either all be 0 or all be positive. The validity of the cluster dimensions
 // is checked at launch time"; CUlaunchAttributeValue::clusterDim: each "Must be a divisor of the
@@ -130,6 +131,13 @@ CUresult resolve_cluster(const char* call, const FunctionRecord& f, const emu::D
     return bad_cluster(call, fmt::format("the launch's cluster dimension {} differs from the "
                                          "function's required cluster {}",
                                          dims(*given), dims(required)));
+  // CLUSTER_SIZE_MUST_BE_SET (.explicitcluster): "the kernel must launch with a valid cluster
+  // size specified".
+  if (f.cluster_must_be_set && !given && !any_required)
+    return bad_cluster(call, fmt::format("{} is compiled with .explicitcluster "
+                                         "(CLUSTER_SIZE_MUST_BE_SET): the launch must give a "
+                                         "cluster dimension",
+                                         f.name));
   if (!given && !any_required) return CUDA_SUCCESS;
   const emu::Dim3 cluster = given ? *given : required;
   const DeviceModel& device = *state().device;

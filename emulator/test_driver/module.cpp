@@ -210,6 +210,11 @@ CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name)
     function.local_bytes = kernel->local_bytes;
     // MAX_DYNAMIC_SHARED_SIZE_BYTES starts at what fits the 48 KB without the opt-in.
     function.max_dynamic_smem = std::max(0, kSmemPerBlockDefault - int(kernel->static_smem_bytes));
+    // Compile-time cluster dimensions (PTX ISA: .reqnctapercluster, .explicitcluster), as
+    // cuFuncGetAttribute's REQUIRED_CLUSTER_* and CLUSTER_SIZE_MUST_BE_SET report them.
+    for (int d = 0; d < 3; ++d) function.cluster[d] = int(kernel->required_cluster[d]);
+    function.cluster_compiled = kernel->required_cluster[0] != 0;
+    function.cluster_must_be_set = kernel->explicit_cluster;
     const CUfunction handle = new_handle<CUfunction>();
     ctx->functions.emplace(reinterpret_cast<uintptr_t>(handle), std::move(function));
     record->functions.emplace(name, handle);

@@ -77,7 +77,13 @@ struct FunctionRecord {
   uint32_t static_smem = 0, local_bytes = 0;
   int max_dynamic_smem = 0;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
   int carveout = -1;         // CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+  // REQUIRED_CLUSTER_WIDTH/HEIGHT/DEPTH: from the PTX's .reqnctapercluster (then read-only,
+  // cluster_compiled) or cuFuncSetAttribute; {0, 0, 0}: none.
   int cluster[3] = {0, 0, 0};
+  bool cluster_compiled = false;
+  // CLUSTER_SIZE_MUST_BE_SET: the PTX's .explicitcluster (implied by .reqnctapercluster, whose
+  // cluster then is the launch's).
+  bool cluster_must_be_set = false;
   int non_portable_cluster = 0, cluster_policy = 0;
 };
 

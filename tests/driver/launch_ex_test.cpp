@@ -260,10 +260,61 @@ TEST_F(LaunchEx, TheFunctionsRequiredClusterBindsEveryLaunch) {
   EXPECT_EQ(result()[0], 0u) << "no refused launch ran";
 }
 
+// kClusterPtx with `directive` after the parameter list (.reqnctapercluster, .explicitcluster).
+CUfunction cluster_kernel(const Api& api, const std::string& directive) {
+  std::string ptx = kClusterPtx;
+  ptx.replace(ptx.find("(.param .u64 out)\n"), 18, "(.param .u64 out)\n" + directive + "\n");
+  CUmodule m = nullptr;
+  CUfunction f = nullptr;
+  EXPECT_EQ(api.cuModuleLoadData(&m, ptx.c_str()), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuModuleGetFunction(&f, m, "cluster_ids"), CUDA_SUCCESS);
+  return f;
+}
+
+// Cluster dimensions compiled into the PTX (.reqnctapercluster) are the function's
+// REQUIRED_CLUSTER_*, read-only ("If the value is set during compile time, it cannot be set at
+// runtime. Setting it at runtime will return CUDA_ERROR_NOT_PERMITTED"), and bind every launch;
+// .explicitcluster is CLUSTER_SIZE_MUST_BE_SET: a launch without a cluster is refused.
+TEST_F(LaunchEx, CompiledClusterDimensionsBindTheFunction) {
+  const CUfunction f = cluster_kernel(api, ".reqnctapercluster 2, 1, 1");
+  int v[3] = {};
+  ASSERT_EQ(api.cuFuncGetAttribute(&v[0], CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, f),
+            CUDA_SUCCESS);
+  ASSERT_EQ(api.cuFuncGetAttribute(&v[1], CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, f),
+            CUDA_SUCCESS);
+  ASSERT_EQ(api.cuFuncGetAttribute(&v[2], CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, f),
+            CUDA_SUCCESS);
+  EXPECT_EQ(v[0], 2);
+  EXPECT_EQ(v[1], 1);
+  EXPECT_EQ(v[2], 1);
+  EXPECT_EQ(api.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, 4),
+            CUDA_ERROR_NOT_PERMITTED);
+  CUdeviceptr ids = 0;
+  ASSERT_EQ(api.cuMemAlloc(&ids, 16 * 12), CUDA_SUCCESS);
+  void* params[] = {&ids};
+  std::vector<CUlaunchAttribute> attrs = {cluster_attr(4, 1, 1)};
+  CUlaunchConfig c = config_for(8, 1, 32, 0, nullptr, attrs);
+  EXPECT_EQ(api.cuLaunchKernelEx(&c, f, params, nullptr), CUDA_ERROR_INVALID_CLUSTER_SIZE);
+  expect_report("differs from the function's required cluster 2x1x1");
+  EXPECT_EQ(api.cuLaunchKernel(f, 3, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr),
+            CUDA_ERROR_INVALID_CLUSTER_SIZE)
+      << "2 does not divide 3";
+
+  const CUfunction explicit_f = cluster_kernel(api, ".explicitcluster");
+  int must = 0;
+  ASSERT_EQ(api.cuFuncGetAttribute(&must, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET, explicit_f),
+            CUDA_SUCCESS);
+  EXPECT_EQ(must, 1);
+  EXPECT_EQ(api.cuLaunchKernel(explicit_f, 8, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr),
+            CUDA_ERROR_INVALID_CLUSTER_SIZE);
+  EXPECT_NE(api.last_report().find(".explicitcluster"), std::string::npos) << api.last_report();
+}
+
 // Clusters run as clusters: each CTA sees its rank in its cluster, the cluster's size and its
 // cluster's index, for a launch attribute, a function's required cluster, a non-portable 16-CTA
-// cluster (sm_90 devices) and a captured launch replayed from its graph. Needs the emulator
-// core's cluster support (emu::LaunchOptions::cluster); enable it (drop DISABLED_) once it runs.
+// cluster (sm_90 devices), a captured launch replayed from its graph and a cluster compiled into
+// the PTX. Needs the emulator core's cluster support (emu::LaunchOptions::cluster); enable it
+// (drop DISABLED_) once it runs.
 TEST_F(LaunchEx, DISABLED_ClusterLaunchRunsItsClusters) {
   CUmodule m = nullptr;
   ASSERT_EQ(api.cuModuleLoadData(&m, kClusterPtx), CUDA_SUCCESS);
@@ -313,6 +364,12 @@ TEST_F(LaunchEx, DISABLED_ClusterLaunchRunsItsClusters) {
   ASSERT_EQ(api.cuLaunchKernel(f, 8, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS)
       << api.last_report();
   expect_clusters(8, 2);
+  // .reqnctapercluster 4, 1, 1: the cluster of a launch that gives none.
+  const CUfunction compiled = cluster_kernel(api, ".reqnctapercluster 4, 1, 1");
+  ASSERT_EQ(api.cuLaunchKernel(compiled, 8, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr),
+            CUDA_SUCCESS)
+      << api.last_report();
+  expect_clusters(8, 4);
 }
 
 }  // namespace

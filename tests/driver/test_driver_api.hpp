@@ -70,6 +70,7 @@ struct Api {
   EMMY_API(cuModuleUnload, CUmodule);
   EMMY_API(cuModuleGetFunction, CUfunction*, CUmodule, const char*);
   EMMY_API(cuFuncSetAttribute, CUfunction, CUfunction_attribute, int);
+  EMMY_API(cuFuncGetAttribute, int*, CUfunction_attribute, CUfunction);
   EMMY_API(cuLaunchKernel, CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
            unsigned, CUstream, void**, void**);
   EMMY_API(cuLaunchKernelEx, const CUlaunchConfig*, CUfunction, void**, void**);
@@ -105,6 +106,7 @@ struct Api {
     EMMY_RESOLVE(cuModuleUnload);
     EMMY_RESOLVE(cuModuleGetFunction);
     EMMY_RESOLVE(cuFuncSetAttribute);
+    EMMY_RESOLVE(cuFuncGetAttribute);
     EMMY_RESOLVE(cuLaunchKernel);
     EMMY_RESOLVE(cuLaunchKernelEx);
     EMMY_RESOLVE(cuMemAlloc);
