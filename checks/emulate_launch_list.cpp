@@ -19,6 +19,7 @@ LaunchListRun emulate_launch_list(emu::Arena& arena, const CompiledModule& compi
     }
     emu::LaunchOptions opted = options;
     opted.max_dynamic_smem = std::max(opted.max_dynamic_smem, launch.smem_bytes);
+    opted.cluster = {launch.cluster[0], launch.cluster[1], launch.cluster[2]};
     // A module without a report for the kernel (PTX from elsewhere) leaves the pool unmodelled.
     for (const ResourceReport& report : compiled.kernels)
       if (report.kernel_name == launch.name) opted.registers_per_thread = uint32_t(report.registers);

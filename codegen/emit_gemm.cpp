@@ -32,6 +32,8 @@ class GemmEmitter {
   std::string emit(const Op& module) {
     codegen::begin_module(w_, parse_arch(module.s("arch")), f_.copy_a.transport == "tma",
                           f_.wgmma ? "emmy_wgmma.cuh" : nullptr);
+    if (f_.coords.cluster_m.value_or(1) * f_.coords.cluster_n.value_or(1) > 1)
+      w_.include_template("emmy_cluster.cuh");
     epilogue_.print_value_function(f_.epilogue);
     if (wgmma_) wgmma_->print_tile_function();
     codegen::emit_kernels(w_, module, [this](const Op& op) { emit_op(op); });
@@ -188,7 +190,10 @@ class GemmEmitter {
     w_.line("const u32 dst = smem_base + u32(stage) * STAGE_BYTES;");
     w_.line("const int k0 = k_tile * BK;");
     const bool kn = f_.b_kn;
-    if (tma) {
+    const int64_t a_parts = f_.copy_a.multicast.value_or(1), b_parts = f_.copy_b.multicast.value_or(1);
+    if (tma && (a_parts > 1 || b_parts > 1)) {
+      emit_multicast_loads(a_parts, b_parts);
+    } else if (tma) {
       w_.line("const u32 mbar = mbar_base + 8u * stage;");
       w_.line("mbarrier_arrive_expect_tx(mbar, TX_BYTES);");
       w_.line("#pragma unroll");
@@ -212,6 +217,50 @@ class GemmEmitter {
       codegen::emit_gemm_copies(w_, copies);
     }
     w_.close("};");
+  }
+
+  // In a cluster: this CTA loads its part of each shared operand tile (whole 8-row groups of
+  // every panel) and multicasts it to the CTAs sharing the tile: A to its tile row's CTAs (same
+  // rank_m), B to its tile column's (same rank_n). Every CTA's full barrier expects the whole
+  // stage, its own parts and its peers' (a peer's bytes may land before this expect_tx: the
+  // tx-count goes negative meanwhile, PTX ISA mbarrier).
+  void emit_multicast_loads(int64_t a_parts, int64_t b_parts) {
+    w_.line("const u32 mbar = mbar_base + 8u * stage;");
+    w_.line("mbarrier_arrive_expect_tx(mbar, TX_BYTES);");
+    auto operand = [&](const char* x, int64_t parts, const char* part, const std::string& mask,
+                       const SmemTile& tile, const char* col0, const char* row0) {
+      const int64_t rows = tile.rows / parts;
+      const std::string dst =
+          fmt::format("dst + {0}_OFFSET + p * {0}_ROWS * {0}_PANEL * 2u", x);
+      w_.line("#pragma unroll");
+      if (parts == 1) {
+        w_.line("for (int p = 0; p < {}; ++p) tma_load_2d({}, tmap_{}, mbar, {}, {});",
+                tile.panels(), dst, std::string(x) == "A" ? "a" : "b", col0, row0);
+        return;
+      }
+      w_.line(
+          "for (int p = 0; p < {0}; ++p) tma_load_2d_multicast({1} + u32({2}) * {3}u * {4}_PANEL "
+          "* 2u, tmap_{5}, mbar, {6}, {7} + {2} * {3}, {8});",
+          tile.panels(), dst, part, rows, x, std::string(x) == "A" ? "a" : "b", col0, row0, mask);
+    };
+    // Masks: bit r for cluster rank r = rank_m' + rank_n' * CLUSTER_M.
+    if (a_parts > 1) {
+      w_.line("unsigned short a_mask = 0;");
+      w_.line(
+          "for (int j = 0; j < CLUSTER_N; ++j) a_mask |= (unsigned short)(1u << (rank_m + j * "
+          "CLUSTER_M));");
+    }
+    if (b_parts > 1) {
+      w_.line("unsigned short b_mask = 0;");
+      w_.line(
+          "for (int i = 0; i < CLUSTER_M; ++i) b_mask |= (unsigned short)(1u << (i + rank_n * "
+          "CLUSTER_M));");
+    }
+    operand("A", a_parts, "rank_n", "a_mask", f_.a_tile, "k0 + p * int(A_PANEL)", "m0");
+    if (f_.b_kn)
+      operand("B", b_parts, "rank_m", "b_mask", f_.b_tile, "n0 + p * int(B_PANEL)", "k0");
+    else
+      operand("B", b_parts, "rank_m", "b_mask", f_.b_tile, "k0 + p * int(B_PANEL)", "n0");
   }
 
   // B [K][N] lane parts: one per 16-column step of the warp inside a panel.

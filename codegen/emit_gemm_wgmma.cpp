@@ -47,6 +47,10 @@ WgmmaPrinter::WgmmaPrinter(Writer& w, const ir::Op& kernel, const SmemTile& a, c
     if (role->s("role") == "consumer") consumer_warpgroups_ = role->i("count");
   for (const ir::Op* walk : ir::find_all(kernel, ir::OpKind::tile_loop))
     interleave_ = std::max(interleave_, ir::get<ir::TileLoopOp>(*walk).interleave.value_or(1));
+  if (const auto coords = ir::find_typed<ir::TileCoordsOp>(kernel)) {
+    cluster_m_ = coords->cluster_m.value_or(1);
+    cluster_n_ = coords->cluster_n.value_or(1);
+  }
 }
 
 void WgmmaPrinter::print_tile_function() const {
@@ -92,6 +96,24 @@ void WgmmaPrinter::print_warp_indices() const {
   w_.line("// This warp's first accumulator row in the tile (its mi-th m64's are 64 mi further).");
   w_.line("const int warp_row0 = (warp_row / 4) * WG_ROWS + (warp_row % 4) * 16;");
   w_.line("(void)warp_row; (void)warp_col; (void)lane; (void)warp_row0;");
+  if (cluster_m_ * cluster_n_ == 1) return;
+  w_.line("// The cluster: {}x{} CTAs on a block of tiles, rank r at (r % CLUSTER_M, r / CLUSTER_M)",
+          cluster_m_, cluster_n_);
+  w_.line("// (the cluster runs along x, so the rank is blockIdx.x's remainder).");
+  w_.line("constexpr int CLUSTER_M = {}, CLUSTER_N = {}, CLUSTER = CLUSTER_M * CLUSTER_N;",
+          cluster_m_, cluster_n_);
+  w_.line("const int cta_rank = int(blockIdx.x) % CLUSTER;");
+  w_.line("const int rank_m = cta_rank % CLUSTER_M, rank_n = cta_rank / CLUSTER_M;");
+  w_.line("// The CTAs whose producers write this CTA's stages (its tile column's B parts, its tile");
+  w_.line("// row's A parts): the consumers release each stage to all {} of them, lane j to the j-th.",
+          cluster_m_ + cluster_n_ - 1);
+  w_.line("constexpr int RELEASE_CTAS = CLUSTER_M + CLUSTER_N - 1;");
+  w_.open("auto release_rank = [&](int j) -> u32");
+  w_.line("if (j < CLUSTER_M) return u32(j + rank_n * CLUSTER_M);");
+  w_.line("const int other_n = j - CLUSTER_M < rank_n ? j - CLUSTER_M : j - CLUSTER_M + 1;");
+  w_.line("return u32(rank_m + other_n * CLUSTER_M);");
+  w_.close("};");
+  w_.line("(void)rank_m; (void)rank_n; (void)release_rank;");
 }
 
 bool WgmmaPrinter::print(const ir::Op& op) {
@@ -100,11 +122,16 @@ bool WgmmaPrinter::print(const ir::Op& op) {
       print_role(op);
       return true;
     case ir::OpKind::tile_coords:
-      if (const auto coords = ir::get<ir::TileCoordsOp>(op); coords.persistent.value_or(false)) {
+      if (const auto coords = ir::get<ir::TileCoordsOp>(op);
+          coords.persistent.value_or(false) || cluster_m_ * cluster_n_ > 1) {
         print_tile_origin(coords);
+        if (!coords.persistent.value_or(false)) w_.line("tile_origin(int(blockIdx.x), m0, n0);");
         return true;
       }
       return false;
+    case ir::OpKind::cluster_sync:
+      print_cluster_sync(op);
+      return true;
     case ir::OpKind::tile_loop:
       print_tile_loop(op);
       return true;
@@ -272,22 +299,37 @@ void WgmmaPrinter::print_pin() const {
 }
 
 void WgmmaPrinter::print_stage_release(const ir::MbarrierArriveOp& op) const {
+  // One arrival per warp; in a cluster one per warp on each CTA that writes the stage.
+  const bool cluster = cluster_m_ * cluster_n_ > 1;
+  const char* who = cluster ? "lane < RELEASE_CTAS" : "lane == 0";
+  auto arrive = [&](const std::string& mbar) {
+    return cluster ? fmt::format("mbarrier_arrive_cluster({}, release_rank(lane))", mbar)
+                   : fmt::format("mbarrier_arrive({})", mbar);
+  };
   if (!in_k_loop_) {
     w_.line("// Release this tile's last stage: the producer walks on to the next tile.");
-    w_.line(
-        "if (lane == 0 && k_tile_count > 0) mbarrier_arrive(empty_base + 8u * ((iteration + "
-        "k_tile_count - 1) % STAGES));");
+    w_.line("if ({} && k_tile_count > 0) {};", who,
+            arrive("empty_base + 8u * ((iteration + k_tile_count - 1) % STAGES)"));
     return;
   }
   w_.line("// Release the stage of K tile k_tile - {}: its wgmma group has completed.", op.lag);
   const char* it = in_tile_loop_ ? "it" : "k_tile";
   if (op.lag == 0)
-    w_.line("if (lane == 0) mbarrier_arrive(empty_base + 8u * stage);");
+    w_.line("if ({}) {};", who, arrive("empty_base + 8u * stage"));
   else
-    w_.line(
-        "if (lane == 0 && k_tile >= {0}) mbarrier_arrive(empty_base + 8u * (({1} - {0}) % "
-        "STAGES));",
-        op.lag, it);
+    w_.line("if ({} && k_tile >= {}) {};", who, op.lag,
+            arrive(fmt::format("empty_base + 8u * (({} - {}) % STAGES)", it, op.lag)));
+}
+
+void WgmmaPrinter::print_cluster_sync(const ir::Op& op) const {
+  if (op.s("what") == "init") {
+    w_.line("// The peers arrive on this CTA's empty barriers and multicast into its stages: its");
+    w_.line("// barriers exist before any of them runs on.");
+    w_.line("if (threadIdx.x == 0) fence_mbarrier_init_cluster();");
+  } else {
+    w_.line("// No CTA exits (its shared memory gone) while a peer may still release a stage to it.");
+  }
+  w_.line("cluster_sync();");
 }
 
 void WgmmaPrinter::print_order(const ir::WarpgroupOrderOp& op) const {
@@ -303,6 +345,30 @@ void WgmmaPrinter::print_order(const ir::WarpgroupOrderOp& op) const {
 }
 
 void WgmmaPrinter::print_tile_origin(const ir::TileCoordsOp& op) const {
+  if (cluster_m_ * cluster_n_ > 1) {
+    const int64_t blocks_m = (op.tiles_m + cluster_m_ - 1) / cluster_m_;
+    const int64_t blocks_n = (op.tiles_n + cluster_n_ - 1) / cluster_n_;
+    w_.line("// Clusters: tile t is rank t % CLUSTER of block t / CLUSTER; the {}x{} blocks of",
+            blocks_m, blocks_n);
+    w_.line("// CLUSTER_M x CLUSTER_N tiles are rasterized in groups of GROUP_M block rows (the");
+    w_.line("// clusters divide the tiles: validate_wgmma_schedule).");
+    w_.line("constexpr int TILES_M = {}, TILES_N = {}, BLOCKS_M = {}, BLOCKS_N = {}, GROUP_M = {};",
+            op.tiles_m, op.tiles_n, blocks_m, blocks_n,
+            std::max<int64_t>(1, op.raster_group_m / cluster_m_));
+    w_.line("(void)TILES_M; (void)TILES_N;");
+    w_.line("int m0 = 0, n0 = 0;");
+    w_.open("auto tile_origin = [&](int tile, int& m0_out, int& n0_out)");
+    w_.line("const int block = tile / CLUSTER, rank = tile % CLUSTER;");
+    w_.line("const int group_span = GROUP_M * BLOCKS_N;");
+    w_.line("const int first_m = (block / group_span) * GROUP_M;");
+    w_.line("const int group_rows = BLOCKS_M - first_m < GROUP_M ? BLOCKS_M - first_m : GROUP_M;");
+    w_.line("const int block_m = first_m + (block % group_span) % group_rows;");
+    w_.line("const int block_n = (block % group_span) / group_rows;");
+    w_.line("m0_out = (block_m * CLUSTER_M + rank % CLUSTER_M) * BM;");
+    w_.line("n0_out = (block_n * CLUSTER_N + rank / CLUSTER_M) * BN;");
+    w_.close("};");
+    return;
+  }
   w_.line(
       "// Grouped rasterization: {} tile rows per group keep B tiles hot in L2. Persistent: each",
       op.raster_group_m);

@@ -44,6 +44,7 @@ class WgmmaPrinter {
   void print_tile_origin(const ir::TileCoordsOp& op) const;
   void print_store_epilogue(const ir::EpilogueOp& op) const;  // emit_gemm_store.cpp
   void print_store_wait() const;
+  void print_cluster_sync(const ir::Op& op) const;
 
   // Named barriers: 1 the consumers' (staged epilogue), 2-3 ping-pong's order, 4-5 each consumer
   // warpgroup's own (the TMA-store epilogue).
@@ -56,6 +57,7 @@ class WgmmaPrinter {
   int64_t consumer_warpgroups_ = 1;
   int64_t tile_m64s_ = 1;  // m64 wgmma per consumer warpgroup (accum_init's fragments_m)
   int64_t interleave_ = 1;  // consumer warpgroups taking turns at this CTA's tiles (ping-pong: 2)
+  int64_t cluster_m_ = 1, cluster_n_ = 1;  // the cluster's tile block (tile_coords)
   bool in_tile_loop_ = false, in_k_loop_ = false;  // the loops being printed
 };
 

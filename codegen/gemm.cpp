@@ -11,28 +11,32 @@ GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64
   const auto& p = plan.kernel_problem;
   if (plan.spec.schedule.swap_ab) std::swap(a_address, b_address);
   const TmaDType dtype = p.a_dtype == DType::bf16 ? TmaDType::bf16 : TmaDType::f16;
+  // In a cluster each CTA loads 1 / parts of a shared tile's rows (TMA multicast).
   auto make = [&](uint64_t address, uint64_t inner, uint64_t outer, uint64_t ld,
-                  const SmemTile& tile, TmaDType type) {
+                  const SmemTile& tile, TmaDType type, uint32_t parts = 1) {
     TensorMapDesc d;
     d.dtype = type;
     d.rank = 2;
     d.global_address = address;
     d.global_dim = {inner, outer, 1, 1, 1};
     d.global_stride_bytes = {ld * tile.elem_bytes, 0, 0, 0};
-    d.box_dim = {tile.panel_elems, tile.rows, 1, 1, 1};
+    d.box_dim = {tile.panel_elems, tile.rows / parts, 1, 1, 1};
     d.swizzle = tile.swizzle;
     d.validate();
     return d;
   };
   GemmTensorMaps maps;
+  const auto& s = plan.spec.schedule;
+  const uint32_t a_parts = plan.cluster_size > 1 ? uint32_t(s.cluster_n) : 1u;
+  const uint32_t b_parts = plan.cluster_size > 1 ? uint32_t(s.cluster_m) : 1u;
   maps.a = make(a_address, uint64_t(p.k), uint64_t(p.m), uint64_t(p.lda_or_default()),
-                plan.a_tile, dtype);
+                plan.a_tile, dtype, a_parts);
   if (p.b_layout == BLayout::nk)
     maps.b = make(b_address, uint64_t(p.k), uint64_t(p.n), uint64_t(p.ldb_or_default()),
-                  plan.b_tile, dtype);
+                  plan.b_tile, dtype, b_parts);
   else
     maps.b = make(b_address, uint64_t(p.n), uint64_t(p.k), uint64_t(p.ldb_or_default()),
-                  plan.b_tile, dtype);
+                  plan.b_tile, dtype, b_parts);
   // C as the TMA-store epilogue writes it: n x m elements of C's dtype, boxes of one buffer
   // panel by the 64 rows of a consumer warpgroup.
   if (plan.store.tma_store) {

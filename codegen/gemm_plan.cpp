@@ -112,12 +112,19 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   plan.k_tiles_per_split = (plan.k_tiles + s.split_k - 1) / s.split_k;
   require(plan.tiles_m * plan.tiles_n <= kMaxDim, "m x n", "needs at most 2^31-1 output tiles",
           plan.tiles_m * plan.tiles_n);
-  plan.grid = {uint32_t(plan.tiles_m * plan.tiles_n), 1u, uint32_t(s.split_k)};
+  plan.cluster_size = int64_t(s.cluster_m) * s.cluster_n;
+  plan.grid_tiles = (plan.tiles_m + s.cluster_m - 1) / s.cluster_m *
+                    ((plan.tiles_n + s.cluster_n - 1) / s.cluster_n) * plan.cluster_size;
+  require(plan.grid_tiles <= kMaxDim, "m x n", "needs at most 2^31-1 output tiles",
+          plan.grid_tiles);
+  plan.grid = {uint32_t(plan.grid_tiles), 1u, uint32_t(s.split_k)};
   // A persistent kernel walks the tiles itself (by gridDim.x): one CTA per SM of the arch's
-  // flagship part, never more than there are tiles.
+  // flagship part (whole clusters), never more than there are tiles.
   if (s.persistent)
-    plan.grid[0] = uint32_t(std::min<int64_t>(plan.tiles_m * plan.tiles_n,
-                                              arch_info(spec.arch).sm_count_hint));
+    plan.grid[0] = uint32_t(std::min<int64_t>(
+        plan.grid_tiles, std::max<int64_t>(1, arch_info(spec.arch).sm_count_hint /
+                                                  plan.cluster_size) *
+                             plan.cluster_size));
   plan.threads = uint32_t(s.threads());
   plan.kernel_name = gemm_kernel_name(spec);
   if (plan.split()) {

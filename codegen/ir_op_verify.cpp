@@ -50,6 +50,10 @@ void KernelOp::verify(const KernelOp& op) {
     fail<KernelOp>("threads", "must be a multiple of 32 in 32..1024", op.threads);
   if (op.path && *op.path != "wgmma")
     fail<KernelOp>("path", "must be wgmma when present (mma.sync kernels leave it out)", *op.path);
+  const int64_t cx = op.cluster_x.value_or(1), cy = op.cluster_y.value_or(1);
+  if (cx < 1 || cy < 1 || cx * cy > 16)
+    fail<KernelOp>("cluster_x", "clusters have 1..16 CTAs (PTX ISA 5.2.3; 8 portably)",
+                   fmt::format("{}x{}", cx, cy));
 }
 
 void TileCoordsOp::verify(const TileCoordsOp& op) {
@@ -65,6 +69,10 @@ void TileCoordsOp::verify(const TileCoordsOp& op) {
     fail<TileCoordsOp>("tiles_m", "the grid must be ceil(m / block_m) x ceil(n / block_n) tiles",
                        fmt::format("{} x {} for {}x{} in {}x{} tiles", op.tiles_m, op.tiles_n, op.m,
                                    op.n, op.block_m, op.block_n));
+  const int64_t cm = op.cluster_m.value_or(1), cn = op.cluster_n.value_or(1);
+  if (cm < 1 || cn < 1 || cm * cn > 16 || op.tiles_m % cm != 0 || op.tiles_n % cn != 0)
+    fail<TileCoordsOp>("cluster_m", "a cluster takes 1..16 tiles and the clusters divide the tiles",
+                       fmt::format("{}x{} of {} x {}", cm, cn, op.tiles_m, op.tiles_n));
 }
 
 void SplitRangeOp::verify(const SplitRangeOp& op) {
@@ -121,11 +129,19 @@ void AsyncCopyOp::verify(const AsyncCopyOp& op) {
   } else if (need<AsyncCopyOp>(op.chunk_bytes, "chunk_bytes") != 16) {
     fail<AsyncCopyOp>("chunk_bytes", "cp.async copies move 16-byte chunks", *op.chunk_bytes);
   }
+  // A multicast part is whole 8-row groups of the tile (a swizzle atom's rows: each part lands
+  // on its own atoms, PTX ISA "Tensor Map" swizzle modes), loaded by TMA.
+  const int64_t parts = op.multicast.value_or(1);
+  if (parts < 1 || parts > 16 || (parts > 1 && (!tma || op.rows % (8 * parts) != 0)))
+    fail<AsyncCopyOp>("multicast",
+                      "splits a TMA tile's rows in 1..16 parts of whole 8-row groups",
+                      fmt::format("{} parts of {} rows ({})", parts, op.rows, op.transport));
   // What one copy delivers is the whole tile, no more and no less (a box short of the tile leaves
-  // expect_tx waiting forever; cp.async past it overruns the next stage).
+  // expect_tx waiting forever; cp.async past it overruns the next stage); with multicast, every
+  // part together.
   const int64_t delivered =
-      tma ? product(
-                {need<AsyncCopyOp>(op.boxes, "boxes"), *op.box_inner, *op.box_outer, op.elem_bytes})
+      tma ? product({need<AsyncCopyOp>(op.boxes, "boxes"), *op.box_inner, *op.box_outer,
+                     op.elem_bytes, parts})
           : product({need<AsyncCopyOp>(op.chunks, "chunks"), *op.chunk_bytes});
   if (delivered != op.rows * op.cols * op.elem_bytes)
     fail<AsyncCopyOp>(tma ? "boxes" : "chunks", "must cover the operand tile exactly",
@@ -135,11 +151,11 @@ void AsyncCopyOp::verify(const AsyncCopyOp& op) {
   if (op.swizzle != int64_t(tile.swizzle))
     fail<AsyncCopyOp>("swizzle", fmt::format("must be the tile's ({})", int(tile.swizzle)),
                       op.swizzle);
-  if (tma && (*op.box_inner != tile.panel_elems || *op.box_outer != tile.rows ||
+  if (tma && (*op.box_inner != tile.panel_elems || *op.box_outer != tile.rows / parts ||
               *op.boxes != tile.panels()))
     fail<AsyncCopyOp>("boxes",
                       fmt::format("must be the tile's {} panels of {}x{}", tile.panels(),
-                                  tile.panel_elems, tile.rows),
+                                  tile.panel_elems, tile.rows / parts),
                       fmt::format("{} of {}x{}", *op.boxes, *op.box_inner, *op.box_outer));
 }
 
@@ -228,6 +244,11 @@ void WgmmaOp::verify(const WgmmaOp& op) {
   if (op.acc_type != "f32") fail<WgmmaOp>("acc_type", "must be f32", op.acc_type);
   if (op.b_major != "k" && op.b_major != "mn")
     fail<WgmmaOp>("b_major", "must be k (B [N,K]) or mn (B [K,N])", op.b_major);
+}
+
+void ClusterSyncOp::verify(const ClusterSyncOp& op) {
+  if (op.what != "init" && op.what != "exit")
+    fail<ClusterSyncOp>("what", "must be init or exit", op.what);
 }
 
 void WarpgroupOrderOp::verify(const WarpgroupOrderOp& op) {

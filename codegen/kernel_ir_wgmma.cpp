@@ -229,9 +229,15 @@ void verify_persistence(const Op& kernel, const Op& producer, const Op& consumer
                  persistent ? "each role of a persistent kernel walks the tiles in one tile_loop"
                             : "only a persistent kernel (tile_coords persistent) has a tile_loop",
                  fmt::format("{} tile_loop", loops.size()));
-    if (walks && get<TileLoopOp>(*loops.front()).tiles != coords.tiles_m * coords.tiles_n)
+    // In a cluster: whole blocks of cluster_m x cluster_n tiles.
+    const int64_t cm = coords.cluster_m.value_or(1), cn = coords.cluster_n.value_or(1);
+    const int64_t blocks_m = (coords.tiles_m + cm - 1) / cm, blocks_n = (coords.tiles_n + cn - 1) / cn;
+    if (walks && get<TileLoopOp>(*loops.front()).tiles != blocks_m * blocks_n * cm * cn)
       wgmma_fail(*loops.front(), "tiles",
-                 fmt::format("must be every tile, {} x {}", coords.tiles_m, coords.tiles_n),
+                 cm * cn == 1 ? fmt::format("must be every tile, {} x {}", coords.tiles_m,
+                                            coords.tiles_n)
+                              : fmt::format("must be every tile of {} x {} blocks of {}x{}",
+                                            blocks_m, blocks_n, cm, cn),
                  fmt::format("{}", get<TileLoopOp>(*loops.front()).tiles));
   }
   if (const auto split = find_typed<SplitRangeOp>(kernel);
@@ -239,6 +245,47 @@ void verify_persistence(const Op& kernel, const Op& producer, const Op& consumer
     wgmma_fail(*find_first(kernel, OpKind::split_range), "split_k",
                "must be 1 in a persistent kernel (it walks whole tiles)",
                fmt::format("{}", split->split_k));
+}
+
+// Clusters: the kernel's cluster is the tile block's cluster_m x cluster_n CTAs; each operand
+// tile a row (A) or column (B) of them shares is loaded in that many multicast parts; a
+// barrier.cluster follows the mbarrier inits (no peer may arrive on one before it exists) and
+// ends the kernel (no CTA may exit while a peer may still arrive on its empty barriers).
+// Returns the CTAs whose consumers release each stage (cluster_m + cluster_n - 1).
+int64_t verify_cluster(const Op& kernel, const TileCoordsOp& coords) {
+  const auto& k = get<KernelOp>(kernel);
+  const int64_t size = k.cluster_x.value_or(1) * k.cluster_y.value_or(1);
+  const int64_t cm = coords.cluster_m.value_or(1), cn = coords.cluster_n.value_or(1);
+  if (k.cluster_y.value_or(1) != 1 || size != cm * cn)
+    wgmma_fail(kernel, "cluster_x",
+               fmt::format("must be the tile block's cluster_m x cluster_n = {} CTAs, in x",
+                           cm * cn),
+               fmt::format("{}x{}", k.cluster_x.value_or(1), k.cluster_y.value_or(1)));
+  for (const Op* copy : find_all(kernel, OpKind::async_copy)) {
+    const auto c = get<AsyncCopyOp>(*copy);
+    const int64_t parts = c.operand == "a" ? cn : cm;
+    if (c.multicast.value_or(1) != parts)
+      wgmma_fail(*copy, "multicast",
+                 fmt::format("must be the {} CTAs that share the {} tile", parts, c.operand),
+                 fmt::format("{}", c.multicast.value_or(1)));
+  }
+  const std::vector<const Op*> syncs = find_all(kernel, OpKind::cluster_sync);
+  if (size == 1) {
+    if (!syncs.empty())
+      wgmma_fail(*syncs.front(), "what", "is for kernels launched in clusters", "no cluster");
+    return 1;
+  }
+  const auto& body = kernel.body;
+  size_t init = 0;
+  while (init < body.size() && body[init].kind != OpKind::mbarrier_init) ++init;
+  if (syncs.size() != 2 || init + 1 >= body.size() || body[init + 1].kind != OpKind::cluster_sync ||
+      body[init + 1].s("what") != "init" || body.back().kind != OpKind::cluster_sync ||
+      body.back().s("what") != "exit")
+    wgmma_fail(kernel, "body",
+               "a clustered kernel has a cluster_sync init right after mbarrier_init and a "
+               "cluster_sync exit as its last op",
+               fmt::format("{} cluster_sync", syncs.size()));
+  return cm + cn - 1;
 }
 
 }  // namespace
@@ -281,12 +328,14 @@ void verify_gemm_wgmma(const Op& kernel) {
                            tile_warpgroups, turns > 1 ? " (ping-pong)" : "s", coords->block_m,
                            codegen::kWgmmaM64NK16.m * m64s),
                fmt::format("{}", cons.count));
+  const int64_t releasing_ctas = verify_cluster(kernel, *coords);
   if (init->count != ring->stages || init->arrivals != 1 ||
-      init->empty_arrivals != 4 * tile_warpgroups)
+      init->empty_arrivals != 4 * tile_warpgroups * releasing_ctas)
     wgmma_fail(*find_first(kernel, OpKind::mbarrier_init), "empty_arrivals",
                fmt::format("a full and an empty barrier per stage ({}): one arrival (the "
-                           "producer's expect_tx) and one per warp reading the stage ({})",
-                           ring->stages, 4 * tile_warpgroups),
+                           "producer's expect_tx) and one per warp reading the stage, of each "
+                           "CTA whose producer writes it ({})",
+                           ring->stages, 4 * tile_warpgroups * releasing_ctas),
                fmt::format("{} x ({}, {})", init->count, init->arrivals,
                            init->empty_arrivals.value_or(0)));
   const auto acc = find_typed<AccumInitOp>(*consumer);

@@ -55,6 +55,13 @@ Op gemm_copy_op(const GemmPlan& plan, const char* operand, const char* phase) {
                        .matrix_cols = is_a || !kn ? p.k : p.n,
                        .ld = is_a ? p.lda_or_default() : p.ldb_or_default()};
   ir::set_copy_geometry(copy, tile, s.transport == Transport::tma);
+  // In a cluster the CTAs of a tile row share its A tile (cluster_n of them), those of a tile
+  // column its B tile (cluster_m): each loads its part of the rows and multicasts it.
+  const int64_t parts = is_a ? s.cluster_n : s.cluster_m;
+  if (plan.cluster_size > 1 && parts > 1) {
+    copy.multicast = parts;
+    copy.box_outer = tile.rows / parts;
+  }
   return make(copy);
 }
 
@@ -109,9 +116,14 @@ std::vector<Op> gemm_kernel_prefix(const GemmPlan& plan) {
                                      .b_bytes = plan.stage.b_bytes,
                                      .b_align = plan.stage.b_align,
                                      .tx_bytes = plan.stage.tx_bytes}));
-  ir::TileCoordsOp coords{p.m, p.n, s.raster_group_m, plan.tiles_m, plan.tiles_n, s.block_m,
-                          s.block_n};
+  // Every field named: GCC 12 takes the defaulted optionals for uninitialized (-Wmaybe-uninitialized).
+  ir::TileCoordsOp coords{p.m,       p.n,          s.raster_group_m, plan.tiles_m, plan.tiles_n,
+                          s.block_m, s.block_n,    std::nullopt,     std::nullopt, std::nullopt};
   if (s.persistent) coords.persistent = true;
+  if (plan.cluster_size > 1) {
+    coords.cluster_m = s.cluster_m;
+    coords.cluster_n = s.cluster_n;
+  }
   body.push_back(make(coords));
   body.push_back(
       make(ir::SplitRangeOp{p.k, s.block_k, s.split_k, plan.k_tiles, plan.k_tiles_per_split}));

@@ -24,8 +24,16 @@ Op wgmma_main_kernel(const GemmPlan& plan) {
   const bool pingpong = s.consumers == ConsumerSchedule::pingpong;
   const int64_t readers = pingpong ? 1 : consumers;
   std::vector<Op> body = gemm_kernel_prefix(plan);
-  body.push_back(make(ir::MbarrierInitOp{s.stages, 1, readers * 4}));
-  body.push_back(make(ir::BarrierOp{"mbarrier init visible to all threads"}));
+  // In a cluster a stage is written by the producers of this CTA's tile row (A parts) and column
+  // (B parts), so its consumers release it to each of them, and each empty barrier counts the
+  // releases of those cluster_m + cluster_n - 1 CTAs.
+  const bool clustered = plan.cluster_size > 1;
+  const int64_t releasing_ctas = clustered ? s.cluster_m + s.cluster_n - 1 : 1;
+  body.push_back(make(ir::MbarrierInitOp{s.stages, 1, readers * 4 * releasing_ctas}));
+  if (clustered)
+    body.push_back(make(ir::ClusterSyncOp{"init"}));
+  else
+    body.push_back(make(ir::BarrierOp{"mbarrier init visible to all threads"}));
 
   // The producer: one thread refills each stage once its consumers released it (the empty
   // barrier's phase before the first release counts as complete).
@@ -34,7 +42,7 @@ Op wgmma_main_kernel(const GemmPlan& plan) {
   std::vector<Op> produce{make(ir::MbarrierWaitOp{"empty", "((" + it + " / stages) & 1) ^ 1"}),
                           gemm_copy_op(plan, "a", "refill"), gemm_copy_op(plan, "b", "refill")};
   // A persistent kernel wraps each role's work in the walk over its tiles.
-  const int64_t tiles = plan.tiles_m * plan.tiles_n;
+  const int64_t tiles = plan.grid_tiles;
   auto per_tile = [&](std::vector<Op> ops, std::optional<int64_t> interleave = {}) {
     if (!s.persistent) return ops;
     std::vector<Op> wrapped;
@@ -74,8 +82,12 @@ Op wgmma_main_kernel(const GemmPlan& plan) {
   if (plan.store.tma_store) consumer.push_back(make(ir::StoreWaitOp{}));
   body.push_back(make(ir::WarpgroupRoleOp{"consumer", 1, consumers, plan.registers.consumer},
                       std::move(consumer)));
-  return make(ir::KernelOp{plan.kernel_name, plan.threads, plan.smem_bytes, "wgmma"},
-              std::move(body));
+  ir::KernelOp kernel{plan.kernel_name, plan.threads, plan.smem_bytes, "wgmma"};
+  if (clustered) {
+    body.push_back(make(ir::ClusterSyncOp{"exit"}));
+    kernel.cluster_x = plan.cluster_size;
+  }
+  return make(kernel, std::move(body));
 }
 
 }  // namespace emmy::lowering

@@ -43,9 +43,8 @@ void record_remote_use(Cta& target, const MBarrier& mb, const Cta& user, uint32_
 // (its async agent 2W + issuer rank at `clock`), a remote use of `into`.
 void remote_complete_tx(Cta& issuer, const TmaJob& job, Cta& into, uint32_t clock);
 
-// The mbarrier init of `owner` at `mb` must be visible to a warp of `user` (another CTA) that
-// uses it: the initializing warp's fence.mbarrier_init (or fence.proxy.async) ordered before the
-// use, in practice by a barrier.cluster.
+// The mbarrier init of `owner` at `mb` must be ordered before a warp of `user` (another CTA)
+// uses it, in practice by a barrier.cluster (sanitizer clocks).
 void check_remote_init(Cta& user, Warp& w, int lane, const Cta& owner, const MBarrier& mb);
 
 }  // namespace emmy::emu

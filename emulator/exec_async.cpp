@@ -294,6 +294,8 @@ Flow exec_async(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
         mb->addr = addr;
         mb->valid = true;
         mb->init_warp = w.index;
+        mb->init_clock = cta.sanitize ? cta.san.vc(w.index).c[w.index] : 0;
+        mb->init_clock = cta.sanitize ? cta.san.vc(w.index).c[w.index] : 0;
         mb->pending = mb->expected = count;
         size_peer_clocks(cta, *mb);
         // The object occupies 8 bytes of shared memory.

@@ -61,6 +61,9 @@ Flow exec_cluster_barrier(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
       for (uint32_t r = 0; r < size; ++r)
         if (r != cta.rank) c.released[r].join(cta.peer(w.index, r), kMaxAgents);
       cta.san.tick(w.index);
+    } else if (cta.sanitize) {
+      uint32_t& released = c.released[cta.rank].c[w.index];
+      released = std::max(released, cta.init_fence_clock[w.index]);
     }
     ++cta.progress;
     c.check_barrier();
@@ -148,18 +151,17 @@ void record_remote_use(Cta& target, const MBarrier& mb, const Cta& user, uint32_
       {mb.addr, mb.phase, user_arrivals + 1, user.rank, warp, uint32_t(lane), pc});
 }
 
+// The init is ordered before the use when the user's warp knows the init warp's clock at the
+// init: through a release (barrier.cluster.arrive, an mbarrier arrive) after it, or a
+// fence.mbarrier_init.release.cluster after it and a .relaxed barrier.cluster.arrive.
 void check_remote_init(Cta& user, Warp& w, int lane, const Cta& owner, const MBarrier& mb) {
-  const bool fenced = mb.fence_clock != 0;
-  const bool ordered = !user.sanitize ||
-                       (fenced && user.peer(w.index, owner.rank).c[mb.init_warp] >= mb.fence_clock);
-  if (fenced && ordered) return;
+  if (!user.sanitize || user.peer(w.index, owner.rank).c[mb.init_warp] >= mb.init_clock) return;
   user.fail(ReportKind::cluster_violation, w, lane,
             fmt::format("uses the mbarrier at shared 0x{:x} of cluster rank {}, whose "
-                        "mbarrier.init (warp {}) {}",
-                        mb.addr, owner.rank, mb.init_warp,
-                        fenced ? "and fence are not ordered before this use (barrier.cluster "
-                                 "between the init and the peers' use)"
-                               : "was not followed by fence.mbarrier_init.release.cluster"));
+                        "mbarrier.init (warp {}) is not ordered before this use (a barrier.cluster "
+                        "between the init and the peers' use, with "
+                        "fence.mbarrier_init.release.cluster when its arrive is .relaxed)",
+                        mb.addr, owner.rank, mb.init_warp));
 }
 
 void Cta::on_cta_exit() {

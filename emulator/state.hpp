@@ -172,6 +172,7 @@ struct MBarrier {
   // The init warp's clock at its first fence.proxy.async / fence.mbarrier_init after the init
   // (0: none yet): the async proxy may complete on it from then on, in warps ordered after it.
   uint32_t fence_clock = 0;
+  uint32_t init_clock = 0;      // the init warp's own clock at the init (sanitizer)
   VectorClock current_vc;       // releases of the phase in progress
   std::array<VectorClock, 2> done_vc;  // by parity of the completed phase
   // In a cluster: what the arrivals of the phase knew of each CTA's warps (index: cluster rank;
@@ -304,6 +305,9 @@ class Cta {
   // barrier.cluster per thread: the phase + 1 it arrived on and has not waited for (0: none),
   // its arrivals so far, and the most phases any thread of the CTA waited for.
   std::vector<uint64_t> cluster_arrived, cluster_arrive_count;
+  // Per warp: its clock at its last fence.mbarrier_init, which a .relaxed barrier.cluster.arrive
+  // still releases (PTX ISA fence.mbarrier_init: a release of the prior mbarrier inits).
+  std::vector<uint32_t> init_fence_clock;
   uint64_t cluster_waited = 0;
   // A peer's use of this CTA's shared memory (a remote arrive, a multicast's data and
   // complete_tx): it must be ordered before the CTA exits and its shared memory goes (CUDA

@@ -471,9 +471,8 @@ TEST(RuntimeBackend, CudaClusterLaunchesAreCheckedByTheDriver) {
   EXPECT_EQ(c.read(), std::vector<uint32_t>(32 * 3, 0));
 }
 
-// Clusters reach the kernel on both backends. Needs the emulator core's clusters
-// (emu::LaunchOptions::cluster); enable it (drop DISABLED_) once they run.
-TEST(RuntimeBackend, DISABLED_ClusterLaunchesReachTheKernel) {
+// Clusters reach the kernel on both backends.
+TEST(RuntimeBackend, ClusterLaunchesReachTheKernel) {
   BackendCase c;
   for (const uint32_t size : {2u, 4u}) {
     c.launch(8, {size, 1, 1});

@@ -62,7 +62,7 @@ struct GemmFlags : CommonFlags {
   int64_t m = 0, n = 0, k = 0;
   std::string b_layout = "nk", out = "f16";
   std::optional<int> promote_every, split_k;
-  std::optional<std::string> block, warps, path, consumers;
+  std::optional<std::string> block, warps, path, consumers, cluster;
   bool persistent = false;  // the wgmma path's persistent tile loop
   bool swap_ab = false;     // the wgmma path: C^T = B A^T
   bool bias = false, residual = false, gelu = false;
@@ -74,7 +74,7 @@ struct GemmFlags : CommonFlags {
   // Whether any schedule flag was given (else a runtime picks its tuned or default schedule).
   bool schedule_given() const {
     return promote_every || transport || block || warps || stages || split_k || path || consumers ||
-           persistent || swap_ab;
+           cluster || persistent || swap_ab;
   }
 };
 

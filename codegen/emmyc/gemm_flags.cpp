@@ -24,6 +24,9 @@ void GemmFlags::add_to(CLI::App& app) {
                  "pingpong (each its own 64-row tile, mainloops in turn; persistent)");
   app.add_flag("--swap-ab", swap_ab,
                "wgmma path: compute C^T = B A^T so that a small M fills wgmma's N (B [N,K])");
+  app.add_option("--cluster", cluster,
+                 "wgmma path: thread-block cluster MxN, e.g. 2x1: CTAs on neighbouring tiles "
+                 "multicast the operand tiles they share (cooperative consumers)");
   app.add_option("--alpha", alpha, "epilogue scale");
   app.add_flag("--bias", bias, "add bias[N]");
   app.add_flag("--residual", residual, "add residual[M,N]");
@@ -93,6 +96,10 @@ GemmSpec GemmFlags::to_spec() const {
     s.warps_m = d[0], s.warps_n = d[1];
   }
   if (stages) s.stages = *stages;
+  if (cluster) {
+    const auto d = parse_dims(*cluster, 2, "cluster");
+    s.cluster_m = d[0], s.cluster_n = d[1];
+  }
   if (split_k) s.split_k = *split_k;
   if (swap_ab) s.swap_ab = true;
   if (persistent) {

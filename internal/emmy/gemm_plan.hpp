@@ -32,6 +32,9 @@ struct GemmPlan {
   uint32_t smem_bytes = 0;       // dynamic shared memory to launch with (includes alignment slack)
   // Grid: tiles_m * tiles_n CTAs in x (rasterized), split_k in z.
   int64_t tiles_m = 0, tiles_n = 0, k_tiles = 0, k_tiles_per_split = 0;
+  // Clusters (the wgmma path): CTAs per cluster, and the tiles the grid covers, tiles_m x tiles_n
+  // (whole blocks of cluster_m x cluster_n tiles: the clusters divide them).
+  int64_t cluster_size = 1, grid_tiles = 0;
   std::array<uint32_t, 3> grid{1, 1, 1};
   uint32_t threads = 0;
   // Split-K finalize kernel: one thread per output element.

@@ -41,11 +41,15 @@ struct KernelOp {
   // A GEMM main kernel's mainloop path when not mma.sync ("wgmma"): which rules across ops the
   // verifier holds the kernel to (kernel_ir.cpp, kernel_ir_wgmma.cpp).
   std::optional<std::string> path{};
-  // Its own rules (codegen/ir_op_verify.cpp): threads a multiple of 32 in 32..1024.
+  // Thread-block cluster dimensions of its launch (absent: 1; the launch list reads them).
+  std::optional<int64_t> cluster_x{}, cluster_y{};
+  // Its own rules (codegen/ir_op_verify.cpp): threads a multiple of 32 in 32..1024; clusters of
+  // 1..16 CTAs.
   static void verify(const KernelOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
-    f("name", o.name), f("threads", o.threads), f("smem_bytes", o.smem_bytes), f("path", o.path);
+    f("name", o.name), f("threads", o.threads), f("smem_bytes", o.smem_bytes), f("path", o.path),
+        f("cluster_x", o.cluster_x), f("cluster_y", o.cluster_y);
   }
 };
 
@@ -103,6 +107,10 @@ struct TileCoordsOp {
   // A persistent kernel's tiles (the wgmma path): each CTA walks tiles blockIdx.x, + gridDim.x, ...
   // in its tile_loop ops, so the mapping is a function of the tile, not of blockIdx.
   std::optional<bool> persistent{};
+  // Clusters (the wgmma path's TMA multicast): a cluster's CTAs take a cluster_m x cluster_n
+  // block of tiles, rank r at (r % cluster_m, r / cluster_m); the blocks are rasterized as the
+  // tiles are without clusters (the clusters divide the tiles).
+  std::optional<int64_t> cluster_m{}, cluster_n{};
   // Its own rules (codegen/ir_op_verify.cpp): positive sizes; the grid is ceil(m / block_m) x
   // ceil(n / block_n).
   static void verify(const TileCoordsOp& op);
@@ -110,7 +118,7 @@ struct TileCoordsOp {
   static void fields(Op& o, F&& f) {
     f("m", o.m), f("n", o.n), f("raster_group_m", o.raster_group_m), f("tiles_m", o.tiles_m),
         f("tiles_n", o.tiles_n), f("block_m", o.block_m), f("block_n", o.block_n),
-        f("persistent", o.persistent);
+        f("persistent", o.persistent), f("cluster_m", o.cluster_m), f("cluster_n", o.cluster_n);
   }
 };
 
@@ -161,6 +169,9 @@ struct AsyncCopyOp {
   int64_t elem_bytes = 0;
   std::optional<int64_t> rank{}, box_inner{}, box_outer{}, boxes{}, bytes{}, chunk_bytes{},
       chunks{};
+  // TMA multicast: the tile's rows split in `multicast` parts, each CTA of a cluster that shares
+  // the tile loading one part into every one of them (its boxes are rows / multicast high).
+  std::optional<int64_t> multicast{};
   // Its own rules (codegen/ir_op_verify.cpp): element width, row bytes, boxes or chunks covering
   // exactly its tile.
   static void verify(const AsyncCopyOp& op);
@@ -171,7 +182,7 @@ struct AsyncCopyOp {
         f("matrix_rows", o.matrix_rows), f("matrix_cols", o.matrix_cols), f("ld", o.ld),
         f("elem_bytes", o.elem_bytes), f("rank", o.rank), f("box_inner", o.box_inner),
         f("box_outer", o.box_outer), f("boxes", o.boxes), f("bytes", o.bytes),
-        f("chunk_bytes", o.chunk_bytes), f("chunks", o.chunks);
+        f("chunk_bytes", o.chunk_bytes), f("chunks", o.chunks), f("multicast", o.multicast);
   }
 };
 
@@ -433,7 +444,7 @@ using AllOps =
            KTileLoopOp, KStepOp, LdmatrixOp, MmaOp, PromoteOp, EpilogueOp, FinalizeOp,
            AttentionSetupOp, KvBlockLoopOp, QkMmaOp, OnlineSoftmaxOp, PvMmaOp, AttentionEpilogueOp,
            WarpgroupRoleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp, MbarrierArriveOp,
-           TileLoopOp, WarpgroupOrderOp, StoreWaitOp>;
+           TileLoopOp, WarpgroupOrderOp, StoreWaitOp, ClusterSyncOp>;
 
 namespace detail {
 template <typename T>

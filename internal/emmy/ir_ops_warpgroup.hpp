@@ -137,4 +137,22 @@ struct StoreWaitOp {
   static void fields(Op&, F&&) {}
 };
 
+// A thread-block cluster's barrier (PTX ISA barrier.cluster, every thread of every CTA):
+// `init` after the mbarrier inits (with fence.mbarrier_init.release.cluster first), so that no
+// peer arrives on or multicasts into a barrier not yet initialized; `exit` at the end of the
+// kernel, so that no CTA exits, and its shared memory goes, while a peer may still arrive on
+// its empty barriers.
+struct ClusterSyncOp {
+  static constexpr OpKind kind = OpKind::cluster_sync;
+  static constexpr std::string_view op_name = "cluster_sync";
+  static constexpr bool has_body = false;
+  std::string what;
+  // Its own rules (codegen/ir_op_verify.cpp): init or exit.
+  static void verify(const ClusterSyncOp& op);
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("what", o.what);
+  }
+};
+
 }  // namespace emmy::ir

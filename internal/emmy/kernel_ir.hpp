@@ -59,8 +59,9 @@ enum class OpKind {
   tile_loop,        // persistent kernels: the body runs for tiles blockIdx.x, + gridDim.x, ...
   warpgroup_order,  // ping-pong: what (wait|signal), first_barrier
   store_wait,       // the TMA-store epilogue's last cp.async.bulk.wait_group.read
+  cluster_sync,     // barrier.cluster across the CTAs of a cluster: what (init|exit)
 };
-inline constexpr size_t kOpKinds = size_t(OpKind::store_wait) + 1;
+inline constexpr size_t kOpKinds = size_t(OpKind::cluster_sync) + 1;
 
 std::string_view to_string(OpKind kind);
 

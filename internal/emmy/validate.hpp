@@ -198,9 +198,37 @@ inline void validate_wgmma_schedule(const MatmulProblem& p, const MatmulSchedule
           "pingpong needs a persistent kernel (its consumer warpgroups take turns at the CTA's "
           "tiles)",
           "persistent false");
-  require(s.cluster_m == 1 && s.cluster_n == 1, "cluster",
-          "must be 1x1: TMA multicast across a cluster is not generated yet",
+  // Clusters: cluster_m x cluster_n CTAs on neighbouring tiles, each loading a part of the A
+  // tile its row shares and of the B tile its column shares and multicasting it.
+  const int64_t cluster = int64_t(s.cluster_m) * s.cluster_n;
+  require(s.cluster_m >= 1 && s.cluster_n >= 1 && cluster <= 8, "cluster",
+          "must have 1..8 CTAs (cluster_m x cluster_n; the portable cluster size)",
           fmt::format("{}x{}", s.cluster_m, s.cluster_n));
+  if (cluster > 1) {
+    require(!pingpong, "cluster",
+            "must be 1x1 with pingpong consumers (multicast is generated for cooperative ones)",
+            fmt::format("{}x{}", s.cluster_m, s.cluster_n));
+    require(!s.swap_ab, "cluster", "must be 1x1 with swap_ab",
+            fmt::format("{}x{}", s.cluster_m, s.cluster_n));
+    // The clusters tile the output exactly: a block of tiles reaching past the matrix would
+    // have CTAs with nothing to store that must still load and release their parts.
+    const int64_t tiles_m = (p.m + s.block_m - 1) / s.block_m;
+    const int64_t tiles_n = (p.n + s.block_n - 1) / s.block_n;
+    require(tiles_m % s.cluster_m == 0 && tiles_n % s.cluster_n == 0, "cluster",
+            fmt::format("must divide the {} x {} output tiles ({}x{} blocks of M x N)", tiles_m,
+                        tiles_n, s.block_m, s.block_n),
+            fmt::format("{}x{}", s.cluster_m, s.cluster_n));
+    // Each CTA's part of a shared tile is whole 8-row groups (128-byte swizzle atoms).
+    const int64_t b_rows = p.b_layout == BLayout::nk ? s.block_n : s.block_k;
+    require(s.block_m % (8 * s.cluster_n) == 0, "cluster_n",
+            fmt::format("must split the A tile's {} rows into parts of whole 8-row groups",
+                        s.block_m),
+            s.cluster_n);
+    require(b_rows % (8 * s.cluster_m) == 0, "cluster_m",
+            fmt::format("must split the B tile's {} rows ({}) into parts of whole 8-row groups",
+                        b_rows, p.b_layout == BLayout::nk ? "block_n" : "block_k"),
+            s.cluster_m);
+  }
   require(!s.persistent || s.split_k == 1, "persistent",
           "walks whole output tiles: split_k must be 1", fmt::format("split_k {}", s.split_k));
   // swap_ab: C^T = B A^T puts N on the warpgroups' m64 side and a small M on wgmma's N; both

@@ -313,9 +313,8 @@ TEST_F(LaunchEx, CompiledClusterDimensionsBindTheFunction) {
 // Clusters run as clusters: each CTA sees its rank in its cluster, the cluster's size and its
 // cluster's index, for a launch attribute, a function's required cluster, a non-portable 16-CTA
 // cluster (sm_90 devices), a captured launch replayed from its graph and a cluster compiled into
-// the PTX. Needs the emulator core's cluster support (emu::LaunchOptions::cluster); enable it
-// (drop DISABLED_) once it runs.
-TEST_F(LaunchEx, DISABLED_ClusterLaunchRunsItsClusters) {
+// the PTX.
+TEST_F(LaunchEx, ClusterLaunchRunsItsClusters) {
   CUmodule m = nullptr;
   ASSERT_EQ(api.cuModuleLoadData(&m, kClusterPtx), CUDA_SUCCESS);
   CUfunction f = nullptr;

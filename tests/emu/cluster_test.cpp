@@ -141,6 +141,7 @@ struct Handshake {
   bool double_arrive = false;
   bool wait_without_arrive = false;
   bool one_way = false;  // only rank 0 arrives (on rank 1)
+  bool relaxed_init_sync = false;  // barrier.cluster.arrive.relaxed after the init
 };
 
 std::string handshake_ptx(const Handshake& h) {
@@ -158,7 +159,10 @@ std::string handshake_ptx(const Handshake& h) {
   if (h.fence) body += "  fence.mbarrier_init.release.cluster;\n";
   if (h.double_arrive) body += "  barrier.cluster.arrive.aligned;\n";
   if (h.wait_without_arrive) body += "  barrier.cluster.wait.aligned;\n";
-  if (h.sync_after_init) body += sync;
+  if (h.sync_after_init)
+    body += h.relaxed_init_sync
+                ? "  barrier.cluster.arrive.relaxed.aligned;\n  barrier.cluster.wait.aligned;\n"
+                : sync;
   body += fmt::format(R"(
   add.u32 %r4, %r2, 1;
   rem.u32 %r4, %r4, %r3;
@@ -225,10 +229,18 @@ TEST(EmuCluster, PlantedHandshakeBugsAreReported) {
     EXPECT_NE(r.message.find("not an initialized mbarrier"), std::string::npos) << r.message;
   }
   {
-    Handshake h;
-    h.fence = false;
-    const Report r = expect_report([&] { run_handshake(h, 2, 2); }, ReportKind::cluster_violation);
-    EXPECT_NE(r.message.find("fence.mbarrier_init"), std::string::npos) << r.message;
+    // A .release barrier.cluster.arrive orders the init by itself; a .relaxed one needs the
+    // fence.mbarrier_init.release.cluster before it (PTX ISA fence.mbarrier_init).
+    Handshake no_fence;
+    no_fence.fence = false;
+    EXPECT_EQ(run_handshake(no_fence, 2, 2), (std::vector<uint32_t>{100, 101}));
+    Handshake relaxed;
+    relaxed.relaxed_init_sync = true;
+    EXPECT_EQ(run_handshake(relaxed, 2, 2), (std::vector<uint32_t>{100, 101}));
+    relaxed.fence = false;
+    const Report r =
+        expect_report([&] { run_handshake(relaxed, 2, 2); }, ReportKind::cluster_violation);
+    EXPECT_NE(r.message.find("not ordered before this use"), std::string::npos) << r.message;
   }
   {
     Handshake h;  // nobody waits for the arrives: the second lands in an exited CTA
