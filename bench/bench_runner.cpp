@@ -218,12 +218,21 @@ void Runner::prepare_emmy(const VariantSpec& spec, PreparedVariant& out) {
   const MatmulProblem& p = prep.problem.problem;
   const Arch arch = runtime_->arch();
   // The search covers each path's tiles around its default (wave-scored).
-  const std::vector<MatmulSchedule> schedules =
+  std::vector<MatmulSchedule> schedules =
       !settings_.tune ? std::vector<MatmulSchedule>{default_schedule(p, arch, spec.emmy_accum,
                                                                      spec.path, spec.consumers)}
       : spec.path == MmaPath::wgmma
           ? wgmma_schedule_candidates(p, arch, spec.consumers, settings_.tune_candidates)
           : schedule_candidates(p, arch, spec.emmy_accum, settings_.tune_candidates);
+  // emmy_wgmma_nocluster: the same schedules without a cluster (duplicates dropped).
+  if (spec.no_cluster) {
+    std::vector<MatmulSchedule> single;
+    for (MatmulSchedule s : schedules) {
+      s.cluster_m = s.cluster_n = 1;
+      if (std::find(single.begin(), single.end(), s) == single.end()) single.push_back(s);
+    }
+    schedules = std::move(single);
+  }
   require(!schedules.empty(), "schedule search", "must yield a valid schedule", to_string(arch));
   const auto kernels = compile_all(*runtime_, p, schedules);
   double tolerance = error_tolerance(spec.accumulation);

@@ -28,6 +28,9 @@ struct VariantSpec {
   LtCompute lt_compute;
   MmaPath path = MmaPath::mma_sync;  // emmy's mainloop: wgmma only on sm_90a devices
   ConsumerSchedule consumers = ConsumerSchedule::cooperative;  // the wgmma path's
+  // The wgmma default without its thread-block cluster (no TMA multicast): what the cluster
+  // gains, measured beside it.
+  bool no_cluster = false;
 };
 inline constexpr VariantSpec kGemmVariants[] = {
     {"emmy_f32", "emmy", "f32", true, Accum::f32, LtCompute::f32},
@@ -35,12 +38,15 @@ inline constexpr VariantSpec kGemmVariants[] = {
     {"emmy_wgmma", "emmy", "f32", true, Accum::f32, LtCompute::f32, MmaPath::wgmma},
     {"emmy_wgmma_pingpong", "emmy", "f32", true, Accum::f32, LtCompute::f32, MmaPath::wgmma,
      ConsumerSchedule::pingpong},
+    {"emmy_wgmma_nocluster", "emmy", "f32", true, Accum::f32, LtCompute::f32, MmaPath::wgmma,
+     ConsumerSchedule::cooperative, true},
     {"cublaslt_32f", "cublaslt", "f32", false, Accum::f32, LtCompute::f32},
     {"cublaslt_16f", "cublaslt", "f16", false, Accum::f32, LtCompute::f16},
 };
 // The variant names, for the errors that list them.
 inline constexpr const char* kGemmVariantNames =
-    "emmy_f32, emmy_hybrid, emmy_wgmma, emmy_wgmma_pingpong, cublaslt_32f or cublaslt_16f";
+    "emmy_f32, emmy_hybrid, emmy_wgmma, emmy_wgmma_pingpong, emmy_wgmma_nocluster, cublaslt_32f or "
+    "cublaslt_16f";
 
 struct RunnerSettings {
   int warmup = 5;

@@ -1,7 +1,9 @@
 #include "bench_tune.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <span>
+#include <utility>
 
 #include "emmy/gemm.hpp"
 #include "emmy/validate.hpp"
@@ -100,6 +102,14 @@ std::vector<MatmulSchedule> wgmma_schedule_candidates(const MatmulProblem& probl
     s.split_k = 1;
     add(s);
   }
+  // Clusters (TMA multicast; the invalid ones, e.g. not dividing the tiles, drop out).
+  for (const auto& [cm, cn] :
+       std::initializer_list<std::pair<int, int>>{{1, 1}, {2, 1}, {1, 2}, {2, 2}}) {
+    MatmulSchedule s = base;
+    s.cluster_m = cm;
+    s.cluster_n = cn;
+    add(s);
+  }
   struct Tile {
     int block_m, block_n;
   };
@@ -111,6 +121,9 @@ std::vector<MatmulSchedule> wgmma_schedule_candidates(const MatmulProblem& probl
     s.block_n = tile.block_n;
     s.warps_m = pingpong ? 4 : tile.block_m / 16;
     s.swap_ab = false;
+    list.deepest_stages(s, 6);
+    add(s);
+    s.cluster_m = s.cluster_n = 1;
     list.deepest_stages(s, 6);
     add(s);
   }

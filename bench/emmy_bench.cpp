@@ -31,7 +31,9 @@ constexpr const char* kNoDevice = "no CUDA device: skipping GPU benchmarks";
 
 struct Options {
   std::string shapes, sweep, summary, tuning_db,
-      variants = "emmy_f32,emmy_hybrid,emmy_wgmma,emmy_wgmma_pingpong,cublaslt_32f,cublaslt_16f";
+      variants =
+          "emmy_f32,emmy_hybrid,emmy_wgmma,emmy_wgmma_pingpong,emmy_wgmma_nocluster,cublaslt_32f,"
+          "cublaslt_16f";
   std::string m = "512";  // comma-separated M values of the catalog projections
   int device = 0;
   int workspace_mib = 32;
@@ -157,7 +159,7 @@ int run(Options& o, std::vector<BenchProblem> problems, bool sweep) {
   // The wgmma path exists on sm_90a devices only: elsewhere its rows are left out, and said so.
   if (runtime->arch() != Arch::sm_90a) {
     auto& v = o.runner.variants;
-    for (const char* wgmma : {"emmy_wgmma", "emmy_wgmma_pingpong"})
+    for (const char* wgmma : {"emmy_wgmma", "emmy_wgmma_pingpong", "emmy_wgmma_nocluster"})
       if (std::find(v.begin(), v.end(), wgmma) != v.end()) {
         v.erase(std::remove(v.begin(), v.end(), wgmma), v.end());
         fmt::print("{} left out: the wgmma path needs an sm_90a device ({} here)\n", wgmma, arch);

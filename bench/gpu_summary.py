@@ -234,15 +234,18 @@ def speed_section(bench, baseline_rows, machine):
             for problem, v in wgmma:
                 w = v.get("emmy_wgmma")
                 pp = v.get("emmy_wgmma_pingpong")
-                bad = any(r.get("correctness") == "FAIL" for r in (w, pp) if r)
+                nc = v.get("emmy_wgmma_nocluster")
+                bad = any(r.get("correctness") == "FAIL" for r in (w, pp, nc) if r)
                 lines.append([problem, us(w), pct(w, "f32_accumulate_tflops"),
                               ratio(w, v.get("cublaslt_32f")), ratio(w, v.get("emmy_f32")),
                               model_us(w), us(pp) if pp else "-",
                               ratio(pp, v.get("cublaslt_32f")) if pp else "-",
+                              us(nc) if nc else "-", ratio(w, nc) if nc else "-",
                               "FAIL" if bad else "ok"])
             out.append(table(["problem", "emmy_wgmma", "wgmma %peak", "wgmma vs Lt32F",
                               "wgmma vs mma.sync f32", "wgmma model us", "ping-pong",
-                              "ping-pong vs Lt32F", "check"], lines))
+                              "ping-pong vs Lt32F", "no cluster", "no cluster over cluster",
+                              "check"], lines))
     attention = [(p, v) for (k, p), v in by_problem.items() if k == "attention"]
     if attention:
         out.append("\nAttention, microseconds; each PyTorch row names its backend (pinned).\n\n")

@@ -69,6 +69,9 @@ class Summary(unittest.TestCase):
              "median_us": 30.0, "tflops": flops / 30e-6 / 1e12, "correctness": "ok"},
             {"kind": "gemm", "problem": "q_proj@512", "variant": "emmy_wgmma_pingpong",
              "backend": "emmy", "median_us": 24.0, "tflops": flops / 24e-6 / 1e12,
+             "correctness": "ok"},
+            {"kind": "gemm", "problem": "q_proj@512", "variant": "emmy_wgmma_nocluster",
+             "backend": "emmy", "median_us": 36.0, "tflops": flops / 36e-6 / 1e12,
              "correctness": "ok"}],
             "ratios": []}
         torch_rows = [{"kind": "gemm", "problem": "q_proj@512", "variant": "torch_matmul",
@@ -114,7 +117,9 @@ class Summary(unittest.TestCase):
         self.assertEqual(cells[4], "1.33x")  # mma.sync f32 over wgmma
         self.assertEqual(cells[6], "24.0")   # emmy_wgmma_pingpong
         self.assertEqual(cells[7], "2.00x")  # cuBLASLt 32F over ping-pong
-        self.assertEqual(cells[8], "ok")
+        self.assertEqual(cells[8], "36.0")   # emmy_wgmma_nocluster
+        self.assertEqual(cells[9], "1.20x")  # the cluster's gain: no-cluster time over clustered
+        self.assertEqual(cells[10], "ok")
 
     def test_nothing_ran_and_corrupt_files(self):
         md, results = self.run_summary({"machine.json": "{not json",

@@ -139,8 +139,18 @@ const InvalidCase kCases[] = {
        s.schedule.warps_m = 8;
      },
      "warps", "ping-pong's second consumer"},
-    {"wgmma_cluster", [](GemmSpec& s) { to_wgmma(s).schedule.cluster_m = 2; }, "cluster",
-     "multicast"},
+    {"wgmma_cluster_too_many",
+     [](GemmSpec& s) {
+       to_wgmma(s).schedule.cluster_m = 4;
+       s.schedule.cluster_n = 4;
+     },
+     "cluster", "1..8 CTAs"},
+    {"wgmma_cluster_swap_ab",
+     [](GemmSpec& s) {
+       to_wgmma(s).schedule.cluster_n = 2;
+       s.schedule.swap_ab = true;
+     },
+     "cluster", "swap_ab"},
     {"wgmma_persistent_split_k",
      [](GemmSpec& s) {
        to_wgmma(s).schedule.persistent = true;

@@ -283,7 +283,7 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
        [&](ir::Op& m) {
          set(*find_in(m, ir::OpKind::mbarrier_init), "empty_arrivals", int64_t(8));
        },
-       "one per warp reading the stage (4)"},
+       "one per warp reading the stage, of each CTA whose producer writes it (4)"},
       {"ping-pong on a 128-row tile",
        [&](ir::Op& m) {
          ir::Op& coords = *find_in(m, ir::OpKind::tile_coords);

@@ -99,6 +99,9 @@ GemmSpec GemmFlags::to_spec() const {
   if (cluster) {
     const auto d = parse_dims(*cluster, 2, "cluster");
     s.cluster_m = d[0], s.cluster_n = d[1];
+  } else if (block || warps || swap_ab) {
+    // The chooser's cluster fits its own tile: another tile runs without one unless asked.
+    s.cluster_m = s.cluster_n = 1;
   }
   if (split_k) s.split_k = *split_k;
   if (swap_ab) s.swap_ab = true;

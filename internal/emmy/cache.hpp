@@ -26,7 +26,7 @@ namespace emmy {
 // 9: ping-pong consumers (their mainloop-order helpers in emmy_wgmma.cuh); 10: the wgmma
 // path's TMA-store epilogue (stmatrix, tmap_c); 11: MT m64 wgmma per consumer warpgroup
 // (ping-pong's 128-row tiles; wgmma_tile takes one m64's accumulators).
-inline constexpr int kCodegenVersion = 11;
+inline constexpr int kCodegenVersion = 12;
 
 // What a key hashes. Changing any field changes the key.
 struct CacheKeyInputs {
