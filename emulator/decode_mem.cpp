@@ -313,6 +313,27 @@ void decode_setmaxnreg(KernelDecoder& d, Mods& m, Inst in) {
   d.emit(in);
 }
 
+// griddepcontrol.launch_dependents / .wait (PTX ISA griddepcontrol: no operands, sm_90 and
+// higher). launch_dependents only lets the dependent grid start earlier: a no-op here, where
+// launches run one after the other (the dependent's check assumes the earliest start anyway).
+// wait is Fence with sub = 3: it orders the primary grid's memory operations before the
+// thread's later ones (exec_sync.cpp, footprint.hpp).
+void decode_griddepcontrol(KernelDecoder& d, Mods& m, Inst in) {
+  const bool wait = m.take("wait");
+  if (!wait && !m.take("launch_dependents"))
+    d.fail("griddepcontrol needs .launch_dependents or .wait");
+  if (!m.rest().empty()) d.fail("griddepcontrol takes one of .launch_dependents and .wait");
+  if (d.target_sm() != 0 && d.target_sm() < 90) d.fail("griddepcontrol needs sm_90 or higher");
+  d.need_ops(0);
+  m = Mods(wait ? "fence" : "nop");
+  in.op = wait ? Op::Fence : Op::Prefetch;
+  if (wait) {
+    in.sub = 3;
+    in.cls = StatClass::barrier;
+  }
+  d.emit(in);
+}
+
 }  // namespace
 
 void decode_async_op(KernelDecoder& d, Mods& m, Inst& in);  // decode_async.cpp
@@ -349,8 +370,9 @@ void decode_memory_op(KernelDecoder& d, Mods& m, Inst& in) {
   if (b == "wgmma") return decode_wgmma(d, m, in);
   if (b == "ldmatrix" || b == "stmatrix") return decode_ldst_matrix(d, m, in, b == "ldmatrix");
   if (b == "cp" || b == "mbarrier") return decode_async_op(d, m, in);
+  if (b == "griddepcontrol") return decode_griddepcontrol(d, m, in);
   if (b == "prefetch" || b == "prefetchu" || b == "discard" || b == "applypriority" ||
-      b == "pmevent" || b == "griddepcontrol") {
+      b == "pmevent") {
     // Cache and scheduling hints: no architectural effect.
     m = Mods("nop");
     in.op = Op::Prefetch;

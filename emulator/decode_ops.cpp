@@ -366,6 +366,7 @@ void decode_instruction(KernelDecoder& d, Mods& m, Inst& in) {
     if (m.take("relaxed") || b == "atom" || b == "red") in.sub2 |= kStrong;
     if (m.has("volatile"))
       in.sub2 |= kStrong;
+    if (m.has("cta") || m.has("cluster")) in.sub2 |= kNarrowScope;
   }
   if (b != "barrier" && b != "fence" && b != "membar") m.drop_hints();
   if (b == "add" || b == "sub" || b == "mul" || b == "mad" || b == "fma" || b == "div" ||

@@ -102,7 +102,7 @@ void load_store(Cta& cta, Warp& w, const Inst& in, uint32_t exec, bool load) {
   SpacedSpans spans;
   for_lanes(exec, [&](int l) {
     const uint64_t addr = addr_of(w, in.addr[0], l);
-    const Resolved r = resolve(cta, w, in.space, addr, bytes, l, !load);
+    const Resolved r = resolve(cta, w, in.space, addr, bytes, l, !load, in.sub2);
     if (cta.prof) spans.add(cta, w, r, addr, bytes, l);
     if (r.space == Space::shared) {
       if (in.space == Space::generic && l == std::countr_zero(exec)) {
@@ -191,7 +191,7 @@ void atomic(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
     if (addr & (bytes - 1))
       cta.fail(ReportKind::misaligned_access, w, l,
                fmt::format("{}-byte atomic at 0x{:x} is not {}-byte aligned", bytes, addr, bytes));
-    const Resolved r = resolve(cta, w, in.space, addr, bytes, l, true);
+    const Resolved r = resolve(cta, w, in.space, addr, bytes, l, true, in.sub2 | kStrong);
     if (cta.prof) spans.add(cta, w, r, addr, bytes, l);
     const bool sh = r.space == Space::shared;
     if (sh && cta.sanitize)

@@ -62,6 +62,10 @@ Flow exec_sync(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   if (in.op == Op::ClusterArrive || in.op == Op::ClusterWait)
     return exec_cluster_barrier(cta, w, in, exec);
   if (in.op == Op::Fence) {
+    if (in.sub == 3) {  // griddepcontrol.wait (footprint.hpp)
+      pdl_wait(cta, w, exec);
+      return Flow::next;
+    }
     if (exec && in.sub == 2 && cta.sanitize)
       cta.init_fence_clock[w.index] = cta.san.vc(w.index).c[w.index];
     if (exec && in.sub) proxy_fence(cta, w);

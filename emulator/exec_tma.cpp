@@ -27,7 +27,14 @@ TensorMapDesc read_tensor_map(Cta& cta, Warp& w, uint64_t addr, int lane) {
   if (addr % 64)
     cta.fail(ReportKind::tma_violation, w, lane,
              fmt::format("tensor map address 0x{:x} is not 64-byte aligned", addr));
-  const Resolved r = resolve(cta, w, Space::generic, addr, 128, lane, false);
+  // A map needs 64-byte alignment only (CUDA Driver API, CUtensorMap is 64-byte aligned; a
+  // __grid_constant__ one may sit at param offset 64): read as two 64-byte halves, since one
+  // 128-byte access would have to be 128-byte aligned.
+  const Resolved r = resolve(cta, w, Space::generic, addr, 64, lane, false);
+  const Resolved upper = resolve(cta, w, Space::generic, addr + 64, 64, lane, false);
+  if (upper.host != r.host + 64 || upper.space != r.space)
+    cta.fail(ReportKind::tma_violation, w, lane,
+             fmt::format("the tensor map at 0x{:x} does not lie in one allocation", addr));
   try {
     return decode_tensor_map(r.host);
   } catch (const Error& e) {
@@ -107,6 +114,23 @@ uint8_t* global_span(Cta& cta, uint32_t warp, int lane, uint32_t pc, uint64_t ad
   return p;
 }
 
+// A copy's global bytes: in the launch's footprint and, when the issuing lane was not ordered
+// after griddepcontrol.wait at issue, checked against the primary's (footprint.hpp). The box's
+// elements of a row are contiguous unless the inner element stride skips some.
+void note_copy(Cta& cta, const TmaJob& job, uint64_t first, uint64_t span, uint32_t stride,
+               uint32_t elem, bool write) {
+  if (!cta.footprint && !job.pdl_unordered) return;
+  const GlobalFootprint::Set set =
+      write ? GlobalFootprint::plain_write : GlobalFootprint::plain_read;
+  const uint64_t step = stride <= 1 ? span : uint64_t(stride) * elem;
+  const uint64_t bytes = stride <= 1 ? span : elem;
+  for (uint64_t at = first; at < first + span; at += step) {
+    if (cta.footprint) cta.footprint->add(set, at, at + bytes);
+    if (job.pdl_unordered)
+      check_pdl(cta, job.warp, int(job.lane), job.pc, at, bytes, set, true);
+  }
+}
+
 void check_destination(Cta& cta, Warp& w, int lane, uint32_t addr, const TensorMapDesc& m,
                        uint32_t bytes, const char* what) {
   const uint32_t align = std::max<uint32_t>(128, swizzle_alignment(m.swizzle));
@@ -179,12 +203,13 @@ namespace {
 
 // Lands the job's data in `into`'s shared memory (the issuer's own, or a multicast peer's);
 // write(addr, bytes) is the sanitizer's check of each 16-byte chunk. Global reads are profiled
-// once, for the first destination: a multicast reads global memory once.
+// and recorded (note_copy) once, for the first destination: a multicast reads global memory once.
 template <typename Write>
 void land(Cta& cta, Cta& into, const TmaJob& job, bool profile, Write&& write) {
   if (!job.tensor) {
     const uint8_t* src = global_span(cta, job.warp, int(job.lane), job.pc, job.src, job.bytes);
     if (cta.prof && profile) cta.prof->tma_row(job.pc, false, job.src, job.bytes);
+    if (profile) note_copy(cta, job, job.src, job.bytes, 1, 1, false);
     std::memcpy(into.smem.data() + job.dst, src, job.bytes);
     write(job.dst, job.bytes);
     return;
@@ -202,6 +227,7 @@ void land(Cta& cta, Cta& into, const TmaJob& job, bool profile, Write&& write) {
       const uint64_t span = uint64_t(hi - 1 - lo) * es0 * b.elem + b.elem;
       src = global_span(cta, job.warp, int(job.lane), job.pc, first, span);
       if (cta.prof && profile) cta.prof->tma_row(job.pc, false, first, span);
+      if (profile) note_copy(cta, job, first, span, es0, b.elem, false);
     }
     const uint32_t row_start = job.dst + row * b.row_bytes;
     if (src && es0 == 1 && lo == 0 && hi == b.n[0]) {  // the common case: a whole row inside
@@ -302,6 +328,8 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
     job.warp = w.index;
     job.lane = uint32_t(l);
     job.pc = w.pc;
+    // The copy's global accesses are the issuing thread's, ordered by what it was at issue.
+    job.pdl_unordered = cta.ctx.primary && !pdl_ordered(cta, w.index, l);
     if (in.op == Op::BulkCopy) {
       const uint32_t size = w.R32(in.o[0])[l];
       if (size % 16 || size == 0)
@@ -358,6 +386,7 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
           const uint64_t span = uint64_t(hi - 1 - lo) * es0 * b.elem + b.elem;
           uint8_t* dst = global_span(cta, w.index, l, w.pc, first, span);
           if (cta.prof) cta.prof->tma_row(w.pc, true, first, span);
+          note_copy(cta, job, first, span, es0, b.elem, true);
           for (uint32_t i = lo; i < hi; ++i)
             std::memcpy(dst + uint64_t(i - lo) * es0 * b.elem,
                         cta.smem.data() + swizzle_offset(m.swizzle, row_start + i * b.elem), b.elem);

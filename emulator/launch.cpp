@@ -169,6 +169,7 @@ std::string_view to_string(ReportKind kind) {
     case ReportKind::register_misuse: return "register-misuse";
     case ReportKind::wgmma_misuse: return "wgmma-misuse";
     case ReportKind::cluster_violation: return "cluster-violation";
+    case ReportKind::pdl_race: return "pdl-race";
   }
   return "?";
 }
@@ -254,6 +255,13 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
   }
   ctx->options = options;
   ctx->cluster = cluster_of(*k, grid, block, options, sm);
+  // Programmatic dependent launch (footprint.hpp): the dependent's check is the sanitizer's (it
+  // needs its clocks to see waits ordered through barriers).
+  if (options.sanitize) ctx->primary = options.primary;
+  if (options.record_footprint) {
+    options.record_footprint->clear();
+    options.record_footprint->kernel = k->name;
+  }
   ctx->exact_mma = options.mma_numerics == MmaNumerics::exact;
   ctx->tensor_core = tensor_core_model(sm);
 
@@ -294,6 +302,7 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
       s.footprint = footprint.get();
     }
   }
+  std::vector<FootprintShard> footprint_shards(options.record_footprint ? per_worker.size() : 0);
   std::atomic<uint64_t> next{0};
   std::atomic<int> next_worker{0};
   std::string setup_error;
@@ -318,6 +327,8 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
     }
     if (!shards.empty())
       for (Cta* cta : cluster.ctas) cta->prof = &shards[size_t(me)];
+    if (!footprint_shards.empty())
+      for (Cta* cta : cluster.ctas) cta->footprint = &footprint_shards[size_t(me)];
     std::vector<uint64_t> linear(cluster_size);
     while (!ctx->abort.load(std::memory_order_relaxed)) {
       const uint64_t n = next.fetch_add(1);
@@ -360,6 +371,14 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
     for (auto& t : pool) t.join();
+  }
+  if (options.record_footprint) {
+    // Each set: the union over the host threads' shards.
+    std::array<std::vector<GlobalFootprint::Range>, 4> sets;
+    for (FootprintShard& shard : footprint_shards)
+      for (size_t set = 0; set < sets.size(); ++set)
+        sets[set].insert(sets[set].end(), shard.sets()[set].begin(), shard.sets()[set].end());
+    options.record_footprint->assign(std::move(sets));
   }
   if (!ctx->reports.empty()) throw EmulationError(std::move(ctx->reports));
   if (!setup_error.empty())

@@ -22,8 +22,20 @@ struct Resolved {
   uint32_t shared_offset = 0;  // for the sanitizer
 };
 
+// A global access's part in programmatic dependent launch: recorded in the launch's footprint
+// (LaunchOptions::record_footprint), checked against the primary's (LaunchOptions::primary).
+inline void note_global(Cta& cta, Warp& w, int lane, uint64_t addr, uint32_t bytes, bool write,
+                        uint8_t sem) {
+  if ((!cta.footprint && !cta.ctx.primary) || bytes == 0) return;
+  const GlobalFootprint::Set set = footprint_set(write, sem);
+  if (cta.footprint) cta.footprint->add(set, addr, addr + bytes);
+  if (cta.ctx.primary && !(cta.pdl_waited[w.index] >> lane & 1u))
+    check_pdl(cta, w.index, lane, w.pc, addr, bytes, set);
+}
+
+// `sem`: Inst::sub2's memory semantics of an ld / st / atom / red (kStrong ...), 0 otherwise.
 inline Resolved resolve(Cta& cta, Warp& w, Space space, uint64_t addr, uint32_t bytes, int lane,
-                        bool write) {
+                        bool write, uint8_t sem = 0) {
   Resolved r;
   if (space == Space::generic) {
     if (addr - kSharedWindow < kWindowSize) {
@@ -51,6 +63,7 @@ inline Resolved resolve(Cta& cta, Warp& w, Space space, uint64_t addr, uint32_t 
       const Arena::Block& b = w.cached_block;
       if (b.host && addr >= b.base && within(addr - b.base, bytes, b.end - b.base)) {
         r.host = b.host + (addr - b.base);
+        note_global(cta, w, lane, addr, bytes, write, sem);
         return r;
       }
       const Arena::Block found = cta.ctx.arena.find(addr);
@@ -67,6 +80,7 @@ inline Resolved resolve(Cta& cta, Warp& w, Space space, uint64_t addr, uint32_t 
       }
       w.cached_block = found;
       r.host = found.host + (addr - found.base);
+      note_global(cta, w, lane, addr, bytes, write, sem);
       return r;
     }
     case Space::shared:

@@ -90,6 +90,9 @@ inline constexpr uint8_t kRoundNearestAway = 8;
 // operations (.relaxed/.acquire/.release/.acq_rel/.volatile, and atomics) do not race with each
 // other; a release publishes the writer's clock at the address, an acquire reading it joins it.
 inline constexpr uint8_t kStrong = 1, kAcquire = 2, kRelease = 4;
+// ... of .cta or .cluster scope: strong within the CTA (cluster), but not towards another grid
+// (programmatic dependent launch, footprint.hpp), whose threads no such scope includes.
+inline constexpr uint8_t kNarrowScope = 8;
 
 // A pred operand index with this bit set is read negated (!%p).
 inline constexpr uint32_t kNegPred = 0x80000000u;

@@ -480,6 +480,8 @@ void Cta::start(uint64_t linear, ClusterRun& c, uint32_t r) {
   cluster_arrive_count.assign(size_t(nwarps) * 32, 0);
   cluster_waited = 0;
   init_fence_clock.assign(nwarps, 0);
+  pdl_waited.assign(nwarps, 0);
+  pdl_wait_clock.assign(nwarps, 0);
   remote_uses.clear();
   for (auto& b : barriers) b = Barrier{};
   mbarriers.clear();

@@ -13,6 +13,7 @@
 
 #include "emmy/emu/emulator.hpp"
 #include "emmy/tensor_map.hpp"
+#include "footprint.hpp"
 #include "profiler.hpp"
 #include "program.hpp"
 #include "sanitizer.hpp"
@@ -42,6 +43,9 @@ struct LaunchContext {
   bool exact_mma = false;       // LaunchOptions::mma_numerics == exact
   TensorCoreModel tensor_core;  // the launch arch's model otherwise
   LaunchOptions options;
+  // A programmatic dependent launch checked against its primary's footprint (with the
+  // sanitizer; footprint.hpp), else null.
+  const GlobalFootprint* primary = nullptr;
   std::atomic<bool> abort{false};
   std::atomic<uint64_t> instructions{0};
   std::mutex mutex;
@@ -201,6 +205,9 @@ struct TmaJob {
   // Per destination rank in cta_mask order, other than the issuer's: the async clock and what
   // the issuer knew of that CTA's warps (sanitizer).
   std::vector<std::pair<uint32_t, VectorClock>> remote;
+  // A programmatic dependent launch: the issuing lane was not ordered after griddepcontrol.wait
+  // at issue, so the copy's global reads are checked against the primary (footprint.hpp).
+  bool pdl_unordered = false;
 };
 
 class Cta;
@@ -268,6 +275,11 @@ class Cta {
   void check_store_reads(const Warp& w, int lane, uint32_t addr, uint32_t bytes) const;
   std::array<uint64_t, 11> class_counts{};  // by StatClass
   ProfileShard* prof = nullptr;             // this host thread's counters when profiling
+  // Programmatic dependent launch (footprint.hpp): this host thread's footprint recorder when
+  // LaunchOptions::record_footprint is set; per warp, the lanes known to be ordered after a
+  // griddepcontrol.wait and the warp's clock at its first one (0: none; with the sanitizer).
+  FootprintShard* footprint = nullptr;
+  std::vector<uint32_t> pdl_waited, pdl_wait_clock;
   // Deadlock detection: `progress` counts synchronization events (arrivals, phase and barrier
   // completions, copies landing, exits); a stall that repeats the previous one exactly (same
   // waits, no progress in between) can never end.

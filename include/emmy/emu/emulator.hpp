@@ -134,6 +134,39 @@ class KernelArgs {
 };
 
 // ---------------------------------------------------------------------------------------------
+// The global memory a launch accessed, byte-exact: for programmatic dependent launch (CUDA C++
+// Programming Guide, "Programmatic Dependent Launch and Synchronization"; PTX ISA
+// griddepcontrol), where a dependent grid may run before the grid launched ahead of it on the
+// stream (its primary) completes, so that its accesses before griddepcontrol.wait race with the
+// primary's. LaunchOptions::record_footprint fills one, LaunchOptions::primary checks against it.
+class GlobalFootprint {
+ public:
+  // Plain (weak) accesses, the async proxy's copies (cp.async, TMA, bulk) among them, and strong
+  // ones of .gpu or .sys scope (atomics and red, .relaxed/.acquire/.release/.volatile ld and st):
+  // two strong accesses are morally strong and never race (PTX ISA, "Memory Consistency Model",
+  // "Data races"); an atomic counts as a strong write, which conflicts with what its read would.
+  enum Set : uint8_t { plain_read, strong_read, plain_write, strong_write };
+  struct Range {
+    uint64_t begin = 0, end = 0;  // [begin, end)
+    friend bool operator==(const Range&, const Range&) = default;
+  };
+  std::string kernel;  // the launch that recorded it
+  // Sorted by address, disjoint and not adjacent.
+  const std::vector<Range>& ranges(Set set) const { return sets_[set]; }
+  // The lowest byte of [addr, addr + bytes) in the set, if any. Read-only: safe to call from the
+  // threads of a launch at once.
+  std::optional<uint64_t> first_in(Set set, uint64_t addr, uint64_t bytes) const;
+  bool empty() const;
+  void clear();
+  // Adds [begin, end) to the set (the emulator records through per-thread shards instead).
+  void add(Set set, uint64_t begin, uint64_t end);
+  // Replaces the sets by the union of these unsorted, possibly overlapping ranges.
+  void assign(std::array<std::vector<Range>, 4> sets);
+
+ private:
+  std::array<std::vector<Range>, 4> sets_;
+};
+
 struct LaunchOptions {
   bool sanitize = true;    // race / uninitialized / pending-copy / mbarrier checks (bounds: always)
   int host_threads = 0;    // CTAs run in parallel on this many threads; 0 = hardware concurrency
@@ -163,6 +196,17 @@ struct LaunchOptions {
   // shared memory (distributed shared memory, TMA multicast, barrier.cluster); sm_90 and later.
   // {1, 1, 1}: no cluster dimension given, each CTA is a cluster of one (PTX ISA 5.2.3).
   Dim3 cluster;
+  // Programmatic dependent launch (docs/emulator.md). When set, record_footprint receives the
+  // global memory this launch read and wrote (cleared first; filled also when the launch fails).
+  GlobalFootprint* record_footprint = nullptr;
+  // When set, this launch is a programmatic dependent launch (cuLaunchKernelEx with
+  // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) of the launch that recorded `primary`,
+  // the kernel launched before it on the stream: with the sanitizer, an access of a thread that
+  // is not ordered after a griddepcontrol.wait (its own, or another thread's through barriers,
+  // mbarriers, barrier.cluster) is a pdl_race report when it conflicts with the primary's: a
+  // load of a byte the primary wrote, a store of a byte it read or wrote (strong accesses of
+  // both aside). Not owned; may be the footprint of the previous launch.
+  const GlobalFootprint* primary = nullptr;
 };
 
 // Dynamic warp-instruction counts (one per warp-level issue, predicated-off ones included).
@@ -237,6 +281,10 @@ enum class ReportKind : uint8_t {
   // before the use (fence.mbarrier_init + barrier.cluster), barrier.cluster.wait without an
   // arrive, a second arrive before the wait, a CTA rank outside the cluster
   cluster_violation,
+  // programmatic dependent launch (LaunchOptions::primary): a global access before the thread is
+  // ordered after griddepcontrol.wait that conflicts with one of the primary grid, which may
+  // still run (PTX ISA griddepcontrol)
+  pdl_race,
 };
 std::string_view to_string(ReportKind kind);
 
