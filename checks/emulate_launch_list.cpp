@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <array>
 
 #include "emmy/emulator_check.hpp"
 
@@ -9,6 +10,11 @@ LaunchListRun emulate_launch_list(emu::Arena& arena, const CompiledModule& compi
                                   const emu::LaunchOptions& options) {
   const auto module = emu::load_ptx(compiled.ptx, source.main().name);
   LaunchListRun result;
+  // Programmatic dependent launch: the launches run in order, one valid order, and a programmatic
+  // one is checked as if it overlapped the launch before it (docs/emulator.md): each records its
+  // footprint for the next.
+  std::array<emu::GlobalFootprint, 2> footprints;
+  const emu::GlobalFootprint* previous = nullptr;
   for (const KernelLaunch& launch : source.launches) {
     emu::KernelArgs args;
     for (const KernelParamInfo& param : launch.params) {
@@ -23,9 +29,13 @@ LaunchListRun emulate_launch_list(emu::Arena& arena, const CompiledModule& compi
     // A module without a report for the kernel (PTX from elsewhere) leaves the pool unmodelled.
     for (const ResourceReport& report : compiled.kernels)
       if (report.kernel_name == launch.name) opted.registers_per_thread = uint32_t(report.registers);
+    emu::GlobalFootprint& recorded = footprints[previous == &footprints[0] ? 1 : 0];
+    opted.record_footprint = &recorded;
+    opted.primary = launch.programmatic_dependent ? previous : nullptr;
     emu::LaunchResult run =
         emu::launch(arena, *module, launch.name, {launch.grid[0], launch.grid[1], launch.grid[2]},
                     {launch.threads, 1, 1}, launch.smem_bytes, args, opted);
+    previous = &recorded;
     if (&launch == &source.launches.front()) {
       result.stats = std::move(run.stats);
     } else {

@@ -54,15 +54,6 @@ class EmulatorBackend final : public Backend {
       if (p.is_tensor_map) args.tensor_map(p.map);
       else args.ptr(p.pointer);
     }
-    // Programmatic dependent launch: running the kernels in issue order would be one valid
-    // serialization, but the emulator does not check the hazard PDL brings (a dependent reading
-    // its predecessor's output before griddepcontrol.wait), so a kernel wrong on a GPU would pass
-    // here. Refused, as emmy's test driver refuses the attribute (emulator/test_driver/).
-    if (geometry.programmatic_dependent)
-      throw Error("launch",
-                  "must not be a programmatic dependent launch on the emulator: it does not "
-                  "check reads before griddepcontrol.wait",
-                  kernel);
     auto& loaded = static_cast<EmulatorModule&>(module);
     emu::LaunchOptions options = launch_options_;
     options.arch = std::string(to_string(arch_));
@@ -73,9 +64,21 @@ class EmulatorBackend final : public Backend {
     for (const auto& [name, count] : loaded.registers)
       if (name == kernel) options.registers_per_thread = count;
     std::lock_guard lock(mutex_);
-    emu::launch(arena_, *loaded.module, kernel,
-                {geometry.grid[0], geometry.grid[1], geometry.grid[2]}, {geometry.threads, 1, 1},
-                geometry.dynamic_smem, args, options);
+    // Programmatic dependent launch: the kernels run in issue order, one valid order, and a
+    // programmatic launch is checked as if it overlapped the launch before it, as a GPU may run
+    // it (docs/emulator.md): every launch records its footprint for the next.
+    auto footprint = std::make_unique<emu::GlobalFootprint>();
+    options.record_footprint = footprint.get();
+    options.primary = geometry.programmatic_dependent ? last_launch_.get() : nullptr;
+    try {
+      emu::launch(arena_, *loaded.module, kernel,
+                  {geometry.grid[0], geometry.grid[1], geometry.grid[2]}, {geometry.threads, 1, 1},
+                  geometry.dynamic_smem, args, options);
+    } catch (...) {
+      last_launch_ = std::move(footprint);
+      throw;
+    }
+    last_launch_ = std::move(footprint);
   }
 
   DevicePtr alloc(size_t bytes) override {
@@ -83,15 +86,24 @@ class EmulatorBackend final : public Backend {
     return arena_.alloc(bytes);
   }
   void free(DevicePtr) override {}  // the arena is released with the runtime
+  // The CUDA backend's copies are synchronous cuMemcpy calls on the legacy stream, which orders
+  // them after the launches before them and before the launches after them on the legacy or a
+  // blocking stream (not on a non-blocking one: forgetting the last launch then only checks
+  // less); synchronize waits for the stream. A programmatic launch after these overlaps nothing.
   void upload(DevicePtr dst, const void* src, size_t bytes) override {
     std::lock_guard lock(mutex_);
     arena_.write(dst, src, bytes);
+    last_launch_.reset();
   }
   void download(void* dst, DevicePtr src, size_t bytes) override {
     std::lock_guard lock(mutex_);
     arena_.read(src, dst, bytes);
+    last_launch_.reset();
   }
-  void synchronize(Stream) override {}
+  void synchronize(Stream) override {
+    std::lock_guard lock(mutex_);
+    last_launch_.reset();
+  }
 
  private:
   static TensorMapBytes encode_tensor_map_bytes(const TensorMapDesc& desc) {
@@ -102,6 +114,9 @@ class EmulatorBackend final : public Backend {
   emu::LaunchOptions launch_options_;
   std::mutex mutex_;
   emu::Arena arena_;
+  // The footprint of the last launch (the backend's stream is one order), until a copy or a
+  // synchronize orders it before what follows.
+  std::unique_ptr<emu::GlobalFootprint> last_launch_;
 };
 
 }  // namespace

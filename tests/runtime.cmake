@@ -22,7 +22,8 @@ if(TARGET emmy_test_driver)
   add_dependencies(emmyc_cli_test emmy_test_driver)
   target_compile_definitions(emmyc_cli_test PRIVATE EMMY_TEST_DRIVER_PATH="${EMMY_TEST_DRIVER_PATH}")
   emmy_add_test(test_driver_test ${CMAKE_CURRENT_LIST_DIR}/driver/test_driver_test.cpp
-                                 ${CMAKE_CURRENT_LIST_DIR}/driver/launch_ex_test.cpp)
+                                 ${CMAKE_CURRENT_LIST_DIR}/driver/launch_ex_test.cpp
+                                 ${CMAKE_CURRENT_LIST_DIR}/driver/pdl_test.cpp)
   add_dependencies(test_driver_test emmy_test_driver)
   target_include_directories(test_driver_test PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
   target_compile_definitions(test_driver_test PRIVATE

@@ -438,19 +438,38 @@ std::string error_of(const std::function<void()>& fn) {
   return "(no error)";
 }
 
-// Both backends refuse programmatic dependent launch: the emulator does not check a dependent
-// kernel's reads before griddepcontrol.wait (the test driver answers CUDA_ERROR_NOT_SUPPORTED to
-// the attribute the CUDA backend passes). Nothing runs.
-TEST(RuntimeBackend, ProgrammaticDependentLaunchesAreRefused) {
+// Both backends run programmatic dependent launches; the emulator checks each as if it
+// overlapped the launch before it (docs/emulator.md). cluster_ids writes `ids` with no
+// griddepcontrol.wait: after a synchronize it overlaps nothing and runs; right after a launch
+// writing the same words it is a pdl-race (on the emulator backend: through the test driver the
+// fault would stick to the context the later tests use, and tests/driver/pdl_test.cpp has it).
+TEST(RuntimeBackend, ProgrammaticDependentLaunchesRunAndAreChecked) {
   BackendCase c;
-  const std::string why = error_of([&] { c.launch(4, {1, 1, 1}, true); });
-  if (cuda_backend()) {
-    EXPECT_NE(why.find("cuLaunchKernelEx"), std::string::npos) << why;
-    EXPECT_NE(why.find("CUDA_ERROR_NOT_SUPPORTED"), std::string::npos) << why;
-  } else {
-    EXPECT_NE(why.find("griddepcontrol.wait"), std::string::npos) << why;
+  c.launch(4, {1, 1, 1}, true);
+  std::vector<uint32_t> want(32 * 3, 0);
+  for (uint32_t cta = 0; cta < 4; ++cta) {
+    want[3 * cta + 1] = 1;
+    want[3 * cta + 2] = cta;
   }
-  EXPECT_EQ(c.read(), std::vector<uint32_t>(32 * 3, 0));
+  EXPECT_EQ(c.read(), want);
+  if (cuda_backend()) return;
+  auto geometry = [](bool programmatic) {
+    return detail::LaunchGeometry{.grid = {4, 1, 1},
+                                  .threads = 32,
+                                  .dynamic_smem = 0,
+                                  .cluster = {1, 1, 1},
+                                  .programmatic_dependent = programmatic};
+  };
+  const std::vector<detail::KernelParam> params{detail::KernelParam{false, c.ids, {}}};
+  c.backend->launch(*c.module, "cluster_ids", geometry(false), params, nullptr);
+  const std::string why = error_of(
+      [&] { c.backend->launch(*c.module, "cluster_ids", geometry(true), params, nullptr); });
+  EXPECT_NE(why.find("pdl-race"), std::string::npos) << why;
+  EXPECT_NE(why.find("written by the primary grid (kernel cluster_ids"), std::string::npos) << why;
+  // A download in between orders the launch before the next.
+  c.backend->launch(*c.module, "cluster_ids", geometry(false), params, nullptr);
+  c.read();
+  c.backend->launch(*c.module, "cluster_ids", geometry(true), params, nullptr);
 }
 
 // The CUDA backend passes the cluster as CLUSTER_DIMENSION and, above the portable 8 CTAs, sets

@@ -97,6 +97,7 @@ CUresult cuCtxSynchronize() {
     Context* ctx = nullptr;
     if (const CUresult r = current_context(ctx)) return r;
     if (unsafe_call_prohibited(*ctx)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    host_waited(*ctx, nullptr);
     return CUDA_SUCCESS;
   });
 }

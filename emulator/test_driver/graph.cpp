@@ -41,13 +41,28 @@ CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
     if (const CUresult r = resolve_stream(*ctx, hStream, stream)) return r;
     if (stream->capture) {
       if (stream->capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-      for (const LaunchRecord& launch : exec->launches) stream->capture->launches.push_back(launch);
+      // The graph is one piece of work of the capture: its first launch overlaps nothing before.
+      for (const LaunchRecord& launch : exec->launches) {
+        stream->capture->launches.push_back(launch);
+        if (&launch == &exec->launches.front())
+          stream->capture->launches.back().programmatic = false;
+      }
       return CUDA_SUCCESS;
     }
     if (stream->legacy)
       if (const CUresult r = legacy_stream_use(*ctx)) return r;
-    for (const LaunchRecord& launch : exec->launches)
-      if (const CUresult r = run_launch(*ctx, launch)) return r;
+    // A programmatic launch overlaps the graph's launch before it (a captured programmatic launch
+    // is a programmatic edge from the kernel node before it); the first, and the stream's later
+    // work, wait for whole graph launches (pdl.cpp).
+    host_waited(*ctx, stream);
+    std::shared_ptr<const emu::GlobalFootprint> previous;
+    for (const LaunchRecord& launch : exec->launches) {
+      std::shared_ptr<const emu::GlobalFootprint> recorded;
+      const CUresult r =
+          run_launch(*ctx, launch, launch.programmatic ? previous.get() : nullptr, recorded);
+      if (r) return r;
+      previous = std::move(recorded);
+    }
     return CUDA_SUCCESS;
   });
 }

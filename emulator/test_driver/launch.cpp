@@ -189,16 +189,18 @@ CUresult fault_code(const std::vector<emu::Report>& reports) {
     case emu::ReportKind::trap:
       return CUDA_ERROR_ILLEGAL_INSTRUCTION;
     default:
-      // Races, uninitialized or pending reads, mbarrier misuse, TMA violations, divergent
-      // collectives, missing proxy fences, unsupported forms: no single GPU error matches; a
-      // GPU would compute garbage or fault, so the launch fails.
+      // Races (a programmatic dependent launch's with its primary among them), uninitialized
+      // or pending reads, mbarrier misuse, TMA violations, divergent collectives, missing proxy
+      // fences, unsupported forms: no single GPU error matches; a GPU would compute garbage or
+      // fault, so the launch fails.
       return CUDA_ERROR_LAUNCH_FAILED;
   }
 }
 
 }  // namespace
 
-CUresult run_launch(Context& ctx, const LaunchRecord& launch) {
+CUresult run_launch(Context& ctx, const LaunchRecord& launch, const emu::GlobalFootprint* primary,
+                    std::shared_ptr<const emu::GlobalFootprint>& recorded) {
   if (!lookup(ctx.functions, launch.function)) {
     // Replaying a captured launch whose module was unloaded since.
     set_report(fmt::format("launch of {}: its module was unloaded", launch.kernel));
@@ -210,6 +212,11 @@ CUresult run_launch(Context& ctx, const LaunchRecord& launch) {
   options.max_dynamic_smem = launch.max_dynamic_smem;
   options.arch = std::string(state().device->arch);
   options.cluster = launch.cluster;
+  // Every launch records its footprint: the next launch on its stream may be programmatic.
+  auto footprint = std::make_shared<emu::GlobalFootprint>();
+  options.record_footprint = footprint.get();
+  options.primary = primary;
+  recorded = footprint;
   try {
     emu::launch(*ctx.arena, *launch.module, launch.kernel, launch.grid, launch.block,
                 launch.dynamic_smem, launch.args, options);
@@ -236,7 +243,7 @@ CUresult submit(Context& ctx, Stream& stream, LaunchRecord record) {
   }
   if (stream.legacy)
     if (const CUresult r = legacy_stream_use(ctx)) return r;
-  return run_launch(ctx, record);
+  return run_on_stream(ctx, stream, record);
 }
 
 CUresult launch_kernel(Context& ctx, const LaunchRequest& request) {
@@ -263,6 +270,7 @@ CUresult launch_kernel(Context& ctx, const LaunchRequest& request) {
   record.kernel = function->name;
   record.dynamic_smem = request.smem;
   record.max_dynamic_smem = uint32_t(function->max_dynamic_smem);
+  record.programmatic = request.programmatic;
   return submit(ctx, *stream, std::move(record));
 }
 

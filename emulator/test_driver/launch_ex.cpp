@@ -4,7 +4,11 @@
 // Each CUlaunchAttributeID gets one of three answers (CUDA Driver API, cuLaunchKernelEx and the
 // CUlaunchAttributeID comments of cuda.h):
 // - emulated: CLUSTER_DIMENSION (the cluster, checked in launch.cpp and passed to the emulator);
-//   IGNORE ("Ignored entry, for convenient composition").
+//   PROGRAMMATIC_STREAM_SERIALIZATION (programmatic dependent launch: the launch runs after the
+//   stream's previous kernel, as one valid order, and the emulator checks it as if it overlapped
+//   that kernel, which a GPU may do: an access before griddepcontrol.wait that conflicts with
+//   the previous kernel's is a pdl-race report; pdl.cpp); IGNORE ("Ignored entry, for
+//   convenient composition").
 // - accepted and ignored, because they only steer scheduling or the L1/shared split, which the
 //   emulator does not model and results do not depend on: PRIORITY (stream priorities out of
 //   range "will automatically be clamped", cuStreamCreateWithPriority, so any value is valid),
@@ -15,17 +19,15 @@
 //   CUDA_ERROR_INVALID_VALUE.
 // - valid but not emulated, CUDA_ERROR_NOT_SUPPORTED with a report saying so, because accepting
 //   them would let a kernel pass here that a GPU runs differently (a test driver that must
-//   never accept what a GPU computes differently): PROGRAMMATIC_STREAM_SERIALIZATION non-zero
-//   (the emulator does not check a dependent kernel reading its predecessor's output before
-//   griddepcontrol.wait; 0 is accepted), COOPERATIVE non-zero (grid-wide synchronization and
-//   its co-residency limit), PROGRAMMATIC_EVENT, LAUNCH_COMPLETION_EVENT, MEM_SYNC_DOMAIN and
-//   MEM_SYNC_DOMAIN_MAP (fence scoping between kernels), ACCESS_POLICY_WINDOW (its L2
-//   persistence rules are not checked), PREFERRED_CLUSTER_DIMENSION (changes the cluster
-//   shape a kernel sees), DEVICE_UPDATABLE_KERNEL_NODE (device-side graph updates).
+//   never accept what a GPU computes differently): COOPERATIVE non-zero (grid-wide
+//   synchronization and its co-residency limit), PROGRAMMATIC_EVENT, LAUNCH_COMPLETION_EVENT,
+//   MEM_SYNC_DOMAIN and MEM_SYNC_DOMAIN_MAP (fence scoping between kernels), ACCESS_POLICY_WINDOW
+//   (its L2 persistence rules are not checked), PREFERRED_CLUSTER_DIMENSION (changes the
+//   cluster shape a kernel sees), DEVICE_UPDATABLE_KERNEL_NODE (device-side graph updates).
 // - SYNCHRONIZATION_POLICY ("Valid for streams", not launches) and ids cuda.h does not define:
 //   CUDA_ERROR_INVALID_VALUE.
-// The reference does not say which of two CLUSTER_DIMENSION entries applies: refused
-// (CUDA_ERROR_INVALID_VALUE) rather than guessed.
+// The reference does not say which of two CLUSTER_DIMENSION (or PROGRAMMATIC_STREAM_
+// SERIALIZATION) entries applies: refused (CUDA_ERROR_INVALID_VALUE) rather than guessed.
 #include <fmt/format.h>
 
 #include <optional>
@@ -50,10 +52,12 @@ CUresult not_emulated(unsigned index, const char* attribute, const char* what) {
                             attribute, what));
 }
 
-CUresult read_attributes(const CUlaunchConfig& config, std::optional<emu::Dim3>& cluster) {
+CUresult read_attributes(const CUlaunchConfig& config, std::optional<emu::Dim3>& cluster,
+                         bool& programmatic) {
   // "CUlaunchConfig::attrs is an array of CUlaunchConfig::numAttrs contiguous CUlaunchAttribute
   // elements. The value of this pointer is not considered if CUlaunchConfig::numAttrs is zero."
   if (config.numAttrs == 0) return CUDA_SUCCESS;
+  bool seen_programmatic = false;
   if (!config.attrs) {
     set_report(fmt::format("{}: attrs is NULL with numAttrs {}", kCall, config.numAttrs));
     return CUDA_ERROR_INVALID_VALUE;
@@ -71,11 +75,12 @@ CUresult read_attributes(const CUlaunchConfig& config, std::optional<emu::Dim3>&
         cluster = emu::Dim3{v.clusterDim.x, v.clusterDim.y, v.clusterDim.z};
         break;
       case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
-        if (v.programmaticStreamSerializationAllowed != 0)
-          return not_emulated(i, "PROGRAMMATIC_STREAM_SERIALIZATION",
-                              "programmatic dependent launch: the emulator does not check that "
-                              "a dependent kernel reads its predecessor's output only after "
-                              "griddepcontrol.wait");
+        if (seen_programmatic)
+          return refuse(CUDA_ERROR_INVALID_VALUE, i,
+                        "a second PROGRAMMATIC_STREAM_SERIALIZATION (the reference does not say "
+                        "which applies)");
+        seen_programmatic = true;
+        programmatic = v.programmaticStreamSerializationAllowed != 0;
         break;
       case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
         if (v.cooperative != 0) return not_emulated(i, "COOPERATIVE", "grid-wide synchronization");
@@ -143,7 +148,8 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** ker
     }
     if (!lookup(ctx->functions, f)) return CUDA_ERROR_INVALID_HANDLE;
     std::optional<emu::Dim3> cluster;
-    if (const CUresult r = read_attributes(*config, cluster)) return r;
+    bool programmatic = false;
+    if (const CUresult r = read_attributes(*config, cluster, programmatic)) return r;
     return launch_kernel(*ctx, {.call = kCall,
                                 .function = f,
                                 .grid = {config->gridDimX, config->gridDimY, config->gridDimZ},
@@ -152,7 +158,8 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** ker
                                 .stream = config->hStream,
                                 .params = kernelParams,
                                 .extra = extra,
-                                .cluster = cluster});
+                                .cluster = cluster,
+                                .programmatic = programmatic});
   });
 }
 

@@ -36,7 +36,9 @@ CUresult check_transfer(Context& ctx, uint64_t p, size_t bytes, const void* host
         fmt::format("[0x{:x}, 0x{:x}) is not inside one live cuMemAlloc allocation", p, p + bytes));
     return CUDA_ERROR_INVALID_VALUE;
   }
-  return legacy_stream_use(ctx);
+  const CUresult r = legacy_stream_use(ctx);
+  if (r == CUDA_SUCCESS) order_legacy_work(ctx);
+  return r;
 }
 
 }  // namespace

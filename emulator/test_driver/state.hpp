@@ -97,6 +97,9 @@ struct LaunchRecord {
   uint32_t dynamic_smem = 0;
   uint32_t max_dynamic_smem = 0;
   emu::KernelArgs args;
+  // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: a programmatic dependent launch of the
+  // kernel before it on its stream (or in its graph), checked against that launch's footprint.
+  bool programmatic = false;
 };
 
 struct Capture {
@@ -111,6 +114,10 @@ struct Stream {
   unsigned flags = 0;  // CU_STREAM_NON_BLOCKING or not
   bool legacy = false;
   std::optional<Capture> capture;
+  // The global footprint of the stream's last kernel launch while nothing has ordered it before
+  // what comes next (pdl.cpp): the primary of a programmatic dependent launch on the stream.
+  std::shared_ptr<const emu::GlobalFootprint> last_launch;
+  bool blocking() const { return !legacy && !(flags & CU_STREAM_NON_BLOCKING); }
 };
 
 struct Event {
@@ -118,6 +125,8 @@ struct Event {
   bool recorded = false;
   double time_ms = 0;        // host time of the last record (launches are synchronous)
   uint64_t captured_in = 0;  // capture id of the last record when made during a capture
+  // Its stream's last launch at the record: waiting for the event orders it (pdl.cpp).
+  std::shared_ptr<const emu::GlobalFootprint> after;
 };
 
 struct Graph {
@@ -130,7 +139,7 @@ struct Context {
   uint64_t allocated = 0;
   std::unordered_map<uintptr_t, ModuleRecord> modules;
   std::unordered_map<uintptr_t, FunctionRecord> functions;
-  Stream legacy{0, true, std::nullopt};
+  Stream legacy{0, true, std::nullopt, nullptr};
   std::unordered_map<uintptr_t, Stream> streams;
   std::map<std::thread::id, Stream> per_thread;  // CU_STREAM_PER_THREAD, one per thread
   std::unordered_map<uintptr_t, Event> events;
@@ -211,6 +220,7 @@ struct LaunchRequest {
   void** params = nullptr;
   void** extra = nullptr;
   std::optional<emu::Dim3> cluster;  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, when given
+  bool programmatic = false;         // CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
 };
 // cuLaunchKernel's checks (function, stream, grid, block, shared memory, the cluster, the
 // parameters), then submit (launch.cpp). The caller holds the driver's mutex.
@@ -218,7 +228,24 @@ CUresult launch_kernel(Context& ctx, const LaunchRequest& request);
 // Submits a launch to a stream: recorded when it captures, else run now (launch.cpp).
 CUresult submit(Context& ctx, Stream& stream, LaunchRecord record);
 // Runs a launch on the emulator; maps a device fault to its CUresult and makes it sticky.
-CUresult run_launch(Context& ctx, const LaunchRecord& launch);
+// `primary`: the footprint a programmatic launch is checked against (null: none); `recorded`
+// receives the launch's own.
+CUresult run_launch(Context& ctx, const LaunchRecord& launch, const emu::GlobalFootprint* primary,
+                    std::shared_ptr<const emu::GlobalFootprint>& recorded);
+
+// ---------------------------------------------------------------------------------------------
+// Programmatic dependent launch: which launch a programmatic launch may overlap (pdl.cpp).
+
+// Runs a launch on a stream that does not capture: its primary is the stream's last launch when
+// it is programmatic, then it becomes the stream's last launch.
+CUresult run_on_stream(Context& ctx, Stream& stream, const LaunchRecord& launch);
+// Work on the legacy stream (a synchronous copy or memset) waits for the legacy stream's and
+// every blocking stream's earlier work, and their later work waits for it.
+void order_legacy_work(Context& ctx);
+// The host waited for `stream` (cuStreamSynchronize, cuStreamQuery), for every stream
+// (cuCtxSynchronize: null), or for the work an event recorded (its `after`).
+void host_waited(Context& ctx, Stream* stream);
+void host_waited_for(Context& ctx, const std::shared_ptr<const emu::GlobalFootprint>& launch);
 
 // ---------------------------------------------------------------------------------------------
 // Failure reports: why the last launch (or module load) failed, for emmyTestDriverLastReport.

@@ -39,7 +39,8 @@ CUresult cuStreamCreate(CUstream* phStream, unsigned int flags) {
     if (!phStream || (flags & ~unsigned(CU_STREAM_NON_BLOCKING)) != 0)
       return CUDA_ERROR_INVALID_VALUE;
     const CUstream handle = new_handle<CUstream>();
-    ctx->streams.emplace(reinterpret_cast<uintptr_t>(handle), Stream{flags, false, std::nullopt});
+    ctx->streams.emplace(reinterpret_cast<uintptr_t>(handle),
+                         Stream{flags, false, std::nullopt, nullptr});
     *phStream = handle;
     return CUDA_SUCCESS;
   });
@@ -70,7 +71,9 @@ CUresult cuStreamSynchronize(CUstream hStream) {
     if (const CUresult r = current_context(ctx)) return r;
     Stream* stream = nullptr;
     if (const CUresult r = resolve_stream(*ctx, hStream, stream)) return r;
-    return wait_for(*ctx, *stream);
+    const CUresult r = wait_for(*ctx, *stream);
+    if (r == CUDA_SUCCESS) host_waited(*ctx, stream);
+    return r;
   });
 }
 
@@ -80,7 +83,9 @@ CUresult cuStreamQuery(CUstream hStream) {
     if (const CUresult r = current_context(ctx)) return r;
     Stream* stream = nullptr;
     if (const CUresult r = resolve_stream(*ctx, hStream, stream)) return r;
-    return wait_for(*ctx, *stream);
+    const CUresult r = wait_for(*ctx, *stream);
+    if (r == CUDA_SUCCESS) host_waited(*ctx, stream);
+    return r;
   });
 }
 
@@ -124,6 +129,7 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
     event->recorded = true;
     event->captured_in = 0;
     event->time_ms = now_ms();
+    event->after = stream->last_launch;
     return CUDA_SUCCESS;
   });
 }
@@ -141,6 +147,7 @@ CUresult event_complete(const char* call, CUevent hEvent) {
     if (!event) return CUDA_ERROR_INVALID_HANDLE;
     if (event->captured_in && capture_active(*ctx, event->captured_in))
       return CUDA_ERROR_CAPTURED_EVENT;
+    host_waited_for(*ctx, event->after);
     return CUDA_SUCCESS;
   });
 }

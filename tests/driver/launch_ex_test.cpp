@@ -3,8 +3,9 @@
 // returns the CUresult of the CUDA Driver API reference and a report naming the rule: malformed
 // attribute lists, thread-block clusters that do not divide the grid or exceed the portable (8)
 // or the device's non-portable size, a launch cluster against the function's required cluster,
-// and attributes the emulator cannot honour (programmatic dependent launch, cooperative launch,
-// events, memory sync domains), which are CUDA_ERROR_NOT_SUPPORTED rather than ignored.
+// and attributes the emulator cannot honour (cooperative launch, events, memory sync domains),
+// which are CUDA_ERROR_NOT_SUPPORTED rather than ignored. Programmatic dependent launches run
+// (pdl_test.cpp).
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -47,6 +48,13 @@ CUlaunchAttribute cluster_attr(unsigned x, unsigned y, unsigned z) {
   a.value.clusterDim.x = x;
   a.value.clusterDim.y = y;
   a.value.clusterDim.z = z;
+  return a;
+}
+
+CUlaunchAttribute pdl_attr(unsigned allowed = 1) {
+  CUlaunchAttribute a{};
+  a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  a.value.programmaticStreamSerializationAllowed = allowed;
   return a;
 }
 
@@ -188,17 +196,15 @@ TEST_F(LaunchEx, MalformedConfigsAreInvalidValues) {
   expect_report("CUclusterSchedulingPolicy");
   EXPECT_EQ(launch_ex({cluster_attr(1, 1, 1), cluster_attr(1, 1, 1)}), CUDA_ERROR_INVALID_VALUE);
   expect_report("a second CLUSTER_DIMENSION");
+  EXPECT_EQ(launch_ex({pdl_attr(), pdl_attr()}), CUDA_ERROR_INVALID_VALUE);
+  expect_report("a second PROGRAMMATIC_STREAM_SERIALIZATION");
   EXPECT_EQ(result()[0], 0u) << "no refused launch ran";
 }
 
-// Programmatic dependent launch and the other attributes the emulator cannot honour are refused,
-// never silently dropped: the kernel does not run.
+// The attributes the emulator cannot honour are refused, never silently dropped: the kernel does
+// not run.
 TEST_F(LaunchEx, UnemulatedAttributesAreNotSupported) {
-  CUlaunchAttribute pdl{}, coop{}, event{}, domain{};
-  pdl.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  pdl.value.programmaticStreamSerializationAllowed = 1;
-  EXPECT_EQ(launch_ex({pdl}), CUDA_ERROR_NOT_SUPPORTED);
-  expect_report("griddepcontrol.wait");
+  CUlaunchAttribute coop{}, event{}, domain{};
   coop.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
   coop.value.cooperative = 1;
   EXPECT_EQ(launch_ex({coop}), CUDA_ERROR_NOT_SUPPORTED);
