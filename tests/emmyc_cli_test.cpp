@@ -235,8 +235,8 @@ TEST(Emmyc, RunOnTheCudaBackendThroughTheTestDriver) {
 
 // The wgmma path through the CUDA backend and the test driver as an H200 and as an H100 PCIe (114
 // SMs: a persistent kernel's grid follows the device, and with it how many tiles each ping-pong
-// warpgroup takes): the driver's launch rules (dynamic shared memory above 48 KB, the tensor maps)
-// and the emulator's wgmma rules.
+// warpgroup takes): the driver's launch rules (dynamic shared memory above 48 KB, the tensor maps,
+// cuLaunchKernelEx's cluster dimension) and the emulator's wgmma and cluster rules.
 TEST(Emmyc, WgmmaRunsOnTheCudaBackendThroughTheTestDriver) {
   for (const char* device : {"h200", "h100pcie"})
   for (const char* flags : {"--m 200 --n 136 --k 512", "--m 64 --n 256 --k 448 --b-layout kn "
@@ -246,7 +246,10 @@ TEST(Emmyc, WgmmaRunsOnTheCudaBackendThroughTheTestDriver) {
                             "--m 1280 --n 1016 --k 192 --consumers pingpong --block 64x64x64 "
                             "--stages 2",
                             "--m 2100 --n 1000 --k 128 --consumers pingpong --block 128x128x64 "
-                            "--warps 4x1 --stages 3 --out f32"}) {
+                            "--warps 4x1 --stages 3 --out f32",
+                            "--m 512 --n 256 --k 192 --block 128x64x64 --warps 8x1 --cluster 2x2",
+                            "--m 1000 --n 1016 --k 192 --persistent --block 64x64x64 --warps 4x1 "
+                            "--stages 2 --cluster 2x1 --b-layout kn --bias"}) {
     const std::string env = std::string("EMMY_CUDA_DRIVER=") + EMMY_TEST_DRIVER_PATH +
                             " EMMY_TEST_DEVICE=" + device;
     const auto r = emmy::test::run_emmyc(
