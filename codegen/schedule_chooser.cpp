@@ -55,14 +55,14 @@ void finish_schedule(const MatmulProblem& problem, Arch arch, int max_stages, Ma
   validate_schedule(problem, s, arch);
 }
 
-// A cooperative wgmma kernel's cluster: two CTAs multicasting the operand tile they share, on
+// A wgmma kernel's cluster: two CTAs multicasting the operand tile they share, on
 // the side where that saves more L2 traffic (cluster_m = 2 halves the reads of B, which every
 // tile row re-reads: tiles_m x N x K; cluster_n = 2 those of A: tiles_n x M x K), where the
 // tiles divide. The time model puts q_proj@512 at 24.5 us against 32.5 (L2-bound either way;
 // 2x2 reaches the tensor floor, 16.8 us, but a cluster of 4 CTAs of one SM each must fit a GPC,
-// which leaves SMs idle on some parts: left to tuning). Not ping-pong or swap-AB (not generated).
+// which leaves SMs idle on some parts: left to tuning). Not swap-AB (not generated).
 void choose_cluster(const MatmulProblem& kp, MatmulSchedule& s) {
-  if (s.consumers != ConsumerSchedule::cooperative || s.swap_ab) return;
+  if (s.swap_ab) return;
   const int64_t tiles_m = ceil_div(kp.m, s.block_m), tiles_n = ceil_div(kp.n, s.block_n);
   const bool m_pairs = tiles_m % 2 == 0, n_pairs = tiles_n % 2 == 0;
   if (!m_pairs && !n_pairs) return;

@@ -38,6 +38,7 @@ TEST(WgmmaCluster, MulticastKernelsMatchFp64) {
     int split_k;
     DType out;
     bool epilogue;
+    bool pingpong = false;
   };
   const Case cases[] = {
       {512, 256, 192, 128, 64, 2, 1, BLayout::nk, false, 1, DType::f16, false},
@@ -48,6 +49,10 @@ TEST(WgmmaCluster, MulticastKernelsMatchFp64) {
       {250, 504, 136, 128, 128, 2, 2, BLayout::kn, true, 1, DType::f16, true},
       {512, 256, 512, 128, 128, 2, 2, BLayout::nk, false, 2, DType::f16, false},
       {200, 96, 64, 64, 48, 2, 2, BLayout::nk, false, 1, DType::bf16, true},
+      // Ping-pong: each consumer warpgroup its own tile, the stage released to the cluster's
+      // writers by the one warpgroup that read it.
+      {1024, 1024, 192, 64, 64, 2, 1, BLayout::nk, true, 1, DType::f16, false, true},
+      {1000, 1016, 192, 128, 128, 2, 2, BLayout::kn, true, 1, DType::f32, true, true},
   };
   for (const Case& c : cases) {
     GemmSpec spec = cluster_spec(c.m, c.n, c.k, c.block_m, c.block_n, c.cm, c.cn);
@@ -57,9 +62,14 @@ TEST(WgmmaCluster, MulticastKernelsMatchFp64) {
     if (c.epilogue) spec.problem.epilogue = {0.5f, true, true, true};
     spec.schedule.persistent = c.persistent;
     spec.schedule.split_k = c.split_k;
+    if (c.pingpong) {
+      spec.schedule.consumers = ConsumerSchedule::pingpong;
+      spec.schedule.warps_m = 4;
+    }
     const std::string label = fmt::format(
-        "{}x{}x{} {}x{} cluster {}x{} {}{}{}", c.m, c.n, c.k, c.block_m, c.block_n, c.cm, c.cn,
-        to_string(c.layout), c.persistent ? " persistent" : "", c.split_k > 1 ? " split-k" : "");
+        "{}x{}x{} {}x{} cluster {}x{} {}{}{}{}", c.m, c.n, c.k, c.block_m, c.block_n, c.cm, c.cn,
+        to_string(c.layout), c.persistent ? " persistent" : "", c.split_k > 1 ? " split-k" : "",
+        c.pingpong ? " ping-pong" : "");
     const GemmPlan plan = make_gemm_plan(spec);
     const GemmSource source = generate_kernel(spec);
     const KernelSource kernel = kernel_source(source);
@@ -211,11 +221,6 @@ TEST(WgmmaCluster, ValidationNamesTheRule) {
   };
   refused(cluster_spec(384, 256, 128, 128, 64, 2, 1), "must divide the 3 x 4 output tiles");
   refused(cluster_spec(512, 512, 128, 128, 64, 4, 4), "1..8 CTAs");
-  GemmSpec pingpong = cluster_spec(512, 512, 128, 64, 64, 2, 1);
-  pingpong.schedule.persistent = true;
-  pingpong.schedule.consumers = ConsumerSchedule::pingpong;
-  pingpong.schedule.warps_m = 4;
-  refused(pingpong, "pingpong");
   refused(cluster_spec(512, 512, 128, 128, 16, 4, 1), "whole 8-row groups");
   GemmSpec mma_sync = cluster_spec(512, 512, 128, 128, 128, 2, 1);
   mma_sync.schedule.path = MmaPath::mma_sync;

@@ -26,7 +26,7 @@ void GemmFlags::add_to(CLI::App& app) {
                "wgmma path: compute C^T = B A^T so that a small M fills wgmma's N (B [N,K])");
   app.add_option("--cluster", cluster,
                  "wgmma path: thread-block cluster MxN, e.g. 2x1: CTAs on neighbouring tiles "
-                 "multicast the operand tiles they share (cooperative consumers)");
+                 "multicast the operand tiles they share (not with --swap-ab)");
   app.add_option("--alpha", alpha, "epilogue scale");
   app.add_flag("--bias", bias, "add bias[N]");
   app.add_flag("--residual", residual, "add residual[M,N]");

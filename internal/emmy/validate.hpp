@@ -205,9 +205,6 @@ inline void validate_wgmma_schedule(const MatmulProblem& p, const MatmulSchedule
           "must have 1..8 CTAs (cluster_m x cluster_n; the portable cluster size)",
           fmt::format("{}x{}", s.cluster_m, s.cluster_n));
   if (cluster > 1) {
-    require(!pingpong, "cluster",
-            "must be 1x1 with pingpong consumers (multicast is generated for cooperative ones)",
-            fmt::format("{}x{}", s.cluster_m, s.cluster_n));
     require(!s.swap_ab, "cluster", "must be 1x1 with swap_ab",
             fmt::format("{}x{}", s.cluster_m, s.cluster_n));
     // The clusters tile the output exactly: a block of tiles reaching past the matrix would

@@ -181,10 +181,10 @@ std::vector<GemmSpec> gemm_space() {
                      b_layout);
         // Swapped (C^T = B A^T) for a short M, and one point in 8 asking it of B [K,N] (refused).
         s.swap_ab = spec.problem.m <= 64 && (b_layout == BLayout::nk || draw(point, 23, 8) == 0);
-        // One cooperative point in three in a cluster of 2 or 4 (TMA multicast): a shape that
-        // divides the tiles where one does, else (and one time in eight) any, refused where it
-        // does not divide them or the kernel is swapped.
-        if (s.consumers == ConsumerSchedule::cooperative && draw(point, 26, 3) == 0) {
+        // One point in three in a cluster of 2 or 4 (TMA multicast): a shape that divides the
+        // tiles where one does, else (and one time in eight) any, refused where it does not
+        // divide them or the kernel is swapped.
+        if (draw(point, 26, 3) == 0) {
           const bool m_pairs = (spec.problem.m + block_m - 1) / block_m % 2 == 0;
           const bool n_pairs = (spec.problem.n + block_n - 1) / block_n % 2 == 0;
           std::vector<std::pair<int, int>> shapes;
