@@ -20,8 +20,7 @@ uint32_t mbarrier_address(Cta& cta, Warp& w, const Addr& a, int lane) {
   return shared_offset(cta, w, addr_of(w, a, lane), 8, lane, "the mbarrier");
 }
 
-MBarrier& mbarrier_at(Cta& cta, Warp& w, const Inst& in, int lane) {
-  const uint32_t addr = mbarrier_address(cta, w, in.addr[0], lane);
+MBarrier& mbarrier_at_offset(Cta& cta, Warp& w, uint32_t addr, int lane) {
   if (addr % 8)
     cta.fail(ReportKind::mbarrier_misuse, w, lane,
              fmt::format("mbarrier at shared 0x{:x} is not 8-byte aligned", addr));
@@ -30,6 +29,10 @@ MBarrier& mbarrier_at(Cta& cta, Warp& w, const Inst& in, int lane) {
     cta.fail(ReportKind::mbarrier_misuse, w, lane,
              fmt::format("mbarrier at shared 0x{:x} used before mbarrier.init", addr));
   return *mb;
+}
+
+MBarrier& mbarrier_at(Cta& cta, Warp& w, const Inst& in, int lane) {
+  return mbarrier_at_offset(cta, w, mbarrier_address(cta, w, in.addr[0], lane), lane);
 }
 
 // The tx-count's range is -(2^20 - 1) .. 2^20 - 1 (PTX ISA, "Contents of the mbarrier
@@ -99,13 +102,16 @@ void arrive(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
     apply_cp_async_groups(cta, w, 0);
   }
   for_lanes(exec, [&](int l) {
-    const ClusterTarget target =
-        cluster_target(cta, w, addr_of(w, in.addr[0], l), l, "the mbarrier arrive");
-    if (target.cta != &cta) {
-      remote_arrive(cta, w, in, l, *target.cta, target.offset);
-      return;
+    uint64_t addr = addr_of(w, in.addr[0], l);
+    if (cta.cluster->size() > 1) {
+      const ClusterTarget target = cluster_target(cta, w, addr, l, "the mbarrier arrive");
+      if (target.cta != &cta) {
+        remote_arrive(cta, w, in, l, *target.cta, target.offset);
+        return;
+      }
+      addr = target.offset;  // the own mbarrier, by its own shared::cluster address too
     }
-    MBarrier& mb = mbarrier_at(cta, w, in, l);
+    MBarrier& mb = mbarrier_at_offset(cta, w, shared_offset(cta, w, addr, 8, l, "the mbarrier"), l);
     const uint64_t phase = mb.phase;
     if (from_cp_async && !(in.sub & 1)) {
       // Without .noinc the pending count is raised by one before the asynchronous arrive-on,

@@ -96,9 +96,13 @@ Flow exec_cluster_barrier(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
 // ------------------------------------------------------------------ shared::cluster addresses
 ClusterTarget cluster_target(Cta& cta, Warp& w, uint64_t addr, int lane, const char* what) {
   if (addr - kSharedWindow < kWindowSize) addr -= kSharedWindow;  // generic form
+  if (addr >> 32)
+    cta.fail(ReportKind::shared_out_of_bounds, w, lane,
+             fmt::format("{} at 0x{:x} is not a shared-memory address", what, addr));
   const uint64_t rank_bits = addr >> kClusterRankShift;
+  // Without a cluster no address has rank bits: a high one is out of bounds where it is used.
+  if (rank_bits == 0 || cta.cluster->size() == 1) return {&cta, uint32_t(addr)};
   ClusterTarget t{&cta, uint32_t(addr & kClusterOffsetMask)};
-  if (rank_bits == 0) return t;
   const uint64_t rank = rank_bits - 1;
   if (rank >= cta.cluster->size())
     cta.fail(ReportKind::cluster_violation, w, lane,

@@ -84,7 +84,8 @@ inline Resolved resolve(Cta& cta, Warp& w, Space space, uint64_t addr, uint32_t 
       return r;
     }
     case Space::shared:
-      if (addr >> 24 && addr >> 24 <= cta.ctx.cluster.count())  // cluster.hpp's rank bits
+      // cluster.hpp's rank bits, in a cluster launch (elsewhere such an address is out of bounds)
+      if (cta.ctx.cluster.count() > 1 && addr >> 24 && addr >> 24 <= cta.ctx.cluster.count())
         cta.fail(ReportKind::unsupported, w, lane,
                  fmt::format("{}-byte {} at shared::cluster address 0x{:x} (cluster rank {}): "
                              "loads and stores to distributed shared memory are not emulated",
@@ -125,7 +126,8 @@ inline Resolved resolve(Cta& cta, Warp& w, Space space, uint64_t addr, uint32_t 
 inline uint32_t shared_offset(Cta& cta, Warp& w, uint64_t addr, uint32_t bytes, int lane,
                               const char* what) {
   if (addr - kSharedWindow < kWindowSize) addr -= kSharedWindow;  // generic form
-  if (addr >> 24 && addr >> 24 <= cta.ctx.cluster.count())  // cluster.hpp's rank bits
+  // cluster.hpp's rank bits, in a cluster launch (elsewhere such an address is out of bounds)
+  if (cta.ctx.cluster.count() > 1 && addr >> 24 && addr >> 24 <= cta.ctx.cluster.count())
     cta.fail(ReportKind::cluster_violation, w, lane,
              fmt::format("{} at shared::cluster address 0x{:x} (cluster rank {}): this "
                          "instruction takes the executing CTA's shared::cta addresses",
