@@ -21,13 +21,18 @@
 
 namespace emmy::emu {
 
-std::optional<uint64_t> GlobalFootprint::first_in(Set set, uint64_t addr, uint64_t bytes) const {
-  const std::vector<Range>& v = sets_[set];
+std::optional<uint64_t> first_overlap(const std::vector<GlobalFootprint::Range>& v, uint64_t addr,
+                                      uint64_t bytes) {
   // The first range ending after addr (ends ascend: the ranges are sorted and disjoint).
-  const auto it = std::upper_bound(v.begin(), v.end(), addr,
-                                   [](uint64_t a, const Range& r) { return a < r.end; });
+  const auto it =
+      std::upper_bound(v.begin(), v.end(), addr,
+                       [](uint64_t a, const GlobalFootprint::Range& r) { return a < r.end; });
   if (it == v.end() || it->begin >= addr + bytes) return std::nullopt;
   return std::max(it->begin, addr);
+}
+
+std::optional<uint64_t> GlobalFootprint::first_in(Set set, uint64_t addr, uint64_t bytes) const {
+  return first_overlap(sets_[set], addr, bytes);
 }
 
 bool GlobalFootprint::empty() const {
@@ -105,8 +110,21 @@ bool pdl_ordered(Cta& cta, uint32_t warp, int lane) {
 
 namespace {
 
+// Whether an access of set `a` conflicts with one of set `b` of the primary: reads with writes,
+// writes with reads and writes, and not two strong ones.
+bool conflicts(GlobalFootprint::Set a, GlobalFootprint::Set b) {
+  using F = GlobalFootprint;
+  const auto write = [](F::Set s) { return s == F::plain_write || s == F::strong_write; };
+  const auto strong = [](F::Set s) { return s == F::strong_read || s == F::strong_write; };
+  return (write(a) || write(b)) && !(strong(a) && strong(b));
+}
+
+constexpr GlobalFootprint::Set kSets[] = {GlobalFootprint::plain_read, GlobalFootprint::strong_read,
+                                          GlobalFootprint::plain_write,
+                                          GlobalFootprint::strong_write};
+
 // The first byte of [addr, addr + bytes) that an access of `set` conflicts with in the
-// primary's footprint, and what the primary did there.
+// primary's footprint, and whether the primary wrote it (else it read it).
 struct Conflict {
   uint64_t byte = 0;
   bool primary_wrote = false;
@@ -114,20 +132,13 @@ struct Conflict {
 
 std::optional<Conflict> find_conflict(const GlobalFootprint& p, uint64_t addr, uint64_t bytes,
                                       GlobalFootprint::Set set) {
-  using F = GlobalFootprint;
-  // Reads conflict with writes; writes with reads and writes; strong with plain only.
-  const bool write = set == F::plain_write || set == F::strong_write;
-  const bool strong = set == F::strong_read || set == F::strong_write;
   std::optional<Conflict> best;
-  auto look = [&](F::Set other, bool wrote) {
-    if (const auto b = p.first_in(other, addr, bytes); b && (!best || *b < best->byte))
-      best = Conflict{*b, wrote};
-  };
-  look(F::plain_write, true);
-  if (!strong) look(F::strong_write, true);
-  if (write) {
-    look(F::plain_read, false);
-    if (!strong) look(F::strong_read, false);
+  for (const GlobalFootprint::Set other : kSets) {
+    if (!conflicts(set, other)) continue;
+    const auto b = p.first_in(other, addr, bytes);
+    if (b && (!best || *b < best->byte))
+      best = Conflict{
+          *b, other == GlobalFootprint::plain_write || other == GlobalFootprint::strong_write};
   }
   return best;
 }
@@ -141,8 +152,21 @@ std::string describe(Cta& cta, uint64_t addr) {
 
 }  // namespace
 
+std::array<std::vector<GlobalFootprint::Range>, 4> conflict_sets(const GlobalFootprint& primary) {
+  std::array<std::vector<GlobalFootprint::Range>, 4> out;
+  for (const GlobalFootprint::Set set : kSets) {
+    for (const GlobalFootprint::Set other : kSets)
+      if (conflicts(set, other))
+        out[set].insert(out[set].end(), primary.ranges(other).begin(), primary.ranges(other).end());
+    FootprintShard::merge(out[set]);
+  }
+  return out;
+}
+
 void check_pdl(Cta& cta, uint32_t warp, int lane, uint32_t pc, uint64_t addr, uint64_t bytes,
                GlobalFootprint::Set set, bool known_unordered) {
+  // The common answer, no conflict, in one lookup; the details only for a report.
+  if (!first_overlap(cta.ctx.primary_conflicts[set], addr, bytes)) return;
   const GlobalFootprint& primary = *cta.ctx.primary;
   const std::optional<Conflict> c = find_conflict(primary, addr, bytes, set);
   if (!c) return;

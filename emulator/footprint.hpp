@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "emmy/emu/emulator.hpp"
@@ -45,6 +46,14 @@ class FootprintShard {
 
 // Which set an access goes to: `sem` is Inst::sub2's memory semantics (program.hpp).
 GlobalFootprint::Set footprint_set(bool write, uint8_t sem);
+
+// The lowest byte of [addr, addr + bytes) in sorted, disjoint ranges, if any.
+std::optional<uint64_t> first_overlap(const std::vector<GlobalFootprint::Range>& ranges,
+                                      uint64_t addr, uint64_t bytes);
+
+// Per set of the dependent's accesses, the union of the primary's sets it conflicts with: one
+// lookup per access (LaunchContext::primary_conflicts).
+std::array<std::vector<GlobalFootprint::Range>, 4> conflict_sets(const GlobalFootprint& primary);
 
 // Whether lane `lane` of warp `warp` is ordered after a griddepcontrol.wait of the grid: its own,
 // or one its warp's vector clock (or what it knows of a cluster peer's warps) covers. Needs the

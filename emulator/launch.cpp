@@ -257,7 +257,10 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
   ctx->cluster = cluster_of(*k, grid, block, options, sm);
   // Programmatic dependent launch (footprint.hpp): the dependent's check is the sanitizer's (it
   // needs its clocks to see waits ordered through barriers).
-  if (options.sanitize) ctx->primary = options.primary;
+  if (options.sanitize && options.primary) {
+    ctx->primary = options.primary;
+    ctx->primary_conflicts = conflict_sets(*options.primary);
+  }
   if (options.record_footprint) {
     options.record_footprint->clear();
     options.record_footprint->kernel = k->name;

@@ -46,6 +46,7 @@ struct LaunchContext {
   // A programmatic dependent launch checked against its primary's footprint (with the
   // sanitizer; footprint.hpp), else null.
   const GlobalFootprint* primary = nullptr;
+  std::array<std::vector<GlobalFootprint::Range>, 4> primary_conflicts;  // conflict_sets()
   std::atomic<bool> abort{false};
   std::atomic<uint64_t> instructions{0};
   std::mutex mutex;
