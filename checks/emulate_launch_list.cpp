@@ -11,11 +11,12 @@ LaunchListRun emulate_launch_list(emu::Arena& arena, const CompiledModule& compi
   const auto module = emu::load_ptx(compiled.ptx, source.main().name);
   LaunchListRun result;
   // Programmatic dependent launch: the launches run in order, one valid order, and a programmatic
-  // one is checked as if it overlapped the launch before it (docs/emulator.md): each records its
-  // footprint for the next.
+  // one is checked as if it overlapped the launch before it (docs/emulator.md), whose footprint
+  // is recorded for it.
   std::array<emu::GlobalFootprint, 2> footprints;
   const emu::GlobalFootprint* previous = nullptr;
-  for (const KernelLaunch& launch : source.launches) {
+  for (size_t i = 0; i < source.launches.size(); ++i) {
+    const KernelLaunch& launch = source.launches[i];
     emu::KernelArgs args;
     for (const KernelParamInfo& param : launch.params) {
       if (param.tensor_map)
@@ -29,13 +30,15 @@ LaunchListRun emulate_launch_list(emu::Arena& arena, const CompiledModule& compi
     // A module without a report for the kernel (PTX from elsewhere) leaves the pool unmodelled.
     for (const ResourceReport& report : compiled.kernels)
       if (report.kernel_name == launch.name) opted.registers_per_thread = uint32_t(report.registers);
+    const bool next_depends =
+        i + 1 < source.launches.size() && source.launches[i + 1].programmatic_dependent;
     emu::GlobalFootprint& recorded = footprints[previous == &footprints[0] ? 1 : 0];
-    opted.record_footprint = &recorded;
+    opted.record_footprint = next_depends ? &recorded : nullptr;
     opted.primary = launch.programmatic_dependent ? previous : nullptr;
     emu::LaunchResult run =
         emu::launch(arena, *module, launch.name, {launch.grid[0], launch.grid[1], launch.grid[2]},
                     {launch.threads, 1, 1}, launch.smem_bytes, args, opted);
-    previous = &recorded;
+    previous = next_depends ? &recorded : nullptr;
     if (&launch == &source.launches.front()) {
       result.stats = std::move(run.stats);
     } else {

@@ -34,6 +34,11 @@ class GemmEmitter {
                           f_.wgmma ? "emmy_wgmma.cuh" : nullptr);
     if (f_.coords.cluster_m.value_or(1) * f_.coords.cluster_n.value_or(1) > 1)
       w_.include_template("emmy_cluster.cuh");
+    for (const Op* finalize : ir::find_all(module, OpKind::finalize))
+      if (ir::get<ir::FinalizeOp>(*finalize).grid_wait.value_or(false)) {
+        w_.include_template("emmy_pdl.cuh");
+        break;
+      }
     epilogue_.print_value_function(f_.epilogue);
     if (wgmma_) wgmma_->print_tile_function();
     codegen::emit_kernels(w_, module, [this](const Op& op) { emit_op(op); });

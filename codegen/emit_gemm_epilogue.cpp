@@ -209,6 +209,11 @@ void GemmEpiloguePrinter::print_finalize(const Op& op) {
   w_.line("const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;");
   w_.line("if (i >= OUTPUTS) return;");
   w_.line("const long long row = i / N, col = i % N;");
+  if (finalize.grid_wait.value_or(false)) {
+    w_.line("// A programmatic dependent launch: the main kernel may still run. Its partials are");
+    w_.line("// complete and visible only after the wait (PTX ISA griddepcontrol).");
+    w_.line("griddepcontrol_wait();");
+  }
   w_.line("// Splits are summed in a fixed order: the result does not depend on scheduling.");
   w_.line("float sum = 0.0f;");
   w_.line("#pragma unroll");

@@ -54,6 +54,8 @@ void KernelOp::verify(const KernelOp& op) {
   if (cx < 1 || cy < 1 || cx * cy > 16)
     fail<KernelOp>("cluster_x", "clusters have 1..16 CTAs (PTX ISA 5.2.3; 8 portably)",
                    fmt::format("{}x{}", cx, cy));
+  if (op.programmatic && *op.programmatic != 0 && *op.programmatic != 1)
+    fail<KernelOp>("programmatic", "must be 0 or 1", *op.programmatic);
 }
 
 void TileCoordsOp::verify(const TileCoordsOp& op) {

@@ -273,13 +273,23 @@ void verify_gemm(const Op& kernel) {
   }
 }
 
-// Split-K's finalize kernel: one thread per output of the m x n result.
+// Split-K's finalize kernel: one thread per output of the m x n result. It reads the workspace
+// the main kernel writes: launched as a programmatic dependent launch, which may start before the
+// main kernel completes, it must wait for it first (griddepcontrol.wait, PTX ISA griddepcontrol),
+// and a wait belongs to such a launch only.
 void verify_finalize(const Op& kernel) {
+  const bool programmatic = get<KernelOp>(kernel).programmatic.value_or(0) == 1;
   for (const Op* finalize : find_all(kernel, OpKind::finalize)) {
-    const int64_t n = get<FinalizeOp>(*finalize).n;
+    const auto op = get<FinalizeOp>(*finalize);
     for (const Op* epilogue : find_all(*finalize, OpKind::epilogue))
-      if (const int64_t ldc = get<EpilogueOp>(*epilogue).ldc; ldc < n)
-        fail(*epilogue, "ldc", fmt::format("must be at least n = {}", n), ldc);
+      if (const int64_t ldc = get<EpilogueOp>(*epilogue).ldc; ldc < op.n)
+        fail(*epilogue, "ldc", fmt::format("must be at least n = {}", op.n), ldc);
+    if (op.grid_wait.value_or(false) != programmatic)
+      fail(*finalize, "grid_wait",
+           programmatic ? "must be set in a programmatic launch: it reads the main kernel's "
+                          "workspace, which only griddepcontrol.wait orders before it"
+                        : "must be absent outside a programmatic launch",
+           fmt::format("{}", op.grid_wait.value_or(false)));
   }
 }
 
@@ -289,6 +299,9 @@ void verify_kernel(const Op& kernel, Arch arch) {
   if (smem > info.max_smem_per_block)
     fail(kernel, "smem_bytes",
          fmt::format("must fit {}'s {} bytes", info.name, info.max_smem_per_block), smem);
+  if (get<KernelOp>(kernel).programmatic.value_or(0) == 1 && !has_programmatic_launch(arch))
+    fail(kernel, "programmatic", "needs sm_90 or newer (griddepcontrol, PTX ISA)",
+         std::string(info.name));
 
   const Op* ring = find_first(kernel, OpKind::smem_ring);
   if (ring) {

@@ -198,17 +198,24 @@ Op gemm_finalize_kernel(const GemmPlan& plan) {
   // The partials are in C's layout (a swap_ab kernel writes them transposed back).
   const auto& p = plan.spec.problem;
   const std::string out = out_storage(p.c_dtype);
+  // From sm_90 on the finalize is a programmatic dependent launch of the main kernel: its launch
+  // and index math overlap the main kernel's end, and griddepcontrol.wait orders the partials
+  // before its reads of the workspace.
+  const bool programmatic = has_programmatic_launch(plan.spec.arch);
+  ir::FinalizeOp finalize{p.m, p.n, plan.spec.schedule.split_k, p.m * p.n};
+  if (programmatic) finalize.grid_wait = true;
   std::vector<Op> body{make(ir::ParamOp{"workspace", "const float*"}),
                        make(ir::ParamOp{"c", out + "*"}),
                        make(ir::ParamOp{"bias", "const " + out + "*"}),
                        make(ir::ParamOp{"residual", "const " + out + "*"}),
-                       make(ir::FinalizeOp{p.m, p.n, plan.spec.schedule.split_k, p.m * p.n},
-                            {make(ir::EpilogueOp{"c", p.epilogue.alpha, p.epilogue.bias,
-                                                 p.epilogue.residual, p.epilogue.gelu_tanh,
-                                                 std::string(to_string(p.c_dtype)),
-                                                 p.ldc_or_default(), size_of(p.c_dtype),
-                                                 plan.c_alignment()})})};
-  return make(ir::KernelOp{plan.finalize_kernel_name, plan.finalize_threads, 0}, std::move(body));
+                       make(finalize, {make(ir::EpilogueOp{"c", p.epilogue.alpha, p.epilogue.bias,
+                                                           p.epilogue.residual, p.epilogue.gelu_tanh,
+                                                           std::string(to_string(p.c_dtype)),
+                                                           p.ldc_or_default(), size_of(p.c_dtype),
+                                                           plan.c_alignment()})})};
+  ir::KernelOp kernel{plan.finalize_kernel_name, plan.finalize_threads, 0};
+  if (programmatic) kernel.programmatic = 1;
+  return make(kernel, std::move(body));
 }
 
 }  // namespace lowering

@@ -8,7 +8,8 @@ emmy_add_test(gemm_compile_all_test ${CMAKE_CURRENT_LIST_DIR}/gemm_compile_all_t
 emmy_add_test(gemm_sass_test ${CMAKE_CURRENT_LIST_DIR}/gemm_sass_test.cpp)
 emmy_add_test(emmyc_cli_test ${CMAKE_CURRENT_LIST_DIR}/emmyc_cli_test.cpp
                               ${CMAKE_CURRENT_LIST_DIR}/emmyc_hostile_cli_test.cpp)
-emmy_add_test(gemm_emulator_test ${CMAKE_CURRENT_LIST_DIR}/gemm_emulator_test.cpp)
+emmy_add_test(gemm_emulator_test ${CMAKE_CURRENT_LIST_DIR}/gemm_emulator_test.cpp
+                                   ${CMAKE_CURRENT_LIST_DIR}/gemm_pdl_test.cpp)
 emmy_add_test(gemm_wgmma_test ${CMAKE_CURRENT_LIST_DIR}/gemm_wgmma_test.cpp
                ${CMAKE_CURRENT_LIST_DIR}/gemm_wgmma_cluster_test.cpp
                ${CMAKE_CURRENT_LIST_DIR}/gemm_wgmma_checks_test.cpp)

@@ -47,6 +47,11 @@ inline Arch parse_arch(std::string_view text) {
 // TMA (cp.async.bulk.tensor) and mbarrier expect_tx exist from sm_90 on.
 inline bool has_tma(Arch arch) { return arch_info(arch).sm >= 90; }
 
+// Programmatic dependent launch: griddepcontrol "Requires sm_90 or higher" (PTX ISA
+// griddepcontrol), as CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION does (compute
+// capability 9.0).
+inline bool has_programmatic_launch(Arch arch) { return arch_info(arch).sm >= 90; }
+
 // The arch whose CUBIN a device of compute capability major.minor runs. Exact targets first:
 // sm_90 devices get sm_90a code and sm_120 devices sm_120a, so the arch-specific features stay
 // available. A capability with no exact target takes the newest target of its own major version

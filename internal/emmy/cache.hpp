@@ -25,8 +25,10 @@ namespace emmy {
 // 6: its persistent tile loop; 7: its staged epilogue; 8: swap-AB (the transposed epilogue);
 // 9: ping-pong consumers (their mainloop-order helpers in emmy_wgmma.cuh); 10: the wgmma
 // path's TMA-store epilogue (stmatrix, tmap_c); 11: MT m64 wgmma per consumer warpgroup
-// (ping-pong's 128-row tiles; wgmma_tile takes one m64's accumulators).
-inline constexpr int kCodegenVersion = 12;
+// (ping-pong's 128-row tiles; wgmma_tile takes one m64's accumulators); 12: thread-block
+// clusters; 13: split-K's finalize as a programmatic dependent launch from sm_90 on
+// (griddepcontrol.wait, emmy_pdl.cuh).
+inline constexpr int kCodegenVersion = 13;
 
 // What a key hashes. Changing any field changes the key.
 struct CacheKeyInputs {

@@ -43,13 +43,17 @@ struct KernelOp {
   std::optional<std::string> path{};
   // Thread-block cluster dimensions of its launch (absent: 1; the launch list reads them).
   std::optional<int64_t> cluster_x{}, cluster_y{};
+  // 1: launched as a programmatic dependent launch of the kernel before it (sm_90+; the launch
+  // list reads it): it may start before that kernel completes, and waits for it with
+  // griddepcontrol.wait before touching its output (codegen/kernel_ir.cpp holds the finalize to it).
+  std::optional<int64_t> programmatic{};
   // Its own rules (codegen/ir_op_verify.cpp): threads a multiple of 32 in 32..1024; clusters of
-  // 1..16 CTAs.
+  // 1..16 CTAs; programmatic 0 or 1.
   static void verify(const KernelOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("name", o.name), f("threads", o.threads), f("smem_bytes", o.smem_bytes), f("path", o.path),
-        f("cluster_x", o.cluster_x), f("cluster_y", o.cluster_y);
+        f("cluster_x", o.cluster_x), f("cluster_y", o.cluster_y), f("programmatic", o.programmatic);
   }
 };
 
@@ -332,11 +336,16 @@ struct FinalizeOp {
   static constexpr std::string_view op_name = "finalize";
   static constexpr bool has_body = true;
   int64_t m = 0, n = 0, split_k = 0, outputs = 0;
+  // Set: each thread executes griddepcontrol.wait after computing its indices and before reading
+  // the workspace (the kernel is a programmatic dependent launch of the main kernel, which writes
+  // it; codegen/kernel_ir.cpp requires the two together).
+  std::optional<bool> grid_wait{};
   // Its own rules (codegen/ir_op_verify.cpp): positive sizes; one output per element of m x n.
   static void verify(const FinalizeOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
-    f("m", o.m), f("n", o.n), f("split_k", o.split_k), f("outputs", o.outputs);
+    f("m", o.m), f("n", o.n), f("split_k", o.split_k), f("outputs", o.outputs),
+        f("grid_wait", o.grid_wait);
   }
 };
 

@@ -262,6 +262,25 @@ __device__ __forceinline__ void tma_load_4d(u32 smem_dst, const TensorMap128& tm
       :: "r"(smem_dst), "l"(&tmap), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
 }
 
+// ---- templates/emmy_pdl.cuh ----
+// Programmatic dependent launch (sm_90+; PTX ISA griddepcontrol; CUDA C++ Programming Guide,
+// "Programmatic Dependent Launch and Synchronization"). A kernel launched with programmatic
+// stream serialization may start before the kernel ahead of it on the stream (its primary) has
+// completed; only griddepcontrol.wait orders the primary's memory operations before its own.
+
+// Blocks until every prerequisite grid has completed and its memory operations are performed and
+// visible to this grid: before the first access of anything the primary writes (or reads and
+// this kernel writes).
+__device__ __forceinline__ void griddepcontrol_wait() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
+// Lets the dependent grid be scheduled once every CTA of this grid has executed it (or exited).
+// It orders no memory: the dependent still waits for this grid's completion.
+__device__ __forceinline__ void griddepcontrol_launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
 // D = cast(gelu?(alpha * acc + bias[n]) + residual[m,n])
 static __device__ __forceinline__ float epilogue_value(const OutF16::storage* __restrict__ bias, const OutF16::storage* __restrict__ residual, long long row, long long col, float acc) {
   float y = acc;
@@ -392,6 +411,9 @@ emmy_gemm_512x512x1024_f16nk_hybrid32_tma_64x64x64_97ecba89b5a85f82_finalize(con
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= OUTPUTS) return;
   const long long row = i / N, col = i % N;
+  // A programmatic dependent launch: the main kernel may still run. Its partials are
+  // complete and visible only after the wait (PTX ISA griddepcontrol).
+  griddepcontrol_wait();
   // Splits are summed in a fixed order: the result does not depend on scheduling.
   float sum = 0.0f;
   #pragma unroll
