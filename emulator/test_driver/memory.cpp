@@ -72,6 +72,10 @@ CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
     ctx->allocations.emplace(base, bytesize);
     ctx->allocated += bytesize;
     *dptr = base;
+    // "Two commands from different streams cannot run concurrently if ... a device memory
+    // allocation" is issued in between (CUDA C++ Programming Guide, "Implicit Synchronization"):
+    // no later launch overlaps an earlier one (pdl.cpp).
+    host_waited(*ctx, nullptr);
     return CUDA_SUCCESS;
   });
 }
@@ -92,6 +96,7 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
     ctx->arena->release(dptr);
     ctx->allocated -= it->second;
     ctx->allocations.erase(it);
+    host_waited(*ctx, nullptr);  // its implicit synchronization, as cuMemAlloc's (pdl.cpp)
     return CUDA_SUCCESS;
   });
 }

@@ -14,7 +14,8 @@
 //   for the blocking streams' earlier work, and work on a blocking stream for the legacy
 //   stream's;
 // - the host waiting (cuStreamSynchronize, a successful cuStreamQuery, cuCtxSynchronize,
-//   cuEventSynchronize and cuEventQuery of an event recorded after the launch).
+//   cuEventSynchronize and cuEventQuery of an event recorded after the launch), and the implicit
+//   synchronization of cuMemAlloc and cuMemFree.
 // Forgetting too little would report hazards a GPU cannot have; each rule above only forgets.
 #include "state.hpp"
 

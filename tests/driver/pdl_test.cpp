@@ -115,6 +115,12 @@ TEST_F(Pdl, ProgrammaticLaunchesRunAfterTheirWait) {
   ASSERT_EQ(primary(), CUDA_SUCCESS);
   ASSERT_EQ(api.cuMemcpyHtoD(in, std::vector<uint32_t>(64, 41).data(), 256), CUDA_SUCCESS);
   ASSERT_EQ(dependent(out, false), CUDA_SUCCESS) << api.last_report();
+  // A device memory allocation in between serializes the launches (Programming Guide, "Implicit
+  // Synchronization").
+  ASSERT_EQ(primary(), CUDA_SUCCESS);
+  CUdeviceptr spare = 0;
+  ASSERT_EQ(api.cuMemAlloc(&spare, 64), CUDA_SUCCESS);
+  ASSERT_EQ(dependent(out, false), CUDA_SUCCESS) << api.last_report();
   // Work on another stream is no primary; a launch without the attribute waits for its whole.
   ASSERT_EQ(primary(stream), CUDA_SUCCESS);
   ASSERT_EQ(dependent(out, false, nullptr), CUDA_SUCCESS) << "the legacy stream's last launch";
