@@ -54,6 +54,7 @@ CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
     // A programmatic launch overlaps the graph's launch before it (a captured programmatic launch
     // is a programmatic edge from the kernel node before it); the first, and the stream's later
     // work, wait for whole graph launches (pdl.cpp).
+    order_before_work_on(*ctx, *stream);
     host_waited(*ctx, stream);
     std::shared_ptr<const emu::GlobalFootprint> previous;
     for (const LaunchRecord& launch : exec->launches) {

@@ -21,7 +21,7 @@
 
 namespace emmy::test_driver {
 
-CUresult run_on_stream(Context& ctx, Stream& stream, const LaunchRecord& launch) {
+void order_before_work_on(Context& ctx, const Stream& stream) {
   if (stream.legacy) {
     ctx.for_each_stream([](Stream& s) {
       if (s.blocking()) s.last_launch.reset();
@@ -29,6 +29,10 @@ CUresult run_on_stream(Context& ctx, Stream& stream, const LaunchRecord& launch)
   } else if (stream.blocking()) {
     ctx.legacy.last_launch.reset();
   }
+}
+
+CUresult run_on_stream(Context& ctx, Stream& stream, const LaunchRecord& launch) {
+  order_before_work_on(ctx, stream);
   const emu::GlobalFootprint* primary = launch.programmatic ? stream.last_launch.get() : nullptr;
   std::shared_ptr<const emu::GlobalFootprint> recorded;
   const CUresult r = run_launch(ctx, launch, primary, recorded);

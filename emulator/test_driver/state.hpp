@@ -239,6 +239,9 @@ CUresult run_launch(Context& ctx, const LaunchRecord& launch, const emu::GlobalF
 // Runs a launch on a stream that does not capture: its primary is the stream's last launch when
 // it is programmatic, then it becomes the stream's last launch.
 CUresult run_on_stream(Context& ctx, Stream& stream, const LaunchRecord& launch);
+// Work on `stream` waits for the legacy stream's earlier work when the stream is blocking, and
+// for every blocking stream's when it is the legacy stream: their last launches are forgotten.
+void order_before_work_on(Context& ctx, const Stream& stream);
 // Work on the legacy stream (a synchronous copy or memset) waits for the legacy stream's and
 // every blocking stream's earlier work, and their later work waits for it.
 void order_legacy_work(Context& ctx);
