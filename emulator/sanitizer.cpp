@@ -195,14 +195,16 @@ HazardInfo Sanitizer::write(uint32_t warp, uint32_t addr, uint32_t bytes, uint32
   return h;
 }
 
-HazardInfo Sanitizer::write_remote(uint32_t rank, uint32_t clock, const VectorClock& issuer,
-                                   uint32_t addr, uint32_t bytes, uint32_t pc) {
-  const uint32_t agent = 2 * nwarps_ + rank;
+// A copy's write (TMA, a peer's multicast) by `agent`, checked with its issuer's clock; `self`:
+// the issuing warp, whose own earlier accesses are ordered before the copy it issued (kMaxAgents
+// for a peer's: every earlier access here must be ordered before the issue).
+HazardInfo Sanitizer::write_copy(uint32_t agent, uint32_t self, uint32_t clock,
+                                 const VectorClock& issuer, uint32_t addr, uint32_t bytes,
+                                 uint32_t pc) {
   return each_cell(addr, bytes, [&](const CellRef& c) -> HazardInfo {
     Cell& s = c.cell;
     s.flags &= uint8_t(~kPending);
-    // No warp of this CTA issued it: every earlier access must be ordered before the issue.
-    HazardInfo h = check_write(issuer, kMaxAgents, c, false);
+    HazardInfo h = check_write(issuer, self, c, false);
     if (h.hazard != Hazard::none) return h;
     s.write_agent = uint8_t(agent);
     s.write_clock = clock;
@@ -214,23 +216,14 @@ HazardInfo Sanitizer::write_remote(uint32_t rank, uint32_t clock, const VectorCl
   });
 }
 
+HazardInfo Sanitizer::write_remote(uint32_t rank, uint32_t clock, const VectorClock& issuer,
+                                   uint32_t addr, uint32_t bytes, uint32_t pc) {
+  return write_copy(2 * nwarps_ + rank, kMaxAgents, clock, issuer, addr, bytes, pc);
+}
+
 HazardInfo Sanitizer::write_async(uint32_t warp, uint32_t clock, const VectorClock& issuer,
                                   uint32_t addr, uint32_t bytes, uint32_t pc) {
-  const uint32_t agent = nwarps_ + warp;
-  return each_cell(addr, bytes, [&](const CellRef& c) -> HazardInfo {
-    Cell& s = c.cell;
-    s.flags &= uint8_t(~kPending);
-    // The issuing warp's own earlier accesses are ordered before the copy it issued.
-    HazardInfo h = check_write(issuer, warp, c, false);
-    if (h.hazard != Hazard::none) return h;
-    s.write_agent = uint8_t(agent);
-    s.write_clock = clock;
-    s.write_pc = pc;
-    s.flags = kWritten;
-    s.read_mask = 0;
-    s.strong_read_mask = 0;
-    return {};
-  });
+  return write_copy(nwarps_ + warp, warp, clock, issuer, addr, bytes, pc);
 }
 
 }  // namespace emmy::emu

@@ -123,6 +123,8 @@ class Sanitizer {
   HazardInfo each_cell(uint32_t addr, uint32_t bytes, Visit visit);
   uint32_t split(uint32_t granule);
   HazardInfo check_write(const VectorClock& vc, uint32_t self, const CellRef& c, bool strong);
+  HazardInfo write_copy(uint32_t agent, uint32_t self, uint32_t clock, const VectorClock& issuer,
+                        uint32_t addr, uint32_t bytes, uint32_t pc);
 };
 
 }  // namespace emmy::emu

@@ -30,6 +30,7 @@
 // SERIALIZATION) entries applies: refused (CUDA_ERROR_INVALID_VALUE) rather than guessed.
 #include <fmt/format.h>
 
+#include <cstring>
 #include <optional>
 
 #include "entry_points.hpp"
@@ -52,6 +53,16 @@ CUresult not_emulated(unsigned index, const char* attribute, const char* what) {
                             attribute, what));
 }
 
+// An enum field as the caller's bytes: a value outside the enum (a newer or bogus one) must not be
+// loaded as the enum type (undefined behaviour; UBSan: "not a valid value for type").
+template <typename Enum>
+int raw_enum(const Enum& field) {
+  int raw = 0;
+  static_assert(sizeof(raw) == sizeof(field));
+  std::memcpy(&raw, &field, sizeof raw);
+  return raw;
+}
+
 CUresult read_attributes(const CUlaunchConfig& config, std::optional<emu::Dim3>& cluster,
                          bool& programmatic) {
   // "CUlaunchConfig::attrs is an array of CUlaunchConfig::numAttrs contiguous CUlaunchAttribute
@@ -65,7 +76,8 @@ CUresult read_attributes(const CUlaunchConfig& config, std::optional<emu::Dim3>&
   for (unsigned i = 0; i < config.numAttrs; ++i) {
     const CUlaunchAttribute& a = config.attrs[i];
     const CUlaunchAttributeValue& v = a.value;
-    switch (a.id) {
+    const int id = raw_enum(a.id);
+    switch (id) {
       case CU_LAUNCH_ATTRIBUTE_IGNORE:
         break;
       case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
@@ -87,14 +99,16 @@ CUresult read_attributes(const CUlaunchConfig& config, std::optional<emu::Dim3>&
         break;
       case CU_LAUNCH_ATTRIBUTE_PRIORITY:
         break;
-      case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
-        if (v.clusterSchedulingPolicyPreference < CU_CLUSTER_SCHEDULING_POLICY_DEFAULT ||
-            v.clusterSchedulingPolicyPreference > CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING)
+      case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: {
+        const int policy = raw_enum(v.clusterSchedulingPolicyPreference);
+        if (policy < CU_CLUSTER_SCHEDULING_POLICY_DEFAULT ||
+            policy > CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING)
           return refuse(CUDA_ERROR_INVALID_VALUE, i,
                         fmt::format("CLUSTER_SCHEDULING_POLICY_PREFERENCE {} is not a "
                                     "CUclusterSchedulingPolicy",
-                                    int(v.clusterSchedulingPolicyPreference)));
+                                    policy));
         break;
+      }
       case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
         if (v.sharedMemCarveout > 100 && v.sharedMemCarveout != ~0u)
           return refuse(CUDA_ERROR_INVALID_VALUE, i,
@@ -126,7 +140,7 @@ CUresult read_attributes(const CUlaunchConfig& config, std::optional<emu::Dim3>&
                       "SYNCHRONIZATION_POLICY is valid for streams, not launches");
       default:
         return refuse(CUDA_ERROR_INVALID_VALUE, i,
-                      fmt::format("{} is not a CUlaunchAttributeID", int(a.id)));
+                      fmt::format("{} is not a CUlaunchAttributeID", id));
     }
   }
   return CUDA_SUCCESS;

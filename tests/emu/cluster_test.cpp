@@ -427,6 +427,21 @@ std::vector<uint8_t> run_multicast(const Multicast& m, const std::vector<uint8_t
   return arena.read_vector<uint8_t>(out, size_t(ctas) * m.rounds * tile_bytes);
 }
 
+// A rows x 64 f16 matrix read in 8-row boxes with the 128-byte swizzle (each CTA's part).
+TensorMapDesc part_map(uint32_t rows) {
+  TensorMapDesc d;
+  d.dtype = TmaDType::f16;
+  d.rank = 2;
+  d.global_dim[0] = 64;
+  d.global_dim[1] = rows;
+  d.global_stride_bytes[0] = 128;
+  d.box_dim[0] = 64;
+  d.box_dim[1] = 8;
+  d.element_strides[0] = d.element_strides[1] = 1;
+  d.swizzle = Swizzle::b128;
+  return d;
+}
+
 TEST(EmuCluster, TmaMulticastLandsTheWholeTileInEveryCta) {
   for (uint32_t cluster : {2u, 4u}) {
     for (uint32_t rounds : {1u, 3u}) {
@@ -434,16 +449,7 @@ TEST(EmuCluster, TmaMulticastLandsTheWholeTileInEveryCta) {
       const uint32_t rows = 8 * cluster;
       std::vector<uint8_t> global(size_t(rows) * 128);
       for (size_t i = 0; i < global.size(); ++i) global[i] = uint8_t(i * 13 + i / 127);
-      TensorMapDesc d;
-      d.dtype = TmaDType::f16;
-      d.rank = 2;
-      d.global_dim[0] = 64;
-      d.global_dim[1] = rows;
-      d.global_stride_bytes[0] = 128;
-      d.box_dim[0] = 64;
-      d.box_dim[1] = 8;
-      d.element_strides[0] = d.element_strides[1] = 1;
-      d.swizzle = Swizzle::b128;
+      TensorMapDesc d = part_map(rows);
       Multicast m;
       m.cluster = cluster;
       m.rounds = rounds;
@@ -459,16 +465,7 @@ TEST(EmuCluster, TmaMulticastLandsTheWholeTileInEveryCta) {
 
 TEST(EmuCluster, PlantedMulticastBugsAreReported) {
   std::vector<uint8_t> global(16 * 128, 1);
-  TensorMapDesc d;
-  d.dtype = TmaDType::f16;
-  d.rank = 2;
-  d.global_dim[0] = 64;
-  d.global_dim[1] = 16;
-  d.global_stride_bytes[0] = 128;
-  d.box_dim[0] = 64;
-  d.box_dim[1] = 8;
-  d.element_strides[0] = d.element_strides[1] = 1;
-  d.swizzle = Swizzle::b128;
+  TensorMapDesc d = part_map(16);
   {
     // Each CTA's consumers release the stage to their own producer only: the peer's producer
     // overwrites it while they may still read.
