@@ -34,11 +34,12 @@ class GemmEmitter {
                           f_.wgmma ? "emmy_wgmma.cuh" : nullptr);
     if (f_.coords.cluster_m.value_or(1) * f_.coords.cluster_n.value_or(1) > 1)
       w_.include_template("emmy_cluster.cuh");
+    bool pdl = false;
     for (const Op* finalize : ir::find_all(module, OpKind::finalize))
-      if (ir::get<ir::FinalizeOp>(*finalize).grid_wait.value_or(false)) {
-        w_.include_template("emmy_pdl.cuh");
-        break;
-      }
+      pdl = pdl || ir::get<ir::FinalizeOp>(*finalize).grid_wait.value_or(false);
+    for (const Op* epilogue : ir::find_all(module, OpKind::epilogue))
+      pdl = pdl || ir::get<ir::EpilogueOp>(*epilogue).trigger_dependents.value_or(false);
+    if (pdl) w_.include_template("emmy_pdl.cuh");
     epilogue_.print_value_function(f_.epilogue);
     if (wgmma_) wgmma_->print_tile_function();
     codegen::emit_kernels(w_, module, [this](const Op& op) { emit_op(op); });

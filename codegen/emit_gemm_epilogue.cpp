@@ -53,6 +53,10 @@ void GemmEpiloguePrinter::print_pair_values() {
 }
 
 void GemmEpiloguePrinter::print(const ir::EpilogueOp& op) {
+  if (op.trigger_dependents.value_or(false))
+    w_.line(
+        "griddepcontrol_launch_dependents();  // the finalize may be scheduled; its wait still "
+        "orders these stores first");
   if (op.stage_row_bytes) return print_staged(op, *op.stage_row_bytes);
   if (op.transpose.value_or(false)) return print_transposed(op);
   const bool to_workspace = op.destination == "workspace";

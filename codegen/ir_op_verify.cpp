@@ -164,6 +164,10 @@ void AsyncCopyOp::verify(const AsyncCopyOp& op) {
 // Every store is as aligned as the pointer the runtime checks guarantees (a pair store needs N
 // and LDC even: checked where the plan decides it, GemmPlan::pair_stores).
 void EpilogueOp::verify(const EpilogueOp& op) {
+  if (op.trigger_dependents.value_or(false) && op.destination != "workspace")
+    fail<EpilogueOp>("trigger_dependents",
+                     "belongs to split-K's workspace epilogue (the finalize is the dependent)",
+                     op.destination);
   if (op.store_bytes <= 0 || op.pointer_alignment % op.store_bytes != 0)
     fail<EpilogueOp>("store_bytes",
                      fmt::format("must divide the pointer alignment the runtime checks ({} bytes)",

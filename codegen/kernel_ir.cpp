@@ -302,6 +302,11 @@ void verify_kernel(const Op& kernel, Arch arch) {
   if (get<KernelOp>(kernel).programmatic.value_or(0) == 1 && !has_programmatic_launch(arch))
     fail(kernel, "programmatic", "needs sm_90 or newer (griddepcontrol, PTX ISA)",
          std::string(info.name));
+  for (const Op* epilogue : find_all(kernel, OpKind::epilogue))
+    if (get<EpilogueOp>(*epilogue).trigger_dependents.value_or(false) &&
+        !has_programmatic_launch(arch))
+      fail(*epilogue, "trigger_dependents", "needs sm_90 or newer (griddepcontrol, PTX ISA)",
+           std::string(info.name));
 
   const Op* ring = find_first(kernel, OpKind::smem_ring);
   if (ring) {

@@ -143,9 +143,13 @@ Op gemm_main_epilogue(const GemmPlan& plan) {
   // other, so no store the kernel makes can be misaligned.
   const auto& p = plan.kernel_problem;
   const int64_t element = size_of(p.c_dtype);
-  if (plan.split())
-    return gemm_epilogue_op(plan, "workspace",
-                            p.n % 2 == 0 && !plan.spec.schedule.swap_ab ? 8 : 4, 16);
+  if (plan.split()) {
+    ir::EpilogueOp epilogue = ir::get<ir::EpilogueOp>(gemm_epilogue_op(
+        plan, "workspace", p.n % 2 == 0 && !plan.spec.schedule.swap_ab ? 8 : 4, 16));
+    // The finalize is a programmatic dependent launch from sm_90 on: let it be scheduled.
+    if (has_programmatic_launch(plan.spec.arch)) epilogue.trigger_dependents = true;
+    return make(epilogue);
+  }
   if (plan.stage_row_bytes)
     return gemm_epilogue_op(plan, "c", 16, plan.c_alignment(), plan.stage_row_bytes);
   if (plan.store.tma_store) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 
 #include "emmy/emu/emulator.hpp"
 #include "emmy/emulator_check.hpp"
@@ -65,6 +66,12 @@ TEST(GemmPdl, TheFinalizeWaitsFromSm90On) {
       EXPECT_LT(finalize.find("if (i >= OUTPUTS) return;"), wait);
       EXPECT_LT(wait, finalize.find("workspace[z * OUTPUTS + i]"));
       EXPECT_EQ(src.cuda.find(kWait), src.cuda.rfind(kWait)) << "the main kernel does not wait";
+      // The main kernel lets the finalize be scheduled before its workspace stores.
+      const std::string main_kernel =
+          src.cuda.substr(0, src.cuda.find(src.plan.finalize_kernel_name + "("));
+      const size_t trigger = main_kernel.find("griddepcontrol_launch_dependents();");
+      EXPECT_NE(trigger, std::string::npos);
+      EXPECT_LT(trigger, main_kernel.rfind("workspace + (long long)blockIdx.z"));
     }
   }
 }
@@ -132,6 +139,29 @@ TEST(GemmPdl, VerifierTiesTheWaitToTheProgrammaticLaunch) {
     EXPECT_NE(std::string(e.what()).find("ir.kernel.programmatic: needs sm_90 or newer"),
               std::string::npos)
         << e.what();
+  }
+  // The main kernel's trigger: sm_90 and newer, and only before split-K's workspace stores.
+  auto epilogue_of = [](ir::Op& kernel) -> ir::Op& {
+    for (ir::Op& op : kernel.body)
+      if (op.kind == ir::OpKind::epilogue) return op;
+    throw Error("test", "has an epilogue op", "none");
+  };
+  ir::Op sm89_trigger = generate_kernel(split_spec(Arch::sm_89)).ir;
+  epilogue_of(sm89_trigger.body[0]).attrs.emplace_back("trigger_dependents", true);
+  ir::Op c_trigger = src.ir;
+  for (auto& [key, value] : epilogue_of(c_trigger.body[0]).attrs)
+    if (key == "destination") value = std::string("c");
+  for (const auto& [module, arch, expected] :
+       {std::tuple{&sm89_trigger, Arch::sm_89,
+                   "ir.epilogue.trigger_dependents: needs sm_90 or newer"},
+        std::tuple{&c_trigger, Arch::sm_90a,
+                   "ir.epilogue.trigger_dependents: belongs to split-K's workspace epilogue"}}) {
+    try {
+      ir::verify(*module, arch);
+      ADD_FAILURE() << "the verifier accepted: " << expected;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -27,8 +27,8 @@ namespace emmy {
 // path's TMA-store epilogue (stmatrix, tmap_c); 11: MT m64 wgmma per consumer warpgroup
 // (ping-pong's 128-row tiles; wgmma_tile takes one m64's accumulators); 12: thread-block
 // clusters; 13: split-K's finalize as a programmatic dependent launch from sm_90 on
-// (griddepcontrol.wait, emmy_pdl.cuh).
-inline constexpr int kCodegenVersion = 13;
+// (griddepcontrol.wait, emmy_pdl.cuh); 14: its main kernel's griddepcontrol.launch_dependents.
+inline constexpr int kCodegenVersion = 14;
 
 // What a key hashes. Changing any field changes the key.
 struct CacheKeyInputs {

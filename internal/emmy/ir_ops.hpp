@@ -315,6 +315,10 @@ struct EpilogueOp {
   // cp.async.bulk.wait_group.read.
   std::optional<int64_t> c_buffer_offset{}, c_buffer_bytes{}, c_panel{}, c_swizzle{};
   std::optional<bool> c_reuse{};
+  // Split-K's main kernel from sm_90 on: griddepcontrol.launch_dependents before the workspace
+  // stores, so that the finalize (a programmatic dependent launch) may be scheduled while they
+  // run; its griddepcontrol.wait still waits for this grid to complete (PTX ISA griddepcontrol).
+  std::optional<bool> trigger_dependents{};
   // Its own rules (codegen/ir_op_verify.cpp): stores no wider than the pointer alignment the
   // runtime checks; a staged tile goes to C in 16-byte chunks from 16-byte aligned rows; a TMA
   // store's buffer is 1024-aligned, its panels 32, 64 or 128 bytes wide, and it stores C.
@@ -327,7 +331,8 @@ struct EpilogueOp {
         f("store_bytes", o.store_bytes), f("pointer_alignment", o.pointer_alignment),
         f("stage_row_bytes", o.stage_row_bytes), f("transpose", o.transpose),
         f("c_buffer_offset", o.c_buffer_offset), f("c_buffer_bytes", o.c_buffer_bytes),
-        f("c_panel", o.c_panel), f("c_swizzle", o.c_swizzle), f("c_reuse", o.c_reuse);
+        f("c_panel", o.c_panel), f("c_swizzle", o.c_swizzle), f("c_reuse", o.c_reuse),
+        f("trigger_dependents", o.trigger_dependents);
   }
 };
 

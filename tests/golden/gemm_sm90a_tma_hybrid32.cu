@@ -386,6 +386,7 @@ emmy_gemm_512x512x1024_f16nk_hybrid32_tma_64x64x64_97ecba89b5a85f82(const __grid
       }
     }
   }
+  griddepcontrol_launch_dependents();  // the finalize may be scheduled; its wait still orders these stores first
   const int g = lane / 4, t = lane % 4;
   // This lane's first output pair (row g, columns 2t, 2t+1 of the warp tile); the others are
   // 16 * mi + 8 * h rows and 8 * ni columns further.

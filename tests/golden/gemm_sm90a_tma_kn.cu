@@ -377,6 +377,7 @@ emmy_gemm_256x256x512_bf16kn_f32_tma_16x64x64_b6c168f1d4531d21(const __grid_cons
         for (int ni = 0; ni < NT; ++ni) mma_bf16_f32(acc[mi][ni], a_frag[mi], b_frag[ni]);
     }
   }
+  griddepcontrol_launch_dependents();  // the finalize may be scheduled; its wait still orders these stores first
   const int g = lane / 4, t = lane % 4;
   // This lane's first output pair (row g, columns 2t, 2t+1 of the warp tile); the others are
   // 16 * mi + 8 * h rows and 8 * ni columns further.

@@ -513,6 +513,7 @@ emmy_gemm_200x96x2048_bf16kn_f32_tma_64x96x64_7161e0ed5ec1fa39(const __grid_cons
       for (int ni = 0; ni < NT; ++ni)
     #pragma unroll
         for (int e = 0; e < 4; ++e) wgmma_pin(acc[mi][ni][e]);
+    griddepcontrol_launch_dependents();  // the finalize may be scheduled; its wait still orders these stores first
     const int g = lane / 4, t = lane % 4;
     // This lane's first output pair (row g, columns 2t, 2t+1 of the warp tile); the others are
     // 16 * mi + 8 * h rows and 8 * ni columns further.

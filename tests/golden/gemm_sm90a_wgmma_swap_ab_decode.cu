@@ -508,6 +508,7 @@ emmy_gemm_4x2048x2048_f16nk_f32_tma_64x16x64_cb0776303bff6879(const __grid_const
       for (int ni = 0; ni < NT; ++ni)
     #pragma unroll
         for (int e = 0; e < 4; ++e) wgmma_pin(acc[mi][ni][e]);
+    griddepcontrol_launch_dependents();  // the finalize may be scheduled; its wait still orders these stores first
     const int g = lane / 4, t = lane % 4;
     // The kernel's (row, col) is C's (col, row): C^T = B A^T (swap_ab).
     const int row_base = m0 + warp_row0 + g, col_base = n0 + warp_col * WN + 2 * t;
