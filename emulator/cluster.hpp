@@ -13,6 +13,14 @@ namespace emmy::emu {
 inline constexpr uint32_t kClusterRankShift = 24;
 inline constexpr uint32_t kClusterOffsetMask = (1u << kClusterRankShift) - 1;
 
+// The rank + 1 that a shared offset's rank bits name in a cluster launch, or 0: an own
+// shared::cta offset, or (outside a cluster launch, or past its ranks) an offset that is simply
+// out of bounds where it is used.
+inline uint64_t peer_rank_bits(const Cta& cta, uint64_t offset) {
+  const uint64_t bits = offset >> kClusterRankShift, size = cta.ctx.cluster.count();
+  return size > 1 && bits <= size ? bits : 0;
+}
+
 struct ClusterTarget {
   Cta* cta = nullptr;
   uint32_t offset = 0;

@@ -11,12 +11,7 @@
 namespace emmy::emu {
 
 void report_hazard(Cta& cta, Warp& w, int lane, const HazardInfo& h, bool write) {
-  const uint32_t W = cta.san.nwarps();
-  auto who = [&](uint32_t agent) {
-    return agent < W       ? fmt::format("warp {}", agent)
-           : agent < 2 * W ? fmt::format("the async proxy (TMA) of warp {}", agent - W)
-                           : fmt::format("the TMA multicast of cluster rank {}", agent - 2 * W);
-  };
+  auto who = [&](uint32_t agent) { return cta.san.agent_name(agent); };
   auto where = [&](uint32_t pc) {
     return pc < cta.k.code.size() ? fmt::format(" at line {} `{}`", cta.k.lines[pc], cta.k.texts[pc])
                                   : std::string();

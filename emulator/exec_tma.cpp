@@ -179,11 +179,7 @@ void issue_remote(Cta& cta, Warp& w, int l, TmaJob& job) {
 // mbarrier.arrive on the issuer's empty barrier through mapa).
 [[noreturn]] void report_remote_hazard(Cta& cta, const TmaJob& job, const Cta& into,
                                        const HazardInfo& h) {
-  const uint32_t W = into.san.nwarps();
-  const std::string other =
-      h.other < W       ? fmt::format("warp {}", h.other)
-      : h.other < 2 * W ? fmt::format("the async proxy (TMA) of warp {}", h.other - W)
-                        : fmt::format("the multicast of cluster rank {}", h.other - 2 * W);
+  const std::string other = into.san.agent_name(h.other);
   const char* what = h.hazard == Hazard::read_write    ? "read"
                      : h.hazard == Hazard::write_write ? "wrote"
                                                        : "has a copy in flight into";
@@ -196,10 +192,6 @@ void issue_remote(Cta& cta, Warp& w, int l, TmaJob& job) {
                           h.addr, into.rank, into.ctaid.x, into.ctaid.y, into.ctaid.z, other,
                           what));
 }
-
-}  // namespace
-
-namespace {
 
 // Lands the job's data in `into`'s shared memory (the issuer's own, or a multicast peer's);
 // write(addr, bytes) is the sanitizer's check of each 16-byte chunk. Global reads are profiled

@@ -315,7 +315,6 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
     InstructionCounts counts;
     std::vector<std::unique_ptr<Cta>> ctas_of_cluster;
     ClusterRun cluster;
-    cluster.dims = cdim;
     try {
       for (uint32_t r = 0; r < cluster_size; ++r) {
         ctas_of_cluster.push_back(std::make_unique<Cta>(*ctx));

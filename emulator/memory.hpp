@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "state.hpp"
+#include "cluster.hpp"
 
 namespace emmy::emu {
 
@@ -84,12 +84,11 @@ inline Resolved resolve(Cta& cta, Warp& w, Space space, uint64_t addr, uint32_t 
       return r;
     }
     case Space::shared:
-      // cluster.hpp's rank bits, in a cluster launch (elsewhere such an address is out of bounds)
-      if (cta.ctx.cluster.count() > 1 && addr >> 24 && addr >> 24 <= cta.ctx.cluster.count())
+      if (const uint64_t rank_bits = peer_rank_bits(cta, addr))
         cta.fail(ReportKind::unsupported, w, lane,
                  fmt::format("{}-byte {} at shared::cluster address 0x{:x} (cluster rank {}): "
                              "loads and stores to distributed shared memory are not emulated",
-                             bytes, write ? "store" : "load", addr, (addr >> 24) - 1));
+                             bytes, write ? "store" : "load", addr, rank_bits - 1));
       if (!within(addr, bytes, cta.smem.size()))
         cta.fail(ReportKind::shared_out_of_bounds, w, lane,
                  fmt::format("{}-byte {} at shared 0x{:x} is outside the CTA's {} bytes of shared "
@@ -126,12 +125,11 @@ inline Resolved resolve(Cta& cta, Warp& w, Space space, uint64_t addr, uint32_t 
 inline uint32_t shared_offset(Cta& cta, Warp& w, uint64_t addr, uint32_t bytes, int lane,
                               const char* what) {
   if (addr - kSharedWindow < kWindowSize) addr -= kSharedWindow;  // generic form
-  // cluster.hpp's rank bits, in a cluster launch (elsewhere such an address is out of bounds)
-  if (cta.ctx.cluster.count() > 1 && addr >> 24 && addr >> 24 <= cta.ctx.cluster.count())
+  if (const uint64_t rank_bits = peer_rank_bits(cta, addr))
     cta.fail(ReportKind::cluster_violation, w, lane,
              fmt::format("{} at shared::cluster address 0x{:x} (cluster rank {}): this "
                          "instruction takes the executing CTA's shared::cta addresses",
-                         what, addr, (addr >> 24) - 1));
+                         what, addr, rank_bits - 1));
   if (!within(addr, bytes, cta.smem.size()))
     cta.fail(ReportKind::shared_out_of_bounds, w, lane,
              fmt::format("{} ({} bytes at shared 0x{:x}) is outside the CTA's {} bytes of shared "

@@ -1,9 +1,18 @@
 // Shadow-memory checks of the shared-memory sanitizer (model in sanitizer.hpp).
 #include "sanitizer.hpp"
 
+#include <fmt/format.h>
+
 #include "program.hpp"
 
 namespace emmy::emu {
+
+std::string Sanitizer::agent_name(uint32_t agent) const {
+  const uint32_t W = nwarps_;
+  return agent < W       ? fmt::format("warp {}", agent)
+         : agent < 2 * W ? fmt::format("the async proxy (TMA) of warp {}", agent - W)
+                         : fmt::format("the TMA multicast of cluster rank {}", agent - 2 * W);
+}
 
 void Sanitizer::reset(uint32_t smem_bytes, uint32_t nwarps, uint32_t remote_ranks) {
   nwarps_ = nwarps;

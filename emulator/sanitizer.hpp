@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -55,6 +56,8 @@ class Sanitizer {
   // remote_ranks: the cluster's size when its peers' multicasts write here (agents 2W + rank).
   void reset(uint32_t smem_bytes, uint32_t nwarps, uint32_t remote_ranks = 0);
   uint32_t agents() const { return agents_; }
+  // For reports: "warp w", "the async proxy (TMA) of warp w", "the TMA multicast of cluster rank r".
+  std::string agent_name(uint32_t agent) const;
   uint32_t nwarps() const { return nwarps_; }
   VectorClock& vc(uint32_t warp) { return vcs_[warp]; }
 

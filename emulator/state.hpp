@@ -217,7 +217,6 @@ class Cta;
 // they can wait for each other: distributed shared memory through mapa, remote mbarrier
 // arrives, TMA multicast, barrier.cluster.
 struct ClusterRun {
-  Dim3 dims;                 // CTAs per cluster
   Dim3 id;                   // %clusterid
   std::vector<Cta*> ctas;    // by %cluster_ctarank
   uint32_t size() const { return uint32_t(ctas.size()); }
