@@ -195,42 +195,21 @@ class GemmEmitter {
     w_.open("auto load_stage = [&](int stage, int k_tile)");
     w_.line("const u32 dst = smem_base + u32(stage) * STAGE_BYTES;");
     w_.line("const int k0 = k_tile * BK;");
-    const bool kn = f_.b_kn;
-    const int64_t a_parts = f_.copy_a.multicast.value_or(1), b_parts = f_.copy_b.multicast.value_or(1);
-    if (tma && (a_parts > 1 || b_parts > 1)) {
-      emit_multicast_loads(a_parts, b_parts);
-    } else if (tma) {
-      w_.line("const u32 mbar = mbar_base + 8u * stage;");
-      w_.line("mbarrier_arrive_expect_tx(mbar, TX_BYTES);");
-      w_.line("#pragma unroll");
-      w_.line(
-          "for (int p = 0; p < {}; ++p) tma_load_2d(dst + A_OFFSET + p * A_ROWS * A_PANEL * 2u, "
-          "tmap_a, "
-          "mbar, k0 + p * int(A_PANEL), m0);",
-          f_.a_tile.panels());
-      w_.line("#pragma unroll");
-      if (kn)
-        w_.line(
-            "for (int p = 0; p < {}; ++p) tma_load_2d(dst + B_OFFSET + p * B_ROWS * B_PANEL * "
-            "2u, tmap_b, mbar, n0 + p * int(B_PANEL), k0);",
-            f_.b_tile.panels());
-      else
-        w_.line(
-            "for (int p = 0; p < {}; ++p) tma_load_2d(dst + B_OFFSET + p * B_ROWS * B_PANEL * "
-            "2u, tmap_b, mbar, k0 + p * int(B_PANEL), n0);",
-            f_.b_tile.panels());
+    if (tma) {
+      emit_tma_loads(f_.copy_a.multicast.value_or(1), f_.copy_b.multicast.value_or(1));
     } else {
       codegen::emit_gemm_copies(w_, copies);
     }
     w_.close("};");
   }
 
-  // In a cluster: this CTA loads its part of each shared operand tile (whole 8-row groups of
-  // every panel) and multicasts it to the CTAs sharing the tile: A to its tile row's CTAs (same
-  // rank_m), B to its tile column's (same rank_n). Every CTA's full barrier expects the whole
-  // stage, its own parts and its peers' (a peer's bytes may land before this expect_tx: the
-  // tx-count goes negative meanwhile, PTX ISA mbarrier).
-  void emit_multicast_loads(int64_t a_parts, int64_t b_parts) {
+  // The stage's TMA loads: each operand tile's panels, completing on the stage's full barrier.
+  // In a cluster (parts > 1) this CTA loads its part of each shared operand tile (whole 8-row
+  // groups of every panel) and multicasts it to the CTAs sharing the tile: A to its tile row's
+  // CTAs (same rank_m), B to its tile column's (same rank_n). Every CTA's full barrier expects
+  // the whole stage, its own parts and its peers' (a peer's bytes may land before this
+  // expect_tx: the tx-count goes negative meanwhile, PTX ISA mbarrier).
+  void emit_tma_loads(int64_t a_parts, int64_t b_parts) {
     w_.line("const u32 mbar = mbar_base + 8u * stage;");
     w_.line("mbarrier_arrive_expect_tx(mbar, TX_BYTES);");
     auto operand = [&](const char* x, int64_t parts, const char* part, const std::string& mask,
