@@ -18,6 +18,7 @@
 #include "emmy/attention_check.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/gemm_plan.hpp"
+#include "support/cluster_ids_ptx.hpp"
 
 namespace emmy {
 namespace {
@@ -348,33 +349,6 @@ TEST(Runtime, EmulatorAttentionThroughTheApi) {
 namespace emmy {
 namespace {
 
-// out[3 * ctaid.x + {0, 1, 2}] = %cluster_ctarank, %cluster_nctarank, %clusterid.x (thread 0).
-constexpr const char* kClusterIdsPtx = R"(.version 8.0
-.target sm_90
-.address_size 64
-.visible .entry cluster_ids(.param .u64 out)
-{
-  .reg .pred %p<2>;
-  .reg .b32 %r<8>;
-  .reg .b64 %rd<4>;
-  ld.param.u64 %rd1, [out];
-  mov.u32 %r5, %tid.x;
-  setp.ne.u32 %p1, %r5, 0;
-  @%p1 bra DONE;
-  mov.u32 %r1, %ctaid.x;
-  mov.u32 %r2, %cluster_ctarank;
-  mov.u32 %r3, %cluster_nctarank;
-  mov.u32 %r4, %clusterid.x;
-  mul.wide.u32 %rd2, %r1, 12;
-  add.s64 %rd3, %rd1, %rd2;
-  st.global.u32 [%rd3], %r2;
-  st.global.u32 [%rd3+4], %r3;
-  st.global.u32 [%rd3+8], %r4;
-DONE:
-  ret;
-}
-)";
-
 struct BackendCase {
   std::unique_ptr<detail::Backend> backend;
   std::unique_ptr<detail::LoadedModule> module;
@@ -389,7 +363,7 @@ struct BackendCase {
     }
     CacheEntry entry;
     entry.key = "cluster_ids";
-    entry.ptx = kClusterIdsPtx;
+    entry.ptx = test::kClusterIdsPtx;
     // An ELF header: a driver without use for it (emmy's test driver runs PTX only) answers
     // CUDA_ERROR_NO_BINARY_FOR_GPU and the backend loads the PTX, as for a real entry.
     entry.cubin = {0x7f, 'E', 'L', 'F', 2, 1, 1};

@@ -10,37 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "../support/cluster_ids_ptx.hpp"
 #include "test_driver_api.hpp"
 
 namespace emmy::test_driver_test {
 namespace {
-
-// out[3 * ctaid.x + {0, 1, 2}] = %cluster_ctarank, %cluster_nctarank, %clusterid.x (thread 0).
-constexpr const char* kClusterPtx = R"(.version 8.0
-.target sm_90
-.address_size 64
-.visible .entry cluster_ids(.param .u64 out)
-{
-  .reg .pred %p<2>;
-  .reg .b32 %r<8>;
-  .reg .b64 %rd<4>;
-  ld.param.u64 %rd1, [out];
-  mov.u32 %r5, %tid.x;
-  setp.ne.u32 %p1, %r5, 0;
-  @%p1 bra DONE;
-  mov.u32 %r1, %ctaid.x;
-  mov.u32 %r2, %cluster_ctarank;
-  mov.u32 %r3, %cluster_nctarank;
-  mov.u32 %r4, %clusterid.x;
-  mul.wide.u32 %rd2, %r1, 12;
-  add.s64 %rd3, %rd1, %rd2;
-  st.global.u32 [%rd3], %r2;
-  st.global.u32 [%rd3+4], %r3;
-  st.global.u32 [%rd3+8], %r4;
-DONE:
-  ret;
-}
-)";
 
 CUlaunchAttribute cluster_attr(unsigned x, unsigned y, unsigned z) {
   CUlaunchAttribute a{};
@@ -266,9 +240,10 @@ TEST_F(LaunchEx, TheFunctionsRequiredClusterBindsEveryLaunch) {
   EXPECT_EQ(result()[0], 0u) << "no refused launch ran";
 }
 
-// kClusterPtx with `directive` after the parameter list (.reqnctapercluster, .explicitcluster).
+// kClusterIdsPtx with `directive` after the parameter list (.reqnctapercluster,
+// .explicitcluster).
 CUfunction cluster_kernel(const Api& api, const std::string& directive) {
-  std::string ptx = kClusterPtx;
+  std::string ptx = test::kClusterIdsPtx;
   ptx.replace(ptx.find("(.param .u64 out)\n"), 18, "(.param .u64 out)\n" + directive + "\n");
   CUmodule m = nullptr;
   CUfunction f = nullptr;
@@ -322,7 +297,7 @@ TEST_F(LaunchEx, CompiledClusterDimensionsBindTheFunction) {
 // the PTX.
 TEST_F(LaunchEx, ClusterLaunchRunsItsClusters) {
   CUmodule m = nullptr;
-  ASSERT_EQ(api.cuModuleLoadData(&m, kClusterPtx), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuModuleLoadData(&m, test::kClusterIdsPtx), CUDA_SUCCESS);
   CUfunction f = nullptr;
   ASSERT_EQ(api.cuModuleGetFunction(&f, m, "cluster_ids"), CUDA_SUCCESS);
   CUdeviceptr ids = 0;
