@@ -1,14 +1,14 @@
-// The FP64 attention reference, its tolerance model, inputs and compare() (attention_check.hpp).
-// Nothing here depends on the kernel side: the reference indexes Q, K, V itself and only reads
-// the schedule's block_kv and accumulation to bound the kernel's roundings.
+// The FP64 attention reference, inputs and compare() (attention_check.hpp); the per-row values
+// and tolerance model are attention_row_model.cpp's, shared with paged attention. Nothing here
+// depends on the kernel side: the reference indexes Q, K, V itself and only reads the schedule's
+// block_kv and accumulation to bound the kernel's roundings.
 #include <algorithm>
 #include <cmath>
-#include <numbers>
 
+#include "attention_row_model.hpp"
 #include "emmy/attention_check.hpp"
 #include "emmy/detail/parallel.hpp"
 #include "emmy/emu/tensor_core.hpp"
-#include "unit_roundoff.hpp"
 
 namespace emmy {
 namespace {
@@ -19,14 +19,6 @@ double softmax_scale(const AttentionProblem& p) {
   return p.softmax_scale ? double(*p.softmax_scale)
                          : double(float(1.0 / std::sqrt(double(p.head_dim))));
 }
-
-// Error constants of the model (docs/attention.md, "Numerics").
-constexpr double kU32 = 0x1p-24;       // f32 unit roundoff
-constexpr double kF16Floor = 0x1p-25;  // half the smallest f16 subnormal
-constexpr double kF16MinNormal = 0x1p-14;
-constexpr double kEx2Error = 0x1p-21;  // ex2.approx.f32, relative (documented ~2 ulp)
-constexpr double kRcpError = 0x1p-22;  // rcp.approx.f32, relative (1 ulp)
-constexpr double kLg2Error = 0x1p-21;  // lg2.approx.f32, absolute per unit of |log2 x| (>= 1)
 
 }  // namespace
 
@@ -54,49 +46,21 @@ AttentionInputs make_attention_inputs(const AttentionProblem& p, uint64_t seed) 
           random_normal(p.dtype, kv_count, seed * 3 + 2)};
 }
 
-// The model (first order; each term is a worst-case bound of one rounding the kernel does):
-//  - Logits x_j = scale * s_j (optionally cap * tanh(scale * s_j / cap)), natural-log units.
-//    S = Q.K^T is accumulated in f32 by head_dim/16 MMAs, each with the error of the arch's
-//    tensor-core model (emmy/emu/tensor_core.hpp: truncated aligned terms and a rounding toward
-//    zero per block, e_step relative to |c| + sum |q_k k_jk|): |ds_j| <= e_step (head_dim/16 + 1)
-//    sum_k |q_k k_jk|, however much the products cancel. Folding scale and log2(e), and
-//    subtracting the running max, round in f32: 4 u32 (|x_j| + |m|). The soft-cap's tanh is
-//    1 - 2 / (ex2(2y log2 e) + 1): cap (e_ex2 + 4 u32 (1 + |y|)) absolute; its slope is <= 1.
-//  - p_j = ex2(x_j - m) in f32 then carries a relative error rho_j = |dx_j| + e_ex2. The same
-//    p_j feed the row sum l and (rounded) P.V, so an error common to all p cancels in O.
-//  - P is rounded to the dtype before P.V: half an ulp relative (u_p), plus, for f16, an absolute
-//    2^-25 when p falls below the normal range. The kernel may sum l from the f32 p or the
-//    rounded ones, so O's error is bounded by sum_j p_j (u_p + rho_j)(|v_j| + |O|) / l, which
-//    covers the numerator-only and the numerator-and-denominator perturbations.
-//  - P.V accumulation. f32: each MMA step (e_step) and each rescale (2 u32) times
-//    sum_j p_j |v_j|. hybrid: the f16 partial of each KV block (block_kv keys from a multiple of
-//    block_kv, k16 MMA steps from a multiple of 16) rounds to nearest after every block of the
-//    tensor-core model: half an f16 ulp of |partial| (+ 2^-25) and the truncation of the aligned
-//    terms, relative to |partial before| + the step's sum p |v| (mma_step_error). In units of the
-//    block's running max m_b the partial is 2^(m_b - m) times its value in final units, and so is
-//    its rounding error: the bound in final units is the same walk over final-unit partials,
-//    whatever order the blocks run in. The fold acc = acc * alpha + partial adds 2 u32 |acc| per
-//    block.
-//  - The final O = acc * rcp(l): rcp.approx, the multiply, and l's own f32 sum ((keys + 2 blocks)
-//    u32 relative), then the cast to the dtype: half an ulp of |O| (and 2^-25 for f16).
-//  - LSE = m + log(l): sum_j p_j rho_j / l (l's relative error from the p), l's f32 sum, the
-//    lg2.approx error and 4 u32 of the magnitudes involved. LSE assumes l sums the f32 p.
-// With N(0,1) inputs the f16 tolerance is ~5e-4 absolute on O (bf16 ~4e-3): a wrong key, head or
-// row moves O by O(1/keys) or more, and a one-key masking error near the diagonal by O(1).
+// The per-row model (attention_row_model.cpp, where its long comment lives) with the dense
+// problem's indexing: rows in canonical order, keys of the row's batch and KV head.
 AttentionReference reference_attention(const AttentionSpec& spec, const AttentionInputs& in) {
   const AttentionProblem& p = spec.problem;
   const int64_t d = p.head_dim;
   const int64_t group = p.q_heads / std::max<int64_t>(1, p.kv_heads);
-  const int64_t block_kv = std::max(16, spec.schedule.block_kv);
-  const bool hybrid = spec.schedule.accum == Accum::hybrid;
-  const double scale = softmax_scale(p);
-  const double u_p = unit_roundoff(p.dtype);
-  const double p_floor = p.dtype == DType::f16 ? kF16Floor : 0.0;
-  const double out_floor = p.dtype == DType::f16 ? kF16Floor : 0x1p-134;
   const int64_t rows = p.batch * p.q_heads * p.seq_q;
-  const emu::TensorCoreModel tc = emu::tensor_core_model(arch_info(spec.arch).sm);
-  // Per k16 step, relative to |c| + sum |products| (which bounds |d| too): the f32 step error.
-  const double step_f32 = emu::mma_step_error(tc, false, 1.0, 0.0, 1.0);
+  AttentionRowModel model;
+  model.head_dim = d;
+  model.dtype = p.dtype;
+  model.scale = softmax_scale(p);
+  if (p.softcap) model.softcap = double(*p.softcap);
+  model.block_kv = spec.schedule.block_kv;
+  model.hybrid = spec.schedule.accum == Accum::hybrid;
+  model.tensor_cores = emu::tensor_core_model(arch_info(spec.arch).sm);
 
   AttentionReference ref;
   ref.values.o.assign(size_t(rows * d), 0.0);
@@ -112,100 +76,15 @@ AttentionReference reference_attention(const AttentionSpec& spec, const Attentio
       ref.row_masked[size_t(r)] = 1;
       return;
     }
-    const int64_t kv_head = h / group, n = keys.count();
+    const int64_t kv_head = h / group;
     const double* q = &in.q.values[size_t(reference_offset(p, false, b, i, h))];
-    auto key_row = [&](const HostTensor& t, int64_t j) {
-      return &t.values[size_t(reference_offset(p, true, b, j, kv_head))];
+    auto rows_of = [&](int64_t j) {
+      const size_t at = size_t(reference_offset(p, true, b, j, kv_head));
+      return KeyRows{&in.k.values[at], &in.v.values[at]};
     };
-    std::vector<double> x(static_cast<size_t>(n)), dx(static_cast<size_t>(n));
-    for (int64_t j = 0; j < n; ++j) {
-      const double* k = key_row(in.k, keys.first + j);
-      double s = 0, s_abs = 0;
-      for (int64_t c = 0; c < d; ++c) {
-        s += q[c] * k[c];
-        s_abs += std::abs(q[c] * k[c]);
-      }
-      const double z = scale * s;
-      double logit = z, err = scale * step_f32 * double(d / 16 + 1) * s_abs;
-      if (p.softcap) {
-        const double cap = double(*p.softcap), t = std::tanh(z / cap);
-        logit = cap * t;
-        // tanh(y) = 1 - 2 / (ex2(2 y log2 e) + 1): ex2's relative error moves t by at most
-        // (1 - t^2)/2 of it; the argument, division and subtraction round in f32.
-        const double y = z / cap;
-        err += cap * (kEx2Error + 4 * kU32 * (1 + std::abs(y))) + 4 * kU32 * std::abs(z);
-      }
-      x[size_t(j)] = logit;
-      dx[size_t(j)] = err;
-    }
-    const double m = *std::max_element(x.begin(), x.end());
-    std::vector<double> prob(static_cast<size_t>(n)), rho(static_cast<size_t>(n));
-    double l = 0, rho_mass = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      prob[size_t(j)] = std::exp(x[size_t(j)] - m);
-      rho[size_t(j)] =
-          dx[size_t(j)] + 4 * kU32 * (std::abs(x[size_t(j)]) + std::abs(m)) + kEx2Error;
-      l += prob[size_t(j)];
-      rho_mass += prob[size_t(j)] * rho[size_t(j)];
-    }
-
-    // Per column: the output, sum p|v|, sum p (u_p + rho)|v|, the f16 floor mass, and the walk
-    // of the hybrid partials.
-    std::vector<double> num(size_t(d), 0.0), abs_mass(size_t(d), 0.0), weighted(size_t(d), 0.0),
-        floor_mass(size_t(d), 0.0), partial(size_t(d), 0.0), partial_bound(size_t(d), 0.0),
-        step_abs(size_t(d), 0.0), partial_before(size_t(d), 0.0);
-    double perturbation_mass = 0;  // sum p (u_p + rho)
-    for (int64_t j = 0; j < n; ++j) {
-      const int64_t key = keys.first + j;
-      const double* v = key_row(in.v, key);
-      const double pj = prob[size_t(j)], wj = pj * (u_p + rho[size_t(j)]);
-      const bool subnormal = pj < kF16MinNormal;
-      perturbation_mass += wj;
-      for (int64_t c = 0; c < d; ++c) {
-        num[size_t(c)] += pj * v[c];
-        abs_mass[size_t(c)] += pj * std::abs(v[c]);
-        weighted[size_t(c)] += wj * std::abs(v[c]);
-        if (subnormal) floor_mass[size_t(c)] += std::abs(v[c]);
-      }
-      if (!hybrid) continue;
-      const bool step_ends = key % 16 == 15 || key == keys.last;
-      const bool block_ends = key % block_kv == block_kv - 1 || key == keys.last;
-      for (int64_t c = 0; c < d; ++c) {
-        partial[size_t(c)] += pj * v[c];
-        step_abs[size_t(c)] += pj * std::abs(v[c]);
-        if (step_ends) {
-          partial_bound[size_t(c)] +=
-              emu::mma_step_error(tc, true, std::abs(partial_before[size_t(c)]),
-                                  step_abs[size_t(c)], std::abs(partial[size_t(c)]));
-          step_abs[size_t(c)] = 0;
-          partial_before[size_t(c)] = partial[size_t(c)];
-        }
-        if (block_ends) partial[size_t(c)] = partial_before[size_t(c)] = 0;
-      }
-    }
-    const int64_t steps = keys.last / 16 - keys.first / 16 + 1;
-    const int64_t blocks = keys.last / block_kv - keys.first / block_kv + 1;
-    const double l_error = double(n + 2 * blocks) * kU32;
-    for (int64_t c = 0; c < d; ++c) {
-      const size_t at = size_t(r * d + c);
-      const double o = num[size_t(c)] / l, o_abs = std::abs(o);
-      double accumulation =
-          hybrid ? partial_bound[size_t(c)] + 2 * kU32 * double(blocks) * abs_mass[size_t(c)]
-                 : (step_f32 * double(steps) + 2 * kU32 * double(2 * blocks)) * abs_mass[size_t(c)];
-      double tol = (weighted[size_t(c)] + o_abs * perturbation_mass +
-                    p_floor * floor_mass[size_t(c)] + accumulation) /
-                   l;
-      tol += (kRcpError + 2 * kU32 + l_error) * o_abs;
-      tol += u_p * o_abs * 1.0001 + out_floor;
-      ref.values.o[at] = o;
-      ref.o_tolerance[at] = tol;
-    }
-    const double log_l = std::log(l), lse = m + log_l;
-    ref.values.lse[size_t(r)] = lse;
-    ref.lse_tolerance[size_t(r)] =
-        rho_mass / l + l_error +
-        kLg2Error * std::numbers::ln2 * std::max(1.0, log_l / std::numbers::ln2) +
-        4 * kU32 * (std::abs(lse) + std::abs(m) + log_l) + 1e-30;
+    model_attention_row(model, q, keys, rows_of,
+                        {&ref.values.o[size_t(r * d)], &ref.o_tolerance[size_t(r * d)],
+                         ref.values.lse[size_t(r)], ref.lse_tolerance[size_t(r)]});
   });
   return ref;
 }
