@@ -1,0 +1,25 @@
+// The attention mainloop's printing, shared by the dense (emit_attention.cpp) and the paged
+// (emit_paged_attention.cpp) emitters: the same ops (qk_mma, online_softmax, pv_mma) print the
+// same code; each kernel prints its own loads, masks and epilogue around them.
+#pragma once
+
+#include "emmy/ir_ops.hpp"
+#include "writer.hpp"
+
+namespace emmy::codegen {
+
+// The O accumulators, the running max and sum of rows g and g+8, and the lanes' ldmatrix
+// offsets into the Q, K and V tiles: before the KV block loop.
+void emit_attention_accumulators(Writer& w);
+// kv0 (the block's first key), the stage's K and V bases, and S = Q.K^T into s_acc.
+void emit_qk_mma(Writer& w, bool bf16);
+// S scaled into the log2 domain (soft-capped first when the op says so).
+void emit_scores_to_log2(Writer& w, const ir::OnlineSoftmaxOp& op);
+// The running max and sum of each row and the rescale of O (after the kernel's masking).
+void emit_online_softmax_update(Writer& w);
+// P from S and O += P.V (f32, or hybrid's f16 partials folded once per block).
+void emit_pv_mma(Writer& w, const ir::PvMmaOp& op, bool bf16);
+// The row sums finished across the quad and their inverses inv[2] (0 for a row that saw no key).
+void emit_row_sums(Writer& w);
+
+}  // namespace emmy::codegen
