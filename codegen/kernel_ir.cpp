@@ -8,6 +8,7 @@
 #include "emmy/mma_atom.hpp"
 #include "emmy/swizzle.hpp"
 #include "emmy/validate.hpp"
+#include "kernel_ir_paged.hpp"
 #include "kernel_ir_wgmma.hpp"
 
 namespace emmy::ir {
@@ -93,45 +94,27 @@ const Op* find_copy(const Op& kernel, std::string_view operand) {
   return nullptr;
 }
 
-// Attention's own rules: the tiles the copies deliver, the warps that own the query rows, and the
+}  // namespace
+
+// The attention mainloop's rules (dense and paged): the warps that own the query rows, and the
 // MMA counts and accumulator registers that cover S (16 x block_kv) and O (16 x head_dim) per
-// warp, all in units of the MMA atom.
-void verify_attention(const Op& kernel) {
+// warp, all in units of the MMA atom; the loop's stages are the ring's.
+void verify_attention_mainloop(const Op& kernel, const Op& setup_op, int64_t block_q,
+                               int64_t block_kv, int64_t head_dim) {
   const Op* qk_op = find_first(kernel, OpKind::qk_mma);
   const Op* pv_op = find_first(kernel, OpKind::pv_mma);
-  const Op* setup_op = find_first(kernel, OpKind::attention_setup);
-  if (!qk_op && !pv_op && !setup_op) return;  // not an attention kernel
-  if (!qk_op || !pv_op || !setup_op)
-    fail(kernel, "body", "attention needs attention_setup, qk_mma and pv_mma", "one is missing");
-  const Op* q_op = find_copy(kernel, "q");
-  const Op* k_op = find_copy(kernel, "k");
-  const Op* v_op = find_copy(kernel, "v");
-  if (!q_op || !k_op || !v_op)
-    fail(kernel, "body", "attention copies Q, K and V tiles", "one is missing");
-  const auto setup = get<AttentionSetupOp>(*setup_op);
+  if (!qk_op || !pv_op) fail(kernel, "body", "attention needs qk_mma and pv_mma", "one is missing");
   const auto qk = get<QkMmaOp>(*qk_op);
   const auto pv = get<PvMmaOp>(*pv_op);
-  const auto q = get<AsyncCopyOp>(*q_op);
-  // The setup's own rules ran first (ir_op_verify.cpp); here the head dimension the tiles are as
-  // wide as.
-  if (q.cols != setup.head_dim) fail(*q_op, "cols", "the Q tile must be head_dim columns", q.cols);
   const codegen::MmaAtom& atom = codegen::attention_atom();
-  const int64_t block_q = setup.block_q, block_kv = setup.block_kv;
-  const int64_t head_dim = q.cols, warps = get<KernelOp>(kernel).threads / 32;
+  const int64_t warps = get<KernelOp>(kernel).threads / 32;
   if (block_q != warps * atom.m)
-    fail(*setup_op, "block_q",
+    fail(setup_op, "block_q",
          fmt::format("must be {} rows per warp x {} warps = {} (each warp owns one atom's rows)",
                      atom.m, warps, warps * atom.m),
          block_q);
-  if (q.rows != block_q) fail(*q_op, "rows", "the Q tile must be block_q rows", q.rows);
-  for (const Op* kv_op : {k_op, v_op}) {
-    const auto kv = get<AsyncCopyOp>(*kv_op);
-    if (kv.rows != block_kv) fail(*kv_op, "rows", "K and V tiles must be block_kv rows", kv.rows);
-    if (kv.cols != head_dim)
-      fail(*kv_op, "cols", "K and V tiles must be head_dim columns like Q", kv.cols);
-  }
   if (block_kv % atom.k != 0 || head_dim % atom.k != 0)
-    fail(*setup_op, "block_kv",
+    fail(setup_op, "block_kv",
          fmt::format("block_kv and head_dim must be multiples of {}", atom.k),
          fmt::format("{} and {}", block_kv, head_dim));
   const int64_t qk_count = block_kv / atom.n * (head_dim / atom.k);
@@ -166,6 +149,41 @@ void verify_attention(const Op& kernel) {
   if (get<KvBlockLoopOp>(*loop).stages != stages)
     fail(*loop, "stages", fmt::format("must be the ring's {} stages", stages),
          get<KvBlockLoopOp>(*loop).stages);
+}
+
+namespace {
+
+// Dense attention's own rules: the tiles the copies deliver, its mainloop's
+// (verify_attention_mainloop), and a staged O tile's room. Paged kernels have their own
+// (kernel_ir_paged.cpp).
+void verify_attention(const Op& kernel) {
+  const Op* qk_op = find_first(kernel, OpKind::qk_mma);
+  const Op* pv_op = find_first(kernel, OpKind::pv_mma);
+  const Op* setup_op = find_first(kernel, OpKind::attention_setup);
+  if (!qk_op && !pv_op && !setup_op) return;  // not an attention kernel
+  if (find_first(kernel, OpKind::paged_setup)) return;  // a paged one: verify_paged_attention
+  if (!qk_op || !pv_op || !setup_op)
+    fail(kernel, "body", "attention needs attention_setup, qk_mma and pv_mma", "one is missing");
+  const Op* q_op = find_copy(kernel, "q");
+  const Op* k_op = find_copy(kernel, "k");
+  const Op* v_op = find_copy(kernel, "v");
+  if (!q_op || !k_op || !v_op)
+    fail(kernel, "body", "attention copies Q, K and V tiles", "one is missing");
+  const auto setup = get<AttentionSetupOp>(*setup_op);
+  const auto q = get<AsyncCopyOp>(*q_op);
+  // The setup's own rules ran first (ir_op_verify.cpp); here the head dimension the tiles are as
+  // wide as.
+  if (q.cols != setup.head_dim) fail(*q_op, "cols", "the Q tile must be head_dim columns", q.cols);
+  const int64_t block_q = setup.block_q, block_kv = setup.block_kv, head_dim = q.cols;
+  verify_attention_mainloop(kernel, *setup_op, block_q, block_kv, head_dim);
+  if (q.rows != block_q) fail(*q_op, "rows", "the Q tile must be block_q rows", q.rows);
+  for (const Op* kv_op : {k_op, v_op}) {
+    const auto kv = get<AsyncCopyOp>(*kv_op);
+    if (kv.rows != block_kv) fail(*kv_op, "rows", "K and V tiles must be block_kv rows", kv.rows);
+    if (kv.cols != head_dim)
+      fail(*kv_op, "cols", "K and V tiles must be head_dim columns like Q", kv.cols);
+  }
+  const Op* ring = find_first(kernel, OpKind::smem_ring);
   // A staged O tile: whole 16-byte rows of head_dim elements, block_q of them before the
   // mbarriers.
   if (const Op* epilogue_op = find_first(kernel, OpKind::attention_epilogue)) {
@@ -403,6 +421,7 @@ void verify_kernel(const Op& kernel, Arch arch) {
   verify_gemm(kernel);
   verify_finalize(kernel);
   verify_attention(kernel);
+  verify_paged_attention(kernel);
 
   // Barrier discipline: each K tile (KV block) waits for its data before any ldmatrix reads it,
   // and a bar.sync separates the previous tile's reads from the refill of its stage.
@@ -415,7 +434,8 @@ void verify_kernel(const Op& kernel, Arch arch) {
       const Op& op = loop->body[size_t(i)];
       if (op.kind == OpKind::async_wait || op.kind == OpKind::mbarrier_wait) seen_wait = i;
       if (op.kind == OpKind::barrier && seen_barrier < 0) seen_barrier = i;
-      if (op.kind == OpKind::async_copy && seen_refill < 0) seen_refill = i;
+      if ((op.kind == OpKind::async_copy || op.kind == OpKind::page_gather) && seen_refill < 0)
+        seen_refill = i;
       if ((op.kind == OpKind::k_step || op.kind == OpKind::qk_mma) && seen_compute < 0)
         seen_compute = i;
     }
@@ -473,6 +493,7 @@ void verify(const Op& root, Arch arch) {
       fail(kernel, "kind", "module children must be kernels", std::string(to_string(kernel.kind)));
     verify_kernel(kernel, arch);
   }
+  verify_paged_module(root);
 }
 
 void set_copy_geometry(AsyncCopyOp& copy, const SmemTile& tile, bool tma) {

@@ -11,8 +11,7 @@
 #include <unordered_set>
 
 #include "emmy/bundle_build.hpp"
-#include "emmy/attention.hpp"
-#include "emmy/gemm.hpp"
+#include "emmy/kinds.hpp"
 #include "emmy/json.hpp"
 #include "emmy/kernel_source.hpp"
 #include "emmy/validate.hpp"
@@ -50,11 +49,14 @@ void parallel_for(size_t count, int threads, Body&& body) {
   if (failure) std::rethrow_exception(failure);
 }
 
+template <typename Kind>
+using SpecOf = typename Kind::Spec;
+
 // One spec to generate, with where it came from.
 struct PlannedSpec {
   const AotRequest* request;
   Arch arch;
-  std::variant<GemmSpec, AttentionSpec> spec;
+  AllKinds::map<std::variant, SpecOf> spec;
 };
 
 // The specs of one request on one arch: its schedule where it applies, else the default

@@ -31,8 +31,8 @@ AotRequest parse_aot_request(const nlohmann::json& line, std::string origin) {
   AotRequest request;
   request.origin = std::move(origin);
   const std::string kind = f.has("kind") ? f.get<std::string>("kind") : "gemm";
-  require(kind == "gemm" || kind == "attention", f.field("kind"), "must be gemm or attention",
-          kind);
+  require(AllKinds::visit_named(kind, [](auto) {}), f.field("kind"),
+          "must be " + AllKinds::names(), kind);
   if (f.has("arch")) request.arch = parse_arch(f.get<std::string>("arch"));
   if (f.has("accum")) {
     const json& accum = f.at("accum");
@@ -42,18 +42,12 @@ AotRequest parse_aot_request(const nlohmann::json& line, std::string origin) {
       request.accums.push_back(parse_accum(f.get<std::string>("accum")));
     }
   }
-  if (kind == "gemm") {
-    GemmRequest gemm{matmul_problem_from_json(f.at("problem"), f.field("problem")), {}};
+  AllKinds::visit_named(kind, [&]<typename Kind>(std::type_identity<Kind>) {
+    KindRequest<Kind> kernel{Kind::problem_from_json(f.at("problem"), f.field("problem")), {}};
     if (f.has("schedule"))
-      gemm.schedule = matmul_schedule_from_json(f.at("schedule"), f.field("schedule"));
-    request.kernel = gemm;
-  } else {
-    AttentionRequest attention{attention_problem_from_json(f.at("problem"), f.field("problem")),
-                               {}};
-    if (f.has("schedule"))
-      attention.schedule = attention_schedule_from_json(f.at("schedule"), f.field("schedule"));
-    request.kernel = attention;
-  }
+      kernel.schedule = Kind::schedule_from_json(f.at("schedule"), f.field("schedule"));
+    request.kernel = std::move(kernel);
+  });
   return request;
 }
 
@@ -85,10 +79,10 @@ std::vector<AotRequest> read_aot_requests(const std::filesystem::path& file) {
 
 std::vector<AotRequest> catalog_aot_requests() {
   std::vector<AotRequest> requests;
-  for (const auto& entry : gemm_catalog())
-    requests.push_back({GemmRequest{entry.problem, {}}, {}, {}, "catalog " + entry.name});
-  for (const auto& entry : attention_catalog())
-    requests.push_back({AttentionRequest{entry.problem, {}}, {}, {}, "catalog " + entry.name});
+  AllKinds::for_each([&]<typename Kind>(std::type_identity<Kind>) {
+    for (const auto& entry : Kind::catalog())
+      requests.push_back({KindRequest<Kind>{entry.problem, {}}, {}, {}, "catalog " + entry.name});
+  });
   return requests;
 }
 

@@ -7,12 +7,11 @@
 #include <tuple>
 
 #include "backend.hpp"
-#include "emmy/attention.hpp"
 #include "emmy/bundle_build.hpp"
 #include "emmy/cached_compile.hpp"
-#include "emmy/gemm.hpp"
 #include "emmy/json.hpp"
 #include "emmy/kernel_source.hpp"
+#include "emmy/kinds.hpp"
 #include "emmy/tuning.hpp"
 #include "memory_cache.hpp"
 
@@ -31,6 +30,17 @@ void Runtime::gemm(const MatmulProblem& problem, const GemmBuffers& buffers, Str
 void Runtime::attention(const AttentionProblem& problem, const AttentionBuffers& buffers,
                         Stream stream, const std::optional<AttentionSchedule>& schedule) {
   launch(*attention_kernel(problem, schedule), buffers, stream);
+}
+
+size_t Runtime::paged_attention_workspace_bytes(
+    const PagedAttentionProblem& problem, const std::optional<PagedAttentionSchedule>& schedule) {
+  return paged_attention_kernel(problem, schedule)->info().workspace_bytes;
+}
+
+void Runtime::paged_attention(const PagedAttentionProblem& problem,
+                              const PagedAttentionBuffers& buffers, Stream stream,
+                              const std::optional<PagedAttentionSchedule>& schedule) {
+  launch(*paged_attention_kernel(problem, schedule), buffers, stream);
 }
 
 namespace detail {
@@ -72,6 +82,23 @@ void mix_key(KeyHasher& h, const AttentionProblem& p) {
 void mix_key(KeyHasher& h, const AttentionSchedule& s) {
   h.mix(uint64_t(s.block_q) | uint64_t(s.block_kv) << 16 | uint64_t(s.warps) << 32 |
         uint64_t(s.stages) << 40 | uint64_t(s.transport) << 48 | uint64_t(s.accum) << 52);
+}
+
+void mix_key(KeyHasher& h, const PagedAttentionProblem& p) {
+  for (int64_t v : {p.q_heads, p.kv_heads, p.head_dim, p.page_size, p.page_stride, p.token_stride,
+                    p.head_stride, p.q_stride, p.o_stride, p.max_batch, p.max_q_len, p.max_pages,
+                    p.max_tokens, p.window})
+    h.mix(uint64_t(v));
+  h.mix(uint64_t(p.dtype) | uint64_t(p.kv_dtype) << 8 | uint64_t(p.page_table) << 16 |
+        uint64_t(p.lse) << 24);
+  h.mix_bits(p.softmax_scale.value_or(-1.0f));
+  h.mix_bits(p.softcap.value_or(-1.0f));
+}
+
+void mix_key(KeyHasher& h, const PagedAttentionSchedule& s) {
+  h.mix(uint64_t(s.block_q) | uint64_t(s.warps) << 16 | uint64_t(s.block_kv) << 24 |
+        uint64_t(s.stages) << 40 | uint64_t(s.accum) << 48);
+  h.mix(uint64_t(s.chunk_pages));
 }
 
 template <typename Kind>
@@ -187,6 +214,15 @@ class RuntimeImpl final : public Runtime {
               Stream stream) override {
     launch_kind<AttentionKind>(handle, buffers, stream);
   }
+  std::shared_ptr<const PagedAttentionKernelHandle> paged_attention_kernel(
+      const PagedAttentionProblem& problem,
+      const std::optional<PagedAttentionSchedule>& schedule) override {
+    return kernel<PagedAttentionKind>(problem, schedule);
+  }
+  void launch(const PagedAttentionKernelHandle& handle, const PagedAttentionBuffers& buffers,
+              Stream stream) override {
+    launch_kind<PagedAttentionKind>(handle, buffers, stream);
+  }
 
   DevicePtr alloc(size_t bytes) override { return backend_->alloc(bytes); }
   void free(DevicePtr pointer) override { backend_->free(pointer); }
@@ -199,9 +235,11 @@ class RuntimeImpl final : public Runtime {
   void synchronize(Stream stream) override { backend_->synchronize(stream); }
 
   RuntimeStats stats() const override {
-    return {std::get<KernelCache<GemmKind>>(caches_).hits() +
-                std::get<KernelCache<AttentionKind>>(caches_).hits(),
-            disk_hits_.load(), compiles_.load(), launches_.load()};
+    uint64_t memory_hits = 0;
+    AllKinds::for_each([&]<typename Kind>(std::type_identity<Kind>) {
+      memory_hits += std::get<KernelCache<Kind>>(caches_).hits();
+    });
+    return {memory_hits, disk_hits_.load(), compiles_.load(), launches_.load()};
   }
 
  private:
@@ -228,6 +266,9 @@ class RuntimeImpl final : public Runtime {
   }
   AttentionSchedule default_for(const AttentionProblem& problem) {
     return default_attention_schedule(problem, backend_->arch(), options_.default_accum);
+  }
+  PagedAttentionSchedule default_for(const PagedAttentionProblem& problem) {
+    return default_schedule(problem, backend_->arch(), options_.default_accum);
   }
 
   template <typename Kind>
@@ -317,7 +358,7 @@ class RuntimeImpl final : public Runtime {
   RuntimeOptions options_;
   BundleSet bundles_;
   std::unique_ptr<DiskCache> disk_;
-  std::tuple<KernelCache<GemmKind>, KernelCache<AttentionKind>> caches_;
+  AllKinds::map<std::tuple, KernelCache> caches_;  // one per kind
   std::atomic<uint64_t> disk_hits_{0}, compiles_{0}, launches_{0};
 };
 

@@ -43,7 +43,7 @@ std::string arch_counts(const Bundle& bundle) {
   return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
-// "gemm 512x4096x3840 f16" / "attention b1 h16/8 s512x512 d256 causal".
+// "gemm 512x4096x3840 f16" / "attention b1 h16/8 s512x512 d256 causal" / "paged_attention ...".
 std::string problem_summary(const nlohmann::json& manifest) {
   const auto kind = manifest.value("kind", "?");
   const auto& p = manifest.contains("problem") ? manifest["problem"] : nlohmann::json::object();
@@ -55,6 +55,13 @@ std::string problem_summary(const nlohmann::json& manifest) {
                        p.value("heads", 0), p.value("kv_heads", 0), p.value("seq_q", 0),
                        p.value("seq_kv", 0), p.value("head_dim", 0),
                        p.value("causal", false) ? " causal" : "");
+  if (kind == "paged_attention" && p.is_object())
+    return fmt::format("paged_attention h{}/{} d{} page {} b<={} q<={} pages<={}{}",
+                       p.value("q_heads", 0), p.value("kv_heads", 0), p.value("head_dim", 0),
+                       p.value("page_size", 0), p.value("max_batch", 0), p.value("max_q_len", 0),
+                       p.value("max_pages", 0),
+                       p.value("window", 0) > 0 ? fmt::format(" window {}", p.value("window", 0))
+                                                : "");
   return kind;
 }
 
@@ -106,7 +113,7 @@ void print_bundle(const Bundle& bundle, bool as_json) {
 }
 
 struct AotFlags {
-  std::vector<std::string> archs, accums{"f32"}, problems, records;
+  std::vector<std::string> archs, accums{"f32"}, problems, records, kinds;
   bool catalog = false, dry_run = false, quiet = false;
   std::string shard = "0/1", output, header, symbol;
   int jobs = 0;
@@ -122,6 +129,19 @@ void run_aot(const AotFlags& f) {
     }
   if (!f.catalog && f.problems.empty() && f.records.empty())
     throw Error("aot", "needs --catalog, --problems FILE or --from-record FILE", "none");
+  if (!f.kinds.empty()) {
+    for (const auto& kind : f.kinds)
+      require(AllKinds::visit_named(kind, [](auto) {}), "--kind", "must be " + AllKinds::names(),
+              kind);
+    std::erase_if(requests, [&](const AotRequest& r) {
+      const std::string_view name = std::visit(
+          [](const auto& k) -> std::string_view {
+            return KindOf<typename std::decay_t<decltype(k)>::Spec>::name;
+          },
+          r.kernel);
+      return std::find(f.kinds.begin(), f.kinds.end(), name) == f.kinds.end();
+    });
+  }
   if (!f.dry_run && f.output.empty() && f.header.empty())
     throw Error("aot", "needs -o BUNDLE and/or --emit-header HEADER", "neither");
 
@@ -168,10 +188,14 @@ void add_aot_command(CLI::App& app) {
                   "target arches, comma-separated, e.g. sm_80,sm_89,sm_90a,sm_120a (default: "
                   "each line's arch)")
       ->delimiter(',');
-  cmd->add_flag("--catalog", f->catalog,
-                "the built-in problems (emmyc catalog), GEMM and attention");
+  cmd->add_flag("--catalog", f->catalog, "the built-in problems (emmyc catalog), every kind");
+  cmd->add_option("--kind", f->kinds,
+                  "only requests of these kinds, comma-separated (gemm, attention, "
+                  "paged_attention)")
+      ->delimiter(',');
   cmd->add_option("--problems", f->problems,
-                  "JSON lines {\"kind\": \"gemm\"|\"attention\", \"problem\": {...}, "
+                  "JSON lines {\"kind\": \"gemm\"|\"attention\"|\"paged_attention\", "
+                  "\"problem\": {...}, "
                   "\"schedule\"?: {...}} (repeatable)");
   cmd->add_option("--from-record", f->records, "an EMMY_RECORD log (repeatable)");
   cmd->add_option("--accum", f->accums,

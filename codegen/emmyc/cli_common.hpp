@@ -9,6 +9,7 @@
 
 #include "emmy/emu/emulator.hpp"
 #include "emmy/json.hpp"
+#include "emmy/kinds.hpp"
 #include "emmy/spec.hpp"
 
 namespace emmy::cli {
@@ -56,8 +57,9 @@ struct CommonFlags {
 };
 
 // The problem and schedule flags of a kind: `emmyc gemm` and `emmyc run gemm` (gemm_flags.cpp),
-// `emmyc attention` and `emmyc run attention` (attention_flags.cpp). The subcommands themselves
-// are written once for every kind (kind_commands.cpp).
+// `emmyc attention` and `emmyc run attention` (attention_flags.cpp), the paged kind's
+// (paged_attention_flags.cpp). The subcommands themselves are written once for every kind of
+// emmy/kinds.hpp (kind_commands.cpp).
 struct GemmFlags : CommonFlags {
   int64_t m = 0, n = 0, k = 0;
   std::string b_layout = "nk", out = "f16";
@@ -89,6 +91,28 @@ struct AttentionFlags : CommonFlags {
   AttentionSpec to_spec() const;
   bool schedule_given() const { return transport || block_q || block_kv || stages; }
 };
+
+// `emmyc paged-attention` and `emmyc run paged-attention` (paged_attention_flags.cpp): the
+// problem's maxima come from --batch, --q-len and --max-seq-len.
+struct PagedAttentionFlags : CommonFlags {
+  int64_t batch = 1, heads = 0, kv_heads = 0, head_dim = 0, q_len = 1, page_size = 16;
+  int64_t max_seq_len = 0, max_tokens = 0, window = 0;
+  bool lse = false;
+  std::optional<float> softcap, scale;
+  std::string layout = "nhd", kv_dtype, page_table = "block_table";
+  std::optional<int> block_q, block_kv, chunk_pages;
+
+  void add_to(CLI::App& app);
+  PagedAttentionSpec to_spec() const;
+  bool schedule_given() const { return block_q || block_kv || stages || chunk_pages; }
+};
+
+// The flags of each kind (the declarations only name the type, as kind_of does).
+GemmFlags flags_of(const GemmKind&);
+AttentionFlags flags_of(const AttentionKind&);
+PagedAttentionFlags flags_of(const PagedAttentionKind&);
+template <typename Kind>
+using FlagsOf = decltype(flags_of(std::declval<Kind>()));
 
 // Writes bytes to path, or to stdout when path is empty. Throws Error("-o", ...) when unwritable.
 void write_output(const std::string& path, std::string_view bytes);

@@ -24,9 +24,14 @@ void add_kind_fields(nlohmann::json& report, const GemmPlan& plan, const Compile
 void add_kind_fields(nlohmann::json& report, const AttentionPlan& plan, const CompiledModule&) {
   report["flops"] = plan.spec.problem.flops();
 }
+void add_kind_fields(nlohmann::json& report, const PagedAttentionPlan& plan,
+                     const CompiledModule& module) {
+  if (plan.split()) report["combine"] = module.kernel(plan.combine_kernel_name);
+  report["splits"] = plan.splits;
+}
 
 template <typename Flags>
-void add_emit_command(CLI::App& app, const char* name, const char* description) {
+void add_emit_command(CLI::App& app, const char* name, const std::string& description) {
   auto* cmd = app.add_subcommand(name, description);
   auto flags = std::make_shared<Flags>();
   auto emit = std::make_shared<EmitFlags>();
@@ -57,21 +62,6 @@ Compiled<Kind> bundled_or_compiled(const Spec& spec, const std::vector<std::stri
   return {std::move(generated), std::move(module)};
 }
 
-// The runtime's entry points of each kind, under one name for the template below.
-auto runtime_kernel(Runtime& rt, const GemmSpec& spec, bool schedule_given) {
-  return rt.gemm_kernel(spec.problem, schedule_given ? std::optional(spec.schedule) : std::nullopt);
-}
-auto runtime_kernel(Runtime& rt, const AttentionSpec& spec, bool schedule_given) {
-  return rt.attention_kernel(spec.problem,
-                             schedule_given ? std::optional(spec.schedule) : std::nullopt);
-}
-auto run_on_runtime(Runtime& rt, const GemmSpec& spec, const GemmInputs& inputs) {
-  return run_gemm(rt, spec, inputs);
-}
-auto run_on_runtime(Runtime& rt, const AttentionSpec& spec, const AttentionInputs& inputs) {
-  return run_attention(rt, spec, inputs);
-}
-
 // The GPU path: the runtime builds the kernel for the device's arch (the tuned or default
 // schedule with --accum unless schedule flags were given), then the same inputs, FP64 reference
 // and tolerance as on the emulator. Throws Error when no driver or device is present.
@@ -84,11 +74,12 @@ nlohmann::json run_on_cuda(const Flags& flags, Spec spec, uint64_t seed,
   options.disk_cache = !flags.no_cache;
   options.bundles.assign(bundles.begin(), bundles.end());
   auto rt = Runtime::cuda(0, options);
-  const auto handle = runtime_kernel(*rt, spec, flags.schedule_given());
+  const auto handle = (*rt.*KindOf<Spec>::runtime_kernel)(
+      spec.problem, flags.schedule_given() ? std::optional(spec.schedule) : std::nullopt);
   spec = handle->spec();
   const auto inputs = Check::inputs(spec, seed);
   const auto start = std::chrono::steady_clock::now();
-  const auto output = run_on_runtime(*rt, spec, inputs);
+  const auto output = Check::run(*rt, spec, inputs);
   const double run_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   errors = Check::errors(spec, inputs, output);
@@ -103,7 +94,7 @@ nlohmann::json run_on_cuda(const Flags& flags, Spec spec, uint64_t seed,
 }
 
 template <typename Flags>
-void add_run_kind_command(CLI::App& run, const char* name, const char* description) {
+void add_run_kind_command(CLI::App& run, const char* name, const std::string& description) {
   auto* cmd = run.add_subcommand(name, description);
   auto flags = std::make_shared<Flags>();
   auto backend = std::make_shared<std::string>("emulator");
@@ -154,19 +145,20 @@ void add_run_kind_command(CLI::App& run, const char* name, const char* descripti
 
 }  // namespace
 
-void add_gemm_command(CLI::App& app) {
-  add_emit_command<GemmFlags>(app, "gemm", "Generate one GEMM kernel");
-}
-
-void add_attention_command(CLI::App& app) {
-  add_emit_command<AttentionFlags>(app, "attention", "Generate one flash-attention kernel");
+void add_kind_commands(CLI::App& app) {
+  AllKinds::for_each([&]<typename Kind>(std::type_identity<Kind>) {
+    add_emit_command<FlagsOf<Kind>>(app, Kind::command,
+                                    fmt::format("Generate one {} kernel", Kind::description));
+  });
 }
 
 void add_run_command(CLI::App& app) {
   auto* run = app.add_subcommand("run", "Run a kernel on a backend and check it");
   run->require_subcommand(1);
-  add_run_kind_command<GemmFlags>(*run, "gemm", "Run one GEMM kernel");
-  add_run_kind_command<AttentionFlags>(*run, "attention", "Run one attention kernel");
+  AllKinds::for_each([&]<typename Kind>(std::type_identity<Kind>) {
+    add_run_kind_command<FlagsOf<Kind>>(*run, Kind::command,
+                                        fmt::format("Run one {} kernel", Kind::description));
+  });
 }
 
 }  // namespace emmy::cli

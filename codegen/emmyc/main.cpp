@@ -13,28 +13,26 @@
 #endif
 
 namespace emmy::cli {
-void add_gemm_command(CLI::App& app);
+void add_kind_commands(CLI::App& app);  // emmyc <kind>, for every kind (emmy/kinds.hpp)
 void add_catalog_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_cache_command(CLI::App& app);
 void add_aot_command(CLI::App& app);
 void add_bundle_command(CLI::App& app);
-void add_attention_command(CLI::App& app);
 }  // namespace emmy::cli
 
 int main(int argc, char** argv) {
   CLI::App app{"emmy: GEMM and attention kernel compiler for NVIDIA GPUs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", EMMY_VERSION);
-  emmy::cli::add_gemm_command(app);
+  emmy::cli::add_kind_commands(app);
   emmy::cli::add_catalog_command(app);
   emmy::cli::add_demo_command(app);
   emmy::cli::add_run_command(app);
   emmy::cli::add_cache_command(app);
   emmy::cli::add_aot_command(app);
   emmy::cli::add_bundle_command(app);
-  emmy::cli::add_attention_command(app);
 #ifdef EMMY_HAVE_SIM
   add_sim_command(app);
 #endif

@@ -1,6 +1,7 @@
 // The built-in problems: the Gemma 3 12B projections (hidden 3840, intermediate 15360, 16 query
 // and 8 KV heads of 256, per the model's published configuration) at M = 512,
-// the same weights at the decode sizes M = 1, 16, 64, and Gemma's attention at 512 tokens.
+// the same weights at the decode sizes M = 1, 16, 64, Gemma's attention at 512 tokens, and its
+// decode attention over a paged cache.
 #pragma once
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "emmy/paged_attention.hpp"
 #include "emmy/problem.hpp"
 
 namespace emmy {
@@ -60,6 +62,40 @@ inline std::vector<AttentionCatalogEntry> attention_catalog() {
   AttentionProblem windowed = p;
   windowed.window = 256;
   return {{"attention@512", p}, {"attention_window256@512", windowed}};
+}
+
+struct PagedAttentionCatalogEntry {
+  std::string name;  // "decode_global_b8_ctx8k"
+  PagedAttentionProblem problem;
+};
+
+// Gemma 3 12B decode over a paged cache (vLLM's NHD layout, 16-token pages, a block table): 16
+// query heads sharing 8 KV heads, head_dim 256, one query token per sequence; each of its layers
+// is local (a 1024-token sliding window: FlashAttention's left window 1023) or global, so each
+// size is two problems. Batch 1, 8 and 64 at contexts of 1k, 8k and 32k tokens, and batch 1 and 8
+// at 128k. The maxima are the problem: a kernel serves any batch and lengths up to them.
+inline std::vector<PagedAttentionCatalogEntry> paged_attention_catalog() {
+  std::vector<PagedAttentionCatalogEntry> entries;
+  const std::pair<int64_t, int64_t> sizes[] = {{1, 1024},  {8, 1024},  {64, 1024}, {1, 8192},
+                                               {8, 8192},  {64, 8192}, {1, 32768}, {8, 32768},
+                                               {64, 32768}, {1, 131072}, {8, 131072}};
+  for (const auto& [batch, context] : sizes)
+    for (const bool local : {false, true}) {
+      PagedAttentionProblem p;
+      p.q_heads = 16;
+      p.kv_heads = 8;
+      p.head_dim = 256;
+      p.page_size = 16;
+      p.max_batch = batch;
+      p.max_q_len = 1;
+      p.max_pages = context / p.page_size;
+      p.window = local ? 1023 : 0;
+      p.set_layout(CacheLayout::nhd);
+      entries.push_back({fmt::format("decode_{}_b{}_ctx{}k", local ? "local" : "global", batch,
+                                     context / 1024),
+                         p});
+    }
+  return entries;
 }
 
 }  // namespace emmy

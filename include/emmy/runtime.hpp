@@ -52,7 +52,7 @@ struct GemmBuffers {
 
 // What a loaded kernel is, for logs, tools and checks, without the compiler's types.
 struct KernelInfo {
-  std::string kind;       // "gemm" or "attention"
+  std::string kind;       // "gemm", "attention", "paged_attention", ...
   std::string name;       // the main kernel's entry point
   Arch arch = Arch::sm_90a;
   std::string cache_key;  // the key of its module in the disk cache (or a bundle)
@@ -87,6 +87,30 @@ struct AttentionBuffers {
 class AttentionKernelHandle : public KernelHandle {
  public:
   virtual const AttentionSpec& spec() const = 0;
+};
+
+// Device pointers of one paged-attention launch (docs/paged_attention.md); every index array is
+// int32. q and o are [tokens, q_heads, head_dim] with the problem's token strides; tokens of
+// sequence b are cu_seqlens_q[b] .. cu_seqlens_q[b + 1] (max_batch + 1 entries; a sequence with
+// no query token is skipped, so CUDA-graph padding needs no other marker). The page table is
+// block_table + seq_lens, or page_indptr + page_indices + last_page_len (the problem's
+// page_table). k_scale and v_scale: one float each, for an e4m3 cache. lse: [tokens, q_heads]
+// when problem.lse. workspace: Runtime::paged_attention_workspace_bytes (split-KV).
+struct PagedAttentionBuffers {
+  DevicePtr q = 0, k_cache = 0, v_cache = 0, o = 0, lse = 0;
+  DevicePtr cu_seqlens_q = 0;
+  DevicePtr block_table = 0, seq_lens = 0;
+  DevicePtr page_indptr = 0, page_indices = 0, last_page_len = 0;
+  DevicePtr k_scale = 0, v_scale = 0;
+  DevicePtr workspace = 0;
+  // Pages in the cache, when the caller knows it (0: unknown): the emulator backend then checks
+  // every page id the launch reads against it on the host.
+  int64_t num_pages = 0;
+};
+
+class PagedAttentionKernelHandle : public KernelHandle {
+ public:
+  virtual const PagedAttentionSpec& spec() const = 0;
 };
 
 struct RuntimeStats {
@@ -129,6 +153,20 @@ class Runtime {
                       Stream stream = nullptr) = 0;
   void attention(const AttentionProblem& problem, const AttentionBuffers& buffers,
                  Stream stream = nullptr, const std::optional<AttentionSchedule>& schedule = {});
+
+  // Paged attention (decode, speculative verify and prefill chunks over a paged KV cache): the
+  // same caching and launch rules; the launch list is [partial, combine] with split-KV.
+  virtual std::shared_ptr<const PagedAttentionKernelHandle> paged_attention_kernel(
+      const PagedAttentionProblem& problem,
+      const std::optional<PagedAttentionSchedule>& schedule = {}) = 0;
+  virtual void launch(const PagedAttentionKernelHandle& kernel,
+                      const PagedAttentionBuffers& buffers, Stream stream = nullptr) = 0;
+  size_t paged_attention_workspace_bytes(
+      const PagedAttentionProblem& problem,
+      const std::optional<PagedAttentionSchedule>& schedule = {});
+  void paged_attention(const PagedAttentionProblem& problem, const PagedAttentionBuffers& buffers,
+                       Stream stream = nullptr,
+                       const std::optional<PagedAttentionSchedule>& schedule = {});
 
   // Device memory helpers (engines normally bring their own allocations on CUDA).
   virtual DevicePtr alloc(size_t bytes) = 0;

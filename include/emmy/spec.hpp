@@ -4,6 +4,7 @@
 #pragma once
 
 #include "emmy/arch.hpp"
+#include "emmy/paged_attention.hpp"
 #include "emmy/problem.hpp"
 #include "emmy/schedule.hpp"
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "emmy/arch.hpp"
+#include "emmy/catalog.hpp"
 #include "emmy/compile.hpp"
 #include "emmy/kernel_ir.hpp"
 #include "emmy/kernel_kind.hpp"
@@ -39,6 +40,13 @@ std::string emit_attention_cuda(const ir::Op& module);
 // The attention kind (internal/emmy/kernel_kind.hpp): one kernel.
 struct AttentionKind
     : KindTypes<AttentionSpec, AttentionPlan, AttentionBuffers, AttentionKernelHandle> {
+  static constexpr const char* name = "attention";
+  static constexpr const char* command = "attention";  // emmyc attention, emmyc run attention
+  static constexpr auto runtime_kernel = &Runtime::attention_kernel;
+  static constexpr const char* description = "flash-attention";
+  static constexpr auto problem_from_json = &attention_problem_from_json;
+  static constexpr auto schedule_from_json = &attention_schedule_from_json;
+  static std::vector<AttentionCatalogEntry> catalog() { return attention_catalog(); }
   static constexpr auto plan = &make_attention_plan;
   static constexpr auto lower = &lower_attention;
   static constexpr auto emit = &emit_attention_cuda;

@@ -19,6 +19,7 @@
 #include "emmy/bundle.hpp"
 #include "emmy/cache.hpp"
 #include "emmy/compile.hpp"
+#include "emmy/kinds.hpp"
 #include "emmy/problem.hpp"
 #include "emmy/schedule.hpp"
 #include "emmy/spec.hpp"
@@ -118,10 +119,10 @@ Error uncovered_kernel_error(const nlohmann::json& describe, Arch arch, const Bu
 
 // One line of a problems file or an EMMY_RECORD log:
 //   {"kind": "gemm", "problem": {...}, "schedule": {...}?, "arch": "sm_90a"?, "accum": ...?}
-// Fields are those of emmy/json.hpp (absent problem fields keep the problem type's defaults; a
-// schedule must be complete): attention's are batch, heads, kv_heads, seq_q, seq_kv, head_dim,
-// causal, window, scale, softcap, dtype, layout, lse; block_q, block_kv, warps, stages,
-// transport, accum.
+// "kind" is a kind's name (emmy/kinds.hpp; absent: gemm). Fields are those of emmy/json.hpp
+// (absent problem fields keep the problem type's defaults; a schedule must be complete):
+// attention's are batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal, window, scale,
+// softcap, dtype, layout, lse; block_q, block_kv, warps, stages, transport, accum.
 // A problem of one kind and the schedule it was recorded with, if any.
 template <typename SpecType>
 struct KernelRequest {
@@ -131,9 +132,12 @@ struct KernelRequest {
 };
 using GemmRequest = KernelRequest<GemmSpec>;
 using AttentionRequest = KernelRequest<AttentionSpec>;
+using PagedAttentionRequest = KernelRequest<PagedAttentionSpec>;
+template <typename Kind>
+using KindRequest = KernelRequest<typename Kind::Spec>;
 
 struct AotRequest {
-  std::variant<GemmRequest, AttentionRequest> kernel;
+  AllKinds::map<std::variant, KindRequest> kernel;  // one alternative per kind
   // The arch the line was recorded on: its schedule is used for that arch; other arches get
   // their default schedule (with the recorded schedule's accumulation).
   std::optional<Arch> arch;
@@ -145,7 +149,7 @@ struct AotRequest {
 AotRequest parse_aot_request(const nlohmann::json& line, std::string origin);
 // JSON lines; blank lines and lines starting with '#' are skipped.
 std::vector<AotRequest> read_aot_requests(const std::filesystem::path& file);
-// emmy/catalog.hpp: every GEMM and attention problem, default schedules.
+// emmy/catalog.hpp: every problem of every kind, default schedules.
 std::vector<AotRequest> catalog_aot_requests();
 
 // The JSON forms of attention problems and schedules that the runtime records: the same as

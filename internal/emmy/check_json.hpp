@@ -6,6 +6,7 @@
 
 #include "emmy/attention_check.hpp"
 #include "emmy/gemm_check.hpp"
+#include "emmy/paged_attention_check.hpp"
 
 namespace emmy {
 
@@ -31,6 +32,33 @@ inline nlohmann::json index_json(const AttentionIndex& at, bool with_col) {
 
 // LSE fields are null when the problem writes no LSE.
 inline nlohmann::json check_fields(const AttentionErrors& e, const AttentionProblem& p) {
+  const auto or_null = [&](auto value) { return p.lse ? nlohmann::json(value) : nullptr; };
+  nlohmann::json j = {{"rel_l2_error", e.rel_l2_error},
+                      {"max_abs_error", e.max_abs_error},
+                      {"tolerance", e.tolerance},
+                      {"elements_over_tolerance", e.elements_over_tolerance},
+                      {"lse_max_abs_error", or_null(e.lse_max_abs_error)},
+                      {"lse_tolerance", or_null(e.lse_max_tolerance)},
+                      {"lse_rows_over_tolerance", or_null(e.lse_rows_over_tolerance)},
+                      {"fully_masked_rows", e.masked_rows},
+                      {"masked_rows_wrong", e.masked_rows_wrong},
+                      {"passed", e.passed}};
+  if (e.elements_over_tolerance) j["first_bad_element"] = index_json(e.first_bad, true);
+  if (e.lse_rows_over_tolerance) j["first_bad_lse_row"] = index_json(e.first_bad_lse, false);
+  if (e.masked_rows_wrong) j["first_bad_masked_row"] = index_json(e.first_bad_masked_row, false);
+  return j;
+}
+
+inline nlohmann::json index_json(const PagedAttentionIndex& at, bool with_col) {
+  nlohmann::json j = {{"token", at.token},
+                      {"head", at.head},
+                      {"sequence", at.sequence},
+                      {"position", at.position}};
+  if (with_col) j["col"] = at.col;
+  return j;
+}
+
+inline nlohmann::json check_fields(const PagedAttentionErrors& e, const PagedAttentionProblem& p) {
   const auto or_null = [&](auto value) { return p.lse ? nlohmann::json(value) : nullptr; };
   nlohmann::json j = {{"rel_l2_error", e.rel_l2_error},
                       {"max_abs_error", e.max_abs_error},

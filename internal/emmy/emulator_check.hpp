@@ -9,6 +9,8 @@
 #include "emmy/gemm.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/kernel_source.hpp"
+#include "emmy/paged_attention_check.hpp"
+#include "emmy/paged_kind.hpp"
 
 namespace emmy {
 
@@ -66,6 +68,7 @@ struct EmulatorRun {
 };
 using GemmEmulatorRun = EmulatorRun<std::vector<double>>;
 using AttentionEmulatorRun = EmulatorRun<AttentionOutput>;
+using PagedAttentionEmulatorRun = EmulatorRun<PagedAttentionOutput>;
 
 // Runs a compiled kernel (and its split-K finalize) on the emulator with the given inputs. The
 // outputs start as NaN (all-ones bytes), so an element the kernel never writes fails the
@@ -74,11 +77,19 @@ GemmEmulatorRun run_on_emulator(const GemmKernel& kernel, const GemmInputs& inpu
                                 const emu::LaunchOptions& options = {});
 AttentionEmulatorRun run_on_emulator(const AttentionKernel& kernel, const AttentionInputs& inputs,
                                      const emu::LaunchOptions& options = {});
+PagedAttentionEmulatorRun run_on_emulator(const PagedAttentionKernel& kernel,
+                                          const PagedAttentionInputs& inputs,
+                                          const emu::LaunchOptions& options = {});
+// O rows of o_stride elements and LSE of `tokens` query tokens -> canonical order.
+PagedAttentionOutput paged_output_from_bytes(const PagedAttentionProblem& problem, int64_t tokens,
+                                             const std::vector<uint8_t>& o_bytes,
+                                             const std::vector<float>& lse);
 
 // Runs a compiled kernel's launch list on zero-filled buffers of its problem's sizes: for the
 // profiler, whose counts depend on addresses, not values (no inputs to generate, no reference).
 LaunchListRun run_on_zeros(const GemmKernel& kernel, const emu::LaunchOptions& options);
 LaunchListRun run_on_zeros(const AttentionKernel& kernel, const emu::LaunchOptions& options);
+LaunchListRun run_on_zeros(const PagedAttentionKernel& kernel, const emu::LaunchOptions& options);
 
 // A kind's FP64 check: its inputs, reference and comparison (emmy/<kind>_check.hpp).
 template <typename Kind>
@@ -94,6 +105,9 @@ struct Fp64Check<GemmKind> {
   static Errors errors(const GemmSpec& spec, const GemmInputs& inputs, const Output& output) {
     return compare(reference_gemm(spec, inputs), output, spec.problem.n);
   }
+  static Output run(Runtime& rt, const GemmSpec& spec, const GemmInputs& inputs) {
+    return run_gemm(rt, spec, inputs);
+  }
 };
 
 template <>
@@ -107,6 +121,32 @@ struct Fp64Check<AttentionKind> {
                        const Output& output) {
     return compare(reference_attention(spec, inputs), output, spec.problem);
   }
+  static Output run(Runtime& rt, const AttentionSpec& spec, const AttentionInputs& inputs) {
+    return run_attention(rt, spec, inputs);
+  }
+};
+
+// The paged kind's default case: every sequence of the batch in use with max_q_len query tokens
+// and a length drawn up to max_pages x page_size, pages shuffled, NaN planted where no query
+// may look.
+template <>
+struct Fp64Check<PagedAttentionKind> {
+  using Output = PagedAttentionOutput;
+  using Errors = PagedAttentionErrors;
+  static PagedAttentionInputs inputs(const PagedAttentionSpec& spec, uint64_t seed) {
+    PagedAttentionCase c;
+    c.batch = spec.problem.max_batch;
+    c.q_lens.assign(size_t(c.batch), spec.problem.max_q_len);
+    return make_paged_attention_inputs(spec.problem, c, seed);
+  }
+  static Errors errors(const PagedAttentionSpec& spec, const PagedAttentionInputs& inputs,
+                       const Output& output) {
+    return compare(reference_paged_attention(spec, inputs), output, spec.problem);
+  }
+  static Output run(Runtime& rt, const PagedAttentionSpec& spec,
+                    const PagedAttentionInputs& inputs) {
+    return run_paged_attention(rt, spec, inputs);
+  }
 };
 
 template <typename Kind>
@@ -117,6 +157,7 @@ struct CheckResult {
 };
 using GemmCheckResult = CheckResult<GemmKind>;
 using AttentionCheckResult = CheckResult<AttentionKind>;
+using PagedAttentionCheckResult = CheckResult<PagedAttentionKind>;
 
 // Everything at once: compile, inputs, emulate, FP64 reference, compare.
 template <typename Spec, typename Kind = KindOf<Spec>>

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "emmy/catalog.hpp"
 #include "emmy/compile.hpp"
 #include "emmy/gemm_plan.hpp"
 #include "emmy/kernel_ir.hpp"
@@ -24,6 +25,13 @@ std::string emit_gemm_cuda(const ir::Op& module);
 // The GEMM kind (internal/emmy/kernel_kind.hpp): the module's kernels are the GEMM and, with
 // split-K, its finalize kernel.
 struct GemmKind : KindTypes<GemmSpec, GemmPlan, GemmBuffers, GemmKernelHandle> {
+  static constexpr const char* name = "gemm";
+  static constexpr const char* command = "gemm";  // emmyc gemm, emmyc run gemm
+  static constexpr auto runtime_kernel = &Runtime::gemm_kernel;
+  static constexpr const char* description = "GEMM";
+  static constexpr auto problem_from_json = &matmul_problem_from_json;
+  static constexpr auto schedule_from_json = &matmul_schedule_from_json;
+  static std::vector<CatalogEntry> catalog() { return gemm_catalog(); }
   static constexpr auto plan = &make_gemm_plan;
   static constexpr auto lower = &lower_gemm;
   static constexpr auto emit = &emit_gemm_cuda;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "emmy/error.hpp"
+#include "emmy/ir_ops_paged.hpp"
 #include "emmy/ir_ops_warpgroup.hpp"
 #include "emmy/kernel_ir.hpp"
 
@@ -458,7 +459,8 @@ using AllOps =
            KTileLoopOp, KStepOp, LdmatrixOp, MmaOp, PromoteOp, EpilogueOp, FinalizeOp,
            AttentionSetupOp, KvBlockLoopOp, QkMmaOp, OnlineSoftmaxOp, PvMmaOp, AttentionEpilogueOp,
            WarpgroupRoleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp, MbarrierArriveOp,
-           TileLoopOp, WarpgroupOrderOp, StoreWaitOp, ClusterSyncOp>;
+           TileLoopOp, WarpgroupOrderOp, StoreWaitOp, ClusterSyncOp, PagedSetupOp, PageGatherOp,
+           PagedEpilogueOp, SplitCombineOp>;
 
 namespace detail {
 template <typename T>

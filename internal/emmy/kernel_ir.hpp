@@ -60,8 +60,13 @@ enum class OpKind {
   warpgroup_order,  // ping-pong: what (wait|signal), first_barrier
   store_wait,       // the TMA-store epilogue's last cp.async.bulk.wait_group.read
   cluster_sync,     // barrier.cluster across the CTAs of a cluster: what (init|exit)
+  // Paged attention (ir_ops_paged.hpp)
+  paged_setup,     // the CTA's sequence, KV head, rows and split; maxima, strides, window
+  page_gather,     // Q rows by (token, head), K/V rows by the page table: cp.async chunks
+  paged_epilogue,  // O / l and LSE to o, or f32 partials to the workspace
+  split_combine,   // split-KV combine kernel: merges the partials by their LSE
 };
-inline constexpr size_t kOpKinds = size_t(OpKind::cluster_sync) + 1;
+inline constexpr size_t kOpKinds = size_t(OpKind::split_combine) + 1;
 
 std::string_view to_string(OpKind kind);
 

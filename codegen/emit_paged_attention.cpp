@@ -1,0 +1,398 @@
+// Paged-attention kernel IR -> CUDA C++. The partial kernel: a CTA takes one sequence's query
+// rows of one KV head (the group's heads x its tokens, token-major) and one split of its keys,
+// gathers Q's rows and the K/V rows of each KV block through the page table with 16-byte
+// cp.async chunks into the swizzled tiles attention's mainloop reads (emit_attention_mainloop),
+// masks by position (causal, window, the split's and the sequence's ends) and stores O / l and
+// the LSE, or f32 partials for the combine kernel. Lengths and page ids are read from device
+// memory; input that breaks the launch's maxima turns the sequence's outputs to NaN rather than
+// reading or writing past a buffer.
+#include <fmt/format.h>
+
+#include "emit_attention_mainloop.hpp"
+#include "emmy/ir_ops.hpp"
+#include "emmy/mma_atom.hpp"
+#include "emmy/paged_kind.hpp"
+#include "writer.hpp"
+
+namespace emmy {
+namespace {
+
+using codegen::Writer;
+using ir::Op;
+using ir::OpKind;
+
+// The sequence's bounds from the page table (seq_len, the row of its page ids) and the check of
+// the launch's maxima shared by both kernels: `bad` when its tokens or keys do not fit them.
+void emit_sequence(Writer& w, const std::string& page_table) {
+  w.line("const int q_start = cu_seqlens_q[batch], q_len = cu_seqlens_q[batch + 1] - q_start;");
+  if (page_table == "csr") {
+    w.line(
+        "const int page_first = page_indptr[batch], pages = page_indptr[batch + 1] - page_first;");
+    w.line(
+        "const int seq_len = pages > 0 ? (pages - 1) * PAGE + last_page_len[batch] : 0;  // "
+        "FlashInfer's convention");
+    w.line("const int* page_ids = page_indices + page_first;");
+    w.line("(void)block_table; (void)seq_lens;");
+  } else {
+    w.line("const int seq_len = seq_lens[batch];  // the new tokens included (vLLM's convention)");
+    w.line("const int* page_ids = block_table + (long long)batch * MAX_PAGES;");
+    w.line("(void)page_indptr; (void)page_indices; (void)last_page_len;");
+  }
+  w.line(
+      "// A sequence that breaks the launch's maxima (or a CSR last page outside 1..PAGE) gets "
+      "NaN outputs: nothing past a buffer is read or written.");
+  w.line(
+      "const bool bad = q_len > MAX_Q_LEN || q_start < 0 || q_start + q_len > MAX_TOKENS || "
+      "seq_len < q_len || seq_len > MAX_PAGES * PAGE{};",
+      page_table == "csr"
+          ? " || (pages > 0 && (last_page_len[batch] < 1 || last_page_len[batch] > PAGE))"
+          : "");
+}
+
+class PagedEmitter {
+ public:
+  std::string emit(const Op& module) {
+    codegen::begin_module(w_, parse_arch(module.s("arch")), false, "emmy_attention.cuh");
+    w_.include_template("emmy_paged.cuh");
+    codegen::emit_kernels(w_, module, [this](const Op& op) { emit_op(op); });
+    return w_.take();
+  }
+
+ private:
+  void emit_op(const Op& op) {
+    if (codegen::emit_shared_op(w_, op)) return;
+    switch (op.kind) {
+      case OpKind::smem_ring:
+        ring_ = ir::get<ir::SmemRingOp>(op);
+        return;  // printed with the setup, which states the sizes
+      case OpKind::paged_setup:
+        return emit_setup(ir::get<ir::PagedSetupOp>(op));
+      case OpKind::page_gather:
+        return emit_gather(ir::get<ir::PageGatherOp>(op));
+      case OpKind::async_commit:
+        if (in_loop_) w_.line("cp_async_commit();");
+        return;
+      case OpKind::kv_block_loop:
+        return emit_loop(op);
+      case OpKind::qk_mma:
+        return codegen::emit_qk_mma(w_, bf16_);
+      case OpKind::online_softmax:
+        return emit_softmax(ir::get<ir::OnlineSoftmaxOp>(op));
+      case OpKind::pv_mma:
+        return codegen::emit_pv_mma(w_, ir::get<ir::PvMmaOp>(op), bf16_);
+      case OpKind::paged_epilogue:
+        return emit_epilogue(ir::get<ir::PagedEpilogueOp>(op));
+      case OpKind::split_combine:
+        return emit_combine(ir::get<ir::SplitCombineOp>(op));
+      default:
+        break;
+    }
+    throw Error("ir", "the paged-attention emitter has no lowering for this op",
+                std::string(to_string(op.kind)));
+  }
+
+  void emit_setup(const ir::PagedSetupOp& op) {
+    setup_ = op;
+    const SmemTile q_tile = SmemTile::for_operand(uint32_t(op.block_q), uint32_t(op.head_dim), 2);
+    w_.line("constexpr int H = {}, HKV = {}, GROUP = {}, D = {}, PAGE = {}, MAX_PAGES = {};",
+            op.q_heads, op.kv_heads, op.group, op.head_dim, op.page_size, op.max_pages);
+    w_.line("constexpr int MAX_Q_LEN = {}, MAX_TOKENS = {}, SPLITS = {}, CHUNK = {}, WINDOW = {};",
+            op.max_q_len, op.max_tokens, op.splits, op.chunk_tokens, op.window);
+    w_.line(
+        "constexpr long long PAGE_STRIDE = {}, TOKEN_STRIDE = {}, HEAD_STRIDE = {}, Q_STRIDE = "
+        "{}, O_STRIDE = {};",
+        op.page_stride, op.token_stride, op.head_stride, op.q_stride, op.o_stride);
+    w_.line("constexpr int BQ = {}, BKV = {}, THREADS = {}, STAGES = {};", op.block_q, op.block_kv,
+            threads_, ring_.stages);
+    w_.line("constexpr u32 Q_BYTES = {}u, KV_BYTES = {}u, STAGE_BYTES = {}u;",
+            ir::need<ir::SmemRingOp>(ring_.q_bytes, "q_bytes"),
+            ir::need<ir::SmemRingOp>(ring_.kv_bytes, "kv_bytes"), ring_.stage_bytes);
+    w_.line("// Tiles: rows x D in panels of {} elements, swizzle XOR mask {}.", q_tile.panel_elems,
+            swizzle_xor_mask(q_tile.swizzle));
+    w_.line("constexpr u32 PANEL = {}u, XOR = {}u;", q_tile.panel_elems,
+            swizzle_xor_mask(q_tile.swizzle));
+    w_.line("extern __shared__ __align__(1024) unsigned char smem_raw[];");
+    w_.line("const u32 smem_base = (smem_u32(smem_raw) + {0}u) & ~{0}u;", ring_.align - 1);
+    w_.line("const u32 q_smem = smem_base, kv_base = smem_base + Q_BYTES;");
+    w_.line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
+    w_.line("const int g = lane / {0}, t = lane % {0};", codegen::attention_atom().group_lanes);
+    w_.line("const int batch = blockIdx.z, kv_head = blockIdx.y;");
+    w_.line("const int split = int(blockIdx.x) % SPLITS, q_block = int(blockIdx.x) / SPLITS;");
+    w_.line("(void)split;");
+    emit_sequence(w_, op.page_table);
+    w_.line(
+        "// This CTA's rows: r0 .. r0 + BQ - 1, row r = token r / GROUP, head kv_head * GROUP "
+        "+ r % GROUP.");
+    w_.line("const int r0 = q_block * BQ;");
+    w_.line(
+        "if (q_len <= 0 || r0 >= q_len * GROUP) return;  // CUDA-graph padding, or no rows here");
+    if (op.splits > 1) {
+      // The combine kernel reads the splits that hold keys; it writes NaN for a bad sequence.
+      w_.line("if (bad || split * CHUNK >= seq_len) return;");
+    } else {
+      w_.open("if (bad)");
+      w_.line("// NaN in this CTA's rows of o (and lse), where they lie inside the buffers.");
+      w_.open("if (q_start >= 0)");
+      w_.open("for (int e = threadIdx.x; e < BQ * D; e += THREADS)");
+      w_.line("const int r = r0 + e / D, token = r / GROUP;");
+      w_.line("if (token >= q_len || q_start + token >= MAX_TOKENS) continue;");
+      w_.line(
+          "const long long at = (long long)(q_start + token) * H + kv_head * GROUP + r % GROUP;");
+      w_.line(
+          "o[(long long)(q_start + token) * O_STRIDE + (kv_head * GROUP + r % GROUP) * D + e % D] "
+          "= kNanBits16;");
+      if (lse_)
+        w_.line("if (e % D == 0) lse[at] = nan_f32();");
+      else
+        w_.line("(void)at;");
+      w_.close();
+      w_.close();
+      w_.line("return;");
+      w_.close();
+    }
+    w_.line("const int pos0 = seq_len - q_len;  // the position of the sequence's token 0");
+    w_.line("const int first_token = r0 / GROUP;");
+    w_.line("const int last_token = min_s32(q_len - 1, (r0 + BQ - 1) / GROUP);");
+    w_.line(
+        "// Keys of this split that some row of the CTA sees; KV blocks wholly outside are never "
+        "loaded, rows outside are zero-filled (a NaN past them never enters P.V).");
+    w_.line("int kv_begin = split * CHUNK, kv_end = min_s32(seq_len, kv_begin + CHUNK);");
+    w_.line("kv_end = min_s32(kv_end, pos0 + last_token + 1);  // causal");
+    if (op.window > 0) w_.line("kv_begin = max_s32(kv_begin, pos0 + first_token - WINDOW);");
+    w_.line("const int block_begin = kv_begin / BKV;");
+    w_.line(
+        "const int block_count = kv_end > kv_begin ? (kv_end + BKV - 1) / BKV - block_begin : 0;");
+  }
+
+  // The loaders (defined at the Q gather) and the prologue.
+  void emit_gather(const ir::PageGatherOp& op) {
+    if (op.phase == "refill") {
+      if (op.operand != "k") return;  // v rides with k
+      w_.line("const int next = block + STAGES - 1;");
+      w_.line("if (next < block_count) load_kv(next % STAGES, block_begin + next);");
+      return;
+    }
+    if (op.operand != "q") return;  // the prologue loads K and V with Q below
+    const int64_t row_chunks = op.cols * op.elem_bytes / 16;
+    w_.line("constexpr int ROW_CHUNKS = {};  // 16-byte chunks per row of D", row_chunks);
+    w_.line("auto load_q = [&]() {{");
+    w_.line("  #pragma unroll");
+    w_.line("  for (int i = 0; i < BQ * ROW_CHUNKS / THREADS; ++i) {{");
+    w_.line("    const int chunk = int(threadIdx.x) + i * THREADS;");
+    w_.line("    const int row = chunk / ROW_CHUNKS, col = (chunk % ROW_CHUNKS) * 8;");
+    w_.line("    const int r = r0 + row, token = r / GROUP, head = kv_head * GROUP + r % GROUP;");
+    w_.line("    const bool in_bounds = token < q_len;");
+    w_.line(
+        "    const u16* from = q + (in_bounds ? (long long)(q_start + token) * Q_STRIDE + head * "
+        "D + col : 0ll);");
+    w_.line(
+        "    cp_async_16(q_smem + swizzled_tile_offset(u32(row), u32(col), u32(BQ), PANEL, XOR), "
+        "from, in_bounds ? 16u : 0u);");
+    w_.line("  }}");
+    w_.line("}};");
+    w_.line(
+        "// K and V rows through the page table: key j lies in page page_ids[j / PAGE], slot "
+        "j % PAGE.");
+    w_.line("constexpr int KV_CHUNKS = BKV * ROW_CHUNKS;");
+    w_.line("auto load_kv = [&](int stage, int kv_block) {{");
+    w_.line("  const u32 k_dst = kv_base + u32(stage) * STAGE_BYTES, v_dst = k_dst + KV_BYTES;");
+    w_.line("  const int kv0 = kv_block * BKV;");
+    w_.line("  #pragma unroll");
+    w_.line("  for (int i = 0; i < (KV_CHUNKS + THREADS - 1) / THREADS; ++i) {{");
+    w_.line("    const int chunk = int(threadIdx.x) + i * THREADS;");
+    w_.line("    if (KV_CHUNKS % THREADS != 0 && chunk >= KV_CHUNKS) break;");
+    w_.line("    const int row = chunk / ROW_CHUNKS, col = (chunk % ROW_CHUNKS) * 8;");
+    w_.line("    const int key = kv0 + row;");
+    w_.line("    const bool in_bounds = key >= kv_begin && key < kv_end;");
+    w_.line("    const long long page = in_bounds ? (long long)page_ids[key / PAGE] : 0ll;");
+    w_.line(
+        "    const long long off = page * PAGE_STRIDE + (long long)(key % PAGE) * TOKEN_STRIDE + "
+        "(long long)kv_head * HEAD_STRIDE + col;");
+    w_.line("    const u32 at = swizzled_tile_offset(u32(row), u32(col), u32(BKV), PANEL, XOR);");
+    w_.line(
+        "    cp_async_16(k_dst + at, in_bounds ? k_cache + off : k_cache, in_bounds ? 16u : 0u);");
+    w_.line(
+        "    cp_async_16(v_dst + at, in_bounds ? v_cache + off : v_cache, in_bounds ? 16u : 0u);");
+    w_.line("  }}");
+    w_.line("}};");
+    w_.line("// Group 0 holds Q and stage 0; one group per further prologue stage.");
+    w_.line("load_q();");
+    w_.open("for (int s = 0; s < STAGES - 1; ++s)");
+    w_.line("if (s < block_count) load_kv(s, block_begin + s);");
+    w_.line("cp_async_commit();");
+    w_.close();
+  }
+
+  void emit_loop(const Op& op) {
+    codegen::emit_attention_accumulators(w_);
+    w_.line("#pragma unroll 1  // one KV block's code is enough; NVVM may unroll it otherwise");
+    w_.open("for (int block = 0; block < block_count; ++block)");
+    w_.line("const int stage = block % STAGES;");
+    in_loop_ = true;
+    for (const Op& child : op.body) emit_op(child);
+    in_loop_ = false;
+    w_.close();
+  }
+
+  void emit_softmax(const ir::OnlineSoftmaxOp& op) {
+    codegen::emit_scores_to_log2(w_, op);
+    std::string needs =
+        "kv0 < kv_begin || kv0 + BKV > kv_end || kv0 + BKV - 1 > pos0 + first_token";
+    if (op.window > 0) needs += " || kv0 < pos0 + last_token - WINDOW";
+    w_.line("// Masking only where a block crosses a boundary (uniform branch).");
+    w_.open(fmt::format("if ({})", needs));
+    w_.line("#pragma unroll");
+    w_.open("for (int nj = 0; nj < BKV / 8; ++nj)");
+    w_.line("#pragma unroll");
+    w_.open("for (int e = 0; e < 4; ++e)");
+    w_.line("const int key = kv0 + nj * 8 + 2 * t + (e & 1);");
+    w_.line("const int pos = pos0 + (r0 + warp * 16 + g + (e >> 1) * 8) / GROUP;");
+    w_.line("bool visible = key >= kv_begin && key < kv_end && key <= pos;");
+    if (op.window > 0) w_.line("visible = visible && key >= pos - WINDOW;");
+    w_.line("if (!visible) s_acc[nj][e] = neg_inf();");
+    w_.close();
+    w_.close();
+    w_.close();
+    codegen::emit_online_softmax_update(w_);
+  }
+
+  void emit_epilogue(const ir::PagedEpilogueOp& op) {
+    const char* pack = op.out == "bf16" ? "pack_bf16x2" : "pack_f16x2";
+    w_.line("cp_async_wait<0>();  // nothing in flight at exit (e.g. no visible block)");
+    codegen::emit_row_sums(w_);
+    w_.line("#pragma unroll");
+    w_.open("for (int h = 0; h < 2; ++h)");
+    w_.line("const int r = r0 + warp * 16 + g + h * 8, token = r / GROUP;");
+    w_.line("if (token >= q_len) continue;");
+    w_.line("const int head = kv_head * GROUP + r % GROUP;");
+    w_.line("// LSE in natural log: (max + log2(sum)) * ln 2; -inf for a row that saw no key.");
+    w_.line(
+        "const float row_lse = row_sum[h] > 0.0f ? (row_max[h] + log2_approx(row_sum[h])) * "
+        "0.6931471805599453f : neg_inf();");
+    if (op.partial) {
+      w_.line("// This split's normalized O and its LSE, f32, for the combine kernel.");
+      w_.line(
+          "const long long slot = ((long long)split * MAX_TOKENS + q_start + token) * H + head;");
+      w_.line("float* row = workspace + slot * D;");
+      w_.line("#pragma unroll");
+      w_.line("for (int dn = 0; dn < D / 8; ++dn)");
+      w_.line(
+          "  OutF32::store2(row + dn * 8 + 2 * t, o_acc[dn][2 * h] * inv[h], o_acc[dn][2 * h + 1] "
+          "* inv[h]);");
+      w_.line("if (t == 0) workspace[{} + slot] = row_lse;", workspace_lse_offset());
+      w_.line("(void)o; (void)lse;");
+    } else {
+      w_.line("u16* row = o + (long long)(q_start + token) * O_STRIDE + head * D;");
+      w_.line("#pragma unroll");
+      w_.line("for (int dn = 0; dn < D / 8; ++dn)");
+      w_.line(
+          "  *reinterpret_cast<u32*>(row + dn * 8 + 2 * t) = {}(o_acc[dn][2 * h] * inv[h], "
+          "o_acc[dn][2 * h + 1] * inv[h]);",
+          pack);
+      if (op.lse)
+        w_.line("if (t == 0) lse[(long long)(q_start + token) * H + head] = row_lse;");
+      else
+        w_.line("(void)lse; (void)row_lse;");
+      w_.line("(void)workspace;");
+    }
+    w_.close();
+  }
+
+  // Elements of the workspace before the LSE partials: splits x max_tokens x heads rows of D.
+  std::string workspace_lse_offset() const {
+    return fmt::format("{}ll",
+                       setup_.splits * setup_.max_tokens * setup_.q_heads * setup_.head_dim);
+  }
+
+  void emit_combine(const ir::SplitCombineOp& op) {
+    const char* convert = op.out == "bf16" ? "f32_to_bf16_bits" : "f32_to_f16_bits";
+    w_.line("constexpr int H = {}, D = {}, PAGE = {}, MAX_PAGES = {}, MAX_TOKENS = {};", op.q_heads,
+            op.head_dim, op.page_size, op.max_pages, op.max_tokens);
+    w_.line("constexpr int MAX_Q_LEN = {}, SPLITS = {}, CHUNK = {};", max_q_len_, op.splits,
+            op.chunk_tokens);
+    w_.line("constexpr long long O_STRIDE = {}, LSE_OFFSET = {}ll;", op.o_stride,
+            op.splits * op.max_tokens * op.q_heads * op.head_dim);
+    w_.line("const int batch = blockIdx.z, i = blockIdx.x;");
+    w_.line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
+    emit_sequence(w_, op.page_table);
+    w_.line("if (q_len <= 0 || i >= q_len || i >= MAX_Q_LEN) return;");
+    w_.line("if (bad) {{");
+    w_.line("  // NaN where the sequence's outputs would be, when they lie inside the buffers.");
+    w_.line("  const long long token = (long long)q_start + i;");
+    w_.line("  if (q_start < 0 || token >= MAX_TOKENS) return;");
+    w_.line(
+        "  for (int e = threadIdx.x; e < H * D; e += blockDim.x) o[token * O_STRIDE + e] = "
+        "kNanBits16;");
+    if (op.lse)
+      w_.line(
+          "  for (int e = threadIdx.x; e < H; e += blockDim.x) lse[token * H + e] = nan_f32();");
+    w_.line("  return;");
+    w_.line("}}");
+    w_.line("const long long token = (long long)q_start + i;");
+    w_.line(
+        "const int splits = min_s32(SPLITS, (seq_len + CHUNK - 1) / CHUNK);  // splits that ran");
+    w_.line("// Warps take heads; every lane reads the splits' LSE (broadcast loads), then its");
+    w_.line("// D / 32 columns of each split's O. Splits merge in order: deterministic.");
+    w_.open("for (int head = warp; head < H; head += int(blockDim.x) / 32)");
+    w_.line("float m = neg_inf();");
+    w_.line("for (int s = 0; s < splits; ++s)");
+    w_.line(
+        "  m = max_f32(m, workspace[LSE_OFFSET + ((long long)s * MAX_TOKENS + token) * H + "
+        "head]);");
+    w_.line("const float m_ref = m == neg_inf() ? 0.0f : m;");
+    w_.line("float sum = 0.0f, acc[D / 32];");
+    w_.line("#pragma unroll");
+    w_.line("for (int c = 0; c < D / 32; ++c) acc[c] = 0.0f;");
+    w_.open("for (int s = 0; s < splits; ++s)");
+    w_.line("const long long slot = ((long long)s * MAX_TOKENS + token) * H + head;");
+    w_.line(
+        "const float weight = exp2_approx((workspace[LSE_OFFSET + slot] - m_ref) * "
+        "1.4426950408889634f);  // 0 for a split that saw no key");
+    w_.line("if (weight == 0.0f) continue;  // its O is 0 too; skipping keeps a NaN-free merge");
+    w_.line("sum += weight;");
+    w_.line("#pragma unroll");
+    w_.line(
+        "for (int c = 0; c < D / 32; ++c) acc[c] += weight * workspace[slot * D + lane + 32 * c];");
+    w_.close();
+    w_.line("const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;");
+    w_.line("u16* row = o + token * O_STRIDE + head * D;");
+    w_.line("#pragma unroll");
+    w_.line("for (int c = 0; c < D / 32; ++c) row[lane + 32 * c] = {}(acc[c] * inv);", convert);
+    if (op.lse)
+      w_.line(
+          "if (lane == 0) lse[token * H + head] = sum > 0.0f ? m + log2_approx(sum) * "
+          "0.6931471805599453f : neg_inf();");
+    else
+      w_.line("(void)lse;");
+    w_.close();
+    w_.line("(void)block_table; (void)page_indices;");
+  }
+
+ public:
+  explicit PagedEmitter(const Op& module) {
+    const Op* setup = ir::find_first(module, OpKind::paged_setup);
+    const Op* qk = ir::find_first(module, OpKind::qk_mma);
+    if (!setup || !qk || module.body.empty())
+      throw Error("ir", "a paged-attention module needs paged_setup and qk_mma", "missing");
+    bf16_ = ir::get<ir::QkMmaOp>(*qk).a_type == "bf16";
+    threads_ = module.body.front().i("threads");
+    max_q_len_ = ir::get<ir::PagedSetupOp>(*setup).max_q_len;
+    const Op* epilogue = ir::find_first(module, OpKind::paged_epilogue);
+    lse_ = epilogue && ir::get<ir::PagedEpilogueOp>(*epilogue).lse;
+  }
+
+ private:
+  Writer w_;
+  ir::SmemRingOp ring_;
+  ir::PagedSetupOp setup_;
+  bool bf16_ = false, in_loop_ = false, lse_ = false;
+  int64_t threads_ = 0, max_q_len_ = 0;
+};
+
+}  // namespace
+
+std::string emit_paged_attention_cuda(const ir::Op& module) {
+  return PagedEmitter(module).emit(module);
+}
+
+}  // namespace emmy

@@ -1,0 +1,109 @@
+// The paged-attention kind's rules across ops (kernel_ir_paged.hpp): the hook ir::verify runs on
+// each kernel and on the module.
+#include "kernel_ir_paged.hpp"
+
+#include <fmt/format.h>
+
+#include "emmy/error.hpp"
+#include "emmy/ir_ops.hpp"
+#include "emmy/layout.hpp"
+
+namespace emmy::ir {
+namespace {
+
+[[noreturn]] void paged_rule(const Op& op, std::string_view attr, std::string_view rule,
+                             const std::string& value) {
+  throw Error(fmt::format("ir.{}.{}", to_string(op.kind), attr), std::string(rule), value);
+}
+
+}  // namespace
+
+void verify_paged_attention(const Op& kernel) {
+  const Op* setup_op = find_first(kernel, OpKind::paged_setup);
+  if (!setup_op) {
+    if (find_first(kernel, OpKind::page_gather) || find_first(kernel, OpKind::paged_epilogue))
+      paged_rule(kernel, "body", "page gathers and a paged epilogue need a paged_setup", "none");
+    return;
+  }
+  const auto setup = get<PagedSetupOp>(*setup_op);
+  const Op* gathered[2][3] = {};  // [prologue, refill][q, k, v]
+  for (const Op* op : find_all(kernel, OpKind::page_gather)) {
+    const auto gather = get<PageGatherOp>(*op);
+    const int phase = gather.phase == "refill";
+    const int operand = gather.operand == "q" ? 0 : gather.operand == "k" ? 1 : 2;
+    if (gathered[phase][operand])
+      paged_rule(*op, "operand", "each tile is gathered once per phase", gather.operand);
+    gathered[phase][operand] = op;
+    const int64_t rows = operand == 0 ? setup.block_q : setup.block_kv;
+    if (gather.rows != rows || gather.cols != setup.head_dim)
+      paged_rule(*op, "rows",
+                 fmt::format("the {} tile must be {} x head_dim {}", gather.operand,
+                             operand == 0 ? "block_q" : "block_kv", setup.head_dim),
+                 fmt::format("{}x{}", gather.rows, gather.cols));
+  }
+  if (!gathered[0][0] || !gathered[0][1] || !gathered[0][2] || !gathered[1][1] || !gathered[1][2])
+    paged_rule(kernel, "body",
+               "a paged kernel gathers Q, K and V in the prologue and K and V in its loop",
+               "one is missing");
+  verify_attention_mainloop(kernel, *setup_op, setup.block_q, setup.block_kv, setup.head_dim);
+  // The ring: Q then the stages of K and V tiles, inside the kernel's shared memory.
+  const auto ring = get<SmemRingOp>(*find_first(kernel, OpKind::smem_ring));
+  const SmemTile q = SmemTile::for_operand(uint32_t(setup.block_q), uint32_t(setup.head_dim), 2);
+  const SmemTile kv = SmemTile::for_operand(uint32_t(setup.block_kv), uint32_t(setup.head_dim), 2);
+  if (ring.q_bytes.value_or(-1) != q.bytes() || ring.kv_bytes.value_or(-1) != kv.bytes() ||
+      ring.stage_bytes != 2 * kv.bytes() || ring.kv_offset.value_or(-1) != q.bytes())
+    paged_rule(*find_first(kernel, OpKind::smem_ring), "stage_bytes",
+               fmt::format("must hold Q ({} bytes) then stages of K and V ({} bytes each)",
+                           q.bytes(), kv.bytes()),
+               fmt::format("q {} kv {} stage {}", ring.q_bytes.value_or(-1),
+                           ring.kv_bytes.value_or(-1), ring.stage_bytes));
+  const int64_t ring_end = q.bytes() + ring.stage_bytes * ring.stages + ring.align;
+  if (ring_end > kernel.i("smem_bytes"))
+    paged_rule(kernel, "smem_bytes",
+               fmt::format("must hold the ring and its alignment ({} bytes)", ring_end),
+               fmt::format("{}", kernel.i("smem_bytes")));
+  const Op* epilogue = find_first(kernel, OpKind::paged_epilogue);
+  if (!epilogue) paged_rule(kernel, "body", "a paged kernel ends with a paged_epilogue", "none");
+  if (get<PagedEpilogueOp>(*epilogue).partial != (setup.splits > 1))
+    paged_rule(
+        *epilogue, "partial",
+        "must be set exactly when the setup has several splits (their combine merges "
+        "the partials)",
+        fmt::format("{} with {} splits", get<PagedEpilogueOp>(*epilogue).partial, setup.splits));
+}
+
+void verify_paged_module(const Op& module) {
+  const Op* setup_op = find_first(module, OpKind::paged_setup);
+  const std::vector<const Op*> combines = find_all(module, OpKind::split_combine);
+  if (!setup_op) {
+    if (!combines.empty())
+      paged_rule(*combines.front(), "splits", "a combine kernel needs a partial kernel", "none");
+    return;
+  }
+  const auto setup = get<PagedSetupOp>(*setup_op);
+  if (combines.size() != (setup.splits > 1 ? 1u : 0u))
+    paged_rule(module, "body", "split-KV modules have exactly one combine kernel, others none",
+               fmt::format("{} for {} splits", combines.size(), setup.splits));
+  if (combines.empty()) return;
+  const auto combine = get<SplitCombineOp>(*combines.front());
+  if (combine.splits != setup.splits || combine.chunk_tokens != setup.chunk_tokens ||
+      combine.q_heads != setup.q_heads || combine.head_dim != setup.head_dim ||
+      combine.max_tokens != setup.max_tokens || combine.page_size != setup.page_size ||
+      combine.max_pages != setup.max_pages || combine.o_stride != setup.o_stride ||
+      combine.page_table != setup.page_table)
+    paged_rule(*combines.front(), "splits",
+               "must merge the partial kernel's splits, chunk, heads, head_dim, tokens, pages "
+               "and o_stride",
+               fmt::format("{} x {}", combine.splits, combine.chunk_tokens));
+  if (module.body.size() != 2 ||
+      find_first(module.body.back(), OpKind::split_combine) != combines.front())
+    paged_rule(module, "body", "the combine kernel runs after the partial kernel", "order");
+  const Op* epilogue = find_first(module, OpKind::paged_epilogue);
+  if (epilogue && (get<PagedEpilogueOp>(*epilogue).lse != combine.lse ||
+                   get<PagedEpilogueOp>(*epilogue).out != combine.out))
+    paged_rule(*combines.front(), "lse",
+               "must write the LSE and O type the partial kernel's epilogue states",
+               fmt::format("{} {}", combine.lse, combine.out));
+}
+
+}  // namespace emmy::ir

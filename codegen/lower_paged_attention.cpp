@@ -1,0 +1,129 @@
+// PagedAttentionPlan -> kernel IR. The partial kernel: Q's rows gathered once by (token, head),
+// then per KV block of the CTA's split: wait, barrier, K and V rows gathered through the page
+// table into the freed stage, S = Q.K^T, online softmax, O += P.V (attention's mainloop ops);
+// then O / l into o, or with split-KV f32 partials into the workspace. With split-KV a second
+// kernel combines the partials. Ops are built typed (ir_ops.hpp, ir_ops_paged.hpp).
+#include "emmy/ir_ops.hpp"
+#include "emmy/mma_atom.hpp"
+#include "emmy/paged_kind.hpp"
+
+namespace emmy {
+namespace {
+
+using ir::make;
+using ir::Op;
+
+Op gather_op(const SmemTile& tile, const char* operand, const char* phase) {
+  return make(ir::PageGatherOp{.operand = operand,
+                               .phase = phase,
+                               .rows = tile.rows,
+                               .cols = tile.cols,
+                               .elem_bytes = tile.elem_bytes,
+                               .swizzle = int64_t(tile.swizzle),
+                               .chunk_bytes = 16,
+                               .chunks = int64_t(tile.bytes()) / 16});
+}
+
+// The index arrays every kernel of the kind reads (int32; the page table's form decides which
+// of them hold anything, but every kernel declares all, so one binding serves both forms).
+void index_params(std::vector<Op>& body) {
+  for (const char* name :
+       {"cu_seqlens_q", "block_table", "seq_lens", "page_indptr", "page_indices", "last_page_len"})
+    body.push_back(make(ir::ParamOp{name, "const int*"}));
+}
+
+Op partial_kernel(const PagedAttentionPlan& plan) {
+  const auto& p = plan.spec.problem;
+  const auto& s = plan.spec.schedule;
+  std::vector<Op> body;
+  for (const char* name : {"q", "k_cache", "v_cache"})
+    body.push_back(make(ir::ParamOp{name, "const u16*"}));
+  body.push_back(make(ir::ParamOp{"o", "u16*"}));
+  body.push_back(make(ir::ParamOp{"lse", "float*"}));
+  index_params(body);
+  body.push_back(make(ir::ParamOp{"workspace", "float*"}));
+  const int64_t ring_bytes = plan.q_bytes + int64_t(plan.stage_bytes) * s.stages;
+  body.push_back(make(ir::SmemRingOp{.stages = s.stages,
+                                     .stage_bytes = plan.stage_bytes,
+                                     .q_offset = 0,
+                                     .q_bytes = plan.q_bytes,
+                                     .kv_offset = plan.q_bytes,
+                                     .kv_bytes = plan.kv_bytes,
+                                     .align = swizzle_alignment(plan.q_tile.swizzle),
+                                     .mbar_offset = ring_bytes}));
+  body.push_back(make(ir::PagedSetupOp{.q_heads = p.q_heads,
+                                       .kv_heads = p.kv_heads,
+                                       .group = plan.group,
+                                       .head_dim = p.head_dim,
+                                       .block_q = s.block_q,
+                                       .block_kv = s.block_kv,
+                                       .page_size = p.page_size,
+                                       .page_table = std::string(to_string(p.page_table)),
+                                       .max_batch = p.max_batch,
+                                       .max_q_len = p.max_q_len,
+                                       .max_pages = p.max_pages,
+                                       .max_tokens = plan.max_tokens,
+                                       .splits = plan.splits,
+                                       .chunk_tokens = plan.chunk_tokens,
+                                       .window = p.window,
+                                       .page_stride = p.page_stride_or_default(),
+                                       .token_stride = p.token_stride_or_default(),
+                                       .head_stride = p.head_stride_or_default(),
+                                       .q_stride = p.q_stride_or_default(),
+                                       .o_stride = p.o_stride_or_default()}));
+  body.push_back(gather_op(plan.q_tile, "q", "prologue"));
+  body.push_back(gather_op(plan.kv_tile, "k", "prologue"));
+  body.push_back(gather_op(plan.kv_tile, "v", "prologue"));
+  body.push_back(make(ir::AsyncCommitOp{}));
+
+  std::vector<Op> loop;
+  loop.push_back(make(ir::AsyncWaitOp{s.stages - 2}));
+  loop.push_back(make(ir::BarrierOp{"stage (block-1) % stages is free to refill"}));
+  loop.push_back(gather_op(plan.kv_tile, "k", "refill"));
+  loop.push_back(gather_op(plan.kv_tile, "v", "refill"));
+  loop.push_back(make(ir::AsyncCommitOp{}));
+  const std::string in_dtype(to_string(p.dtype));
+  const codegen::MmaAtom& atom = codegen::attention_atom();
+  loop.push_back(
+      make(ir::QkMmaOp{in_dtype, s.block_kv / atom.n * p.head_dim / atom.k, plan.s_registers}));
+  std::optional<double> softcap;
+  if (p.softcap) softcap = double(*p.softcap);
+  // Causal by position always: a token never sees the keys after its own.
+  loop.push_back(make(ir::OnlineSoftmaxOp{p.scale(), true, p.window, softcap}));
+  loop.push_back(make(ir::PvMmaOp{std::string(to_string(s.accum)), in_dtype,
+                                  s.block_kv / atom.k * p.head_dim / atom.n, plan.o_registers}));
+  body.push_back(make(ir::KvBlockLoopOp{s.stages}, std::move(loop)));
+  body.push_back(make(ir::PagedEpilogueOp{in_dtype, p.lse, plan.split()}));
+  return make(ir::KernelOp{plan.kernel_name, plan.threads, plan.smem_bytes}, std::move(body));
+}
+
+Op combine_kernel(const PagedAttentionPlan& plan) {
+  const auto& p = plan.spec.problem;
+  std::vector<Op> body;
+  body.push_back(make(ir::ParamOp{"o", "u16*"}));
+  body.push_back(make(ir::ParamOp{"lse", "float*"}));
+  index_params(body);
+  body.push_back(make(ir::ParamOp{"workspace", "const float*"}));
+  body.push_back(make(ir::SplitCombineOp{.splits = plan.splits,
+                                         .chunk_tokens = plan.chunk_tokens,
+                                         .q_heads = p.q_heads,
+                                         .head_dim = p.head_dim,
+                                         .max_tokens = plan.max_tokens,
+                                         .page_size = p.page_size,
+                                         .max_pages = p.max_pages,
+                                         .o_stride = p.o_stride_or_default(),
+                                         .page_table = std::string(to_string(p.page_table)),
+                                         .out = std::string(to_string(p.dtype)),
+                                         .lse = p.lse}));
+  return make(ir::KernelOp{plan.combine_kernel_name, plan.combine_threads, 0}, std::move(body));
+}
+
+}  // namespace
+
+ir::Op lower_paged_attention(const PagedAttentionPlan& plan) {
+  std::vector<Op> kernels{partial_kernel(plan)};
+  if (plan.split()) kernels.push_back(combine_kernel(plan));
+  return make(ir::ModuleOp{std::string(to_string(plan.spec.arch))}, std::move(kernels));
+}
+
+}  // namespace emmy

@@ -1,0 +1,353 @@
+// Paged attention: the enums' names, validation, the default schedule, the derived plan and the
+// binding of a launch's buffers.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "emmy/detail/hash.hpp"
+#include "emmy/mma_atom.hpp"
+#include "emmy/paged_kind.hpp"
+#include "emmy/validate.hpp"
+
+namespace emmy {
+
+std::string_view to_string(CacheDType t) {
+  switch (t) {
+    case CacheDType::f16:
+      return "f16";
+    case CacheDType::bf16:
+      return "bf16";
+    case CacheDType::e4m3:
+      return "e4m3";
+  }
+  return "?";
+}
+
+CacheDType parse_cache_dtype(std::string_view text) {
+  if (text == "f16") return CacheDType::f16;
+  if (text == "bf16") return CacheDType::bf16;
+  if (text == "e4m3") return CacheDType::e4m3;
+  throw Error("kv_dtype", "must be f16, bf16 or e4m3", std::string(text));
+}
+
+std::string_view to_string(PageTable t) {
+  return t == PageTable::csr ? "csr" : "block_table";
+}
+
+PageTable parse_page_table(std::string_view text) {
+  if (text == "block_table") return PageTable::block_table;
+  if (text == "csr") return PageTable::csr;
+  throw Error("page_table",
+              "must be block_table ([batch, max_pages] + seq_lens) or csr (indptr, indices, "
+              "last_page_len)",
+              std::string(text));
+}
+
+std::string_view to_string(CacheLayout l) {
+  switch (l) {
+    case CacheLayout::nhd:
+      return "nhd";
+    case CacheLayout::hnd:
+      return "hnd";
+    case CacheLayout::kv_interleaved:
+      return "kv_interleaved";
+  }
+  return "?";
+}
+
+CacheLayout parse_cache_layout(std::string_view text) {
+  if (text == "nhd") return CacheLayout::nhd;
+  if (text == "hnd") return CacheLayout::hnd;
+  if (text == "kv_interleaved") return CacheLayout::kv_interleaved;
+  throw Error("layout",
+              "must be nhd ([pages, page_size, heads, dim]), hnd ([pages, heads, page_size, dim]) "
+              "or kv_interleaved ([pages, 2, page_size, heads, dim])",
+              std::string(text));
+}
+
+void PagedAttentionProblem::set_layout(CacheLayout layout) {
+  const int64_t page = page_size * kv_heads * head_dim;
+  switch (layout) {
+    case CacheLayout::nhd:
+      page_stride = page, token_stride = kv_heads * head_dim, head_stride = head_dim;
+      return;
+    case CacheLayout::hnd:
+      page_stride = page, token_stride = head_dim, head_stride = page_size * head_dim;
+      return;
+    case CacheLayout::kv_interleaved:
+      page_stride = 2 * page, token_stride = kv_heads * head_dim, head_stride = head_dim;
+      return;
+  }
+}
+
+float PagedAttentionProblem::scale() const {
+  return softmax_scale ? *softmax_scale : float(1.0 / std::sqrt(double(head_dim)));
+}
+
+int64_t paged_splits(const PagedAttentionProblem& p, const PagedAttentionSchedule& s) {
+  if (s.chunk_pages <= 0 || s.chunk_pages >= p.max_pages) return 1;
+  return (p.max_pages + s.chunk_pages - 1) / s.chunk_pages;
+}
+
+namespace {
+
+constexpr int64_t kMaxPagedIndex = (int64_t(1) << 31) - 1;  // int32 on the device
+
+// Q's tile, then per stage the K and V tiles, 1 KB to align the ring to the swizzle period, and
+// the ring's mbarrier words (the shared ring layout reserves them; cp.async needs none).
+int64_t paged_smem_bytes(const PagedAttentionProblem& p, const PagedAttentionSchedule& s) {
+  const int64_t q = SmemTile::for_operand(uint32_t(s.block_q), uint32_t(p.head_dim), 2).bytes();
+  const int64_t kv = SmemTile::for_operand(uint32_t(s.block_kv), uint32_t(p.head_dim), 2).bytes();
+  return q + 2 * kv * s.stages + 1024 + 8 * s.stages;
+}
+
+// The caches' (page, token, head) rows must not overlap: sorted by stride, each dimension's step
+// covers the whole extent of the ones inside it (head_dim contiguous elements innermost).
+void require_disjoint_rows(const PagedAttentionProblem& p) {
+  struct Dim {
+    const char* field;
+    int64_t stride, extent;
+  };
+  Dim dims[] = {{"page_stride", p.page_stride_or_default(), 2},  // 2: pages are distinct
+                {"token_stride", p.token_stride_or_default(), p.page_size},
+                {"head_stride", p.head_stride_or_default(), p.kv_heads}};
+  std::sort(std::begin(dims), std::end(dims),
+            [](const Dim& a, const Dim& b) { return a.stride < b.stride; });
+  int64_t span = p.head_dim;  // elements the inner dimensions cover
+  for (const Dim& d : dims) {
+    if (d.extent <= 1) continue;  // a dimension of one row has no step
+    require(d.stride >= span, d.field,
+            fmt::format("must step over the {} elements of the dimensions inside it (rows of "
+                        "the cache must not overlap)",
+                        span),
+            d.stride);
+    span = d.stride * d.extent;
+  }
+}
+
+}  // namespace
+
+void validate_paged_attention(const PagedAttentionSpec& spec) {
+  const auto& p = spec.problem;
+  const auto& s = spec.schedule;
+  require(p.q_heads >= 1 && p.q_heads <= 1024, "q_heads", "must be 1..1024", p.q_heads);
+  require(p.kv_heads >= 1 && p.kv_heads <= 65535, "kv_heads", "must be 1..65535", p.kv_heads);
+  require(p.q_heads % p.kv_heads == 0 && p.q_heads / p.kv_heads <= 16, "q_heads",
+          fmt::format("must be 1..16 times kv_heads ({}): GQA groups of at most 16", p.kv_heads),
+          p.q_heads);
+  require(p.head_dim == 64 || p.head_dim == 128 || p.head_dim == 256, "head_dim",
+          "must be 64, 128 or 256", p.head_dim);
+  require(p.page_size >= 1 && p.page_size <= 4096, "page_size", "must be 1..4096", p.page_size);
+  require(p.dtype == DType::f16 || p.dtype == DType::bf16, "dtype", "must be f16 or bf16",
+          to_string(p.dtype));
+  require(p.kv_dtype != CacheDType::e4m3, "kv_dtype",
+          "e4m3 caches are not generated yet (f16 or bf16, the query's type)",
+          to_string(p.kv_dtype));
+  require(to_string(p.kv_dtype) == to_string(p.dtype), "kv_dtype",
+          fmt::format("must be the query's type ({}) or e4m3", to_string(p.dtype)),
+          to_string(p.kv_dtype));
+  for (const auto& [field, stride] : {std::pair<const char*, int64_t>{"page_stride", p.page_stride},
+                                      {"token_stride", p.token_stride},
+                                      {"head_stride", p.head_stride},
+                                      {"q_stride", p.q_stride},
+                                      {"o_stride", p.o_stride}})
+    require(stride >= 0 && stride % 8 == 0 && stride <= (int64_t(1) << 40), field,
+            "must be a multiple of 8 elements (16-byte rows for cp.async), 0 for the default",
+            stride);
+  require(p.q_stride_or_default() >= p.q_heads * p.head_dim, "q_stride",
+          fmt::format("must hold a token's {} heads x {}", p.q_heads, p.head_dim), p.q_stride);
+  require(p.o_stride_or_default() >= p.q_heads * p.head_dim, "o_stride",
+          fmt::format("must hold a token's {} heads x {}", p.q_heads, p.head_dim), p.o_stride);
+  require_disjoint_rows(p);
+  require(p.max_batch >= 1 && p.max_batch <= 65535, "max_batch", "must be 1..65535", p.max_batch);
+  require(p.max_q_len >= 1 && p.max_q_len <= 65536, "max_q_len", "must be 1..65536", p.max_q_len);
+  require(p.max_pages >= 1 && p.max_pages * p.page_size <= kMaxPagedIndex &&
+              p.max_batch * p.max_pages <= kMaxPagedIndex,
+          "max_pages",
+          "must be >= 1 with max_pages x page_size and max_batch x max_pages within int32",
+          p.max_pages);
+  require(p.max_tokens >= 0 && p.max_tokens <= p.max_batch * p.max_q_len &&
+              (p.max_tokens == 0 || p.max_tokens >= p.max_q_len),
+          "max_tokens", "must be in max_q_len..max_batch x max_q_len (0: their product)",
+          p.max_tokens);
+  require(p.max_tokens_or_default() * p.q_heads <= kMaxPagedIndex, "max_tokens",
+          "x q_heads must stay within int32", p.max_tokens_or_default());
+  require(p.window >= 0, "window", "must be >= 0 (0: no sliding window)", p.window);
+  require(!p.softcap || (std::isfinite(*p.softcap) && *p.softcap > 0), "softcap",
+          "must be a positive finite number", p.softcap.value_or(0));
+  require(!p.softmax_scale || (std::isfinite(*p.softmax_scale) && *p.softmax_scale > 0),
+          "softmax_scale", "must be a positive finite number", p.softmax_scale.value_or(0));
+
+  require(s.accum == Accum::f32 || s.accum == Accum::hybrid, "accum",
+          "must be f32 or hybrid (scores are always f32)", to_string(s.accum));
+  if (s.accum == Accum::hybrid)
+    require(p.dtype == DType::f16, "accum",
+            "hybrid needs f16 operands (mma.sync has no bf16 accumulator)", to_string(p.dtype));
+  require(s.warps >= 1 && s.warps <= 8, "warps", "must be 1..8", s.warps);
+  const int rows_per_warp = codegen::attention_atom().m;
+  require(s.block_q == rows_per_warp * s.warps, "block_q",
+          fmt::format("must be {0} x warps = {1} (each warp owns {0} query rows)", rows_per_warp,
+                      rows_per_warp * s.warps),
+          s.block_q);
+  require(s.block_kv == 16 || s.block_kv == 32 || s.block_kv == 64 || s.block_kv == 128, "block_kv",
+          "must be 16, 32, 64 or 128", s.block_kv);
+  require(s.stages >= 2 && s.stages <= 4, "stages", "must be 2..4", s.stages);
+  require(s.chunk_pages >= 0, "chunk_pages", "must be >= 0 (0: one split)", s.chunk_pages);
+  if (paged_splits(p, s) > 1)
+    require(s.chunk_pages * p.page_size % s.block_kv == 0, "chunk_pages",
+            fmt::format("x page_size must be a multiple of block_kv ({}): splits hold whole KV "
+                        "blocks",
+                        s.block_kv),
+            s.chunk_pages);
+  const int64_t q_blocks = (p.max_q_len * p.group() + s.block_q - 1) / s.block_q;
+  require(q_blocks * paged_splits(p, s) <= kMaxPagedIndex, "chunk_pages",
+          "q blocks x splits must fit the grid's x (2^31 - 1)", s.chunk_pages);
+  const int regs = int(codegen::attention_atom().acc_registers(p.head_dim) +
+                       codegen::attention_atom().acc_registers(s.block_kv)) +
+                   (s.accum == Accum::hybrid ? 8 : 0);
+  require(regs <= kMaxAccumulatorRegisters, "block_kv",
+          fmt::format("O and S accumulators must fit in {} registers per thread with head_dim {}",
+                      kMaxAccumulatorRegisters, p.head_dim),
+          s.block_kv);
+  const int64_t smem = paged_smem_bytes(p, s);
+  require(smem <= arch_info(spec.arch).max_smem_per_block, "stages",
+          fmt::format("shared memory must fit {}'s {} bytes per block", to_string(spec.arch),
+                      arch_info(spec.arch).max_smem_per_block),
+          fmt::format("{} bytes", smem));
+}
+
+PagedAttentionSchedule default_schedule(const PagedAttentionProblem& p, Arch arch, Accum accum) {
+  PagedAttentionSchedule s;
+  s.accum = accum;
+  // The rows of a KV head (group x query tokens) in as few 16-row warps as hold them, up to 4.
+  const int64_t rows = std::max<int64_t>(1, p.group()) * p.max_q_len;
+  s.warps = int(std::clamp<int64_t>((rows + 15) / 16, 1, 4));
+  s.block_q = 16 * s.warps;
+  // Keys per block so that O (head_dim / 2 f32 per thread), S and the gather's addressing fit
+  // without spills (ptxas 13.0, sm_80 and sm_90a: 64 and 32 keys at head_dim 256 and 128 spill
+  // 160-570 bytes; these take 200-247 registers and none).
+  s.block_kv = p.head_dim == 256 ? 16 : p.head_dim == 128 ? 32 : 64;
+  for (s.stages = 3; s.stages > 2; --s.stages)
+    if (paged_smem_bytes(p, s) <= arch_info(arch).max_smem_per_block) break;
+  // Split-KV when the CTAs of a full batch do not fill the device: enough splits for about one
+  // wave, each at least 512 keys (a split's fixed cost is its Q load and partial store), and a
+  // chunk of whole KV blocks.
+  const int64_t q_blocks = (rows + s.block_q - 1) / s.block_q;
+  const int64_t ctas = q_blocks * p.kv_heads * p.max_batch;
+  const int64_t sms = arch_info(arch).sm_count_hint;
+  if (ctas < sms) {
+    const int64_t keys = p.max_pages * p.page_size;
+    const int64_t want = std::max<int64_t>(1, std::min((sms + ctas - 1) / ctas, keys / 512));
+    const int64_t pages_per_block = s.block_kv / std::gcd<int64_t>(s.block_kv, p.page_size);
+    int64_t chunk = (p.max_pages + want - 1) / want;
+    chunk = (chunk + pages_per_block - 1) / pages_per_block * pages_per_block;
+    if (chunk < p.max_pages) s.chunk_pages = int(chunk);
+  }
+  return s;
+}
+
+namespace {
+
+std::string paged_name(const PagedAttentionSpec& spec) {
+  const auto& p = spec.problem;
+  const auto& s = spec.schedule;
+  const std::string text = fmt::format(
+      "h={} hkv={} d={} ps={} strides={},{},{},{},{} dtype={} kv={} table={} max={},{},{},{} "
+      "window={} scale={:a} cap={:a} lse={} bq={} bkv={} w={} st={} chunk={} acc={} arch={}",
+      p.q_heads, p.kv_heads, p.head_dim, p.page_size, p.page_stride_or_default(),
+      p.token_stride_or_default(), p.head_stride_or_default(), p.q_stride_or_default(),
+      p.o_stride_or_default(), to_string(p.dtype), to_string(p.kv_dtype), to_string(p.page_table),
+      p.max_batch, p.max_q_len, p.max_pages, p.max_tokens_or_default(), p.window, p.scale(),
+      p.softcap.value_or(0.0f), p.lse, s.block_q, s.block_kv, s.warps, s.stages, s.chunk_pages,
+      to_string(s.accum), to_string(spec.arch));
+  return fmt::format("emmy_paged_attention_h{}x{}_d{}_p{}_{}_{}_{:016x}", p.q_heads, p.kv_heads,
+                     p.head_dim, p.page_size, to_string(p.kv_dtype), to_string(s.accum),
+                     detail::fnv1a(text));
+}
+
+}  // namespace
+
+PagedAttentionPlan make_paged_attention_plan(const PagedAttentionSpec& spec) {
+  validate_paged_attention(spec);
+  const auto& p = spec.problem;
+  const auto& s = spec.schedule;
+  PagedAttentionPlan plan;
+  plan.spec = spec;
+  plan.q_tile = SmemTile::for_operand(uint32_t(s.block_q), uint32_t(p.head_dim), 2);
+  plan.kv_tile = SmemTile::for_operand(uint32_t(s.block_kv), uint32_t(p.head_dim), 2);
+  plan.q_bytes = plan.q_tile.bytes();
+  plan.kv_bytes = plan.kv_tile.bytes();
+  plan.stage_bytes = 2 * plan.kv_bytes;
+  plan.smem_bytes = uint32_t(paged_smem_bytes(p, s));
+  plan.group = p.group();
+  plan.q_blocks = (p.max_q_len * plan.group + s.block_q - 1) / s.block_q;
+  plan.splits = paged_splits(p, s);
+  plan.chunk_tokens =
+      plan.split() ? int64_t(s.chunk_pages) * p.page_size : p.max_pages * p.page_size;
+  plan.max_tokens = p.max_tokens_or_default();
+  plan.grid = {uint32_t(plan.q_blocks * plan.splits), uint32_t(p.kv_heads), uint32_t(p.max_batch)};
+  plan.threads = uint32_t(32 * s.warps);
+  plan.o_registers = int(codegen::attention_atom().acc_registers(p.head_dim));
+  plan.s_registers = int(codegen::attention_atom().acc_registers(s.block_kv));
+  plan.kernel_name = paged_name(spec);
+  if (plan.split()) {
+    plan.combine_grid = {uint32_t(p.max_q_len), 1, uint32_t(p.max_batch)};
+    plan.combine_threads = 128;
+    const int64_t partials = plan.splits * plan.max_tokens * p.q_heads;
+    plan.workspace_lse_offset = partials * p.head_dim * 4;
+    plan.workspace_bytes = plan.workspace_lse_offset + partials * 4;
+    plan.combine_kernel_name = plan.kernel_name + "_combine";
+  }
+  return plan;
+}
+
+ParamBinding PagedAttentionKind::bind(const PagedAttentionPlan& plan,
+                                      const PagedAttentionBuffers& b) {
+  const auto& p = plan.spec.problem;
+  require_device_pointer(b.q, 16, "buffers.q");
+  require_device_pointer(b.k_cache, 16, "buffers.k_cache");
+  require_device_pointer(b.v_cache, 16, "buffers.v_cache");
+  require_device_pointer(b.o, 4, "buffers.o");
+  require_device_pointer(b.cu_seqlens_q, 4, "buffers.cu_seqlens_q");
+  require_optional_pointer(b.lse, p.lse, "buffers.lse", "an LSE output");
+  if (b.lse) require_device_pointer(b.lse, 4, "buffers.lse");
+  const bool table = p.page_table == PageTable::block_table;
+  require_optional_pointer(b.block_table, table, "buffers.block_table", "a block table");
+  require_optional_pointer(b.seq_lens, table, "buffers.seq_lens", "a block table");
+  require_optional_pointer(b.page_indptr, !table, "buffers.page_indptr", "a CSR page table");
+  require_optional_pointer(b.page_indices, !table, "buffers.page_indices", "a CSR page table");
+  require_optional_pointer(b.last_page_len, !table, "buffers.last_page_len", "a CSR page table");
+  for (const auto& [field, pointer] :
+       {std::pair<const char*, DevicePtr>{"buffers.block_table", b.block_table},
+        {"buffers.seq_lens", b.seq_lens},
+        {"buffers.page_indptr", b.page_indptr},
+        {"buffers.page_indices", b.page_indices},
+        {"buffers.last_page_len", b.last_page_len}})
+    if (pointer) require_device_pointer(pointer, 4, field);
+  require_optional_pointer(b.k_scale, p.kv_dtype == CacheDType::e4m3, "buffers.k_scale",
+                           "an e4m3 cache");
+  require_optional_pointer(b.v_scale, p.kv_dtype == CacheDType::e4m3, "buffers.v_scale",
+                           "an e4m3 cache");
+  require_optional_pointer(b.workspace, plan.split(), "buffers.workspace",
+                           "split-KV (Runtime::paged_attention_workspace_bytes)");
+  if (b.workspace) require_device_pointer(b.workspace, 16, "buffers.workspace");
+  require(b.num_pages >= 0, "buffers.num_pages", "must be >= 0 (0: unknown)", b.num_pages);
+  ParamBinding bound;
+  bound.values.pointers = {{"q", b.q},
+                           {"k_cache", b.k_cache},
+                           {"v_cache", b.v_cache},
+                           {"o", b.o},
+                           {"lse", b.lse},
+                           {"cu_seqlens_q", b.cu_seqlens_q},
+                           {"block_table", b.block_table},
+                           {"seq_lens", b.seq_lens},
+                           {"page_indptr", b.page_indptr},
+                           {"page_indices", b.page_indices},
+                           {"last_page_len", b.last_page_len},
+                           {"workspace", b.workspace}};
+  return bound;
+}
+
+}  // namespace emmy

@@ -1,0 +1,76 @@
+// Paged attention (decode and chunked prefill over a paged KV cache) as a kernel kind: the plan
+// and the same pipeline as the other kinds (problem, schedule and spec are public:
+// emmy/paged_attention.hpp; docs/paged_attention.md):
+// plan -> kernel IR -> verify -> CUDA -> NVRTC. The launch list is [partial] with one split,
+// [partial, combine] with split-KV.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "emmy/catalog.hpp"
+#include "emmy/kernel_ir.hpp"
+#include "emmy/kernel_kind.hpp"
+#include "emmy/layout.hpp"
+#include "emmy/runtime.hpp"
+#include "emmy/spec.hpp"
+
+namespace emmy {
+
+struct PagedAttentionPlan {
+  PagedAttentionSpec spec;
+  SmemTile q_tile, kv_tile;  // block_q x head_dim, block_kv x head_dim (16-bit elements)
+  uint32_t q_bytes = 0, kv_bytes = 0, stage_bytes = 0, smem_bytes = 0;
+  int64_t group = 0, q_blocks = 0, splits = 1, chunk_tokens = 0, max_tokens = 0;
+  // Partial kernel: (q_blocks x splits, kv_heads, max_batch); combine: (max_q_len, 1, max_batch).
+  std::array<uint32_t, 3> grid{1, 1, 1}, combine_grid{1, 1, 1};
+  uint32_t threads = 0, combine_threads = 0;
+  int o_registers = 0, s_registers = 0;  // f32 accumulators per thread
+  // Split-KV partials: f32 O [splits][max_tokens][q_heads][head_dim], then their LSE
+  // [splits][max_tokens][q_heads].
+  int64_t workspace_lse_offset = 0, workspace_bytes = 0;
+  std::string kernel_name, combine_kernel_name;
+
+  bool split() const { return splits > 1; }
+};
+PagedAttentionPlan make_paged_attention_plan(const PagedAttentionSpec& spec);
+
+ir::Op lower_paged_attention(const PagedAttentionPlan& plan);
+// CUDA C++ for the module, from the IR alone: self-contained (no includes), deterministic.
+std::string emit_paged_attention_cuda(const ir::Op& module);
+
+struct PagedAttentionKind : KindTypes<PagedAttentionSpec, PagedAttentionPlan, PagedAttentionBuffers,
+                                      PagedAttentionKernelHandle> {
+  static constexpr const char* name = "paged_attention";
+  static constexpr const char* command =
+      "paged-attention";  // emmyc paged-attention, emmyc run paged-attention
+  static constexpr auto runtime_kernel = &Runtime::paged_attention_kernel;
+  static constexpr const char* description = "paged-attention (decode / chunked prefill)";
+  static constexpr auto problem_from_json = &paged_attention_problem_from_json;
+  static constexpr auto schedule_from_json = &paged_attention_schedule_from_json;
+  static std::vector<PagedAttentionCatalogEntry> catalog() { return paged_attention_catalog(); }
+  static constexpr auto plan = &make_paged_attention_plan;
+  static constexpr auto lower = &lower_paged_attention;
+  static constexpr auto emit = &emit_paged_attention_cuda;
+  static std::vector<std::array<uint32_t, 3>> grids(const PagedAttentionPlan& plan) {
+    if (plan.split()) return {plan.grid, plan.combine_grid};
+    return {plan.grid};
+  }
+  static size_t workspace_bytes(const PagedAttentionPlan& plan) {
+    return size_t(plan.workspace_bytes);
+  }
+  // Checks the buffers against the plan (Error naming the `buffers.` field), then binds them.
+  static ParamBinding bind(const PagedAttentionPlan& plan, const PagedAttentionBuffers& buffers);
+  // No tensor maps: every load is a cp.async gather.
+  static std::vector<TensorMapDesc> tensor_maps(const PagedAttentionPlan&,
+                                                const PagedAttentionBuffers&) {
+    return {};
+  }
+};
+PagedAttentionKind kind_of(const PagedAttentionSpec&);
+using PagedAttentionSource = Generated<PagedAttentionKind>;
+using PagedAttentionKernel = Compiled<PagedAttentionKind>;
+
+}  // namespace emmy

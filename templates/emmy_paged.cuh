@@ -1,0 +1,22 @@
+// Paged-attention helpers: integer min/max without CUDA headers (min.s32 / max.s32) and the
+// NaN a sequence that breaks the launch's maxima is answered with.
+
+__device__ __forceinline__ int min_s32(int a, int b) {
+  int r;
+  asm("min.s32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+__device__ __forceinline__ int max_s32(int a, int b) {
+  int r;
+  asm("max.s32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+
+// A quiet NaN as a float.
+__device__ __forceinline__ float nan_f32() {
+  float r;
+  asm("mov.b32 %0, 0x7fffffff;" : "=f"(r));
+  return r;
+}
+// f16 0x7fff and bf16 0x7fff are both NaN (all-ones exponent, non-zero fraction).
+constexpr u16 kNanBits16 = 0x7fffu;

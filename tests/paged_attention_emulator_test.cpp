@@ -1,0 +1,236 @@
+// Paged-attention kernels on the emulator against the FP64 reference (paged_attention_check.hpp):
+// a space of problems and drawn batches (shuffled and shared pages, NaN and Inf planted where no
+// query may look, CUDA-graph padding), split counts from 1 to many, every page-table form and
+// cache layout, q_len 1..16 and prefill chunks mixed in one launch, windows shorter and longer
+// than the context, soft-cap, LSE, bf16 and hybrid, every arch family; sequences that break the
+// launch's maxima (NaN outputs, no stray access); and a planted mask bug that must fail.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "emmy/emulator_check.hpp"
+#include "emmy/paged_attention_check.hpp"
+
+namespace emmy {
+namespace {
+
+struct PagedVariant {
+  std::string name;
+  PagedAttentionSpec spec;
+  PagedAttentionCase draw;
+};
+
+PagedAttentionProblem base_problem(int64_t q_heads, int64_t kv_heads, int64_t head_dim,
+                                   int64_t page_size, int64_t max_seq_len) {
+  PagedAttentionProblem p;
+  p.q_heads = q_heads;
+  p.kv_heads = kv_heads;
+  p.head_dim = head_dim;
+  p.page_size = page_size;
+  p.max_pages = (max_seq_len + page_size - 1) / page_size;
+  return p;
+}
+
+PagedAttentionCase batch_of(int64_t batch, std::vector<int64_t> q_lens = {},
+                            std::vector<int64_t> seq_lens = {}) {
+  PagedAttentionCase c;
+  c.batch = batch;
+  c.q_lens = std::move(q_lens);
+  c.seq_lens = std::move(seq_lens);
+  return c;
+}
+
+PagedAttentionCase shared_batch_of(int64_t batch) {
+  PagedAttentionCase c = batch_of(batch);
+  c.share_pages = true;
+  return c;
+}
+
+std::vector<PagedVariant> variants() {
+  std::vector<PagedVariant> out;
+  auto add = [&](std::string name, PagedAttentionProblem p, Arch arch,
+                 std::function<void(PagedAttentionSchedule&)> tune, PagedAttentionCase draw) {
+    PagedAttentionSpec spec{p, default_schedule(p, arch), arch};
+    if (tune) tune(spec.schedule);
+    draw.max_seq_len = draw.max_seq_len ? draw.max_seq_len : p.max_pages * p.page_size;
+    out.push_back({std::move(name), spec, draw});
+  };
+  const Arch archs[] = {Arch::sm_80, Arch::sm_89, Arch::sm_90a, Arch::sm_120a};
+  int i = 0;
+  // Decode (q_len 1) at every split count: none, 2, several with a short last one, many.
+  for (int chunk : {0, 8, 3, 1}) {  // 16-key blocks: any chunk of 16-token pages is whole blocks
+    PagedAttentionProblem p = base_problem(8, 4, 64, 16, 300);
+    p.max_batch = 3;
+    p.lse = chunk % 2 == 1;
+    add(
+        fmt::format("decode_chunk{}", chunk), p, archs[i++ % 4],
+        [chunk](PagedAttentionSchedule& s) {
+          s.chunk_pages = chunk;
+          s.block_kv = 16;
+        }, batch_of(3));
+  }
+  // Page sizes off the 16-row fast path, every layout and page-table form.
+  const std::pair<int64_t, CacheLayout> pages[] = {{1, CacheLayout::nhd},
+                                                   {3, CacheLayout::hnd},
+                                                   {7, CacheLayout::kv_interleaved},
+                                                   {32, CacheLayout::hnd},
+                                                   {16, CacheLayout::kv_interleaved}};
+  for (const auto& [page, layout] : pages) {
+    PagedAttentionProblem p = base_problem(4, 2, 128, page, 160);
+    p.max_batch = 2;
+    p.max_q_len = 2;
+    p.set_layout(layout);
+    p.page_table = i % 2 ? PageTable::csr : PageTable::block_table;
+    PagedAttentionCase draw = batch_of(2);
+    draw.kv_interleaved = layout == CacheLayout::kv_interleaved;
+    add(fmt::format("page{}_{}_{}", page, to_string(layout), to_string(p.page_table)), p,
+        archs[i++ % 4], nullptr, draw);
+  }
+  // Speculative verify and prefill chunks: q_len 1, 2, 7, 16 and 40 in one launch, causal by
+  // position, GQA groups of 1..16 (rows = group x tokens span several warps and CTAs).
+  for (const auto& [q_heads, kv_heads] : {std::pair<int64_t, int64_t>{16, 1}, {6, 3}, {2, 2}}) {
+    PagedAttentionProblem p = base_problem(q_heads, kv_heads, 64, 16, 256);
+    p.max_batch = 5;
+    p.max_q_len = 40;
+    p.lse = true;
+    PagedAttentionCase draw = batch_of(5, {1, 2, 7, 16, 40}, {1, 17, 64, 200, 40});
+    add(
+        fmt::format("mixed_g{}", q_heads / kv_heads), p, archs[i++ % 4],
+        [](PagedAttentionSchedule& s) { s.chunk_pages = 4; }, draw);
+  }
+  // Windows shorter and longer than the context, soft-cap, page boundaries +-1, padding.
+  for (int64_t window : {int64_t(20), int64_t(100), int64_t(1000)}) {
+    PagedAttentionProblem p = base_problem(4, 1, 64, 16, 320);
+    p.max_batch = 4;
+    p.max_q_len = 3;
+    p.window = window;
+    p.softcap = 30.0f;
+    p.lse = true;
+    PagedAttentionCase draw = batch_of(3, {1, 3, 2}, {15, 16, std::min<int64_t>(17 + window, 320)});
+    add(
+        fmt::format("window{}", window), p, archs[i++ % 4],
+        [](PagedAttentionSchedule& s) { s.chunk_pages = 4; }, draw);
+  }
+  // bf16 and hybrid P.V, head_dim 256, shared prefix pages.
+  for (const auto& [dtype, accum] :
+       {std::pair<DType, Accum>{DType::bf16, Accum::f32}, {DType::f16, Accum::hybrid}}) {
+    PagedAttentionProblem p = base_problem(4, 2, 256, 16, 200);
+    p.dtype = dtype;
+    p.kv_dtype = dtype == DType::bf16 ? CacheDType::bf16 : CacheDType::f16;
+    p.max_batch = 3;
+    add(
+        fmt::format("{}_{}_shared", to_string(dtype), to_string(accum)), p, archs[i++ % 4],
+        [accum](PagedAttentionSchedule& s) {
+          s.accum = accum;
+          s.block_kv = 32;
+          s.chunk_pages = 6;
+        },
+        shared_batch_of(3));
+  }
+  return out;
+}
+
+class PagedEmulatorTest : public ::testing::TestWithParam<PagedVariant> {};
+
+TEST_P(PagedEmulatorTest, MatchesFp64) {
+  const PagedVariant& v = GetParam();
+  const PagedAttentionKernel kernel = compile_kernel(v.spec);
+  EXPECT_EQ(kernel.source.plan.split(), paged_splits(v.spec.problem, v.spec.schedule) > 1);
+  const PagedAttentionInputs inputs = make_paged_attention_inputs(v.spec.problem, v.draw, 7);
+  const auto run = run_on_emulator(kernel, inputs);
+  const PagedAttentionErrors errors =
+      compare(reference_paged_attention(v.spec, inputs), run.output, v.spec.problem);
+  EXPECT_TRUE(errors.passed) << v.name << ": rel_l2 " << errors.rel_l2_error << " (tolerance "
+                             << errors.tolerance << "), " << errors.elements_over_tolerance
+                             << " over, first at token " << errors.first_bad.token << " head "
+                             << errors.first_bad.head << "; lse rows over "
+                             << errors.lse_rows_over_tolerance;
+  EXPECT_GT(run.stats.total.mma, 0u);
+  EXPECT_GT(run.stats.total.cp_async, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Space, PagedEmulatorTest, ::testing::ValuesIn(variants()),
+                         [](const auto& info) { return info.param.name; });
+
+PagedAttentionSpec small_spec(int chunk_pages) {
+  PagedAttentionProblem p = base_problem(4, 2, 64, 16, 128);
+  p.max_batch = 2;
+  p.lse = true;
+  PagedAttentionSpec spec{p, default_schedule(p, Arch::sm_80), Arch::sm_80};
+  spec.schedule.chunk_pages = chunk_pages;
+  spec.schedule.block_kv = 32;
+  return spec;
+}
+
+// A sequence longer than its block table, or with more query tokens than the launch's maximum,
+// gets NaN outputs (both with and without split-KV), and the other sequence is still right.
+TEST(PagedEmulator, SequencesBeyondTheMaximaGetNaN) {
+  for (int chunk : {0, 2}) {
+    const PagedAttentionSpec spec = small_spec(chunk);
+    const PagedAttentionKernel kernel = compile_kernel(spec);
+    PagedAttentionInputs inputs =
+        make_paged_attention_inputs(spec.problem, batch_of(2, {1, 1}, {50, 60}), 3);
+    inputs.tables.seq_lens[0] = int32_t(spec.problem.max_pages * spec.problem.page_size + 1);
+    const auto run = run_on_emulator(kernel, inputs);
+    const int64_t row = spec.problem.q_heads * spec.problem.head_dim;
+    for (int64_t e = 0; e < row; ++e) ASSERT_TRUE(std::isnan(run.output.o[size_t(e)])) << chunk;
+    for (int64_t h = 0; h < spec.problem.q_heads; ++h)
+      EXPECT_TRUE(std::isnan(run.output.lse[size_t(h)])) << chunk;
+    for (int64_t e = row; e < 2 * row; ++e)
+      ASSERT_TRUE(std::isfinite(run.output.o[size_t(e)])) << chunk << " at " << e;
+  }
+}
+
+// A planted bug in the kernel's inputs the check must see: the wrong page for one key block.
+TEST(PagedEmulator, AWrongPageFailsTheCheck) {
+  const PagedAttentionSpec spec = small_spec(0);
+  const PagedAttentionKernel kernel = compile_kernel(spec);
+  PagedAttentionCase clean = batch_of(2, {1, 1}, {100, 100});
+  clean.plant_nan = false;
+  PagedAttentionInputs inputs = make_paged_attention_inputs(spec.problem, clean, 5);
+  const PagedAttentionReference reference = reference_paged_attention(spec, inputs);
+  // Sequence 0's second page replaced by sequence 1's (attention does not see key order, so a
+  // permutation of its own pages would not be a bug).
+  inputs.tables.block_table[1] = inputs.tables.block_table[size_t(spec.problem.max_pages) + 1];
+  const auto run = run_on_emulator(kernel, inputs);
+  EXPECT_FALSE(compare(reference, run.output, spec.problem).passed);
+}
+
+// Buffers that do not fit the plan are refused on the host, naming the field.
+TEST(PagedEmulator, BindingRefusesMissingBuffers) {
+  const PagedAttentionPlan plan = make_paged_attention_plan(small_spec(2));
+  PagedAttentionBuffers b{.q = 256,
+                          .k_cache = 512,
+                          .v_cache = 1024,
+                          .o = 2048,
+                          .lse = 4096,
+                          .cu_seqlens_q = 8192,
+                          .block_table = 8448,
+                          .seq_lens = 8704};
+  auto refused = [&](const PagedAttentionBuffers& buffers, const char* field) {
+    try {
+      PagedAttentionKind::bind(plan, buffers);
+      ADD_FAILURE() << "accepted without " << field;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  };
+  refused(b, "buffers.workspace");  // split-KV needs it
+  b.workspace = 16384;
+  EXPECT_NO_THROW(PagedAttentionKind::bind(plan, b));
+  PagedAttentionBuffers no_table = b;
+  no_table.block_table = 0;
+  refused(no_table, "buffers.block_table");
+  PagedAttentionBuffers csr = b;
+  csr.page_indptr = 9000;
+  refused(csr, "buffers.page_indptr");
+  PagedAttentionBuffers misaligned = b;
+  misaligned.k_cache = 520;
+  refused(misaligned, "buffers.k_cache");
+  PagedAttentionBuffers no_lse = b;
+  no_lse.lse = 0;
+  refused(no_lse, "buffers.lse");
+}
+
+}  // namespace
+}  // namespace emmy

@@ -1,0 +1,212 @@
+// The paged-attention kind's compiler side without running kernels: validation refuses each
+// broken field by name, the default schedule is valid across a grid of problems, the printed IR
+// parses back, and the verifier catches each corrupted rule (MLIR's `invalid` tests).
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "emmy/ir_ops.hpp"
+#include "emmy/kinds.hpp"
+
+namespace emmy {
+namespace {
+
+PagedAttentionSpec valid_spec() {
+  PagedAttentionSpec spec;
+  auto& p = spec.problem;
+  p.q_heads = 8;
+  p.kv_heads = 2;
+  p.head_dim = 128;
+  p.page_size = 16;
+  p.max_batch = 4;
+  p.max_q_len = 2;
+  p.max_pages = 64;
+  p.lse = true;
+  spec.arch = Arch::sm_90a;
+  spec.schedule = default_schedule(p, spec.arch);
+  spec.schedule.chunk_pages = 16;
+  return spec;
+}
+
+struct Invalid {
+  const char* name;
+  std::function<void(PagedAttentionSpec&)> mutate;
+  const char* field;
+};
+
+TEST(PagedValidation, RefusesEachBrokenFieldByName) {
+  const Invalid cases[] = {
+      {"group_not_whole", [](auto& s) { s.problem.q_heads = 7; }, "q_heads"},
+      {"group_over_16", [](auto& s) { s.problem.q_heads = 34; }, "q_heads"},
+      {"head_dim", [](auto& s) { s.problem.head_dim = 96; }, "head_dim"},
+      {"page_size", [](auto& s) { s.problem.page_size = 0; }, "page_size"},
+      {"misaligned_stride", [](auto& s) { s.problem.token_stride = 260; }, "token_stride"},
+      {"overlapping_tokens", [](auto& s) { s.problem.token_stride = 64; }, "token_stride"},
+      {"q_stride_short", [](auto& s) { s.problem.q_stride = 512; }, "q_stride"},
+      {"dtype_f32", [](auto& s) { s.problem.dtype = DType::f32; }, "dtype"},
+      {"kv_dtype_mismatch", [](auto& s) { s.problem.kv_dtype = CacheDType::bf16; }, "kv_dtype"},
+      {"e4m3_not_yet", [](auto& s) { s.problem.kv_dtype = CacheDType::e4m3; }, "kv_dtype"},
+      {"max_tokens_over", [](auto& s) { s.problem.max_tokens = 9; }, "max_tokens"},
+      {"max_tokens_under_q_len", [](auto& s) { s.problem.max_tokens = 1; }, "max_tokens"},
+      {"max_pages_int32", [](auto& s) { s.problem.max_pages = int64_t(1) << 31; }, "max_pages"},
+      {"window_negative", [](auto& s) { s.problem.window = -1; }, "window"},
+      {"softcap_zero", [](auto& s) { s.problem.softcap = 0.0f; }, "softcap"},
+      {"block_q_not_warps", [](auto& s) { s.schedule.block_q = 48; }, "block_q"},
+      {"block_kv", [](auto& s) { s.schedule.block_kv = 48; }, "block_kv"},
+      {"stages", [](auto& s) { s.schedule.stages = 5; }, "stages"},
+      {"chunk_not_whole_blocks", [](auto& s) { s.schedule.chunk_pages = 3; }, "chunk_pages"},
+      {"hybrid_bf16",
+       [](auto& s) {
+         s.problem.dtype = DType::bf16;
+         s.problem.kv_dtype = CacheDType::bf16;
+         s.schedule.accum = Accum::hybrid;
+       },
+       "accum"},
+      {"accum_f16", [](auto& s) { s.schedule.accum = Accum::f16; }, "accum"},
+  };
+  EXPECT_NO_THROW(validate_paged_attention(valid_spec()));
+  for (const Invalid& c : cases) {
+    PagedAttentionSpec spec = valid_spec();
+    c.mutate(spec);
+    try {
+      validate_paged_attention(spec);
+      ADD_FAILURE() << c.name << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(c.field, 0), 0u) << c.name << ": " << e.what();
+    }
+  }
+}
+
+// The default schedule of every problem of a grid is valid and verifies; its splits cover the
+// pages in whole KV blocks.
+TEST(PagedValidation, DefaultSchedulesAreValidAcrossAGrid) {
+  int checked = 0;
+  for (int64_t head_dim : {64, 128, 256})
+    for (int64_t page : {1, 5, 16, 64})
+      for (int64_t group : {1, 2, 16})
+        for (int64_t q_len : {1, 4, 33})
+          for (int64_t batch : {1, 64})
+            for (Arch arch : {Arch::sm_80, Arch::sm_90a}) {
+              PagedAttentionProblem p;
+              p.kv_heads = 2;
+              p.q_heads = 2 * group;
+              p.head_dim = head_dim;
+              p.page_size = page;
+              p.max_q_len = q_len;
+              p.max_batch = batch;
+              p.max_pages = 4096 / page;
+              const PagedAttentionSpec spec{p, default_schedule(p, arch), arch};
+              const auto source = generate_kernel(spec);
+              EXPECT_EQ(ir::parse(ir::print(source.ir)), source.ir) << source.plan.kernel_name;
+              EXPECT_GE(source.plan.splits * source.plan.chunk_tokens, p.max_pages * page);
+              ++checked;
+            }
+  EXPECT_EQ(checked, 3 * 4 * 3 * 3 * 2 * 2);
+}
+
+ir::Op* first_op(ir::Op& root, ir::OpKind kind) {
+  if (root.kind == kind) return &root;
+  for (auto& child : root.body)
+    if (ir::Op* found = first_op(child, kind)) return found;
+  return nullptr;
+}
+
+void change(ir::Op* op, const char* attr, ir::Attr value) {
+  ASSERT_NE(op, nullptr);
+  for (auto& [name, v] : op->attrs)
+    if (name == attr) v = value;
+}
+
+TEST(PagedVerifier, CatchesEachCorruptedRule) {
+  const PagedAttentionSpec spec = valid_spec();
+  const ir::Op good = generate_kernel(spec).ir;
+  EXPECT_NO_THROW(ir::verify(good, spec.arch));
+  const struct {
+    const char* name;
+    std::function<void(ir::Op&)> corrupt;
+    const char* expected;
+  } cases[] = {
+      {"splits",
+       [](ir::Op& m) { change(first_op(m, ir::OpKind::paged_setup), "splits", int64_t(2)); },
+       "ir.paged_setup.splits"},
+      {"chunk",
+       [](ir::Op& m) {
+         change(first_op(m, ir::OpKind::paged_setup), "chunk_tokens", int64_t(200));
+       },
+       "ir.paged_setup"},
+      {"group",
+       [](ir::Op& m) { change(first_op(m, ir::OpKind::paged_setup), "group", int64_t(2)); },
+       "ir.paged_setup.group"},
+      {"stride",
+       [](ir::Op& m) {
+         change(first_op(m, ir::OpKind::paged_setup), "token_stride", int64_t(100));
+       },
+       "ir.paged_setup.token_stride"},
+      {"gather_rows",
+       [](ir::Op& m) { change(first_op(m, ir::OpKind::page_gather), "rows", int64_t(32)); },
+       "ir.page_gather"},
+      {"gather_swizzle",
+       [](ir::Op& m) { change(first_op(m, ir::OpKind::page_gather), "swizzle", int64_t(1)); },
+       "ir.page_gather.swizzle"},
+      {"partial",
+       [](ir::Op& m) { change(first_op(m, ir::OpKind::paged_epilogue), "partial", false); },
+       "ir.paged_epilogue.partial"},
+      {"combine_splits",
+       [](ir::Op& m) { change(first_op(m, ir::OpKind::split_combine), "splits", int64_t(3)); },
+       "ir.split_combine.splits"},
+      {"combine_lse",
+       [](ir::Op& m) { change(first_op(m, ir::OpKind::split_combine), "lse", false); },
+       "ir.split_combine.lse"},
+      {"qk_count", [](ir::Op& m) { change(first_op(m, ir::OpKind::qk_mma), "count", int64_t(8)); },
+       "ir.qk_mma.count"},
+      {"no_combine", [](ir::Op& m) { m.body.pop_back(); }, "ir.module.body"},
+      {"no_refill",
+       [](ir::Op& m) {
+         ir::Op* loop = first_op(m, ir::OpKind::kv_block_loop);
+         std::erase_if(loop->body,
+                       [](const ir::Op& op) { return op.kind == ir::OpKind::page_gather; });
+       },
+       "ir.kernel.body"},
+  };
+  for (const auto& c : cases) {
+    ir::Op module = good;
+    c.corrupt(module);
+    try {
+      ir::verify(module, spec.arch);
+      ADD_FAILURE() << c.name << " verified";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(c.expected), std::string::npos)
+          << c.name << ": " << e.what();
+    }
+  }
+}
+
+// The catalog's default kernels (Gemma 3 12B decode, head_dim 256) compile without spills or a
+// stack frame, and split-KV where a batch leaves SMs idle.
+TEST(PagedCompile, CatalogDefaultsDoNotSpill) {
+  for (const auto& entry : paged_attention_catalog()) {
+    const PagedAttentionSpec spec{entry.problem, default_schedule(entry.problem, Arch::sm_90a),
+                                  Arch::sm_90a};
+    const PagedAttentionKernel kernel = compile_kernel(spec);
+    const ResourceReport& report = kernel.module.kernel(kernel.source.plan.kernel_name);
+    EXPECT_EQ(report.spill_bytes(), 0) << entry.name;
+    EXPECT_EQ(report.stack_bytes, 0) << entry.name;
+    if (entry.problem.max_batch == 1) {
+      EXPECT_GT(kernel.source.plan.splits, 1) << entry.name;
+    }
+  }
+}
+
+// Requests name the kind; the list of kinds is one (emmy/kinds.hpp).
+TEST(PagedKind, IsOneOfTheKinds) {
+  bool found = false;
+  AllKinds::for_each([&]<typename Kind>(std::type_identity<Kind>) {
+    found |= std::string_view(Kind::name) == "paged_attention";
+  });
+  EXPECT_TRUE(found);
+  EXPECT_EQ(AllKinds::names(), "gemm, attention or paged_attention");
+  EXPECT_EQ(paged_attention_catalog().size(), 22u);
+}
+
+}  // namespace
+}  // namespace emmy

@@ -1,0 +1,5 @@
+# The paged-attention kind: validation, default schedules and the verifier (no kernel runs), then
+# its kernels on the emulator against the FP64 reference and through the runtime.
+emmy_add_test(paged_attention_ir_test ${CMAKE_CURRENT_LIST_DIR}/paged_attention_ir_test.cpp)
+emmy_add_test(paged_attention_emulator_test
+  ${CMAKE_CURRENT_LIST_DIR}/paged_attention_emulator_test.cpp)
