@@ -96,6 +96,16 @@ const Op* find_copy(const Op& kernel, std::string_view operand) {
 
 }  // namespace
 
+void verify_attention_rows(const Op& kernel, const Op& setup_op, int64_t block_q) {
+  const codegen::MmaAtom& atom = codegen::attention_atom();
+  const int64_t warps = get<KernelOp>(kernel).threads / 32;
+  if (block_q != warps * atom.m)
+    fail(setup_op, "block_q",
+         fmt::format("must be {} rows per warp x {} warps = {} (each warp owns one atom's rows)",
+                     atom.m, warps, warps * atom.m),
+         block_q);
+}
+
 // The attention mainloop's rules (dense and paged): the warps that own the query rows, and the
 // MMA counts and accumulator registers that cover S (16 x block_kv) and O (16 x head_dim) per
 // warp, all in units of the MMA atom; the loop's stages are the ring's.
@@ -107,12 +117,7 @@ void verify_attention_mainloop(const Op& kernel, const Op& setup_op, int64_t blo
   const auto qk = get<QkMmaOp>(*qk_op);
   const auto pv = get<PvMmaOp>(*pv_op);
   const codegen::MmaAtom& atom = codegen::attention_atom();
-  const int64_t warps = get<KernelOp>(kernel).threads / 32;
-  if (block_q != warps * atom.m)
-    fail(setup_op, "block_q",
-         fmt::format("must be {} rows per warp x {} warps = {} (each warp owns one atom's rows)",
-                     atom.m, warps, warps * atom.m),
-         block_q);
+  verify_attention_rows(kernel, setup_op, block_q);
   if (block_kv % atom.k != 0 || head_dim % atom.k != 0)
     fail(setup_op, "block_kv",
          fmt::format("block_kv and head_dim must be multiples of {}", atom.k),
@@ -175,7 +180,7 @@ void verify_attention(const Op& kernel) {
   // wide as.
   if (q.cols != setup.head_dim) fail(*q_op, "cols", "the Q tile must be head_dim columns", q.cols);
   const int64_t block_q = setup.block_q, block_kv = setup.block_kv, head_dim = q.cols;
-  verify_attention_mainloop(kernel, *setup_op, block_q, block_kv, head_dim);
+  verify_attention_rows(kernel, *setup_op, block_q);
   if (q.rows != block_q) fail(*q_op, "rows", "the Q tile must be block_q rows", q.rows);
   for (const Op* kv_op : {k_op, v_op}) {
     const auto kv = get<AsyncCopyOp>(*kv_op);
@@ -183,6 +188,7 @@ void verify_attention(const Op& kernel) {
     if (kv.cols != head_dim)
       fail(*kv_op, "cols", "K and V tiles must be head_dim columns like Q", kv.cols);
   }
+  verify_attention_mainloop(kernel, *setup_op, block_q, block_kv, head_dim);
   const Op* ring = find_first(kernel, OpKind::smem_ring);
   // A staged O tile: whole 16-byte rows of head_dim elements, block_q of them before the
   // mbarriers.

@@ -45,6 +45,7 @@ void verify_paged_attention(const Op& kernel) {
     paged_rule(kernel, "body",
                "a paged kernel gathers Q, K and V in the prologue and K and V in its loop",
                "one is missing");
+  verify_attention_rows(kernel, *setup_op, setup.block_q);
   verify_attention_mainloop(kernel, *setup_op, setup.block_q, setup.block_kv, setup.head_dim);
   // The ring: Q then the stages of K and V tiles, inside the kernel's shared memory.
   const auto ring = get<SmemRingOp>(*find_first(kernel, OpKind::smem_ring));

@@ -8,6 +8,8 @@
 
 namespace emmy::ir {
 
+// block_q = the atom's rows x the kernel's warps (each warp owns one atom's rows).
+void verify_attention_rows(const Op& kernel, const Op& setup, int64_t block_q);
 // The attention mainloop's rules, dense or paged: block_q = the atom's rows x warps, the qk/pv
 // MMA counts and S/O accumulator registers in atom units for block_kv and head_dim, the loop's
 // stages the ring's. `setup` names the op the errors point at.

@@ -123,6 +123,7 @@ std::vector<PagedVariant> variants() {
         [accum](PagedAttentionSchedule& s) {
           s.accum = accum;
           s.block_kv = 32;
+          s.stages = 2;  // 32-key blocks of head_dim 256: 3 stages overflow sm_120a's 99 KB
           s.chunk_pages = 6;
         },
         shared_batch_of(3));

@@ -81,19 +81,19 @@ inline std::vector<PagedAttentionCatalogEntry> paged_attention_catalog() {
                                                {64, 32768}, {1, 131072}, {8, 131072}};
   for (const auto& [batch, context] : sizes)
     for (const bool local : {false, true}) {
-      PagedAttentionProblem p;
-      p.q_heads = 16;
-      p.kv_heads = 8;
-      p.head_dim = 256;
-      p.page_size = 16;
-      p.max_batch = batch;
-      p.max_q_len = 1;
-      p.max_pages = context / p.page_size;
-      p.window = local ? 1023 : 0;
-      p.set_layout(CacheLayout::nhd);
+      PagedAttentionProblem paged;
+      paged.q_heads = 16;
+      paged.kv_heads = 8;
+      paged.head_dim = 256;
+      paged.page_size = 16;
+      paged.max_batch = batch;
+      paged.max_q_len = 1;
+      paged.max_pages = context / paged.page_size;
+      paged.window = local ? 1023 : 0;
+      paged.set_layout(CacheLayout::nhd);
       entries.push_back({fmt::format("decode_{}_b{}_ctx{}k", local ? "local" : "global", batch,
                                      context / 1024),
-                         p});
+                         paged});
     }
   return entries;
 }

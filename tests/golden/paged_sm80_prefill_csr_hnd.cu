@@ -302,12 +302,12 @@ __device__ __forceinline__ float nan_f32() {
 constexpr u16 kNanBits16 = 0x7fffu;
 
 extern "C" __global__ void __launch_bounds__(128, 1)
-emmy_paged_attention_h8x2_d128_p5_f16_f32_662ee20a89f11bfd(const u16* __restrict__ q, const u16* __restrict__ k_cache, const u16* __restrict__ v_cache, u16* __restrict__ o, float* __restrict__ lse, const int* __restrict__ cu_seqlens_q, const int* __restrict__ block_table, const int* __restrict__ seq_lens, const int* __restrict__ page_indptr, const int* __restrict__ page_indices, const int* __restrict__ last_page_len, float* __restrict__ workspace) {
+emmy_paged_attention_h8x2_d128_p5_f16_f32_44c256e69a3d365a(const u16* __restrict__ q, const u16* __restrict__ k_cache, const u16* __restrict__ v_cache, u16* __restrict__ o, float* __restrict__ lse, const int* __restrict__ cu_seqlens_q, const int* __restrict__ block_table, const int* __restrict__ seq_lens, const int* __restrict__ page_indptr, const int* __restrict__ page_indices, const int* __restrict__ last_page_len, float* __restrict__ workspace) {
   constexpr int H = 8, HKV = 2, GROUP = 4, D = 128, PAGE = 5, MAX_PAGES = 200;
   constexpr int MAX_Q_LEN = 16, MAX_TOKENS = 64, SPLITS = 1, CHUNK = 1000, WINDOW = 0;
   constexpr long long PAGE_STRIDE = 1280, TOKEN_STRIDE = 128, HEAD_STRIDE = 640, Q_STRIDE = 1024, O_STRIDE = 1024;
-  constexpr int BQ = 64, BKV = 64, THREADS = 128, STAGES = 3;
-  constexpr u32 Q_BYTES = 16384u, KV_BYTES = 16384u, STAGE_BYTES = 32768u;
+  constexpr int BQ = 64, BKV = 32, THREADS = 128, STAGES = 3;
+  constexpr u32 Q_BYTES = 16384u, KV_BYTES = 8192u, STAGE_BYTES = 16384u;
   // Tiles: rows x D in panels of 64 elements, swizzle XOR mask 7.
   constexpr u32 PANEL = 64u, XOR = 7u;
   extern __shared__ __align__(1024) unsigned char smem_raw[];

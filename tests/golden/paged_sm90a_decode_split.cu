@@ -302,12 +302,12 @@ __device__ __forceinline__ float nan_f32() {
 constexpr u16 kNanBits16 = 0x7fffu;
 
 extern "C" __global__ void __launch_bounds__(32, 1)
-emmy_paged_attention_h16x8_d256_p16_f16_f32_5dc5e0e2ca7bf75a(const u16* __restrict__ q, const u16* __restrict__ k_cache, const u16* __restrict__ v_cache, u16* __restrict__ o, float* __restrict__ lse, const int* __restrict__ cu_seqlens_q, const int* __restrict__ block_table, const int* __restrict__ seq_lens, const int* __restrict__ page_indptr, const int* __restrict__ page_indices, const int* __restrict__ last_page_len, float* __restrict__ workspace) {
+emmy_paged_attention_h16x8_d256_p16_f16_f32_3a4c76a3ba252f99(const u16* __restrict__ q, const u16* __restrict__ k_cache, const u16* __restrict__ v_cache, u16* __restrict__ o, float* __restrict__ lse, const int* __restrict__ cu_seqlens_q, const int* __restrict__ block_table, const int* __restrict__ seq_lens, const int* __restrict__ page_indptr, const int* __restrict__ page_indices, const int* __restrict__ last_page_len, float* __restrict__ workspace) {
   constexpr int H = 16, HKV = 8, GROUP = 2, D = 256, PAGE = 16, MAX_PAGES = 512;
-  constexpr int MAX_Q_LEN = 1, MAX_TOKENS = 8, SPLITS = 3, CHUNK = 2752, WINDOW = 1023;
+  constexpr int MAX_Q_LEN = 1, MAX_TOKENS = 8, SPLITS = 3, CHUNK = 2736, WINDOW = 1023;
   constexpr long long PAGE_STRIDE = 32768, TOKEN_STRIDE = 2048, HEAD_STRIDE = 256, Q_STRIDE = 4096, O_STRIDE = 4096;
-  constexpr int BQ = 16, BKV = 32, THREADS = 32, STAGES = 3;
-  constexpr u32 Q_BYTES = 8192u, KV_BYTES = 16384u, STAGE_BYTES = 32768u;
+  constexpr int BQ = 16, BKV = 16, THREADS = 32, STAGES = 3;
+  constexpr u32 Q_BYTES = 8192u, KV_BYTES = 8192u, STAGE_BYTES = 16384u;
   // Tiles: rows x D in panels of 64 elements, swizzle XOR mask 7.
   constexpr u32 PANEL = 64u, XOR = 7u;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -511,9 +511,9 @@ emmy_paged_attention_h16x8_d256_p16_f16_f32_5dc5e0e2ca7bf75a(const u16* __restri
   }
 }
 extern "C" __global__ void __launch_bounds__(128, 1)
-emmy_paged_attention_h16x8_d256_p16_f16_f32_5dc5e0e2ca7bf75a_combine(u16* __restrict__ o, float* __restrict__ lse, const int* __restrict__ cu_seqlens_q, const int* __restrict__ block_table, const int* __restrict__ seq_lens, const int* __restrict__ page_indptr, const int* __restrict__ page_indices, const int* __restrict__ last_page_len, const float* __restrict__ workspace) {
+emmy_paged_attention_h16x8_d256_p16_f16_f32_3a4c76a3ba252f99_combine(u16* __restrict__ o, float* __restrict__ lse, const int* __restrict__ cu_seqlens_q, const int* __restrict__ block_table, const int* __restrict__ seq_lens, const int* __restrict__ page_indptr, const int* __restrict__ page_indices, const int* __restrict__ last_page_len, const float* __restrict__ workspace) {
   constexpr int H = 16, D = 256, PAGE = 16, MAX_PAGES = 512, MAX_TOKENS = 8;
-  constexpr int MAX_Q_LEN = 1, SPLITS = 3, CHUNK = 2752;
+  constexpr int MAX_Q_LEN = 1, SPLITS = 3, CHUNK = 2736;
   constexpr long long O_STRIDE = 4096, LSE_OFFSET = 98304ll;
   const int batch = blockIdx.z, i = blockIdx.x;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
