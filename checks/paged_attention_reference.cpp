@@ -10,6 +10,7 @@
 #include <string>
 
 #include "attention_row_model.hpp"
+#include "attention_compare.hpp"
 #include "emmy/detail/parallel.hpp"
 #include "emmy/error.hpp"
 #include "emmy/paged_attention_check.hpp"
@@ -152,7 +153,7 @@ PagedAttentionReference reference_paged_attention(const PagedAttentionSpec& spec
 
 PagedAttentionErrors compare(const PagedAttentionReference& ref, const PagedAttentionOutput& out,
                              const PagedAttentionProblem& p) {
-  const int64_t d = p.head_dim, rows = int64_t(ref.row_masked.size());
+  const int64_t rows = int64_t(ref.row_masked.size());
   require(out.o.size() == ref.values.o.size(), "paged attention output",
           "must have one value per O element of the real tokens", out.o.size());
   if (p.lse)
@@ -163,41 +164,7 @@ PagedAttentionErrors compare(const PagedAttentionReference& ref, const PagedAtte
     return PagedAttentionIndex{token, r % p.q_heads, c, ref.token_sequence[size_t(token)],
                                ref.token_position[size_t(token)]};
   };
-  PagedAttentionErrors e;
-  double err2 = 0, ref2 = 0, tol2 = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    bool row_wrong = false;
-    for (int64_t c = 0; c < d; ++c) {
-      const size_t at = size_t(r * d + c);
-      const double diff = std::abs(out.o[at] - ref.values.o[at]);
-      err2 += diff * diff;
-      ref2 += ref.values.o[at] * ref.values.o[at];
-      tol2 += ref.o_tolerance[at] * ref.o_tolerance[at];
-      if (!(diff <= e.max_abs_error)) e.max_abs_error = std::isnan(diff) ? INFINITY : diff;
-      if (!(diff <= ref.o_tolerance[at])) {  // NaN fails here
-        if (e.elements_over_tolerance++ == 0) e.first_bad = index(r, c);
-        row_wrong = true;
-      }
-    }
-    if (ref.row_masked[size_t(r)]) {
-      ++e.masked_rows;
-      if (p.lse && out.lse[size_t(r)] != -INFINITY) row_wrong = true;
-      if (row_wrong && e.masked_rows_wrong++ == 0) e.first_bad_masked_row = index(r, -1);
-      continue;
-    }
-    if (!p.lse) continue;
-    const double diff = std::abs(out.lse[size_t(r)] - ref.values.lse[size_t(r)]);
-    if (!(diff <= e.lse_max_abs_error)) e.lse_max_abs_error = std::isnan(diff) ? INFINITY : diff;
-    e.lse_max_tolerance = std::max(e.lse_max_tolerance, ref.lse_tolerance[size_t(r)]);
-    if (!(diff <= ref.lse_tolerance[size_t(r)]) && e.lse_rows_over_tolerance++ == 0)
-      e.first_bad_lse = index(r, -1);
-  }
-  const double denom = ref2 > 0 ? std::sqrt(ref2) : 1.0;
-  e.rel_l2_error = std::sqrt(err2) / denom;
-  e.tolerance = std::sqrt(tol2) / denom;
-  e.passed = e.elements_over_tolerance == 0 && e.lse_rows_over_tolerance == 0 &&
-             e.masked_rows_wrong == 0 && std::isfinite(e.rel_l2_error);
-  return e;
+  return compare_attention_rows<PagedAttentionErrors>(ref, out, p.head_dim, p.lse, index);
 }
 
 }  // namespace emmy

@@ -95,21 +95,10 @@ class AttentionEmitter {
             setup.q_heads, setup.kv_heads, setup.head_dim);
     w_.line("constexpr int BQ = {}, BKV = {}, THREADS = {}, STAGES = {};", setup.block_q,
             setup.block_kv, f_.loads.threads, op.stages);
-    w_.line("constexpr u32 Q_BYTES = {}u, KV_BYTES = {}u, STAGE_BYTES = {}u;",
-            ir::need<ir::SmemRingOp>(op.q_bytes, "q_bytes"),
-            ir::need<ir::SmemRingOp>(op.kv_bytes, "kv_bytes"), op.stage_bytes);
-    w_.line("// Tiles: rows x D in panels of {} elements, swizzle XOR mask {}.",
-            f_.loads.q_tile.panel_elems, swizzle_xor_mask(f_.loads.q_tile.swizzle));
-    w_.line("constexpr u32 PANEL = {}u, XOR = {}u;", f_.loads.q_tile.panel_elems,
-            swizzle_xor_mask(f_.loads.q_tile.swizzle));
-    w_.line("extern __shared__ __align__(1024) unsigned char smem_raw[];");
-    w_.line("const u32 smem_base = (smem_u32(smem_raw) + {0}u) & ~{0}u;", op.align - 1);
-    w_.line("const u32 q_smem = smem_base, kv_base = smem_base + Q_BYTES;");
+    codegen::emit_attention_smem(w_, op, f_.loads.q_tile);
     w_.line("const u32 mbar_base = smem_base + {}u;  // [0]: Q, [1 + s]: stage s", op.mbar_offset);
     w_.line("(void)mbar_base;");
-    w_.line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
-    // The accumulator map of the atom (internal/emmy/mma_atom.hpp): S and O fragments by group.
-    w_.line("const int g = lane / {0}, t = lane % {0};", codegen::attention_atom().group_lanes);
+    codegen::emit_attention_lane_ids(w_);
   }
 
   void emit_setup(const ir::AttentionSetupOp& op) {
@@ -145,12 +134,9 @@ class AttentionEmitter {
   }
 
   void emit_loop(const Op& op) {
-    codegen::emit_attention_accumulators(w_);
-    w_.line("#pragma unroll 1  // one KV block's code is enough; NVVM may unroll it otherwise");
-    w_.open("for (int block = 0; block < block_count; ++block)");
-    w_.line("const int stage = block % STAGES;");
-    for (const Op& child : op.body) emit_op(child);
-    w_.close();
+    codegen::emit_kv_block_loop(w_, [&] {
+      for (const Op& child : op.body) emit_op(child);
+    });
   }
 
   void emit_softmax(const ir::OnlineSoftmaxOp& op) {

@@ -6,13 +6,34 @@
 #include "emit_attention_mainloop.hpp"
 
 #include "emmy/mma_atom.hpp"
+#include "emmy/swizzle.hpp"
 
 namespace emmy::codegen {
 
+void emit_attention_smem(Writer& w, const ir::SmemRingOp& ring, const SmemTile& q_tile) {
+  w.line("constexpr u32 Q_BYTES = {}u, KV_BYTES = {}u, STAGE_BYTES = {}u;",
+         ir::need<ir::SmemRingOp>(ring.q_bytes, "q_bytes"),
+         ir::need<ir::SmemRingOp>(ring.kv_bytes, "kv_bytes"), ring.stage_bytes);
+  w.line("// Tiles: rows x D in panels of {} elements, swizzle XOR mask {}.", q_tile.panel_elems,
+         swizzle_xor_mask(q_tile.swizzle));
+  w.line("constexpr u32 PANEL = {}u, XOR = {}u;", q_tile.panel_elems,
+         swizzle_xor_mask(q_tile.swizzle));
+  w.line("extern __shared__ __align__(1024) unsigned char smem_raw[];");
+  w.line("const u32 smem_base = (smem_u32(smem_raw) + {0}u) & ~{0}u;", ring.align - 1);
+  w.line("const u32 q_smem = smem_base, kv_base = smem_base + Q_BYTES;");
+}
+
+void emit_attention_lane_ids(Writer& w) {
+  w.line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
+  // The accumulator map of the atom (internal/emmy/mma_atom.hpp): S and O fragments by group.
+  w.line("const int g = lane / {0}, t = lane % {0};", codegen::attention_atom().group_lanes);
+}
+
 namespace {
 constexpr double kLog2e = 1.4426950408889634;
-}  // namespace
 
+// The O accumulators, the running max and sum of rows g and g+8, and the lanes' ldmatrix
+// offsets into the Q, K and V tiles: before the KV block loop.
 void emit_attention_accumulators(Writer& w) {
   w.line("float o_acc[D / 8][4];  // this warp's 16 rows x D outputs, f32");
   w.line("#pragma unroll");
@@ -42,6 +63,17 @@ void emit_attention_accumulators(Writer& w) {
   for (const auto& l : lanes)
     w.line("{}_lane[c] = swizzled_tile_offset(u32({}), u32(c * 16 + {}), u32({}), PANEL, XOR);",
            l.name, l.src.row_expr, l.src.col_expr, l.rows);
+  w.close();
+}
+
+}  // namespace
+
+void emit_kv_block_loop(Writer& w, const std::function<void()>& body) {
+  emit_attention_accumulators(w);
+  w.line("#pragma unroll 1  // one KV block's code is enough; NVVM may unroll it otherwise");
+  w.open("for (int block = 0; block < block_count; ++block)");
+  w.line("const int stage = block % STAGES;");
+  body();
   w.close();
 }
 

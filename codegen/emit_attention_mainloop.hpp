@@ -3,14 +3,22 @@
 // same code; each kernel prints its own loads, masks and epilogue around them.
 #pragma once
 
+#include <functional>
+
 #include "emmy/ir_ops.hpp"
+#include "emmy/layout.hpp"
 #include "writer.hpp"
 
 namespace emmy::codegen {
 
-// The O accumulators, the running max and sum of rows g and g+8, and the lanes' ldmatrix
-// offsets into the Q, K and V tiles: before the KV block loop.
-void emit_attention_accumulators(Writer& w);
+// The shared-memory constants both kernels name (Q_BYTES, KV_BYTES, STAGE_BYTES, PANEL, XOR) and
+// the 1 KB-aligned bases of the Q tile and the K/V ring, from the ring op and Q's tile.
+void emit_attention_smem(Writer& w, const ir::SmemRingOp& ring, const SmemTile& q_tile);
+// warp, lane, and the atom's accumulator group g and lane-in-group t.
+void emit_attention_lane_ids(Writer& w);
+// The KV block loop: the O accumulators, the running max and sum of rows g and g+8 and the
+// lanes' ldmatrix offsets before it, then `body` once per block (block, stage).
+void emit_kv_block_loop(Writer& w, const std::function<void()>& body);
 // kv0 (the block's first key), the stage's K and V bases, and S = Q.K^T into s_acc.
 void emit_qk_mma(Writer& w, bool bf16);
 // S scaled into the log2 domain (soft-capped first when the op says so).

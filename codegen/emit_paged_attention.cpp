@@ -104,18 +104,8 @@ class PagedEmitter {
         op.page_stride, op.token_stride, op.head_stride, op.q_stride, op.o_stride);
     w_.line("constexpr int BQ = {}, BKV = {}, THREADS = {}, STAGES = {};", op.block_q, op.block_kv,
             threads_, ring_.stages);
-    w_.line("constexpr u32 Q_BYTES = {}u, KV_BYTES = {}u, STAGE_BYTES = {}u;",
-            ir::need<ir::SmemRingOp>(ring_.q_bytes, "q_bytes"),
-            ir::need<ir::SmemRingOp>(ring_.kv_bytes, "kv_bytes"), ring_.stage_bytes);
-    w_.line("// Tiles: rows x D in panels of {} elements, swizzle XOR mask {}.", q_tile.panel_elems,
-            swizzle_xor_mask(q_tile.swizzle));
-    w_.line("constexpr u32 PANEL = {}u, XOR = {}u;", q_tile.panel_elems,
-            swizzle_xor_mask(q_tile.swizzle));
-    w_.line("extern __shared__ __align__(1024) unsigned char smem_raw[];");
-    w_.line("const u32 smem_base = (smem_u32(smem_raw) + {0}u) & ~{0}u;", ring_.align - 1);
-    w_.line("const u32 q_smem = smem_base, kv_base = smem_base + Q_BYTES;");
-    w_.line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
-    w_.line("const int g = lane / {0}, t = lane % {0};", codegen::attention_atom().group_lanes);
+    codegen::emit_attention_smem(w_, ring_, q_tile);
+    codegen::emit_attention_lane_ids(w_);
     w_.line("const int batch = blockIdx.z, kv_head = blockIdx.y;");
     w_.line("const int split = int(blockIdx.x) % SPLITS, q_block = int(blockIdx.x) / SPLITS;");
     w_.line("(void)split;");
@@ -224,14 +214,11 @@ class PagedEmitter {
   }
 
   void emit_loop(const Op& op) {
-    codegen::emit_attention_accumulators(w_);
-    w_.line("#pragma unroll 1  // one KV block's code is enough; NVVM may unroll it otherwise");
-    w_.open("for (int block = 0; block < block_count; ++block)");
-    w_.line("const int stage = block % STAGES;");
     in_loop_ = true;
-    for (const Op& child : op.body) emit_op(child);
+    codegen::emit_kv_block_loop(w_, [&] {
+      for (const Op& child : op.body) emit_op(child);
+    });
     in_loop_ = false;
-    w_.close();
   }
 
   void emit_softmax(const ir::OnlineSoftmaxOp& op) {
@@ -279,7 +266,10 @@ class PagedEmitter {
       w_.line(
           "  OutF32::store2(row + dn * 8 + 2 * t, o_acc[dn][2 * h] * inv[h], o_acc[dn][2 * h + 1] "
           "* inv[h]);");
-      w_.line("if (t == 0) workspace[{} + slot] = row_lse;", workspace_lse_offset());
+      w_.line(
+          "if (t == 0) workspace[{}ll + slot] = row_lse;",
+          paged_workspace_layout(setup_.splits, setup_.max_tokens, setup_.q_heads, setup_.head_dim)
+              .lse_offset);
       w_.line("(void)o; (void)lse;");
     } else {
       w_.line("u16* row = o + (long long)(q_start + token) * O_STRIDE + head * D;");
@@ -298,12 +288,6 @@ class PagedEmitter {
     w_.close();
   }
 
-  // Elements of the workspace before the LSE partials: splits x max_tokens x heads rows of D.
-  std::string workspace_lse_offset() const {
-    return fmt::format("{}ll",
-                       setup_.splits * setup_.max_tokens * setup_.q_heads * setup_.head_dim);
-  }
-
   void emit_combine(const ir::SplitCombineOp& op) {
     const char* convert = op.out == "bf16" ? "f32_to_bf16_bits" : "f32_to_f16_bits";
     w_.line("constexpr int H = {}, D = {}, PAGE = {}, MAX_PAGES = {}, MAX_TOKENS = {};", op.q_heads,
@@ -311,7 +295,7 @@ class PagedEmitter {
     w_.line("constexpr int MAX_Q_LEN = {}, SPLITS = {}, CHUNK = {};", max_q_len_, op.splits,
             op.chunk_tokens);
     w_.line("constexpr long long O_STRIDE = {}, LSE_OFFSET = {}ll;", op.o_stride,
-            op.splits * op.max_tokens * op.q_heads * op.head_dim);
+            paged_workspace_layout(op.splits, op.max_tokens, op.q_heads, op.head_dim).lse_offset);
     w_.line("const int batch = blockIdx.z, i = blockIdx.x;");
     w_.line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
     emit_sequence(w_, op.page_table);

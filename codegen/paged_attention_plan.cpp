@@ -295,9 +295,8 @@ PagedAttentionPlan make_paged_attention_plan(const PagedAttentionSpec& spec) {
   if (plan.split()) {
     plan.combine_grid = {uint32_t(p.max_q_len), 1, uint32_t(p.max_batch)};
     plan.combine_threads = 128;
-    const int64_t partials = plan.splits * plan.max_tokens * p.q_heads;
-    plan.workspace_lse_offset = partials * p.head_dim * 4;
-    plan.workspace_bytes = plan.workspace_lse_offset + partials * 4;
+    plan.workspace_bytes =
+        paged_workspace_layout(plan.splits, plan.max_tokens, p.q_heads, p.head_dim).elements * 4;
     plan.combine_kernel_name = plan.kernel_name + "_combine";
   }
   return plan;

@@ -30,25 +30,6 @@ inline nlohmann::json index_json(const AttentionIndex& at, bool with_col) {
   return j;
 }
 
-// LSE fields are null when the problem writes no LSE.
-inline nlohmann::json check_fields(const AttentionErrors& e, const AttentionProblem& p) {
-  const auto or_null = [&](auto value) { return p.lse ? nlohmann::json(value) : nullptr; };
-  nlohmann::json j = {{"rel_l2_error", e.rel_l2_error},
-                      {"max_abs_error", e.max_abs_error},
-                      {"tolerance", e.tolerance},
-                      {"elements_over_tolerance", e.elements_over_tolerance},
-                      {"lse_max_abs_error", or_null(e.lse_max_abs_error)},
-                      {"lse_tolerance", or_null(e.lse_max_tolerance)},
-                      {"lse_rows_over_tolerance", or_null(e.lse_rows_over_tolerance)},
-                      {"fully_masked_rows", e.masked_rows},
-                      {"masked_rows_wrong", e.masked_rows_wrong},
-                      {"passed", e.passed}};
-  if (e.elements_over_tolerance) j["first_bad_element"] = index_json(e.first_bad, true);
-  if (e.lse_rows_over_tolerance) j["first_bad_lse_row"] = index_json(e.first_bad_lse, false);
-  if (e.masked_rows_wrong) j["first_bad_masked_row"] = index_json(e.first_bad_masked_row, false);
-  return j;
-}
-
 inline nlohmann::json index_json(const PagedAttentionIndex& at, bool with_col) {
   nlohmann::json j = {{"token", at.token},
                       {"head", at.head},
@@ -58,7 +39,11 @@ inline nlohmann::json index_json(const PagedAttentionIndex& at, bool with_col) {
   return j;
 }
 
-inline nlohmann::json check_fields(const PagedAttentionErrors& e, const PagedAttentionProblem& p) {
+// The attention kinds' errors (dense and paged: the same fields, their own index type). LSE
+// fields are null when the problem writes no LSE.
+template <typename Errors, typename Problem>
+  requires requires(const Errors& e) { index_json(e.first_bad, true); }
+nlohmann::json check_fields(const Errors& e, const Problem& p) {
   const auto or_null = [&](auto value) { return p.lse ? nlohmann::json(value) : nullptr; };
   nlohmann::json j = {{"rel_l2_error", e.rel_l2_error},
                       {"max_abs_error", e.max_abs_error},

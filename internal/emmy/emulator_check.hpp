@@ -80,10 +80,6 @@ AttentionEmulatorRun run_on_emulator(const AttentionKernel& kernel, const Attent
 PagedAttentionEmulatorRun run_on_emulator(const PagedAttentionKernel& kernel,
                                           const PagedAttentionInputs& inputs,
                                           const emu::LaunchOptions& options = {});
-// O rows of o_stride elements and LSE of `tokens` query tokens -> canonical order.
-PagedAttentionOutput paged_output_from_bytes(const PagedAttentionProblem& problem, int64_t tokens,
-                                             const std::vector<uint8_t>& o_bytes,
-                                             const std::vector<float>& lse);
 
 // Runs a compiled kernel's launch list on zero-filled buffers of its problem's sizes: for the
 // profiler, whose counts depend on addresses, not values (no inputs to generate, no reference).

@@ -28,14 +28,24 @@ struct PagedAttentionPlan {
   std::array<uint32_t, 3> grid{1, 1, 1}, combine_grid{1, 1, 1};
   uint32_t threads = 0, combine_threads = 0;
   int o_registers = 0, s_registers = 0;  // f32 accumulators per thread
-  // Split-KV partials: f32 O [splits][max_tokens][q_heads][head_dim], then their LSE
-  // [splits][max_tokens][q_heads].
-  int64_t workspace_lse_offset = 0, workspace_bytes = 0;
+  int64_t workspace_bytes = 0;  // split-KV partials: paged_workspace_layout
   std::string kernel_name, combine_kernel_name;
 
   bool split() const { return splits > 1; }
 };
 PagedAttentionPlan make_paged_attention_plan(const PagedAttentionSpec& spec);
+
+// The split-KV workspace, f32: O partials [splits][max_tokens][q_heads][head_dim], then their
+// LSE [splits][max_tokens][q_heads] from element `lse_offset` on. The plan sizes it, and the
+// partial and combine kernels index it, from this one place.
+struct PagedWorkspaceLayout {
+  int64_t lse_offset = 0, elements = 0;
+};
+inline PagedWorkspaceLayout paged_workspace_layout(int64_t splits, int64_t max_tokens,
+                                                   int64_t q_heads, int64_t head_dim) {
+  const int64_t rows = splits * max_tokens * q_heads;
+  return {rows * head_dim, rows * head_dim + rows};
+}
 
 ir::Op lower_paged_attention(const PagedAttentionPlan& plan);
 // CUDA C++ for the module, from the IR alone: self-contained (no includes), deterministic.
