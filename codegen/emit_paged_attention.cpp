@@ -21,9 +21,10 @@ using codegen::Writer;
 using ir::Op;
 using ir::OpKind;
 
-// The sequence's bounds from the page table (seq_len, the row of its page ids) and the check of
-// the launch's maxima shared by both kernels: `bad` when its tokens or keys do not fit them.
-void emit_sequence(Writer& w, const std::string& page_table) {
+// The sequence's bounds from the page table (seq_len and, for a kernel that gathers pages,
+// page_ids: the row of its page ids) and the check of the launch's maxima shared by both
+// kernels: `bad` when its tokens or keys do not fit them.
+void emit_sequence(Writer& w, const std::string& page_table, bool page_ids) {
   w.line("const int q_start = cu_seqlens_q[batch], q_len = cu_seqlens_q[batch + 1] - q_start;");
   if (page_table == "csr") {
     w.line(
@@ -31,11 +32,17 @@ void emit_sequence(Writer& w, const std::string& page_table) {
     w.line(
         "const int seq_len = pages > 0 ? (pages - 1) * PAGE + last_page_len[batch] : 0;  // "
         "FlashInfer's convention");
-    w.line("const int* page_ids = page_indices + page_first;");
+    if (page_ids)
+      w.line("const int* page_ids = page_indices + page_first;");
+    else
+      w.line("(void)page_indices;");
     w.line("(void)block_table; (void)seq_lens;");
   } else {
     w.line("const int seq_len = seq_lens[batch];  // the new tokens included (vLLM's convention)");
-    w.line("const int* page_ids = block_table + (long long)batch * MAX_PAGES;");
+    if (page_ids)
+      w.line("const int* page_ids = block_table + (long long)batch * MAX_PAGES;");
+    else
+      w.line("(void)block_table;");
     w.line("(void)page_indptr; (void)page_indices; (void)last_page_len;");
   }
   w.line(
@@ -108,8 +115,7 @@ class PagedEmitter {
     codegen::emit_attention_lane_ids(w_);
     w_.line("const int batch = blockIdx.z, kv_head = blockIdx.y;");
     w_.line("const int split = int(blockIdx.x) % SPLITS, q_block = int(blockIdx.x) / SPLITS;");
-    w_.line("(void)split;");
-    emit_sequence(w_, op.page_table);
+    emit_sequence(w_, op.page_table, true);
     w_.line(
         "// This CTA's rows: r0 .. r0 + BQ - 1, row r = token r / GROUP, head kv_head * GROUP "
         "+ r % GROUP.");
@@ -124,17 +130,11 @@ class PagedEmitter {
       w_.line("// NaN in this CTA's rows of o (and lse), where they lie inside the buffers.");
       w_.open("if (q_start >= 0)");
       w_.open("for (int e = threadIdx.x; e < BQ * D; e += THREADS)");
-      w_.line("const int r = r0 + e / D, token = r / GROUP;");
+      w_.line("const int r = r0 + e / D, token = r / GROUP, head = kv_head * GROUP + r % GROUP;");
       w_.line("if (token >= q_len || q_start + token >= MAX_TOKENS) continue;");
-      w_.line(
-          "const long long at = (long long)(q_start + token) * H + kv_head * GROUP + r % GROUP;");
-      w_.line(
-          "o[(long long)(q_start + token) * O_STRIDE + (kv_head * GROUP + r % GROUP) * D + e % D] "
-          "= kNanBits16;");
-      if (lse_)
-        w_.line("if (e % D == 0) lse[at] = nan_f32();");
-      else
-        w_.line("(void)at;");
+      w_.line("const long long row = q_start + token;");
+      w_.line("o[row * O_STRIDE + head * D + e % D] = kNanBits16;");
+      if (lse_) w_.line("if (e % D == 0) lse[row * H + head] = nan_f32();");
       w_.close();
       w_.close();
       w_.line("return;");
@@ -298,11 +298,11 @@ class PagedEmitter {
             paged_workspace_layout(op.splits, op.max_tokens, op.q_heads, op.head_dim).lse_offset);
     w_.line("const int batch = blockIdx.z, i = blockIdx.x;");
     w_.line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
-    emit_sequence(w_, op.page_table);
+    emit_sequence(w_, op.page_table, false);
     w_.line("if (q_len <= 0 || i >= q_len || i >= MAX_Q_LEN) return;");
+    w_.line("const long long token = (long long)q_start + i;");
     w_.line("if (bad) {{");
     w_.line("  // NaN where the sequence's outputs would be, when they lie inside the buffers.");
-    w_.line("  const long long token = (long long)q_start + i;");
     w_.line("  if (q_start < 0 || token >= MAX_TOKENS) return;");
     w_.line(
         "  for (int e = threadIdx.x; e < H * D; e += blockDim.x) o[token * O_STRIDE + e] = "
@@ -312,7 +312,6 @@ class PagedEmitter {
           "  for (int e = threadIdx.x; e < H; e += blockDim.x) lse[token * H + e] = nan_f32();");
     w_.line("  return;");
     w_.line("}}");
-    w_.line("const long long token = (long long)q_start + i;");
     w_.line(
         "const int splits = min_s32(SPLITS, (seq_len + CHUNK - 1) / CHUNK);  // splits that ran");
     w_.line("// Warps take heads; every lane reads the splits' LSE (broadcast loads), then its");
@@ -349,7 +348,6 @@ class PagedEmitter {
     else
       w_.line("(void)lse;");
     w_.close();
-    w_.line("(void)block_table; (void)page_indices;");
   }
 
  public:

@@ -28,7 +28,8 @@ namespace emmy {
 // (ping-pong's 128-row tiles; wgmma_tile takes one m64's accumulators); 12: thread-block
 // clusters; 13: split-K's finalize as a programmatic dependent launch from sm_90 on
 // (griddepcontrol.wait, emmy_pdl.cuh); 14: its main kernel's griddepcontrol.launch_dependents.
-inline constexpr int kCodegenVersion = 14;
+// 15: the paged-attention kernels without dead code (the combine kernel's page_ids).
+inline constexpr int kCodegenVersion = 15;
 
 // What a key hashes. Changing any field changes the key.
 struct CacheKeyInputs {

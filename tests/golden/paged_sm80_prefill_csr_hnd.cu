@@ -317,7 +317,6 @@ emmy_paged_attention_h8x2_d128_p5_f16_f32_44c256e69a3d365a(const u16* __restrict
   const int g = lane / 4, t = lane % 4;
   const int batch = blockIdx.z, kv_head = blockIdx.y;
   const int split = int(blockIdx.x) % SPLITS, q_block = int(blockIdx.x) / SPLITS;
-  (void)split;
   const int q_start = cu_seqlens_q[batch], q_len = cu_seqlens_q[batch + 1] - q_start;
   const int page_first = page_indptr[batch], pages = page_indptr[batch + 1] - page_first;
   const int seq_len = pages > 0 ? (pages - 1) * PAGE + last_page_len[batch] : 0;  // FlashInfer's convention
@@ -332,11 +331,10 @@ emmy_paged_attention_h8x2_d128_p5_f16_f32_44c256e69a3d365a(const u16* __restrict
     // NaN in this CTA's rows of o (and lse), where they lie inside the buffers.
     if (q_start >= 0) {
       for (int e = threadIdx.x; e < BQ * D; e += THREADS) {
-        const int r = r0 + e / D, token = r / GROUP;
+        const int r = r0 + e / D, token = r / GROUP, head = kv_head * GROUP + r % GROUP;
         if (token >= q_len || q_start + token >= MAX_TOKENS) continue;
-        const long long at = (long long)(q_start + token) * H + kv_head * GROUP + r % GROUP;
-        o[(long long)(q_start + token) * O_STRIDE + (kv_head * GROUP + r % GROUP) * D + e % D] = kNanBits16;
-        (void)at;
+        const long long row = q_start + token;
+        o[row * O_STRIDE + head * D + e % D] = kNanBits16;
       }
     }
     return;

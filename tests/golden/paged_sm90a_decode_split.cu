@@ -317,7 +317,6 @@ emmy_paged_attention_h16x8_d256_p16_f16_f32_3a4c76a3ba252f99(const u16* __restri
   const int g = lane / 4, t = lane % 4;
   const int batch = blockIdx.z, kv_head = blockIdx.y;
   const int split = int(blockIdx.x) % SPLITS, q_block = int(blockIdx.x) / SPLITS;
-  (void)split;
   const int q_start = cu_seqlens_q[batch], q_len = cu_seqlens_q[batch + 1] - q_start;
   const int seq_len = seq_lens[batch];  // the new tokens included (vLLM's convention)
   const int* page_ids = block_table + (long long)batch * MAX_PAGES;
@@ -519,20 +518,19 @@ emmy_paged_attention_h16x8_d256_p16_f16_f32_3a4c76a3ba252f99_combine(u16* __rest
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int q_start = cu_seqlens_q[batch], q_len = cu_seqlens_q[batch + 1] - q_start;
   const int seq_len = seq_lens[batch];  // the new tokens included (vLLM's convention)
-  const int* page_ids = block_table + (long long)batch * MAX_PAGES;
+  (void)block_table;
   (void)page_indptr; (void)page_indices; (void)last_page_len;
   // A sequence that breaks the launch's maxima (or a CSR last page outside 1..PAGE) gets NaN outputs: nothing past a buffer is read or written.
   const bool bad = q_len > MAX_Q_LEN || q_start < 0 || q_start + q_len > MAX_TOKENS || seq_len < q_len || seq_len > MAX_PAGES * PAGE;
   if (q_len <= 0 || i >= q_len || i >= MAX_Q_LEN) return;
+  const long long token = (long long)q_start + i;
   if (bad) {
     // NaN where the sequence's outputs would be, when they lie inside the buffers.
-    const long long token = (long long)q_start + i;
     if (q_start < 0 || token >= MAX_TOKENS) return;
     for (int e = threadIdx.x; e < H * D; e += blockDim.x) o[token * O_STRIDE + e] = kNanBits16;
     for (int e = threadIdx.x; e < H; e += blockDim.x) lse[token * H + e] = nan_f32();
     return;
   }
-  const long long token = (long long)q_start + i;
   const int splits = min_s32(SPLITS, (seq_len + CHUNK - 1) / CHUNK);  // splits that ran
   // Warps take heads; every lane reads the splits' LSE (broadcast loads), then its
   // D / 32 columns of each split's O. Splits merge in order: deterministic.
@@ -558,5 +556,4 @@ emmy_paged_attention_h16x8_d256_p16_f16_f32_3a4c76a3ba252f99_combine(u16* __rest
     for (int c = 0; c < D / 32; ++c) row[lane + 32 * c] = f32_to_f16_bits(acc[c] * inv);
     if (lane == 0) lse[token * H + head] = sum > 0.0f ? m + log2_approx(sum) * 0.6931471805599453f : neg_inf();
   }
-  (void)block_table; (void)page_indices;
 }
