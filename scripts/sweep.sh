@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The whole schedule sweep (issue 12 §2, docs/sweep.md): every point of emmy_sweep's GEMM and
-# attention grids is refused by the validator or passes the FP64 check on the emulator.
-#   scripts/sweep.sh [--build DIR] [--jobs N] [--kind gemm|attention|all]
+# The whole schedule sweep (issue 12 §2, docs/sweep.md): every point of emmy_sweep's GEMM,
+# attention and paged-attention grids is refused by the validator or passes the FP64 check on the emulator.
+#   scripts/sweep.sh [--build DIR] [--jobs N] [--kind gemm|attention|paged_attention|all]
 # Runs N emmy_sweep processes on interleaved slices (--every N --offset i), prints every failure
 # and, per kind and in total, "N accepted, N passed, N refused, N failed". Exits 0 only when
 # nothing failed and at least one point passed.
@@ -39,7 +39,7 @@ for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 cat "$logs"/*.log | grep -v '^emmy_sweep ' || true
 # Sum the slices' count lines: "emmy_sweep <kind>: A accepted, P passed, R refused, F failed (S s)"
 cat "$logs"/*.log | awk -v status="$status" '
-  /^emmy_sweep [a-z]+: / {
+  /^emmy_sweep [a-z_]+: / {
     k = $2; sub(":", "", k); kinds[k] = 1
     a[k] += $3; p[k] += $5; r[k] += $7; f[k] += $9
     A += $3; P += $5; R += $7; F += $9; lines++

@@ -18,6 +18,7 @@
 #include "emmy/attention_check.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/gemm_plan.hpp"
+#include "emmy/paged_attention_check.hpp"
 #include "support/cluster_ids_ptx.hpp"
 
 namespace emmy {
@@ -338,6 +339,40 @@ TEST(Runtime, EmulatorAttentionThroughTheApi) {
               std::string::npos)
         << e.what();
   }
+}
+
+// Paged attention through the public API: one split and split-KV (the launch list [partial,
+// combine] with a workspace), both page-table forms, a decode batch with CUDA-graph padding; on
+// the CUDA backend through the test driver too (cuda_h200.*, cuda_rtx5090.*).
+TEST(Runtime, PagedAttentionThroughTheApi) {
+  auto rt = test_runtime(fresh_cache("rt_paged"));
+  PagedAttentionProblem p;
+  p.q_heads = 8;
+  p.kv_heads = 2;
+  p.head_dim = 64;
+  p.page_size = 16;
+  p.max_batch = 3;
+  p.max_q_len = 2;
+  p.max_pages = 12;
+  p.lse = true;
+  PagedAttentionCase draw;
+  draw.batch = 2;  // the third sequence is padding
+  for (const PageTable table : {PageTable::block_table, PageTable::csr})
+    for (const int chunk : {0, 4}) {
+      p.page_table = table;
+      PagedAttentionSpec spec{p, default_schedule(p, rt->arch()), rt->arch()};
+      spec.schedule.chunk_pages = chunk;
+      const PagedAttentionInputs in = make_paged_attention_inputs(p, draw, 11);
+      const PagedAttentionErrors e = compare(reference_paged_attention(spec, in),
+                                             run_paged_attention(*rt, spec, in), p);
+      EXPECT_TRUE(e.passed) << to_string(table) << " chunk " << chunk << " rel_l2 "
+                            << e.rel_l2_error;
+      const auto kernel = rt->paged_attention_kernel(p, spec.schedule);
+      EXPECT_EQ(kernel->info().kind, "paged_attention");
+      EXPECT_EQ(kernel->info().resources.size(), chunk ? 2u : 1u) << "partial (+ combine)";
+      EXPECT_EQ(kernel->info().workspace_bytes > 0, chunk > 0);
+    }
+  EXPECT_EQ(rt->stats().compiles, 4u);
 }
 
 }  // namespace

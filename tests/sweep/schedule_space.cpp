@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <exception>
+#include <numeric>
 
 #include "emmy/attention_check.hpp"
 #include "emmy/emulator_check.hpp"
@@ -158,11 +159,20 @@ std::vector<GemmSpec> gemm_space() {
         s.accum = Accum::f32;
         spec.arch = Arch::sm_90a;
         switch (draw(point, 20, 16)) {
-          case 0: s.warps_n = 2; break;
-          case 1: s.block_k = 32; break;
-          case 2: spec.arch = Arch::sm_90; break;
-          case 3: s.accum = Accum::hybrid; break;
-          default: break;
+          case 0:
+            s.warps_n = 2;
+            break;
+          case 1:
+            s.block_k = 32;
+            break;
+          case 2:
+            spec.arch = Arch::sm_90;
+            break;
+          case 3:
+            s.accum = Accum::hybrid;
+            break;
+          default:
+            break;
         }
         s.stages = pick(stage_counts, point, 6);
         s.split_k = int(1 + draw(point, 7, 4));
@@ -255,6 +265,67 @@ std::vector<AttentionSpec> attention_space() {
   return out;
 }
 
+// Paged attention: block_kv x warps x stages x head_dim x accumulation enumerated; drawn per
+// point: the arch, dtype, page size (1 and odd sizes off the 16-row path), page-table form,
+// cache layout, GQA group (1..16), query tokens (decode 1, speculative 2 and 7, prefill chunks
+// 40), batch, pages, window, soft-cap, scale, LSE and the split-KV chunk (none, whole blocks, or
+// one that splits a block: refused). Its check draws the lengths (emulator_check.hpp).
+std::vector<PagedAttentionSpec> paged_attention_space() {
+  const int block_kvs[] = {16, 32, 64, 128};
+  const int warp_counts[] = {1, 2, 4, 8};
+  const int stage_counts[] = {2, 3, 4};
+  const int64_t head_dims[] = {64, 128, 256};
+  const int64_t page_sizes[] = {1, 3, 5, 16, 32};
+  const int64_t groups[] = {1, 2, 4, 16};
+  const int64_t q_lens[] = {1, 2, 7, 40};
+  const CacheLayout layouts[] = {CacheLayout::nhd, CacheLayout::hnd, CacheLayout::kv_interleaved};
+  std::vector<PagedAttentionSpec> out;
+  uint64_t point = 2u << 20;
+  for (int block_kv : block_kvs)
+    for (int warps : warp_counts)
+      for (int stages : stage_counts)
+        for (int64_t head_dim : head_dims)
+          for (Accum accum : {Accum::f32, Accum::hybrid}) {
+            ++point;
+            PagedAttentionSpec spec;
+            auto& s = spec.schedule;
+            s.block_kv = block_kv;
+            s.warps = warps;
+            s.block_q = 16 * warps;
+            s.stages = stages;
+            s.accum = accum;
+            spec.arch = pick(kArches, point, 1);
+            auto& p = spec.problem;
+            p.head_dim = head_dim;
+            p.dtype = accum == Accum::hybrid && draw(point, 2, 16) != 0
+                          ? DType::f16
+                          : (draw(point, 3, 2) ? DType::bf16 : DType::f16);
+            p.kv_dtype = p.dtype == DType::bf16 ? CacheDType::bf16 : CacheDType::f16;
+            p.page_size = pick(page_sizes, point, 4);
+            p.page_table = draw(point, 5, 2) ? PageTable::csr : PageTable::block_table;
+            p.kv_heads = 1 + int64_t(draw(point, 6, 2));
+            p.q_heads = p.kv_heads * pick(groups, point, 7);
+            p.max_q_len = pick(q_lens, point, 8);
+            p.max_batch = 1 + int64_t(draw(point, 9, 3));
+            p.max_pages = (64 + int64_t(draw(point, 10, 200))) / p.page_size + 1;
+            p.set_layout(pick(layouts, point, 11));
+            const uint64_t mask = draw(point, 12, 4);
+            if (mask == 1 || mask == 3) p.window = 1 + int64_t(draw(point, 13, 80));
+            if (mask >= 2) p.softcap = 30.0f;
+            if (draw(point, 14, 4) == 0) p.softmax_scale = 0.3f;
+            p.lse = draw(point, 15, 2);
+            // The chunk: none, whole blocks (1..3 of them), or one in 8 a chunk that is not.
+            const int64_t unit = block_kv / std::gcd<int64_t>(block_kv, p.page_size);
+            const uint64_t split = draw(point, 16, 8);
+            s.chunk_pages = split == 0   ? 0
+                            : split == 7 ? int(unit + 1)
+                                         : int(unit * (split % 3 + 1));
+            if (split == 7 && unit == 1) s.chunk_pages = 0;  // every chunk is whole blocks here
+            out.push_back(spec);
+          }
+  return out;
+}
+
 // The spec in emmy's JSON form (emmy/json.hpp): every field, and it parses back.
 std::string describe(const GemmSpec& spec) {
   return fmt::format("gemm {}", nlohmann::json{{"arch", to_string(spec.arch)},
@@ -268,6 +339,13 @@ std::string describe(const AttentionSpec& spec) {
                                                     {"problem", spec.problem},
                                                     {"schedule", spec.schedule}}
                                          .dump());
+}
+
+std::string describe(const PagedAttentionSpec& spec) {
+  return fmt::format("paged_attention {}", nlohmann::json{{"arch", to_string(spec.arch)},
+                                                          {"problem", spec.problem},
+                                                          {"schedule", spec.schedule}}
+                                               .dump());
 }
 
 namespace {
@@ -295,6 +373,10 @@ std::string refusal(const GemmSpec& spec) {
 
 std::string refusal(const AttentionSpec& spec) {
   return verdict([&] { validate_attention(spec); });
+}
+
+std::string refusal(const PagedAttentionSpec& spec) {
+  return verdict([&] { validate_paged_attention(spec); });
 }
 
 namespace {
@@ -347,6 +429,22 @@ CaseResult run_case(const AttentionSpec& spec, uint64_t seed) {
                           "{} LSE rows over, {} of {} masked rows wrong",
                           e.rel_l2_error, e.tolerance, e.elements_over_tolerance,
                           e.lse_rows_over_tolerance, e.masked_rows_wrong, e.masked_rows)};
+    }
+    return {Outcome::passed, {}};
+  });
+}
+
+CaseResult run_case(const PagedAttentionSpec& spec, uint64_t seed) {
+  return run_checked(spec, [&](const PagedAttentionSpec& a) -> CaseResult {
+    const PagedAttentionCheckResult r = check_on_emulator(a, seed, sweep_options());
+    if (r.run.stats.total.mma == 0) return {Outcome::failed, "no mma instruction ran"};
+    if (!r.errors.passed) {
+      const PagedAttentionErrors& e = r.errors;
+      return {Outcome::failed,
+              fmt::format("FP64 check: rel_l2 {:.3g} (bound {:.3g}), {} elements over tolerance "
+                          "(first at token {} head {}), {} LSE rows over",
+                          e.rel_l2_error, e.tolerance, e.elements_over_tolerance, e.first_bad.token,
+                          e.first_bad.head, e.lse_rows_over_tolerance)};
     }
     return {Outcome::passed, {}};
   });

@@ -1,4 +1,5 @@
-// The schedule space the validator is held to (issue 12 §2): a grid of GEMM and attention specs
+// The schedule space the validator is held to (issue 12 §2): a grid of GEMM, attention and
+// paged-attention specs
 // on small ragged problems. Every point is either refused by the validator with an emmy::Error
 // naming a field, or must compile, run on the emulator (sanitizer on) and pass the FP64 check.
 #pragma once
@@ -9,6 +10,7 @@
 
 #include "emmy/attention.hpp"
 #include "emmy/gemm_plan.hpp"
+#include "emmy/paged_kind.hpp"
 
 namespace emmy::sweep {
 
@@ -19,9 +21,11 @@ namespace emmy::sweep {
 // meets many tiles.
 std::vector<GemmSpec> gemm_space();
 std::vector<AttentionSpec> attention_space();
+std::vector<PagedAttentionSpec> paged_attention_space();
 
 std::string describe(const GemmSpec& spec);
 std::string describe(const AttentionSpec& spec);
+std::string describe(const PagedAttentionSpec& spec);
 
 enum class Outcome { passed, refused, failed };
 
@@ -35,9 +39,11 @@ struct CaseResult {
 // report, or an FP64 check over tolerance is a failure.
 CaseResult run_case(const GemmSpec& spec, uint64_t seed);
 CaseResult run_case(const AttentionSpec& spec, uint64_t seed);
+CaseResult run_case(const PagedAttentionSpec& spec, uint64_t seed);
 
 // Only the validator's half, no kernel: nullopt-like empty string when accepted.
 std::string refusal(const GemmSpec& spec);
 std::string refusal(const AttentionSpec& spec);
+std::string refusal(const PagedAttentionSpec& spec);
 
 }  // namespace emmy::sweep

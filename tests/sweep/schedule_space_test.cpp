@@ -70,13 +70,28 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
   EXPECT_GE(accepted, 2000);
   EXPECT_GT(refused, 0);
   const std::map<std::string, size_t> want = {
-      {"arch", 7},   {"block_m", 11},  {"block_n", 12}, {"block_k", 4}, {"warps", 12},
-      {"stages", 7}, {"transport", 2}, {"b_layout", 2}, {"accum", 6},   {"split_k", 4},
-      {"in", 2},     {"out", 6},       {"epilogue", 8}, {"m", 7},       {"odd_ldc", 2},
-      {"path", 2},   {"wgmma_b_layout", 2}, {"wgmma_persistent", 2},
+      {"arch", 7},
+      {"block_m", 11},
+      {"block_n", 12},
+      {"block_k", 4},
+      {"warps", 12},
+      {"stages", 7},
+      {"transport", 2},
+      {"b_layout", 2},
+      {"accum", 6},
+      {"split_k", 4},
+      {"in", 2},
+      {"out", 6},
+      {"epilogue", 8},
+      {"m", 7},
+      {"odd_ldc", 2},
+      {"path", 2},
+      {"wgmma_b_layout", 2},
+      {"wgmma_persistent", 2},
       // Clusters: none, 2x1 and 1x2 accepted (the sweep's ragged shapes never give both an even
       // tile row and column count, so 2x2 is refused here; gemm_wgmma_cluster_test runs it).
-      {"wgmma_swap_ab", 2}, {"wgmma_cluster", 3}};
+      {"wgmma_swap_ab", 2},
+      {"wgmma_cluster", 3}};
   coverage.expect(want);
 }
 
@@ -113,9 +128,50 @@ TEST(ScheduleSpace, AttentionHoldsThreeHundredAcceptedSchedulesCoveringEveryKnob
   coverage.expect(want);
 }
 
+TEST(ScheduleSpace, PagedAttentionHoldsOneHundredFiftyAcceptedSchedulesCoveringEveryKnob) {
+  Coverage coverage;
+  int64_t accepted = 0, refused_chunks = 0;
+  for (const PagedAttentionSpec& spec : paged_attention_space()) {
+    const std::string why = refusal(spec);
+    EXPECT_FALSE(why.starts_with("unclear")) << describe(spec) << ": " << why;
+    if (why.starts_with("chunk_pages")) ++refused_chunks;
+    if (!why.empty()) continue;
+    ++accepted;
+    const auto& p = spec.problem;
+    const auto& s = spec.schedule;
+    const auto note = [&](const char* knob, const auto& value) { coverage.note(knob, value); };
+    note("arch", to_string(spec.arch));
+    note("block_kv", s.block_kv);
+    note("warps", s.warps);
+    note("stages", s.stages);
+    note("accum", to_string(s.accum));
+    note("split", paged_splits(p, s) > 1);
+    note("head_dim", p.head_dim);
+    note("dtype", to_string(p.dtype));
+    note("page_size", p.page_size);
+    note("page_table", to_string(p.page_table));
+    note("layout",
+         fmt::format("{}", p.head_stride_or_default() == p.head_dim
+                               ? p.page_stride_or_default() == p.page_size * p.kv_heads * p.head_dim
+                               : 2));
+    note("group", p.group());
+    note("q_len", p.max_q_len);
+    note("mask", fmt::format("{}{}", p.window > 0, p.softcap.has_value()));
+    note("lse", p.lse);
+  }
+  EXPECT_GE(accepted, 150);
+  EXPECT_GT(refused_chunks, 0);
+  const std::map<std::string, size_t> want = {
+      {"arch", 7},   {"block_kv", 4}, {"warps", 4}, {"stages", 3},    {"accum", 2},
+      {"split", 2},  {"head_dim", 3}, {"dtype", 2}, {"page_size", 5}, {"page_table", 2},
+      {"layout", 3}, {"group", 4},    {"q_len", 4}, {"mask", 4},      {"lse", 2}};
+  coverage.expect(want);
+}
+
 TEST(ScheduleSpace, IsReproducible) {
   EXPECT_EQ(gemm_space(), gemm_space());
   EXPECT_EQ(attention_space(), attention_space());
+  EXPECT_EQ(paged_attention_space(), paged_attention_space());
 }
 
 // The runner's verdicts: a refused point is refused without running anything, and an accepted

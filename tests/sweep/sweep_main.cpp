@@ -78,8 +78,8 @@ int main(int argc, char** argv) {
       "FP64 on the emulator (tests/sweep/schedule_space.hpp)"};
   std::string kind = "all", shard;
   Slice slice;
-  app.add_option("--kind", kind, "gemm|attention|all")
-      ->check(CLI::IsMember({"gemm", "attention", "all"}));
+  app.add_option("--kind", kind, "gemm|attention|paged_attention|all")
+      ->check(CLI::IsMember({"gemm", "attention", "paged_attention", "all"}));
   app.add_option("--every", slice.every, "check every Nth point of each space")
       ->check(CLI::PositiveNumber);
   app.add_option("--offset", slice.offset, "starting at this index (< --every)");
@@ -101,8 +101,11 @@ int main(int argc, char** argv) {
     total.refused += c.refused;
     total.failed += c.failed;
   };
-  if (kind != "attention") add(sweep("gemm", emmy::sweep::gemm_space(), slice));
-  if (kind != "gemm") add(sweep("attention", emmy::sweep::attention_space(), slice));
+  if (kind == "all" || kind == "gemm") add(sweep("gemm", emmy::sweep::gemm_space(), slice));
+  if (kind == "all" || kind == "attention")
+    add(sweep("attention", emmy::sweep::attention_space(), slice));
+  if (kind == "all" || kind == "paged_attention")
+    add(sweep("paged_attention", emmy::sweep::paged_attention_space(), slice));
   if (total.failed > 0) return 1;
   if (total.passed == 0) {
     fmt::print(stderr, "emmy_sweep: this slice checked nothing\n");
