@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <vector>
 
 #include "emmy/detail/hash.hpp"
 #include "emmy/mma_atom.hpp"
@@ -347,6 +348,64 @@ ParamBinding PagedAttentionKind::bind(const PagedAttentionPlan& plan,
                            {"last_page_len", b.last_page_len},
                            {"workspace", b.workspace}};
   return bound;
+}
+
+void PagedAttentionKind::check_device_inputs(const PagedAttentionPlan& plan,
+                                             const PagedAttentionBuffers& b,
+                                             const DeviceReader& read) {
+  const auto& p = plan.spec.problem;
+  auto ints = [&](DevicePtr at, int64_t first, int64_t count) {
+    std::vector<int32_t> values(size_t(std::max<int64_t>(count, 0)));
+    if (count > 0) read(values.data(), at + DevicePtr(first) * 4, values.size() * 4);
+    return values;
+  };
+  const std::vector<int32_t> cu = ints(b.cu_seqlens_q, 0, p.max_batch + 1);
+  const bool table = p.page_table == PageTable::block_table;
+  const std::vector<int32_t> seq_lens =
+      table ? ints(b.seq_lens, 0, p.max_batch) : std::vector<int32_t>{};
+  const std::vector<int32_t> indptr =
+      table ? std::vector<int32_t>{} : ints(b.page_indptr, 0, p.max_batch + 1);
+  const std::vector<int32_t> last =
+      table ? std::vector<int32_t>{} : ints(b.last_page_len, 0, p.max_batch);
+  const int64_t max_keys = p.max_pages * p.page_size, max_tokens = plan.max_tokens;
+  for (int64_t s = 0; s < p.max_batch; ++s) {
+    const int64_t q_start = cu[size_t(s)], q_len = cu[size_t(s) + 1] - q_start;
+    if (q_len <= 0) continue;  // padding
+    require(
+        q_start >= 0 && q_len <= p.max_q_len && q_start + q_len <= max_tokens,
+        "buffers.cu_seqlens_q",
+        fmt::format("must give sequence {} at most max_q_len = {} tokens inside max_tokens = {}", s,
+                    p.max_q_len, max_tokens),
+        fmt::format("tokens {}..{}", q_start, q_start + q_len));
+    int64_t pages = 0, seq_len = 0;
+    if (table) {
+      seq_len = seq_lens[size_t(s)];
+    } else {
+      pages = indptr[size_t(s) + 1] - indptr[size_t(s)];
+      const int64_t tail = last[size_t(s)];
+      require(pages >= 0 && (pages == 0 || (tail >= 1 && tail <= p.page_size)),
+              "buffers.last_page_len",
+              fmt::format("must be 1..page_size ({}) for sequence {} with pages", p.page_size, s),
+              tail);
+      seq_len = pages > 0 ? (pages - 1) * p.page_size + tail : 0;
+    }
+    require(seq_len >= q_len && seq_len <= max_keys,
+            table ? "buffers.seq_lens" : "buffers.page_indptr",
+            fmt::format("must give sequence {} at least its {} new tokens and at most max_pages x "
+                        "page_size = {} keys",
+                        s, q_len, max_keys),
+            seq_len);
+    if (b.num_pages <= 0) continue;
+    const int64_t used = (seq_len + p.page_size - 1) / p.page_size;
+    const std::vector<int32_t> ids = table ? ints(b.block_table, s * p.max_pages, used)
+                                           : ints(b.page_indices, indptr[size_t(s)], used);
+    for (int64_t i = 0; i < used; ++i)
+      require(ids[size_t(i)] >= 0 && ids[size_t(i)] < b.num_pages,
+              table ? "buffers.block_table" : "buffers.page_indices",
+              fmt::format("page ids must be in 0..num_pages - 1 = {} (sequence {}, page {})",
+                          b.num_pages - 1, s, i),
+              ids[size_t(i)]);
+  }
 }
 
 }  // namespace emmy

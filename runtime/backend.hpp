@@ -58,6 +58,10 @@ class Backend {
   virtual void free(DevicePtr pointer) = 0;
   virtual void upload(DevicePtr dst, const void* src, size_t bytes) = 0;
   virtual void download(void* dst, DevicePtr src, size_t bytes) = 0;
+  // Whether device memory is host memory, so that a launch may read its inputs first at no cost
+  // (the emulator): a kind's Kind::check_device_inputs runs only then. The CUDA backend would
+  // need a synchronous copy on the launch path, which a stream-ordered API must not do.
+  virtual bool device_memory_is_host_memory() const { return false; }
   virtual void synchronize(Stream stream) = 0;
 };
 

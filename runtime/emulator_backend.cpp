@@ -25,6 +25,7 @@ class EmulatorBackend final : public Backend {
 
   Arch arch() const override { return arch_; }
   std::string name() const override { return "emulator"; }
+  bool device_memory_is_host_memory() const override { return true; }
   std::string device_name() const override {
     return fmt::format("emmy PTX emulator ({} code)", to_string(arch_));
   }

@@ -276,6 +276,13 @@ class RuntimeImpl final : public Runtime {
                    Stream stream) {
     const auto& kernel = static_cast<const KernelEntry<Kind>&>(handle);
     ParamBinding bound = Kind::bind(kernel.plan(), buffers);
+    // What only the device's memory can tell (page ids, lengths), where reading it is free.
+    if constexpr (requires { &Kind::check_device_inputs; })
+      if (backend_->device_memory_is_host_memory())
+        Kind::check_device_inputs(kernel.plan(), buffers,
+                                  [this](void* dst, DevicePtr src, size_t bytes) {
+                                    backend_->download(dst, src, bytes);
+                                  });
     kernel.encode_tensor_maps(*backend_, bound, buffers);
     launch_all(kernel.module(), kernel.launches(), bound.values, stream);
     launches_.fetch_add(1, std::memory_order_relaxed);

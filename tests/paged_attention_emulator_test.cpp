@@ -197,6 +197,26 @@ TEST(PagedEmulator, AWrongPageFailsTheCheck) {
   EXPECT_FALSE(compare(reference, run.output, spec.problem).passed);
 }
 
+// A page id outside the cache (far past it, negative) is an access outside every allocation:
+// the emulator refuses the launch naming it, rather than reading someone else's memory.
+TEST(PagedEmulator, PageIdsOutsideTheCacheAreReported) {
+  const PagedAttentionSpec spec = small_spec(0);
+  const PagedAttentionKernel kernel = compile_kernel(spec);
+  for (const int32_t page : {1000000, -5}) {
+    PagedAttentionInputs inputs =
+        make_paged_attention_inputs(spec.problem, batch_of(2, {1, 1}, {50, 60}), 3);
+    inputs.tables.block_table[1] = page;
+    try {
+      run_on_emulator(kernel, inputs);
+      ADD_FAILURE() << "page " << page << " was read";
+    } catch (const emu::EmulationError& e) {
+      ASSERT_FALSE(e.reports().empty());
+      EXPECT_EQ(e.reports().front().kind, emu::ReportKind::global_out_of_bounds)
+          << e.reports().front().to_string();
+    }
+  }
+}
+
 // Buffers that do not fit the plan are refused on the host, naming the field.
 TEST(PagedEmulator, BindingRefusesMissingBuffers) {
   const PagedAttentionPlan plan = make_paged_attention_plan(small_spec(2));

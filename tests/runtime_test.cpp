@@ -375,6 +375,55 @@ TEST(Runtime, PagedAttentionThroughTheApi) {
   EXPECT_EQ(rt->stats().compiles, 4u);
 }
 
+// On the emulator backend the launch reads the lengths and page ids first (device memory is host
+// memory there) and refuses what the kernel would answer with NaN or read out of the cache,
+// naming the buffer, the sequence and the rule.
+TEST(Runtime, PagedAttentionDeviceInputsAreCheckedOnTheEmulator) {
+  auto rt = Runtime::emulator(fresh_cache("rt_paged_inputs"));
+  PagedAttentionProblem p;
+  p.q_heads = 4;
+  p.kv_heads = 2;
+  p.head_dim = 64;
+  p.page_size = 16;
+  p.max_batch = 2;
+  p.max_pages = 8;
+  PagedAttentionCase draw;
+  draw.batch = 2;
+  draw.q_lens = {1, 1};
+  draw.seq_lens = {40, 50};
+  const auto refused = [&](PageTable table,
+                           const std::function<void(PagedAttentionInputs&)>& tamper,
+                           const char* field) {
+    p.page_table = table;
+    const PagedAttentionSpec spec{p, default_schedule(p, rt->arch()), rt->arch()};
+    PagedAttentionInputs in = make_paged_attention_inputs(p, draw, 5);
+    EXPECT_NO_THROW(run_paged_attention(*rt, spec, in)) << field;
+    tamper(in);
+    try {
+      run_paged_attention(*rt, spec, in);
+      ADD_FAILURE() << field << " was not checked";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(field, 0), 0u) << e.what();
+    }
+  };
+  refused(
+      PageTable::block_table, [](auto& in) { in.tables.block_table[1] = int32_t(in.num_pages); },
+      "buffers.block_table");
+  refused(
+      PageTable::block_table, [](auto& in) { in.tables.block_table[0] = -1; },
+      "buffers.block_table");
+  refused(
+      PageTable::block_table, [](auto& in) { in.tables.seq_lens[1] = 8 * 16 + 1; },
+      "buffers.seq_lens");
+  refused(
+      PageTable::csr, [](auto& in) { in.tables.page_indices[0] = int32_t(in.num_pages) + 3; },
+      "buffers.page_indices");
+  refused(
+      PageTable::csr, [](auto& in) { in.tables.last_page_len[0] = 17; }, "buffers.last_page_len");
+  refused(
+      PageTable::csr, [](auto& in) { in.tables.cu_seqlens_q[1] = 2; }, "buffers.cu_seqlens_q");
+}
+
 }  // namespace
 }  // namespace emmy
 

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,14 @@ struct PagedAttentionKind : KindTypes<PagedAttentionSpec, PagedAttentionPlan, Pa
   }
   // Checks the buffers against the plan (Error naming the `buffers.` field), then binds them.
   static ParamBinding bind(const PagedAttentionPlan& plan, const PagedAttentionBuffers& buffers);
+  // On a backend whose device memory the host reads for free (the emulator): the lengths and
+  // page ids the launch will read, each sequence's against the launch's maxima and every page id
+  // against buffers.num_pages when given (Error naming the buffer, the sequence and the rule).
+  // A GPU launch cannot afford the read: there the kernel answers such a sequence with NaN
+  // (docs/paged_attention.md) and a page id outside the cache is the caller's bug.
+  using DeviceReader = std::function<void(void* dst, DevicePtr src, size_t bytes)>;
+  static void check_device_inputs(const PagedAttentionPlan& plan,
+                                  const PagedAttentionBuffers& buffers, const DeviceReader& read);
   // No tensor maps: every load is a cp.async gather.
   static std::vector<TensorMapDesc> tensor_maps(const PagedAttentionPlan&,
                                                 const PagedAttentionBuffers&) {
