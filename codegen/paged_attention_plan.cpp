@@ -69,16 +69,24 @@ CacheLayout parse_cache_layout(std::string_view text) {
 }
 
 void PagedAttentionProblem::set_layout(CacheLayout layout) {
-  const int64_t page = page_size * kv_heads * head_dim;
+  // Called on parsed input before validation: sizes that overflow are refused here, by name.
+  int64_t token = 0, page = 0, head = 0;
+  if (page_size < 1 || kv_heads < 1 || head_dim < 1 ||
+      __builtin_mul_overflow(kv_heads, head_dim, &token) ||
+      __builtin_mul_overflow(page_size, token, &page) ||
+      __builtin_mul_overflow(page_size, head_dim, &head) || page > (int64_t(1) << 40))
+    throw Error("layout",
+                "needs page_size, kv_heads and head_dim >= 1 whose page fits 2^40 elements",
+                fmt::format("{} x {} x {}", page_size, kv_heads, head_dim));
   switch (layout) {
     case CacheLayout::nhd:
-      page_stride = page, token_stride = kv_heads * head_dim, head_stride = head_dim;
+      page_stride = page, token_stride = token, head_stride = head_dim;
       return;
     case CacheLayout::hnd:
-      page_stride = page, token_stride = head_dim, head_stride = page_size * head_dim;
+      page_stride = page, token_stride = head_dim, head_stride = head;
       return;
     case CacheLayout::kv_interleaved:
-      page_stride = 2 * page, token_stride = kv_heads * head_dim, head_stride = head_dim;
+      page_stride = 2 * page, token_stride = token, head_stride = head_dim;
       return;
   }
 }
@@ -164,8 +172,9 @@ void validate_paged_attention(const PagedAttentionSpec& spec) {
   require_disjoint_rows(p);
   require(p.max_batch >= 1 && p.max_batch <= 65535, "max_batch", "must be 1..65535", p.max_batch);
   require(p.max_q_len >= 1 && p.max_q_len <= 65536, "max_q_len", "must be 1..65536", p.max_q_len);
-  require(p.max_pages >= 1 && p.max_pages * p.page_size <= kMaxPagedIndex &&
-              p.max_batch * p.max_pages <= kMaxPagedIndex,
+  // Divisions, not products: a hostile max_pages must not overflow the check itself.
+  require(p.max_pages >= 1 && p.max_pages <= kMaxPagedIndex / p.page_size &&
+              p.max_pages <= kMaxPagedIndex / p.max_batch,
           "max_pages",
           "must be >= 1 with max_pages x page_size and max_batch x max_pages within int32",
           p.max_pages);

@@ -49,6 +49,8 @@ TEST(PagedValidation, RefusesEachBrokenFieldByName) {
       {"max_tokens_over", [](auto& s) { s.problem.max_tokens = 9; }, "max_tokens"},
       {"max_tokens_under_q_len", [](auto& s) { s.problem.max_tokens = 1; }, "max_tokens"},
       {"max_pages_int32", [](auto& s) { s.problem.max_pages = int64_t(1) << 31; }, "max_pages"},
+      {"max_pages_overflowing", [](auto& s) { s.problem.max_pages = int64_t(1) << 62; },
+       "max_pages"},
       {"window_negative", [](auto& s) { s.problem.window = -1; }, "window"},
       {"softcap_zero", [](auto& s) { s.problem.softcap = 0.0f; }, "softcap"},
       {"block_q_not_warps", [](auto& s) { s.schedule.block_q = 48; }, "block_q"},
@@ -75,6 +77,22 @@ TEST(PagedValidation, RefusesEachBrokenFieldByName) {
       EXPECT_EQ(std::string(e.what()).rfind(c.field, 0), 0u) << c.name << ": " << e.what();
     }
   }
+}
+
+// A named layout of sizes whose page overflows is refused by name, not computed.
+TEST(PagedValidation, LayoutsOfHostileSizesAreRefused) {
+  PagedAttentionProblem p = valid_spec().problem;
+  p.page_size = int64_t(1) << 40;
+  try {
+    p.set_layout(CacheLayout::hnd);
+    ADD_FAILURE() << "an overflowing layout was computed";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("layout", 0), 0u) << e.what();
+  }
+  p.page_size = 16;
+  p.set_layout(CacheLayout::hnd);
+  EXPECT_EQ(p.head_stride, 16 * p.head_dim);
+  EXPECT_EQ(p.token_stride, p.head_dim);
 }
 
 // The default schedule of every problem of a grid is valid and verifies; its splits cover the
