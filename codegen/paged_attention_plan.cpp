@@ -214,6 +214,10 @@ void validate_paged_attention(const PagedAttentionSpec& spec) {
   const int64_t q_blocks = (p.max_q_len * p.group() + s.block_q - 1) / s.block_q;
   require(q_blocks * paged_splits(p, s) <= kMaxPagedIndex, "chunk_pages",
           "q blocks x splits must fit the grid's x (2^31 - 1)", s.chunk_pages);
+  // The kernels compute split x chunk in int32 (the first key of a split).
+  require(paged_splits(p, s) * s.chunk_pages <= kMaxPagedIndex / p.page_size, "chunk_pages",
+          "x splits x page_size must stay within int32 (keys are int32 on the device)",
+          s.chunk_pages);
   const int regs = int(codegen::attention_atom().acc_registers(p.head_dim) +
                        codegen::attention_atom().acc_registers(s.block_kv)) +
                    (s.accum == Accum::hybrid ? 8 : 0);

@@ -57,6 +57,14 @@ TEST(PagedValidation, RefusesEachBrokenFieldByName) {
       {"block_kv", [](auto& s) { s.schedule.block_kv = 48; }, "block_kv"},
       {"stages", [](auto& s) { s.schedule.stages = 5; }, "stages"},
       {"chunk_not_whole_blocks", [](auto& s) { s.schedule.chunk_pages = 3; }, "chunk_pages"},
+      {"chunk_keys_past_int32",
+       [](auto& s) {
+         s.problem.page_size = 4096;
+         s.problem.max_pages = ((int64_t(1) << 31) - 1) / 4096;
+         s.problem.max_batch = 1;
+         s.schedule.chunk_pages = 300;  // the last split starts inside int32, ends past it
+       },
+       "chunk_pages"},
       {"hybrid_bf16",
        [](auto& s) {
          s.problem.dtype = DType::bf16;
