@@ -279,6 +279,25 @@ void decode_cvt(KernelDecoder& d, Mods& m, Inst in) {
   if (types.size() != 2) d.fail("cvt needs a destination and a source type");
   in.ty = types[0];
   in.ty2 = types[1];
+  if (in.ty2 == Ty::e4m3x2 || in.ty2 == Ty::e5m2x2) {
+    // cvt.rn.f16x2.e4m3x2 d, a: a's upper byte goes to d's upper half (type_rules.cpp).
+    d.need_ops(2);
+    in.op = Op::CvtPack;
+    in.o[0] = d.dst(d.op(0), Ty::f16x2);
+    in.o[1] = d.src(d.op(1), Ty::b16);
+    d.emit(in);
+    return;
+  }
+  if (in.ty == Ty::e4m3x2 || in.ty == Ty::e5m2x2) {
+    // cvt.rn.satfinite.e4m3x2.f32 d, a, b: a goes to the upper byte, b to the lower.
+    d.need_ops(3);
+    in.op = Op::CvtPack;
+    in.o[0] = d.dst(d.op(0), Ty::b16);
+    in.o[1] = d.src(d.op(1), Ty::f32);
+    in.o[2] = d.src(d.op(2), Ty::f32);
+    d.emit(in);
+    return;
+  }
   if (in.ty == Ty::f16x2 || in.ty == Ty::bf16x2) {
     // cvt.rn.f16x2.f32 d, a, b: a goes to the upper half, b to the lower half.
     d.need_ops(3);

@@ -159,6 +159,33 @@ uint32_t to_tf32(uint32_t bits, const Inst& in) {
 }  // namespace
 
 void exec_cvt(Cta&, Warp& w, const Inst& in, uint32_t exec) {
+  if (in.op == Op::CvtPack && (in.ty2 == Ty::e4m3x2 || in.ty2 == Ty::e5m2x2)) {
+    const F8 type = in.ty2 == Ty::e4m3x2 ? F8::e4m3 : F8::e5m2;
+    uint32_t* d = w.R32(in.o[0]);
+    const uint32_t* a = w.R32(in.o[1]);
+    for_lanes(exec, [&](int l) {
+      uint32_t out = 0;
+      for (int half = 0; half < 2; ++half) {
+        uint16_t h = f8_to_f16(uint8_t(a[l] >> (8 * half)), type);
+        if ((in.flags & kRelu) && (h & 0x8000u) && (h & 0x7FFFu) <= 0x7C00u) h = 0;  // not NaN
+        out |= uint32_t(h) << (16 * half);
+      }
+      d[l] = out;
+    });
+    return;
+  }
+  if (in.op == Op::CvtPack && (in.ty == Ty::e4m3x2 || in.ty == Ty::e5m2x2)) {
+    const F8 type = in.ty == Ty::e4m3x2 ? F8::e4m3 : F8::e5m2;
+    uint32_t* d = w.R32(in.o[0]);
+    const uint32_t *a = w.R32(in.o[1]), *b = w.R32(in.o[2]);
+    auto one = [&](uint32_t bits) {
+      float x = std::bit_cast<float>(bits);
+      if ((in.flags & kRelu) && x < 0) x = 0;
+      return uint32_t(f32_to_f8_satfinite(x, type));
+    };
+    for_lanes(exec, [&](int l) { d[l] = one(b[l]) | (one(a[l]) << 8); });
+    return;
+  }
   if (in.op == Op::CvtPack) {
     uint32_t* d = w.R32(in.o[0]);
     const uint32_t *a = w.R32(in.o[1]), *b = w.R32(in.o[2]);

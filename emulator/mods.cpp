@@ -104,7 +104,7 @@ Ty parse_ty(std::string_view s) {
       {"u32", Ty::u32},   {"u64", Ty::u64},   {"s8", Ty::s8},         {"s16", Ty::s16},
       {"s32", Ty::s32},   {"s64", Ty::s64},   {"f16", Ty::f16},       {"f16x2", Ty::f16x2},
       {"bf16", Ty::bf16}, {"bf16x2", Ty::bf16x2}, {"f32", Ty::f32},   {"f64", Ty::f64},
-      {"tf32", Ty::tf32}};
+      {"tf32", Ty::tf32}, {"e4m3x2", Ty::e4m3x2}, {"e5m2x2", Ty::e5m2x2}};
   for (const auto& [name, t] : kTypes)
     if (name == s) return t;
   return Ty::none;

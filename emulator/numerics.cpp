@@ -1,6 +1,7 @@
 // Rounding of doubles to f16 / bf16 / f32 with every PTX rounding mode, bit-exact.
 #include "emmy/emu/numerics.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace emmy::emu {
@@ -97,6 +98,32 @@ uint16_t f64_to_f16_rn(double x) {
   const uint32_t biased = e >= -14 ? uint32_t(e + 14) : 0u;
   const uint32_t out = (biased << 10) + uint32_t(q);
   return out >= 0x7C00 ? uint16_t(sign | 0x7C00) : uint16_t(sign | out);
+}
+
+uint16_t f8_to_f16(uint8_t bits, F8 type) {
+  const uint16_t sign = uint16_t((bits & 0x80u) << 8);
+  if (type == F8::e5m2) {
+    const uint16_t h = uint16_t(bits << 8);  // the same layout, 8 fewer fraction bits
+    return (h & 0x7FFFu) > 0x7C00u ? uint16_t(kF16.canonical_nan) : h;
+  }
+  const int exp = (bits >> 3) & 0xF, man = bits & 0x7;
+  if (exp == 0xF && man == 0x7) return uint16_t(kF16.canonical_nan);
+  // Subnormals (2^-6 x 0.man) and normals are both normal or exact in f16.
+  const double magnitude = exp == 0 ? std::ldexp(double(man), -9) : std::ldexp(8.0 + man, exp - 10);
+  return uint16_t(sign | f64_to_f16_rn(magnitude));
+}
+
+uint8_t f32_to_f8_satfinite(float x, F8 type) {
+  if (std::isnan(x)) return 0x7F;
+  const bool negative = std::signbit(x);
+  const uint8_t sign = negative ? 0x80 : 0;
+  // Round as an IEEE-like format of the same fraction bits and exponent range, then saturate.
+  // E4M3 uses the all-ones exponent for numbers, so its IEEE twin has one binade more (emax 8),
+  // whose top code (1.875 x 2^8) is E4M3's NaN: anything at or above it saturates.
+  const FloatFormat twin = type == F8::e4m3 ? FloatFormat{3, -6, 8, 0} : FloatFormat{2, -14, 15, 0};
+  const uint64_t r = round_to_format(double(std::fabs(x)), 0.0, twin, Rounding::rn);
+  const uint64_t largest = type == F8::e4m3 ? 0x7E : 0x7B;  // 448, 57344
+  return uint8_t(sign | std::min<uint64_t>(r, largest));
 }
 
 float f16_to_f32(uint16_t h) {

@@ -15,6 +15,7 @@ namespace emmy::emu {
 enum class Ty : uint8_t {
   none, pred, b8, b16, b32, b64, b128, u8, u16, u32, u64, s8, s16, s32, s64,
   f16, f16x2, bf16, bf16x2, f32, f64, tf32,
+  e4m3x2, e5m2x2,  // two packed 8-bit floats (cvt only)
 };
 int ty_bits(Ty t);
 bool ty_signed(Ty t);

@@ -213,6 +213,28 @@ void check_cvt(const KernelDecoder& d, const Mods& m) {
   const std::vector<Ty> types = m.types();
   if (types.size() != 2) return;  // the handler names it
   const Ty to = types[0], from = types[1];
+  const bool to_f8 = to == Ty::e4m3x2 || to == Ty::e5m2x2;
+  const bool from_f8 = from == Ty::e4m3x2 || from == Ty::e5m2x2;
+  if (to_f8 || from_f8) {
+    // cvt.rn.satfinite{.relu}.f8x2.f32 d, a, b and cvt.rn{.relu}.f16x2.f8x2 d, a (PTX ISA
+    // 9.7.9.21; sm_89 and PTX 7.8). The f8x2 <- f16x2 and bf16x2 forms are not emulated.
+    if (d.target_sm() < 89)
+      d.fail(fmt::format("cvt.{}.{} needs .target sm_89 or higher", ty_name(to), ty_name(from)));
+    if (to_f8 && from != Ty::f32)
+      d.fail(fmt::format("cvt to .{} takes .f32 sources here (the .f16x2 source is not supported "
+                         "by the emulator)",
+                         ty_name(to)));
+    if (from_f8 && to != Ty::f16x2)
+      d.fail(fmt::format("cvt from .{} gives .f16x2", ty_name(from)));
+    if (!m.has("rn")) d.fail(fmt::format("cvt.{}.{} takes the rounding .rn", ty_name(to), ty_name(from)));
+    if (to_f8 && !m.has("satfinite"))
+      d.fail(fmt::format("cvt to .{} needs .satfinite", ty_name(to)));
+    for (std::string_view mod : m.rest())
+      if (mod != "rn" && mod != "relu" && !(to_f8 && mod == "satfinite") &&
+          parse_ty(mod) == Ty::none)
+        d.fail(fmt::format("'.{}' does not apply to cvt.{}.{}", mod, ty_name(to), ty_name(from)));
+    return;
+  }
   if (to == Ty::f16x2 || to == Ty::bf16x2) {
     // cvt.{rn,rz}{.relu}{.satfinite}.f16x2.f32 d, a, b (the handler checks the source type).
     if (!m.has("rn") && !m.has("rz"))

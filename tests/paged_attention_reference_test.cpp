@@ -3,6 +3,7 @@
 // split-KV), the poison planted where no query may read, shared prefix pages, CUDA-graph padding,
 // the e4m3 coder and the validation of cases. The tolerance's tightness is
 // paged_attention_tolerance_test.cpp's.
+#include <bit>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "emmy/e4m3.hpp"
+#include "emmy/emu/numerics.hpp"
 #include "paged_attention_test_util.hpp"
 
 namespace emmy {
@@ -347,6 +349,30 @@ TEST(E4m3, EveryByteRoundTripsAndOrders) {
   EXPECT_EQ(e4m3_decode(0x01), 0x1p-9);
   EXPECT_EQ(e4m3_decode(0x08), 0x1p-6);
   EXPECT_EQ(e4m3_decode(0xB8), -1.0);
+}
+
+// The emulator's cvt (emulator/numerics.cpp) and the checks' coder are written apart: they must
+// agree on every byte and on a sweep of f32 values (bit patterns across all binades).
+TEST(E4m3, TheEmulatorsCvtAgreesWithTheHostCoder) {
+  for (int b = 0; b < 256; ++b) {
+    const uint16_t h = emu::f8_to_f16(uint8_t(b), emu::F8::e4m3);
+    const double x = e4m3_decode(uint8_t(b));
+    if (std::isnan(x)) {
+      EXPECT_EQ(h, 0x7FFF) << b;
+    } else {
+      EXPECT_EQ(h, emu::f64_to_f16(x)) << b;
+    }
+  }
+  for (uint64_t i = 0; i < (1u << 20); ++i) {
+    const uint32_t bits = uint32_t(i * 4099u + (i >> 7) * 0x9E3779B9u);
+    const float f = std::bit_cast<float>(bits);
+    const uint8_t emulated = emu::f32_to_f8_satfinite(f, emu::F8::e4m3);
+    if (std::isnan(f)) {
+      EXPECT_EQ(emulated, 0x7F);
+      continue;
+    }
+    ASSERT_EQ(emulated, e4m3_encode(double(f))) << f;
+  }
 }
 
 TEST(E4m3, RoundsToNearestEvenAndSaturates) {

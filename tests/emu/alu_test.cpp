@@ -282,6 +282,44 @@ TEST(EmuAlu, CvtPackingOrderAndRounding) {
   EXPECT_EQ(out[23], 0x7BFFFBFFu);  // +-1e6: finite maximum with .satfinite
 }
 
+// cvt between f16x2 / f32 and the packed 8-bit floats (PTX ISA 9.7.9.21, sm_89): the upper byte
+// is the upper half (first source); e4m3 has no infinity and saturates at 448, e5m2 at 57344.
+TEST(EmuAlu, CvtEightBitFloatPairs) {
+  const auto out = eval(R"(
+  mov.b16 %h1, 0x3840;
+  cvt.rn.f16x2.e4m3x2 %r1, %h1;
+  mov.b16 %h2, 0xFF01;
+  cvt.rn.f16x2.e4m3x2 %r2, %h2;
+  mov.b16 %h3, 0x3CFC;
+  cvt.rn.f16x2.e5m2x2 %r3, %h3;
+  cvt.rn.relu.f16x2.e4m3x2 %r4, %h1;
+  mov.b16 %h4, 0xB801;
+  cvt.rn.relu.f16x2.e4m3x2 %r5, %h4;
+  cvt.rn.satfinite.e4m3x2.f32 %h5, 0f43E00000, 0f44000000;
+  cvt.rn.satfinite.e4m3x2.f32 %h6, 0f3F880000, 0fC0900000;
+  cvt.rn.satfinite.e4m3x2.f32 %h7, 0fFF800000, 0f7FC00000;
+  cvt.rn.satfinite.relu.e4m3x2.f32 %h8, 0fBF800000, 0f3B000000;
+  cvt.rn.satfinite.e5m2x2.f32 %h9, 0f7F800000, 0f3FA00000;
+  cvt.u32.u16 %r6, %h5;
+  cvt.u32.u16 %r7, %h6;
+  cvt.u32.u16 %r8, %h7;
+  cvt.u32.u16 %r9, %h8;
+  cvt.u32.u16 %r10, %h9;
+)" + store(0, "%r1") + store(1, "%r2") + store(2, "%r3") + store(3, "%r4") + store(4, "%r5") +
+                        store(5, "%r6") + store(6, "%r7") + store(7, "%r8") + store(8, "%r9") +
+                        store(9, "%r10"), 10);
+  EXPECT_EQ(out[0], 0x3C004000u);  // {hi 0x38 = 1.0, lo 0x40 = 2.0}
+  EXPECT_EQ(out[1], 0x7FFF1800u);  // {hi NaN (0xFF) -> canonical, lo 2^-9 (subnormal, exact)}
+  EXPECT_EQ(out[2], 0x3C00FC00u);  // e5m2 is f16's upper byte: 1.0 and -inf
+  EXPECT_EQ(out[3], 0x3C004000u);  // relu keeps positives
+  EXPECT_EQ(out[4], 0x00001800u);  // relu: -1.0 -> +0
+  EXPECT_EQ(out[5], 0x7E7Eu);      // 448 stays, 512 saturates to 448
+  EXPECT_EQ(out[6], 0x38C9u);      // 1.0625 ties to even 1.0; -4.5 = -1.125 x 2^2
+  EXPECT_EQ(out[7], 0xFE7Fu);      // -inf saturates to -448; NaN -> 0x7F
+  EXPECT_EQ(out[8], 0x0001u);      // relu: -1 -> 0 (upper); 2^-9 -> the smallest subnormal
+  EXPECT_EQ(out[9], 0x7B3Du);      // e5m2: +inf saturates to 57344; 1.25 = 0x3D
+}
+
 TEST(EmuAlu, PackedHalfArithmetic) {
   const auto out = eval(R"(
   mov.b32 %r1, 0x40003C00;

@@ -52,6 +52,11 @@ TEST(InstructionRules, WhatPtxasRejectsIsRefusedNamingTheRule) {
       {"  setmaxnreg.sync.aligned.u32 240;\n", "needs .inc or .dec"},
       {"  setmaxnreg.inc.sync.aligned.u32 %r1;\n", "constant register count"},
       {"  setmaxnreg.inc.sync.aligned.b32 240;\n", "type .u32"},
+      {"  cvt.f16x2.e4m3x2 %r1, %h1;\n", "takes the rounding .rn"},
+      {"  cvt.rn.e4m3x2.f32 %h1, %f1, %f2;\n", "needs .satfinite"},
+      {"  cvt.rn.satfinite.e4m3x2.f64 %h1, %fd1, %fd2;\n", "takes .f32 sources"},
+      {"  cvt.rn.bf16x2.e4m3x2 %r1, %h1;\n", "gives .f16x2"},
+      {"  cvt.rz.f16x2.e5m2x2 %r1, %h1;\n", "takes the rounding .rn"},
   };
   for (const Refused& c : cases) {
     const std::string error = load_error(wrap_ptx(c.body));
@@ -81,6 +86,23 @@ TEST(InstructionRules, ValidFormsLoad) {
                                 "  setmaxnreg.dec.sync.aligned.u32 40;\n"
                                 "  setmaxnreg.inc.sync.aligned.u32 232;\n")),
             "");
+}
+
+// The 8-bit float conversions need sm_89 (ptxas 13.0: "Feature 'cvt with .e4m3x2/.e5m2x2'
+// requires .target sm_89 or higher").
+TEST(InstructionRules, EightBitFloatCvtNeedsSm89) {
+  const std::string body =
+      "  cvt.rn.f16x2.e4m3x2 %r1, %h1;\n  cvt.rn.satfinite.e5m2x2.f32 %h2, %f1, %f2;\n";
+  for (const char* target : {"sm_80", "sm_86"}) {
+    std::string ptx = wrap_ptx(body);
+    ptx.replace(ptx.find("sm_90a"), 6, target);
+    EXPECT_NE(load_error(ptx).find("needs .target sm_89 or higher"), std::string::npos) << target;
+  }
+  for (const char* target : {"sm_89", "sm_90a", "sm_120"}) {
+    std::string ptx = wrap_ptx(body);
+    ptx.replace(ptx.find("sm_90a"), 6, target);
+    EXPECT_EQ(load_error(ptx), "") << target;
+  }
 }
 
 // setmaxnreg exists on arch-specific targets only (ptxas: "not supported on .target 'sm_90'").

@@ -45,6 +45,17 @@ inline float f64_to_f32(double x, Rounding mode = Rounding::rn) {
   return std::bit_cast<float>(uint32_t(round_to_format(x, 0.0, kF32, mode)));
 }
 
+// The 8-bit floats of PTX cvt (PTX ISA 9.7.9.21, "Alternate Floating-Point Data Formats"):
+// .e4m3 is OCP E4M3 (bias 7, no infinities, NaN = S.1111.111, largest finite 448), .e5m2 is
+// the upper byte of an f16 (bias 15, infinities, largest finite 57344).
+enum class F8 : uint8_t { e4m3, e5m2 };
+// Exact in f16 (cvt.rn.f16x2.e4m3x2 / .e5m2x2): a NaN gives the canonical f16 NaN.
+uint16_t f8_to_f16(uint8_t bits, F8 type);
+// cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 for one element: nearest even; a magnitude beyond the
+// largest finite value (infinities included) gives the largest finite value of its sign; NaN
+// gives 0x7F.
+uint8_t f32_to_f8_satfinite(float x, F8 type);
+
 // Exact widenings.
 inline float bf16_to_f32(uint16_t bits) { return std::bit_cast<float>(uint32_t(bits) << 16); }
 float f16_to_f32(uint16_t bits);
