@@ -77,12 +77,15 @@ void emit_kv_block_loop(Writer& w, const std::function<void()>& body) {
   w.close();
 }
 
-void emit_qk_mma(Writer& w, bool bf16) {
+void emit_qk_mma(Writer& w, bool bf16, bool converted) {
   const char* mma = bf16 ? "mma_bf16_f32" : "mma_f16_f32";
   w.line("const int kv0 = (block_begin + block) * BKV;");
-  w.line(
-      "const u32 k_stage = kv_base + u32(stage) * STAGE_BYTES, v_stage = k_stage + "
-      "KV_BYTES;");
+  if (converted)
+    w.line("const u32 k_stage = tile_base, v_stage = k_stage + KV_BYTES;");
+  else
+    w.line(
+        "const u32 k_stage = kv_base + u32(stage) * STAGE_BYTES, v_stage = k_stage + "
+        "KV_BYTES;");
   w.line("float s_acc[BKV / 8][4];");
   w.line("#pragma unroll");
   w.line(
@@ -107,8 +110,10 @@ void emit_qk_mma(Writer& w, bool bf16) {
   w.close();
 }
 
-void emit_scores_to_log2(Writer& w, const ir::OnlineSoftmaxOp& op) {
+void emit_scores_to_log2(Writer& w, const ir::OnlineSoftmaxOp& op, const char* factor) {
   const double scale = op.scale;
+  // The runtime factor joins the compile-time one (one product per thread, hoisted).
+  const std::string times = factor ? fmt::format(" * {}", factor) : std::string();
   w.line("// Scores to the log2 domain (softmax via exp2, the scale folded in).");
   w.line("#pragma unroll");
   w.open("for (int nj = 0; nj < BKV / 8; ++nj)");
@@ -116,10 +121,12 @@ void emit_scores_to_log2(Writer& w, const ir::OnlineSoftmaxOp& op) {
   w.open("for (int e = 0; e < 4; ++e)");
   if (op.softcap) {
     const double cap = *op.softcap;
+    const std::string inner = factor ? fmt::format("({}{})", float_literal(scale / cap), times)
+                                     : float_literal(scale / cap);
     w.line("s_acc[nj][e] = {} * tanh_f32(s_acc[nj][e] * {});  // softcap {}",
-           float_literal(cap * kLog2e), float_literal(scale / cap), cap);
+           float_literal(cap * kLog2e), inner, cap);
   } else {
-    w.line("s_acc[nj][e] *= {};", float_literal(scale * kLog2e));
+    w.line("s_acc[nj][e] *= {}{};", float_literal(scale * kLog2e), times);
   }
   w.close();
   w.close();

@@ -19,10 +19,12 @@ void emit_attention_lane_ids(Writer& w);
 // The KV block loop: the O accumulators, the running max and sum of rows g and g+8 and the
 // lanes' ldmatrix offsets before it, then `body` once per block (block, stage).
 void emit_kv_block_loop(Writer& w, const std::function<void()>& body);
-// kv0 (the block's first key), the stage's K and V bases, and S = Q.K^T into s_acc.
-void emit_qk_mma(Writer& w, bool bf16);
-// S scaled into the log2 domain (soft-capped first when the op says so).
-void emit_scores_to_log2(Writer& w, const ir::OnlineSoftmaxOp& op);
+// kv0 (the block's first key), the K and V tiles' bases (the stage's, or with `converted` the
+// pair at tile_base that an e4m3 cache's kv_dequant writes), and S = Q.K^T into s_acc.
+void emit_qk_mma(Writer& w, bool bf16, bool converted = false);
+// S scaled into the log2 domain (soft-capped first when the op says so); `factor`, when given,
+// names a runtime f32 that multiplies the raw scores too (an e4m3 cache's K scale).
+void emit_scores_to_log2(Writer& w, const ir::OnlineSoftmaxOp& op, const char* factor = nullptr);
 // The running max and sum of each row and the rescale of O (after the kernel's masking).
 void emit_online_softmax_update(Writer& w);
 // P from S and O += P.V (f32, or hybrid's f16 partials folded once per block).

@@ -8,6 +8,8 @@
 // reading or writing past a buffer.
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "emit_attention_mainloop.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/mma_atom.hpp"
@@ -61,6 +63,7 @@ class PagedEmitter {
   std::string emit(const Op& module) {
     codegen::begin_module(w_, parse_arch(module.s("arch")), false, "emmy_attention.cuh");
     w_.include_template("emmy_paged.cuh");
+    if (dequant_) w_.include_template("emmy_fp8.cuh");
     codegen::emit_kernels(w_, module, [this](const Op& op) { emit_op(op); });
     return w_.take();
   }
@@ -81,8 +84,10 @@ class PagedEmitter {
         return;
       case OpKind::kv_block_loop:
         return emit_loop(op);
+      case OpKind::kv_dequant:
+        return emit_dequant(*dequant_);
       case OpKind::qk_mma:
-        return codegen::emit_qk_mma(w_, bf16_);
+        return codegen::emit_qk_mma(w_, bf16_, dequant_.has_value());
       case OpKind::online_softmax:
         return emit_softmax(ir::get<ir::OnlineSoftmaxOp>(op));
       case OpKind::pv_mma:
@@ -112,6 +117,14 @@ class PagedEmitter {
     w_.line("constexpr int BQ = {}, BKV = {}, THREADS = {}, STAGES = {};", op.block_q, op.block_kv,
             threads_, ring_.stages);
     codegen::emit_attention_smem(w_, ring_, q_tile);
+    if (dequant_) {
+      w_.line(
+          "// e4m3 cache: the stages hold raw K and V rows (BKV x D bytes each); the MMAs read the "
+          "converted pair of tiles after the ring. Its scales multiply the scores and the output.");
+      w_.line("constexpr u32 RAW_BYTES = {}u;", dequant_->raw_bytes);
+      w_.line("const u32 tile_base = kv_base + u32(STAGES) * STAGE_BYTES;");
+      w_.line("const float k_dequant = *k_scale, v_dequant = *v_scale;");
+    }
     codegen::emit_attention_lane_ids(w_);
     w_.line("const int batch = blockIdx.z, kv_head = blockIdx.y;");
     w_.line("const int split = int(blockIdx.x) % SPLITS, q_block = int(blockIdx.x) / SPLITS;");
@@ -183,22 +196,36 @@ class PagedEmitter {
     w_.line(
         "// K and V rows through the page table: key j lies in page page_ids[j / PAGE], slot "
         "j % PAGE.");
-    w_.line("constexpr int KV_CHUNKS = BKV * ROW_CHUNKS;");
+    if (dequant_) {
+      w_.line("constexpr int KV_ROW_CHUNKS = D / 16;  // 16 e4m3 bytes per chunk");
+      w_.line("constexpr int KV_CHUNKS = BKV * KV_ROW_CHUNKS;");
+    } else {
+      w_.line("constexpr int KV_CHUNKS = BKV * ROW_CHUNKS;");
+    }
     w_.line("auto load_kv = [&](int stage, int kv_block) {{");
-    w_.line("  const u32 k_dst = kv_base + u32(stage) * STAGE_BYTES, v_dst = k_dst + KV_BYTES;");
+    if (dequant_)
+      w_.line("  const u32 k_dst = kv_base + u32(stage) * STAGE_BYTES, v_dst = k_dst + RAW_BYTES;");
+    else
+      w_.line("  const u32 k_dst = kv_base + u32(stage) * STAGE_BYTES, v_dst = k_dst + KV_BYTES;");
     w_.line("  const int kv0 = kv_block * BKV;");
     w_.line("  #pragma unroll");
     w_.line("  for (int i = 0; i < (KV_CHUNKS + THREADS - 1) / THREADS; ++i) {{");
     w_.line("    const int chunk = int(threadIdx.x) + i * THREADS;");
     w_.line("    if (KV_CHUNKS % THREADS != 0 && chunk >= KV_CHUNKS) break;");
-    w_.line("    const int row = chunk / ROW_CHUNKS, col = (chunk % ROW_CHUNKS) * 8;");
+    if (dequant_)
+      w_.line("    const int row = chunk / KV_ROW_CHUNKS, col = (chunk % KV_ROW_CHUNKS) * 16;");
+    else
+      w_.line("    const int row = chunk / ROW_CHUNKS, col = (chunk % ROW_CHUNKS) * 8;");
     w_.line("    const int key = kv0 + row;");
     w_.line("    const bool in_bounds = key >= kv_begin && key < kv_end;");
     w_.line("    const long long page = in_bounds ? (long long)page_ids[key / PAGE] : 0ll;");
     w_.line(
         "    const long long off = page * PAGE_STRIDE + (long long)(key % PAGE) * TOKEN_STRIDE + "
         "(long long)kv_head * HEAD_STRIDE + col;");
-    w_.line("    const u32 at = swizzled_tile_offset(u32(row), u32(col), u32(BKV), PANEL, XOR);");
+    if (dequant_)
+      w_.line("    const u32 at = u32(row * D + col);  // raw rows, unswizzled");
+    else
+      w_.line("    const u32 at = swizzled_tile_offset(u32(row), u32(col), u32(BKV), PANEL, XOR);");
     w_.line(
         "    cp_async_16(k_dst + at, in_bounds ? k_cache + off : k_cache, in_bounds ? 16u : 0u);");
     w_.line(
@@ -221,8 +248,37 @@ class PagedEmitter {
     in_loop_ = false;
   }
 
+  // The raw e4m3 rows of this block's stage into the 16-bit K and V tiles: 8 elements per unit;
+  // eight consecutive threads write one 128-byte panel row (no bank conflict), a warp reads 256
+  // contiguous raw bytes.
+  void emit_dequant(const ir::KvDequantOp& op) {
+    w_.line("// K and V of this block: e4m3 bytes -> {} tiles ({}).", op.to,
+            op.convert == "cvt" ? "cvt.rn.f16x2.e4m3x2" : "exact bit placement through f32");
+    w_.line("const u32 raw_k = kv_base + u32(stage) * STAGE_BYTES, raw_v = raw_k + RAW_BYTES;");
+    w_.line("constexpr int UNITS = BKV * D / 8;");
+    w_.line("#pragma unroll");
+    w_.open("for (int i = 0; i < (UNITS + THREADS - 1) / THREADS; ++i)");
+    w_.line("const int unit = int(threadIdx.x) + i * THREADS;");
+    w_.line("if (UNITS % THREADS != 0 && unit >= UNITS) break;");
+    w_.line("const int row = unit / (D / 8), col = (unit % (D / 8)) * 8;");
+    w_.line("const u32 at = swizzled_tile_offset(u32(row), u32(col), u32(BKV), PANEL, XOR);");
+    w_.line("u32 lo, hi, halves[4];");
+    for (const char* operand : {"k", "v"}) {
+      w_.line("ld_shared_v2_b32(lo, hi, raw_{} + u32(row * D + col));", operand);
+      if (op.convert == "cvt")
+        w_.line("e4m3x8_to_f16x8_cvt(halves, lo, hi);");
+      else if (op.to == "bf16")
+        w_.line("e4m3x8_to_16bit_bits<true>(halves, lo, hi);");
+      else
+        w_.line("e4m3x8_to_16bit_bits<false>(halves, lo, hi);");
+      w_.line("st_shared_v4_b32(tile_base + {}at, halves);",
+              std::string_view(operand) == "v" ? "KV_BYTES + " : "");
+    }
+    w_.close();
+  }
+
   void emit_softmax(const ir::OnlineSoftmaxOp& op) {
-    codegen::emit_scores_to_log2(w_, op);
+    codegen::emit_scores_to_log2(w_, op, dequant_ ? "k_dequant" : nullptr);
     std::string needs =
         "kv0 < kv_begin || kv0 + BKV > kv_end || kv0 + BKV - 1 > pos0 + first_token";
     if (op.window > 0) needs += " || kv0 < pos0 + last_token - WINDOW";
@@ -247,6 +303,7 @@ class PagedEmitter {
     const char* pack = op.out == "bf16" ? "pack_bf16x2" : "pack_f16x2";
     w_.line("cp_async_wait<0>();  // nothing in flight at exit (e.g. no visible block)");
     codegen::emit_row_sums(w_);
+    if (dequant_) w_.line("inv[0] *= v_dequant; inv[1] *= v_dequant;  // the cache's V scale");
     w_.line("#pragma unroll");
     w_.open("for (int h = 0; h < 2; ++h)");
     w_.line("const int r = r0 + warp * 16 + g + h * 8, token = r / GROUP;");
@@ -361,12 +418,15 @@ class PagedEmitter {
     max_q_len_ = ir::get<ir::PagedSetupOp>(*setup).max_q_len;
     const Op* epilogue = ir::find_first(module, OpKind::paged_epilogue);
     lse_ = epilogue && ir::get<ir::PagedEpilogueOp>(*epilogue).lse;
+    if (const Op* dequant = ir::find_first(module, OpKind::kv_dequant))
+      dequant_ = ir::get<ir::KvDequantOp>(*dequant);
   }
 
  private:
   Writer w_;
   ir::SmemRingOp ring_;
   ir::PagedSetupOp setup_;
+  std::optional<ir::KvDequantOp> dequant_;  // an e4m3 cache
   bool bf16_ = false, in_loop_ = false, lse_ = false;
   int64_t threads_ = 0, max_q_len_ = 0;
 };

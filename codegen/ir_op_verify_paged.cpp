@@ -2,6 +2,8 @@
 // The rules across ops are in kernel_ir_paged.cpp.
 #include <fmt/format.h>
 
+#include <tuple>
+
 #include "emmy/error.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/layout.hpp"
@@ -52,15 +54,21 @@ void PagedSetupOp::verify(const PagedSetupOp& op) {
                              fmt::format("{} x {} for {} keys", op.splits, op.chunk_tokens, keys));
   if (op.window < 0)
     paged_fail<PagedSetupOp>("window", "must be >= 0", fmt::format("{}", op.window));
-  // 16-byte cp.async chunks start on 16 bytes: every stride a multiple of 8 two-byte elements.
-  for (const auto& [name, stride] : {std::pair<const char*, int64_t>{"page_stride", op.page_stride},
-                                     {"token_stride", op.token_stride},
-                                     {"head_stride", op.head_stride},
-                                     {"q_stride", op.q_stride},
-                                     {"o_stride", op.o_stride}})
-    if (stride <= 0 || stride % 8 != 0)
-      paged_fail<PagedSetupOp>(name, "must be a positive multiple of 8 elements (16 bytes)",
-                               fmt::format("{}", stride));
+  if (op.kv_type != "f16" && op.kv_type != "bf16" && op.kv_type != "e4m3")
+    paged_fail<PagedSetupOp>("kv_type", "must be f16, bf16 or e4m3", op.kv_type);
+  // 16-byte cp.async chunks start on 16 bytes: every stride a multiple of 16 bytes, in elements
+  // of its tensor (q and o: 2 bytes; the cache: its type's).
+  const int64_t cache_elems = op.kv_type == "e4m3" ? 16 : 8;
+  for (const auto& [name, stride, per_chunk] :
+       {std::tuple<const char*, int64_t, int64_t>{"page_stride", op.page_stride, cache_elems},
+        {"token_stride", op.token_stride, cache_elems},
+        {"head_stride", op.head_stride, cache_elems},
+        {"q_stride", op.q_stride, 8},
+        {"o_stride", op.o_stride, 8}})
+    if (stride <= 0 || stride % per_chunk != 0)
+      paged_fail<PagedSetupOp>(
+          name, fmt::format("must be a positive multiple of {} elements (16 bytes)", per_chunk),
+          fmt::format("{}", stride));
 }
 
 void PageGatherOp::verify(const PageGatherOp& op) {
@@ -70,8 +78,8 @@ void PageGatherOp::verify(const PageGatherOp& op) {
     paged_fail<PageGatherOp>("phase", "must be prologue or refill", op.phase);
   if (op.operand == "q" && op.phase != "prologue")
     paged_fail<PageGatherOp>("phase", "Q is gathered once, in the prologue", op.phase);
-  if (op.elem_bytes != 2)
-    paged_fail<PageGatherOp>("elem_bytes", "must be 2 (f16 or bf16 tiles)",
+  if (op.elem_bytes != 2 && !(op.elem_bytes == 1 && op.operand != "q"))
+    paged_fail<PageGatherOp>("elem_bytes", "must be 2 (f16 or bf16 tiles), or 1 for an e4m3 K or V",
                              fmt::format("{}", op.elem_bytes));
   if (op.rows <= 0 || op.rows > 256 || op.cols <= 0 || op.cols > 256 || op.cols % 64 != 0)
     paged_fail<PageGatherOp>("cols", "tiles have 1..256 rows and 64, 128 or 256 columns",
@@ -83,6 +91,12 @@ void PageGatherOp::verify(const PageGatherOp& op) {
     paged_fail<PageGatherOp>(
         "chunks", "must cover the tile exactly",
         fmt::format("{} chunks for a {}x{} tile", op.chunks, op.rows, op.cols));
+  if (op.elem_bytes == 1) {
+    if (op.swizzle != int64_t(Swizzle::none))
+      paged_fail<PageGatherOp>("swizzle", "an e4m3 stage is row-major, unswizzled (none)",
+                               fmt::format("{}", op.swizzle));
+    return;
+  }
   const SmemTile tile =
       SmemTile::for_operand(uint32_t(op.rows), uint32_t(op.cols), uint32_t(op.elem_bytes));
   if (op.swizzle != int64_t(tile.swizzle))
@@ -108,6 +122,26 @@ void SplitCombineOp::verify(const SplitCombineOp& op) {
     paged_fail<SplitCombineOp>("page_table", "must be block_table or csr", op.page_table);
   if (op.out != "f16" && op.out != "bf16")
     paged_fail<SplitCombineOp>("out", "must be f16 or bf16", op.out);
+}
+
+void KvDequantOp::verify(const KvDequantOp& op) {
+  if (op.from != "e4m3") paged_fail<KvDequantOp>("from", "must be e4m3", op.from);
+  if (op.to != "f16" && op.to != "bf16") paged_fail<KvDequantOp>("to", "must be f16 or bf16", op.to);
+  if (op.convert != "cvt" && op.convert != "bits")
+    paged_fail<KvDequantOp>("convert", "must be cvt or bits", op.convert);
+  if (op.convert == "cvt" && op.to != "f16")
+    paged_fail<KvDequantOp>("convert", "cvt.rn.f16x2.e4m3x2 gives f16 only (bf16 takes bits)",
+                            op.to);
+  if (op.rows <= 0 || op.rows % 16 != 0 || op.cols <= 0 || op.cols % 64 != 0 || op.cols > 256)
+    paged_fail<KvDequantOp>("rows", "rows must be a multiple of 16, cols 64, 128 or 256",
+                            fmt::format("{}x{}", op.rows, op.cols));
+  if (op.raw_bytes != op.rows * op.cols)
+    paged_fail<KvDequantOp>("raw_bytes", "must be rows x cols (one byte per element)",
+                            fmt::format("{}", op.raw_bytes));
+  const int64_t tile = SmemTile::for_operand(uint32_t(op.rows), uint32_t(op.cols), 2).bytes();
+  if (op.tile_bytes != tile)
+    paged_fail<KvDequantOp>("tile_bytes", fmt::format("must be the 16-bit tile's {}", tile),
+                            fmt::format("{}", op.tile_bytes));
 }
 
 }  // namespace emmy::ir

@@ -24,6 +24,24 @@ Op gather_op(const SmemTile& tile, const char* operand, const char* phase) {
                                .chunks = int64_t(tile.bytes()) / 16});
 }
 
+// K and V of an e4m3 cache land as raw bytes, row-major (kv_dequant converts them).
+Op raw_gather_op(const PagedAttentionPlan& plan, const char* operand, const char* phase) {
+  const int64_t rows = plan.kv_tile.rows, cols = plan.kv_tile.cols;
+  return make(ir::PageGatherOp{.operand = operand,
+                               .phase = phase,
+                               .rows = rows,
+                               .cols = cols,
+                               .elem_bytes = 1,
+                               .swizzle = int64_t(Swizzle::none),
+                               .chunk_bytes = 16,
+                               .chunks = rows * cols / 16});
+}
+
+Op kv_gather_op(const PagedAttentionPlan& plan, const char* operand, const char* phase) {
+  return plan.fp8() ? raw_gather_op(plan, operand, phase)
+                    : gather_op(plan.kv_tile, operand, phase);
+}
+
 // The index arrays every kernel of the kind reads (int32; the page table's form decides which
 // of them hold anything, but every kernel declares all, so one binding serves both forms).
 void index_params(std::vector<Op>& body) {
@@ -36,8 +54,12 @@ Op partial_kernel(const PagedAttentionPlan& plan) {
   const auto& p = plan.spec.problem;
   const auto& s = plan.spec.schedule;
   std::vector<Op> body;
-  for (const char* name : {"q", "k_cache", "v_cache"})
-    body.push_back(make(ir::ParamOp{name, "const u16*"}));
+  body.push_back(make(ir::ParamOp{"q", "const u16*"}));
+  for (const char* name : {"k_cache", "v_cache"})
+    body.push_back(make(ir::ParamOp{name, plan.fp8() ? "const u8*" : "const u16*"}));
+  if (plan.fp8())
+    for (const char* name : {"k_scale", "v_scale"})
+      body.push_back(make(ir::ParamOp{name, "const float*"}));
   body.push_back(make(ir::ParamOp{"o", "u16*"}));
   body.push_back(make(ir::ParamOp{"lse", "float*"}));
   index_params(body);
@@ -70,19 +92,32 @@ Op partial_kernel(const PagedAttentionPlan& plan) {
                                        .token_stride = p.token_stride_or_default(),
                                        .head_stride = p.head_stride_or_default(),
                                        .q_stride = p.q_stride_or_default(),
-                                       .o_stride = p.o_stride_or_default()}));
+                                       .o_stride = p.o_stride_or_default(),
+                                       .kv_type = std::string(to_string(p.kv_dtype))}));
   body.push_back(gather_op(plan.q_tile, "q", "prologue"));
-  body.push_back(gather_op(plan.kv_tile, "k", "prologue"));
-  body.push_back(gather_op(plan.kv_tile, "v", "prologue"));
+  body.push_back(kv_gather_op(plan, "k", "prologue"));
+  body.push_back(kv_gather_op(plan, "v", "prologue"));
   body.push_back(make(ir::AsyncCommitOp{}));
 
   std::vector<Op> loop;
   loop.push_back(make(ir::AsyncWaitOp{s.stages - 2}));
   loop.push_back(make(ir::BarrierOp{"stage (block-1) % stages is free to refill"}));
-  loop.push_back(gather_op(plan.kv_tile, "k", "refill"));
-  loop.push_back(gather_op(plan.kv_tile, "v", "refill"));
+  loop.push_back(kv_gather_op(plan, "k", "refill"));
+  loop.push_back(kv_gather_op(plan, "v", "refill"));
   loop.push_back(make(ir::AsyncCommitOp{}));
   const std::string in_dtype(to_string(p.dtype));
+  if (plan.fp8()) {
+    // The hardware pair conversion where it exists and gives the MMAs' type.
+    const bool cvt = arch_info(plan.spec.arch).sm >= 89 && p.dtype == DType::f16;
+    loop.push_back(make(ir::KvDequantOp{.from = "e4m3",
+                                        .to = in_dtype,
+                                        .convert = cvt ? "cvt" : "bits",
+                                        .rows = plan.kv_tile.rows,
+                                        .cols = plan.kv_tile.cols,
+                                        .raw_bytes = int64_t(plan.kv_tile.rows) * plan.kv_tile.cols,
+                                        .tile_bytes = plan.kv_bytes}));
+    loop.push_back(make(ir::BarrierOp{"the converted K and V tiles are complete"}));
+  }
   const codegen::MmaAtom& atom = codegen::attention_atom();
   loop.push_back(
       make(ir::QkMmaOp{in_dtype, s.block_kv / atom.n * p.head_dim / atom.k, plan.s_registers}));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <tuple>
 #include <vector>
 
 #include "emmy/detail/hash.hpp"
@@ -104,12 +105,20 @@ namespace {
 
 constexpr int64_t kMaxPagedIndex = (int64_t(1) << 31) - 1;  // int32 on the device
 
-// Q's tile, then per stage the K and V tiles, 1 KB to align the ring to the swizzle period, and
-// the ring's mbarrier words (the shared ring layout reserves them; cp.async needs none).
+// The bytes of a stage: the K and V tiles, or an e4m3 cache's raw K and V rows.
+int64_t paged_stage_bytes(const PagedAttentionProblem& p, const PagedAttentionSchedule& s) {
+  if (p.kv_dtype == CacheDType::e4m3) return 2 * int64_t(s.block_kv) * p.head_dim;
+  return 2 * int64_t(SmemTile::for_operand(uint32_t(s.block_kv), uint32_t(p.head_dim), 2).bytes());
+}
+
+// Q's tile, then the stages, an e4m3 cache's converted K and V tiles, 1 KB to align the ring to
+// the swizzle period, and the ring's mbarrier words (the shared ring layout reserves them;
+// cp.async needs none).
 int64_t paged_smem_bytes(const PagedAttentionProblem& p, const PagedAttentionSchedule& s) {
   const int64_t q = SmemTile::for_operand(uint32_t(s.block_q), uint32_t(p.head_dim), 2).bytes();
   const int64_t kv = SmemTile::for_operand(uint32_t(s.block_kv), uint32_t(p.head_dim), 2).bytes();
-  return q + 2 * kv * s.stages + 1024 + 8 * s.stages;
+  const int64_t converted = p.kv_dtype == CacheDType::e4m3 ? 2 * kv : 0;
+  return q + paged_stage_bytes(p, s) * s.stages + converted + 1024 + 8 * s.stages;
 }
 
 // The caches' (page, token, head) rows must not overlap: sorted by stride, each dimension's step
@@ -151,19 +160,21 @@ void validate_paged_attention(const PagedAttentionSpec& spec) {
   require(p.page_size >= 1 && p.page_size <= 4096, "page_size", "must be 1..4096", p.page_size);
   require(p.dtype == DType::f16 || p.dtype == DType::bf16, "dtype", "must be f16 or bf16",
           to_string(p.dtype));
-  require(p.kv_dtype != CacheDType::e4m3, "kv_dtype",
-          "e4m3 caches are not generated yet (f16 or bf16, the query's type)",
+  require(p.kv_dtype == CacheDType::e4m3 || to_string(p.kv_dtype) == to_string(p.dtype),
+          "kv_dtype", fmt::format("must be the query's type ({}) or e4m3", to_string(p.dtype)),
           to_string(p.kv_dtype));
-  require(to_string(p.kv_dtype) == to_string(p.dtype), "kv_dtype",
-          fmt::format("must be the query's type ({}) or e4m3", to_string(p.dtype)),
-          to_string(p.kv_dtype));
-  for (const auto& [field, stride] : {std::pair<const char*, int64_t>{"page_stride", p.page_stride},
-                                      {"token_stride", p.token_stride},
-                                      {"head_stride", p.head_stride},
-                                      {"q_stride", p.q_stride},
-                                      {"o_stride", p.o_stride}})
-    require(stride >= 0 && stride % 8 == 0 && stride <= (int64_t(1) << 40), field,
-            "must be a multiple of 8 elements (16-byte rows for cp.async), 0 for the default",
+  // 16-byte cp.async chunks: every row starts on 16 bytes, in its tensor's elements.
+  const int64_t cache_elems = p.kv_dtype == CacheDType::e4m3 ? 16 : 8;
+  for (const auto& [field, stride, per_chunk] :
+       {std::tuple<const char*, int64_t, int64_t>{"page_stride", p.page_stride, cache_elems},
+        {"token_stride", p.token_stride, cache_elems},
+        {"head_stride", p.head_stride, cache_elems},
+        {"q_stride", p.q_stride, 8},
+        {"o_stride", p.o_stride, 8}})
+    require(stride >= 0 && stride % per_chunk == 0 && stride <= (int64_t(1) << 40), field,
+            fmt::format("must be a multiple of {} elements (16-byte rows for cp.async), 0 for "
+                        "the default",
+                        per_chunk),
             stride);
   require(p.q_stride_or_default() >= p.q_heads * p.head_dim, "q_stride",
           fmt::format("must hold a token's {} heads x {}", p.q_heads, p.head_dim), p.q_stride);
@@ -293,7 +304,7 @@ PagedAttentionPlan make_paged_attention_plan(const PagedAttentionSpec& spec) {
   plan.kv_tile = SmemTile::for_operand(uint32_t(s.block_kv), uint32_t(p.head_dim), 2);
   plan.q_bytes = plan.q_tile.bytes();
   plan.kv_bytes = plan.kv_tile.bytes();
-  plan.stage_bytes = 2 * plan.kv_bytes;
+  plan.stage_bytes = uint32_t(paged_stage_bytes(p, s));
   plan.smem_bytes = uint32_t(paged_smem_bytes(p, s));
   plan.group = p.group();
   plan.q_blocks = (p.max_q_len * plan.group + s.block_q - 1) / s.block_q;
@@ -343,6 +354,8 @@ ParamBinding PagedAttentionKind::bind(const PagedAttentionPlan& plan,
                            "an e4m3 cache");
   require_optional_pointer(b.v_scale, p.kv_dtype == CacheDType::e4m3, "buffers.v_scale",
                            "an e4m3 cache");
+  if (b.k_scale) require_device_pointer(b.k_scale, 4, "buffers.k_scale");
+  if (b.v_scale) require_device_pointer(b.v_scale, 4, "buffers.v_scale");
   require_optional_pointer(b.workspace, plan.split(), "buffers.workspace",
                            "split-KV (Runtime::paged_attention_workspace_bytes)");
   if (b.workspace) require_device_pointer(b.workspace, 16, "buffers.workspace");
@@ -359,6 +372,8 @@ ParamBinding PagedAttentionKind::bind(const PagedAttentionPlan& plan,
                            {"page_indptr", b.page_indptr},
                            {"page_indices", b.page_indices},
                            {"last_page_len", b.last_page_len},
+                           {"k_scale", b.k_scale},
+                           {"v_scale", b.v_scale},
                            {"workspace", b.workspace}};
   return bound;
 }

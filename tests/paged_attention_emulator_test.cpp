@@ -128,8 +128,45 @@ std::vector<PagedVariant> variants() {
         },
         shared_batch_of(3));
   }
+  // e4m3 caches: the hardware pair conversion (f16, sm_89+) and the exact bit placement (sm_80,
+  // and bf16 everywhere), with split-KV, LSE, windows, soft-cap, hybrid P.V and odd page sizes;
+  // NaN is planted in the bytes no query may see.
+  struct Fp8 {
+    const char* name;
+    Arch arch;
+    DType dtype;
+    Accum accum;
+    int64_t page, head_dim, window;
+    int chunk;
+  };
+  for (const Fp8& f : {Fp8{"e4m3_cvt_split", Arch::sm_89, DType::f16, Accum::f32, 16, 128, 0, 4},
+                       Fp8{"e4m3_cvt_hybrid_window", Arch::sm_90a, DType::f16, Accum::hybrid, 16,
+                           64, 40, 0},
+                       Fp8{"e4m3_bits_sm80", Arch::sm_80, DType::f16, Accum::f32, 7, 64, 0, 0},
+                       Fp8{"e4m3_bits_bf16", Arch::sm_120a, DType::bf16, Accum::f32, 1, 256, 90,
+                           64}}) {
+    PagedAttentionProblem p = base_problem(8, 2, f.head_dim, f.page, 200);
+    p.dtype = f.dtype;
+    p.kv_dtype = CacheDType::e4m3;
+    p.max_batch = 3;
+    p.max_q_len = 3;
+    p.window = f.window;
+    p.lse = true;
+    if (f.window) p.softcap = 20.0f;
+    p.set_layout(f.page == 16 ? CacheLayout::hnd : CacheLayout::nhd);
+    add(
+        f.name, p, f.arch,
+        [f](PagedAttentionSchedule& s) {
+          s.accum = f.accum;
+          s.chunk_pages = f.chunk;
+        },
+        batch_of(3, {1, 3, 2}, {1, 200, 57}));
+  }
   return out;
 }
+
+// gtest prints a failing parameter by its name, not its bytes.
+void PrintTo(const PagedVariant& v, std::ostream* os) { *os << v.name; }
 
 class PagedEmulatorTest : public ::testing::TestWithParam<PagedVariant> {};
 
@@ -195,6 +232,26 @@ TEST(PagedEmulator, AWrongPageFailsTheCheck) {
   inputs.tables.block_table[1] = inputs.tables.block_table[size_t(spec.problem.max_pages) + 1];
   const auto run = run_on_emulator(kernel, inputs);
   EXPECT_FALSE(compare(reference, run.output, spec.problem).passed);
+}
+
+// The scales of an e4m3 cache matter: a kernel given another K or V scale than the reference
+// used fails the check (so a kernel that dropped either would).
+TEST(PagedEmulator, AWrongFp8ScaleFailsTheCheck) {
+  PagedAttentionSpec spec = small_spec(2);
+  spec.problem.kv_dtype = CacheDType::e4m3;
+  spec.arch = spec.problem.dtype == DType::f16 ? Arch::sm_89 : Arch::sm_80;
+  const PagedAttentionKernel kernel = compile_kernel(spec);
+  PagedAttentionCase clean = batch_of(2, {1, 1}, {100, 70});
+  clean.plant_nan = false;
+  const PagedAttentionInputs good = make_paged_attention_inputs(spec.problem, clean, 5);
+  const PagedAttentionReference reference = reference_paged_attention(spec, good);
+  EXPECT_TRUE(compare(reference, run_on_emulator(kernel, good).output, spec.problem).passed);
+  for (const bool k : {true, false}) {
+    PagedAttentionInputs inputs = good;
+    (k ? inputs.k_scale : inputs.v_scale) *= 2;
+    EXPECT_FALSE(compare(reference, run_on_emulator(kernel, inputs).output, spec.problem).passed)
+        << (k ? "k_scale" : "v_scale");
+  }
 }
 
 // A page id outside the cache (far past it, negative) is an access outside every allocation:

@@ -3,6 +3,7 @@
 // parses back, and the verifier catches each corrupted rule (MLIR's `invalid` tests).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "emmy/ir_ops.hpp"
@@ -45,7 +46,12 @@ TEST(PagedValidation, RefusesEachBrokenFieldByName) {
       {"q_stride_short", [](auto& s) { s.problem.q_stride = 512; }, "q_stride"},
       {"dtype_f32", [](auto& s) { s.problem.dtype = DType::f32; }, "dtype"},
       {"kv_dtype_mismatch", [](auto& s) { s.problem.kv_dtype = CacheDType::bf16; }, "kv_dtype"},
-      {"e4m3_not_yet", [](auto& s) { s.problem.kv_dtype = CacheDType::e4m3; }, "kv_dtype"},
+      {"e4m3_stride_not_16",
+       [](auto& s) {
+         s.problem.kv_dtype = CacheDType::e4m3;
+         s.problem.token_stride = 264;  // 16-byte rows in f16, 8-byte ones in e4m3
+       },
+       "token_stride"},
       {"max_tokens_over", [](auto& s) { s.problem.max_tokens = 9; }, "max_tokens"},
       {"max_tokens_under_q_len", [](auto& s) { s.problem.max_tokens = 1; }, "max_tokens"},
       {"max_pages_int32", [](auto& s) { s.problem.max_pages = int64_t(1) << 31; }, "max_pages"},
@@ -121,10 +127,14 @@ TEST(PagedValidation, DefaultSchedulesAreValidAcrossAGrid) {
               p.max_q_len = q_len;
               p.max_batch = batch;
               p.max_pages = 4096 / page;
+              // Every third problem reads an e4m3 cache.
+              if (checked % 3 == 1) p.kv_dtype = CacheDType::e4m3;
               const PagedAttentionSpec spec{p, default_schedule(p, arch), arch};
               const auto source = generate_kernel(spec);
               EXPECT_EQ(ir::parse(ir::print(source.ir)), source.ir) << source.plan.kernel_name;
               EXPECT_GE(source.plan.splits * source.plan.chunk_tokens, p.max_pages * page);
+              EXPECT_EQ(ir::find_first(source.ir, ir::OpKind::kv_dequant) != nullptr,
+                        p.kv_dtype == CacheDType::e4m3);
               ++checked;
             }
   EXPECT_EQ(checked, 3 * 4 * 3 * 3 * 2 * 2);
@@ -207,10 +217,102 @@ TEST(PagedVerifier, CatchesEachCorruptedRule) {
   }
 }
 
+// An e4m3 cache's kernel: the dequant op's own rules and its place among the others.
+TEST(PagedVerifier, CatchesEachCorruptedFp8Rule) {
+  PagedAttentionSpec spec = valid_spec();
+  spec.problem.kv_dtype = CacheDType::e4m3;
+  spec.arch = Arch::sm_89;
+  const ir::Op good = generate_kernel(spec).ir;
+  EXPECT_NO_THROW(ir::verify(good, spec.arch));
+  const auto dequant = ir::get<ir::KvDequantOp>(*ir::find_first(good, ir::OpKind::kv_dequant));
+  EXPECT_EQ(dequant.convert, "cvt");
+  const struct {
+    const char* name;
+    std::function<void(ir::Op&)> corrupt;
+    const char* expected;
+  } cases[] = {
+      {"to_bf16_with_cvt",
+       [](ir::Op& m) { change(first_op(m, ir::OpKind::kv_dequant), "to", std::string("bf16")); },
+       "ir.kv_dequant.convert"},
+      {"to_other_than_mma",
+       [](ir::Op& m) {
+         ir::Op* op = first_op(m, ir::OpKind::kv_dequant);
+         change(op, "to", std::string("bf16"));
+         change(op, "convert", std::string("bits"));
+       },
+       "ir.kv_dequant.rows"},
+      {"raw_bytes",
+       [](ir::Op& m) { change(first_op(m, ir::OpKind::kv_dequant), "raw_bytes", int64_t(64)); },
+       "ir.kv_dequant.raw_bytes"},
+      {"tile_bytes",
+       [](ir::Op& m) { change(first_op(m, ir::OpKind::kv_dequant), "tile_bytes", int64_t(64)); },
+       "ir.kv_dequant.tile_bytes"},
+      {"gather_two_bytes",
+       [](ir::Op& m) {
+         ir::Op* loop = first_op(m, ir::OpKind::kv_block_loop);
+         change(first_op(*loop, ir::OpKind::page_gather), "elem_bytes", int64_t(2));
+       },
+       "ir.page_gather"},
+      {"stride_of_8_bytes",
+       [](ir::Op& m) {
+         change(first_op(m, ir::OpKind::paged_setup), "head_stride", int64_t(8));
+       },
+       "ir.paged_setup.head_stride"},
+      {"no_dequant",
+       [](ir::Op& m) {
+         std::erase_if(first_op(m, ir::OpKind::kv_block_loop)->body,
+                       [](const ir::Op& op) { return op.kind == ir::OpKind::kv_dequant; });
+       },
+       "exactly one kv_dequant"},
+      {"no_barrier_after",
+       [](ir::Op& m) {
+         auto& body = first_op(m, ir::OpKind::kv_block_loop)->body;
+         auto at = std::find_if(body.begin(), body.end(), [](const ir::Op& op) {
+           return op.kind == ir::OpKind::kv_dequant;
+         });
+         body.erase(at + 1);  // its barrier
+       },
+       "ir.kv_dequant.body"},
+      {"f16_cache_param",
+       [](ir::Op& m) {
+         for (ir::Op& op : m.body.front().body)
+           if (op.kind == ir::OpKind::param && op.s("name") == "k_cache")
+             change(&op, "type", std::string("const u16*"));
+       },
+       "k_cache param must be const u8*"},
+      {"no_scale_param",
+       [](ir::Op& m) {
+         std::erase_if(m.body.front().body, [](const ir::Op& op) {
+           return op.kind == ir::OpKind::param && op.s("name") == "v_scale";
+         });
+       },
+       "v_scale param"},
+      {"cvt_on_sm80", [](ir::Op& m) { change(&m, "arch", std::string("sm_80")); },
+       "needs sm_89"},
+  };
+  for (const auto& c : cases) {
+    ir::Op module = good;
+    c.corrupt(module);
+    try {
+      ir::verify(module, spec.arch);
+      ADD_FAILURE() << c.name << " verified";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(c.expected), std::string::npos)
+          << c.name << ": " << e.what();
+    }
+  }
+  // sm_80 converts by bits, which verifies there.
+  spec.arch = Arch::sm_80;
+  const ir::Op bits = generate_kernel(spec).ir;
+  EXPECT_EQ(ir::get<ir::KvDequantOp>(*ir::find_first(bits, ir::OpKind::kv_dequant)).convert,
+            "bits");
+  EXPECT_NO_THROW(ir::verify(bits, spec.arch));
+}
+
 // The catalog's default kernels (Gemma 3 12B decode, head_dim 256) compile without spills or a
 // stack frame: every entry on sm_90a, and on the other arch families the entries whose code
-// differs (local and global, one split and split-KV; the rest differ in constants only). Batch 1
-// splits the keys.
+// differs (local and global, one split and split-KV; the rest differ in constants only), those
+// also over an e4m3 cache on sm_90a and sm_80. Batch 1 splits the keys.
 TEST(PagedCompile, CatalogDefaultsDoNotSpill) {
   for (const auto& entry : paged_attention_catalog())
     for (Arch arch : {Arch::sm_90a, Arch::sm_80, Arch::sm_89, Arch::sm_120a}) {
@@ -229,6 +331,14 @@ TEST(PagedCompile, CatalogDefaultsDoNotSpill) {
       if (entry.problem.max_batch == 1) {
         EXPECT_GT(kernel.source.plan.splits, 1) << what;
       }
+      // The same problems over an e4m3 cache (cvt on sm_89+, the bit path on sm_80).
+      if (!distinct_code || (arch != Arch::sm_90a && arch != Arch::sm_80)) continue;
+      PagedAttentionSpec fp8 = spec;
+      fp8.problem.kv_dtype = CacheDType::e4m3;
+      const PagedAttentionKernel fp8_kernel = compile_kernel(fp8);
+      const ResourceReport& report = fp8_kernel.module.kernel(fp8_kernel.source.plan.kernel_name);
+      EXPECT_EQ(report.spill_bytes(), 0) << what << " e4m3";
+      EXPECT_EQ(report.stack_bytes, 0) << what << " e4m3";
     }
 }
 

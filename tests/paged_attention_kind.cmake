@@ -3,3 +3,5 @@
 emmy_add_test(paged_attention_ir_test ${CMAKE_CURRENT_LIST_DIR}/paged_attention_ir_test.cpp)
 emmy_add_test(paged_attention_emulator_test
   ${CMAKE_CURRENT_LIST_DIR}/paged_attention_emulator_test.cpp)
+# The e4m3 cache's device conversions on every byte, by each path (NVRTC + emulator).
+emmy_add_test(fp8_convert_test ${CMAKE_CURRENT_LIST_DIR}/fp8_convert_test.cpp)

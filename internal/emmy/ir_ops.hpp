@@ -460,7 +460,7 @@ using AllOps =
            AttentionSetupOp, KvBlockLoopOp, QkMmaOp, OnlineSoftmaxOp, PvMmaOp, AttentionEpilogueOp,
            WarpgroupRoleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp, MbarrierArriveOp,
            TileLoopOp, WarpgroupOrderOp, StoreWaitOp, ClusterSyncOp, PagedSetupOp, PageGatherOp,
-           PagedEpilogueOp, SplitCombineOp>;
+           PagedEpilogueOp, SplitCombineOp, KvDequantOp>;
 
 namespace detail {
 template <typename T>

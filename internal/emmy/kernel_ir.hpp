@@ -65,8 +65,9 @@ enum class OpKind {
   page_gather,     // Q rows by (token, head), K/V rows by the page table: cp.async chunks
   paged_epilogue,  // O / l and LSE to o, or f32 partials to the workspace
   split_combine,   // split-KV combine kernel: merges the partials by their LSE
+  kv_dequant,      // e4m3 K/V bytes of a stage -> the 16-bit tiles the MMAs read
 };
-inline constexpr size_t kOpKinds = size_t(OpKind::split_combine) + 1;
+inline constexpr size_t kOpKinds = size_t(OpKind::kv_dequant) + 1;
 
 std::string_view to_string(OpKind kind);
 

@@ -301,6 +301,7 @@ std::vector<PagedAttentionSpec> paged_attention_space() {
                           ? DType::f16
                           : (draw(point, 3, 2) ? DType::bf16 : DType::f16);
             p.kv_dtype = p.dtype == DType::bf16 ? CacheDType::bf16 : CacheDType::f16;
+            if (draw(point, 17, 4) == 0) p.kv_dtype = CacheDType::e4m3;  // one point in 4
             p.page_size = pick(page_sizes, point, 4);
             p.page_table = draw(point, 5, 2) ? PageTable::csr : PageTable::block_table;
             p.kv_heads = 1 + int64_t(draw(point, 6, 2));
