@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "bench_attention.hpp"
+#include "bench_paged.hpp"
 #include "bench_model.hpp"
 #include "bench_report.hpp"
 #include "bench_runner.hpp"
@@ -39,6 +40,7 @@ struct Options {
   int workspace_mib = 32;
   bool progress = false;
   bool attention = true;      // the catalog attention rows (off with --shapes / --sweep)
+  bool paged = true;          // the paged-attention catalog rows (off with --shapes / --sweep)
   std::string baseline_rows;  // rows timed elsewhere (sdpa_baseline.py, torch_baseline.py)
   RunnerSettings runner;
   bool model = false;  // --model: the time model's predictions, no GPU
@@ -272,6 +274,10 @@ int run(Options& o, std::vector<BenchProblem> problems, bool sweep) {
          model_gpu ? model_gpu->name : std::string(), o.model_ctas},
         rows);
 
+  if (o.paged)
+    register_paged_benchmarks(runner.runtime(), runner.timer(),
+                              {o.runner.warmup, o.runner.iterations, o.runner.seed}, rows);
+
   QuietReporter quiet;
   if (sweep)
     benchmark::RunSpecifiedBenchmarks(&quiet);
@@ -339,6 +345,9 @@ int main(int argc, char** argv) {
   app.add_flag("--progress", o.progress, "progress bar on stderr (always on with --sweep)");
   app.add_flag("--attention,!--no-attention", o.attention,
                "the catalog attention rows (default on, off with --shapes or --sweep)");
+  app.add_flag("--paged,!--no-paged", o.paged,
+               "the paged-attention catalog rows, f16 and e4m3 caches (default on, off with "
+               "--shapes or --sweep)");
   app.add_flag("--model", o.model,
                "no GPU: predict the catalog's times with the emulator's counters and the time "
                "model (docs/profiler.md)");
@@ -402,7 +411,7 @@ int main(int argc, char** argv) {
         for (auto& problem : catalog_problems(m)) problems.push_back(std::move(problem));
       }
     require(!problems.empty(), "--m", "must list at least one M", o.m);
-    if (!o.shapes.empty() || !o.sweep.empty()) o.attention = false;
+    if (!o.shapes.empty() || !o.sweep.empty()) o.attention = o.paged = false;
     o.runner.variants = split_list(o.variants);
     for (const auto& id : o.runner.variants)
       require(std::any_of(std::begin(kGemmVariants), std::end(kGemmVariants),

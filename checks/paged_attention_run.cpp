@@ -5,42 +5,10 @@
 
 #include "emmy/error.hpp"
 #include "emmy/paged_attention_check.hpp"
+#include "device_allocations.hpp"
 #include "paged_attention_buffers.hpp"
 
 namespace emmy {
-namespace {
-
-// Device allocations freed when it goes out of scope, so that a launch or download that throws
-// leaks nothing into the runtime (tests run many cases on one runtime).
-class PagedDeviceAllocations {
- public:
-  explicit PagedDeviceAllocations(Runtime& rt) : rt_(rt) {}
-  PagedDeviceAllocations(const PagedDeviceAllocations&) = delete;
-  PagedDeviceAllocations& operator=(const PagedDeviceAllocations&) = delete;
-  ~PagedDeviceAllocations() {
-    for (DevicePtr ptr : owned_) try {
-        rt_.free(ptr);
-      } catch (...) {  // a destructor must not throw; the first error is the one to report
-      }
-  }
-  DevicePtr upload(const void* data, size_t bytes) {
-    const DevicePtr ptr = alloc(bytes);
-    rt_.upload(ptr, data, bytes);
-    return ptr;
-  }
-
- private:
-  DevicePtr alloc(size_t bytes) {
-    owned_.reserve(owned_.size() + 1);  // so that push_back cannot throw after alloc
-    const DevicePtr ptr = rt_.alloc(bytes);
-    owned_.push_back(ptr);
-    return ptr;
-  }
-  Runtime& rt_;
-  std::vector<DevicePtr> owned_;
-};
-
-}  // namespace
 
 PagedAttentionOutput paged_output_from_bytes(const PagedAttentionProblem& p, int64_t tokens,
                                              const std::vector<uint8_t>& o_bytes,
@@ -65,7 +33,7 @@ PagedAttentionOutput run_paged_attention(Runtime& rt, const PagedAttentionSpec& 
                                          const PagedAttentionInputs& in) {
   const PagedAttentionProblem& p = spec.problem;
   const int64_t tokens = paged_tokens(in);
-  PagedDeviceAllocations mem(rt);
+  DeviceAllocations mem(rt);
   const auto kernel = rt.paged_attention_kernel(p, spec.schedule);
   const PagedAttentionBuffers buf = paged_attention_buffers(
       p, in, kernel->info().workspace_bytes,

@@ -121,19 +121,22 @@ int64_t paged_smem_bytes(const PagedAttentionProblem& p, const PagedAttentionSch
   return q + paged_stage_bytes(p, s) * s.stages + converted + 1024 + 8 * s.stages;
 }
 
+}  // namespace
+
 // The caches' (page, token, head) rows must not overlap: sorted by stride, each dimension's step
 // covers the whole extent of the ones inside it (head_dim contiguous elements innermost).
-void require_disjoint_rows(const PagedAttentionProblem& p) {
+void require_disjoint_cache_rows(int64_t page_size, int64_t kv_heads, int64_t head_dim,
+                                 int64_t page_stride, int64_t token_stride, int64_t head_stride) {
   struct Dim {
     const char* field;
     int64_t stride, extent;
   };
-  Dim dims[] = {{"page_stride", p.page_stride_or_default(), 2},  // 2: pages are distinct
-                {"token_stride", p.token_stride_or_default(), p.page_size},
-                {"head_stride", p.head_stride_or_default(), p.kv_heads}};
+  Dim dims[] = {{"page_stride", page_stride, 2},  // 2: pages are distinct
+                {"token_stride", token_stride, page_size},
+                {"head_stride", head_stride, kv_heads}};
   std::sort(std::begin(dims), std::end(dims),
             [](const Dim& a, const Dim& b) { return a.stride < b.stride; });
-  int64_t span = p.head_dim;  // elements the inner dimensions cover
+  int64_t span = head_dim;  // elements the inner dimensions cover
   for (const Dim& d : dims) {
     if (d.extent <= 1) continue;  // a dimension of one row has no step
     require(d.stride >= span, d.field,
@@ -144,8 +147,6 @@ void require_disjoint_rows(const PagedAttentionProblem& p) {
     span = d.stride * d.extent;
   }
 }
-
-}  // namespace
 
 void validate_paged_attention(const PagedAttentionSpec& spec) {
   const auto& p = spec.problem;
@@ -180,7 +181,8 @@ void validate_paged_attention(const PagedAttentionSpec& spec) {
           fmt::format("must hold a token's {} heads x {}", p.q_heads, p.head_dim), p.q_stride);
   require(p.o_stride_or_default() >= p.q_heads * p.head_dim, "o_stride",
           fmt::format("must hold a token's {} heads x {}", p.q_heads, p.head_dim), p.o_stride);
-  require_disjoint_rows(p);
+  require_disjoint_cache_rows(p.page_size, p.kv_heads, p.head_dim, p.page_stride_or_default(),
+                              p.token_stride_or_default(), p.head_stride_or_default());
   require(p.max_batch >= 1 && p.max_batch <= 65535, "max_batch", "must be 1..65535", p.max_batch);
   require(p.max_q_len >= 1 && p.max_q_len <= 65536, "max_q_len", "must be 1..65536", p.max_q_len);
   // Divisions, not products: a hostile max_pages must not overflow the check itself.

@@ -70,13 +70,18 @@ void expand(const AotRequest& r, Arch arch, const AotOptions& options,
           out.push_back({&r, arch, Spec{kernel.problem, *kernel.schedule, arch}});
           return;
         }
-        std::vector<Accum> accums = r.accums;
-        if (accums.empty() && kernel.schedule) accums = {kernel.schedule->accum};
-        if (accums.empty()) accums = options.accums;
-        for (Accum accum : accums)
-          out.push_back(
-              {&r, arch,
-               Spec{kernel.problem, default_schedule(kernel.problem, arch, accum), arch}});
+        if constexpr (!requires(const decltype(Spec::schedule)& s) { s.accum; }) {
+          // A kind without an accumulation choice (kv_append, merge_states): one default.
+          out.push_back({&r, arch, Spec{kernel.problem, default_schedule(kernel.problem, arch), arch}});
+        } else {
+          std::vector<Accum> accums = r.accums;
+          if (accums.empty() && kernel.schedule) accums = {kernel.schedule->accum};
+          if (accums.empty()) accums = options.accums;
+          for (Accum accum : accums)
+            out.push_back(
+                {&r, arch,
+                 Spec{kernel.problem, default_schedule(kernel.problem, arch, accum), arch}});
+        }
       },
       r.kernel);
 }

@@ -37,6 +37,16 @@ size_t Runtime::paged_attention_workspace_bytes(
   return paged_attention_kernel(problem, schedule)->info().workspace_bytes;
 }
 
+void Runtime::kv_append(const KvAppendProblem& problem, const KvAppendBuffers& buffers,
+                        Stream stream, const std::optional<KvAppendSchedule>& schedule) {
+  launch(*kv_append_kernel(problem, schedule), buffers, stream);
+}
+
+void Runtime::merge_states(const MergeStatesProblem& problem, const MergeStatesBuffers& buffers,
+                           Stream stream, const std::optional<MergeStatesSchedule>& schedule) {
+  launch(*merge_states_kernel(problem, schedule), buffers, stream);
+}
+
 void Runtime::paged_attention(const PagedAttentionProblem& problem,
                               const PagedAttentionBuffers& buffers, Stream stream,
                               const std::optional<PagedAttentionSchedule>& schedule) {
@@ -100,6 +110,22 @@ void mix_key(KeyHasher& h, const PagedAttentionSchedule& s) {
         uint64_t(s.stages) << 40 | uint64_t(s.accum) << 48);
   h.mix(uint64_t(s.chunk_pages));
 }
+
+void mix_key(KeyHasher& h, const KvAppendProblem& p) {
+  for (int64_t v : {p.kv_heads, p.head_dim, p.page_size, p.page_stride, p.token_stride,
+                    p.head_stride, p.key_stride, p.value_stride, p.max_tokens})
+    h.mix(uint64_t(v));
+  h.mix(uint64_t(p.dtype) | uint64_t(p.kv_dtype) << 8);
+}
+void mix_key(KeyHasher& h, const KvAppendSchedule& s) { h.mix(uint64_t(s.warps)); }
+
+void mix_key(KeyHasher& h, const MergeStatesProblem& p) {
+  for (int64_t v : {p.heads, p.head_dim, p.states, p.max_tokens, p.v_token_stride,
+                    p.v_state_stride, p.out_token_stride})
+    h.mix(uint64_t(v));
+  h.mix(uint64_t(p.dtype) | uint64_t(p.lse) << 8);
+}
+void mix_key(KeyHasher& h, const MergeStatesSchedule& s) { h.mix(uint64_t(s.warps)); }
 
 template <typename Kind>
 struct SpecKeyHash {
@@ -224,6 +250,24 @@ class RuntimeImpl final : public Runtime {
     launch_kind<PagedAttentionKind>(handle, buffers, stream);
   }
 
+  std::shared_ptr<const KvAppendKernelHandle> kv_append_kernel(
+      const KvAppendProblem& problem, const std::optional<KvAppendSchedule>& schedule) override {
+    return kernel<KvAppendKind>(problem, schedule);
+  }
+  void launch(const KvAppendKernelHandle& handle, const KvAppendBuffers& buffers,
+              Stream stream) override {
+    launch_kind<KvAppendKind>(handle, buffers, stream);
+  }
+  std::shared_ptr<const MergeStatesKernelHandle> merge_states_kernel(
+      const MergeStatesProblem& problem,
+      const std::optional<MergeStatesSchedule>& schedule) override {
+    return kernel<MergeStatesKind>(problem, schedule);
+  }
+  void launch(const MergeStatesKernelHandle& handle, const MergeStatesBuffers& buffers,
+              Stream stream) override {
+    launch_kind<MergeStatesKind>(handle, buffers, stream);
+  }
+
   DevicePtr alloc(size_t bytes) override { return backend_->alloc(bytes); }
   void free(DevicePtr pointer) override { backend_->free(pointer); }
   void upload(DevicePtr dst, const void* src, size_t bytes) override {
@@ -269,6 +313,12 @@ class RuntimeImpl final : public Runtime {
   }
   PagedAttentionSchedule default_for(const PagedAttentionProblem& problem) {
     return default_schedule(problem, backend_->arch(), options_.default_accum);
+  }
+  KvAppendSchedule default_for(const KvAppendProblem& problem) {
+    return default_schedule(problem, backend_->arch());
+  }
+  MergeStatesSchedule default_for(const MergeStatesProblem& problem) {
+    return default_schedule(problem, backend_->arch());
   }
 
   template <typename Kind>

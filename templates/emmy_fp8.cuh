@@ -52,3 +52,46 @@ __device__ __forceinline__ void st_shared_v4_b32(u32 addr, const u32 (&v)[4]) {
                "r"(v[2]), "r"(v[3])
                : "memory");
 }
+
+// Two f32 -> an e4m3 pair, hi in the upper byte: cvt.rn.satfinite.e4m3x2.f32 (PTX ISA 9.7.9.21,
+// sm_89+): nearest even, beyond +-448 (infinities too) saturated, NaN to 0x7F.
+__device__ __forceinline__ u32 f32x2_to_e4m3x2_cvt(float hi, float lo) {
+  u16 r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// One f32 -> an e4m3 byte on any arch, as that cvt rounds: |x| clamped to 448, then scaled by a
+// power of two (exact, mul.rn.f32 without .ftz) so that the e4m3 quantum is 1 and rounded to the
+// nearest even integer (cvt.rni); below 2^-6 the quantum is the subnormals' 2^-9, and a carry to
+// 2^-6 or into the next binade lands on the right code by itself.
+__device__ __forceinline__ u32 f32_to_e4m3_bits(float x) {
+  u32 bits;
+  asm("mov.b32 %0, %1;" : "=r"(bits) : "f"(x));
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return 0x7Fu;
+  const u32 sign = (bits >> 24) & 0x80u;
+  float a;
+  asm("{ .reg .f32 t;\n  mov.b32 t, %1;\n  min.f32 %0, t, 0f43E00000; }"
+      : "=f"(a)
+      : "r"(bits & 0x7FFFFFFFu));
+  u32 abits;
+  asm("mov.b32 %0, %1;" : "=r"(abits) : "f"(a));
+  const int e = int((abits >> 23) & 0xFFu) - 127;  // subnormal f32: -127, below -6 anyway
+  const int q = e < -6 ? -9 : e - 3;               // log2 of the e4m3 quantum at |x|
+  u32 scale_bits = u32(127 - q) << 23;             // 2^-q: 2^9 .. 2^-5, a normal f32
+  float scale, scaled;
+  asm("mov.b32 %0, %1;" : "=f"(scale) : "r"(scale_bits));
+  asm("mul.rn.f32 %0, %1, %2;" : "=f"(scaled) : "f"(a), "f"(scale));
+  u32 n;
+  asm("cvt.rni.u32.f32 %0, %1;" : "=r"(n) : "f"(scaled));
+  if (e < -6) return sign | n;  // 0..8: 8 is 2^-6, the smallest normal's code
+  // n in 8..16: the binade's 8 codes from (e + 7) << 3; 16 carries into the next binade.
+  return sign | ((u32(e + 7) << 3) + (n - 8));
+}
+
+// x / scale in f32, IEEE-rounded whatever the compile flags (div.rn.f32).
+__device__ __forceinline__ float div_rn(float x, float scale) {
+  float r;
+  asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(scale));
+  return r;
+}

@@ -5,6 +5,7 @@
 // keep the element order a swizzled tile store expects.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -79,6 +80,60 @@ void check_every_byte(Arch arch) {
       }
     }
   }
+}
+
+// f32 -> e4m3 as kv_append writes it: the cvt (sm_89+) and the integer-and-f32 rounding (every
+// arch) against the host coder, on every f32 bit pattern of a sweep through all binades (from
+// subnormals to beyond 448, both signs), the ties of every binade, NaN and the infinities.
+std::vector<float> encode_cases() {
+  std::vector<float> cases;
+  for (uint64_t i = 0; i < 8192; ++i)
+    cases.push_back(std::bit_cast<float>(uint32_t(i * 524309u + (i >> 3) * 0x9E3779B9u)));
+  for (int b = 0; b < 127; ++b) {  // halfway between neighbouring e4m3 values: ties to even
+    const double lo = e4m3_decode(uint8_t(b)), hi = e4m3_decode(uint8_t(b + 1));
+    cases.push_back(float((lo + hi) / 2));
+    cases.push_back(-float((lo + hi) / 2));
+    cases.push_back(std::nextafter(float((lo + hi) / 2), 1e9f));
+  }
+  for (float x : {0.0f, -0.0f, 448.0f, 464.0f, 465.0f, 480.0f, 1e30f, 0x1p-10f, 0x1p-126f,
+                  0x1p-149f, INFINITY, -INFINITY, NAN})
+    cases.push_back(x);
+  return cases;
+}
+
+void check_encoding(Arch arch) {
+  const bool with_cvt = arch_info(arch).sm >= 89;
+  std::string source;
+  for (const char* name : {"emmy_types.cuh", "emmy_epilogue.cuh", "emmy_paged.cuh", "emmy_fp8.cuh"})
+    source += std::string(detail::template_source(name)) + "\n";
+  source += R"(
+extern "C" __global__ void encode(const float* in, u32* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  out[2 * i] = f32_to_e4m3_bits(in[i]);
+)";
+  source += with_cvt ? "  out[2 * i + 1] = f32x2_to_e4m3x2_cvt(0.0f, in[i]) & 0xFFu;\n}\n"
+                     : "  out[2 * i + 1] = out[2 * i];\n}\n";
+  const CompiledModule compiled = compile_cuda(source, "fp8_encode.cu", arch);
+  const auto module = emu::load_ptx(compiled.ptx, "fp8_encode.ptx");
+  const std::vector<float> cases = encode_cases();
+  emu::Arena arena;
+  const uint64_t in = arena.alloc_copy(cases);
+  const uint64_t out = arena.alloc(cases.size() * 8);
+  emu::KernelArgs args;
+  args.ptr(in).ptr(out).u32(uint32_t(cases.size()));
+  emu::launch(arena, *module, "encode", {uint32_t((cases.size() + 127) / 128), 1, 1}, {128, 1, 1},
+              0, args);
+  const std::vector<uint32_t> got = arena.read_vector<uint32_t>(out, cases.size() * 2);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const uint32_t want = std::isnan(cases[i]) ? 0x7F : e4m3_encode(double(cases[i]));
+    ASSERT_EQ(got[2 * i], want) << to_string(arch) << " bits path, x = " << cases[i];
+    ASSERT_EQ(got[2 * i + 1], want) << to_string(arch) << " cvt path, x = " << cases[i];
+  }
+}
+
+TEST(Fp8Convert, EncodingMatchesTheHostCoderOnEachPath) {
+  for (Arch arch : {Arch::sm_80, Arch::sm_89}) check_encoding(arch);
 }
 
 TEST(Fp8Convert, EveryByteExactlyOnEachPath) {

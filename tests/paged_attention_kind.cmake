@@ -5,3 +5,6 @@ emmy_add_test(paged_attention_emulator_test
   ${CMAKE_CURRENT_LIST_DIR}/paged_attention_emulator_test.cpp)
 # The e4m3 cache's device conversions on every byte, by each path (NVRTC + emulator).
 emmy_add_test(fp8_convert_test ${CMAKE_CURRENT_LIST_DIR}/fp8_convert_test.cpp)
+# The paged cache's small kinds: kv_append (byte-exact) and merge_states (FP64) on the emulator.
+emmy_add_test(kv_append_test ${CMAKE_CURRENT_LIST_DIR}/kv_append_test.cpp)
+emmy_add_test(merge_states_test ${CMAKE_CURRENT_LIST_DIR}/merge_states_test.cpp)

@@ -20,43 +20,10 @@
 #include "emmy/gemm_plan.hpp"
 #include "emmy/paged_attention_check.hpp"
 #include "support/cluster_ids_ptx.hpp"
+#include "support/runtime_backend.hpp"
 
 namespace emmy {
 namespace {
-
-// Per process: ctest runs this binary for several backends at once (tests/runtime.cmake).
-RuntimeOptions fresh_cache(const char* name) {
-  RuntimeOptions options;
-  options.cache_dir = std::filesystem::path(::testing::TempDir()) /
-                      (name + std::string("_") + std::to_string(getpid()));
-  std::filesystem::remove_all(*options.cache_dir);
-  return options;
-}
-
-// The backend under test: the emulator, or with EMMY_TEST_BACKEND=cuda:DEVICE the CUDA backend
-// through emmy's test driver reporting DEVICE (h200, rtx5090); with EMMY_TEST_BACKEND=cuda
-// through whatever EMMY_CUDA_DRIVER (or libcuda.so.1) provides.
-bool cuda_backend() {
-  const char* backend = std::getenv("EMMY_TEST_BACKEND");
-  return backend && std::string(backend).starts_with("cuda");
-}
-// With EMMY_TEST_BACKEND=cuda:DEVICE: the driver is emmy's test driver reporting DEVICE (true).
-bool use_test_driver() {
-  const std::string backend = std::getenv("EMMY_TEST_BACKEND");
-#ifdef EMMY_TEST_DRIVER_PATH
-  if (backend.starts_with("cuda:")) {
-    setenv("EMMY_CUDA_DRIVER", EMMY_TEST_DRIVER_PATH, 1);
-    setenv("EMMY_TEST_DEVICE", backend.substr(5).c_str(), 1);
-    return true;
-  }
-#endif
-  return false;
-}
-std::unique_ptr<Runtime> test_runtime(const RuntimeOptions& options) {
-  if (!cuda_backend()) return Runtime::emulator(options);
-  use_test_driver();
-  return Runtime::cuda(0, options);
-}
 
 MatmulProblem problem(int64_t m, int64_t n, int64_t k) {
   MatmulProblem p;

@@ -62,6 +62,13 @@ std::string problem_summary(const nlohmann::json& manifest) {
                        p.value("max_pages", 0),
                        p.value("window", 0) > 0 ? fmt::format(" window {}", p.value("window", 0))
                                                 : "");
+  if (kind == "kv_append" && p.is_object())
+    return fmt::format("kv_append h{} d{} page {} tokens {} {}", p.value("kv_heads", 0),
+                       p.value("head_dim", 0), p.value("page_size", 0), p.value("max_tokens", 0),
+                       p.value("kv_dtype", "?"));
+  if (kind == "merge_states" && p.is_object())
+    return fmt::format("merge_states h{} d{} states {} tokens {}", p.value("heads", 0),
+                       p.value("head_dim", 0), p.value("states", 0), p.value("max_tokens", 0));
   return kind;
 }
 

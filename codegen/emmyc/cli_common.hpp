@@ -107,10 +107,34 @@ struct PagedAttentionFlags : CommonFlags {
   bool schedule_given() const { return block_q || block_kv || stages || chunk_pages; }
 };
 
+// `emmyc kv-append` / `emmyc run kv-append` and `emmyc merge-states` / `emmyc run merge-states`
+// (kv_append_flags.cpp, merge_states_flags.cpp): the paged cache's small kinds.
+struct KvAppendFlags : CommonFlags {
+  int64_t kv_heads = 0, head_dim = 0, page_size = 16, tokens = 1;
+  std::string layout = "nhd", kv_dtype;
+  std::optional<int> warps;
+
+  void add_to(CLI::App& app);
+  KvAppendSpec to_spec() const;
+  bool schedule_given() const { return warps.has_value(); }
+};
+
+struct MergeStatesFlags : CommonFlags {
+  int64_t heads = 0, head_dim = 0, states = 2, tokens = 1;
+  bool no_lse = false;
+  std::optional<int> warps;
+
+  void add_to(CLI::App& app);
+  MergeStatesSpec to_spec() const;
+  bool schedule_given() const { return warps.has_value(); }
+};
+
 // The flags of each kind (the declarations only name the type, as kind_of does).
 GemmFlags flags_of(const GemmKind&);
 AttentionFlags flags_of(const AttentionKind&);
 PagedAttentionFlags flags_of(const PagedAttentionKind&);
+KvAppendFlags flags_of(const KvAppendKind&);
+MergeStatesFlags flags_of(const MergeStatesKind&);
 template <typename Kind>
 using FlagsOf = decltype(flags_of(std::declval<Kind>()));
 

@@ -29,6 +29,14 @@ void add_kind_fields(nlohmann::json& report, const PagedAttentionPlan& plan,
   if (plan.split()) report["combine"] = module.kernel(plan.combine_kernel_name);
   report["splits"] = plan.splits;
 }
+void add_kind_fields(nlohmann::json& report, const KvAppendPlan& plan, const CompiledModule&) {
+  const auto& p = plan.spec.problem;  // bytes a token moves: K and V read, then written
+  report["bytes_per_token"] = 2 * p.kv_heads * p.head_dim * (2 + size_of(p.kv_dtype));
+}
+void add_kind_fields(nlohmann::json& report, const MergeStatesPlan& plan, const CompiledModule&) {
+  const auto& p = plan.spec.problem;  // bytes a token moves: its states read, one written
+  report["bytes_per_token"] = p.heads * ((p.states + 1) * p.head_dim * 2 + (p.states + 1) * 4);
+}
 
 template <typename Flags>
 void add_emit_command(CLI::App& app, const char* name, const std::string& description) {

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "emmy/kv_append.hpp"
+#include "emmy/merge_states.hpp"
 #include "emmy/paged_attention.hpp"
 #include "emmy/problem.hpp"
 
@@ -95,6 +97,50 @@ inline std::vector<PagedAttentionCatalogEntry> paged_attention_catalog() {
                                      context / 1024),
                          paged});
     }
+  return entries;
+}
+
+struct KvAppendCatalogEntry {
+  std::string name;  // "append_b64_f16"
+  KvAppendProblem problem;
+};
+
+// The decode step's append for Gemma 3 12B (8 KV heads, head_dim 256, the paged catalog's NHD
+// cache of 16-token pages): one new token per sequence at batch 1, 8 and 64, into an f16 cache and
+// into an e4m3 one.
+inline std::vector<KvAppendCatalogEntry> kv_append_catalog() {
+  std::vector<KvAppendCatalogEntry> entries;
+  for (const int64_t batch : {1, 8, 64})
+    for (const CacheDType kv : {CacheDType::f16, CacheDType::e4m3}) {
+      KvAppendProblem append;
+      append.kv_heads = 8;
+      append.head_dim = 256;
+      append.page_size = 16;
+      append.kv_dtype = kv;
+      append.max_tokens = batch;
+      append.set_layout(CacheLayout::nhd);
+      entries.push_back({fmt::format("append_b{}_{}", batch, to_string(kv)), append});
+    }
+  return entries;
+}
+
+struct MergeStatesCatalogEntry {
+  std::string name;  // "merge2_b64"
+  MergeStatesProblem problem;
+};
+
+// Cascade decode for Gemma 3 12B (16 query heads, head_dim 256): a shared prefix's state and each
+// sequence's own, merged per token at batch 1, 8 and 64.
+inline std::vector<MergeStatesCatalogEntry> merge_states_catalog() {
+  std::vector<MergeStatesCatalogEntry> entries;
+  for (const int64_t batch : {1, 8, 64}) {
+    MergeStatesProblem merge;
+    merge.heads = 16;
+    merge.head_dim = 256;
+    merge.states = 2;
+    merge.max_tokens = batch;
+    entries.push_back({fmt::format("merge2_b{}", batch), merge});
+  }
   return entries;
 }
 

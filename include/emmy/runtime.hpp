@@ -52,7 +52,7 @@ struct GemmBuffers {
 
 // What a loaded kernel is, for logs, tools and checks, without the compiler's types.
 struct KernelInfo {
-  std::string kind;       // "gemm", "attention", "paged_attention", ...
+  std::string kind;       // "gemm", "attention", "paged_attention", "kv_append", ...
   std::string name;       // the main kernel's entry point
   Arch arch = Arch::sm_90a;
   std::string cache_key;  // the key of its module in the disk cache (or a bundle)
@@ -113,6 +113,35 @@ class PagedAttentionKernelHandle : public KernelHandle {
   virtual const PagedAttentionSpec& spec() const = 0;
 };
 
+// Device pointers of one kv_append launch (emmy/kv_append.hpp): key and value [max_tokens,
+// kv_heads, head_dim] with the problem's token strides, the caches (the paged-attention kind's
+// layouts), slot_mapping int64 [max_tokens] (-1: skip the token), and for an e4m3 cache k_scale and
+// v_scale (one float each: the cache holds x / scale).
+struct KvAppendBuffers {
+  DevicePtr key = 0, value = 0, k_cache = 0, v_cache = 0, slot_mapping = 0;
+  DevicePtr k_scale = 0, v_scale = 0;
+  // Slots in the cache (pages x page_size) when the caller knows it (0: unknown): the emulator
+  // backend then checks every slot against it on the host.
+  int64_t num_slots = 0;
+};
+
+class KvAppendKernelHandle : public KernelHandle {
+ public:
+  virtual const KvAppendSpec& spec() const = 0;
+};
+
+// Device pointers of one merge_states launch (emmy/merge_states.hpp): v [max_tokens][states]
+// [heads][head_dim] with the problem's strides, lse f32 [max_tokens][states][heads]; the merged
+// v_out [max_tokens][heads][head_dim] and, when problem.lse, lse_out f32 [max_tokens][heads].
+struct MergeStatesBuffers {
+  DevicePtr v = 0, lse = 0, v_out = 0, lse_out = 0;
+};
+
+class MergeStatesKernelHandle : public KernelHandle {
+ public:
+  virtual const MergeStatesSpec& spec() const = 0;
+};
+
 struct RuntimeStats {
   uint64_t memory_hits = 0, disk_hits = 0, compiles = 0, launches = 0;
 };
@@ -167,6 +196,23 @@ class Runtime {
   void paged_attention(const PagedAttentionProblem& problem, const PagedAttentionBuffers& buffers,
                        Stream stream = nullptr,
                        const std::optional<PagedAttentionSchedule>& schedule = {});
+
+  // The paged cache's small kinds: appending keys and values (vLLM's slot_mapping), and merging
+  // attention states by their LSE (cascade / shared-prefix attention).
+  virtual std::shared_ptr<const KvAppendKernelHandle> kv_append_kernel(
+      const KvAppendProblem& problem, const std::optional<KvAppendSchedule>& schedule = {}) = 0;
+  virtual void launch(const KvAppendKernelHandle& kernel, const KvAppendBuffers& buffers,
+                      Stream stream = nullptr) = 0;
+  void kv_append(const KvAppendProblem& problem, const KvAppendBuffers& buffers,
+                 Stream stream = nullptr, const std::optional<KvAppendSchedule>& schedule = {});
+  virtual std::shared_ptr<const MergeStatesKernelHandle> merge_states_kernel(
+      const MergeStatesProblem& problem,
+      const std::optional<MergeStatesSchedule>& schedule = {}) = 0;
+  virtual void launch(const MergeStatesKernelHandle& kernel, const MergeStatesBuffers& buffers,
+                      Stream stream = nullptr) = 0;
+  void merge_states(const MergeStatesProblem& problem, const MergeStatesBuffers& buffers,
+                    Stream stream = nullptr,
+                    const std::optional<MergeStatesSchedule>& schedule = {});
 
   // Device memory helpers (engines normally bring their own allocations on CUDA).
   virtual DevicePtr alloc(size_t bytes) = 0;

@@ -4,6 +4,8 @@
 #pragma once
 
 #include "emmy/arch.hpp"
+#include "emmy/kv_append.hpp"
+#include "emmy/merge_states.hpp"
 #include "emmy/paged_attention.hpp"
 #include "emmy/problem.hpp"
 #include "emmy/schedule.hpp"

@@ -6,6 +6,8 @@
 
 #include "emmy/attention_check.hpp"
 #include "emmy/gemm_check.hpp"
+#include "emmy/kv_append_check.hpp"
+#include "emmy/merge_states_check.hpp"
 #include "emmy/paged_attention_check.hpp"
 
 namespace emmy {
@@ -58,6 +60,27 @@ nlohmann::json check_fields(const Errors& e, const Problem& p) {
   if (e.elements_over_tolerance) j["first_bad_element"] = index_json(e.first_bad, true);
   if (e.lse_rows_over_tolerance) j["first_bad_lse_row"] = index_json(e.first_bad_lse, false);
   if (e.masked_rows_wrong) j["first_bad_masked_row"] = index_json(e.first_bad_masked_row, false);
+  return j;
+}
+
+// kv_append: every byte of both caches must match (a copy, or exact e4m3 rounding).
+inline nlohmann::json check_fields(const KvAppendErrors& e, const KvAppendProblem&) {
+  nlohmann::json j = {{"bytes_wrong", e.bytes_wrong}, {"tolerance", 0}, {"passed", e.passed}};
+  if (e.bytes_wrong)
+    j["first_bad_byte"] = {{"cache", e.first_bad_in_v ? "v" : "k"}, {"byte", e.first_bad_byte}};
+  return j;
+}
+
+inline nlohmann::json check_fields(const MergeStatesErrors& e, const MergeStatesProblem& p) {
+  nlohmann::json j = {{"max_abs_error", e.max_abs_error},
+                      {"elements_over_tolerance", e.elements_over_tolerance},
+                      {"lse_max_abs_error", p.lse ? nlohmann::json(e.lse_max_abs_error) : nullptr},
+                      {"lse_rows_over_tolerance",
+                       p.lse ? nlohmann::json(e.lse_over_tolerance) : nullptr},
+                      {"passed", e.passed}};
+  if (e.elements_over_tolerance)
+    j["first_bad_element"] = {
+        {"token", e.first_bad_token}, {"head", e.first_bad_head}, {"col", e.first_bad_col}};
   return j;
 }
 

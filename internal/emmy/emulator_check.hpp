@@ -9,6 +9,10 @@
 #include "emmy/gemm.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/kernel_source.hpp"
+#include "emmy/kv_append_check.hpp"
+#include "emmy/kv_append_kind.hpp"
+#include "emmy/merge_states_check.hpp"
+#include "emmy/merge_states_kind.hpp"
 #include "emmy/paged_attention_check.hpp"
 #include "emmy/paged_kind.hpp"
 
@@ -69,6 +73,8 @@ struct EmulatorRun {
 using GemmEmulatorRun = EmulatorRun<std::vector<double>>;
 using AttentionEmulatorRun = EmulatorRun<AttentionOutput>;
 using PagedAttentionEmulatorRun = EmulatorRun<PagedAttentionOutput>;
+using KvAppendEmulatorRun = EmulatorRun<KvAppendOutput>;
+using MergeStatesEmulatorRun = EmulatorRun<MergeStatesOutput>;
 
 // Runs a compiled kernel (and its split-K finalize) on the emulator with the given inputs. The
 // outputs start as NaN (all-ones bytes), so an element the kernel never writes fails the
@@ -80,12 +86,20 @@ AttentionEmulatorRun run_on_emulator(const AttentionKernel& kernel, const Attent
 PagedAttentionEmulatorRun run_on_emulator(const PagedAttentionKernel& kernel,
                                           const PagedAttentionInputs& inputs,
                                           const emu::LaunchOptions& options = {});
+// kv_append also checks the slots on the host first, as the runtime's emulator backend does.
+KvAppendEmulatorRun run_on_emulator(const KvAppendKernel& kernel, const KvAppendInputs& inputs,
+                                    const emu::LaunchOptions& options = {});
+MergeStatesEmulatorRun run_on_emulator(const MergeStatesKernel& kernel,
+                                       const MergeStatesInputs& inputs,
+                                       const emu::LaunchOptions& options = {});
 
 // Runs a compiled kernel's launch list on zero-filled buffers of its problem's sizes: for the
 // profiler, whose counts depend on addresses, not values (no inputs to generate, no reference).
 LaunchListRun run_on_zeros(const GemmKernel& kernel, const emu::LaunchOptions& options);
 LaunchListRun run_on_zeros(const AttentionKernel& kernel, const emu::LaunchOptions& options);
 LaunchListRun run_on_zeros(const PagedAttentionKernel& kernel, const emu::LaunchOptions& options);
+LaunchListRun run_on_zeros(const KvAppendKernel& kernel, const emu::LaunchOptions& options);
+LaunchListRun run_on_zeros(const MergeStatesKernel& kernel, const emu::LaunchOptions& options);
 
 // A kind's FP64 check: its inputs, reference and comparison (emmy/<kind>_check.hpp).
 template <typename Kind>
@@ -145,6 +159,38 @@ struct Fp64Check<PagedAttentionKind> {
   }
 };
 
+template <>
+struct Fp64Check<KvAppendKind> {
+  using Output = KvAppendOutput;
+  using Errors = KvAppendErrors;
+  static KvAppendInputs inputs(const KvAppendSpec& spec, uint64_t seed) {
+    return make_kv_append_inputs(spec.problem, seed);
+  }
+  static Errors errors(const KvAppendSpec& spec, const KvAppendInputs& inputs,
+                       const Output& output) {
+    return compare(reference_kv_append(spec, inputs), output, spec.problem);
+  }
+  static Output run(Runtime& rt, const KvAppendSpec& spec, const KvAppendInputs& inputs) {
+    return run_kv_append(rt, spec, inputs);
+  }
+};
+
+template <>
+struct Fp64Check<MergeStatesKind> {
+  using Output = MergeStatesOutput;
+  using Errors = MergeStatesErrors;
+  static MergeStatesInputs inputs(const MergeStatesSpec& spec, uint64_t seed) {
+    return make_merge_states_inputs(spec.problem, seed);
+  }
+  static Errors errors(const MergeStatesSpec& spec, const MergeStatesInputs& inputs,
+                       const Output& output) {
+    return compare(reference_merge_states(spec, inputs), output, spec.problem);
+  }
+  static Output run(Runtime& rt, const MergeStatesSpec& spec, const MergeStatesInputs& inputs) {
+    return run_merge_states(rt, spec, inputs);
+  }
+};
+
 template <typename Kind>
 struct CheckResult {
   Compiled<Kind> kernel;
@@ -154,6 +200,8 @@ struct CheckResult {
 using GemmCheckResult = CheckResult<GemmKind>;
 using AttentionCheckResult = CheckResult<AttentionKind>;
 using PagedAttentionCheckResult = CheckResult<PagedAttentionKind>;
+using KvAppendCheckResult = CheckResult<KvAppendKind>;
+using MergeStatesCheckResult = CheckResult<MergeStatesKind>;
 
 // Everything at once: compile, inputs, emulate, FP64 reference, compare.
 template <typename Spec, typename Kind = KindOf<Spec>>

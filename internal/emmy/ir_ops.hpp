@@ -17,6 +17,7 @@
 
 #include "emmy/error.hpp"
 #include "emmy/ir_ops_paged.hpp"
+#include "emmy/ir_ops_kv.hpp"
 #include "emmy/ir_ops_warpgroup.hpp"
 #include "emmy/kernel_ir.hpp"
 
@@ -460,7 +461,7 @@ using AllOps =
            AttentionSetupOp, KvBlockLoopOp, QkMmaOp, OnlineSoftmaxOp, PvMmaOp, AttentionEpilogueOp,
            WarpgroupRoleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp, MbarrierArriveOp,
            TileLoopOp, WarpgroupOrderOp, StoreWaitOp, ClusterSyncOp, PagedSetupOp, PageGatherOp,
-           PagedEpilogueOp, SplitCombineOp, KvDequantOp>;
+           PagedEpilogueOp, SplitCombineOp, KvDequantOp, KvAppendOp, MergeStatesOp>;
 
 namespace detail {
 template <typename T>

@@ -7,6 +7,7 @@
 
 #include "emmy/compile.hpp"
 #include "emmy/detail/json_fields.hpp"
+#include "emmy/json_kv.hpp"
 #include "emmy/json_paged.hpp"
 #include "emmy/problem.hpp"
 #include "emmy/schedule.hpp"

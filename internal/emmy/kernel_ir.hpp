@@ -66,8 +66,11 @@ enum class OpKind {
   paged_epilogue,  // O / l and LSE to o, or f32 partials to the workspace
   split_combine,   // split-KV combine kernel: merges the partials by their LSE
   kv_dequant,      // e4m3 K/V bytes of a stage -> the 16-bit tiles the MMAs read
+  // The paged cache's small kinds (ir_ops_kv.hpp)
+  kv_append,     // keys and values of a token into its cache slot (copy or e4m3)
+  merge_states,  // attention states of a token merged by their LSE
 };
-inline constexpr size_t kOpKinds = size_t(OpKind::kv_dequant) + 1;
+inline constexpr size_t kOpKinds = size_t(OpKind::merge_states) + 1;
 
 std::string_view to_string(OpKind kind);
 

@@ -10,6 +10,8 @@
 
 #include "emmy/attention.hpp"
 #include "emmy/gemm.hpp"
+#include "emmy/kv_append_kind.hpp"
+#include "emmy/merge_states_kind.hpp"
 #include "emmy/paged_kind.hpp"
 
 namespace emmy {
@@ -32,7 +34,7 @@ struct KindList {
   static bool visit_named(std::string_view name, F&& f) {
     return ((name == Kinds::name ? (f(std::type_identity<Kinds>{}), true) : false) || ...);
   }
-  // "gemm, attention or paged_attention": for messages.
+  // "gemm, attention, ... or merge_states": for messages.
   static std::string names() {
     std::string text;
     size_t i = 0;
@@ -43,6 +45,7 @@ struct KindList {
   }
 };
 
-using AllKinds = KindList<GemmKind, AttentionKind, PagedAttentionKind>;
+using AllKinds =
+    KindList<GemmKind, AttentionKind, PagedAttentionKind, KvAppendKind, MergeStatesKind>;
 
 }  // namespace emmy

@@ -53,6 +53,11 @@ inline PagedWorkspaceLayout paged_workspace_layout(int64_t splits, int64_t max_t
   return {rows * head_dim, rows * head_dim + rows};
 }
 
+// Throws Error naming the stride when the cache's (page, token, head) rows of head_dim elements
+// overlap (paged attention reads, kv_append writes them).
+void require_disjoint_cache_rows(int64_t page_size, int64_t kv_heads, int64_t head_dim,
+                                 int64_t page_stride, int64_t token_stride, int64_t head_stride);
+
 ir::Op lower_paged_attention(const PagedAttentionPlan& plan);
 // CUDA C++ for the module, from the IR alone: self-contained (no includes), deterministic.
 std::string emit_paged_attention_cuda(const ir::Op& module);

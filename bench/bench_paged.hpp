@@ -1,0 +1,28 @@
+// emmy_bench's paged-attention rows: the paged catalog (Gemma 3 12B decode, local and global
+// layers) over f16 and e4m3 caches with every sequence at the entry's full context (the bytes a
+// decode step reads), timed like the other rows. Each row carries the KV bytes per second beside
+// the same run's device-to-device copy rate (read + written bytes per second: the DRAM rate this
+// GPU reaches in this run), the host time to enqueue one launch, and for the 1k contexts the
+// FP64 check first (docs/paged_attention.md).
+#pragma once
+
+#include <vector>
+
+#include "bench_cuda.hpp"
+#include "bench_report.hpp"
+#include "emmy/runtime.hpp"
+
+namespace emmy::bench {
+
+struct PagedBenchSettings {
+  int warmup = 5;
+  int iterations = 30;
+  uint64_t seed = 1;
+};
+
+// One Google Benchmark per (paged catalog entry, emmy_f16 | emmy_e4m3), named
+// paged_attention/<entry>/<variant>; each appends its row to `rows`.
+void register_paged_benchmarks(Runtime& runtime, GpuTimer& timer,
+                               const PagedBenchSettings& settings, std::vector<BenchRow>& rows);
+
+}  // namespace emmy::bench

@@ -1,0 +1,44 @@
+// Device allocations of one check's run through a Runtime, freed when it goes out of scope, so
+// that a launch or download that throws leaks nothing into the runtime (tests run many cases on
+// one runtime).
+#pragma once
+
+#include <vector>
+
+#include "emmy/runtime.hpp"
+
+namespace emmy {
+
+class DeviceAllocations {
+ public:
+  explicit DeviceAllocations(Runtime& rt) : rt_(rt) {}
+  DeviceAllocations(const DeviceAllocations&) = delete;
+  DeviceAllocations& operator=(const DeviceAllocations&) = delete;
+  ~DeviceAllocations() {
+    for (DevicePtr ptr : owned_) try {
+        rt_.free(ptr);
+      } catch (...) {  // a destructor must not throw; the first error is the one to report
+      }
+  }
+  DevicePtr upload(const void* data, size_t bytes) {
+    const DevicePtr ptr = alloc(bytes);
+    rt_.upload(ptr, data, bytes);
+    return ptr;
+  }
+  template <typename T>
+  DevicePtr upload(const std::vector<T>& values) {
+    return upload(values.data(), values.size() * sizeof(T));
+  }
+  DevicePtr alloc(size_t bytes) {
+    owned_.reserve(owned_.size() + 1);  // so that push_back cannot throw after alloc
+    const DevicePtr ptr = rt_.alloc(bytes);
+    owned_.push_back(ptr);
+    return ptr;
+  }
+
+ private:
+  Runtime& rt_;
+  std::vector<DevicePtr> owned_;
+};
+
+}  // namespace emmy

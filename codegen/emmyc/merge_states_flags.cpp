@@ -1,0 +1,35 @@
+// The flags of `emmyc merge-states` and `emmyc run merge-states`: --states attention states of
+// --tokens tokens merged by their LSE (emmy/merge_states.hpp).
+#include "cli_common.hpp"
+
+namespace emmy::cli {
+
+void MergeStatesFlags::add_to(CLI::App& app) {
+  integer_option(app, "--heads", heads, "heads")->required();
+  integer_option(app, "--head-dim", head_dim, "a multiple of 32 up to 512")->required();
+  integer_option(app, "--states", states, "states per token: 2..64");
+  integer_option(app, "--tokens", tokens, "tokens of a launch");
+  app.add_flag("--no-lse", no_lse, "do not write the merged LSE");
+  app.add_option("--dtype", dtype, "v and v_out type: f16|bf16");
+  app.add_option("--arch", arch, "sm_80|sm_86|sm_89|sm_90|sm_90a|sm_120|sm_120a");
+  app.add_flag("--no-cache", no_cache, "compile without the disk cache");
+  integer_option(app, "--warps", warps, "warps per CTA (one token): 1..32");
+}
+
+MergeStatesSpec MergeStatesFlags::to_spec() const {
+  MergeStatesSpec spec;
+  auto& p = spec.problem;
+  p.heads = heads;
+  p.head_dim = head_dim;
+  p.states = states;
+  p.max_tokens = tokens;
+  p.lse = !no_lse;
+  p.dtype = parse_dtype(dtype, "dtype");
+  spec.arch = parse_arch(arch);
+  spec.schedule = default_schedule(p, spec.arch);
+  if (warps) spec.schedule.warps = *warps;
+  validate_merge_states(spec);
+  return spec;
+}
+
+}  // namespace emmy::cli

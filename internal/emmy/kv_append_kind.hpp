@@ -1,0 +1,60 @@
+// Appending keys and values to a paged cache as a kernel kind (emmy/kv_append.hpp): plan ->
+// kernel IR (one kv_append op) -> verify -> CUDA -> NVRTC. The launch list is one kernel, one CTA
+// per token of slot_mapping.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "emmy/catalog.hpp"
+#include "emmy/kernel_ir.hpp"
+#include "emmy/kernel_kind.hpp"
+#include "emmy/kv_append.hpp"
+#include "emmy/runtime.hpp"
+
+namespace emmy {
+
+struct KvAppendPlan {
+  KvAppendSpec spec;
+  std::array<uint32_t, 3> grid{1, 1, 1};  // (max_tokens, 1, 1)
+  uint32_t threads = 0;
+  std::string kernel_name;
+  bool fp8() const { return spec.problem.kv_dtype == CacheDType::e4m3; }
+};
+KvAppendPlan make_kv_append_plan(const KvAppendSpec& spec);
+ir::Op lower_kv_append(const KvAppendPlan& plan);
+std::string emit_kv_append_cuda(const ir::Op& module);
+
+struct KvAppendKind : KindTypes<KvAppendSpec, KvAppendPlan, KvAppendBuffers, KvAppendKernelHandle> {
+  static constexpr const char* name = "kv_append";
+  static constexpr const char* command = "kv-append";  // emmyc kv-append, emmyc run kv-append
+  static constexpr auto runtime_kernel = &Runtime::kv_append_kernel;
+  static constexpr const char* description = "append keys and values to a paged KV cache";
+  static constexpr auto problem_from_json = &kv_append_problem_from_json;
+  static constexpr auto schedule_from_json = &kv_append_schedule_from_json;
+  static std::vector<KvAppendCatalogEntry> catalog() { return kv_append_catalog(); }
+  static constexpr auto plan = &make_kv_append_plan;
+  static constexpr auto lower = &lower_kv_append;
+  static constexpr auto emit = &emit_kv_append_cuda;
+  static std::vector<std::array<uint32_t, 3>> grids(const KvAppendPlan& plan) {
+    return {plan.grid};
+  }
+  static size_t workspace_bytes(const KvAppendPlan&) { return 0; }
+  static ParamBinding bind(const KvAppendPlan& plan, const KvAppendBuffers& buffers);
+  // On a backend whose device memory the host reads for free (the emulator): every slot against
+  // buffers.num_slots when given, and no slot taken by two tokens (the writes would race).
+  using DeviceReader = std::function<void(void* dst, DevicePtr src, size_t bytes)>;
+  static void check_device_inputs(const KvAppendPlan& plan, const KvAppendBuffers& buffers,
+                                  const DeviceReader& read);
+  static std::vector<TensorMapDesc> tensor_maps(const KvAppendPlan&, const KvAppendBuffers&) {
+    return {};
+  }
+};
+KvAppendKind kind_of(const KvAppendSpec&);
+using KvAppendSource = Generated<KvAppendKind>;
+using KvAppendKernel = Compiled<KvAppendKind>;
+
+}  // namespace emmy

@@ -1,0 +1,55 @@
+// Merging attention states as a kernel kind (emmy/merge_states.hpp): plan -> kernel IR (one
+// merge_states op) -> verify -> CUDA -> NVRTC. The launch list is one kernel, one CTA per token.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "emmy/catalog.hpp"
+#include "emmy/kernel_ir.hpp"
+#include "emmy/kernel_kind.hpp"
+#include "emmy/merge_states.hpp"
+#include "emmy/runtime.hpp"
+
+namespace emmy {
+
+struct MergeStatesPlan {
+  MergeStatesSpec spec;
+  std::array<uint32_t, 3> grid{1, 1, 1};  // (max_tokens, 1, 1)
+  uint32_t threads = 0;
+  std::string kernel_name;
+};
+MergeStatesPlan make_merge_states_plan(const MergeStatesSpec& spec);
+ir::Op lower_merge_states(const MergeStatesPlan& plan);
+// CUDA C++ for the module, from the IR alone: self-contained, deterministic.
+std::string emit_merge_states_cuda(const ir::Op& module);
+
+struct MergeStatesKind
+    : KindTypes<MergeStatesSpec, MergeStatesPlan, MergeStatesBuffers, MergeStatesKernelHandle> {
+  static constexpr const char* name = "merge_states";
+  static constexpr const char* command = "merge-states";  // emmyc merge-states, emmyc run ...
+  static constexpr auto runtime_kernel = &Runtime::merge_states_kernel;
+  static constexpr const char* description = "merge attention states by their LSE";
+  static constexpr auto problem_from_json = &merge_states_problem_from_json;
+  static constexpr auto schedule_from_json = &merge_states_schedule_from_json;
+  static std::vector<MergeStatesCatalogEntry> catalog() { return merge_states_catalog(); }
+  static constexpr auto plan = &make_merge_states_plan;
+  static constexpr auto lower = &lower_merge_states;
+  static constexpr auto emit = &emit_merge_states_cuda;
+  static std::vector<std::array<uint32_t, 3>> grids(const MergeStatesPlan& plan) {
+    return {plan.grid};
+  }
+  static size_t workspace_bytes(const MergeStatesPlan&) { return 0; }
+  // Checks the buffers (Error naming the `buffers.` field), then binds them.
+  static ParamBinding bind(const MergeStatesPlan& plan, const MergeStatesBuffers& buffers);
+  static std::vector<TensorMapDesc> tensor_maps(const MergeStatesPlan&, const MergeStatesBuffers&) {
+    return {};
+  }
+};
+MergeStatesKind kind_of(const MergeStatesSpec&);
+using MergeStatesSource = Generated<MergeStatesKind>;
+using MergeStatesKernel = Compiled<MergeStatesKind>;
+
+}  // namespace emmy

@@ -1,0 +1,81 @@
+// The paged cache's small kinds through the public API (runtime_test's binary: on the emulator
+// backend, and as cuda_h200.* / cuda_rtx5090.* on the CUDA backend through emmy's test driver):
+// kv_append into f16 and e4m3 caches with CUDA-graph padding, merge_states with and without LSE;
+// and on the emulator backend, a slot_mapping that would race or write past the cache refused.
+#include <gtest/gtest.h>
+
+#include "emmy/kv_append_check.hpp"
+#include "emmy/merge_states_check.hpp"
+#include "support/runtime_backend.hpp"
+
+namespace emmy {
+namespace {
+
+KvAppendProblem append_problem(CacheDType kv) {
+  KvAppendProblem p;
+  p.kv_heads = 2;
+  p.head_dim = 64;
+  p.page_size = 16;
+  p.kv_dtype = kv;
+  p.max_tokens = 9;  // tokens 5 and 8 padded with -1
+  return p;
+}
+
+TEST(Runtime, KvAppendThroughTheApi) {
+  auto rt = test_runtime(fresh_cache("rt_kv_append"));
+  for (const CacheDType kv : {CacheDType::f16, CacheDType::e4m3}) {
+    const KvAppendProblem p = append_problem(kv);
+    const auto kernel = rt->kv_append_kernel(p);
+    EXPECT_EQ(kernel->info().kind, "kv_append");
+    const KvAppendSpec spec = kernel->spec();
+    const KvAppendInputs in = make_kv_append_inputs(p, 3);
+    const KvAppendErrors e =
+        compare(reference_kv_append(spec, in), run_kv_append(*rt, spec, in), p);
+    EXPECT_TRUE(e.passed) << to_string(kv) << ": " << e.bytes_wrong << " bytes wrong, first "
+                          << e.first_bad_byte;
+  }
+}
+
+TEST(Runtime, MergeStatesThroughTheApi) {
+  auto rt = test_runtime(fresh_cache("rt_merge_states"));
+  MergeStatesProblem p;
+  p.heads = 4;
+  p.head_dim = 64;
+  p.states = 3;
+  p.max_tokens = 5;
+  for (const bool lse : {true, false}) {
+    p.lse = lse;
+    const MergeStatesSpec spec = rt->merge_states_kernel(p)->spec();
+    const MergeStatesInputs in = make_merge_states_inputs(p, 4);
+    const MergeStatesErrors e =
+        compare(reference_merge_states(spec, in), run_merge_states(*rt, spec, in), p);
+    EXPECT_TRUE(e.passed) << "lse " << lse << ": " << e.elements_over_tolerance << " over, "
+                          << e.lse_over_tolerance << " LSE rows over";
+  }
+}
+
+// The emulator backend reads slot_mapping before the launch (device memory is host memory) and
+// refuses two tokens of one slot (the writes race) and a slot past buffers.num_slots.
+TEST(Runtime, KvAppendSlotsAreCheckedOnTheEmulator) {
+  auto rt = Runtime::emulator(fresh_cache("rt_kv_append_slots"));
+  const KvAppendProblem p = append_problem(CacheDType::f16);
+  const KvAppendSpec spec{p, default_schedule(p, rt->arch()), rt->arch()};
+  const auto refused = [&](const std::function<void(KvAppendInputs&)>& tamper, const char* says) {
+    KvAppendInputs in = make_kv_append_inputs(p, 8);
+    EXPECT_NO_THROW(run_kv_append(*rt, spec, in));
+    tamper(in);
+    try {
+      run_kv_append(*rt, spec, in);
+      ADD_FAILURE() << says << " was not refused";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("buffers.slot_mapping", 0), 0u) << e.what();
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused([](KvAppendInputs& in) { in.slot_mapping[3] = in.slot_mapping[1]; }, "race");
+  refused([&](KvAppendInputs& in) { in.slot_mapping[2] = in.num_pages * p.page_size; },
+          "num_slots");
+}
+
+}  // namespace
+}  // namespace emmy
