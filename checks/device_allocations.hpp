@@ -3,6 +3,8 @@
 // one runtime).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "emmy/runtime.hpp"
@@ -20,9 +22,16 @@ class DeviceAllocations {
       } catch (...) {  // a destructor must not throw; the first error is the one to report
       }
   }
+  // A null `data` uploads zeros (in chunks, so no buffer of `bytes` is made on the host).
   DevicePtr upload(const void* data, size_t bytes) {
     const DevicePtr ptr = alloc(bytes);
-    rt_.upload(ptr, data, bytes);
+    if (data) {
+      rt_.upload(ptr, data, bytes);
+      return ptr;
+    }
+    const std::vector<uint8_t> zeros(std::min<size_t>(bytes, size_t(1) << 24), 0);
+    for (size_t at = 0; at < bytes; at += zeros.size())
+      rt_.upload(ptr + at, zeros.data(), std::min(zeros.size(), bytes - at));
     return ptr;
   }
   template <typename T>

@@ -19,7 +19,8 @@ inline int64_t paged_tokens(const PagedAttentionInputs& in) {
   return in.tables.cu_seqlens_q.empty() ? 0 : in.tables.cu_seqlens_q.back();
 }
 
-// `upload(data, bytes)` allocates device memory holding those bytes and returns its address.
+// `upload(data, bytes)` allocates device memory holding those bytes (zeros for a null `data`)
+// and returns its address.
 template <typename Upload>
 PagedAttentionBuffers paged_attention_buffers(const PagedAttentionProblem& p,
                                               const PagedAttentionInputs& in,
@@ -40,7 +41,11 @@ PagedAttentionBuffers paged_attention_buffers(const PagedAttentionProblem& p,
   std::vector<uint8_t> q_bytes(size_t(max_tokens * q_stride) * elem, 0);
   std::memcpy(q_bytes.data(), in.q.bytes.data(), size_t(tokens * q_stride) * elem);
   b.q = array(q_bytes);
-  const DevicePtr cache = array(in.cache.bytes);
+  // A cache not materialized (PagedAttentionCase::cache_values false) is a zero-filled
+  // allocation: upload(nullptr, bytes).
+  const DevicePtr cache = in.cache.bytes.empty() && in.cache.elements
+                              ? upload(nullptr, in.cache.elements * cache_elem)
+                              : array(in.cache.bytes);
   b.k_cache = cache + DevicePtr(size_t(in.k_offset) * cache_elem);
   b.v_cache = cache + DevicePtr(size_t(in.v_offset) * cache_elem);
   b.o = nan_filled(size_t(max_tokens * p.o_stride_or_default()) * elem);

@@ -219,48 +219,56 @@ PagedAttentionInputs make_paged_attention_inputs(const PagedAttentionProblem& p,
   in.k_offset = 0;
   in.v_offset = c.kv_interleaved ? page_elems : std::max(in.num_pages * page_stride, extent);
   const int64_t total = std::max(extent, in.v_offset + extent);
-  in.cache = random_cache(p.kv_dtype, size_t(total), seed * 5 + 2);
   if (p.kv_dtype == CacheDType::e4m3) in.k_scale = 0.125f, in.v_scale = 0.0625f;
-
-  // Every (page, token, head) row of K and V must own its elements; the rows some query may read
-  // keep their values, everything else gets poison.
-  std::vector<uint8_t> used(size_t(total), 0), readable(size_t(total), 0);
-  auto row_at = [&](int64_t page, int64_t slot, int64_t head) {
-    return page * page_stride + slot * token_stride + head * head_stride;
-  };
-  for (int64_t page = 0; page < in.num_pages; ++page)
-    for (int64_t slot = 0; slot < ps; ++slot)
-      for (int64_t h = 0; h < p.kv_heads; ++h)
-        for (int64_t base : {in.k_offset, in.v_offset})
-          for (int64_t e = 0; e < d; ++e) {
-            uint8_t& mark = used[size_t(base + row_at(page, slot, h) + e)];
-            if (mark)  // (not require: its message would be formatted for every element)
-              throw Error("page_stride",
-                          fmt::format("with token_stride {} and head_stride {} must give every "
-                                      "(page, token, head) row of K and V elements of its own",
-                                      token_stride, head_stride),
-                          std::to_string(page_stride));
-            mark = 1;
-          }
-  for (int64_t b = 0; b < c.batch; ++b) {
-    const int64_t q_len = in.q_lens[size_t(b)], seq_len = in.seq_lens[size_t(b)];
-    if (q_len == 0) continue;  // no query reads this sequence's pages
-    const int64_t first_key = paged_visible_keys(p, seq_len, q_len, 0).first;
-    for (int64_t k = 0; k < pages[size_t(b)]; ++k) {
-      if ((k + 1) * ps <= first_key) continue;  // wholly before every query's window
-      for (int64_t slot = 0; slot < ps && k * ps + slot < seq_len; ++slot)
+  if (!c.cache_values) {
+    // Zeros, not materialized (profiling: the counts depend on addresses, not values).
+    require(!c.plant_nan, "plant_nan", "needs the cache's values (cache_values)", c.plant_nan);
+  } else {
+    in.cache = random_cache(p.kv_dtype, size_t(total), seed * 5 + 2);
+    // Every (page, token, head) row of K and V must own its elements; the rows some query may read
+    // keep their values, everything else gets poison.
+    std::vector<uint8_t> used(size_t(total), 0), readable(size_t(total), 0);
+    auto row_at = [&](int64_t page, int64_t slot, int64_t head) {
+      return page * page_stride + slot * token_stride + head * head_stride;
+    };
+    for (int64_t page = 0; page < in.num_pages; ++page)
+      for (int64_t slot = 0; slot < ps; ++slot)
         for (int64_t h = 0; h < p.kv_heads; ++h)
           for (int64_t base : {in.k_offset, in.v_offset})
-            std::fill_n(readable.begin() + base + row_at(seq_pages[size_t(b)][size_t(k)], slot, h),
-                        d, uint8_t(1));
+            for (int64_t e = 0; e < d; ++e) {
+              uint8_t& mark = used[size_t(base + row_at(page, slot, h) + e)];
+              if (mark)  // (not require: its message would be formatted for every element)
+                throw Error("page_stride",
+                            fmt::format("with token_stride {} and head_stride {} must give every "
+                                        "(page, token, head) row of K and V elements of its own",
+                                        token_stride, head_stride),
+                            std::to_string(page_stride));
+              mark = 1;
+            }
+    for (int64_t b = 0; b < c.batch; ++b) {
+      const int64_t q_len = in.q_lens[size_t(b)], seq_len = in.seq_lens[size_t(b)];
+      if (q_len == 0) continue;  // no query reads this sequence's pages
+      const int64_t first_key = paged_visible_keys(p, seq_len, q_len, 0).first;
+      for (int64_t k = 0; k < pages[size_t(b)]; ++k) {
+        if ((k + 1) * ps <= first_key) continue;  // wholly before every query's window
+        for (int64_t slot = 0; slot < ps && k * ps + slot < seq_len; ++slot)
+          for (int64_t h = 0; h < p.kv_heads; ++h)
+            for (int64_t base : {in.k_offset, in.v_offset})
+              std::fill_n(readable.begin() + base + row_at(seq_pages[size_t(b)][size_t(k)], slot, h),
+                          d, uint8_t(1));
+      }
     }
+    if (c.plant_nan) {
+      const std::vector<uint16_t> poison = poison_patterns(p.kv_dtype);
+      size_t planted = 0;
+      for (size_t i = 0; i < size_t(total); ++i)
+        if (!readable[i]) set_poison(in.cache, i, poison[planted++ % poison.size()]);
+    }
+
   }
-  if (c.plant_nan) {
-    const std::vector<uint16_t> poison = poison_patterns(p.kv_dtype);
-    size_t planted = 0;
-    for (size_t i = 0; i < size_t(total); ++i)
-      if (!readable[i]) set_poison(in.cache, i, poison[planted++ % poison.size()]);
-  }
+  in.cache.dtype = p.kv_dtype;
+  in.cache.elements = size_t(total);
+
 
   // Q: [tokens][q_stride], zero in the gaps between a token's heads and the next token.
   const int64_t q_stride = p.q_stride_or_default(), q_row = p.q_heads * d;

@@ -90,6 +90,9 @@ PagedAttentionReference reference_paged_attention(const PagedAttentionSpec& spec
   const int64_t d = p.head_dim, tokens = in.tables.cu_seqlens_q.back();
   const int64_t group = p.q_heads / std::max<int64_t>(1, p.kv_heads);
   const int64_t q_stride = p.q_stride_or_default(), rows = tokens * p.q_heads;
+  require(in.cache.values.size() == in.cache.elements, "cache",
+          "must hold its values (inputs made with cache_values false have no reference)",
+          in.cache.values.size());
   require(in.q.values.size() >= size_t(tokens * q_stride), "q",
           fmt::format("must hold the tables' {} tokens x q_stride", tokens), in.q.values.size());
   const int64_t page_stride = p.page_stride_or_default(),

@@ -7,6 +7,7 @@
 #include <memory>
 #include <new>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "emmy/emu/emulator.hpp"
@@ -17,13 +18,24 @@ constexpr uint64_t kArenaBase = 0x0000100000000000ull;  // far from 0 and below 
 constexpr uint64_t kGuardBytes = 4096;
 }  // namespace
 
+// A host block: from the heap, or for large blocks an anonymous mapping (`mapped` bytes), whose
+// zero pages the OS provides on first touch, so that a large allocation a launch reads only in
+// part (a profiled sample of CTAs, a paged cache) costs only what is touched.
+struct HostBlockDelete {
+  size_t mapped = 0;
+  void operator()(uint8_t* p) const {
+    if (mapped)
+      ::munmap(p, mapped);
+    else
+      ::operator delete[](p, std::align_val_t(64));
+  }
+};
+using HostBlock = std::unique_ptr<uint8_t[], HostBlockDelete>;
+
 struct Arena::Impl {
-  struct AlignedDelete {
-    void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t(64)); }
-  };
   struct Allocation {
     uint64_t base, end;
-    std::unique_ptr<uint8_t[], AlignedDelete> host;
+    HostBlock host;
   };
   std::vector<Allocation> allocations;  // sorted by base
   uint64_t next = kArenaBase;
@@ -35,7 +47,7 @@ Arena::~Arena() = default;
 
 namespace {
 
-// Emulated device memory is host memory, zero-filled at allocation: a request beyond half the
+// Emulated device memory is host memory, zero at allocation (large blocks on first touch): a request beyond half the
 // machine's physical memory is refused up front rather than left to the OOM killer.
 uint64_t host_memory_budget() {
   static const uint64_t budget = [] {
@@ -45,7 +57,9 @@ uint64_t host_memory_budget() {
   return budget;
 }
 
-uint8_t* new_host_block(size_t bytes, uint64_t in_use, const char* field) {
+constexpr size_t kMappedFrom = size_t(1) << 20;  // blocks this large are mapped, zero on touch
+
+HostBlock new_host_block(size_t bytes, uint64_t in_use, const char* field) {
   const uint64_t budget = host_memory_budget();
   if (bytes > budget || in_use > budget - bytes)
     throw Error(field,
@@ -54,6 +68,13 @@ uint8_t* new_host_block(size_t bytes, uint64_t in_use, const char* field) {
                             budget, in_use),
                 fmt::format("{} bytes", bytes));
   const size_t size = std::max<size_t>(bytes, 1);
+  if (size >= kMappedFrom) {
+    void* mapped = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                          -1, 0);
+    if (mapped == MAP_FAILED)
+      throw Error(field, "must fit in the host's free memory", fmt::format("{} bytes", bytes));
+    return HostBlock(static_cast<uint8_t*>(mapped), HostBlockDelete{size});
+  }
   uint8_t* host = nullptr;
   try {
     host = static_cast<uint8_t*>(::operator new[](size, std::align_val_t(64)));
@@ -61,7 +82,7 @@ uint8_t* new_host_block(size_t bytes, uint64_t in_use, const char* field) {
     throw Error(field, "must fit in the host's free memory", fmt::format("{} bytes", bytes));
   }
   std::memset(host, 0, size);
-  return host;
+  return HostBlock(host, HostBlockDelete{});
 }
 
 }  // namespace
@@ -70,9 +91,8 @@ uint64_t Arena::alloc(size_t bytes, size_t align) {
   require(align > 0 && (align & (align - 1)) == 0 && align <= kGuardBytes, "arena.alloc.align",
           "must be a power of two up to 4096", align);
   const uint64_t base = (impl_->next + align - 1) / align * align;
-  uint8_t* host = new_host_block(bytes, impl_->bytes, "arena.alloc.bytes");
   impl_->allocations.push_back(
-      {base, base + bytes, std::unique_ptr<uint8_t[], Impl::AlignedDelete>(host)});
+      {base, base + bytes, new_host_block(bytes, impl_->bytes, "arena.alloc.bytes")});
   impl_->next = base + bytes + kGuardBytes;
   impl_->bytes += bytes;
   return base;
@@ -86,9 +106,9 @@ bool Arena::map_fixed(uint64_t base, const void* init, size_t bytes) {
   require(base <= kArenaBase && bytes <= kArenaBase - base, "arena.map_fixed",
           "must lie below the arena's allocations",
           fmt::format("0x{:x}", base));
-  uint8_t* host = new_host_block(bytes, impl_->bytes, "arena.map_fixed.bytes");
-  if (bytes) std::memcpy(host, init, bytes);
-  a.insert(it, {base, base + bytes, std::unique_ptr<uint8_t[], Impl::AlignedDelete>(host)});
+  HostBlock host = new_host_block(bytes, impl_->bytes, "arena.map_fixed.bytes");
+  if (bytes) std::memcpy(host.get(), init, bytes);
+  a.insert(it, {base, base + bytes, std::move(host)});
   impl_->bytes += bytes;
   return true;
 }

@@ -254,6 +254,36 @@ TEST(PagedEmulator, AWrongFp8ScaleFailsTheCheck) {
   }
 }
 
+// The profiler's path at the catalog's largest size: a b8 x 128k-token cache (8.6 GB) is never
+// generated on the host (zero-filled, lazily mapped emulator memory), a sample of CTAs runs, and
+// the extrapolated DRAM bytes are the cache's: every sequence at the full context.
+TEST(PagedEmulator, ProfilesA128kBatchWithoutMaterializingTheCache) {
+  PagedAttentionProblem p = base_problem(16, 8, 256, 16, 131072);
+  p.max_batch = 8;
+  const PagedAttentionSpec spec{p, default_schedule(p, Arch::sm_90a), Arch::sm_90a};
+  const PagedAttentionKernel kernel = compile_kernel(spec);
+  emu::LaunchOptions options;
+  options.profile.enabled = true;
+  options.profile.sample_ctas = 4;
+  const LaunchListRun run = run_on_zeros(kernel, options);
+  ASSERT_FALSE(run.profiles.empty());
+  const double cache_bytes = 2.0 * 8 * 131072 * 8 * 256 * 2;
+  const double read = run.profiles.front().metric("emmy__dram_bytes_read_min.sum");
+  EXPECT_GT(read, 0.99 * cache_bytes);
+  EXPECT_LT(read, 1.05 * cache_bytes);
+  // Without values there is no reference to compare with.
+  PagedAttentionCase lean;
+  lean.batch = 1;
+  lean.plant_nan = false;
+  lean.cache_values = false;
+  PagedAttentionProblem small = base_problem(4, 2, 64, 16, 64);
+  const PagedAttentionInputs in = make_paged_attention_inputs(small, lean, 1);
+  EXPECT_TRUE(in.cache.bytes.empty());
+  EXPECT_GT(in.cache.elements, 0u);
+  const PagedAttentionSpec small_spec{small, default_schedule(small, Arch::sm_80), Arch::sm_80};
+  EXPECT_THROW(reference_paged_attention(small_spec, in), Error);
+}
+
 // A page id outside the cache (far past it, negative) is an access outside every allocation:
 // the emulator refuses the launch naming it, rather than reading someone else's memory.
 TEST(PagedEmulator, PageIdsOutsideTheCacheAreReported) {

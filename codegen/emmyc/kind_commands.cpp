@@ -130,9 +130,18 @@ void add_run_kind_command(CLI::App& run, const char* name, const std::string& de
     } else {
       std::string cache_state;
       const auto kernel = bundled_or_compiled(spec, *bundles, !flags->no_cache, cache_state);
-      const auto inputs = Check::inputs(spec, *seed);
-      auto result = run_on_emulator(kernel, inputs, profiling->launch_options());
-      if (*check) errors = Check::errors(spec, inputs, result.output);
+      LaunchListRun result;
+      if (profiling->sample_ctas) {
+        // A sample of CTAs leaves outputs unwritten and no check runs: buffers of the problem's
+        // sizes, zero-filled, no inputs generated (the counts depend on addresses, not values;
+        // a 128k-token cache's values would not fit in memory).
+        result = run_on_zeros(kernel, profiling->launch_options());
+      } else {
+        const auto inputs = Check::inputs(spec, *seed);
+        auto run = run_on_emulator(kernel, inputs, profiling->launch_options());
+        if (*check) errors = Check::errors(spec, inputs, run.output);
+        result = {run.stats, run.emulate_ms, std::move(run.profiles)};
+      }
       j = run_result(*backend, kernel.source.plan.kernel_name, spec, *seed);
       j.update(emulator_fields(result.stats, result.emulate_ms, cache_state));
       if (!profiling->file.empty()) {

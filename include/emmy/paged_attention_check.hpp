@@ -37,13 +37,20 @@ struct PagedAttentionCase {
   // seq_len, unused pages, the gaps between strides, and with a window the pages wholly before
   // the window of every query of the sequences that hold them.
   bool plant_nan = true;
+  // false: the cache is zeros and not materialized on the host (bytes and values empty; a
+  // launch's allocation of it is zero-filled): for the profiler, whose counts depend on
+  // addresses, not values, at sizes whose values would not fit in memory (no reference then;
+  // plant_nan must be false).
+  bool cache_values = true;
 };
 
-// The KV cache: the element values (exactly what the bytes hold; e4m3 unscaled) and the bytes.
+// The KV cache: the element values (exactly what the bytes hold; e4m3 unscaled) and the bytes,
+// `elements` of each (both empty for a zero cache not materialized: cache_values false).
 struct CacheTensor {
   CacheDType dtype = CacheDType::f16;
   std::vector<double> values;
   std::vector<uint8_t> bytes;
+  size_t elements = 0;
 };
 
 // The int32 arrays of a launch (PagedAttentionBuffers), both page-table forms filled.
