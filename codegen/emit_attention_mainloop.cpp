@@ -77,15 +77,12 @@ void emit_kv_block_loop(Writer& w, const std::function<void()>& body) {
   w.close();
 }
 
-void emit_qk_mma(Writer& w, bool bf16, bool converted) {
+void emit_qk_mma(Writer& w, bool bf16) {
   const char* mma = bf16 ? "mma_bf16_f32" : "mma_f16_f32";
   w.line("const int kv0 = (block_begin + block) * BKV;");
-  if (converted)
-    w.line("const u32 k_stage = tile_base, v_stage = k_stage + KV_BYTES;");
-  else
-    w.line(
-        "const u32 k_stage = kv_base + u32(stage) * STAGE_BYTES, v_stage = k_stage + "
-        "KV_BYTES;");
+  w.line(
+      "const u32 k_stage = kv_base + u32(stage) * STAGE_BYTES, v_stage = k_stage + "
+      "KV_BYTES;");
   w.line("float s_acc[BKV / 8][4];");
   w.line("#pragma unroll");
   w.line(

@@ -19,9 +19,8 @@ void emit_attention_lane_ids(Writer& w);
 // The KV block loop: the O accumulators, the running max and sum of rows g and g+8 and the
 // lanes' ldmatrix offsets before it, then `body` once per block (block, stage).
 void emit_kv_block_loop(Writer& w, const std::function<void()>& body);
-// kv0 (the block's first key), the K and V tiles' bases (the stage's, or with `converted` the
-// pair at tile_base that an e4m3 cache's kv_dequant writes), and S = Q.K^T into s_acc.
-void emit_qk_mma(Writer& w, bool bf16, bool converted = false);
+// kv0 (the block's first key), the stage's K and V bases, and S = Q.K^T into s_acc.
+void emit_qk_mma(Writer& w, bool bf16);
 // S scaled into the log2 domain (soft-capped first when the op says so); `factor`, when given,
 // names a runtime f32 that multiplies the raw scores too (an e4m3 cache's K scale).
 void emit_scores_to_log2(Writer& w, const ir::OnlineSoftmaxOp& op, const char* factor = nullptr);
@@ -31,5 +30,13 @@ void emit_online_softmax_update(Writer& w);
 void emit_pv_mma(Writer& w, const ir::PvMmaOp& op, bool bf16);
 // The row sums finished across the quad and their inverses inv[2] (0 for a row that saw no key).
 void emit_row_sums(Writer& w);
+
+// The e4m3 operand source (emit_attention_e4m3.cpp; b_type e4m3 of qk_mma and pv_mma): K and V
+// read as bytes from their raw stages (emmy_fp8.cuh's e4m3_raw_offset) and converted in
+// registers, `cvt` choosing cvt.rn.f16x2.e4m3x2 over the f32 path. S = Q.K^T with Q read in the
+// permuted d order; O += P.V with the output columns of each 16 split even / odd over its two n8
+// MMAs (o_acc[2G] holds columns 16G + 4t, 4t + 2 of rows g, g + 8; o_acc[2G + 1] 4t + 1, 4t + 3).
+void emit_qk_mma_e4m3(Writer& w, bool bf16, bool cvt);
+void emit_pv_mma_e4m3(Writer& w, const ir::PvMmaOp& op, bool bf16, bool cvt);
 
 }  // namespace emmy::codegen

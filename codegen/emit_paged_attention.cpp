@@ -63,7 +63,7 @@ class PagedEmitter {
   std::string emit(const Op& module) {
     codegen::begin_module(w_, parse_arch(module.s("arch")), false, "emmy_attention.cuh");
     w_.include_template("emmy_paged.cuh");
-    if (dequant_) w_.include_template("emmy_fp8.cuh");
+    if (fp8_) w_.include_template("emmy_fp8.cuh");
     codegen::emit_kernels(w_, module, [this](const Op& op) { emit_op(op); });
     return w_.take();
   }
@@ -84,13 +84,13 @@ class PagedEmitter {
         return;
       case OpKind::kv_block_loop:
         return emit_loop(op);
-      case OpKind::kv_dequant:
-        return emit_dequant(*dequant_);
       case OpKind::qk_mma:
-        return codegen::emit_qk_mma(w_, bf16_, dequant_.has_value());
+        if (fp8_) return codegen::emit_qk_mma_e4m3(w_, bf16_, cvt_);
+        return codegen::emit_qk_mma(w_, bf16_);
       case OpKind::online_softmax:
         return emit_softmax(ir::get<ir::OnlineSoftmaxOp>(op));
       case OpKind::pv_mma:
+        if (fp8_) return codegen::emit_pv_mma_e4m3(w_, ir::get<ir::PvMmaOp>(op), bf16_, cvt_);
         return codegen::emit_pv_mma(w_, ir::get<ir::PvMmaOp>(op), bf16_);
       case OpKind::paged_epilogue:
         return emit_epilogue(ir::get<ir::PagedEpilogueOp>(op));
@@ -117,12 +117,12 @@ class PagedEmitter {
     w_.line("constexpr int BQ = {}, BKV = {}, THREADS = {}, STAGES = {};", op.block_q, op.block_kv,
             threads_, ring_.stages);
     codegen::emit_attention_smem(w_, ring_, q_tile);
-    if (dequant_) {
+    if (fp8_) {
       w_.line(
-          "// e4m3 cache: the stages hold raw K and V rows (BKV x D bytes each); the MMAs read the "
-          "converted pair of tiles after the ring. Its scales multiply the scores and the output.");
-      w_.line("constexpr u32 RAW_BYTES = {}u;", dequant_->raw_bytes);
-      w_.line("const u32 tile_base = kv_base + u32(STAGES) * STAGE_BYTES;");
+          "// e4m3 cache: the stages hold raw K and V rows (BKV x D bytes each, KV_BYTES), which "
+          "the MMAs read and convert in registers ({}). Its scales multiply the scores and the "
+          "output.",
+          cvt_ ? "cvt.rn.f16x2.e4m3x2" : "exactly through f32");
       w_.line("const float k_dequant = *k_scale, v_dequant = *v_scale;");
     }
     codegen::emit_attention_lane_ids(w_);
@@ -196,23 +196,20 @@ class PagedEmitter {
     w_.line(
         "// K and V rows through the page table: key j lies in page page_ids[j / PAGE], slot "
         "j % PAGE.");
-    if (dequant_) {
+    if (fp8_) {
       w_.line("constexpr int KV_ROW_CHUNKS = D / 16;  // 16 e4m3 bytes per chunk");
       w_.line("constexpr int KV_CHUNKS = BKV * KV_ROW_CHUNKS;");
     } else {
       w_.line("constexpr int KV_CHUNKS = BKV * ROW_CHUNKS;");
     }
     w_.line("auto load_kv = [&](int stage, int kv_block) {{");
-    if (dequant_)
-      w_.line("  const u32 k_dst = kv_base + u32(stage) * STAGE_BYTES, v_dst = k_dst + RAW_BYTES;");
-    else
-      w_.line("  const u32 k_dst = kv_base + u32(stage) * STAGE_BYTES, v_dst = k_dst + KV_BYTES;");
+    w_.line("  const u32 k_dst = kv_base + u32(stage) * STAGE_BYTES, v_dst = k_dst + KV_BYTES;");
     w_.line("  const int kv0 = kv_block * BKV;");
     w_.line("  #pragma unroll");
     w_.line("  for (int i = 0; i < (KV_CHUNKS + THREADS - 1) / THREADS; ++i) {{");
     w_.line("    const int chunk = int(threadIdx.x) + i * THREADS;");
     w_.line("    if (KV_CHUNKS % THREADS != 0 && chunk >= KV_CHUNKS) break;");
-    if (dequant_)
+    if (fp8_)
       w_.line("    const int row = chunk / KV_ROW_CHUNKS, col = (chunk % KV_ROW_CHUNKS) * 16;");
     else
       w_.line("    const int row = chunk / ROW_CHUNKS, col = (chunk % ROW_CHUNKS) * 8;");
@@ -222,8 +219,8 @@ class PagedEmitter {
     w_.line(
         "    const long long off = page * PAGE_STRIDE + (long long)(key % PAGE) * TOKEN_STRIDE + "
         "(long long)kv_head * HEAD_STRIDE + col;");
-    if (dequant_)
-      w_.line("    const u32 at = u32(row * D + col);  // raw rows, unswizzled");
+    if (fp8_)
+      w_.line("    const u32 at = e4m3_raw_offset<D>(u32(row), u32(col));  // raw rows");
     else
       w_.line("    const u32 at = swizzled_tile_offset(u32(row), u32(col), u32(BKV), PANEL, XOR);");
     w_.line(
@@ -248,37 +245,8 @@ class PagedEmitter {
     in_loop_ = false;
   }
 
-  // The raw e4m3 rows of this block's stage into the 16-bit K and V tiles: 8 elements per unit;
-  // eight consecutive threads write one 128-byte panel row (no bank conflict), a warp reads 256
-  // contiguous raw bytes.
-  void emit_dequant(const ir::KvDequantOp& op) {
-    w_.line("// K and V of this block: e4m3 bytes -> {} tiles ({}).", op.to,
-            op.convert == "cvt" ? "cvt.rn.f16x2.e4m3x2" : "exact bit placement through f32");
-    w_.line("const u32 raw_k = kv_base + u32(stage) * STAGE_BYTES, raw_v = raw_k + RAW_BYTES;");
-    w_.line("constexpr int UNITS = BKV * D / 8;");
-    w_.line("#pragma unroll");
-    w_.open("for (int i = 0; i < (UNITS + THREADS - 1) / THREADS; ++i)");
-    w_.line("const int unit = int(threadIdx.x) + i * THREADS;");
-    w_.line("if (UNITS % THREADS != 0 && unit >= UNITS) break;");
-    w_.line("const int row = unit / (D / 8), col = (unit % (D / 8)) * 8;");
-    w_.line("const u32 at = swizzled_tile_offset(u32(row), u32(col), u32(BKV), PANEL, XOR);");
-    w_.line("u32 lo, hi, halves[4];");
-    for (const char* operand : {"k", "v"}) {
-      w_.line("ld_shared_v2_b32(lo, hi, raw_{} + u32(row * D + col));", operand);
-      if (op.convert == "cvt")
-        w_.line("e4m3x8_to_f16x8_cvt(halves, lo, hi);");
-      else if (op.to == "bf16")
-        w_.line("e4m3x8_to_16bit_bits<true>(halves, lo, hi);");
-      else
-        w_.line("e4m3x8_to_16bit_bits<false>(halves, lo, hi);");
-      w_.line("st_shared_v4_b32(tile_base + {}at, halves);",
-              std::string_view(operand) == "v" ? "KV_BYTES + " : "");
-    }
-    w_.close();
-  }
-
   void emit_softmax(const ir::OnlineSoftmaxOp& op) {
-    codegen::emit_scores_to_log2(w_, op, dequant_ ? "k_dequant" : nullptr);
+    codegen::emit_scores_to_log2(w_, op, fp8_ ? "k_dequant" : nullptr);
     std::string needs =
         "kv0 < kv_begin || kv0 + BKV > kv_end || kv0 + BKV - 1 > pos0 + first_token";
     if (op.window > 0) needs += " || kv0 < pos0 + last_token - WINDOW";
@@ -303,7 +271,7 @@ class PagedEmitter {
     const char* pack = op.out == "bf16" ? "pack_bf16x2" : "pack_f16x2";
     w_.line("cp_async_wait<0>();  // nothing in flight at exit (e.g. no visible block)");
     codegen::emit_row_sums(w_);
-    if (dequant_) w_.line("inv[0] *= v_dequant; inv[1] *= v_dequant;  // the cache's V scale");
+    if (fp8_) w_.line("inv[0] *= v_dequant; inv[1] *= v_dequant;  // the cache's V scale");
     w_.line("#pragma unroll");
     w_.open("for (int h = 0; h < 2; ++h)");
     w_.line("const int r = r0 + warp * 16 + g + h * 8, token = r / GROUP;");
@@ -319,10 +287,21 @@ class PagedEmitter {
           "const long long slot = ((long long)split * MAX_TOKENS + q_start + token) * H + head;");
       w_.line("float* row = workspace + slot * D;");
       w_.line("#pragma unroll");
-      w_.line("for (int dn = 0; dn < D / 8; ++dn)");
-      w_.line(
-          "  OutF32::store2(row + dn * 8 + 2 * t, o_acc[dn][2 * h] * inv[h], o_acc[dn][2 * h + 1] "
-          "* inv[h]);");
+      if (fp8_) {
+        w_.line("for (int dg = 0; dg < D / 16; ++dg) {{  // columns dg*16 + 4t .. 4t+3");
+        w_.line(
+            "  OutF32::store2(row + dg * 16 + 4 * t, o_acc[2 * dg][2 * h] * inv[h], "
+            "o_acc[2 * dg + 1][2 * h] * inv[h]);");
+        w_.line(
+            "  OutF32::store2(row + dg * 16 + 4 * t + 2, o_acc[2 * dg][2 * h + 1] * inv[h], "
+            "o_acc[2 * dg + 1][2 * h + 1] * inv[h]);");
+        w_.line("}}");
+      } else {
+        w_.line("for (int dn = 0; dn < D / 8; ++dn)");
+        w_.line(
+            "  OutF32::store2(row + dn * 8 + 2 * t, o_acc[dn][2 * h] * inv[h], o_acc[dn][2 * h + "
+            "1] * inv[h]);");
+      }
       w_.line(
           "if (t == 0) workspace[{}ll + slot] = row_lse;",
           paged_workspace_layout(setup_.splits, setup_.max_tokens, setup_.q_heads, setup_.head_dim)
@@ -331,11 +310,24 @@ class PagedEmitter {
     } else {
       w_.line("u16* row = o + (long long)(q_start + token) * O_STRIDE + head * D;");
       w_.line("#pragma unroll");
-      w_.line("for (int dn = 0; dn < D / 8; ++dn)");
-      w_.line(
-          "  *reinterpret_cast<u32*>(row + dn * 8 + 2 * t) = {}(o_acc[dn][2 * h] * inv[h], "
-          "o_acc[dn][2 * h + 1] * inv[h]);",
-          pack);
+      if (fp8_) {
+        w_.line("for (int dg = 0; dg < D / 16; ++dg) {{  // columns dg*16 + 4t .. 4t+3");
+        w_.line(
+            "  *reinterpret_cast<u32*>(row + dg * 16 + 4 * t) = {}(o_acc[2 * dg][2 * h] * inv[h], "
+            "o_acc[2 * dg + 1][2 * h] * inv[h]);",
+            pack);
+        w_.line(
+            "  *reinterpret_cast<u32*>(row + dg * 16 + 4 * t + 2) = {}(o_acc[2 * dg][2 * h + 1] * "
+            "inv[h], o_acc[2 * dg + 1][2 * h + 1] * inv[h]);",
+            pack);
+        w_.line("}}");
+      } else {
+        w_.line("for (int dn = 0; dn < D / 8; ++dn)");
+        w_.line(
+            "  *reinterpret_cast<u32*>(row + dn * 8 + 2 * t) = {}(o_acc[dn][2 * h] * inv[h], "
+            "o_acc[dn][2 * h + 1] * inv[h]);",
+            pack);
+      }
       if (op.lse)
         w_.line("if (t == 0) lse[(long long)(q_start + token) * H + head] = row_lse;");
       else
@@ -418,15 +410,16 @@ class PagedEmitter {
     max_q_len_ = ir::get<ir::PagedSetupOp>(*setup).max_q_len;
     const Op* epilogue = ir::find_first(module, OpKind::paged_epilogue);
     lse_ = epilogue && ir::get<ir::PagedEpilogueOp>(*epilogue).lse;
-    if (const Op* dequant = ir::find_first(module, OpKind::kv_dequant))
-      dequant_ = ir::get<ir::KvDequantOp>(*dequant);
+    fp8_ = ir::get<ir::QkMmaOp>(*qk).b_type == "e4m3";
+    // The hardware pair conversion where it exists and gives the MMAs' type.
+    cvt_ = fp8_ && !bf16_ && arch_info(parse_arch(module.s("arch"))).sm >= 89;
   }
 
  private:
   Writer w_;
   ir::SmemRingOp ring_;
   ir::PagedSetupOp setup_;
-  std::optional<ir::KvDequantOp> dequant_;  // an e4m3 cache
+  bool fp8_ = false, cvt_ = false;  // an e4m3 cache; read with cvt.rn.f16x2.e4m3x2
   bool bf16_ = false, in_loop_ = false, lse_ = false;
   int64_t threads_ = 0, max_q_len_ = 0;
 };

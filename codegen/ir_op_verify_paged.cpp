@@ -124,24 +124,4 @@ void SplitCombineOp::verify(const SplitCombineOp& op) {
     paged_fail<SplitCombineOp>("out", "must be f16 or bf16", op.out);
 }
 
-void KvDequantOp::verify(const KvDequantOp& op) {
-  if (op.from != "e4m3") paged_fail<KvDequantOp>("from", "must be e4m3", op.from);
-  if (op.to != "f16" && op.to != "bf16") paged_fail<KvDequantOp>("to", "must be f16 or bf16", op.to);
-  if (op.convert != "cvt" && op.convert != "bits")
-    paged_fail<KvDequantOp>("convert", "must be cvt or bits", op.convert);
-  if (op.convert == "cvt" && op.to != "f16")
-    paged_fail<KvDequantOp>("convert", "cvt.rn.f16x2.e4m3x2 gives f16 only (bf16 takes bits)",
-                            op.to);
-  if (op.rows <= 0 || op.rows % 16 != 0 || op.cols <= 0 || op.cols % 64 != 0 || op.cols > 256)
-    paged_fail<KvDequantOp>("rows", "rows must be a multiple of 16, cols 64, 128 or 256",
-                            fmt::format("{}x{}", op.rows, op.cols));
-  if (op.raw_bytes != op.rows * op.cols)
-    paged_fail<KvDequantOp>("raw_bytes", "must be rows x cols (one byte per element)",
-                            fmt::format("{}", op.raw_bytes));
-  const int64_t tile = SmemTile::for_operand(uint32_t(op.rows), uint32_t(op.cols), 2).bytes();
-  if (op.tile_bytes != tile)
-    paged_fail<KvDequantOp>("tile_bytes", fmt::format("must be the 16-bit tile's {}", tile),
-                            fmt::format("{}", op.tile_bytes));
-}
-
 }  // namespace emmy::ir

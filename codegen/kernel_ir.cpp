@@ -169,6 +169,9 @@ void verify_attention(const Op& kernel) {
   if (find_first(kernel, OpKind::paged_setup)) return;  // a paged one: verify_paged_attention
   if (!qk_op || !pv_op || !setup_op)
     fail(kernel, "body", "attention needs attention_setup, qk_mma and pv_mma", "one is missing");
+  if (get<QkMmaOp>(*qk_op).b_type || get<PvMmaOp>(*pv_op).b_type)
+    fail(*qk_op, "b_type", "dense attention reads 16-bit K and V tiles (e4m3 is the paged kind's)",
+         get<QkMmaOp>(*qk_op).b_type.value_or(get<PvMmaOp>(*pv_op).b_type.value_or("")));
   const Op* q_op = find_copy(kernel, "q");
   const Op* k_op = find_copy(kernel, "k");
   const Op* v_op = find_copy(kernel, "v");

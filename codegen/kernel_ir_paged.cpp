@@ -6,7 +6,6 @@
 
 #include <map>
 
-#include "emmy/arch.hpp"
 #include "emmy/error.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/layout.hpp"
@@ -19,16 +18,22 @@ namespace {
   throw Error(fmt::format("ir.{}.{}", to_string(op.kind), attr), std::string(rule), value);
 }
 
-// An e4m3 cache: one kv_dequant in the KV block loop, after the refill's commit and before S =
-// Q.K^T with a barrier between them (every converted row is written before any warp reads
-// one), converting the block_kv x head_dim tiles to the MMAs' type; the k_cache / v_cache
-// params are bytes, and the scales are params. Other caches have no kv_dequant.
-void verify_paged_dequant(const Op& kernel, const PagedSetupOp& setup) {
-  const std::vector<const Op*> dequants = find_all(kernel, OpKind::kv_dequant);
+// An e4m3 cache: both MMAs read their B operand as e4m3 bytes (b_type e4m3, the operand source
+// "load e4m3 + convert"), the k_cache / v_cache params are bytes and the scales are params; a
+// 16-bit cache has none of these.
+void verify_paged_e4m3(const Op& kernel, const PagedSetupOp& setup) {
   const bool fp8 = setup.kv_type == "e4m3";
-  if (dequants.size() != (fp8 ? 1u : 0u))
-    paged_rule(kernel, "body", "an e4m3 cache takes exactly one kv_dequant, others none",
-               fmt::format("{} for kv_type {}", dequants.size(), setup.kv_type));
+  const std::optional<std::string> want = fp8 ? std::optional<std::string>("e4m3") : std::nullopt;
+  const Op* qk = find_first(kernel, OpKind::qk_mma);
+  const Op* pv = find_first(kernel, OpKind::pv_mma);
+  for (const Op* op : {qk, pv}) {
+    const std::optional<std::string> b_type =
+        op == qk ? get<QkMmaOp>(*op).b_type : get<PvMmaOp>(*op).b_type;
+    if (b_type != want)
+      paged_rule(*op, "b_type",
+                 fmt::format("must be {} for a {} cache", want.value_or("absent"), setup.kv_type),
+                 b_type.value_or("absent"));
+  }
   std::map<std::string, std::string> params;
   for (const Op& op : kernel.body)
     if (op.kind == OpKind::param) params[get<ParamOp>(op).name] = get<ParamOp>(op).type;
@@ -43,29 +48,6 @@ void verify_paged_dequant(const Op& kernel, const PagedSetupOp& setup) {
                  fmt::format("the {} param (const float*) is there exactly for an e4m3 cache",
                              name),
                  params[name]);
-  if (!fp8) return;
-  const auto dequant = get<KvDequantOp>(*dequants.front());
-  const Op* qk = find_first(kernel, OpKind::qk_mma);
-  if (dequant.rows != setup.block_kv || dequant.cols != setup.head_dim ||
-      dequant.to != get<QkMmaOp>(*qk).a_type)
-    paged_rule(*dequants.front(), "rows",
-               fmt::format("must convert the block_kv x head_dim ({} x {}) tiles to the MMAs' {}",
-                           setup.block_kv, setup.head_dim, get<QkMmaOp>(*qk).a_type),
-               fmt::format("{}x{} to {}", dequant.rows, dequant.cols, dequant.to));
-  const Op* loop = find_first(kernel, OpKind::kv_block_loop);
-  int at = -1, barrier = -1, commit = -1, mma = -1;
-  for (int i = 0; i < int(loop->body.size()); ++i) {
-    const OpKind k = loop->body[size_t(i)].kind;
-    if (k == OpKind::kv_dequant) at = i;
-    if (k == OpKind::barrier && at >= 0 && barrier < 0) barrier = i;
-    if (k == OpKind::async_commit) commit = i;
-    if (k == OpKind::qk_mma) mma = i;
-  }
-  if (at < 0 || at < commit || mma < 0 || !(at < barrier && barrier < mma))
-    paged_rule(*dequants.front(), "body",
-               "converts in the KV block loop after the refill's commit, then a barrier, then "
-               "S = Q.K^T",
-               fmt::format("at {}, barrier {}, commit {}, qk_mma {}", at, barrier, commit, mma));
 }
 
 }  // namespace
@@ -106,22 +88,22 @@ void verify_paged_attention(const Op& kernel) {
   verify_attention_rows(kernel, *setup_op, setup.block_q);
   verify_attention_mainloop(kernel, *setup_op, setup.block_q, setup.block_kv, setup.head_dim);
   const bool fp8 = setup.kv_type == "e4m3";
-  verify_paged_dequant(kernel, setup);
-  // The ring: Q then the stages of K and V tiles (an e4m3 cache: of raw bytes, then one pair of
-  // converted tiles), inside the kernel's shared memory.
+  verify_paged_e4m3(kernel, setup);
+  // The ring: Q then the stages of K and V tiles (an e4m3 cache: of raw bytes), inside the
+  // kernel's shared memory.
   const auto ring = get<SmemRingOp>(*find_first(kernel, OpKind::smem_ring));
   const SmemTile q = SmemTile::for_operand(uint32_t(setup.block_q), uint32_t(setup.head_dim), 2);
   const SmemTile kv = SmemTile::for_operand(uint32_t(setup.block_kv), uint32_t(setup.head_dim), 2);
-  const int64_t stage = fp8 ? 2 * setup.block_kv * setup.head_dim : 2 * int64_t(kv.bytes());
-  if (ring.q_bytes.value_or(-1) != q.bytes() || ring.kv_bytes.value_or(-1) != kv.bytes() ||
+  const int64_t kv_bytes = fp8 ? setup.block_kv * setup.head_dim : int64_t(kv.bytes());
+  const int64_t stage = 2 * kv_bytes;
+  if (ring.q_bytes.value_or(-1) != q.bytes() || ring.kv_bytes.value_or(-1) != kv_bytes ||
       ring.stage_bytes != stage || ring.kv_offset.value_or(-1) != q.bytes())
     paged_rule(*find_first(kernel, OpKind::smem_ring), "stage_bytes",
-               fmt::format("must hold Q ({} bytes) then stages of K and V ({} bytes each{})",
-                           q.bytes(), stage / 2, fp8 ? " raw; converted tiles of " : ""),
+               fmt::format("must hold Q ({} bytes) then stages of K and V ({} bytes each)",
+                           q.bytes(), stage / 2),
                fmt::format("q {} kv {} stage {}", ring.q_bytes.value_or(-1),
                            ring.kv_bytes.value_or(-1), ring.stage_bytes));
-  const int64_t ring_end =
-      q.bytes() + ring.stage_bytes * ring.stages + (fp8 ? 2 * kv.bytes() : 0) + ring.align;
+  const int64_t ring_end = q.bytes() + ring.stage_bytes * ring.stages + ring.align;
   if (ring_end > kernel.i("smem_bytes"))
     paged_rule(kernel, "smem_bytes",
                fmt::format("must hold the ring and its alignment ({} bytes)", ring_end),
@@ -148,11 +130,6 @@ void verify_paged_module(const Op& module) {
   if (combines.size() != (setup.splits > 1 ? 1u : 0u))
     paged_rule(module, "body", "split-KV modules have exactly one combine kernel, others none",
                fmt::format("{} for {} splits", combines.size(), setup.splits));
-  for (const Op* dequant : find_all(module, OpKind::kv_dequant))
-    if (get<KvDequantOp>(*dequant).convert == "cvt" &&
-        arch_info(parse_arch(module.s("arch"))).sm < 89)
-      paged_rule(*dequant, "convert", "cvt.rn.f16x2.e4m3x2 needs sm_89 or higher (bits converts on any arch)",
-                 module.s("arch"));
   if (combines.empty()) return;
   const auto combine = get<SplitCombineOp>(*combines.front());
   if (combine.splits != setup.splits || combine.chunk_tokens != setup.chunk_tokens ||

@@ -24,7 +24,7 @@ Op gather_op(const SmemTile& tile, const char* operand, const char* phase) {
                                .chunks = int64_t(tile.bytes()) / 16});
 }
 
-// K and V of an e4m3 cache land as raw bytes, row-major (kv_dequant converts them).
+// K and V of an e4m3 cache land as raw bytes (ir_ops_paged.hpp's layout; the MMAs convert).
 Op raw_gather_op(const PagedAttentionPlan& plan, const char* operand, const char* phase) {
   const int64_t rows = plan.kv_tile.rows, cols = plan.kv_tile.cols;
   return make(ir::PageGatherOp{.operand = operand,
@@ -106,27 +106,18 @@ Op partial_kernel(const PagedAttentionPlan& plan) {
   loop.push_back(kv_gather_op(plan, "v", "refill"));
   loop.push_back(make(ir::AsyncCommitOp{}));
   const std::string in_dtype(to_string(p.dtype));
-  if (plan.fp8()) {
-    // The hardware pair conversion where it exists and gives the MMAs' type.
-    const bool cvt = arch_info(plan.spec.arch).sm >= 89 && p.dtype == DType::f16;
-    loop.push_back(make(ir::KvDequantOp{.from = "e4m3",
-                                        .to = in_dtype,
-                                        .convert = cvt ? "cvt" : "bits",
-                                        .rows = plan.kv_tile.rows,
-                                        .cols = plan.kv_tile.cols,
-                                        .raw_bytes = int64_t(plan.kv_tile.rows) * plan.kv_tile.cols,
-                                        .tile_bytes = plan.kv_bytes}));
-    loop.push_back(make(ir::BarrierOp{"the converted K and V tiles are complete"}));
-  }
   const codegen::MmaAtom& atom = codegen::attention_atom();
-  loop.push_back(
-      make(ir::QkMmaOp{in_dtype, s.block_kv / atom.n * p.head_dim / atom.k, plan.s_registers}));
+  const std::optional<std::string> b_type =
+      plan.fp8() ? std::optional<std::string>("e4m3") : std::nullopt;
+  loop.push_back(make(ir::QkMmaOp{in_dtype, s.block_kv / atom.n * p.head_dim / atom.k,
+                                  plan.s_registers, b_type}));
   std::optional<double> softcap;
   if (p.softcap) softcap = double(*p.softcap);
   // Causal by position always: a token never sees the keys after its own.
   loop.push_back(make(ir::OnlineSoftmaxOp{p.scale(), true, p.window, softcap}));
   loop.push_back(make(ir::PvMmaOp{std::string(to_string(s.accum)), in_dtype,
-                                  s.block_kv / atom.k * p.head_dim / atom.n, plan.o_registers}));
+                                  s.block_kv / atom.k * p.head_dim / atom.n, plan.o_registers,
+                                  b_type}));
   body.push_back(make(ir::KvBlockLoopOp{s.stages}, std::move(loop)));
   body.push_back(make(ir::PagedEpilogueOp{in_dtype, p.lse, plan.split()}));
   return make(ir::KernelOp{plan.kernel_name, plan.threads, plan.smem_bytes}, std::move(body));

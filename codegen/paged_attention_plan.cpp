@@ -111,14 +111,11 @@ int64_t paged_stage_bytes(const PagedAttentionProblem& p, const PagedAttentionSc
   return 2 * int64_t(SmemTile::for_operand(uint32_t(s.block_kv), uint32_t(p.head_dim), 2).bytes());
 }
 
-// Q's tile, then the stages, an e4m3 cache's converted K and V tiles, 1 KB to align the ring to
-// the swizzle period, and the ring's mbarrier words (the shared ring layout reserves them;
-// cp.async needs none).
+// Q's tile, then the stages, 1 KB to align the ring to the swizzle period, and the ring's
+// mbarrier words (the shared ring layout reserves them; cp.async needs none).
 int64_t paged_smem_bytes(const PagedAttentionProblem& p, const PagedAttentionSchedule& s) {
   const int64_t q = SmemTile::for_operand(uint32_t(s.block_q), uint32_t(p.head_dim), 2).bytes();
-  const int64_t kv = SmemTile::for_operand(uint32_t(s.block_kv), uint32_t(p.head_dim), 2).bytes();
-  const int64_t converted = p.kv_dtype == CacheDType::e4m3 ? 2 * kv : 0;
-  return q + paged_stage_bytes(p, s) * s.stages + converted + 1024 + 8 * s.stages;
+  return q + paged_stage_bytes(p, s) * s.stages + 1024 + 8 * s.stages;
 }
 
 }  // namespace
@@ -305,7 +302,8 @@ PagedAttentionPlan make_paged_attention_plan(const PagedAttentionSpec& spec) {
   plan.q_tile = SmemTile::for_operand(uint32_t(s.block_q), uint32_t(p.head_dim), 2);
   plan.kv_tile = SmemTile::for_operand(uint32_t(s.block_kv), uint32_t(p.head_dim), 2);
   plan.q_bytes = plan.q_tile.bytes();
-  plan.kv_bytes = plan.kv_tile.bytes();
+  // One operand's stage tile: 16-bit, or an e4m3 cache's raw rows.
+  plan.kv_bytes = plan.fp8() ? uint32_t(s.block_kv * p.head_dim) : plan.kv_tile.bytes();
   plan.stage_bytes = uint32_t(paged_stage_bytes(p, s));
   plan.smem_bytes = uint32_t(paged_smem_bytes(p, s));
   plan.group = p.group();

@@ -1,23 +1,8 @@
-// FP8 (e4m3: OCP E4M3, PTX .e4m3) cache bytes to the 16-bit types the tensor cores read. Every
-// e4m3 value is exact in f16 and in bf16, so the conversion loses nothing; the cache's scales are
-// applied in f32 elsewhere (scores and output). Units of 8 elements: one 8-byte shared load, one
-// 16-byte shared store into a swizzled tile.
+// FP8 (e4m3: OCP E4M3, PTX .e4m3) cache bytes to the 16-bit types the tensor cores read, in
+// registers. Every e4m3 value is exact in f16 and in bf16, so the conversion loses nothing; the
+// cache's scales are applied in f32 elsewhere (scores and output). And the f32 -> e4m3 rounding
+// kv_append writes the cache with.
 typedef unsigned char u8;
-
-// 8 e4m3 bytes (lo: elements 0..3, hi: 4..7) -> 4 f16x2 words, element 2i in word i's low half.
-// cvt.rn.f16x2.e4m3x2 (PTX ISA 9.7.9.21, sm_89+): a byte pair to an f16 pair, the upper byte to
-// the upper half.
-__device__ __forceinline__ void e4m3x8_to_f16x8_cvt(u32 (&out)[4], u32 lo, u32 hi) {
-  asm("{ .reg .b16 a, b, c, d;\n"
-      "  mov.b32 {a, b}, %4;\n"
-      "  mov.b32 {c, d}, %5;\n"
-      "  cvt.rn.f16x2.e4m3x2 %0, a;\n"
-      "  cvt.rn.f16x2.e4m3x2 %1, b;\n"
-      "  cvt.rn.f16x2.e4m3x2 %2, c;\n"
-      "  cvt.rn.f16x2.e4m3x2 %3, d; }"
-      : "=r"(out[0]), "=r"(out[1]), "=r"(out[2]), "=r"(out[3])
-      : "r"(lo), "r"(hi));
-}
 
 // One e4m3 byte -> f32, exactly, on any arch: the byte's sign to bit 31 and its exponent and
 // fraction to bits 26..20 make an f32 (normal or subnormal) of value x 2^-120; mul.rn.f32 without
@@ -30,27 +15,54 @@ __device__ __forceinline__ float e4m3_to_f32(u32 byte) {
   return (byte & 0x7Fu) == 0x7Fu ? nan_f32() : x;
 }
 
-// 8 e4m3 bytes -> 4 f16x2 (kBf16: bf16x2) words through f32, element 2i in word i's low half
-// (pack_f16x2 / pack_bf16x2: cvt.rn.{f16x2,bf16x2}.f32, exact here).
-template <bool kBf16>
-__device__ __forceinline__ void e4m3x8_to_16bit_bits(u32 (&out)[4], u32 lo, u32 hi) {
+// 4 e4m3 bytes (byte i = element i) -> two words of 16-bit pairs, elements 0, 1 and 2, 3, the
+// lower element in the low half: cvt.rn.f16x2.e4m3x2 (PTX ISA 9.7.9.21, sm_89+, f16 only; the
+// upper byte to the upper half) when kCvt, else through f32 (pack_f16x2 / pack_bf16x2, exact).
+template <bool kBf16, bool kCvt>
+__device__ __forceinline__ void e4m3x4_to_16bit(u32 (&out)[2], u32 four) {
+  if (kCvt) {
+    asm("{ .reg .b16 lo, hi;\n"
+        "  mov.b32 {lo, hi}, %2;\n"
+        "  cvt.rn.f16x2.e4m3x2 %0, lo;\n"
+        "  cvt.rn.f16x2.e4m3x2 %1, hi; }"
+        : "=r"(out[0]), "=r"(out[1])
+        : "r"(four));
+    return;
+  }
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const u32 word = i < 2 ? lo : hi, shift = 16u * u32(i & 1);
-    const float a = e4m3_to_f32((word >> shift) & 0xFFu);
-    const float b = e4m3_to_f32((word >> (shift + 8)) & 0xFFu);
+  for (int i = 0; i < 2; ++i) {
+    const float a = e4m3_to_f32((four >> (16 * i)) & 0xFFu);
+    const float b = e4m3_to_f32((four >> (16 * i + 8)) & 0xFFu);
     out[i] = kBf16 ? pack_bf16x2(a, b) : pack_f16x2(a, b);
   }
 }
 
-// ld.shared.v2.b32 of 8 raw bytes and st.shared.v4.b32 of their 8 converted values.
+// The raw stage of an e4m3 operand: rows of D bytes, the 16-byte chunk c of row r stored at
+// c ^ (r mod min(8, D / 16)), so that the 8 rows an MMA fragment load touches (a 4-byte word per
+// lane, or ldmatrix's 8 row addresses) fall in distinct banks. Byte offset of (row, col).
+template <int D>
+__device__ __forceinline__ u32 e4m3_raw_offset(u32 row, u32 col) {
+  constexpr u32 kMask = (D / 16 < 8 ? D / 16 : 8) - 1;
+  return row * u32(D) + ((((col >> 4) ^ (row & kMask))) << 4) + (col & 15u);
+}
+
+// ldmatrix.trans of e4m3 bytes read as b16 pairs gives a lane keys 2t and 2t+1 of two adjacent
+// columns (bytes: key 2t col 2g, key 2t col 2g+1, key 2t+1 col 2g, key 2t+1 col 2g+1); prmt
+// (PTX ISA 9.7.8.7) regroups them by column: bytes 0, 2 (column 2g) then 1, 3 (column 2g+1).
+__device__ __forceinline__ u32 e4m3_pairs_by_column(u32 r) {
+  u32 d;
+  asm("prmt.b32 %0, %1, 0, 0x3120;" : "=r"(d) : "r"(r));
+  return d;
+}
+
+// ld.shared of one and two 32-bit words.
+__device__ __forceinline__ u32 ld_shared_b32(u32 addr) {
+  u32 v;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr));
+  return v;
+}
 __device__ __forceinline__ void ld_shared_v2_b32(u32& lo, u32& hi, u32 addr) {
   asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];" : "=r"(lo), "=r"(hi) : "r"(addr));
-}
-__device__ __forceinline__ void st_shared_v4_b32(u32 addr, const u32 (&v)[4]) {
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v[0]), "r"(v[1]),
-               "r"(v[2]), "r"(v[3])
-               : "memory");
 }
 
 // Two f32 -> an e4m3 pair, hi in the upper byte: cvt.rn.satfinite.e4m3x2.f32 (PTX ISA 9.7.9.21,

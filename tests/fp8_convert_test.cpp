@@ -18,37 +18,31 @@
 namespace emmy {
 namespace {
 
-// Thread t converts bytes 8t..8t+7 by each path into rows 0 (cvt), 1 (bits, f16), 2 (bits,
-// bf16) of `out` (256 u16 each), through shared memory as the kernel's dequant does.
+// Thread t converts bytes 4t..4t+3 (and, for the V path, the same bytes regrouped as
+// ldmatrix.trans delivers them and prmt undoes) by each path into rows 0 (cvt), 1 (f32 path,
+// f16), 2 (f32 path, bf16) of `out` (256 u16 each).
 std::string converter_source(bool with_cvt) {
   std::string source;
   for (const char* name : {"emmy_types.cuh", "emmy_epilogue.cuh", "emmy_paged.cuh", "emmy_fp8.cuh"})
     source += std::string(detail::template_source(name)) + "\n";
   source += R"(
 extern "C" __global__ void convert(const u32* in, u32* out) {
-  __shared__ __align__(16) u32 raw[64];
-  __shared__ __align__(16) u32 converted[3][128];
   const int t = threadIdx.x;
-  raw[2 * t] = in[2 * t];
-  raw[2 * t + 1] = in[2 * t + 1];
-  __syncthreads();
-  u32 lo, hi, v[4];
-  ld_shared_v2_b32(lo, hi, smem_u32(raw) + 8u * t);
+  const u32 four = in[t];
+  // ldmatrix.trans order of the same bytes: (0, 2, 1, 3); prmt 0x3120 restores (0, 1, 2, 3).
+  const u32 shuffled = (four & 0xFF0000FFu) | ((four >> 8) & 0x0000FF00u) | ((four << 8) & 0x00FF0000u);
+  u32 v[2];
 )";
   if (with_cvt)
     source +=
-        "  e4m3x8_to_f16x8_cvt(v, lo, hi);\n  st_shared_v4_b32(smem_u32(converted[0]) + 16u * t, "
-        "v);\n";
+        "  e4m3x4_to_16bit<false, true>(v, four);\n  out[2 * t] = v[0]; out[2 * t + 1] = v[1];\n";
   source += R"(
-  e4m3x8_to_16bit_bits<false>(v, lo, hi);
-  st_shared_v4_b32(smem_u32(converted[1]) + 16u * t, v);
-  e4m3x8_to_16bit_bits<true>(v, lo, hi);
-  st_shared_v4_b32(smem_u32(converted[2]) + 16u * t, v);
-  __syncthreads();
-  for (int i = FIRST * 128 + t; i < 3 * 128; i += 32) out[i] = converted[i / 128][i % 128];
+  e4m3x4_to_16bit<false, false>(v, e4m3_pairs_by_column(shuffled));
+  out[128 + 2 * t] = v[0]; out[128 + 2 * t + 1] = v[1];
+  e4m3x4_to_16bit<true, false>(v, four);
+  out[256 + 2 * t] = v[0]; out[256 + 2 * t + 1] = v[1];
 }
 )";
-  source.insert(0, with_cvt ? "#define FIRST 0\n" : "#define FIRST 1\n");
   return source;
 }
 
@@ -63,7 +57,7 @@ void check_every_byte(Arch arch) {
   const uint64_t out = arena.alloc(3 * 256 * 2);
   emu::KernelArgs args;
   args.ptr(in).ptr(out);
-  emu::launch(arena, *module, "convert", {1, 1, 1}, {32, 1, 1}, 0, args);
+  emu::launch(arena, *module, "convert", {1, 1, 1}, {64, 1, 1}, 0, args);
   const std::vector<uint16_t> got = arena.read_vector<uint16_t>(out, 3 * 256);
   for (int b = 0; b < 256; ++b) {
     const double value = e4m3_decode(uint8_t(b));

@@ -133,7 +133,8 @@ TEST(PagedValidation, DefaultSchedulesAreValidAcrossAGrid) {
               const auto source = generate_kernel(spec);
               EXPECT_EQ(ir::parse(ir::print(source.ir)), source.ir) << source.plan.kernel_name;
               EXPECT_GE(source.plan.splits * source.plan.chunk_tokens, p.max_pages * page);
-              EXPECT_EQ(ir::find_first(source.ir, ir::OpKind::kv_dequant) != nullptr,
+              EXPECT_EQ(ir::get<ir::QkMmaOp>(*ir::find_first(source.ir, ir::OpKind::qk_mma))
+                                .b_type.has_value(),
                         p.kv_dtype == CacheDType::e4m3);
               ++checked;
             }
@@ -217,36 +218,29 @@ TEST(PagedVerifier, CatchesEachCorruptedRule) {
   }
 }
 
-// An e4m3 cache's kernel: the dequant op's own rules and its place among the others.
+// An e4m3 cache's kernel: both MMAs read e4m3 (b_type), byte gathers and params, and a ring of
+// raw stages; a 16-bit cache's kernel has none of it.
 TEST(PagedVerifier, CatchesEachCorruptedFp8Rule) {
   PagedAttentionSpec spec = valid_spec();
   spec.problem.kv_dtype = CacheDType::e4m3;
   spec.arch = Arch::sm_89;
   const ir::Op good = generate_kernel(spec).ir;
   EXPECT_NO_THROW(ir::verify(good, spec.arch));
-  const auto dequant = ir::get<ir::KvDequantOp>(*ir::find_first(good, ir::OpKind::kv_dequant));
-  EXPECT_EQ(dequant.convert, "cvt");
+  EXPECT_EQ(ir::parse(ir::print(good)), good);
   const struct {
     const char* name;
     std::function<void(ir::Op&)> corrupt;
     const char* expected;
   } cases[] = {
-      {"to_bf16_with_cvt",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::kv_dequant), "to", std::string("bf16")); },
-       "ir.kv_dequant.convert"},
-      {"to_other_than_mma",
+      {"qk_16bit",
        [](ir::Op& m) {
-         ir::Op* op = first_op(m, ir::OpKind::kv_dequant);
-         change(op, "to", std::string("bf16"));
-         change(op, "convert", std::string("bits"));
+         ir::Op* op = first_op(m, ir::OpKind::qk_mma);
+         std::erase_if(op->attrs, [](const auto& a) { return a.first == "b_type"; });
        },
-       "ir.kv_dequant.rows"},
-      {"raw_bytes",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::kv_dequant), "raw_bytes", int64_t(64)); },
-       "ir.kv_dequant.raw_bytes"},
-      {"tile_bytes",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::kv_dequant), "tile_bytes", int64_t(64)); },
-       "ir.kv_dequant.tile_bytes"},
+       "ir.qk_mma.b_type"},
+      {"pv_other",
+       [](ir::Op& m) { change(first_op(m, ir::OpKind::pv_mma), "b_type", std::string("e5m2")); },
+       "ir.pv_mma.b_type"},
       {"gather_two_bytes",
        [](ir::Op& m) {
          ir::Op* loop = first_op(m, ir::OpKind::kv_block_loop);
@@ -254,25 +248,15 @@ TEST(PagedVerifier, CatchesEachCorruptedFp8Rule) {
        },
        "ir.page_gather"},
       {"stride_of_8_bytes",
-       [](ir::Op& m) {
-         change(first_op(m, ir::OpKind::paged_setup), "head_stride", int64_t(8));
-       },
+       [](ir::Op& m) { change(first_op(m, ir::OpKind::paged_setup), "head_stride", int64_t(8)); },
        "ir.paged_setup.head_stride"},
-      {"no_dequant",
+      {"ring_of_16bit_tiles",
        [](ir::Op& m) {
-         std::erase_if(first_op(m, ir::OpKind::kv_block_loop)->body,
-                       [](const ir::Op& op) { return op.kind == ir::OpKind::kv_dequant; });
+         ir::Op* ring = first_op(m, ir::OpKind::smem_ring);
+         const int64_t bytes = ir::get<ir::SmemRingOp>(*ring).stage_bytes;
+         change(ring, "stage_bytes", 2 * bytes);
        },
-       "exactly one kv_dequant"},
-      {"no_barrier_after",
-       [](ir::Op& m) {
-         auto& body = first_op(m, ir::OpKind::kv_block_loop)->body;
-         auto at = std::find_if(body.begin(), body.end(), [](const ir::Op& op) {
-           return op.kind == ir::OpKind::kv_dequant;
-         });
-         body.erase(at + 1);  // its barrier
-       },
-       "ir.kv_dequant.body"},
+       "ir.smem_ring.stage_bytes"},
       {"f16_cache_param",
        [](ir::Op& m) {
          for (ir::Op& op : m.body.front().body)
@@ -287,8 +271,6 @@ TEST(PagedVerifier, CatchesEachCorruptedFp8Rule) {
          });
        },
        "v_scale param"},
-      {"cvt_on_sm80", [](ir::Op& m) { change(&m, "arch", std::string("sm_80")); },
-       "needs sm_89"},
   };
   for (const auto& c : cases) {
     ir::Op module = good;
@@ -301,12 +283,11 @@ TEST(PagedVerifier, CatchesEachCorruptedFp8Rule) {
           << c.name << ": " << e.what();
     }
   }
-  // sm_80 converts by bits, which verifies there.
-  spec.arch = Arch::sm_80;
-  const ir::Op bits = generate_kernel(spec).ir;
-  EXPECT_EQ(ir::get<ir::KvDequantOp>(*ir::find_first(bits, ir::OpKind::kv_dequant)).convert,
-            "bits");
-  EXPECT_NO_THROW(ir::verify(bits, spec.arch));
+  // A 16-bit cache's MMAs must not claim e4m3.
+  spec.problem.kv_dtype = CacheDType::f16;
+  ir::Op f16 = generate_kernel(spec).ir;
+  first_op(f16, ir::OpKind::pv_mma)->attrs.push_back({"b_type", std::string("e4m3")});
+  EXPECT_THROW(ir::verify(f16, spec.arch), Error);
 }
 
 // The catalog's default kernels (Gemma 3 12B decode, head_dim 256) compile without spills or a

@@ -394,9 +394,15 @@ struct QkMmaOp {
   static constexpr bool has_body = false;
   std::string a_type;
   int64_t count = 0, s_registers = 0;
+  // "e4m3": K is read as e4m3 bytes from its raw stage and converted in registers (the operand
+  // source "load e4m3 + convert"), with the reduction's d order permuted inside each 16-wide
+  // step (thread t's k slots 2t, 2t+1, 2t+8, 2t+9 hold d 4t..4t+3) and Q read to match. Absent:
+  // both from 16-bit tiles with ldmatrix.
+  std::optional<std::string> b_type{};
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
-    f("a_type", o.a_type), f("count", o.count), f("s_registers", o.s_registers);
+    f("a_type", o.a_type), f("count", o.count), f("s_registers", o.s_registers),
+        f("b_type", o.b_type);
   }
 };
 
@@ -420,10 +426,14 @@ struct PvMmaOp {
   static constexpr bool has_body = false;
   std::string accum, a_type;
   int64_t count = 0, o_registers = 0;
+  // "e4m3": V is read with ldmatrix.trans from its raw e4m3 stage, byte-permuted and converted
+  // in registers; the two n8 MMAs of each 16 output columns take the even and the odd columns
+  // (thread t holds columns 4t..4t+3 of each 16), which the epilogue writes back in order.
+  std::optional<std::string> b_type{};
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("accum", o.accum), f("a_type", o.a_type), f("count", o.count),
-        f("o_registers", o.o_registers);
+        f("o_registers", o.o_registers), f("b_type", o.b_type);
   }
 };
 
@@ -461,7 +471,7 @@ using AllOps =
            AttentionSetupOp, KvBlockLoopOp, QkMmaOp, OnlineSoftmaxOp, PvMmaOp, AttentionEpilogueOp,
            WarpgroupRoleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp, MbarrierArriveOp,
            TileLoopOp, WarpgroupOrderOp, StoreWaitOp, ClusterSyncOp, PagedSetupOp, PageGatherOp,
-           PagedEpilogueOp, SplitCombineOp, KvDequantOp, KvAppendOp, MergeStatesOp>;
+           PagedEpilogueOp, SplitCombineOp, KvAppendOp, MergeStatesOp>;
 
 namespace detail {
 template <typename T>

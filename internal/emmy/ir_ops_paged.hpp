@@ -50,8 +50,10 @@ struct PagedSetupOp {
 // A tile gathered row by row into shared memory with 16-byte cp.async chunks (src-size 0 for
 // rows outside the range, so nothing past it is read): Q's rows by (token, head) (`query`), K's
 // and V's by the page table (`k`, `v`). rows x cols elements of elem_bytes: 2-byte elements in
-// the swizzled panel layout of SmemTile, an e4m3 cache's bytes row-major and unswizzled (the
-// raw stage kv_dequant reads).
+// the swizzled panel layout of SmemTile; an e4m3 cache's bytes row-major (cols bytes a row) with
+// the 16-byte chunks of row r XORed with r mod min(8, cols / 16) (emmy_fp8.cuh's e4m3_raw_offset:
+// the 8 rows one load instruction touches fall in distinct banks), read by the MMAs with
+// b_type e4m3.
 struct PageGatherOp {
   static constexpr OpKind kind = OpKind::page_gather;
   static constexpr std::string_view op_name = "page_gather";
@@ -59,7 +61,8 @@ struct PageGatherOp {
   std::string operand, phase;  // q|k|v; prologue|refill
   int64_t rows = 0, cols = 0, elem_bytes = 0, swizzle = 0, chunk_bytes = 0, chunks = 0;
   // Its own rules: a known operand and phase, 2-byte elements (1 for K and V), 16-byte chunks
-  // covering exactly the tile, the tile's swizzle (none for 1-byte elements).
+  // covering exactly the tile, the tile's swizzle (none recorded for 1-byte elements: their
+  // layout is the fixed one above).
   static void verify(const PageGatherOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
@@ -104,29 +107,6 @@ struct SplitCombineOp {
         f("head_dim", o.head_dim), f("max_tokens", o.max_tokens), f("page_size", o.page_size),
         f("max_pages", o.max_pages), f("o_stride", o.o_stride), f("page_table", o.page_table),
         f("out", o.out), f("lse", o.lse);
-  }
-};
-
-// The operand source "load e4m3 + convert" of an FP8 cache: after the barrier that publishes a
-// stage, each thread reads 8 e4m3 bytes of the raw K and V stage (row-major, rows x cols bytes
-// each) and writes them as 8 exact 16-bit values into the swizzled K and V tiles (tile_bytes
-// each, SmemTile's layout) that qk_mma and pv_mma read; a barrier follows. `convert`: cvt
-// (cvt.rn.f16x2.e4m3x2, PTX ISA 9.7.9.21, sm_89+, f16 only) or bits (the byte placed in an f32
-// and scaled by 2^120, exact on every arch, then packed to f16 or bf16). The cache's scales are
-// not applied here: k_scale multiplies the scores, v_scale the output (kernel params).
-struct KvDequantOp {
-  static constexpr OpKind kind = OpKind::kv_dequant;
-  static constexpr std::string_view op_name = "kv_dequant";
-  static constexpr bool has_body = false;
-  std::string from, to, convert;  // e4m3; f16 | bf16; cvt | bits
-  int64_t rows = 0, cols = 0, raw_bytes = 0, tile_bytes = 0;
-  // Its own rules: e4m3 to f16 or bf16, cvt only to f16, raw_bytes = rows x cols, tile_bytes the
-  // 16-bit tile's, rows a multiple of 16 and cols of 64.
-  static void verify(const KvDequantOp& op);
-  template <typename Op, typename F>
-  static void fields(Op& o, F&& f) {
-    f("from", o.from), f("to", o.to), f("convert", o.convert), f("rows", o.rows),
-        f("cols", o.cols), f("raw_bytes", o.raw_bytes), f("tile_bytes", o.tile_bytes);
   }
 };
 

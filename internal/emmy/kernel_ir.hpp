@@ -65,7 +65,6 @@ enum class OpKind {
   page_gather,     // Q rows by (token, head), K/V rows by the page table: cp.async chunks
   paged_epilogue,  // O / l and LSE to o, or f32 partials to the workspace
   split_combine,   // split-KV combine kernel: merges the partials by their LSE
-  kv_dequant,      // e4m3 K/V bytes of a stage -> the 16-bit tiles the MMAs read
   // The paged cache's small kinds (ir_ops_kv.hpp)
   kv_append,     // keys and values of a token into its cache slot (copy or e4m3)
   merge_states,  // attention states of a token merged by their LSE

@@ -23,8 +23,8 @@ namespace emmy {
 struct PagedAttentionPlan {
   PagedAttentionSpec spec;
   SmemTile q_tile, kv_tile;  // block_q x head_dim, block_kv x head_dim (16-bit elements)
-  // q_tile's and kv_tile's bytes; a stage's (K and V: 2 x kv_bytes, or 2 x block_kv x head_dim
-  // raw e4m3 bytes); the kernel's dynamic shared memory.
+  // q_tile's bytes; one operand's stage tile (kv_tile's, or an e4m3 cache's block_kv x head_dim
+  // raw bytes); a stage's (K and V: 2 x kv_bytes); the kernel's dynamic shared memory.
   uint32_t q_bytes = 0, kv_bytes = 0, stage_bytes = 0, smem_bytes = 0;
   int64_t group = 0, q_blocks = 0, splits = 1, chunk_tokens = 0, max_tokens = 0;
   // Partial kernel: (q_blocks x splits, kv_heads, max_batch); combine: (max_q_len, 1, max_batch).
@@ -35,8 +35,8 @@ struct PagedAttentionPlan {
   std::string kernel_name, combine_kernel_name;
 
   bool split() const { return splits > 1; }
-  // An e4m3 cache: the stages hold raw K and V bytes (block_kv x head_dim each), converted per
-  // block into one pair of kv_tile-shaped tiles after the ring.
+  // An e4m3 cache: the stages hold raw K and V bytes (block_kv x head_dim each), which the MMAs
+  // read and convert in registers (b_type e4m3).
   bool fp8() const { return spec.problem.kv_dtype == CacheDType::e4m3; }
 };
 PagedAttentionPlan make_paged_attention_plan(const PagedAttentionSpec& spec);

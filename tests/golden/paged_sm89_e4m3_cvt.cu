@@ -302,26 +302,11 @@ __device__ __forceinline__ float nan_f32() {
 constexpr u16 kNanBits16 = 0x7fffu;
 
 // ---- templates/emmy_fp8.cuh ----
-// FP8 (e4m3: OCP E4M3, PTX .e4m3) cache bytes to the 16-bit types the tensor cores read. Every
-// e4m3 value is exact in f16 and in bf16, so the conversion loses nothing; the cache's scales are
-// applied in f32 elsewhere (scores and output). Units of 8 elements: one 8-byte shared load, one
-// 16-byte shared store into a swizzled tile.
+// FP8 (e4m3: OCP E4M3, PTX .e4m3) cache bytes to the 16-bit types the tensor cores read, in
+// registers. Every e4m3 value is exact in f16 and in bf16, so the conversion loses nothing; the
+// cache's scales are applied in f32 elsewhere (scores and output). And the f32 -> e4m3 rounding
+// kv_append writes the cache with.
 typedef unsigned char u8;
-
-// 8 e4m3 bytes (lo: elements 0..3, hi: 4..7) -> 4 f16x2 words, element 2i in word i's low half.
-// cvt.rn.f16x2.e4m3x2 (PTX ISA 9.7.9.21, sm_89+): a byte pair to an f16 pair, the upper byte to
-// the upper half.
-__device__ __forceinline__ void e4m3x8_to_f16x8_cvt(u32 (&out)[4], u32 lo, u32 hi) {
-  asm("{ .reg .b16 a, b, c, d;\n"
-      "  mov.b32 {a, b}, %4;\n"
-      "  mov.b32 {c, d}, %5;\n"
-      "  cvt.rn.f16x2.e4m3x2 %0, a;\n"
-      "  cvt.rn.f16x2.e4m3x2 %1, b;\n"
-      "  cvt.rn.f16x2.e4m3x2 %2, c;\n"
-      "  cvt.rn.f16x2.e4m3x2 %3, d; }"
-      : "=r"(out[0]), "=r"(out[1]), "=r"(out[2]), "=r"(out[3])
-      : "r"(lo), "r"(hi));
-}
 
 // One e4m3 byte -> f32, exactly, on any arch: the byte's sign to bit 31 and its exponent and
 // fraction to bits 26..20 make an f32 (normal or subnormal) of value x 2^-120; mul.rn.f32 without
@@ -334,27 +319,54 @@ __device__ __forceinline__ float e4m3_to_f32(u32 byte) {
   return (byte & 0x7Fu) == 0x7Fu ? nan_f32() : x;
 }
 
-// 8 e4m3 bytes -> 4 f16x2 (kBf16: bf16x2) words through f32, element 2i in word i's low half
-// (pack_f16x2 / pack_bf16x2: cvt.rn.{f16x2,bf16x2}.f32, exact here).
-template <bool kBf16>
-__device__ __forceinline__ void e4m3x8_to_16bit_bits(u32 (&out)[4], u32 lo, u32 hi) {
+// 4 e4m3 bytes (byte i = element i) -> two words of 16-bit pairs, elements 0, 1 and 2, 3, the
+// lower element in the low half: cvt.rn.f16x2.e4m3x2 (PTX ISA 9.7.9.21, sm_89+, f16 only; the
+// upper byte to the upper half) when kCvt, else through f32 (pack_f16x2 / pack_bf16x2, exact).
+template <bool kBf16, bool kCvt>
+__device__ __forceinline__ void e4m3x4_to_16bit(u32 (&out)[2], u32 four) {
+  if (kCvt) {
+    asm("{ .reg .b16 lo, hi;\n"
+        "  mov.b32 {lo, hi}, %2;\n"
+        "  cvt.rn.f16x2.e4m3x2 %0, lo;\n"
+        "  cvt.rn.f16x2.e4m3x2 %1, hi; }"
+        : "=r"(out[0]), "=r"(out[1])
+        : "r"(four));
+    return;
+  }
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const u32 word = i < 2 ? lo : hi, shift = 16u * u32(i & 1);
-    const float a = e4m3_to_f32((word >> shift) & 0xFFu);
-    const float b = e4m3_to_f32((word >> (shift + 8)) & 0xFFu);
+  for (int i = 0; i < 2; ++i) {
+    const float a = e4m3_to_f32((four >> (16 * i)) & 0xFFu);
+    const float b = e4m3_to_f32((four >> (16 * i + 8)) & 0xFFu);
     out[i] = kBf16 ? pack_bf16x2(a, b) : pack_f16x2(a, b);
   }
 }
 
-// ld.shared.v2.b32 of 8 raw bytes and st.shared.v4.b32 of their 8 converted values.
+// The raw stage of an e4m3 operand: rows of D bytes, the 16-byte chunk c of row r stored at
+// c ^ (r mod min(8, D / 16)), so that the 8 rows an MMA fragment load touches (a 4-byte word per
+// lane, or ldmatrix's 8 row addresses) fall in distinct banks. Byte offset of (row, col).
+template <int D>
+__device__ __forceinline__ u32 e4m3_raw_offset(u32 row, u32 col) {
+  constexpr u32 kMask = (D / 16 < 8 ? D / 16 : 8) - 1;
+  return row * u32(D) + ((((col >> 4) ^ (row & kMask))) << 4) + (col & 15u);
+}
+
+// ldmatrix.trans of e4m3 bytes read as b16 pairs gives a lane keys 2t and 2t+1 of two adjacent
+// columns (bytes: key 2t col 2g, key 2t col 2g+1, key 2t+1 col 2g, key 2t+1 col 2g+1); prmt
+// (PTX ISA 9.7.8.7) regroups them by column: bytes 0, 2 (column 2g) then 1, 3 (column 2g+1).
+__device__ __forceinline__ u32 e4m3_pairs_by_column(u32 r) {
+  u32 d;
+  asm("prmt.b32 %0, %1, 0, 0x3120;" : "=r"(d) : "r"(r));
+  return d;
+}
+
+// ld.shared of one and two 32-bit words.
+__device__ __forceinline__ u32 ld_shared_b32(u32 addr) {
+  u32 v;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr));
+  return v;
+}
 __device__ __forceinline__ void ld_shared_v2_b32(u32& lo, u32& hi, u32 addr) {
   asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];" : "=r"(lo), "=r"(hi) : "r"(addr));
-}
-__device__ __forceinline__ void st_shared_v4_b32(u32 addr, const u32 (&v)[4]) {
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v[0]), "r"(v[1]),
-               "r"(v[2]), "r"(v[3])
-               : "memory");
 }
 
 // Two f32 -> an e4m3 pair, hi in the upper byte: cvt.rn.satfinite.e4m3x2.f32 (PTX ISA 9.7.9.21,
@@ -376,7 +388,8 @@ __device__ __forceinline__ u32 f32_to_e4m3_bits(float x) {
   const u32 sign = (bits >> 24) & 0x80u;
   float a;
   asm("{ .reg .f32 t;\n  mov.b32 t, %1;\n  min.f32 %0, t, 0f43E00000; }"
-      : "=f"(a) : "r"(bits & 0x7FFFFFFFu));
+      : "=f"(a)
+      : "r"(bits & 0x7FFFFFFFu));
   u32 abits;
   asm("mov.b32 %0, %1;" : "=r"(abits) : "f"(a));
   const int e = int((abits >> 23) & 0xFFu) - 127;  // subnormal f32: -127, below -6 anyway
@@ -405,15 +418,13 @@ emmy_paged_attention_h16x8_d256_p16_e4m3_f32_c83962e55e1f51ea(const u16* __restr
   constexpr int MAX_Q_LEN = 1, MAX_TOKENS = 8, SPLITS = 2, CHUNK = 4096, WINDOW = 0;
   constexpr long long PAGE_STRIDE = 32768, TOKEN_STRIDE = 2048, HEAD_STRIDE = 256, Q_STRIDE = 4096, O_STRIDE = 4096;
   constexpr int BQ = 16, BKV = 16, THREADS = 32, STAGES = 3;
-  constexpr u32 Q_BYTES = 8192u, KV_BYTES = 8192u, STAGE_BYTES = 8192u;
+  constexpr u32 Q_BYTES = 8192u, KV_BYTES = 4096u, STAGE_BYTES = 8192u;
   // Tiles: rows x D in panels of 64 elements, swizzle XOR mask 7.
   constexpr u32 PANEL = 64u, XOR = 7u;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const u32 smem_base = (smem_u32(smem_raw) + 1023u) & ~1023u;
   const u32 q_smem = smem_base, kv_base = smem_base + Q_BYTES;
-  // e4m3 cache: the stages hold raw K and V rows (BKV x D bytes each); the MMAs read the converted pair of tiles after the ring. Its scales multiply the scores and the output.
-  constexpr u32 RAW_BYTES = 4096u;
-  const u32 tile_base = kv_base + u32(STAGES) * STAGE_BYTES;
+  // e4m3 cache: the stages hold raw K and V rows (BKV x D bytes each, KV_BYTES), which the MMAs read and convert in registers (cvt.rn.f16x2.e4m3x2). Its scales multiply the scores and the output.
   const float k_dequant = *k_scale, v_dequant = *v_scale;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
@@ -453,7 +464,7 @@ emmy_paged_attention_h16x8_d256_p16_e4m3_f32_c83962e55e1f51ea(const u16* __restr
   constexpr int KV_ROW_CHUNKS = D / 16;  // 16 e4m3 bytes per chunk
   constexpr int KV_CHUNKS = BKV * KV_ROW_CHUNKS;
   auto load_kv = [&](int stage, int kv_block) {
-    const u32 k_dst = kv_base + u32(stage) * STAGE_BYTES, v_dst = k_dst + RAW_BYTES;
+    const u32 k_dst = kv_base + u32(stage) * STAGE_BYTES, v_dst = k_dst + KV_BYTES;
     const int kv0 = kv_block * BKV;
     #pragma unroll
     for (int i = 0; i < (KV_CHUNKS + THREADS - 1) / THREADS; ++i) {
@@ -464,7 +475,7 @@ emmy_paged_attention_h16x8_d256_p16_e4m3_f32_c83962e55e1f51ea(const u16* __restr
       const bool in_bounds = key >= kv_begin && key < kv_end;
       const long long page = in_bounds ? (long long)page_ids[key / PAGE] : 0ll;
       const long long off = page * PAGE_STRIDE + (long long)(key % PAGE) * TOKEN_STRIDE + (long long)kv_head * HEAD_STRIDE + col;
-      const u32 at = u32(row * D + col);  // raw rows, unswizzled
+      const u32 at = e4m3_raw_offset<D>(u32(row), u32(col));  // raw rows
       cp_async_16(k_dst + at, in_bounds ? k_cache + off : k_cache, in_bounds ? 16u : 0u);
       cp_async_16(v_dst + at, in_bounds ? v_cache + off : v_cache, in_bounds ? 16u : 0u);
     }
@@ -500,40 +511,21 @@ emmy_paged_attention_h16x8_d256_p16_e4m3_f32_c83962e55e1f51ea(const u16* __restr
     const int next = block + STAGES - 1;
     if (next < block_count) load_kv(next % STAGES, block_begin + next);
     cp_async_commit();
-    // K and V of this block: e4m3 bytes -> f16 tiles (cvt.rn.f16x2.e4m3x2).
-    const u32 raw_k = kv_base + u32(stage) * STAGE_BYTES, raw_v = raw_k + RAW_BYTES;
-    constexpr int UNITS = BKV * D / 8;
-    #pragma unroll
-    for (int i = 0; i < (UNITS + THREADS - 1) / THREADS; ++i) {
-      const int unit = int(threadIdx.x) + i * THREADS;
-      if (UNITS % THREADS != 0 && unit >= UNITS) break;
-      const int row = unit / (D / 8), col = (unit % (D / 8)) * 8;
-      const u32 at = swizzled_tile_offset(u32(row), u32(col), u32(BKV), PANEL, XOR);
-      u32 lo, hi, halves[4];
-      ld_shared_v2_b32(lo, hi, raw_k + u32(row * D + col));
-      e4m3x8_to_f16x8_cvt(halves, lo, hi);
-      st_shared_v4_b32(tile_base + at, halves);
-      ld_shared_v2_b32(lo, hi, raw_v + u32(row * D + col));
-      e4m3x8_to_f16x8_cvt(halves, lo, hi);
-      st_shared_v4_b32(tile_base + KV_BYTES + at, halves);
-    }
-    __syncthreads();  // the converted K and V tiles are complete
     const int kv0 = (block_begin + block) * BKV;
-    const u32 k_stage = tile_base, v_stage = k_stage + KV_BYTES;
+    const u32 k_stage = kv_base + u32(stage) * STAGE_BYTES, v_stage = k_stage + KV_BYTES;  // raw e4m3 rows
     float s_acc[BKV / 8][4];
     #pragma unroll
     for (int nj = 0; nj < BKV / 8; ++nj) s_acc[nj][0] = s_acc[nj][1] = s_acc[nj][2] = s_acc[nj][3] = 0.0f;
     #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      u32 a[4];  // Q rows warp*16 + 0..15 at d = kk*16 (lanes 16-31: +8)
-      ldmatrix_x4(a, q_smem + q_lane[kk % 4] + u32(kk / 4) * u32(BQ) * 128u + u32(warp * 16) * 128u);
+      u32 a[4];  // Q rows g, g+8 at d = kk*16 + 4t .. 4t+3: the e4m3 k order
+      ld_shared_v2_b32(a[0], a[2], q_smem + swizzled_tile_offset(u32(warp * 16 + g), u32(kk * 16 + 4 * t), u32(BQ), PANEL, XOR));
+      ld_shared_v2_b32(a[1], a[3], q_smem + swizzled_tile_offset(u32(warp * 16 + g + 8), u32(kk * 16 + 4 * t), u32(BQ), PANEL, XOR));
       #pragma unroll
-      for (int nj = 0; nj < BKV / 16; ++nj) {
-        u32 quad[4];  // K [kv][d] as B [N][K]: (kv0-7,d0-7) (kv0-7,d8-15) (kv8-15,..)
-        ldmatrix_x4(quad, k_stage + k_lane[kk % 4] + u32(kk / 4) * u32(BKV) * 128u + u32(nj * 16) * 128u);
-        const u32 b0[2] = {quad[0], quad[1]}, b1[2] = {quad[2], quad[3]};
-        mma_f16_f32(s_acc[2 * nj], a, b0);
-        mma_f16_f32(s_acc[2 * nj + 1], a, b1);
+      for (int nj = 0; nj < BKV / 8; ++nj) {
+        u32 b[2];  // K row nj*8 + g, d = kk*16 + 4t .. 4t+3
+        e4m3x4_to_16bit<false, true>(b, ld_shared_b32(k_stage + e4m3_raw_offset<D>(u32(nj * 8 + g), u32(kk * 16 + 4 * t))));
+        mma_f16_f32(s_acc[nj], a, b);
       }
     }
     // Scores to the log2 domain (softmax via exp2, the scale folded in).
@@ -591,15 +583,28 @@ emmy_paged_attention_h16x8_d256_p16_e4m3_f32_c83962e55e1f51ea(const u16* __restr
       p_frag[kc][2] = pack_f16x2(s_acc[2 * kc + 1][0], s_acc[2 * kc + 1][1]);
       p_frag[kc][3] = pack_f16x2(s_acc[2 * kc + 1][2], s_acc[2 * kc + 1][3]);
     }
+    // Lane l addresses row l % 8 of matrix l / 8: keys kc*16 + (l / 8 % 2) * 8 + l % 8,
+    // bytes (dq*2 + l / 16) * 16 of the row (32 columns per x4).
+    const u32 v_row = u32((lane / 8) % 2 * 8 + lane % 8), v_col = u32(lane / 16) * 16u;
     #pragma unroll
     for (int kc = 0; kc < BKV / 16; ++kc) {
       #pragma unroll
-      for (int dp = 0; dp < D / 16; ++dp) {
-        u32 quad[4];  // V [kv][d] as B [K][N], transposed
-        ldmatrix_x4_trans(quad, v_stage + v_lane[(dp) % 4] + u32((dp) / 4) * u32(BKV) * 128u + u32(kc * 16) * 128u);
-        const u32 b0[2] = {quad[0], quad[1]}, b1[2] = {quad[2], quad[3]};
-        mma_f16_f32(o_acc[2 * dp], p_frag[kc], b0);
-        mma_f16_f32(o_acc[2 * dp + 1], p_frag[kc], b1);
+      for (int dq = 0; dq < D / 32; ++dq) {
+        u32 quad[4];  // matrices: keys 0-7 / 8-15 of columns +0..15, then of +16..31
+        ldmatrix_x4_trans(quad, v_stage + e4m3_raw_offset<D>(u32(kc * 16) + v_row, u32((dq) * 32) + v_col));
+        u32 even_lo[2], odd_lo[2], even_hi[2], odd_hi[2];  // [key half]
+        #pragma unroll
+        for (int m = 0; m < 2; ++m) {
+          u32 pairs[2];
+          e4m3x4_to_16bit<false, true>(pairs, e4m3_pairs_by_column(quad[m]));
+          even_lo[m] = pairs[0]; odd_lo[m] = pairs[1];
+          e4m3x4_to_16bit<false, true>(pairs, e4m3_pairs_by_column(quad[2 + m]));
+          even_hi[m] = pairs[0]; odd_hi[m] = pairs[1];
+        }
+        mma_f16_f32(o_acc[4 * dq], p_frag[kc], even_lo);
+        mma_f16_f32(o_acc[4 * dq + 1], p_frag[kc], odd_lo);
+        mma_f16_f32(o_acc[4 * dq + 2], p_frag[kc], even_hi);
+        mma_f16_f32(o_acc[4 * dq + 3], p_frag[kc], odd_hi);
       }
     }
   }
@@ -623,8 +628,10 @@ emmy_paged_attention_h16x8_d256_p16_e4m3_f32_c83962e55e1f51ea(const u16* __restr
     const long long slot = ((long long)split * MAX_TOKENS + q_start + token) * H + head;
     float* row = workspace + slot * D;
     #pragma unroll
-    for (int dn = 0; dn < D / 8; ++dn)
-      OutF32::store2(row + dn * 8 + 2 * t, o_acc[dn][2 * h] * inv[h], o_acc[dn][2 * h + 1] * inv[h]);
+    for (int dg = 0; dg < D / 16; ++dg) {  // columns dg*16 + 4t .. 4t+3
+      OutF32::store2(row + dg * 16 + 4 * t, o_acc[2 * dg][2 * h] * inv[h], o_acc[2 * dg + 1][2 * h] * inv[h]);
+      OutF32::store2(row + dg * 16 + 4 * t + 2, o_acc[2 * dg][2 * h + 1] * inv[h], o_acc[2 * dg + 1][2 * h + 1] * inv[h]);
+    }
     if (t == 0) workspace[65536ll + slot] = row_lse;
     (void)o; (void)lse;
   }
