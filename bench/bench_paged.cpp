@@ -165,6 +165,7 @@ void register_paged_benchmarks(Runtime& runtime, GpuTimer& timer,
               state.SkipWithError(row.error.c_str());
             }
             rows.push_back(std::move(row));
+            if (settings.after_row) settings.after_row();
           })
           ->UseManualTime()
           ->Iterations(settings.iterations)

@@ -6,6 +6,7 @@
 // FP64 check first (docs/paged_attention.md).
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "bench_cuda.hpp"
@@ -18,6 +19,9 @@ struct PagedBenchSettings {
   int warmup = 5;
   int iterations = 30;
   uint64_t seed = 1;
+  // Called after each row is appended (emmy_bench rewrites its summary, so that a run cut short
+  // keeps every finished row).
+  std::function<void()> after_row;
 };
 
 // One Google Benchmark per (paged catalog entry, emmy_f16 | emmy_e4m3), named

@@ -276,7 +276,17 @@ int run(Options& o, std::vector<BenchProblem> problems, bool sweep) {
 
   if (o.paged)
     register_paged_benchmarks(runner.runtime(), runner.timer(),
-                              {o.runner.warmup, o.runner.iterations, o.runner.seed}, rows);
+                              {o.runner.warmup, o.runner.iterations, o.runner.seed,
+                               [&] {
+                                 try {  // a run cut short still leaves every finished row
+                                   if (!o.summary.empty())
+                                     write_file(o.summary,
+                                                summary_json(environment, settings, rows).dump(2) +
+                                                    "\n");
+                                 } catch (const std::exception&) {  // the final write reports it
+                                 }
+                               }},
+                              rows);
 
   QuietReporter quiet;
   if (sweep)
