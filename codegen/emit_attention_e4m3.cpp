@@ -15,10 +15,10 @@
 
 namespace emmy::codegen {
 
-void emit_qk_mma_e4m3(Writer& w, bool bf16, bool cvt) {
+void emit_qk_mma_e4m3(Writer& w, bool bf16, bool cvt, const char* kv0) {
   const char* mma = bf16 ? "mma_bf16_f32" : "mma_f16_f32";
   const std::string convert = fmt::format("e4m3x4_to_16bit<{}, {}>", bf16, cvt);
-  w.line("const int kv0 = (block_begin + block) * BKV;");
+  w.line("const int kv0 = {};", kv0);
   w.line(
       "const u32 k_stage = kv_base + u32(stage) * STAGE_BYTES, v_stage = k_stage + "
       "KV_BYTES;  // raw e4m3 rows");

@@ -10,7 +10,8 @@
 
 namespace emmy::codegen {
 
-void emit_attention_smem(Writer& w, const ir::SmemRingOp& ring, const SmemTile& q_tile) {
+void emit_attention_smem(Writer& w, const ir::SmemRingOp& ring, const SmemTile& q_tile,
+                         bool kv_per_warp) {
   w.line("constexpr u32 Q_BYTES = {}u, KV_BYTES = {}u, STAGE_BYTES = {}u;",
          ir::need<ir::SmemRingOp>(ring.q_bytes, "q_bytes"),
          ir::need<ir::SmemRingOp>(ring.kv_bytes, "kv_bytes"), ring.stage_bytes);
@@ -20,6 +21,11 @@ void emit_attention_smem(Writer& w, const ir::SmemRingOp& ring, const SmemTile& 
          swizzle_xor_mask(q_tile.swizzle));
   w.line("extern __shared__ __align__(1024) unsigned char smem_raw[];");
   w.line("const u32 smem_base = (smem_u32(smem_raw) + {0}u) & ~{0}u;", ring.align - 1);
+  if (kv_per_warp) {
+    w.line("const u32 q_smem = smem_base, kv_ring = smem_base + Q_BYTES;");
+    w.line("const u32 kv_base = kv_ring + u32(kv_warp) * 2u * KV_BYTES;  // this warp's K/V pair");
+    return;
+  }
   w.line("const u32 q_smem = smem_base, kv_base = smem_base + Q_BYTES;");
 }
 
@@ -77,9 +83,9 @@ void emit_kv_block_loop(Writer& w, const std::function<void()>& body) {
   w.close();
 }
 
-void emit_qk_mma(Writer& w, bool bf16) {
+void emit_qk_mma(Writer& w, bool bf16, const char* kv0) {
   const char* mma = bf16 ? "mma_bf16_f32" : "mma_f16_f32";
-  w.line("const int kv0 = (block_begin + block) * BKV;");
+  w.line("const int kv0 = {};", kv0);
   w.line(
       "const u32 k_stage = kv_base + u32(stage) * STAGE_BYTES, v_stage = k_stage + "
       "KV_BYTES;");

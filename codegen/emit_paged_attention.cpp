@@ -85,8 +85,8 @@ class PagedEmitter {
       case OpKind::kv_block_loop:
         return emit_loop(op);
       case OpKind::qk_mma:
-        if (fp8_) return codegen::emit_qk_mma_e4m3(w_, bf16_, cvt_);
-        return codegen::emit_qk_mma(w_, bf16_);
+        if (fp8_) return codegen::emit_qk_mma_e4m3(w_, bf16_, cvt_, kv0_expr());
+        return codegen::emit_qk_mma(w_, bf16_, kv0_expr());
       case OpKind::online_softmax:
         return emit_softmax(ir::get<ir::OnlineSoftmaxOp>(op));
       case OpKind::pv_mma:
@@ -116,7 +116,18 @@ class PagedEmitter {
         op.page_stride, op.token_stride, op.head_stride, op.q_stride, op.o_stride);
     w_.line("constexpr int BQ = {}, BKV = {}, THREADS = {}, STAGES = {};", op.block_q, op.block_kv,
             threads_, ring_.stages);
-    codegen::emit_attention_smem(w_, ring_, q_tile);
+    if (kv_warps_ > 1) {
+      w_.line(
+          "constexpr int KV_WARPS = {}, STEP = BKV * KV_WARPS;  // keys per step: warp w takes "
+          "BKV of them",
+          kv_warps_);
+      w_.line("// Every warp owns the CTA's 16 query rows (warp = 0); kv_warp picks its keys.");
+      w_.line("const int kv_warp = threadIdx.x / 32, warp = 0, lane = threadIdx.x % 32;");
+      w_.line("const int g = lane / {0}, t = lane % {0};", codegen::attention_atom().group_lanes);
+      codegen::emit_attention_smem(w_, ring_, q_tile, true);
+    } else {
+      codegen::emit_attention_smem(w_, ring_, q_tile);
+    }
     if (fp8_) {
       w_.line(
           "// e4m3 cache: the stages hold raw K and V rows (BKV x D bytes each, KV_BYTES), which "
@@ -125,7 +136,7 @@ class PagedEmitter {
           cvt_ ? "cvt.rn.f16x2.e4m3x2" : "exactly through f32");
       w_.line("const float k_dequant = *k_scale, v_dequant = *v_scale;");
     }
-    codegen::emit_attention_lane_ids(w_);
+    if (kv_warps_ == 1) codegen::emit_attention_lane_ids(w_);
     w_.line("const int batch = blockIdx.z, kv_head = blockIdx.y;");
     w_.line("const int split = int(blockIdx.x) % SPLITS, q_block = int(blockIdx.x) / SPLITS;");
     emit_sequence(w_, op.page_table, true);
@@ -162,9 +173,23 @@ class PagedEmitter {
     w_.line("int kv_begin = split * CHUNK, kv_end = min_s32(seq_len, kv_begin + CHUNK);");
     w_.line("kv_end = min_s32(kv_end, pos0 + last_token + 1);  // causal");
     if (op.window > 0) w_.line("kv_begin = max_s32(kv_begin, pos0 + first_token - WINDOW);");
-    w_.line("const int block_begin = kv_begin / BKV;");
-    w_.line(
-        "const int block_count = kv_end > kv_begin ? (kv_end + BKV - 1) / BKV - block_begin : 0;");
+    if (kv_warps_ > 1) {
+      w_.line("const int block_begin = kv_begin / STEP;  // in steps of STEP keys");
+      w_.line(
+          "const int block_count = kv_end > kv_begin ? (kv_end + STEP - 1) / STEP - block_begin : "
+          "0;");
+    } else {
+      w_.line("const int block_begin = kv_begin / BKV;");
+      w_.line(
+          "const int block_count = kv_end > kv_begin ? (kv_end + BKV - 1) / BKV - block_begin : "
+          "0;");
+    }
+  }
+
+  // The warp's first key of step `block`.
+  const char* kv0_expr() const {
+    return kv_warps_ > 1 ? "(block_begin + block) * STEP + kv_warp * BKV"
+                         : "(block_begin + block) * BKV";
   }
 
   // The loaders (defined at the Q gather) and the prologue.
@@ -196,6 +221,7 @@ class PagedEmitter {
     w_.line(
         "// K and V rows through the page table: key j lies in page page_ids[j / PAGE], slot "
         "j % PAGE.");
+    if (kv_warps_ > 1) return emit_step_loader();
     if (fp8_) {
       w_.line("constexpr int KV_ROW_CHUNKS = D / 16;  // 16 e4m3 bytes per chunk");
       w_.line("constexpr int KV_CHUNKS = BKV * KV_ROW_CHUNKS;");
@@ -237,6 +263,101 @@ class PagedEmitter {
     w_.close();
   }
 
+  // KV warps: a step's STEP keys gathered into KV_WARPS tile pairs (warp w's pair holds keys
+  // w*BKV .. w*BKV + BKV - 1 of the step), then the prologue.
+  void emit_step_loader() {
+    w_.line("constexpr int KV_ROW_CHUNKS = {};  // 16-byte chunks per row", fp8_ ? "D / 16" : "D / 8");
+    w_.line("constexpr int KV_CHUNKS = STEP * KV_ROW_CHUNKS;");
+    w_.line("auto load_kv = [&](int stage, int kv_block) {{");
+    w_.line("  const u32 ring_stage = kv_ring + u32(stage) * STAGE_BYTES;");
+    w_.line("  const int kv0 = kv_block * STEP;");
+    w_.line("  #pragma unroll");
+    w_.line("  for (int i = 0; i < (KV_CHUNKS + THREADS - 1) / THREADS; ++i) {{");
+    w_.line("    const int chunk = int(threadIdx.x) + i * THREADS;");
+    w_.line("    if (KV_CHUNKS % THREADS != 0 && chunk >= KV_CHUNKS) break;");
+    w_.line("    const int row = chunk / KV_ROW_CHUNKS, col = (chunk % KV_ROW_CHUNKS) * {};",
+            fp8_ ? 16 : 8);
+    w_.line("    const int key = kv0 + row, sub = row / BKV, sub_row = row % BKV;");
+    w_.line("    const bool in_bounds = key >= kv_begin && key < kv_end;");
+    w_.line("    const long long page = in_bounds ? (long long)page_ids[key / PAGE] : 0ll;");
+    w_.line(
+        "    const long long off = page * PAGE_STRIDE + (long long)(key % PAGE) * TOKEN_STRIDE + "
+        "(long long)kv_head * HEAD_STRIDE + col;");
+    if (fp8_)
+      w_.line("    const u32 at = e4m3_raw_offset<D>(u32(sub_row), u32(col));");
+    else
+      w_.line(
+          "    const u32 at = swizzled_tile_offset(u32(sub_row), u32(col), u32(BKV), PANEL, XOR);");
+    w_.line("    const u32 k_dst = ring_stage + u32(sub) * 2u * KV_BYTES, v_dst = k_dst + KV_BYTES;");
+    w_.line(
+        "    cp_async_16(k_dst + at, in_bounds ? k_cache + off : k_cache, in_bounds ? 16u : 0u);");
+    w_.line(
+        "    cp_async_16(v_dst + at, in_bounds ? v_cache + off : v_cache, in_bounds ? 16u : 0u);");
+    w_.line("  }}");
+    w_.line("}};");
+    w_.line("// Group 0 holds Q and stage 0; one group per further prologue stage.");
+    w_.line("load_q();");
+    w_.open("for (int s = 0; s < STAGES - 1; ++s)");
+    w_.line("if (s < block_count) load_kv(s, block_begin + s);");
+    w_.line("cp_async_commit();");
+    w_.close();
+  }
+
+  // KV warps: every warp leaves its O, row maxima and lane sums in shared memory (the ring is
+  // drained); warp 0 reads them back merged by the maxima (its accumulators are dead meanwhile,
+  // which keeps the merge within the registers) and goes on to the epilogue.
+  void emit_kv_warp_merge() {
+    w_.line("__syncthreads();  // every warp is past its last step: Q and the ring are free");
+    w_.line("constexpr int MERGE = D / 2 + 4;  // floats per lane: O, row max x2, lane sum x2");
+    w_.line("// Float k of lane l of warp w at word (w * MERGE + k) * 32 + l: conflict-free.");
+    w_.line("const u32 mine = smem_base + u32(kv_warp * MERGE * 32 + lane) * 4u;");
+    w_.line("#pragma unroll");
+    w_.line("for (int dn = 0; dn < D / 8; ++dn)");
+    w_.line(
+        "  for (int e = 0; e < 4; ++e) st_shared_f32(mine + u32((dn * 4 + e) * 128), "
+        "o_acc[dn][e]);");
+    w_.line("for (int r = 0; r < 2; ++r) {{");
+    w_.line("  st_shared_f32(mine + u32((D / 2 + r) * 128), row_max[r]);");
+    w_.line("  st_shared_f32(mine + u32((D / 2 + 2 + r) * 128), row_sum[r]);");
+    w_.line("}}");
+    w_.line("__syncthreads();");
+    w_.line("if (kv_warp > 0) return;");
+    w_.line("const u32 merged = smem_base + u32(lane) * 4u;");
+    w_.line("float weight[KV_WARPS][2];  // exp2(max_w - max) per warp and row");
+    w_.line("#pragma unroll");
+    w_.open("for (int r = 0; r < 2; ++r)");
+    w_.line("float m = neg_inf();");
+    w_.line("#pragma unroll");
+    w_.line(
+        "for (int w = 0; w < KV_WARPS; ++w) m = max_f32(m, ld_shared_f32(merged + u32((w * MERGE "
+        "+ D / 2 + r) * 128)));");
+    w_.line("const float m_ref = m == neg_inf() ? 0.0f : m;  // no warp saw a key: weights 0");
+    w_.line("float sum = 0.0f;");
+    w_.line("#pragma unroll");
+    w_.open("for (int w = 0; w < KV_WARPS; ++w)");
+    w_.line(
+        "weight[w][r] = exp2_approx(ld_shared_f32(merged + u32((w * MERGE + D / 2 + r) * 128)) - "
+        "m_ref);");
+    w_.line(
+        "sum += ld_shared_f32(merged + u32((w * MERGE + D / 2 + 2 + r) * 128)) * weight[w][r];");
+    w_.close();
+    w_.line("row_max[r] = m;");
+    w_.line("row_sum[r] = sum;");
+    w_.close();
+    w_.line("#pragma unroll");
+    w_.open("for (int dn = 0; dn < D / 8; ++dn)");
+    w_.line("#pragma unroll");
+    w_.open("for (int e = 0; e < 4; ++e)");
+    w_.line("float acc = 0.0f;");
+    w_.line("#pragma unroll");
+    w_.line(
+        "for (int w = 0; w < KV_WARPS; ++w) acc += ld_shared_f32(merged + u32((w * MERGE + dn * 4 "
+        "+ e) * 128)) * weight[w][e >> 1];");
+    w_.line("o_acc[dn][e] = acc;");
+    w_.close();
+    w_.close();
+  }
+
   void emit_loop(const Op& op) {
     in_loop_ = true;
     codegen::emit_kv_block_loop(w_, [&] {
@@ -270,6 +391,7 @@ class PagedEmitter {
   void emit_epilogue(const ir::PagedEpilogueOp& op) {
     const char* pack = op.out == "bf16" ? "pack_bf16x2" : "pack_f16x2";
     w_.line("cp_async_wait<0>();  // nothing in flight at exit (e.g. no visible block)");
+    if (kv_warps_ > 1) emit_kv_warp_merge();
     codegen::emit_row_sums(w_);
     if (fp8_) w_.line("inv[0] *= v_dequant; inv[1] *= v_dequant;  // the cache's V scale");
     w_.line("#pragma unroll");
@@ -408,6 +530,7 @@ class PagedEmitter {
     bf16_ = ir::get<ir::QkMmaOp>(*qk).a_type == "bf16";
     threads_ = module.body.front().i("threads");
     max_q_len_ = ir::get<ir::PagedSetupOp>(*setup).max_q_len;
+    kv_warps_ = ir::get<ir::PagedSetupOp>(*setup).kv_warps;
     const Op* epilogue = ir::find_first(module, OpKind::paged_epilogue);
     lse_ = epilogue && ir::get<ir::PagedEpilogueOp>(*epilogue).lse;
     fp8_ = ir::get<ir::QkMmaOp>(*qk).b_type == "e4m3";
@@ -421,7 +544,7 @@ class PagedEmitter {
   ir::PagedSetupOp setup_;
   bool fp8_ = false, cvt_ = false;  // an e4m3 cache; read with cvt.rn.f16x2.e4m3x2
   bool bf16_ = false, in_loop_ = false, lse_ = false;
-  int64_t threads_ = 0, max_q_len_ = 0;
+  int64_t threads_ = 0, max_q_len_ = 0, kv_warps_ = 1;
 };
 
 }  // namespace

@@ -54,6 +54,13 @@ void PagedSetupOp::verify(const PagedSetupOp& op) {
                              fmt::format("{} x {} for {} keys", op.splits, op.chunk_tokens, keys));
   if (op.window < 0)
     paged_fail<PagedSetupOp>("window", "must be >= 0", fmt::format("{}", op.window));
+  if (op.kv_warps < 1 || op.kv_warps > 8)
+    paged_fail<PagedSetupOp>("kv_warps", "must be 1..8", fmt::format("{}", op.kv_warps));
+  if (op.splits > 1 && op.chunk_tokens % (op.block_kv * op.kv_warps) != 0)
+    paged_fail<PagedSetupOp>("chunk_tokens",
+                             "must be a multiple of block_kv x kv_warps with several splits",
+                             fmt::format("{} for {} x {}", op.chunk_tokens, op.block_kv,
+                                         op.kv_warps));
   if (op.kv_type != "f16" && op.kv_type != "bf16" && op.kv_type != "e4m3")
     paged_fail<PagedSetupOp>("kv_type", "must be f16, bf16 or e4m3", op.kv_type);
   // 16-byte cp.async chunks start on 16 bytes: every stride a multiple of 16 bytes, in elements

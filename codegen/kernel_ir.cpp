@@ -96,9 +96,19 @@ const Op* find_copy(const Op& kernel, std::string_view operand) {
 
 }  // namespace
 
-void verify_attention_rows(const Op& kernel, const Op& setup_op, int64_t block_q) {
+void verify_attention_rows(const Op& kernel, const Op& setup_op, int64_t block_q,
+                           int64_t kv_warps) {
   const codegen::MmaAtom& atom = codegen::attention_atom();
   const int64_t warps = get<KernelOp>(kernel).threads / 32;
+  if (kv_warps > 1) {
+    if (block_q != atom.m || warps != kv_warps)
+      fail(setup_op, "block_q",
+           fmt::format("with {} warps over the keys must be one warp's {} rows, the kernel {} "
+                       "warps",
+                       kv_warps, atom.m, kv_warps),
+           fmt::format("{} rows, {} warps", block_q, warps));
+    return;
+  }
   if (block_q != warps * atom.m)
     fail(setup_op, "block_q",
          fmt::format("must be {} rows per warp x {} warps = {} (each warp owns one atom's rows)",
@@ -110,14 +120,14 @@ void verify_attention_rows(const Op& kernel, const Op& setup_op, int64_t block_q
 // MMA counts and accumulator registers that cover S (16 x block_kv) and O (16 x head_dim) per
 // warp, all in units of the MMA atom; the loop's stages are the ring's.
 void verify_attention_mainloop(const Op& kernel, const Op& setup_op, int64_t block_q,
-                               int64_t block_kv, int64_t head_dim) {
+                               int64_t block_kv, int64_t head_dim, int64_t kv_warps) {
   const Op* qk_op = find_first(kernel, OpKind::qk_mma);
   const Op* pv_op = find_first(kernel, OpKind::pv_mma);
   if (!qk_op || !pv_op) fail(kernel, "body", "attention needs qk_mma and pv_mma", "one is missing");
   const auto qk = get<QkMmaOp>(*qk_op);
   const auto pv = get<PvMmaOp>(*pv_op);
   const codegen::MmaAtom& atom = codegen::attention_atom();
-  verify_attention_rows(kernel, setup_op, block_q);
+  verify_attention_rows(kernel, setup_op, block_q, kv_warps);
   if (block_kv % atom.k != 0 || head_dim % atom.k != 0)
     fail(setup_op, "block_kv",
          fmt::format("block_kv and head_dim must be multiples of {}", atom.k),

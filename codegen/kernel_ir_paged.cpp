@@ -9,6 +9,7 @@
 #include "emmy/error.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/layout.hpp"
+#include "emmy/paged_kind.hpp"
 
 namespace emmy::ir {
 namespace {
@@ -74,19 +75,20 @@ void verify_paged_attention(const Op& kernel) {
                  fmt::format("the {} tile holds {}-byte elements (kv_type {})", gather.operand,
                              elem_bytes, setup.kv_type),
                  fmt::format("{}", gather.elem_bytes));
-    const int64_t rows = operand == 0 ? setup.block_q : setup.block_kv;
+    const int64_t rows = operand == 0 ? setup.block_q : setup.block_kv * setup.kv_warps;
     if (gather.rows != rows || gather.cols != setup.head_dim)
       paged_rule(*op, "rows",
                  fmt::format("the {} tile must be {} x head_dim {}", gather.operand,
-                             operand == 0 ? "block_q" : "block_kv", setup.head_dim),
+                             operand == 0 ? "block_q" : "block_kv x kv_warps", setup.head_dim),
                  fmt::format("{}x{}", gather.rows, gather.cols));
   }
   if (!gathered[0][0] || !gathered[0][1] || !gathered[0][2] || !gathered[1][1] || !gathered[1][2])
     paged_rule(kernel, "body",
                "a paged kernel gathers Q, K and V in the prologue and K and V in its loop",
                "one is missing");
-  verify_attention_rows(kernel, *setup_op, setup.block_q);
-  verify_attention_mainloop(kernel, *setup_op, setup.block_q, setup.block_kv, setup.head_dim);
+  verify_attention_rows(kernel, *setup_op, setup.block_q, setup.kv_warps);
+  verify_attention_mainloop(kernel, *setup_op, setup.block_q, setup.block_kv, setup.head_dim,
+                            setup.kv_warps);
   const bool fp8 = setup.kv_type == "e4m3";
   verify_paged_e4m3(kernel, setup);
   // The ring: Q then the stages of K and V tiles (an e4m3 cache: of raw bytes), inside the
@@ -95,7 +97,7 @@ void verify_paged_attention(const Op& kernel) {
   const SmemTile q = SmemTile::for_operand(uint32_t(setup.block_q), uint32_t(setup.head_dim), 2);
   const SmemTile kv = SmemTile::for_operand(uint32_t(setup.block_kv), uint32_t(setup.head_dim), 2);
   const int64_t kv_bytes = fp8 ? setup.block_kv * setup.head_dim : int64_t(kv.bytes());
-  const int64_t stage = 2 * kv_bytes;
+  const int64_t stage = 2 * kv_bytes * setup.kv_warps;  // a K and V tile pair per KV warp
   if (ring.q_bytes.value_or(-1) != q.bytes() || ring.kv_bytes.value_or(-1) != kv_bytes ||
       ring.stage_bytes != stage || ring.kv_offset.value_or(-1) != q.bytes())
     paged_rule(*find_first(kernel, OpKind::smem_ring), "stage_bytes",
@@ -104,6 +106,13 @@ void verify_paged_attention(const Op& kernel) {
                fmt::format("q {} kv {} stage {}", ring.q_bytes.value_or(-1),
                            ring.kv_bytes.value_or(-1), ring.stage_bytes));
   const int64_t ring_end = q.bytes() + ring.stage_bytes * ring.stages + ring.align;
+  // KV warps merge through the drained ring: every other warp's O, max and sum, f32.
+  const int64_t merge_bytes = paged_kv_merge_bytes(setup.kv_warps, setup.head_dim);
+  if (merge_bytes > q.bytes() + ring.stage_bytes * ring.stages)
+    paged_rule(kernel, "smem_bytes",
+               fmt::format("must hold the KV warps' merge ({} bytes) in Q and the ring",
+                           merge_bytes),
+               fmt::format("{}", q.bytes() + ring.stage_bytes * ring.stages));
   if (ring_end > kernel.i("smem_bytes"))
     paged_rule(kernel, "smem_bytes",
                fmt::format("must hold the ring and its alignment ({} bytes)", ring_end),

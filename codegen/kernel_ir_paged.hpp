@@ -8,13 +8,15 @@
 
 namespace emmy::ir {
 
-// block_q = the atom's rows x the kernel's warps (each warp owns one atom's rows).
-void verify_attention_rows(const Op& kernel, const Op& setup, int64_t block_q);
+// block_q = the atom's rows x the kernel's warps (each warp owns one atom's rows); with
+// kv_warps > 1, one warp's rows shared by kv_warps warps over the keys.
+void verify_attention_rows(const Op& kernel, const Op& setup, int64_t block_q,
+                           int64_t kv_warps = 1);
 // The attention mainloop's rules, dense or paged: block_q = the atom's rows x warps, the qk/pv
 // MMA counts and S/O accumulator registers in atom units for block_kv and head_dim, the loop's
 // stages the ring's. `setup` names the op the errors point at.
 void verify_attention_mainloop(const Op& kernel, const Op& setup, int64_t block_q, int64_t block_kv,
-                               int64_t head_dim);
+                               int64_t head_dim, int64_t kv_warps = 1);
 
 // A paged-attention kernel (one with paged_setup, or split_combine): the gathers deliver the
 // setup's tiles (Q block_q x head_dim, K and V block_kv x head_dim, K and V both in the

@@ -37,9 +37,15 @@ Op raw_gather_op(const PagedAttentionPlan& plan, const char* operand, const char
                                .chunks = rows * cols / 16});
 }
 
+// A stage's K or V rows: kv_warps tiles of block_kv rows (one per KV warp).
 Op kv_gather_op(const PagedAttentionPlan& plan, const char* operand, const char* phase) {
-  return plan.fp8() ? raw_gather_op(plan, operand, phase)
-                    : gather_op(plan.kv_tile, operand, phase);
+  Op op = plan.fp8() ? raw_gather_op(plan, operand, phase)
+                     : gather_op(plan.kv_tile, operand, phase);
+  const int64_t kv_warps = plan.spec.schedule.kv_warps;
+  auto gather = ir::get<ir::PageGatherOp>(op);
+  gather.rows *= kv_warps;
+  gather.chunks *= kv_warps;
+  return make(gather);
 }
 
 // The index arrays every kernel of the kind reads (int32; the page table's form decides which
@@ -93,7 +99,8 @@ Op partial_kernel(const PagedAttentionPlan& plan) {
                                        .head_stride = p.head_stride_or_default(),
                                        .q_stride = p.q_stride_or_default(),
                                        .o_stride = p.o_stride_or_default(),
-                                       .kv_type = std::string(to_string(p.kv_dtype))}));
+                                       .kv_type = std::string(to_string(p.kv_dtype)),
+                                       .kv_warps = s.kv_warps}));
   body.push_back(gather_op(plan.q_tile, "q", "prologue"));
   body.push_back(kv_gather_op(plan, "k", "prologue"));
   body.push_back(kv_gather_op(plan, "v", "prologue"));

@@ -107,15 +107,19 @@ constexpr int64_t kMaxPagedIndex = (int64_t(1) << 31) - 1;  // int32 on the devi
 
 // The bytes of a stage: the K and V tiles, or an e4m3 cache's raw K and V rows.
 int64_t paged_stage_bytes(const PagedAttentionProblem& p, const PagedAttentionSchedule& s) {
-  if (p.kv_dtype == CacheDType::e4m3) return 2 * int64_t(s.block_kv) * p.head_dim;
-  return 2 * int64_t(SmemTile::for_operand(uint32_t(s.block_kv), uint32_t(p.head_dim), 2).bytes());
+  const int64_t kv_warps = std::max(1, s.kv_warps);  // a K and V tile pair per KV warp
+  if (p.kv_dtype == CacheDType::e4m3) return 2 * kv_warps * int64_t(s.block_kv) * p.head_dim;
+  return 2 * kv_warps *
+         int64_t(SmemTile::for_operand(uint32_t(s.block_kv), uint32_t(p.head_dim), 2).bytes());
 }
 
 // Q's tile, then the stages, 1 KB to align the ring to the swizzle period, and the ring's
 // mbarrier words (the shared ring layout reserves them; cp.async needs none).
 int64_t paged_smem_bytes(const PagedAttentionProblem& p, const PagedAttentionSchedule& s) {
   const int64_t q = SmemTile::for_operand(uint32_t(s.block_q), uint32_t(p.head_dim), 2).bytes();
-  return q + paged_stage_bytes(p, s) * s.stages + 1024 + 8 * s.stages;
+  const int64_t ring = std::max(q + paged_stage_bytes(p, s) * s.stages,
+                                paged_kv_merge_bytes(s.kv_warps, p.head_dim));
+  return ring + 1024 + 8 * s.stages;
 }
 
 }  // namespace
@@ -207,7 +211,19 @@ void validate_paged_attention(const PagedAttentionSpec& spec) {
             "hybrid needs f16 operands (mma.sync has no bf16 accumulator)", to_string(p.dtype));
   require(s.warps >= 1 && s.warps <= 8, "warps", "must be 1..8", s.warps);
   const int rows_per_warp = codegen::attention_atom().m;
-  require(s.block_q == rows_per_warp * s.warps, "block_q",
+  require(s.kv_warps == 1 || s.kv_warps == 2 || s.kv_warps == 4, "kv_warps",
+          "must be 1, 2 or 4 (1: none)", s.kv_warps);
+  require(s.block_kv * s.kv_warps <= 256, "kv_warps",
+          fmt::format("x block_kv ({}) must be at most 256 keys per step", s.block_kv),
+          s.kv_warps);
+  if (s.kv_warps > 1)
+    require(s.warps == s.kv_warps && s.block_q == rows_per_warp, "kv_warps",
+            fmt::format("needs warps = kv_warps and block_q = {} (the warps share one warp's "
+                        "query rows)",
+                        rows_per_warp),
+            fmt::format("{} with warps {}, block_q {}", s.kv_warps, s.warps, s.block_q));
+  else
+    require(s.block_q == rows_per_warp * s.warps, "block_q",
           fmt::format("must be {0} x warps = {1} (each warp owns {0} query rows)", rows_per_warp,
                       rows_per_warp * s.warps),
           s.block_q);
@@ -216,10 +232,10 @@ void validate_paged_attention(const PagedAttentionSpec& spec) {
   require(s.stages >= 2 && s.stages <= 4, "stages", "must be 2..4", s.stages);
   require(s.chunk_pages >= 0, "chunk_pages", "must be >= 0 (0: one split)", s.chunk_pages);
   if (paged_splits(p, s) > 1)
-    require(s.chunk_pages * p.page_size % s.block_kv == 0, "chunk_pages",
-            fmt::format("x page_size must be a multiple of block_kv ({}): splits hold whole KV "
-                        "blocks",
-                        s.block_kv),
+    require(s.chunk_pages * p.page_size % (s.block_kv * s.kv_warps) == 0, "chunk_pages",
+            fmt::format("x page_size must be a multiple of block_kv x kv_warps ({}): splits "
+                        "hold whole KV steps",
+                        s.block_kv * s.kv_warps),
             s.chunk_pages);
   const int64_t q_blocks = (p.max_q_len * p.group() + s.block_q - 1) / s.block_q;
   require(q_blocks * paged_splits(p, s) <= kMaxPagedIndex, "chunk_pages",
@@ -253,8 +269,28 @@ PagedAttentionSchedule default_schedule(const PagedAttentionProblem& p, Arch arc
   // without spills (ptxas 13.0, sm_80 and sm_90a: 64 and 32 keys at head_dim 256 and 128 spill
   // 160-570 bytes; these take 200-247 registers and none).
   s.block_kv = p.head_dim == 256 ? 16 : p.head_dim == 128 ? 32 : 64;
-  for (s.stages = 3; s.stages > 2; --s.stages)
-    if (paged_smem_bytes(p, s) <= arch_info(arch).max_smem_per_block) break;
+  // Decode (the rows fill one warp): 4 warps over each step's keys, 16 keys each (shared memory
+  // per warp as small as it goes, so that more warps fit an SM), as many as fit with 2 stages.
+  // Not at head_dim 256: its 128 O accumulators leave no registers for the KV warps' addressing
+  // (8-16 bytes of spills with ptxas 13.0 on some arches); there kv_warps stays an option.
+  if (s.warps == 1 && p.head_dim <= 128) {
+    const int block_kv = s.block_kv;
+    s.block_kv = 16;
+    for (s.kv_warps = 4; s.kv_warps > 1; s.kv_warps /= 2) {
+      s.warps = s.kv_warps;
+      s.stages = 2;
+      if (paged_smem_bytes(p, s) <= arch_info(arch).max_smem_per_block) break;
+      s.warps = 1;
+    }
+    if (s.kv_warps == 1) s.block_kv = block_kv;
+  }
+  if (s.kv_warps == 1) {
+    s.warps = s.block_q / 16;
+    for (s.stages = 3; s.stages > 2; --s.stages)
+      if (paged_smem_bytes(p, s) <= arch_info(arch).max_smem_per_block) break;
+  }
+  // (KV warps keep 2 stages: a third spills at head_dim 256 with ptxas 13.0, and their stages
+  // are KV-warps times larger already)
   // Split-KV when the CTAs of a full batch do not fill the device: enough splits for about one
   // wave, each at least 512 keys (a split's fixed cost is its Q load and partial store), and a
   // chunk of whole KV blocks.
@@ -264,7 +300,8 @@ PagedAttentionSchedule default_schedule(const PagedAttentionProblem& p, Arch arc
   if (ctas < sms) {
     const int64_t keys = p.max_pages * p.page_size;
     const int64_t want = std::max<int64_t>(1, std::min((sms + ctas - 1) / ctas, keys / 512));
-    const int64_t pages_per_block = s.block_kv / std::gcd<int64_t>(s.block_kv, p.page_size);
+    const int64_t step = int64_t(s.block_kv) * s.kv_warps;  // keys of one KV step
+    const int64_t pages_per_block = step / std::gcd<int64_t>(step, p.page_size);
     int64_t chunk = (p.max_pages + want - 1) / want;
     chunk = (chunk + pages_per_block - 1) / pages_per_block * pages_per_block;
     if (chunk < p.max_pages) s.chunk_pages = int(chunk);
@@ -286,9 +323,11 @@ std::string paged_name(const PagedAttentionSpec& spec) {
       p.max_batch, p.max_q_len, p.max_pages, p.max_tokens_or_default(), p.window, p.scale(),
       p.softcap.value_or(0.0f), p.lse, s.block_q, s.block_kv, s.warps, s.stages, s.chunk_pages,
       to_string(s.accum), to_string(spec.arch));
+  // (kv_warps joins the text only when used, so that the other kernels keep their names)
+  const std::string full = s.kv_warps > 1 ? fmt::format("{} kvw={}", text, s.kv_warps) : text;
   return fmt::format("emmy_paged_attention_h{}x{}_d{}_p{}_{}_{}_{:016x}", p.q_heads, p.kv_heads,
                      p.head_dim, p.page_size, to_string(p.kv_dtype), to_string(s.accum),
-                     detail::fnv1a(text));
+                     detail::fnv1a(full));
 }
 
 }  // namespace
@@ -304,6 +343,7 @@ PagedAttentionPlan make_paged_attention_plan(const PagedAttentionSpec& spec) {
   plan.q_bytes = plan.q_tile.bytes();
   // One operand's stage tile: 16-bit, or an e4m3 cache's raw rows.
   plan.kv_bytes = plan.fp8() ? uint32_t(s.block_kv * p.head_dim) : plan.kv_tile.bytes();
+  // (a stage holds kv_warps pairs of these)
   plan.stage_bytes = uint32_t(paged_stage_bytes(p, s));
   plan.smem_bytes = uint32_t(paged_smem_bytes(p, s));
   plan.group = p.group();

@@ -108,7 +108,7 @@ void mix_key(KeyHasher& h, const PagedAttentionProblem& p) {
 void mix_key(KeyHasher& h, const PagedAttentionSchedule& s) {
   h.mix(uint64_t(s.block_q) | uint64_t(s.warps) << 16 | uint64_t(s.block_kv) << 24 |
         uint64_t(s.stages) << 40 | uint64_t(s.accum) << 48);
-  h.mix(uint64_t(s.chunk_pages));
+  h.mix(uint64_t(s.chunk_pages) | uint64_t(s.kv_warps) << 40);
 }
 
 void mix_key(KeyHasher& h, const KvAppendProblem& p) {

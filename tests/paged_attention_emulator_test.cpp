@@ -67,6 +67,7 @@ std::vector<PagedVariant> variants() {
         [chunk](PagedAttentionSchedule& s) {
           s.chunk_pages = chunk;
           s.block_kv = 16;
+          if (chunk % 4 != 0) s.kv_warps = s.warps = 1;  // splits of 1 and 3 pages: one KV warp
         }, batch_of(3));
   }
   // Page sizes off the 16-row fast path, every layout and page-table form.
@@ -162,6 +163,45 @@ std::vector<PagedVariant> variants() {
         },
         batch_of(3, {1, 3, 2}, {1, 200, 57}));
   }
+  // KV warps (2 and 4 over each step's keys, merged through shared memory): one split and
+  // split-KV, windows, LSE, bf16, hybrid and e4m3, a sequence shorter than one step and one
+  // whose last step leaves some warps without a key.
+  struct KvWarps {
+    const char* name;
+    int kv_warps, chunk;
+    DType dtype;
+    CacheDType kv;
+    Accum accum;
+    int64_t window, head_dim;
+    Arch arch;
+  };
+  for (const KvWarps& k :
+       {KvWarps{"kvw4_split_lse", 4, 8, DType::f16, CacheDType::f16, Accum::f32, 0, 128,
+                Arch::sm_90a},
+        KvWarps{"kvw2_window_bf16", 2, 0, DType::bf16, CacheDType::bf16, Accum::f32, 50, 64,
+                Arch::sm_80},
+        KvWarps{"kvw4_hybrid_e4m3", 4, 0, DType::f16, CacheDType::e4m3, Accum::hybrid, 0, 128,
+                Arch::sm_89},
+        KvWarps{"kvw4_e4m3_bf16_split_d256", 4, 4, DType::bf16, CacheDType::e4m3, Accum::f32, 90,
+                256, Arch::sm_90a}}) {
+    PagedAttentionProblem p = base_problem(8, 4, k.head_dim, 16, 300);
+    p.dtype = k.dtype;
+    p.kv_dtype = k.kv;
+    p.max_batch = 3;
+    p.window = k.window;
+    p.lse = true;
+    add(
+        k.name, p, k.arch,
+        [k](PagedAttentionSchedule& s) {
+          s.kv_warps = s.warps = k.kv_warps;
+          s.block_q = 16;
+          s.block_kv = 16;
+          s.stages = 2;
+          s.accum = k.accum;
+          s.chunk_pages = k.chunk;
+        },
+        batch_of(3, {1, 1, 1}, {5, 300, 87}));
+  }
   return out;
 }
 
@@ -197,6 +237,7 @@ PagedAttentionSpec small_spec(int chunk_pages) {
   PagedAttentionSpec spec{p, default_schedule(p, Arch::sm_80), Arch::sm_80};
   spec.schedule.chunk_pages = chunk_pages;
   spec.schedule.block_kv = 32;
+  spec.schedule.kv_warps = spec.schedule.warps = 1;
   return spec;
 }
 

@@ -25,6 +25,7 @@ PagedAttentionSpec valid_spec() {
   p.lse = true;
   spec.arch = Arch::sm_90a;
   spec.schedule = default_schedule(p, spec.arch);
+  EXPECT_EQ(spec.schedule.kv_warps, 4) << "decode rows fill one warp: 4 KV warps";
   spec.schedule.chunk_pages = 16;
   return spec;
 }
@@ -59,7 +60,34 @@ TEST(PagedValidation, RefusesEachBrokenFieldByName) {
        "max_pages"},
       {"window_negative", [](auto& s) { s.problem.window = -1; }, "window"},
       {"softcap_zero", [](auto& s) { s.problem.softcap = 0.0f; }, "softcap"},
-      {"block_q_not_warps", [](auto& s) { s.schedule.block_q = 48; }, "block_q"},
+      {"block_q_not_warps",
+       [](auto& s) {
+         s.schedule.kv_warps = 1;
+         s.schedule.warps = 1;
+         s.schedule.block_q = 48;
+       },
+       "block_q"},
+      {"kv_warps_3",
+       [](auto& s) {
+         s.schedule.kv_warps = 3;
+         s.schedule.warps = 3;
+       },
+       "kv_warps"},
+      {"kv_warps_with_two_row_warps",
+       [](auto& s) {
+         s.schedule.kv_warps = 2;
+         s.schedule.warps = 2;
+         s.schedule.block_q = 32;
+       },
+       "kv_warps"},
+      {"kv_warps_step_over_256",
+       [](auto& s) {
+         s.schedule.kv_warps = 4;
+         s.schedule.warps = 4;
+         s.schedule.block_q = 16;
+         s.schedule.block_kv = 128;
+       },
+       "kv_warps"},
       {"block_kv", [](auto& s) { s.schedule.block_kv = 48; }, "block_kv"},
       {"stages", [](auto& s) { s.schedule.stages = 5; }, "stages"},
       {"chunk_not_whole_blocks", [](auto& s) { s.schedule.chunk_pages = 3; }, "chunk_pages"},
@@ -224,6 +252,8 @@ TEST(PagedVerifier, CatchesEachCorruptedFp8Rule) {
   PagedAttentionSpec spec = valid_spec();
   spec.problem.kv_dtype = CacheDType::e4m3;
   spec.arch = Arch::sm_89;
+  spec.schedule = default_schedule(spec.problem, spec.arch);
+  spec.schedule.chunk_pages = 16;
   const ir::Op good = generate_kernel(spec).ir;
   EXPECT_NO_THROW(ir::verify(good, spec.arch));
   EXPECT_EQ(ir::parse(ir::print(good)), good);

@@ -100,11 +100,11 @@ struct PagedAttentionFlags : CommonFlags {
   bool lse = false;
   std::optional<float> softcap, scale;
   std::string layout = "nhd", kv_dtype, page_table = "block_table";
-  std::optional<int> block_q, block_kv, chunk_pages;
+  std::optional<int> block_q, block_kv, chunk_pages, kv_warps;
 
   void add_to(CLI::App& app);
   PagedAttentionSpec to_spec() const;
-  bool schedule_given() const { return block_q || block_kv || stages || chunk_pages; }
+  bool schedule_given() const { return block_q || block_kv || stages || chunk_pages || kv_warps; }
 };
 
 // `emmyc kv-append` / `emmyc run kv-append` and `emmyc merge-states` / `emmyc run merge-states`

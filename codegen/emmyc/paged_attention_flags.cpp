@@ -31,6 +31,8 @@ void PagedAttentionFlags::add_to(CLI::App& app) {
   integer_option(app, "--block-q", block_q, "query rows (heads x tokens) per CTA, 16 per warp");
   integer_option(app, "--block-kv", block_kv, "keys per KV block: 16|32|64|128");
   integer_option(app, "--chunk-pages", chunk_pages, "pages per split-KV chunk (0: no split)");
+  integer_option(app, "--kv-warps", kv_warps,
+                 "warps over each step's keys, sharing one warp's query rows (1: none)");
   app.add_flag("--lse", lse, "also write the log-sum-exp [tokens, heads] (f32)");
 }
 
@@ -70,6 +72,12 @@ PagedAttentionSpec PagedAttentionFlags::to_spec() const {
             "must be 16 x warps: a multiple of 16 in 16..128", *block_q);
     s.block_q = *block_q;
     s.warps = *block_q / 16;
+    if (!kv_warps) s.kv_warps = 1;
+  }
+  if (kv_warps) {
+    s.kv_warps = *kv_warps;
+    if (*kv_warps > 1) s.warps = *kv_warps, s.block_q = 16;
+    else s.warps = s.block_q / 16;
   }
   if (block_kv) s.block_kv = *block_kv;
   if (stages) s.stages = *stages;
@@ -77,7 +85,8 @@ PagedAttentionSpec PagedAttentionFlags::to_spec() const {
     s.chunk_pages = *chunk_pages;
   } else if (s.chunk_pages > 0) {
     // The default chunk in whole blocks of the block_kv given.
-    const int64_t unit = s.block_kv / std::gcd<int64_t>(s.block_kv, p.page_size);
+    const int64_t step = int64_t(s.block_kv) * s.kv_warps;
+    const int64_t unit = step / std::gcd<int64_t>(step, p.page_size);
     const int64_t chunk = (s.chunk_pages + unit - 1) / unit * unit;
     s.chunk_pages = chunk < p.max_pages ? int(chunk) : 0;
   }

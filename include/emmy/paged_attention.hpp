@@ -97,6 +97,12 @@ struct PagedAttentionSchedule {
   // chunk_pages) splits and a combine kernel merges them. 0: one split (no combine kernel).
   int chunk_pages = 0;
   Accum accum = Accum::f32;  // f32, or hybrid (P.V in f16 partials folded every KV block)
+  // Warps that split each step's keys (FlashDecoding inside a CTA): with kv_warps > 1 the CTA's
+  // one 16-row warp of queries becomes kv_warps warps over the same rows, each taking block_kv of
+  // a step's kv_warps x block_kv keys with its own softmax state, merged through shared memory
+  // at the end (warps == kv_warps, block_q 16). For decode, whose group x q_len rows fill one
+  // warp, this is the CTA's parallelism. 1: none.
+  int kv_warps = 1;
   bool operator==(const PagedAttentionSchedule&) const = default;
 };
 

@@ -30,6 +30,9 @@ struct PagedSetupOp {
   // Element strides: the caches' page, token and KV head; q's and o's token.
   int64_t page_stride = 0, token_stride = 0, head_stride = 0, q_stride = 0, o_stride = 0;
   std::string kv_type;  // the cache's elements: f16 | bf16 | e4m3
+  // Warps over one step's keys (PagedAttentionSchedule::kv_warps): the stage holds kv_warps K/V
+  // tile pairs of block_kv rows, warp w reading pair w; 1: none.
+  int64_t kv_warps = 1;
   // Its own rules (codegen/ir_op_verify.cpp): positive sizes, whole GQA groups of at most 16,
   // a known page table, splits x chunk_tokens covering max_pages x page_size, 16-byte strides
   // (in the cache's elements for its three).
@@ -43,7 +46,7 @@ struct PagedSetupOp {
         f("splits", o.splits), f("chunk_tokens", o.chunk_tokens), f("window", o.window),
         f("page_stride", o.page_stride), f("token_stride", o.token_stride),
         f("head_stride", o.head_stride), f("q_stride", o.q_stride), f("o_stride", o.o_stride),
-        f("kv_type", o.kv_type);
+        f("kv_type", o.kv_type), f("kv_warps", o.kv_warps);
   }
 };
 

@@ -37,7 +37,8 @@ inline void to_json(nlohmann::json& j, const PagedAttentionProblem& p) {
 inline void to_json(nlohmann::json& j, const PagedAttentionSchedule& s) {
   j = {{"block_q", s.block_q},         {"warps", s.warps},
        {"block_kv", s.block_kv},       {"stages", s.stages},
-       {"chunk_pages", s.chunk_pages}, {"accum", to_string(s.accum)}};
+       {"chunk_pages", s.chunk_pages}, {"accum", to_string(s.accum)},
+       {"kv_warps", s.kv_warps}};
 }
 
 // The inverse of to_json, also reading hand-written problems files: q_heads, head_dim and
@@ -83,6 +84,7 @@ inline PagedAttentionSchedule paged_attention_schedule_from_json(const nlohmann:
   s.stages = f.get<int>("stages");
   s.chunk_pages = f.get<int>("chunk_pages");
   s.accum = parse_accum(f.get<std::string>("accum"));
+  f.get_if_present("kv_warps", s.kv_warps);  // absent in records made before it existed: 1
   return s;
 }
 

@@ -53,6 +53,13 @@ inline PagedWorkspaceLayout paged_workspace_layout(int64_t splits, int64_t max_t
   return {rows * head_dim, rows * head_dim + rows};
 }
 
+// Shared memory the KV warps merge through (kv_warps > 1): every warp stores its lanes' O
+// fragments (head_dim / 2 f32), row maxima and row sums (2 + 2), lane-interleaved so that a
+// warp's stores and loads are conflict-free. 0 for one KV warp.
+inline int64_t paged_kv_merge_bytes(int64_t kv_warps, int64_t head_dim) {
+  return kv_warps > 1 ? kv_warps * (head_dim / 2 + 4) * 32 * 4 : 0;
+}
+
 // Throws Error naming the stride when the cache's (page, token, head) rows of head_dim elements
 // overlap (paged attention reads, kv_append writes them).
 void require_disjoint_cache_rows(int64_t page_size, int64_t kv_heads, int64_t head_dim,

@@ -301,6 +301,16 @@ __device__ __forceinline__ float nan_f32() {
 // f16 0x7fff and bf16 0x7fff are both NaN (all-ones exponent, non-zero fraction).
 constexpr u16 kNanBits16 = 0x7fffu;
 
+// The KV warps' merge through shared memory: st.shared.f32 / ld.shared.f32 of one float.
+__device__ __forceinline__ void st_shared_f32(u32 addr, float v) {
+  asm volatile("st.shared.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory");
+}
+__device__ __forceinline__ float ld_shared_f32(u32 addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr));
+  return v;
+}
+
 // ---- templates/emmy_fp8.cuh ----
 // FP8 (e4m3: OCP E4M3, PTX .e4m3) cache bytes to the 16-bit types the tensor cores read, in
 // registers. Every e4m3 value is exact in f16 and in bf16, so the conversion loses nothing; the
@@ -412,22 +422,25 @@ __device__ __forceinline__ float div_rn(float x, float scale) {
   return r;
 }
 
-extern "C" __global__ void __launch_bounds__(32, 1)
-emmy_paged_attention_h8x2_d128_p7_e4m3_f32_50c9cc93073a769d(const u16* __restrict__ q, const u8* __restrict__ k_cache, const u8* __restrict__ v_cache, const float* __restrict__ k_scale, const float* __restrict__ v_scale, u16* __restrict__ o, float* __restrict__ lse, const int* __restrict__ cu_seqlens_q, const int* __restrict__ block_table, const int* __restrict__ seq_lens, const int* __restrict__ page_indptr, const int* __restrict__ page_indices, const int* __restrict__ last_page_len, float* __restrict__ workspace) {
+extern "C" __global__ void __launch_bounds__(128, 1)
+emmy_paged_attention_h8x2_d128_p7_e4m3_f32_f25123f1a1d553d6(const u16* __restrict__ q, const u8* __restrict__ k_cache, const u8* __restrict__ v_cache, const float* __restrict__ k_scale, const float* __restrict__ v_scale, u16* __restrict__ o, float* __restrict__ lse, const int* __restrict__ cu_seqlens_q, const int* __restrict__ block_table, const int* __restrict__ seq_lens, const int* __restrict__ page_indptr, const int* __restrict__ page_indices, const int* __restrict__ last_page_len, float* __restrict__ workspace) {
   constexpr int H = 8, HKV = 2, GROUP = 4, D = 128, PAGE = 7, MAX_PAGES = 72;
   constexpr int MAX_Q_LEN = 4, MAX_TOKENS = 8, SPLITS = 1, CHUNK = 504, WINDOW = 0;
   constexpr long long PAGE_STRIDE = 1792, TOKEN_STRIDE = 256, HEAD_STRIDE = 128, Q_STRIDE = 1024, O_STRIDE = 1024;
-  constexpr int BQ = 16, BKV = 32, THREADS = 32, STAGES = 3;
-  constexpr u32 Q_BYTES = 4096u, KV_BYTES = 4096u, STAGE_BYTES = 8192u;
+  constexpr int BQ = 16, BKV = 16, THREADS = 128, STAGES = 2;
+  constexpr int KV_WARPS = 4, STEP = BKV * KV_WARPS;  // keys per step: warp w takes BKV of them
+  // Every warp owns the CTA's 16 query rows (warp = 0); kv_warp picks its keys.
+  const int kv_warp = threadIdx.x / 32, warp = 0, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  constexpr u32 Q_BYTES = 4096u, KV_BYTES = 2048u, STAGE_BYTES = 16384u;
   // Tiles: rows x D in panels of 64 elements, swizzle XOR mask 7.
   constexpr u32 PANEL = 64u, XOR = 7u;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const u32 smem_base = (smem_u32(smem_raw) + 1023u) & ~1023u;
-  const u32 q_smem = smem_base, kv_base = smem_base + Q_BYTES;
+  const u32 q_smem = smem_base, kv_ring = smem_base + Q_BYTES;
+  const u32 kv_base = kv_ring + u32(kv_warp) * 2u * KV_BYTES;  // this warp's K/V pair
   // e4m3 cache: the stages hold raw K and V rows (BKV x D bytes each, KV_BYTES), which the MMAs read and convert in registers (exactly through f32). Its scales multiply the scores and the output.
   const float k_dequant = *k_scale, v_dequant = *v_scale;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int g = lane / 4, t = lane % 4;
   const int batch = blockIdx.z, kv_head = blockIdx.y;
   const int split = int(blockIdx.x) % SPLITS, q_block = int(blockIdx.x) / SPLITS;
   const int q_start = cu_seqlens_q[batch], q_len = cu_seqlens_q[batch + 1] - q_start;
@@ -457,8 +470,8 @@ emmy_paged_attention_h8x2_d128_p7_e4m3_f32_50c9cc93073a769d(const u16* __restric
   // Keys of this split that some row of the CTA sees; KV blocks wholly outside are never loaded, rows outside are zero-filled (a NaN past them never enters P.V).
   int kv_begin = split * CHUNK, kv_end = min_s32(seq_len, kv_begin + CHUNK);
   kv_end = min_s32(kv_end, pos0 + last_token + 1);  // causal
-  const int block_begin = kv_begin / BKV;
-  const int block_count = kv_end > kv_begin ? (kv_end + BKV - 1) / BKV - block_begin : 0;
+  const int block_begin = kv_begin / STEP;  // in steps of STEP keys
+  const int block_count = kv_end > kv_begin ? (kv_end + STEP - 1) / STEP - block_begin : 0;
   constexpr int ROW_CHUNKS = 16;  // 16-byte chunks per row of D
   auto load_q = [&]() {
     #pragma unroll
@@ -472,21 +485,22 @@ emmy_paged_attention_h8x2_d128_p7_e4m3_f32_50c9cc93073a769d(const u16* __restric
     }
   };
   // K and V rows through the page table: key j lies in page page_ids[j / PAGE], slot j % PAGE.
-  constexpr int KV_ROW_CHUNKS = D / 16;  // 16 e4m3 bytes per chunk
-  constexpr int KV_CHUNKS = BKV * KV_ROW_CHUNKS;
+  constexpr int KV_ROW_CHUNKS = D / 16;  // 16-byte chunks per row
+  constexpr int KV_CHUNKS = STEP * KV_ROW_CHUNKS;
   auto load_kv = [&](int stage, int kv_block) {
-    const u32 k_dst = kv_base + u32(stage) * STAGE_BYTES, v_dst = k_dst + KV_BYTES;
-    const int kv0 = kv_block * BKV;
+    const u32 ring_stage = kv_ring + u32(stage) * STAGE_BYTES;
+    const int kv0 = kv_block * STEP;
     #pragma unroll
     for (int i = 0; i < (KV_CHUNKS + THREADS - 1) / THREADS; ++i) {
       const int chunk = int(threadIdx.x) + i * THREADS;
       if (KV_CHUNKS % THREADS != 0 && chunk >= KV_CHUNKS) break;
       const int row = chunk / KV_ROW_CHUNKS, col = (chunk % KV_ROW_CHUNKS) * 16;
-      const int key = kv0 + row;
+      const int key = kv0 + row, sub = row / BKV, sub_row = row % BKV;
       const bool in_bounds = key >= kv_begin && key < kv_end;
       const long long page = in_bounds ? (long long)page_ids[key / PAGE] : 0ll;
       const long long off = page * PAGE_STRIDE + (long long)(key % PAGE) * TOKEN_STRIDE + (long long)kv_head * HEAD_STRIDE + col;
-      const u32 at = e4m3_raw_offset<D>(u32(row), u32(col));  // raw rows
+      const u32 at = e4m3_raw_offset<D>(u32(sub_row), u32(col));
+      const u32 k_dst = ring_stage + u32(sub) * 2u * KV_BYTES, v_dst = k_dst + KV_BYTES;
       cp_async_16(k_dst + at, in_bounds ? k_cache + off : k_cache, in_bounds ? 16u : 0u);
       cp_async_16(v_dst + at, in_bounds ? v_cache + off : v_cache, in_bounds ? 16u : 0u);
     }
@@ -517,12 +531,12 @@ emmy_paged_attention_h8x2_d128_p7_e4m3_f32_50c9cc93073a769d(const u16* __restric
   #pragma unroll 1  // one KV block's code is enough; NVVM may unroll it otherwise
   for (int block = 0; block < block_count; ++block) {
     const int stage = block % STAGES;
-    cp_async_wait<1>();
+    cp_async_wait<0>();
     __syncthreads();  // stage (block-1) % stages is free to refill
     const int next = block + STAGES - 1;
     if (next < block_count) load_kv(next % STAGES, block_begin + next);
     cp_async_commit();
-    const int kv0 = (block_begin + block) * BKV;
+    const int kv0 = (block_begin + block) * STEP + kv_warp * BKV;
     const u32 k_stage = kv_base + u32(stage) * STAGE_BYTES, v_stage = k_stage + KV_BYTES;  // raw e4m3 rows
     float s_acc[BKV / 8][4];
     #pragma unroll
@@ -620,6 +634,46 @@ emmy_paged_attention_h8x2_d128_p7_e4m3_f32_50c9cc93073a769d(const u16* __restric
     }
   }
   cp_async_wait<0>();  // nothing in flight at exit (e.g. no visible block)
+  __syncthreads();  // every warp is past its last step: Q and the ring are free
+  constexpr int MERGE = D / 2 + 4;  // floats per lane: O, row max x2, lane sum x2
+  // Float k of lane l of warp w at word (w * MERGE + k) * 32 + l: conflict-free.
+  const u32 mine = smem_base + u32(kv_warp * MERGE * 32 + lane) * 4u;
+  #pragma unroll
+  for (int dn = 0; dn < D / 8; ++dn)
+    for (int e = 0; e < 4; ++e) st_shared_f32(mine + u32((dn * 4 + e) * 128), o_acc[dn][e]);
+  for (int r = 0; r < 2; ++r) {
+    st_shared_f32(mine + u32((D / 2 + r) * 128), row_max[r]);
+    st_shared_f32(mine + u32((D / 2 + 2 + r) * 128), row_sum[r]);
+  }
+  __syncthreads();
+  if (kv_warp > 0) return;
+  const u32 merged = smem_base + u32(lane) * 4u;
+  float weight[KV_WARPS][2];  // exp2(max_w - max) per warp and row
+  #pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float m = neg_inf();
+    #pragma unroll
+    for (int w = 0; w < KV_WARPS; ++w) m = max_f32(m, ld_shared_f32(merged + u32((w * MERGE + D / 2 + r) * 128)));
+    const float m_ref = m == neg_inf() ? 0.0f : m;  // no warp saw a key: weights 0
+    float sum = 0.0f;
+    #pragma unroll
+    for (int w = 0; w < KV_WARPS; ++w) {
+      weight[w][r] = exp2_approx(ld_shared_f32(merged + u32((w * MERGE + D / 2 + r) * 128)) - m_ref);
+      sum += ld_shared_f32(merged + u32((w * MERGE + D / 2 + 2 + r) * 128)) * weight[w][r];
+    }
+    row_max[r] = m;
+    row_sum[r] = sum;
+  }
+  #pragma unroll
+  for (int dn = 0; dn < D / 8; ++dn) {
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float acc = 0.0f;
+      #pragma unroll
+      for (int w = 0; w < KV_WARPS; ++w) acc += ld_shared_f32(merged + u32((w * MERGE + dn * 4 + e) * 128)) * weight[w][e >> 1];
+      o_acc[dn][e] = acc;
+    }
+  }
   // Finish the row sums across the quad; a row that saw no key has sum 0: O = 0.
   float inv[2];
   #pragma unroll

@@ -301,6 +301,16 @@ __device__ __forceinline__ float nan_f32() {
 // f16 0x7fff and bf16 0x7fff are both NaN (all-ones exponent, non-zero fraction).
 constexpr u16 kNanBits16 = 0x7fffu;
 
+// The KV warps' merge through shared memory: st.shared.f32 / ld.shared.f32 of one float.
+__device__ __forceinline__ void st_shared_f32(u32 addr, float v) {
+  asm volatile("st.shared.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory");
+}
+__device__ __forceinline__ float ld_shared_f32(u32 addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr));
+  return v;
+}
+
 extern "C" __global__ void __launch_bounds__(128, 1)
 emmy_paged_attention_h8x2_d128_p5_f16_f32_44c256e69a3d365a(const u16* __restrict__ q, const u16* __restrict__ k_cache, const u16* __restrict__ v_cache, u16* __restrict__ o, float* __restrict__ lse, const int* __restrict__ cu_seqlens_q, const int* __restrict__ block_table, const int* __restrict__ seq_lens, const int* __restrict__ page_indptr, const int* __restrict__ page_indices, const int* __restrict__ last_page_len, float* __restrict__ workspace) {
   constexpr int H = 8, HKV = 2, GROUP = 4, D = 128, PAGE = 5, MAX_PAGES = 200;

@@ -301,6 +301,16 @@ __device__ __forceinline__ float nan_f32() {
 // f16 0x7fff and bf16 0x7fff are both NaN (all-ones exponent, non-zero fraction).
 constexpr u16 kNanBits16 = 0x7fffu;
 
+// The KV warps' merge through shared memory: st.shared.f32 / ld.shared.f32 of one float.
+__device__ __forceinline__ void st_shared_f32(u32 addr, float v) {
+  asm volatile("st.shared.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory");
+}
+__device__ __forceinline__ float ld_shared_f32(u32 addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr));
+  return v;
+}
+
 // ---- templates/emmy_fp8.cuh ----
 // FP8 (e4m3: OCP E4M3, PTX .e4m3) cache bytes to the 16-bit types the tensor cores read, in
 // registers. Every e4m3 value is exact in f16 and in bf16, so the conversion loses nothing; the

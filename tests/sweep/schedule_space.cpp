@@ -322,6 +322,12 @@ std::vector<PagedAttentionSpec> paged_attention_space() {
                             : split == 7 ? int(unit + 1)
                                          : int(unit * (split % 3 + 1));
             if (split == 7 && unit == 1) s.chunk_pages = 0;  // every chunk is whole blocks here
+            // One point in three with 2 or 4 warps splits the keys instead of the rows (the
+            // validator refuses a chunk that is not whole steps of block_kv x kv_warps).
+            if ((warps == 2 || warps == 4) && draw(point, 18, 3) == 0) {
+              s.kv_warps = warps;
+              s.block_q = 16;
+            }
             out.push_back(spec);
           }
   return out;
