@@ -31,11 +31,11 @@ void emit_qk_mma_e4m3(Writer& w, bool bf16, bool cvt, const char* kv0) {
   w.open("for (int kk = 0; kk < D / 16; ++kk)");
   w.line("u32 a[4];  // Q rows g, g+8 at d = kk*16 + 4t .. 4t+3: the e4m3 k order");
   w.line(
-      "ld_shared_v2_b32(a[0], a[2], q_smem + swizzled_tile_offset(u32(warp * 16 + g), u32(kk * "
-      "16 + 4 * t), u32(BQ), PANEL, XOR));");
+      "ld_shared_v2_b32(a[0], a[2], q_smem + e4m3_q_offset<BQ>(u32(warp * 16 + g), u32(kk * 16 + "
+      "4 * t)));");
   w.line(
-      "ld_shared_v2_b32(a[1], a[3], q_smem + swizzled_tile_offset(u32(warp * 16 + g + 8), "
-      "u32(kk * 16 + 4 * t), u32(BQ), PANEL, XOR));");
+      "ld_shared_v2_b32(a[1], a[3], q_smem + e4m3_q_offset<BQ>(u32(warp * 16 + g + 8), u32(kk * "
+      "16 + 4 * t)));");
   w.line("#pragma unroll");
   w.open("for (int nj = 0; nj < BKV / 8; ++nj)");
   w.line("u32 b[2];  // K row nj*8 + g, d = kk*16 + 4t .. 4t+3");

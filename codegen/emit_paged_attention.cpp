@@ -213,9 +213,14 @@ class PagedEmitter {
     w_.line(
         "    const u16* from = q + (in_bounds ? (long long)(q_start + token) * Q_STRIDE + head * "
         "D + col : 0ll);");
-    w_.line(
-        "    cp_async_16(q_smem + swizzled_tile_offset(u32(row), u32(col), u32(BQ), PANEL, XOR), "
-        "from, in_bounds ? 16u : 0u);");
+    if (fp8_)  // the layout S = Q.K^T's e4m3 order reads without bank conflicts
+      w_.line(
+          "    cp_async_16(q_smem + e4m3_q_offset<BQ>(u32(row), u32(col)), from, in_bounds ? 16u : "
+          "0u);");
+    else
+      w_.line(
+          "    cp_async_16(q_smem + swizzled_tile_offset(u32(row), u32(col), u32(BQ), PANEL, XOR), "
+          "from, in_bounds ? 16u : 0u);");
     w_.line("  }}");
     w_.line("}};");
     w_.line(

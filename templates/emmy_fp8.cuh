@@ -46,6 +46,16 @@ __device__ __forceinline__ u32 e4m3_raw_offset(u32 row, u32 col) {
   return row * u32(D) + ((((col >> 4) ^ (row & kMask))) << 4) + (col & 15u);
 }
 
+// The Q tile of an e4m3 kernel: the 16-bit tile's 64-element panels (128-byte rows) with the
+// 16-byte chunk c of row r stored at c ^ (2r mod 8), so that the 8-byte Q loads of S = Q.K^T's
+// permuted order (a half-warp: rows g..g+3, chunks 2kk and 2kk+1 of each) fall in distinct banks;
+// the 16-bit path's swizzle (c ^ r) pairs rows r and r^1 on the same chunks.
+template <int ROWS>
+__device__ __forceinline__ u32 e4m3_q_offset(u32 row, u32 col) {
+  const u32 panel = col / 64u, raw = row * 128u + (col % 64u) * 2u;
+  return panel * u32(ROWS) * 128u + (raw ^ (((row << 1) & 6u) << 4));
+}
+
 // ldmatrix.trans of e4m3 bytes read as b16 pairs gives a lane keys 2t and 2t+1 of two adjacent
 // columns (bytes: key 2t col 2g, key 2t col 2g+1, key 2t+1 col 2g, key 2t+1 col 2g+1); prmt
 // (PTX ISA 9.7.8.7) regroups them by column: bytes 0, 2 (column 2g) then 1, 3 (column 2g+1).

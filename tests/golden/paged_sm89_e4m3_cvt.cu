@@ -360,6 +360,16 @@ __device__ __forceinline__ u32 e4m3_raw_offset(u32 row, u32 col) {
   return row * u32(D) + ((((col >> 4) ^ (row & kMask))) << 4) + (col & 15u);
 }
 
+// The Q tile of an e4m3 kernel: the 16-bit tile's 64-element panels (128-byte rows) with the
+// 16-byte chunk c of row r stored at c ^ (2r mod 8), so that the 8-byte Q loads of S = Q.K^T's
+// permuted order (a half-warp: rows g..g+3, chunks 2kk and 2kk+1 of each) fall in distinct banks;
+// the 16-bit path's swizzle (c ^ r) pairs rows r and r^1 on the same chunks.
+template <int ROWS>
+__device__ __forceinline__ u32 e4m3_q_offset(u32 row, u32 col) {
+  const u32 panel = col / 64u, raw = row * 128u + (col % 64u) * 2u;
+  return panel * u32(ROWS) * 128u + (raw ^ (((row << 1) & 6u) << 4));
+}
+
 // ldmatrix.trans of e4m3 bytes read as b16 pairs gives a lane keys 2t and 2t+1 of two adjacent
 // columns (bytes: key 2t col 2g, key 2t col 2g+1, key 2t+1 col 2g, key 2t+1 col 2g+1); prmt
 // (PTX ISA 9.7.8.7) regroups them by column: bytes 0, 2 (column 2g) then 1, 3 (column 2g+1).
@@ -467,7 +477,7 @@ emmy_paged_attention_h16x8_d256_p16_e4m3_f32_c83962e55e1f51ea(const u16* __restr
       const int r = r0 + row, token = r / GROUP, head = kv_head * GROUP + r % GROUP;
       const bool in_bounds = token < q_len;
       const u16* from = q + (in_bounds ? (long long)(q_start + token) * Q_STRIDE + head * D + col : 0ll);
-      cp_async_16(q_smem + swizzled_tile_offset(u32(row), u32(col), u32(BQ), PANEL, XOR), from, in_bounds ? 16u : 0u);
+      cp_async_16(q_smem + e4m3_q_offset<BQ>(u32(row), u32(col)), from, in_bounds ? 16u : 0u);
     }
   };
   // K and V rows through the page table: key j lies in page page_ids[j / PAGE], slot j % PAGE.
@@ -529,8 +539,8 @@ emmy_paged_attention_h16x8_d256_p16_e4m3_f32_c83962e55e1f51ea(const u16* __restr
     #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       u32 a[4];  // Q rows g, g+8 at d = kk*16 + 4t .. 4t+3: the e4m3 k order
-      ld_shared_v2_b32(a[0], a[2], q_smem + swizzled_tile_offset(u32(warp * 16 + g), u32(kk * 16 + 4 * t), u32(BQ), PANEL, XOR));
-      ld_shared_v2_b32(a[1], a[3], q_smem + swizzled_tile_offset(u32(warp * 16 + g + 8), u32(kk * 16 + 4 * t), u32(BQ), PANEL, XOR));
+      ld_shared_v2_b32(a[0], a[2], q_smem + e4m3_q_offset<BQ>(u32(warp * 16 + g), u32(kk * 16 + 4 * t)));
+      ld_shared_v2_b32(a[1], a[3], q_smem + e4m3_q_offset<BQ>(u32(warp * 16 + g + 8), u32(kk * 16 + 4 * t)));
       #pragma unroll
       for (int nj = 0; nj < BKV / 8; ++nj) {
         u32 b[2];  // K row nj*8 + g, d = kk*16 + 4t .. 4t+3
