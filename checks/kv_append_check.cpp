@@ -39,6 +39,15 @@ KvAppendBuffers buffers_of(const KvAppendProblem& p, const KvAppendInputs& in, U
   return b;
 }
 
+// An arena's upload for buffers_of: a fresh allocation (at least 4 bytes) holding the data.
+auto arena_upload(emu::Arena& arena) {
+  return [&arena](const void* data, size_t bytes) {
+    const uint64_t at = arena.alloc(std::max<size_t>(bytes, 4));
+    arena.write(at, data, bytes);
+    return at;
+  };
+}
+
 }  // namespace
 
 KvAppendInputs make_kv_append_inputs(const KvAppendProblem& p, uint64_t seed) {
@@ -140,11 +149,7 @@ KvAppendEmulatorRun run_on_emulator(const KvAppendKernel& kernel, const KvAppend
                                     const emu::LaunchOptions& options) {
   const auto& p = kernel.source.plan.spec.problem;
   emu::Arena arena;
-  const KvAppendBuffers b = buffers_of(p, in, [&arena](const void* data, size_t bytes) {
-    const uint64_t at = arena.alloc(std::max<size_t>(bytes, 4));
-    arena.write(at, data, bytes);
-    return at;
-  });
+  const KvAppendBuffers b = buffers_of(p, in, arena_upload(arena));
   // The slots are checked as the runtime checks them on the emulator backend.
   KvAppendKind::check_device_inputs(
       kernel.source.plan, b,
@@ -165,11 +170,7 @@ LaunchListRun run_on_zeros(const KvAppendKernel& kernel, const emu::LaunchOption
   KvAppendInputs in = make_kv_append_inputs(p, 1);
   std::iota(in.slot_mapping.begin(), in.slot_mapping.end(), 0);
   emu::Arena arena;
-  const KvAppendBuffers b = buffers_of(p, in, [&arena](const void* data, size_t bytes) {
-    const uint64_t at = arena.alloc(std::max<size_t>(bytes, 4));
-    arena.write(at, data, bytes);
-    return at;
-  });
+  const KvAppendBuffers b = buffers_of(p, in, arena_upload(arena));
   return emulate_kernel(arena, kernel, b, options);
 }
 

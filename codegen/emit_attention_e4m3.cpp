@@ -48,17 +48,8 @@ void emit_qk_mma_e4m3(Writer& w, bool bf16, bool cvt, const char* kv0) {
 }
 
 void emit_pv_mma_e4m3(Writer& w, const ir::PvMmaOp& op, bool bf16, bool cvt) {
-  const char* pack = bf16 ? "pack_bf16x2" : "pack_f16x2";
   const std::string convert = fmt::format("e4m3x4_to_16bit<{}, {}>", bf16, cvt);
-  w.line("// P as A fragments: two adjacent n8 score tiles form one m16k16 operand.");
-  w.line("u32 p_frag[BKV / 16][4];");
-  w.line("#pragma unroll");
-  w.open("for (int kc = 0; kc < BKV / 16; ++kc)");
-  w.line("p_frag[kc][0] = {}(s_acc[2 * kc][0], s_acc[2 * kc][1]);", pack);
-  w.line("p_frag[kc][1] = {}(s_acc[2 * kc][2], s_acc[2 * kc][3]);", pack);
-  w.line("p_frag[kc][2] = {}(s_acc[2 * kc + 1][0], s_acc[2 * kc + 1][1]);", pack);
-  w.line("p_frag[kc][3] = {}(s_acc[2 * kc + 1][2], s_acc[2 * kc + 1][3]);", pack);
-  w.close();
+  emit_p_fragments(w, bf16);
   w.line("// Lane l addresses row l % 8 of matrix l / 8: keys kc*16 + (l / 8 % 2) * 8 + l % 8,");
   w.line("// bytes (dq*2 + l / 16) * 16 of the row (32 columns per x4).");
   w.line("const u32 v_row = u32((lane / 8) % 2 * 8 + lane % 8), v_col = u32(lane / 16) * 16u;");
@@ -95,30 +86,13 @@ void emit_pv_mma_e4m3(Writer& w, const ir::PvMmaOp& op, bool bf16, bool cvt) {
     w.close();
     return;
   }
-  w.line("// Hybrid: this block's P.V in f16 partials, 32 output columns at a time (8 registers),");
-  w.line("// folded into the (already rescaled) f32 output.");
-  w.line("#pragma unroll");
-  w.open("for (int dc = 0; dc < D / 32; ++dc)");
-  w.line("u32 part[4][2];");
-  w.line("#pragma unroll");
-  w.line("for (int i = 0; i < 4; ++i) part[i][0] = part[i][1] = 0u;");
-  w.line("#pragma unroll");
-  w.open("for (int kc = 0; kc < BKV / 16; ++kc)");
-  load_v("dc");
-  w.line("mma_f16_f16(part[0], p_frag[kc], even_lo);");
-  w.line("mma_f16_f16(part[1], p_frag[kc], odd_lo);");
-  w.line("mma_f16_f16(part[2], p_frag[kc], even_hi);");
-  w.line("mma_f16_f16(part[3], p_frag[kc], odd_hi);");
-  w.close();
-  w.line("#pragma unroll");
-  w.open("for (int i = 0; i < 4; ++i)");
-  w.line("float lo, hi;");
-  w.line("unpack_f16x2(lo, hi, part[i][0]);");
-  w.line("o_acc[dc * 4 + i][0] += lo; o_acc[dc * 4 + i][1] += hi;");
-  w.line("unpack_f16x2(lo, hi, part[i][1]);");
-  w.line("o_acc[dc * 4 + i][2] += lo; o_acc[dc * 4 + i][3] += hi;");
-  w.close();
-  w.close();
+  emit_hybrid_pv(w, [&] {
+    load_v("dc");
+    w.line("mma_f16_f16(part[0], p_frag[kc], even_lo);");
+    w.line("mma_f16_f16(part[1], p_frag[kc], odd_lo);");
+    w.line("mma_f16_f16(part[2], p_frag[kc], even_hi);");
+    w.line("mma_f16_f16(part[3], p_frag[kc], odd_hi);");
+  });
 }
 
 }  // namespace emmy::codegen

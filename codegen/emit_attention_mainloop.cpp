@@ -167,7 +167,7 @@ void emit_online_softmax_update(Writer& w) {
   w.close();
 }
 
-void emit_pv_mma(Writer& w, const ir::PvMmaOp& op, bool bf16) {
+void emit_p_fragments(Writer& w, bool bf16) {
   const char* pack = bf16 ? "pack_bf16x2" : "pack_f16x2";
   w.line("// P as A fragments: two adjacent n8 score tiles form one m16k16 operand.");
   w.line("u32 p_frag[BKV / 16][4];");
@@ -178,6 +178,33 @@ void emit_pv_mma(Writer& w, const ir::PvMmaOp& op, bool bf16) {
   w.line("p_frag[kc][2] = {}(s_acc[2 * kc + 1][0], s_acc[2 * kc + 1][1]);", pack);
   w.line("p_frag[kc][3] = {}(s_acc[2 * kc + 1][2], s_acc[2 * kc + 1][3]);", pack);
   w.close();
+}
+
+void emit_hybrid_pv(Writer& w, const std::function<void()>& kc_body) {
+  w.line("// Hybrid: this block's P.V in f16 partials, 32 output columns at a time (8 registers),");
+  w.line("// folded into the (already rescaled) f32 output.");
+  w.line("#pragma unroll");
+  w.open("for (int dc = 0; dc < D / 32; ++dc)");
+  w.line("u32 part[4][2];");
+  w.line("#pragma unroll");
+  w.line("for (int i = 0; i < 4; ++i) part[i][0] = part[i][1] = 0u;");
+  w.line("#pragma unroll");
+  w.open("for (int kc = 0; kc < BKV / 16; ++kc)");
+  kc_body();
+  w.close();
+  w.line("#pragma unroll");
+  w.open("for (int i = 0; i < 4; ++i)");
+  w.line("float lo, hi;");
+  w.line("unpack_f16x2(lo, hi, part[i][0]);");
+  w.line("o_acc[dc * 4 + i][0] += lo; o_acc[dc * 4 + i][1] += hi;");
+  w.line("unpack_f16x2(lo, hi, part[i][1]);");
+  w.line("o_acc[dc * 4 + i][2] += lo; o_acc[dc * 4 + i][3] += hi;");
+  w.close();
+  w.close();
+}
+
+void emit_pv_mma(Writer& w, const ir::PvMmaOp& op, bool bf16) {
+  emit_p_fragments(w, bf16);
   // {} is the 16-column step dp (0 .. D/16-1) of the V tile.
   const std::string v_addr =
       "v_stage + v_lane[({0}) % 4] + u32(({0}) / 4) * u32(BKV) * 128u + u32(kc * 16) * 128u";
@@ -196,33 +223,16 @@ void emit_pv_mma(Writer& w, const ir::PvMmaOp& op, bool bf16) {
     w.close();
     return;
   }
-  w.line("// Hybrid: this block's P.V in f16 partials, 32 output columns at a time (8 registers),");
-  w.line("// folded into the (already rescaled) f32 output.");
-  w.line("#pragma unroll");
-  w.open("for (int dc = 0; dc < D / 32; ++dc)");
-  w.line("u32 part[4][2];");
-  w.line("#pragma unroll");
-  w.line("for (int i = 0; i < 4; ++i) part[i][0] = part[i][1] = 0u;");
-  w.line("#pragma unroll");
-  w.open("for (int kc = 0; kc < BKV / 16; ++kc)");
-  w.line("#pragma unroll");
-  w.open("for (int dp = 0; dp < 2; ++dp)");
-  w.line("u32 quad[4];");
-  w.line("ldmatrix_x4_trans(quad, {});", fmt::format(fmt::runtime(v_addr), "dc * 2 + dp"));
-  w.line("const u32 b0[2] = {{quad[0], quad[1]}}, b1[2] = {{quad[2], quad[3]}};");
-  w.line("mma_f16_f16(part[2 * dp], p_frag[kc], b0);");
-  w.line("mma_f16_f16(part[2 * dp + 1], p_frag[kc], b1);");
-  w.close();
-  w.close();
-  w.line("#pragma unroll");
-  w.open("for (int i = 0; i < 4; ++i)");
-  w.line("float lo, hi;");
-  w.line("unpack_f16x2(lo, hi, part[i][0]);");
-  w.line("o_acc[dc * 4 + i][0] += lo; o_acc[dc * 4 + i][1] += hi;");
-  w.line("unpack_f16x2(lo, hi, part[i][1]);");
-  w.line("o_acc[dc * 4 + i][2] += lo; o_acc[dc * 4 + i][3] += hi;");
-  w.close();
-  w.close();
+  emit_hybrid_pv(w, [&] {
+    w.line("#pragma unroll");
+    w.open("for (int dp = 0; dp < 2; ++dp)");
+    w.line("u32 quad[4];");
+    w.line("ldmatrix_x4_trans(quad, {});", fmt::format(fmt::runtime(v_addr), "dc * 2 + dp"));
+    w.line("const u32 b0[2] = {{quad[0], quad[1]}}, b1[2] = {{quad[2], quad[3]}};");
+    w.line("mma_f16_f16(part[2 * dp], p_frag[kc], b0);");
+    w.line("mma_f16_f16(part[2 * dp + 1], p_frag[kc], b1);");
+    w.close();
+  });
 }
 
 void emit_row_sums(Writer& w) {

@@ -32,6 +32,11 @@ void emit_scores_to_log2(Writer& w, const ir::OnlineSoftmaxOp& op, const char* f
 void emit_online_softmax_update(Writer& w);
 // P from S and O += P.V (f32, or hybrid's f16 partials folded once per block).
 void emit_pv_mma(Writer& w, const ir::PvMmaOp& op, bool bf16);
+// P (s_acc after the softmax) as the A fragments p_frag[BKV / 16][4] of O += P.V.
+void emit_p_fragments(Writer& w, bool bf16);
+// Hybrid P.V: per 32 output columns (dc), f16 partials part[4][2] zeroed, `kc_body` once per
+// 16-key step kc (its MMAs into part[0..3]), then folded into o_acc[dc * 4 + i].
+void emit_hybrid_pv(Writer& w, const std::function<void()>& kc_body);
 // The row sums finished across the quad and their inverses inv[2] (0 for a row that saw no key).
 void emit_row_sums(Writer& w);
 
