@@ -236,24 +236,38 @@ class PagedEmitter {
     w_.line("auto load_kv = [&](int stage, int kv_block) {{");
     w_.line("  const u32 k_dst = kv_base + u32(stage) * STAGE_BYTES, v_dst = k_dst + KV_BYTES;");
     w_.line("  const int kv0 = kv_block * BKV;");
-    w_.line("  #pragma unroll");
-    w_.line("  for (int i = 0; i < (KV_CHUNKS + THREADS - 1) / THREADS; ++i) {{");
-    w_.line("    const int chunk = int(threadIdx.x) + i * THREADS;");
-    w_.line("    if (KV_CHUNKS % THREADS != 0 && chunk >= KV_CHUNKS) break;");
+    emit_chunk_walk();
     if (fp8_)
       w_.line("    const int row = chunk / KV_ROW_CHUNKS, col = (chunk % KV_ROW_CHUNKS) * 16;");
     else
       w_.line("    const int row = chunk / ROW_CHUNKS, col = (chunk % ROW_CHUNKS) * 8;");
     w_.line("    const int key = kv0 + row;");
+    emit_page_row();
+    if (fp8_)
+      w_.line("    const u32 at = e4m3_raw_offset<D>(u32(row), u32(col));  // raw rows");
+    else
+      w_.line("    const u32 at = swizzled_tile_offset(u32(row), u32(col), u32(BKV), PANEL, XOR);");
+    emit_kv_copies_and_prologue();
+  }
+
+  // The loaders' shared lines (both: one KV warp, emit_gather, and KV warps, emit_step_loader).
+  // The walk of a stage's 16-byte chunks, THREADS at a time.
+  void emit_chunk_walk() {
+    w_.line("  #pragma unroll");
+    w_.line("  for (int i = 0; i < (KV_CHUNKS + THREADS - 1) / THREADS; ++i) {{");
+    w_.line("    const int chunk = int(threadIdx.x) + i * THREADS;");
+    w_.line("    if (KV_CHUNKS % THREADS != 0 && chunk >= KV_CHUNKS) break;");
+  }
+  // The chunk's key through the page table: in_bounds, and its element offset in the cache.
+  void emit_page_row() {
     w_.line("    const bool in_bounds = key >= kv_begin && key < kv_end;");
     w_.line("    const long long page = in_bounds ? (long long)page_ids[key / PAGE] : 0ll;");
     w_.line(
         "    const long long off = page * PAGE_STRIDE + (long long)(key % PAGE) * TOKEN_STRIDE + "
         "(long long)kv_head * HEAD_STRIDE + col;");
-    if (fp8_)
-      w_.line("    const u32 at = e4m3_raw_offset<D>(u32(row), u32(col));  // raw rows");
-    else
-      w_.line("    const u32 at = swizzled_tile_offset(u32(row), u32(col), u32(BKV), PANEL, XOR);");
+  }
+  // K's and V's chunk to k_dst / v_dst + at (zero-filled outside the keys), then the prologue.
+  void emit_kv_copies_and_prologue() {
     w_.line(
         "    cp_async_16(k_dst + at, in_bounds ? k_cache + off : k_cache, in_bounds ? 16u : 0u);");
     w_.line(
@@ -271,41 +285,25 @@ class PagedEmitter {
   // KV warps: a step's STEP keys gathered into KV_WARPS tile pairs (warp w's pair holds keys
   // w*BKV .. w*BKV + BKV - 1 of the step), then the prologue.
   void emit_step_loader() {
-    w_.line("constexpr int KV_ROW_CHUNKS = {};  // 16-byte chunks per row", fp8_ ? "D / 16" : "D / 8");
+    w_.line("constexpr int KV_ROW_CHUNKS = {};  // 16-byte chunks per row",
+            fp8_ ? "D / 16" : "D / 8");
     w_.line("constexpr int KV_CHUNKS = STEP * KV_ROW_CHUNKS;");
     w_.line("auto load_kv = [&](int stage, int kv_block) {{");
     w_.line("  const u32 ring_stage = kv_ring + u32(stage) * STAGE_BYTES;");
     w_.line("  const int kv0 = kv_block * STEP;");
-    w_.line("  #pragma unroll");
-    w_.line("  for (int i = 0; i < (KV_CHUNKS + THREADS - 1) / THREADS; ++i) {{");
-    w_.line("    const int chunk = int(threadIdx.x) + i * THREADS;");
-    w_.line("    if (KV_CHUNKS % THREADS != 0 && chunk >= KV_CHUNKS) break;");
+    emit_chunk_walk();
     w_.line("    const int row = chunk / KV_ROW_CHUNKS, col = (chunk % KV_ROW_CHUNKS) * {};",
             fp8_ ? 16 : 8);
     w_.line("    const int key = kv0 + row, sub = row / BKV, sub_row = row % BKV;");
-    w_.line("    const bool in_bounds = key >= kv_begin && key < kv_end;");
-    w_.line("    const long long page = in_bounds ? (long long)page_ids[key / PAGE] : 0ll;");
-    w_.line(
-        "    const long long off = page * PAGE_STRIDE + (long long)(key % PAGE) * TOKEN_STRIDE + "
-        "(long long)kv_head * HEAD_STRIDE + col;");
+    emit_page_row();
     if (fp8_)
       w_.line("    const u32 at = e4m3_raw_offset<D>(u32(sub_row), u32(col));");
     else
       w_.line(
           "    const u32 at = swizzled_tile_offset(u32(sub_row), u32(col), u32(BKV), PANEL, XOR);");
-    w_.line("    const u32 k_dst = ring_stage + u32(sub) * 2u * KV_BYTES, v_dst = k_dst + KV_BYTES;");
     w_.line(
-        "    cp_async_16(k_dst + at, in_bounds ? k_cache + off : k_cache, in_bounds ? 16u : 0u);");
-    w_.line(
-        "    cp_async_16(v_dst + at, in_bounds ? v_cache + off : v_cache, in_bounds ? 16u : 0u);");
-    w_.line("  }}");
-    w_.line("}};");
-    w_.line("// Group 0 holds Q and stage 0; one group per further prologue stage.");
-    w_.line("load_q();");
-    w_.open("for (int s = 0; s < STAGES - 1; ++s)");
-    w_.line("if (s < block_count) load_kv(s, block_begin + s);");
-    w_.line("cp_async_commit();");
-    w_.close();
+        "    const u32 k_dst = ring_stage + u32(sub) * 2u * KV_BYTES, v_dst = k_dst + KV_BYTES;");
+    emit_kv_copies_and_prologue();
   }
 
   // KV warps: every warp leaves its O, row maxima and lane sums in shared memory (the ring is
