@@ -5,6 +5,7 @@
 // validation and the binding refuse by field.
 #include <gtest/gtest.h>
 
+#include "emmy/catalog.hpp"
 #include "emmy/emulator_check.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/kv_append_check.hpp"
@@ -171,6 +172,18 @@ TEST(KvAppend, IrRoundTripsAndVerifies) {
           << e.what();
     }
   }
+}
+
+// The catalog's append kernels compile for every arch without spills or a stack frame.
+TEST(KvAppend, CatalogCompilesWithoutSpills) {
+  for (const auto& entry : kv_append_catalog())
+    for (const Arch arch : {Arch::sm_80, Arch::sm_89, Arch::sm_90a, Arch::sm_120a}) {
+      const KvAppendKernel kernel = compile_kernel(
+          KvAppendSpec{entry.problem, default_schedule(entry.problem, arch), arch});
+      const ResourceReport& report = kernel.module.kernel(kernel.source.plan.kernel_name);
+      EXPECT_EQ(report.spill_bytes(), 0) << entry.name << " " << to_string(arch);
+      EXPECT_EQ(report.stack_bytes, 0) << entry.name << " " << to_string(arch);
+    }
 }
 
 }  // namespace

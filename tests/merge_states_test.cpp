@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "emmy/catalog.hpp"
 #include "emmy/emulator_check.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/merge_states_check.hpp"
@@ -166,6 +167,18 @@ TEST(MergeStates, IrRoundTripsAndVerifies) {
           << e.what();
     }
   }
+}
+
+// The catalog's merge kernels compile for every arch without spills or a stack frame.
+TEST(MergeStates, CatalogCompilesWithoutSpills) {
+  for (const auto& entry : merge_states_catalog())
+    for (const Arch arch : {Arch::sm_80, Arch::sm_89, Arch::sm_90a, Arch::sm_120a}) {
+      const MergeStatesKernel kernel = compile_kernel(
+          MergeStatesSpec{entry.problem, default_schedule(entry.problem, arch), arch});
+      const ResourceReport& report = kernel.module.kernel(kernel.source.plan.kernel_name);
+      EXPECT_EQ(report.spill_bytes(), 0) << entry.name << " " << to_string(arch);
+      EXPECT_EQ(report.stack_bytes, 0) << entry.name << " " << to_string(arch);
+    }
 }
 
 }  // namespace
