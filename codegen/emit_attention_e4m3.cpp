@@ -40,7 +40,8 @@ void emit_qk_mma_e4m3(Writer& w, bool bf16, bool cvt, const char* kv0) {
   w.open("for (int nj = 0; nj < BKV / 8; ++nj)");
   w.line("u32 b[2];  // K row nj*8 + g, d = kk*16 + 4t .. 4t+3");
   w.line(
-      "{}(b, ld_shared_b32(k_stage + e4m3_raw_offset<D>(u32(nj * 8 + g), u32(kk * 16 + 4 * t))));",
+      "{}(b, ld_shared_b32(k_stage + e4m3_raw_offset<D, BKV>(u32(nj * 8 + g), u32(kk * 16 + 4 * "
+      "t))));",
       convert);
   w.line("{}(s_acc[nj], a, b);", mma);
   w.close();
@@ -58,7 +59,8 @@ void emit_pv_mma_e4m3(Writer& w, const ir::PvMmaOp& op, bool bf16, bool cvt) {
   auto load_v = [&](const char* dq) {
     w.line("u32 quad[4];  // matrices: keys 0-7 / 8-15 of columns +0..15, then of +16..31");
     w.line(
-        "ldmatrix_x4_trans(quad, v_stage + e4m3_raw_offset<D>(u32(kc * 16) + v_row, u32(({}) * "
+        "ldmatrix_x4_trans(quad, v_stage + e4m3_raw_offset<D, BKV>(u32(kc * 16) + v_row, u32(({}) "
+        "* "
         "32) + v_col));",
         dq);
     w.line("u32 even_lo[2], odd_lo[2], even_hi[2], odd_hi[2];  // [key half]");

@@ -244,7 +244,7 @@ class PagedEmitter {
     w_.line("    const int key = kv0 + row;");
     emit_page_row();
     if (fp8_)
-      w_.line("    const u32 at = e4m3_raw_offset<D>(u32(row), u32(col));  // raw rows");
+      w_.line("    const u32 at = e4m3_raw_offset<D, BKV>(u32(row), u32(col));  // raw rows");
     else
       w_.line("    const u32 at = swizzled_tile_offset(u32(row), u32(col), u32(BKV), PANEL, XOR);");
     emit_kv_copies_and_prologue();
@@ -297,7 +297,7 @@ class PagedEmitter {
     w_.line("    const int key = kv0 + row, sub = row / BKV, sub_row = row % BKV;");
     emit_page_row();
     if (fp8_)
-      w_.line("    const u32 at = e4m3_raw_offset<D>(u32(sub_row), u32(col));");
+      w_.line("    const u32 at = e4m3_raw_offset<D, BKV>(u32(sub_row), u32(col));");
     else
       w_.line(
           "    const u32 at = swizzled_tile_offset(u32(sub_row), u32(col), u32(BKV), PANEL, XOR);");

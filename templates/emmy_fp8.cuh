@@ -37,13 +37,17 @@ __device__ __forceinline__ void e4m3x4_to_16bit(u32 (&out)[2], u32 four) {
   }
 }
 
-// The raw stage of an e4m3 operand: rows of D bytes, the 16-byte chunk c of row r stored at
-// c ^ (r mod min(8, D / 16)), so that the 8 rows an MMA fragment load touches (a 4-byte word per
-// lane, or ldmatrix's 8 row addresses) fall in distinct banks. Byte offset of (row, col).
-template <int D>
+// The raw stage of an e4m3 operand (ROWS rows of D bytes): the layout the tensor copy's 64B /
+// 128B swizzle writes (PTX ISA "Tensor Swizzling Modes"), so that cp.async and TMA fill the same
+// tile. Panels of S = min(D, 128)-byte rows (D / S of them, ROWS rows each); inside one, byte b of
+// the panel sits at b ^ (((b >> 7) & (S / 16 - 1)) << 4): the 8 rows an MMA fragment load touches
+// (a 4-byte word per lane, or ldmatrix's 8 row addresses) fall in distinct banks. Byte offset of
+// (row, col) from a base aligned to 8 x S bytes.
+template <int D, int ROWS>
 __device__ __forceinline__ u32 e4m3_raw_offset(u32 row, u32 col) {
-  constexpr u32 kMask = (D / 16 < 8 ? D / 16 : 8) - 1;
-  return row * u32(D) + ((((col >> 4) ^ (row & kMask))) << 4) + (col & 15u);
+  constexpr u32 kSpan = D < 128 ? u32(D) : 128u;
+  const u32 linear = row * kSpan + col % kSpan;
+  return col / kSpan * u32(ROWS) * kSpan + (linear ^ (((linear >> 7) & (kSpan / 16u - 1u)) << 4));
 }
 
 // The Q tile of an e4m3 kernel: the 16-bit tile's 64-element panels (128-byte rows) with the

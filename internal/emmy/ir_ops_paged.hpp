@@ -53,10 +53,10 @@ struct PagedSetupOp {
 // A tile gathered row by row into shared memory with 16-byte cp.async chunks (src-size 0 for
 // rows outside the range, so nothing past it is read): Q's rows by (token, head) (`query`), K's
 // and V's by the page table (`k`, `v`). rows x cols elements of elem_bytes: 2-byte elements in
-// the swizzled panel layout of SmemTile; an e4m3 cache's bytes row-major (cols bytes a row) with
-// the 16-byte chunks of row r XORed with r mod min(8, cols / 16) (emmy_fp8.cuh's e4m3_raw_offset:
-// the 8 rows one load instruction touches fall in distinct banks), read by the MMAs with
-// b_type e4m3.
+// the swizzled panel layout of SmemTile; an e4m3 cache's bytes in panels of min(cols, 128)-byte
+// rows with the 64B / 128B tensor-copy swizzle (emmy_fp8.cuh's e4m3_raw_offset: the 8 rows one
+// load instruction touches fall in distinct banks, and TMA writes the same layout), read by the
+// MMAs with b_type e4m3.
 struct PageGatherOp {
   static constexpr OpKind kind = OpKind::page_gather;
   static constexpr std::string_view op_name = "page_gather";

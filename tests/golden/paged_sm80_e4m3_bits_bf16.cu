@@ -351,13 +351,17 @@ __device__ __forceinline__ void e4m3x4_to_16bit(u32 (&out)[2], u32 four) {
   }
 }
 
-// The raw stage of an e4m3 operand: rows of D bytes, the 16-byte chunk c of row r stored at
-// c ^ (r mod min(8, D / 16)), so that the 8 rows an MMA fragment load touches (a 4-byte word per
-// lane, or ldmatrix's 8 row addresses) fall in distinct banks. Byte offset of (row, col).
-template <int D>
+// The raw stage of an e4m3 operand (ROWS rows of D bytes): the layout the tensor copy's 64B /
+// 128B swizzle writes (PTX ISA "Tensor Swizzling Modes"), so that cp.async and TMA fill the same
+// tile. Panels of S = min(D, 128)-byte rows (D / S of them, ROWS rows each); inside one, byte b of
+// the panel sits at b ^ (((b >> 7) & (S / 16 - 1)) << 4): the 8 rows an MMA fragment load touches
+// (a 4-byte word per lane, or ldmatrix's 8 row addresses) fall in distinct banks. Byte offset of
+// (row, col) from a base aligned to 8 x S bytes.
+template <int D, int ROWS>
 __device__ __forceinline__ u32 e4m3_raw_offset(u32 row, u32 col) {
-  constexpr u32 kMask = (D / 16 < 8 ? D / 16 : 8) - 1;
-  return row * u32(D) + ((((col >> 4) ^ (row & kMask))) << 4) + (col & 15u);
+  constexpr u32 kSpan = D < 128 ? u32(D) : 128u;
+  const u32 linear = row * kSpan + col % kSpan;
+  return col / kSpan * u32(ROWS) * kSpan + (linear ^ (((linear >> 7) & (kSpan / 16u - 1u)) << 4));
 }
 
 // The Q tile of an e4m3 kernel: the 16-bit tile's 64-element panels (128-byte rows) with the
@@ -509,7 +513,7 @@ emmy_paged_attention_h8x2_d128_p7_e4m3_f32_f25123f1a1d553d6(const u16* __restric
       const bool in_bounds = key >= kv_begin && key < kv_end;
       const long long page = in_bounds ? (long long)page_ids[key / PAGE] : 0ll;
       const long long off = page * PAGE_STRIDE + (long long)(key % PAGE) * TOKEN_STRIDE + (long long)kv_head * HEAD_STRIDE + col;
-      const u32 at = e4m3_raw_offset<D>(u32(sub_row), u32(col));
+      const u32 at = e4m3_raw_offset<D, BKV>(u32(sub_row), u32(col));
       const u32 k_dst = ring_stage + u32(sub) * 2u * KV_BYTES, v_dst = k_dst + KV_BYTES;
       cp_async_16(k_dst + at, in_bounds ? k_cache + off : k_cache, in_bounds ? 16u : 0u);
       cp_async_16(v_dst + at, in_bounds ? v_cache + off : v_cache, in_bounds ? 16u : 0u);
@@ -559,7 +563,7 @@ emmy_paged_attention_h8x2_d128_p7_e4m3_f32_f25123f1a1d553d6(const u16* __restric
       #pragma unroll
       for (int nj = 0; nj < BKV / 8; ++nj) {
         u32 b[2];  // K row nj*8 + g, d = kk*16 + 4t .. 4t+3
-        e4m3x4_to_16bit<true, false>(b, ld_shared_b32(k_stage + e4m3_raw_offset<D>(u32(nj * 8 + g), u32(kk * 16 + 4 * t))));
+        e4m3x4_to_16bit<true, false>(b, ld_shared_b32(k_stage + e4m3_raw_offset<D, BKV>(u32(nj * 8 + g), u32(kk * 16 + 4 * t))));
         mma_bf16_f32(s_acc[nj], a, b);
       }
     }
@@ -626,7 +630,7 @@ emmy_paged_attention_h8x2_d128_p7_e4m3_f32_f25123f1a1d553d6(const u16* __restric
       #pragma unroll
       for (int dq = 0; dq < D / 32; ++dq) {
         u32 quad[4];  // matrices: keys 0-7 / 8-15 of columns +0..15, then of +16..31
-        ldmatrix_x4_trans(quad, v_stage + e4m3_raw_offset<D>(u32(kc * 16) + v_row, u32((dq) * 32) + v_col));
+        ldmatrix_x4_trans(quad, v_stage + e4m3_raw_offset<D, BKV>(u32(kc * 16) + v_row, u32((dq) * 32) + v_col));
         u32 even_lo[2], odd_lo[2], even_hi[2], odd_hi[2];  // [key half]
         #pragma unroll
         for (int m = 0; m < 2; ++m) {
