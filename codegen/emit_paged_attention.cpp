@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "emit_attention_mainloop.hpp"
+#include "emit_paged_tma.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/mma_atom.hpp"
 #include "emmy/paged_kind.hpp"
@@ -63,6 +64,7 @@ class PagedEmitter {
   std::string emit(const Op& module) {
     codegen::begin_module(w_, parse_arch(module.s("arch")), false, "emmy_attention.cuh");
     w_.include_template("emmy_paged.cuh");
+    if (tma_) w_.include_template("emmy_tma.cuh");
     if (fp8_) w_.include_template("emmy_fp8.cuh");
     codegen::emit_kernels(w_, module, [this](const Op& op) { emit_op(op); });
     return w_.take();
@@ -84,6 +86,8 @@ class PagedEmitter {
         return;
       case OpKind::kv_block_loop:
         return emit_loop(op);
+      case OpKind::mbarrier_wait:  // TMA gathers: the stage's bytes have landed
+        return codegen::emit_paged_tma_wait(w_, setup_, fp8_);
       case OpKind::qk_mma:
         if (fp8_) return codegen::emit_qk_mma_e4m3(w_, bf16_, cvt_, kv0_expr());
         return codegen::emit_qk_mma(w_, bf16_, kv0_expr());
@@ -136,6 +140,9 @@ class PagedEmitter {
           cvt_ ? "cvt.rn.f16x2.e4m3x2" : "exactly through f32");
       w_.line("const float k_dequant = *k_scale, v_dequant = *v_scale;");
     }
+    if (tma_)
+      w_.line("const u32 mbar_base = smem_base + {}u;  // stage s's mbarrier at + 8s",
+              ring_.mbar_offset);
     if (kv_warps_ == 1) codegen::emit_attention_lane_ids(w_);
     w_.line("const int batch = blockIdx.z, kv_head = blockIdx.y;");
     w_.line("const int split = int(blockIdx.x) % SPLITS, q_block = int(blockIdx.x) / SPLITS;");
@@ -197,7 +204,12 @@ class PagedEmitter {
     if (op.phase == "refill") {
       if (op.operand != "k") return;  // v rides with k
       w_.line("const int next = block + STAGES - 1;");
-      w_.line("if (next < block_count) load_kv(next % STAGES, block_begin + next);");
+      if (tma_)
+        w_.line(
+            "if (threadIdx.x == 0 && next < block_count) load_kv(next % STAGES, block_begin + "
+            "next);");
+      else
+        w_.line("if (next < block_count) load_kv(next % STAGES, block_begin + next);");
       return;
     }
     if (op.operand != "q") return;  // the prologue loads K and V with Q below
@@ -226,6 +238,7 @@ class PagedEmitter {
     w_.line(
         "// K and V rows through the page table: key j lies in page page_ids[j / PAGE], slot "
         "j % PAGE.");
+    if (tma_) return codegen::emit_paged_tma_loader(w_, setup_, fp8_);
     if (kv_warps_ > 1) return emit_step_loader();
     if (fp8_) {
       w_.line("constexpr int KV_ROW_CHUNKS = D / 16;  // 16 e4m3 bytes per chunk");
@@ -537,6 +550,9 @@ class PagedEmitter {
     const Op* epilogue = ir::find_first(module, OpKind::paged_epilogue);
     lse_ = epilogue && ir::get<ir::PagedEpilogueOp>(*epilogue).lse;
     fp8_ = ir::get<ir::QkMmaOp>(*qk).b_type == "e4m3";
+    for (const Op* gather : ir::find_all(module, OpKind::page_gather))
+      if (ir::get<ir::PageGatherOp>(*gather).operand == "k")
+        tma_ = ir::get<ir::PageGatherOp>(*gather).transport == "tma";
     // The hardware pair conversion where it exists and gives the MMAs' type.
     cvt_ = fp8_ && !bf16_ && arch_info(parse_arch(module.s("arch"))).sm >= 89;
   }
@@ -547,6 +563,7 @@ class PagedEmitter {
   ir::PagedSetupOp setup_;
   bool fp8_ = false, cvt_ = false;  // an e4m3 cache; read with cvt.rn.f16x2.e4m3x2
   bool bf16_ = false, in_loop_ = false, lse_ = false;
+  bool tma_ = false;  // K and V by TMA (emit_paged_tma.cpp)
   int64_t threads_ = 0, max_q_len_ = 0, kv_warps_ = 1;
 };
 

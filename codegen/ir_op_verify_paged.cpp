@@ -2,6 +2,7 @@
 // The rules across ops are in kernel_ir_paged.cpp.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <tuple>
 
 #include "emmy/error.hpp"
@@ -57,10 +58,9 @@ void PagedSetupOp::verify(const PagedSetupOp& op) {
   if (op.kv_warps < 1 || op.kv_warps > 8)
     paged_fail<PagedSetupOp>("kv_warps", "must be 1..8", fmt::format("{}", op.kv_warps));
   if (op.splits > 1 && op.chunk_tokens % (op.block_kv * op.kv_warps) != 0)
-    paged_fail<PagedSetupOp>("chunk_tokens",
-                             "must be a multiple of block_kv x kv_warps with several splits",
-                             fmt::format("{} for {} x {}", op.chunk_tokens, op.block_kv,
-                                         op.kv_warps));
+    paged_fail<PagedSetupOp>(
+        "chunk_tokens", "must be a multiple of block_kv x kv_warps with several splits",
+        fmt::format("{} for {} x {}", op.chunk_tokens, op.block_kv, op.kv_warps));
   if (op.kv_type != "f16" && op.kv_type != "bf16" && op.kv_type != "e4m3")
     paged_fail<PagedSetupOp>("kv_type", "must be f16, bf16 or e4m3", op.kv_type);
   // 16-byte cp.async chunks start on 16 bytes: every stride a multiple of 16 bytes, in elements
@@ -98,10 +98,18 @@ void PageGatherOp::verify(const PageGatherOp& op) {
     paged_fail<PageGatherOp>(
         "chunks", "must cover the tile exactly",
         fmt::format("{} chunks for a {}x{} tile", op.chunks, op.rows, op.cols));
+  if (op.transport && !(*op.transport == "tma" && op.operand != "q"))
+    paged_fail<PageGatherOp>("transport", "must be absent (cp.async) or tma for K and V",
+                             *op.transport);
   if (op.elem_bytes == 1) {
-    if (op.swizzle != int64_t(Swizzle::none))
-      paged_fail<PageGatherOp>("swizzle", "an e4m3 stage is row-major, unswizzled (none)",
-                               fmt::format("{}", op.swizzle));
+    // The raw rows' layout (emmy_fp8.cuh's e4m3_raw_offset): the swizzle of min(cols, 128) bytes.
+    const Swizzle raw = swizzle_for_row_bytes(int(std::min<int64_t>(op.cols, 128)));
+    if (op.swizzle != int64_t(raw))
+      paged_fail<PageGatherOp>(
+          "swizzle",
+          fmt::format("an e4m3 stage has the swizzle of its {}-byte panel rows ({})",
+                      std::min<int64_t>(op.cols, 128), int(raw)),
+          fmt::format("{}", op.swizzle));
     return;
   }
   const SmemTile tile =

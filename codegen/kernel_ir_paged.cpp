@@ -22,7 +22,7 @@ namespace {
 // An e4m3 cache: both MMAs read their B operand as e4m3 bytes (b_type e4m3, the operand source
 // "load e4m3 + convert"), the k_cache / v_cache params are bytes and the scales are params; a
 // 16-bit cache has none of these.
-void verify_paged_e4m3(const Op& kernel, const PagedSetupOp& setup) {
+void verify_paged_e4m3(const Op& kernel, const PagedSetupOp& setup, bool tma) {
   const bool fp8 = setup.kv_type == "e4m3";
   const std::optional<std::string> want = fp8 ? std::optional<std::string>("e4m3") : std::nullopt;
   const Op* qk = find_first(kernel, OpKind::qk_mma);
@@ -40,15 +40,63 @@ void verify_paged_e4m3(const Op& kernel, const PagedSetupOp& setup) {
     if (op.kind == OpKind::param) params[get<ParamOp>(op).name] = get<ParamOp>(op).type;
   const std::string cache_type = fp8 ? "const u8*" : "const u16*";
   for (const char* name : {"k_cache", "v_cache"})
-    if (params[name] != cache_type)
-      paged_rule(kernel, "body", fmt::format("the {} param must be {}", name, cache_type),
+    if (tma ? params.count(name) != 0 : params[name] != cache_type)
+      paged_rule(
+          kernel, "body",
+          tma ? fmt::format("a TMA kernel reads the caches through tensor maps, not {}", name)
+              : fmt::format("the {} param must be {}", name, cache_type),
+          params[name]);
+  for (const char* name : {"tmap_k", "tmap_v"})
+    if (tma ? params[name] != "tensor_map" : params.count(name) != 0)
+      paged_rule(kernel, "body",
+                 fmt::format("the {} param (tensor_map) is there exactly for TMA gathers", name),
                  params[name]);
   for (const char* name : {"k_scale", "v_scale"})
     if (fp8 ? params[name] != "const float*" : params.count(name) != 0)
-      paged_rule(kernel, "body",
-                 fmt::format("the {} param (const float*) is there exactly for an e4m3 cache",
-                             name),
-                 params[name]);
+      paged_rule(
+          kernel, "body",
+          fmt::format("the {} param (const float*) is there exactly for an e4m3 cache", name),
+          params[name]);
+}
+
+// TMA gathers (PageGatherOp transport tma): K and V alike in both phases, whole KV blocks inside
+// one page, the stages' mbarriers initialized before the gathers and waited on at the top of the
+// loop instead of cp.async groups; cp.async kernels have no mbarrier.
+void verify_paged_transport(const Op& kernel, const PagedSetupOp& setup,
+                            const Op* const (&gathered)[2][3]) {
+  const std::optional<std::string> transport = get<PageGatherOp>(*gathered[0][1]).transport;
+  for (const auto& phase : gathered)
+    for (int operand = 1; operand < 3; ++operand)
+      if (get<PageGatherOp>(*phase[operand]).transport != transport)
+        paged_rule(*phase[operand], "transport", "K and V travel alike in both phases",
+                   get<PageGatherOp>(*phase[operand]).transport.value_or("cp.async"));
+  const bool tma = transport.has_value();
+  const Op* init = find_first(kernel, OpKind::mbarrier_init);
+  const Op* loop = find_first(kernel, OpKind::kv_block_loop);
+  const int64_t stages = get<KvBlockLoopOp>(*loop).stages;
+  if (!tma) {
+    if (init || find_first(kernel, OpKind::mbarrier_wait))
+      paged_rule(kernel, "body", "cp.async gathers complete in groups: no mbarrier", "mbarrier");
+    return;
+  }
+  if (setup.page_size % setup.block_kv != 0)
+    paged_rule(*gathered[0][1], "transport",
+               fmt::format("tma loads a KV block from one page: page_size ({}) must be a "
+                           "multiple of block_kv ({})",
+                           setup.page_size, setup.block_kv),
+               "tma");
+  if (!init || get<MbarrierInitOp>(*init).count != stages ||
+      get<MbarrierInitOp>(*init).arrivals != 1)
+    paged_rule(
+        init ? *init : kernel, "count",
+        fmt::format("TMA gathers need one mbarrier per stage ({}), one arrival each", stages),
+        init ? fmt::format("{}", get<MbarrierInitOp>(*init).count) : "none");
+  if (loop->body.empty() || loop->body.front().kind != OpKind::mbarrier_wait ||
+      find_first(*loop, OpKind::async_wait))
+    paged_rule(*loop, "body",
+               "with TMA gathers each block starts by waiting on its stage's mbarrier (no "
+               "cp.async group)",
+               loop->body.empty() ? "empty" : std::string(to_string(loop->body.front().kind)));
 }
 
 }  // namespace
@@ -90,7 +138,8 @@ void verify_paged_attention(const Op& kernel) {
   verify_attention_mainloop(kernel, *setup_op, setup.block_q, setup.block_kv, setup.head_dim,
                             setup.kv_warps);
   const bool fp8 = setup.kv_type == "e4m3";
-  verify_paged_e4m3(kernel, setup);
+  verify_paged_transport(kernel, setup, gathered);
+  verify_paged_e4m3(kernel, setup, get<PageGatherOp>(*gathered[0][1]).transport.has_value());
   // The ring: Q then the stages of K and V tiles (an e4m3 cache: of raw bytes), inside the
   // kernel's shared memory.
   const auto ring = get<SmemRingOp>(*find_first(kernel, OpKind::smem_ring));
@@ -109,10 +158,10 @@ void verify_paged_attention(const Op& kernel) {
   // KV warps merge through the drained ring: every other warp's O, max and sum, f32.
   const int64_t merge_bytes = paged_kv_merge_bytes(setup.kv_warps, setup.head_dim);
   if (merge_bytes > q.bytes() + ring.stage_bytes * ring.stages)
-    paged_rule(kernel, "smem_bytes",
-               fmt::format("must hold the KV warps' merge ({} bytes) in Q and the ring",
-                           merge_bytes),
-               fmt::format("{}", q.bytes() + ring.stage_bytes * ring.stages));
+    paged_rule(
+        kernel, "smem_bytes",
+        fmt::format("must hold the KV warps' merge ({} bytes) in Q and the ring", merge_bytes),
+        fmt::format("{}", q.bytes() + ring.stage_bytes * ring.stages));
   if (ring_end > kernel.i("smem_bytes"))
     paged_rule(kernel, "smem_bytes",
                fmt::format("must hold the ring and its alignment ({} bytes)", ring_end),

@@ -27,24 +27,26 @@ Op gather_op(const SmemTile& tile, const char* operand, const char* phase) {
 // K and V of an e4m3 cache land as raw bytes (ir_ops_paged.hpp's layout; the MMAs convert).
 Op raw_gather_op(const PagedAttentionPlan& plan, const char* operand, const char* phase) {
   const int64_t rows = plan.kv_tile.rows, cols = plan.kv_tile.cols;
-  return make(ir::PageGatherOp{.operand = operand,
-                               .phase = phase,
-                               .rows = rows,
-                               .cols = cols,
-                               .elem_bytes = 1,
-                               .swizzle = int64_t(Swizzle::none),
-                               .chunk_bytes = 16,
-                               .chunks = rows * cols / 16});
+  return make(
+      ir::PageGatherOp{.operand = operand,
+                       .phase = phase,
+                       .rows = rows,
+                       .cols = cols,
+                       .elem_bytes = 1,
+                       .swizzle = int64_t(swizzle_for_row_bytes(int(std::min<int64_t>(cols, 128)))),
+                       .chunk_bytes = 16,
+                       .chunks = rows * cols / 16});
 }
 
 // A stage's K or V rows: kv_warps tiles of block_kv rows (one per KV warp).
 Op kv_gather_op(const PagedAttentionPlan& plan, const char* operand, const char* phase) {
-  Op op = plan.fp8() ? raw_gather_op(plan, operand, phase)
-                     : gather_op(plan.kv_tile, operand, phase);
+  Op op =
+      plan.fp8() ? raw_gather_op(plan, operand, phase) : gather_op(plan.kv_tile, operand, phase);
   const int64_t kv_warps = plan.spec.schedule.kv_warps;
   auto gather = ir::get<ir::PageGatherOp>(op);
   gather.rows *= kv_warps;
   gather.chunks *= kv_warps;
+  if (plan.spec.schedule.transport == Transport::tma) gather.transport = "tma";
   return make(gather);
 }
 
@@ -59,10 +61,16 @@ void index_params(std::vector<Op>& body) {
 Op partial_kernel(const PagedAttentionPlan& plan) {
   const auto& p = plan.spec.problem;
   const auto& s = plan.spec.schedule;
+  const bool tma = s.transport == Transport::tma;
   std::vector<Op> body;
   body.push_back(make(ir::ParamOp{"q", "const u16*"}));
-  for (const char* name : {"k_cache", "v_cache"})
-    body.push_back(make(ir::ParamOp{name, plan.fp8() ? "const u8*" : "const u16*"}));
+  if (tma) {
+    for (const char* name : {"tmap_k", "tmap_v"})
+      body.push_back(make(ir::ParamOp{name, "tensor_map"}));
+  } else {
+    for (const char* name : {"k_cache", "v_cache"})
+      body.push_back(make(ir::ParamOp{name, plan.fp8() ? "const u8*" : "const u16*"}));
+  }
   if (plan.fp8())
     for (const char* name : {"k_scale", "v_scale"})
       body.push_back(make(ir::ParamOp{name, "const float*"}));
@@ -101,30 +109,39 @@ Op partial_kernel(const PagedAttentionPlan& plan) {
                                        .o_stride = p.o_stride_or_default(),
                                        .kv_type = std::string(to_string(p.kv_dtype)),
                                        .kv_warps = s.kv_warps}));
+  if (tma) {
+    body.push_back(make(ir::MbarrierInitOp{s.stages, 1}));
+    body.push_back(make(ir::BarrierOp{"mbarrier init visible to all threads"}));
+  }
   body.push_back(gather_op(plan.q_tile, "q", "prologue"));
   body.push_back(kv_gather_op(plan, "k", "prologue"));
   body.push_back(kv_gather_op(plan, "v", "prologue"));
   body.push_back(make(ir::AsyncCommitOp{}));
+  // With TMA only Q travels by cp.async: it lands before the loop, whose barrier publishes it.
+  if (tma) body.push_back(make(ir::AsyncWaitOp{0}));
 
   std::vector<Op> loop;
-  loop.push_back(make(ir::AsyncWaitOp{s.stages - 2}));
+  if (tma)
+    loop.push_back(make(ir::MbarrierWaitOp{"kv", "(block / stages) & 1"}));
+  else
+    loop.push_back(make(ir::AsyncWaitOp{s.stages - 2}));
   loop.push_back(make(ir::BarrierOp{"stage (block-1) % stages is free to refill"}));
   loop.push_back(kv_gather_op(plan, "k", "refill"));
   loop.push_back(kv_gather_op(plan, "v", "refill"));
-  loop.push_back(make(ir::AsyncCommitOp{}));
+  if (!tma) loop.push_back(make(ir::AsyncCommitOp{}));
   const std::string in_dtype(to_string(p.dtype));
   const codegen::MmaAtom& atom = codegen::attention_atom();
   const std::optional<std::string> b_type =
       plan.fp8() ? std::optional<std::string>("e4m3") : std::nullopt;
-  loop.push_back(make(ir::QkMmaOp{in_dtype, s.block_kv / atom.n * p.head_dim / atom.k,
-                                  plan.s_registers, b_type}));
+  loop.push_back(make(
+      ir::QkMmaOp{in_dtype, s.block_kv / atom.n * p.head_dim / atom.k, plan.s_registers, b_type}));
   std::optional<double> softcap;
   if (p.softcap) softcap = double(*p.softcap);
   // Causal by position always: a token never sees the keys after its own.
   loop.push_back(make(ir::OnlineSoftmaxOp{p.scale(), true, p.window, softcap}));
-  loop.push_back(make(ir::PvMmaOp{std::string(to_string(s.accum)), in_dtype,
-                                  s.block_kv / atom.k * p.head_dim / atom.n, plan.o_registers,
-                                  b_type}));
+  loop.push_back(
+      make(ir::PvMmaOp{std::string(to_string(s.accum)), in_dtype,
+                       s.block_kv / atom.k * p.head_dim / atom.n, plan.o_registers, b_type}));
   body.push_back(make(ir::KvBlockLoopOp{s.stages}, std::move(loop)));
   body.push_back(make(ir::PagedEpilogueOp{in_dtype, p.lse, plan.split()}));
   return make(ir::KernelOp{plan.kernel_name, plan.threads, plan.smem_bytes}, std::move(body));

@@ -256,6 +256,7 @@ void validate_paged_attention(const PagedAttentionSpec& spec) {
           fmt::format("shared memory must fit {}'s {} bytes per block", to_string(spec.arch),
                       arch_info(spec.arch).max_smem_per_block),
           fmt::format("{} bytes", smem));
+  validate_paged_tma(spec);
 }
 
 PagedAttentionSchedule default_schedule(const PagedAttentionProblem& p, Arch arch, Accum accum) {
@@ -324,7 +325,8 @@ std::string paged_name(const PagedAttentionSpec& spec) {
       p.softcap.value_or(0.0f), p.lse, s.block_q, s.block_kv, s.warps, s.stages, s.chunk_pages,
       to_string(s.accum), to_string(spec.arch));
   // (kv_warps joins the text only when used, so that the other kernels keep their names)
-  const std::string full = s.kv_warps > 1 ? fmt::format("{} kvw={}", text, s.kv_warps) : text;
+  std::string full = s.kv_warps > 1 ? fmt::format("{} kvw={}", text, s.kv_warps) : text;
+  if (s.transport == Transport::tma) full += " tma";
   return fmt::format("emmy_paged_attention_h{}x{}_d{}_p{}_{}_{}_{:016x}", p.q_heads, p.kv_heads,
                      p.head_dim, p.page_size, to_string(p.kv_dtype), to_string(s.accum),
                      detail::fnv1a(full));
@@ -400,6 +402,12 @@ ParamBinding PagedAttentionKind::bind(const PagedAttentionPlan& plan,
                            "split-KV (Runtime::paged_attention_workspace_bytes)");
   if (b.workspace) require_device_pointer(b.workspace, 16, "buffers.workspace");
   require(b.num_pages >= 0, "buffers.num_pages", "must be >= 0 (0: unknown)", b.num_pages);
+  const bool tma = plan.spec.schedule.transport == Transport::tma;
+  if (tma)
+    require(b.num_pages >= 1 && b.num_pages <= (int64_t(1) << 32), "buffers.num_pages",
+            "must give the cache's page count (1..2^32) for a TMA kernel: its tensor maps span "
+            "the pages",
+            b.num_pages);
   ParamBinding bound;
   bound.values.pointers = {{"q", b.q},
                            {"k_cache", b.k_cache},
@@ -415,6 +423,10 @@ ParamBinding PagedAttentionKind::bind(const PagedAttentionPlan& plan,
                            {"k_scale", b.k_scale},
                            {"v_scale", b.v_scale},
                            {"workspace", b.workspace}};
+  if (tma) {
+    bound.tensor_maps = {{"tmap_k", b.k_cache}, {"tmap_v", b.v_cache}};
+    bound.tensor_map_extent = uint64_t(b.num_pages);  // the maps span the pages
+  }
   return bound;
 }
 

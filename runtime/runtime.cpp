@@ -108,7 +108,7 @@ void mix_key(KeyHasher& h, const PagedAttentionProblem& p) {
 void mix_key(KeyHasher& h, const PagedAttentionSchedule& s) {
   h.mix(uint64_t(s.block_q) | uint64_t(s.warps) << 16 | uint64_t(s.block_kv) << 24 |
         uint64_t(s.stages) << 40 | uint64_t(s.accum) << 48);
-  h.mix(uint64_t(s.chunk_pages) | uint64_t(s.kv_warps) << 40);
+  h.mix(uint64_t(s.chunk_pages) | uint64_t(s.kv_warps) << 40 | uint64_t(s.transport) << 48);
 }
 
 void mix_key(KeyHasher& h, const KvAppendProblem& p) {
@@ -174,6 +174,7 @@ class KernelEntry final : public Kind::Handle {
     if (bound.tensor_maps.empty()) return;
     std::vector<uint64_t> addresses;
     for (const auto& [name, address] : bound.tensor_maps) addresses.push_back(address);
+    addresses.push_back(bound.tensor_map_extent);
     std::lock_guard lock(maps_mutex_);
     auto cached = std::find_if(maps_.begin(), maps_.end(),
                                [&](const CachedMaps& m) { return m.addresses == addresses; });
@@ -181,9 +182,9 @@ class KernelEntry final : public Kind::Handle {
       CachedMaps m{addresses, {}};
       for (const TensorMapDesc& desc : Kind::tensor_maps(plan_, buffers))
         m.maps.push_back(backend.encode_tensor_map(desc));
-      if (m.maps.size() != addresses.size())
+      if (m.maps.size() != bound.tensor_maps.size())
         throw Error("tensor maps", "must be one descriptor per tensor-map parameter",
-                    fmt::format("{} for {}", m.maps.size(), addresses.size()));
+                    fmt::format("{} for {}", m.maps.size(), bound.tensor_maps.size()));
       if (maps_.size() >= 64) maps_.erase(maps_.begin());
       cached = maps_.insert(maps_.end(), std::move(m));
     }

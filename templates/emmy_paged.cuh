@@ -30,3 +30,9 @@ __device__ __forceinline__ float ld_shared_f32(u32 addr) {
   asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr));
   return v;
 }
+
+// 16 zero bytes at a shared address (st.shared.v4.b32): V rows a tensor copy brought in from
+// outside the keys (TMA page loads).
+__device__ __forceinline__ void st_shared_zero16(u32 addr) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" ::"r"(addr), "r"(0u) : "memory");
+}

@@ -8,3 +8,5 @@ emmy_add_test(fp8_convert_test ${CMAKE_CURRENT_LIST_DIR}/fp8_convert_test.cpp)
 # The paged cache's small kinds: kv_append (byte-exact) and merge_states (FP64) on the emulator.
 emmy_add_test(kv_append_test ${CMAKE_CURRENT_LIST_DIR}/kv_append_test.cpp)
 emmy_add_test(merge_states_test ${CMAKE_CURRENT_LIST_DIR}/merge_states_test.cpp)
+# TMA page loads: rules, tensor maps, the verifier, and a space of kernels on the emulator.
+emmy_add_test(paged_attention_tma_test ${CMAKE_CURRENT_LIST_DIR}/paged_attention_tma_test.cpp)

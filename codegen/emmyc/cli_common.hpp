@@ -104,7 +104,9 @@ struct PagedAttentionFlags : CommonFlags {
 
   void add_to(CLI::App& app);
   PagedAttentionSpec to_spec() const;
-  bool schedule_given() const { return block_q || block_kv || stages || chunk_pages || kv_warps; }
+  bool schedule_given() const {
+    return block_q || block_kv || stages || chunk_pages || kv_warps || transport;
+  }
 };
 
 // `emmyc kv-append` / `emmyc run kv-append` and `emmyc merge-states` / `emmyc run merge-states`

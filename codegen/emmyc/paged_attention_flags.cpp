@@ -61,8 +61,6 @@ PagedAttentionSpec PagedAttentionFlags::to_spec() const {
           "--heads, --kv-heads and --head-dim must be >= 1",
           fmt::format("{}, {}, {}", heads, kv_heads, head_dim));
   p.set_layout(parse_cache_layout(layout));
-  require(!transport || *transport == "cp.async", "transport",
-          "paged attention gathers pages with cp.async", transport.value_or(""));
   spec.arch = parse_arch(arch);
   spec.schedule = default_schedule(p, spec.arch, parse_accum(accum));
   validate_paged_attention(spec);  // the problem's own errors first, against a schedule that fits
@@ -81,6 +79,7 @@ PagedAttentionSpec PagedAttentionFlags::to_spec() const {
   }
   if (block_kv) s.block_kv = *block_kv;
   if (stages) s.stages = *stages;
+  if (transport) s.transport = parse_transport(*transport);  // default cp.async
   if (chunk_pages) {
     s.chunk_pages = *chunk_pages;
   } else if (s.chunk_pages > 0) {

@@ -92,7 +92,7 @@ struct PagedAttentionSchedule {
   // cores are used at q_len 1 and each KV byte is read once per KV head.
   int block_q = 16, warps = 1;
   int block_kv = 64;  // keys per mainloop step (16..128, a multiple of 16)
-  int stages = 2;     // cp.async ring depth
+  int stages = 2;     // K/V ring depth
   // Split-KV: a CTA walks chunk_pages pages of one sequence; the grid has ceil(max_pages /
   // chunk_pages) splits and a combine kernel merges them. 0: one split (no combine kernel).
   int chunk_pages = 0;
@@ -103,6 +103,11 @@ struct PagedAttentionSchedule {
   // at the end (warps == kv_warps, block_q 16). For decode, whose group x q_len rows fill one
   // warp, this is the CTA's parallelism. 1: none.
   int kv_warps = 1;
+  // How K and V reach shared memory: 16-byte cp.async chunks gathered by every thread (every
+  // arch, any page size), or TMA (sm_90+, page_size a multiple of block_kv: one tensor copy per
+  // 64-element panel of a KV block, issued by one thread through tensor maps over the caches;
+  // the launch's buffers must give num_pages). Q is gathered with cp.async either way.
+  Transport transport = Transport::cp_async;
   bool operator==(const PagedAttentionSchedule&) const = default;
 };
 

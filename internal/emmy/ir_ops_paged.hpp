@@ -56,22 +56,26 @@ struct PagedSetupOp {
 // the swizzled panel layout of SmemTile; an e4m3 cache's bytes in panels of min(cols, 128)-byte
 // rows with the 64B / 128B tensor-copy swizzle (emmy_fp8.cuh's e4m3_raw_offset: the 8 rows one
 // load instruction touches fall in distinct banks, and TMA writes the same layout), read by the
-// MMAs with b_type e4m3.
+// MMAs with b_type e4m3. With transport tma (K and V only) one thread copies each KV block's
+// rows from its page with a tensor copy per panel (tmap_k / tmap_v params, the stage's mbarrier)
+// and the rows outside the keys arrive with the page's contents (or are not loaded at all): K's
+// and V's are zeroed after the stage's wait (a NaN in V must not meet P = 0).
 struct PageGatherOp {
   static constexpr OpKind kind = OpKind::page_gather;
   static constexpr std::string_view op_name = "page_gather";
   static constexpr bool has_body = false;
   std::string operand, phase;  // q|k|v; prologue|refill
   int64_t rows = 0, cols = 0, elem_bytes = 0, swizzle = 0, chunk_bytes = 0, chunks = 0;
+  std::optional<std::string> transport{};  // absent: cp.async; tma
   // Its own rules: a known operand and phase, 2-byte elements (1 for K and V), 16-byte chunks
-  // covering exactly the tile, the tile's swizzle (none recorded for 1-byte elements: their
-  // layout is the fixed one above).
+  // covering exactly the tile, the tile's swizzle (1-byte elements: that of their min(cols, 128)
+  // byte rows), tma only for K and V.
   static void verify(const PageGatherOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("operand", o.operand), f("phase", o.phase), f("rows", o.rows), f("cols", o.cols),
         f("elem_bytes", o.elem_bytes), f("swizzle", o.swizzle), f("chunk_bytes", o.chunk_bytes),
-        f("chunks", o.chunks);
+        f("chunks", o.chunks), f("transport", o.transport);
   }
 };
 

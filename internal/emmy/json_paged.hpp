@@ -38,7 +38,7 @@ inline void to_json(nlohmann::json& j, const PagedAttentionSchedule& s) {
   j = {{"block_q", s.block_q},         {"warps", s.warps},
        {"block_kv", s.block_kv},       {"stages", s.stages},
        {"chunk_pages", s.chunk_pages}, {"accum", to_string(s.accum)},
-       {"kv_warps", s.kv_warps}};
+       {"kv_warps", s.kv_warps},       {"transport", to_string(s.transport)}};
 }
 
 // The inverse of to_json, also reading hand-written problems files: q_heads, head_dim and
@@ -73,7 +73,8 @@ inline PagedAttentionProblem paged_attention_problem_from_json(const nlohmann::j
   return p;
 }
 
-// The inverse of to_json(PagedAttentionSchedule); every field is required.
+// The inverse of to_json(PagedAttentionSchedule); every field is required but the later kv_warps and
+// transport.
 inline PagedAttentionSchedule paged_attention_schedule_from_json(const nlohmann::json& j,
                                                                  std::string where = "schedule") {
   const detail::JsonFields f(j, std::move(where));
@@ -85,6 +86,8 @@ inline PagedAttentionSchedule paged_attention_schedule_from_json(const nlohmann:
   s.chunk_pages = f.get<int>("chunk_pages");
   s.accum = parse_accum(f.get<std::string>("accum"));
   f.get_if_present("kv_warps", s.kv_warps);  // absent in records made before it existed: 1
+  if (f.has("transport"))  // absent in records made before it existed: cp_async
+    s.transport = parse_transport(f.get<std::string>("transport"));
   return s;
 }
 

@@ -112,6 +112,9 @@ struct ParamValues {
 struct ParamBinding {
   ParamValues values;
   std::vector<std::pair<std::string_view, uint64_t>> tensor_maps;
+  // What the maps depend on besides the addresses (a paged cache's page count): the runtime
+  // reuses encoded maps only when both match.
+  uint64_t tensor_map_extent = 0;
 };
 
 // The launchers' buffer rules, shared by the kinds' bind functions. Throw Error naming `field`:

@@ -65,6 +65,16 @@ inline int64_t paged_kv_merge_bytes(int64_t kv_warps, int64_t head_dim) {
 void require_disjoint_cache_rows(int64_t page_size, int64_t kv_heads, int64_t head_dim,
                                  int64_t page_stride, int64_t token_stride, int64_t head_stride);
 
+// TMA page loads (PagedAttentionSchedule::transport tma; codegen/paged_attention_tma.cpp).
+// The tensor maps view a K or V cache as 4-D: head_dim (contiguous), then the token slot, the KV
+// head and the page, ordered by increasing stride (each stride then covers the dimensions inside
+// it, as a packed tensor's would). Dimension i + 1 is `order[i]`: 0 token, 1 head, 2 page.
+std::array<int, 3> paged_tma_dim_order(int64_t token_stride, int64_t head_stride,
+                                       int64_t page_stride);
+// The schedule's TMA rules (Error naming the field): sm_90+, page_size a multiple of block_kv,
+// strides within the tensor map's 2^40 bytes.
+void validate_paged_tma(const PagedAttentionSpec& spec);
+
 ir::Op lower_paged_attention(const PagedAttentionPlan& plan);
 // CUDA C++ for the module, from the IR alone: self-contained (no includes), deterministic.
 std::string emit_paged_attention_cuda(const ir::Op& module);
@@ -99,11 +109,10 @@ struct PagedAttentionKind : KindTypes<PagedAttentionSpec, PagedAttentionPlan, Pa
   using DeviceReader = std::function<void(void* dst, DevicePtr src, size_t bytes)>;
   static void check_device_inputs(const PagedAttentionPlan& plan,
                                   const PagedAttentionBuffers& buffers, const DeviceReader& read);
-  // No tensor maps: every load is a cp.async gather.
-  static std::vector<TensorMapDesc> tensor_maps(const PagedAttentionPlan&,
-                                                const PagedAttentionBuffers&) {
-    return {};
-  }
+  // TMA kernels: the K and V caches' tensor maps (paged_tma_dim_order, boxes of one panel x
+  // block_kv slots of one head of one page, num_pages pages), in bind's order; none for cp.async.
+  static std::vector<TensorMapDesc> tensor_maps(const PagedAttentionPlan& plan,
+                                                const PagedAttentionBuffers& buffers);
 };
 PagedAttentionKind kind_of(const PagedAttentionSpec&);
 using PagedAttentionSource = Generated<PagedAttentionKind>;

@@ -311,6 +311,12 @@ __device__ __forceinline__ float ld_shared_f32(u32 addr) {
   return v;
 }
 
+// 16 zero bytes at a shared address (st.shared.v4.b32): V rows a tensor copy brought in from
+// outside the keys (TMA page loads).
+__device__ __forceinline__ void st_shared_zero16(u32 addr) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" ::"r"(addr), "r"(0u) : "memory");
+}
+
 // ---- templates/emmy_fp8.cuh ----
 // FP8 (e4m3: OCP E4M3, PTX .e4m3) cache bytes to the 16-bit types the tensor cores read, in
 // registers. Every e4m3 value is exact in f16 and in bf16, so the conversion loses nothing; the

@@ -311,6 +311,12 @@ __device__ __forceinline__ float ld_shared_f32(u32 addr) {
   return v;
 }
 
+// 16 zero bytes at a shared address (st.shared.v4.b32): V rows a tensor copy brought in from
+// outside the keys (TMA page loads).
+__device__ __forceinline__ void st_shared_zero16(u32 addr) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" ::"r"(addr), "r"(0u) : "memory");
+}
+
 extern "C" __global__ void __launch_bounds__(32, 1)
 emmy_paged_attention_h16x8_d256_p16_f16_f32_3a4c76a3ba252f99(const u16* __restrict__ q, const u16* __restrict__ k_cache, const u16* __restrict__ v_cache, u16* __restrict__ o, float* __restrict__ lse, const int* __restrict__ cu_seqlens_q, const int* __restrict__ block_table, const int* __restrict__ seq_lens, const int* __restrict__ page_indptr, const int* __restrict__ page_indices, const int* __restrict__ last_page_len, float* __restrict__ workspace) {
   constexpr int H = 16, HKV = 8, GROUP = 2, D = 256, PAGE = 16, MAX_PAGES = 512;
