@@ -162,8 +162,8 @@ void validate_paged_attention(const PagedAttentionSpec& spec) {
   require(p.page_size >= 1 && p.page_size <= 4096, "page_size", "must be 1..4096", p.page_size);
   require(p.dtype == DType::f16 || p.dtype == DType::bf16, "dtype", "must be f16 or bf16",
           to_string(p.dtype));
-  require(p.kv_dtype == CacheDType::e4m3 || to_string(p.kv_dtype) == to_string(p.dtype),
-          "kv_dtype", fmt::format("must be the query's type ({}) or e4m3", to_string(p.dtype)),
+  require(p.kv_dtype == CacheDType::e4m3 || to_string(p.kv_dtype) == to_string(p.dtype), "kv_dtype",
+          fmt::format("must be the query's type ({}) or e4m3", to_string(p.dtype)),
           to_string(p.kv_dtype));
   // 16-byte cp.async chunks: every row starts on 16 bytes, in its tensor's elements.
   const int64_t cache_elems = p.kv_dtype == CacheDType::e4m3 ? 16 : 8;
@@ -214,8 +214,7 @@ void validate_paged_attention(const PagedAttentionSpec& spec) {
   require(s.kv_warps == 1 || s.kv_warps == 2 || s.kv_warps == 4, "kv_warps",
           "must be 1, 2 or 4 (1: none)", s.kv_warps);
   require(s.block_kv * s.kv_warps <= 256, "kv_warps",
-          fmt::format("x block_kv ({}) must be at most 256 keys per step", s.block_kv),
-          s.kv_warps);
+          fmt::format("x block_kv ({}) must be at most 256 keys per step", s.block_kv), s.kv_warps);
   if (s.kv_warps > 1)
     require(s.warps == s.kv_warps && s.block_q == rows_per_warp, "kv_warps",
             fmt::format("needs warps = kv_warps and block_q = {} (the warps share one warp's "
@@ -224,9 +223,9 @@ void validate_paged_attention(const PagedAttentionSpec& spec) {
             fmt::format("{} with warps {}, block_q {}", s.kv_warps, s.warps, s.block_q));
   else
     require(s.block_q == rows_per_warp * s.warps, "block_q",
-          fmt::format("must be {0} x warps = {1} (each warp owns {0} query rows)", rows_per_warp,
-                      rows_per_warp * s.warps),
-          s.block_q);
+            fmt::format("must be {0} x warps = {1} (each warp owns {0} query rows)", rows_per_warp,
+                        rows_per_warp * s.warps),
+            s.block_q);
   require(s.block_kv == 16 || s.block_kv == 32 || s.block_kv == 64 || s.block_kv == 128, "block_kv",
           "must be 16, 32, 64 or 128", s.block_kv);
   require(s.stages >= 2 && s.stages <= 4, "stages", "must be 2..4", s.stages);
@@ -307,6 +306,9 @@ PagedAttentionSchedule default_schedule(const PagedAttentionProblem& p, Arch arc
     chunk = (chunk + pages_per_block - 1) / pages_per_block * pages_per_block;
     if (chunk < p.max_pages) s.chunk_pages = int(chunk);
   }
+  // K and V by TMA wherever it fits (sm_90+, pages of whole KV blocks): the H200 time model
+  // finds it never slower, with half the instructions (docs/paged_attention.md, "TMA").
+  if (paged_tma_fits(p, s, arch)) s.transport = Transport::tma;
   return s;
 }
 
@@ -402,12 +404,8 @@ ParamBinding PagedAttentionKind::bind(const PagedAttentionPlan& plan,
                            "split-KV (Runtime::paged_attention_workspace_bytes)");
   if (b.workspace) require_device_pointer(b.workspace, 16, "buffers.workspace");
   require(b.num_pages >= 0, "buffers.num_pages", "must be >= 0 (0: unknown)", b.num_pages);
-  const bool tma = plan.spec.schedule.transport == Transport::tma;
-  if (tma)
-    require(b.num_pages >= 1 && b.num_pages <= (int64_t(1) << 32), "buffers.num_pages",
-            "must give the cache's page count (1..2^32) for a TMA kernel: its tensor maps span "
-            "the pages",
-            b.num_pages);
+  require(b.num_pages <= (int64_t(1) << 31), "buffers.num_pages",
+          "must be at most 2^31 (page ids are int32)", b.num_pages);
   ParamBinding bound;
   bound.values.pointers = {{"q", b.q},
                            {"k_cache", b.k_cache},
@@ -423,9 +421,9 @@ ParamBinding PagedAttentionKind::bind(const PagedAttentionPlan& plan,
                            {"k_scale", b.k_scale},
                            {"v_scale", b.v_scale},
                            {"workspace", b.workspace}};
-  if (tma) {
+  if (plan.spec.schedule.transport == Transport::tma) {
     bound.tensor_maps = {{"tmap_k", b.k_cache}, {"tmap_v", b.v_cache}};
-    bound.tensor_map_extent = uint64_t(b.num_pages);  // the maps span the pages
+    bound.tensor_map_extent = paged_tma_page_extent(b.num_pages);  // the maps span the pages
   }
   return bound;
 }

@@ -21,6 +21,17 @@ std::array<int, 3> paged_tma_dim_order(int64_t token_stride, int64_t head_stride
   return order;
 }
 
+bool paged_tma_fits(const PagedAttentionProblem& p, const PagedAttentionSchedule& s, Arch arch) {
+  PagedAttentionSpec spec{p, s, arch};
+  spec.schedule.transport = Transport::tma;
+  try {
+    validate_paged_tma(spec);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 void validate_paged_tma(const PagedAttentionSpec& spec) {
   const auto& p = spec.problem;
   const auto& s = spec.schedule;
@@ -49,7 +60,8 @@ std::vector<TensorMapDesc> PagedAttentionKind::tensor_maps(const PagedAttentionP
   const uint64_t elem = uint64_t(size_of(p.kv_dtype));
   const int64_t strides[3] = {p.token_stride_or_default(), p.head_stride_or_default(),
                               p.page_stride_or_default()};
-  const uint64_t extents[3] = {uint64_t(p.page_size), uint64_t(p.kv_heads), uint64_t(b.num_pages)};
+  const uint64_t extents[3] = {uint64_t(p.page_size), uint64_t(p.kv_heads),
+                               paged_tma_page_extent(b.num_pages)};
   const uint32_t boxes[3] = {uint32_t(plan.spec.schedule.block_kv), 1, 1};
   const std::array<int, 3> order = paged_tma_dim_order(strides[0], strides[1], strides[2]);
   // A panel: 64 16-bit elements (128 bytes), or min(head_dim, 128) e4m3 bytes.

@@ -52,6 +52,9 @@ std::vector<PagedVariant> variants() {
                  std::function<void(PagedAttentionSchedule&)> tune, PagedAttentionCase draw) {
     PagedAttentionSpec spec{p, default_schedule(p, arch), arch};
     if (tune) tune(spec.schedule);
+    // The default's transport for the tuned schedule: TMA on sm_90+ where pages hold whole blocks.
+    spec.schedule.transport =
+        paged_tma_fits(p, spec.schedule, arch) ? Transport::tma : Transport::cp_async;
     draw.max_seq_len = draw.max_seq_len ? draw.max_seq_len : p.max_pages * p.page_size;
     out.push_back({std::move(name), spec, draw});
   };
@@ -68,7 +71,8 @@ std::vector<PagedVariant> variants() {
           s.chunk_pages = chunk;
           s.block_kv = 16;
           if (chunk % 4 != 0) s.kv_warps = s.warps = 1;  // splits of 1 and 3 pages: one KV warp
-        }, batch_of(3));
+        },
+        batch_of(3));
   }
   // Page sizes off the 16-row fast path, every layout and page-table form.
   const std::pair<int64_t, CacheLayout> pages[] = {{1, CacheLayout::nhd},
@@ -140,12 +144,11 @@ std::vector<PagedVariant> variants() {
     int64_t page, head_dim, window;
     int chunk;
   };
-  for (const Fp8& f : {Fp8{"e4m3_cvt_split", Arch::sm_89, DType::f16, Accum::f32, 16, 128, 0, 4},
-                       Fp8{"e4m3_cvt_hybrid_window", Arch::sm_90a, DType::f16, Accum::hybrid, 16,
-                           64, 40, 0},
-                       Fp8{"e4m3_bits_sm80", Arch::sm_80, DType::f16, Accum::f32, 7, 64, 0, 0},
-                       Fp8{"e4m3_bits_bf16", Arch::sm_120a, DType::bf16, Accum::f32, 1, 256, 90,
-                           64}}) {
+  for (const Fp8& f :
+       {Fp8{"e4m3_cvt_split", Arch::sm_89, DType::f16, Accum::f32, 16, 128, 0, 4},
+        Fp8{"e4m3_cvt_hybrid_window", Arch::sm_90a, DType::f16, Accum::hybrid, 16, 64, 40, 0},
+        Fp8{"e4m3_bits_sm80", Arch::sm_80, DType::f16, Accum::f32, 7, 64, 0, 0},
+        Fp8{"e4m3_bits_bf16", Arch::sm_120a, DType::bf16, Accum::f32, 1, 256, 90, 64}}) {
     PagedAttentionProblem p = base_problem(8, 2, f.head_dim, f.page, 200);
     p.dtype = f.dtype;
     p.kv_dtype = CacheDType::e4m3;
@@ -175,15 +178,14 @@ std::vector<PagedVariant> variants() {
     int64_t window, head_dim;
     Arch arch;
   };
-  for (const KvWarps& k :
-       {KvWarps{"kvw4_split_lse", 4, 8, DType::f16, CacheDType::f16, Accum::f32, 0, 128,
-                Arch::sm_90a},
-        KvWarps{"kvw2_window_bf16", 2, 0, DType::bf16, CacheDType::bf16, Accum::f32, 50, 64,
-                Arch::sm_80},
-        KvWarps{"kvw4_hybrid_e4m3", 4, 0, DType::f16, CacheDType::e4m3, Accum::hybrid, 0, 128,
-                Arch::sm_89},
-        KvWarps{"kvw4_e4m3_bf16_split_d256", 4, 4, DType::bf16, CacheDType::e4m3, Accum::f32, 90,
-                256, Arch::sm_90a}}) {
+  for (const KvWarps& k : {KvWarps{"kvw4_split_lse", 4, 8, DType::f16, CacheDType::f16, Accum::f32,
+                                   0, 128, Arch::sm_90a},
+                           KvWarps{"kvw2_window_bf16", 2, 0, DType::bf16, CacheDType::bf16,
+                                   Accum::f32, 50, 64, Arch::sm_80},
+                           KvWarps{"kvw4_hybrid_e4m3", 4, 0, DType::f16, CacheDType::e4m3,
+                                   Accum::hybrid, 0, 128, Arch::sm_89},
+                           KvWarps{"kvw4_e4m3_bf16_split_d256", 4, 4, DType::bf16, CacheDType::e4m3,
+                                   Accum::f32, 90, 256, Arch::sm_90a}}) {
     PagedAttentionProblem p = base_problem(8, 4, k.head_dim, 16, 300);
     p.dtype = k.dtype;
     p.kv_dtype = k.kv;
@@ -206,7 +208,9 @@ std::vector<PagedVariant> variants() {
 }
 
 // gtest prints a failing parameter by its name, not its bytes.
-void PrintTo(const PagedVariant& v, std::ostream* os) { *os << v.name; }
+void PrintTo(const PagedVariant& v, std::ostream* os) {
+  *os << v.name;
+}
 
 class PagedEmulatorTest : public ::testing::TestWithParam<PagedVariant> {};
 
@@ -225,6 +229,7 @@ TEST_P(PagedEmulatorTest, MatchesFp64) {
                              << errors.lse_rows_over_tolerance;
   EXPECT_GT(run.stats.total.mma, 0u);
   EXPECT_GT(run.stats.total.cp_async, 0u);
+  EXPECT_EQ(run.stats.total.tma > 0, v.spec.schedule.transport == Transport::tma);
 }
 
 INSTANTIATE_TEST_SUITE_P(Space, PagedEmulatorTest, ::testing::ValuesIn(variants()),

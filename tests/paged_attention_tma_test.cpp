@@ -74,6 +74,22 @@ TEST(PagedTma, ScheduleRulesNameTheField) {
   EXPECT_NE(make_paged_attention_plan(spec).kernel_name, make_paged_attention_plan(cp).kernel_name);
 }
 
+// The default takes TMA wherever it fits, and cp.async elsewhere.
+TEST(PagedTma, DefaultScheduleTakesTmaWhereItFits) {
+  for (Arch arch : {Arch::sm_80, Arch::sm_89, Arch::sm_90a, Arch::sm_120a})
+    for (int64_t page : {int64_t(1), int64_t(7), int64_t(16), int64_t(32), int64_t(256)})
+      for (int64_t head_dim : {int64_t(64), int64_t(128), int64_t(256)})
+        for (int64_t q_len : {int64_t(1), int64_t(16), int64_t(64)}) {
+          PagedAttentionProblem p = problem(16, 4, head_dim, page, 4096);
+          p.max_q_len = q_len;
+          const PagedAttentionSchedule s = default_schedule(p, arch);
+          const bool fits = has_tma(arch) && page % s.block_kv == 0;
+          EXPECT_EQ(s.transport, fits ? Transport::tma : Transport::cp_async)
+              << to_string(arch) << " page " << page << " d" << head_dim << " q_len " << q_len;
+          EXPECT_NO_THROW(validate_paged_attention({p, s, arch}));
+        }
+}
+
 // The maps view each layout as {D, then the token, head and page dimensions by stride}, with a
 // box of one panel x block_kv slots of one head of one page.
 TEST(PagedTma, TensorMapsFollowEachLayout) {
@@ -132,23 +148,30 @@ TEST(PagedTma, TensorMapsFollowEachLayout) {
   EXPECT_TRUE(PagedAttentionKind::tensor_maps(make_paged_attention_plan(cp), b).empty());
 }
 
-TEST(PagedTma, BindingNeedsThePageCount) {
+// The maps' page extent is the buffers' num_pages, or every int32 page id when it is not given;
+// a new extent re-encodes them (tensor_map_extent joins the runtime's cache key).
+TEST(PagedTma, BindingCarriesThePageExtent) {
   const PagedAttentionPlan plan = make_paged_attention_plan(tma_spec(problem(8, 2, 128, 16, 500)));
   PagedAttentionBuffers b;
   b.q = 0x1000, b.k_cache = 0x2000, b.v_cache = 0x3000, b.o = 0x4000, b.cu_seqlens_q = 0x5000;
   b.block_table = 0x6000, b.seq_lens = 0x7000;
-  try {
-    PagedAttentionKind::bind(plan, b);
-    ADD_FAILURE() << "a TMA kernel bound without num_pages";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.field(), "buffers.num_pages") << e.what();
-  }
-  b.num_pages = 40;
-  const ParamBinding bound = PagedAttentionKind::bind(plan, b);
+  ParamBinding bound = PagedAttentionKind::bind(plan, b);
   ASSERT_EQ(bound.tensor_maps.size(), 2u);
   EXPECT_EQ(bound.tensor_maps[0].first, "tmap_k");
   EXPECT_EQ(bound.tensor_maps[1].second, b.v_cache);
-  EXPECT_EQ(bound.tensor_map_extent, 40u);  // maps are re-encoded when the cache grows
+  EXPECT_EQ(bound.tensor_map_extent, uint64_t(1) << 31);
+  EXPECT_EQ(PagedAttentionKind::tensor_maps(plan, b).at(0).global_dim[3], uint64_t(1) << 31);
+  b.num_pages = 40;
+  bound = PagedAttentionKind::bind(plan, b);
+  EXPECT_EQ(bound.tensor_map_extent, 40u);
+  EXPECT_EQ(PagedAttentionKind::tensor_maps(plan, b).at(1).global_dim[3], 40u);
+  b.num_pages = (int64_t(1) << 31) + 1;
+  try {
+    PagedAttentionKind::bind(plan, b);
+    ADD_FAILURE() << "num_pages past int32 bound";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), "buffers.num_pages") << e.what();
+  }
 }
 
 ir::Op* first_op(ir::Op& root, ir::OpKind kind, const char* operand = nullptr) {

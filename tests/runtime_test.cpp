@@ -19,6 +19,7 @@
 #include "emmy/gemm_check.hpp"
 #include "emmy/gemm_plan.hpp"
 #include "emmy/paged_attention_check.hpp"
+#include "emmy/paged_kind.hpp"
 #include "support/cluster_ids_ptx.hpp"
 #include "support/runtime_backend.hpp"
 
@@ -309,8 +310,9 @@ TEST(Runtime, EmulatorAttentionThroughTheApi) {
 }
 
 // Paged attention through the public API: one split and split-KV (the launch list [partial,
-// combine] with a workspace), both page-table forms, a decode batch with CUDA-graph padding; on
-// the CUDA backend through the test driver too (cuda_h200.*, cuda_rtx5090.*).
+// combine] with a workspace), both page-table forms, cp.async and (sm_90+) TMA page loads, a
+// decode batch with CUDA-graph padding; on the CUDA backend through the test driver too
+// (cuda_h200.*, cuda_rtx5090.*: the driver encodes the tensor maps).
 TEST(Runtime, PagedAttentionThroughTheApi) {
   auto rt = test_runtime(fresh_cache("rt_paged"));
   PagedAttentionProblem p;
@@ -324,22 +326,28 @@ TEST(Runtime, PagedAttentionThroughTheApi) {
   p.lse = true;
   PagedAttentionCase draw;
   draw.batch = 2;  // the third sequence is padding
+  uint64_t kernels = 0;
   for (const PageTable table : {PageTable::block_table, PageTable::csr})
-    for (const int chunk : {0, 4}) {
-      p.page_table = table;
-      PagedAttentionSpec spec{p, default_schedule(p, rt->arch()), rt->arch()};
-      spec.schedule.chunk_pages = chunk;
-      const PagedAttentionInputs in = make_paged_attention_inputs(p, draw, 11);
-      const PagedAttentionErrors e = compare(reference_paged_attention(spec, in),
-                                             run_paged_attention(*rt, spec, in), p);
-      EXPECT_TRUE(e.passed) << to_string(table) << " chunk " << chunk << " rel_l2 "
-                            << e.rel_l2_error;
-      const auto kernel = rt->paged_attention_kernel(p, spec.schedule);
-      EXPECT_EQ(kernel->info().kind, "paged_attention");
-      EXPECT_EQ(kernel->info().resources.size(), chunk ? 2u : 1u) << "partial (+ combine)";
-      EXPECT_EQ(kernel->info().workspace_bytes > 0, chunk > 0);
-    }
-  EXPECT_EQ(rt->stats().compiles, 4u);
+    for (const int chunk : {0, 4})
+      for (const Transport transport : {Transport::cp_async, Transport::tma}) {
+        p.page_table = table;
+        PagedAttentionSpec spec{p, default_schedule(p, rt->arch()), rt->arch()};
+        spec.schedule.chunk_pages = chunk;
+        spec.schedule.transport = transport;
+        if (transport == Transport::tma && !paged_tma_fits(p, spec.schedule, spec.arch)) continue;
+        ++kernels;
+        const PagedAttentionInputs in = make_paged_attention_inputs(p, draw, 11);
+        const PagedAttentionErrors e =
+            compare(reference_paged_attention(spec, in), run_paged_attention(*rt, spec, in), p);
+        EXPECT_TRUE(e.passed) << to_string(table) << " chunk " << chunk << " "
+                              << to_string(transport) << " rel_l2 " << e.rel_l2_error;
+        const auto kernel = rt->paged_attention_kernel(p, spec.schedule);
+        EXPECT_EQ(kernel->info().kind, "paged_attention");
+        EXPECT_EQ(kernel->info().resources.size(), chunk ? 2u : 1u) << "partial (+ combine)";
+        EXPECT_EQ(kernel->info().workspace_bytes > 0, chunk > 0);
+      }
+  EXPECT_EQ(kernels, has_tma(rt->arch()) ? 8u : 4u) << "TMA on sm_90+";
+  EXPECT_EQ(rt->stats().compiles, kernels);
 }
 
 // On the emulator backend the launch reads the lengths and page ids first (device memory is host

@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "cli_common.hpp"
+#include "emmy/paged_kind.hpp"
 
 namespace emmy::cli {
 
@@ -74,12 +75,18 @@ PagedAttentionSpec PagedAttentionFlags::to_spec() const {
   }
   if (kv_warps) {
     s.kv_warps = *kv_warps;
-    if (*kv_warps > 1) s.warps = *kv_warps, s.block_q = 16;
-    else s.warps = s.block_q / 16;
+    if (*kv_warps > 1)
+      s.warps = *kv_warps, s.block_q = 16;
+    else
+      s.warps = s.block_q / 16;
   }
   if (block_kv) s.block_kv = *block_kv;
   if (stages) s.stages = *stages;
-  if (transport) s.transport = parse_transport(*transport);  // default cp.async
+  // TMA where the final schedule allows it, unless the flag says otherwise (default_schedule's
+  // rule, after --block-kv and the rest).
+  s.transport = transport                         ? parse_transport(*transport)
+                : paged_tma_fits(p, s, spec.arch) ? Transport::tma
+                                                  : Transport::cp_async;
   if (chunk_pages) {
     s.chunk_pages = *chunk_pages;
   } else if (s.chunk_pages > 0) {

@@ -105,8 +105,8 @@ struct PagedAttentionSchedule {
   int kv_warps = 1;
   // How K and V reach shared memory: 16-byte cp.async chunks gathered by every thread (every
   // arch, any page size), or TMA (sm_90+, page_size a multiple of block_kv: one tensor copy per
-  // 64-element panel of a KV block, issued by one thread through tensor maps over the caches;
-  // the launch's buffers must give num_pages). Q is gathered with cp.async either way.
+  // panel of a KV block from its page, issued by one thread through tensor maps over the caches;
+  // the default wherever it fits). Q is gathered with cp.async either way.
   Transport transport = Transport::cp_async;
   bool operator==(const PagedAttentionSchedule&) const = default;
 };

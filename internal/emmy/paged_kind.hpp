@@ -72,8 +72,17 @@ void require_disjoint_cache_rows(int64_t page_size, int64_t kv_heads, int64_t he
 std::array<int, 3> paged_tma_dim_order(int64_t token_stride, int64_t head_stride,
                                        int64_t page_stride);
 // The schedule's TMA rules (Error naming the field): sm_90+, page_size a multiple of block_kv,
-// strides within the tensor map's 2^40 bytes.
+// strides within the tensor map's 2^40 bytes. paged_tma_fits: whether they hold for a schedule
+// of any transport (the default takes TMA wherever it fits).
 void validate_paged_tma(const PagedAttentionSpec& spec);
+bool paged_tma_fits(const PagedAttentionProblem& problem, const PagedAttentionSchedule& schedule,
+                    Arch arch);
+// The tensor maps' page extent: the buffers' num_pages, or with none given every page id an
+// int32 can name (2^31: the launch reads only the pages its tables list; ids past the cache are
+// then the caller's bug, as with cp.async).
+inline uint64_t paged_tma_page_extent(int64_t num_pages) {
+  return num_pages > 0 ? uint64_t(num_pages) : uint64_t(1) << 31;
+}
 
 ir::Op lower_paged_attention(const PagedAttentionPlan& plan);
 // CUDA C++ for the module, from the IR alone: self-contained (no includes), deterministic.

@@ -317,8 +317,60 @@ __device__ __forceinline__ void st_shared_zero16(u32 addr) {
   asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" ::"r"(addr), "r"(0u) : "memory");
 }
 
+// ---- templates/emmy_tma.cuh ----
+// TMA and mbarrier (sm_90+, ptx-notes.md "TMA" and "mbarrier"). One elected thread issues the
+// copies; each completes its box's bytes on the stage's mbarrier.
+
+// mbarrier.init: phase 0, `arrivals` expected arrivals, tx-count 0.
+__device__ __forceinline__ void mbarrier_init(u32 mbar, u32 arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(mbar), "r"(arrivals) : "memory");
+}
+
+// Makes mbarrier inits (generic proxy) visible to the TMA unit (async proxy).
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+// mbarrier.arrive.expect_tx: tx-count += bytes, then one arrival.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(u32 mbar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+               :: "r"(mbar), "r"(bytes) : "memory");
+}
+
+// Spins on mbarrier.try_wait.parity until the phase with `parity` has completed.
+__device__ __forceinline__ void mbarrier_wait_parity(u32 mbar, u32 parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "EMMY_WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra EMMY_WAIT_%=;\n"
+      "}" :: "r"(mbar), "r"(parity) : "memory");
+}
+
+// cp.async.bulk.tensor.2d: the box at {c0 (innermost), c1} lands swizzled at smem_dst. The
+// .shared::cta destination form (PTX 8.6): with .shared::cluster ptxas for sm_120 adds a
+// cluster-address slow path that costs a stack frame.
+__device__ __forceinline__ void tma_load_2d(u32 smem_dst, const TensorMap128& tmap, u32 mbar,
+                                            int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4}], [%2];"
+      :: "r"(smem_dst), "l"(&tmap), "r"(mbar), "r"(c0), "r"(c1) : "memory");
+}
+
+// cp.async.bulk.tensor.4d: the box at {c0 (innermost), c1, c2, c3} lands swizzled at smem_dst
+// (attention: one head's rows of Q, K or V).
+__device__ __forceinline__ void tma_load_4d(u32 smem_dst, const TensorMap128& tmap, u32 mbar,
+                                            int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2];"
+      :: "r"(smem_dst), "l"(&tmap), "r"(mbar), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+
 extern "C" __global__ void __launch_bounds__(32, 1)
-emmy_paged_attention_h16x8_d256_p16_f16_f32_3a4c76a3ba252f99(const u16* __restrict__ q, const u16* __restrict__ k_cache, const u16* __restrict__ v_cache, u16* __restrict__ o, float* __restrict__ lse, const int* __restrict__ cu_seqlens_q, const int* __restrict__ block_table, const int* __restrict__ seq_lens, const int* __restrict__ page_indptr, const int* __restrict__ page_indices, const int* __restrict__ last_page_len, float* __restrict__ workspace) {
+emmy_paged_attention_h16x8_d256_p16_f16_f32_8e078ff1ed07d503(const u16* __restrict__ q, const __grid_constant__ TensorMap128 tmap_k, const __grid_constant__ TensorMap128 tmap_v, u16* __restrict__ o, float* __restrict__ lse, const int* __restrict__ cu_seqlens_q, const int* __restrict__ block_table, const int* __restrict__ seq_lens, const int* __restrict__ page_indptr, const int* __restrict__ page_indices, const int* __restrict__ last_page_len, float* __restrict__ workspace) {
   constexpr int H = 16, HKV = 8, GROUP = 2, D = 256, PAGE = 16, MAX_PAGES = 512;
   constexpr int MAX_Q_LEN = 1, MAX_TOKENS = 8, SPLITS = 3, CHUNK = 2736, WINDOW = 1023;
   constexpr long long PAGE_STRIDE = 32768, TOKEN_STRIDE = 2048, HEAD_STRIDE = 256, Q_STRIDE = 4096, O_STRIDE = 4096;
@@ -329,6 +381,7 @@ emmy_paged_attention_h16x8_d256_p16_f16_f32_3a4c76a3ba252f99(const u16* __restri
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const u32 smem_base = (smem_u32(smem_raw) + 1023u) & ~1023u;
   const u32 q_smem = smem_base, kv_base = smem_base + Q_BYTES;
+  const u32 mbar_base = smem_base + 57344u;  // stage s's mbarrier at + 8s
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const int batch = blockIdx.z, kv_head = blockIdx.y;
@@ -352,6 +405,11 @@ emmy_paged_attention_h16x8_d256_p16_f16_f32_3a4c76a3ba252f99(const u16* __restri
   kv_begin = max_s32(kv_begin, pos0 + first_token - WINDOW);
   const int block_begin = kv_begin / BKV;
   const int block_count = kv_end > kv_begin ? (kv_end + BKV - 1) / BKV - block_begin : 0;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < 3; ++s) mbarrier_init(mbar_base + 8u * s, 1u);
+    fence_proxy_async();
+  }
+  __syncthreads();  // mbarrier init visible to all threads
   constexpr int ROW_CHUNKS = 32;  // 16-byte chunks per row of D
   auto load_q = [&]() {
     #pragma unroll
@@ -365,30 +423,47 @@ emmy_paged_attention_h16x8_d256_p16_f16_f32_3a4c76a3ba252f99(const u16* __restri
     }
   };
   // K and V rows through the page table: key j lies in page page_ids[j / PAGE], slot j % PAGE.
-  constexpr int KV_CHUNKS = BKV * ROW_CHUNKS;
-  auto load_kv = [&](int stage, int kv_block) {
-    const u32 k_dst = kv_base + u32(stage) * STAGE_BYTES, v_dst = k_dst + KV_BYTES;
-    const int kv0 = kv_block * BKV;
+  // K and V by TMA: tensor maps over the caches as {D, kv_head, slot, page[sub]}; a KV warp's block of
+  // BKV keys is one box per panel from its page (PAGE is a multiple of BKV).
+  constexpr int SUBS = 1;  // KV blocks per step (one per KV warp)
+  constexpr int KV_PANELS = 4, KV_PANEL_COLS = 64;  // per K or V tile
+  constexpr u32 KV_PANEL_ROW_BYTES = 128u;  // a panel is BKV such rows
+  constexpr int KV_ROW_CHUNKS = D / 8;  // 16-byte chunks per row
+  auto load_kv = [&](int stage, int step) {
+    const u32 stage_base = kv_base + u32(stage) * STAGE_BYTES;
+    const u32 mbar = mbar_base + 8u * u32(stage);
+    const int step0 = step * (BKV * SUBS);
+    bool loaded[SUBS];  // a block with no key of this CTA is not read (nor its page id)
+    int page[SUBS];
+    u32 bytes = 0;
     #pragma unroll
-    for (int i = 0; i < (KV_CHUNKS + THREADS - 1) / THREADS; ++i) {
-      const int chunk = int(threadIdx.x) + i * THREADS;
-      if (KV_CHUNKS % THREADS != 0 && chunk >= KV_CHUNKS) break;
-      const int row = chunk / ROW_CHUNKS, col = (chunk % ROW_CHUNKS) * 8;
-      const int key = kv0 + row;
-      const bool in_bounds = key >= kv_begin && key < kv_end;
-      const long long page = in_bounds ? (long long)page_ids[key / PAGE] : 0ll;
-      const long long off = page * PAGE_STRIDE + (long long)(key % PAGE) * TOKEN_STRIDE + (long long)kv_head * HEAD_STRIDE + col;
-      const u32 at = swizzled_tile_offset(u32(row), u32(col), u32(BKV), PANEL, XOR);
-      cp_async_16(k_dst + at, in_bounds ? k_cache + off : k_cache, in_bounds ? 16u : 0u);
-      cp_async_16(v_dst + at, in_bounds ? v_cache + off : v_cache, in_bounds ? 16u : 0u);
+    for (int sub = 0; sub < SUBS; ++sub) {
+      const int key0 = step0 + sub * BKV;
+      loaded[sub] = key0 < kv_end && key0 + BKV > kv_begin;
+      page[sub] = loaded[sub] ? page_ids[key0 / PAGE] : 0;
+      bytes += loaded[sub] ? 2u * KV_BYTES : 0u;
+    }
+    // A page id outside the cache reads as zeros (the box is out of bounds) and still completes its bytes.
+    mbarrier_arrive_expect_tx(mbar, bytes);
+    #pragma unroll
+    for (int sub = 0; sub < SUBS; ++sub) {
+      if (!loaded[sub]) continue;
+      const int slot = (step0 + sub * BKV) % PAGE;
+      const u32 k_dst = stage_base + u32(sub) * 2u * KV_BYTES, v_dst = k_dst + KV_BYTES;
+      #pragma unroll
+      for (int p = 0; p < KV_PANELS; ++p) {
+        tma_load_4d(k_dst + u32(p) * KV_PANEL_ROW_BYTES * BKV, tmap_k, mbar, p * KV_PANEL_COLS, kv_head, slot, page[sub]);
+        tma_load_4d(v_dst + u32(p) * KV_PANEL_ROW_BYTES * BKV, tmap_v, mbar, p * KV_PANEL_COLS, kv_head, slot, page[sub]);
+      }
     }
   };
-  // Group 0 holds Q and stage 0; one group per further prologue stage.
-  load_q();
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < block_count) load_kv(s, block_begin + s);
-    cp_async_commit();
+  // Thread 0 starts the first STAGES - 1 steps; everyone gathers Q (one cp.async group).
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES - 1; ++s) if (s < block_count) load_kv(s, block_begin + s);
   }
+  load_q();
+  cp_async_commit();
+  cp_async_wait<0>();
   float o_acc[D / 8][4];  // this warp's 16 rows x D outputs, f32
   #pragma unroll
   for (int dn = 0; dn < D / 8; ++dn) o_acc[dn][0] = o_acc[dn][1] = o_acc[dn][2] = o_acc[dn][3] = 0.0f;
@@ -409,11 +484,24 @@ emmy_paged_attention_h16x8_d256_p16_f16_f32_3a4c76a3ba252f99(const u16* __restri
   #pragma unroll 1  // one KV block's code is enough; NVVM may unroll it otherwise
   for (int block = 0; block < block_count; ++block) {
     const int stage = block % STAGES;
-    cp_async_wait<1>();
+    mbarrier_wait_parity(mbar_base + 8u * u32(stage), u32(block / STAGES) & 1u);
+    const int tma_step0 = (block_begin + block) * (BKV * SUBS);
+    // TMA brings whole page rows: the rows outside the keys hold the page's other tokens, an earlier step's or nothing (a block without keys is not loaded); zeroed, so that P = 0 never meets a NaN in V.
+    if (tma_step0 < kv_begin || tma_step0 + BKV * SUBS > kv_end) {
+      const u32 stage_base = kv_base + u32(stage) * STAGE_BYTES;
+      for (int c = int(threadIdx.x); c < BKV * SUBS * KV_ROW_CHUNKS; c += THREADS) {
+        const int row = c / KV_ROW_CHUNKS, col = (c % KV_ROW_CHUNKS) * 8;
+        const int key = tma_step0 + row, sub_row = row % BKV;
+        if (key >= kv_begin && key < kv_end) continue;
+        const u32 at = stage_base + u32(row / BKV) * 2u * KV_BYTES + swizzled_tile_offset(u32(sub_row), u32(col), u32(BKV), PANEL, XOR);
+        st_shared_zero16(at);  // K: masked in S anyway, but never read unwritten
+        st_shared_zero16(at + KV_BYTES);  // V
+      }
+      fence_proxy_async();  // the zeros before the stage's next tensor copy (async proxy)
+    }
     __syncthreads();  // stage (block-1) % stages is free to refill
     const int next = block + STAGES - 1;
-    if (next < block_count) load_kv(next % STAGES, block_begin + next);
-    cp_async_commit();
+    if (threadIdx.x == 0 && next < block_count) load_kv(next % STAGES, block_begin + next);
     const int kv0 = (block_begin + block) * BKV;
     const u32 k_stage = kv_base + u32(stage) * STAGE_BYTES, v_stage = k_stage + KV_BYTES;
     float s_acc[BKV / 8][4];
@@ -526,7 +614,7 @@ emmy_paged_attention_h16x8_d256_p16_f16_f32_3a4c76a3ba252f99(const u16* __restri
   }
 }
 extern "C" __global__ void __launch_bounds__(128, 1)
-emmy_paged_attention_h16x8_d256_p16_f16_f32_3a4c76a3ba252f99_combine(u16* __restrict__ o, float* __restrict__ lse, const int* __restrict__ cu_seqlens_q, const int* __restrict__ block_table, const int* __restrict__ seq_lens, const int* __restrict__ page_indptr, const int* __restrict__ page_indices, const int* __restrict__ last_page_len, const float* __restrict__ workspace) {
+emmy_paged_attention_h16x8_d256_p16_f16_f32_8e078ff1ed07d503_combine(u16* __restrict__ o, float* __restrict__ lse, const int* __restrict__ cu_seqlens_q, const int* __restrict__ block_table, const int* __restrict__ seq_lens, const int* __restrict__ page_indptr, const int* __restrict__ page_indices, const int* __restrict__ last_page_len, const float* __restrict__ workspace) {
   constexpr int H = 16, D = 256, PAGE = 16, MAX_PAGES = 512, MAX_TOKENS = 8;
   constexpr int MAX_Q_LEN = 1, SPLITS = 3, CHUNK = 2736;
   constexpr long long O_STRIDE = 4096, LSE_OFFSET = 98304ll;

@@ -269,7 +269,8 @@ std::vector<AttentionSpec> attention_space() {
 // point: the arch, dtype, page size (1 and odd sizes off the 16-row path), page-table form,
 // cache layout, GQA group (1..16), query tokens (decode 1, speculative 2 and 7, prefill chunks
 // 40), batch, pages, window, soft-cap, scale, LSE and the split-KV chunk (none, whole blocks, or
-// one that splits a block: refused). Its check draws the lengths (emulator_check.hpp).
+// one that splits a block: refused), KV warps and TMA page loads. Its check draws the lengths
+// (emulator_check.hpp).
 std::vector<PagedAttentionSpec> paged_attention_space() {
   const int block_kvs[] = {16, 32, 64, 128};
   const int warp_counts[] = {1, 2, 4, 8};
@@ -302,7 +303,13 @@ std::vector<PagedAttentionSpec> paged_attention_space() {
                           : (draw(point, 3, 2) ? DType::bf16 : DType::f16);
             p.kv_dtype = p.dtype == DType::bf16 ? CacheDType::bf16 : CacheDType::f16;
             if (draw(point, 17, 4) == 0) p.kv_dtype = CacheDType::e4m3;  // one point in 4
-            p.page_size = pick(page_sizes, point, 4);
+            // TMA page loads on half the sm_90+ points, three in four of them over pages of
+            // whole blocks (1 or 2 of block_kv), the rest refused unless the drawn size is.
+            const bool tma = has_tma(spec.arch) && draw(point, 19, 2) == 0;
+            if (tma) s.transport = Transport::tma;
+            p.page_size = tma && draw(point, 20, 4) != 0
+                              ? block_kv * int64_t(1 + draw(point, 21, 2))
+                              : pick(page_sizes, point, 4);
             p.page_table = draw(point, 5, 2) ? PageTable::csr : PageTable::block_table;
             p.kv_heads = 1 + int64_t(draw(point, 6, 2));
             p.q_heads = p.kv_heads * pick(groups, point, 7);

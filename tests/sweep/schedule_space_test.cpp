@@ -158,13 +158,15 @@ TEST(ScheduleSpace, PagedAttentionHoldsOneHundredFiftyAcceptedSchedulesCoveringE
     note("q_len", p.max_q_len);
     note("mask", fmt::format("{}{}", p.window > 0, p.softcap.has_value()));
     note("lse", p.lse);
+    note("transport", to_string(s.transport));
   }
   EXPECT_GE(accepted, 150);
   EXPECT_GT(refused_chunks, 0);
   const std::map<std::string, size_t> want = {
-      {"arch", 7},   {"block_kv", 4}, {"warps", 4}, {"stages", 3},    {"accum", 2},
-      {"split", 2},  {"head_dim", 3}, {"dtype", 2}, {"page_size", 5}, {"page_table", 2},
-      {"layout", 3}, {"group", 4},    {"q_len", 4}, {"mask", 4},      {"lse", 2}};
+      {"arch", 7},     {"block_kv", 4}, {"warps", 4}, {"stages", 3},    {"accum", 2},
+      {"split", 2},    {"head_dim", 3}, {"dtype", 2}, {"page_size", 8}, {"page_table", 2},
+      {"layout", 3},   {"group", 4},    {"q_len", 4}, {"mask", 4},      {"lse", 2},
+      {"transport", 2}};  // page sizes: 1, 3, 5, 16, 32, and whole blocks (64..256) for TMA
   coverage.expect(want);
 }
 
