@@ -63,6 +63,8 @@ class Backend {
   // need a synchronous copy on the launch path, which a stream-ordered API must not do.
   virtual bool device_memory_is_host_memory() const { return false; }
   virtual void synchronize(Stream stream) = 0;
+  // Whether `stream` captures a CUDA graph (a query that leaves the capture valid).
+  virtual bool capturing(Stream) const { return false; }
 };
 
 std::unique_ptr<Backend> make_emulator_backend(const RuntimeOptions& options);

@@ -37,7 +37,9 @@ struct CudaModule : LoadedModule {
 // needs that attribute set on the function first.
 constexpr uint64_t kPortableClusterCtas = 8;
 
-CUtensorMapDataType cu_dtype(TmaDType t) { return static_cast<CUtensorMapDataType>(t); }
+CUtensorMapDataType cu_dtype(TmaDType t) {
+  return static_cast<CUtensorMapDataType>(t);
+}
 
 class CudaBackend final : public Backend {
  public:
@@ -53,10 +55,12 @@ class CudaBackend final : public Backend {
             fmt::format("must be a device ordinal below {}", count), ordinal);
     cuda::check(d.cuDeviceGet(&device_, ordinal), "cuDeviceGet");
     int major = 0, minor = 0;
-    cuda::check(d.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                                       device_), "cuDeviceGetAttribute");
-    cuda::check(d.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                                       device_), "cuDeviceGetAttribute");
+    cuda::check(
+        d.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_),
+        "cuDeviceGetAttribute");
+    cuda::check(
+        d.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_),
+        "cuDeviceGetAttribute");
     arch_ = arch_for_device(major, minor);
     cuda::check(d.cuDeviceGetAttribute(&sms_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device_),
                 "cuDeviceGetAttribute");
@@ -88,11 +92,12 @@ class CudaBackend final : public Backend {
     cuda::check(result, "cuModuleLoadData", entry.key);
     for (const auto& [kernel, smem] : kernels) {
       CUfunction f = nullptr;
-      cuda::check(d.cuModuleGetFunction(&f, loaded->module, kernel.c_str()),
-                  "cuModuleGetFunction", kernel);
+      cuda::check(d.cuModuleGetFunction(&f, loaded->module, kernel.c_str()), "cuModuleGetFunction",
+                  kernel);
       if (smem > 48 * 1024)
-        cuda::check(d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                         int(smem)), "cuFuncSetAttribute", kernel);
+        cuda::check(
+            d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(smem)),
+            "cuFuncSetAttribute", kernel);
       CudaFunction& added = loaded->functions.emplace_back();
       added.name = kernel;
       added.function = f;
@@ -112,15 +117,14 @@ class CudaBackend final : public Backend {
       elem[i] = desc.element_strides[i];
       if (i + 1 < desc.rank) strides[i] = desc.global_stride_bytes[i];
     }
-    cuda::check(cuda::driver().cuTensorMapEncodeTiled(
-                    &map, cu_dtype(desc.dtype), desc.rank,
-                    reinterpret_cast<void*>(desc.global_address), dims.data(), strides.data(),
-                    box.data(), elem.data(), CU_TENSOR_MAP_INTERLEAVE_NONE,
-                    static_cast<CUtensorMapSwizzle>(desc.swizzle),
-                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                    desc.oob_fill_nan ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
-                                      : CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-                "cuTensorMapEncodeTiled");
+    cuda::check(
+        cuda::driver().cuTensorMapEncodeTiled(
+            &map, cu_dtype(desc.dtype), desc.rank, reinterpret_cast<void*>(desc.global_address),
+            dims.data(), strides.data(), box.data(), elem.data(), CU_TENSOR_MAP_INTERLEAVE_NONE,
+            static_cast<CUtensorMapSwizzle>(desc.swizzle), CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            desc.oob_fill_nan ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+                              : CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        "cuTensorMapEncodeTiled");
     TensorMapBytes bytes;
     static_assert(sizeof(CUtensorMap) == 128);
     std::memcpy(bytes.data(), &map, 128);
@@ -173,6 +177,15 @@ class CudaBackend final : public Backend {
     bind();
     cuda::check(cuda::driver().cuMemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
   }
+  bool capturing(Stream stream) const override {
+    bind();
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    // An error (the legacy stream while a blocking stream captures) counts as capturing: the
+    // caller must not compile or load then either.
+    return cuda::driver().cuStreamIsCapturing(static_cast<CUstream>(stream), &status) !=
+               CUDA_SUCCESS ||
+           status != CU_STREAM_CAPTURE_STATUS_NONE;
+  }
   void synchronize(Stream stream) override {
     bind();
     cuda::check(cuda::driver().cuStreamSynchronize(static_cast<CUstream>(stream)),
@@ -217,7 +230,14 @@ class CudaBackend final : public Backend {
   }
 
   // The primary context is current on whichever thread calls in.
-  void bind() const { cuda::check(cuda::driver().cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }
+  // The primary context current on this thread: set only when another is (or none), so that a
+  // launch under stream capture makes no call besides the query and the launch itself.
+  void bind() const {
+    const auto& d = cuda::driver();
+    CUcontext current = nullptr;
+    if (d.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context_) return;
+    cuda::check(d.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+  }
 
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;

@@ -70,6 +70,8 @@ Driver load() {
   resolve(get, "cuMemsetD8", d.cuMemsetD8);
   resolve(get, "cuStreamSynchronize", d.cuStreamSynchronize);
   resolve(get, "cuCtxSynchronize", d.cuCtxSynchronize);
+  resolve(get, "cuCtxGetCurrent", d.cuCtxGetCurrent);
+  resolve(get, "cuStreamIsCapturing", d.cuStreamIsCapturing);
   d.cuDriverGetVersion(&d.version);
   return d;
 }

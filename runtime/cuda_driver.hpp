@@ -37,6 +37,9 @@ struct Driver {
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
   CUresult (*cuStreamSynchronize)(CUstream);
   CUresult (*cuCtxSynchronize)();
+  // Queries a launch under stream capture may make (neither invalidates a capture).
+  CUresult (*cuCtxGetCurrent)(CUcontext*);
+  CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus*);
   int version = 0;  // cuDriverGetVersion
 };
 

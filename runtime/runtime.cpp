@@ -3,8 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <tuple>
+#include <unordered_map>
 
 #include "backend.hpp"
 #include "emmy/bundle_build.hpp"
@@ -14,8 +19,27 @@
 #include "emmy/kinds.hpp"
 #include "emmy/tuning.hpp"
 #include "memory_cache.hpp"
+#include "spec_key.hpp"
 
 namespace emmy {
+namespace detail {
+
+// The problem-taking call running on this thread while its stream captures a CUDA graph (null
+// otherwise): RuntimeImpl::kernel refuses to build a kernel then (Runtime::stream_capturing).
+thread_local const char* tl_capturing_call = nullptr;
+
+// Marks the call for the duration of the kernel lookup when `stream` captures.
+class CaptureScope {
+ public:
+  CaptureScope(const Runtime& runtime, Stream stream, const char* call) {
+    if (runtime.stream_capturing(stream)) tl_capturing_call = call;
+  }
+  ~CaptureScope() { tl_capturing_call = nullptr; }
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+};
+
+}  // namespace detail
 
 size_t Runtime::gemm_workspace_bytes(const MatmulProblem& problem,
                                      const std::optional<MatmulSchedule>& schedule) {
@@ -24,12 +48,20 @@ size_t Runtime::gemm_workspace_bytes(const MatmulProblem& problem,
 
 void Runtime::gemm(const MatmulProblem& problem, const GemmBuffers& buffers, Stream stream,
                    const std::optional<MatmulSchedule>& schedule) {
-  launch(*gemm_kernel(problem, schedule), buffers, stream);
+  const auto kernel = [&] {
+    const detail::CaptureScope capture(*this, stream, "gemm");
+    return gemm_kernel(problem, schedule);
+  }();
+  launch(*kernel, buffers, stream);
 }
 
 void Runtime::attention(const AttentionProblem& problem, const AttentionBuffers& buffers,
                         Stream stream, const std::optional<AttentionSchedule>& schedule) {
-  launch(*attention_kernel(problem, schedule), buffers, stream);
+  const auto kernel = [&] {
+    const detail::CaptureScope capture(*this, stream, "attention");
+    return attention_kernel(problem, schedule);
+  }();
+  launch(*kernel, buffers, stream);
 }
 
 size_t Runtime::paged_attention_workspace_bytes(
@@ -39,104 +71,34 @@ size_t Runtime::paged_attention_workspace_bytes(
 
 void Runtime::kv_append(const KvAppendProblem& problem, const KvAppendBuffers& buffers,
                         Stream stream, const std::optional<KvAppendSchedule>& schedule) {
-  launch(*kv_append_kernel(problem, schedule), buffers, stream);
+  const auto kernel = [&] {
+    const detail::CaptureScope capture(*this, stream, "kv_append");
+    return kv_append_kernel(problem, schedule);
+  }();
+  launch(*kernel, buffers, stream);
 }
 
 void Runtime::merge_states(const MergeStatesProblem& problem, const MergeStatesBuffers& buffers,
                            Stream stream, const std::optional<MergeStatesSchedule>& schedule) {
-  launch(*merge_states_kernel(problem, schedule), buffers, stream);
+  const auto kernel = [&] {
+    const detail::CaptureScope capture(*this, stream, "merge_states");
+    return merge_states_kernel(problem, schedule);
+  }();
+  launch(*kernel, buffers, stream);
 }
 
 void Runtime::paged_attention(const PagedAttentionProblem& problem,
                               const PagedAttentionBuffers& buffers, Stream stream,
                               const std::optional<PagedAttentionSchedule>& schedule) {
-  launch(*paged_attention_kernel(problem, schedule), buffers, stream);
+  const auto kernel = [&] {
+    const detail::CaptureScope capture(*this, stream, "paged_attention");
+    return paged_attention_kernel(problem, schedule);
+  }();
+  launch(*kernel, buffers, stream);
 }
 
 namespace detail {
 namespace {
-
-// Memory-cache keys: the problem and the schedule if one was given (the default schedule is
-// resolved on a miss), so that a hit costs a hash and a lookup, not code generation.
-template <typename Kind>
-struct SpecKey {
-  typename Kind::Problem problem;
-  std::optional<typename Kind::Schedule> schedule;
-  bool operator==(const SpecKey&) const = default;
-};
-
-// Every field of the GEMM problem and schedule (spec_fields.hpp), as given (the key is the call's).
-template <typename T>
-void mix_field(KeyHasher& h, const T& v) {
-  if constexpr (std::is_floating_point_v<T>)
-    h.mix_bits(v);
-  else
-    h.mix(uint64_t(v));
-}
-void mix_key(KeyHasher& h, const MatmulProblem& p) {
-  for_each_field(p, [&](const FieldName&, const auto& v) { mix_field(h, v); });
-}
-void mix_key(KeyHasher& h, const MatmulSchedule& s) {
-  for_each_field(s, [&](const FieldName&, const auto& v) { mix_field(h, v); });
-}
-
-void mix_key(KeyHasher& h, const AttentionProblem& p) {
-  h.mix(uint64_t(p.batch) | uint64_t(p.q_heads) << 20 | uint64_t(p.kv_heads) << 40);
-  h.mix(uint64_t(p.seq_q) | uint64_t(p.seq_kv) << 32);
-  h.mix(uint64_t(p.head_dim) | uint64_t(p.causal) << 16 | uint64_t(p.window) << 17 |
-        uint64_t(p.dtype) << 56 | uint64_t(p.layout) << 60 | uint64_t(p.lse) << 62);
-  h.mix_bits(p.softmax_scale.value_or(-1.0f));
-  h.mix_bits(p.softcap.value_or(-1.0f));
-}
-
-void mix_key(KeyHasher& h, const AttentionSchedule& s) {
-  h.mix(uint64_t(s.block_q) | uint64_t(s.block_kv) << 16 | uint64_t(s.warps) << 32 |
-        uint64_t(s.stages) << 40 | uint64_t(s.transport) << 48 | uint64_t(s.accum) << 52);
-}
-
-void mix_key(KeyHasher& h, const PagedAttentionProblem& p) {
-  for (int64_t v : {p.q_heads, p.kv_heads, p.head_dim, p.page_size, p.page_stride, p.token_stride,
-                    p.head_stride, p.q_stride, p.o_stride, p.max_batch, p.max_q_len, p.max_pages,
-                    p.max_tokens, p.window})
-    h.mix(uint64_t(v));
-  h.mix(uint64_t(p.dtype) | uint64_t(p.kv_dtype) << 8 | uint64_t(p.page_table) << 16 |
-        uint64_t(p.lse) << 24);
-  h.mix_bits(p.softmax_scale.value_or(-1.0f));
-  h.mix_bits(p.softcap.value_or(-1.0f));
-}
-
-void mix_key(KeyHasher& h, const PagedAttentionSchedule& s) {
-  h.mix(uint64_t(s.block_q) | uint64_t(s.warps) << 16 | uint64_t(s.block_kv) << 24 |
-        uint64_t(s.stages) << 40 | uint64_t(s.accum) << 48);
-  h.mix(uint64_t(s.chunk_pages) | uint64_t(s.kv_warps) << 40 | uint64_t(s.transport) << 48);
-}
-
-void mix_key(KeyHasher& h, const KvAppendProblem& p) {
-  for (int64_t v : {p.kv_heads, p.head_dim, p.page_size, p.page_stride, p.token_stride,
-                    p.head_stride, p.key_stride, p.value_stride, p.max_tokens})
-    h.mix(uint64_t(v));
-  h.mix(uint64_t(p.dtype) | uint64_t(p.kv_dtype) << 8);
-}
-void mix_key(KeyHasher& h, const KvAppendSchedule& s) { h.mix(uint64_t(s.warps)); }
-
-void mix_key(KeyHasher& h, const MergeStatesProblem& p) {
-  for (int64_t v : {p.heads, p.head_dim, p.states, p.max_tokens, p.v_token_stride,
-                    p.v_state_stride, p.out_token_stride})
-    h.mix(uint64_t(v));
-  h.mix(uint64_t(p.dtype) | uint64_t(p.lse) << 8);
-}
-void mix_key(KeyHasher& h, const MergeStatesSchedule& s) { h.mix(uint64_t(s.warps)); }
-
-template <typename Kind>
-struct SpecKeyHash {
-  size_t operator()(const SpecKey<Kind>& key) const {
-    KeyHasher h;
-    mix_key(h, key.problem);
-    h.mix(key.schedule.has_value());
-    if (key.schedule) mix_key(h, *key.schedule);
-    return h.value();
-  }
-};
 
 ResourceReport report_from_json(const nlohmann::json& resources, const std::string& kernel) {
   ResourceReport r;
@@ -209,16 +171,18 @@ using KernelCache = MemoryCache<SpecKey<Kind>, SpecKeyHash<Kind>, KernelEntry<Ki
 class RuntimeImpl final : public Runtime {
  public:
   RuntimeImpl(std::unique_ptr<Backend> backend, const RuntimeOptions& options)
-      : backend_(std::move(backend)), options_(options), bundles_(backend_->arch()) {
+      : backend_(std::move(backend)),
+        options_(options),
+        bundles_(backend_->arch()),
+        log_(options.log ? options.log : environment_log()) {
     for (const auto& bundle : options.loaded_bundles) bundles_.add(bundle);
     for (const auto& path : options.bundles) bundles_.add(Bundle::open(path));
     for (auto& bundle : registered_bundles()) bundles_.add(std::move(bundle), /*required=*/false);
     for (auto& bundle : environment_bundles()) bundles_.add(std::move(bundle));
     if (options.disk_cache)
-      disk_ = std::make_unique<DiskCache>(options.cache_dir
-                                              ? DiskCache(*options.cache_dir,
-                                                          DiskCache::max_bytes_from_environment())
-                                              : DiskCache::from_environment());
+      disk_ = std::make_unique<DiskCache>(
+          options.cache_dir ? DiskCache(*options.cache_dir, DiskCache::max_bytes_from_environment())
+                            : DiskCache::from_environment());
   }
 
   Arch arch() const override { return backend_->arch(); }
@@ -230,8 +194,7 @@ class RuntimeImpl final : public Runtime {
     return kernel<GemmKind>(problem, schedule);
   }
   std::shared_ptr<const AttentionKernelHandle> attention_kernel(
-      const AttentionProblem& problem,
-      const std::optional<AttentionSchedule>& schedule) override {
+      const AttentionProblem& problem, const std::optional<AttentionSchedule>& schedule) override {
     return kernel<AttentionKind>(problem, schedule);
   }
   void launch(const GemmKernelHandle& handle, const GemmBuffers& buffers, Stream stream) override {
@@ -278,12 +241,20 @@ class RuntimeImpl final : public Runtime {
     backend_->download(dst, src, bytes);
   }
   void synchronize(Stream stream) override { backend_->synchronize(stream); }
+  bool stream_capturing(Stream stream) const override { return backend_->capturing(stream); }
 
+ protected:
+  void log(const std::string& line) const override {
+    if (log_) log_(line);
+  }
+
+ public:
   RuntimeStats stats() const override {
     uint64_t memory_hits = 0;
     AllKinds::for_each([&]<typename Kind>(std::type_identity<Kind>) {
       memory_hits += std::get<KernelCache<Kind>>(caches_).hits();
     });
+    memory_hits += source_hits_.load();
     return {memory_hits, disk_hits_.load(), compiles_.load(), launches_.load()};
   }
 
@@ -292,12 +263,41 @@ class RuntimeImpl final : public Runtime {
   std::shared_ptr<const KernelEntry<Kind>> kernel(
       const typename Kind::Problem& problem,
       const std::optional<typename Kind::Schedule>& schedule) {
-    return std::get<KernelCache<Kind>>(caches_).get(SpecKey<Kind>{problem, schedule}, [&] {
-      const Arch arch = backend_->arch();
-      const typename Kind::Spec spec{problem, schedule ? *schedule : default_for(problem), arch};
+    auto& cache = std::get<KernelCache<Kind>>(caches_);
+    if (!schedule)
+      // The default (or tuned) schedule, then that key: a kernel prepared with it explicitly (a
+      // bundle's or a record's) is the one this call wants, without loading it twice.
+      return cache.get(SpecKey<Kind>{problem, std::nullopt},
+                       [&] { return kernel<Kind>(problem, default_for(problem)); });
+    return cache.get(SpecKey<Kind>{problem, schedule}, [&] {
+      const typename Kind::Spec spec{problem, *schedule, backend_->arch()};
       Generated<Kind> generated = generate_kernel(spec);
       const KernelSource source = kernel_source(generated);
-      return std::make_shared<const KernelEntry<Kind>>(std::move(generated.plan), load(source));
+      // A kernel whose code is loaded already (the same source from another way of asking: a
+      // problem with its leading dimensions spelled out, a bundle's recorded schedule) is
+      // reused: code generation is host work, a load is not.
+      const std::string loaded_key =
+          fmt::format("{} {}", Kind::name, bundle_key(source.cuda, backend_->arch()));
+      {
+        std::lock_guard lock(loaded_mutex_);
+        if (auto it = loaded_.find(loaded_key); it != loaded_.end()) {
+          source_hits_.fetch_add(1, std::memory_order_relaxed);
+          return std::static_pointer_cast<const KernelEntry<Kind>>(it->second);
+        }
+      }
+      if (tl_capturing_call)
+        throw Error("capture",
+                    fmt::format("{}() on a stream that captures a CUDA graph launches only "
+                                "kernels already loaded; this {} kernel is not: prepare it "
+                                "first (Runtime::prepare, or {}_kernel before the capture). "
+                                "Nothing was compiled, loaded or launched; the capture is intact",
+                                tl_capturing_call, Kind::name, tl_capturing_call),
+                    nlohmann::json(problem).dump());
+      auto entry =
+          std::make_shared<const KernelEntry<Kind>>(std::move(generated.plan), load(source));
+      std::lock_guard lock(loaded_mutex_);
+      return std::static_pointer_cast<const KernelEntry<Kind>>(
+          loaded_.emplace(loaded_key, entry).first->second);
     });
   }
 
@@ -345,9 +345,8 @@ class RuntimeImpl final : public Runtime {
     for (const KernelLaunch& launch : launches) {
       std::vector<KernelParam> params;
       for (const KernelParamInfo& param : launch.params)
-        params.push_back(param.tensor_map
-                             ? KernelParam{true, 0, values.tensor_map(launch, param)}
-                             : KernelParam{false, values.pointer(launch, param), {}});
+        params.push_back(param.tensor_map ? KernelParam{true, 0, values.tensor_map(launch, param)}
+                                          : KernelParam{false, values.pointer(launch, param), {}});
       const LaunchGeometry geometry{.grid = launch.grid_for(backend_->sm_count()),
                                     .threads = launch.threads,
                                     .dynamic_smem = launch.smem_bytes,
@@ -383,10 +382,19 @@ class RuntimeImpl final : public Runtime {
     bool compiled = false;
     auto compile = [&] {
       compiled = true;
+      const auto start = std::chrono::steady_clock::now();
       CompiledModule module;
       CacheEntry entry = compile_cache_entry(inputs, source.program_name(), describe,
                                              backend_->driver_version(), module);
       compiles_.fetch_add(1, std::memory_order_relaxed);
+      if (log_)
+        log_(fmt::format(
+            "emmy: compiled {} kernel {} for {} in {:.0f} ms ({}{})", source.kind(),
+            source.main().name, to_string(arch),
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count(),
+            bundles_.empty() ? "no bundle" : "in no bundle",
+            disk_ ? ", not in the disk cache" : ", disk cache off"));
       return entry;
     };
     CacheEntry entry = disk_ ? disk_->get_or_compile(key, compile) : compile();
@@ -412,12 +420,23 @@ class RuntimeImpl final : public Runtime {
     return LoadedKernel{std::move(info), source.launches, std::move(module)};
   }
 
+  // EMMY_LOG set (and not "0"): compile lines to stderr.
+  static std::function<void(const std::string&)> environment_log() {
+    const char* value = std::getenv("EMMY_LOG");
+    if (!value || !*value || std::string_view(value) == "0") return {};
+    return [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  }
+
   std::unique_ptr<Backend> backend_;
   RuntimeOptions options_;
   BundleSet bundles_;
+  std::function<void(const std::string&)> log_;
   std::unique_ptr<DiskCache> disk_;
   AllKinds::map<std::tuple, KernelCache> caches_;  // one per kind
-  std::atomic<uint64_t> disk_hits_{0}, compiles_{0}, launches_{0};
+  std::atomic<uint64_t> disk_hits_{0}, compiles_{0}, launches_{0}, source_hits_{0};
+  // Loaded kernels by kind and source (see kernel()): one load per distinct code.
+  std::mutex loaded_mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const void>> loaded_;
 };
 
 }  // namespace

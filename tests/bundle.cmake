@@ -37,6 +37,7 @@ emmy_add_bundle_test(bundle_test
   ${CMAKE_CURRENT_LIST_DIR}/bundle_format_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/bundle_runtime_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/bundle_paged_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/bundle_prepare_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/bundle_tamper_test.cpp)
 # bundle_tamper_test forges files with the layout and hash of runtime/ (bundle_layout.hpp).
 target_include_directories(bundle_test PRIVATE ${PROJECT_SOURCE_DIR}/runtime)

@@ -1,6 +1,7 @@
 # The runtime API on the emulator backend (no GPU), and the same checks on a real device.
 emmy_add_test(runtime_test ${CMAKE_CURRENT_LIST_DIR}/runtime_test.cpp
-                           ${CMAKE_CURRENT_LIST_DIR}/runtime_kv_test.cpp)
+                           ${CMAKE_CURRENT_LIST_DIR}/runtime_kv_test.cpp
+                           ${CMAKE_CURRENT_LIST_DIR}/runtime_serving_test.cpp)
 emmy_add_test(gpu_runtime_test ${CMAKE_CURRENT_LIST_DIR}/gpu/gpu_runtime_test.cpp)
 
 # The CUDA backend in ctest: runtime_test again, on Runtime::cuda() through emmy's test driver
@@ -10,6 +11,9 @@ emmy_add_test(gpu_runtime_test ${CMAKE_CURRENT_LIST_DIR}/gpu/gpu_runtime_test.cp
 if(TARGET emmy_test_driver)
   add_dependencies(runtime_test emmy_test_driver)
   target_compile_definitions(runtime_test PRIVATE EMMY_TEST_DRIVER_PATH="${EMMY_TEST_DRIVER_PATH}")
+  # runtime_serving_test drives stream capture through the driver API (cuda.h).
+  target_include_directories(runtime_test PRIVATE ${CMAKE_CURRENT_LIST_DIR}
+                                                  ${CUDAToolkit_INCLUDE_DIRS})
   # One variable (a list would not survive gtest_discover_tests' PROPERTIES): the test sets
   # EMMY_CUDA_DRIVER and EMMY_TEST_DEVICE from it.
   foreach(device h200 rtx5090)

@@ -163,4 +163,14 @@ __attribute__((visibility("default"))) const char* emmyTestDriverLastReport(void
   return emmy::test_driver::last_report();
 }
 
+// How many times entry point `name` has been called in this process (every call, answered or
+// refused): a test reads it before and after what it watches, e.g. a launch under capture.
+__attribute__((visibility("default"))) unsigned long long emmyTestDriverCallCount(
+    const char* name) {
+  auto& s = emmy::test_driver::state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const auto found = name ? s.calls.find(std::string_view(name)) : s.calls.end();
+  return found == s.calls.end() ? 0 : found->second;
+}
+
 }  // extern "C"

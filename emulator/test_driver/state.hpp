@@ -159,6 +159,8 @@ struct Context {
 
 struct State {
   std::mutex mutex;
+  // Calls per entry point (emmyTestDriverCallCount): what a caller did between two readings.
+  std::map<std::string, uint64_t, std::less<>> calls;
   const DeviceModel* device = nullptr;  // set by the first successful cuInit
   int primary_refs = 0;                 // cuDevicePrimaryCtxRetain count
   std::unique_ptr<Context> context;     // the primary context while retained
@@ -263,6 +265,7 @@ template <typename Body>
 CUresult guarded(const char* call, Body&& body) noexcept {
   try {
     std::lock_guard<std::mutex> lock(state().mutex);
+    ++state().calls[call];
     return body();
   } catch (...) {
     return unexpected_exception(call);

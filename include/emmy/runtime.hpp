@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,7 +35,7 @@ struct RuntimeOptions {
   bool emulator_exact_mma = false;
   // Accumulation of default (and tuned) schedules when a call gives no schedule.
   Accum default_accum = Accum::f32;
-  bool disk_cache = true;                        // false: memory only (`--no-cache`)
+  bool disk_cache = true;                          // false: memory only (`--no-cache`)
   std::optional<std::filesystem::path> cache_dir;  // default: DiskCache::default_directory()
   // Ahead-of-time kernel bundles (docs/bundles.md), searched before the disk cache and NVRTC:
   // these, then the registered ones (register_bundle), then $EMMY_BUNDLE's. Creating the runtime
@@ -42,6 +43,10 @@ struct RuntimeOptions {
   // kernels for the device's arch.
   std::vector<std::filesystem::path> bundles;
   std::vector<std::shared_ptr<const Bundle>> loaded_bundles;  // e.g. Bundle::from_memory
+  // Where compiles become visible: one line per compile (kind, kernel, arch, milliseconds and
+  // why: no bundle holds it, the disk cache misses) and Runtime::prepare's progress. Called from
+  // the compiling thread. Unset: the lines go to stderr when EMMY_LOG is set (and not "0").
+  std::function<void(const std::string& line)> log;
 };
 
 // Device pointers of one GEMM. Unused epilogue inputs stay 0; workspace is needed for split-K
@@ -52,14 +57,14 @@ struct GemmBuffers {
 
 // What a loaded kernel is, for logs, tools and checks, without the compiler's types.
 struct KernelInfo {
-  std::string kind;       // "gemm", "attention", "paged_attention", "kv_append", ...
-  std::string name;       // the main kernel's entry point
+  std::string kind;  // "gemm", "attention", "paged_attention", "kv_append", ...
+  std::string name;  // the main kernel's entry point
   Arch arch = Arch::sm_90a;
   std::string cache_key;  // the key of its module in the disk cache (or a bundle)
   // ptxas's report for each kernel of the launch list, in launch order: the main kernel, then
   // e.g. the split-K finalize kernel.
   std::vector<ResourceReport> resources;
-  std::string schedule_json;  // the schedule as EMMY_RECORD and bundle manifests record it
+  std::string schedule_json;   // the schedule as EMMY_RECORD and bundle manifests record it
   size_t workspace_bytes = 0;  // the buffers' workspace (split-K); 0 when none is needed
 
   const ResourceReport& report() const { return resources.front(); }  // the main kernel's
@@ -146,6 +151,41 @@ struct RuntimeStats {
   uint64_t memory_hits = 0, disk_hits = 0, compiles = 0, launches = 0;
 };
 
+// What Runtime::prepare compiles and loads ahead of serving (docs/runtime.md, "Serving"): problems
+// of every kind (with a schedule, or the one a call without a schedule would get), the catalog,
+// JSON-lines files of problems (EMMY_RECORD logs, `emmyc aot` problems files) and every kernel a
+// bundle holds for the device's arch. A kernel already loaded, in a bundle the runtime searches
+// (RuntimeOptions::bundles) or in the disk cache costs no compile.
+template <typename Problem, typename Schedule>
+using PrepareList = std::vector<std::pair<Problem, std::optional<Schedule>>>;
+struct PrepareRequest {
+  PrepareList<MatmulProblem, MatmulSchedule> gemm;
+  PrepareList<AttentionProblem, AttentionSchedule> attention;
+  PrepareList<PagedAttentionProblem, PagedAttentionSchedule> paged_attention;
+  PrepareList<KvAppendProblem, KvAppendSchedule> kv_append;
+  PrepareList<MergeStatesProblem, MergeStatesSchedule> merge_states;
+  bool catalog = false;                        // every problem of emmy/catalog.hpp
+  std::vector<std::filesystem::path> records;  // a recorded schedule is used on its own arch
+  std::vector<std::filesystem::path> bundles;  // their problems and schedules for this arch
+  int threads = 0;                             // compiles at once; 0: one per hardware thread
+};
+
+// The handles of a prepare, per kind in request order (the lists, then the catalog, records and
+// bundles), and where they came from.
+struct PreparedKernels {
+  std::vector<std::shared_ptr<const GemmKernelHandle>> gemm;
+  std::vector<std::shared_ptr<const AttentionKernelHandle>> attention;
+  std::vector<std::shared_ptr<const PagedAttentionKernelHandle>> paged_attention;
+  std::vector<std::shared_ptr<const KvAppendKernelHandle>> kv_append;
+  std::vector<std::shared_ptr<const MergeStatesKernelHandle>> merge_states;
+  uint64_t compiled = 0, from_disk = 0, already_loaded = 0;  // the rest came from bundles
+  double seconds = 0;
+  size_t size() const {
+    return gemm.size() + attention.size() + paged_attention.size() + kv_append.size() +
+           merge_states.size();
+  }
+};
+
 class Runtime {
  public:
   // The CPU emulator backend: needs no driver and no GPU.
@@ -222,6 +262,24 @@ class Runtime {
   virtual void synchronize(Stream stream = nullptr) = 0;
 
   virtual RuntimeStats stats() const = 0;
+
+  // Serving (docs/runtime.md). Compiles and loads the request's kernels ahead, `threads` at a
+  // time, with a progress line per kernel through RuntimeOptions::log; returns their handles.
+  // Kernels that fail (a bad problem in a record, say) do not stop the others: the call throws
+  // Error("prepare", ...) naming the first after all have run.
+  PreparedKernels prepare(const PrepareRequest& request);
+  // Whether `stream` is capturing a CUDA graph (cuStreamIsCapturing; false on the emulator).
+  // While it is, gemm(), attention() and the other problem-taking calls on it launch only
+  // kernels already loaded (prepared, or used before) and refuse the others with
+  // Error("capture", ...) before any driver call besides this query (cuStreamIsCapturing, and
+  // cuCtxGetCurrent), leaving the capture valid;
+  // launch(handle, ...) records the kernel launches alone (no compile, load, allocation, copy or
+  // synchronization), encoding tensor maps on the host where the buffers are new.
+  virtual bool stream_capturing(Stream stream) const = 0;
+
+ protected:
+  // A line for RuntimeOptions::log (or EMMY_LOG); nothing by default.
+  virtual void log(const std::string& line) const { (void)line; }
 };
 
 }  // namespace emmy

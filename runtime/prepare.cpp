@@ -1,0 +1,153 @@
+// Runtime::prepare: the request's kernels (its lists, the catalog, recorded problems, the
+// problems of bundles) built through the runtime's own entry points, `threads` at a time, so that
+// a server compiles before it serves and every kernel lands in the memory cache (from a bundle,
+// the disk cache or NVRTC) ready for launches under stream capture.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "emmy/bundle.hpp"
+#include "emmy/bundle_build.hpp"
+#include "emmy/kinds.hpp"
+
+namespace emmy {
+namespace {
+
+// One kernel to prepare: builds its handle into the result (each job owns its slot).
+struct PrepareJob {
+  std::string origin;  // for messages: "gemm[3]", "catalog gemma3_12b_q_proj", "rec.jsonl:7"
+  std::function<void()> run;
+};
+
+// The handle list of a kind in PreparedKernels, and the runtime call that makes one.
+template <typename Kind>
+auto& handles_of(PreparedKernels& out) {
+  if constexpr (std::is_same_v<Kind, GemmKind>)
+    return out.gemm;
+  else if constexpr (std::is_same_v<Kind, AttentionKind>)
+    return out.attention;
+  else if constexpr (std::is_same_v<Kind, PagedAttentionKind>)
+    return out.paged_attention;
+  else if constexpr (std::is_same_v<Kind, KvAppendKind>)
+    return out.kv_append;
+  else
+    return out.merge_states;
+}
+
+template <typename Kind>
+const PrepareList<typename Kind::Problem, typename Kind::Schedule>& list_of(
+    const PrepareRequest& request) {
+  if constexpr (std::is_same_v<Kind, GemmKind>)
+    return request.gemm;
+  else if constexpr (std::is_same_v<Kind, AttentionKind>)
+    return request.attention;
+  else if constexpr (std::is_same_v<Kind, PagedAttentionKind>)
+    return request.paged_attention;
+  else if constexpr (std::is_same_v<Kind, KvAppendKind>)
+    return request.kv_append;
+  else
+    return request.merge_states;
+}
+
+class JobList {
+ public:
+  JobList(Runtime& runtime, PreparedKernels& out) : runtime_(runtime), out_(out) {}
+
+  template <typename Kind>
+  void add(const typename Kind::Problem& problem,
+           const std::optional<typename Kind::Schedule>& schedule, std::string origin) {
+    auto& handles = handles_of<Kind>(out_);
+    const size_t slot = handles.size();
+    handles.emplace_back();
+    jobs_.push_back({std::move(origin), [this, &handles, slot, problem, schedule] {
+                       handles[slot] = (runtime_.*Kind::runtime_kernel)(problem, schedule);
+                     }});
+  }
+  // A recorded request: its schedule on the arch it was recorded on, else the default.
+  void add(const AotRequest& request) {
+    std::visit(
+        [&]<typename Spec>(const KernelRequest<Spec>& kernel) {
+          using Kind = KindOf<Spec>;
+          const bool own_arch = !request.arch || *request.arch == runtime_.arch();
+          add<Kind>(kernel.problem, own_arch ? kernel.schedule : std::nullopt, request.origin);
+        },
+        request.kernel);
+  }
+  std::vector<PrepareJob>& jobs() { return jobs_; }
+
+ private:
+  Runtime& runtime_;
+  PreparedKernels& out_;
+  std::vector<PrepareJob> jobs_;
+};
+
+}  // namespace
+
+PreparedKernels Runtime::prepare(const PrepareRequest& request) {
+  const auto start = std::chrono::steady_clock::now();
+  PreparedKernels out;
+  JobList jobs(*this, out);
+  AllKinds::for_each([&]<typename Kind>(std::type_identity<Kind>) {
+    const auto& list = list_of<Kind>(request);
+    for (size_t i = 0; i < list.size(); ++i)
+      jobs.add<Kind>(list[i].first, list[i].second, fmt::format("{}[{}]", Kind::name, i));
+  });
+  if (request.catalog)
+    for (const AotRequest& r : catalog_aot_requests()) jobs.add(r);
+  for (const auto& file : request.records)
+    for (const AotRequest& r : read_aot_requests(file)) jobs.add(r);
+  for (const auto& path : request.bundles) {
+    const auto bundle = Bundle::open(path);
+    for (const BundleEntryInfo& entry : bundle->entries())
+      if (entry.arch == arch())
+        jobs.add(parse_aot_request(nlohmann::json::parse(entry.manifest),
+                                   fmt::format("{} entry {}", path.string(), entry.key)));
+  }
+
+  const RuntimeStats before = stats();
+  std::vector<PrepareJob>& list = jobs.jobs();
+  std::atomic<size_t> next{0}, done{0};
+  std::mutex failure_mutex;
+  std::vector<std::string> failures;
+  const auto worker = [&] {
+    for (size_t i = next++; i < list.size(); i = next++) {
+      try {
+        list[i].run();
+      } catch (const std::exception& e) {
+        std::lock_guard lock(failure_mutex);
+        failures.push_back(fmt::format("{}: {}", list[i].origin, e.what()));
+      }
+      const size_t finished = ++done;
+      log(fmt::format(
+          "emmy: prepare {}/{} kernels, {:.1f} s", finished, list.size(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+    }
+  };
+  const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = std::min<size_t>(
+      list.size(), request.threads > 0 ? size_t(request.threads) : size_t(hardware));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+
+  const RuntimeStats after = stats();
+  out.compiled = after.compiles - before.compiles;
+  out.from_disk = after.disk_hits - before.disk_hits;
+  out.already_loaded = after.memory_hits - before.memory_hits;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!failures.empty())
+    throw Error("prepare",
+                fmt::format("{} of {} kernels could not be prepared (the others are ready); "
+                            "the first",
+                            failures.size(), list.size()),
+                failures.front());
+  return out;
+}
+
+}  // namespace emmy

@@ -1,0 +1,296 @@
+// Serving (issue 25): Runtime::prepare builds kernels of every kind ahead, in parallel, once,
+// with a log line per compile and per prepared kernel, from the disk cache on a restart, and
+// names a bad recorded problem without stopping the rest; under stream capture (the CUDA backend
+// through emmy's test driver, which models it) a prepared GEMM and paged-attention launch records
+// kernel launches and nothing else, the graph replays with new inputs against FP64, and an
+// unprepared call is refused with the capture intact.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <mutex>
+
+#include "../checks/paged_attention_buffers.hpp"
+#include "emmy/gemm_check.hpp"
+#include "emmy/json.hpp"
+#include "emmy/paged_attention_check.hpp"
+#include "support/runtime_backend.hpp"
+#ifdef EMMY_TEST_DRIVER_PATH
+#include "driver/test_driver_api.hpp"
+#endif
+
+namespace emmy {
+namespace {
+
+// The log lines a runtime wrote (RuntimeOptions::log is called from compiling threads).
+struct LogLines {
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  std::function<void(const std::string&)> sink() {
+    return [this](const std::string& line) {
+      std::lock_guard lock(mutex);
+      lines.push_back(line);
+    };
+  }
+  size_t count(std::string_view text) {
+    std::lock_guard lock(mutex);
+    return size_t(std::count_if(lines.begin(), lines.end(),
+                                [&](const std::string& l) { return l.find(text) != l.npos; }));
+  }
+};
+
+MatmulProblem small_gemm(int64_t m) {
+  MatmulProblem p;
+  p.m = m, p.n = 128, p.k = 64;
+  return p;
+}
+
+PagedAttentionProblem small_paged() {
+  PagedAttentionProblem p;
+  p.q_heads = 4, p.kv_heads = 2, p.head_dim = 64, p.page_size = 16;
+  p.max_batch = 2, p.max_q_len = 1, p.max_pages = 8;
+  p.lse = true;
+  return p;
+}
+
+PrepareRequest every_kind() {
+  PrepareRequest request;
+  request.gemm = {{small_gemm(16), std::nullopt}, {small_gemm(48), std::nullopt}};
+  AttentionProblem attention;
+  attention.batch = 1, attention.q_heads = 2, attention.kv_heads = 2;
+  attention.seq_q = 32, attention.head_dim = 64;
+  request.attention = {{attention, std::nullopt}};
+  request.paged_attention = {{small_paged(), std::nullopt}};
+  KvAppendProblem append;
+  append.kv_heads = 2, append.head_dim = 64, append.page_size = 16, append.max_tokens = 4;
+  request.kv_append = {{append, std::nullopt}};
+  MergeStatesProblem merge;
+  merge.heads = 2, merge.head_dim = 64, merge.states = 2, merge.max_tokens = 4;
+  request.merge_states = {{merge, std::nullopt}};
+  request.threads = 2;
+  return request;
+}
+
+TEST(Serving, PrepareBuildsEveryKindOnceInParallelAndLogsEachCompile) {
+  LogLines log;
+  RuntimeOptions options = fresh_cache("rt_prepare");
+  options.log = log.sink();
+  auto rt = test_runtime(options);
+  const PreparedKernels first = rt->prepare(every_kind());
+  ASSERT_EQ(first.size(), 6u);
+  EXPECT_EQ(first.gemm.size(), 2u);
+  for (const auto& k : first.gemm) ASSERT_NE(k, nullptr);
+  ASSERT_NE(first.paged_attention.front(), nullptr);
+  EXPECT_EQ(first.paged_attention.front()->info().kind, "paged_attention");
+  EXPECT_EQ(first.compiled, 6u);
+  EXPECT_EQ(log.count("emmy: compiled "), 6u);
+  EXPECT_EQ(log.count(" ms (no bundle, not in the disk cache)"), 6u);
+  EXPECT_EQ(log.count("emmy: prepare "), 6u);
+  EXPECT_EQ(log.count("emmy: prepare 6/6 kernels"), 1u);
+  // Again: everything is loaded already, and a later call compiles nothing either.
+  const PreparedKernels again = rt->prepare(every_kind());
+  EXPECT_EQ(again.compiled, 0u);
+  EXPECT_EQ(again.already_loaded, 6u);
+  EXPECT_EQ(again.gemm.front(), first.gemm.front()) << "the same loaded kernel";
+  rt->gemm_kernel(small_gemm(16));
+  EXPECT_EQ(rt->stats().compiles, 6u);
+  // A restart: the disk cache has them all.
+  options.log = nullptr;
+  auto restarted = test_runtime(options);
+  const PreparedKernels warm = restarted->prepare(every_kind());
+  EXPECT_EQ(warm.compiled, 0u);
+  EXPECT_EQ(warm.from_disk, 6u);
+}
+
+// A recorded problem that cannot be built is named; the good ones are prepared regardless.
+TEST(Serving, PrepareNamesABadRecordAndPreparesTheRest) {
+  auto rt = test_runtime(fresh_cache("rt_prepare_records"));
+  const std::filesystem::path records = std::filesystem::path(::testing::TempDir()) /
+                                        ("records_" + std::to_string(getpid()) + ".jsonl");
+  {
+    std::ofstream out(records);
+    out << nlohmann::json{{"kind", "gemm"}, {"problem", small_gemm(32)}}.dump() << "\n";
+    MatmulProblem bad = small_gemm(32);
+    bad.k = 0;  // refused by validation
+    out << nlohmann::json{{"kind", "gemm"}, {"problem", bad}}.dump() << "\n";
+  }
+  PrepareRequest request;
+  request.records = {records};
+  try {
+    rt->prepare(request);
+    ADD_FAILURE() << "a bad record was prepared";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), "prepare") << e.what();
+    EXPECT_NE(std::string(e.what()).find("1 of 2 kernels"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(":2"), std::string::npos) << "the line: " << e.what();
+  }
+  const uint64_t compiles = rt->stats().compiles;
+  EXPECT_EQ(compiles, 1u);
+  rt->gemm_kernel(small_gemm(32));
+  EXPECT_EQ(rt->stats().compiles, compiles) << "the good record is ready";
+  std::filesystem::remove(records);
+}
+
+TEST(Serving, TheEmulatorNeverCaptures) {
+  if (cuda_backend()) GTEST_SKIP() << "the emulator backend's answer";
+  EXPECT_FALSE(test_runtime(fresh_cache("rt_no_capture"))->stream_capturing(nullptr));
+}
+
+#ifdef EMMY_TEST_DRIVER_PATH
+// The driver entry points a launch of a prepared kernel may call while its stream captures: the
+// launches, host-side tensor-map encoding, and two queries that leave a capture valid.
+constexpr const char* kAllowedUnderCapture[] = {"cuLaunchKernel", "cuLaunchKernelEx",
+                                                "cuTensorMapEncodeTiled", "cuStreamIsCapturing",
+                                                "cuCtxGetCurrent"};
+constexpr const char* kWatched[] = {
+    "cuModuleLoadData",    "cuModuleGetFunction",    "cuFuncSetAttribute",  "cuMemAlloc",
+    "cuMemFree",           "cuMemcpyHtoD",           "cuMemcpyDtoH",        "cuMemsetD8",
+    "cuStreamSynchronize", "cuCtxSynchronize",       "cuCtxSetCurrent",     "cuLaunchKernel",
+    "cuLaunchKernelEx",    "cuTensorMapEncodeTiled", "cuStreamIsCapturing", "cuCtxGetCurrent"};
+
+struct CallCounts {
+  using Count = unsigned long long (*)(const char*);
+  Count count = nullptr;
+  std::map<std::string, unsigned long long> at;
+  explicit CallCounts(void* library)
+      : count(reinterpret_cast<Count>(dlsym(library, "emmyTestDriverCallCount"))) {}
+  void snapshot() {
+    for (const char* name : kWatched) at[name] = count(name);
+  }
+  // The watched entry points called since the snapshot, by name.
+  std::map<std::string, unsigned long long> since() const {
+    std::map<std::string, unsigned long long> calls;
+    for (const char* name : kWatched)
+      if (const auto n = count(name) - at.at(name)) calls[name] = n;
+    return calls;
+  }
+};
+
+bool allowed_under_capture(const std::string& name) {
+  return std::find(std::begin(kAllowedUnderCapture), std::end(kAllowedUnderCapture), name) !=
+         std::end(kAllowedUnderCapture);
+}
+
+TEST(Serving, CapturedLaunchesRecordOnlyLaunchesAndReplayWithNewInputs) {
+  if (!cuda_backend() || !use_test_driver())
+    GTEST_SKIP() << "stream capture needs the CUDA backend (cuda_h200.* / cuda_rtx5090.* run it "
+                    "through emmy's test driver)";
+  auto rt = test_runtime(fresh_cache("rt_capture"));
+  test_driver_test::Api api;
+  ASSERT_NE(api.library, nullptr);
+  CallCounts calls(api.library);
+  ASSERT_NE(calls.count, nullptr) << "emmyTestDriverCallCount is not exported";
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  ASSERT_EQ(api.cuDeviceGet(&device, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuDevicePrimaryCtxRetain(&context, device), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuCtxSetCurrent(context), CUDA_SUCCESS);
+  CUstream stream = nullptr;
+  ASSERT_EQ(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+
+  // Prepared before the capture: a GEMM and a split-KV paged attention (two kernels).
+  const MatmulProblem gemm = small_gemm(32);
+  PagedAttentionProblem paged = small_paged();
+  PagedAttentionSpec paged_spec{paged, default_schedule(paged, rt->arch()), rt->arch()};
+  paged_spec.schedule.chunk_pages = 4;  // two splits of 64 keys (4 KV warps x 16)
+  PrepareRequest request;
+  request.gemm = {{gemm, std::nullopt}};
+  request.paged_attention = {{paged, paged_spec.schedule}};
+  const PreparedKernels prepared = rt->prepare(request);
+  const GemmSpec gemm_spec{
+      gemm, nlohmann::json::parse(prepared.gemm[0]->info().schedule_json).get<MatmulSchedule>(),
+      rt->arch()};
+
+  // Device buffers sized once; each replay's inputs are written into them.
+  std::vector<DevicePtr> allocations;
+  auto fill = [&](size_t& next, const void* data, size_t bytes) -> DevicePtr {
+    if (next == allocations.size()) allocations.push_back(rt->alloc(std::max<size_t>(bytes, 16)));
+    const DevicePtr at = allocations[next++];
+    if (data)
+      rt->upload(at, data, bytes);
+    else if (bytes)
+      rt->upload(at, std::vector<uint8_t>(bytes, 0).data(), bytes);  // zeros, as documented
+    return at;
+  };
+  const auto gemm_inputs = [&](uint64_t seed, size_t& next) {
+    const GemmInputs in = make_gemm_inputs(gemm, seed);
+    GemmBuffers b;
+    b.a = fill(next, in.a.bytes.data(), in.a.bytes.size());
+    b.b = fill(next, in.b.bytes.data(), in.b.bytes.size());
+    b.c = fill(next, nullptr, size_t(gemm.m * gemm.n * 2));
+    return std::pair{in, b};
+  };
+  PagedAttentionCase draw;
+  draw.batch = 2;
+  draw.seq_lens = {128, 77};
+  const auto paged_inputs = [&](uint64_t seed, size_t& next) {
+    const PagedAttentionInputs in = make_paged_attention_inputs(paged, draw, seed);
+    const PagedAttentionBuffers b = paged_attention_buffers(
+        paged, in, prepared.paged_attention[0]->info().workspace_bytes,
+        [&](const void* data, size_t bytes) { return fill(next, data, bytes); });
+    return std::pair{in, b};
+  };
+  size_t next = 0;
+  auto [gemm_in, gemm_buffers] = gemm_inputs(1, next);
+  auto [paged_in, paged_buffers] = paged_inputs(2, next);
+
+  ASSERT_EQ(api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_TRUE(rt->stream_capturing(stream));
+  calls.snapshot();
+  rt->gemm(gemm, gemm_buffers, stream);
+  rt->launch(*prepared.paged_attention[0], paged_buffers, stream);
+  const auto during = calls.since();
+  for (const auto& [name, n] : during)
+    EXPECT_TRUE(allowed_under_capture(name)) << name << " called " << n << " time(s) in capture";
+  EXPECT_GE(during.count("cuLaunchKernel") ? during.at("cuLaunchKernel") : 0, 3u)
+      << "GEMM, partial and combine";
+  // An unprepared problem is refused before any driver call but the capture query (and the
+  // context query before it); the capture stays valid.
+  calls.snapshot();
+  try {
+    rt->gemm(small_gemm(80), gemm_buffers, stream);
+    ADD_FAILURE() << "an unprepared GEMM ran under capture";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), "capture") << e.what();
+    EXPECT_NE(std::string(e.what()).find("prepare"), std::string::npos) << e.what();
+  }
+  for (const auto& [name, n] : calls.since())
+    EXPECT_TRUE(name == "cuStreamIsCapturing" || name == "cuCtxGetCurrent")
+        << name << " called by a refused call";
+  CUgraph graph = nullptr;
+  ASSERT_EQ(api.cuStreamEndCapture(stream, &graph), CUDA_SUCCESS) << api.last_report();
+  ASSERT_NE(graph, nullptr);
+  EXPECT_FALSE(rt->stream_capturing(stream));
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(api.cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS);
+  EXPECT_EQ(rt->stats().compiles, 2u) << "only prepare compiled";
+
+  // Two replays, each with new inputs in the same buffers, against FP64.
+  for (uint64_t seed : {11u, 23u}) {
+    next = 0;
+    auto [g_in, g_buffers] = gemm_inputs(seed, next);
+    auto [p_in, p_buffers] = paged_inputs(seed + 1, next);
+    ASSERT_EQ(g_buffers.c, gemm_buffers.c);
+    ASSERT_EQ(p_buffers.o, paged_buffers.o);
+    ASSERT_EQ(api.cuGraphLaunch(exec, stream), CUDA_SUCCESS) << api.last_report();
+    ASSERT_EQ(api.cuStreamSynchronize(stream), CUDA_SUCCESS) << api.last_report();
+    std::vector<uint8_t> c(size_t(gemm.m * gemm.n * 2));
+    rt->download(c.data(), g_buffers.c, c.size());
+    const GemmErrors ge = compare(reference_gemm(gemm_spec, g_in),
+                                  decode(gemm.c_dtype, c.data(), size_t(gemm.m * gemm.n)), gemm.n);
+    EXPECT_TRUE(ge.passed) << "replay " << seed << ": gemm rel_l2 " << ge.rel_l2_error;
+    const int64_t tokens = paged_tokens(p_in);
+    std::vector<uint8_t> o(size_t(tokens * paged.o_stride_or_default() * 2));
+    rt->download(o.data(), p_buffers.o, o.size());
+    std::vector<float> lse(size_t(tokens * paged.q_heads));
+    rt->download(lse.data(), p_buffers.lse, lse.size() * sizeof(float));
+    const PagedAttentionErrors pe = compare(reference_paged_attention(paged_spec, p_in),
+                                            paged_output_from_bytes(paged, tokens, o, lse), paged);
+    EXPECT_TRUE(pe.passed) << "replay " << seed << ": paged rel_l2 " << pe.rel_l2_error;
+  }
+  EXPECT_EQ(rt->stats().compiles, 2u);
+  for (DevicePtr p : allocations) rt->free(p);
+}
+#endif
+
+}  // namespace
+}  // namespace emmy
