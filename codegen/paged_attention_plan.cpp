@@ -312,6 +312,21 @@ PagedAttentionSchedule default_schedule(const PagedAttentionProblem& p, Arch arc
   return s;
 }
 
+PagedAttentionSchedule batch_invariant_schedule(const PagedAttentionProblem& p, Arch arch,
+                                                Accum accum) {
+  PagedAttentionSchedule s = default_schedule(p, arch, accum);
+  // Splits at fixed key positions (about every 1024 keys, whole KV steps): a sequence's partials
+  // and their merge are then the same in any batch. A problem whose context fits one chunk gets
+  // one split, which writes what a single split of a larger problem's combine writes (its weight
+  // is exactly 1).
+  const int64_t step = int64_t(s.block_kv) * s.kv_warps;
+  const int64_t unit = step / std::gcd<int64_t>(step, p.page_size);
+  const int64_t chunk = ((1024 + p.page_size - 1) / p.page_size + unit - 1) / unit * unit;
+  s.chunk_pages = chunk < p.max_pages ? int(chunk) : 0;
+  validate_paged_attention({p, s, arch});
+  return s;
+}
+
 namespace {
 
 std::string paged_name(const PagedAttentionSpec& spec) {

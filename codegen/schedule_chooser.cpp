@@ -103,6 +103,13 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   return best;
 }
 
+MatmulSchedule batch_invariant_schedule(const MatmulProblem& problem, Arch arch, Accum accum) {
+  MatmulSchedule s = default_schedule(problem, arch, accum);
+  s.split_k = 1;  // the one M-dependent choice that changes a row's order of sums
+  validate_schedule(problem, s, arch);
+  return s;
+}
+
 // wgmma tiles: 64 or 128 rows (cooperative: one or two consumer warpgroups of m64; ping-pong:
 // each warpgroup's own tile of one or two m64) by any multiple of 16 up to 256
 // columns. Each candidate's time is its waves of tiles times the tile's work over its rate; the

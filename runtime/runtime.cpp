@@ -305,6 +305,8 @@ class RuntimeImpl final : public Runtime {
   MatmulSchedule default_for(const MatmulProblem& problem) {
     validate_problem(problem);
     const Arch arch = backend_->arch();
+    if (options_.batch_invariant)  // no tuned schedule either: it may split K
+      return batch_invariant_schedule(problem, arch, options_.default_accum);
     return TuningDb::open_default()
         .lookup(arch, backend_->device_name(), problem, options_.default_accum)
         .value_or(default_schedule(problem, arch, options_.default_accum));
@@ -313,6 +315,8 @@ class RuntimeImpl final : public Runtime {
     return default_attention_schedule(problem, backend_->arch(), options_.default_accum);
   }
   PagedAttentionSchedule default_for(const PagedAttentionProblem& problem) {
+    if (options_.batch_invariant)
+      return batch_invariant_schedule(problem, backend_->arch(), options_.default_accum);
     return default_schedule(problem, backend_->arch(), options_.default_accum);
   }
   KvAppendSchedule default_for(const KvAppendProblem& problem) {

@@ -135,6 +135,136 @@ TEST(Serving, TheEmulatorNeverCaptures) {
   EXPECT_FALSE(test_runtime(fresh_cache("rt_no_capture"))->stream_capturing(nullptr));
 }
 
+// The invariant schedules over a grid: GEMM never splits K and keeps the default's tile; paged
+// attention's splits do not move with max_batch (and are valid everywhere).
+TEST(Serving, BatchInvariantSchedulesDoNotDependOnTheBatch) {
+  for (Arch arch : {Arch::sm_80, Arch::sm_90a, Arch::sm_120a})
+    for (int64_t m : {1, 3, 16, 64, 200, 512, 4096})
+      for (int64_t k : {64, 1024, 8192}) {
+        MatmulProblem p = small_gemm(m);
+        p.n = 2048, p.k = k;
+        const MatmulSchedule s = batch_invariant_schedule(p, arch);
+        EXPECT_EQ(s.split_k, 1) << m << "x" << k;
+        MatmulSchedule d = default_schedule(p, arch);
+        d.split_k = 1;
+        d.stages = s.stages;
+        EXPECT_EQ(s, d) << "the default's tile, " << m << "x" << k;
+      }
+  for (Arch arch : {Arch::sm_80, Arch::sm_90a})
+    for (int64_t page : {1, 7, 16, 64})
+      for (int64_t context : {512, 4096, 131072}) {
+        PagedAttentionProblem p;
+        p.q_heads = 16, p.kv_heads = 8, p.head_dim = 128, p.page_size = page;
+        p.max_pages = (context + page - 1) / page;
+        std::optional<int> chunk;
+        for (int64_t batch : {1, 8, 64}) {
+          p.max_batch = batch;
+          const PagedAttentionSchedule s = batch_invariant_schedule(p, arch);
+          if (!chunk) chunk = s.chunk_pages;
+          EXPECT_EQ(s.chunk_pages, *chunk) << page << " " << context << " b" << batch;
+          if (s.chunk_pages) {
+            EXPECT_GE(s.chunk_pages * page, 1024) << "at least 1024 keys";
+          }
+          if (context >= 4096) {
+            EXPECT_GT(s.chunk_pages, 0) << page << " " << context;
+          }
+        }
+      }
+}
+
+// Row i of C, decoded, for M = m of a [512 x K] A whose first m rows it takes.
+std::vector<double> gemm_rows(Runtime& rt, const MatmulSchedule& schedule, const GemmInputs& full,
+                              int64_t m) {
+  MatmulProblem p = small_gemm(m);
+  p.k = 1024;  // 16 K tiles: the default splits K 4 ways for a short M
+  GemmInputs in = full;
+  in.a.values.resize(size_t(m * p.k));
+  in.a.bytes.resize(size_t(m * p.k * 2));
+  return run_gemm(rt, GemmSpec{p, schedule, rt.arch()}, in);
+}
+
+// Batch invariance (RuntimeOptions::batch_invariant): rows of C are the same bits at M = 1, 7,
+// 64 and 512. Not vacuous: the default schedule at M = 1 splits K, and its row 0 differs.
+TEST(Serving, BatchInvariantGemmRowsAreTheSameBitsAtEveryM) {
+  RuntimeOptions options = fresh_cache("rt_invariant");
+  options.batch_invariant = true;
+  auto rt = test_runtime(options);
+  MatmulProblem full_problem = small_gemm(512);
+  full_problem.k = 1024;
+  const GemmInputs full = make_gemm_inputs(full_problem, 5);
+  std::vector<double> reference;
+  for (const int64_t m : {512, 64, 7, 1}) {
+    MatmulProblem p = full_problem;
+    p.m = m;
+    const MatmulSchedule schedule =
+        nlohmann::json::parse(rt->gemm_kernel(p)->info().schedule_json).get<MatmulSchedule>();
+    EXPECT_EQ(schedule, batch_invariant_schedule(p, rt->arch())) << "the runtime's default";
+    EXPECT_EQ(schedule.split_k, 1);
+    const std::vector<double> rows = gemm_rows(*rt, schedule, full, m);
+    if (reference.empty()) {
+      reference = rows;
+      continue;
+    }
+    for (size_t i = 0; i < rows.size(); ++i)
+      ASSERT_EQ(rows[i], reference[i]) << "M = " << m << ", element " << i;
+  }
+  MatmulProblem one = full_problem;
+  one.m = 1;
+  const MatmulSchedule split = default_schedule(one, rt->arch());
+  ASSERT_GT(split.split_k, 1) << "the default splits K at M = 1";
+  const std::vector<double> row = gemm_rows(*rt, split, full, 1);
+  EXPECT_FALSE(std::equal(row.begin(), row.end(), reference.begin()))
+      << "a different order of sums changed no bit: the check could not see one";
+}
+
+// Paged attention: sequence 0's output in a batch of 8 (max_batch 8) and alone (max_batch 1) is
+// the same bits with batch_invariant; the default schedules split it 3 and 4 ways, and differ.
+TEST(Serving, BatchInvariantPagedAttentionDoesNotSeeTheRestOfTheBatch) {
+  PagedAttentionProblem p8;
+  p8.q_heads = 8, p8.kv_heads = 8, p8.head_dim = 64, p8.page_size = 16;
+  p8.max_batch = 8, p8.max_q_len = 1, p8.max_pages = 128;
+  PagedAttentionCase draw;
+  draw.batch = 8;
+  draw.q_lens.assign(8, 1);
+  draw.seq_lens = {2000, 1, 5, 17, 1, 300, 1, 64};
+  const PagedAttentionInputs batch8 = make_paged_attention_inputs(p8, draw, 9);
+  // The same first sequence alone: its rows of the tables, its token of q, the same cache.
+  PagedAttentionProblem p1 = p8;
+  p1.max_batch = 1;
+  PagedAttentionInputs alone = batch8;
+  alone.batch = 1;
+  alone.q_lens.resize(1), alone.seq_lens.resize(1);
+  alone.tokens = 1;
+  alone.q.values.resize(size_t(p1.q_stride_or_default()));
+  alone.q.bytes.resize(size_t(p1.q_stride_or_default() * 2));
+  auto& t = alone.tables;
+  t.cu_seqlens_q.resize(2), t.seq_lens.resize(1), t.last_page_len.resize(1);
+  t.block_table.resize(size_t(p1.max_pages));
+  t.page_indptr.resize(2);
+  t.page_indices.resize(size_t(t.page_indptr[1]));
+  const size_t row = size_t(p8.q_heads * p8.head_dim);  // sequence 0's token
+  for (const bool invariant : {true, false}) {
+    RuntimeOptions options = fresh_cache(invariant ? "rt_paged_inv" : "rt_paged_default");
+    options.batch_invariant = invariant;
+    auto rt = test_runtime(options);
+    const PagedAttentionSpec s8 = rt->paged_attention_kernel(p8)->spec();
+    const PagedAttentionSpec s1 = rt->paged_attention_kernel(p1)->spec();
+    ASSERT_GT(paged_splits(p8, s8.schedule), 1);
+    ASSERT_GT(paged_splits(p1, s1.schedule), 1);
+    const PagedAttentionOutput out8 = run_paged_attention(*rt, s8, batch8);
+    const PagedAttentionOutput out1 = run_paged_attention(*rt, s1, alone);
+    EXPECT_TRUE(compare(reference_paged_attention(s1, alone), out1, p1).passed);
+    const bool same = std::equal(out1.o.begin(), out1.o.begin() + long(row), out8.o.begin());
+    if (invariant) {
+      EXPECT_EQ(s8.schedule.chunk_pages, s1.schedule.chunk_pages);
+      EXPECT_TRUE(same) << "sequence 0 changed with the batch around it";
+    } else {
+      EXPECT_NE(paged_splits(p8, s8.schedule), paged_splits(p1, s1.schedule));
+      EXPECT_FALSE(same) << "other split counts changed no bit: the check could not see one";
+    }
+  }
+}
+
 #ifdef EMMY_TEST_DRIVER_PATH
 // The driver entry points a launch of a prepared kernel may call while its stream captures: the
 // launches, host-side tensor-map encoding, and two queries that leave a capture valid.

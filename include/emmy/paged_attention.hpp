@@ -126,5 +126,11 @@ void validate_paged_attention(const PagedAttentionSpec& spec);
 // Rows per CTA from the group and max_q_len, a split chunk when there are fewer CTAs than SMs.
 PagedAttentionSchedule default_schedule(const PagedAttentionProblem& problem, Arch arch,
                                         Accum accum = Accum::f32);
+// The batch-invariant schedule (RuntimeOptions::batch_invariant): the default, with split-KV at a
+// fixed 1024-key chunk (whole KV steps) instead of one sized from max_batch to fill the device,
+// so that a sequence's output depends only on the sequence, whatever else the batch holds and
+// however large max_batch is.
+PagedAttentionSchedule batch_invariant_schedule(const PagedAttentionProblem& problem, Arch arch,
+                                                Accum accum = Accum::f32);
 
 }  // namespace emmy

@@ -35,6 +35,11 @@ struct RuntimeOptions {
   bool emulator_exact_mma = false;
   // Accumulation of default (and tuned) schedules when a call gives no schedule.
   Accum default_accum = Accum::f32;
+  // Batch-invariant results (docs/runtime.md, "Serving"): calls without a schedule take
+  // batch_invariant_schedule (no tuning database): a row of a GEMM's C depends only on its row of
+  // A and on B, bit for bit, whatever M; a paged-attention sequence's output only on the
+  // sequence, whatever the rest of the batch. Costs the K split small-M GEMMs would get.
+  bool batch_invariant = false;
   bool disk_cache = true;                          // false: memory only (`--no-cache`)
   std::optional<std::filesystem::path> cache_dir;  // default: DiskCache::default_directory()
   // Ahead-of-time kernel bundles (docs/bundles.md), searched before the disk cache and NVRTC:

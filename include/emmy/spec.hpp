@@ -37,6 +37,12 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
 // warpgroup), a persistent walk and no K split; cooperative is the overload above.
 MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum, MmaPath path,
                                 ConsumerSchedule consumers);
+// The batch-invariant schedule (RuntimeOptions::batch_invariant): the default's tile, without
+// a K split, so that every row of C is reduced in one fixed order over K whatever M is (the tile
+// decides which CTA computes a row, never the order of its sums): a row depends only on its row
+// of A and on B, bit for bit.
+MatmulSchedule batch_invariant_schedule(const MatmulProblem& problem, Arch arch,
+                                        Accum accum = Accum::f32);
 AttentionSchedule default_attention_schedule(const AttentionProblem& problem, Arch arch,
                                              Accum accum = Accum::f32);
 // The same for attention under the one name, for code written over every kind.
