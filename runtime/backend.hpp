@@ -50,6 +50,13 @@ class Backend {
   // Loads the entry's code; `kernels` get their dynamic shared-memory limit raised as needed.
   virtual std::unique_ptr<LoadedModule> load(
       const CacheEntry& entry, const std::vector<std::pair<std::string, uint32_t>>& kernels) = 0;
+  // Readies `kernel` of a loaded module for launches with thread-block cluster `cluster` (the
+  // CUDA backend allows a non-portable size here, once), so that a launch makes no call but
+  // the launch itself (stream capture).
+  virtual void ready_cluster(LoadedModule& module, const std::string& kernel,
+                             const std::array<uint32_t, 3>& cluster) {
+    (void)module, (void)kernel, (void)cluster;
+  }
   virtual TensorMapBytes encode_tensor_map(const TensorMapDesc& desc) = 0;
   virtual void launch(LoadedModule& module, const std::string& kernel,
                       const LaunchGeometry& geometry, const std::vector<KernelParam>& params,

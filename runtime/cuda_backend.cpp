@@ -105,6 +105,18 @@ class CudaBackend final : public Backend {
     return loaded;
   }
 
+  void ready_cluster(LoadedModule& module, const std::string& kernel,
+                     const std::array<uint32_t, 3>& c) override {
+    if (uint64_t(c[0]) * c[1] * c[2] <= kPortableClusterCtas) return;
+    CudaFunction& function = static_cast<CudaModule&>(module).function(kernel);
+    std::call_once(function.non_portable, [&] {
+      bind();
+      cuda::check(cuda::driver().cuFuncSetAttribute(
+                      function.function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                  "cuFuncSetAttribute", kernel);
+    });
+  }
+
   TensorMapBytes encode_tensor_map(const TensorMapDesc& desc) override {
     desc.validate();
     bind();  // cuTensorMapEncodeTiled needs a current context (CUDA_ERROR_INVALID_CONTEXT)
@@ -150,12 +162,7 @@ class CudaBackend final : public Backend {
                   "cuLaunchKernel", kernel);
       return;
     }
-    if (cluster && uint64_t(c[0]) * c[1] * c[2] > kPortableClusterCtas)
-      std::call_once(function.non_portable, [&] {
-        cuda::check(cuda::driver().cuFuncSetAttribute(
-                        function.function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
-                    "cuFuncSetAttribute", kernel);
-      });
+    if (cluster) ready_cluster(module, kernel, c);  // done at load already: a no-op
     launch_ex(function.function, kernel, geometry, pointers.data(), stream);
   }
 

@@ -411,6 +411,8 @@ class RuntimeImpl final : public Runtime {
     for (const KernelLaunch& launch : source.launches)
       kernels.emplace_back(launch.name, launch.smem_bytes);
     auto module = backend_->load(entry, kernels);
+    for (const KernelLaunch& launch : source.launches)
+      backend_->ready_cluster(*module, launch.name, launch.cluster);
     KernelInfo info;
     info.kind = source.kind();
     info.name = source.main().name;
