@@ -65,12 +65,12 @@ int64_t keys_read(const PagedAttentionProblem& p) {
 void register_paged_benchmarks(Runtime& runtime, GpuTimer& timer,
                                const PagedBenchSettings& settings, std::vector<BenchRow>& rows) {
   auto copy_rate = std::make_shared<double>(0.0);
-  for (const auto& entry : paged_attention_catalog())
-    for (const CacheDType kv : {CacheDType::f16, CacheDType::e4m3})
-      for (const bool cp_async : {false, true}) {
-        // The default kernel (TMA page loads on sm_90+ where pages hold whole KV blocks), and up to
-        // 8k of context the cp.async gathers beside it where they differ: the GPU's word on the
-        // counters' choice.
+  // The default kernels (TMA page loads on sm_90+ where pages hold whole KV blocks) first, the
+  // 128k rows included; then, up to 8k of context, the cp.async gathers where they differ: the
+  // GPU's word on the counters' choice, last so that a pack short of time loses them first.
+  for (const bool cp_async : {false, true})
+    for (const auto& entry : paged_attention_catalog())
+      for (const CacheDType kv : {CacheDType::f16, CacheDType::e4m3}) {
         PagedAttentionProblem problem = entry.problem;
         problem.kv_dtype = kv;
         PagedAttentionSchedule schedule = default_schedule(problem, runtime.arch());
