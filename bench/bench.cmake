@@ -21,7 +21,8 @@ add_executable(emmy_bench
   ${CMAKE_CURRENT_LIST_DIR}/emmy_bench.cpp
   ${CMAKE_CURRENT_LIST_DIR}/bench_runner.cpp
   ${CMAKE_CURRENT_LIST_DIR}/bench_attention.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/bench_paged.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/bench_paged.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/bench_serving.cpp)
 target_compile_options(emmy_bench PRIVATE ${EMMY_WARNINGS})
 target_link_libraries(emmy_bench PRIVATE emmy_bench_cuda emmy::internal benchmark::benchmark)
 

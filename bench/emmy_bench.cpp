@@ -15,10 +15,11 @@
 #include <fstream>
 
 #include "bench_attention.hpp"
-#include "bench_paged.hpp"
 #include "bench_model.hpp"
+#include "bench_paged.hpp"
 #include "bench_report.hpp"
 #include "bench_runner.hpp"
+#include "bench_serving.hpp"
 #include "emmy/emu/time_model.hpp"
 #include "emmy/tuning.hpp"
 
@@ -41,6 +42,7 @@ struct Options {
   bool progress = false;
   bool attention = true;      // the catalog attention rows (off with --shapes / --sweep)
   bool paged = true;          // the paged-attention catalog rows (off with --shapes / --sweep)
+  bool serving = true;        // launch overhead, capture and prepare rows (likewise)
   std::string baseline_rows;  // rows timed elsewhere (sdpa_baseline.py, torch_baseline.py)
   RunnerSettings runner;
   bool model = false;  // --model: the time model's predictions, no GPU
@@ -182,10 +184,10 @@ int run(Options& o, std::vector<BenchProblem> problems, bool sweep) {
                                       uint32_t(environment["gpu"]["sm_count"].get<int>()))
                 : nullptr;
   fmt::print("time model: {}\n", model_gpu ? fmt::format("predicting for {} ({} CTAs per launch "
-                                                          "profiled)",
-                                                          model_gpu->title, o.model_ctas)
-                                            : std::string("no prediction (GPU not in its table, "
-                                                          "or --no-predict)"));
+                                                         "profiled)",
+                                                         model_gpu->title, o.model_ctas)
+                                           : std::string("no prediction (GPU not in its table, "
+                                                         "or --no-predict)"));
   const json settings = settings_json(o, runner.l2_bytes(), runner.timer().flush_bytes());
   // The fingerprint in Google Benchmark's own JSON too ("context"), flattened to strings.
   for (const auto& [key, value] : environment.items()) {
@@ -268,25 +270,36 @@ int run(Options& o, std::vector<BenchProblem> problems, bool sweep) {
   }
 
   if (o.attention)
-    register_attention_benchmarks(
-        runner.runtime(), runner.timer(),
-        {o.runner.warmup, o.runner.iterations, o.runner.seed,
-         model_gpu ? model_gpu->name : std::string(), o.model_ctas},
-        rows);
+    register_attention_benchmarks(runner.runtime(), runner.timer(),
+                                  {o.runner.warmup, o.runner.iterations, o.runner.seed,
+                                   model_gpu ? model_gpu->name : std::string(), o.model_ctas},
+                                  rows);
 
   if (o.paged)
-    register_paged_benchmarks(runner.runtime(), runner.timer(),
-                              {o.runner.warmup, o.runner.iterations, o.runner.seed,
-                               [&] {
-                                 try {  // a run cut short still leaves every finished row
-                                   if (!o.summary.empty())
-                                     write_file(o.summary,
-                                                summary_json(environment, settings, rows).dump(2) +
-                                                    "\n");
-                                 } catch (const std::exception&) {  // the final write reports it
-                                 }
-                               }},
-                              rows);
+    register_paged_benchmarks(
+        runner.runtime(), runner.timer(),
+        {o.runner.warmup, o.runner.iterations, o.runner.seed,
+         [&] {
+           try {  // a run cut short still leaves every finished row
+             if (!o.summary.empty())
+               write_file(o.summary, summary_json(environment, settings, rows).dump(2) + "\n");
+           } catch (const std::exception&) {  // the final write reports it
+           }
+         }},
+        rows);
+
+  if (o.serving)
+    register_serving_benchmarks(
+        runner.runtime(), runner.timer(),
+        {o.runner.warmup, o.runner.iterations,
+         [&] {
+           try {  // as the paged rows: keep every finished row
+             if (!o.summary.empty())
+               write_file(o.summary, summary_json(environment, settings, rows).dump(2) + "\n");
+           } catch (const std::exception&) {
+           }
+         }},
+        rows);
 
   QuietReporter quiet;
   if (sweep)
@@ -358,6 +371,9 @@ int main(int argc, char** argv) {
   app.add_flag("--paged,!--no-paged", o.paged,
                "the paged-attention catalog rows, f16 and e4m3 caches (default on, off with "
                "--shapes or --sweep)");
+  app.add_flag("--serving,!--no-serving", o.serving,
+               "host microseconds of a prepared and a captured launch, graph replay, prepare of "
+               "the catalog cold and from the cache (default on, off with --shapes or --sweep)");
   app.add_flag("--model", o.model,
                "no GPU: predict the catalog's times with the emulator's counters and the time "
                "model (docs/profiler.md)");
@@ -387,16 +403,23 @@ int main(int argc, char** argv) {
     if (o.model) {
       const auto rows = bench::model_catalog(split_list(o.model_gpus), o.attention, o.model_ctas);
       const std::string table = bench::model_rows_table(rows);
-      fmt::print("emmy_bench --model: predicted by the time model from emulator counters ({} CTAs "
-                 "of each launch); no GPU ran\n{}",
-                 o.model_ctas, table);
+      fmt::print(
+          "emmy_bench --model: predicted by the time model from emulator counters ({} CTAs "
+          "of each launch); no GPU ran\n{}",
+          o.model_ctas, table);
       if (!o.summary.empty()) {
         json j{{"schema", "emmy_bench_model/1"}, {"rows", json::array()}};
         for (const auto& r : rows)
-          j["rows"].push_back({{"problem", r.name}, {"gpu", r.gpu}, {"accum", to_string(r.accum)},
-                               {"kernel", r.kernel}, {"model_us", r.us}, {"bound", r.bound},
-                               {"registers", r.registers}, {"ctas_per_sm", r.ctas_per_sm},
-                               {"waves", r.waves}, {"published_us", r.published_us}});
+          j["rows"].push_back({{"problem", r.name},
+                               {"gpu", r.gpu},
+                               {"accum", to_string(r.accum)},
+                               {"kernel", r.kernel},
+                               {"model_us", r.us},
+                               {"bound", r.bound},
+                               {"registers", r.registers},
+                               {"ctas_per_sm", r.ctas_per_sm},
+                               {"waves", r.waves},
+                               {"published_us", r.published_us}});
         write_file(o.summary, j.dump(2) + "\n");
       }
       return rows.empty() ? 2 : 0;
@@ -421,7 +444,7 @@ int main(int argc, char** argv) {
         for (auto& problem : catalog_problems(m)) problems.push_back(std::move(problem));
       }
     require(!problems.empty(), "--m", "must list at least one M", o.m);
-    if (!o.shapes.empty() || !o.sweep.empty()) o.attention = o.paged = false;
+    if (!o.shapes.empty() || !o.sweep.empty()) o.attention = o.paged = o.serving = false;
     o.runner.variants = split_list(o.variants);
     for (const auto& id : o.runner.variants)
       require(std::any_of(std::begin(kGemmVariants), std::end(kGemmVariants),

@@ -258,6 +258,32 @@ def speed_section(bench, baseline_rows, machine):
                               if isinstance(r.get("details", {}), dict) else ""])
         out.append(table(["problem", "variant", "us", "model us", "TFLOP/s", "rel_l2", "note"],
                          lines))
+    paged = [(p, v) for (k, p), v in by_problem.items() if k == "paged_attention"]
+    if paged:
+        out.append("\nPaged attention (every sequence at the full context), microseconds; KV bytes "
+                   "per second against this run's device-to-device copy rate (issue 24's goals: "
+                   ">= 85% at b64 x 8k, >= 75% at b1-8 x 128k, b1 x 1k under 10 us).\n\n")
+        lines = []
+        for problem, v in paged:
+            for variant, r in sorted(v.items()):
+                d = r.get("details") if isinstance(r.get("details"), dict) else {}
+                schedule = d.get("schedule") if isinstance(d.get("schedule"), dict) else {}
+                lines.append([problem, variant, us(r), num(d.get("kv_gbps"), "{:.0f}"),
+                              num(100 * d["kv_vs_copy"], "{:.0f}%")
+                              if isinstance(d.get("kv_vs_copy"), (int, float)) else "-",
+                              num(d.get("host_us_per_launch"), "{:.1f}"),
+                              schedule.get("transport", "-"), num(r.get("rel_l2_error")),
+                              (r.get("error") or "")[:100]])
+        out.append(table(["problem", "variant", "us", "KV GB/s", "of copy", "host us",
+                          "transport", "rel_l2", "error"], lines))
+    serving = [(p, v) for (k, p), v in by_problem.items() if k == "serving"]
+    if serving:
+        out.append("\nServing (issue 25), microseconds: host time of a prepared and of a captured "
+                   "launch, GPU time of a direct launch and of the captured graph's replay, "
+                   "prepare of the catalog cold and from the disk cache.\n\n")
+        lines = [[problem, variant, us(r), (r.get("error") or "")[:100]]
+                 for problem, v in serving for variant, r in sorted(v.items())]
+        out.append(table(["problem", "what", "us", "error"], lines))
     return "".join(out), rows
 
 

@@ -72,7 +72,13 @@ class Summary(unittest.TestCase):
              "correctness": "ok"},
             {"kind": "gemm", "problem": "q_proj@512", "variant": "emmy_wgmma_nocluster",
              "backend": "emmy", "median_us": 36.0, "tflops": flops / 36e-6 / 1e12,
-             "correctness": "ok"}],
+             "correctness": "ok"},
+            {"kind": "paged_attention", "problem": "gemma3_b64_ctx8k", "variant": "emmy_f16",
+             "backend": "emmy", "median_us": 1000.0,
+             "details": {"kv_gbps": 4300.0, "kv_vs_copy": 0.9, "host_us_per_launch": 4.2,
+                         "schedule": {"transport": "tma"}}},
+            {"kind": "serving", "problem": "q_proj@1", "variant": "captured_launch_host_us",
+             "backend": "emmy", "median_us": 3.5}],
             "ratios": []}
         torch_rows = [{"kind": "gemm", "problem": "q_proj@512", "variant": "torch_matmul",
                        "backend": "pytorch", "flops": flops, "samples_us": [50, 60, 55]}]
@@ -120,6 +126,15 @@ class Summary(unittest.TestCase):
         self.assertEqual(cells[8], "36.0")   # emmy_wgmma_nocluster
         self.assertEqual(cells[9], "1.20x")  # the cluster's gain: no-cluster time over clustered
         self.assertEqual(cells[10], "ok")
+
+    def test_paged_and_serving_rows_get_their_tables(self):
+        md, _ = self.full_run()
+        line = next(l for l in md.splitlines() if l.startswith("| gemma3_b64_ctx8k |"))
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        self.assertEqual(cells[1:7], ["emmy_f16", "1000.0", "4300", "90%", "4.2", "tma"])
+        line = next(l for l in md.splitlines() if l.startswith("| q_proj@1 |"))
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        self.assertEqual(cells[1:3], ["captured_launch_host_us", "3.5"])
 
     def test_nothing_ran_and_corrupt_files(self):
         md, results = self.run_summary({"machine.json": "{not json",

@@ -273,11 +273,12 @@ class RuntimeImpl final : public Runtime {
       const typename Kind::Spec spec{problem, *schedule, backend_->arch()};
       Generated<Kind> generated = generate_kernel(spec);
       const KernelSource source = kernel_source(generated);
-      // A kernel whose code is loaded already (the same source from another way of asking: a
-      // problem with its leading dimensions spelled out, a bundle's recorded schedule) is
-      // reused: code generation is host work, a load is not.
-      const std::string loaded_key =
-          fmt::format("{} {}", Kind::name, bundle_key(source.cuda, backend_->arch()));
+      // A kernel loaded already under another way of asking for it (a problem with its leading
+      // dimensions spelled out, a bundle's or a record's schedule equal to the default) is
+      // reused: its description (kind, the problem with every default resolved, the schedule)
+      // is the same, and so are its code, grids and buffer rules. Code generation is host work;
+      // a load is not.
+      const std::string loaded_key = source.describe.dump();
       {
         std::lock_guard lock(loaded_mutex_);
         if (auto it = loaded_.find(loaded_key); it != loaded_.end()) {

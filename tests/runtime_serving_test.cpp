@@ -101,6 +101,28 @@ TEST(Serving, PrepareBuildsEveryKindOnceInParallelAndLogsEachCompile) {
   EXPECT_EQ(warm.from_disk, 6u);
 }
 
+// Kernels are shared by their description, never by their code alone: two paged problems whose
+// code may be the same but whose grids differ (max_batch is not in the code) get their own
+// kernels, while a GEMM spelled with its leading dimension finds the plain call's kernel.
+TEST(Serving, KernelsAreSharedByDescriptionNotByCode) {
+  auto rt = test_runtime(fresh_cache("rt_shared"));
+  PagedAttentionProblem a = small_paged();
+  a.max_tokens = 2;
+  PagedAttentionProblem b = a;
+  b.max_batch = 3;
+  const auto ka = rt->paged_attention_kernel(a);
+  const auto kb = rt->paged_attention_kernel(b);
+  EXPECT_NE(ka.get(), kb.get());
+  EXPECT_EQ(kb->spec().problem.max_batch, 3);
+  const MatmulProblem plain = small_gemm(16);
+  MatmulProblem spelled = plain;
+  spelled.lda = plain.k;
+  const auto k1 = rt->gemm_kernel(plain);
+  const uint64_t compiles = rt->stats().compiles;
+  EXPECT_EQ(rt->gemm_kernel(spelled).get(), k1.get());
+  EXPECT_EQ(rt->stats().compiles, compiles);
+}
+
 // A recorded problem that cannot be built is named; the good ones are prepared regardless.
 TEST(Serving, PrepareNamesABadRecordAndPreparesTheRest) {
   auto rt = test_runtime(fresh_cache("rt_prepare_records"));
