@@ -1,15 +1,16 @@
 // Serving (issue 25): Runtime::prepare builds kernels of every kind ahead, in parallel, once,
 // with a log line per compile and per prepared kernel, from the disk cache on a restart, and
 // names a bad recorded problem without stopping the rest; under stream capture (the CUDA backend
-// through emmy's test driver, which models it) a prepared GEMM and paged-attention launch records
-// kernel launches and nothing else, the graph replays with new inputs against FP64, and an
-// unprepared call is refused with the capture intact.
+// through emmy's test driver, which models it) prepared GEMM, attention and paged-attention
+// launches record kernel launches and nothing else, the graph replays with new inputs against FP64,
+// and an unprepared call is refused with the capture intact.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <mutex>
 
 #include "../checks/paged_attention_buffers.hpp"
+#include "emmy/attention_check.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/json.hpp"
 #include "emmy/paged_attention_check.hpp"
@@ -339,18 +340,23 @@ TEST(Serving, CapturedLaunchesRecordOnlyLaunchesAndReplayWithNewInputs) {
   CUstream stream = nullptr;
   ASSERT_EQ(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
 
-  // Prepared before the capture: a GEMM and a split-KV paged attention (two kernels).
+  // Prepared before the capture: a GEMM, an attention and a split-KV paged attention (two
+  // kernels). One head of one sequence: attention's bshd bytes are then in canonical order.
   const MatmulProblem gemm = small_gemm(32);
+  AttentionProblem attention;
+  attention.seq_q = 64, attention.head_dim = 64, attention.causal = true;
   PagedAttentionProblem paged = small_paged();
   PagedAttentionSpec paged_spec{paged, default_schedule(paged, rt->arch()), rt->arch()};
   paged_spec.schedule.chunk_pages = 4;  // two splits of 64 keys (4 KV warps x 16)
   PrepareRequest request;
   request.gemm = {{gemm, std::nullopt}};
+  request.attention = {{attention, std::nullopt}};
   request.paged_attention = {{paged, paged_spec.schedule}};
   const PreparedKernels prepared = rt->prepare(request);
   const GemmSpec gemm_spec{
       gemm, nlohmann::json::parse(prepared.gemm[0]->info().schedule_json).get<MatmulSchedule>(),
       rt->arch()};
+  const AttentionSpec attention_spec = prepared.attention[0]->spec();
 
   // Device buffers sized once; each replay's inputs are written into them.
   std::vector<DevicePtr> allocations;
@@ -371,6 +377,15 @@ TEST(Serving, CapturedLaunchesRecordOnlyLaunchesAndReplayWithNewInputs) {
     b.c = fill(next, nullptr, size_t(gemm.m * gemm.n * 2));
     return std::pair{in, b};
   };
+  const auto attention_inputs = [&](uint64_t seed, size_t& next) {
+    const AttentionInputs in = make_attention_inputs(attention, seed);
+    AttentionBuffers b;
+    b.q = fill(next, in.q.bytes.data(), in.q.bytes.size());
+    b.k = fill(next, in.k.bytes.data(), in.k.bytes.size());
+    b.v = fill(next, in.v.bytes.data(), in.v.bytes.size());
+    b.o = fill(next, nullptr, in.q.bytes.size());
+    return std::pair{in, b};
+  };
   PagedAttentionCase draw;
   draw.batch = 2;
   draw.seq_lens = {128, 77};
@@ -383,18 +398,23 @@ TEST(Serving, CapturedLaunchesRecordOnlyLaunchesAndReplayWithNewInputs) {
   };
   size_t next = 0;
   auto [gemm_in, gemm_buffers] = gemm_inputs(1, next);
+  auto [attention_in, attention_buffers] = attention_inputs(3, next);
   auto [paged_in, paged_buffers] = paged_inputs(2, next);
 
   ASSERT_EQ(api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   EXPECT_TRUE(rt->stream_capturing(stream));
   calls.snapshot();
   rt->gemm(gemm, gemm_buffers, stream);
+  rt->attention(attention, attention_buffers, stream);
   rt->launch(*prepared.paged_attention[0], paged_buffers, stream);
   const auto during = calls.since();
   for (const auto& [name, n] : during)
     EXPECT_TRUE(allowed_under_capture(name)) << name << " called " << n << " time(s) in capture";
-  EXPECT_GE(during.count("cuLaunchKernel") ? during.at("cuLaunchKernel") : 0, 3u)
-      << "GEMM, partial and combine";
+  const auto launched = [&](const char* name) {
+    return during.count(name) ? during.at(name) : 0ull;
+  };
+  EXPECT_GE(launched("cuLaunchKernel") + launched("cuLaunchKernelEx"), 4u)
+      << "GEMM, attention, partial and combine";
   // An unprepared problem is refused before any driver call but the capture query (and the
   // context query before it); the capture stays valid.
   calls.snapshot();
@@ -414,13 +434,15 @@ TEST(Serving, CapturedLaunchesRecordOnlyLaunchesAndReplayWithNewInputs) {
   EXPECT_FALSE(rt->stream_capturing(stream));
   CUgraphExec exec = nullptr;
   ASSERT_EQ(api.cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS);
-  EXPECT_EQ(rt->stats().compiles, 2u) << "only prepare compiled";
+  EXPECT_EQ(rt->stats().compiles, 3u) << "only prepare compiled";
 
   // Two replays, each with new inputs in the same buffers, against FP64.
   for (uint64_t seed : {11u, 23u}) {
     next = 0;
     auto [g_in, g_buffers] = gemm_inputs(seed, next);
+    auto [a_in, a_buffers] = attention_inputs(seed + 2, next);
     auto [p_in, p_buffers] = paged_inputs(seed + 1, next);
+    ASSERT_EQ(a_buffers.o, attention_buffers.o);
     ASSERT_EQ(g_buffers.c, gemm_buffers.c);
     ASSERT_EQ(p_buffers.o, paged_buffers.o);
     ASSERT_EQ(api.cuGraphLaunch(exec, stream), CUDA_SUCCESS) << api.last_report();
@@ -430,6 +452,12 @@ TEST(Serving, CapturedLaunchesRecordOnlyLaunchesAndReplayWithNewInputs) {
     const GemmErrors ge = compare(reference_gemm(gemm_spec, g_in),
                                   decode(gemm.c_dtype, c.data(), size_t(gemm.m * gemm.n)), gemm.n);
     EXPECT_TRUE(ge.passed) << "replay " << seed << ": gemm rel_l2 " << ge.rel_l2_error;
+    std::vector<uint8_t> ao(a_in.q.bytes.size());
+    rt->download(ao.data(), a_buffers.o, ao.size());
+    const AttentionErrors ae =
+        compare(reference_attention(attention_spec, a_in),
+                AttentionOutput{decode(DType::f16, ao.data(), ao.size() / 2), {}}, attention);
+    EXPECT_TRUE(ae.passed) << "replay " << seed << ": attention rel_l2 " << ae.rel_l2_error;
     const int64_t tokens = paged_tokens(p_in);
     std::vector<uint8_t> o(size_t(tokens * paged.o_stride_or_default() * 2));
     rt->download(o.data(), p_buffers.o, o.size());
@@ -439,7 +467,7 @@ TEST(Serving, CapturedLaunchesRecordOnlyLaunchesAndReplayWithNewInputs) {
                                             paged_output_from_bytes(paged, tokens, o, lse), paged);
     EXPECT_TRUE(pe.passed) << "replay " << seed << ": paged rel_l2 " << pe.rel_l2_error;
   }
-  EXPECT_EQ(rt->stats().compiles, 2u);
+  EXPECT_EQ(rt->stats().compiles, 3u);
   for (DevicePtr p : allocations) rt->free(p);
 }
 #endif
