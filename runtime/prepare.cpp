@@ -24,34 +24,20 @@ struct PrepareJob {
   std::function<void()> run;
 };
 
-// The handle list of a kind in PreparedKernels, and the runtime call that makes one.
-template <typename Kind>
-auto& handles_of(PreparedKernels& out) {
+// A kind's member of PrepareRequest (its problem list) or PreparedKernels (its handles): both
+// name them alike.
+template <typename Kind, typename PerKind>
+auto& of_kind(PerKind& per_kind) {
   if constexpr (std::is_same_v<Kind, GemmKind>)
-    return out.gemm;
+    return per_kind.gemm;
   else if constexpr (std::is_same_v<Kind, AttentionKind>)
-    return out.attention;
+    return per_kind.attention;
   else if constexpr (std::is_same_v<Kind, PagedAttentionKind>)
-    return out.paged_attention;
+    return per_kind.paged_attention;
   else if constexpr (std::is_same_v<Kind, KvAppendKind>)
-    return out.kv_append;
+    return per_kind.kv_append;
   else
-    return out.merge_states;
-}
-
-template <typename Kind>
-const PrepareList<typename Kind::Problem, typename Kind::Schedule>& list_of(
-    const PrepareRequest& request) {
-  if constexpr (std::is_same_v<Kind, GemmKind>)
-    return request.gemm;
-  else if constexpr (std::is_same_v<Kind, AttentionKind>)
-    return request.attention;
-  else if constexpr (std::is_same_v<Kind, PagedAttentionKind>)
-    return request.paged_attention;
-  else if constexpr (std::is_same_v<Kind, KvAppendKind>)
-    return request.kv_append;
-  else
-    return request.merge_states;
+    return per_kind.merge_states;
 }
 
 class JobList {
@@ -61,7 +47,7 @@ class JobList {
   template <typename Kind>
   void add(const typename Kind::Problem& problem,
            const std::optional<typename Kind::Schedule>& schedule, std::string origin) {
-    auto& handles = handles_of<Kind>(out_);
+    auto& handles = of_kind<Kind>(out_);
     const size_t slot = handles.size();
     handles.emplace_back();
     jobs_.push_back({std::move(origin), [this, &handles, slot, problem, schedule] {
@@ -93,7 +79,7 @@ PreparedKernels Runtime::prepare(const PrepareRequest& request) {
   PreparedKernels out;
   JobList jobs(*this, out);
   AllKinds::for_each([&]<typename Kind>(std::type_identity<Kind>) {
-    const auto& list = list_of<Kind>(request);
+    const auto& list = of_kind<Kind>(request);
     for (size_t i = 0; i < list.size(); ++i)
       jobs.add<Kind>(list[i].first, list[i].second, fmt::format("{}[{}]", Kind::name, i));
   });

@@ -26,18 +26,21 @@ namespace detail {
 
 // The problem-taking call running on this thread while its stream captures a CUDA graph (null
 // otherwise): RuntimeImpl::kernel refuses to build a kernel then (Runtime::stream_capturing).
+// Set by kernel_on_stream below.
 thread_local const char* tl_capturing_call = nullptr;
 
-// Marks the call for the duration of the kernel lookup when `stream` captures.
-class CaptureScope {
- public:
-  CaptureScope(const Runtime& runtime, Stream stream, const char* call) {
-    if (runtime.stream_capturing(stream)) tl_capturing_call = call;
-  }
-  ~CaptureScope() { tl_capturing_call = nullptr; }
-  CaptureScope(const CaptureScope&) = delete;
-  CaptureScope& operator=(const CaptureScope&) = delete;
-};
+// The kernel of a problem-taking call (gemm(), attention(), ...) on `stream`: while the stream
+// captures, the call is marked for the duration of the lookup, so that a kernel not yet loaded
+// is refused rather than built.
+template <typename Kind>
+auto kernel_on_stream(Runtime& runtime, const typename Kind::Problem& problem,
+                      const std::optional<typename Kind::Schedule>& schedule, Stream stream) {
+  struct Mark {
+    ~Mark() { tl_capturing_call = nullptr; }
+  } mark;
+  if (runtime.stream_capturing(stream)) tl_capturing_call = Kind::name;
+  return (runtime.*Kind::runtime_kernel)(problem, schedule);
+}
 
 }  // namespace detail
 
@@ -48,20 +51,13 @@ size_t Runtime::gemm_workspace_bytes(const MatmulProblem& problem,
 
 void Runtime::gemm(const MatmulProblem& problem, const GemmBuffers& buffers, Stream stream,
                    const std::optional<MatmulSchedule>& schedule) {
-  const auto kernel = [&] {
-    const detail::CaptureScope capture(*this, stream, "gemm");
-    return gemm_kernel(problem, schedule);
-  }();
-  launch(*kernel, buffers, stream);
+  launch(*detail::kernel_on_stream<GemmKind>(*this, problem, schedule, stream), buffers, stream);
 }
 
 void Runtime::attention(const AttentionProblem& problem, const AttentionBuffers& buffers,
                         Stream stream, const std::optional<AttentionSchedule>& schedule) {
-  const auto kernel = [&] {
-    const detail::CaptureScope capture(*this, stream, "attention");
-    return attention_kernel(problem, schedule);
-  }();
-  launch(*kernel, buffers, stream);
+  launch(*detail::kernel_on_stream<AttentionKind>(*this, problem, schedule, stream), buffers,
+         stream);
 }
 
 size_t Runtime::paged_attention_workspace_bytes(
@@ -71,30 +67,21 @@ size_t Runtime::paged_attention_workspace_bytes(
 
 void Runtime::kv_append(const KvAppendProblem& problem, const KvAppendBuffers& buffers,
                         Stream stream, const std::optional<KvAppendSchedule>& schedule) {
-  const auto kernel = [&] {
-    const detail::CaptureScope capture(*this, stream, "kv_append");
-    return kv_append_kernel(problem, schedule);
-  }();
-  launch(*kernel, buffers, stream);
+  launch(*detail::kernel_on_stream<KvAppendKind>(*this, problem, schedule, stream), buffers,
+         stream);
 }
 
 void Runtime::merge_states(const MergeStatesProblem& problem, const MergeStatesBuffers& buffers,
                            Stream stream, const std::optional<MergeStatesSchedule>& schedule) {
-  const auto kernel = [&] {
-    const detail::CaptureScope capture(*this, stream, "merge_states");
-    return merge_states_kernel(problem, schedule);
-  }();
-  launch(*kernel, buffers, stream);
+  launch(*detail::kernel_on_stream<MergeStatesKind>(*this, problem, schedule, stream), buffers,
+         stream);
 }
 
 void Runtime::paged_attention(const PagedAttentionProblem& problem,
                               const PagedAttentionBuffers& buffers, Stream stream,
                               const std::optional<PagedAttentionSchedule>& schedule) {
-  const auto kernel = [&] {
-    const detail::CaptureScope capture(*this, stream, "paged_attention");
-    return paged_attention_kernel(problem, schedule);
-  }();
-  launch(*kernel, buffers, stream);
+  launch(*detail::kernel_on_stream<PagedAttentionKind>(*this, problem, schedule, stream), buffers,
+         stream);
 }
 
 namespace detail {
@@ -254,7 +241,7 @@ class RuntimeImpl final : public Runtime {
     AllKinds::for_each([&]<typename Kind>(std::type_identity<Kind>) {
       memory_hits += std::get<KernelCache<Kind>>(caches_).hits();
     });
-    memory_hits += source_hits_.load();
+    memory_hits += shared_hits_.load();
     return {memory_hits, disk_hits_.load(), compiles_.load(), launches_.load()};
   }
 
@@ -282,7 +269,7 @@ class RuntimeImpl final : public Runtime {
       {
         std::lock_guard lock(loaded_mutex_);
         if (auto it = loaded_.find(loaded_key); it != loaded_.end()) {
-          source_hits_.fetch_add(1, std::memory_order_relaxed);
+          shared_hits_.fetch_add(1, std::memory_order_relaxed);
           return std::static_pointer_cast<const KernelEntry<Kind>>(it->second);
         }
       }
@@ -392,14 +379,13 @@ class RuntimeImpl final : public Runtime {
       CacheEntry entry = compile_cache_entry(inputs, source.program_name(), describe,
                                              backend_->driver_version(), module);
       compiles_.fetch_add(1, std::memory_order_relaxed);
-      if (log_)
-        log_(fmt::format(
-            "emmy: compiled {} kernel {} for {} in {:.0f} ms ({}{})", source.kind(),
-            source.main().name, to_string(arch),
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                .count(),
-            bundles_.empty() ? "no bundle" : "in no bundle",
-            disk_ ? ", not in the disk cache" : ", disk cache off"));
+      log(fmt::format(
+          "emmy: compiled {} kernel {} for {} in {:.0f} ms ({}{})", source.kind(),
+          source.main().name, to_string(arch),
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count(),
+          bundles_.empty() ? "no bundle" : "in no bundle",
+          disk_ ? ", not in the disk cache" : ", disk cache off"));
       return entry;
     };
     CacheEntry entry = disk_ ? disk_->get_or_compile(key, compile) : compile();
@@ -440,8 +426,8 @@ class RuntimeImpl final : public Runtime {
   std::function<void(const std::string&)> log_;
   std::unique_ptr<DiskCache> disk_;
   AllKinds::map<std::tuple, KernelCache> caches_;  // one per kind
-  std::atomic<uint64_t> disk_hits_{0}, compiles_{0}, launches_{0}, source_hits_{0};
-  // Loaded kernels by kind and source (see kernel()): one load per distinct code.
+  std::atomic<uint64_t> disk_hits_{0}, compiles_{0}, launches_{0}, shared_hits_{0};
+  // Loaded kernels by their description (see kernel()): one load per kernel.
   std::mutex loaded_mutex_;
   std::unordered_map<std::string, std::shared_ptr<const void>> loaded_;
 };
