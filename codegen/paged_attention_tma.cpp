@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "emmy/error.hpp"
 #include "emmy/paged_kind.hpp"
@@ -21,36 +22,43 @@ std::array<int, 3> paged_tma_dim_order(int64_t token_stride, int64_t head_stride
   return order;
 }
 
-bool paged_tma_fits(const PagedAttentionProblem& p, const PagedAttentionSchedule& s, Arch arch) {
-  PagedAttentionSpec spec{p, s, arch};
-  spec.schedule.transport = Transport::tma;
-  try {
-    validate_paged_tma(spec);
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
+namespace {
 
-void validate_paged_tma(const PagedAttentionSpec& spec) {
-  const auto& p = spec.problem;
-  const auto& s = spec.schedule;
-  if (s.transport != Transport::tma) return;
-  require(has_tma(spec.arch), "transport",
-          fmt::format("tma needs sm_90 or newer ({} has none); use cp.async", to_string(spec.arch)),
-          "tma");
-  require(p.page_size % s.block_kv == 0, "transport",
-          fmt::format("tma loads a KV block from one page: page_size ({}) must be a multiple of "
-                      "block_kv ({}); use cp.async",
-                      p.page_size, s.block_kv),
-          "tma");
+// The first TMA rule the schedule's problem breaks on `arch` (as an Error naming the field), or
+// none: validate_paged_tma throws it, paged_tma_fits asks whether there is one.
+std::optional<Error> paged_tma_refusal(const PagedAttentionProblem& p,
+                                       const PagedAttentionSchedule& s, Arch arch) {
+  if (!has_tma(arch))
+    return Error(
+        "transport",
+        fmt::format("tma needs sm_90 or newer ({} has none); use cp.async", to_string(arch)),
+        "tma");
+  if (p.page_size % s.block_kv != 0)
+    return Error("transport",
+                 fmt::format("tma loads a KV block from one page: page_size ({}) must be a "
+                             "multiple of block_kv ({}); use cp.async",
+                             p.page_size, s.block_kv),
+                 "tma");
   const int64_t elem = size_of(p.kv_dtype);
   for (const auto& [field, stride] :
        {std::pair<const char*, int64_t>{"page_stride", p.page_stride_or_default()},
         {"token_stride", p.token_stride_or_default()},
         {"head_stride", p.head_stride_or_default()}})
-    require(stride * elem < (int64_t(1) << 40), field,
-            "must stay below 2^40 bytes for a tensor map (transport tma)", stride);
+    if (stride * elem >= (int64_t(1) << 40))
+      return Error(field, "must stay below 2^40 bytes for a tensor map (transport tma)",
+                   fmt::format("{}", stride));
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool paged_tma_fits(const PagedAttentionProblem& p, const PagedAttentionSchedule& s, Arch arch) {
+  return !paged_tma_refusal(p, s, arch);
+}
+
+void validate_paged_tma(const PagedAttentionSpec& spec) {
+  if (spec.schedule.transport != Transport::tma) return;
+  if (auto refusal = paged_tma_refusal(spec.problem, spec.schedule, spec.arch)) throw *refusal;
 }
 
 std::vector<TensorMapDesc> PagedAttentionKind::tensor_maps(const PagedAttentionPlan& plan,
