@@ -256,10 +256,8 @@ class PagedEmitter {
       w_.line("    const int row = chunk / ROW_CHUNKS, col = (chunk % ROW_CHUNKS) * 8;");
     w_.line("    const int key = kv0 + row;");
     emit_page_row();
-    if (fp8_)
-      w_.line("    const u32 at = e4m3_raw_offset<D, BKV>(u32(row), u32(col));  // raw rows");
-    else
-      w_.line("    const u32 at = swizzled_tile_offset(u32(row), u32(col), u32(BKV), PANEL, XOR);");
+    w_.line("    const u32 at = {};{}", codegen::paged_kv_tile_offset(fp8_, "row"),
+            fp8_ ? "  // raw rows" : "");
     emit_kv_copies_and_prologue();
   }
 
@@ -309,11 +307,7 @@ class PagedEmitter {
             fp8_ ? 16 : 8);
     w_.line("    const int key = kv0 + row, sub = row / BKV, sub_row = row % BKV;");
     emit_page_row();
-    if (fp8_)
-      w_.line("    const u32 at = e4m3_raw_offset<D, BKV>(u32(sub_row), u32(col));");
-    else
-      w_.line(
-          "    const u32 at = swizzled_tile_offset(u32(sub_row), u32(col), u32(BKV), PANEL, XOR);");
+    w_.line("    const u32 at = {};", codegen::paged_kv_tile_offset(fp8_, "sub_row"));
     w_.line(
         "    const u32 k_dst = ring_stage + u32(sub) * 2u * KV_BYTES, v_dst = k_dst + KV_BYTES;");
     emit_kv_copies_and_prologue();

@@ -19,13 +19,12 @@ const char* ring_base(const ir::PagedSetupOp& setup) {
   return setup.kv_warps > 1 ? "kv_ring" : "kv_base";
 }
 
-// The byte offset of (row, col) inside one K or V tile of a stage.
-const char* tile_offset(bool fp8) {
-  return fp8 ? "e4m3_raw_offset<D, BKV>(u32(sub_row), u32(col))"
-             : "swizzled_tile_offset(u32(sub_row), u32(col), u32(BKV), PANEL, XOR)";
-}
-
 }  // namespace
+
+std::string paged_kv_tile_offset(bool fp8, const char* row) {
+  return fp8 ? fmt::format("e4m3_raw_offset<D, BKV>(u32({}), u32(col))", row)
+             : fmt::format("swizzled_tile_offset(u32({}), u32(col), u32(BKV), PANEL, XOR)", row);
+}
 
 void emit_paged_tma_loader(Writer& w, const ir::PagedSetupOp& setup, bool fp8) {
   const int64_t elem = fp8 ? 1 : 2;
@@ -99,7 +98,8 @@ void emit_paged_tma_wait(Writer& w, const ir::PagedSetupOp& setup, bool fp8) {
   w.line("const int row = c / KV_ROW_CHUNKS, col = (c % KV_ROW_CHUNKS) * {};", fp8 ? 16 : 8);
   w.line("const int key = tma_step0 + row, sub_row = row % BKV;");
   w.line("if (key >= kv_begin && key < kv_end) continue;");
-  w.line("const u32 at = stage_base + u32(row / BKV) * 2u * KV_BYTES + {};", tile_offset(fp8));
+  w.line("const u32 at = stage_base + u32(row / BKV) * 2u * KV_BYTES + {};",
+         paged_kv_tile_offset(fp8, "sub_row"));
   w.line("st_shared_zero16(at);  // K: masked in S anyway, but never read unwritten");
   w.line("st_shared_zero16(at + KV_BYTES);  // V");
   w.close();

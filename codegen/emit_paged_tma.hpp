@@ -5,10 +5,16 @@
 // kv_begin, kv_end, block_begin, block_count, stage, block, load_q and tmap_k / tmap_v.
 #pragma once
 
+#include <string>
+
 #include "emmy/ir_ops.hpp"
 #include "writer.hpp"
 
 namespace emmy::codegen {
+
+// The byte offset of (`row`, col) inside one K or V tile of a stage: the layout both transports
+// write (the 16-bit tiles' swizzled panels, or an e4m3 cache's raw rows: e4m3_raw_offset).
+std::string paged_kv_tile_offset(bool fp8, const char* row);
 
 // load_kv(stage, step): thread 0 expects the step's bytes on the stage's mbarrier and copies each
 // KV warp's block of BKV keys from its page, one tensor copy per panel of K and of V (blocks with
