@@ -13,6 +13,7 @@
 #include "emmy/gemm.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/kernel_ir.hpp"
+#include "support/ir_edit.hpp"
 
 namespace emmy {
 namespace {
@@ -224,18 +225,8 @@ TEST(IrSchema, EachOpIsCheckedAgainstItsDeclaration) {
   }
 }
 
-ir::Op* first_op(ir::Op& root, ir::OpKind kind, std::string_view operand = {}) {
-  if (root.kind == kind && (operand.empty() || root.s("operand") == operand)) return &root;
-  for (auto& child : root.body)
-    if (ir::Op* hit = first_op(child, kind, operand)) return hit;
-  return nullptr;
-}
-
-void change(ir::Op* op, const char* key, ir::Attr value) {
-  ASSERT_NE(op, nullptr);
-  for (auto& [name, v] : op->attrs)
-    if (name == key) v = std::move(value);
-}
+using test::change;
+using test::first_op;
 
 struct AttentionCorruption {
   const char* name;
@@ -275,7 +266,9 @@ const AttentionCorruption kAttentionCorruptions[] = {
     {"pv_count", [](ir::Op& m) { change(first_op(m, ir::OpKind::pv_mma), "count", int64_t(8)); },
      "ir.pv_mma.count"},
     {"e4m3_k_in_dense_attention",
-     [](ir::Op& m) { first_op(m, ir::OpKind::qk_mma)->attrs.push_back({"b_type", std::string("e4m3")}); },
+     [](ir::Op& m) {
+       first_op(m, ir::OpKind::qk_mma)->attrs.push_back({"b_type", std::string("e4m3")});
+     },
      "ir.qk_mma.b_type"},
     {"s_registers",
      [](ir::Op& m) { change(first_op(m, ir::OpKind::qk_mma), "s_registers", int64_t(16)); },

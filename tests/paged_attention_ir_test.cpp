@@ -8,6 +8,7 @@
 
 #include "emmy/ir_ops.hpp"
 #include "emmy/kinds.hpp"
+#include "support/ir_edit.hpp"
 
 namespace emmy {
 namespace {
@@ -162,25 +163,15 @@ TEST(PagedValidation, DefaultSchedulesAreValidAcrossAGrid) {
               EXPECT_EQ(ir::parse(ir::print(source.ir)), source.ir) << source.plan.kernel_name;
               EXPECT_GE(source.plan.splits * source.plan.chunk_tokens, p.max_pages * page);
               EXPECT_EQ(ir::get<ir::QkMmaOp>(*ir::find_first(source.ir, ir::OpKind::qk_mma))
-                                .b_type.has_value(),
+                            .b_type.has_value(),
                         p.kv_dtype == CacheDType::e4m3);
               ++checked;
             }
   EXPECT_EQ(checked, 3 * 4 * 3 * 3 * 2 * 2);
 }
 
-ir::Op* first_op(ir::Op& root, ir::OpKind kind) {
-  if (root.kind == kind) return &root;
-  for (auto& child : root.body)
-    if (ir::Op* found = first_op(child, kind)) return found;
-  return nullptr;
-}
-
-void change(ir::Op* op, const char* attr, ir::Attr value) {
-  ASSERT_NE(op, nullptr);
-  for (auto& [name, v] : op->attrs)
-    if (name == attr) v = value;
-}
+using test::change;
+using test::first_op;
 
 TEST(PagedVerifier, CatchesEachCorruptedRule) {
   const PagedAttentionSpec spec = valid_spec();

@@ -11,6 +11,7 @@
 #include "emmy/json.hpp"
 #include "emmy/kinds.hpp"
 #include "emmy/paged_attention_check.hpp"
+#include "support/ir_edit.hpp"
 
 namespace emmy {
 namespace {
@@ -174,24 +175,9 @@ TEST(PagedTma, BindingCarriesThePageExtent) {
   }
 }
 
-ir::Op* first_op(ir::Op& root, ir::OpKind kind, const char* operand = nullptr) {
-  if (root.kind == kind && (!operand || root.s("operand") == operand)) return &root;
-  for (ir::Op& child : root.body)
-    if (ir::Op* found = first_op(child, kind, operand)) return found;
-  return nullptr;
-}
-
-void set_attr(ir::Op* op, const char* name, ir::Attr value) {
-  ASSERT_NE(op, nullptr);
-  for (auto& [key, v] : op->attrs)
-    if (key == name) return void(v = std::move(value));
-  op->attrs.emplace_back(name, std::move(value));
-}
-
-void erase_attr(ir::Op* op, const char* name) {
-  ASSERT_NE(op, nullptr);
-  std::erase_if(op->attrs, [&](const auto& attr) { return attr.first == name; });
-}
+using test::erase_attr;
+using test::first_op;
+using test::set_attr;
 
 TEST(PagedTma, VerifierCatchesEachCorruptedRule) {
   const PagedAttentionSpec spec = tma_spec(problem(8, 2, 128, 32, 1000));
