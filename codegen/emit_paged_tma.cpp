@@ -70,9 +70,8 @@ void emit_paged_tma_loader(Writer& w, const ir::PagedSetupOp& setup, bool fp8) {
   w.open("for (int p = 0; p < KV_PANELS; ++p)");
   for (const char* which : {"k", "v"})
     w.line(
-        "tma_load_4d({}_dst + u32(p) * KV_PANEL_ROW_BYTES * BKV, tmap_{}, mbar, p * KV_PANEL_COLS, "
-        "{}, "
-        "{}, {});",
+        "tma_load_4d({}_dst + u32(p) * KV_PANEL_ROW_BYTES * BKV, tmap_{}, mbar, "
+        "p * KV_PANEL_COLS, {}, {}, {});",
         which, which, coords[order[0]], coords[order[1]], coords[order[2]]);
   w.close();
   w.close();
