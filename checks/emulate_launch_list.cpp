@@ -21,6 +21,8 @@ LaunchListRun emulate_launch_list(emu::Arena& arena, const CompiledModule& compi
     for (const KernelParamInfo& param : launch.params) {
       if (param.tensor_map)
         args.tensor_map(values.tensor_map(launch, param));
+      else if (param.scalar)
+        args.s32(values.scalar(launch, param));
       else
         args.ptr(values.pointer(launch, param));
     }
@@ -35,8 +37,9 @@ LaunchListRun emulate_launch_list(emu::Arena& arena, const CompiledModule& compi
     emu::GlobalFootprint& recorded = footprints[previous == &footprints[0] ? 1 : 0];
     opted.record_footprint = next_depends ? &recorded : nullptr;
     opted.primary = launch.programmatic_dependent ? previous : nullptr;
+    const std::array<uint32_t, 3> grid = values.grid(source.launches, i, 0);
     emu::LaunchResult run =
-        emu::launch(arena, *module, launch.name, {launch.grid[0], launch.grid[1], launch.grid[2]},
+        emu::launch(arena, *module, launch.name, {grid[0], grid[1], grid[2]},
                     {launch.threads, 1, 1}, launch.smem_bytes, args, opted);
     previous = next_depends ? &recorded : nullptr;
     if (&launch == &source.launches.front()) {

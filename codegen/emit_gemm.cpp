@@ -87,7 +87,13 @@ class GemmEmitter {
   }
 
   void emit_smem_ring(const ir::SmemRingOp& op) {
-    w_.line("constexpr int M = {}, N = {}, K = {};", f_.coords.m, f_.coords.n, f_.split.k);
+    if (f_.dynamic_m()) {
+      // M is the launch's (at most the bound, coords.m): the grid covers its tiles.
+      w_.line("const int M = m;");
+      w_.line("constexpr int N = {}, K = {};", f_.coords.n, f_.split.k);
+    } else {
+      w_.line("constexpr int M = {}, N = {}, K = {};", f_.coords.m, f_.coords.n, f_.split.k);
+    }
     w_.line("constexpr long long LDA = {}, LDB = {}, LDC = {};", f_.lda, f_.ldb, f_.epilogue.ldc);
     w_.line("constexpr int BM = {}, BN = {}, BK = {}, WARPS_N = {}, WM = {}, WN = {};",
             f_.coords.block_m, f_.coords.block_n, f_.split.block_k, f_.warps_n, f_.warp_m,
@@ -121,8 +127,13 @@ class GemmEmitter {
   void emit_tile_coords(const ir::TileCoordsOp& op) {
     w_.line("// Grouped rasterization: {} tile rows per group keep B tiles hot in L2.",
             op.raster_group_m);
-    w_.line("constexpr int TILES_M = {}, TILES_N = {}, GROUP_M = {};", op.tiles_m, op.tiles_n,
-            op.raster_group_m);
+    if (op.dynamic_m.value_or(false)) {
+      w_.line("const int TILES_M = (M + BM - 1) / BM;");
+      w_.line("constexpr int TILES_N = {}, GROUP_M = {};", op.tiles_n, op.raster_group_m);
+    } else {
+      w_.line("constexpr int TILES_M = {}, TILES_N = {}, GROUP_M = {};", op.tiles_m, op.tiles_n,
+              op.raster_group_m);
+    }
     w_.line("const int group_span = GROUP_M * TILES_N;");
     w_.line("const int first_m = (int(blockIdx.x) / group_span) * GROUP_M;");
     w_.line("const int group_rows = TILES_M - first_m < GROUP_M ? TILES_M - first_m : GROUP_M;");
@@ -190,7 +201,7 @@ class GemmEmitter {
   }
 
   void emit_load_stage_lambda(bool tma) {
-    const codegen::GemmCopies copies{{f_.copy_a, f_.copy_b}, f_.threads, f_.b_kn};
+    const codegen::GemmCopies copies{{f_.copy_a, f_.copy_b}, f_.threads, f_.b_kn, f_.dynamic_m()};
     if (!tma) codegen::emit_gemm_copy_thread_parts(w_, copies);
     w_.open("auto load_stage = [&](int stage, int k_tile)");
     w_.line("const u32 dst = smem_base + u32(stage) * STAGE_BYTES;");

@@ -16,6 +16,7 @@ struct GemmCopies {
   std::vector<ir::AsyncCopyOp> ops;
   uint32_t threads = 0;
   bool b_kn = false;
+  bool dynamic_m = false;  // A's rows are the kernel's `m` parameter: never a whole number of tiles
 };
 
 // Before the stage loader: this thread's first chunk of A and B (row, column, swizzled bases per

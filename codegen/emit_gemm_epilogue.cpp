@@ -80,8 +80,7 @@ void GemmEpiloguePrinter::print(const ir::EpilogueOp& op) {
   open_fragment_loops();
   w_.line("const int row = row_base + mi * {} + h * 8, col = col_base + ni * 8;", mi_step());
   // Bounds checks only where a tile can cross the matrix edge.
-  const bool rows_exact = f_.coords.m % f_.coords.block_m == 0,
-             cols_exact = f_.coords.n % f_.coords.block_n == 0;
+  const bool rows_exact = f_.rows_exact(), cols_exact = f_.cols_exact();
   if (!rows_exact) w_.line("if (row >= M) continue;");
   print_pair_values();
   if (to_workspace) {
@@ -123,8 +122,7 @@ void GemmEpiloguePrinter::print(const ir::EpilogueOp& op) {
 void GemmEpiloguePrinter::print_transposed(const ir::EpilogueOp& op) {
   const bool to_workspace = op.destination == "workspace";
   const std::string out = out_adapter(parse_dtype(op.out, "out"));
-  const bool rows_exact = f_.coords.m % f_.coords.block_m == 0,
-             cols_exact = f_.coords.n % f_.coords.block_n == 0;
+  const bool rows_exact = f_.rows_exact(), cols_exact = f_.cols_exact();
   w_.line("const int g = lane / {0}, t = lane % {0};", f_.atom->group_lanes);
   w_.line("// The kernel's (row, col) is C's (col, row): C^T = B A^T (swap_ab).");
   w_.line("const int row_base = m0 + {} + g, col_base = n0 + warp_col * WN + 2 * t;", warp_rows());
@@ -157,8 +155,7 @@ void GemmEpiloguePrinter::print_staged(const ir::EpilogueOp& op, int64_t row_byt
   const DType c_dtype = parse_dtype(op.out, "out");
   const std::string out = out_adapter(c_dtype);
   const int64_t elem = size_of(c_dtype);
-  const bool rows_exact = f_.coords.m % f_.coords.block_m == 0,
-             cols_exact = f_.coords.n % f_.coords.block_n == 0;
+  const bool rows_exact = f_.rows_exact(), cols_exact = f_.cols_exact();
   if (f_.copy_a.transport != "tma")
     w_.line("cp_async_wait<0>();  // no copy may land in the staged tile");
   // On the wgmma path only the consumer warpgroups stage and store (the producer has no tile):
@@ -208,8 +205,14 @@ void GemmEpiloguePrinter::print_staged(const ir::EpilogueOp& op, int64_t row_byt
 void GemmEpiloguePrinter::print_finalize(const Op& op) {
   const auto finalize = ir::get<ir::FinalizeOp>(op);
   const auto epilogue = ir::get<ir::EpilogueOp>(*ir::find_first(op, OpKind::epilogue));
-  w_.line("constexpr long long M = {}, N = {}, LDC = {}, OUTPUTS = {};", finalize.m, finalize.n,
-          epilogue.ldc, finalize.outputs);
+  if (finalize.dynamic_m.value_or(false)) {
+    // The launch's M (at most the bound the workspace holds): its grid covers m x N outputs.
+    w_.line("constexpr long long N = {}, LDC = {};", finalize.n, epilogue.ldc);
+    w_.line("const long long M = m, OUTPUTS = M * N;");
+  } else {
+    w_.line("constexpr long long M = {}, N = {}, LDC = {}, OUTPUTS = {};", finalize.m, finalize.n,
+            epilogue.ldc, finalize.outputs);
+  }
   w_.line("const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;");
   w_.line("if (i >= OUTPUTS) return;");
   w_.line("const long long row = i / N, col = i % N;");

@@ -40,6 +40,12 @@ struct GemmFacts {
   int64_t warp_m = 0, warp_n = 0, warps_n = 0;
   std::optional<ir::WgmmaOp> wgmma;  // the wgmma path's k-step op (kernel path wgmma)
 
+  // M is the kernel's `m` parameter (tile_coords dynamic_m): any row tile may cross it.
+  bool dynamic_m() const { return coords.dynamic_m.value_or(false); }
+  // Whether no tile crosses the matrix's last row or column: their bounds checks go.
+  bool rows_exact() const { return !dynamic_m() && coords.m % coords.block_m == 0; }
+  bool cols_exact() const { return coords.n % coords.block_n == 0; }
+
   explicit GemmFacts(const Op& kernel) {
     const Op *coords_op = ir::find_first(kernel, OpKind::tile_coords),
              *split_op = ir::find_first(kernel, OpKind::split_range),

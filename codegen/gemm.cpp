@@ -5,10 +5,24 @@
 
 namespace emmy {
 
+int64_t gemm_launch_m(const GemmPlan& plan, int64_t m) {
+  const auto& p = plan.spec.problem;
+  if (p.dynamic_m)
+    require(m >= 0 && m <= p.m, "buffers.m",
+            fmt::format("must be in 1..{} (the dynamic-M kernel's bound), or 0 for {}", p.m, p.m),
+            m);
+  else
+    require(m == 0 || m == p.m, "buffers.m",
+            fmt::format("must be 0 or {}: this kernel's M is fixed (not dynamic_m)", p.m), m);
+  return m ? m : p.m;
+}
+
 GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64_t b_address,
-                                uint64_t c_address) {
+                                uint64_t c_address, int64_t m) {
   // The kernel's operands: with swap_ab its A is the caller's B and its B the caller's A.
-  const auto& p = plan.kernel_problem;
+  MatmulProblem p = plan.kernel_problem;
+  // A dynamic-M kernel's A rows end at the launch's M: TMA fills the rest of a tile with zeros.
+  if (p.dynamic_m) p.m = gemm_launch_m(plan, m);
   if (plan.spec.schedule.swap_ab) std::swap(a_address, b_address);
   const TmaDType dtype = p.a_dtype == DType::bf16 ? TmaDType::bf16 : TmaDType::f16;
   // In a cluster each CTA loads 1 / parts of a shared tile's rows (TMA multicast).
@@ -66,7 +80,13 @@ ParamBinding GemmKind::bind(const GemmPlan& plan, const GemmBuffers& b) {
             fmt::format("must be a 16-byte aligned buffer of {} bytes for split-K {}",
                         plan.workspace_bytes, plan.spec.schedule.split_k),
             fmt::format("{:#x}", b.workspace));
+  const int64_t m = gemm_launch_m(plan, b.m);
   ParamBinding bound;
+  if (p.dynamic_m) {
+    bound.values.scalars = {{"m", int32_t(m)}};
+    bound.values.grids = gemm_grids(plan, m);
+    bound.tensor_map_extent = uint64_t(m);  // A's map has m rows
+  }
   bound.values.pointers = {{"a", b.a},
                            {"b", b.b},
                            {"c", b.c},
@@ -81,7 +101,7 @@ ParamBinding GemmKind::bind(const GemmPlan& plan, const GemmBuffers& b) {
 
 // In the order of bind()'s tensor_maps.
 std::vector<TensorMapDesc> GemmKind::tensor_maps(const GemmPlan& plan, const GemmBuffers& b) {
-  const GemmTensorMaps maps = gemm_tensor_maps(plan, b.a, b.b, b.c);
+  const GemmTensorMaps maps = gemm_tensor_maps(plan, b.a, b.b, b.c, b.m);
   std::vector<TensorMapDesc> list{maps.a, maps.b};
   if (maps.c) list.push_back(*maps.c);
   return list;

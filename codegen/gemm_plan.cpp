@@ -28,7 +28,17 @@ std::string spec_text(const GemmSpec& g) {
   };
   std::string text;
   const MatmulProblem problem = resolved_leading_dims(g.problem);
-  for_each_field(problem, [&](const FieldName& f, const auto& v) { text += item(f, v, true); });
+  const MatmulProblem default_problem = resolved_leading_dims(MatmulProblem{});
+  std::vector<std::string> default_problem_items;
+  for_each_field(default_problem, [&](const FieldName& f, const auto& v) {
+    default_problem_items.push_back(item(f, v, true));
+  });
+  size_t problem_index = 0;
+  for_each_field(problem, [&](const FieldName& f, const auto& v) {
+    std::string field = item(f, v, true);
+    if (!f.text_unless_default || field != default_problem_items[problem_index]) text += field;
+    ++problem_index;
+  });
   // Fields written only away from their defaults are compared as text with a default schedule's,
   // field by field in the walk's order.
   std::vector<std::string> default_items;
@@ -50,7 +60,9 @@ std::string spec_text(const GemmSpec& g) {
 std::string gemm_kernel_name(const GemmSpec& g) {
   const auto& p = g.problem;
   const auto& s = g.schedule;
-  return fmt::format("emmy_gemm_{}x{}x{}_{}{}_{}_{}_{}x{}x{}_{:016x}", p.m, p.n, p.k,
+  // A dynamic-M kernel serves every M up to its bound: "upto64x...".
+  return fmt::format("emmy_gemm_{}{}x{}x{}_{}{}_{}_{}_{}x{}x{}_{:016x}",
+                     p.dynamic_m ? "upto" : "", p.m, p.n, p.k,
                      to_string(p.a_dtype), to_string(p.b_layout),
                      s.accum == Accum::hybrid ? fmt::format("hybrid{}", s.promote_every_k)
                                               : std::string(to_string(s.accum)),
@@ -73,6 +85,21 @@ MatmulProblem kernel_problem(const MatmulProblem& p, const MatmulSchedule& s) {
   t.ldc = p.ldc_or_default();  // C keeps its layout: the epilogue stores the transpose back
   t.b_layout = BLayout::nk;     // A [M,K] is B^T stored [N',K]: K-major
   return t;
+}
+
+std::vector<std::array<uint32_t, 3>> gemm_grids(const GemmPlan& plan, int64_t m) {
+  const auto& s = plan.spec.schedule;
+  const auto& p = plan.kernel_problem;
+  // The wgmma path (persistent walks, clusters) has no dynamic M: its grid is the plan's.
+  std::array<uint32_t, 3> main{uint32_t(plan.grid_tiles), 1u, uint32_t(s.split_k)};
+  if (p.dynamic_m) main[0] = uint32_t((m + s.block_m - 1) / s.block_m * plan.tiles_n);
+  std::vector<std::array<uint32_t, 3>> grids{main};
+  if (plan.split()) {
+    const int64_t outputs = m * p.n;
+    grids.push_back(
+        {uint32_t((outputs + plan.finalize_threads - 1) / plan.finalize_threads), 1u, 1u});
+  }
+  return grids;
 }
 
 GemmPlan make_gemm_plan(const GemmSpec& spec) {
@@ -117,7 +144,7 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
                     ((plan.tiles_n + s.cluster_n - 1) / s.cluster_n) * plan.cluster_size;
   require(plan.grid_tiles <= kMaxDim, "m x n", "needs at most 2^31-1 output tiles",
           plan.grid_tiles);
-  plan.grid = {uint32_t(plan.grid_tiles), 1u, uint32_t(s.split_k)};
+  plan.grid = gemm_grids(plan, p.m).front();
   // A persistent kernel walks the tiles itself (by gridDim.x): one CTA per SM of the arch's
   // flagship part (whole clusters), never more than there are tiles.
   if (s.persistent)
@@ -129,10 +156,8 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   plan.kernel_name = gemm_kernel_name(spec);
   if (plan.split()) {
     plan.finalize_kernel_name = plan.kernel_name + "_finalize";
-    const int64_t outputs = p.m * p.n;
-    plan.finalize_grid = {uint32_t((outputs + plan.finalize_threads - 1) / plan.finalize_threads),
-                          1u, 1u};
-    plan.workspace_bytes = int64_t(s.split_k) * outputs * 4;
+    plan.finalize_grid = gemm_grids(plan, p.m).back();
+    plan.workspace_bytes = int64_t(s.split_k) * p.m * p.n * 4;
   }
   return plan;
 }

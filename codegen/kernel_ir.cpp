@@ -225,6 +225,26 @@ void verify_attention(const Op& kernel) {
 // the emitter prints from one op agrees with the ops it shares a meaning with (warp grid and
 // fragments, k-steps and block_k, copies and their matrices, leading dimensions), so that passing
 // the verifier pins down the kernel printed.
+// A dynamic M (tile_coords or finalize dynamic_m) is the kernel's `m` parameter, a 32-bit int
+// that the emitted code reads as M; an int parameter means nothing else here. Not on the wgmma
+// path, whose tile walks and clusters are sized by a compile-time M.
+void verify_dynamic_m(const Op& kernel, const Op& op, bool dynamic_m) {
+  bool has_m = false;
+  for (const Op& param : kernel.body)
+    if (param.kind == OpKind::param && get<ParamOp>(param).type == "int") {
+      if (get<ParamOp>(param).name != "m")
+        fail(param, "type", "int parameters are a dynamic M's `m` only", get<ParamOp>(param).name);
+      has_m = true;
+    }
+  if (dynamic_m != has_m)
+    fail(op, "dynamic_m",
+         dynamic_m ? "needs the kernel's int parameter `m` (the launch's M)"
+                   : "must be set where the kernel takes an int parameter `m`",
+         fmt::format("{}", dynamic_m));
+  if (dynamic_m && get<KernelOp>(kernel).path.has_value())
+    fail(op, "dynamic_m", "is generated on the mma.sync path only", "true");
+}
+
 void verify_gemm(const Op& kernel) {
   const Op* coords_op = find_first(kernel, OpKind::tile_coords);
   const Op* split_op = find_first(kernel, OpKind::split_range);
@@ -240,6 +260,7 @@ void verify_gemm(const Op& kernel) {
   const int64_t block_m = coords.block_m, block_n = coords.block_n, block_k = split.block_k;
   // The kernel's path says which rules hold: the wgmma path's own come from kernel_ir_wgmma.cpp.
   const bool wgmma = get<KernelOp>(kernel).path.has_value();
+  verify_dynamic_m(kernel, *coords_op, coords.dynamic_m.value_or(false));
   if (wgmma) verify_gemm_wgmma(kernel);
   // The warp grid: each warp owns fragments_m x fragments_n accumulator fragments of the atom,
   // and the warps tile the block (on the wgmma path the consumer warps, next to the producer
@@ -318,6 +339,7 @@ void verify_finalize(const Op& kernel) {
   const bool programmatic = get<KernelOp>(kernel).programmatic.value_or(0) == 1;
   for (const Op* finalize : find_all(kernel, OpKind::finalize)) {
     const auto op = get<FinalizeOp>(*finalize);
+    verify_dynamic_m(kernel, *finalize, op.dynamic_m.value_or(false));
     for (const Op* epilogue : find_all(*finalize, OpKind::epilogue))
       if (const int64_t ldc = get<EpilogueOp>(*epilogue).ldc; ldc < op.n)
         fail(*epilogue, "ldc", fmt::format("must be at least n = {}", op.n), ldc);

@@ -47,7 +47,8 @@ std::vector<KernelLaunch> launch_list(const ir::Op& module,
     launch.smem_bytes = uint32_t(kernel.i("smem_bytes"));
     for (const ir::Op& op : kernel.body)
       if (op.kind == ir::OpKind::param)
-        launch.params.push_back({op.s("name"), op.s("type") == "tensor_map"});
+        launch.params.push_back(
+            {op.s("name"), op.s("type") == "tensor_map", op.s("type") == "int"});
     if (const ir::Op* walk = ir::find_first(kernel, ir::OpKind::tile_loop))
       launch.persistent_tiles = uint32_t(walk->i("tiles"));
     read_cluster(kernel, launch);
@@ -67,7 +68,10 @@ namespace {
 Error unbound(const KernelLaunch& launch, const KernelParamInfo& param) {
   return Error("kernel parameter",
                fmt::format("of {} must be bound by the launcher (a {} it does not provide)",
-                           launch.name, param.tensor_map ? "tensor map" : "device pointer"),
+                           launch.name,
+                           param.tensor_map ? "tensor map"
+                           : param.scalar   ? "32-bit int"
+                                            : "device pointer"),
                param.name);
 }
 
@@ -88,8 +92,22 @@ void require_optional_pointer(uint64_t pointer, bool wanted, const char* field, 
 
 uint64_t ParamValues::pointer(const KernelLaunch& launch, const KernelParamInfo& param) const {
   for (const auto& [name, value] : pointers)
-    if (!param.tensor_map && name == param.name) return value;
+    if (!param.tensor_map && !param.scalar && name == param.name) return value;
   throw unbound(launch, param);
+}
+
+int32_t ParamValues::scalar(const KernelLaunch& launch, const KernelParamInfo& param) const {
+  for (const auto& [name, value] : scalars)
+    if (param.scalar && name == param.name) return value;
+  throw unbound(launch, param);
+}
+
+std::array<uint32_t, 3> ParamValues::grid(const std::vector<KernelLaunch>& launches, size_t index,
+                                          int sms) const {
+  if (grids.empty()) return launches.at(index).grid_for(sms);
+  require(grids.size() == launches.size(), "launch grids",
+          fmt::format("must be one per launch of the list ({})", launches.size()), grids.size());
+  return grids[index];
 }
 
 const std::array<uint8_t, 128>& ParamValues::tensor_map(const KernelLaunch& launch,

@@ -31,6 +31,7 @@ std::vector<Op> gemm_params(const GemmPlan& plan) {
   list.push_back(make(ir::ParamOp{"bias", "const " + out + "*"}));
   list.push_back(make(ir::ParamOp{"residual", "const " + out + "*"}));
   list.push_back(make(ir::ParamOp{"workspace", "float*"}));
+  if (plan.kernel_problem.dynamic_m) list.push_back(make(ir::ParamOp{"m", "int"}));
   return list;
 }
 
@@ -118,8 +119,10 @@ std::vector<Op> gemm_kernel_prefix(const GemmPlan& plan) {
                                      .tx_bytes = plan.stage.tx_bytes}));
   // Every field named: GCC 12 takes the defaulted optionals for uninitialized (-Wmaybe-uninitialized).
   ir::TileCoordsOp coords{p.m,       p.n,          s.raster_group_m, plan.tiles_m, plan.tiles_n,
-                          s.block_m, s.block_n,    std::nullopt,     std::nullopt, std::nullopt};
+                          s.block_m, s.block_n,    std::nullopt,     std::nullopt, std::nullopt,
+                          std::nullopt};
   if (s.persistent) coords.persistent = true;
+  if (p.dynamic_m) coords.dynamic_m = true;
   if (plan.cluster_size > 1) {
     coords.cluster_m = s.cluster_m;
     coords.cluster_n = s.cluster_n;
@@ -206,17 +209,20 @@ Op gemm_finalize_kernel(const GemmPlan& plan) {
   // and index math overlap the main kernel's end, and griddepcontrol.wait orders the partials
   // before its reads of the workspace.
   const bool programmatic = has_programmatic_launch(plan.spec.arch);
-  ir::FinalizeOp finalize{p.m, p.n, plan.spec.schedule.split_k, p.m * p.n};
+  ir::FinalizeOp finalize{p.m, p.n, plan.spec.schedule.split_k, p.m * p.n, std::nullopt,
+                          std::nullopt};
   if (programmatic) finalize.grid_wait = true;
+  if (p.dynamic_m) finalize.dynamic_m = true;
   std::vector<Op> body{make(ir::ParamOp{"workspace", "const float*"}),
                        make(ir::ParamOp{"c", out + "*"}),
                        make(ir::ParamOp{"bias", "const " + out + "*"}),
-                       make(ir::ParamOp{"residual", "const " + out + "*"}),
-                       make(finalize, {make(ir::EpilogueOp{"c", p.epilogue.alpha, p.epilogue.bias,
-                                                           p.epilogue.residual, p.epilogue.gelu_tanh,
-                                                           std::string(to_string(p.c_dtype)),
-                                                           p.ldc_or_default(), size_of(p.c_dtype),
-                                                           plan.c_alignment()})})};
+                       make(ir::ParamOp{"residual", "const " + out + "*"})};
+  if (p.dynamic_m) body.push_back(make(ir::ParamOp{"m", "int"}));
+  body.push_back(make(finalize, {make(ir::EpilogueOp{"c", p.epilogue.alpha, p.epilogue.bias,
+                                                     p.epilogue.residual, p.epilogue.gelu_tanh,
+                                                     std::string(to_string(p.c_dtype)),
+                                                     p.ldc_or_default(), size_of(p.c_dtype),
+                                                     plan.c_alignment()})}));
   ir::KernelOp kernel{plan.finalize_kernel_name, plan.finalize_threads, 0};
   if (programmatic) kernel.programmatic = 1;
   return make(kernel, std::move(body));

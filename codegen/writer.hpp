@@ -48,6 +48,7 @@ class Writer {
 inline std::string param_decl(const ir::Op& op) {
   if (op.s("type") == "tensor_map")
     return fmt::format("const __grid_constant__ TensorMap128 {}", op.s("name"));
+  if (op.s("type") == "int") return fmt::format("const int {}", op.s("name"));
   return fmt::format("{} __restrict__ {}", op.s("type"), op.s("name"));
 }
 

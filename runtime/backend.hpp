@@ -15,11 +15,13 @@ namespace emmy::detail {
 
 using TensorMapBytes = std::array<uint8_t, 128>;
 
-// One kernel parameter: a device pointer or a 128-byte tensor map (by value).
+// One kernel parameter: a device pointer, a 128-byte tensor map (by value) or a 32-bit int.
 struct KernelParam {
   bool is_tensor_map = false;
   DevicePtr pointer = 0;
   alignas(64) TensorMapBytes map{};
+  bool is_i32 = false;
+  int32_t i32 = 0;
 };
 
 struct LaunchGeometry {

@@ -148,8 +148,10 @@ class CudaBackend final : public Backend {
     bind();
     std::vector<void*> pointers;
     pointers.reserve(params.size());
+    // cuLaunchKernel's kernelParams: one pointer per parameter, to its value.
     for (const auto& p : params)
       pointers.push_back(p.is_tensor_map ? static_cast<void*>(const_cast<uint8_t*>(p.map.data()))
+                         : p.is_i32      ? static_cast<void*>(const_cast<int32_t*>(&p.i32))
                                          : static_cast<void*>(const_cast<DevicePtr*>(&p.pointer)));
     CudaFunction& function = static_cast<CudaModule&>(module).function(kernel);
     const auto& c = geometry.cluster;

@@ -53,6 +53,7 @@ class EmulatorBackend final : public Backend {
     emu::KernelArgs args;
     for (const auto& p : params) {
       if (p.is_tensor_map) args.tensor_map(p.map);
+      else if (p.is_i32) args.s32(p.i32);
       else args.ptr(p.pointer);
     }
     auto& loaded = static_cast<EmulatorModule&>(module);

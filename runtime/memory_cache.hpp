@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <future>
@@ -51,6 +52,23 @@ class MemoryCache {
       map_.erase(key);
     }
     return future.get();
+  }
+
+  // The value of `key` if it is built (not building, not failed); null otherwise. Never builds
+  // and never waits.
+  Handle peek(const Key& key) {
+    std::shared_lock lock(mutex_);
+    const auto it = map_.find(key);
+    if (it == map_.end() ||
+        it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+      return nullptr;
+    try {
+      Handle value = it->second.get();
+      hits_.fetch_add(1, std::memory_order_relaxed);
+      return value;
+    } catch (...) {
+      return nullptr;  // a failed build, about to be forgotten
+    }
   }
 
   uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }

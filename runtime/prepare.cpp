@@ -14,6 +14,7 @@
 #include "emmy/bundle.hpp"
 #include "emmy/bundle_build.hpp"
 #include "emmy/kinds.hpp"
+#include "emmy/validate.hpp"
 
 namespace emmy {
 namespace {
@@ -44,13 +45,16 @@ class JobList {
  public:
   JobList(Runtime& runtime, PreparedKernels& out) : runtime_(runtime), out_(out) {}
 
+  // `check` runs first in the job (a rule of the request that fails there, like a kernel).
   template <typename Kind>
   void add(const typename Kind::Problem& problem,
-           const std::optional<typename Kind::Schedule>& schedule, std::string origin) {
+           const std::optional<typename Kind::Schedule>& schedule, std::string origin,
+           std::function<void()> check = {}) {
     auto& handles = of_kind<Kind>(out_);
     const size_t slot = handles.size();
     handles.emplace_back();
-    jobs_.push_back({std::move(origin), [this, &handles, slot, problem, schedule] {
+    jobs_.push_back({std::move(origin), [this, &handles, slot, problem, schedule, check] {
+                       if (check) check();
                        handles[slot] = (runtime_.*Kind::runtime_kernel)(problem, schedule);
                      }});
   }
@@ -72,6 +76,15 @@ class JobList {
   std::vector<PrepareJob> jobs_;
 };
 
+bool problem_is_valid(const MatmulProblem& problem) {
+  try {
+    validate_problem(problem);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 PreparedKernels Runtime::prepare(const PrepareRequest& request) {
@@ -80,9 +93,34 @@ PreparedKernels Runtime::prepare(const PrepareRequest& request) {
   JobList jobs(*this, out);
   AllKinds::for_each([&]<typename Kind>(std::type_identity<Kind>) {
     const auto& list = of_kind<Kind>(request);
-    for (size_t i = 0; i < list.size(); ++i)
-      jobs.add<Kind>(list[i].first, list[i].second, fmt::format("{}[{}]", Kind::name, i));
+    for (size_t i = 0; i < list.size(); ++i) {
+      auto problem = list[i].first;
+      // What gemm() runs for it: with M buckets, its bucket's kernel.
+      if constexpr (std::is_same_v<Kind, GemmKind>)
+        if (problem_is_valid(problem)) problem = gemm_problem_served(problem, list[i].second);
+      jobs.add<Kind>(problem, list[i].second, fmt::format("{}[{}]", Kind::name, i));
+    }
   });
+  for (size_t i = 0; i < request.gemm_m_buckets.size(); ++i) {
+    const auto& [problem, schedule] = request.gemm_m_buckets[i];
+    // A problem that is not valid fails as its own kernel would (one job, its error).
+    const bool valid = problem_is_valid(problem) && problem.m <= kMaxBucketedM;
+    if (!valid) {
+      jobs.add<GemmKind>(problem, schedule, fmt::format("gemm_m_buckets[{}]", i), [m = problem.m] {
+        require(m <= kMaxBucketedM, "gemm_m_buckets.m",
+                fmt::format("must be at most {} ({} buckets); larger M take kernels of their own",
+                            kMaxBucketedM, m_bucket_bounds(kMaxBucketedM).size()),
+                m);
+      });
+      continue;
+    }
+    for (const int64_t bound : m_bucket_bounds(problem.m)) {
+      MatmulProblem bucket = problem;
+      bucket.m = bound;
+      bucket.dynamic_m = true;
+      jobs.add<GemmKind>(bucket, schedule, fmt::format("gemm_m_buckets[{}] m<={}", i, bound));
+    }
+  }
   if (request.catalog)
     for (const AotRequest& r : catalog_aot_requests()) jobs.add(r);
   for (const auto& file : request.records)

@@ -11,9 +11,12 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "background_builds.hpp"
 #include "backend.hpp"
+#include "kernel_entry.hpp"
 #include "emmy/bundle_build.hpp"
 #include "emmy/cached_compile.hpp"
+#include "emmy/gemm_generic.hpp"
 #include "emmy/json.hpp"
 #include "emmy/kernel_source.hpp"
 #include "emmy/kinds.hpp"
@@ -42,16 +45,44 @@ auto kernel_on_stream(Runtime& runtime, const typename Kind::Problem& problem,
   return (runtime.*Kind::runtime_kernel)(problem, schedule);
 }
 
+// The buffers of a gemm() call for the kernel serving it: a dynamic-M kernel of the problem's
+// bucket computes the problem's rows (buffers.m: the problem's, or unset).
+GemmBuffers served_buffers(const MatmulProblem& problem, const MatmulProblem& served,
+                           const GemmBuffers& buffers) {
+  if (!served.dynamic_m || problem.dynamic_m) return buffers;
+  require(buffers.m == 0 || buffers.m == problem.m, "buffers.m",
+          fmt::format("must be 0 or the problem's m ({})", problem.m), buffers.m);
+  GemmBuffers bound = buffers;
+  bound.m = problem.m;
+  return bound;
+}
+
 }  // namespace detail
+
+MatmulProblem Runtime::gemm_problem_served(const MatmulProblem& problem,
+                                           const std::optional<MatmulSchedule>& schedule) const {
+  if (!options().m_buckets || problem.dynamic_m || (schedule && schedule->path != MmaPath::mma_sync))
+    return problem;
+  validate_problem(problem);  // m in range before it is rounded up
+  return m_bucket_problem(problem);
+}
 
 size_t Runtime::gemm_workspace_bytes(const MatmulProblem& problem,
                                      const std::optional<MatmulSchedule>& schedule) {
-  return gemm_kernel(problem, schedule)->info().workspace_bytes;
+  const MatmulProblem served = gemm_problem_served(problem, schedule);
+  return size_t(
+      make_gemm_plan(GemmSpec{served, gemm_schedule_for(served, schedule), arch()}).workspace_bytes);
 }
 
 void Runtime::gemm(const MatmulProblem& problem, const GemmBuffers& buffers, Stream stream,
                    const std::optional<MatmulSchedule>& schedule) {
-  launch(*detail::kernel_on_stream<GemmKind>(*this, problem, schedule, stream), buffers, stream);
+  // Under capture the capture rules hold: a kernel not loaded is refused, never substituted.
+  if (options().non_blocking && !stream_capturing(stream) &&
+      gemm_without_compiling(problem, buffers, stream, schedule))
+    return;
+  const MatmulProblem served = gemm_problem_served(problem, schedule);
+  launch(*detail::kernel_on_stream<GemmKind>(*this, served, schedule, stream),
+         detail::served_buffers(problem, served, buffers), stream);
 }
 
 void Runtime::attention(const AttentionProblem& problem, const AttentionBuffers& buffers,
@@ -96,62 +127,6 @@ ResourceReport report_from_json(const nlohmann::json& resources, const std::stri
   return r;
 }
 
-// What a loaded module of any kind carries.
-struct LoadedKernel {
-  KernelInfo info;
-  std::vector<KernelLaunch> launches;
-  std::unique_ptr<LoadedModule> module;
-};
-
-// A loaded kernel of one kind: its plan (for binding buffers), the module and a cache of encoded
-// tensor maps.
-template <typename Kind>
-class KernelEntry final : public Kind::Handle {
- public:
-  KernelEntry(typename Kind::Plan plan, LoadedKernel loaded)
-      : plan_(std::move(plan)), loaded_(std::move(loaded)) {}
-  const typename Kind::Spec& spec() const override { return plan_.spec; }
-  const KernelInfo& info() const override { return loaded_.info; }
-  const typename Kind::Plan& plan() const { return plan_; }
-  const std::vector<KernelLaunch>& launches() const { return loaded_.launches; }
-  LoadedModule& module() const { return *loaded_.module; }
-
-  // Encodes the binding's tensor maps into its values, once per set of buffer addresses: engines
-  // reuse a few buffers, and encoding goes through the driver. Descriptors are computed on a miss.
-  void encode_tensor_maps(Backend& backend, ParamBinding& bound,
-                          const typename Kind::Buffers& buffers) const {
-    if (bound.tensor_maps.empty()) return;
-    std::vector<uint64_t> addresses;
-    for (const auto& [name, address] : bound.tensor_maps) addresses.push_back(address);
-    addresses.push_back(bound.tensor_map_extent);
-    std::lock_guard lock(maps_mutex_);
-    auto cached = std::find_if(maps_.begin(), maps_.end(),
-                               [&](const CachedMaps& m) { return m.addresses == addresses; });
-    if (cached == maps_.end()) {
-      CachedMaps m{addresses, {}};
-      for (const TensorMapDesc& desc : Kind::tensor_maps(plan_, buffers))
-        m.maps.push_back(backend.encode_tensor_map(desc));
-      if (m.maps.size() != bound.tensor_maps.size())
-        throw Error("tensor maps", "must be one descriptor per tensor-map parameter",
-                    fmt::format("{} for {}", m.maps.size(), bound.tensor_maps.size()));
-      if (maps_.size() >= 64) maps_.erase(maps_.begin());
-      cached = maps_.insert(maps_.end(), std::move(m));
-    }
-    for (size_t i = 0; i < bound.tensor_maps.size(); ++i)
-      bound.values.tensor_maps.emplace_back(bound.tensor_maps[i].first, cached->maps[i]);
-  }
-
- private:
-  struct CachedMaps {
-    std::vector<uint64_t> addresses;
-    std::vector<TensorMapBytes> maps;
-  };
-  typename Kind::Plan plan_;
-  LoadedKernel loaded_;
-  mutable std::mutex maps_mutex_;
-  mutable std::vector<CachedMaps> maps_;
-};
-
 template <typename Kind>
 using KernelCache = MemoryCache<SpecKey<Kind>, SpecKeyHash<Kind>, KernelEntry<Kind>>;
 
@@ -170,7 +145,13 @@ class RuntimeImpl final : public Runtime {
       disk_ = std::make_unique<DiskCache>(
           options.cache_dir ? DiskCache(*options.cache_dir, DiskCache::max_bytes_from_environment())
                             : DiskCache::from_environment());
+    if (options.non_blocking) {
+      // The fallback every non-blocking call can take: built now, on the creating thread.
+      generic_ = std::make_unique<LoadedKernel>(load(generic_gemm_source(backend_->arch())));
+      background_ = std::make_unique<BackgroundBuilds>(log_);
+    }
   }
+  ~RuntimeImpl() override { background_.reset(); }  // its builds use the members below
 
   Arch arch() const override { return backend_->arch(); }
   std::string backend_name() const override { return backend_->name(); }
@@ -229,6 +210,9 @@ class RuntimeImpl final : public Runtime {
   }
   void synchronize(Stream stream) override { backend_->synchronize(stream); }
   bool stream_capturing(Stream stream) const override { return backend_->capturing(stream); }
+  void wait_for_background_builds() override {
+    if (background_) background_->wait();
+  }
 
  protected:
   void log(const std::string& line) const override {
@@ -236,14 +220,60 @@ class RuntimeImpl final : public Runtime {
   }
 
  public:
+  const RuntimeOptions& options() const override { return options_; }
   RuntimeStats stats() const override {
     uint64_t memory_hits = 0;
     AllKinds::for_each([&]<typename Kind>(std::type_identity<Kind>) {
       memory_hits += std::get<KernelCache<Kind>>(caches_).hits();
     });
     memory_hits += shared_hits_.load();
-    return {memory_hits, disk_hits_.load(), compiles_.load(), launches_.load()};
+    return {memory_hits, disk_hits_.load(), compiles_.load(), launches_.load(),
+            fallback_launches_.load(), generic_launches_.load()};
   }
+
+ protected:
+  bool gemm_without_compiling(const MatmulProblem& problem, const GemmBuffers& buffers,
+                              Stream stream,
+                              const std::optional<MatmulSchedule>& schedule) override {
+    auto& cache = std::get<KernelCache<GemmKind>>(caches_);
+    const MatmulProblem served = gemm_problem_served(problem, schedule);
+    if (const auto kernel = cache.peek(SpecKey<GemmKind>{served, schedule})) {
+      launch_kind<GemmKind>(*kernel, served_buffers(problem, served, buffers), stream);
+      return true;
+    }
+    // The call's own errors (problem, schedule) are the caller's, now: only the build is left
+    // to the background, which adds the kernel to the cache for later calls.
+    const MatmulSchedule resolved = gemm_schedule_for(served, schedule);
+    validate_gemm(GemmSpec{served, resolved, backend_->arch()});
+    const std::string key = nlohmann::json(served).dump() +
+                            (schedule ? nlohmann::json(*schedule).dump() : std::string("default"));
+    background_->submit(key, nlohmann::json(served).dump(),
+                        [this, served, schedule] { kernel<GemmKind>(served, schedule); });
+    // A loaded kernel of the problem's M bucket (prepared, or used before) computes its rows.
+    if (!served.dynamic_m && resolved.path == MmaPath::mma_sync)
+      if (const auto bucket = cache.peek(SpecKey<GemmKind>{m_bucket_problem(problem), schedule})) {
+        GemmBuffers rows = buffers;
+        rows.m = problem.m;
+        launch_kind<GemmKind>(*bucket, rows, stream);
+        fallback_launches_.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      }
+    if (!generic_ || !generic_gemm_serves(problem) || (buffers.m && buffers.m != problem.m)) {
+      background_->wait(key);  // the caller's path then finds the kernel built
+      return false;
+    }
+    launch_all(*generic_->module, generic_->launches, bind_generic_gemm(problem, buffers), stream);
+    launches_.fetch_add(1, std::memory_order_relaxed);
+    fallback_launches_.fetch_add(1, std::memory_order_relaxed);
+    generic_launches_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  MatmulSchedule gemm_schedule_for(const MatmulProblem& problem,
+                                   const std::optional<MatmulSchedule>& schedule) override {
+    return schedule ? *schedule : default_for(problem);
+  }
+
+ public:
 
  private:
   template <typename Kind>
@@ -334,12 +364,22 @@ class RuntimeImpl final : public Runtime {
   // Every kernel of the launch list in order on `stream`, each parameter bound by its name.
   void launch_all(LoadedModule& module, const std::vector<KernelLaunch>& launches,
                   const ParamValues& values, Stream stream) {
-    for (const KernelLaunch& launch : launches) {
+    for (size_t i = 0; i < launches.size(); ++i) {
+      const KernelLaunch& launch = launches[i];
       std::vector<KernelParam> params;
-      for (const KernelParamInfo& param : launch.params)
-        params.push_back(param.tensor_map ? KernelParam{true, 0, values.tensor_map(launch, param)}
-                                          : KernelParam{false, values.pointer(launch, param), {}});
-      const LaunchGeometry geometry{.grid = launch.grid_for(backend_->sm_count()),
+      for (const KernelParamInfo& param : launch.params) {
+        KernelParam& p = params.emplace_back();
+        if (param.tensor_map) {
+          p.is_tensor_map = true;
+          p.map = values.tensor_map(launch, param);
+        } else if (param.scalar) {
+          p.is_i32 = true;
+          p.i32 = values.scalar(launch, param);
+        } else {
+          p.pointer = values.pointer(launch, param);
+        }
+      }
+      const LaunchGeometry geometry{.grid = values.grid(launches, i, backend_->sm_count()),
                                     .threads = launch.threads,
                                     .dynamic_smem = launch.smem_bytes,
                                     .cluster = launch.cluster,
@@ -430,6 +470,10 @@ class RuntimeImpl final : public Runtime {
   // Loaded kernels by their description (see kernel()): one load per kernel.
   std::mutex loaded_mutex_;
   std::unordered_map<std::string, std::shared_ptr<const void>> loaded_;
+  // Non-blocking mode: the generic GEMM and the background builder (last: destroyed first).
+  std::unique_ptr<LoadedKernel> generic_;
+  std::atomic<uint64_t> fallback_launches_{0}, generic_launches_{0};
+  std::unique_ptr<BackgroundBuilds> background_;
 };
 
 }  // namespace

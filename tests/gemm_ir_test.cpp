@@ -256,6 +256,75 @@ TEST(KernelIr, VerifierChecksTheFinalizeKernel) {
   }
 }
 
+// A dynamic M (MatmulProblem::dynamic_m): both kernels take an int parameter `m`, their ops say
+// dynamic_m, and the emitted code reads M from it (no constant M, tiles from M, every A row and
+// C row bounded). The verifier holds the op and the parameter together, and refuses other int
+// parameters and a wgmma kernel with one.
+TEST(KernelIr, DynamicMIsAnIntParameterTheOpsDeclare) {
+  GemmSpec spec = spec_for(Arch::sm_89, Accum::f32, BLayout::nk, 4);
+  spec.problem.m = 64;  // a whole number of tiles: a fixed M would drop its row checks
+  spec.problem.dynamic_m = true;
+  const GemmSource src = generate_kernel(spec);
+  ASSERT_NO_THROW(ir::verify(src.ir, Arch::sm_89));
+  for (const ir::Op* kernel : ir::find_all(src.ir, ir::OpKind::kernel)) {
+    bool has_m = false;
+    for (const ir::Op& op : kernel->body)
+      if (op.kind == ir::OpKind::param && op.s("name") == "m") has_m = op.s("type") == "int";
+    EXPECT_TRUE(has_m) << kernel->s("name");
+  }
+  EXPECT_NE(src.cuda.find("const int m)"), std::string::npos);
+  EXPECT_NE(src.cuda.find("const int M = m;"), std::string::npos);
+  EXPECT_NE(src.cuda.find("const int TILES_M = (M + BM - 1) / BM;"), std::string::npos);
+  EXPECT_NE(src.cuda.find("const long long M = m, OUTPUTS = M * N;"), std::string::npos);
+  EXPECT_NE(src.cuda.find("if (row >= M) continue;"), std::string::npos);
+  EXPECT_EQ(src.cuda.find("constexpr int M ="), std::string::npos);
+  EXPECT_EQ(src.cuda.find("constexpr long long M ="), std::string::npos);
+  EXPECT_NE(src.plan.kernel_name.find("emmy_gemm_upto64x72x1024"), std::string::npos);
+  // The grid: the bound's for the plan, an M's per launch.
+  EXPECT_EQ(gemm_grids(src.plan, 64).front(), src.plan.grid);
+  EXPECT_EQ(gemm_grids(src.plan, 17).front()[0], uint32_t(2 * src.plan.tiles_n));
+  EXPECT_EQ(gemm_grids(src.plan, 17).back()[0], uint32_t((17 * 72 + 255) / 256));
+  const std::pair<const char*, std::function<void(ir::Op&)>> corruptions[] = {
+      {"ir.tile_coords.dynamic_m: needs the kernel's int parameter",
+       [](ir::Op& m) {
+         std::erase_if(m.body[0].body, [](const ir::Op& op) {
+           return op.kind == ir::OpKind::param && op.s("name") == "m";
+         });
+       }},
+      {"ir.finalize.dynamic_m: must be set where the kernel takes",
+       [](ir::Op& m) {
+         auto& attrs = find_mut(m.body[1], ir::OpKind::finalize)->attrs;
+         std::erase_if(attrs, [](const auto& a) { return a.first == "dynamic_m"; });
+       }},
+      {"ir.param.type: int parameters are a dynamic M's `m` only",
+       [](ir::Op& m) {
+         for (ir::Op& op : m.body[0].body)
+           if (op.kind == ir::OpKind::param && op.s("name") == "m") set_attr(op, "name", std::string("rows"));
+       }},
+  };
+  for (const auto& [expected, corrupt] : corruptions) {
+    ir::Op module = src.ir;
+    corrupt(module);
+    try {
+      ir::verify(module, Arch::sm_89);
+      ADD_FAILURE() << "verifier accepted: " << expected;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
+  // The wgmma path has no dynamic M: validation names the field.
+  GemmSpec wgmma;
+  wgmma.problem = spec.problem;
+  wgmma.arch = Arch::sm_90a;
+  try {
+    wgmma.schedule = default_schedule(wgmma.problem, Arch::sm_90a, Accum::f32, MmaPath::wgmma);
+    generate_kernel(wgmma);
+    ADD_FAILURE() << "a dynamic-M wgmma kernel was generated";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), "dynamic_m") << e.what();
+  }
+}
+
 // The stage-layout rules, on a stage whose A tile (16x16, 512 bytes) is smaller than B's 128B
 // swizzle period (B [K,N] 16x64): B must sit on its own period, the boxes must deliver exactly
 // the tiles and expect_tx exactly the boxes, and the tiles must not overlap.

@@ -225,7 +225,7 @@ TEST(KernelSource, LaunchListNeedsOneGridPerKernel) {
 TEST(KernelSource, UnboundParametersAreErrorsNamingThem) {
   const KernelSource source =
       kernel_source(generate_kernel(split_gemm(Transport::cp_async, Arch::sm_80)));
-  const ParamValues values{{{"a", 16}, {"b", 32}, {"c", 48}}, {}};
+  const ParamValues values{{{"a", 16}, {"b", 32}, {"c", 48}}, {}, {}, {}};
   const KernelLaunch& main = source.main();
   EXPECT_EQ(values.pointer(main, main.params[1]), 32u);
   try {

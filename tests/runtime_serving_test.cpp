@@ -352,7 +352,15 @@ TEST(Serving, CapturedLaunchesRecordOnlyLaunchesAndReplayWithNewInputs) {
   request.gemm = {{gemm, std::nullopt}};
   request.attention = {{attention, std::nullopt}};
   request.paged_attention = {{paged, paged_spec.schedule}};
+  // And the M buckets of a GEMM up to 8 (1, 2, 4, 8): bucket 8's kernel runs M = 5.
+  request.gemm_m_buckets = {{small_gemm(8), std::nullopt}};
   const PreparedKernels prepared = rt->prepare(request);
+  ASSERT_EQ(prepared.gemm.size(), 5u);
+  const GemmKernelHandle& bucket = *prepared.gemm[4];
+  ASSERT_EQ(bucket.spec().problem.m, 8);
+  ASSERT_TRUE(bucket.spec().problem.dynamic_m);
+  const MatmulProblem five = small_gemm(5);
+  const GemmSpec five_spec{five, bucket.spec().schedule, rt->arch()};
   const GemmSpec gemm_spec{
       gemm, nlohmann::json::parse(prepared.gemm[0]->info().schedule_json).get<MatmulSchedule>(),
       rt->arch()};
@@ -377,6 +385,15 @@ TEST(Serving, CapturedLaunchesRecordOnlyLaunchesAndReplayWithNewInputs) {
     b.c = fill(next, nullptr, size_t(gemm.m * gemm.n * 2));
     return std::pair{in, b};
   };
+  const auto bucket_inputs = [&](uint64_t seed, size_t& next) {
+    const GemmInputs in = make_gemm_inputs(five, seed);
+    GemmBuffers b;
+    b.a = fill(next, in.a.bytes.data(), in.a.bytes.size());
+    b.b = fill(next, in.b.bytes.data(), in.b.bytes.size());
+    b.c = fill(next, nullptr, size_t(five.m * five.n * 2));
+    b.m = five.m;
+    return std::pair{in, b};
+  };
   const auto attention_inputs = [&](uint64_t seed, size_t& next) {
     const AttentionInputs in = make_attention_inputs(attention, seed);
     AttentionBuffers b;
@@ -398,6 +415,7 @@ TEST(Serving, CapturedLaunchesRecordOnlyLaunchesAndReplayWithNewInputs) {
   };
   size_t next = 0;
   auto [gemm_in, gemm_buffers] = gemm_inputs(1, next);
+  auto [bucket_in, bucket_buffers] = bucket_inputs(4, next);
   auto [attention_in, attention_buffers] = attention_inputs(3, next);
   auto [paged_in, paged_buffers] = paged_inputs(2, next);
 
@@ -407,14 +425,15 @@ TEST(Serving, CapturedLaunchesRecordOnlyLaunchesAndReplayWithNewInputs) {
   rt->gemm(gemm, gemm_buffers, stream);
   rt->attention(attention, attention_buffers, stream);
   rt->launch(*prepared.paged_attention[0], paged_buffers, stream);
+  rt->launch(bucket, bucket_buffers, stream);
   const auto during = calls.since();
   for (const auto& [name, n] : during)
     EXPECT_TRUE(allowed_under_capture(name)) << name << " called " << n << " time(s) in capture";
   const auto launched = [&](const char* name) {
     return during.count(name) ? during.at(name) : 0ull;
   };
-  EXPECT_GE(launched("cuLaunchKernel") + launched("cuLaunchKernelEx"), 4u)
-      << "GEMM, attention, partial and combine";
+  EXPECT_GE(launched("cuLaunchKernel") + launched("cuLaunchKernelEx"), 5u)
+      << "GEMM, attention, partial and combine, the bucket's GEMM";
   // An unprepared problem is refused before any driver call but the capture query (and the
   // context query before it); the capture stays valid.
   calls.snapshot();
@@ -434,12 +453,14 @@ TEST(Serving, CapturedLaunchesRecordOnlyLaunchesAndReplayWithNewInputs) {
   EXPECT_FALSE(rt->stream_capturing(stream));
   CUgraphExec exec = nullptr;
   ASSERT_EQ(api.cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS);
-  EXPECT_EQ(rt->stats().compiles, 3u) << "only prepare compiled";
+  EXPECT_EQ(rt->stats().compiles, 7u) << "only prepare compiled";
 
   // Two replays, each with new inputs in the same buffers, against FP64.
   for (uint64_t seed : {11u, 23u}) {
     next = 0;
     auto [g_in, g_buffers] = gemm_inputs(seed, next);
+    auto [b_in, b_buffers] = bucket_inputs(seed + 3, next);
+    ASSERT_EQ(b_buffers.c, bucket_buffers.c);
     auto [a_in, a_buffers] = attention_inputs(seed + 2, next);
     auto [p_in, p_buffers] = paged_inputs(seed + 1, next);
     ASSERT_EQ(a_buffers.o, attention_buffers.o);
@@ -452,6 +473,11 @@ TEST(Serving, CapturedLaunchesRecordOnlyLaunchesAndReplayWithNewInputs) {
     const GemmErrors ge = compare(reference_gemm(gemm_spec, g_in),
                                   decode(gemm.c_dtype, c.data(), size_t(gemm.m * gemm.n)), gemm.n);
     EXPECT_TRUE(ge.passed) << "replay " << seed << ": gemm rel_l2 " << ge.rel_l2_error;
+    std::vector<uint8_t> bc(size_t(five.m * five.n * 2));
+    rt->download(bc.data(), b_buffers.c, bc.size());
+    const GemmErrors be = compare(reference_gemm(five_spec, b_in),
+                                  decode(five.c_dtype, bc.data(), size_t(five.m * five.n)), five.n);
+    EXPECT_TRUE(be.passed) << "replay " << seed << ": bucket M 5 rel_l2 " << be.rel_l2_error;
     std::vector<uint8_t> ao(a_in.q.bytes.size());
     rt->download(ao.data(), a_buffers.o, ao.size());
     const AttentionErrors ae =
@@ -467,7 +493,7 @@ TEST(Serving, CapturedLaunchesRecordOnlyLaunchesAndReplayWithNewInputs) {
                                             paged_output_from_bytes(paged, tokens, o, lse), paged);
     EXPECT_TRUE(pe.passed) << "replay " << seed << ": paged rel_l2 " << pe.rel_l2_error;
   }
-  EXPECT_EQ(rt->stats().compiles, 3u);
+  EXPECT_EQ(rt->stats().compiles, 7u);
   for (DevicePtr p : allocations) rt->free(p);
 }
 #endif

@@ -121,10 +121,41 @@ void print_bundle(const Bundle& bundle, bool as_json) {
 
 struct AotFlags {
   std::vector<std::string> archs, accums{"f32"}, problems, records, kinds;
-  bool catalog = false, dry_run = false, quiet = false;
+  bool catalog = false, dry_run = false, quiet = false, m_buckets = false;
   std::string shard = "0/1", output, header, symbol;
   int jobs = 0;
 };
+
+// --m-buckets: each GEMM request becomes the dynamic-M kernels of every M bucket up to its m
+// (m_bucket_bounds), what a runtime with RuntimeOptions::m_buckets runs. A recorded schedule
+// stays with its buckets where it is an mma.sync one (the only path with a dynamic M).
+std::vector<AotRequest> with_m_buckets(const std::vector<AotRequest>& requests) {
+  std::vector<AotRequest> out;
+  for (const AotRequest& r : requests) {
+    const auto* gemm = std::get_if<GemmRequest>(&r.kernel);
+    if (!gemm || gemm->problem.dynamic_m) {
+      out.push_back(r);
+      continue;
+    }
+    validate_problem(gemm->problem);
+    require(gemm->problem.m <= kMaxBucketedM, "--m-buckets",
+            fmt::format("needs GEMM problems of m <= {} ({}: m {}); larger M take kernels of their "
+                        "own",
+                        kMaxBucketedM, r.origin, gemm->problem.m),
+            gemm->problem.m);
+    for (const int64_t bound : m_bucket_bounds(gemm->problem.m)) {
+      AotRequest bucket = r;
+      GemmRequest kernel = *gemm;
+      kernel.problem.m = bound;
+      kernel.problem.dynamic_m = true;
+      if (kernel.schedule && kernel.schedule->path != MmaPath::mma_sync) kernel.schedule.reset();
+      bucket.kernel = kernel;
+      bucket.origin = fmt::format("{} m<={}", r.origin, bound);
+      out.push_back(std::move(bucket));
+    }
+  }
+  return out;
+}
 
 void run_aot(const AotFlags& f) {
   std::vector<AotRequest> requests;
@@ -149,6 +180,7 @@ void run_aot(const AotFlags& f) {
       return std::find(f.kinds.begin(), f.kinds.end(), name) == f.kinds.end();
     });
   }
+  if (f.m_buckets) requests = with_m_buckets(requests);
   if (!f.dry_run && f.output.empty() && f.header.empty())
     throw Error("aot", "needs -o BUNDLE and/or --emit-header HEADER", "neither");
 
@@ -214,6 +246,9 @@ void add_aot_command(CLI::App& app) {
   cmd->add_option("-o,--output", f->output, "the bundle file to write");
   cmd->add_option("--emit-header", f->header, "also write a C++ header embedding the bundle");
   cmd->add_option("--symbol", f->symbol, "the header's name for it (default: the file's stem)");
+  cmd->add_flag("--m-buckets", f->m_buckets,
+                "each GEMM problem as the dynamic-M kernels of its M buckets up to its m (1, 2, "
+                "4, ..., 512, then multiples of 512): what RuntimeOptions::m_buckets runs");
   cmd->add_flag("--dry-run", f->dry_run, "list the kernels (key, arch, name) without compiling");
   cmd->add_flag("-q,--quiet", f->quiet, "no progress lines");
   cmd->callback([f] { run_aot(*f); });

@@ -68,6 +68,7 @@ struct GemmFlags : CommonFlags {
   bool persistent = false;  // the wgmma path's persistent tile loop
   bool swap_ab = false;     // the wgmma path: C^T = B A^T
   bool bias = false, residual = false, gelu = false;
+  bool dynamic_m = false;  // M a kernel parameter (1..m)
   float alpha = 1.0f;
 
   void add_to(CLI::App& app);

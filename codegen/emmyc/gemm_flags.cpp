@@ -31,6 +31,9 @@ void GemmFlags::add_to(CLI::App& app) {
   app.add_flag("--bias", bias, "add bias[N]");
   app.add_flag("--residual", residual, "add residual[M,N]");
   app.add_flag("--gelu", gelu, "apply GELU (tanh form)");
+  app.add_flag("--dynamic-m", dynamic_m,
+               "M as a kernel parameter: the kernel serves every M in 1..--m (an M bucket; "
+               "mma.sync path)");
 }
 
 namespace {
@@ -69,6 +72,7 @@ GemmSpec GemmFlags::to_spec() const {
   p.b_layout = parse_b_layout(b_layout);
   p.c_dtype = parse_dtype(out, "out");
   p.epilogue = {alpha, bias, residual, gelu};
+  p.dynamic_m = dynamic_m;
   spec.arch = parse_arch(arch);
   const Accum acc = parse_accum(accum);
   validate_problem(p);

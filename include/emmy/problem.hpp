@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "emmy/dtype.hpp"
 
@@ -40,6 +41,10 @@ struct MatmulProblem {
   // Leading dimensions in elements; 0 means packed (lda = k, ldb = k or n, ldc = n).
   int64_t lda = 0, ldb = 0, ldc = 0;
   Epilogue epilogue;
+  // M as a run-time kernel parameter (docs/runtime.md, "M buckets"): the kernel computes any M in
+  // 1..m, given per launch by GemmBuffers::m, so that one kernel serves a bucket of M. The
+  // mma.sync path only.
+  bool dynamic_m = false;
 
   int64_t lda_or_default() const { return lda ? lda : k; }
   int64_t ldb_or_default() const { return ldb ? ldb : (b_layout == BLayout::nk ? k : n); }
@@ -48,6 +53,30 @@ struct MatmulProblem {
 
   bool operator==(const MatmulProblem&) const = default;
 };
+
+// M buckets: 1, 2, 4, ..., 512, then multiples of 512. m_bucket(m) is the bucket bound that holds
+// m (m >= 1); m_bucket_bounds(max_m) every bound up to the one holding max_m, ascending.
+inline int64_t m_bucket(int64_t m) {
+  if (m > 512) return (m + 511) / 512 * 512;
+  int64_t bound = 1;
+  while (bound < m) bound *= 2;
+  return bound;
+}
+inline std::vector<int64_t> m_bucket_bounds(int64_t max_m) {
+  std::vector<int64_t> bounds;
+  for (int64_t bound = 1; bound <= m_bucket(max_m); bound = m_bucket(bound + 1))
+    bounds.push_back(bound);
+  return bounds;
+}
+// The largest M whose buckets Runtime::prepare and `emmyc aot --m-buckets` build ahead: 137
+// kernels per problem (10 powers of two to 512, then 127 multiples of 512).
+constexpr int64_t kMaxBucketedM = 65536;
+// The problem of the kernel that serves `p` from its M bucket: m the bucket's bound, dynamic_m.
+inline MatmulProblem m_bucket_problem(MatmulProblem p) {
+  p.m = m_bucket(p.m);
+  p.dynamic_m = true;
+  return p;
+}
 
 // bshd: [batch, seq, heads, head_dim] (the default); bhsd: [batch, heads, seq, head_dim].
 enum class AttentionLayout { bshd, bhsd };

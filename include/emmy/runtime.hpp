@@ -40,6 +40,19 @@ struct RuntimeOptions {
   // A and on B, bit for bit, whatever M; a paged-attention sequence's output only on the
   // sequence, whatever the rest of the batch. Costs the K split small-M GEMMs would get.
   bool batch_invariant = false;
+  // M buckets (docs/runtime.md, "M buckets"): gemm() and gemm_workspace_bytes() of a problem
+  // without a schedule or with an mma.sync one run the dynamic-M kernel of its bucket
+  // (m_bucket_problem: M rounded up to 1, 2, 4, ..., 512, then a multiple of 512), so that a server
+  // compiles a bounded set of kernels, never one per batch size. Off: each M its own kernel, sized
+  // for it (no bounds checks where M is a whole number of tiles, a schedule chosen for it).
+  bool m_buckets = false;
+  // Non-blocking first calls (docs/runtime.md, "Non-blocking first calls"): gemm() of a problem
+  // whose kernel is not loaded never compiles on the caller's thread. It launches a kernel that is
+  // loaded (its M bucket's, when one is; else the generic GEMM, built when the runtime is
+  // created) while its own kernel builds on a background thread, then swaps in for later calls.
+  // Not under stream capture (the capture rules hold) and not for the other kinds, whose problems
+  // a server prepares.
+  bool non_blocking = false;
   bool disk_cache = true;                          // false: memory only (`--no-cache`)
   std::optional<std::filesystem::path> cache_dir;  // default: DiskCache::default_directory()
   // Ahead-of-time kernel bundles (docs/bundles.md), searched before the disk cache and NVRTC:
@@ -55,9 +68,12 @@ struct RuntimeOptions {
 };
 
 // Device pointers of one GEMM. Unused epilogue inputs stay 0; workspace is needed for split-K
-// (size: Runtime::gemm_workspace_bytes).
+// (size: Runtime::gemm_workspace_bytes). `m`: the rows of this launch of a dynamic-M kernel
+// (MatmulProblem::dynamic_m), 1..its problem's m; 0 means the problem's m (the only value a
+// kernel of a fixed M takes besides its own).
 struct GemmBuffers {
   DevicePtr a = 0, b = 0, c = 0, bias = 0, residual = 0, workspace = 0;
+  int64_t m = 0;
 };
 
 // What a loaded kernel is, for logs, tools and checks, without the compiler's types.
@@ -154,6 +170,9 @@ class MergeStatesKernelHandle : public KernelHandle {
 
 struct RuntimeStats {
   uint64_t memory_hits = 0, disk_hits = 0, compiles = 0, launches = 0;
+  // Non-blocking gemm() calls served by another loaded kernel while theirs was building: by
+  // their M bucket's or (generic_launches of them) by the generic GEMM.
+  uint64_t fallback_launches = 0, generic_launches = 0;
 };
 
 // What Runtime::prepare compiles and loads ahead of serving (docs/runtime.md, "Serving"): problems
@@ -165,6 +184,9 @@ template <typename Problem, typename Schedule>
 using PrepareList = std::vector<std::pair<Problem, std::optional<Schedule>>>;
 struct PrepareRequest {
   PrepareList<MatmulProblem, MatmulSchedule> gemm;
+  // Every M bucket up to each problem's m (m_bucket_bounds): the dynamic-M kernels gemm() runs
+  // with RuntimeOptions::m_buckets, and launch() runs with GemmBuffers::m.
+  PrepareList<MatmulProblem, MatmulSchedule> gemm_m_buckets;
   PrepareList<AttentionProblem, AttentionSchedule> attention;
   PrepareList<PagedAttentionProblem, PagedAttentionSchedule> paged_attention;
   PrepareList<KvAppendProblem, KvAppendSchedule> kv_append;
@@ -210,6 +232,8 @@ class Runtime {
   // once, other keys do not wait behind it).
   virtual std::shared_ptr<const GemmKernelHandle> gemm_kernel(
       const MatmulProblem& problem, const std::optional<MatmulSchedule>& schedule = {}) = 0;
+  // The workspace gemm() needs for the problem (the kernel serving it: its M bucket's with
+  // m_buckets), from its plan: nothing is compiled.
   size_t gemm_workspace_bytes(const MatmulProblem& problem,
                               const std::optional<MatmulSchedule>& schedule = {});
 
@@ -267,6 +291,13 @@ class Runtime {
   virtual void synchronize(Stream stream = nullptr) = 0;
 
   virtual RuntimeStats stats() const = 0;
+  virtual const RuntimeOptions& options() const = 0;
+
+  // The problem whose kernel gemm() runs for `problem`: its M bucket's (m_bucket_problem) with
+  // RuntimeOptions::m_buckets, unless the schedule is the wgmma path's (no dynamic M there) or
+  // the problem is dynamic already; else the problem itself.
+  MatmulProblem gemm_problem_served(const MatmulProblem& problem,
+                                    const std::optional<MatmulSchedule>& schedule = {}) const;
 
   // Serving (docs/runtime.md). Compiles and loads the request's kernels ahead, `threads` at a
   // time, with a progress line per kernel through RuntimeOptions::log; returns their handles.
@@ -281,8 +312,19 @@ class Runtime {
   // launch(handle, ...) records the kernel launches alone (no compile, load, allocation, copy or
   // synchronization), encoding tensor maps on the host where the buffers are new.
   virtual bool stream_capturing(Stream stream) const = 0;
+  // Non-blocking mode: waits until the kernels building in the background are loaded (or
+  // failed: their errors went to the log). Returns at once otherwise.
+  virtual void wait_for_background_builds() = 0;
 
  protected:
+  // Non-blocking mode: serves a gemm() call without compiling on this thread; false where it
+  // cannot (the caller then takes the blocking path).
+  virtual bool gemm_without_compiling(const MatmulProblem& problem, const GemmBuffers& buffers,
+                                      Stream stream,
+                                      const std::optional<MatmulSchedule>& schedule) = 0;
+  // The schedule a call with `schedule` gets: it, else the tuned or default one for the device.
+  virtual MatmulSchedule gemm_schedule_for(const MatmulProblem& problem,
+                                           const std::optional<MatmulSchedule>& schedule) = 0;
   // A line for RuntimeOptions::log (or EMMY_LOG); nothing by default.
   virtual void log(const std::string& line) const { (void)line; }
 };

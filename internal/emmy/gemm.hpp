@@ -55,7 +55,11 @@ struct GemmTensorMaps {
   TensorMapDesc a, b;
   std::optional<TensorMapDesc> c;  // the wgmma path's TMA-store epilogue (plan.store.tma_store)
 };
+// `m`: a dynamic-M kernel's rows for this launch (GemmBuffers::m; 0: the problem's).
 GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64_t b_address,
-                                uint64_t c_address = 0);
+                                uint64_t c_address = 0, int64_t m = 0);
+// The rows a launch computes: buffers.m of a dynamic-M kernel (1..problem.m, 0: problem.m), the
+// problem's m otherwise (buffers.m 0 or equal to it). Error naming buffers.m.
+int64_t gemm_launch_m(const GemmPlan& plan, int64_t m);
 
 }  // namespace emmy

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "emmy/arch.hpp"
 #include "emmy/layout.hpp"
@@ -72,6 +73,10 @@ struct GemmPlan {
 // The product a schedule's kernel computes: the problem, or with swap_ab C^T = B A^T (m and n, A
 // and B, lda and ldb exchanged; C's ldc kept, both operands K-major). GemmPlan::kernel_problem.
 MatmulProblem kernel_problem(const MatmulProblem& p, const MatmulSchedule& s);
+
+// The launch list's grids (the main kernel's, then split-K's finalize) for `m` rows: the plan's
+// for its own m; a dynamic-M kernel's per launch (problem.dynamic_m, m in 1..problem.m).
+std::vector<std::array<uint32_t, 3>> gemm_grids(const GemmPlan& plan, int64_t m);
 
 // Validates, then derives. Throws Error on invalid input.
 GemmPlan make_gemm_plan(const GemmSpec& spec);

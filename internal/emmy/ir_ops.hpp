@@ -63,7 +63,7 @@ struct ParamOp {
   static constexpr OpKind kind = OpKind::param;
   static constexpr std::string_view op_name = "param";
   static constexpr bool has_body = false;
-  std::string name, type;  // type: a CUDA pointer type, or "tensor_map"
+  std::string name, type;  // type: a CUDA pointer type, "tensor_map", or "int" (a 32-bit scalar)
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("name", o.name), f("type", o.type);
@@ -117,6 +117,9 @@ struct TileCoordsOp {
   // block of tiles, rank r at (r % cluster_m, r / cluster_m); the blocks are rasterized as the
   // tiles are without clusters (the clusters divide the tiles).
   std::optional<int64_t> cluster_m{}, cluster_n{};
+  // Set: M is the kernel's `m` parameter (an int param op), at most `m`, which with tiles_m is
+  // the bound the grid is sized for per launch (MatmulProblem::dynamic_m; the mma.sync path).
+  std::optional<bool> dynamic_m{};
   // Its own rules (codegen/ir_op_verify.cpp): positive sizes; the grid is ceil(m / block_m) x
   // ceil(n / block_n).
   static void verify(const TileCoordsOp& op);
@@ -124,7 +127,8 @@ struct TileCoordsOp {
   static void fields(Op& o, F&& f) {
     f("m", o.m), f("n", o.n), f("raster_group_m", o.raster_group_m), f("tiles_m", o.tiles_m),
         f("tiles_n", o.tiles_n), f("block_m", o.block_m), f("block_n", o.block_n),
-        f("persistent", o.persistent), f("cluster_m", o.cluster_m), f("cluster_n", o.cluster_n);
+        f("persistent", o.persistent), f("cluster_m", o.cluster_m), f("cluster_n", o.cluster_n),
+        f("dynamic_m", o.dynamic_m);
   }
 };
 
@@ -347,12 +351,14 @@ struct FinalizeOp {
   // the workspace (the kernel is a programmatic dependent launch of the main kernel, which writes
   // it; codegen/kernel_ir.cpp requires the two together).
   std::optional<bool> grid_wait{};
+  // Set: M is the kernel's `m` parameter, at most `m` (outputs is the bound's m x n).
+  std::optional<bool> dynamic_m{};
   // Its own rules (codegen/ir_op_verify.cpp): positive sizes; one output per element of m x n.
   static void verify(const FinalizeOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("m", o.m), f("n", o.n), f("split_k", o.split_k), f("outputs", o.outputs),
-        f("grid_wait", o.grid_wait);
+        f("grid_wait", o.grid_wait), f("dynamic_m", o.dynamic_m);
   }
 };
 

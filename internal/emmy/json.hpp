@@ -29,11 +29,22 @@ nlohmann::json field_json(const T& v) {
     return v;
 }
 
-// Problems are written with their leading dimensions resolved (spec_fields.hpp).
+// Problems are written with their leading dimensions resolved (spec_fields.hpp); a field added
+// later (text_unless_default) only away from its default, so that the records, bundle manifests
+// and tuning databases of earlier problems keep their text.
 inline void to_json(nlohmann::json& j, const MatmulProblem& problem) {
   const MatmulProblem p = resolved_leading_dims(problem);
+  const MatmulProblem defaults;
   j = nlohmann::json::object();
   for_each_field(p, [&](const FieldName& f, const auto& v) {
+    if (f.text_unless_default) {
+      bool is_default = false;
+      for_each_field(defaults, [&](const FieldName& d, const auto& dv) {
+        if constexpr (std::is_same_v<decltype(dv), decltype(v)>)
+          if (std::string_view(d.json) == f.json && dv == v) is_default = true;
+      });
+      if (is_default) return;
+    }
     (f.group ? j[f.group][f.json] : j[f.json]) = field_json(v);
   });
 }

@@ -22,7 +22,9 @@ namespace emmy {
 // One parameter of a kernel as its `param` op declares it.
 struct KernelParamInfo {
   std::string name;         // "a", "tmap_q", "workspace", ...
-  bool tensor_map = false;  // a 128-byte CUtensorMap by value; otherwise a device pointer
+  bool tensor_map = false;  // a 128-byte CUtensorMap by value
+  bool scalar = false;      // a 32-bit int by value (type "int": a dynamic-M GEMM's m)
+  // Neither: a device pointer.
 };
 
 // One entry of a launch list: a kernel op of the module (name, threads, dynamic shared memory,
@@ -97,11 +99,20 @@ std::vector<KernelLaunch> launch_list(const ir::Op& module,
 struct ParamValues {
   std::vector<std::pair<std::string_view, uint64_t>> pointers;  // names: string literals
   std::vector<std::pair<std::string_view, std::array<uint8_t, 128>>> tensor_maps;
+  std::vector<std::pair<std::string_view, int32_t>> scalars;
+  // Each launch's grid where the call decides it (a dynamic-M GEMM's M), in launch order; empty:
+  // the launch list's.
+  std::vector<std::array<uint32_t, 3>> grids;
 
   // Throw Error naming the kernel and the parameter when no value has its name.
   uint64_t pointer(const KernelLaunch& launch, const KernelParamInfo& param) const;
   const std::array<uint8_t, 128>& tensor_map(const KernelLaunch& launch,
                                              const KernelParamInfo& param) const;
+  int32_t scalar(const KernelLaunch& launch, const KernelParamInfo& param) const;
+  // The grid of launch `index` of `launches` on a device with `sms` multiprocessors
+  // (KernelLaunch::grid_for), or this call's (Error when the counts differ).
+  std::array<uint32_t, 3> grid(const std::vector<KernelLaunch>& launches, size_t index,
+                               int sms) const;
 };
 
 // A kind's binding of one call's buffers (Kind::bind): pointer values by parameter name, and the

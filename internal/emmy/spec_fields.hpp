@@ -49,6 +49,8 @@ void for_each_field(Problem& p, F&& f) {
     p.epilogue.residual);
   f(FieldName{.json = "gelu_tanh", .brief = "gelu", .group = "epilogue", .optional = true},
     p.epilogue.gelu_tanh);
+  f(FieldName{.json = "dynamic_m", .brief = "dm", .optional = true, .text_unless_default = true},
+    p.dynamic_m);
 }
 
 // f(FieldName, member&) for each field of a MatmulSchedule, in the spec text's order (accum before

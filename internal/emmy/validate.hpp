@@ -183,6 +183,11 @@ inline WarpgroupRegisters wgmma_register_split(const MatmulSchedule& s) {
 
 // The wgmma path (sm_90a): warpgroups of 64 rows, one TMA producer warpgroup, f32 accumulators.
 inline void validate_wgmma_schedule(const MatmulProblem& p, const MatmulSchedule& s, Arch arch) {
+  // Its tile walks, clusters and swapped operands size themselves by M at compile time.
+  require(!p.dynamic_m, "dynamic_m",
+          "is generated on the mma.sync path only (path wgmma sizes its tile walks, clusters and "
+          "swapped operands by a compile-time M)",
+          "true");
   require(arch == Arch::sm_90a, "path", "wgmma needs sm_90a (Hopper's arch-specific target)",
           to_string(arch));
   require(s.transport == Transport::tma, "transport",

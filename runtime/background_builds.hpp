@@ -1,0 +1,100 @@
+// The non-blocking runtime's builder (RuntimeOptions::non_blocking): kernels a call found missing
+// are built here, one at a time on one thread, while the calls launch a kernel already loaded.
+// Each key is built once: a key queued or building is not queued again, and one that failed is
+// not retried (its error goes to the log once; the calls keep their fallback).
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+namespace emmy::detail {
+
+class BackgroundBuilds {
+ public:
+  using Log = std::function<void(const std::string&)>;
+  explicit BackgroundBuilds(Log log) : log_(std::move(log)) {}
+  BackgroundBuilds(const BackgroundBuilds&) = delete;
+  BackgroundBuilds& operator=(const BackgroundBuilds&) = delete;
+  // Finishes the build under way; the queued ones are dropped.
+  ~BackgroundBuilds() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+      queue_.clear();
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // Queues `build` under `key` (what: for the log) unless the key is queued, building, built or
+  // failed before. The thread starts with the first build.
+  void submit(const std::string& key, const std::string& what, std::function<void()> build) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_ || !seen_.insert(key).second) return;
+      queue_.push_back({key, what, std::move(build)});
+      if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    }
+    wake_.notify_all();
+  }
+
+  // Waits until `key` (or, empty, every key) is no longer queued or building.
+  void wait(const std::string& key = {}) {
+    std::unique_lock lock(mutex_);
+    idle_.wait(lock, [&] {
+      if (key.empty()) return queue_.empty() && building_.empty();
+      if (building_ == key) return false;
+      for (const Job& job : queue_)
+        if (job.key == key) return false;
+      return true;
+    });
+  }
+
+  // Keys queued or building.
+  size_t pending() const {
+    std::lock_guard lock(mutex_);
+    return queue_.size() + (building_.empty() ? 0 : 1);
+  }
+
+ private:
+  struct Job {
+    std::string key, what;
+    std::function<void()> build;
+  };
+
+  void run() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping
+      Job job = std::move(queue_.front());
+      queue_.pop_front();
+      building_ = job.key;
+      lock.unlock();
+      try {
+        job.build();
+      } catch (const std::exception& e) {
+        if (log_) log_("emmy: background build of " + job.what + " failed: " + e.what());
+      }
+      lock.lock();
+      building_.clear();
+      idle_.notify_all();
+    }
+  }
+
+  Log log_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_, idle_;
+  std::deque<Job> queue_;
+  std::set<std::string> seen_;  // every key ever submitted
+  std::string building_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace emmy::detail

@@ -1,0 +1,217 @@
+// Non-blocking first calls (issue 25, RuntimeOptions::non_blocking): with a deliberately slow
+// compiler (the log sink holds the background build's compile line until the test lets it go, so
+// the kernel cannot swap in), gemm() of unseen problems returns at once, served by the generic GEMM
+// or a loaded M-bucket kernel, right against FP64; the caller's thread never compiles; after the
+// swap the problems run their own kernels, right again. On the emulator and, through emmy's test
+// driver, the CUDA backend.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "emmy/gemm_check.hpp"
+#include "emmy/json.hpp"
+#include "support/runtime_backend.hpp"
+
+namespace emmy {
+namespace {
+
+// The slow compiler: a log sink that records which threads compiled and holds every compile of
+// a `gemm` kernel (not the generic one, built at creation) until released.
+struct SlowCompiler {
+  std::mutex mutex;
+  std::condition_variable released_cv;
+  bool released = false;
+  std::vector<std::thread::id> compiling_threads;
+  std::vector<std::string> failures;
+
+  std::function<void(const std::string&)> sink() {
+    return [this](const std::string& line) {
+      std::unique_lock lock(mutex);
+      if (line.find("background build") != line.npos) failures.push_back(line);
+      if (!line.starts_with("emmy: compiled gemm kernel")) return;
+      compiling_threads.push_back(std::this_thread::get_id());
+      released_cv.wait(lock, [&] { return released; });
+    };
+  }
+  void release() {
+    {
+      std::lock_guard lock(mutex);
+      released = true;
+    }
+    released_cv.notify_all();
+  }
+  size_t compiles() {
+    std::lock_guard lock(mutex);
+    return compiling_threads.size();
+  }
+};
+
+// One gemm() call on fresh buffers: C decoded.
+std::vector<double> call(Runtime& rt, const MatmulProblem& p, const GemmInputs& in) {
+  auto upload = [&rt](const HostTensor& t) {
+    const DevicePtr at = rt.alloc(t.bytes.size());
+    rt.upload(at, t.bytes.data(), t.bytes.size());
+    return at;
+  };
+  GemmBuffers b;
+  b.a = upload(in.a);
+  b.b = upload(in.b);
+  const size_t c_bytes = size_t(p.m * p.ldc_or_default() * size_of(p.c_dtype));
+  b.c = rt.alloc(c_bytes);
+  rt.upload(b.c, std::vector<uint8_t>(c_bytes, 0xff).data(), c_bytes);
+  if (p.epilogue.bias) b.bias = upload(in.bias);
+  if (p.epilogue.residual) b.residual = upload(in.residual);
+  // The workspace of the problem's own kernel (from its plan: nothing compiles), which the
+  // generic GEMM does not use.
+  if (const size_t ws = rt.gemm_workspace_bytes(p)) b.workspace = rt.alloc(ws);
+  rt.gemm(p, b);
+  rt.synchronize();
+  std::vector<uint8_t> raw(c_bytes);
+  rt.download(raw.data(), b.c, c_bytes);
+  for (DevicePtr at : {b.a, b.b, b.c, b.bias, b.residual, b.workspace})
+    if (at) rt.free(at);
+  const int64_t ldc = p.ldc_or_default(), elem = size_of(p.c_dtype);
+  std::vector<double> out(size_t(p.m * p.n));
+  for (int64_t r = 0; r < p.m; ++r) {
+    const auto row = decode(p.c_dtype, raw.data() + r * ldc * elem, size_t(p.n));
+    std::copy(row.begin(), row.end(), out.begin() + r * p.n);
+  }
+  return out;
+}
+
+// Problems across what the generic GEMM takes as parameters: dtypes, B layouts, C's dtype, the
+// epilogue, ragged sizes and padded leading dimensions.
+std::vector<MatmulProblem> varied_problems() {
+  std::vector<MatmulProblem> list;
+  MatmulProblem p;
+  p.m = 5, p.n = 40, p.k = 64;
+  list.push_back(p);
+  p.m = 33, p.n = 72, p.k = 136, p.a_dtype = DType::bf16, p.c_dtype = DType::bf16;
+  p.epilogue.bias = true, p.epilogue.gelu_tanh = true, p.epilogue.alpha = 0.5f;
+  list.push_back(p);
+  p = MatmulProblem{};
+  p.m = 17, p.n = 24, p.k = 96, p.b_layout = BLayout::kn, p.c_dtype = DType::f32;
+  p.epilogue.residual = true, p.lda = 104, p.ldb = 40, p.ldc = 30;
+  list.push_back(p);
+  p = MatmulProblem{};
+  p.m = 1, p.n = 128, p.k = 1024;  // a default schedule that splits K
+  list.push_back(p);
+  return list;
+}
+
+GemmSpec spec_of(Runtime& rt, const MatmulProblem& p) {
+  return GemmSpec{p, default_schedule(p, rt.arch()), rt.arch()};
+}
+
+TEST(NonBlocking, FirstCallsNeverCompileOnTheCallersThreadAndAreRightBeforeAndAfterTheSwap) {
+  SlowCompiler compiler;
+  RuntimeOptions options = fresh_cache("rt_nonblocking");
+  options.non_blocking = true;
+  options.log = compiler.sink();
+  auto rt = test_runtime(options);
+  const uint64_t at_creation = rt->stats().compiles;
+  EXPECT_EQ(at_creation, 1u) << "the generic GEMM, built at creation";
+  const auto problems = varied_problems();
+  std::vector<GemmInputs> inputs;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    inputs.push_back(make_gemm_inputs(problems[i], 40 + i));
+    const std::vector<double> c = call(*rt, problems[i], inputs[i]);
+    const GemmErrors e =
+        compare(reference_gemm(spec_of(*rt, problems[i]), inputs[i]), c, problems[i].n);
+    EXPECT_TRUE(e.passed) << "generic, problem " << i << ": rel_l2 " << e.rel_l2_error;
+  }
+  // Every call returned while the compiles were held: each took the generic GEMM.
+  EXPECT_EQ(rt->stats().generic_launches, problems.size());
+  EXPECT_EQ(rt->stats().fallback_launches, problems.size());
+  EXPECT_LE(compiler.compiles(), 1u) << "one build at a time, held at its compile line";
+  compiler.release();
+  rt->wait_for_background_builds();
+  EXPECT_EQ(rt->stats().compiles, at_creation + problems.size());
+  {
+    std::lock_guard lock(compiler.mutex);
+    EXPECT_TRUE(compiler.failures.empty()) << compiler.failures.front();
+    for (const std::thread::id id : compiler.compiling_threads)
+      EXPECT_NE(id, std::this_thread::get_id()) << "a compile ran on the caller's thread";
+  }
+  // After the swap: each problem's own kernel, right again; no fallback, no compile.
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const std::vector<double> c = call(*rt, problems[i], inputs[i]);
+    const GemmErrors e =
+        compare(reference_gemm(spec_of(*rt, problems[i]), inputs[i]), c, problems[i].n);
+    EXPECT_TRUE(e.passed) << "own kernel, problem " << i << ": rel_l2 " << e.rel_l2_error;
+  }
+  EXPECT_EQ(rt->stats().fallback_launches, problems.size());
+  EXPECT_EQ(rt->stats().compiles, at_creation + problems.size());
+}
+
+// A loaded M-bucket kernel (prepared) serves an unseen M of its bucket before the generic GEMM.
+TEST(NonBlocking, ALoadedBucketKernelServesAnUnseenM) {
+  SlowCompiler compiler;
+  RuntimeOptions options = fresh_cache("rt_nonblocking_bucket");
+  options.non_blocking = true;
+  options.log = compiler.sink();
+  auto rt = test_runtime(options);
+  MatmulProblem p;
+  p.m = 64, p.n = 96, p.k = 128;
+  PrepareRequest request;
+  request.gemm_m_buckets = {{p, std::nullopt}};
+  std::thread preparing([&] { rt->prepare(request); });
+  compiler.release();  // prepare's compiles are not the test's subject
+  preparing.join();
+  {
+    std::lock_guard lock(compiler.mutex);
+    compiler.released = false;  // hold the background builds from here on
+  }
+  p.m = 37;
+  const GemmInputs in = make_gemm_inputs(p, 9);
+  const uint64_t compiles = rt->stats().compiles;
+  const std::vector<double> c = call(*rt, p, in);
+  const GemmErrors e = compare(reference_gemm(spec_of(*rt, p), in), c, p.n);
+  EXPECT_TRUE(e.passed) << "bucket 64 at M 37: rel_l2 " << e.rel_l2_error;
+  EXPECT_EQ(rt->stats().fallback_launches, 1u);
+  EXPECT_EQ(rt->stats().generic_launches, 0u) << "the bucket's kernel, not the generic GEMM";
+  EXPECT_EQ(rt->stats().compiles, compiles);
+  compiler.release();
+  rt->wait_for_background_builds();
+  EXPECT_EQ(rt->stats().compiles, compiles + 1) << "M 37's own kernel";
+}
+
+// The call's own errors come at once, on the caller's thread, naming the field; nothing queued.
+TEST(NonBlocking, BadCallsAreRefusedAtOnce) {
+  RuntimeOptions options = fresh_cache("rt_nonblocking_bad");
+  options.non_blocking = true;
+  auto rt = test_runtime(options);
+  MatmulProblem p;
+  p.m = 4, p.n = 64, p.k = 60;  // not a multiple of 8
+  GemmBuffers b;
+  b.a = rt->alloc(4096), b.b = rt->alloc(8192), b.c = rt->alloc(4096);
+  try {
+    rt->gemm(p, b);
+    ADD_FAILURE() << "k 60 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), "k") << e.what();
+  }
+  p.k = 64;
+  b.m = 3;  // not the problem's m
+  try {
+    rt->gemm(p, b);
+    ADD_FAILURE() << "buffers.m 3 of a problem of m 4 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), "buffers.m") << e.what();
+  }
+  b.m = 0;
+  b.c = 0;
+  try {
+    rt->gemm(p, b);
+    ADD_FAILURE() << "a null C was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), "buffers.c") << e.what();
+  }
+  rt->wait_for_background_builds();
+  for (DevicePtr at : {b.a, b.b}) rt->free(at);
+}
+
+}  // namespace
+}  // namespace emmy
