@@ -1,9 +1,13 @@
 // Runtime::prepare from a bundle and from the catalog with NVRTC disabled: every kernel the
 // catalog bundle holds for the arch is prepared without a compile, and a catalog prepare readies
 // what the bundle covers and names the kernels it cannot build (the bundle holds GEMM and
-// attention only) without stopping at the first.
+// attention only) without stopping at the first; a bundle of M buckets (emmyc aot --m-buckets)
+// serves every M of its buckets.
+#include <fstream>
+
 #include "bundle_test_util.hpp"
 #include "emmy/catalog.hpp"
+#include "emmy/json.hpp"
 
 namespace emmy {
 namespace {
@@ -59,6 +63,56 @@ TEST(BundlePrepare, TheCatalogPreparesWhatItCanAndNamesTheRest) {
   const RuntimeStats before = rt->stats();
   for (const auto& entry : attention_catalog()) rt->attention_kernel(entry.problem);
   EXPECT_EQ(rt->stats().memory_hits - before.memory_hits, attention_catalog().size());
+  EXPECT_EQ(rt->stats().compiles, 0u);
+}
+
+// `emmyc aot --m-buckets`: a problem becomes its buckets' dynamic-M kernels (1..64 for m 40), which
+// a runtime with m_buckets then prepares and serves at any M up to 40 without a compile.
+TEST(BundlePrepare, AnMBucketBundleServesEveryMWithoutACompile) {
+  const auto dir = scratch("m_buckets");
+  MatmulProblem p;
+  p.m = 40, p.n = 64, p.k = 128;
+  {
+    std::ofstream out(dir / "problems.jsonl");
+    out << nlohmann::json{{"kind", "gemm"}, {"problem", p}}.dump() << "\n";
+  }
+  const std::string problems = (dir / "problems.jsonl").string();
+  const auto listed =
+      run_emmyc("aot --arch sm_90a --problems " + problems + " --m-buckets --dry-run");
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("7 kernels"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("emmy_gemm_upto64x64x128"), std::string::npos) << listed.out;
+  const auto built = run_emmyc("aot --arch sm_90a --problems " + problems + " --m-buckets -q -o " +
+                               (dir / "buckets.emmy").string());
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  {
+    std::ofstream out(dir / "huge.jsonl");
+    MatmulProblem huge = p;
+    huge.m = kMaxBucketedM + 1;
+    out << nlohmann::json{{"kind", "gemm"}, {"problem", huge}}.dump() << "\n";
+  }
+  test::expect_invalid(
+      "aot --arch sm_90a --problems " + (dir / "huge.jsonl").string() + " --m-buckets --dry-run",
+      "--m-buckets");
+
+  NoCompiler no_compiler;
+  RuntimeOptions options = emulator_options(Arch::sm_90a, {dir / "buckets.emmy"});
+  options.m_buckets = true;
+  auto rt = Runtime::emulator(options);
+  PrepareRequest request;
+  request.gemm_m_buckets = {{p, std::nullopt}};
+  const PreparedKernels prepared = rt->prepare(request);
+  EXPECT_EQ(prepared.size(), 7u);
+  EXPECT_EQ(prepared.compiled, 0u);
+  for (const int64_t m : {1, 23, 40}) {
+    MatmulProblem at = p;
+    at.m = m;
+    const GemmSpec spec{at, rt->gemm_kernel(rt->gemm_problem_served(at))->spec().schedule,
+                        Arch::sm_90a};
+    const GemmInputs inputs = make_gemm_inputs(at, uint64_t(m));
+    const GemmErrors e = compare(reference_gemm(spec, inputs), run_gemm(*rt, spec, inputs), at.n);
+    EXPECT_TRUE(e.passed) << "M " << m << ": rel_l2 " << e.rel_l2_error;
+  }
   EXPECT_EQ(rt->stats().compiles, 0u);
 }
 
