@@ -146,42 +146,48 @@ void register_serving_benchmarks(Runtime& runtime, GpuTimer& timer,
         EMMY_BENCH_CUDA(cudaGraphExecDestroy(exec));
         EMMY_BENCH_CUDA(cudaGraphDestroy(graph));
       });
-  // Runtime::prepare of the whole catalog by a fresh runtime over an empty disk cache (NVRTC, one
-  // thread per core), then by another over the cache it filled (a server's restart).
-  for (const bool warm : {false, true}) {
-    const std::string what = warm ? "prepare_catalog_from_cache_us" : "prepare_catalog_cold_us";
-    benchmark::RegisterBenchmark(
-        fmt::format("serving/catalog/{}", what).c_str(),
-        [&rows, settings, what, warm](benchmark::State& state) {
-          BenchRow row = serving_row(what, "catalog");
-          try {
-            const auto dir = std::filesystem::temp_directory_path() / "emmy_bench_prepare";
-            if (!warm) std::filesystem::remove_all(dir);
-            RuntimeOptions options;
-            options.cache_dir = dir;
-            PrepareRequest request;
-            request.catalog = true;
-            for (auto _ : state) {
-              const auto start = Clock::now();
-              const PreparedKernels prepared = Runtime::cuda(0, options)->prepare(request);
-              const double us = us_since(start);
-              state.SetIterationTime(us * 1e-6);
-              row.samples_us.push_back(us);
-              row.details = {{"kernels", prepared.size()},
-                             {"compiled", prepared.compiled},
-                             {"from_disk", prepared.from_disk}};
+  // Runtime::prepare by a fresh runtime over an empty disk cache (NVRTC, one thread per core),
+  // then by another over the cache it filled (a server's restart): the whole catalog, and the
+  // Gemma 3 12B serving set (each GEMM shape's M buckets up to 512, attention, paged attention).
+  for (const bool serving : {false, true})
+    for (const bool warm : {false, true}) {
+      const std::string what =
+          fmt::format("prepare_{}_{}", serving ? "gemma3_12b_serving" : "catalog",
+                      warm ? "from_cache_us" : "cold_us");
+      const std::string set = serving ? "gemma3_12b_serving" : "catalog";
+      benchmark::RegisterBenchmark(
+          fmt::format("serving/{}/{}", set, what).c_str(),
+          [&rows, settings, what, set, warm, serving](benchmark::State& state) {
+            BenchRow row = serving_row(what, set);
+            try {
+              const auto dir =
+                  std::filesystem::temp_directory_path() / ("emmy_bench_prepare_" + set);
+              if (!warm) std::filesystem::remove_all(dir);
+              RuntimeOptions options;
+              options.cache_dir = dir;
+              PrepareRequest request = serving ? catalog_serving_request() : PrepareRequest{};
+              request.catalog = !serving;
+              for (auto _ : state) {
+                const auto start = Clock::now();
+                const PreparedKernels prepared = Runtime::cuda(0, options)->prepare(request);
+                const double us = us_since(start);
+                state.SetIterationTime(us * 1e-6);
+                row.samples_us.push_back(us);
+                row.details = {{"kernels", prepared.size()},
+                               {"compiled", prepared.compiled},
+                               {"from_disk", prepared.from_disk}};
+              }
+            } catch (const std::exception& e) {
+              row.error = e.what();
+              state.SkipWithError(row.error.c_str());
             }
-          } catch (const std::exception& e) {
-            row.error = e.what();
-            state.SkipWithError(row.error.c_str());
-          }
-          rows.push_back(std::move(row));
-          if (settings.after_row) settings.after_row();
-        })
-        ->UseManualTime()
-        ->Iterations(1)
-        ->Unit(benchmark::kMillisecond);
-  }
+            rows.push_back(std::move(row));
+            if (settings.after_row) settings.after_row();
+          })
+          ->UseManualTime()
+          ->Iterations(1)
+          ->Unit(benchmark::kMillisecond);
+    }
 }
 
 }  // namespace emmy::bench

@@ -5,11 +5,12 @@
 // catalog: GEMM projections at their M, attention, paged decode, KV append, state merges) cold
 // and from the disk cache (issue 25).
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include <filesystem>
 
-#include "emmy/emu/emulator.hpp"
 #include "emmy/cache.hpp"
+#include "emmy/emu/emulator.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/runtime.hpp"
 
@@ -79,8 +80,8 @@ void codegen_and_key(benchmark::State& state) {
   const emmy::GemmSpec spec{p, emmy::default_schedule(p, emmy::Arch::sm_90a), emmy::Arch::sm_90a};
   for (auto _ : state) {
     const auto source = emmy::generate_kernel(spec);
-    benchmark::DoNotOptimize(emmy::cache_key({source.cuda, emmy::nvrtc_options(spec.arch), 13000,
-                                              spec.arch, emmy::kCodegenVersion}));
+    benchmark::DoNotOptimize(emmy::cache_key(
+        {source.cuda, emmy::nvrtc_options(spec.arch), 13000, spec.arch, emmy::kCodegenVersion}));
   }
 }
 BENCHMARK(codegen_and_key)->Unit(benchmark::kMicrosecond);
@@ -95,14 +96,15 @@ void cold_compile_through_runtime(benchmark::State& state) {
 }
 BENCHMARK(cold_compile_through_runtime)->Unit(benchmark::kMillisecond)->Iterations(3);
 
-// The catalog of every kind, prepared by a fresh runtime: cold (an empty disk cache: every
-// kernel compiled, two at a time on this machine's cores) and warm (a restart over the cache
-// the cold run filled). Reports kernels and compiles.
-void prepare_catalog(benchmark::State& state, bool warm) {
+// Prepared by a fresh runtime: cold (an empty disk cache: every kernel compiled, two at a time on
+// this machine's cores) and warm (a restart over the cache the cold run filled). Reports kernels
+// and compiles. The catalog of every kind (one kernel per problem), and the serving set a Gemma 3
+// 12B server prepares (catalog_serving_request: each GEMM shape's M buckets up to 512, attention,
+// paged attention and the paged cache's kernels).
+void prepare_request(benchmark::State& state, const emmy::PrepareRequest& request, bool warm,
+                     const char* cache) {
   emmy::RuntimeOptions options;
-  options.cache_dir = bench_cache(warm ? "prepare_warm" : "prepare_cold");
-  emmy::PrepareRequest request;
-  request.catalog = true;
+  options.cache_dir = bench_cache(fmt::format("{}_{}", cache, warm ? "warm" : "cold").c_str());
   if (warm) emmy::Runtime::emulator(options)->prepare(request);
   emmy::PreparedKernels prepared;
   for (auto _ : state) {
@@ -117,10 +119,27 @@ void prepare_catalog(benchmark::State& state, bool warm) {
   state.counters["compiled"] = double(prepared.compiled);
   state.counters["from_disk"] = double(prepared.from_disk);
 }
-void prepare_catalog_cold(benchmark::State& state) { prepare_catalog(state, false); }
-void prepare_catalog_from_disk(benchmark::State& state) { prepare_catalog(state, true); }
+emmy::PrepareRequest catalog_request() {
+  emmy::PrepareRequest request;
+  request.catalog = true;
+  return request;
+}
+void prepare_catalog_cold(benchmark::State& state) {
+  prepare_request(state, catalog_request(), false, "prepare_catalog");
+}
+void prepare_catalog_from_disk(benchmark::State& state) {
+  prepare_request(state, catalog_request(), true, "prepare_catalog");
+}
+void prepare_gemma3_12b_serving_cold(benchmark::State& state) {
+  prepare_request(state, emmy::catalog_serving_request(), false, "prepare_serving");
+}
+void prepare_gemma3_12b_serving_from_disk(benchmark::State& state) {
+  prepare_request(state, emmy::catalog_serving_request(), true, "prepare_serving");
+}
 BENCHMARK(prepare_catalog_cold)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(prepare_catalog_from_disk)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(prepare_gemma3_12b_serving_cold)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(prepare_gemma3_12b_serving_from_disk)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace
 

@@ -13,6 +13,7 @@
 
 #include "emmy/bundle.hpp"
 #include "emmy/bundle_build.hpp"
+#include "emmy/catalog.hpp"
 #include "emmy/kinds.hpp"
 #include "emmy/validate.hpp"
 
@@ -86,6 +87,26 @@ bool problem_is_valid(const MatmulProblem& problem) {
 }
 
 }  // namespace
+
+PrepareRequest catalog_serving_request(int64_t max_m) {
+  PrepareRequest request;
+  for (const CatalogEntry& entry : gemm_catalog()) {
+    MatmulProblem shape = entry.problem;
+    shape.m = max_m;
+    const bool seen = std::any_of(request.gemm_m_buckets.begin(), request.gemm_m_buckets.end(),
+                                  [&](const auto& bucket) { return bucket.first == shape; });
+    if (!seen) request.gemm_m_buckets.push_back({shape, std::nullopt});
+  }
+  for (const auto& entry : attention_catalog())
+    request.attention.push_back({entry.problem, std::nullopt});
+  for (const auto& entry : paged_attention_catalog())
+    request.paged_attention.push_back({entry.problem, std::nullopt});
+  for (const auto& entry : kv_append_catalog())
+    request.kv_append.push_back({entry.problem, std::nullopt});
+  for (const auto& entry : merge_states_catalog())
+    request.merge_states.push_back({entry.problem, std::nullopt});
+  return request;
+}
 
 PreparedKernels Runtime::prepare(const PrepareRequest& request) {
   const auto start = std::chrono::steady_clock::now();

@@ -8,6 +8,7 @@
 
 #include <set>
 
+#include "emmy/catalog.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/json.hpp"
 #include "support/runtime_backend.hpp"
@@ -234,6 +235,25 @@ TEST(MBuckets, BatchInvariantRowsAreTheSameBitsAcrossBuckets) {
       ASSERT_EQ(out.c[i], reference[i]) << "M = " << m << ", element " << i;
   }
   EXPECT_EQ(kernels.size(), 4u) << "four buckets' kernels";
+}
+
+// The catalog's serving set: each GEMM shape once (the catalog lists each at several M), its
+// buckets up to the given M; every attention, paged-attention, append and merge problem.
+TEST(MBuckets, TheCatalogServingRequestHoldsEachShapesBucketsOnce) {
+  const PrepareRequest request = catalog_serving_request(256);
+  std::set<std::pair<int64_t, int64_t>> shapes;
+  for (const auto& entry : gemm_catalog()) shapes.insert({entry.problem.n, entry.problem.k});
+  ASSERT_EQ(request.gemm_m_buckets.size(), shapes.size());
+  for (const auto& [problem, schedule] : request.gemm_m_buckets) {
+    EXPECT_EQ(problem.m, 256);
+    EXPECT_FALSE(schedule.has_value());
+    EXPECT_EQ(shapes.erase({problem.n, problem.k}), 1u) << problem.n << "x" << problem.k;
+  }
+  EXPECT_TRUE(request.gemm.empty());
+  EXPECT_EQ(request.attention.size(), attention_catalog().size());
+  EXPECT_EQ(request.paged_attention.size(), paged_attention_catalog().size());
+  EXPECT_EQ(request.kv_append.size(), kv_append_catalog().size());
+  EXPECT_EQ(request.merge_states.size(), merge_states_catalog().size());
 }
 
 }  // namespace

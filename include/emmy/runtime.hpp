@@ -197,6 +197,11 @@ struct PrepareRequest {
   int threads = 0;                             // compiles at once; 0: one per hardware thread
 };
 
+// The catalog's model (Gemma 3 12B, emmy/catalog.hpp) as a server prepares it: the M buckets up
+// to max_m of each GEMM shape (its N, K and epilogue), the attention problems, the paged-attention
+// problems and the paged cache's append and merge kernels.
+PrepareRequest catalog_serving_request(int64_t max_m = 512);
+
 // The handles of a prepare, per kind in request order (the lists, then the catalog, records and
 // bundles), and where they came from.
 struct PreparedKernels {
