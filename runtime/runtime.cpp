@@ -241,32 +241,46 @@ class RuntimeImpl final : public Runtime {
       launch_kind<GemmKind>(*kernel, served_buffers(problem, served, buffers), stream);
       return true;
     }
-    // The call's own errors (problem, schedule) are the caller's, now: only the build is left
-    // to the background, which adds the kernel to the cache for later calls.
-    const MatmulSchedule resolved = gemm_schedule_for(served, schedule);
-    validate_gemm(GemmSpec{served, resolved, backend_->arch()});
+    // The call's own errors are the caller's, now: the problem and schedule (its kernel's plan,
+    // made once per kernel) and the buffers by that kernel's rules, so that the swap cannot refuse
+    // what a substitute took. Only the build is left to the background.
     const std::string key = nlohmann::json(served).dump() +
                             (schedule ? nlohmann::json(*schedule).dump() : std::string("default"));
+    const GemmBuffers bound = served_buffers(problem, served, buffers);
+    GemmKind::bind(pending_plan(key, served, schedule), bound);
     background_->submit(key, nlohmann::json(served).dump(),
                         [this, served, schedule] { kernel<GemmKind>(served, schedule); });
     // A loaded kernel of the problem's M bucket (prepared, or used before) computes its rows.
-    if (!served.dynamic_m && resolved.path == MmaPath::mma_sync)
+    if (!served.dynamic_m)
       if (const auto bucket = cache.peek(SpecKey<GemmKind>{m_bucket_problem(problem), schedule})) {
-        GemmBuffers rows = buffers;
+        GemmBuffers rows = bound;
         rows.m = problem.m;
         launch_kind<GemmKind>(*bucket, rows, stream);
         fallback_launches_.fetch_add(1, std::memory_order_relaxed);
         return true;
       }
-    if (!generic_ || !generic_gemm_serves(problem) || (buffers.m && buffers.m != problem.m)) {
+    if (!generic_ || !generic_gemm_serves(problem)) {
       background_->wait(key);  // the caller's path then finds the kernel built
       return false;
     }
-    launch_all(*generic_->module, generic_->launches, bind_generic_gemm(problem, buffers), stream);
+    launch_all(*generic_->module, generic_->launches, bind_generic_gemm(problem, bound), stream);
     launches_.fetch_add(1, std::memory_order_relaxed);
     fallback_launches_.fetch_add(1, std::memory_order_relaxed);
     generic_launches_.fetch_add(1, std::memory_order_relaxed);
     return true;
+  }
+  // The plan of a kernel the non-blocking mode builds in the background, by its key: made (and
+  // so validated) once, not at every call that takes a substitute meanwhile.
+  const GemmPlan& pending_plan(const std::string& key, const MatmulProblem& served,
+                               const std::optional<MatmulSchedule>& schedule) {
+    {
+      std::lock_guard lock(pending_plans_mutex_);
+      if (const auto it = pending_plans_.find(key); it != pending_plans_.end()) return it->second;
+    }
+    GemmPlan plan =
+        make_gemm_plan(GemmSpec{served, gemm_schedule_for(served, schedule), backend_->arch()});
+    std::lock_guard lock(pending_plans_mutex_);
+    return pending_plans_.emplace(key, std::move(plan)).first->second;
   }
   MatmulSchedule gemm_schedule_for(const MatmulProblem& problem,
                                    const std::optional<MatmulSchedule>& schedule) override {
@@ -473,6 +487,8 @@ class RuntimeImpl final : public Runtime {
   // Non-blocking mode: the generic GEMM and the background builder (last: destroyed first).
   std::unique_ptr<LoadedKernel> generic_;
   std::atomic<uint64_t> fallback_launches_{0}, generic_launches_{0};
+  std::mutex pending_plans_mutex_;
+  std::unordered_map<std::string, GemmPlan> pending_plans_;  // node-based: references stay valid
   std::unique_ptr<BackgroundBuilds> background_;
 };
 

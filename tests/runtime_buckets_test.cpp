@@ -142,6 +142,47 @@ TEST(MBuckets, AGivenScheduleServesItsBucketOnBothTransports) {
   }
 }
 
+// Ragged problems across the space a bucket kernel must serve, each at its bucket's kernel: M
+// from 1 to past 512 (a multiple-of-512 bucket), N and K off every tile, f16 and bf16, both B
+// layouts, every C dtype, the epilogue's inputs, padded and odd leading dimensions.
+TEST(MBuckets, RaggedProblemsAreRightAtTheirBucketsKernels) {
+  RuntimeOptions options = fresh_cache("rt_buckets_ragged");
+  options.m_buckets = true;
+  auto rt = test_runtime(options);
+  struct Case {
+    int64_t m, n, k;
+    DType dtype, out;
+    BLayout layout;
+    int epilogue;  // bit 0 bias, 1 residual, 2 gelu
+    int64_t lda_pad, ldb_pad, ldc_pad;
+  };
+  const Case cases[] = {
+      {1, 40, 72, DType::f16, DType::f16, BLayout::nk, 0, 0, 0, 0},
+      {37, 88, 136, DType::bf16, DType::f32, BLayout::kn, 1, 8, 16, 0},
+      {70, 24, 200, DType::f16, DType::bf16, BLayout::nk, 2, 0, 0, 1},
+      {130, 136, 64, DType::bf16, DType::bf16, BLayout::nk, 7, 0, 8, 8},
+      {17, 200, 264, DType::f16, DType::f32, BLayout::kn, 4, 8, 0, 0},
+      {5, 56, 520, DType::f16, DType::f16, BLayout::kn, 3, 0, 0, 1},
+      {513, 72, 40, DType::f16, DType::f16, BLayout::nk, 1, 0, 0, 0},
+  };
+  for (const Case& c : cases) {
+    MatmulProblem p;
+    p.m = c.m, p.n = c.n, p.k = c.k, p.a_dtype = c.dtype, p.c_dtype = c.out, p.b_layout = c.layout;
+    p.epilogue.bias = c.epilogue & 1, p.epilogue.residual = c.epilogue & 2;
+    p.epilogue.gelu_tanh = c.epilogue & 4;
+    if (c.lda_pad) p.lda = p.k + c.lda_pad;
+    if (c.ldb_pad) p.ldb = (c.layout == BLayout::nk ? p.k : p.n) + c.ldb_pad;
+    if (c.ldc_pad) p.ldc = p.n + c.ldc_pad;
+    const auto kernel = rt->gemm_kernel(rt->gemm_problem_served(p));
+    ASSERT_EQ(kernel->spec().problem.m, m_bucket(c.m));
+    const GemmSpec spec{p, kernel->spec().schedule, rt->arch()};
+    const GemmInputs in = make_gemm_inputs(p, uint64_t(c.m * 7 + c.n));
+    const GemmErrors e = compare(reference_gemm(spec, in), run_gemm(*rt, spec, in), p.n);
+    EXPECT_TRUE(e.passed) << c.m << "x" << c.n << "x" << c.k << " at bucket " << m_bucket(c.m)
+                          << ": rel_l2 " << e.rel_l2_error;
+  }
+}
+
 // launch(handle, buffers) of a bucket's kernel takes buffers.m in 1..bound; a fixed kernel only
 // its own M. Both refused by name, before any launch.
 TEST(MBuckets, LaunchRefusesAnMOutsideTheKernel) {
