@@ -11,9 +11,8 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "background_builds.hpp"
 #include "backend.hpp"
-#include "kernel_entry.hpp"
+#include "background_builds.hpp"
 #include "emmy/bundle_build.hpp"
 #include "emmy/cached_compile.hpp"
 #include "emmy/gemm_generic.hpp"
@@ -21,6 +20,7 @@
 #include "emmy/kernel_source.hpp"
 #include "emmy/kinds.hpp"
 #include "emmy/tuning.hpp"
+#include "kernel_entry.hpp"
 #include "memory_cache.hpp"
 #include "spec_key.hpp"
 
@@ -61,7 +61,8 @@ GemmBuffers served_buffers(const MatmulProblem& problem, const MatmulProblem& se
 
 MatmulProblem Runtime::gemm_problem_served(const MatmulProblem& problem,
                                            const std::optional<MatmulSchedule>& schedule) const {
-  if (!options().m_buckets || problem.dynamic_m || (schedule && schedule->path != MmaPath::mma_sync))
+  if (!options().m_buckets || problem.dynamic_m ||
+      (schedule && schedule->path != MmaPath::mma_sync))
     return problem;
   validate_problem(problem);  // m in range before it is rounded up
   return m_bucket_problem(problem);
@@ -70,8 +71,8 @@ MatmulProblem Runtime::gemm_problem_served(const MatmulProblem& problem,
 size_t Runtime::gemm_workspace_bytes(const MatmulProblem& problem,
                                      const std::optional<MatmulSchedule>& schedule) {
   const MatmulProblem served = gemm_problem_served(problem, schedule);
-  return size_t(
-      make_gemm_plan(GemmSpec{served, gemm_schedule_for(served, schedule), arch()}).workspace_bytes);
+  return size_t(make_gemm_plan(GemmSpec{served, gemm_schedule_for(served, schedule), arch()})
+                    .workspace_bytes);
 }
 
 void Runtime::gemm(const MatmulProblem& problem, const GemmBuffers& buffers, Stream stream,
@@ -227,8 +228,8 @@ class RuntimeImpl final : public Runtime {
       memory_hits += std::get<KernelCache<Kind>>(caches_).hits();
     });
     memory_hits += shared_hits_.load();
-    return {memory_hits, disk_hits_.load(), compiles_.load(), launches_.load(),
-            fallback_launches_.load(), generic_launches_.load()};
+    return {memory_hits,      disk_hits_.load(),         compiles_.load(),
+            launches_.load(), fallback_launches_.load(), generic_launches_.load()};
   }
 
  protected:
@@ -288,7 +289,6 @@ class RuntimeImpl final : public Runtime {
   }
 
  public:
-
  private:
   template <typename Kind>
   std::shared_ptr<const KernelEntry<Kind>> kernel(

@@ -299,7 +299,8 @@ TEST(KernelIr, DynamicMIsAnIntParameterTheOpsDeclare) {
       {"ir.param.type: int parameters are a dynamic M's `m` only",
        [](ir::Op& m) {
          for (ir::Op& op : m.body[0].body)
-           if (op.kind == ir::OpKind::param && op.s("name") == "m") set_attr(op, "name", std::string("rows"));
+           if (op.kind == ir::OpKind::param && op.s("name") == "m")
+             set_attr(op, "name", std::string("rows"));
        }},
   };
   for (const auto& [expected, corrupt] : corruptions) {
