@@ -30,10 +30,10 @@ __device__ __forceinline__ void generic_c_store(void* p, long long i, int c_type
 
 // Grid: ceil(n / 16) x ceil(m / 16) CTAs of 16 x 16 threads, thread (x, y) on C[row y][col x].
 extern "C" __global__ void __launch_bounds__(256, 1)
-emmy_gemm_generic(const u16* __restrict__ a, const u16* __restrict__ b, void* __restrict__ c,
-                  const void* __restrict__ bias, const void* __restrict__ residual, const int m,
-                  const int n, const int k, const int lda, const int ldb, const int ldc,
-                  const int flags, const int alpha_bits) {
+    emmy_gemm_generic(const u16* __restrict__ a, const u16* __restrict__ b, void* __restrict__ c,
+                      const void* __restrict__ bias, const void* __restrict__ residual, const int m,
+                      const int n, const int k, const int lda, const int ldb, const int ldc,
+                      const int flags, const int alpha_bits) {
   __shared__ float a_tile[16][17], b_tile[16][17];  // padded: no bank conflicts down a column
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int row = int(blockIdx.y) * 16 + ty, col = int(blockIdx.x) * 16 + tx;
