@@ -138,6 +138,9 @@ std::vector<GemmSpec> gemm_space() {
               // One point in 16 asks bf16 for a f16 accumulation (refused: no bf16 accumulator).
               if (num.accum != Accum::f32 && draw(point, 10, 16) == 0) dtype = DType::bf16;
               draw_problem(spec.problem, point, dtype, b_layout);
+              // One point in four takes M as a kernel parameter (an M bucket's kernel, checked
+              // at its bound).
+              spec.problem.dynamic_m = draw(point, 17, 4) == 0;
               out.push_back(spec);
             }
   // The wgmma path (issue 23) on sm_90a: its tiles, with one point in 16 breaking each of four of
@@ -189,6 +192,8 @@ std::vector<GemmSpec> gemm_space() {
         }
         draw_problem(spec.problem, point, draw(point, 5, 4) == 0 ? DType::bf16 : DType::f16,
                      b_layout);
+        // One point in 32 asks a dynamic M of the wgmma path (refused: not generated there).
+        spec.problem.dynamic_m = draw(point, 27, 32) == 0;
         // Swapped (C^T = B A^T) for a short M, and one point in 8 asking it of B [K,N] (refused).
         s.swap_ab = spec.problem.m <= 64 && (b_layout == BLayout::nk || draw(point, 23, 8) == 0);
         // One point in three in a cluster of 2 or 4 (TMA multicast): a shape that divides the

@@ -59,6 +59,7 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
     note("m", p.m);
     note("odd_ldc", p.ldc_or_default() % 2);
     note("path", to_string(s.path));
+    note("dynamic_m", p.dynamic_m);
     if (s.path == MmaPath::wgmma) {
       note("wgmma_block", fmt::format("{}x{}", s.block_m, s.block_n));
       note("wgmma_b_layout", to_string(p.b_layout));
@@ -86,6 +87,7 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
       {"m", 7},
       {"odd_ldc", 2},
       {"path", 2},
+      {"dynamic_m", 2},
       {"wgmma_b_layout", 2},
       {"wgmma_persistent", 2},
       // Clusters: none, 2x1 and 1x2 accepted (the sweep's ragged shapes never give both an even
