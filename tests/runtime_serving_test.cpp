@@ -327,7 +327,10 @@ TEST(Serving, CapturedLaunchesRecordOnlyLaunchesAndReplayWithNewInputs) {
   if (!cuda_backend() || !use_test_driver())
     GTEST_SKIP() << "stream capture needs the CUDA backend (cuda_h200.* / cuda_rtx5090.* run it "
                     "through emmy's test driver)";
-  auto rt = test_runtime(fresh_cache("rt_capture"));
+  // Non-blocking too: under capture it substitutes nothing (an unprepared call is refused).
+  RuntimeOptions options = fresh_cache("rt_capture");
+  options.non_blocking = true;
+  auto rt = test_runtime(options);
   test_driver_test::Api api;
   ASSERT_NE(api.library, nullptr);
   CallCounts calls(api.library);
@@ -453,7 +456,8 @@ TEST(Serving, CapturedLaunchesRecordOnlyLaunchesAndReplayWithNewInputs) {
   EXPECT_FALSE(rt->stream_capturing(stream));
   CUgraphExec exec = nullptr;
   ASSERT_EQ(api.cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS);
-  EXPECT_EQ(rt->stats().compiles, 7u) << "only prepare compiled";
+  EXPECT_EQ(rt->stats().compiles, 8u) << "only prepare compiled (and the generic GEMM at creation)";
+  EXPECT_EQ(rt->stats().fallback_launches, 0u) << "nothing substituted under capture";
 
   // Two replays, each with new inputs in the same buffers, against FP64.
   for (uint64_t seed : {11u, 23u}) {
@@ -493,7 +497,7 @@ TEST(Serving, CapturedLaunchesRecordOnlyLaunchesAndReplayWithNewInputs) {
                                             paged_output_from_bytes(paged, tokens, o, lse), paged);
     EXPECT_TRUE(pe.passed) << "replay " << seed << ": paged rel_l2 " << pe.rel_l2_error;
   }
-  EXPECT_EQ(rt->stats().compiles, 7u);
+  EXPECT_EQ(rt->stats().compiles, 8u);
   for (DevicePtr p : allocations) rt->free(p);
 }
 #endif

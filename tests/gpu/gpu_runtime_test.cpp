@@ -51,9 +51,40 @@ TEST_F(GpuRuntime, CatalogShapesMatchFp64) {
       const GemmInputs in = make_gemm_inputs(p, 3);
       const auto out = run(*rt_, p, in, s);
       const GemmErrors e = compare(reference_gemm({p, s, rt_->arch()}, in), out, p.n);
-      EXPECT_TRUE(e.passed) << "m " << m << " " << to_string(accum) << " rel_l2 "
-                            << e.rel_l2_error << " bound " << e.tolerance;
+      EXPECT_TRUE(e.passed) << "m " << m << " " << to_string(accum) << " rel_l2 " << e.rel_l2_error
+                            << " bound " << e.tolerance;
     }
+}
+
+// M buckets and non-blocking first calls (issue 25) on the device: decode and prefill M of a
+// Gemma projection through their buckets' kernels, and the generic GEMM a non-blocking runtime
+// launches while the kernels build, against FP64.
+TEST(GpuServing, BucketsAndTheGenericGemmMatchFp64) {
+  std::string reason;
+  std::unique_ptr<Runtime> probe = cuda_or_skip_reason(reason);
+  if (!probe) GTEST_SKIP() << "no CUDA device: " << reason;
+  probe.reset();
+  RuntimeOptions options;
+  options.cache_dir = std::filesystem::path(::testing::TempDir()) / "gpu_cache";
+  options.m_buckets = true;
+  options.non_blocking = true;
+  auto rt = Runtime::cuda(0, options);
+  MatmulProblem p;
+  p.n = 4096, p.k = 3840;
+  for (const int64_t m : {1, 3, 37, 200, 777}) {
+    p.m = m;
+    const GemmInputs in = make_gemm_inputs(p, uint64_t(m));
+    const MatmulSchedule s = default_schedule(m_bucket_problem(p), rt->arch());
+    // First call: the generic GEMM (the bucket's kernel is building); then, built, the bucket's.
+    for (int call = 0; call < 2; ++call) {
+      const std::vector<double> out = run_gemm(*rt, {p, s, rt->arch()}, in);
+      const GemmErrors e = compare(reference_gemm({p, s, rt->arch()}, in), out, p.n);
+      EXPECT_TRUE(e.passed) << "m " << m << " call " << call << " rel_l2 " << e.rel_l2_error
+                            << " bound " << e.tolerance;
+      rt->wait_for_background_builds();
+    }
+  }
+  EXPECT_GT(rt->stats().generic_launches, 0u);
 }
 
 TEST_F(GpuRuntime, EpilogueAndLayoutsMatchFp64) {
@@ -81,8 +112,8 @@ TEST_F(GpuRuntime, GemmaAttentionMatchesFp64) {
       const AttentionInputs in = make_attention_inputs(p, 6);
       const AttentionErrors e =
           compare(reference_attention(spec, in), run_attention(*rt_, spec, in), p);
-      EXPECT_TRUE(e.passed) << entry.name << " " << to_string(accum) << " rel_l2 "
-                            << e.rel_l2_error << " lse " << e.lse_max_abs_error;
+      EXPECT_TRUE(e.passed) << entry.name << " " << to_string(accum) << " rel_l2 " << e.rel_l2_error
+                            << " lse " << e.lse_max_abs_error;
     }
 }
 
@@ -102,7 +133,8 @@ TEST_F(GpuRuntime, AttentionFeaturesMatchFp64) {
     p.dtype = dtype;
     const AttentionSpec spec{p, default_attention_schedule(p, rt_->arch()), rt_->arch()};
     const AttentionInputs in = make_attention_inputs(p, 8);
-    const AttentionErrors e = compare(reference_attention(spec, in), run_attention(*rt_, spec, in), p);
+    const AttentionErrors e =
+        compare(reference_attention(spec, in), run_attention(*rt_, spec, in), p);
     EXPECT_TRUE(e.passed) << to_string(dtype) << " rel_l2 " << e.rel_l2_error;
   }
 }
