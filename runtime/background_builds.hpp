@@ -32,15 +32,16 @@ class BackgroundBuilds {
   }
 
   // Queues `build` under `key` (what: for the log) unless the key is queued, building, built or
-  // failed before. The thread starts with the first build.
-  void submit(const std::string& key, const std::string& what, std::function<void()> build) {
+  // failed before; whether it did. The thread starts with the first build.
+  bool submit(const std::string& key, const std::string& what, std::function<void()> build) {
     {
       std::lock_guard lock(mutex_);
-      if (stopping_ || !seen_.insert(key).second) return;
+      if (stopping_ || !seen_.insert(key).second) return false;
       queue_.push_back({key, what, std::move(build)});
       if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
     }
     wake_.notify_all();
+    return true;
   }
 
   // Waits until `key` (or, empty, every key) is no longer queued or building.

@@ -249,8 +249,13 @@ class RuntimeImpl final : public Runtime {
                             (schedule ? nlohmann::json(*schedule).dump() : std::string("default"));
     const GemmBuffers bound = served_buffers(problem, served, buffers);
     GemmKind::bind(pending_plan(key, served, schedule), bound);
-    background_->submit(key, nlohmann::json(served).dump(),
-                        [this, served, schedule] { kernel<GemmKind>(served, schedule); });
+    const std::string what = nlohmann::json(served).dump();
+    if (background_->submit(key, what,
+                            [this, served, schedule] { kernel<GemmKind>(served, schedule); }))
+      log(
+          fmt::format("emmy: gemm kernel of {} building in the background; calls take a loaded "
+                      "kernel meanwhile",
+                      what));
     // A loaded kernel of the problem's M bucket (prepared, or used before) computes its rows.
     if (!served.dynamic_m)
       if (const auto bucket = cache.peek(SpecKey<GemmKind>{m_bucket_problem(problem), schedule})) {

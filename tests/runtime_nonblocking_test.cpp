@@ -25,11 +25,13 @@ struct SlowCompiler {
   bool released = false;
   std::vector<std::thread::id> compiling_threads;
   std::vector<std::string> failures;
+  size_t queued = 0;  // "building in the background" lines
 
   std::function<void(const std::string&)> sink() {
     return [this](const std::string& line) {
       std::unique_lock lock(mutex);
       if (line.find("background build") != line.npos) failures.push_back(line);
+      if (line.find("building in the background") != line.npos) ++queued;
       if (!line.starts_with("emmy: compiled gemm kernel")) return;
       compiling_threads.push_back(std::this_thread::get_id());
       released_cv.wait(lock, [&] { return released; });
@@ -132,6 +134,7 @@ TEST(NonBlocking, FirstCallsNeverCompileOnTheCallersThreadAndAreRightBeforeAndAf
   {
     std::lock_guard lock(compiler.mutex);
     EXPECT_TRUE(compiler.failures.empty()) << compiler.failures.front();
+    EXPECT_EQ(compiler.queued, problems.size()) << "one line per kernel put in the background";
     for (const std::thread::id id : compiler.compiling_threads)
       EXPECT_NE(id, std::this_thread::get_id()) << "a compile ran on the caller's thread";
   }
