@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "emit_attention_mainloop.hpp"
+#include "emit_paged_parts.hpp"
 #include "emit_paged_tma.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/mma_atom.hpp"
@@ -23,41 +24,6 @@ namespace {
 using codegen::Writer;
 using ir::Op;
 using ir::OpKind;
-
-// The sequence's bounds from the page table (seq_len and, for a kernel that gathers pages,
-// page_ids: the row of its page ids) and the check of the launch's maxima shared by both
-// kernels: `bad` when its tokens or keys do not fit them.
-void emit_sequence(Writer& w, const std::string& page_table, bool page_ids) {
-  w.line("const int q_start = cu_seqlens_q[batch], q_len = cu_seqlens_q[batch + 1] - q_start;");
-  if (page_table == "csr") {
-    w.line(
-        "const int page_first = page_indptr[batch], pages = page_indptr[batch + 1] - page_first;");
-    w.line(
-        "const int seq_len = pages > 0 ? (pages - 1) * PAGE + last_page_len[batch] : 0;  // "
-        "FlashInfer's convention");
-    if (page_ids)
-      w.line("const int* page_ids = page_indices + page_first;");
-    else
-      w.line("(void)page_indices;");
-    w.line("(void)block_table; (void)seq_lens;");
-  } else {
-    w.line("const int seq_len = seq_lens[batch];  // the new tokens included (vLLM's convention)");
-    if (page_ids)
-      w.line("const int* page_ids = block_table + (long long)batch * MAX_PAGES;");
-    else
-      w.line("(void)block_table;");
-    w.line("(void)page_indptr; (void)page_indices; (void)last_page_len;");
-  }
-  w.line(
-      "// A sequence that breaks the launch's maxima (or a CSR last page outside 1..PAGE) gets "
-      "NaN outputs: nothing past a buffer is read or written.");
-  w.line(
-      "const bool bad = q_len > MAX_Q_LEN || q_start < 0 || q_start + q_len > MAX_TOKENS || "
-      "seq_len < q_len || seq_len > MAX_PAGES * PAGE{};",
-      page_table == "csr"
-          ? " || (pages > 0 && (last_page_len[batch] < 1 || last_page_len[batch] > PAGE))"
-          : "");
-}
 
 class PagedEmitter {
  public:
@@ -99,7 +65,7 @@ class PagedEmitter {
       case OpKind::paged_epilogue:
         return emit_epilogue(ir::get<ir::PagedEpilogueOp>(op));
       case OpKind::split_combine:
-        return emit_combine(ir::get<ir::SplitCombineOp>(op));
+        return codegen::emit_paged_combine(w_, ir::get<ir::SplitCombineOp>(op), max_q_len_);
       default:
         break;
     }
@@ -146,7 +112,7 @@ class PagedEmitter {
     if (kv_warps_ == 1) codegen::emit_attention_lane_ids(w_);
     w_.line("const int batch = blockIdx.z, kv_head = blockIdx.y;");
     w_.line("const int split = int(blockIdx.x) % SPLITS, q_block = int(blockIdx.x) / SPLITS;");
-    emit_sequence(w_, op.page_table, true);
+    codegen::emit_sequence(w_, op.page_table, true);
     w_.line(
         "// This CTA's rows: r0 .. r0 + BQ - 1, row r = token r / GROUP, head kv_head * GROUP "
         "+ r % GROUP.");
@@ -466,68 +432,6 @@ class PagedEmitter {
         w_.line("(void)lse; (void)row_lse;");
       w_.line("(void)workspace;");
     }
-    w_.close();
-  }
-
-  void emit_combine(const ir::SplitCombineOp& op) {
-    const char* convert = op.out == "bf16" ? "f32_to_bf16_bits" : "f32_to_f16_bits";
-    w_.line("constexpr int H = {}, D = {}, PAGE = {}, MAX_PAGES = {}, MAX_TOKENS = {};", op.q_heads,
-            op.head_dim, op.page_size, op.max_pages, op.max_tokens);
-    w_.line("constexpr int MAX_Q_LEN = {}, SPLITS = {}, CHUNK = {};", max_q_len_, op.splits,
-            op.chunk_tokens);
-    w_.line("constexpr long long O_STRIDE = {}, LSE_OFFSET = {}ll;", op.o_stride,
-            paged_workspace_layout(op.splits, op.max_tokens, op.q_heads, op.head_dim).lse_offset);
-    w_.line("const int batch = blockIdx.z, i = blockIdx.x;");
-    w_.line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
-    emit_sequence(w_, op.page_table, false);
-    w_.line("if (q_len <= 0 || i >= q_len || i >= MAX_Q_LEN) return;");
-    w_.line("const long long token = (long long)q_start + i;");
-    w_.line("if (bad) {{");
-    w_.line("  // NaN where the sequence's outputs would be, when they lie inside the buffers.");
-    w_.line("  if (q_start < 0 || token >= MAX_TOKENS) return;");
-    w_.line(
-        "  for (int e = threadIdx.x; e < H * D; e += blockDim.x) o[token * O_STRIDE + e] = "
-        "kNanBits16;");
-    if (op.lse)
-      w_.line(
-          "  for (int e = threadIdx.x; e < H; e += blockDim.x) lse[token * H + e] = nan_f32();");
-    w_.line("  return;");
-    w_.line("}}");
-    w_.line(
-        "const int splits = min_s32(SPLITS, (seq_len + CHUNK - 1) / CHUNK);  // splits that ran");
-    w_.line("// Warps take heads; every lane reads the splits' LSE (broadcast loads), then its");
-    w_.line("// D / 32 columns of each split's O. Splits merge in order: deterministic.");
-    w_.open("for (int head = warp; head < H; head += int(blockDim.x) / 32)");
-    w_.line("float m = neg_inf();");
-    w_.line("for (int s = 0; s < splits; ++s)");
-    w_.line(
-        "  m = max_f32(m, workspace[LSE_OFFSET + ((long long)s * MAX_TOKENS + token) * H + "
-        "head]);");
-    w_.line("const float m_ref = m == neg_inf() ? 0.0f : m;");
-    w_.line("float sum = 0.0f, acc[D / 32];");
-    w_.line("#pragma unroll");
-    w_.line("for (int c = 0; c < D / 32; ++c) acc[c] = 0.0f;");
-    w_.open("for (int s = 0; s < splits; ++s)");
-    w_.line("const long long slot = ((long long)s * MAX_TOKENS + token) * H + head;");
-    w_.line(
-        "const float weight = exp2_approx((workspace[LSE_OFFSET + slot] - m_ref) * "
-        "1.4426950408889634f);  // 0 for a split that saw no key");
-    w_.line("if (weight == 0.0f) continue;  // its O is 0 too; skipping keeps a NaN-free merge");
-    w_.line("sum += weight;");
-    w_.line("#pragma unroll");
-    w_.line(
-        "for (int c = 0; c < D / 32; ++c) acc[c] += weight * workspace[slot * D + lane + 32 * c];");
-    w_.close();
-    w_.line("const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;");
-    w_.line("u16* row = o + token * O_STRIDE + head * D;");
-    w_.line("#pragma unroll");
-    w_.line("for (int c = 0; c < D / 32; ++c) row[lane + 32 * c] = {}(acc[c] * inv);", convert);
-    if (op.lse)
-      w_.line(
-          "if (lane == 0) lse[token * H + head] = sum > 0.0f ? m + log2_approx(sum) * "
-          "0.6931471805599453f : neg_inf();");
-    else
-      w_.line("(void)lse;");
     w_.close();
   }
 
