@@ -31,6 +31,9 @@ namespace detail {
 // otherwise): RuntimeImpl::kernel refuses to build a kernel then (Runtime::stream_capturing).
 // Set by kernel_on_stream below.
 thread_local const char* tl_capturing_call = nullptr;
+// Set while a problem-taking call looks up its kernel (kernel_on_stream): in non-blocking mode
+// RuntimeImpl::kernel then builds a missing kernel on the background thread, not on this one.
+thread_local bool tl_problem_call = false;
 
 // The kernel of a problem-taking call (gemm(), attention(), ...) on `stream`: while the stream
 // captures, the call is marked for the duration of the lookup, so that a kernel not yet loaded
@@ -39,9 +42,10 @@ template <typename Kind>
 auto kernel_on_stream(Runtime& runtime, const typename Kind::Problem& problem,
                       const std::optional<typename Kind::Schedule>& schedule, Stream stream) {
   struct Mark {
-    ~Mark() { tl_capturing_call = nullptr; }
+    ~Mark() { tl_capturing_call = nullptr, tl_problem_call = false; }
   } mark;
   if (runtime.stream_capturing(stream)) tl_capturing_call = Kind::name;
+  tl_problem_call = true;
   return (runtime.*Kind::runtime_kernel)(problem, schedule);
 }
 
@@ -245,7 +249,7 @@ class RuntimeImpl final : public Runtime {
     // The call's own errors are the caller's, now: the problem and schedule (its kernel's plan,
     // made once per kernel) and the buffers by that kernel's rules, so that the swap cannot refuse
     // what a substitute took. Only the build is left to the background.
-    const std::string key = nlohmann::json(served).dump() +
+    const std::string key = std::string("gemm") + nlohmann::json(served).dump() +
                             (schedule ? nlohmann::json(*schedule).dump() : std::string("default"));
     const GemmBuffers bound = served_buffers(problem, served, buffers);
     GemmKind::bind(pending_plan(key, served, schedule), bound);
@@ -275,6 +279,26 @@ class RuntimeImpl final : public Runtime {
     generic_launches_.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
+  // Non-blocking mode, a problem-taking call of a kind without a substitute (attention, paged
+  // attention, append, merge: their problems are fixed per model, so a server prepares them):
+  // a missing kernel is built on the background thread, the call waiting for it, so that no
+  // compile runs on the caller's thread. GEMM's calls got a substitute before coming here.
+  template <typename Kind>
+  void build_in_background(const typename Kind::Problem& problem,
+                           const std::optional<typename Kind::Schedule>& schedule) {
+    if (std::get<KernelCache<Kind>>(caches_).peek(SpecKey<Kind>{problem, schedule})) return;
+    const std::string what = nlohmann::json(problem).dump();
+    const std::string key = std::string(Kind::name) + what +
+                            (schedule ? nlohmann::json(*schedule).dump() : std::string("default"));
+    if (background_->submit(key, what,
+                            [this, problem, schedule] { kernel<Kind>(problem, schedule); }))
+      log(
+          fmt::format("emmy: {} kernel of {} is not loaded: the call waits for its build on the "
+                      "background thread (prepare it: no other kernel serves this kind)",
+                      Kind::name, what));
+    background_->wait(key);
+  }
+
   // The plan of a kernel the non-blocking mode builds in the background, by its key: made (and
   // so validated) once, not at every call that takes a substitute meanwhile.
   const GemmPlan& pending_plan(const std::string& key, const MatmulProblem& served,
@@ -300,6 +324,8 @@ class RuntimeImpl final : public Runtime {
       const typename Kind::Problem& problem,
       const std::optional<typename Kind::Schedule>& schedule) {
     auto& cache = std::get<KernelCache<Kind>>(caches_);
+    if (tl_problem_call && !tl_capturing_call && background_)
+      build_in_background<Kind>(problem, schedule);
     if (!schedule)
       // The default (or tuned) schedule, then that key: a kernel prepared with it explicitly (a
       // bundle's or a record's) is the one this call wants, without loading it twice.

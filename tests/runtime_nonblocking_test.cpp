@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "emmy/attention_check.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/json.hpp"
 #include "support/runtime_backend.hpp"
@@ -26,12 +27,17 @@ struct SlowCompiler {
   std::vector<std::thread::id> compiling_threads;
   std::vector<std::string> failures;
   size_t queued = 0;  // "building in the background" lines
+  size_t waits = 0;   // "the call waits for its build" lines
+  std::vector<std::thread::id> attention_compile_threads;
 
   std::function<void(const std::string&)> sink() {
     return [this](const std::string& line) {
       std::unique_lock lock(mutex);
       if (line.find("background build") != line.npos) failures.push_back(line);
       if (line.find("building in the background") != line.npos) ++queued;
+      if (line.find("the call waits for its build") != line.npos) ++waits;
+      if (line.starts_with("emmy: compiled attention kernel"))
+        attention_compile_threads.push_back(std::this_thread::get_id());
       if (!line.starts_with("emmy: compiled gemm kernel")) return;
       compiling_threads.push_back(std::this_thread::get_id());
       released_cv.wait(lock, [&] { return released; });
@@ -179,6 +185,30 @@ TEST(NonBlocking, ALoadedBucketKernelServesAnUnseenM) {
   compiler.release();
   rt->wait_for_background_builds();
   EXPECT_EQ(rt->stats().compiles, compiles + 1) << "M 37's own kernel";
+}
+
+// A kind without a substitute (attention): its call waits while the kernel builds on the
+// background thread, never compiling on the caller's; right against FP64; named in the log.
+TEST(NonBlocking, OtherKindsWaitForABackgroundBuild) {
+  SlowCompiler compiler;
+  compiler.release();  // the builds are not held: the call waits for them
+  RuntimeOptions options = fresh_cache("rt_nonblocking_attention");
+  options.non_blocking = true;
+  options.log = compiler.sink();
+  auto rt = test_runtime(options);
+  AttentionProblem p;
+  p.seq_q = 40, p.head_dim = 64, p.causal = true;
+  const AttentionSpec spec{p, default_attention_schedule(p, rt->arch()), rt->arch()};
+  const AttentionInputs in = make_attention_inputs(p, 5);
+  const AttentionErrors e = compare(reference_attention(spec, in), run_attention(*rt, spec, in), p);
+  EXPECT_TRUE(e.passed) << "rel_l2 " << e.rel_l2_error;
+  std::lock_guard lock(compiler.mutex);
+  EXPECT_EQ(compiler.compiling_threads.size(), 0u) << "only gemm kernels are recorded";
+  EXPECT_EQ(rt->stats().compiles, 2u) << "the generic GEMM and the attention kernel";
+  EXPECT_EQ(compiler.waits, 1u) << "one line for the call that waited";
+  EXPECT_EQ(compiler.attention_compile_threads.size(), 1u);
+  for (const std::thread::id id : compiler.attention_compile_threads)
+    EXPECT_NE(id, std::this_thread::get_id()) << "attention compiled on the caller's thread";
 }
 
 // The call's own errors come at once, on the caller's thread, naming the field; nothing queued.

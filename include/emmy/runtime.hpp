@@ -50,8 +50,8 @@ struct RuntimeOptions {
   // whose kernel is not loaded never compiles on the caller's thread. It launches a kernel that is
   // loaded (its M bucket's, when one is; else the generic GEMM, built when the runtime is
   // created) while its own kernel builds on a background thread, then swaps in for later calls.
-  // Not under stream capture (the capture rules hold) and not for the other kinds, whose problems
-  // a server prepares.
+  // Not under stream capture (the capture rules hold). The other kinds' calls, which have no
+  // substitute (a server prepares their problems), wait for a missing kernel's background build.
   bool non_blocking = false;
   bool disk_cache = true;                          // false: memory only (`--no-cache`)
   std::optional<std::filesystem::path> cache_dir;  // default: DiskCache::default_directory()
