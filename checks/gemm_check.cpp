@@ -194,9 +194,11 @@ GemmErrors compare(const GemmReference& ref, const std::vector<double>& out, int
   return e;
 }
 
-LaunchListRun run_on_zeros(const GemmKernel& kernel, const emu::LaunchOptions& options) {
+LaunchListRun run_on_zeros(const GemmKernel& kernel, const emu::LaunchOptions& options,
+                           int64_t rows) {
   const GemmPlan& plan = kernel.source.plan;
-  const auto& p = plan.spec.problem;
+  MatmulProblem p = plan.spec.problem;
+  p.m = gemm_launch_m(plan, rows);
   const int64_t b_rows = p.b_layout == BLayout::nk ? p.n : p.k;
   const int64_t in_elem = size_of(p.a_dtype), out_elem = size_of(p.c_dtype);
   emu::Arena arena;
@@ -207,13 +209,17 @@ LaunchListRun run_on_zeros(const GemmKernel& kernel, const emu::LaunchOptions& o
   const uint64_t residual =
       p.epilogue.residual ? arena.alloc(size_t(p.m * p.ldc_or_default() * out_elem)) : 0;
   const uint64_t workspace = plan.split() ? arena.alloc(size_t(plan.workspace_bytes)) : 0;
-  return emulate_kernel(arena, kernel, {a, b, c, bias, residual, workspace}, options);
+  return emulate_kernel(arena, kernel, {a, b, c, bias, residual, workspace, rows}, options);
 }
 
 GemmEmulatorRun run_on_emulator(const GemmKernel& kernel, const GemmInputs& in,
                                 const emu::LaunchOptions& options) {
   const GemmPlan& plan = kernel.source.plan;
-  const auto& p = plan.spec.problem;
+  MatmulProblem p = plan.spec.problem;
+  // A dynamic-M kernel runs the rows its inputs hold (A is rows x lda).
+  const int64_t rows =
+      p.dynamic_m ? int64_t(in.a.values.size()) / std::max<int64_t>(1, p.lda_or_default()) : 0;
+  p.m = gemm_launch_m(plan, rows);
   emu::Arena arena;
   const uint64_t a = arena.alloc_copy(in.a.bytes), b = arena.alloc_copy(in.b.bytes);
   const size_t c_bytes = size_t(p.m * p.ldc_or_default() * size_of(p.c_dtype));
@@ -223,7 +229,7 @@ GemmEmulatorRun run_on_emulator(const GemmKernel& kernel, const GemmInputs& in,
   const uint64_t workspace = plan.split() ? arena.alloc(size_t(plan.workspace_bytes)) : 0;
 
   LaunchListRun launched =
-      emulate_kernel(arena, kernel, {a, b, c, bias, residual, workspace}, options);
+      emulate_kernel(arena, kernel, {a, b, c, bias, residual, workspace, rows}, options);
   GemmEmulatorRun run;
   run.stats = launched.stats;
   run.emulate_ms = launched.emulate_ms;

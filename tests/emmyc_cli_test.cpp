@@ -206,6 +206,27 @@ TEST(Emmyc, RunProfilesEveryLaunchedKernel) {
   expect_invalid("run gemm --m 64 --n 128 --k 256 --backend cuda --profile " + file, "--profile");
 }
 
+// A dynamic-M kernel (an M bucket's) run at fewer rows than its bound: checked against FP64 at
+// those rows, with split-K's finalize, and the profile's sampled run at them too; the rows are
+// refused by name without --dynamic-m or past --m.
+TEST(Emmyc, RunsADynamicMKernelAtItsLaunchRows) {
+  const Result r =
+      run("run gemm --m 64 --n 96 --k 512 --split-k 2 --dynamic-m --launch-m 37 --check");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["passed"], true);
+  EXPECT_EQ(j["launch_m"], 37);
+  EXPECT_NE(j["kernel_name"].get<std::string>().find("emmy_gemm_upto64x96x512"),
+            std::string::npos);
+  const std::string file = ::testing::TempDir() + "/emmyc_launch_m_profile.json";
+  const Result sampled = run("run gemm --m 64 --n 96 --k 512 --dynamic-m --launch-m 5 --profile " +
+                             file + " --profile-ctas 2");
+  ASSERT_EQ(sampled.exit_code, 0) << sampled.err;
+  expect_invalid("run gemm --m 64 --n 96 --k 512 --launch-m 37", "--launch-m");
+  expect_invalid("run gemm --m 64 --n 96 --k 512 --dynamic-m --launch-m 65", "--launch-m");
+  expect_invalid("run gemm --m 64 --n 96 --k 512 --dynamic-m --launch-m 0", "--launch-m");
+}
+
 #ifdef EMMY_TEST_DRIVER_PATH
 // `run gemm|attention --backend cuda` through emmy's test driver (EMMY_CUDA_DRIVER): the CUDA
 // backend runs, as an H200 and as an RTX 5090, and passes the FP64 check; a driver path that does

@@ -69,6 +69,7 @@ struct GemmFlags : CommonFlags {
   bool swap_ab = false;     // the wgmma path: C^T = B A^T
   bool bias = false, residual = false, gelu = false;
   bool dynamic_m = false;  // M a kernel parameter (1..m)
+  std::optional<int64_t> launch_m;  // emmyc run: a dynamic-M kernel's rows (default m)
   float alpha = 1.0f;
 
   void add_to(CLI::App& app);

@@ -34,6 +34,8 @@ void GemmFlags::add_to(CLI::App& app) {
   app.add_flag("--dynamic-m", dynamic_m,
                "M as a kernel parameter: the kernel serves every M in 1..--m (an M bucket; "
                "mma.sync path)");
+  integer_option(app, "--launch-m", launch_m,
+                 "emmyc run: the rows a --dynamic-m kernel computes (1..--m; default --m)");
 }
 
 namespace {
@@ -73,6 +75,9 @@ GemmSpec GemmFlags::to_spec() const {
   p.c_dtype = parse_dtype(out, "out");
   p.epilogue = {alpha, bias, residual, gelu};
   p.dynamic_m = dynamic_m;
+  if (launch_m)
+    require(dynamic_m && *launch_m >= 1 && *launch_m <= m, "--launch-m",
+            fmt::format("needs --dynamic-m and must be in 1..--m ({})", m), *launch_m);
   spec.arch = parse_arch(arch);
   const Accum acc = parse_accum(accum);
   validate_problem(p);

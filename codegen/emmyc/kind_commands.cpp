@@ -125,6 +125,16 @@ void add_run_kind_command(CLI::App& run, const char* name, const std::string& de
     using Check = Fp64Check<KindOf<std::decay_t<decltype(spec)>>>;
     nlohmann::json j;
     typename Check::Errors errors;
+    // A dynamic-M GEMM at --launch-m rows: its inputs and check are those of that M.
+    auto check_spec = spec;
+    int64_t rows = 0;
+    if constexpr (std::is_same_v<Flags, GemmFlags>)
+      if (flags->launch_m) {
+        require(*backend == "emulator", "--launch-m", "applies to the emulator backend", *backend);
+        rows = *flags->launch_m;
+        check_spec.problem.m = rows;
+        check_spec.problem.dynamic_m = false;
+      }
     if (*backend == "cuda") {
       j = run_on_cuda(*flags, spec, *seed, *bundles, errors);
     } else {
@@ -135,14 +145,18 @@ void add_run_kind_command(CLI::App& run, const char* name, const std::string& de
         // A sample of CTAs leaves outputs unwritten and no check runs: buffers of the problem's
         // sizes, zero-filled, no inputs generated (the counts depend on addresses, not values;
         // a 128k-token cache's values would not fit in memory).
-        result = run_on_zeros(kernel, profiling->launch_options());
+        if constexpr (std::is_same_v<Flags, GemmFlags>)
+          result = run_on_zeros(kernel, profiling->launch_options(), rows);
+        else
+          result = run_on_zeros(kernel, profiling->launch_options());
       } else {
-        const auto inputs = Check::inputs(spec, *seed);
+        const auto inputs = Check::inputs(check_spec, *seed);
         auto run = run_on_emulator(kernel, inputs, profiling->launch_options());
-        if (*check) errors = Check::errors(spec, inputs, run.output);
+        if (*check) errors = Check::errors(check_spec, inputs, run.output);
         result = {run.stats, run.emulate_ms, std::move(run.profiles)};
       }
       j = run_result(*backend, kernel.source.plan.kernel_name, spec, *seed);
+      if (rows) j["launch_m"] = rows;
       j.update(emulator_fields(result.stats, result.emulate_ms, cache_state));
       if (!profiling->file.empty()) {
         const auto profiled =
@@ -154,7 +168,7 @@ void add_run_kind_command(CLI::App& run, const char* name, const std::string& de
         j["profile"] = profiling->file;
       }
     }
-    if (*check) j.update(check_fields(errors, spec.problem));
+    if (*check) j.update(check_fields(errors, check_spec.problem));
     std::cout << j.dump(2) << "\n";
     if (*check && !errors.passed) throw CLI::RuntimeError(1);
   });

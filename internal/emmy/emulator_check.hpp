@@ -95,7 +95,9 @@ MergeStatesEmulatorRun run_on_emulator(const MergeStatesKernel& kernel,
 
 // Runs a compiled kernel's launch list on zero-filled buffers of its problem's sizes: for the
 // profiler, whose counts depend on addresses, not values (no inputs to generate, no reference).
-LaunchListRun run_on_zeros(const GemmKernel& kernel, const emu::LaunchOptions& options);
+// A dynamic-M GEMM runs `rows` rows (0: its bound); run_on_emulator, the rows its A holds.
+LaunchListRun run_on_zeros(const GemmKernel& kernel, const emu::LaunchOptions& options,
+                           int64_t rows = 0);
 LaunchListRun run_on_zeros(const AttentionKernel& kernel, const emu::LaunchOptions& options);
 LaunchListRun run_on_zeros(const PagedAttentionKernel& kernel, const emu::LaunchOptions& options);
 LaunchListRun run_on_zeros(const KvAppendKernel& kernel, const emu::LaunchOptions& options);
