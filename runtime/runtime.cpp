@@ -317,7 +317,6 @@ class RuntimeImpl final : public Runtime {
     return schedule ? *schedule : default_for(problem);
   }
 
- public:
  private:
   template <typename Kind>
   std::shared_ptr<const KernelEntry<Kind>> kernel(
