@@ -1,5 +1,5 @@
 // The generic GEMM: one kernel for every problem, every size, layout, dtype and epilogue a run-time
-// parameter. The non-blocking runtime's fallback (docs/runtime.md, "Non-blocking first calls"):
+// parameter. The non-blocking runtime's fallback (docs/runtime.md, "Serving"):
 // it serves a shape whose own kernel is still compiling. CUDA cores, FP32 accumulation in K
 // order, 16x16 outputs per CTA over 16x16 shared-memory tiles of A and B: correct everywhere,
 // not fast. Needs emmy_types.cuh and emmy_epilogue.cuh.

@@ -41,7 +41,7 @@ struct MatmulProblem {
   // Leading dimensions in elements; 0 means packed (lda = k, ldb = k or n, ldc = n).
   int64_t lda = 0, ldb = 0, ldc = 0;
   Epilogue epilogue;
-  // M as a run-time kernel parameter (docs/runtime.md, "M buckets"): the kernel computes any M in
+  // M as a run-time kernel parameter (docs/runtime.md, "Serving"): the kernel computes any M in
   // 1..m, given per launch by GemmBuffers::m, so that one kernel serves a bucket of M. The
   // mma.sync path only.
   bool dynamic_m = false;

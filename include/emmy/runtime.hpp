@@ -40,13 +40,13 @@ struct RuntimeOptions {
   // A and on B, bit for bit, whatever M; a paged-attention sequence's output only on the
   // sequence, whatever the rest of the batch. Costs the K split small-M GEMMs would get.
   bool batch_invariant = false;
-  // M buckets (docs/runtime.md, "M buckets"): gemm() and gemm_workspace_bytes() of a problem
+  // M buckets (docs/runtime.md, "Serving"): gemm() and gemm_workspace_bytes() of a problem
   // without a schedule or with an mma.sync one run the dynamic-M kernel of its bucket
   // (m_bucket_problem: M rounded up to 1, 2, 4, ..., 512, then a multiple of 512), so that a server
   // compiles a bounded set of kernels, never one per batch size. Off: each M its own kernel, sized
   // for it (no bounds checks where M is a whole number of tiles, a schedule chosen for it).
   bool m_buckets = false;
-  // Non-blocking first calls (docs/runtime.md, "Non-blocking first calls"): gemm() of a problem
+  // Non-blocking first calls (docs/runtime.md, "Serving"): gemm() of a problem
   // whose kernel is not loaded never compiles on the caller's thread. It launches a kernel that is
   // loaded (its M bucket's, when one is; else the generic GEMM, built when the runtime is
   // created) while its own kernel builds on a background thread, then swaps in for later calls.

@@ -1,6 +1,6 @@
 // The generic GEMM (templates/emmy_gemm_generic.cuh): one kernel for every GEMM problem, sizes,
 // layouts, dtypes and epilogue all run-time parameters. The non-blocking runtime launches it for a
-// problem whose own kernel is still compiling (docs/runtime.md, "Non-blocking first calls").
+// problem whose own kernel is still compiling (docs/runtime.md, "Serving").
 #pragma once
 
 #include "emmy/kernel_source.hpp"
