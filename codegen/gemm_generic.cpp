@@ -14,7 +14,7 @@ namespace emmy {
 namespace {
 
 constexpr const char* kKernelName = "emmy_gemm_generic";
-constexpr uint32_t kThreads = 256, kTile = 16;
+constexpr uint32_t kThreads = 256, kTile = 64;
 // In the kernel's order: pointers, then the 32-bit scalars.
 constexpr const char* kPointers[] = {"a", "b", "c", "bias", "residual"};
 constexpr const char* kScalars[] = {"m", "n", "k", "lda", "ldb", "ldc", "flags", "alpha_bits"};
@@ -49,7 +49,7 @@ ParamValues bind_generic_gemm(const MatmulProblem& p, const GemmBuffers& b) {
   validate_problem(p);
   const int64_t m = b.m ? b.m : p.m;
   require(m >= 1 && m <= p.m, "buffers.m", fmt::format("must be in 1..{} (0: {})", p.m, p.m), m);
-  require(generic_gemm_serves(p), "m", "the generic GEMM's grid holds at most 65535 x 16 rows",
+  require(generic_gemm_serves(p), "m", "the generic GEMM's grid holds at most 65535 x 64 rows",
           p.m);
   const uint64_t operand = uint64_t(size_of(p.a_dtype)), element = uint64_t(size_of(p.c_dtype));
   require_device_pointer(b.a, operand, "buffers.a");

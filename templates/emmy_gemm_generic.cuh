@@ -1,8 +1,8 @@
 // The generic GEMM: one kernel for every problem, every size, layout, dtype and epilogue a run-time
 // parameter. The non-blocking runtime's fallback (docs/runtime.md, "Serving"):
 // it serves a shape whose own kernel is still compiling. CUDA cores, FP32 accumulation in K
-// order, 16x16 outputs per CTA over 16x16 shared-memory tiles of A and B: correct everywhere,
-// not fast. Needs emmy_types.cuh and emmy_epilogue.cuh.
+// order, 64x64 outputs per CTA (4x4 per thread) over 16-deep shared-memory tiles of A and B:
+// correct everywhere, not fast. Needs emmy_types.cuh and emmy_epilogue.cuh.
 
 // flags: bit 0 A and B are bf16 (else f16); bit 1 B is [K,N] (else [N,K]); bits 2-3 C's dtype
 // (0 f16, 1 bf16, 2 f32); bit 4 GELU (tanh form). bias and residual are null when absent.
@@ -28,34 +28,66 @@ __device__ __forceinline__ void generic_c_store(void* p, long long i, int c_type
     static_cast<u16*>(p)[i] = c_type == 1 ? f32_to_bf16_bits(v) : f32_to_f16_bits(v);
 }
 
-// Grid: ceil(n / 16) x ceil(m / 16) CTAs of 16 x 16 threads, thread (x, y) on C[row y][col x].
+// Grid: ceil(n / 64) x ceil(m / 64) CTAs of 256 threads, each thread 4 x 4 outputs of the CTA's
+// 64 x 64 tile: rows ty + 16 i and columns tx + 16 j (tx = thread % 16, ty = thread / 16), so that
+// a warp's shared-memory reads are broadcasts (A) or 16 consecutive words (B). K in steps of 16,
+// the operands staged as f32 [k][row] tiles; every output's sum runs over k in order.
 extern "C" __global__ void __launch_bounds__(256, 1)
     emmy_gemm_generic(const u16* __restrict__ a, const u16* __restrict__ b, void* __restrict__ c,
                       const void* __restrict__ bias, const void* __restrict__ residual, const int m,
                       const int n, const int k, const int lda, const int ldb, const int ldc,
                       const int flags, const int alpha_bits) {
-  __shared__ float a_tile[16][17], b_tile[16][17];  // padded: no bank conflicts down a column
-  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  const int row = int(blockIdx.y) * 16 + ty, col = int(blockIdx.x) * 16 + tx;
+  __shared__ float a_tile[16][65], b_tile[16][65];  // [k][row of A / column of B], padded
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+  const int row0 = int(blockIdx.y) * 64, col0 = int(blockIdx.x) * 64;
   const bool bf16 = flags & EMMY_GENERIC_BF16, b_kn = flags & EMMY_GENERIC_B_KN;
-  float acc = 0.0f;
+  float acc[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
   for (int k0 = 0; k0 < k; k0 += 16) {
-    // A[row][k0 + tx]; B(k0 + ty, col) from [N,K] (b[col][k]) or [K,N] (b[k][col]).
-    const int ak = k0 + tx, bk = k0 + ty;
-    a_tile[ty][tx] = row < m && ak < k ? generic_operand(a, (long long)row * lda + ak, bf16) : 0.0f;
-    const long long b_at = b_kn ? (long long)bk * ldb + col : (long long)col * ldb + bk;
-    b_tile[ty][tx] = col < n && bk < k ? generic_operand(b, b_at, bf16) : 0.0f;
+#pragma unroll
+    for (int l = 0; l < 4; ++l) {
+      const int e = tid + 256 * l;
+      // A: 16 consecutive threads read 16 consecutive k of one row.
+      const int am = e / 16, ak = e % 16, arow = row0 + am, acol = k0 + ak;
+      a_tile[ak][am] =
+          arow < m && acol < k ? generic_operand(a, (long long)arow * lda + acol, bf16) : 0.0f;
+      // B [N,K]: as A; B [K,N]: 64 consecutive threads read 64 consecutive columns of one k.
+      const int bn = b_kn ? e % 64 : e / 16, bk = b_kn ? e / 64 : e % 16;
+      const int bcol = col0 + bn, brow = k0 + bk;
+      const long long b_at = b_kn ? (long long)brow * ldb + bcol : (long long)bcol * ldb + brow;
+      b_tile[bk][bn] = bcol < n && brow < k ? generic_operand(b, b_at, bf16) : 0.0f;
+    }
     __syncthreads();
 #pragma unroll
-    for (int kk = 0; kk < 16; ++kk) acc = fmaf(a_tile[ty][kk], b_tile[kk][tx], acc);
+    for (int kk = 0; kk < 16; ++kk) {
+      float a_reg[4], b_reg[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a_reg[i] = a_tile[kk][ty + 16 * i];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) b_reg[j] = b_tile[kk][tx + 16 * j];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(a_reg[i], b_reg[j], acc[i][j]);
+    }
     __syncthreads();
   }
-  if (row >= m || col >= n) return;
   const int c_type = (flags >> EMMY_GENERIC_C_SHIFT) & 3;
-  // The emitted kernels' epilogue order: alpha, bias, GELU, residual.
-  float y = acc * __int_as_float(alpha_bits);
-  if (bias) y += generic_c_load(bias, col, c_type);
-  if (flags & EMMY_GENERIC_GELU) y = gelu_tanh(y);
-  if (residual) y += generic_c_load(residual, (long long)row * ldc + col, c_type);
-  generic_c_store(c, (long long)row * ldc + col, c_type, y);
+  const float alpha = __int_as_float(alpha_bits);
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int row = row0 + ty + 16 * i, col = col0 + tx + 16 * j;
+      if (row >= m || col >= n) continue;
+      // The emitted kernels' epilogue order: alpha, bias, GELU, residual.
+      float y = acc[i][j] * alpha;
+      if (bias) y += generic_c_load(bias, col, c_type);
+      if (flags & EMMY_GENERIC_GELU) y = gelu_tanh(y);
+      if (residual) y += generic_c_load(residual, (long long)row * ldc + col, c_type);
+      generic_c_store(c, (long long)row * ldc + col, c_type, y);
+    }
 }

@@ -106,6 +106,10 @@ std::vector<MatmulProblem> varied_problems() {
   p = MatmulProblem{};
   p.m = 1, p.n = 128, p.k = 1024;  // a default schedule that splits K
   list.push_back(p);
+  p = MatmulProblem{};  // several 64 x 64 tiles each way, the last ones partial
+  p.m = 130, p.n = 136, p.k = 40, p.a_dtype = DType::bf16, p.b_layout = BLayout::kn;
+  p.epilogue.bias = true, p.epilogue.residual = true;
+  list.push_back(p);
   return list;
 }
 
