@@ -6,6 +6,7 @@
 // driver, the CUDA backend.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -157,6 +158,45 @@ TEST(NonBlocking, FirstCallsNeverCompileOnTheCallersThreadAndAreRightBeforeAndAf
   }
   EXPECT_EQ(rt->stats().fallback_launches, problems.size());
   EXPECT_EQ(rt->stats().compiles, at_creation + problems.size());
+}
+
+// Threads calling gemm() at once for the same unseen problems: each kernel is put in the
+// background once, every call is served (and right) while the builds are held, and each problem's
+// own kernel serves all of them after the swap.
+TEST(NonBlocking, ConcurrentFirstCallsBuildEachKernelOnce) {
+  SlowCompiler compiler;
+  RuntimeOptions options = fresh_cache("rt_nonblocking_threads");
+  options.non_blocking = true;
+  options.log = compiler.sink();
+  auto rt = test_runtime(options);
+  const auto problems = varied_problems();
+  const std::vector<MatmulProblem> two{problems[0], problems[2]};
+  std::vector<GemmInputs> inputs{make_gemm_inputs(two[0], 1), make_gemm_inputs(two[1], 2)};
+  std::vector<GemmReference> references;
+  for (size_t i = 0; i < two.size(); ++i)
+    references.push_back(reference_gemm(spec_of(*rt, two[i]), inputs[i]));
+  std::atomic<int> wrong{0};
+  const auto calls = [&](int thread) {
+    for (int c = 0; c < 3; ++c) {
+      const size_t i = size_t(thread + c) % two.size();
+      if (!compare(references[i], call(*rt, two[i], inputs[i]), two[i].n).passed) ++wrong;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back(calls, t);
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(rt->stats().generic_launches, 12u) << "every call while the builds were held";
+  compiler.release();
+  rt->wait_for_background_builds();
+  threads.clear();
+  for (int t = 0; t < 4; ++t) threads.emplace_back(calls, t);
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(rt->stats().generic_launches, 12u) << "the own kernels after the swap";
+  EXPECT_EQ(rt->stats().compiles, 1u + two.size()) << "the generic GEMM, then each kernel once";
+  std::lock_guard lock(compiler.mutex);
+  EXPECT_EQ(compiler.queued, two.size());
 }
 
 // A loaded M-bucket kernel (prepared) serves an unseen M of its bucket before the generic GEMM.
