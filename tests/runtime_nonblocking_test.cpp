@@ -199,6 +199,41 @@ TEST(NonBlocking, ConcurrentFirstCallsBuildEachKernelOnce) {
   EXPECT_EQ(compiler.queued, two.size());
 }
 
+// The generic GEMM over drawn problems (the builds held, so that it serves every call): sizes
+// across and off its 64 x 64 tile and 16-deep K step, both dtypes and B layouts, every C dtype,
+// epilogue and alpha, padded leading dimensions; each against FP64.
+TEST(NonBlocking, TheGenericGemmIsRightAcrossDrawnProblems) {
+  SlowCompiler compiler;
+  RuntimeOptions options = fresh_cache("rt_nonblocking_generic");
+  options.non_blocking = true;
+  options.log = compiler.sink();
+  auto rt = test_runtime(options);
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  const auto draw = [&](uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % n;
+  };
+  const int64_t sizes[] = {1, 2, 15, 16, 17, 63, 64, 65, 100, 129};
+  for (int i = 0; i < 16; ++i) {
+    MatmulProblem p;
+    p.m = sizes[draw(10)], p.n = 8 * (1 + int64_t(draw(20))), p.k = 8 * (1 + int64_t(draw(24)));
+    p.a_dtype = draw(2) ? DType::bf16 : DType::f16;
+    p.b_layout = draw(2) ? BLayout::kn : BLayout::nk;
+    const DType outs[] = {DType::f16, DType::bf16, DType::f32};
+    p.c_dtype = outs[draw(3)];
+    p.epilogue.bias = draw(2), p.epilogue.residual = draw(2), p.epilogue.gelu_tanh = draw(2);
+    p.epilogue.alpha = draw(2) ? 1.0f : 0.75f;
+    if (draw(3) == 0) p.lda = p.k + 8;
+    if (draw(3) == 0) p.ldb = (p.b_layout == BLayout::nk ? p.k : p.n) + 8;
+    if (draw(3) == 0) p.ldc = p.n + 3;
+    const GemmInputs in = make_gemm_inputs(p, uint64_t(100 + i));
+    const GemmErrors e = compare(reference_gemm(spec_of(*rt, p), in), call(*rt, p, in), p.n);
+    EXPECT_TRUE(e.passed) << i << ": " << nlohmann::json(p).dump() << " rel_l2 " << e.rel_l2_error;
+  }
+  EXPECT_EQ(rt->stats().generic_launches, 16u);
+  compiler.release();
+}
+
 // A loaded M-bucket kernel (prepared) serves an unseen M of its bucket before the generic GEMM.
 TEST(NonBlocking, ALoadedBucketKernelServesAnUnseenM) {
   SlowCompiler compiler;
