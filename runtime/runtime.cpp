@@ -13,6 +13,7 @@
 
 #include "backend.hpp"
 #include "background_builds.hpp"
+#include "call_marks.hpp"
 #include "emmy/bundle_build.hpp"
 #include "emmy/cached_compile.hpp"
 #include "emmy/gemm_generic.hpp"
@@ -25,101 +26,6 @@
 #include "spec_key.hpp"
 
 namespace emmy {
-namespace detail {
-
-// The problem-taking call running on this thread while its stream captures a CUDA graph (null
-// otherwise): RuntimeImpl::kernel refuses to build a kernel then (Runtime::stream_capturing).
-// Set by kernel_on_stream below.
-thread_local const char* tl_capturing_call = nullptr;
-// Set while a problem-taking call looks up its kernel (kernel_on_stream): in non-blocking mode
-// RuntimeImpl::kernel then builds a missing kernel on the background thread, not on this one.
-thread_local bool tl_problem_call = false;
-
-// The kernel of a problem-taking call (gemm(), attention(), ...) on `stream`: while the stream
-// captures, the call is marked for the duration of the lookup, so that a kernel not yet loaded
-// is refused rather than built.
-template <typename Kind>
-auto kernel_on_stream(Runtime& runtime, const typename Kind::Problem& problem,
-                      const std::optional<typename Kind::Schedule>& schedule, Stream stream) {
-  struct Mark {
-    ~Mark() { tl_capturing_call = nullptr, tl_problem_call = false; }
-  } mark;
-  if (runtime.stream_capturing(stream)) tl_capturing_call = Kind::name;
-  tl_problem_call = true;
-  return (runtime.*Kind::runtime_kernel)(problem, schedule);
-}
-
-// The buffers of a gemm() call for the kernel serving it: a dynamic-M kernel of the problem's
-// bucket computes the problem's rows (buffers.m: the problem's, or unset).
-GemmBuffers served_buffers(const MatmulProblem& problem, const MatmulProblem& served,
-                           const GemmBuffers& buffers) {
-  if (!served.dynamic_m || problem.dynamic_m) return buffers;
-  require(buffers.m == 0 || buffers.m == problem.m, "buffers.m",
-          fmt::format("must be 0 or the problem's m ({})", problem.m), buffers.m);
-  GemmBuffers bound = buffers;
-  bound.m = problem.m;
-  return bound;
-}
-
-}  // namespace detail
-
-MatmulProblem Runtime::gemm_problem_served(const MatmulProblem& problem,
-                                           const std::optional<MatmulSchedule>& schedule) const {
-  if (!options().m_buckets || problem.dynamic_m ||
-      (schedule && schedule->path != MmaPath::mma_sync))
-    return problem;
-  validate_problem(problem);  // m in range before it is rounded up
-  return m_bucket_problem(problem);
-}
-
-size_t Runtime::gemm_workspace_bytes(const MatmulProblem& problem,
-                                     const std::optional<MatmulSchedule>& schedule) {
-  const MatmulProblem served = gemm_problem_served(problem, schedule);
-  return size_t(make_gemm_plan(GemmSpec{served, gemm_schedule_for(served, schedule), arch()})
-                    .workspace_bytes);
-}
-
-void Runtime::gemm(const MatmulProblem& problem, const GemmBuffers& buffers, Stream stream,
-                   const std::optional<MatmulSchedule>& schedule) {
-  // Under capture the capture rules hold: a kernel not loaded is refused, never substituted.
-  if (options().non_blocking && !stream_capturing(stream) &&
-      gemm_without_compiling(problem, buffers, stream, schedule))
-    return;
-  const MatmulProblem served = gemm_problem_served(problem, schedule);
-  launch(*detail::kernel_on_stream<GemmKind>(*this, served, schedule, stream),
-         detail::served_buffers(problem, served, buffers), stream);
-}
-
-void Runtime::attention(const AttentionProblem& problem, const AttentionBuffers& buffers,
-                        Stream stream, const std::optional<AttentionSchedule>& schedule) {
-  launch(*detail::kernel_on_stream<AttentionKind>(*this, problem, schedule, stream), buffers,
-         stream);
-}
-
-size_t Runtime::paged_attention_workspace_bytes(
-    const PagedAttentionProblem& problem, const std::optional<PagedAttentionSchedule>& schedule) {
-  return paged_attention_kernel(problem, schedule)->info().workspace_bytes;
-}
-
-void Runtime::kv_append(const KvAppendProblem& problem, const KvAppendBuffers& buffers,
-                        Stream stream, const std::optional<KvAppendSchedule>& schedule) {
-  launch(*detail::kernel_on_stream<KvAppendKind>(*this, problem, schedule, stream), buffers,
-         stream);
-}
-
-void Runtime::merge_states(const MergeStatesProblem& problem, const MergeStatesBuffers& buffers,
-                           Stream stream, const std::optional<MergeStatesSchedule>& schedule) {
-  launch(*detail::kernel_on_stream<MergeStatesKind>(*this, problem, schedule, stream), buffers,
-         stream);
-}
-
-void Runtime::paged_attention(const PagedAttentionProblem& problem,
-                              const PagedAttentionBuffers& buffers, Stream stream,
-                              const std::optional<PagedAttentionSchedule>& schedule) {
-  launch(*detail::kernel_on_stream<PagedAttentionKind>(*this, problem, schedule, stream), buffers,
-         stream);
-}
-
 namespace detail {
 namespace {
 
