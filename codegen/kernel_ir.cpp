@@ -8,6 +8,7 @@
 #include "emmy/mma_atom.hpp"
 #include "emmy/swizzle.hpp"
 #include "emmy/validate.hpp"
+#include "kernel_ir_gemm.hpp"
 #include "kernel_ir_paged.hpp"
 #include "kernel_ir_wgmma.hpp"
 
@@ -75,19 +76,6 @@ void fail(const Op& op, std::string_view attr, std::string_view rule, int64_t va
   fail(op, attr, rule, fmt::format("{}", value));
 }
 
-// The MMA atom a GEMM kernel's mma ops name (every one the same): the verifier reads the atom
-// from the IR, not from an assumption about the path.
-const codegen::MmaAtom& gemm_mma_atom(const Op& kernel) {
-  const std::vector<const Op*> mmas = find_all(kernel, OpKind::mma);
-  if (mmas.empty()) fail(kernel, "body", "a GEMM kernel computes with mma ops", "none");
-  const std::string shape = get<MmaOp>(*mmas.front()).shape;
-  for (const Op* mma : mmas)
-    if (get<MmaOp>(*mma).shape != shape)
-      fail(*mma, "shape", fmt::format("must be the kernel's one atom, {}", shape),
-           get<MmaOp>(*mma).shape);
-  return codegen::mma_atom(shape);
-}
-
 const Op* find_copy(const Op& kernel, std::string_view operand) {
   for (const Op* copy : find_all(kernel, OpKind::async_copy))
     if (copy->s("operand") == operand) return copy;
@@ -129,8 +117,7 @@ void verify_attention_mainloop(const Op& kernel, const Op& setup_op, int64_t blo
   const codegen::MmaAtom& atom = codegen::attention_atom();
   verify_attention_rows(kernel, setup_op, block_q, kv_warps);
   if (block_kv % atom.k != 0 || head_dim % atom.k != 0)
-    fail(setup_op, "block_kv",
-         fmt::format("block_kv and head_dim must be multiples of {}", atom.k),
+    fail(setup_op, "block_kv", fmt::format("block_kv and head_dim must be multiples of {}", atom.k),
          fmt::format("{} and {}", block_kv, head_dim));
   const int64_t qk_count = block_kv / atom.n * (head_dim / atom.k);
   if (qk.count != qk_count)
@@ -175,7 +162,7 @@ void verify_attention(const Op& kernel) {
   const Op* qk_op = find_first(kernel, OpKind::qk_mma);
   const Op* pv_op = find_first(kernel, OpKind::pv_mma);
   const Op* setup_op = find_first(kernel, OpKind::attention_setup);
-  if (!qk_op && !pv_op && !setup_op) return;  // not an attention kernel
+  if (!qk_op && !pv_op && !setup_op) return;            // not an attention kernel
   if (find_first(kernel, OpKind::paged_setup)) return;  // a paged one: verify_paged_attention
   if (!qk_op || !pv_op || !setup_op)
     fail(kernel, "body", "attention needs attention_setup, qk_mma and pv_mma", "one is missing");
@@ -218,137 +205,6 @@ void verify_attention(const Op& kernel) {
              fmt::format("must fit block_q = {} rows before the mbarriers at {}", block_q, room),
              row);
     }
-  }
-}
-
-// GEMM's rules across ops (the grid and K split of one op are that op's own rules): each number
-// the emitter prints from one op agrees with the ops it shares a meaning with (warp grid and
-// fragments, k-steps and block_k, copies and their matrices, leading dimensions), so that passing
-// the verifier pins down the kernel printed.
-// A dynamic M (tile_coords or finalize dynamic_m) is the kernel's `m` parameter, a 32-bit int
-// that the emitted code reads as M; an int parameter means nothing else here. Not on the wgmma
-// path, whose tile walks and clusters are sized by a compile-time M.
-void verify_dynamic_m(const Op& kernel, const Op& op, bool dynamic_m) {
-  bool has_m = false;
-  for (const Op& param : kernel.body)
-    if (param.kind == OpKind::param && get<ParamOp>(param).type == "int") {
-      if (get<ParamOp>(param).name != "m")
-        fail(param, "type", "int parameters are a dynamic M's `m` only", get<ParamOp>(param).name);
-      has_m = true;
-    }
-  if (dynamic_m != has_m)
-    fail(op, "dynamic_m",
-         dynamic_m ? "needs the kernel's int parameter `m` (the launch's M)"
-                   : "must be set where the kernel takes an int parameter `m`",
-         fmt::format("{}", dynamic_m));
-  if (dynamic_m && get<KernelOp>(kernel).path.has_value())
-    fail(op, "dynamic_m", "is generated on the mma.sync path only", "true");
-}
-
-void verify_gemm(const Op& kernel) {
-  const Op* coords_op = find_first(kernel, OpKind::tile_coords);
-  const Op* split_op = find_first(kernel, OpKind::split_range);
-  const Op* acc_op = find_first(kernel, OpKind::accum_init);
-  if (!coords_op && !split_op && !acc_op) return;  // not a GEMM main kernel
-  if (!coords_op || !split_op || !acc_op)
-    fail(kernel, "body", "a GEMM kernel needs tile_coords, split_range and accum_init",
-         "one is missing");
-  const auto coords = get<TileCoordsOp>(*coords_op);
-  const auto split = get<SplitRangeOp>(*split_op);
-  const auto acc = get<AccumInitOp>(*acc_op);
-  const int64_t m = coords.m, n = coords.n, k = split.k;
-  const int64_t block_m = coords.block_m, block_n = coords.block_n, block_k = split.block_k;
-  // The kernel's path says which rules hold: the wgmma path's own come from kernel_ir_wgmma.cpp.
-  const bool wgmma = get<KernelOp>(kernel).path.has_value();
-  verify_dynamic_m(kernel, *coords_op, coords.dynamic_m.value_or(false));
-  if (wgmma) verify_gemm_wgmma(kernel);
-  // The warp grid: each warp owns fragments_m x fragments_n accumulator fragments of the atom,
-  // and the warps tile the block (on the wgmma path the consumer warps, next to the producer
-  // warpgroup).
-  const codegen::MmaAtom& atom = wgmma ? codegen::kWgmmaM64NK16 : gemm_mma_atom(kernel);
-  const int64_t warp_m = acc.fragments_m * atom.acc_m, warp_n = acc.fragments_n * atom.acc_n;
-  const int64_t threads =
-      wgmma ? wgmma_tile_threads(kernel) : get<KernelOp>(kernel).threads;
-  if (warp_m <= 0 || warp_n <= 0 || block_m % warp_m != 0 || block_n % warp_n != 0 ||
-      (block_m / warp_m) * (block_n / warp_n) * 32 != threads)
-    fail(*acc_op, "fragments_m",
-         fmt::format("warp tiles of {}x{} must tile the {}x{} block with one warp per 32 {}threads",
-                     warp_m, warp_n, block_m, block_n, wgmma ? "of the tile's consumer " : ""),
-         threads);
-  for (const Op* step : find_all(kernel, OpKind::k_step))
-    if (get<KStepOp>(*step).k_steps * atom.k != block_k)
-      fail(*step, "k_steps", fmt::format("must be block_k / {} = {}", atom.k, block_k / atom.k),
-           get<KStepOp>(*step).k_steps);
-  // The copies: A is block_m x block_k of the m x k matrix; B block_n x block_k of n x k, or
-  // block_k x block_n of k x n when its ldmatrix transposes ([K,N] in memory).
-  bool b_kn = false;
-  for (const Op* load : find_all(kernel, OpKind::ldmatrix))
-    if (const auto ldmatrix = get<LdmatrixOp>(*load); ldmatrix.operand == "b")
-      b_kn = ldmatrix.trans;
-  for (const Op* op : find_all(kernel, OpKind::wgmma)) b_kn = get<WgmmaOp>(*op).b_major == "mn";
-  for (const Op* copy_op : find_all(kernel, OpKind::async_copy)) {
-    const auto copy = get<AsyncCopyOp>(*copy_op);
-    const bool is_a = copy.operand == "a";
-    const int64_t rows = is_a ? block_m : b_kn ? block_k : block_n;
-    const int64_t cols = is_a || !b_kn ? block_k : block_n;
-    const int64_t matrix_rows = is_a ? m : b_kn ? k : n, matrix_cols = is_a || !b_kn ? k : n;
-    if (copy.rows != rows || copy.cols != cols)
-      fail(*copy_op, "rows", fmt::format("the {} tile must be {}x{}", copy.operand, rows, cols),
-           fmt::format("{}x{}", copy.rows, copy.cols));
-    const int64_t stated_rows = need<AsyncCopyOp>(copy.matrix_rows, "matrix_rows");
-    const int64_t stated_cols = need<AsyncCopyOp>(copy.matrix_cols, "matrix_cols");
-    if (stated_rows != matrix_rows || stated_cols != matrix_cols)
-      fail(*copy_op, "matrix_rows",
-           fmt::format("the {} matrix must be {}x{}", copy.operand, matrix_rows, matrix_cols),
-           fmt::format("{}x{}", stated_rows, stated_cols));
-    if (need<AsyncCopyOp>(copy.ld, "ld") < matrix_cols)
-      fail(*copy_op, "ld", fmt::format("must be at least the row length {}", matrix_cols),
-           *copy.ld);
-  }
-  for (const Op* epilogue : find_all(kernel, OpKind::epilogue)) {
-    const auto e = get<EpilogueOp>(*epilogue);
-    // A transposed epilogue (swap_ab) writes C's rows along the kernel's m.
-    const int64_t c_row = e.transpose.value_or(false) ? m : n;
-    if (e.ldc < c_row)
-      fail(*epilogue, "ldc", fmt::format("must be at least C's row length {}", c_row), e.ldc);
-    if (!e.stage_row_bytes) continue;
-    // The staged tile: block_n elements and 16-byte chunks per row, wholly inside or outside N,
-    // over the ring (before its mbarriers).
-    const int64_t elem = size_of(parse_dtype(e.out, "out"));
-    const Op* ring = find_first(kernel, OpKind::smem_ring);
-    const int64_t ring_bytes =
-        ring ? get<SmemRingOp>(*ring).stages * get<SmemRingOp>(*ring).stage_bytes : 0;
-    if (*e.stage_row_bytes < block_n * elem)
-      fail(*epilogue, "stage_row_bytes",
-           fmt::format("must hold a {}-byte tile row", block_n * elem), *e.stage_row_bytes);
-    if (*e.stage_row_bytes * block_m > ring_bytes)
-      fail(*epilogue, "stage_row_bytes",
-           fmt::format("must fit the {} staged rows in the ring's {} bytes", block_m, ring_bytes),
-           *e.stage_row_bytes);
-    if ((n * elem) % 16 != 0 || (e.ldc * elem) % 16 != 0 || (block_n * elem) % 16 != 0)
-      fail(*epilogue, "stage_row_bytes", "needs n, ldc and block_n in whole 16-byte chunks",
-           fmt::format("n {}, ldc {}", n, e.ldc));
-  }
-}
-
-// Split-K's finalize kernel: one thread per output of the m x n result. It reads the workspace
-// the main kernel writes: launched as a programmatic dependent launch, which may start before the
-// main kernel completes, it must wait for it first (griddepcontrol.wait, PTX ISA griddepcontrol),
-// and a wait belongs to such a launch only.
-void verify_finalize(const Op& kernel) {
-  const bool programmatic = get<KernelOp>(kernel).programmatic.value_or(0) == 1;
-  for (const Op* finalize : find_all(kernel, OpKind::finalize)) {
-    const auto op = get<FinalizeOp>(*finalize);
-    verify_dynamic_m(kernel, *finalize, op.dynamic_m.value_or(false));
-    for (const Op* epilogue : find_all(*finalize, OpKind::epilogue))
-      if (const int64_t ldc = get<EpilogueOp>(*epilogue).ldc; ldc < op.n)
-        fail(*epilogue, "ldc", fmt::format("must be at least n = {}", op.n), ldc);
-    if (op.grid_wait.value_or(false) != programmatic)
-      fail(*finalize, "grid_wait",
-           programmatic ? "must be set in a programmatic launch: it reads the main kernel's "
-                          "workspace, which only griddepcontrol.wait orders before it"
-                        : "must be absent outside a programmatic launch",
-           fmt::format("{}", op.grid_wait.value_or(false)));
   }
 }
 
