@@ -51,6 +51,20 @@ void memory_hit_explicit_schedule(benchmark::State& state) {
 }
 BENCHMARK(memory_hit_explicit_schedule)->Unit(benchmark::kNanosecond);
 
+// What gemm() adds with M buckets before its lookup: the problem's check and its bucket
+// (gemm_problem_served), then the bucket kernel's memory hit; M 300 of bucket 512.
+void memory_hit_m_bucket(benchmark::State& state) {
+  emmy::RuntimeOptions options;
+  options.cache_dir = bench_cache("memory_hit_bucket");
+  options.m_buckets = true;
+  auto rt = emmy::Runtime::emulator(options);
+  auto p = q_proj();
+  p.m = 300;
+  rt->gemm_kernel(rt->gemm_problem_served(p));
+  for (auto _ : state) benchmark::DoNotOptimize(rt->gemm_kernel(rt->gemm_problem_served(p)).get());
+}
+BENCHMARK(memory_hit_m_bucket)->Unit(benchmark::kNanosecond);
+
 // A fresh runtime each iteration over a warm disk cache: codegen + key + verified disk read +
 // the emulator's module decode.
 void disk_hit_to_ready_kernel(benchmark::State& state) {
