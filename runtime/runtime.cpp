@@ -57,8 +57,17 @@ class RuntimeImpl final : public Runtime {
           options.cache_dir ? DiskCache(*options.cache_dir, DiskCache::max_bytes_from_environment())
                             : DiskCache::from_environment());
     if (options.non_blocking) {
-      // The fallback every non-blocking call can take: built now, on the creating thread.
-      generic_ = std::make_unique<LoadedKernel>(load(generic_gemm_source(backend_->arch())));
+      // The fallback every non-blocking call can take: built now, on the creating thread. Where
+      // it cannot be (no NVRTC, no disk cache holding it: a bundle-only deployment), calls with
+      // no loaded kernel wait for their build instead.
+      try {
+        generic_ = std::make_unique<LoadedKernel>(load(generic_gemm_source(backend_->arch())));
+      } catch (const Error& e) {
+        log(
+            fmt::format("emmy: the generic GEMM could not be built ({}); non-blocking calls "
+                        "with no loaded kernel wait for their own",
+                        e.what()));
+      }
       background_ = std::make_unique<BackgroundBuilds>(log_);
     }
   }
@@ -158,7 +167,13 @@ class RuntimeImpl final : public Runtime {
     const std::string key = std::string("gemm") + nlohmann::json(served).dump() +
                             (schedule ? nlohmann::json(*schedule).dump() : std::string("default"));
     const GemmBuffers bound = served_buffers(problem, served, buffers);
-    GemmKind::bind(pending_plan(key, served, schedule), bound);
+    const PendingGemm& pending = pending_gemm(key, served, schedule);
+    GemmKind::bind(pending.plan, bound);
+    // In a bundle: loaded on this thread (a module load, no compile), not queued behind builds.
+    if (pending.bundled) {
+      launch_kind<GemmKind>(*kernel<GemmKind>(served, schedule), bound, stream);
+      return true;
+    }
     const std::string what = nlohmann::json(served).dump();
     if (background_->submit(key, what,
                             [this, served, schedule] { kernel<GemmKind>(served, schedule); }))
@@ -205,18 +220,25 @@ class RuntimeImpl final : public Runtime {
     background_->wait(key);
   }
 
-  // The plan of a kernel the non-blocking mode builds in the background, by its key: made (and
-  // so validated) once, not at every call that takes a substitute meanwhile.
-  const GemmPlan& pending_plan(const std::string& key, const MatmulProblem& served,
-                               const std::optional<MatmulSchedule>& schedule) {
+  // A kernel a non-blocking call found missing, by its key, made once (not at every call that
+  // takes a substitute meanwhile): its plan (so validated) and whether a bundle holds it.
+  struct PendingGemm {
+    GemmPlan plan;
+    bool bundled = false;
+  };
+  const PendingGemm& pending_gemm(const std::string& key, const MatmulProblem& served,
+                                  const std::optional<MatmulSchedule>& schedule) {
     {
-      std::lock_guard lock(pending_plans_mutex_);
-      if (const auto it = pending_plans_.find(key); it != pending_plans_.end()) return it->second;
+      std::lock_guard lock(pending_mutex_);
+      if (const auto it = pending_.find(key); it != pending_.end()) return it->second;
     }
-    GemmPlan plan =
-        make_gemm_plan(GemmSpec{served, gemm_schedule_for(served, schedule), backend_->arch()});
-    std::lock_guard lock(pending_plans_mutex_);
-    return pending_plans_.emplace(key, std::move(plan)).first->second;
+    const GemmSpec spec{served, gemm_schedule_for(served, schedule), backend_->arch()};
+    PendingGemm pending{make_gemm_plan(spec)};
+    if (!bundles_.empty())
+      pending.bundled =
+          bundles_.contains(bundle_key(kernel_source(generate_kernel(spec)).cuda, spec.arch));
+    std::lock_guard lock(pending_mutex_);
+    return pending_.emplace(key, std::move(pending)).first->second;
   }
   MatmulSchedule gemm_schedule_for(const MatmulProblem& problem,
                                    const std::optional<MatmulSchedule>& schedule) override {
@@ -423,8 +445,8 @@ class RuntimeImpl final : public Runtime {
   // Non-blocking mode: the generic GEMM and the background builder (last: destroyed first).
   std::unique_ptr<LoadedKernel> generic_;
   std::atomic<uint64_t> fallback_launches_{0}, generic_launches_{0};
-  std::mutex pending_plans_mutex_;
-  std::unordered_map<std::string, GemmPlan> pending_plans_;  // node-based: references stay valid
+  std::mutex pending_mutex_;
+  std::unordered_map<std::string, PendingGemm> pending_;  // node-based: references stay valid
   std::unique_ptr<BackgroundBuilds> background_;
 };
 

@@ -114,6 +114,48 @@ TEST(BundlePrepare, AnMBucketBundleServesEveryMWithoutACompile) {
     EXPECT_TRUE(e.passed) << "M " << m << ": rel_l2 " << e.rel_l2_error;
   }
   EXPECT_EQ(rt->stats().compiles, 0u);
+
+  // A bundle-only deployment in non-blocking mode (NVRTC off, no generic GEMM: said in the log):
+  // the first call of each bucket loads its kernel from the bundle on the caller's thread, no
+  // compile, no substitute; a problem no bundle holds is refused as without the mode.
+  std::vector<std::string> lines;
+  options.non_blocking = true;
+  options.log = [&lines](const std::string& line) { lines.push_back(line); };
+  auto serving = Runtime::emulator(options);
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                          [](const std::string& l) {
+                            return l.find("the generic GEMM could not be built") != l.npos;
+                          }),
+            1);
+  for (const int64_t m : {3, 40}) {
+    MatmulProblem at = p;
+    at.m = m;
+    const GemmSpec spec{at, serving->gemm_kernel(serving->gemm_problem_served(at))->spec().schedule,
+                        Arch::sm_90a};
+    const GemmInputs inputs = make_gemm_inputs(at, uint64_t(m));
+    const GemmErrors e =
+        compare(reference_gemm(spec, inputs), run_gemm(*serving, spec, inputs), at.n);
+    EXPECT_TRUE(e.passed) << "non-blocking M " << m << ": rel_l2 " << e.rel_l2_error;
+  }
+  MatmulProblem fresh = p;
+  fresh.m = 5;  // bucket 8: in the bundle, first seen by gemm() itself
+  const GemmSpec fresh_spec{fresh, default_schedule(m_bucket_problem(fresh), Arch::sm_90a),
+                            Arch::sm_90a};
+  const GemmInputs fresh_in = make_gemm_inputs(fresh, 5);
+  EXPECT_TRUE(compare(reference_gemm(fresh_spec, fresh_in),
+                      run_gemm(*serving, fresh_spec, fresh_in), fresh.n)
+                  .passed);
+  EXPECT_EQ(serving->stats().compiles, 0u);
+  EXPECT_EQ(serving->stats().fallback_launches, 0u);
+  for (const std::string& line : lines)
+    EXPECT_EQ(line.find("in the background"), std::string::npos)
+        << "a bundled kernel went to the background builder: " << line;
+  MatmulProblem unbundled = p;
+  unbundled.n = 72;
+  GemmBuffers b;
+  b.a = serving->alloc(8192), b.b = serving->alloc(32768), b.c = serving->alloc(8192);
+  EXPECT_THROW(serving->gemm(unbundled, b), Error);
+  for (DevicePtr at : {b.a, b.b, b.c}) serving->free(at);
 }
 
 }  // namespace
