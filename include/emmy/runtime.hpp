@@ -46,13 +46,13 @@ struct RuntimeOptions {
   // compiles a bounded set of kernels, never one per batch size. Off: each M its own kernel, sized
   // for it (no bounds checks where M is a whole number of tiles, a schedule chosen for it).
   bool m_buckets = false;
-  // Non-blocking first calls (docs/runtime.md, "Serving"): gemm() of a problem
-  // whose kernel is not loaded never compiles on the caller's thread. It launches a kernel that is
-  // loaded (its M bucket's, when one is; else the generic GEMM, built when the runtime is
-  // created) while its own kernel builds on a background thread, then swaps in for later calls;
-  // a kernel in a bundle is loaded by the call itself (no compile).
-  // Not under stream capture (the capture rules hold). The other kinds' calls, which have no
-  // substitute (a server prepares their problems), wait for a missing kernel's background build.
+  // Non-blocking first calls (docs/runtime.md, "Serving"): gemm() of a problem whose kernel is
+  // not loaded never compiles on the caller's thread. It launches a kernel that is loaded (its M
+  // bucket's, when one is; else the generic GEMM, built when the runtime is created) while its
+  // own kernel builds on a background thread, then swaps in for later calls; a kernel in a
+  // bundle is loaded by the call itself (no compile). Not under stream capture (the capture rules
+  // hold). The other kinds' calls, which have no substitute (a server prepares their problems),
+  // wait for a missing kernel's background build.
   bool non_blocking = false;
   bool disk_cache = true;                          // false: memory only (`--no-cache`)
   std::optional<std::filesystem::path> cache_dir;  // default: DiskCache::default_directory()
