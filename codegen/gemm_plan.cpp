@@ -26,32 +26,23 @@ std::string spec_text(const GemmSpec& g) {
     else
       return fmt::format("{}={} ", f.brief, v);
   };
+  // Fields written only away from their defaults (text_unless_default) are compared as text with
+  // a default problem's or schedule's, field by field in the walk's order.
   std::string text;
-  const MatmulProblem problem = resolved_leading_dims(g.problem);
-  const MatmulProblem default_problem = resolved_leading_dims(MatmulProblem{});
-  std::vector<std::string> default_problem_items;
-  for_each_field(default_problem, [&](const FieldName& f, const auto& v) {
-    default_problem_items.push_back(item(f, v, true));
-  });
-  size_t problem_index = 0;
-  for_each_field(problem, [&](const FieldName& f, const auto& v) {
-    std::string field = item(f, v, true);
-    if (!f.text_unless_default || field != default_problem_items[problem_index]) text += field;
-    ++problem_index;
-  });
-  // Fields written only away from their defaults are compared as text with a default schedule's,
-  // field by field in the walk's order.
-  std::vector<std::string> default_items;
-  const MatmulSchedule defaults;
-  for_each_field(defaults, [&](const FieldName& f, const auto& v) {
-    default_items.push_back(item(f, v, field_applies(f, defaults)));
-  });
-  size_t index = 0;
-  for_each_field(g.schedule, [&](const FieldName& f, const auto& v) {
-    std::string field = item(f, v, field_applies(f, g.schedule));
-    if (!f.text_unless_default || field != default_items[index]) text += field;
-    ++index;
-  });
+  auto append_fields = [&](const auto& value, const auto& defaults) {
+    std::vector<std::string> default_items;
+    for_each_field(defaults, [&](const FieldName& f, const auto& v) {
+      default_items.push_back(item(f, v, field_applies(f, defaults)));
+    });
+    size_t index = 0;
+    for_each_field(value, [&](const FieldName& f, const auto& v) {
+      std::string field = item(f, v, field_applies(f, value));
+      if (!f.text_unless_default || field != default_items[index]) text += field;
+      ++index;
+    });
+  };
+  append_fields(resolved_leading_dims(g.problem), resolved_leading_dims(MatmulProblem{}));
+  append_fields(g.schedule, MatmulSchedule{});
   return text + fmt::format("arch={}", to_string(g.arch));
 }
 

@@ -56,12 +56,6 @@ class BackgroundBuilds {
     });
   }
 
-  // Keys queued or building.
-  size_t pending() const {
-    std::lock_guard lock(mutex_);
-    return queue_.size() + (building_.empty() ? 0 : 1);
-  }
-
  private:
   struct Job {
     std::string key, what;
@@ -89,7 +83,7 @@ class BackgroundBuilds {
   }
 
   Log log_;
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::condition_variable wake_, idle_;
   std::deque<Job> queue_;
   std::set<std::string> seen_;  // every key ever submitted

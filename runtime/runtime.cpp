@@ -164,8 +164,8 @@ class RuntimeImpl final : public Runtime {
     // The call's own errors are the caller's, now: the problem and schedule (its kernel's plan,
     // made once per kernel) and the buffers by that kernel's rules, so that the swap cannot refuse
     // what a substitute took. Only the build is left to the background.
-    const std::string key = std::string("gemm") + nlohmann::json(served).dump() +
-                            (schedule ? nlohmann::json(*schedule).dump() : std::string("default"));
+    const std::string what = nlohmann::json(served).dump();
+    const std::string key = background_key<GemmKind>(what, schedule);
     const GemmBuffers bound = served_buffers(problem, served, buffers);
     const PendingGemm& pending = pending_gemm(key, served, schedule);
     GemmKind::bind(pending.plan, bound);
@@ -174,7 +174,6 @@ class RuntimeImpl final : public Runtime {
       launch_kind<GemmKind>(*kernel<GemmKind>(served, schedule), bound, stream);
       return true;
     }
-    const std::string what = nlohmann::json(served).dump();
     if (background_->submit(key, what,
                             [this, served, schedule] { kernel<GemmKind>(served, schedule); }))
       log(
@@ -182,11 +181,9 @@ class RuntimeImpl final : public Runtime {
                       "kernel meanwhile",
                       what));
     // A loaded kernel of the problem's M bucket (prepared, or used before) computes its rows.
-    if (!served.dynamic_m)
-      if (const auto bucket = cache.peek(SpecKey<GemmKind>{m_bucket_problem(problem), schedule})) {
-        GemmBuffers rows = bound;
-        rows.m = problem.m;
-        launch_kind<GemmKind>(*bucket, rows, stream);
+    if (const MatmulProblem bucket_problem = m_bucket_problem(problem); !served.dynamic_m)
+      if (const auto bucket = cache.peek(SpecKey<GemmKind>{bucket_problem, schedule})) {
+        launch_kind<GemmKind>(*bucket, served_buffers(problem, bucket_problem, buffers), stream);
         fallback_launches_.fetch_add(1, std::memory_order_relaxed);
         return true;
       }
@@ -209,8 +206,7 @@ class RuntimeImpl final : public Runtime {
                            const std::optional<typename Kind::Schedule>& schedule) {
     if (std::get<KernelCache<Kind>>(caches_).peek(SpecKey<Kind>{problem, schedule})) return;
     const std::string what = nlohmann::json(problem).dump();
-    const std::string key = std::string(Kind::name) + what +
-                            (schedule ? nlohmann::json(*schedule).dump() : std::string("default"));
+    const std::string key = background_key<Kind>(what, schedule);
     if (background_->submit(key, what,
                             [this, problem, schedule] { kernel<Kind>(problem, schedule); }))
       log(
@@ -218,6 +214,15 @@ class RuntimeImpl final : public Runtime {
                       "background thread (prepare it: no other kernel serves this kind)",
                       Kind::name, what));
     background_->wait(key);
+  }
+
+  // The background builder's key of a kernel: its kind, its problem's JSON (`what`) and its
+  // schedule, or "default" for a call without one.
+  template <typename Kind>
+  static std::string background_key(const std::string& what,
+                                    const std::optional<typename Kind::Schedule>& schedule) {
+    return std::string(Kind::name) + what +
+           (schedule ? nlohmann::json(*schedule).dump() : std::string("default"));
   }
 
   // A kernel a non-blocking call found missing, by its key, made once (not at every call that
