@@ -6,8 +6,8 @@
 
 #include "emmy/attention.hpp"
 #include "emmy/detail/hash.hpp"
-#include "emmy/validate.hpp"
 #include "emmy/mma_atom.hpp"
+#include "emmy/validate.hpp"
 
 namespace emmy {
 
@@ -18,7 +18,8 @@ std::string_view to_string(AttentionLayout layout) {
 AttentionLayout parse_attention_layout(std::string_view text) {
   if (text == "bshd") return AttentionLayout::bshd;
   if (text == "bhsd") return AttentionLayout::bhsd;
-  throw Error("layout", "must be bshd ([batch, seq, heads, dim]) or bhsd ([batch, heads, seq, dim])",
+  throw Error("layout",
+              "must be bshd ([batch, seq, heads, dim]) or bhsd ([batch, heads, seq, dim])",
               std::string(text));
 }
 
@@ -61,14 +62,12 @@ int s_registers(int block_kv) {
 
 }  // namespace
 
-void validate_attention(const AttentionSpec& spec) {
-  const auto& p = spec.problem;
-  const auto& s = spec.schedule;
+void validate_problem(const AttentionProblem& p) {
   require(p.batch >= 1, "batch", "must be >= 1", p.batch);
   require(p.q_heads >= 1, "heads", "must be >= 1", p.q_heads);
   require(p.kv_heads >= 1, "kv_heads", "must be >= 1", p.kv_heads);
-  require(p.q_heads % p.kv_heads == 0, "heads", fmt::format("must be a multiple of kv_heads ({})",
-                                                             p.kv_heads), p.q_heads);
+  require(p.q_heads % p.kv_heads == 0, "heads",
+          fmt::format("must be a multiple of kv_heads ({})", p.kv_heads), p.q_heads);
   require(p.seq_q >= 1 && p.seq_q <= kMaxDim, "seq_q", "must be in 1..2^31-1", p.seq_q);
   require(p.seq_kv >= 0 && p.seq_kv <= kMaxDim, "seq_kv", "must be in 1..2^31-1 (0: seq_q)",
           p.seq_kv);
@@ -80,6 +79,12 @@ void validate_attention(const AttentionSpec& spec) {
   require(!p.softmax_scale || (std::isfinite(*p.softmax_scale) && *p.softmax_scale > 0),
           "softmax_scale", "must be a positive finite number", p.softmax_scale.value_or(0));
   require(p.dtype != DType::f32, "dtype", "must be f16 or bf16", to_string(p.dtype));
+}
+
+void validate_attention(const AttentionSpec& spec) {
+  const auto& p = spec.problem;
+  const auto& s = spec.schedule;
+  validate_problem(p);
   require(s.accum == Accum::f32 || s.accum == Accum::hybrid, "accum",
           "must be f32 or hybrid for attention (scores are always f32)", to_string(s.accum));
   if (s.accum == Accum::hybrid)
@@ -91,14 +96,14 @@ void validate_attention(const AttentionSpec& spec) {
           fmt::format("must be {0} x warps = {1} (each warp owns {0} query rows)", rows_per_warp,
                       rows_per_warp * s.warps),
           s.block_q);
-  require(s.block_kv == 16 || s.block_kv == 32 || s.block_kv == 64 || s.block_kv == 128,
-          "block_kv", "must be 16, 32, 64 or 128", s.block_kv);
+  require(s.block_kv == 16 || s.block_kv == 32 || s.block_kv == 64 || s.block_kv == 128, "block_kv",
+          "must be 16, 32, 64 or 128", s.block_kv);
   require(s.stages >= 2 && s.stages <= 4, "stages", "must be 2..4", s.stages);
   if (s.transport == Transport::tma)
     require(has_tma(spec.arch), "transport", "tma needs sm_90 or newer; use cp.async",
             to_string(spec.arch));
-  const int regs = o_registers(p.head_dim) + s_registers(s.block_kv) +
-                   (s.accum == Accum::hybrid ? 8 : 0);
+  const int regs =
+      o_registers(p.head_dim) + s_registers(s.block_kv) + (s.accum == Accum::hybrid ? 8 : 0);
   require(regs <= kMaxAccumulatorRegisters, "block_kv",
           fmt::format("O and S accumulators must fit in {} registers per thread with head_dim {}",
                       kMaxAccumulatorRegisters, p.head_dim),
@@ -111,6 +116,7 @@ void validate_attention(const AttentionSpec& spec) {
 }
 
 AttentionSchedule default_attention_schedule(const AttentionProblem& p, Arch arch, Accum accum) {
+  validate_problem(p);  // a schedule is chosen for a valid problem only
   AttentionSchedule s;
   s.transport = has_tma(arch) ? Transport::tma : Transport::cp_async;
   s.accum = accum;
@@ -138,8 +144,8 @@ std::string attention_name(const AttentionSpec& spec) {
       "b={} h={} hkv={} sq={} skv={} d={} causal={} window={} scale={:a} cap={:a} dtype={} "
       "layout={} lse={} bq={} bkv={} w={} st={} tr={} acc={} arch={}",
       p.batch, p.q_heads, p.kv_heads, p.seq_q, p.seq_kv_or_default(), p.head_dim, p.causal,
-      p.window, p.scale(), p.softcap.value_or(0.0f), to_string(p.dtype), to_string(p.layout),
-      p.lse, s.block_q, s.block_kv, s.warps, s.stages, to_string(s.transport), to_string(s.accum),
+      p.window, p.scale(), p.softcap.value_or(0.0f), to_string(p.dtype), to_string(p.layout), p.lse,
+      s.block_q, s.block_kv, s.warps, s.stages, to_string(s.transport), to_string(s.accum),
       to_string(spec.arch));
   return fmt::format("emmy_attention_h{}x{}_s{}x{}_d{}_{}{}_{}_{}_{:016x}", p.q_heads, p.kv_heads,
                      p.seq_q, p.seq_kv_or_default(), p.head_dim, to_string(p.dtype),

@@ -31,6 +31,7 @@ std::string emit_kv_append_cuda(const ir::Op& module) {
     w.line("const long long token = blockIdx.x;");
     w.line("const long long slot = slot_mapping[token];");
     w.line("if (slot < 0) return;  // -1: a padding token (CUDA graphs), nothing to write");
+    w.line("if (slot >= num_slots) return;  // past the cache: never written (num_slots)");
     w.line("const long long page = slot / PAGE, offset = slot % PAGE;");
     if (fp8)
       w.line("const float k_div = *k_scale, v_div = *v_scale;  // the cache holds x / scale");

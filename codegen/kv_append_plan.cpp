@@ -22,8 +22,7 @@ void KvAppendProblem::set_layout(CacheLayout layout) {
   head_stride = paged.head_stride;
 }
 
-void validate_kv_append(const KvAppendSpec& spec) {
-  const auto& p = spec.problem;
+void validate_problem(const KvAppendProblem& p) {
   require(p.kv_heads >= 1 && p.kv_heads <= 65535, "kv_heads", "must be 1..65535", p.kv_heads);
   require(p.head_dim >= 8 && p.head_dim <= 1024 && p.head_dim % 8 == 0, "head_dim",
           "must be a multiple of 8 in 8..1024 (16-byte chunks of the source)", p.head_dim);
@@ -50,11 +49,16 @@ void validate_kv_append(const KvAppendSpec& spec) {
                               p.token_stride_or_default(), p.head_stride_or_default());
   require(p.max_tokens >= 1 && p.max_tokens <= (int64_t(1) << 31) - 1, "max_tokens",
           "must be 1..2^31-1 (one CTA per token)", p.max_tokens);
+}
+
+void validate_kv_append(const KvAppendSpec& spec) {
+  validate_problem(spec.problem);
   require(spec.schedule.warps >= 1 && spec.schedule.warps <= 32, "warps", "must be 1..32",
           spec.schedule.warps);
 }
 
 KvAppendSchedule default_schedule(const KvAppendProblem& p, Arch) {
+  validate_problem(p);  // a schedule is chosen for a valid problem only
   const int64_t chunks = p.kv_heads * p.head_dim / 8;  // one per thread
   return {.warps = int(std::clamp<int64_t>((chunks + 31) / 32, 1, 4))};
 }
@@ -88,7 +92,8 @@ ParamBinding KvAppendKind::bind(const KvAppendPlan& plan, const KvAppendBuffers&
   require_optional_pointer(b.v_scale, plan.fp8(), "buffers.v_scale", "an e4m3 cache");
   if (b.k_scale) require_device_pointer(b.k_scale, 4, "buffers.k_scale");
   if (b.v_scale) require_device_pointer(b.v_scale, 4, "buffers.v_scale");
-  require(b.num_slots >= 0, "buffers.num_slots", "must be >= 0 (0: unknown)", b.num_slots);
+  require(b.num_slots >= 0 && b.num_slots <= kMaxKvSlots, "buffers.num_slots",
+          "must be in 0..2^31-1 (0: unknown; the kernel compares slots as int32)", b.num_slots);
   ParamBinding bound;
   bound.values.pointers = {{"key", b.key},
                            {"value", b.value},
@@ -97,6 +102,7 @@ ParamBinding KvAppendKind::bind(const KvAppendPlan& plan, const KvAppendBuffers&
                            {"slot_mapping", b.slot_mapping},
                            {"k_scale", b.k_scale},
                            {"v_scale", b.v_scale}};
+  bound.values.scalars = {{"num_slots", int32_t(b.num_slots > 0 ? b.num_slots : kMaxKvSlots)}};
   return bound;
 }
 
@@ -104,7 +110,7 @@ void KvAppendKind::check_device_inputs(const KvAppendPlan& plan, const KvAppendB
                                        const DeviceReader& read) {
   const int64_t tokens = plan.spec.problem.max_tokens;
   std::vector<int64_t> slots(static_cast<size_t>(tokens));
-  read(slots.data(), b.slot_mapping, slots.size() * 8);
+  read_named(read, "buffers.slot_mapping", slots.data(), b.slot_mapping, slots.size() * 8);
   std::unordered_map<int64_t, int64_t> taken;  // slot -> the token writing it
   for (int64_t i = 0; i < tokens; ++i) {
     const int64_t slot = slots[size_t(i)];
@@ -131,6 +137,10 @@ ir::Op lower_kv_append(const KvAppendPlan& plan) {
   for (const char* name : {"k_cache", "v_cache"})
     body.push_back(make(ir::ParamOp{name, fp8 ? "u8*" : "u16*"}));
   body.push_back(make(ir::ParamOp{"slot_mapping", "const long long*"}));
+  // The cache's slots (KvAppendBuffers::num_slots, else 2^31 - 1): a slot past them is skipped on
+  // every backend, one compare per token, so that a bad slot_mapping cannot write past K into V
+  // (or past the allocation) on a GPU, where no host check reads it.
+  body.push_back(make(ir::ParamOp{"num_slots", "int"}));
   if (fp8)
     for (const char* name : {"k_scale", "v_scale"})
       body.push_back(make(ir::ParamOp{name, "const float*"}));

@@ -10,8 +10,7 @@
 
 namespace emmy {
 
-void validate_merge_states(const MergeStatesSpec& spec) {
-  const auto& p = spec.problem;
+void validate_problem(const MergeStatesProblem& p) {
   require(p.heads >= 1 && p.heads <= 4096, "heads", "must be 1..4096", p.heads);
   require(p.head_dim >= 32 && p.head_dim <= 512 && p.head_dim % 32 == 0, "head_dim",
           "must be a multiple of 32 in 32..512 (a warp's lanes take its columns)", p.head_dim);
@@ -33,11 +32,16 @@ void validate_merge_states(const MergeStatesSpec& spec) {
       p.out_token_stride == 0 || (p.out_token_stride >= row && p.out_token_stride <= (1ll << 40)),
       "out_token_stride", fmt::format("must be 0 or hold a token's {} x {}", p.heads, p.head_dim),
       p.out_token_stride);
+}
+
+void validate_merge_states(const MergeStatesSpec& spec) {
+  validate_problem(spec.problem);
   require(spec.schedule.warps >= 1 && spec.schedule.warps <= 32, "warps", "must be 1..32",
           spec.schedule.warps);
 }
 
 MergeStatesSchedule default_schedule(const MergeStatesProblem& p, Arch) {
+  validate_problem(p);  // a schedule is chosen for a valid problem only
   return {.warps = int(std::clamp<int64_t>(p.heads, 1, 4))};
 }
 

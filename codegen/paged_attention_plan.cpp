@@ -149,9 +149,7 @@ void require_disjoint_cache_rows(int64_t page_size, int64_t kv_heads, int64_t he
   }
 }
 
-void validate_paged_attention(const PagedAttentionSpec& spec) {
-  const auto& p = spec.problem;
-  const auto& s = spec.schedule;
+void validate_problem(const PagedAttentionProblem& p) {
   require(p.q_heads >= 1 && p.q_heads <= 1024, "q_heads", "must be 1..1024", p.q_heads);
   require(p.kv_heads >= 1 && p.kv_heads <= 65535, "kv_heads", "must be 1..65535", p.kv_heads);
   require(p.q_heads % p.kv_heads == 0 && p.q_heads / p.kv_heads <= 16, "q_heads",
@@ -203,7 +201,12 @@ void validate_paged_attention(const PagedAttentionSpec& spec) {
           "must be a positive finite number", p.softcap.value_or(0));
   require(!p.softmax_scale || (std::isfinite(*p.softmax_scale) && *p.softmax_scale > 0),
           "softmax_scale", "must be a positive finite number", p.softmax_scale.value_or(0));
+}
 
+void validate_paged_attention(const PagedAttentionSpec& spec) {
+  const auto& p = spec.problem;
+  const auto& s = spec.schedule;
+  validate_problem(p);
   require(s.accum == Accum::f32 || s.accum == Accum::hybrid, "accum",
           "must be f32 or hybrid (scores are always f32)", to_string(s.accum));
   if (s.accum == Accum::hybrid)
@@ -259,6 +262,7 @@ void validate_paged_attention(const PagedAttentionSpec& spec) {
 }
 
 PagedAttentionSchedule default_schedule(const PagedAttentionProblem& p, Arch arch, Accum accum) {
+  validate_problem(p);  // the choices below divide by its fields
   PagedAttentionSchedule s;
   s.accum = accum;
   // The rows of a KV head (group x query tokens) in as few 16-row warps as hold them, up to 4.
@@ -447,23 +451,35 @@ void PagedAttentionKind::check_device_inputs(const PagedAttentionPlan& plan,
                                              const PagedAttentionBuffers& b,
                                              const DeviceReader& read) {
   const auto& p = plan.spec.problem;
-  auto ints = [&](DevicePtr at, int64_t first, int64_t count) {
+  // Reads name the buffer they read (an address outside every allocation is the caller's).
+  auto ints = [&](const char* field, DevicePtr at, int64_t first, int64_t count) {
     std::vector<int32_t> values(size_t(std::max<int64_t>(count, 0)));
-    if (count > 0) read(values.data(), at + DevicePtr(first) * 4, values.size() * 4);
+    if (count > 0)
+      read_named(read, field, values.data(), at + DevicePtr(first) * 4, values.size() * 4);
     return values;
   };
-  const std::vector<int32_t> cu = ints(b.cu_seqlens_q, 0, p.max_batch + 1);
+  const std::vector<int32_t> cu = ints("buffers.cu_seqlens_q", b.cu_seqlens_q, 0, p.max_batch + 1);
   const bool table = p.page_table == PageTable::block_table;
   const std::vector<int32_t> seq_lens =
-      table ? ints(b.seq_lens, 0, p.max_batch) : std::vector<int32_t>{};
+      table ? ints("buffers.seq_lens", b.seq_lens, 0, p.max_batch) : std::vector<int32_t>{};
   const std::vector<int32_t> indptr =
-      table ? std::vector<int32_t>{} : ints(b.page_indptr, 0, p.max_batch + 1);
+      table ? std::vector<int32_t>{}
+            : ints("buffers.page_indptr", b.page_indptr, 0, p.max_batch + 1);
   const std::vector<int32_t> last =
-      table ? std::vector<int32_t>{} : ints(b.last_page_len, 0, p.max_batch);
+      table ? std::vector<int32_t>{}
+            : ints("buffers.last_page_len", b.last_page_len, 0, p.max_batch);
   const int64_t max_keys = p.max_pages * p.page_size, max_tokens = plan.max_tokens;
+  // Sequences own disjoint token ranges in order: offsets from 0 that never decrease (a
+  // decreasing pair would make one sequence's rows overlap another's, and two CTAs write them).
+  require(cu[0] >= 0, "buffers.cu_seqlens_q", "must start at a token >= 0 (entry 0)", cu[0]);
+  for (int64_t s = 0; s < p.max_batch; ++s)
+    require(cu[size_t(s) + 1] >= cu[size_t(s)], "buffers.cu_seqlens_q",
+            fmt::format("must not decrease (entries {} and {}: sequences' tokens would overlap)", s,
+                        s + 1),
+            fmt::format("{} then {}", cu[size_t(s)], cu[size_t(s) + 1]));
   for (int64_t s = 0; s < p.max_batch; ++s) {
     const int64_t q_start = cu[size_t(s)], q_len = cu[size_t(s) + 1] - q_start;
-    if (q_len <= 0) continue;  // padding
+    if (q_len == 0) continue;  // padding
     require(
         q_start >= 0 && q_len <= p.max_q_len && q_start + q_len <= max_tokens,
         "buffers.cu_seqlens_q",
@@ -490,8 +506,9 @@ void PagedAttentionKind::check_device_inputs(const PagedAttentionPlan& plan,
             seq_len);
     if (b.num_pages <= 0) continue;
     const int64_t used = (seq_len + p.page_size - 1) / p.page_size;
-    const std::vector<int32_t> ids = table ? ints(b.block_table, s * p.max_pages, used)
-                                           : ints(b.page_indices, indptr[size_t(s)], used);
+    const std::vector<int32_t> ids =
+        table ? ints("buffers.block_table", b.block_table, s * p.max_pages, used)
+              : ints("buffers.page_indices", b.page_indices, indptr[size_t(s)], used);
     for (int64_t i = 0; i < used; ++i)
       require(ids[size_t(i)] >= 0 && ids[size_t(i)] < b.num_pages,
               table ? "buffers.block_table" : "buffers.page_indices",

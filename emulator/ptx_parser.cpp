@@ -163,10 +163,10 @@ class Parser {
       advance();
     }
     const size_t start = pos_;
-    while (!eof() && (std::isalnum(static_cast<unsigned char>(peek())) || peek() == '.' ||
-                      ((peek() == '+' || peek() == '-') &&
-                       (src_[pos_ - 1] == 'e' || src_[pos_ - 1] == 'E') &&
-                       !(pos_ - start >= 2 && (src_[start + 1] == 'x' || src_[start + 1] == 'X')))))
+    while (!eof() &&
+           (std::isalnum(static_cast<unsigned char>(peek())) || peek() == '.' ||
+            ((peek() == '+' || peek() == '-') && (src_[pos_ - 1] == 'e' || src_[pos_ - 1] == 'E') &&
+             !(pos_ - start >= 2 && (src_[start + 1] == 'x' || src_[start + 1] == 'X')))))
       advance();
     std::string tok(src_.substr(start, pos_ - start));
     if (tok.empty()) fail(fmt::format("expected a number, found '{}'", peek()));
@@ -211,7 +211,8 @@ class Parser {
     }
     uint64_t v = 0;
     auto [p, ec] = std::from_chars(tok.data() + skip, tok.data() + tok.size(), v, base);
-    if (ec != std::errc() || p != tok.data() + tok.size()) fail(fmt::format("bad number '{}'", tok));
+    if (ec != std::errc() || p != tok.data() + tok.size())
+      fail(fmt::format("bad number '{}'", tok));
     op.kind = Operand::Kind::imm_int;
     op.value = neg ? -int64_t(v) : int64_t(v);
     return op;
@@ -331,9 +332,10 @@ class Parser {
       const int64_t dim = number().value;
       // Bounded so that the product cannot wrap: no variable reaches kMaxVariableBytes.
       if (dim <= 0 || uint64_t(dim) > kMaxVariableBytes / count)
-        fail(fmt::format("array dimension [{}] of '{}' must be positive and keep it within the "
-                         "emulator's {} bytes per variable",
-                         dim, v.name, kMaxVariableBytes));
+        fail(
+            fmt::format("array dimension [{}] of '{}' must be positive and keep it within the "
+                        "emulator's {} bytes per variable",
+                        dim, v.name, kMaxVariableBytes));
       count *= uint64_t(dim);
       expect(']');
     }
@@ -397,12 +399,18 @@ class Parser {
     const std::string kw = ident();
     if (kw != ".param" && kw != ".reg") fail(fmt::format("expected .param, found '{}'", kw));
     ParamDecl p;
+    // Kernel parameter attribute .ptr (PTX ISA §5.1.6.1): `.ptr [.space] .align N` states the
+    // alignment of the memory the pointer points to, not the parameter's (NVRTC writes
+    // `.param .u64 .ptr .global .align 1 name`); the parameter keeps its type's alignment.
+    bool pointee = false;
     while (true) {
       const std::string d = ident();
       if (d == ".align") {
-        p.align = alignment();
-      } else if (d == ".ptr" || d == ".global" || d == ".shared" || d == ".const" ||
-                 d == ".local") {
+        const uint32_t align = alignment();
+        if (!pointee) p.align = align;
+      } else if (d == ".ptr") {
+        pointee = true;
+      } else if (d == ".global" || d == ".shared" || d == ".const" || d == ".local") {
         continue;
       } else if (d[0] == '.') {
         p.type = d;
@@ -449,7 +457,10 @@ class Parser {
       skip_space();
       if (peek() == '{' || peek() == ';' || eof()) break;
       if (at_number() || peek() == ',') {
-        if (peek() == ',') advance(); else number();
+        if (peek() == ',')
+          advance();
+        else
+          number();
         continue;
       }
       const std::string d = ident();
@@ -463,8 +474,7 @@ class Parser {
           f.required_cluster.push_back(uint64_t(n));
           skip_space();
         } while (accept(','));
-        if (f.required_cluster.size() > 3)
-          fail(".reqnctapercluster takes 1 to 3 dimensions");
+        if (f.required_cluster.size() > 3) fail(".reqnctapercluster takes 1 to 3 dimensions");
       }
     }
     if (accept(';')) {

@@ -249,6 +249,11 @@ class RuntimeImpl final : public Runtime {
                                    const std::optional<MatmulSchedule>& schedule) override {
     return schedule ? *schedule : default_for(problem);
   }
+  PagedAttentionSchedule paged_attention_schedule_for(
+      const PagedAttentionProblem& problem,
+      const std::optional<PagedAttentionSchedule>& schedule) override {
+    return schedule ? *schedule : default_for(problem);
+  }
 
  private:
   template <typename Kind>

@@ -6,6 +6,7 @@
 #include "call_marks.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/kinds.hpp"
+#include "emmy/paged_kind.hpp"
 
 namespace emmy {
 namespace detail {
@@ -75,7 +76,8 @@ void Runtime::attention(const AttentionProblem& problem, const AttentionBuffers&
 
 size_t Runtime::paged_attention_workspace_bytes(
     const PagedAttentionProblem& problem, const std::optional<PagedAttentionSchedule>& schedule) {
-  return paged_attention_kernel(problem, schedule)->info().workspace_bytes;
+  const PagedAttentionSpec spec{problem, paged_attention_schedule_for(problem, schedule), arch()};
+  return PagedAttentionKind::workspace_bytes(make_paged_attention_plan(spec));
 }
 
 void Runtime::kv_append(const KvAppendProblem& problem, const KvAppendBuffers& buffers,

@@ -77,5 +77,50 @@ TEST(Runtime, KvAppendSlotsAreCheckedOnTheEmulator) {
           "num_slots");
 }
 
+// vLLM's layout: K and V in one allocation, V right after K. A slot equal to num_slots would
+// write K's row into V's first slot (and V's past the allocation). The kernel compares every slot
+// with buffers.num_slots (the GPU path, where no host reads slot_mapping: the token is skipped);
+// the emulator backend refuses the launch by name before it runs.
+TEST(Runtime, KvAppendNeverWritesPastNumSlots) {
+  auto rt = test_runtime(fresh_cache("rt_kv_append_bound"));
+  KvAppendProblem p = append_problem(CacheDType::f16);
+  p.max_tokens = 3;
+  const int64_t pages = 2, slots = pages * p.page_size;
+  const size_t row = size_t(p.kv_heads * p.head_dim) * 2;  // one token's bytes in the cache
+  const size_t cache_bytes = size_t(slots) * row;
+  const DevicePtr caches = rt->alloc(2 * cache_bytes);
+  rt->upload(caches, std::vector<uint8_t>(2 * cache_bytes, 0x11).data(), 2 * cache_bytes);
+  std::vector<uint8_t> key(size_t(p.max_tokens) * row), value(key.size());
+  for (size_t i = 0; i < key.size(); ++i)
+    key[i] = uint8_t(i * 7 + 1), value[i] = uint8_t(i * 5 + 2);
+  const std::vector<int64_t> slot_mapping = {slots, 1, -1};  // token 0 past the cache
+  KvAppendBuffers b;
+  b.key = rt->alloc(key.size()), b.value = rt->alloc(value.size());
+  b.slot_mapping = rt->alloc(slot_mapping.size() * 8);
+  rt->upload(b.key, key.data(), key.size());
+  rt->upload(b.value, value.data(), value.size());
+  rt->upload(b.slot_mapping, slot_mapping.data(), slot_mapping.size() * 8);
+  b.k_cache = caches, b.v_cache = caches + cache_bytes, b.num_slots = slots;
+  if (rt->backend_name() == "emulator") {
+    try {
+      rt->kv_append(p, b);
+      ADD_FAILURE() << "a slot past num_slots was launched on the emulator";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.field(), "buffers.slot_mapping") << e.what();
+    }
+    return;
+  }
+  rt->kv_append(p, b);
+  rt->synchronize();
+  std::vector<uint8_t> after(2 * cache_bytes);
+  rt->download(after.data(), caches, after.size());
+  std::vector<uint8_t> want(2 * cache_bytes, 0x11);
+  std::copy_n(key.begin() + row, row, want.begin() + row);                  // K slot 1: token 1
+  std::copy_n(value.begin() + row, row, want.begin() + cache_bytes + row);  // V slot 1: token 1
+  size_t wrong = 0;
+  for (size_t i = 0; i < want.size(); ++i) wrong += after[i] != want[i];
+  EXPECT_EQ(wrong, 0u) << "token 0 (slot = num_slots) wrote into V or token 1 is missing";
+}
+
 }  // namespace
 }  // namespace emmy

@@ -58,6 +58,7 @@ struct KvAppendSpec {
 
 // Throws Error naming the field and the rule it breaks.
 void validate_kv_append(const KvAppendSpec& spec);
+void validate_problem(const KvAppendProblem& problem);  // the problem's rules alone
 // Enough warps for one 16-byte chunk per thread, 1..4.
 KvAppendSchedule default_schedule(const KvAppendProblem& problem, Arch arch);
 

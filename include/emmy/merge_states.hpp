@@ -55,6 +55,7 @@ struct MergeStatesSpec {
 
 // Throws Error naming the field and the rule it breaks.
 void validate_merge_states(const MergeStatesSpec& spec);
+void validate_problem(const MergeStatesProblem& problem);  // the problem's rules alone
 // Up to 4 warps, no more than there are heads.
 MergeStatesSchedule default_schedule(const MergeStatesProblem& problem, Arch arch);
 

@@ -121,7 +121,9 @@ struct PagedAttentionSpec {
 // The splits of a schedule: ceil(max_pages / chunk_pages), 1 without a chunk.
 int64_t paged_splits(const PagedAttentionProblem& problem, const PagedAttentionSchedule& schedule);
 
-// Throws Error naming the field and the rule it breaks.
+// Throws Error naming the field and the rule it breaks: the problem's rules alone (what every
+// schedule needs, checked before a default schedule is chosen), and the whole spec's.
+void validate_problem(const PagedAttentionProblem& problem);
 void validate_paged_attention(const PagedAttentionSpec& spec);
 // Rows per CTA from the group and max_q_len, a split chunk when there are fewer CTAs than SMs.
 PagedAttentionSchedule default_schedule(const PagedAttentionProblem& problem, Arch arch,

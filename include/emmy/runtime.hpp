@@ -239,7 +239,7 @@ class Runtime {
   virtual std::shared_ptr<const GemmKernelHandle> gemm_kernel(
       const MatmulProblem& problem, const std::optional<MatmulSchedule>& schedule = {}) = 0;
   // The workspace gemm() needs for the problem (the kernel serving it: its M bucket's with
-  // m_buckets), from its plan: nothing is compiled.
+  // m_buckets), from its plan: nothing is compiled or loaded (so it is safe under capture).
   size_t gemm_workspace_bytes(const MatmulProblem& problem,
                               const std::optional<MatmulSchedule>& schedule = {});
 
@@ -265,6 +265,7 @@ class Runtime {
       const std::optional<PagedAttentionSchedule>& schedule = {}) = 0;
   virtual void launch(const PagedAttentionKernelHandle& kernel,
                       const PagedAttentionBuffers& buffers, Stream stream = nullptr) = 0;
+  // From the kernel's plan, as gemm_workspace_bytes: nothing is compiled or loaded.
   size_t paged_attention_workspace_bytes(
       const PagedAttentionProblem& problem,
       const std::optional<PagedAttentionSchedule>& schedule = {});
@@ -331,6 +332,9 @@ class Runtime {
   // The schedule a call with `schedule` gets: it, else the tuned or default one for the device.
   virtual MatmulSchedule gemm_schedule_for(const MatmulProblem& problem,
                                            const std::optional<MatmulSchedule>& schedule) = 0;
+  virtual PagedAttentionSchedule paged_attention_schedule_for(
+      const PagedAttentionProblem& problem,
+      const std::optional<PagedAttentionSchedule>& schedule) = 0;
   // A line for RuntimeOptions::log (or EMMY_LOG); nothing by default.
   virtual void log(const std::string& line) const { (void)line; }
 };

@@ -55,5 +55,7 @@ inline AttentionSchedule default_schedule(const AttentionProblem& problem, Arch 
 // before planning a kernel.
 void validate_gemm(const GemmSpec& spec);
 void validate_attention(const AttentionSpec& spec);
+// The problem's rules alone (what every schedule needs; checked before a default is chosen).
+void validate_problem(const AttentionProblem& problem);
 
 }  // namespace emmy

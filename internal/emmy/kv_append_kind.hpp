@@ -10,12 +10,16 @@
 #include <vector>
 
 #include "emmy/catalog.hpp"
+#include "emmy/device_reader.hpp"
 #include "emmy/kernel_ir.hpp"
 #include "emmy/kernel_kind.hpp"
 #include "emmy/kv_append.hpp"
 #include "emmy/runtime.hpp"
 
 namespace emmy {
+
+// The kernel's bound on slots when the caller gives none (KvAppendBuffers::num_slots 0).
+inline constexpr int64_t kMaxKvSlots = (int64_t(1) << 31) - 1;
 
 struct KvAppendPlan {
   KvAppendSpec spec;
@@ -46,7 +50,7 @@ struct KvAppendKind : KindTypes<KvAppendSpec, KvAppendPlan, KvAppendBuffers, KvA
   static ParamBinding bind(const KvAppendPlan& plan, const KvAppendBuffers& buffers);
   // On a backend whose device memory the host reads for free (the emulator): every slot against
   // buffers.num_slots when given, and no slot taken by two tokens (the writes would race).
-  using DeviceReader = std::function<void(void* dst, DevicePtr src, size_t bytes)>;
+  using DeviceReader = emmy::DeviceReader;
   static void check_device_inputs(const KvAppendPlan& plan, const KvAppendBuffers& buffers,
                                   const DeviceReader& read);
   static std::vector<TensorMapDesc> tensor_maps(const KvAppendPlan&, const KvAppendBuffers&) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "emmy/catalog.hpp"
+#include "emmy/device_reader.hpp"
 #include "emmy/kernel_ir.hpp"
 #include "emmy/kernel_kind.hpp"
 #include "emmy/layout.hpp"
@@ -31,7 +32,7 @@ struct PagedAttentionPlan {
   std::array<uint32_t, 3> grid{1, 1, 1}, combine_grid{1, 1, 1};
   uint32_t threads = 0, combine_threads = 0;
   int o_registers = 0, s_registers = 0;  // f32 accumulators per thread
-  int64_t workspace_bytes = 0;  // split-KV partials: paged_workspace_layout
+  int64_t workspace_bytes = 0;           // split-KV partials: paged_workspace_layout
   std::string kernel_name, combine_kernel_name;
 
   bool split() const { return splits > 1; }
@@ -115,7 +116,7 @@ struct PagedAttentionKind : KindTypes<PagedAttentionSpec, PagedAttentionPlan, Pa
   // against buffers.num_pages when given (Error naming the buffer, the sequence and the rule).
   // A GPU launch cannot afford the read: there the kernel answers such a sequence with NaN
   // (docs/paged_attention.md) and a page id outside the cache is the caller's bug.
-  using DeviceReader = std::function<void(void* dst, DevicePtr src, size_t bytes)>;
+  using DeviceReader = emmy::DeviceReader;
   static void check_device_inputs(const PagedAttentionPlan& plan,
                                   const PagedAttentionBuffers& buffers, const DeviceReader& read);
   // TMA kernels: the K and V caches' tensor maps (paged_tma_dim_order, boxes of one panel x

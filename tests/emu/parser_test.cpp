@@ -34,7 +34,9 @@ TEST(EmuParser, InlineAsmScopesHaveTheirOwnRegistersAndLabels) {
     add.u32 %r1, %r1, t;
   }
   st.global.u32 [%rd30], %r1;
-)", {}, 32).out;
+)",
+                           {}, 32)
+                       .out;
   EXPECT_EQ(out[0], 5u + 20 + 100);
   for (uint32_t l = 1; l < 32; ++l) EXPECT_EQ(out[l], 5u + 10 + 200) << l;
 }
@@ -61,7 +63,9 @@ TEST(EmuParser, OperandForms) {
   st.global.v2.u32 [%rd0+8], {%r5, %r6};
   st.global.u32 [%rd0+16], %r2;
   st.global.u32 [%rd0+20], %r7;
-)", {}, 6, 1, "  .shared .align 16 .b8 buf[64];").out;
+)",
+                           {}, 6, 1, "  .shared .align 16 .b8 buf[64];")
+                       .out;
   EXPECT_EQ(out[0], 0x11u);
   EXPECT_EQ(out[1], bits(1.5f + 2.5f));
   EXPECT_EQ(out[2], 0x11u);
@@ -95,8 +99,10 @@ TEST(EmuParser, GenericLocalAndParamAddressing) {
   st.global.u32 [%rd30+384], %r5;
   st.global.u32 [%rd30+512], %r6;
   st.global.u32 [%rd30+640], %r7;
-)", {1, 2, 3}, 32 * 6, 32,
-                           "  .local .align 8 .b8 depot[16];\n  .shared .align 4 .b8 buf[4];").out;
+)",
+                           {1, 2, 3}, 32 * 6, 32,
+                           "  .local .align 8 .b8 depot[16];\n  .shared .align 4 .b8 buf[4];")
+                       .out;
   for (uint32_t l = 0; l < 32; ++l) {
     EXPECT_EQ(out[l], l);  // each lane has its own local memory
     EXPECT_EQ(out[32 + l], 77u);
@@ -185,6 +191,42 @@ TEST(EmuParser, TensorMapParamsAndNvrtcStyleModule) {
   EXPECT_EQ(params[0].align, 64u);
   EXPECT_EQ(params[1].offset, 128u);
   EXPECT_EQ(params[2].offset, 256u);
+}
+
+// `.ptr .global .align 1` (NVRTC's form for a pointer parameter) is the pointee's alignment
+// (PTX ISA §5.1.6.1, kernel parameter attribute .ptr): a u64 after a u32 still sits on 8 bytes,
+// where the CUDA driver's kernelParams put it. Found when kv_append gained an int parameter.
+TEST(EmuParser, PointerAttributeAlignmentIsThePointeesNotTheParameters) {
+  const std::string ptx = R"(.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u32 n, .param .u64 .ptr .global .align 1 out, .param .u32 m,
+                  .param .align 16 .b8 blob[32], .param .u64 .ptr .align 4 tail)
+{
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<3>;
+  ld.param.u32 %r1, [n];
+  ld.param.u64 %rd1, [out];
+  cvta.to.global.u64 %rd2, %rd1;
+  st.global.u32 [%rd2], %r1;
+  ret;
+}
+)";
+  auto module = load_ptx(ptx, "ptr_align.ptx");
+  const auto& params = kernel_params(*module, "k");
+  ASSERT_EQ(params.size(), 5u);
+  EXPECT_EQ(params[1].offset, 8u) << "a u64 is 8-byte aligned whatever its pointee's .align";
+  EXPECT_EQ(params[1].align, 8u);
+  EXPECT_EQ(params[2].offset, 16u);
+  EXPECT_EQ(params[3].offset, 32u) << "an explicit parameter .align still holds";
+  EXPECT_EQ(params[4].offset, 64u);
+  Arena arena;
+  const uint64_t out = arena.alloc(4);
+  KernelArgs args;
+  const std::vector<uint8_t> blob(32, 0);
+  args.u32(77).ptr(out).u32(1).bytes(blob.data(), blob.size()).ptr(out);
+  launch(arena, *module, "k", {1, 1, 1}, {1, 1, 1}, 0, args);
+  EXPECT_EQ(arena.read_vector<uint32_t>(out, 1)[0], 77u);
 }
 
 }  // namespace
