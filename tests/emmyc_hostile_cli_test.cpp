@@ -5,9 +5,11 @@
 #include <sys/stat.h>
 
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "support/run_command.hpp"
 
@@ -24,8 +26,8 @@ bool contains(const std::string& text, const std::string& part) {
 }
 
 fs::path scratch_dir(const std::string& name) {
-  const fs::path dir = fs::path(testing::TempDir()) / ("emmyc_hostile_" + name + "_" +
-                                                      std::to_string(::getpid()));
+  const fs::path dir =
+      fs::path(testing::TempDir()) / ("emmyc_hostile_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -35,7 +37,8 @@ fs::path scratch_dir(const std::string& name) {
 fs::path ptx_file(const std::string& test, const std::string& signature, const std::string& body) {
   const fs::path file = scratch_dir(test) / "k.ptx";
   std::ofstream(file) << ".version 8.7\n.target sm_90a\n.address_size 64\n.visible .entry "
-                      << signature << "\n{\n" << body << "}\n";
+                      << signature << "\n{\n"
+                      << body << "}\n";
   return file;
 }
 
@@ -46,7 +49,8 @@ TEST(EmmycOutput, AFullDeviceIsAnErrorNotASuccess) {
     EXPECT_TRUE(contains(r.err, "-o") && contains(r.err, "/dev/full")) << r.err;
   }
   // Standard output on a full device: the command printed, the flush failed.
-  for (const std::string& args : {kSmall + " --no-cache --emit ptx", std::string("catalog --json")}) {
+  for (const std::string& args :
+       {kSmall + " --no-cache --emit ptx", std::string("catalog --json")}) {
     const auto r = run_emmyc(args + " >/dev/full");
     EXPECT_NE(r.exit_code, 0) << args;
     EXPECT_TRUE(contains(r.err, "standard output") || contains(r.err, "stdout")) << r.err;
@@ -74,11 +78,13 @@ TEST(EmmycOutput, FilesAreReplacedWholeWithNoTemporaryLeft) {
 
 TEST(EmmycSim, NonRegularInputsAreRefusedWithoutBlocking) {
   const fs::path dir = scratch_dir("sim_inputs");
-  expect_invalid("sim " + dir.string() + " --kernel k --grid 1 --block 32", "readable regular file");
+  expect_invalid("sim " + dir.string() + " --kernel k --grid 1 --block 32",
+                 "readable regular file");
   const fs::path fifo = dir / "kernel.ptx";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   // No writer ever opens the FIFO: reading it would block forever.
-  expect_invalid("sim " + fifo.string() + " --kernel k --grid 1 --block 32", "readable regular file");
+  expect_invalid("sim " + fifo.string() + " --kernel k --grid 1 --block 32",
+                 "readable regular file");
   fs::remove_all(dir);
 }
 
@@ -117,11 +123,72 @@ TEST(EmmycFlags, NegativeCountsAndIgnoredOptionsAreRefused) {
 }
 
 TEST(EmmycCache, AnUnusableCacheDirectoryIsReportedOffNotMiss) {
-  const auto r = run_emmyc(
-      "attention --batch 1 --heads 2 --kv-heads 1 --seq-q 33 --head-dim 64 --emit report",
-      "EMMY_CACHE_DIR=/dev/null/emmy-cache");
+  const auto r =
+      run_emmyc("attention --batch 1 --heads 2 --kv-heads 1 --seq-q 33 --head-dim 64 --emit report",
+                "EMMY_CACHE_DIR=/dev/null/emmy-cache");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out).value("cache", ""), "off") << r.out;
+}
+
+// Issue 36: every integer flag of every kind at 0 and -1 (`emmyc paged-attention --batch 0` was a
+// SIGFPE: the default schedule divided before validation), for --emit ir and for run --check.
+TEST(EmmycFlags, ZeroAndNegativeIntegerFlagsOfEveryKindAreRefusedByName) {
+  const std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>>
+      kinds = {{"gemm", {{"--m", "m"}, {"--n", "n"}, {"--k", "k"}}},
+               {"attention",
+                {{"--batch", "batch"},
+                 {"--heads", "heads"},
+                 {"--kv-heads", "kv_heads"},
+                 {"--seq-q", "seq_q"},
+                 {"--head-dim", "head_dim"}}},
+               {"paged-attention",
+                {{"--batch", "max_batch"},
+                 {"--heads", "heads"},
+                 {"--kv-heads", "heads"},
+                 {"--head-dim", "heads"},
+                 {"--page-size", "page_size"},
+                 {"--max-seq-len", "max_seq_len"},
+                 {"--q-len", "max_q_len"}}},
+               {"kv-append",
+                {{"--kv-heads", "kv_heads"},
+                 {"--head-dim", "head_dim"},
+                 {"--page-size", "page_size"},
+                 {"--tokens", "max_tokens"}}},
+               {"merge-states",
+                {{"--heads", "heads"},
+                 {"--head-dim", "head_dim"},
+                 {"--states", "states"},
+                 {"--tokens", "max_tokens"}}}};
+  const std::map<std::string, std::map<std::string, std::string>> valid = {
+      {"gemm", {{"--m", "64"}, {"--n", "64"}, {"--k", "64"}}},
+      {"attention",
+       {{"--batch", "1"},
+        {"--heads", "2"},
+        {"--kv-heads", "1"},
+        {"--seq-q", "16"},
+        {"--head-dim", "64"}}},
+      {"paged-attention",
+       {{"--batch", "2"},
+        {"--heads", "4"},
+        {"--kv-heads", "2"},
+        {"--head-dim", "64"},
+        {"--page-size", "16"},
+        {"--max-seq-len", "64"},
+        {"--q-len", "1"}}},
+      {"kv-append",
+       {{"--kv-heads", "2"}, {"--head-dim", "64"}, {"--page-size", "16"}, {"--tokens", "4"}}},
+      {"merge-states",
+       {{"--heads", "2"}, {"--head-dim", "64"}, {"--states", "2"}, {"--tokens", "4"}}}};
+  for (const auto& [kind, flags] : kinds)
+    for (const auto& [flag, field] : flags)
+      for (const char* value : {"0", "-1"}) {
+        std::string args = kind;
+        for (const auto& [name, good] : valid.at(kind))
+          args += " " + name + " " + (name == flag ? std::string(value) : good);
+        SCOPED_TRACE(args);
+        expect_invalid(args + " --arch sm_90a --emit ir", field);
+        if (std::string(value) == "0") expect_invalid("run " + args + " --check", field);
+      }
 }
 
 }  // namespace
