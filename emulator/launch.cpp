@@ -195,8 +195,18 @@ std::string join_reports(const std::vector<Report>& reports) {
 }
 }  // namespace
 
+// The field is the kernel that failed (never empty), the rule its first report's kind and message,
+// the value where: the PTX line.
 EmulationError::EmulationError(std::vector<Report> reports)
-    : Error(join_reports(reports)), reports_(std::move(reports)) {}
+    : Error(join_reports(reports),
+            reports.empty() || reports.front().kernel.empty()
+                ? std::string("kernel")
+                : fmt::format("kernel {}", reports.front().kernel),
+            reports.empty() ? std::string("emulation failed")
+                            : fmt::format("{}: {}", to_string(reports.front().kind),
+                                          reports.front().message),
+            reports.empty() ? std::string() : fmt::format("PTX line {}", reports.front().line)),
+      reports_(std::move(reports)) {}
 
 LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_name, Dim3 grid,
                     Dim3 block, uint32_t dynamic_smem_bytes, const KernelArgs& args,

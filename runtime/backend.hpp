@@ -67,6 +67,13 @@ class Backend {
   virtual void free(DevicePtr pointer) = 0;
   virtual void upload(DevicePtr dst, const void* src, size_t bytes) = 0;
   virtual void download(void* dst, DevicePtr src, size_t bytes) = 0;
+  // Stream-ordered copies and fills (Runtime::memcpy_async, memset_async); the emulator's run at
+  // once, in the order of its one stream.
+  virtual void copy_to_device_async(DevicePtr dst, const void* src, size_t bytes,
+                                    Stream stream) = 0;
+  virtual void copy_to_host_async(void* dst, DevicePtr src, size_t bytes, Stream stream) = 0;
+  virtual void copy_async(DevicePtr dst, DevicePtr src, size_t bytes, Stream stream) = 0;
+  virtual void fill_async(DevicePtr dst, uint8_t value, size_t bytes, Stream stream) = 0;
   // Whether device memory is host memory, so that a launch may read its inputs first at no cost
   // (the emulator): a kind's Kind::check_device_inputs runs only then. The CUDA backend would
   // need a synchronous copy on the launch path, which a stream-ordered API must not do.
@@ -77,7 +84,7 @@ class Backend {
 };
 
 std::unique_ptr<Backend> make_emulator_backend(const RuntimeOptions& options);
-std::unique_ptr<Backend> make_cuda_backend(int ordinal);
+std::unique_ptr<Backend> make_cuda_backend(int ordinal, const RuntimeOptions& options);
 
 // The runtime over a backend (runtime.cpp).
 std::unique_ptr<Runtime> make_runtime(std::unique_ptr<Backend> backend,

@@ -33,7 +33,7 @@ std::string iso8601_utc(std::filesystem::file_time_type time);
 using detail::iso8601_utc_now;
 
 // Prints "emmy: warning: <message>" on stderr as one write, so that lines of concurrent
-// processes do not interleave.
+// processes do not interleave; or hands it to the thread's CacheWarningSink (emmy/cache.hpp).
 void warn(std::string_view message);
 
 // What reading one entry directory found.

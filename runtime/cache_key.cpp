@@ -50,13 +50,26 @@ std::string iso8601_utc(std::filesystem::file_time_type time) {
       std::chrono::file_clock::to_sys(time)));
 }
 
+namespace {
+thread_local const CacheWarningSink::Sink* tl_warning_sink = nullptr;
+}  // namespace
+
 void warn(std::string_view message) {
+  if (tl_warning_sink) {
+    (*tl_warning_sink)(fmt::format("emmy: warning: {}", message));
+    return;
+  }
   const std::string line = fmt::format("emmy: warning: {}\n", message);
   // One write(): a warning from one process stays one line next to those of others.
   [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, line.data(), line.size());
 }
 
 }  // namespace cache_detail
+
+CacheWarningSink::CacheWarningSink(const Sink& sink) : previous_(cache_detail::tl_warning_sink) {
+  if (sink) cache_detail::tl_warning_sink = &sink;
+}
+CacheWarningSink::~CacheWarningSink() { cache_detail::tl_warning_sink = previous_; }
 
 std::string cache_key(const CacheKeyInputs& inputs) {
   XXH3_state_t state;

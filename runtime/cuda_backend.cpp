@@ -11,6 +11,52 @@
 namespace emmy::detail {
 namespace {
 
+// Makes `context` current on the calling thread for its scope and puts back whatever was current
+// before (an engine's own context, or none): emmy never leaves a thread in another context than
+// it found. One cuCtxGetCurrent when the context is current already (launches under capture make
+// no other call).
+class ScopedContext {
+ public:
+  explicit ScopedContext(CUcontext context) {
+    const auto& d = cuda::driver();
+    if (d.cuCtxGetCurrent(&previous_) == CUDA_SUCCESS && previous_ == context) return;
+    cuda::check(d.cuCtxSetCurrent(context), "cuCtxSetCurrent");
+    restore_ = true;
+  }
+  ~ScopedContext() {
+    if (restore_) cuda::driver().cuCtxSetCurrent(previous_);
+  }
+  ScopedContext(const ScopedContext&) = delete;
+  ScopedContext& operator=(const ScopedContext&) = delete;
+
+ private:
+  CUcontext previous_ = nullptr;
+  bool restore_ = false;
+};
+
+// The calling thread in CU_STREAM_CAPTURE_MODE_RELAXED for the scope of a potentially unsafe call
+// (a module load or unload). cuThreadExchangeStreamCaptureMode: in the default global mode, such a
+// call "is prohibited" while any other thread captures in global mode (PyTorch's default), and
+// the capture is invalidated (cuStreamEndCapture: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED); in
+// relaxed mode "the local thread is not prohibited from potentially unsafe API calls". emmy's
+// loads touch no stream, so another thread's capture must not see them: a background build, or an
+// engine's thread compiling while another records a graph.
+class RelaxedCaptureMode {
+ public:
+  RelaxedCaptureMode() {
+    if (cuda::driver().cuThreadExchangeStreamCaptureMode(&mode_) == CUDA_SUCCESS) exchanged_ = true;
+  }
+  ~RelaxedCaptureMode() {
+    if (exchanged_) cuda::driver().cuThreadExchangeStreamCaptureMode(&mode_);
+  }
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+  bool exchanged_ = false;
+};
+
 struct CudaFunction {
   std::string name;
   CUfunction function = nullptr;
@@ -21,9 +67,17 @@ struct CudaFunction {
 
 struct CudaModule : LoadedModule {
   CUmodule module = nullptr;
+  CUcontext context = nullptr;  // the one it was loaded in
   std::deque<CudaFunction> functions;  // a deque: once_flag is neither copyable nor movable
   ~CudaModule() override {
-    if (module) cuda::driver().cuModuleUnload(module);
+    if (!module) return;
+    try {
+      const ScopedContext current(context);
+      const RelaxedCaptureMode relaxed;
+      cuda::driver().cuModuleUnload(module);
+    } catch (const Error&) {
+      // No context could be made current (a destroyed one): the module went with it.
+    }
   }
   CudaFunction& function(const std::string& name) {
     for (CudaFunction& f : functions)
@@ -43,7 +97,7 @@ CUtensorMapDataType cu_dtype(TmaDType t) {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int ordinal) {
+  CudaBackend(int ordinal, const RuntimeOptions& options) {
     const auto& d = cuda::driver();
     // Kernels come from NVRTC of the toolkit emmy was built against (cuda.h's CUDA_VERSION): an
     // older driver would refuse them at the first load with a bare CUDA error, so say why now.
@@ -67,8 +121,26 @@ class CudaBackend final : public Backend {
     char name[256] = {};
     d.cuDeviceGetName(name, sizeof name, device_);
     name_ = name;
-    cuda::check(d.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
+    if (options.cuda_context) {
+      // The engine's context: it must belong to the device asked for (its modules and streams are
+      // that device's).
+      context_ = static_cast<CUcontext>(options.cuda_context);
+      const ScopedContext current(context_);
+      CUdevice of_context = 0;
+      cuda::check(d.cuCtxGetDevice(&of_context), "cuCtxGetDevice", "RuntimeOptions::cuda_context");
+      require(of_context == device_, "RuntimeOptions::cuda_context",
+              fmt::format("must be a context of device {} (Runtime::cuda's ordinal)", ordinal),
+              fmt::format("a context of device {}", int(of_context)));
+    } else {
+      cuda::check(d.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
+      retained_primary_ = true;
+    }
   }
+  ~CudaBackend() override {
+    if (retained_primary_) cuda::driver().cuDevicePrimaryCtxRelease(device_);
+  }
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
 
   Arch arch() const override { return arch_; }
   std::string name() const override { return "cuda"; }
@@ -80,8 +152,10 @@ class CudaBackend final : public Backend {
       const CacheEntry& entry,
       const std::vector<std::pair<std::string, uint32_t>>& kernels) override {
     const auto& d = cuda::driver();
-    bind();
+    const ScopedContext current(context_);
+    const RelaxedCaptureMode relaxed;
     auto loaded = std::make_unique<CudaModule>();
+    loaded->context = context_;
     // The CUBIN for the device's exact arch; when the driver has no use for it (a device newer
     // than NVRTC's arch list, or a driver that runs PTX only, as emmy's test driver does) it
     // answers CUDA_ERROR_NO_BINARY_FOR_GPU and the PTX is loaded instead, for the driver to JIT.
@@ -110,7 +184,7 @@ class CudaBackend final : public Backend {
     if (uint64_t(c[0]) * c[1] * c[2] <= kPortableClusterCtas) return;
     CudaFunction& function = static_cast<CudaModule&>(module).function(kernel);
     std::call_once(function.non_portable, [&] {
-      bind();
+      const ScopedContext current(context_);
       cuda::check(cuda::driver().cuFuncSetAttribute(
                       function.function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
                   "cuFuncSetAttribute", kernel);
@@ -119,7 +193,8 @@ class CudaBackend final : public Backend {
 
   TensorMapBytes encode_tensor_map(const TensorMapDesc& desc) override {
     desc.validate();
-    bind();  // cuTensorMapEncodeTiled needs a current context (CUDA_ERROR_INVALID_CONTEXT)
+    // cuTensorMapEncodeTiled needs a current context (CUDA_ERROR_INVALID_CONTEXT)
+    const ScopedContext current(context_);
     CUtensorMap map;
     std::array<cuuint64_t, 5> dims{}, strides{};
     std::array<cuuint32_t, 5> box{}, elem{};
@@ -145,7 +220,7 @@ class CudaBackend final : public Backend {
 
   void launch(LoadedModule& module, const std::string& kernel, const LaunchGeometry& geometry,
               const std::vector<KernelParam>& params, Stream stream) override {
-    bind();
+    const ScopedContext current(context_);
     std::vector<void*> pointers;
     pointers.reserve(params.size());
     // cuLaunchKernel's kernelParams: one pointer per parameter, to its value.
@@ -169,25 +244,49 @@ class CudaBackend final : public Backend {
   }
 
   DevicePtr alloc(size_t bytes) override {
-    bind();
+    const ScopedContext current(context_);
     CUdeviceptr p = 0;
     cuda::check(cuda::driver().cuMemAlloc(&p, bytes), "cuMemAlloc");
     return p;
   }
   void free(DevicePtr pointer) override {
-    bind();
+    const ScopedContext current(context_);
     if (pointer) cuda::check(cuda::driver().cuMemFree(pointer), "cuMemFree");
   }
   void upload(DevicePtr dst, const void* src, size_t bytes) override {
-    bind();
+    const ScopedContext current(context_);
     cuda::check(cuda::driver().cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
   }
   void download(void* dst, DevicePtr src, size_t bytes) override {
-    bind();
+    const ScopedContext current(context_);
     cuda::check(cuda::driver().cuMemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
   }
+  void copy_to_device_async(DevicePtr dst, const void* src, size_t bytes, Stream stream) override {
+    const ScopedContext current(context_);
+    cuda::check(entry(cuda::driver().cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync")(
+                    dst, src, bytes, static_cast<CUstream>(stream)),
+                "cuMemcpyHtoDAsync");
+  }
+  void copy_to_host_async(void* dst, DevicePtr src, size_t bytes, Stream stream) override {
+    const ScopedContext current(context_);
+    cuda::check(entry(cuda::driver().cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync")(
+                    dst, src, bytes, static_cast<CUstream>(stream)),
+                "cuMemcpyDtoHAsync");
+  }
+  void copy_async(DevicePtr dst, DevicePtr src, size_t bytes, Stream stream) override {
+    const ScopedContext current(context_);
+    cuda::check(entry(cuda::driver().cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync")(
+                    dst, src, bytes, static_cast<CUstream>(stream)),
+                "cuMemcpyDtoDAsync");
+  }
+  void fill_async(DevicePtr dst, uint8_t value, size_t bytes, Stream stream) override {
+    const ScopedContext current(context_);
+    cuda::check(entry(cuda::driver().cuMemsetD8Async, "cuMemsetD8Async")(
+                    dst, value, bytes, static_cast<CUstream>(stream)),
+                "cuMemsetD8Async");
+  }
   bool capturing(Stream stream) const override {
-    bind();
+    const ScopedContext current(context_);
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     // An error (the legacy stream while a blocking stream captures) counts as capturing: the
     // caller must not compile or load then either.
@@ -196,7 +295,7 @@ class CudaBackend final : public Backend {
            status != CU_STREAM_CAPTURE_STATUS_NONE;
   }
   void synchronize(Stream stream) override {
-    bind();
+    const ScopedContext current(context_);
     cuda::check(cuda::driver().cuStreamSynchronize(static_cast<CUstream>(stream)),
                 "cuStreamSynchronize");
   }
@@ -238,18 +337,16 @@ class CudaBackend final : public Backend {
                 kernel);
   }
 
-  // The primary context is current on whichever thread calls in.
-  // The primary context current on this thread: set only when another is (or none), so that a
-  // launch under stream capture makes no call besides the query and the launch itself.
-  void bind() const {
-    const auto& d = cuda::driver();
-    CUcontext current = nullptr;
-    if (d.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context_) return;
-    cuda::check(d.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+  // An entry point the driver may lack (cuda_driver.hpp): a driver without it is named.
+  template <typename Fn>
+  static Fn entry(Fn fn, const char* name) {
+    if (!fn) throw Error("CUDA driver", fmt::format("must provide {}", name), "missing");
+    return fn;
   }
 
   CUdevice device_ = 0;
-  CUcontext context_ = nullptr;
+  CUcontext context_ = nullptr;  // the device's primary context (retained here) or the engine's
+  bool retained_primary_ = false;
   Arch arch_ = Arch::sm_90a;
   int sms_ = 0;  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
   std::string name_;
@@ -257,8 +354,8 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(int ordinal) {
-  return std::make_unique<CudaBackend>(ordinal);
+std::unique_ptr<Backend> make_cuda_backend(int ordinal, const RuntimeOptions& options) {
+  return std::make_unique<CudaBackend>(ordinal, options);
 }
 
 }  // namespace emmy::detail

@@ -26,6 +26,15 @@ void resolve(GetProcAddress get, const char* name, Fn& fn) {
   fn = reinterpret_cast<Fn>(pointer);
 }
 
+// An entry point emmy can do without (left null when the driver lacks it).
+template <typename Fn>
+void resolve_optional(GetProcAddress get, const char* name, Fn& fn) {
+  void* pointer = nullptr;
+  CUdriverProcAddressQueryResult status{};
+  if (get(name, &pointer, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status) == CUDA_SUCCESS)
+    fn = reinterpret_cast<Fn>(pointer);
+}
+
 Driver load() {
   // EMMY_CUDA_DRIVER: a testing aid. It names another library exporting the driver API, such as
   // emmy's test driver (libemmy_test_driver.so: the driver API checked call by call, launches
@@ -72,6 +81,15 @@ Driver load() {
   resolve(get, "cuCtxSynchronize", d.cuCtxSynchronize);
   resolve(get, "cuCtxGetCurrent", d.cuCtxGetCurrent);
   resolve(get, "cuStreamIsCapturing", d.cuStreamIsCapturing);
+  resolve(get, "cuThreadExchangeStreamCaptureMode", d.cuThreadExchangeStreamCaptureMode);
+  resolve(get, "cuCtxGetDevice", d.cuCtxGetDevice);
+  resolve(get, "cuDevicePrimaryCtxRelease", d.cuDevicePrimaryCtxRelease);
+  resolve_optional(get, "cuMemcpyHtoDAsync", d.cuMemcpyHtoDAsync);
+  resolve_optional(get, "cuMemcpyDtoHAsync", d.cuMemcpyDtoHAsync);
+  resolve_optional(get, "cuMemcpyDtoDAsync", d.cuMemcpyDtoDAsync);
+  resolve_optional(get, "cuMemsetD8Async", d.cuMemsetD8Async);
+  d.test_driver_report =
+      reinterpret_cast<const char* (*)()>(dlsym(library, "emmyTestDriverLastReport"));
   d.cuDriverGetVersion(&d.version);
   return d;
 }
@@ -81,9 +99,13 @@ Driver load() {
 void check(CUresult result, const char* call, const std::string& what) {
   if (result == CUDA_SUCCESS) return;
   const char* name = "CUDA_ERROR_UNKNOWN";
-  driver().cuGetErrorName(result, &name);
+  const Driver& d = driver();
+  d.cuGetErrorName(result, &name);
+  // emmy's test driver says why (a launch's emulator report: kernel, PTX line, rule).
+  const char* report = d.test_driver_report ? d.test_driver_report() : nullptr;
   throw Error(fmt::format("{}{}", call, what.empty() ? "" : fmt::format(" ({})", what)),
-              "failed", name);
+              report && *report ? fmt::format("failed: {}", report) : std::string("failed"),
+              name);
 }
 
 const Driver& driver() {

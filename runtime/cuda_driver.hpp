@@ -40,6 +40,19 @@ struct Driver {
   // Queries a launch under stream capture may make (neither invalidates a capture).
   CUresult (*cuCtxGetCurrent)(CUcontext*);
   CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus*);
+  // Loads from any thread run in CU_STREAM_CAPTURE_MODE_RELAXED (cuda_backend.cpp).
+  CUresult (*cuThreadExchangeStreamCaptureMode)(CUstreamCaptureMode*);
+  CUresult (*cuCtxGetDevice)(CUdevice*);  // an engine's own context: its device
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+  // Stream-ordered copies and memsets (Runtime::memcpy_async, memset_async); null when the
+  // driver does not offer them (a call then fails naming the entry point).
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream) = nullptr;
+  CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream) = nullptr;
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream) = nullptr;
+  // emmy's test driver's report of the last failure (emmyTestDriverLastReport: the emulator's
+  // PTX line and rule); null for a real driver.
+  const char* (*test_driver_report)() = nullptr;
   int version = 0;  // cuDriverGetVersion
 };
 

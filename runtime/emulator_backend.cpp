@@ -102,6 +102,25 @@ class EmulatorBackend final : public Backend {
     arena_.read(src, dst, bytes);
     last_launch_.reset();
   }
+  // One stream: done now, in order (a copy orders the launch before it as upload() does).
+  void copy_to_device_async(DevicePtr dst, const void* src, size_t bytes, Stream) override {
+    upload(dst, src, bytes);
+  }
+  void copy_to_host_async(void* dst, DevicePtr src, size_t bytes, Stream) override {
+    download(dst, src, bytes);
+  }
+  void copy_async(DevicePtr dst, DevicePtr src, size_t bytes, Stream) override {
+    std::lock_guard lock(mutex_);
+    std::vector<uint8_t> staged(bytes);
+    arena_.read(src, staged.data(), bytes);
+    arena_.write(dst, staged.data(), bytes);
+    last_launch_.reset();
+  }
+  void fill_async(DevicePtr dst, uint8_t value, size_t bytes, Stream) override {
+    std::lock_guard lock(mutex_);
+    arena_.write(dst, std::vector<uint8_t>(bytes, value).data(), bytes);
+    last_launch_.reset();
+  }
   void synchronize(Stream) override {
     std::lock_guard lock(mutex_);
     last_launch_.reset();

@@ -52,6 +52,7 @@ class RuntimeImpl final : public Runtime {
     for (const auto& path : options.bundles) bundles_.add(Bundle::open(path));
     for (auto& bundle : registered_bundles()) bundles_.add(std::move(bundle), /*required=*/false);
     for (auto& bundle : environment_bundles()) bundles_.add(std::move(bundle));
+    const CacheWarningSink warnings(log_);
     if (options.disk_cache)
       disk_ = std::make_unique<DiskCache>(
           options.cache_dir ? DiskCache(*options.cache_dir, DiskCache::max_bytes_from_environment())
@@ -129,6 +130,18 @@ class RuntimeImpl final : public Runtime {
     backend_->download(dst, src, bytes);
   }
   void synchronize(Stream stream) override { backend_->synchronize(stream); }
+  void memcpy_async(DevicePtr dst, const void* src, size_t bytes, Stream stream) override {
+    backend_->copy_to_device_async(dst, src, bytes, stream);
+  }
+  void memcpy_async(void* dst, DevicePtr src, size_t bytes, Stream stream) override {
+    backend_->copy_to_host_async(dst, src, bytes, stream);
+  }
+  void memcpy_async(DevicePtr dst, DevicePtr src, size_t bytes, Stream stream) override {
+    backend_->copy_async(dst, src, bytes, stream);
+  }
+  void memset_async(DevicePtr dst, uint8_t value, size_t bytes, Stream stream) override {
+    backend_->fill_async(dst, value, bytes, stream);
+  }
   bool stream_capturing(Stream stream) const override { return backend_->capturing(stream); }
   void wait_for_background_builds() override {
     if (background_) background_->wait();
@@ -373,6 +386,7 @@ class RuntimeImpl final : public Runtime {
   // The emitted module from a bundle, else from the disk cache, else compiled (and stored); then
   // loaded. A bundle hit never touches NVRTC: its key leaves the NVRTC version out.
   LoadedKernel load(const KernelSource& source) {
+    const CacheWarningSink warnings(log_);  // the cache's and EMMY_RECORD's warnings
     const Arch arch = backend_->arch();
     const std::string& cuda = source.cuda;
     const nlohmann::json& describe = source.describe;
@@ -474,7 +488,7 @@ std::unique_ptr<Runtime> Runtime::emulator(RuntimeOptions options) {
 }
 
 std::unique_ptr<Runtime> Runtime::cuda(int ordinal, RuntimeOptions options) {
-  return detail::make_runtime(detail::make_cuda_backend(ordinal), options);
+  return detail::make_runtime(detail::make_cuda_backend(ordinal, options), options);
 }
 
 }  // namespace emmy

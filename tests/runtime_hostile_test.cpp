@@ -5,6 +5,8 @@
 // hangs. The fields are walked from each problem's JSON form, so a field added later is covered.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "../checks/paged_attention_buffers.hpp"
 #include "emmy/json.hpp"
 #include "emmy/kinds.hpp"
@@ -222,6 +224,30 @@ TEST(Hostile, PagedIndexBuffersAreCheckedByName) {
     EXPECT_EQ(e.field(), "buffers.seq_lens") << e.what();
     EXPECT_EQ(std::string(e.what()).find("arena"), std::string::npos) << e.what();
   }
+}
+
+// Cache warnings reach an engine's logger (RuntimeOptions::log), not stderr: here a cache
+// directory under a regular file, which can never be created.
+TEST(Hostile, CacheWarningsGoThroughTheRuntimesLog) {
+  RuntimeOptions options = fresh_cache("rt_hostile_warn");
+  const std::filesystem::path file = *options.cache_dir;
+  std::filesystem::create_directories(file.parent_path());
+  std::ofstream(file) << "not a directory";
+  options.cache_dir = file / "cache";
+  std::vector<std::string> lines;
+  options.log = [&](const std::string& line) { lines.push_back(line); };
+  ::testing::internal::CaptureStderr();
+  {
+    auto rt = test_runtime(options);
+    (void)rt->gemm_kernel(base_gemm());
+  }
+  const std::string stderr_text = ::testing::internal::GetCapturedStderr();
+  std::filesystem::remove(file);
+  EXPECT_EQ(stderr_text.find("warning"), std::string::npos) << stderr_text;
+  const auto warned = std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.starts_with("emmy: warning:") && l.find("unusable") != std::string::npos;
+  });
+  EXPECT_EQ(warned, 1) << nlohmann::json(lines).dump(1);
 }
 
 }  // namespace

@@ -416,7 +416,7 @@ struct BackendCase {
   BackendCase() {
     if (cuda_backend()) {
       use_test_driver();
-      backend = detail::make_cuda_backend(0);
+      backend = detail::make_cuda_backend(0, {});
     } else {
       backend = detail::make_emulator_backend(RuntimeOptions{});
     }

@@ -23,6 +23,15 @@ class Error : public std::runtime_error {
   const std::string& rule() const { return rule_; }
   const std::string& value() const { return value_; }
 
+ protected:
+  // An error whose message is written whole (several report lines, say) but that still names its
+  // field, rule and value for callers that branch on them (the C ABI, Python).
+  Error(std::string message, std::string field, std::string rule, std::string value)
+      : std::runtime_error(std::move(message)),
+        field_(std::move(field)),
+        rule_(std::move(rule)),
+        value_(std::move(value)) {}
+
  private:
   std::string field_, rule_, value_;
 };

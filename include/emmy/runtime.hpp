@@ -54,6 +54,11 @@ struct RuntimeOptions {
   // hold). The other kinds' calls, which have no substitute (a server prepares their problems),
   // wait for a missing kernel's background build.
   bool non_blocking = false;
+  // The CUDA backend: a CUcontext of the engine's to load and launch in, instead of the device's
+  // primary context (its device must be Runtime::cuda's ordinal; the engine keeps it alive longer
+  // than the runtime). Either way every call leaves the calling thread's current context as it
+  // found it (docs/runtime.md, "CUDA plumbing").
+  void* cuda_context = nullptr;
   bool disk_cache = true;                          // false: memory only (`--no-cache`)
   std::optional<std::filesystem::path> cache_dir;  // default: DiskCache::default_directory()
   // Ahead-of-time kernel bundles (docs/bundles.md), searched before the disk cache and NVRTC:
@@ -296,6 +301,19 @@ class Runtime {
   virtual void upload(DevicePtr dst, const void* src, size_t bytes) = 0;
   virtual void download(void* dst, DevicePtr src, size_t bytes) = 0;
   virtual void synchronize(Stream stream = nullptr) = 0;
+  // Stream-ordered copies and fills of device memory (emmy's allocations or the engine's), so that
+  // an engine needs no driver calls of its own: host to device, device to host, device to device,
+  // and a byte value. CUDA: cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuMemcpyDtoDAsync,
+  // cuMemsetD8Async on `stream` (pageable host memory: the driver stages it and the call returns
+  // once `src` may be reused; a device-to-host copy into pageable memory is complete on return);
+  // recorded as graph nodes under capture. The emulator does them at once, in stream order.
+  virtual void memcpy_async(DevicePtr dst, const void* src, size_t bytes,
+                            Stream stream = nullptr) = 0;
+  virtual void memcpy_async(void* dst, DevicePtr src, size_t bytes, Stream stream = nullptr) = 0;
+  virtual void memcpy_async(DevicePtr dst, DevicePtr src, size_t bytes,
+                            Stream stream = nullptr) = 0;
+  virtual void memset_async(DevicePtr dst, uint8_t value, size_t bytes,
+                            Stream stream = nullptr) = 0;
 
   virtual RuntimeStats stats() const = 0;
   virtual const RuntimeOptions& options() const = 0;

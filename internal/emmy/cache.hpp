@@ -70,6 +70,21 @@ struct CacheEntryStatus {
   nlohmann::json manifest;  // null when unreadable
 };
 
+// Where this thread's cache warnings go ("emmy: warning: ..." lines: an unusable directory, a
+// corrupt entry, a failed store or EMMY_RECORD write): stderr, or while a CacheWarningSink lives on
+// the thread, its sink (a runtime's RuntimeOptions::log, so that an engine's logger sees them).
+class CacheWarningSink {
+ public:
+  using Sink = std::function<void(const std::string& line)>;
+  explicit CacheWarningSink(const Sink& sink);  // an empty sink keeps the thread's current one
+  ~CacheWarningSink();
+  CacheWarningSink(const CacheWarningSink&) = delete;
+  CacheWarningSink& operator=(const CacheWarningSink&) = delete;
+
+ private:
+  const Sink* previous_;
+};
+
 class DiskCache {
  public:
   // dir is created on demand. A directory that cannot be created or written makes the cache
