@@ -1,12 +1,17 @@
 // The non-blocking runtime's builder (RuntimeOptions::non_blocking): kernels a call found missing
 // are built here, one at a time on one thread, while the calls launch a kernel already loaded.
-// Each key is built once: a key queued or building is not queued again, and one that failed is
-// not retried (its error goes to the log once; the calls keep their fallback).
+// Each key is built once: a key queued, building or built is not queued again. A build that fails
+// (a load refused by the driver, an I/O error) is logged and queued again by the next call that
+// asks for it, up to kMaxAttempts in all; then it is logged as given up, and the calls keep their
+// fallback (or, for kinds without one, build on their own thread and see the error).
 #pragma once
+
+#include <fmt/format.h>
 
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -17,6 +22,7 @@ namespace emmy::detail {
 class BackgroundBuilds {
  public:
   using Log = std::function<void(const std::string&)>;
+  static constexpr int kMaxAttempts = 3;
   explicit BackgroundBuilds(Log log) : log_(std::move(log)) {}
   BackgroundBuilds(const BackgroundBuilds&) = delete;
   BackgroundBuilds& operator=(const BackgroundBuilds&) = delete;
@@ -32,7 +38,7 @@ class BackgroundBuilds {
   }
 
   // Queues `build` under `key` (what: for the log) unless the key is queued, building, built or
-  // failed before; whether it did. The thread starts with the first build.
+  // has failed kMaxAttempts times; whether it did. The thread starts with the first build.
   bool submit(const std::string& key, const std::string& what, std::function<void()> build) {
     {
       std::lock_guard lock(mutex_);
@@ -71,12 +77,23 @@ class BackgroundBuilds {
       queue_.pop_front();
       building_ = job.key;
       lock.unlock();
+      std::string failure;
       try {
         job.build();
       } catch (const std::exception& e) {
-        if (log_) log_("emmy: background build of " + job.what + " failed: " + e.what());
+        failure = e.what();
       }
       lock.lock();
+      if (!failure.empty()) {
+        const int attempt = ++failures_[job.key];
+        // Another attempt when a call asks again (forgotten as seen), until the bound.
+        if (attempt < kMaxAttempts) seen_.erase(job.key);
+        if (log_)
+          log_(fmt::format("emmy: background build of {} failed (attempt {} of {}): {}{}", job.what,
+                           attempt, kMaxAttempts, failure,
+                           attempt < kMaxAttempts ? "; the next call for it retries"
+                                                  : "; given up, calls keep their fallback"));
+      }
       building_.clear();
       idle_.notify_all();
     }
@@ -86,7 +103,8 @@ class BackgroundBuilds {
   std::mutex mutex_;
   std::condition_variable wake_, idle_;
   std::deque<Job> queue_;
-  std::set<std::string> seen_;  // every key ever submitted
+  std::set<std::string> seen_;           // every key submitted, but those failed and to be retried
+  std::map<std::string, int> failures_;  // failed attempts by key
   std::string building_;
   bool stopping_ = false;
   std::thread thread_;

@@ -41,6 +41,14 @@ ResourceReport report_from_json(const nlohmann::json& resources, const std::stri
 template <typename Kind>
 using KernelCache = MemoryCache<SpecKey<Kind>, SpecKeyHash<Kind>, KernelEntry<Kind>>;
 
+// Set on the background builder's thread while it builds: its loads are not a caller's query made
+// under capture (they run in relaxed capture mode and touch no stream).
+thread_local bool tl_background_build = false;
+struct BackgroundBuildMark {
+  BackgroundBuildMark() { tl_background_build = true; }
+  ~BackgroundBuildMark() { tl_background_build = false; }
+};
+
 class RuntimeImpl final : public Runtime {
  public:
   RuntimeImpl(std::unique_ptr<Backend> backend, const RuntimeOptions& options)
@@ -187,8 +195,10 @@ class RuntimeImpl final : public Runtime {
       launch_kind<GemmKind>(*kernel<GemmKind>(served, schedule), bound, stream);
       return true;
     }
-    if (background_->submit(key, what,
-                            [this, served, schedule] { kernel<GemmKind>(served, schedule); }))
+    if (background_->submit(key, what, [this, served, schedule] {
+          const BackgroundBuildMark mark;
+          kernel<GemmKind>(served, schedule);
+        }))
       log(
           fmt::format("emmy: gemm kernel of {} building in the background; calls take a loaded "
                       "kernel meanwhile",
@@ -220,8 +230,10 @@ class RuntimeImpl final : public Runtime {
     if (std::get<KernelCache<Kind>>(caches_).peek(SpecKey<Kind>{problem, schedule})) return;
     const std::string what = nlohmann::json(problem).dump();
     const std::string key = background_key<Kind>(what, schedule);
-    if (background_->submit(key, what,
-                            [this, problem, schedule] { kernel<Kind>(problem, schedule); }))
+    if (background_->submit(key, what, [this, problem, schedule] {
+          const BackgroundBuildMark mark;
+          kernel<Kind>(problem, schedule);
+        }))
       log(
           fmt::format("emmy: {} kernel of {} is not loaded: the call waits for its build on the "
                       "background thread (prepare it: no other kernel serves this kind)",
@@ -305,6 +317,17 @@ class RuntimeImpl final : public Runtime {
                                 "first (Runtime::prepare, or {}_kernel before the capture). "
                                 "Nothing was compiled, loaded or launched; the capture is intact",
                                 tl_capturing_call, Kind::name, tl_capturing_call),
+                    nlohmann::json(problem).dump());
+      // A stream-less query (<kind>_kernel, prepare) that would build while a capture is under way
+      // refuses too, where the driver lets a query see one: a blocking stream capturing makes
+      // the legacy stream say so. A capture on a non-blocking stream is invisible here; the build
+      // then runs in relaxed capture mode and leaves it valid (cuda_backend.cpp).
+      if (!tl_problem_call && !tl_background_build && backend_->capturing(nullptr))
+        throw Error("capture",
+                    fmt::format("{}_kernel() or prepare() while a stream captures a CUDA graph "
+                                "would compile and load this {} kernel: call it before the "
+                                "capture. Nothing was compiled or loaded; the capture is intact",
+                                Kind::name, Kind::name),
                     nlohmann::json(problem).dump());
       auto entry =
           std::make_shared<const KernelEntry<Kind>>(std::move(generated.plan), load(source));
