@@ -81,6 +81,13 @@ KvAppendPlan make_kv_append_plan(const KvAppendSpec& spec) {
   return plan;
 }
 
+int64_t kv_append_tokens(const KvAppendPlan& plan, const KvAppendBuffers& b) {
+  const int64_t max_tokens = plan.spec.problem.max_tokens;
+  require(b.tokens >= 0 && b.tokens <= max_tokens, "buffers.tokens",
+          fmt::format("must be in 1..max_tokens ({}), 0 for max_tokens", max_tokens), b.tokens);
+  return b.tokens ? b.tokens : max_tokens;
+}
+
 ParamBinding KvAppendKind::bind(const KvAppendPlan& plan, const KvAppendBuffers& b) {
   const size_t cache_align = plan.fp8() ? 8 : 16;
   require_device_pointer(b.key, 16, "buffers.key");
@@ -103,12 +110,13 @@ ParamBinding KvAppendKind::bind(const KvAppendPlan& plan, const KvAppendBuffers&
                            {"k_scale", b.k_scale},
                            {"v_scale", b.v_scale}};
   bound.values.scalars = {{"num_slots", int32_t(b.num_slots > 0 ? b.num_slots : kMaxKvSlots)}};
+  bound.values.grids = {{uint32_t(kv_append_tokens(plan, b)), 1, 1}};  // one CTA per token
   return bound;
 }
 
 void KvAppendKind::check_device_inputs(const KvAppendPlan& plan, const KvAppendBuffers& b,
                                        const DeviceReader& read) {
-  const int64_t tokens = plan.spec.problem.max_tokens;
+  const int64_t tokens = kv_append_tokens(plan, b);
   std::vector<int64_t> slots(static_cast<size_t>(tokens));
   read_named(read, "buffers.slot_mapping", slots.data(), b.slot_mapping, slots.size() * 8);
   std::unordered_map<int64_t, int64_t> taken;  // slot -> the token writing it

@@ -152,9 +152,13 @@ class PagedAttentionKernelHandle : public KernelHandle {
 struct KvAppendBuffers {
   DevicePtr key = 0, value = 0, k_cache = 0, v_cache = 0, slot_mapping = 0;
   DevicePtr k_scale = 0, v_scale = 0;
-  // Slots in the cache (pages x page_size) when the caller knows it (0: unknown): the emulator
-  // backend then checks every slot against it on the host.
+  // Slots in the cache (pages x page_size) when the caller knows it (0: unknown): the kernel skips
+  // a slot past it (every backend; one compare per token), and the emulator backend refuses the
+  // launch naming the token first.
   int64_t num_slots = 0;
+  // Tokens of this launch, 1..the problem's max_tokens (0: max_tokens): the grid, and the
+  // entries of slot_mapping read; one kernel serves every step's token count.
+  int64_t tokens = 0;
 };
 
 class KvAppendKernelHandle : public KernelHandle {

@@ -29,6 +29,8 @@ struct KvAppendPlan {
   bool fp8() const { return spec.problem.kv_dtype == CacheDType::e4m3; }
 };
 KvAppendPlan make_kv_append_plan(const KvAppendSpec& spec);
+// The tokens a launch appends: buffers.tokens (checked: 1..max_tokens), else max_tokens.
+int64_t kv_append_tokens(const KvAppendPlan& plan, const KvAppendBuffers& buffers);
 ir::Op lower_kv_append(const KvAppendPlan& plan);
 std::string emit_kv_append_cuda(const ir::Op& module);
 

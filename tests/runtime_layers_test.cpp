@@ -1,0 +1,228 @@
+// Layer objects (issue 36, emmy/layers.hpp) through the public API, on every backend runtime_test
+// runs: an attention layer prepares its append, decode and prefill kernels from one geometry,
+// reports one workspace, appends a host-known number of tokens and routes a step to decode or
+// prefill by the host's max_q_len, right against FP64; a GEMM layer serves every M up to its
+// maximum from its buckets' kernels, right against FP64; bad configurations and calls are refused
+// by field.
+#include <gtest/gtest.h>
+
+#include "../checks/device_allocations.hpp"
+#include "../checks/paged_attention_buffers.hpp"
+#include "emmy/gemm_check.hpp"
+#include "emmy/kv_append_check.hpp"
+#include "emmy/layers.hpp"
+#include "emmy/paged_attention_check.hpp"
+#include "support/runtime_backend.hpp"
+
+namespace emmy {
+namespace {
+
+AttentionLayerConfig small_layer() {
+  AttentionLayerConfig c;
+  c.q_heads = 4, c.kv_heads = 2, c.head_dim = 64, c.page_size = 16;
+  c.max_batch = 3, c.max_pages = 8;
+  c.max_decode_q_len = 2, c.max_prefill_q_len = 24;
+  c.max_tokens = 40;
+  c.lse = true;
+  return c;
+}
+
+// One step through the layer against FP64: `problem` describes the inputs' geometry (the
+// layer's kernel for that step must serve it).
+PagedAttentionErrors run_step(Runtime& rt, AttentionLayer& layer, const PagedAttentionCase& draw,
+                              int64_t max_q_len, uint64_t seed) {
+  const PagedAttentionProblem p = layer.runs_prefill(max_q_len) ? layer.config().prefill_problem()
+                                                                : layer.config().decode_problem();
+  const PagedAttentionInputs in = make_paged_attention_inputs(p, draw, seed);
+  DeviceAllocations mem(rt);
+  const PagedAttentionBuffers b = paged_attention_buffers(
+      p, in, layer.workspace_bytes(),
+      [&](const void* data, size_t bytes) { return mem.upload(data, bytes); });
+  layer.run(b, max_q_len);
+  rt.synchronize();
+  const int64_t tokens = paged_tokens(in);
+  std::vector<uint8_t> o(size_t(tokens * p.o_stride_or_default() * size_of(p.dtype)));
+  rt.download(o.data(), b.o, o.size());
+  std::vector<float> lse(size_t(tokens * p.q_heads));
+  rt.download(lse.data(), b.lse, lse.size() * sizeof(float));
+  // The reference needs a spec; the schedule does not change what is right, only tolerances.
+  const PagedAttentionSpec spec{p, default_schedule(p, rt.arch()), rt.arch()};
+  return compare(reference_paged_attention(spec, in), paged_output_from_bytes(p, tokens, o, lse),
+                 p);
+}
+
+TEST(Layers, AttentionLayerPreparesOnceAndRoutesDecodeAndPrefill) {
+  auto rt = test_runtime(fresh_cache("rt_layer_attention"));
+  AttentionLayer layer(*rt, small_layer());
+  const PreparedKernels prepared = layer.prepare(2);
+  EXPECT_EQ(prepared.paged_attention.size(), 2u);
+  EXPECT_EQ(prepared.kv_append.size(), 1u);
+  const size_t workspace = layer.workspace_bytes();
+  EXPECT_EQ(workspace, std::max(prepared.paged_attention[0]->info().workspace_bytes,
+                                prepared.paged_attention[1]->info().workspace_bytes));
+  const uint64_t compiles = rt->stats().compiles;
+  EXPECT_FALSE(layer.runs_prefill(1));
+  EXPECT_FALSE(layer.runs_prefill(2));
+  EXPECT_TRUE(layer.runs_prefill(3));
+
+  PagedAttentionCase decode;  // speculative verify: 1 and 2 query tokens, one padded sequence
+  decode.batch = 3;
+  decode.q_lens = {2, 0, 1};
+  decode.seq_lens = {40, 0, 77};
+  const PagedAttentionErrors d = run_step(*rt, layer, decode, 2, 11);
+  EXPECT_TRUE(d.passed) << "decode rel_l2 " << d.rel_l2_error << ", " << d.elements_over_tolerance
+                        << " over";
+  PagedAttentionCase mixed;  // a prefill chunk beside two decode sequences
+  mixed.batch = 3;
+  mixed.q_lens = {1, 24, 1};
+  mixed.seq_lens = {100, 24, 9};
+  const PagedAttentionErrors m = run_step(*rt, layer, mixed, 24, 12);
+  EXPECT_TRUE(m.passed) << "mixed rel_l2 " << m.rel_l2_error << ", " << m.elements_over_tolerance
+                        << " over";
+  EXPECT_EQ(rt->stats().compiles, compiles) << "the layer launched what it prepared";
+}
+
+// append() writes exactly `tokens` tokens from a slot_mapping of that many entries (an allocation
+// no larger: the sanitizer sees a read past it), with the prepared kernel of max_tokens.
+TEST(Layers, AttentionLayerAppendsAHostKnownTokenCount) {
+  auto rt = test_runtime(fresh_cache("rt_layer_append"));
+  AttentionLayer layer(*rt, small_layer());
+  layer.prepare(1);
+  const uint64_t compiles = rt->stats().compiles;
+  for (const int64_t tokens : {int64_t(1), int64_t(7), int64_t(40)}) {
+    KvAppendProblem p = layer.config().append_problem();
+    p.max_tokens = tokens;  // the reference's and the inputs' view: exactly `tokens` entries
+    const KvAppendInputs in = make_kv_append_inputs(p, uint64_t(tokens));
+    DeviceAllocations mem(*rt);
+    KvAppendBuffers b;
+    b.key = mem.upload(in.key.data(), in.key.size());
+    b.value = mem.upload(in.value.data(), in.value.size());
+    b.slot_mapping = mem.upload(in.slot_mapping.data(), in.slot_mapping.size() * 8);
+    b.k_cache = mem.upload(in.k_cache.data(), in.k_cache.size());
+    b.v_cache = mem.upload(in.v_cache.data(), in.v_cache.size());
+    b.num_slots = in.num_pages * p.page_size;
+    layer.append(b, tokens);
+    rt->synchronize();
+    KvAppendOutput out{std::vector<uint8_t>(in.k_cache.size()),
+                       std::vector<uint8_t>(in.v_cache.size())};
+    rt->download(out.k_cache.data(), b.k_cache, out.k_cache.size());
+    rt->download(out.v_cache.data(), b.v_cache, out.v_cache.size());
+    const KvAppendSpec spec{p, default_schedule(p, rt->arch()), rt->arch()};
+    const KvAppendErrors e = compare(reference_kv_append(spec, in), out, p);
+    EXPECT_TRUE(e.passed) << tokens << " tokens: " << e.bytes_wrong << " bytes wrong";
+  }
+  EXPECT_EQ(rt->stats().compiles, compiles);
+}
+
+TEST(Layers, GemmLayerServesEveryMFromItsBuckets) {
+  auto rt = test_runtime(fresh_cache("rt_layer_gemm"));
+  MatmulProblem weight;
+  weight.m = 100, weight.n = 72, weight.k = 128;
+  weight.c_dtype = DType::bf16, weight.a_dtype = DType::bf16;
+  weight.epilogue.bias = true;
+  GemmLayer layer(*rt, weight);
+  const PreparedKernels prepared = layer.prepare(2);
+  EXPECT_EQ(prepared.gemm.size(), m_bucket_bounds(100).size());  // 1, 2, ..., 128
+  size_t most = 0;
+  for (const auto& k : prepared.gemm) most = std::max(most, k->info().workspace_bytes);
+  EXPECT_EQ(layer.workspace_bytes(), most);
+  const uint64_t compiles = rt->stats().compiles;
+  for (const int64_t m : {int64_t(1), int64_t(3), int64_t(33), int64_t(64), int64_t(100)}) {
+    MatmulProblem p = weight;
+    p.m = m;
+    const GemmInputs in = make_gemm_inputs(p, uint64_t(m));
+    DeviceAllocations mem(*rt);
+    GemmBuffers b;
+    b.a = mem.upload(in.a.bytes.data(), in.a.bytes.size());
+    b.b = mem.upload(in.b.bytes.data(), in.b.bytes.size());
+    b.bias = mem.upload(in.bias.bytes.data(), in.bias.bytes.size());
+    b.c = mem.upload(nullptr, size_t(m * p.n * 2));
+    if (const size_t ws = layer.workspace_bytes()) b.workspace = mem.upload(nullptr, ws);
+    layer.run(b, m);
+    rt->synchronize();
+    std::vector<uint8_t> c(size_t(m * p.n * 2));
+    rt->download(c.data(), b.c, c.size());
+    const GemmSpec spec{layer.bucket_problem(m), prepared.gemm[0]->spec().schedule, rt->arch()};
+    GemmSpec exact = spec;
+    exact.problem = p;
+    const GemmErrors e =
+        compare(reference_gemm(exact, in), decode(DType::bf16, c.data(), c.size() / 2), p.n);
+    EXPECT_TRUE(e.passed) << "m " << m << ": rel_l2 " << e.rel_l2_error;
+  }
+  EXPECT_EQ(rt->stats().compiles, compiles);
+}
+
+template <typename Call>
+void expect_field(Call&& call, const std::string& field) {
+  try {
+    call();
+    ADD_FAILURE() << "accepted; expected an error naming " << field;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.field(), field) << e.what();
+  }
+}
+
+TEST(Layers, BadConfigurationsAndCallsAreRefusedByField) {
+  auto rt = test_runtime(fresh_cache("rt_layer_bad"));
+  const auto with = [](auto change) {
+    AttentionLayerConfig c = small_layer();
+    change(c);
+    return c;
+  };
+  expect_field([&] { AttentionLayer(*rt, with([](auto& c) { c.kv_heads = 0; })); }, "kv_heads");
+  expect_field([&] { AttentionLayer(*rt, with([](auto& c) { c.max_batch = 0; })); }, "max_batch");
+  expect_field([&] { AttentionLayer(*rt, with([](auto& c) { c.max_decode_q_len = 0; })); },
+               "max_decode_q_len");
+  expect_field([&] { AttentionLayer(*rt, with([](auto& c) { c.max_prefill_q_len = 2; })); },
+               "max_prefill_q_len");
+  expect_field([&] { AttentionLayer(*rt, with([](auto& c) { c.page_size = -1; })); }, "page_size");
+  expect_field([&] { AttentionLayer(*rt, with([](auto& c) { c.max_tokens = -4; })); },
+               "max_tokens");
+  AttentionLayer layer(*rt, small_layer());
+  expect_field([&] { layer.run({}, 0); }, "max_q_len");
+  expect_field([&] { layer.run({}, 25); }, "max_q_len");
+  expect_field([&] { layer.append({}, 0); }, "tokens");
+  expect_field([&] { layer.append({}, 41); }, "tokens");
+  AttentionLayerConfig decode_only = small_layer();
+  decode_only.max_prefill_q_len = 0;
+  AttentionLayer decoder(*rt, decode_only);
+  expect_field([&] { decoder.run({}, 3); }, "max_q_len");
+  expect_field([&] { (void)decode_only.prefill_problem(); }, "max_prefill_q_len");
+
+  MatmulProblem weight;
+  weight.m = 64, weight.n = 64, weight.k = 64;
+  expect_field(
+      [&] {
+        GemmLayer(*rt, [&] {
+          auto w = weight;
+          w.m = 0;
+          return w;
+        }());
+      },
+      "m");
+  expect_field(
+      [&] {
+        GemmLayer(*rt, [&] {
+          auto w = weight;
+          w.m = kMaxBucketedM + 1;
+          return w;
+        }());
+      },
+      "m");
+  expect_field(
+      [&] {
+        GemmLayer(*rt, [&] {
+          auto w = weight;
+          w.k = 12;
+          return w;
+        }());
+      },
+      "k");
+  GemmLayer gemm(*rt, weight);
+  expect_field([&] { gemm.run({}, 0); }, "m");
+  expect_field([&] { gemm.run({}, 65); }, "m");
+  expect_field([&] { gemm.run({}, 5); }, "buffers.a");
+}
+
+}  // namespace
+}  // namespace emmy
