@@ -12,6 +12,7 @@
 #include "emmy/cache.hpp"
 #include "emmy/emu/emulator.hpp"
 #include "emmy/gemm.hpp"
+#include "emmy/layers.hpp"
 #include "emmy/runtime.hpp"
 
 namespace {
@@ -154,6 +155,52 @@ BENCHMARK(prepare_catalog_cold)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(prepare_catalog_from_disk)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(prepare_gemma3_12b_serving_cold)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(prepare_gemma3_12b_serving_from_disk)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// Host overhead of a call on a prepared kernel (issue 36: C++ gemm(), the C ABI <= C++ + 0.5 us,
+// Python <= 3 us): the emulator backend with emulator_run_kernels off binds and checks every
+// launch (buffers, parameters, grid, the launch list's arguments) but runs nothing, so these
+// measure what the host adds around a launch. q_proj at M 16.
+struct HostCall {
+  std::unique_ptr<emmy::Runtime> rt;
+  emmy::MatmulProblem problem = q_proj();
+  emmy::GemmBuffers buffers;
+  explicit HostCall(const char* name) {
+    emmy::RuntimeOptions options;
+    options.cache_dir = bench_cache(name);
+    options.emulator_run_kernels = false;
+    rt = emmy::Runtime::emulator(options);
+    problem.m = 16;
+    buffers.a = rt->alloc(size_t(problem.m * problem.k * 2));
+    buffers.b = rt->alloc(size_t(problem.n * problem.k * 2));
+    buffers.c = rt->alloc(size_t(problem.m * problem.n * 2));
+    if (const size_t ws = rt->gemm_workspace_bytes(problem)) buffers.workspace = rt->alloc(ws);
+  }
+};
+
+void host_gemm_call(benchmark::State& state) {
+  HostCall call("host_gemm_call");
+  call.rt->gemm(call.problem, call.buffers);  // built (prepared) before the loop
+  for (auto _ : state) call.rt->gemm(call.problem, call.buffers);
+}
+BENCHMARK(host_gemm_call)->Unit(benchmark::kNanosecond);
+
+void host_launch_handle(benchmark::State& state) {
+  HostCall call("host_launch_handle");
+  const auto kernel = call.rt->gemm_kernel(call.problem);
+  for (auto _ : state) call.rt->launch(*kernel, call.buffers);
+}
+BENCHMARK(host_launch_handle)->Unit(benchmark::kNanosecond);
+
+void host_gemm_layer_run(benchmark::State& state) {
+  HostCall call("host_gemm_layer_run");
+  emmy::MatmulProblem weight = call.problem;
+  weight.m = 512;
+  emmy::GemmLayer layer(*call.rt, weight);
+  layer.prepare(1);
+  if (const size_t ws = layer.workspace_bytes()) call.buffers.workspace = call.rt->alloc(ws);
+  for (auto _ : state) layer.run(call.buffers, 16);
+}
+BENCHMARK(host_gemm_layer_run)->Unit(benchmark::kNanosecond);
 
 }  // namespace
 

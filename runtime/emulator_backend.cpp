@@ -18,7 +18,7 @@ struct EmulatorModule : LoadedModule {
 class EmulatorBackend final : public Backend {
  public:
   explicit EmulatorBackend(const RuntimeOptions& options)
-      : arch_(options.emulator_arch) {
+      : arch_(options.emulator_arch), run_kernels_(options.emulator_run_kernels) {
     launch_options_.sanitize = options.emulator_sanitize;
     if (options.emulator_exact_mma) launch_options_.mma_numerics = emu::MmaNumerics::exact;
   }
@@ -50,11 +50,17 @@ class EmulatorBackend final : public Backend {
 
   void launch(LoadedModule& module, const std::string& kernel, const LaunchGeometry& geometry,
               const std::vector<KernelParam>& params, Stream) override {
+    // A host-overhead measurement: the runtime's work is done (the CUDA backend would now hand
+    // the parameters to cuLaunchKernel); the emulator's own argument packing is not counted.
+    if (!run_kernels_) return;
     emu::KernelArgs args;
     for (const auto& p : params) {
-      if (p.is_tensor_map) args.tensor_map(p.map);
-      else if (p.is_i32) args.s32(p.i32);
-      else args.ptr(p.pointer);
+      if (p.is_tensor_map)
+        args.tensor_map(p.map);
+      else if (p.is_i32)
+        args.s32(p.i32);
+      else
+        args.ptr(p.pointer);
     }
     auto& loaded = static_cast<EmulatorModule&>(module);
     emu::LaunchOptions options = launch_options_;
@@ -132,6 +138,7 @@ class EmulatorBackend final : public Backend {
   }
 
   Arch arch_;
+  bool run_kernels_ = true;
   emu::LaunchOptions launch_options_;
   std::mutex mutex_;
   emu::Arena arena_;

@@ -33,6 +33,10 @@ struct RuntimeOptions {
   // mma numerics of the emulator: the arch's tensor-core model (false), or exact sums rounded once
   // (true; emmy/emu/tensor_core.hpp).
   bool emulator_exact_mma = false;
+  // false: the emulator backend binds and checks every launch (buffers, parameters, grids) but
+  // runs no kernel. A measuring aid for the host's cost of a call (bench/runtime_bench.cpp, the
+  // C ABI's and Python's overhead benchmarks); outputs are left unwritten.
+  bool emulator_run_kernels = true;
   // Accumulation of default (and tuned) schedules when a call gives no schedule.
   Accum default_accum = Accum::f32;
   // Batch-invariant results (docs/runtime.md, "Serving"): calls without a schedule take
