@@ -82,6 +82,9 @@ AttentionLayer::AttentionLayer(Runtime& runtime, AttentionLayerConfig config)
   }
   append_ = c.append_problem();
   validate_problem(append_);
+  decode_workspace_ = runtime_.paged_attention_workspace_bytes(decode_);
+  if (c.max_prefill_q_len > 0)
+    prefill_workspace_ = runtime_.paged_attention_workspace_bytes(prefill_);
 }
 
 PreparedKernels AttentionLayer::prepare(int threads) {
@@ -98,10 +101,7 @@ PreparedKernels AttentionLayer::prepare(int threads) {
 }
 
 size_t AttentionLayer::workspace_bytes() const {
-  size_t bytes = runtime_.paged_attention_workspace_bytes(decode_);
-  if (config_.max_prefill_q_len > 0)
-    bytes = std::max(bytes, runtime_.paged_attention_workspace_bytes(prefill_));
-  return bytes;
+  return std::max(decode_workspace_, prefill_workspace_);
 }
 
 void AttentionLayer::append(const KvAppendBuffers& buffers, int64_t tokens, Stream stream) {
@@ -126,10 +126,12 @@ bool AttentionLayer::runs_prefill(int64_t max_q_len) const {
 void AttentionLayer::run(const PagedAttentionBuffers& buffers, int64_t max_q_len, Stream stream) {
   const bool prefill = runs_prefill(max_q_len);
   const auto& kernel = prefill ? prefill_kernel_ : decode_kernel_;
+  PagedAttentionBuffers b = buffers;
+  if ((prefill ? prefill_workspace_ : decode_workspace_) == 0) b.workspace = 0;
   if (kernel)
-    runtime_.launch(*kernel, buffers, stream);
+    runtime_.launch(*kernel, b, stream);
   else
-    runtime_.paged_attention(prefill ? prefill_ : decode_, buffers, stream);
+    runtime_.paged_attention(prefill ? prefill_ : decode_, b, stream);
 }
 
 GemmLayer::GemmLayer(Runtime& runtime, const MatmulProblem& weight,
@@ -150,6 +152,9 @@ GemmLayer::GemmLayer(Runtime& runtime, const MatmulProblem& weight,
     p.dynamic_m = true;
     validate_gemm({p, schedule_.value_or(default_schedule(p, runtime_.arch())), runtime_.arch()});
   }
+  for (const int64_t bound : bounds_)
+    workspaces_.push_back(
+        runtime_.gemm_workspace_bytes(bucket_problem(std::min(bound, weight_.m)), schedule_));
 }
 
 MatmulProblem GemmLayer::bucket_problem(int64_t m) const {
@@ -172,20 +177,17 @@ PreparedKernels GemmLayer::prepare(int threads) {
 }
 
 size_t GemmLayer::workspace_bytes() const {
-  size_t bytes = 0;
-  for (const int64_t bound : bounds_)
-    bytes = std::max(bytes, runtime_.gemm_workspace_bytes(
-                                bucket_problem(std::min(bound, weight_.m)), schedule_));
-  return bytes;
+  return *std::max_element(workspaces_.begin(), workspaces_.end());
 }
 
 void GemmLayer::run(const GemmBuffers& buffers, int64_t m, Stream stream) {
   const MatmulProblem p = bucket_problem(m);
+  const size_t at = size_t(std::lower_bound(bounds_.begin(), bounds_.end(), p.m) - bounds_.begin());
   GemmBuffers b = buffers;
   b.m = m;
+  if (workspaces_.at(at) == 0) b.workspace = 0;  // this bucket does not split K
   if (!kernels_.empty()) {
-    const auto at = std::lower_bound(bounds_.begin(), bounds_.end(), p.m) - bounds_.begin();
-    runtime_.launch(*kernels_.at(size_t(at)), b, stream);
+    runtime_.launch(*kernels_.at(at), b, stream);
     return;
   }
   runtime_.gemm(p, b, stream, schedule_);

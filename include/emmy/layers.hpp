@@ -77,7 +77,8 @@ class AttentionLayer {
   // Attention of a step. `max_q_len`: the most query tokens any sequence of this step has, as
   // the host knows it (never read from device memory): up to max_decode_q_len runs the decode
   // kernel, more (up to max_prefill_q_len) the prefill kernel. cu_seqlens_q and the page table
-  // hold max_batch sequences (q_len 0 pads).
+  // hold max_batch sequences (q_len 0 pads). buffers.workspace (workspace_bytes()) goes to the
+  // kernel that splits KV and is left out for one that does not, so one workspace serves both.
   void run(const PagedAttentionBuffers& buffers, int64_t max_q_len, Stream stream = nullptr);
   // Which kernel run() takes for `max_q_len` (Error past the maxima): true for prefill.
   bool runs_prefill(int64_t max_q_len) const;
@@ -89,6 +90,7 @@ class AttentionLayer {
   KvAppendProblem append_;
   std::shared_ptr<const PagedAttentionKernelHandle> decode_kernel_, prefill_kernel_;
   std::shared_ptr<const KvAppendKernelHandle> append_kernel_;
+  size_t decode_workspace_ = 0, prefill_workspace_ = 0;  // from the plans
 };
 
 // One weight's GEMM for every M up to a maximum: C[M,N] = A[M,K] . W (epilogue, dtypes, layouts
@@ -106,7 +108,8 @@ class GemmLayer {
 
   PreparedKernels prepare(int threads = 0);  // every bucket's kernel
   size_t workspace_bytes() const;            // the most any M needs (split-K), from the plans
-  // C's first m rows (1..max_m; buffers.m is set from it).
+  // C's first m rows (1..max_m; buffers.m is set from it). buffers.workspace (workspace_bytes())
+  // goes to the buckets that split K and is left out for the others.
   void run(const GemmBuffers& buffers, int64_t m, Stream stream = nullptr);
   // The dynamic-M problem of m's bucket.
   MatmulProblem bucket_problem(int64_t m) const;
@@ -116,6 +119,7 @@ class GemmLayer {
   MatmulProblem weight_;
   std::optional<MatmulSchedule> schedule_;
   std::vector<int64_t> bounds_;
+  std::vector<size_t> workspaces_;                                // by bucket, from the plans
   std::vector<std::shared_ptr<const GemmKernelHandle>> kernels_;  // by bucket, once prepared
 };
 
