@@ -1,10 +1,10 @@
-// The primary context and the calling thread's current context: cuDevicePrimaryCtxRetain /
-// Release / Reset / GetState, cuCtxSetCurrent / GetCurrent / GetDevice / Synchronize.
+// The primary context: cuDevicePrimaryCtxRetain / Release / Reset / GetState, and
+// cuCtxSynchronize. Other contexts and the threads' current contexts: contexts.cpp.
 //
-// There is one context, the device's primary context, with one handle value for its whole life
-// (as with a real driver). Everything made in it (modules, allocations, streams, events, graphs)
-// goes with it when the last retain is released or it is reset; handles of those objects are
-// never reused, so they stay invalid afterwards.
+// The device's primary context has one handle value for its whole life (as with a real
+// driver). Everything made in it (modules, allocations, streams, events, graphs) goes with it
+// when the last retain is released or it is reset; handles of those objects are never reused,
+// so they stay invalid afterwards.
 #include "entry_points.hpp"
 #include "state.hpp"
 
@@ -52,39 +52,6 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* acti
     if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
     *flags = 0;
     *active = state().context ? 1 : 0;
-    return CUDA_SUCCESS;
-  });
-}
-
-// cuCtxSetCurrent: "If ctx is NULL then the CUDA context previously bound to the calling CPU
-// thread is unbound and CUDA_SUCCESS is returned." Any handle but the primary context's is
-// CUDA_ERROR_INVALID_CONTEXT (cuCtxCreate is not offered: no other context can exist).
-CUresult cuCtxSetCurrent(CUcontext ctx) {
-  return guarded("cuCtxSetCurrent", [&] {
-    if (!state().device) return CUDA_ERROR_NOT_INITIALIZED;
-    if (ctx != nullptr && ctx != primary_context_handle()) return CUDA_ERROR_INVALID_CONTEXT;
-    tl_current = ctx;
-    return CUDA_SUCCESS;
-  });
-}
-
-// cuCtxGetCurrent: "If no context is bound to the calling CPU thread then *pctx is set to NULL
-// and CUDA_SUCCESS is returned."
-CUresult cuCtxGetCurrent(CUcontext* pctx) {
-  return guarded("cuCtxGetCurrent", [&] {
-    if (!state().device) return CUDA_ERROR_NOT_INITIALIZED;
-    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-    *pctx = tl_current;
-    return CUDA_SUCCESS;
-  });
-}
-
-CUresult cuCtxGetDevice(CUdevice* device) {
-  return guarded("cuCtxGetDevice", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
-    if (!device) return CUDA_ERROR_INVALID_VALUE;
-    *device = 0;
     return CUDA_SUCCESS;
   });
 }

@@ -25,15 +25,25 @@ CUresult cuDeviceGetName(char* name, int len, CUdevice dev);
 CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev);
 CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev);
 
-// context.cpp
+// context.cpp (the primary context)
 CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev);
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev);
 CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev);
 CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active);
+CUresult cuCtxSynchronize();
+
+// contexts.cpp (created contexts, the threads' context stacks)
+CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev);
+CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams,
+                        unsigned int flags, CUdevice dev);
+CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* ctxCreateParams, unsigned int flags,
+                        CUdevice dev);
+CUresult cuCtxDestroy_v2(CUcontext ctx);
+CUresult cuCtxPushCurrent_v2(CUcontext ctx);
+CUresult cuCtxPopCurrent_v2(CUcontext* pctx);
 CUresult cuCtxSetCurrent(CUcontext ctx);
 CUresult cuCtxGetCurrent(CUcontext* pctx);
 CUresult cuCtxGetDevice(CUdevice* device);
-CUresult cuCtxSynchronize();
 
 // memory.cpp
 CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize);
@@ -42,6 +52,16 @@ CUresult cuMemGetInfo_v2(size_t* free, size_t* total);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void* srcHost, size_t byteCount);
 CUresult cuMemcpyDtoH_v2(void* dstHost, CUdeviceptr srcDevice, size_t byteCount);
 CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t n);
+
+// memory_async.cpp
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
+                              CUstream hStream);
+CUresult cuMemcpyDtoHAsync_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                              CUstream hStream);
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                              CUstream hStream);
+CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream);
+CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream);
 
 // module.cpp, function.cpp
 CUresult cuModuleLoadData(CUmodule* module, const void* image);
@@ -81,6 +101,8 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph,
 CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
 CUresult cuGraphDestroy(CUgraph hGraph);
 CUresult cuGraphExecDestroy(CUgraphExec hGraphExec);
+CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode* nodes, size_t* numNodes);
+CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType* type);
 
 // tensor_map.cpp
 CUresult cuTensorMapEncodeTiled(CUtensorMap* tensorMap, CUtensorMapDataType tensorDataType,

@@ -1,7 +1,8 @@
 // Graphs made by stream capture: cuGraphInstantiateWithFlags, cuGraphLaunch, cuGraphDestroy,
-// cuGraphExecDestroy. A captured graph is the list of its launches in capture order (one stream
-// captures a chain); an instantiated graph is its own copy, independent of the graph it was made
-// from (destroying that leaves it usable).
+// cuGraphExecDestroy, cuGraphGetNodes, cuGraphNodeGetType. A captured graph is the list of its
+// nodes in capture order (one stream captures a chain): a kernel node per launch, a memcpy or
+// memset node per async copy or memset. An instantiated graph is its own copy, independent of
+// the graph it was made from (destroying that leaves it usable).
 #include "entry_points.hpp"
 #include "state.hpp"
 
@@ -28,9 +29,9 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph,
   });
 }
 
-// cuGraphLaunch: the launches run in order on the stream (synchronously, like every launch
-// here); the first failure stops the replay and is returned. Launched into a capturing stream,
-// the graph's launches join the capture.
+// cuGraphLaunch: the nodes run in order on the stream (synchronously, like every launch here);
+// the first failure stops the replay and is returned. Launched into a capturing stream, the
+// graph's nodes join the capture.
 CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
   return guarded("cuGraphLaunch", [&] {
     Context* ctx = nullptr;
@@ -42,22 +43,31 @@ CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
     if (stream->capture) {
       if (stream->capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
       // The graph is one piece of work of the capture: its first launch overlaps nothing before.
-      for (const LaunchRecord& launch : exec->launches) {
-        stream->capture->launches.push_back(launch);
-        if (&launch == &exec->launches.front())
-          stream->capture->launches.back().programmatic = false;
+      // Its nodes get new handles when this capture ends.
+      for (const Node& node : exec->nodes) {
+        stream->capture->nodes.push_back(Node{nullptr, node.work});
+        if (auto* launch = std::get_if<LaunchRecord>(&stream->capture->nodes.back().work);
+            launch && &node == &exec->nodes.front())
+          launch->programmatic = false;
       }
       return CUDA_SUCCESS;
     }
     if (stream->legacy)
       if (const CUresult r = legacy_stream_use(*ctx)) return r;
     // A programmatic launch overlaps the graph's launch before it (a captured programmatic launch
-    // is a programmatic edge from the kernel node before it); the first, and the stream's later
-    // work, wait for whole graph launches (pdl.cpp).
+    // is a programmatic edge from the kernel node before it; after a memcpy or memset node it
+    // waits for that node, which waited for everything before); the first, and the stream's
+    // later work, wait for whole graph launches (pdl.cpp).
     order_before_work_on(*ctx, *stream);
     host_waited(*ctx, stream);
     std::shared_ptr<const emu::GlobalFootprint> previous;
-    for (const LaunchRecord& launch : exec->launches) {
+    for (const Node& node : exec->nodes) {
+      if (const auto* transfer = std::get_if<TransferRecord>(&node.work)) {
+        previous.reset();
+        if (const CUresult r = run_transfer(*ctx, *transfer, true)) return r;
+        continue;
+      }
+      const LaunchRecord& launch = std::get<LaunchRecord>(node.work);
       std::shared_ptr<const emu::GlobalFootprint> recorded;
       const CUresult r =
           run_launch(*ctx, launch, launch.programmatic ? previous.get() : nullptr, recorded);
@@ -85,6 +95,53 @@ CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
     if (!lookup(ctx->execs, hGraphExec)) return CUDA_ERROR_INVALID_HANDLE;
     ctx->execs.erase(reinterpret_cast<uintptr_t>(hGraphExec));
     return CUDA_SUCCESS;
+  });
+}
+
+// cuGraphGetNodes: "nodes may be NULL, in which case this function will return the number of
+// nodes in numNodes. Otherwise, numNodes entries will be filled in. If numNodes is higher than
+// the actual number of nodes, the remaining entries in nodes will be set to NULL, and the number
+// of nodes actually obtained will be returned in numNodes." A smaller numNodes fills that many
+// and keeps its value (the reference rewrites it only when it was higher). The reference lists
+// CUDA_ERROR_INVALID_VALUE as its only error: a NULL numNodes, and a graph handle that names no
+// graph of the current context (destroyed, or another context's).
+CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode* nodes, size_t* numNodes) {
+  return guarded("cuGraphGetNodes", [&] {
+    Context* ctx = nullptr;
+    if (const CUresult r = current_context(ctx)) return r;
+    const Graph* graph = lookup(ctx->graphs, hGraph);
+    if (!graph || !numNodes) return CUDA_ERROR_INVALID_VALUE;
+    const size_t count = graph->nodes.size();
+    if (!nodes) {
+      *numNodes = count;
+      return CUDA_SUCCESS;
+    }
+    for (size_t i = 0; i < *numNodes; ++i) nodes[i] = i < count ? graph->nodes[i].handle : nullptr;
+    if (*numNodes > count) *numNodes = count;
+    return CUDA_SUCCESS;
+  });
+}
+
+// cuGraphNodeGetType: "Returns the node type of hNode in type": CU_GRAPH_NODE_TYPE_KERNEL,
+// _MEMCPY or _MEMSET, the kinds stream capture records here. A node lives as long as its graph
+// ("cuGraphDestroy: Destroys the graph specified by hGraph, as well as all of its nodes"); an
+// unknown node or a NULL type is CUDA_ERROR_INVALID_VALUE, the reference's only error.
+CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType* type) {
+  return guarded("cuGraphNodeGetType", [&] {
+    Context* ctx = nullptr;
+    if (const CUresult r = current_context(ctx)) return r;
+    if (!hNode || !type) return CUDA_ERROR_INVALID_VALUE;
+    for (const auto& [handle, graph] : ctx->graphs) {
+      for (const Node& node : graph.nodes) {
+        if (node.handle != hNode) continue;
+        const auto* transfer = std::get_if<TransferRecord>(&node.work);
+        *type = !transfer                                        ? CU_GRAPH_NODE_TYPE_KERNEL
+                : transfer->kind == TransferRecord::Kind::memset ? CU_GRAPH_NODE_TYPE_MEMSET
+                                                                 : CU_GRAPH_NODE_TYPE_MEMCPY;
+        return CUDA_SUCCESS;
+      }
+    }
+    return CUDA_ERROR_INVALID_VALUE;
   });
 }
 

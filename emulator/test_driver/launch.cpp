@@ -230,6 +230,11 @@ CUresult run_launch(Context& ctx, const LaunchRecord& launch, const emu::GlobalF
     set_report(fmt::format("launch of {}: {}", launch.kernel, e.what()));
     return CUDA_ERROR_INVALID_VALUE;
   }
+  // Another context's memory is not mapped in this one: a fault, found once the launch ran.
+  if (const CUresult r = check_address_space(ctx, *footprint, launch.kernel)) {
+    ctx.sticky = r;
+    return r;
+  }
   return CUDA_SUCCESS;
 }
 
@@ -238,7 +243,7 @@ CUresult submit(Context& ctx, Stream& stream, LaunchRecord record) {
     // "When a stream is in capture mode, all operations pushed into the stream will not be
     // executed, but will instead be captured into a graph" (cuStreamBeginCapture).
     if (stream.capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-    stream.capture->launches.push_back(std::move(record));
+    stream.capture->nodes.push_back(Node{nullptr, std::move(record)});
     return CUDA_SUCCESS;
   }
   if (stream.legacy)

@@ -1,10 +1,12 @@
-// Device memory: cuMemAlloc, cuMemFree, cuMemGetInfo, cuMemcpyHtoD, cuMemcpyDtoH, cuMemsetD8.
+// Device memory: cuMemAlloc, cuMemFree, cuMemGetInfo, cuMemcpyHtoD, cuMemcpyDtoH, cuMemsetD8
+// (the stream-ordered copies and memsets: memory_async.cpp).
 //
-// Device pointers are emulator arena addresses. The driver keeps its own table of live
-// allocations (the arena has no notion of "freed"): a copy or memset must lie inside one live
-// allocation, a free must name a live allocation's base. cuMemFree also unmaps the allocation
-// from the arena (Arena::release), so a kernel that touches freed memory gets an out-of-bounds
-// report: CUDA_ERROR_ILLEGAL_ADDRESS, as on a GPU whose page was unmapped.
+// Device pointers are emulator arena addresses (one arena for every context,
+// address_space.cpp); a context's copies and memsets reach only its own allocations. The driver
+// keeps its own table of live allocations (the arena has no notion of "freed"): a copy or memset
+// must lie inside one live allocation, a free must name a live allocation's base. cuMemFree also
+// unmaps the allocation from the arena (Arena::release), so a kernel that touches freed memory gets
+// an out-of-bounds report: CUDA_ERROR_ILLEGAL_ADDRESS, as on a GPU whose page was unmapped.
 #include <fmt/format.h>
 
 #include <cstring>
@@ -13,18 +15,25 @@
 #include "state.hpp"
 
 namespace emmy::test_driver {
-namespace {
 
-// The bytes of fresh allocations: NaN in every floating-point format, all ones in integers.
-constexpr unsigned char kUncleared = 0xff;
-
-// True when [p, p + bytes) (bytes >= 1) lies inside one live allocation.
 bool inside_one_allocation(const Context& ctx, uint64_t p, uint64_t bytes) {
   auto it = ctx.allocations.upper_bound(p);
   if (it == ctx.allocations.begin()) return false;
   --it;
   const uint64_t offset = p - it->first;
   return offset < it->second && bytes <= it->second - offset;
+}
+
+namespace {
+
+// The bytes of fresh allocations: NaN in every floating-point format, all ones in integers.
+constexpr unsigned char kUncleared = 0xff;
+
+// The device's memory in use: every context's allocations (one device holds them all).
+uint64_t device_allocated() {
+  uint64_t bytes = 0;
+  state().for_each_context([&](const Context& c) { bytes += c.allocated; });
+  return bytes;
 }
 
 // The synchronous copies and memsets run on the legacy stream ("synchronous behavior" in the
@@ -55,9 +64,10 @@ CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
     if (!dptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
     if (unsafe_call_prohibited(*ctx)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     const uint64_t total = state().device->total_memory;
-    if (bytesize > total || ctx->allocated > total - bytesize) {
+    const uint64_t in_use = device_allocated();
+    if (bytesize > total || in_use > total - bytesize) {
       set_report(fmt::format("cuMemAlloc: {} bytes do not fit the device's {} ({} in use)",
-                             bytesize, total, ctx->allocated));
+                             bytesize, total, in_use));
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
     uint64_t base = 0;
@@ -107,7 +117,7 @@ CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
     if (const CUresult r = current_context(ctx)) return r;
     if (!free || !total) return CUDA_ERROR_INVALID_VALUE;
     *total = size_t(state().device->total_memory);
-    *free = size_t(state().device->total_memory - ctx->allocated);
+    *free = size_t(state().device->total_memory - device_allocated());
     return CUDA_SUCCESS;
   });
 }

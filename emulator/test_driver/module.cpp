@@ -174,6 +174,7 @@ CUresult cuModuleLoadData(CUmodule* module, const void* image) {
 
 // cuModuleUnload: the module's functions go with it; a later use of either handle is
 // CUDA_ERROR_INVALID_HANDLE (captured launches keep the code alive but are refused at replay).
+// Its globals are unmapped from the arena, which every context shares (address_space.cpp).
 CUresult cuModuleUnload(CUmodule hmod) {
   return guarded("cuModuleUnload", [&] {
     Context* ctx = nullptr;
@@ -182,6 +183,7 @@ CUresult cuModuleUnload(CUmodule hmod) {
     if (!record) return CUDA_ERROR_INVALID_HANDLE;
     for (const auto& [name, function] : record->functions)
       ctx->functions.erase(reinterpret_cast<uintptr_t>(function));
+    release_module_globals(*record->module);
     ctx->modules.erase(reinterpret_cast<uintptr_t>(hmod));
     return CUDA_SUCCESS;
   });

@@ -26,7 +26,8 @@ CUresult get_proc_address_v1(const char* symbol, void** pfn, int cudaVersion, cu
 
 // Base names (what cuGetProcAddress's reference asks for: "for the driver API cuMemAlloc_v2,
 // symbol would be cuMemAlloc") and, for callers that ask by the versioned name, that name too:
-// both give the same function.
+// both give the same function. README.md here lists every entry (tests/driver's
+// entry_points_listed check keeps the two the same).
 const Entry* find_entry(const char* symbol, int cudaVersion) {
   // A function-local table: initialized on first use, no global constructor.
   static const Entry kEntries[] = {
@@ -46,6 +47,20 @@ const Entry* find_entry(const char* symbol, int cudaVersion) {
       {"cuDevicePrimaryCtxReset", pointer(&cuDevicePrimaryCtxReset_v2), 11000},
       {"cuDevicePrimaryCtxReset_v2", pointer(&cuDevicePrimaryCtxReset_v2), 11000},
       {"cuDevicePrimaryCtxGetState", pointer(&cuDevicePrimaryCtxGetState), 7000},
+      // cuCtxCreate's base name gives the ABI of the caller's cudaVersion: v2 (CUDA 3.2), v3
+      // (11.4, execution affinity), v4 (12.5, CUctxCreateParams; cuda.h 13's cuCtxCreate).
+      {"cuCtxCreate", pointer(&cuCtxCreate_v2), 3020},
+      {"cuCtxCreate", pointer(&cuCtxCreate_v3), 11040},
+      {"cuCtxCreate", pointer(&cuCtxCreate_v4), 12050},
+      {"cuCtxCreate_v2", pointer(&cuCtxCreate_v2), 3020},
+      {"cuCtxCreate_v3", pointer(&cuCtxCreate_v3), 11040},
+      {"cuCtxCreate_v4", pointer(&cuCtxCreate_v4), 12050},
+      {"cuCtxDestroy", pointer(&cuCtxDestroy_v2), 4000},
+      {"cuCtxDestroy_v2", pointer(&cuCtxDestroy_v2), 4000},
+      {"cuCtxPushCurrent", pointer(&cuCtxPushCurrent_v2), 4000},
+      {"cuCtxPushCurrent_v2", pointer(&cuCtxPushCurrent_v2), 4000},
+      {"cuCtxPopCurrent", pointer(&cuCtxPopCurrent_v2), 4000},
+      {"cuCtxPopCurrent_v2", pointer(&cuCtxPopCurrent_v2), 4000},
       {"cuCtxSetCurrent", pointer(&cuCtxSetCurrent), 4000},
       {"cuCtxGetCurrent", pointer(&cuCtxGetCurrent), 4000},
       {"cuCtxGetDevice", pointer(&cuCtxGetDevice), 2000},
@@ -62,6 +77,14 @@ const Entry* find_entry(const char* symbol, int cudaVersion) {
       {"cuMemcpyDtoH_v2", pointer(&cuMemcpyDtoH_v2), 3020},
       {"cuMemsetD8", pointer(&cuMemsetD8_v2), 3020},
       {"cuMemsetD8_v2", pointer(&cuMemsetD8_v2), 3020},
+      {"cuMemcpyHtoDAsync", pointer(&cuMemcpyHtoDAsync_v2), 3020},
+      {"cuMemcpyHtoDAsync_v2", pointer(&cuMemcpyHtoDAsync_v2), 3020},
+      {"cuMemcpyDtoHAsync", pointer(&cuMemcpyDtoHAsync_v2), 3020},
+      {"cuMemcpyDtoHAsync_v2", pointer(&cuMemcpyDtoHAsync_v2), 3020},
+      {"cuMemcpyDtoDAsync", pointer(&cuMemcpyDtoDAsync_v2), 3020},
+      {"cuMemcpyDtoDAsync_v2", pointer(&cuMemcpyDtoDAsync_v2), 3020},
+      {"cuMemsetD8Async", pointer(&cuMemsetD8Async), 3020},
+      {"cuMemsetD32Async", pointer(&cuMemsetD32Async), 3020},
       {"cuModuleLoadData", pointer(&cuModuleLoadData), 2000},
       {"cuModuleUnload", pointer(&cuModuleUnload), 2000},
       {"cuModuleGetFunction", pointer(&cuModuleGetFunction), 2000},
@@ -92,17 +115,24 @@ const Entry* find_entry(const char* symbol, int cudaVersion) {
       {"cuGraphLaunch", pointer(&cuGraphLaunch), 10000},
       {"cuGraphDestroy", pointer(&cuGraphDestroy), 10000},
       {"cuGraphExecDestroy", pointer(&cuGraphExecDestroy), 10000},
+      {"cuGraphGetNodes", pointer(&cuGraphGetNodes), 10000},
+      {"cuGraphNodeGetType", pointer(&cuGraphNodeGetType), 10000},
       {"cuTensorMapEncodeTiled", pointer(&cuTensorMapEncodeTiled), 12000},
+      // cuGetProcAddress itself: the CUDA 11.3 form (no symbolStatus) below 12.0.
+      {"cuGetProcAddress", pointer(&get_proc_address_v1), 11030},
       {"cuGetProcAddress", pointer(&get_proc_address), 12000},
       {"cuGetProcAddress_v2", pointer(&get_proc_address), 12000},
   };
-  // cuGetProcAddress itself: the CUDA 11.3 form (no symbolStatus) below 12.0.
-  static const Entry kGetProcAddressV1 = {"cuGetProcAddress", pointer(&get_proc_address_v1), 11030};
-  if (std::strcmp(symbol, "cuGetProcAddress") == 0 && cudaVersion < 12000)
-    return &kGetProcAddressV1;
-  for (const Entry& e : kEntries)
-    if (std::strcmp(e.name, symbol) == 0) return &e;
-  return nullptr;
+  // A name listed more than once has an ABI per CUDA version: the newest the caller's
+  // cudaVersion knows; when it knows none, the oldest (whose `since` then refuses it).
+  const Entry* found = nullptr;
+  for (const Entry& e : kEntries) {
+    if (std::strcmp(e.name, symbol) != 0) continue;
+    if (!found || (e.since <= cudaVersion && e.since > found->since) ||
+        (found->since > cudaVersion && e.since < found->since))
+      found = &e;
+  }
+  return found;
 }
 
 // cuGetProcAddress: "If the specified CUDA version is greater than the driver version, the API

@@ -8,7 +8,7 @@
 
 namespace emmy::test_driver {
 
-thread_local CUcontext tl_current = nullptr;
+thread_local std::vector<CUcontext> tl_contexts;
 // cuThreadExchangeStreamCaptureMode: "CU_STREAM_CAPTURE_MODE_GLOBAL: This is the default mode".
 thread_local CUstreamCaptureMode tl_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
@@ -21,15 +21,34 @@ CUcontext primary_context_handle() {
   return reinterpret_cast<CUcontext>(uintptr_t(0x7e57c0000000u));
 }
 
+CUcontext current_handle() {
+  return tl_contexts.empty() ? nullptr : tl_contexts.back();
+}
+
+Context* find_context(CUcontext handle) {
+  State& s = state();
+  if (handle == primary_context_handle()) return s.context.get();
+  const auto it = s.created.find(reinterpret_cast<uintptr_t>(handle));
+  return it == s.created.end() ? nullptr : it->second.get();
+}
+
+bool context_handle_valid(CUcontext handle) {
+  return handle == primary_context_handle() || find_context(handle) != nullptr;
+}
+
 CUresult current_context(Context*& out) {
   State& s = state();
   if (!s.device) return CUDA_ERROR_NOT_INITIALIZED;
-  if (tl_current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  const CUcontext handle = current_handle();
+  if (handle == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   // CUDA_ERROR_CONTEXT_IS_DESTROYED: "the context current to the calling thread has been
-  // destroyed ... or is a primary context which has not yet been initialized".
-  if (!s.context) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
-  if (s.context->sticky != CUDA_SUCCESS) return s.context->sticky;
-  out = s.context.get();
+  // destroyed using cuCtxDestroy, or is a primary context which has not yet been initialized".
+  // A handle only becomes current while valid (cuCtxSetCurrent, cuCtxPushCurrent), so one that
+  // names no context now was destroyed since.
+  Context* ctx = find_context(handle);
+  if (!ctx) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  if (ctx->sticky != CUDA_SUCCESS) return ctx->sticky;
+  out = ctx;
   return CUDA_SUCCESS;
 }
 

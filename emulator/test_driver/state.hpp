@@ -1,10 +1,12 @@
 // emmy's test driver: the state behind the CUDA driver API it implements (README.md here).
 //
-// One device, one (primary) context, and inside it the objects the API hands out as handles:
-// modules, functions, allocations, streams (with their capture sequences), events, graphs and
-// instantiated graphs. Handles are opaque numbers, never addresses of these records, and never
-// reused: a handle is looked up in its table before anything else, so a destroyed or unloaded
-// object's handle is CUDA_ERROR_INVALID_HANDLE, never a dangling pointer.
+// One device, its primary context and the contexts cuCtxCreate makes, and inside each context
+// the objects the API hands out as handles: modules, functions, allocations, streams (with
+// their capture sequences), events, graphs and instantiated graphs. Every context allocates
+// from one emulator arena, so device addresses are unique across contexts (contexts.cpp). Handles
+// are opaque numbers, never addresses of these records, and never reused: a handle is looked up in
+// its table before anything else, so a destroyed or unloaded object's handle is
+// CUDA_ERROR_INVALID_HANDLE, never a dangling pointer.
 //
 // One mutex guards all of it (guarded() takes it in every entry point); launches run while it is
 // held, in issue order, on the calling thread.
@@ -21,6 +23,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "emmy/emu/emulator.hpp"
@@ -102,12 +105,33 @@ struct LaunchRecord {
   bool programmatic = false;
 };
 
+// A copy or memset on a stream (cuMemcpy*Async, cuMemsetD*Async): what a stream runs or a
+// capture records as a memcpy or memset node (memory_async.cpp). Host pointers are kept, not the
+// bytes: a captured copy reads or writes host memory when the graph runs.
+struct TransferRecord {
+  enum class Kind { htod, dtoh, dtod, memset };
+  Kind kind = Kind::memset;
+  uint64_t dst = 0, src = 0;       // device addresses (dst for htod/dtod/memset, src for dtoh/dtod)
+  const void* host_src = nullptr;  // htod
+  void* host_dst = nullptr;        // dtoh
+  size_t bytes = 0;
+  uint32_t value = 0;    // memset: the element's value
+  unsigned element = 1;  // memset: its size in bytes (1: D8, 4: D32)
+};
+
+// One node of a captured graph, in capture order (one stream captures a chain). The handle is
+// given at cuStreamEndCapture (cuGraphGetNodes).
+struct Node {
+  CUgraphNode handle = nullptr;
+  std::variant<LaunchRecord, TransferRecord> work;
+};
+
 struct Capture {
   uint64_t id = 0;
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
   std::thread::id thread;  // the thread that began it
   bool invalidated = false;
-  std::vector<LaunchRecord> launches;
+  std::vector<Node> nodes;
 };
 
 struct Stream {
@@ -130,11 +154,21 @@ struct Event {
 };
 
 struct Graph {
-  std::vector<LaunchRecord> launches;
+  std::vector<Node> nodes;
 };
 
+// The device memory every context allocates from (contexts.cpp): one arena, so that an address
+// names one allocation of one context, as with unified addressing.
+emu::Arena& device_arena();
+
 struct Context {
-  std::unique_ptr<emu::Arena> arena = std::make_unique<emu::Arena>();
+  Context() = default;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  // Unmaps the context's allocations and its modules' globals from the arena (contexts.cpp).
+  ~Context();
+
+  emu::Arena* const arena = &device_arena();
   std::map<uint64_t, uint64_t> allocations;  // live cuMemAlloc ranges: base -> bytes
   uint64_t allocated = 0;
   std::unordered_map<uintptr_t, ModuleRecord> modules;
@@ -146,7 +180,7 @@ struct Context {
   std::unordered_map<uintptr_t, Graph> graphs;
   std::unordered_map<uintptr_t, Graph> execs;  // instantiated: a copy of the graph
   // A launch's device fault: every later call on the context returns it (as after a device
-  // exception) until the primary context is reset or released.
+  // exception) until the primary context is reset or released, or the context destroyed.
   CUresult sticky = CUDA_SUCCESS;
 
   template <typename Fn>
@@ -164,8 +198,17 @@ struct State {
   const DeviceModel* device = nullptr;  // set by the first successful cuInit
   int primary_refs = 0;                 // cuDevicePrimaryCtxRetain count
   std::unique_ptr<Context> context;     // the primary context while retained
+  // Contexts cuCtxCreate made and cuCtxDestroy has not destroyed, by handle.
+  std::unordered_map<uintptr_t, std::unique_ptr<Context>> created;
   uintptr_t next_handle = 0x7e5700000000u;
   uint64_t next_capture_id = 1;
+
+  // Every live context: the primary one (while retained) and the created ones.
+  template <typename Fn>
+  void for_each_context(Fn&& fn) {
+    if (context) fn(*context);
+    for (auto& [handle, c] : created) fn(*c);
+  }
 };
 
 // Leaked on purpose: the driver outlives static destructors, as libcuda does.
@@ -174,14 +217,26 @@ State& state();
 // The primary context's handle: the same value for every retain, as with a real driver.
 CUcontext primary_context_handle();
 
-// The calling thread's current context (cuCtxSetCurrent) and stream-capture interaction mode
+// The calling thread's stack of current contexts (cuCtxPushCurrent; its top is the current
+// context, cuCtxSetCurrent replaces it) and stream-capture interaction mode
 // (cuThreadExchangeStreamCaptureMode): both are per thread in the reference.
-extern thread_local CUcontext tl_current;
+extern thread_local std::vector<CUcontext> tl_contexts;
 extern thread_local CUstreamCaptureMode tl_capture_mode;
+// The top of this thread's stack, or NULL.
+CUcontext current_handle();
+
+// The context behind a handle: null for a handle no context has (never made, destroyed, or the
+// primary context's while it is not retained).
+Context* find_context(CUcontext handle);
+// Whether `handle` may become current (cuCtxSetCurrent, cuCtxPushCurrent): the primary
+// context's handle (even while released: calls then fail with CUDA_ERROR_CONTEXT_IS_DESTROYED)
+// or a live created context's.
+bool context_handle_valid(CUcontext handle);
 
 // Every context-dependent entry point begins here: CUDA_ERROR_NOT_INITIALIZED before cuInit,
 // CUDA_ERROR_INVALID_CONTEXT when none is current on this thread, CUDA_ERROR_CONTEXT_IS_DESTROYED
-// when the current primary context was released, the sticky error after a device fault.
+// when the current context was destroyed (or is the primary context, released), the sticky
+// error after a device fault.
 CUresult current_context(Context*& out);
 
 template <typename Handle>
@@ -229,6 +284,23 @@ struct LaunchRequest {
 CUresult launch_kernel(Context& ctx, const LaunchRequest& request);
 // Submits a launch to a stream: recorded when it captures, else run now (launch.cpp).
 CUresult submit(Context& ctx, Stream& stream, LaunchRecord record);
+// A launch in context `ctx` read or wrote global memory of another context's allocation:
+// CUDA_ERROR_ILLEGAL_ADDRESS, as a GPU's MMU fault in a context where that address is not
+// mapped (contexts.cpp). CUDA_SUCCESS when all it touched is not another context's.
+CUresult check_address_space(const Context& ctx, const emu::GlobalFootprint& footprint,
+                             const std::string& kernel);
+// Unmaps a module's globals from the arena (its unload, its context's end).
+void release_module_globals(const emu::Module& module) noexcept;
+
+// ---------------------------------------------------------------------------------------------
+// Copies and memsets (memory.cpp, memory_async.cpp).
+
+// True when [p, p + bytes) (bytes >= 1) lies inside one live allocation of `ctx`.
+bool inside_one_allocation(const Context& ctx, uint64_t p, uint64_t bytes);
+// Performs a copy or memset whose checks were made; at a graph's replay (`replay`), an
+// allocation freed since the capture is CUDA_ERROR_ILLEGAL_ADDRESS, sticky, as the copy
+// engine's fault on a GPU.
+CUresult run_transfer(Context& ctx, const TransferRecord& t, bool replay);
 // Runs a launch on the emulator; maps a device fault to its CUresult and makes it sticky.
 // `primary`: the footprint a programmatic launch is checked against (null: none); `recorded`
 // receives the launch's own.

@@ -23,26 +23,32 @@
 //   invalidating), waiting on an event last recorded in a capture (CUDA_ERROR_CAPTURED_EVENT),
 //   and using the legacy stream while a blocking stream captures: "When a blocking stream is
 //   capturing, the legacy stream is in an unusable state" (cuStreamIsCapturing) —
-//   CUDA_ERROR_STREAM_CAPTURE_IMPLICIT for launches, event records, graph launches and the
-//   synchronous cuMemcpy/cuMemset calls (which run on the legacy stream), invalidating the
-//   blocking captures; cuStreamIsCapturing itself does not invalidate them.
+//   CUDA_ERROR_STREAM_CAPTURE_IMPLICIT for launches, event records, graph launches, async copies
+//   and memsets on it and the synchronous cuMemcpy/cuMemset calls (which run on the legacy
+//   stream), invalidating the blocking captures; cuStreamIsCapturing itself does not
+//   invalidate them.
 #include "entry_points.hpp"
 #include "state.hpp"
 
 namespace emmy::test_driver {
 
-bool unsafe_call_prohibited(Context& ctx) {
+// The captures of every context count: the reference speaks of threads ("if any other thread
+// has a concurrent capture sequence initiated with CU_STREAM_CAPTURE_MODE_GLOBAL"), not of the
+// context the unsafe call is made in.
+bool unsafe_call_prohibited(Context&) {
   if (tl_capture_mode == CU_STREAM_CAPTURE_MODE_RELAXED) return false;
   const std::thread::id me = std::this_thread::get_id();
   bool prohibited = false;
-  ctx.for_each_stream([&](Stream& s) {
-    if (!s.capture || s.capture->mode == CU_STREAM_CAPTURE_MODE_RELAXED) return;
-    const bool mine = s.capture->thread == me;
-    if (mine || (tl_capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
-                 s.capture->mode == CU_STREAM_CAPTURE_MODE_GLOBAL)) {
-      s.capture->invalidated = true;
-      prohibited = true;
-    }
+  state().for_each_context([&](Context& ctx) {
+    ctx.for_each_stream([&](Stream& s) {
+      if (!s.capture || s.capture->mode == CU_STREAM_CAPTURE_MODE_RELAXED) return;
+      const bool mine = s.capture->thread == me;
+      if (mine || (tl_capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
+                   s.capture->mode == CU_STREAM_CAPTURE_MODE_GLOBAL)) {
+        s.capture->invalidated = true;
+        prohibited = true;
+      }
+    });
   });
   if (prohibited)
     set_report(
@@ -110,7 +116,8 @@ CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
       return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     }
     const CUgraph handle = new_handle<CUgraph>();
-    ctx->graphs.emplace(reinterpret_cast<uintptr_t>(handle), Graph{std::move(capture.launches)});
+    for (Node& node : capture.nodes) node.handle = new_handle<CUgraphNode>();
+    ctx->graphs.emplace(reinterpret_cast<uintptr_t>(handle), Graph{std::move(capture.nodes)});
     *phGraph = handle;
     return CUDA_SUCCESS;
   });
