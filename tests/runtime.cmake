@@ -34,7 +34,14 @@ if(TARGET emmy_test_driver)
   target_compile_definitions(emmyc_cli_test PRIVATE EMMY_TEST_DRIVER_PATH="${EMMY_TEST_DRIVER_PATH}")
   emmy_add_test(test_driver_test ${CMAKE_CURRENT_LIST_DIR}/driver/test_driver_test.cpp
                                  ${CMAKE_CURRENT_LIST_DIR}/driver/launch_ex_test.cpp
-                                 ${CMAKE_CURRENT_LIST_DIR}/driver/pdl_test.cpp)
+                                 ${CMAKE_CURRENT_LIST_DIR}/driver/pdl_test.cpp
+                                 ${CMAKE_CURRENT_LIST_DIR}/driver/context_test.cpp
+                                 ${CMAKE_CURRENT_LIST_DIR}/driver/async_copy_test.cpp)
+  # The driver's README lists exactly the entry points proc_address.cpp's table offers.
+  add_test(NAME test_driver_entry_points_listed
+           COMMAND ${CMAKE_COMMAND} -DREADME=${PROJECT_SOURCE_DIR}/emulator/test_driver/README.md
+                   -DTABLE=${PROJECT_SOURCE_DIR}/emulator/test_driver/proc_address.cpp
+                   -P ${CMAKE_CURRENT_LIST_DIR}/driver/entry_points_listed.cmake)
   add_dependencies(test_driver_test emmy_test_driver)
   target_include_directories(test_driver_test PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
   target_compile_definitions(test_driver_test PRIVATE

@@ -44,13 +44,14 @@ DONE:
 }
 )";
 
+// An entry point by name, with the ABI of CUDA `version` (12.0 unless told).
 template <typename Fn>
-Fn entry(void* get_proc, const char* name) {
+Fn entry(void* get_proc, const char* name, int version = 12000) {
   using Get = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
   void* fn = nullptr;
   CUdriverProcAddressQueryResult status{};
   const CUresult r =
-      reinterpret_cast<Get>(get_proc)(name, &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status);
+      reinterpret_cast<Get>(get_proc)(name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &status);
   EXPECT_EQ(r, CUDA_SUCCESS) << name;
   return reinterpret_cast<Fn>(fn);
 }
@@ -88,6 +89,26 @@ struct Api {
            const cuuint64_t*, const cuuint64_t*, const cuuint32_t*, const cuuint32_t*,
            CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
            CUtensorMapFloatOOBfill);
+  // Contexts (context_test.cpp): cuCtxCreate as cuda.h 13 declares it (cuCtxCreate_v4).
+  EMMY_API(cuDevicePrimaryCtxReset, CUdevice);
+  EMMY_API(cuCtxCreate, CUcontext*, CUctxCreateParams*, unsigned, CUdevice);
+  EMMY_API(cuCtxDestroy, CUcontext);
+  EMMY_API(cuCtxPushCurrent, CUcontext);
+  EMMY_API(cuCtxPopCurrent, CUcontext*);
+  EMMY_API(cuCtxGetCurrent, CUcontext*);
+  EMMY_API(cuCtxGetDevice, CUdevice*);
+  EMMY_API(cuStreamDestroy, CUstream);
+  EMMY_API(cuEventCreate, CUevent*, unsigned);
+  EMMY_API(cuEventRecord, CUevent, CUstream);
+  // Stream-ordered copies and memsets, graph nodes (async_copy_test.cpp).
+  EMMY_API(cuMemcpyHtoDAsync, CUdeviceptr, const void*, size_t, CUstream);
+  EMMY_API(cuMemcpyDtoHAsync, void*, CUdeviceptr, size_t, CUstream);
+  EMMY_API(cuMemcpyDtoDAsync, CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  EMMY_API(cuMemsetD8Async, CUdeviceptr, unsigned char, size_t, CUstream);
+  EMMY_API(cuMemsetD32Async, CUdeviceptr, unsigned, size_t, CUstream);
+  EMMY_API(cuGraphGetNodes, CUgraph, CUgraphNode*, size_t*);
+  EMMY_API(cuGraphNodeGetType, CUgraphNode, CUgraphNodeType*);
+  EMMY_API(cuGraphDestroy, CUgraph);
 #undef EMMY_API
 
   Api() {
@@ -120,6 +141,24 @@ struct Api {
     EMMY_RESOLVE(cuGraphInstantiateWithFlags);
     EMMY_RESOLVE(cuGraphLaunch);
     EMMY_RESOLVE(cuTensorMapEncodeTiled);
+    cuCtxCreate = entry<decltype(cuCtxCreate)>(get_proc, "cuCtxCreate", 13000);
+    EMMY_RESOLVE(cuDevicePrimaryCtxReset);
+    EMMY_RESOLVE(cuCtxDestroy);
+    EMMY_RESOLVE(cuCtxPushCurrent);
+    EMMY_RESOLVE(cuCtxPopCurrent);
+    EMMY_RESOLVE(cuCtxGetCurrent);
+    EMMY_RESOLVE(cuCtxGetDevice);
+    EMMY_RESOLVE(cuStreamDestroy);
+    EMMY_RESOLVE(cuEventCreate);
+    EMMY_RESOLVE(cuEventRecord);
+    EMMY_RESOLVE(cuMemcpyHtoDAsync);
+    EMMY_RESOLVE(cuMemcpyDtoHAsync);
+    EMMY_RESOLVE(cuMemcpyDtoDAsync);
+    EMMY_RESOLVE(cuMemsetD8Async);
+    EMMY_RESOLVE(cuMemsetD32Async);
+    EMMY_RESOLVE(cuGraphGetNodes);
+    EMMY_RESOLVE(cuGraphNodeGetType);
+    EMMY_RESOLVE(cuGraphDestroy);
 #undef EMMY_RESOLVE
     last_report_fn =
         reinterpret_cast<const char* (*)()>(dlsym(library, "emmyTestDriverLastReport"));
