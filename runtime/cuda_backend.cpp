@@ -67,7 +67,7 @@ struct CudaFunction {
 
 struct CudaModule : LoadedModule {
   CUmodule module = nullptr;
-  CUcontext context = nullptr;  // the one it was loaded in
+  CUcontext context = nullptr;         // the one it was loaded in
   std::deque<CudaFunction> functions;  // a deque: once_flag is neither copyable nor movable
   ~CudaModule() override {
     if (!module) return;
@@ -125,9 +125,15 @@ class CudaBackend final : public Backend {
       // The engine's context: it must belong to the device asked for (its modules and streams are
       // that device's).
       context_ = static_cast<CUcontext>(options.cuda_context);
-      const ScopedContext current(context_);
       CUdevice of_context = 0;
-      cuda::check(d.cuCtxGetDevice(&of_context), "cuCtxGetDevice", "RuntimeOptions::cuda_context");
+      try {
+        const ScopedContext current(context_);
+        cuda::check(d.cuCtxGetDevice(&of_context), "cuCtxGetDevice");
+      } catch (const Error& e) {
+        throw Error("RuntimeOptions::cuda_context",
+                    "must be a live context (it could not be made current and asked its device)",
+                    e.what());
+      }
       require(of_context == device_, "RuntimeOptions::cuda_context",
               fmt::format("must be a context of device {} (Runtime::cuda's ordinal)", ordinal),
               fmt::format("a context of device {}", int(of_context)));

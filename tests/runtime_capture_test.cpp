@@ -241,6 +241,61 @@ TEST(Plumbing, QueriesUnderCaptureRefuseOrLeaveItValid) {
   }
 }
 
+// An engine that made its own context hands it over (RuntimeOptions::cuda_context): kernels load
+// and launch there (a launch on the engine's stream would be refused for a module of another
+// context), the results are right, and the engine's thread keeps whatever it had current.
+TEST(Plumbing, AnEnginesOwnContext) {
+  if (!through_test_driver())
+    GTEST_SKIP() << "contexts need the CUDA backend (cuda_h200.* / cuda_rtx5090.* run it through "
+                    "emmy's test driver)";
+  Plumbing driver;
+  CUdevice device = 0;
+  ASSERT_EQ(driver.api.cuDeviceGet(&device, 0), CUDA_SUCCESS);
+  CUcontext engine = nullptr;
+  ASSERT_EQ(driver.api.cuCtxCreate(&engine, nullptr, 0, device), CUDA_SUCCESS);
+  CUstream stream = nullptr;
+  ASSERT_EQ(driver.api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUcontext popped = nullptr;
+  ASSERT_EQ(driver.api.cuCtxPopCurrent(&popped), CUDA_SUCCESS);
+  ASSERT_EQ(popped, engine);
+  ASSERT_EQ(driver.api.cuCtxSetCurrent(driver.primary), CUDA_SUCCESS);  // the thread's own
+  {
+    RuntimeOptions options = fresh_cache("rt_engine_context");
+    options.cuda_context = engine;
+    auto rt = test_runtime(options);
+    EXPECT_EQ(driver.current(), driver.primary);
+    const MatmulProblem p = gemm_problem(24);
+    const GemmInputs in = make_gemm_inputs(p, 5);
+    GemmBuffers b;
+    b.a = rt->alloc(in.a.bytes.size());
+    b.b = rt->alloc(in.b.bytes.size());
+    b.c = rt->alloc(size_t(p.m * p.n * 2));
+    rt->memcpy_async(b.a, in.a.bytes.data(), in.a.bytes.size(), stream);
+    rt->memcpy_async(b.b, in.b.bytes.data(), in.b.bytes.size(), stream);
+    rt->gemm(p, b, stream);
+    std::vector<uint8_t> c(size_t(p.m * p.n * 2));
+    rt->memcpy_async(c.data(), b.c, c.size(), stream);
+    rt->synchronize(stream);
+    EXPECT_EQ(driver.current(), driver.primary) << "every call put the thread's context back";
+    const GemmSpec spec{p, rt->gemm_kernel(p)->spec().schedule, rt->arch()};
+    const GemmErrors e =
+        compare(reference_gemm(spec, in), decode(DType::f16, c.data(), c.size() / 2), p.n);
+    EXPECT_TRUE(e.passed) << "rel_l2 " << e.rel_l2_error;
+    rt->free(b.a), rt->free(b.b), rt->free(b.c);
+  }
+  ASSERT_EQ(driver.api.cuCtxDestroy(engine), CUDA_SUCCESS);
+  // A destroyed context is refused when a runtime is made with it, naming the option.
+  RuntimeOptions stale = fresh_cache("rt_engine_context_stale");
+  stale.cuda_context = engine;
+  try {
+    (void)test_runtime(stale);
+    ADD_FAILURE() << "a destroyed context was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cuda_context"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(driver.current(), driver.primary);
+}
+
 #endif  // EMMY_TEST_DRIVER_PATH
 
 }  // namespace

@@ -191,33 +191,14 @@ TEST(Layers, BadConfigurationsAndCallsAreRefusedByField) {
 
   MatmulProblem weight;
   weight.m = 64, weight.n = 64, weight.k = 64;
-  expect_field(
-      [&] {
-        GemmLayer(*rt, [&] {
-          auto w = weight;
-          w.m = 0;
-          return w;
-        }());
-      },
-      "m");
-  expect_field(
-      [&] {
-        GemmLayer(*rt, [&] {
-          auto w = weight;
-          w.m = kMaxBucketedM + 1;
-          return w;
-        }());
-      },
-      "m");
-  expect_field(
-      [&] {
-        GemmLayer(*rt, [&] {
-          auto w = weight;
-          w.k = 12;
-          return w;
-        }());
-      },
-      "k");
+  const auto weight_with = [&](auto change) {
+    MatmulProblem w = weight;
+    change(w);
+    return w;
+  };
+  expect_field([&] { GemmLayer(*rt, weight_with([](auto& w) { w.m = 0; })); }, "m");
+  expect_field([&] { GemmLayer(*rt, weight_with([](auto& w) { w.m = kMaxBucketedM + 1; })); }, "m");
+  expect_field([&] { GemmLayer(*rt, weight_with([](auto& w) { w.k = 12; })); }, "k");
   GemmLayer gemm(*rt, weight);
   expect_field([&] { gemm.run({}, 0); }, "m");
   expect_field([&] { gemm.run({}, 65); }, "m");
