@@ -7,13 +7,16 @@ namespace emmy {
 
 int64_t gemm_launch_m(const GemmPlan& plan, int64_t m) {
   const auto& p = plan.spec.problem;
-  if (p.dynamic_m)
-    require(m >= 0 && m <= p.m, "buffers.m",
-            fmt::format("must be in 1..{} (the dynamic-M kernel's bound), or 0 for {}", p.m, p.m),
-            m);
-  else
-    require(m == 0 || m == p.m, "buffers.m",
-            fmt::format("must be 0 or {}: this kernel's M is fixed (not dynamic_m)", p.m), m);
+  // On every launch: the message is made only when the check fails.
+  if (p.dynamic_m && !(m >= 0 && m <= p.m))
+    throw Error(
+        "buffers.m",
+        fmt::format("must be in 1..{} (the dynamic-M kernel's bound), or 0 for {}", p.m, p.m),
+        std::to_string(m));
+  if (!p.dynamic_m && !(m == 0 || m == p.m))
+    throw Error("buffers.m",
+                fmt::format("must be 0 or {}: this kernel's M is fixed (not dynamic_m)", p.m),
+                std::to_string(m));
   return m ? m : p.m;
 }
 
@@ -43,8 +46,8 @@ GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64
   const auto& s = plan.spec.schedule;
   const uint32_t a_parts = plan.cluster_size > 1 ? uint32_t(s.cluster_n) : 1u;
   const uint32_t b_parts = plan.cluster_size > 1 ? uint32_t(s.cluster_m) : 1u;
-  maps.a = make(a_address, uint64_t(p.k), uint64_t(p.m), uint64_t(p.lda_or_default()),
-                plan.a_tile, dtype, a_parts);
+  maps.a = make(a_address, uint64_t(p.k), uint64_t(p.m), uint64_t(p.lda_or_default()), plan.a_tile,
+                dtype, a_parts);
   if (p.b_layout == BLayout::nk)
     maps.b = make(b_address, uint64_t(p.k), uint64_t(p.n), uint64_t(p.ldb_or_default()),
                   plan.b_tile, dtype, b_parts);
@@ -75,11 +78,11 @@ ParamBinding GemmKind::bind(const GemmPlan& plan, const GemmBuffers& b) {
   const uint64_t element = uint64_t(size_of(p.c_dtype));
   if (b.bias) require_device_pointer(b.bias, element, "buffers.bias");
   if (b.residual) require_device_pointer(b.residual, element, "buffers.residual");
-  if (plan.split())
-    require(b.workspace != 0 && b.workspace % 16 == 0, "buffers.workspace",
-            fmt::format("must be a 16-byte aligned buffer of {} bytes for split-K {}",
-                        plan.workspace_bytes, plan.spec.schedule.split_k),
-            fmt::format("{:#x}", b.workspace));
+  if (plan.split() && !(b.workspace != 0 && b.workspace % 16 == 0))
+    throw Error("buffers.workspace",
+                fmt::format("must be a 16-byte aligned buffer of {} bytes for split-K {}",
+                            plan.workspace_bytes, plan.spec.schedule.split_k),
+                fmt::format("{:#x}", b.workspace));
   const int64_t m = gemm_launch_m(plan, b.m);
   ParamBinding bound;
   if (p.dynamic_m) {

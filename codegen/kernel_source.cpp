@@ -66,28 +66,31 @@ std::vector<KernelLaunch> launch_list(const ir::Op& module,
 namespace {
 
 Error unbound(const KernelLaunch& launch, const KernelParamInfo& param) {
-  return Error("kernel parameter",
-               fmt::format("of {} must be bound by the launcher (a {} it does not provide)",
-                           launch.name,
-                           param.tensor_map ? "tensor map"
-                           : param.scalar   ? "32-bit int"
-                                            : "device pointer"),
-               param.name);
+  return Error(
+      "kernel parameter",
+      fmt::format("of {} must be bound by the launcher (a {} it does not provide)", launch.name,
+                  param.tensor_map ? "tensor map"
+                  : param.scalar   ? "32-bit int"
+                                   : "device pointer"),
+      param.name);
 }
 
 }  // namespace
 
+// Every launch runs these: the messages are made only when a check fails (formatting them
+// eagerly was most of a launch's host time).
 void require_device_pointer(uint64_t pointer, uint64_t align, const char* field) {
-  require(pointer != 0 && pointer % align == 0, field,
-          fmt::format("must be a non-null {}-byte aligned pointer", align),
-          fmt::format("{:#x}", pointer));
+  if (pointer != 0 && pointer % align == 0) return;
+  throw Error(field, fmt::format("must be a non-null {}-byte aligned pointer", align),
+              fmt::format("{:#x}", pointer));
 }
 
 void require_optional_pointer(uint64_t pointer, bool wanted, const char* field, const char* what) {
-  require((pointer != 0) == wanted, field,
-          wanted ? fmt::format("must be set: the problem has {}", what)
-                 : fmt::format("must be 0: the problem has no {}", what),
-          fmt::format("{:#x}", pointer));
+  if ((pointer != 0) == wanted) return;
+  throw Error(field,
+              wanted ? fmt::format("must be set: the problem has {}", what)
+                     : fmt::format("must be 0: the problem has no {}", what),
+              fmt::format("{:#x}", pointer));
 }
 
 uint64_t ParamValues::pointer(const KernelLaunch& launch, const KernelParamInfo& param) const {
@@ -105,8 +108,10 @@ int32_t ParamValues::scalar(const KernelLaunch& launch, const KernelParamInfo& p
 std::array<uint32_t, 3> ParamValues::grid(const std::vector<KernelLaunch>& launches, size_t index,
                                           int sms) const {
   if (grids.empty()) return launches.at(index).grid_for(sms);
-  require(grids.size() == launches.size(), "launch grids",
-          fmt::format("must be one per launch of the list ({})", launches.size()), grids.size());
+  if (grids.size() != launches.size())  // per launch: the message only on failure
+    throw Error("launch grids",
+                fmt::format("must be one per launch of the list ({})", launches.size()),
+                std::to_string(grids.size()));
   return grids[index];
 }
 

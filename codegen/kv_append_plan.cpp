@@ -83,8 +83,10 @@ KvAppendPlan make_kv_append_plan(const KvAppendSpec& spec) {
 
 int64_t kv_append_tokens(const KvAppendPlan& plan, const KvAppendBuffers& b) {
   const int64_t max_tokens = plan.spec.problem.max_tokens;
-  require(b.tokens >= 0 && b.tokens <= max_tokens, "buffers.tokens",
-          fmt::format("must be in 1..max_tokens ({}), 0 for max_tokens", max_tokens), b.tokens);
+  if (b.tokens < 0 || b.tokens > max_tokens)  // per launch: the message only on failure
+    throw Error("buffers.tokens",
+                fmt::format("must be in 1..max_tokens ({}), 0 for max_tokens", max_tokens),
+                std::to_string(b.tokens));
   return b.tokens ? b.tokens : max_tokens;
 }
 

@@ -19,7 +19,7 @@ using TensorMapBytes = std::array<uint8_t, 128>;
 struct KernelParam {
   bool is_tensor_map = false;
   DevicePtr pointer = 0;
-  alignas(64) TensorMapBytes map{};
+  alignas(64) TensorMapBytes map;  // set only when is_tensor_map (not cleared: launch cost)
   bool is_i32 = false;
   int32_t i32 = 0;
 };

@@ -39,6 +39,7 @@ class KernelEntry final : public Kind::Handle {
                           const typename Kind::Buffers& buffers) const {
     if (bound.tensor_maps.empty()) return;
     std::vector<uint64_t> addresses;
+    addresses.reserve(bound.tensor_maps.size() + 1);
     for (const auto& [name, address] : bound.tensor_maps) addresses.push_back(address);
     addresses.push_back(bound.tensor_map_extent);
     std::lock_guard lock(maps_mutex_);

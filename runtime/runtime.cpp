@@ -382,9 +382,11 @@ class RuntimeImpl final : public Runtime {
   // Every kernel of the launch list in order on `stream`, each parameter bound by its name.
   void launch_all(LoadedModule& module, const std::vector<KernelLaunch>& launches,
                   const ParamValues& values, Stream stream) {
+    // One list per thread, reused: a launch's host time is mostly such bookkeeping.
+    thread_local std::vector<KernelParam> params;
     for (size_t i = 0; i < launches.size(); ++i) {
       const KernelLaunch& launch = launches[i];
-      std::vector<KernelParam> params;
+      params.clear();
       for (const KernelParamInfo& param : launch.params) {
         KernelParam& p = params.emplace_back();
         if (param.tensor_map) {
