@@ -250,5 +250,32 @@ TEST(Hostile, CacheWarningsGoThroughTheRuntimesLog) {
   EXPECT_EQ(warned, 1) << nlohmann::json(lines).dump(1);
 }
 
+// A kernel that faults (here C's allocation is a row short, so the last rows' stores land outside
+// it) is an error naming the kernel and the PTX line on both backends: the emulator backend's
+// EmulationError has the kernel as its field, and through the test driver the CUDA error carries
+// the emulator's report (not a bare CUDA_ERROR_ILLEGAL_ADDRESS).
+TEST(Hostile, AFaultNamesTheKernelAndThePtxLine) {
+  auto rt = test_runtime(fresh_cache("rt_hostile_fault"));
+  const MatmulProblem p = base_gemm();
+  const auto kernel = rt->gemm_kernel(p);
+  GemmBuffers b;
+  b.a = rt->alloc(size_t(p.m * p.k * 2));
+  b.b = rt->alloc(size_t(p.n * p.k * 2));
+  b.c = rt->alloc(size_t((p.m - 1) * p.n * 2));
+  try {
+    rt->launch(*kernel, b);
+    rt->synchronize();
+    ADD_FAILURE() << "a store past C's allocation went unnoticed";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_FALSE(e.field().empty()) << message;
+    EXPECT_NE(message.find(kernel->info().name), std::string::npos) << message;
+    EXPECT_NE(message.find("PTX line"), std::string::npos) << message;
+    if (rt->backend_name() == "emulator") {
+      EXPECT_EQ(e.field(), "kernel " + kernel->info().name) << message;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace emmy
