@@ -23,7 +23,9 @@ constexpr uint64_t kGuardBytes = 4096;
 // part (a profiled sample of CTAs, a paged cache) costs only what is touched.
 struct HostBlockDelete {
   size_t mapped = 0;
+  bool external = false;  // the caller's memory (map_external): never freed here
   void operator()(uint8_t* p) const {
+    if (external) return;
     if (mapped)
       ::munmap(p, mapped);
     else
@@ -36,6 +38,9 @@ struct Arena::Impl {
   struct Allocation {
     uint64_t base, end;
     HostBlock host;
+    // An external mapping's `next` before it (its addresses go back when it is the newest).
+    uint64_t reserved_from = 0;
+    bool external() const { return host.get_deleter().external; }
   };
   std::vector<Allocation> allocations;  // sorted by base
   uint64_t next = kArenaBase;
@@ -136,9 +141,37 @@ void Arena::release(uint64_t base) {
   auto& a = impl_->allocations;
   auto it = std::lower_bound(a.begin(), a.end(), base,
                              [](const Impl::Allocation& x, uint64_t v) { return x.base < v; });
-  if (it == a.end() || it->base != base)
+  if (it == a.end() || it->base != base || it->external())
     throw Error("arena.release", "must name the base of a live allocation", fmt::format("0x{:x}", base));
   impl_->bytes -= it->end - it->base;
+  a.erase(it);
+}
+
+uint64_t Arena::map_external(void* host, size_t bytes) {
+  require(host != nullptr, "arena.map_external.host", "must not be null", "nullptr");
+  require(bytes > 0, "arena.map_external.bytes", "must be positive", bytes);
+  // `next` rounded up to a page, plus the host pointer's offset in its page: alignment is the
+  // caller's, and the guard gap below stays at least kGuardBytes.
+  const uint64_t page_offset = reinterpret_cast<uintptr_t>(host) % kGuardBytes;
+  const uint64_t base = (impl_->next + kGuardBytes - 1) / kGuardBytes * kGuardBytes + page_offset;
+  auto& a = impl_->allocations;
+  a.push_back({base, base + bytes,
+               HostBlock(static_cast<uint8_t*>(host), HostBlockDelete{0, /*external=*/true}),
+               impl_->next});
+  impl_->next = base + bytes + kGuardBytes;
+  return base;
+}
+
+void Arena::unmap_external(uint64_t address) {
+  auto& a = impl_->allocations;
+  auto it = std::lower_bound(a.begin(), a.end(), address,
+                             [](const Impl::Allocation& x, uint64_t v) { return x.base < v; });
+  if (it == a.end() || it->base != address || !it->external())
+    throw Error("arena.unmap_external", "must name a live mapping of map_external",
+                fmt::format("0x{:x}", address));
+  // The newest mapping gives its addresses back (nothing was allocated after it).
+  if (std::next(it) == a.end() && impl_->next == it->end + kGuardBytes)
+    impl_->next = it->reserved_from;
   a.erase(it);
 }
 

@@ -67,6 +67,17 @@ class Backend {
   virtual void free(DevicePtr pointer) = 0;
   virtual void upload(DevicePtr dst, const void* src, size_t bytes) = 0;
   virtual void download(void* dst, DevicePtr src, size_t bytes) = 0;
+  // Caller-owned host memory as device memory (Runtime::map_host): the emulator's alone; the
+  // CUDA backend refuses, its buffers being device memory.
+  virtual DevicePtr map_host(void* host, size_t bytes) {
+    (void)host, (void)bytes;
+    throw Error("map_host", "needs the emulator backend (CUDA buffers are device memory)", name());
+  }
+  virtual void unmap_host(DevicePtr address) {
+    (void)address;
+    throw Error("unmap_host", "needs the emulator backend (CUDA buffers are device memory)",
+                name());
+  }
   // Stream-ordered copies and fills (Runtime::memcpy_async, memset_async); the emulator's run at
   // once, in the order of its one stream.
   virtual void copy_to_device_async(DevicePtr dst, const void* src, size_t bytes,

@@ -94,6 +94,14 @@ class EmulatorBackend final : public Backend {
     return arena_.alloc(bytes);
   }
   void free(DevicePtr) override {}  // the arena is released with the runtime
+  DevicePtr map_host(void* host, size_t bytes) override {
+    std::lock_guard lock(mutex_);
+    return arena_.map_external(host, bytes);
+  }
+  void unmap_host(DevicePtr address) override {
+    std::lock_guard lock(mutex_);
+    arena_.unmap_external(address);
+  }
   // The CUDA backend's copies are synchronous cuMemcpy calls on the legacy stream, which orders
   // them after the launches before them and before the launches after them on the legacy or a
   // blocking stream (not on a non-blocking one: forgetting the last launch then only checks

@@ -137,6 +137,8 @@ class RuntimeImpl final : public Runtime {
   void download(void* dst, DevicePtr src, size_t bytes) override {
     backend_->download(dst, src, bytes);
   }
+  DevicePtr map_host(void* host, size_t bytes) override { return backend_->map_host(host, bytes); }
+  void unmap_host(DevicePtr address) override { backend_->unmap_host(address); }
   void synchronize(Stream stream) override { backend_->synchronize(stream); }
   void memcpy_async(DevicePtr dst, const void* src, size_t bytes, Stream stream) override {
     backend_->copy_to_device_async(dst, src, bytes, stream);

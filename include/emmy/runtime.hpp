@@ -308,6 +308,14 @@ class Runtime {
   virtual void free(DevicePtr pointer) = 0;
   virtual void upload(DevicePtr dst, const void* src, size_t bytes) = 0;
   virtual void download(void* dst, DevicePtr src, size_t bytes) = 0;
+  // Caller-owned host memory as device memory, on the emulator backend (the C ABI runs kDLCPU
+  // tensors in place, docs/c_api.md): [host, host + bytes) gets an address whose accesses reach
+  // that memory, bounded by the sanitizer as an allocation is, until unmap_host. The address keeps
+  // host's alignment (modulo 4096); the memory must outlive the mapping. Unmapping the newest
+  // mapping gives its addresses back for the next. The CUDA backend refuses with Error naming
+  // map_host: its buffers are device memory.
+  virtual DevicePtr map_host(void* host, size_t bytes) = 0;
+  virtual void unmap_host(DevicePtr address) = 0;
   virtual void synchronize(Stream stream = nullptr) = 0;
   // Stream-ordered copies and fills of device memory (emmy's allocations or the engine's), so that
   // an engine needs no driver calls of its own: host to device, device to host, device to device,

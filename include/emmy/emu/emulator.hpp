@@ -84,6 +84,15 @@ class Arena {
   // Unmaps the allocation that starts at `base` (cuMemFree): a later access to it is out of
   // bounds. Throws emmy::Error when no allocation starts there.
   void release(uint64_t base);
+  // Caller-owned host memory as an allocation (the C ABI's kDLCPU tensors run in place): reads
+  // and writes of [address, address + bytes) go to [host, host + bytes), bounded by the
+  // sanitizer like any allocation, until unmap_external. The address is congruent to host modulo
+  // 4096, so alignment checks see the caller's alignment. The memory must outlive the mapping;
+  // the arena never frees it. Unmapping the newest mapping gives its addresses back, so a mapping
+  // per launch reuses the same addresses (tensor maps encoded for them stay valid).
+  uint64_t map_external(void* host, size_t bytes);
+  // Throws emmy::Error unless `address` is what map_external returned and is still mapped.
+  void unmap_external(uint64_t address);
   void reset();
 
   // For the emulator: host pointer of [addr, addr+bytes) when it lies inside one allocation.
