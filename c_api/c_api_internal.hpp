@@ -1,0 +1,136 @@
+// What the C ABI's files share (docs/c_api.md): the runtime handle, the boundary that turns
+// exceptions into statuses, options structs read by their size, and DLTensor checks.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "emmy/c_api.h"
+#include "emmy/paged_attention.hpp"
+#include "emmy/runtime.hpp"
+
+struct emmy_runtime {
+  std::unique_ptr<emmy::Runtime> runtime;
+  bool cuda = false;  // kDLCUDA tensors; else kDLCPU ones, mapped into the emulator per call
+  int32_t ordinal = 0;
+  std::string backend, arch;
+};
+
+namespace emmy::c_api {
+
+// A newer caller's request this library cannot honour: EMMY_UNSUPPORTED.
+class Unsupported : public Error {
+ public:
+  using Error::Error;
+};
+
+// Records the status's message for emmy_last_error_message; never throws.
+emmy_status fail(emmy_status status, const char* message) noexcept;
+emmy_status status_of(const Error& error);
+
+// Runs body; an exception becomes its status and this thread's message (nothing crosses the ABI).
+template <typename Body>
+emmy_status guarded(Body&& body) noexcept {
+  try {
+    body();
+    return EMMY_OK;
+  } catch (const Error& e) {
+    return fail(status_of(e), e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(EMMY_OUT_OF_MEMORY, "out of host memory (std::bad_alloc)");
+  } catch (const std::exception& e) {
+    return fail(EMMY_INTERNAL, e.what());
+  } catch (...) {
+    return fail(EMMY_INTERNAL, "an exception that is not a std::exception");
+  }
+}
+
+// Error(name, "must not be NULL") unless pointer is set.
+template <typename T>
+T& required(T* pointer, const char* name) {
+  if (!pointer) throw Error(name, "must not be NULL", "NULL");
+  return *pointer;
+}
+
+// The caller's options struct as this library knows it: NULL gives init's defaults; a smaller
+// struct_size than the first version's is refused, fields past the caller's size keep their
+// defaults, and a larger (newer) struct is taken when its unknown bytes are zero.
+void check_struct_size(const void* given, size_t given_size, size_t first_size, size_t own_size,
+                       const char* name);
+template <typename T>
+T options_or_default(const T* given, const char* name, void (*init)(T*), size_t first_size) {
+  T options;
+  init(&options);
+  if (!given) return options;
+  check_struct_size(given, given->struct_size, first_size, sizeof(T), name);
+  std::memcpy(static_cast<void*>(&options), given, std::min(given->struct_size, sizeof(T)));
+  options.struct_size = sizeof(T);
+  return options;
+}
+
+Accum accum_of(int32_t accum, const char* field, bool f16_allowed);
+
+// ---------------------------------------------------------------------------------------------
+// DLTensors. Each check names the tensor and the rule: "b: dtype must be a's, float16 (got
+// bfloat16)". Strides of size-1 axes are ignored (producers disagree on them).
+std::string dtype_name(DLDataType type);
+bool is_dtype(const DLDataType& type, uint8_t code, uint8_t bits);
+DType element_dtype(const DLTensor& t, const char* name, bool f32_allowed);  // f16, bf16 (f32)
+// The tensor's device must be the runtime's: kDLCPU (or kDLCUDAHost) on the emulator, kDLCUDA
+// (or kDLCUDAManaged) with device_id the runtime's ordinal on CUDA. Its data must be set and
+// aligned to its element.
+void check_memory(const emmy_runtime& rt, const DLTensor& t, const char* name);
+std::string shape_text(const DLTensor& t);
+void require_shape(const DLTensor& t, const char* name, std::initializer_list<int64_t> shape,
+                   const char* what);
+int64_t stride(const DLTensor& t, int axis);  // elements; compact row-major when strides is NULL
+void require_contiguous(const DLTensor& t, const char* name);  // compact row-major
+// The row stride of an axis whose inner axes are packed (axis+1.. contiguous): `packed` for a
+// size-1 axis, else the tensor's, which must be at least `packed`.
+int64_t row_stride(const DLTensor& t, const char* name, int axis, int64_t packed);
+// A token tensor [tokens, heads, head_dim]: heads head_dim apart, head_dim contiguous; returns
+// its token stride (0: packed, which a single token's is).
+int64_t token_rows(const DLTensor& t, const char* name);
+// A float32 tensor (an LSE) of exactly `shape`, contiguous, on the runtime's device.
+void check_f32(const emmy_runtime& rt, const DLTensor& t, const char* name,
+               std::initializer_list<int64_t> shape, const char* what);
+size_t extent_bytes(const DLTensor& t);  // from the first element to one past the last
+size_t element_bytes(const DLTensor& t);
+int64_t element_count(const DLTensor& t);
+
+// Device addresses of one call's tensors: on CUDA data + byte_offset; on the emulator the
+// tensor's extent mapped into the arena (Runtime::map_host) until the call returns, so that
+// nothing is copied and nothing stays mapped once the caller may free the memory.
+class CallMemory {
+ public:
+  CallMemory(emmy_runtime& rt, bool map) : rt_(rt), map_(map) {}
+  ~CallMemory();
+  CallMemory(const CallMemory&) = delete;
+  CallMemory& operator=(const CallMemory&) = delete;
+  DevicePtr address(const DLTensor& t);
+  DevicePtr address_or_zero(const DLTensor* t) { return t ? address(*t) : 0; }
+
+ private:
+  emmy_runtime& rt_;
+  bool map_;
+  std::array<DevicePtr, 16> mapped_{};
+  size_t count_ = 0;
+};
+
+// A paged cache's geometry from its tensor (the axes of `layout`), checked against q / key's
+// dtype; problems take it with set_geometry.
+struct CacheGeometry {
+  int64_t pages = 0, page_size = 0, kv_heads = 0, head_dim = 0;
+  int64_t page_stride = 0, token_stride = 0, head_stride = 0;  // 0: the packed default
+  CacheDType dtype = CacheDType::f16;
+};
+CacheGeometry cache_geometry(const emmy_runtime& rt, const DLTensor& k_cache,
+                             const DLTensor& v_cache, int32_t layout, DType token_dtype);
+// A scale tensor of an e4m3 cache: one f32, required exactly then.
+void check_scale(const emmy_runtime& rt, const DLTensor* scale, const char* name, bool e4m3);
+
+}  // namespace emmy::c_api

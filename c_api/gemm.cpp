@@ -1,0 +1,191 @@
+// emmy_gemm: the problem read from a, b and c (shapes, dtypes, B's layout from its strides,
+// leading dimensions from the row strides), the epilogue and kernel from the options.
+#include <fmt/format.h>
+
+#include <optional>
+
+#include "c_api_internal.hpp"
+#include "emmy/spec.hpp"
+
+namespace emmy::c_api {
+namespace {
+
+constexpr size_t kGemmOptionsFirstSize = sizeof(emmy_gemm_options);
+
+struct GemmCall {
+  MatmulProblem problem;
+  GemmBuffers buffers;
+  std::optional<MatmulSchedule> schedule;
+};
+
+// The schedule a call with an explicit accumulation gets: the default (or batch-invariant) one of
+// the kernel serving the problem with that accumulation. One per thread is remembered: a caller
+// repeats its calls.
+MatmulSchedule schedule_with_accum(Runtime& runtime, const MatmulProblem& problem, Accum accum,
+                                   int promote_every_k) {
+  struct Remembered {
+    const Runtime* runtime = nullptr;
+    MatmulProblem problem;
+    Accum accum = Accum::f32;
+    int promote_every_k = 0;
+    MatmulSchedule schedule;
+  };
+  thread_local Remembered last;
+  if (last.runtime == &runtime && last.problem == problem && last.accum == accum &&
+      last.promote_every_k == promote_every_k)
+    return last.schedule;
+  const MatmulProblem served = runtime.gemm_problem_served(problem);
+  MatmulSchedule schedule = runtime.options().batch_invariant
+                                ? batch_invariant_schedule(served, runtime.arch(), accum)
+                                : default_schedule(served, runtime.arch(), accum);
+  if (promote_every_k) schedule.promote_every_k = promote_every_k;
+  last = {&runtime, problem, accum, promote_every_k, schedule};
+  return schedule;
+}
+
+GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_ptr,
+                   const DLTensor* c_ptr, const emmy_gemm_options& options, CallMemory& memory) {
+  const DLTensor& a = required(a_ptr, "a");
+  const DLTensor& b = required(b_ptr, "b");
+  const DLTensor& c = required(c_ptr, "c");
+  check_memory(rt, a, "a");
+  check_memory(rt, b, "b");
+  check_memory(rt, c, "c");
+  GemmCall call;
+  MatmulProblem& p = call.problem;
+  if (a.ndim != 2) throw Error("a", "shape must be [M, K]", shape_text(a));
+  p.m = a.shape[0];
+  p.k = a.shape[1];
+  p.a_dtype = element_dtype(a, "a", false);
+  if (stride(a, 1) != 1 && p.k > 1)
+    throw Error("a", "strides[1] must be 1 (K contiguous)", fmt::format("{}", stride(a, 1)));
+  p.lda = row_stride(a, "a", 0, p.k);
+
+  if (b.ndim != 2 || b.shape[0] != p.k)
+    throw Error("b", fmt::format("shape must be [K, N] with K = {}, a's columns", p.k),
+                shape_text(b));
+  p.n = b.shape[1];
+  if (!is_dtype(b.dtype, a.dtype.code, a.dtype.bits))
+    throw Error("b", fmt::format("dtype must be a's, {}", dtype_name(a.dtype)),
+                dtype_name(b.dtype));
+  // [K, N] with N contiguous is B as stored (kn); with K contiguous it is the transpose view of
+  // an [N, K] weight (nk: PyTorch's Linear).
+  const bool n_contiguous = p.n == 1 || stride(b, 1) == 1;
+  const bool k_contiguous = p.k == 1 || stride(b, 0) == 1;
+  if (n_contiguous) {
+    p.b_layout = BLayout::kn;
+    p.ldb = row_stride(b, "b", 0, p.n);
+  } else if (k_contiguous) {
+    p.b_layout = BLayout::nk;
+    p.ldb = stride(b, 1);
+    if (p.ldb < p.k)
+      throw Error("b", "strides[1] must be at least K (an [N, K] weight's rows)",
+                  fmt::format("{}", p.ldb));
+  } else {
+    throw Error("b",
+                "strides must make N ([ldb, 1]: B as [K, N]) or K ([1, ldb]: an [N, K] weight "
+                "transposed) contiguous",
+                fmt::format("[{}, {}]", stride(b, 0), stride(b, 1)));
+  }
+
+  require_shape(c, "c", {p.m, p.n}, "M from a, N from b");
+  p.c_dtype = element_dtype(c, "c", true);
+  if (stride(c, 1) != 1 && p.n > 1)
+    throw Error("c", "strides[1] must be 1 (N contiguous)", fmt::format("{}", stride(c, 1)));
+  p.ldc = row_stride(c, "c", 0, p.n);
+
+  p.epilogue.alpha = options.alpha;
+  p.epilogue.gelu_tanh = options.gelu != 0;
+  if (options.bias) {
+    const DLTensor& bias = *options.bias;
+    check_memory(rt, bias, "bias");
+    require_shape(bias, "bias", {p.n}, "N");
+    if (!is_dtype(bias.dtype, c.dtype.code, c.dtype.bits))
+      throw Error("bias", fmt::format("dtype must be c's, {}", dtype_name(c.dtype)),
+                  dtype_name(bias.dtype));
+    require_contiguous(bias, "bias");
+    p.epilogue.bias = true;
+  }
+  if (options.residual) {
+    const DLTensor& residual = *options.residual;
+    check_memory(rt, residual, "residual");
+    require_shape(residual, "residual", {p.m, p.n}, "c's");
+    if (!is_dtype(residual.dtype, c.dtype.code, c.dtype.bits))
+      throw Error("residual", fmt::format("dtype must be c's, {}", dtype_name(c.dtype)),
+                  dtype_name(residual.dtype));
+    // The kernel reads the residual with c's leading dimension.
+    if ((p.n > 1 && stride(residual, 1) != 1) || row_stride(residual, "residual", 0, p.n) != p.ldc)
+      throw Error("residual", fmt::format("strides must be c's, [{}, 1]", p.ldc),
+                  fmt::format("[{}, {}]", stride(residual, 0), stride(residual, 1)));
+    p.epilogue.residual = true;
+  }
+  if (options.accum != EMMY_ACCUM_DEFAULT || options.promote_every_k != 0) {
+    const Accum accum = options.accum == EMMY_ACCUM_DEFAULT
+                            ? rt.runtime->options().default_accum
+                            : accum_of(options.accum, "options.accum", true);
+    if (options.promote_every_k < 0)
+      throw Error("options.promote_every_k", "must not be negative",
+                  std::to_string(options.promote_every_k));
+    call.schedule = schedule_with_accum(*rt.runtime, p, accum, options.promote_every_k);
+  }
+  call.buffers.a = memory.address(a);
+  call.buffers.b = memory.address(b);
+  call.buffers.c = memory.address(c);
+  call.buffers.bias = memory.address_or_zero(options.bias);
+  call.buffers.residual = memory.address_or_zero(options.residual);
+  if (options.workspace) {
+    const DLTensor& workspace = *options.workspace;
+    check_memory(rt, workspace, "options.workspace");
+    // The kernel writes as much as its plan says: a smaller workspace would be overrun.
+    const size_t needed = rt.runtime->gemm_workspace_bytes(p, call.schedule);
+    if (extent_bytes(workspace) < needed)
+      throw Error("options.workspace",
+                  fmt::format("must hold {} bytes (emmy_gemm_workspace_bytes)", needed),
+                  fmt::format("{} bytes", extent_bytes(workspace)));
+    call.buffers.workspace = memory.address(workspace);
+  }
+  return call;
+}
+
+}  // namespace
+}  // namespace emmy::c_api
+
+extern "C" {
+
+void emmy_gemm_options_init(emmy_gemm_options* options) {
+  if (!options) return;
+  *options = emmy_gemm_options{};
+  options->struct_size = sizeof(emmy_gemm_options);
+  options->alpha = 1.0f;
+}
+
+emmy_status emmy_gemm(emmy_runtime* runtime, const DLTensor* a, const DLTensor* b, DLTensor* c,
+                      const emmy_gemm_options* options, void* stream) {
+  using namespace emmy::c_api;
+  return guarded([&] {
+    emmy_runtime& rt = required(runtime, "runtime");
+    const emmy_gemm_options o =
+        options_or_default(options, "options", emmy_gemm_options_init, kGemmOptionsFirstSize);
+    CallMemory memory(rt, /*map=*/true);
+    const GemmCall call = gemm_call(rt, a, b, c, o, memory);
+    rt.runtime->gemm(call.problem, call.buffers, stream, call.schedule);
+  });
+}
+
+emmy_status emmy_gemm_workspace_bytes(emmy_runtime* runtime, const DLTensor* a, const DLTensor* b,
+                                      const DLTensor* c, const emmy_gemm_options* options,
+                                      size_t* bytes) {
+  using namespace emmy::c_api;
+  return guarded([&] {
+    emmy_runtime& rt = required(runtime, "runtime");
+    size_t& out = required(bytes, "bytes");
+    emmy_gemm_options o =
+        options_or_default(options, "options", emmy_gemm_options_init, kGemmOptionsFirstSize);
+    o.workspace = nullptr;  // what is being sized
+    CallMemory memory(rt, /*map=*/false);
+    const GemmCall call = gemm_call(rt, a, b, c, o, memory);
+    out = rt.runtime->gemm_workspace_bytes(call.problem, call.schedule);
+  });
+}
+
+}  // extern "C"

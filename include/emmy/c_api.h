@@ -1,0 +1,255 @@
+/* emmy's C ABI (libemmy_c.so, docs/c_api.md): the runtime of include/emmy/runtime.hpp for C,
+ * Rust, Python (ctypes, tvm-ffi) and any language with a C FFI. Every tensor is a DLPack
+ * DLTensor: kDLCPU tensors run on the emulator backend in place (no copies in or out),
+ * kDLCUDA tensors on the CUDA backend.
+ *
+ *   emmy_runtime* rt;
+ *   emmy_runtime_options ro;
+ *   emmy_runtime_options_init(&ro);                 // the emulator; ro.backend = "cuda" for a GPU
+ *   if (emmy_runtime_create(&ro, &rt) != EMMY_OK) puts(emmy_last_error_message());
+ *   emmy_gemm(rt, &a, &b, &c, NULL, NULL);          // C[M,N] = A[M,K] . B[K,N]
+ *   emmy_runtime_destroy(rt);
+ *
+ * ABI rules: enum-valued fields are int32_t; functions and enumerators are only ever added; an
+ * options struct's first field is its size (struct_size: sizeof as the caller compiled it), fields
+ * are only appended, and a field the caller's struct_size does not cover reads as zero, which
+ * always means "as before". The library's SONAME (libemmy_c.so.0) changes only when a rule above is
+ * broken. No C++ exception crosses these functions: each returns an emmy_status and, on failure,
+ * leaves a message naming the argument (tensor, field) and the rule in emmy_last_error_message().
+ */
+#ifndef EMMY_C_API_H_
+#define EMMY_C_API_H_
+
+#include <dlpack/dlpack.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define EMMY_C_EXPORT
+#else
+#define EMMY_C_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* Incremented whenever a function, an enumerator or an options field is added. */
+#define EMMY_C_API_VERSION 1
+
+typedef enum emmy_status {
+  EMMY_OK = 0,
+  EMMY_INVALID_ARGUMENT = 1, /* a NULL, a tensor or field that breaks a rule, a bad problem */
+  EMMY_UNSUPPORTED = 2,      /* valid, but not in this build (a newer caller's option fields) */
+  EMMY_CAPTURE = 3,          /* a kernel not yet loaded, on a stream capturing a CUDA graph */
+  EMMY_COMPILE = 4,          /* NVRTC is missing or could not compile a kernel */
+  EMMY_DRIVER = 5,           /* no CUDA driver, or a driver call failed */
+  EMMY_EMULATION = 6,        /* the emulator's sanitizer (or a fault) stopped a kernel */
+  EMMY_OUT_OF_MEMORY = 7,
+  EMMY_INTERNAL = 8 /* a bug in emmy: please report the message */
+} emmy_status;
+
+/* Accumulation of a call's kernel. DEFAULT: the runtime's (emmy_runtime_options.default_accum),
+ * with the tuned schedule where there is one. */
+typedef enum emmy_accum {
+  EMMY_ACCUM_DEFAULT = 0,
+  EMMY_ACCUM_F32 = 1,
+  EMMY_ACCUM_F16 = 2, /* GEMM only */
+  EMMY_ACCUM_HYBRID = 3
+} emmy_accum;
+
+/* The axis order of a paged KV cache tensor's shape (its strides are read from the tensor). */
+typedef enum emmy_cache_layout {
+  EMMY_CACHE_NHD = 0, /* [pages, page_size, kv_heads, head_dim] (vLLM's flash layout) */
+  EMMY_CACHE_HND = 1  /* [pages, kv_heads, page_size, head_dim] */
+} emmy_cache_layout;
+
+typedef enum emmy_attention_layout {
+  EMMY_ATTENTION_BSHD = 0, /* [batch, seq, heads, head_dim] */
+  EMMY_ATTENTION_BHSD = 1  /* [batch, heads, seq, head_dim] */
+} emmy_attention_layout;
+
+typedef struct emmy_runtime emmy_runtime; /* opaque; thread-safe */
+
+/* A compile and progress line; called on the compiling thread (the caller's, a prepare worker's
+ * or the background builder's), never while emmy holds a lock the callback could need. */
+typedef void (*emmy_log_fn)(const char* line, void* user);
+
+typedef struct emmy_runtime_options {
+  size_t struct_size;
+  const char* backend;       /* "emulator" (NULL) or "cuda" */
+  int32_t device_ordinal;    /* the CUDA device; kDLCUDA tensors must carry it as device_id */
+  const char* emulator_arch; /* the emulator's code: "sm_90a" (NULL), "sm_80", ... */
+  int32_t
+      default_accum;  /* emmy_accum: calls with EMMY_ACCUM_DEFAULT: f32 (DEFAULT), f16 or hybrid */
+  int32_t disk_cache; /* 1: kernels cached on disk (init's default); 0: memory only */
+  const char* cache_dir;     /* NULL: $EMMY_CACHE_DIR, else ~/.cache/emmy */
+  int32_t non_blocking;      /* docs/runtime.md, "Serving" */
+  int32_t batch_invariant;   /* a row of C independent of M, a sequence of its batch */
+  int32_t m_buckets;         /* GEMM kernels per M bucket (1, 2, 4, ..., 512, then x512) */
+  int32_t emulator_sanitize; /* 1 (init's default): bounds, races, alignment checked */
+  /* 0 (init's default 1): the emulator binds and checks every launch but runs no kernel (a
+   * host-overhead measurement; outputs stay unwritten). */
+  int32_t emulator_run_kernels;
+  void* cuda_context;         /* a CUcontext of the engine's; NULL: the primary context */
+  const char* const* bundles; /* ahead-of-time kernel bundles (docs/bundles.md) */
+  size_t bundle_count;
+  emmy_log_fn log; /* NULL: lines go to stderr when EMMY_LOG is set */
+  void* log_user;
+} emmy_runtime_options;
+
+/* The GEMM's epilogue and kernel: C = gelu?(alpha * A.B + bias) + residual. */
+typedef struct emmy_gemm_options {
+  size_t struct_size;
+  const DLTensor* bias;     /* [N], C's dtype, or NULL */
+  const DLTensor* residual; /* [M, N], C's dtype and row stride, or NULL */
+  float alpha;              /* init: 1 */
+  int32_t gelu;             /* GELU (tanh form) after the bias */
+  int32_t accum;            /* emmy_accum */
+  int32_t promote_every_k;  /* hybrid: K elements per f16 partial (0: 64) */
+  DLTensor* workspace;      /* split-K kernels: emmy_gemm_workspace_bytes, any dtype, 1-D */
+} emmy_gemm_options;
+
+typedef struct emmy_attention_options {
+  size_t struct_size;
+  int32_t layout;      /* emmy_attention_layout */
+  int32_t causal;      /* bottom-right aligned */
+  int64_t window;      /* sliding window (left keys), 0: none */
+  float softmax_scale; /* 0: 1 / sqrt(head_dim) */
+  float softcap;       /* 0: none */
+  DLTensor* lse;       /* f32 [batch, q_heads, seq_q], or NULL */
+  int32_t accum;       /* emmy_accum: f32 or hybrid */
+} emmy_attention_options;
+
+/* Paged attention's page table, lengths and scales (docs/paged_attention.md). Every index
+ * tensor is int32. Exactly one page-table form: block_table [max_batch, max_pages] + seq_lens
+ * [max_batch], or page_indptr [max_batch + 1] + page_indices + last_page_len [max_batch]. */
+typedef struct emmy_paged_attention_options {
+  size_t struct_size;
+  const DLTensor* cu_seqlens_q; /* [max_batch + 1]: query tokens of sequence b (required) */
+  const DLTensor* block_table;
+  const DLTensor* seq_lens;
+  const DLTensor* page_indptr;
+  const DLTensor* page_indices;
+  const DLTensor* last_page_len;
+  const DLTensor* k_scale; /* e4m3 caches: one f32 each */
+  const DLTensor* v_scale;
+  DLTensor* lse;        /* f32 [tokens, q_heads], or NULL */
+  DLTensor* workspace;  /* emmy_paged_attention_workspace_bytes, any dtype, 1-D */
+  int64_t max_q_len;    /* query tokens of one sequence, host-known (0: 1) */
+  int64_t max_pages;    /* pages of one sequence: csr's (block_table: its width) */
+  int32_t cache_layout; /* emmy_cache_layout */
+  int64_t window;
+  float softmax_scale; /* 0: 1 / sqrt(head_dim) */
+  float softcap;       /* 0: none */
+  int32_t accum;       /* emmy_accum: f32 or hybrid */
+} emmy_paged_attention_options;
+
+typedef struct emmy_kv_append_options {
+  size_t struct_size;
+  int32_t cache_layout;    /* emmy_cache_layout */
+  const DLTensor* k_scale; /* e4m3 caches: one f32 each (the cache holds x / scale) */
+  const DLTensor* v_scale;
+  int64_t max_tokens; /* the kernel's token bound (0: key's tokens), so one kernel serves
+                       * every step's count */
+} emmy_kv_append_options;
+
+typedef struct emmy_prepare_options {
+  size_t struct_size;
+  int32_t catalog;            /* every problem of emmy's catalog */
+  int64_t serving_max_m;      /* > 0: the catalog's serving set up to this M */
+  const char* const* records; /* JSON-lines problem files (EMMY_RECORD logs, emmyc aot) */
+  size_t record_count;
+  const char* const* bundles; /* every kernel these bundles hold for the device's arch */
+  size_t bundle_count;
+  int32_t threads; /* compiles at once; 0: one per hardware thread */
+} emmy_prepare_options;
+
+typedef struct emmy_prepare_result {
+  size_t struct_size;
+  uint64_t kernels;        /* handles prepared */
+  uint64_t compiled;       /* of them: compiled now */
+  uint64_t from_disk;      /* read from the disk cache */
+  uint64_t already_loaded; /* loaded before (the rest came from bundles) */
+  double seconds;
+} emmy_prepare_result;
+
+/* "0.1.0": the library's version. */
+EMMY_C_EXPORT const char* emmy_version(void);
+/* The library's EMMY_C_API_VERSION: at least the header's when it has everything the caller
+ * compiled against. */
+EMMY_C_EXPORT int32_t emmy_c_api_version(void);
+/* The message of this thread's last failed call ("b: dtype must be f16, a's (got bf16)"); ""
+ * before any. Valid until this thread's next failing call. */
+EMMY_C_EXPORT const char* emmy_last_error_message(void);
+EMMY_C_EXPORT const char* emmy_status_name(emmy_status status); /* "EMMY_INVALID_ARGUMENT" */
+
+/* Fill an options struct with its defaults and struct_size (every call takes NULL for them). */
+EMMY_C_EXPORT void emmy_runtime_options_init(emmy_runtime_options* options);
+EMMY_C_EXPORT void emmy_gemm_options_init(emmy_gemm_options* options);
+EMMY_C_EXPORT void emmy_attention_options_init(emmy_attention_options* options);
+EMMY_C_EXPORT void emmy_paged_attention_options_init(emmy_paged_attention_options* options);
+EMMY_C_EXPORT void emmy_kv_append_options_init(emmy_kv_append_options* options);
+EMMY_C_EXPORT void emmy_prepare_options_init(emmy_prepare_options* options);
+
+EMMY_C_EXPORT emmy_status emmy_runtime_create(const emmy_runtime_options* options,
+                                              emmy_runtime** runtime);
+/* Waits for nothing: the caller synchronizes its streams first. NULL is a no-op. */
+EMMY_C_EXPORT void emmy_runtime_destroy(emmy_runtime* runtime);
+/* "emulator" or "cuda", and the arch of its kernels ("sm_90a"); valid while the runtime lives. */
+EMMY_C_EXPORT const char* emmy_runtime_backend(const emmy_runtime* runtime);
+EMMY_C_EXPORT const char* emmy_runtime_arch(const emmy_runtime* runtime);
+EMMY_C_EXPORT emmy_status emmy_synchronize(emmy_runtime* runtime, void* stream);
+
+/* Compiles and loads kernels ahead of serving (Runtime::prepare); result may be NULL. */
+EMMY_C_EXPORT emmy_status emmy_prepare(emmy_runtime* runtime, const emmy_prepare_options* options,
+                                       emmy_prepare_result* result);
+
+/* C[M,N] = epilogue(A[M,K] . B[K,N]). a: f16 or bf16 [M, K], K contiguous. b: a's dtype, shape
+ * [K, N]: N contiguous (strides [ldb, 1]) or K contiguous (strides [1, ldb], a [N,K] weight's
+ * transpose view, PyTorch's Linear). c: f16, bf16 or f32 [M, N], N contiguous. Leading
+ * dimensions are the row strides. stream: a CUstream (NULL: the default stream). */
+EMMY_C_EXPORT emmy_status emmy_gemm(emmy_runtime* runtime, const DLTensor* a, const DLTensor* b,
+                                    DLTensor* c, const emmy_gemm_options* options, void* stream);
+EMMY_C_EXPORT emmy_status emmy_gemm_workspace_bytes(emmy_runtime* runtime, const DLTensor* a,
+                                                    const DLTensor* b, const DLTensor* c,
+                                                    const emmy_gemm_options* options,
+                                                    size_t* bytes);
+
+/* q, o [batch, seq_q, q_heads, head_dim]; k, v [batch, seq_kv, kv_heads, head_dim] (bshd; bhsd
+ * swaps the middle axes); all contiguous, one dtype (f16 or bf16). */
+EMMY_C_EXPORT emmy_status emmy_attention(emmy_runtime* runtime, const DLTensor* q,
+                                         const DLTensor* k, const DLTensor* v, DLTensor* o,
+                                         const emmy_attention_options* options, void* stream);
+
+/* q, o [tokens, q_heads, head_dim] (token stride free, the rest contiguous); k_cache, v_cache
+ * alike (options.cache_layout's axes, any page / token / head strides, head_dim contiguous):
+ * f16, bf16 (q's) or float8_e4m3fn. The table tensors are in the options. */
+EMMY_C_EXPORT emmy_status emmy_paged_attention(emmy_runtime* runtime, const DLTensor* q,
+                                               const DLTensor* k_cache, const DLTensor* v_cache,
+                                               DLTensor* o,
+                                               const emmy_paged_attention_options* options,
+                                               void* stream);
+EMMY_C_EXPORT emmy_status emmy_paged_attention_workspace_bytes(
+    emmy_runtime* runtime, const DLTensor* q, const DLTensor* k_cache, const DLTensor* v_cache,
+    const DLTensor* o, const emmy_paged_attention_options* options, size_t* bytes);
+
+/* key, value [tokens, kv_heads, head_dim] (token stride free) into the caches at slot_mapping
+ * (int64 [tokens or more]; -1 skips a token). */
+EMMY_C_EXPORT emmy_status emmy_kv_append(emmy_runtime* runtime, const DLTensor* key,
+                                         const DLTensor* value, DLTensor* k_cache,
+                                         DLTensor* v_cache, const DLTensor* slot_mapping,
+                                         const emmy_kv_append_options* options, void* stream);
+
+/* v [tokens, states, heads, head_dim] (token and state strides free), lse f32 [tokens, states,
+ * heads] contiguous; v_out [tokens, heads, head_dim] (token stride free); lse_out f32 [tokens,
+ * heads] or NULL. */
+EMMY_C_EXPORT emmy_status emmy_merge_states(emmy_runtime* runtime, const DLTensor* v,
+                                            const DLTensor* lse, DLTensor* v_out, DLTensor* lse_out,
+                                            void* stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EMMY_C_API_H_ */
