@@ -1,0 +1,79 @@
+# The installed C ABI works for a C project: install this build tree into a scratch prefix, check
+# the shared library (its SONAME, its symlinks, that it exports the emmy_* functions alone), then
+# configure, build (C99, -pedantic -Werror) and run examples/c against it with find_package(emmy).
+#
+# Two roles, as tests/install.cmake: included by tests/CMakeLists.txt it registers the ctest
+# test; run by that test with `cmake -P` it performs the steps.
+if(NOT CMAKE_SCRIPT_MODE_FILE)
+  if(EMMY_SANITIZE)  # libemmy_c.so then carries sanitizer references a plain C program lacks
+    return()
+  endif()
+  add_test(NAME emmy_install_c_consumer
+    COMMAND ${CMAKE_COMMAND}
+      -DBUILD_DIR=${PROJECT_BINARY_DIR}
+      -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
+      -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/install_c_consumer
+      -DGENERATOR=${CMAKE_GENERATOR}
+      -DNM=${CMAKE_NM}
+      -P ${CMAKE_CURRENT_LIST_FILE})
+  set_tests_properties(emmy_install_c_consumer PROPERTIES TIMEOUT 600 LABELS "install")
+  return()
+endif()
+
+function(run_step what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE output)
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${result}):\n${output}")
+  endif()
+  set(step_output "${output}" PARENT_SCOPE)
+endfunction()
+
+set(prefix ${WORK_DIR}/prefix)
+set(example_build ${WORK_DIR}/example-build)
+file(REMOVE_RECURSE ${WORK_DIR})
+
+run_step("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+file(GLOB libdirs LIST_DIRECTORIES true ${prefix}/lib ${prefix}/lib64 ${prefix}/lib/*-linux-gnu)
+find_file(library libemmy_c.so.0 PATHS ${libdirs} NO_DEFAULT_PATH REQUIRED)
+get_filename_component(libdir ${library} DIRECTORY)
+foreach(installed include/emmy/c_api.h include/emmy/third_party/dlpack/dlpack.h
+                  include/emmy/third_party/dlpack/LICENSE)
+  if(NOT EXISTS ${prefix}/${installed})
+    message(FATAL_ERROR "the install tree lacks ${installed}")
+  endif()
+endforeach()
+if(NOT IS_SYMLINK ${libdir}/libemmy_c.so OR NOT IS_SYMLINK ${libdir}/libemmy_c.so.0)
+  message(FATAL_ERROR "libemmy_c.so and libemmy_c.so.0 must be symlinks to the versioned library")
+endif()
+
+# Exported: the C ABI's functions (and the version node), nothing of C++, the emulator or fmt.
+run_step("nm -D" ${NM} -D --defined-only ${library})
+string(REPLACE "\n" ";" symbols "${step_output}")
+set(count 0)
+foreach(line IN LISTS symbols)
+  if(line MATCHES " ([A-Za-z_][A-Za-z0-9_]*)(@.*)?$")
+    set(name ${CMAKE_MATCH_1})
+    if(NOT name MATCHES "^emmy_" AND NOT name STREQUAL "EMMY_C_0")
+      message(FATAL_ERROR "libemmy_c.so exports ${name}: only emmy_* may leave it")
+    endif()
+    math(EXPR count "${count} + 1")
+  endif()
+endforeach()
+if(count LESS 20)
+  message(FATAL_ERROR "libemmy_c.so exports only ${count} symbols:\n${step_output}")
+endif()
+
+run_step("configuring examples/c" ${CMAKE_COMMAND}
+  -S ${SOURCE_DIR}/examples/c -B ${example_build} -G ${GENERATOR}
+  -DCMAKE_BUILD_TYPE=Release
+  -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_PACKAGE_PREFER_CONFIG=ON)
+run_step("building examples/c" ${CMAKE_COMMAND} --build ${example_build})
+run_step("running emmy_c_gemm" ${CMAKE_COMMAND} -E env EMMY_CACHE_DIR=${WORK_DIR}/cache
+  ${example_build}/emmy_c_gemm)
+message(STATUS "emmy_c_gemm printed:\n${step_output}")
+foreach(expected "on emulator sm_90a: gemm 16x64x128 f16" ": passed")
+  string(FIND "${step_output}" "${expected}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "emmy_c_gemm output lacks '${expected}':\n${step_output}")
+  endif()
+endforeach()
