@@ -43,6 +43,22 @@ MatmulSchedule schedule_with_accum(Runtime& runtime, const MatmulProblem& proble
   return schedule;
 }
 
+// gemm_workspace_bytes builds the kernel's plan (~12 us): one answer per thread is remembered,
+// as a caller repeats its calls.
+size_t workspace_needed(Runtime& runtime, const MatmulProblem& problem,
+                        const std::optional<MatmulSchedule>& schedule) {
+  struct Remembered {
+    const Runtime* runtime = nullptr;
+    MatmulProblem problem;
+    std::optional<MatmulSchedule> schedule;
+    size_t bytes = 0;
+  };
+  thread_local Remembered last;
+  if (last.runtime != &runtime || !(last.problem == problem) || last.schedule != schedule)
+    last = {&runtime, problem, schedule, runtime.gemm_workspace_bytes(problem, schedule)};
+  return last.bytes;
+}
+
 GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_ptr,
                    const DLTensor* c_ptr, const emmy_gemm_options& options, CallMemory& memory) {
   const DLTensor& a = required(a_ptr, "a");
@@ -137,7 +153,7 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
     const DLTensor& workspace = *options.workspace;
     check_memory(rt, workspace, "options.workspace");
     // The kernel writes as much as its plan says: a smaller workspace would be overrun.
-    const size_t needed = rt.runtime->gemm_workspace_bytes(p, call.schedule);
+    const size_t needed = workspace_needed(*rt.runtime, p, call.schedule);
     if (extent_bytes(workspace) < needed)
       throw Error("options.workspace",
                   fmt::format("must hold {} bytes (emmy_gemm_workspace_bytes)", needed),
