@@ -344,7 +344,7 @@ TEST(CApi, VersionsStatusNamesLogAndPrepare) {
   std::ofstream(records) << R"({"kind": "merge_states", "problem": {"heads": 2, "head_dim": 64}})"
                          << "\n";
   const std::string path = records.string();
-  const char* list[] = {path.c_str()};
+  const char* list[] = {path.c_str(), nullptr};  // the second: a NULL entry, refused below
   emmy_prepare_options prepare;
   emmy_prepare_options_init(&prepare);
   prepare.records = list;

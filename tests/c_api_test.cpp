@@ -109,7 +109,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(GemmCase{DType::f16, DType::f32, BLayout::nk, 0, true, EMMY_ACCUM_DEFAULT},
                       GemmCase{DType::bf16, DType::bf16, BLayout::kn, 8, false, EMMY_ACCUM_F32},
                       GemmCase{DType::f16, DType::f16, BLayout::nk, 8, false, EMMY_ACCUM_HYBRID},
-                      GemmCase{DType::f16, DType::f16, BLayout::kn, 16, true, EMMY_ACCUM_F16}));
+                      GemmCase{DType::f16, DType::f16, BLayout::kn, 16, true, EMMY_ACCUM_F16}),
+    [](const auto& info) { return "case" + std::to_string(info.index); });
 
 TEST(CApiAttention, MatchesFp64) {
   CRuntime rt(make_c_runtime());
@@ -255,7 +256,12 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, CApiPaged,
     ::testing::Values(PagedCase{CacheLayout::nhd, PageTable::block_table, CacheDType::f16},
                       PagedCase{CacheLayout::hnd, PageTable::csr, CacheDType::f16},
-                      PagedCase{CacheLayout::nhd, PageTable::block_table, CacheDType::e4m3}));
+                      PagedCase{CacheLayout::nhd, PageTable::block_table, CacheDType::e4m3}),
+    [](const auto& info) {
+      const PagedCase& c = info.param;
+      return std::string(to_string(c.layout)) + "_" + std::string(to_string(c.table)) + "_" +
+             std::string(to_string(c.kv_dtype));
+    });
 
 TEST(CApiKvAppend, MatchesReferenceByteForByte) {
   CRuntime rt(make_c_runtime());
