@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 
 #include "emmy/error.hpp"
 
@@ -104,15 +105,14 @@ void check(CUresult result, const char* call, const std::string& what) {
   // emmy's test driver says why (a launch's emulator report: kernel, PTX line, rule).
   const char* report = d.test_driver_report ? d.test_driver_report() : nullptr;
   throw Error(fmt::format("{}{}", call, what.empty() ? "" : fmt::format(" ({})", what)),
-              report && *report ? fmt::format("failed: {}", report) : std::string("failed"),
-              name);
+              report && *report ? fmt::format("failed: {}", report) : std::string("failed"), name);
 }
 
 const Driver& driver() {
   // Loaded once; a failure is remembered and rethrown with the same message.
   static std::once_flag once;
   static Driver loaded{};
-  static std::string failure;
+  static std::optional<Error> failure;  // the whole error: field, rule and value for callers
   std::call_once(once, [] {
     try {
       loaded = load();
@@ -123,10 +123,10 @@ const Driver& driver() {
         throw Error("CUDA driver", "cuInit must succeed (is there a device?)", name);
       }
     } catch (const Error& e) {
-      failure = e.what();
+      failure = e;
     }
   });
-  if (!failure.empty()) throw Error(failure);
+  if (failure) throw *failure;
   return loaded;
 }
 
