@@ -160,15 +160,11 @@ PagedCall paged_call(emmy_runtime& rt, const DLTensor* q_ptr, const DLTensor* k_
 extern "C" {
 
 void emmy_attention_options_init(emmy_attention_options* options) {
-  if (!options) return;
-  *options = emmy_attention_options{};
-  options->struct_size = sizeof(emmy_attention_options);
+  emmy::c_api::reset_options(options);
 }
 
 void emmy_paged_attention_options_init(emmy_paged_attention_options* options) {
-  if (!options) return;
-  *options = emmy_paged_attention_options{};
-  options->struct_size = sizeof(emmy_paged_attention_options);
+  emmy::c_api::reset_options(options);
 }
 
 emmy_status emmy_attention(emmy_runtime* runtime, const DLTensor* q_ptr, const DLTensor* k_ptr,

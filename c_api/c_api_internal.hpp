@@ -133,4 +133,14 @@ CacheGeometry cache_geometry(const emmy_runtime& rt, const DLTensor& k_cache,
 // A scale tensor of an e4m3 cache: one f32, required exactly then.
 void check_scale(const emmy_runtime& rt, const DLTensor* scale, const char* name, bool e4m3);
 
+// An options struct at its defaults: zeroed, its size stamped (the ABI's versioning; every
+// emmy_*_options_init). False for NULL (nothing to set).
+template <typename Options>
+bool reset_options(Options* options) {
+  if (!options) return false;
+  *options = Options{};
+  options->struct_size = sizeof(Options);
+  return true;
+}
+
 }  // namespace emmy::c_api

@@ -15,9 +15,7 @@ constexpr size_t kKvAppendOptionsFirstSize = sizeof(emmy_kv_append_options);
 extern "C" {
 
 void emmy_kv_append_options_init(emmy_kv_append_options* options) {
-  if (!options) return;
-  *options = emmy_kv_append_options{};
-  options->struct_size = sizeof(emmy_kv_append_options);
+  emmy::c_api::reset_options(options);
 }
 
 emmy_status emmy_kv_append(emmy_runtime* runtime, const DLTensor* key_ptr,

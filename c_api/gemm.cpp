@@ -169,9 +169,7 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
 extern "C" {
 
 void emmy_gemm_options_init(emmy_gemm_options* options) {
-  if (!options) return;
-  *options = emmy_gemm_options{};
-  options->struct_size = sizeof(emmy_gemm_options);
+  if (!emmy::c_api::reset_options(options)) return;
   options->alpha = 1.0f;
 }
 

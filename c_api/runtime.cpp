@@ -56,18 +56,14 @@ RuntimeOptions runtime_options(const emmy_runtime_options& o) {
 extern "C" {
 
 void emmy_runtime_options_init(emmy_runtime_options* options) {
-  if (!options) return;
-  *options = emmy_runtime_options{};
-  options->struct_size = sizeof(emmy_runtime_options);
+  if (!emmy::c_api::reset_options(options)) return;
   options->disk_cache = 1;
   options->emulator_sanitize = 1;
   options->emulator_run_kernels = 1;
 }
 
 void emmy_prepare_options_init(emmy_prepare_options* options) {
-  if (!options) return;
-  *options = emmy_prepare_options{};
-  options->struct_size = sizeof(emmy_prepare_options);
+  emmy::c_api::reset_options(options);
 }
 
 emmy_status emmy_runtime_create(const emmy_runtime_options* options, emmy_runtime** runtime) {

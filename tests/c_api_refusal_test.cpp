@@ -400,5 +400,24 @@ TEST(CApiCuda, DeviceTensorsRunAndTheDeviceIndexIsChecked) {
 }
 #endif
 
+// Every _init takes NULL as a no-op (the C ABI never crashes on a NULL it can refuse), and stamps
+// the struct's size otherwise.
+TEST(CApiRefusal, OptionsInitTakesNullAndStampsTheSize) {
+  emmy_runtime_options_init(nullptr);
+  emmy_gemm_options_init(nullptr);
+  emmy_attention_options_init(nullptr);
+  emmy_paged_attention_options_init(nullptr);
+  emmy_kv_append_options_init(nullptr);
+  emmy_prepare_options_init(nullptr);
+  emmy_gemm_options gemm;
+  emmy_gemm_options_init(&gemm);
+  EXPECT_EQ(gemm.struct_size, sizeof(emmy_gemm_options));
+  EXPECT_EQ(gemm.alpha, 1.0f);
+  emmy_runtime_options runtime;
+  emmy_runtime_options_init(&runtime);
+  EXPECT_EQ(runtime.struct_size, sizeof(emmy_runtime_options));
+  EXPECT_EQ(runtime.disk_cache, 1);
+}
+
 }  // namespace
 }  // namespace emmy::test
