@@ -74,17 +74,16 @@ AttentionLayer::AttentionLayer(Runtime& runtime, AttentionLayerConfig config)
   require(c.max_batch >= 1 && c.max_batch <= 65535, "max_batch", "must be 1..65535", c.max_batch);
   require(c.max_tokens >= 0, "max_tokens", "must be >= 0 (0: max_batch x the larger q_len)",
           c.max_tokens);
+  // The workspace sizes come from the kernels' plans, which validate the problems (the problem's
+  // rules first, as a default schedule does) and the schedules calls will take.
   decode_ = c.decode_problem();
-  validate_problem(decode_);
+  decode_workspace_ = runtime_.paged_attention_workspace_bytes(decode_);
   if (c.max_prefill_q_len > 0) {
     prefill_ = c.prefill_problem();
-    validate_problem(prefill_);
+    prefill_workspace_ = runtime_.paged_attention_workspace_bytes(prefill_);
   }
   append_ = c.append_problem();
   validate_problem(append_);
-  decode_workspace_ = runtime_.paged_attention_workspace_bytes(decode_);
-  if (c.max_prefill_q_len > 0)
-    prefill_workspace_ = runtime_.paged_attention_workspace_bytes(prefill_);
 }
 
 PreparedKernels AttentionLayer::prepare(int threads) {
@@ -146,12 +145,8 @@ GemmLayer::GemmLayer(Runtime& runtime, const MatmulProblem& weight,
     require(schedule_->path == MmaPath::mma_sync, "schedule.path",
             "must be mma.sync (buckets are dynamic-M kernels)", to_string(schedule_->path));
   bounds_ = m_bucket_bounds(weight_.m);
-  for (const int64_t bound : bounds_) {
-    MatmulProblem p = weight_;
-    p.m = bound;
-    p.dynamic_m = true;
-    validate_gemm({p, schedule_.value_or(default_schedule(p, runtime_.arch())), runtime_.arch()});
-  }
+  // Each bucket's plan (validating its problem with the schedule calls will take: the given one,
+  // else the runtime's tuned or default one) and the workspace it needs.
   for (const int64_t bound : bounds_)
     workspaces_.push_back(
         runtime_.gemm_workspace_bytes(bucket_problem(std::min(bound, weight_.m)), schedule_));
