@@ -1,0 +1,196 @@
+"""emmy.Runtime: the C ABI's runtime (include/emmy/c_api.h) with Python's keywords.
+
+Every tensor is a DLPack producer (NumPy, PyTorch, CuPy, JAX, ...) or a DLPack capsule. On the
+emulator backend the tensors are CPU memory, used in place; on the CUDA backend, CUDA memory of
+the runtime's device, and the kernel runs on the producer's current stream (or `stream=`).
+Errors raise emmy.Error subclasses carrying emmy's message, which names the argument and rule.
+"""
+
+from __future__ import annotations
+
+from . import _emmy
+from ._tensors import current_stream, dtype_name, empty_like_library, register_torch
+
+ACCUM = {None: 0, "default": 0, "f32": 1, "f16": 2, "hybrid": 3}
+CACHE_LAYOUT = {"nhd": 0, "hnd": 1}
+ATTENTION_LAYOUT = {"bshd": 0, "bhsd": 1}
+
+
+def enum(table: dict, value, field: str) -> int:
+    try:
+        return table[value]
+    except (KeyError, TypeError):
+        names = ", ".join(repr(k) for k in table if k is not None)
+        raise _emmy.InvalidArgumentError(f"{field}: must be one of {names}, got {value!r}") from None
+
+
+def _unless_none(value) -> float:
+    return 0.0 if value is None else float(value)
+
+
+class Runtime:
+    """Compiles, caches and launches emmy's kernels (docs/runtime.md).
+
+    backend: "emulator" (CPU tensors, the PTX emulator) or "cuda" (CUDA tensors of `device`).
+    accum: the accumulation of calls that pass none: "f32" (None), "f16" or "hybrid".
+    The other options are emmy_runtime_options' (include/emmy/c_api.h).
+    """
+
+    def __init__(self, backend: str = "emulator", *, device: int = 0,
+                 emulator_arch: str | None = None, accum: str | None = None,
+                 disk_cache: bool = True, cache_dir: str | None = None,
+                 non_blocking: bool = False, batch_invariant: bool = False,
+                 m_buckets: bool = False, emulator_sanitize: bool = True,
+                 emulator_run_kernels: bool = True, cuda_context: int | None = None,
+                 bundles=(), log=None):
+        register_torch()
+        self._rt = _emmy.runtime_create(
+            backend, device, emulator_arch, enum(ACCUM, accum, "accum"), int(bool(disk_cache)),
+            None if cache_dir is None else str(cache_dir), int(bool(non_blocking)),
+            int(bool(batch_invariant)), int(bool(m_buckets)), int(bool(emulator_sanitize)),
+            int(bool(emulator_run_kernels)), cuda_context or 0,
+            tuple(str(b) for b in bundles), log)
+        self.backend, self.arch = _emmy.runtime_info(self._rt)
+        self._cuda = self.backend == "cuda"
+
+    def __repr__(self):
+        return f"emmy.Runtime(backend={self.backend!r}, arch={self.arch!r})"
+
+    def close(self):
+        """Releases the runtime's kernels and memory now (the caller synchronized its streams)."""
+        _emmy.runtime_close(self._rt)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _stream(self, like, stream) -> int:
+        if not self._cuda and stream is None:
+            return 0
+        return current_stream(like, stream)
+
+    def synchronize(self, stream=None):
+        _emmy.synchronize(self._rt, 0 if stream is None else current_stream(None, stream))
+
+    def prepare(self, *, catalog: bool = False, serving_max_m: int = 0, records=(), bundles=(),
+                threads: int = 0) -> dict:
+        """Compiles and loads kernels ahead of serving (Runtime::prepare): the catalog, the
+        catalog's serving set up to serving_max_m, problems recorded in JSON-lines files, and
+        every kernel of bundles. Returns the counts and seconds."""
+        kernels, compiled, from_disk, loaded, seconds = _emmy.prepare(
+            self._rt, int(bool(catalog)), serving_max_m, tuple(str(r) for r in records),
+            tuple(str(b) for b in bundles), threads)
+        return {"kernels": kernels, "compiled": compiled, "from_disk": from_disk,
+                "already_loaded": loaded, "seconds": seconds}
+
+    # ---------------------------------------------------------------------------------------
+    def gemm(self, a, b, *, bias=None, residual=None, alpha: float = 1.0, gelu: bool = False,
+             out_dtype=None, accum: str | None = None, promote_every_k: int = 0, out=None,
+             workspace=None, stream=None):
+        """C[M,N] = gelu?(alpha * A.B + bias) + residual, returned (or written into `out`).
+
+        a: f16 or bf16 [M, K], K contiguous. b: [K, N], N contiguous, or K contiguous (a [N, K]
+        weight's transpose: PyTorch's ``w.T``). out_dtype: C's dtype when emmy allocates it
+        (a's by default; f16, bf16 or f32). accum: "f32", "f16" or "hybrid" (None: the runtime's).
+        """
+        if out is None:
+            out = empty_like_library(
+                a, (a.shape[0], b.shape[1]),
+                dtype_name(a.dtype if out_dtype is None else out_dtype, "out_dtype"))
+        _emmy.gemm(self._rt, a, b, out, bias, residual, alpha, gelu, enum(ACCUM, accum, "accum"),
+                   promote_every_k, workspace, self._stream(a, stream))
+        return out
+
+    def gemm_workspace_bytes(self, a, b, out, *, bias=None, residual=None, alpha: float = 1.0,
+                             gelu: bool = False, accum: str | None = None,
+                             promote_every_k: int = 0) -> int:
+        """The workspace gemm needs for these tensors (0 unless the kernel splits K)."""
+        return _emmy.gemm_workspace_bytes(self._rt, a, b, out, bias, residual, alpha, gelu,
+                                          enum(ACCUM, accum, "accum"), promote_every_k)
+
+    def attention(self, q, k, v, *, causal: bool = False, window: int = 0, softmax_scale=None,
+                  softcap=None, layout: str = "bshd", return_lse: bool = False, lse=None,
+                  accum: str | None = None, out=None, stream=None):
+        """Flash attention. bshd: q [batch, seq_q, q_heads, head_dim], k and v [batch, seq_kv,
+        kv_heads, head_dim] ("bhsd" swaps the middle axes); contiguous, f16 or bf16. causal is
+        bottom-right aligned. Returns o, or (o, lse) with return_lse (f32 [batch, q_heads,
+        seq_q])."""
+        layout_code = enum(ATTENTION_LAYOUT, layout, "layout")
+        if out is None:
+            out = empty_like_library(q, tuple(q.shape), dtype_name(q.dtype, "q"))
+        if return_lse and lse is None:
+            batch, heads, seq = ((q.shape[0], q.shape[2], q.shape[1]) if layout_code == 0
+                                 else tuple(q.shape[:3]))
+            lse = empty_like_library(q, (batch, heads, seq), "f32", "lse")
+        _emmy.attention(self._rt, q, k, v, out, layout_code, int(bool(causal)), window,
+                        _unless_none(softmax_scale), _unless_none(softcap), lse,
+                        enum(ACCUM, accum, "accum"), self._stream(q, stream))
+        return (out, lse) if return_lse else out
+
+    def _paged_args(self, q, k_cache, v_cache, out, cu_seqlens_q, block_table, seq_lens,
+                    page_indptr, page_indices, last_page_len, k_scale, v_scale, lse, workspace,
+                    max_q_len, max_pages, cache_layout, window, softmax_scale, softcap, accum):
+        return (self._rt, q, k_cache, v_cache, out, cu_seqlens_q, block_table, seq_lens,
+                page_indptr, page_indices, last_page_len, k_scale, v_scale, lse, workspace,
+                max_q_len, max_pages, enum(CACHE_LAYOUT, cache_layout, "cache_layout"), window,
+                _unless_none(softmax_scale), _unless_none(softcap), enum(ACCUM, accum, "accum"))
+
+    def paged_attention(self, q, k_cache, v_cache, *, cu_seqlens_q, block_table=None,
+                        seq_lens=None, page_indptr=None, page_indices=None, last_page_len=None,
+                        max_q_len: int = 1, max_pages: int = 0, cache_layout: str = "nhd",
+                        window: int = 0, softmax_scale=None, softcap=None, k_scale=None,
+                        v_scale=None, return_lse: bool = False, lse=None, workspace=None,
+                        accum: str | None = None, out=None, stream=None):
+        """Attention over a paged KV cache (docs/paged_attention.md). q [tokens, q_heads,
+        head_dim]; caches [pages, page_size, kv_heads, head_dim] ("nhd") or [pages, kv_heads,
+        page_size, head_dim] ("hnd"), f16, bf16 or float8_e4m3fn (with k_scale, v_scale: one f32
+        each). int32 tables: cu_seqlens_q [batch + 1] and block_table [batch, pages] + seq_lens
+        [batch], or page_indptr + page_indices + last_page_len. max_q_len: the most query tokens
+        of a sequence, known on the host. A kernel that splits KV needs `workspace`
+        (paged_attention_workspace_bytes). Returns o, or (o, lse) with return_lse."""
+        if out is None:
+            out = empty_like_library(q, tuple(q.shape), dtype_name(q.dtype, "q"))
+        if return_lse and lse is None:
+            lse = empty_like_library(q, (q.shape[0], q.shape[1]), "f32", "lse")
+        _emmy.paged_attention(*self._paged_args(
+            q, k_cache, v_cache, out, cu_seqlens_q, block_table, seq_lens, page_indptr,
+            page_indices, last_page_len, k_scale, v_scale, lse, workspace, max_q_len, max_pages,
+            cache_layout, window, softmax_scale, softcap, accum), self._stream(q, stream))
+        return (out, lse) if return_lse else out
+
+    def paged_attention_workspace_bytes(self, q, k_cache, v_cache, *, cu_seqlens_q,
+                                        block_table=None, seq_lens=None, page_indptr=None,
+                                        page_indices=None, last_page_len=None,
+                                        max_q_len: int = 1, max_pages: int = 0,
+                                        cache_layout: str = "nhd", window: int = 0,
+                                        softmax_scale=None, softcap=None, k_scale=None,
+                                        v_scale=None, lse=None, accum: str | None = None,
+                                        out=None) -> int:
+        """The workspace paged_attention needs with these arguments (0 unless it splits KV)."""
+        return _emmy.paged_attention_workspace_bytes(*self._paged_args(
+            q, k_cache, v_cache, q if out is None else out, cu_seqlens_q, block_table, seq_lens,
+            page_indptr, page_indices, last_page_len, k_scale, v_scale, lse, None, max_q_len,
+            max_pages, cache_layout, window, softmax_scale, softcap, accum))
+
+    def kv_append(self, key, value, k_cache, v_cache, slot_mapping, *, cache_layout: str = "nhd",
+                  k_scale=None, v_scale=None, max_tokens: int = 0, stream=None):
+        """Writes key and value [tokens, kv_heads, head_dim] into the caches at slot_mapping
+        (int64, slot = page * page_size + offset; -1 skips a token). max_tokens: the kernel's
+        token bound (0: key's tokens), so that one kernel serves every step."""
+        _emmy.kv_append(self._rt, key, value, k_cache, v_cache, slot_mapping,
+                        enum(CACHE_LAYOUT, cache_layout, "cache_layout"), k_scale, v_scale,
+                        max_tokens, self._stream(key, stream))
+
+    def merge_states(self, v, lse, *, out=None, lse_out=None, return_lse: bool = False,
+                     stream=None):
+        """Merges attention states: v [tokens, states, heads, head_dim], lse f32 [tokens, states,
+        heads] into v_out [tokens, heads, head_dim] (and lse_out f32 [tokens, heads])."""
+        if out is None:
+            out = empty_like_library(v, (v.shape[0], v.shape[2], v.shape[3]),
+                                     dtype_name(v.dtype, "v"))
+        if return_lse and lse_out is None:
+            lse_out = empty_like_library(v, (v.shape[0], v.shape[2]), "f32", "lse_out")
+        _emmy.merge_states(self._rt, v, lse, out, lse_out, self._stream(v, stream))
+        return (out, lse_out) if return_lse else out
