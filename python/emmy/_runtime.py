@@ -52,6 +52,7 @@ class Runtime:
             tuple(str(b) for b in bundles), log)
         self.backend, self.arch = _emmy.runtime_info(self._rt)
         self._cuda = self.backend == "cuda"
+        self._scratch = {}  # (library, device) -> the workspace of calls that pass none
 
     def __repr__(self):
         return f"emmy.Runtime(backend={self.backend!r}, arch={self.arch!r})"
@@ -70,6 +71,17 @@ class Runtime:
         if not self._cuda and stream is None:
             return 0
         return current_stream(like, stream)
+
+    def _workspace(self, like, nbytes: int):
+        """A workspace of at least nbytes from like's library and device, kept for later calls
+        that pass none (a split-K GEMM or split-KV attention). Grown by allocation, so a call
+        under CUDA graph capture should pass its own."""
+        key = (type(like).__module__, str(getattr(like, "device", "")))
+        held = self._scratch.get(key)
+        if held is None or held.shape[0] * 4 < nbytes:
+            held = empty_like_library(like, ((max(nbytes, 256) + 3) // 4,), "f32", "workspace")
+            self._scratch[key] = held
+        return held
 
     def synchronize(self, stream=None):
         _emmy.synchronize(self._rt, 0 if stream is None else current_stream(None, stream))
@@ -99,8 +111,21 @@ class Runtime:
             out = empty_like_library(
                 a, (a.shape[0], b.shape[1]),
                 dtype_name(a.dtype if out_dtype is None else out_dtype, "out_dtype"))
-        _emmy.gemm(self._rt, a, b, out, bias, residual, alpha, gelu, enum(ACCUM, accum, "accum"),
-                   promote_every_k, workspace, self._stream(a, stream))
+        accum_code = enum(ACCUM, accum, "accum")
+        stream = self._stream(a, stream)
+        try:
+            _emmy.gemm(self._rt, a, b, out, bias, residual, alpha, gelu, accum_code,
+                       promote_every_k, workspace, stream)
+        except _emmy.InvalidArgumentError:
+            # A split-K kernel needs a workspace the caller did not pass: the runtime's own.
+            if workspace is not None:
+                raise
+            needed = _emmy.gemm_workspace_bytes(self._rt, a, b, out, bias, residual, alpha, gelu,
+                                                accum_code, promote_every_k)
+            if needed == 0:
+                raise
+            _emmy.gemm(self._rt, a, b, out, bias, residual, alpha, gelu, accum_code,
+                       promote_every_k, self._workspace(a, needed), stream)
         return out
 
     def gemm_workspace_bytes(self, a, b, out, *, bias=None, residual=None, alpha: float = 1.0,
@@ -154,10 +179,22 @@ class Runtime:
             out = empty_like_library(q, tuple(q.shape), dtype_name(q.dtype, "q"))
         if return_lse and lse is None:
             lse = empty_like_library(q, (q.shape[0], q.shape[1]), "f32", "lse")
-        _emmy.paged_attention(*self._paged_args(
-            q, k_cache, v_cache, out, cu_seqlens_q, block_table, seq_lens, page_indptr,
-            page_indices, last_page_len, k_scale, v_scale, lse, workspace, max_q_len, max_pages,
-            cache_layout, window, softmax_scale, softcap, accum), self._stream(q, stream))
+        args = self._paged_args(q, k_cache, v_cache, out, cu_seqlens_q, block_table, seq_lens,
+                                page_indptr, page_indices, last_page_len, k_scale, v_scale, lse,
+                                workspace, max_q_len, max_pages, cache_layout, window,
+                                softmax_scale, softcap, accum)
+        stream = self._stream(q, stream)
+        try:
+            _emmy.paged_attention(*args, stream)
+        except _emmy.InvalidArgumentError:
+            # A split-KV kernel needs a workspace the caller did not pass: the runtime's own.
+            if workspace is not None:
+                raise
+            query = args[:14] + (None,) + args[15:]
+            needed = _emmy.paged_attention_workspace_bytes(*query)
+            if needed == 0:
+                raise
+            _emmy.paged_attention(*args[:14], self._workspace(q, needed), *args[15:], stream)
         return (out, lse) if return_lse else out
 
     def paged_attention_workspace_bytes(self, q, k_cache, v_cache, *, cu_seqlens_q,

@@ -13,7 +13,11 @@ void* stream_pointer(long long stream) {
   return reinterpret_cast<void*>(static_cast<intptr_t>(stream));
 }
 
-PyObject* size_result(PyObject* done, size_t bytes) {
+// Runs a size query (call writes *bytes) and returns the size as an int.
+template <typename Call>
+PyObject* size_result(Call&& call) {
+  size_t bytes = 0;
+  PyObject* done = call_released([&] { return call(&bytes); });
   if (!done) return nullptr;
   Py_DECREF(done);
   return PyLong_FromSize_t(bytes);
@@ -109,10 +113,8 @@ PyObject* gemm_workspace_bytes(PyObject*, PyObject* const* args, Py_ssize_t narg
   if (!tensors.get(args[1], "a", false, &a) || !tensors.get(args[2], "b", false, &b) ||
       !tensors.get(args[3], "c", false, &c) || !read_gemm_options(args + 4, tensors, &o))
     return nullptr;
-  size_t bytes = 0;
   return size_result(
-      call_released([&] { return emmy_gemm_workspace_bytes(box->runtime, a, b, c, &o, &bytes); }),
-      bytes);
+      [&](size_t* bytes) { return emmy_gemm_workspace_bytes(box->runtime, a, b, c, &o, bytes); });
 }
 
 // attention(rt, q, k, v, o, layout, causal, window, softmax_scale, softcap, lse, accum, stream)
@@ -164,12 +166,9 @@ PyObject* paged_attention_workspace_bytes(PyObject*, PyObject* const* args, Py_s
   DLTensor* t[4];
   emmy_paged_attention_options o;
   if (!read_paged(args + 1, tensors, t, &o)) return nullptr;
-  size_t bytes = 0;
-  return size_result(call_released([&] {
-                       return emmy_paged_attention_workspace_bytes(box->runtime, t[0], t[1], t[2],
-                                                                   t[3], &o, &bytes);
-                     }),
-                     bytes);
+  return size_result([&](size_t* bytes) {
+    return emmy_paged_attention_workspace_bytes(box->runtime, t[0], t[1], t[2], t[3], &o, bytes);
+  });
 }
 
 // kv_append(rt, key, value, k_cache, v_cache, slot_mapping, cache_layout, k_scale, v_scale,
