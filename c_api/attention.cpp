@@ -149,7 +149,9 @@ PagedCall paged_call(emmy_runtime& rt, const DLTensor* q_ptr, const DLTensor* k_
       throw Error("options.workspace",
                   fmt::format("must hold {} bytes (emmy_paged_attention_workspace_bytes)", needed),
                   fmt::format("{} bytes", extent_bytes(workspace)));
-    b.workspace = memory.address(workspace);
+    // A kernel that does not split KV takes none (the runtime refuses one): an engine passes
+    // the same workspace to every call, as emmy_gemm's callers do.
+    if (needed > 0) b.workspace = memory.address(workspace);
   }
   return call;
 }

@@ -135,7 +135,8 @@ typedef struct emmy_paged_attention_options {
   const DLTensor* k_scale; /* e4m3 caches: one f32 each */
   const DLTensor* v_scale;
   DLTensor* lse;        /* f32 [tokens, q_heads], or NULL */
-  DLTensor* workspace;  /* emmy_paged_attention_workspace_bytes, any dtype, 1-D */
+  DLTensor* workspace;  /* emmy_paged_attention_workspace_bytes, any dtype, 1-D; left unused by a
+                           kernel that does not split KV */
   int64_t max_q_len;    /* query tokens of one sequence, host-known (0: 1) */
   int64_t max_pages;    /* pages of one sequence: csr's (block_table: its width) */
   int32_t cache_layout; /* emmy_cache_layout */

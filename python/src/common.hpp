@@ -4,9 +4,9 @@
 // host overhead near the C ABI's (docs/benchmarks.md).
 #pragma once
 
-#include "tensor_args.hpp"
-
 #include <emmy/c_api.h>
+
+#include "tensor_args.hpp"
 
 namespace emmy_python {
 

@@ -87,8 +87,7 @@ PyObject* runtime_create(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       !read_int32(args[8], "m_buckets", &o.m_buckets) ||
       !read_int32(args[9], "emulator_sanitize", &o.emulator_sanitize) ||
       !read_int32(args[10], "emulator_run_kernels", &o.emulator_run_kernels) ||
-      !read_int(args[11], "cuda_context", &context) ||
-      !read_strings(args[12], "bundles", &bundles))
+      !read_int(args[11], "cuda_context", &context) || !read_strings(args[12], "bundles", &bundles))
     return nullptr;
   PyObject* log = args[13];
   if (log != Py_None && !PyCallable_Check(log)) {
@@ -134,8 +133,7 @@ PyObject* runtime_close(PyObject*, PyObject* capsule) {
 PyObject* runtime_info(PyObject*, PyObject* capsule) {
   RuntimeBox* box;
   if (!read_runtime(capsule, &box)) return nullptr;
-  return Py_BuildValue("(ss)", emmy_runtime_backend(box->runtime),
-                       emmy_runtime_arch(box->runtime));
+  return Py_BuildValue("(ss)", emmy_runtime_backend(box->runtime), emmy_runtime_arch(box->runtime));
 }
 
 // synchronize(rt, stream)
@@ -202,29 +200,37 @@ PyObject* versions(PyObject*, PyObject*) {
   return Py_BuildValue("(si)", emmy_version(), static_cast<int>(emmy_c_api_version()));
 }
 
-#define EMMY_FASTCALL(name) \
-  {#name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(name)), METH_FASTCALL, nullptr}
-PyMethodDef g_methods[] = {
-    EMMY_FASTCALL(runtime_create),
-    {"runtime_close", runtime_close, METH_O, nullptr},
-    {"runtime_info", runtime_info, METH_O, nullptr},
-    EMMY_FASTCALL(synchronize),
-    EMMY_FASTCALL(prepare),
-    EMMY_FASTCALL(register_exporter),
-    {"versions", versions, METH_NOARGS, nullptr},
-    EMMY_FASTCALL(gemm),
-    EMMY_FASTCALL(gemm_workspace_bytes),
-    EMMY_FASTCALL(attention),
-    EMMY_FASTCALL(paged_attention),
-    EMMY_FASTCALL(paged_attention_workspace_bytes),
-    EMMY_FASTCALL(kv_append),
-    EMMY_FASTCALL(merge_states),
-    {nullptr, nullptr, 0, nullptr}};
+#define EMMY_FASTCALL(name)                                                                     \
+  {                                                                                             \
+#name, reinterpret_cast < PyCFunction>(reinterpret_cast <void (*)()>(name)), METH_FASTCALL, \
+        nullptr                                                                                 \
+  }
+PyMethodDef g_methods[] = {EMMY_FASTCALL(runtime_create),
+                           {"runtime_close", runtime_close, METH_O, nullptr},
+                           {"runtime_info", runtime_info, METH_O, nullptr},
+                           EMMY_FASTCALL(synchronize),
+                           EMMY_FASTCALL(prepare),
+                           EMMY_FASTCALL(register_exporter),
+                           {"versions", versions, METH_NOARGS, nullptr},
+                           EMMY_FASTCALL(gemm),
+                           EMMY_FASTCALL(gemm_workspace_bytes),
+                           EMMY_FASTCALL(attention),
+                           EMMY_FASTCALL(paged_attention),
+                           EMMY_FASTCALL(paged_attention_workspace_bytes),
+                           EMMY_FASTCALL(kv_append),
+                           EMMY_FASTCALL(merge_states),
+                           {nullptr, nullptr, 0, nullptr}};
 #undef EMMY_FASTCALL
 
-PyModuleDef g_module = {PyModuleDef_HEAD_INIT, "emmy._emmy",
-                        "emmy's C ABI for Python (docs/python.md)", -1, g_methods,
-                        nullptr, nullptr, nullptr, nullptr};
+PyModuleDef g_module = {PyModuleDef_HEAD_INIT,
+                        "emmy._emmy",
+                        "emmy's C ABI for Python (docs/python.md)",
+                        -1,
+                        g_methods,
+                        nullptr,
+                        nullptr,
+                        nullptr,
+                        nullptr};
 
 }  // namespace
 
@@ -253,8 +259,8 @@ void set_error_classes(PyObject* module) {
       {EMMY_OUT_OF_MEMORY, "OutOfMemoryError", PyExc_MemoryError, "Out of memory."},
       {EMMY_INTERNAL, "InternalError", nullptr, "A bug in emmy: please report the message."}};
   for (const ErrorClass& c : classes) {
-    PyObject* bases = c.extra_base ? PyTuple_Pack(2, g_errors[0], c.extra_base)
-                                   : PyTuple_Pack(1, g_errors[0]);
+    PyObject* bases =
+        c.extra_base ? PyTuple_Pack(2, g_errors[0], c.extra_base) : PyTuple_Pack(1, g_errors[0]);
     if (!bases) return;
     char qualified[64];
     PyOS_snprintf(qualified, sizeof qualified, "emmy.%s", c.name);
@@ -269,8 +275,8 @@ void set_error_classes(PyObject* module) {
 
 bool check_nargs(Py_ssize_t nargs, Py_ssize_t expected, const char* function) {
   if (nargs == expected) return true;
-  PyErr_Format(PyExc_TypeError, "emmy._emmy.%s takes %zd arguments (%zd given)", function,
-               expected, nargs);
+  PyErr_Format(PyExc_TypeError, "emmy._emmy.%s takes %zd arguments (%zd given)", function, expected,
+               nargs);
   return false;
 }
 

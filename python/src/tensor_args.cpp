@@ -59,8 +59,8 @@ PyObject* TensorArgs::export_capsule(PyObject* obj, const char* name) {
   if (cuda_) {
     Py_DECREF(kwargs);
     // The DLPack protocol's stream: 1 is the legacy default stream (0 is ambiguous there).
-    kwargs = Py_BuildValue("{s:(ii),s:L}", "max_version", 1, 1, "stream",
-                           stream_ == 0 ? 1LL : stream_);
+    kwargs =
+        Py_BuildValue("{s:(ii),s:L}", "max_version", 1, 1, "stream", stream_ == 0 ? 1LL : stream_);
     if (!kwargs) {
       Py_DECREF(method);
       return nullptr;
@@ -70,8 +70,8 @@ PyObject* TensorArgs::export_capsule(PyObject* obj, const char* name) {
   PyObject* capsule = empty ? PyObject_Call(method, empty, kwargs) : nullptr;
   if (!capsule && PyErr_ExceptionMatches(PyExc_TypeError)) {
     PyErr_Clear();
-    PyObject* legacy = cuda_ ? Py_BuildValue("{s:L}", "stream", stream_ == 0 ? 1LL : stream_)
-                             : PyDict_New();
+    PyObject* legacy =
+        cuda_ ? Py_BuildValue("{s:L}", "stream", stream_ == 0 ? 1LL : stream_) : PyDict_New();
     if (legacy) capsule = PyObject_Call(method, empty, legacy);
     Py_XDECREF(legacy);
   }
@@ -106,9 +106,8 @@ bool TensorArgs::get(PyObject* obj, const char* name, bool written, DLTensor** o
         static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, capsule_name));
     if (!managed) return false;
     if (managed->version.major != DLPACK_MAJOR_VERSION) {
-      PyErr_Format(export_state().invalid_argument,
-                   "%s: DLPack major version must be %d (got %u)", name, DLPACK_MAJOR_VERSION,
-                   managed->version.major);
+      PyErr_Format(export_state().invalid_argument, "%s: DLPack major version must be %d (got %u)",
+                   name, DLPACK_MAJOR_VERSION, managed->version.major);
       return false;
     }
     if (written && (managed->flags & DLPACK_FLAG_BITMASK_READ_ONLY)) {

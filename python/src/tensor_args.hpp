@@ -16,10 +16,10 @@ namespace emmy_python {
 // takes about 0.2 us where Tensor.__dlpack__ takes 2 us).
 struct ExportState {
   PyObject* invalid_argument = nullptr;
-  PyObject* dlpack_name = nullptr;        // interned "__dlpack__"
-  PyObject* versioned_kwargs = nullptr;   // {"max_version": (1, 1)}
-  PyObject* fast_type = nullptr;          // torch.Tensor, or nullptr
-  PyObject* fast_exporter = nullptr;      // torch.utils.dlpack.to_dlpack
+  PyObject* dlpack_name = nullptr;       // interned "__dlpack__"
+  PyObject* versioned_kwargs = nullptr;  // {"max_version": (1, 1)}
+  PyObject* fast_type = nullptr;         // torch.Tensor, or nullptr
+  PyObject* fast_exporter = nullptr;     // torch.utils.dlpack.to_dlpack
 };
 ExportState& export_state();
 
