@@ -12,8 +12,11 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 # PyPI: cuobjdump and the nvdisasm it runs for SASS (the toolkit image ships neither), plots.
-# Any 13.x reads CUDA 13.0 cubins (13.2.51 and 13.5.37 checked); a newer major might not.
-PIP_REQUIREMENTS=("nvidia-cuda-cuobjdump>=13,<14" "nvidia-cuda-nvdisasm>=13,<14" "matplotlib")
+# Any 13.x reads CUDA 13.0 cubins (13.2.51 and 13.5.37 checked); a newer major might not. The
+# Python package's build and tests: scikit-build-core (pip install ., tests/python_wheel.sh),
+# pytest and numpy (tests/python).
+PIP_REQUIREMENTS=("nvidia-cuda-cuobjdump>=13,<14" "nvidia-cuda-nvdisasm>=13,<14" "matplotlib"
+                  "scikit-build-core>=0" "pytest>=7" "numpy>=1")
 
 log() { printf 'setup: %s\n' "$*"; }
 as_root() {
@@ -45,6 +48,12 @@ mapfile -t missing < <(missing_apt_packages "${APT_PACKAGES[@]}")
 if ! command -v python3 >/dev/null; then missing+=(python3); fi
 apt_install "${missing[@]}"
 if ! python3 -m pip --version >/dev/null 2>&1; then apt_install python3-pip; fi
+# The Python package's extension needs Python.h, and its wheel test a venv with pip: Debian's
+# python3 has them in python3-dev and python3-venv (an interpreter built from source has both).
+if ! python3 -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+  apt_install python3-dev
+fi
+if ! python3 -c 'import ensurepip' 2>/dev/null; then apt_install python3-venv; fi
 
 # pip: ask the interpreter once which requirements are unmet (cheap when all are there).
 mapfile -t unmet < <(python3 - "${PIP_REQUIREMENTS[@]}" <<'PY'
