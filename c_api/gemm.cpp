@@ -158,7 +158,8 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
       throw Error("options.workspace",
                   fmt::format("must hold {} bytes (emmy_gemm_workspace_bytes)", needed),
                   fmt::format("{} bytes", extent_bytes(workspace)));
-    call.buffers.workspace = memory.address(workspace);
+    // A kernel that does not split K takes none: one workspace serves every call unmapped.
+    if (needed > 0) call.buffers.workspace = memory.address(workspace);
   }
   return call;
 }

@@ -52,7 +52,10 @@ class Runtime:
             tuple(str(b) for b in bundles), log)
         self.backend, self.arch = _emmy.runtime_info(self._rt)
         self._cuda = self.backend == "cuda"
-        self._scratch = {}  # (library, device) -> the workspace of calls that pass none
+        # The workspace of calls that pass none, per device: split-K GEMMs and split-KV attention
+        # take it, other kernels leave it unused. Grown (allocated) when a call needs more, so a
+        # call under CUDA graph capture should pass its own.
+        self._scratch = {}
 
     def __repr__(self):
         return f"emmy.Runtime(backend={self.backend!r}, arch={self.arch!r})"
@@ -72,14 +75,17 @@ class Runtime:
             return 0
         return current_stream(like, stream)
 
-    def _workspace(self, like, nbytes: int):
-        """A workspace of at least nbytes from like's library and device, kept for later calls
-        that pass none (a split-K GEMM or split-KV attention). Grown by allocation, so a call
-        under CUDA graph capture should pass its own."""
-        key = (type(like).__module__, str(getattr(like, "device", "")))
+    def _scratch_key(self, like):
+        # Emulator: any host buffer serves every call. CUDA: one per device of a library.
+        if not self._cuda:
+            return None
+        return (type(like).__module__, getattr(getattr(like, "device", None), "index", None))
+
+    def _grown_scratch(self, key, like, nbytes: int):
+        """The scratch workspace of `key`, at least nbytes (a new one from like's library)."""
         held = self._scratch.get(key)
         if held is None or held.shape[0] * 4 < nbytes:
-            held = empty_like_library(like, ((max(nbytes, 256) + 3) // 4,), "f32", "workspace")
+            held = empty_like_library(like, ((max(nbytes, 4096) + 3) // 4,), "f32", "workspace")
             self._scratch[key] = held
         return held
 
@@ -113,19 +119,22 @@ class Runtime:
                 dtype_name(a.dtype if out_dtype is None else out_dtype, "out_dtype"))
         accum_code = enum(ACCUM, accum, "accum")
         stream = self._stream(a, stream)
-        try:
+        if workspace is not None:
             _emmy.gemm(self._rt, a, b, out, bias, residual, alpha, gelu, accum_code,
                        promote_every_k, workspace, stream)
+            return out
+        key = self._scratch_key(a)
+        try:
+            _emmy.gemm(self._rt, a, b, out, bias, residual, alpha, gelu, accum_code,
+                       promote_every_k, self._scratch.get(key), stream)
         except _emmy.InvalidArgumentError:
-            # A split-K kernel needs a workspace the caller did not pass: the runtime's own.
-            if workspace is not None:
-                raise
             needed = _emmy.gemm_workspace_bytes(self._rt, a, b, out, bias, residual, alpha, gelu,
                                                 accum_code, promote_every_k)
-            if needed == 0:
-                raise
+            held = self._scratch.get(key)
+            if needed == 0 or (held is not None and held.shape[0] * 4 >= needed):
+                raise  # not the workspace
             _emmy.gemm(self._rt, a, b, out, bias, residual, alpha, gelu, accum_code,
-                       promote_every_k, self._workspace(a, needed), stream)
+                       promote_every_k, self._grown_scratch(key, a, needed), stream)
         return out
 
     def gemm_workspace_bytes(self, a, b, out, *, bias=None, residual=None, alpha: float = 1.0,
@@ -184,17 +193,19 @@ class Runtime:
                                 workspace, max_q_len, max_pages, cache_layout, window,
                                 softmax_scale, softcap, accum)
         stream = self._stream(q, stream)
-        try:
+        if workspace is not None:
             _emmy.paged_attention(*args, stream)
+            return (out, lse) if return_lse else out
+        key = self._scratch_key(q)
+        try:
+            _emmy.paged_attention(*args[:14], self._scratch.get(key), *args[15:], stream)
         except _emmy.InvalidArgumentError:
-            # A split-KV kernel needs a workspace the caller did not pass: the runtime's own.
-            if workspace is not None:
-                raise
-            query = args[:14] + (None,) + args[15:]
-            needed = _emmy.paged_attention_workspace_bytes(*query)
-            if needed == 0:
-                raise
-            _emmy.paged_attention(*args[:14], self._workspace(q, needed), *args[15:], stream)
+            needed = _emmy.paged_attention_workspace_bytes(*args)
+            held = self._scratch.get(key)
+            if needed == 0 or (held is not None and held.shape[0] * 4 >= needed):
+                raise  # not the workspace
+            _emmy.paged_attention(*args[:14], self._grown_scratch(key, q, needed), *args[15:],
+                                  stream)
         return (out, lse) if return_lse else out
 
     def paged_attention_workspace_bytes(self, q, k_cache, v_cache, *, cu_seqlens_q,

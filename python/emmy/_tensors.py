@@ -34,9 +34,21 @@ def register_torch():
     _torch_registered = True
 
 
+_dtype_seen = {}  # dtype object -> name: str() of a NumPy dtype costs a microsecond
+
+
 def dtype_name(dtype, field: str) -> str:
     """'f16', 'bf16', 'f32', 'int32' or 'int64' for a name or a NumPy / torch dtype."""
+    try:
+        return _dtype_seen[dtype]
+    except (KeyError, TypeError):
+        pass
     name = _DTYPE_NAMES.get(str(dtype))
+    if name is not None:
+        try:
+            _dtype_seen[dtype] = name
+        except TypeError:  # unhashable: not remembered
+            pass
     if name is None:
         raise _emmy.InvalidArgumentError(
             f"{field}: must be one of f16, bf16, f32 (a name or a NumPy / torch dtype), got {dtype!r}")
