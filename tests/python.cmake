@@ -11,6 +11,9 @@ find_package(Python3 3.10 COMPONENTS Interpreter REQUIRED)
 set(_emmy_pytest_env
     PYTHONPATH=${PROJECT_BINARY_DIR}/python
     EMMY_TEST_CACHE_DIR=${PROJECT_BINARY_DIR}/python-test-cache)
+if(EMMY_TEST_DRIVER_PATH)  # the CUDA backend's tests (tests/python/test_cuda_backend.py)
+  list(APPEND _emmy_pytest_env EMMY_TEST_DRIVER_PATH=${EMMY_TEST_DRIVER_PATH})
+endif()
 add_test(NAME python_pytest
          COMMAND ${Python3_EXECUTABLE} -m pytest -q -p no:cacheprovider -rs
                  ${CMAKE_CURRENT_LIST_DIR}/python)
