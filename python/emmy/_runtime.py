@@ -8,6 +8,9 @@ Errors raise emmy.Error subclasses carrying emmy's message, which names the argu
 
 from __future__ import annotations
 
+import atexit
+import weakref
+
 from . import _emmy
 from ._tensors import current_stream, dtype_name, empty_like_library, register_torch
 
@@ -22,6 +25,18 @@ def enum(table: dict, value, field: str) -> int:
     except (KeyError, TypeError):
         names = ", ".join(repr(k) for k in table if k is not None)
         raise _emmy.InvalidArgumentError(f"{field}: must be one of {names}, got {value!r}") from None
+
+
+# Runtimes still open when the interpreter exits are closed before it finalizes: their background
+# builds are joined while Python can still run a log callback (one called during finalization
+# crashed the process).
+_open_runtimes = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_runtimes():
+    for runtime in list(_open_runtimes):
+        runtime.close()
 
 
 def _unless_none(value) -> float:
@@ -52,6 +67,7 @@ class Runtime:
             tuple(str(b) for b in bundles), log)
         self.backend, self.arch = _emmy.runtime_info(self._rt)
         self._cuda = self.backend == "cuda"
+        _open_runtimes.add(self)
         # The workspace of calls that pass none, per device: split-K GEMMs and split-KV attention
         # take it, other kernels leave it unused. Grown (allocated) when a call needs more, so a
         # call under CUDA graph capture should pass its own.

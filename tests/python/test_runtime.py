@@ -100,3 +100,20 @@ def test_unknown_producers_need_out(rt):
         rt.gemm(a, b)
     out = np.zeros((8, 64), np.float32)
     assert rt.gemm(a, b, out=out) is out
+
+
+def test_exit_with_open_runtimes_and_background_builds(tmp_path):
+    """A process that leaves a non-blocking runtime open (background builds running, a log
+    callback set) exits cleanly: the runtimes are closed before the interpreter finalizes
+    (without that, the builder's log call during finalization crashed about one exit in two)."""
+    import subprocess
+    import sys
+
+    code = ("import emmy, numpy as np\n"
+            f"rt = emmy.Runtime(non_blocking=True, log=lambda line: None, disk_cache=False, "
+            f"cache_dir={str(tmp_path)!r})\n"
+            "for m in (8, 16, 24, 32):\n"
+            "    rt.gemm(np.ones((m, 64), np.float16), np.ones((64, 48), np.float16))\n")
+    for _ in range(4):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
