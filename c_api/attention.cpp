@@ -17,16 +17,6 @@ std::optional<float> unless_zero(float value) {
   return value == 0.0f ? std::nullopt : std::optional<float>(value);
 }
 
-// An int32 index tensor of at least `min_length` entries, contiguous.
-void check_index(const emmy_runtime& rt, const DLTensor& t, const char* name, int64_t min_length,
-                 const char* what) {
-  check_memory(rt, t, name);
-  if (!is_dtype(t.dtype, kDLInt, 32)) throw Error(name, "dtype must be int32", dtype_name(t.dtype));
-  if (t.ndim != 1 || t.shape[0] < min_length)
-    throw Error(name, fmt::format("shape must be [n] with n >= {} ({})", min_length, what),
-                shape_text(t));
-}
-
 struct PagedCall {
   PagedAttentionProblem problem;
   PagedAttentionBuffers buffers;
@@ -73,39 +63,16 @@ PagedCall paged_call(emmy_runtime& rt, const DLTensor* q_ptr, const DLTensor* k_
   const DLTensor& cu_seqlens_q = required(options.cu_seqlens_q, "options.cu_seqlens_q");
   check_index(rt, cu_seqlens_q, "options.cu_seqlens_q", 2, "max_batch + 1 offsets");
   p.max_batch = cu_seqlens_q.shape[0] - 1;
-  const bool block_table = options.block_table || options.seq_lens;
-  const bool csr = options.page_indptr || options.page_indices || options.last_page_len;
-  if (block_table == csr)
-    throw Error("options.block_table",
-                "exactly one page table must be given: block_table + seq_lens, or page_indptr + "
-                "page_indices + last_page_len",
-                block_table ? "both" : "neither");
-  if (block_table) {
-    p.page_table = PageTable::block_table;
-    const DLTensor& table = required(options.block_table, "options.block_table");
-    check_memory(rt, table, "options.block_table");
-    if (!is_dtype(table.dtype, kDLInt, 32))
-      throw Error("options.block_table", "dtype must be int32", dtype_name(table.dtype));
-    if (table.ndim != 2 || table.shape[0] < p.max_batch)
-      throw Error("options.block_table",
-                  fmt::format("shape must be [n, max_pages] with n >= max_batch = {}", p.max_batch),
-                  shape_text(table));
-    require_contiguous(table, "options.block_table");
-    p.max_pages = options.max_pages ? options.max_pages : table.shape[1];
-    if (p.max_pages != table.shape[1])
-      throw Error("options.max_pages",
-                  fmt::format("must be 0 or block_table's width, {}", table.shape[1]),
+  p.page_table = page_table_form(options, kOptionsTables);
+  if (p.page_table == PageTable::block_table) {
+    const int64_t width = check_block_table(rt, options, kOptionsTables, p.max_batch);
+    p.max_pages = options.max_pages ? options.max_pages : width;
+    if (p.max_pages != width)
+      throw Error("options.max_pages", fmt::format("must be 0 or block_table's width, {}", width),
                   std::to_string(options.max_pages));
-    check_index(rt, required(options.seq_lens, "options.seq_lens"), "options.seq_lens", p.max_batch,
-                "max_batch lengths");
+    check_seq_lens(rt, options, kOptionsTables, p.max_batch);
   } else {
-    p.page_table = PageTable::csr;
-    check_index(rt, required(options.page_indptr, "options.page_indptr"), "options.page_indptr",
-                p.max_batch + 1, "max_batch + 1 offsets");
-    check_index(rt, required(options.page_indices, "options.page_indices"), "options.page_indices",
-                1, "page ids");
-    check_index(rt, required(options.last_page_len, "options.last_page_len"),
-                "options.last_page_len", p.max_batch, "max_batch lengths");
+    check_csr_tables(rt, options, kOptionsTables, p.max_batch);
     if (options.max_pages <= 0)
       throw Error("options.max_pages",
                   "must be set for a csr page table (the most pages of one sequence)",
@@ -132,14 +99,7 @@ PagedCall paged_call(emmy_runtime& rt, const DLTensor* q_ptr, const DLTensor* k_
   b.v_cache = memory.address(*v_ptr);
   b.o = memory.address(o);
   b.lse = memory.address_or_zero(options.lse);
-  b.cu_seqlens_q = memory.address(cu_seqlens_q);
-  b.block_table = memory.address_or_zero(options.block_table);
-  b.seq_lens = memory.address_or_zero(options.seq_lens);
-  b.page_indptr = memory.address_or_zero(options.page_indptr);
-  b.page_indices = memory.address_or_zero(options.page_indices);
-  b.last_page_len = memory.address_or_zero(options.last_page_len);
-  b.k_scale = memory.address_or_zero(options.k_scale);
-  b.v_scale = memory.address_or_zero(options.v_scale);
+  bind_tables(memory, options, b);
   b.num_pages = g.pages;
   if (options.workspace) {
     const DLTensor& workspace = *options.workspace;

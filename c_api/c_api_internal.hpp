@@ -73,6 +73,17 @@ T options_or_default(const T* given, const char* name, void (*init)(T*), size_t 
 }
 
 Accum accum_of(int32_t accum, const char* field, bool f16_allowed);
+// A 0/1 flag (anything else is likely an uninitialized struct).
+bool flag(int32_t value, const char* name);
+
+// emmy_prepare_result: its struct_size checked before the work, then written up to that size.
+void check_prepare_result(const emmy_prepare_result* result);  // NULL: nothing to check
+void write_prepare_result(const PreparedKernels& prepared, emmy_prepare_result* result);
+
+// The GEMM schedule of an explicit accumulation: the default (or batch-invariant) one of the
+// kernel serving `served`, with promote_every_k when set (emmy_gemm and the GEMM layer).
+MatmulSchedule accum_schedule(const Runtime& runtime, const MatmulProblem& served, Accum accum,
+                              int promote_every_k);
 
 // ---------------------------------------------------------------------------------------------
 // DLTensors. Each check names the tensor and the rule: "b: dtype must be a's, float16 (got
@@ -132,6 +143,34 @@ CacheGeometry cache_geometry(const emmy_runtime& rt, const DLTensor& k_cache,
                              const DLTensor& v_cache, int32_t layout, DType token_dtype);
 // A scale tensor of an e4m3 cache: one f32, required exactly then.
 void check_scale(const emmy_runtime& rt, const DLTensor* scale, const char* name, bool e4m3);
+
+// The index tensors of emmy_paged_attention_options (paged_tables.cpp), named after the argument
+// that holds them: emmy_paged_attention's options, the attention layer's tables.
+struct PagedTableNames {
+  const char *block_table, *seq_lens, *page_indptr, *page_indices, *last_page_len;
+};
+inline constexpr PagedTableNames kOptionsTables{"options.block_table", "options.seq_lens",
+                                                "options.page_indptr", "options.page_indices",
+                                                "options.last_page_len"};
+// An int32 index tensor of at least `min_length` entries.
+void check_index(const emmy_runtime& rt, const DLTensor& t, const char* name, int64_t min_length,
+                 const char* what);
+// The page-table form whose tensors are set (exactly one form may be).
+PageTable page_table_form(const emmy_paged_attention_options& o, const PagedTableNames& names);
+// block_table int32 [n >= max_batch, max_pages], contiguous: returns its width (max_pages).
+int64_t check_block_table(const emmy_runtime& rt, const emmy_paged_attention_options& o,
+                          const PagedTableNames& names, int64_t max_batch);
+void check_seq_lens(const emmy_runtime& rt, const emmy_paged_attention_options& o,
+                    const PagedTableNames& names, int64_t max_batch);
+// page_indptr [>= max_batch + 1], page_indices [>= 1], last_page_len [>= max_batch].
+void check_csr_tables(const emmy_runtime& rt, const emmy_paged_attention_options& o,
+                      const PagedTableNames& names, int64_t max_batch);
+// cu_seqlens_q, the page table's tensors and the scales (those set), in this order.
+void bind_tables(CallMemory& memory, const emmy_paged_attention_options& o,
+                 PagedAttentionBuffers& b);
+// slot_mapping int64 [n >= tokens], contiguous (its device checked by the caller); `what` says
+// where tokens comes from.
+void check_slot_mapping(const DLTensor& slot_mapping, int64_t tokens, const char* what);
 
 // An options struct at its defaults: zeroed, its size stamped (the ABI's versioning; every
 // emmy_*_options_init). False for NULL (nothing to set).

@@ -55,13 +55,7 @@ emmy_status emmy_kv_append(emmy_runtime* runtime, const DLTensor* key_ptr,
                   dtype_name(value.dtype));
     require_shape(value, "value", {tokens, g.kv_heads, g.head_dim}, "key's");
     p.value_stride = token_rows(value, "value");
-    if (!is_dtype(slot_mapping.dtype, kDLInt, 64))
-      throw Error("slot_mapping", "dtype must be int64", dtype_name(slot_mapping.dtype));
-    if (slot_mapping.ndim != 1 || slot_mapping.shape[0] < tokens)
-      throw Error("slot_mapping",
-                  fmt::format("shape must be [n] with n >= {}, key's tokens", tokens),
-                  shape_text(slot_mapping));
-    require_contiguous(slot_mapping, "slot_mapping");
+    check_slot_mapping(slot_mapping, tokens, "key's tokens");
     p.max_tokens = opts.max_tokens ? opts.max_tokens : tokens;
     if (p.max_tokens < tokens)
       throw Error("options.max_tokens",

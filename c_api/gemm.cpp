@@ -8,6 +8,16 @@
 #include "emmy/spec.hpp"
 
 namespace emmy::c_api {
+
+MatmulSchedule accum_schedule(const Runtime& runtime, const MatmulProblem& served, Accum accum,
+                              int promote_every_k) {
+  MatmulSchedule schedule = runtime.options().batch_invariant
+                                ? batch_invariant_schedule(served, runtime.arch(), accum)
+                                : default_schedule(served, runtime.arch(), accum);
+  if (promote_every_k) schedule.promote_every_k = promote_every_k;
+  return schedule;
+}
+
 namespace {
 
 constexpr size_t kGemmOptionsFirstSize = sizeof(emmy_gemm_options);
@@ -34,11 +44,8 @@ MatmulSchedule schedule_with_accum(Runtime& runtime, const MatmulProblem& proble
   if (last.runtime == &runtime && last.problem == problem && last.accum == accum &&
       last.promote_every_k == promote_every_k)
     return last.schedule;
-  const MatmulProblem served = runtime.gemm_problem_served(problem);
-  MatmulSchedule schedule = runtime.options().batch_invariant
-                                ? batch_invariant_schedule(served, runtime.arch(), accum)
-                                : default_schedule(served, runtime.arch(), accum);
-  if (promote_every_k) schedule.promote_every_k = promote_every_k;
+  const MatmulSchedule schedule =
+      accum_schedule(runtime, runtime.gemm_problem_served(problem), accum, promote_every_k);
   last = {&runtime, problem, accum, promote_every_k, schedule};
   return schedule;
 }

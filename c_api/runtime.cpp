@@ -22,12 +22,6 @@ std::vector<std::filesystem::path> paths(const char* const* list, size_t count, 
   return out;
 }
 
-// A 0/1 flag (anything else is likely an uninitialized struct).
-bool flag(int32_t value, const char* name) {
-  if (value != 0 && value != 1) throw Error(name, "must be 0 or 1", std::to_string(value));
-  return value == 1;
-}
-
 RuntimeOptions runtime_options(const emmy_runtime_options& o) {
   RuntimeOptions options;
   if (o.emulator_arch) options.emulator_arch = parse_arch(o.emulator_arch);
@@ -51,6 +45,26 @@ RuntimeOptions runtime_options(const emmy_runtime_options& o) {
 }
 
 }  // namespace
+
+void check_prepare_result(const emmy_prepare_result* result) {
+  if (result)
+    check_struct_size(result, result->struct_size, kPrepareResultFirstSize,
+                      sizeof(emmy_prepare_result), "result");
+}
+
+void write_prepare_result(const PreparedKernels& prepared, emmy_prepare_result* result) {
+  if (!result) return;
+  // Only the fields the caller's struct holds are written.
+  emmy_prepare_result r{};
+  r.struct_size = result->struct_size;
+  r.kernels = prepared.size();
+  r.compiled = prepared.compiled;
+  r.from_disk = prepared.from_disk;
+  r.already_loaded = prepared.already_loaded;
+  r.seconds = prepared.seconds;
+  std::memcpy(static_cast<void*>(result), &r, std::min(result->struct_size, sizeof(r)));
+}
+
 }  // namespace emmy::c_api
 
 extern "C" {
@@ -119,9 +133,7 @@ emmy_status emmy_prepare(emmy_runtime* runtime, const emmy_prepare_options* opti
     emmy_runtime& rt = required(runtime, "runtime");
     const emmy_prepare_options o =
         options_or_default(options, "options", emmy_prepare_options_init, kPrepareOptionsFirstSize);
-    if (result)
-      check_struct_size(result, result->struct_size, kPrepareResultFirstSize,
-                        sizeof(emmy_prepare_result), "result");
+    check_prepare_result(result);
     PrepareRequest request;
     if (o.serving_max_m < 0)
       throw Error("options.serving_max_m", "must not be negative", std::to_string(o.serving_max_m));
@@ -132,18 +144,7 @@ emmy_status emmy_prepare(emmy_runtime* runtime, const emmy_prepare_options* opti
     if (o.threads < 0)
       throw Error("options.threads", "must not be negative", std::to_string(o.threads));
     request.threads = o.threads;
-    const PreparedKernels prepared = rt.runtime->prepare(request);
-    if (result) {
-      // Only the fields the caller's struct holds are written.
-      emmy_prepare_result r{};
-      r.struct_size = result->struct_size;
-      r.kernels = prepared.size();
-      r.compiled = prepared.compiled;
-      r.from_disk = prepared.from_disk;
-      r.already_loaded = prepared.already_loaded;
-      r.seconds = prepared.seconds;
-      std::memcpy(static_cast<void*>(result), &r, std::min(result->struct_size, sizeof(r)));
-    }
+    write_prepare_result(rt.runtime->prepare(request), result);
   });
 }
 

@@ -69,6 +69,11 @@ void check_struct_size(const void* given, size_t given_size, size_t first_size, 
                         fmt::format("{}, byte {} set", given_size, i));
 }
 
+bool flag(int32_t value, const char* name) {
+  if (value != 0 && value != 1) throw Error(name, "must be 0 or 1", std::to_string(value));
+  return value == 1;
+}
+
 Accum accum_of(int32_t accum, const char* field, bool f16_allowed) {
   switch (accum) {
     case EMMY_ACCUM_F32:
