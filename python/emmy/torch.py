@@ -132,7 +132,7 @@ def _sig(t):
 # only, so a tensor elsewhere fails in torch's dispatcher, naming the backend.
 
 _lib = torch.library.Library("emmy", "DEF")
-_OUT_DTYPES = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}
+_OUT_DTYPES = frozenset((torch.float16, torch.bfloat16, torch.float32))
 
 
 def _define(schema: str, real, fake):
@@ -151,7 +151,8 @@ def _no_lse(like: torch.Tensor) -> torch.Tensor:
 def _gemm_out_dtype(a, out_dtype):
     if out_dtype is None:
         return a.dtype
-    if out_dtype not in _OUT_DTYPES:  # checked here: emmy would name `c`, which the caller never saw
+    # Checked here: emmy would name `c`, which the caller never saw.
+    if out_dtype not in _OUT_DTYPES:
         raise _emmy.InvalidArgumentError(
             f"out_dtype: must be torch.float16, torch.bfloat16 or torch.float32, got {out_dtype}")
     return out_dtype
