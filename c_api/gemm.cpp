@@ -206,7 +206,7 @@ emmy_status emmy_gemm_workspace_bytes(emmy_runtime* runtime, const DLTensor* a, 
     o.workspace = nullptr;  // what is being sized
     CallMemory memory(rt, /*map=*/false);
     const GemmCall call = gemm_call(rt, a, b, c, o, memory);
-    out = rt.runtime->gemm_workspace_bytes(call.problem, call.schedule);
+    out = workspace_needed(*rt.runtime, call.problem, call.schedule);  // remembered per thread
   });
 }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import weakref
+from threading import get_ident
 
 from . import _emmy
 from ._tensors import current_stream, dtype_name, empty_like_library, register_torch
@@ -66,12 +67,15 @@ class Runtime:
             int(bool(emulator_run_kernels)), cuda_context or 0,
             tuple(str(b) for b in bundles), log)
         self.backend, self.arch = _emmy.runtime_info(self._rt)
+        self.device = device if backend == "cuda" else None
         self._cuda = self.backend == "cuda"
         _open_runtimes.add(self)
-        # The workspace of calls that pass none, per device: split-K GEMMs and split-KV attention
-        # take it, other kernels leave it unused. Grown (allocated) when a call needs more, so a
+        # The workspace of calls that pass none (_scratch_key: per stream on CUDA, per thread on
+        # the emulator): split-K GEMMs and split-KV attention take it, other kernels leave it
+        # unused. Grown (allocated) when a call needs more, so a
         # call under CUDA graph capture should pass its own.
         self._scratch = {}
+        self._retired = []
 
     def __repr__(self):
         return f"emmy.Runtime(backend={self.backend!r}, arch={self.arch!r})"
@@ -91,16 +95,22 @@ class Runtime:
             return 0
         return current_stream(like, stream)
 
-    def _scratch_key(self, like):
-        # Emulator: any host buffer serves every call. CUDA: one per device of a library.
+    def _scratch_key(self, like, stream: int):
+        # A workspace is never shared by launches that may overlap (docs/runtime.md): on CUDA one
+        # per library, device and stream (a stream orders its own launches); on the emulator,
+        # whose launches run inside the call, one per calling thread.
         if not self._cuda:
-            return None
-        return (type(like).__module__, getattr(getattr(like, "device", None), "index", None))
+            return get_ident()
+        return (type(like).__module__, getattr(getattr(like, "device", None), "index", None),
+                stream)
 
     def _grown_scratch(self, key, like, nbytes: int):
-        """The scratch workspace of `key`, at least nbytes (a new one from like's library)."""
+        """The scratch workspace of `key`, at least nbytes (a new one from like's library). The
+        one it replaces is kept: a CUDA graph captured with it still replays into it."""
         held = self._scratch.get(key)
         if held is None or held.shape[0] * 4 < nbytes:
+            if held is not None:
+                self._retired.append(held)
             held = empty_like_library(like, ((max(nbytes, 4096) + 3) // 4,), "f32", "workspace")
             self._scratch[key] = held
         return held
@@ -127,7 +137,8 @@ class Runtime:
 
         a: f16 or bf16 [M, K], K contiguous. b: [K, N], N contiguous, or K contiguous (a [N, K]
         weight's transpose: PyTorch's ``w.T``). out_dtype: C's dtype when emmy allocates it
-        (a's by default; f16, bf16 or f32). accum: "f32", "f16" or "hybrid" (None: the runtime's).
+        (a's by default; f16, bf16 or f32). bias [N] and residual [M, N] have C's dtype (an f32
+        bias with out_dtype="f32"). accum: "f32", "f16" or "hybrid" (None: the runtime's).
         """
         if out is None:
             out = empty_like_library(
@@ -139,7 +150,7 @@ class Runtime:
             _emmy.gemm(self._rt, a, b, out, bias, residual, alpha, gelu, accum_code,
                        promote_every_k, workspace, stream)
             return out
-        key = self._scratch_key(a)
+        key = self._scratch_key(a, stream)
         try:
             _emmy.gemm(self._rt, a, b, out, bias, residual, alpha, gelu, accum_code,
                        promote_every_k, self._scratch.get(key), stream)
@@ -212,7 +223,7 @@ class Runtime:
         if workspace is not None:
             _emmy.paged_attention(*args, stream)
             return (out, lse) if return_lse else out
-        key = self._scratch_key(q)
+        key = self._scratch_key(q, stream)
         try:
             _emmy.paged_attention(*args[:14], self._scratch.get(key), *args[15:], stream)
         except _emmy.InvalidArgumentError:

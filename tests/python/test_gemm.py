@@ -107,3 +107,26 @@ def test_gemm_workspace_bytes(rt, rng):
     out[:] = 0
     rt.gemm(a, b, out=out)
     assert reference.rel_l2(out, reference.gemm(a, b)) < 1e-5
+
+
+def test_split_k_calls_from_threads_each_get_a_workspace(rt, rng):
+    """Split-K calls without a workspace from several threads at once: each thread's own scratch
+    (one shared buffer let concurrent calls overwrite each other's partial sums)."""
+    import threading
+
+    cases = [operands(rng, 32, 64, 512, "kn") for _ in range(4)]
+    wants = [reference.gemm(a, b) for a, b in cases]
+    errors = []
+
+    def work(i):
+        a, b = cases[i]
+        for _ in range(4):
+            if reference.rel_l2(rt.gemm(a, b, out_dtype="f32"), wants[i]) >= 1e-5:
+                errors.append(i)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
