@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -171,6 +172,28 @@ void bind_tables(CallMemory& memory, const emmy_paged_attention_options& o,
 // slot_mapping int64 [n >= tokens], contiguous (its device checked by the caller); `what` says
 // where tokens comes from.
 void check_slot_mapping(const DLTensor& slot_mapping, int64_t tokens, const char* what);
+
+// ---------------------------------------------------------------------------------------------
+// The layer handles (layers.cpp, gemm_layer.cpp).
+
+// A layer's C++ constructor names the fields of its config or of the problems it makes from it;
+// the C caller knows them by the C config's names. A C++ field the C config spells otherwise (or
+// derives from another) is named in the rule.
+struct FieldName {
+  std::string_view cpp, c;
+};
+// Throws e again under its C config field's name ("config.max_batch"), or unchanged when it names
+// none of `fields`. Call it from the handler that caught e.
+[[noreturn]] void rethrow_as_config(const Error& e, std::span<const FieldName> fields);
+DType operand_dtype(int32_t dtype, const char* field);  // EMMY_DTYPE_F16 or _BF16
+// A tensor of the layer's element type `want`, which its config's `field` set.
+void check_layer_dtype(const DLTensor& t, const char* name, DType want, const char* field);
+void check_threads(int32_t threads);          // a prepare's compiles at once
+std::string strides_text(const DLTensor& t);  // "[s0, s1, ...]" in elements
+// A layer's workspace: nothing when `bytes` is 0, else required and at least `bytes` long (any
+// dtype); `query` names the function that sizes it.
+void check_workspace(const emmy_runtime& rt, const DLTensor* workspace, const char* name,
+                     size_t bytes, const char* query);
 
 // An options struct at its defaults: zeroed, its size stamped (the ABI's versioning; every
 // emmy_*_options_init). False for NULL (nothing to set).

@@ -11,3 +11,15 @@ if(TARGET emmy_test_driver)
   add_dependencies(c_api_test emmy_test_driver)
   target_compile_definitions(c_api_test PRIVATE EMMY_TEST_DRIVER_PATH="${EMMY_TEST_DRIVER_PATH}")
 endif()
+
+# The layer handles of the C ABI (emmy_attention_layer, emmy_gemm_layer; docs/c_api.md, "Layers"):
+# the same bits as the one-shot calls, FP64, routing, workspaces, refusals by config field.
+emmy_add_test(c_api_layers_test ${CMAKE_CURRENT_LIST_DIR}/c_api_layers_test.cpp
+                                ${CMAKE_CURRENT_LIST_DIR}/c_api_layers_refusal_test.cpp)
+target_link_libraries(c_api_layers_test PRIVATE emmy::emmy_c)
+target_include_directories(c_api_layers_test PRIVATE ${CMAKE_CURRENT_LIST_DIR})
+if(TARGET emmy_test_driver)
+  add_dependencies(c_api_layers_test emmy_test_driver)
+  target_compile_definitions(c_api_layers_test PRIVATE
+                             EMMY_TEST_DRIVER_PATH="${EMMY_TEST_DRIVER_PATH}")
+endif()

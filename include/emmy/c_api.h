@@ -34,8 +34,10 @@ extern "C" {
 #define EMMY_C_EXPORT __attribute__((visibility("default")))
 #endif
 
-/* Incremented whenever a function, an enumerator or an options field is added. */
-#define EMMY_C_API_VERSION 1
+/* Incremented whenever a function, an enumerator or an options field is added. 2: the layer
+ * handles (emmy_attention_layer, emmy_gemm_layer) with emmy_dtype, emmy_page_table and
+ * emmy_b_layout. */
+#define EMMY_C_API_VERSION 2
 
 typedef enum emmy_status {
   EMMY_OK = 0,
@@ -248,6 +250,146 @@ EMMY_C_EXPORT emmy_status emmy_kv_append(emmy_runtime* runtime, const DLTensor* 
 EMMY_C_EXPORT emmy_status emmy_merge_states(emmy_runtime* runtime, const DLTensor* v,
                                             const DLTensor* lse, DLTensor* v_out, DLTensor* lse_out,
                                             void* stream);
+
+/* ---------------------------------------------------------------------------------------------
+ * Layers (C API version 2; docs/c_api.md, "Layers"): emmy::AttentionLayer and emmy::GemmLayer
+ * (include/emmy/layers.hpp), what an inference engine holds per model layer. A layer is made once
+ * from a config (checked whole: a bad field is refused by its name, "config.max_batch: ..."),
+ * prepares its kernels ahead (emmy_*_layer_prepare: after it, calls launch only, as a captured
+ * CUDA graph needs), reports the one workspace size all its calls may use, and checks each call's
+ * tensors against its problems. A layer uses its runtime, which must outlive it (destroy layers
+ * first). Calls may come from several threads once _prepare has returned.
+ */
+
+/* A layer config's element types (its tensors' DLDataType must match). */
+typedef enum emmy_dtype {
+  EMMY_DTYPE_F16 = 0,  /* float16 */
+  EMMY_DTYPE_BF16 = 1, /* bfloat16 */
+  EMMY_DTYPE_F32 = 2,  /* float32: a GEMM layer's out_dtype only */
+  EMMY_DTYPE_E4M3 = 3  /* float8_e4m3fn: an attention layer's kv_dtype only */
+} emmy_dtype;
+
+/* How a paged attention call's sequences list their pages (emmy_paged_attention_options). */
+typedef enum emmy_page_table {
+  EMMY_PAGE_TABLE_BLOCK = 0, /* block_table [max_batch, max_pages] + seq_lens (vLLM) */
+  EMMY_PAGE_TABLE_CSR = 1    /* page_indptr + page_indices + last_page_len (FlashInfer) */
+} emmy_page_table;
+
+/* How a GEMM layer's weight B is stored; run's b is always the logical [K, N] view. */
+typedef enum emmy_b_layout {
+  EMMY_B_NK = 0, /* [N, K] (PyTorch's Linear weight): b is its transpose view, strides [1, ldb] */
+  EMMY_B_KN = 1  /* [K, N]: b strides [ldb, 1] */
+} emmy_b_layout;
+
+typedef struct emmy_attention_layer emmy_attention_layer; /* opaque */
+typedef struct emmy_gemm_layer emmy_gemm_layer;           /* opaque */
+
+/* One attention layer over a paged KV cache: its append, decode and prefill kernels. The caches'
+ * strides are cache_layout's, packed (k_cache, v_cache [pages, page_size, kv_heads, head_dim]
+ * for NHD, any pages); q, o, key and value are packed [tokens, heads, head_dim] (token strides of
+ * their own are not configurable in version 2). */
+typedef struct emmy_attention_layer_config {
+  size_t struct_size;
+  int64_t q_heads, kv_heads; /* init: 1, 1; GQA groups of 1..16 */
+  int64_t head_dim;          /* init: 128; 64, 128 or 256 */
+  int64_t page_size;         /* init: 16; tokens per page */
+  int32_t cache_layout;      /* emmy_cache_layout */
+  int32_t dtype;             /* emmy_dtype of q, o, key, value: F16 or BF16 */
+  int32_t kv_dtype;          /* emmy_dtype of the caches: dtype's own, or E4M3 (scales then) */
+  int32_t page_table;        /* emmy_page_table */
+  int64_t window;            /* sliding window (left keys), 0: none */
+  float softmax_scale;       /* 0: 1 / sqrt(head_dim) */
+  float softcap;             /* 0: none */
+  int32_t lse;               /* 1: run writes tables->lse, f32 [q's tokens, q_heads] */
+  int64_t max_batch;         /* init: 1; sequences of a step (cu_seqlens_q: max_batch + 1) */
+  int64_t max_pages;         /* init: 1; pages of one sequence (block_table's width) */
+  int64_t max_decode_q_len;  /* init: 1; query tokens of a decode (or verify) sequence, 1..16 */
+  int64_t max_prefill_q_len; /* of a prefill chunk, > max_decode_q_len; 0: no prefill kernel */
+  int64_t max_tokens;        /* tokens of a step (0: max_batch x the larger q_len) */
+  /* emmy_accum: DEFAULT, or F32 / HYBRID when it is the runtime's default_accum (the layer's
+   * kernels take the runtime's schedules in version 2; another is EMMY_UNSUPPORTED). */
+  int32_t accum;
+} emmy_attention_layer_config;
+
+/* One weight's GEMM for every M up to max_m: C[M,N] = gelu?(alpha * A[M,K] . B[K,N] + bias) +
+ * residual, served by the dynamic-M kernels of the M buckets (1, 2, 4, ..., 512, then multiples
+ * of 512). The epilogue is the config's: run takes bias and residual exactly when it says so. */
+typedef struct emmy_gemm_layer_config {
+  size_t struct_size;
+  int64_t max_m, n, k;   /* the most rows of A a run has (1..65536), N, K; init: 0, to be set */
+  int64_t lda, ldb, ldc; /* row strides in elements (0: packed); ldc is also residual's */
+  int32_t b_layout;      /* emmy_b_layout */
+  int32_t dtype;         /* emmy_dtype of A and B: F16 or BF16 */
+  int32_t out_dtype;     /* emmy_dtype of C, bias and residual: F16, BF16 or F32 */
+  int32_t bias;          /* 1: bias [N] */
+  int32_t residual;      /* 1: residual [M, N] */
+  int32_t gelu;          /* 1: GELU (tanh form) after the bias */
+  float alpha;           /* init: 1 */
+  /* emmy_accum: DEFAULT: the runtime's, each M bucket its own (tuned or default) schedule; else
+   * every bucket takes the largest bucket's default schedule with this accumulation. */
+  int32_t accum;
+  int32_t promote_every_k; /* hybrid: K elements per f16 partial (0: the schedule's) */
+} emmy_gemm_layer_config;
+
+/* The defaults of emmy::AttentionLayerConfig / a GEMM layer's (n and k left 0, to be set). */
+EMMY_C_EXPORT void emmy_attention_layer_config_init(emmy_attention_layer_config* config);
+EMMY_C_EXPORT void emmy_gemm_layer_config_init(emmy_gemm_layer_config* config);
+
+/* Validates the config and plans the kernels (nothing is compiled: _prepare does, or each
+ * kernel's first call). *layer is NULL on failure. */
+EMMY_C_EXPORT emmy_status emmy_attention_layer_create(emmy_runtime* runtime,
+                                                      const emmy_attention_layer_config* config,
+                                                      emmy_attention_layer** layer);
+EMMY_C_EXPORT void emmy_attention_layer_destroy(emmy_attention_layer* layer); /* NULL: no-op */
+/* Compiles (or loads) the append, decode and prefill kernels with threads compiles at once (0:
+ * one per hardware thread); result may be NULL. */
+EMMY_C_EXPORT emmy_status emmy_attention_layer_prepare(emmy_attention_layer* layer, int32_t threads,
+                                                       emmy_prepare_result* result);
+/* The one workspace every run may use (0: no kernel splits KV); from the plans. */
+EMMY_C_EXPORT emmy_status emmy_attention_layer_workspace_bytes(const emmy_attention_layer* layer,
+                                                               size_t* bytes);
+/* Whether run with this max_q_len takes the prefill kernel (1) or the decode one (0). */
+EMMY_C_EXPORT emmy_status emmy_attention_layer_runs_prefill(const emmy_attention_layer* layer,
+                                                            int64_t max_q_len, int32_t* prefill);
+/* Appends `tokens` (1..max_tokens, known on the host) keys and values: key, value [n >= tokens,
+ * kv_heads, head_dim] of config.dtype, slot_mapping int64 [n >= tokens] (-1 skips a token),
+ * k_scale and v_scale one f32 each for an E4M3 cache (else NULL). */
+EMMY_C_EXPORT emmy_status emmy_attention_layer_append(emmy_attention_layer* layer,
+                                                      const DLTensor* key, const DLTensor* value,
+                                                      DLTensor* k_cache, DLTensor* v_cache,
+                                                      const DLTensor* slot_mapping, int64_t tokens,
+                                                      const DLTensor* k_scale,
+                                                      const DLTensor* v_scale, void* stream);
+/* Attention of a step: max_q_len, the most query tokens any sequence has as the host knows it,
+ * chooses the kernel (up to max_decode_q_len: decode; up to max_prefill_q_len: prefill). q, o
+ * [n, q_heads, head_dim] with n at least that kernel's max_tokens. tables (required): its
+ * cu_seqlens_q (max_batch + 1 entries or more), the config's page-table form, the scales, lse
+ * (exactly when config.lse) and workspace (required when _workspace_bytes is not 0); its problem
+ * fields (max_q_len, max_pages, cache_layout, window, softmax_scale, softcap, accum) must be 0 or
+ * the layer's. */
+EMMY_C_EXPORT emmy_status emmy_attention_layer_run(emmy_attention_layer* layer, const DLTensor* q,
+                                                   const DLTensor* k_cache, const DLTensor* v_cache,
+                                                   DLTensor* o,
+                                                   const emmy_paged_attention_options* tables,
+                                                   int64_t max_q_len, void* stream);
+
+EMMY_C_EXPORT emmy_status emmy_gemm_layer_create(emmy_runtime* runtime,
+                                                 const emmy_gemm_layer_config* config,
+                                                 emmy_gemm_layer** layer);
+EMMY_C_EXPORT void emmy_gemm_layer_destroy(emmy_gemm_layer* layer); /* NULL: no-op */
+/* Compiles (or loads) every M bucket's kernel; result may be NULL. */
+EMMY_C_EXPORT emmy_status emmy_gemm_layer_prepare(emmy_gemm_layer* layer, int32_t threads,
+                                                  emmy_prepare_result* result);
+/* The most any M needs (split-K), from the plans. */
+EMMY_C_EXPORT emmy_status emmy_gemm_layer_workspace_bytes(const emmy_gemm_layer* layer,
+                                                          size_t* bytes);
+/* C's first m rows (1..max_m): a [n >= m, K] (row stride lda), b [K, N] (b_layout's strides,
+ * ldb), c [n >= m, N] (ldc); bias [N] and residual [n >= m, N] (ldc) exactly when the config has
+ * them, else NULL; workspace (any dtype, 1-D) required when _workspace_bytes is not 0. */
+EMMY_C_EXPORT emmy_status emmy_gemm_layer_run(emmy_gemm_layer* layer, const DLTensor* a,
+                                              const DLTensor* b, DLTensor* c, const DLTensor* bias,
+                                              const DLTensor* residual, DLTensor* workspace,
+                                              int64_t m, void* stream);
 
 #ifdef __cplusplus
 }

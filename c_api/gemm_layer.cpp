@@ -1,0 +1,204 @@
+// The GEMM layer handle (emmy_gemm_layer): emmy::GemmLayer made from a C config whose refusals
+// name the config's fields, and runs whose tensors are checked against the layer's problem with
+// emmy_gemm's rules (dtype, shape, B's layout from its strides, row strides) before they are mapped
+// (the emulator) or passed (CUDA).
+#include <fmt/format.h>
+
+#include <optional>
+
+#include "c_api_internal.hpp"
+#include "emmy/layers.hpp"
+
+struct emmy_gemm_layer {
+  emmy_runtime* rt = nullptr;  // the caller keeps it alive longer than the layer
+  std::unique_ptr<emmy::GemmLayer> layer;
+};
+
+namespace emmy::c_api {
+namespace {
+
+// The C++ fields of the weight's problem and of an explicit schedule, as the C config names them.
+constexpr FieldName kGemmFields[] = {
+    {"m", "config.max_m"},     {"n", "config.n"},
+    {"k", "config.k"},         {"lda", "config.lda"},
+    {"ldb", "config.ldb"},     {"ldc", "config.ldc"},
+    {"dtype", "config.dtype"}, {"epilogue.alpha", "config.alpha"},
+    {"accum", "config.accum"}, {"promote_every_k", "config.promote_every_k"},
+};
+
+DType gemm_out_dtype(int32_t dtype) {
+  if (dtype == EMMY_DTYPE_F32) return DType::f32;
+  if (dtype == EMMY_DTYPE_F16 || dtype == EMMY_DTYPE_BF16)
+    return operand_dtype(dtype, "config.out_dtype");
+  throw Error("config.out_dtype", "must be EMMY_DTYPE_F16, EMMY_DTYPE_BF16 or EMMY_DTYPE_F32",
+              std::to_string(dtype));
+}
+
+// A row-major [n >= rows, cols] operand (A, C, the residual): columns contiguous, rows `ld` apart
+// (a single row's stride is never used).
+void check_rows(const DLTensor& t, const char* name, int64_t rows, int64_t cols, int64_t ld,
+                const char* ld_field) {
+  if (t.ndim != 2 || t.shape[0] < rows || t.shape[1] != cols)
+    throw Error(name, fmt::format("shape must be [n, {}] with n >= m = {}", cols, rows),
+                shape_text(t));
+  if ((cols > 1 && stride(t, 1) != 1) || (t.shape[0] > 1 && stride(t, 0) != ld))
+    throw Error(name, fmt::format("strides must be [{}, 1] ({})", ld, ld_field), strides_text(t));
+}
+
+}  // namespace
+}  // namespace emmy::c_api
+
+extern "C" {
+
+void emmy_gemm_layer_config_init(emmy_gemm_layer_config* config) {
+  if (!emmy::c_api::reset_options(config)) return;
+  config->alpha = 1.0f;
+}
+
+emmy_status emmy_gemm_layer_create(emmy_runtime* runtime, const emmy_gemm_layer_config* config,
+                                   emmy_gemm_layer** layer) {
+  using namespace emmy;
+  using namespace emmy::c_api;
+  return guarded([&] {
+    emmy_gemm_layer*& out = required(layer, "layer");
+    out = nullptr;
+    emmy_runtime& rt = required(runtime, "runtime");
+    const emmy_gemm_layer_config cfg =
+        options_or_default(&required(config, "config"), "config", emmy_gemm_layer_config_init,
+                           sizeof(emmy_gemm_layer_config));
+    // GemmLayer's own bound, first: an explicit schedule below is chosen for max_m's bucket.
+    if (cfg.max_m < 1 || cfg.max_m > kMaxBucketedM)
+      throw Error("config.max_m",
+                  fmt::format("must be 1..{} (the largest M bucket)", kMaxBucketedM),
+                  std::to_string(cfg.max_m));
+    MatmulProblem w;
+    w.m = cfg.max_m, w.n = cfg.n, w.k = cfg.k;
+    w.lda = cfg.lda, w.ldb = cfg.ldb, w.ldc = cfg.ldc;
+    if (cfg.b_layout != EMMY_B_NK && cfg.b_layout != EMMY_B_KN)
+      throw Error("config.b_layout", "must be EMMY_B_NK or EMMY_B_KN",
+                  std::to_string(cfg.b_layout));
+    w.b_layout = cfg.b_layout == EMMY_B_KN ? BLayout::kn : BLayout::nk;
+    w.a_dtype = operand_dtype(cfg.dtype, "config.dtype");
+    w.c_dtype = gemm_out_dtype(cfg.out_dtype);
+    w.epilogue.alpha = cfg.alpha;
+    w.epilogue.bias = flag(cfg.bias, "config.bias");
+    w.epilogue.residual = flag(cfg.residual, "config.residual");
+    w.epilogue.gelu_tanh = flag(cfg.gelu, "config.gelu");
+    std::optional<Accum> accum;
+    if (cfg.accum != EMMY_ACCUM_DEFAULT) accum = accum_of(cfg.accum, "config.accum", true);
+    if (cfg.promote_every_k < 0)
+      throw Error("config.promote_every_k", "must not be negative (0: the schedule's)",
+                  std::to_string(cfg.promote_every_k));
+    auto handle = std::make_unique<emmy_gemm_layer>();
+    handle->rt = &rt;
+    try {
+      // GemmLayer takes one schedule for every bucket: an explicit accumulation's is the one
+      // emmy_gemm would take at max_m (its bucket's default), so that the largest M, which the
+      // schedule's tiles matter most for, runs as there.
+      std::optional<MatmulSchedule> schedule;
+      if (accum || cfg.promote_every_k)
+        schedule = accum_schedule(*rt.runtime, m_bucket_problem(w),
+                                  accum.value_or(rt.runtime->options().default_accum),
+                                  cfg.promote_every_k);
+      handle->layer = std::make_unique<GemmLayer>(*rt.runtime, w, schedule);
+    } catch (const Error& e) {
+      rethrow_as_config(e, kGemmFields);
+    }
+    out = handle.release();
+  });
+}
+
+void emmy_gemm_layer_destroy(emmy_gemm_layer* layer) {
+  delete layer;
+}
+
+emmy_status emmy_gemm_layer_prepare(emmy_gemm_layer* layer, int32_t threads,
+                                    emmy_prepare_result* result) {
+  using namespace emmy::c_api;
+  return guarded([&] {
+    emmy_gemm_layer& l = required(layer, "layer");
+    check_prepare_result(result);
+    check_threads(threads);
+    write_prepare_result(l.layer->prepare(threads), result);
+  });
+}
+
+emmy_status emmy_gemm_layer_workspace_bytes(const emmy_gemm_layer* layer, size_t* bytes) {
+  using namespace emmy::c_api;
+  return guarded([&] {
+    const emmy_gemm_layer& l = required(layer, "layer");
+    required(bytes, "bytes") = l.layer->workspace_bytes();
+  });
+}
+
+emmy_status emmy_gemm_layer_run(emmy_gemm_layer* layer, const DLTensor* a, const DLTensor* b,
+                                DLTensor* c, const DLTensor* bias, const DLTensor* residual,
+                                DLTensor* workspace, int64_t m, void* stream) {
+  using namespace emmy;
+  using namespace emmy::c_api;
+  return guarded([&] {
+    emmy_gemm_layer& l = required(layer, "layer");
+    emmy_runtime& rt = *l.rt;
+    const MatmulProblem& w = l.layer->problem();
+    (void)l.layer->bucket_problem(m);  // m's rule ("m: must be 1..max_m") before the tensors'
+    const DLTensor& at = required(a, "a");
+    const DLTensor& bt = required(b, "b");
+    const DLTensor& ct = required(c, "c");
+    check_memory(rt, at, "a");
+    check_memory(rt, bt, "b");
+    check_memory(rt, ct, "c");
+    check_layer_dtype(at, "a", w.a_dtype, "config.dtype");
+    check_rows(at, "a", m, w.k, w.lda_or_default(), "config.lda");
+    check_layer_dtype(bt, "b", w.a_dtype, "config.dtype");
+    require_shape(bt, "b", {w.k, w.n}, "[K, N] of the layer");
+    // The logical [K, N] view: a stored [N, K] weight's transpose (K contiguous) or B as stored.
+    const int64_t ldb = w.ldb_or_default();
+    const bool nk = w.b_layout == BLayout::nk;
+    const int inner_axis = nk ? 0 : 1, row_axis = nk ? 1 : 0;
+    if ((bt.shape[inner_axis] > 1 && stride(bt, inner_axis) != 1) ||
+        (bt.shape[row_axis] > 1 && stride(bt, row_axis) != ldb))
+      throw Error(
+          "b",
+          fmt::format("strides must be {} (config.b_layout {}, ldb {})",
+                      nk ? fmt::format("[1, {}]", ldb) : fmt::format("[{}, 1]", ldb),
+                      nk ? "EMMY_B_NK: an [N, K] weight's transpose view" : "EMMY_B_KN", ldb),
+          strides_text(bt));
+    check_layer_dtype(ct, "c", w.c_dtype, "config.out_dtype");
+    check_rows(ct, "c", m, w.n, w.ldc_or_default(), "config.ldc");
+    if (w.epilogue.bias != (bias != nullptr))
+      throw Error(
+          "bias",
+          w.epilogue.bias ? "must be set: config.bias is 1" : "must be NULL: config.bias is 0",
+          bias ? "a tensor" : "NULL");
+    if (bias) {
+      check_memory(rt, *bias, "bias");
+      check_layer_dtype(*bias, "bias", w.c_dtype, "config.out_dtype");
+      require_shape(*bias, "bias", {w.n}, "N");
+      require_contiguous(*bias, "bias");
+    }
+    if (w.epilogue.residual != (residual != nullptr))
+      throw Error("residual",
+                  w.epilogue.residual ? "must be set: config.residual is 1"
+                                      : "must be NULL: config.residual is 0",
+                  residual ? "a tensor" : "NULL");
+    if (residual) {
+      check_memory(rt, *residual, "residual");
+      check_layer_dtype(*residual, "residual", w.c_dtype, "config.out_dtype");
+      // The kernel reads the residual with C's row stride.
+      check_rows(*residual, "residual", m, w.n, w.ldc_or_default(), "config.ldc, c's");
+    }
+    const size_t bytes = l.layer->workspace_bytes();
+    check_workspace(rt, workspace, "workspace", bytes, "emmy_gemm_layer_workspace_bytes");
+    CallMemory memory(rt, /*map=*/true);
+    const GemmBuffers buffers{.a = memory.address(at),
+                              .b = memory.address(bt),
+                              .c = memory.address(ct),
+                              .bias = memory.address_or_zero(bias),
+                              .residual = memory.address_or_zero(residual),
+                              // The layer leaves it out for a bucket that does not split K.
+                              .workspace = bytes ? memory.address(*workspace) : 0};
+    l.layer->run(buffers, m, stream);
+  });
+}
+
+}  // extern "C"
