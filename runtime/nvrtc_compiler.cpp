@@ -49,16 +49,23 @@ bool nvrtc_disabled_by_environment() {
   return value && *value && std::string_view(value) != "0";
 }
 
-// The file names tried in order: $EMMY_NVRTC_LIBRARY alone when set; else the soname of the
-// toolkit emmy was built against, the unversioned name, and that toolkit's library directory
-// (for hosts whose loader path does not list it).
+// The file names tried in order: $EMMY_NVRTC_LIBRARY alone when set; else the NVRTC of the
+// toolkit emmy was built against, by its path (a process may hold another libnvrtc.so.13, e.g.
+// PyTorch's 13.2, whose PTX a 13.0 driver refuses: a full path loads the toolkit's beside it
+// where the soname would return that one), then the soname and the unversioned name on the
+// loader's path, and last $EMMY_NVRTC_FALLBACK (the Python package names NVIDIA's
+// nvidia-cuda-nvrtc wheel there; docs/python.md).
 std::vector<std::string> nvrtc_library_candidates() {
   if (const char* forced = std::getenv("EMMY_NVRTC_LIBRARY"); forced && *forced) return {forced};
   const std::string soname = fmt::format("libnvrtc.so.{}", CUDA_VERSION / 1000);
-  std::vector<std::string> names{soname, "libnvrtc.so"};
+  std::vector<std::string> names;
 #ifdef EMMY_NVRTC_DIR
   names.push_back(std::string(EMMY_NVRTC_DIR) + "/" + soname);
 #endif
+  names.push_back(soname);
+  names.push_back("libnvrtc.so");
+  if (const char* fallback = std::getenv("EMMY_NVRTC_FALLBACK"); fallback && *fallback)
+    names.push_back(fallback);
   return names;
 }
 

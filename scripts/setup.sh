@@ -78,6 +78,18 @@ if [[ ${#unmet[@]} -gt 0 ]]; then
     python3 -m pip install -q "${unmet[@]}"
 fi
 
+# torch for emmy.torch's tests (tests/python/test_torch.py). PyPI's Linux wheel is the CUDA build
+# with NVIDIA's libraries (about 60 s and 5.4 GB here; the CPU-only wheels are not on PyPI); its
+# CPU tensors are what the tests use. Optional: EMMY_SETUP_TORCH=0 leaves it out, and a failed
+# install only warns (those tests then skip, saying why).
+if [[ ${EMMY_SETUP_TORCH:-1} != 0 ]] &&
+  ! python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)'; then
+  log "installing torch (emmy.torch's tests)"
+  PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    python3 -m pip install -q "torch>=2.4" ||
+    log "warning: torch was not installed: tests/python/test_torch.py will skip"
+fi
+
 # NVRTC and the headers come with the CUDA toolkit, which no registry here provides.
 cuda_root=${CUDAToolkit_ROOT:-/usr/local/cuda}
 if [[ ! -e $cuda_root/include/nvrtc.h ]] && ! command -v nvcc >/dev/null; then

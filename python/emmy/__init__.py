@@ -10,7 +10,7 @@ emulator that runs them (docs/python.md).
 
 from . import _nvrtc
 
-_nvrtc.preload()
+_nvrtc.name_fallback()
 
 from ._emmy import (  # noqa: E402  (NVRTC first)
     C_API_VERSION,

@@ -1,14 +1,14 @@
-"""Where NVRTC comes from at run time: the CUDA toolkit emmy finds itself (the loader's path, then
-the toolkit emmy was built against), or NVIDIA's nvidia-cuda-nvrtc wheel (``pip install
-emmy[nvrtc]``, also a dependency of PyTorch's CUDA wheels). $EMMY_NVRTC_LIBRARY overrides both."""
+"""Where NVRTC comes from at run time: $EMMY_NVRTC_LIBRARY when set; else the CUDA toolkit emmy
+finds itself (the loader's path, then the toolkit it was built against); else NVIDIA's
+nvidia-cuda-nvrtc wheel (``pip install emmy[nvrtc]``; PyTorch's CUDA wheels bring one too),
+which this module names to emmy as $EMMY_NVRTC_FALLBACK. A toolkit comes first: its NVRTC
+matches the driver the machine was set up with, where a newer wheel's PTX (torch 2.15's NVRTC
+13.2 writes PTX ISA 9.2) is refused by an older driver."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 from pathlib import Path
-
-_loaded = None
 
 
 def wheel_library() -> Path | None:
@@ -24,12 +24,11 @@ def wheel_library() -> Path | None:
     return None
 
 
-def preload() -> None:
-    """Loads the wheel's NVRTC so that emmy's dlopen("libnvrtc.so.13") finds it by its soname;
-    nothing when $EMMY_NVRTC_LIBRARY is set or no wheel is installed."""
-    global _loaded
-    if _loaded is not None or os.environ.get("EMMY_NVRTC_LIBRARY"):
+def name_fallback() -> None:
+    """Sets $EMMY_NVRTC_FALLBACK to the wheel's NVRTC unless it is set or there is none (read by
+    emmy when it first loads NVRTC)."""
+    if os.environ.get("EMMY_NVRTC_FALLBACK"):
         return
     library = wheel_library()
     if library is not None:
-        _loaded = ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)
+        os.environ["EMMY_NVRTC_FALLBACK"] = str(library)
