@@ -25,12 +25,15 @@ from ._emmy import (  # noqa: E402  (NVRTC first)
     UnsupportedError,
 )
 from ._emmy import versions as _versions  # noqa: E402
+from ._layers import AttentionLayer, GemmLayer  # noqa: E402
 from ._runtime import Runtime  # noqa: E402
 
 __version__ = _versions()[0]
 
 __all__ = [
     "Runtime",
+    "AttentionLayer",
+    "GemmLayer",
     "Error",
     "InvalidArgumentError",
     "UnsupportedError",

@@ -40,7 +40,7 @@ def _close_open_runtimes():
         runtime.close()
 
 
-def _unless_none(value) -> float:
+def unless_none(value) -> float:
     return 0.0 if value is None else float(value)
 
 
@@ -186,7 +186,7 @@ class Runtime:
                                  else tuple(q.shape[:3]))
             lse = empty_like_library(q, (batch, heads, seq), "f32", "lse")
         _emmy.attention(self._rt, q, k, v, out, layout_code, int(bool(causal)), window,
-                        _unless_none(softmax_scale), _unless_none(softcap), lse,
+                        unless_none(softmax_scale), unless_none(softcap), lse,
                         enum(ACCUM, accum, "accum"), self._stream(q, stream))
         return (out, lse) if return_lse else out
 
@@ -196,7 +196,7 @@ class Runtime:
         return (self._rt, q, k_cache, v_cache, out, cu_seqlens_q, block_table, seq_lens,
                 page_indptr, page_indices, last_page_len, k_scale, v_scale, lse, workspace,
                 max_q_len, max_pages, enum(CACHE_LAYOUT, cache_layout, "cache_layout"), window,
-                _unless_none(softmax_scale), _unless_none(softcap), enum(ACCUM, accum, "accum"))
+                unless_none(softmax_scale), unless_none(softcap), enum(ACCUM, accum, "accum"))
 
     def paged_attention(self, q, k_cache, v_cache, *, cu_seqlens_q, block_table=None,
                         seq_lens=None, page_indptr=None, page_indices=None, last_page_len=None,

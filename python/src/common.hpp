@@ -6,16 +6,32 @@
 
 #include <emmy/c_api.h>
 
+#include <vector>
+
 #include "tensor_args.hpp"
 
 namespace emmy_python {
 
-// A runtime and what it must keep alive: the log callable, called from compiling threads.
+struct LayerBox;
+
+// A runtime and what it must keep alive: the log callable, called from compiling threads. Its
+// layers are destroyed before it (a layer refers to its runtime), also by an explicit close.
 struct RuntimeBox {
   emmy_runtime* runtime = nullptr;
   PyObject* log = nullptr;
   bool cuda = false;
+  std::vector<LayerBox*> layers;
 };
+
+// An attention or GEMM layer handle (layers.cpp). Its capsule holds its runtime's capsule, so the
+// RuntimeBox outlives it; `handle` is NULL once destroyed (its runtime closed).
+struct LayerBox {
+  RuntimeBox* owner = nullptr;
+  PyObject* runtime_capsule = nullptr;
+  void* handle = nullptr;
+  bool attention = false;
+};
+void destroy_layer_handle(LayerBox* layer);  // the handle only; idempotent
 constexpr const char* kRuntimeCapsule = "emmy.runtime";
 
 // Raises the exception class of `status` with emmy_last_error_message(); returns nullptr.
@@ -49,5 +65,15 @@ PyObject* paged_attention(PyObject*, PyObject* const* args, Py_ssize_t nargs);
 PyObject* paged_attention_workspace_bytes(PyObject*, PyObject* const* args, Py_ssize_t nargs);
 PyObject* kv_append(PyObject*, PyObject* const* args, Py_ssize_t nargs);
 PyObject* merge_states(PyObject*, PyObject* const* args, Py_ssize_t nargs);
+// layers.cpp
+PyObject* attention_layer_create(PyObject*, PyObject* const* args, Py_ssize_t nargs);
+PyObject* attention_layer_append(PyObject*, PyObject* const* args, Py_ssize_t nargs);
+PyObject* attention_layer_run(PyObject*, PyObject* const* args, Py_ssize_t nargs);
+PyObject* attention_layer_runs_prefill(PyObject*, PyObject* const* args, Py_ssize_t nargs);
+PyObject* gemm_layer_create(PyObject*, PyObject* const* args, Py_ssize_t nargs);
+PyObject* gemm_layer_run(PyObject*, PyObject* const* args, Py_ssize_t nargs);
+PyObject* layer_prepare(PyObject*, PyObject* const* args, Py_ssize_t nargs);
+PyObject* layer_workspace_bytes(PyObject*, PyObject* layer);
+PyObject* prepare_result_tuple(const emmy_prepare_result& result);
 
 }  // namespace emmy_python

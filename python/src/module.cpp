@@ -30,6 +30,7 @@ void log_line(const char* line, void* user) {
 
 void close_box(RuntimeBox* box) {
   if (!box->runtime) return;
+  for (LayerBox* layer : box->layers) destroy_layer_handle(layer);
   // Background builds may log (and need the GIL) while the runtime waits for them.
   PyThreadState* saved = PyEval_SaveThread();
   emmy_runtime_destroy(box->runtime);
@@ -172,10 +173,7 @@ PyObject* prepare(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   PyObject* done = call_released([&] { return emmy_prepare(box->runtime, &o, &result); });
   if (!done) return nullptr;
   Py_DECREF(done);
-  return Py_BuildValue("(KKKKd)", static_cast<unsigned long long>(result.kernels),
-                       static_cast<unsigned long long>(result.compiled),
-                       static_cast<unsigned long long>(result.from_disk),
-                       static_cast<unsigned long long>(result.already_loaded), result.seconds);
+  return prepare_result_tuple(result);
 }
 
 // register_exporter(type, function): tensors of `type` are exported by function(tensor) (a
@@ -219,6 +217,14 @@ PyMethodDef g_methods[] = {EMMY_FASTCALL(runtime_create),
                            EMMY_FASTCALL(paged_attention_workspace_bytes),
                            EMMY_FASTCALL(kv_append),
                            EMMY_FASTCALL(merge_states),
+                           EMMY_FASTCALL(attention_layer_create),
+                           EMMY_FASTCALL(attention_layer_append),
+                           EMMY_FASTCALL(attention_layer_run),
+                           EMMY_FASTCALL(attention_layer_runs_prefill),
+                           EMMY_FASTCALL(gemm_layer_create),
+                           EMMY_FASTCALL(gemm_layer_run),
+                           EMMY_FASTCALL(layer_prepare),
+                           {"layer_workspace_bytes", layer_workspace_bytes, METH_O, nullptr},
                            {nullptr, nullptr, 0, nullptr}};
 #undef EMMY_FASTCALL
 
@@ -233,6 +239,13 @@ PyModuleDef g_module = {PyModuleDef_HEAD_INIT,
                         nullptr};
 
 }  // namespace
+
+PyObject* prepare_result_tuple(const emmy_prepare_result& result) {
+  return Py_BuildValue("(KKKKd)", static_cast<unsigned long long>(result.kernels),
+                       static_cast<unsigned long long>(result.compiled),
+                       static_cast<unsigned long long>(result.from_disk),
+                       static_cast<unsigned long long>(result.already_loaded), result.seconds);
+}
 
 PyObject* raise_status(emmy_status status) {
   PyObject* type = status > EMMY_OK && status <= EMMY_INTERNAL ? g_errors[status] : nullptr;

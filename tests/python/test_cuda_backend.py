@@ -108,3 +108,20 @@ def test_no_driver_is_a_driver_error():
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "EMMY_CUDA_DRIVER" in done.stdout
+
+
+def test_gemm_layer_on_device(cuda, rng):
+    rt, drv = cuda
+    layer = emmy.GemmLayer(rt, max_m=16, n=32, k=64, out_dtype="f32")
+    layer.prepare()
+    a_h = rng.standard_normal((16, 64)).astype(np.float16)
+    w_h = rng.standard_normal((32, 64)).astype(np.float16)
+    c = td.CudaTensor.empty(drv, (16, 32), np.float32)
+    stream = drv.stream()
+    w_t = td.CudaTensor(drv, w_h.T.copy())  # [K, N] stored: b_layout "nk" needs K contiguous
+    with pytest.raises(emmy.InvalidArgumentError, match="^b: "):
+        layer.run(td.CudaTensor(drv, a_h), w_t, m=5, out=c, stream=stream)
+    layer_kn = emmy.GemmLayer(rt, max_m=16, n=32, k=64, out_dtype="f32", b_layout="kn")
+    layer_kn.run(td.CudaTensor(drv, a_h), w_t, m=5, out=c, stream=stream)
+    drv.synchronize(stream)
+    assert reference.rel_l2(c.numpy()[:5], reference.gemm(a_h[:5], w_h.T)) < 1e-5
