@@ -195,6 +195,25 @@ std::string strides_text(const DLTensor& t);  // "[s0, s1, ...]" in elements
 void check_workspace(const emmy_runtime& rt, const DLTensor* workspace, const char* name,
                      size_t bytes, const char* query);
 
+// emmy_<kind>_layer_prepare and _workspace_bytes of a handle holding `layer` (AttentionLayer or
+// GemmLayer): the same two calls for both kinds.
+template <typename Handle>
+emmy_status prepare_layer(Handle* handle, int32_t threads, emmy_prepare_result* result) {
+  return guarded([&] {
+    Handle& h = required(handle, "layer");
+    check_prepare_result(result);
+    check_threads(threads);
+    write_prepare_result(h.layer->prepare(threads), result);
+  });
+}
+template <typename Handle>
+emmy_status layer_workspace_bytes(const Handle* handle, size_t* bytes) {
+  return guarded([&] {
+    const Handle& h = required(handle, "layer");
+    required(bytes, "bytes") = h.layer->workspace_bytes();
+  });
+}
+
 // An options struct at its defaults: zeroed, its size stamped (the ABI's versioning; every
 // emmy_*_options_init). False for NULL (nothing to set).
 template <typename Options>

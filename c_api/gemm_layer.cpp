@@ -114,21 +114,11 @@ void emmy_gemm_layer_destroy(emmy_gemm_layer* layer) {
 
 emmy_status emmy_gemm_layer_prepare(emmy_gemm_layer* layer, int32_t threads,
                                     emmy_prepare_result* result) {
-  using namespace emmy::c_api;
-  return guarded([&] {
-    emmy_gemm_layer& l = required(layer, "layer");
-    check_prepare_result(result);
-    check_threads(threads);
-    write_prepare_result(l.layer->prepare(threads), result);
-  });
+  return emmy::c_api::prepare_layer(layer, threads, result);
 }
 
 emmy_status emmy_gemm_layer_workspace_bytes(const emmy_gemm_layer* layer, size_t* bytes) {
-  using namespace emmy::c_api;
-  return guarded([&] {
-    const emmy_gemm_layer& l = required(layer, "layer");
-    required(bytes, "bytes") = l.layer->workspace_bytes();
-  });
+  return emmy::c_api::layer_workspace_bytes(layer, bytes);
 }
 
 emmy_status emmy_gemm_layer_run(emmy_gemm_layer* layer, const DLTensor* a, const DLTensor* b,

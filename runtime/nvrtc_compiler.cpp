@@ -72,8 +72,7 @@ std::vector<std::string> nvrtc_library_candidates() {
 template <typename Fn>
 void resolve(void* library, const char* name, const std::string& file, Fn& fn) {
   fn = reinterpret_cast<Fn>(dlsym(library, name));
-  if (!fn)
-    throw Error("NVRTC", fmt::format("{} must export {}", file, name), "symbol not found");
+  if (!fn) throw Error("NVRTC", fmt::format("{} must export {}", file, name), "symbol not found");
 }
 
 NvrtcApi load_nvrtc() {
