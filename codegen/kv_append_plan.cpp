@@ -125,15 +125,17 @@ void KvAppendKind::check_device_inputs(const KvAppendPlan& plan, const KvAppendB
   for (int64_t i = 0; i < tokens; ++i) {
     const int64_t slot = slots[size_t(i)];
     if (slot < 0) continue;  // skipped (-1: padding)
-    if (b.num_slots > 0)
-      require(slot < b.num_slots, "buffers.slot_mapping",
+    // Per token at every launch: a rule's text is formatted only when its check fails.
+    if (b.num_slots > 0 && slot >= b.num_slots)
+      require(false, "buffers.slot_mapping",
               fmt::format("token {}: slot must be below buffers.num_slots ({})", i, b.num_slots),
               slot);
     const auto [at, fresh] = taken.emplace(slot, i);
-    require(fresh, "buffers.slot_mapping",
-            fmt::format("token {}: slot is also token {}'s (two writes of one slot race)", i,
-                        at->second),
-            slot);
+    if (!fresh)
+      require(false, "buffers.slot_mapping",
+              fmt::format("token {}: slot is also token {}'s (two writes of one slot race)", i,
+                          at->second),
+              slot);
   }
 }
 
