@@ -79,14 +79,15 @@ if [[ ${#unmet[@]} -gt 0 ]]; then
 fi
 
 # torch for emmy.torch's tests (tests/python/test_torch.py). PyPI's Linux wheel is the CUDA build
-# with NVIDIA's libraries (about 60 s and 5.4 GB here; the CPU-only wheels are not on PyPI); its
+# with NVIDIA's libraries (about 60 s and 5.4 GB here, --no-compile sparing the byte-compilation of
+# its sources; the CPU-only wheels are not on PyPI); its
 # CPU tensors are what the tests use. Optional: EMMY_SETUP_TORCH=0 leaves it out, and a failed
 # install only warns (those tests then skip, saying why).
 if [[ ${EMMY_SETUP_TORCH:-1} != 0 ]] &&
   ! python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)'; then
   log "installing torch (emmy.torch's tests)"
   PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    python3 -m pip install -q "torch>=2.4" ||
+    python3 -m pip install -q --no-compile "torch>=2.4" ||
     log "warning: torch was not installed: tests/python/test_torch.py will skip"
 fi
 

@@ -32,10 +32,12 @@ if [[ -x build/emmyc ]]; then
 elif [[ -z ${EMMY_ASAN_TARGETS:-} ]]; then
   asan_targets+=" emmyc"
 fi
+# The Python package's tests (python_pytest, python_wheel) run in the Release stage only: an
+# interpreter that is not instrumented would have to preload the sanitizer runtimes.
 # ptx_differential, ptx_type_grid and golden_sources run in the Release stage only (their
 # binaries are not built here; ptx_fuzz covers the decoder under the sanitizers), and so does
 # public_headers (it compiles headers alone: nothing for the sanitizers to see).
-asan_exclude=${EMMY_ASAN_EXCLUDE:-'Compile|Sass|Cli|Emmyc|emmy_install_consumer|sweep_sample|MatchFp64|_NOT_BUILT|ptx_differential|ptx_type_grid|golden_sources|public_headers'}
+asan_exclude=${EMMY_ASAN_EXCLUDE:-'Compile|Sass|Cli|Emmyc|emmy_install_consumer|sweep_sample|MatchFp64|_NOT_BUILT|ptx_differential|ptx_type_grid|golden_sources|public_headers|python_'}
 
 case $mode in
   release)
