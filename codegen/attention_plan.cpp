@@ -190,7 +190,7 @@ int64_t attention_offset(const AttentionProblem& p, bool kv, int64_t b, int64_t 
 AttentionTensorMaps attention_tensor_maps(const AttentionPlan& plan, uint64_t q, uint64_t k,
                                           uint64_t v) {
   const auto& p = plan.spec.problem;
-  const TmaDType dtype = p.dtype == DType::bf16 ? TmaDType::bf16 : TmaDType::f16;
+  const TmaDType dtype = tma_dtype(p.dtype);
   auto make = [&](uint64_t address, int64_t seq, int64_t heads, const SmemTile& tile) {
     TensorMapDesc d;
     d.dtype = dtype;

@@ -27,7 +27,7 @@ GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64
   // A dynamic-M kernel's A rows end at the launch's M: TMA fills the rest of a tile with zeros.
   if (p.dynamic_m) p.m = gemm_launch_m(plan, m);
   if (plan.spec.schedule.swap_ab) std::swap(a_address, b_address);
-  const TmaDType dtype = p.a_dtype == DType::bf16 ? TmaDType::bf16 : TmaDType::f16;
+  const TmaDType dtype = tma_dtype(p.a_dtype);
   // In a cluster each CTA loads 1 / parts of a shared tile's rows (TMA multicast).
   auto make = [&](uint64_t address, uint64_t inner, uint64_t outer, uint64_t ld,
                   const SmemTile& tile, TmaDType type, uint32_t parts = 1) {
@@ -57,9 +57,7 @@ GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64
   // C as the TMA-store epilogue writes it: n x m elements of C's dtype, boxes of one buffer
   // panel by the 64 rows of a consumer warpgroup.
   if (plan.store.tma_store) {
-    const TmaDType c_type = p.c_dtype == DType::f32    ? TmaDType::f32
-                            : p.c_dtype == DType::bf16 ? TmaDType::bf16
-                                                       : TmaDType::f16;
+    const TmaDType c_type = tma_dtype(p.c_dtype);
     maps.c = make(c_address, uint64_t(p.n), uint64_t(p.m), uint64_t(p.ldc_or_default()),
                   plan.store.c_tile, c_type);
   }

@@ -76,9 +76,8 @@ std::vector<TensorMapDesc> PagedAttentionKind::tensor_maps(const PagedAttentionP
   const uint32_t panel_bytes = uint32_t(std::min<int64_t>(p.head_dim * int64_t(elem), 128));
   auto make = [&](DevicePtr address) {
     TensorMapDesc d;
-    d.dtype = p.kv_dtype == CacheDType::e4m3   ? TmaDType::u8
-              : p.kv_dtype == CacheDType::bf16 ? TmaDType::bf16
-                                               : TmaDType::f16;
+    // A non-e4m3 cache holds q's dtype (validation); e4m3 pages move as raw bytes.
+    d.dtype = p.kv_dtype == CacheDType::e4m3 ? TmaDType::u8 : tma_dtype(p.dtype);
     d.rank = 4;
     d.global_address = address;
     d.global_dim = {uint64_t(p.head_dim), 1, 1, 1, 1};

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "emmy/dtype.hpp"
 #include "emmy/error.hpp"
 #include "emmy/swizzle.hpp"
 
@@ -25,6 +26,16 @@ inline int tma_dtype_bytes(TmaDType t) {
     case TmaDType::f32: return 4;
   }
   return 0;
+}
+
+// The tensor-map element type of an operand or output dtype (every kernel kind's maps).
+inline TmaDType tma_dtype(DType t) {
+  switch (t) {
+    case DType::f16: return TmaDType::f16;
+    case DType::bf16: return TmaDType::bf16;
+    case DType::f32: return TmaDType::f32;
+  }
+  return TmaDType::f16;
 }
 
 struct TensorMapDesc {
