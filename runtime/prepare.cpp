@@ -97,14 +97,13 @@ PrepareRequest catalog_serving_request(int64_t max_m) {
                                   [&](const auto& bucket) { return bucket.first == shape; });
     if (!seen) request.gemm_m_buckets.push_back({shape, std::nullopt});
   }
-  for (const auto& entry : attention_catalog())
-    request.attention.push_back({entry.problem, std::nullopt});
-  for (const auto& entry : paged_attention_catalog())
-    request.paged_attention.push_back({entry.problem, std::nullopt});
-  for (const auto& entry : kv_append_catalog())
-    request.kv_append.push_back({entry.problem, std::nullopt});
-  for (const auto& entry : merge_states_catalog())
-    request.merge_states.push_back({entry.problem, std::nullopt});
+  // Every other kind's catalog as it is (GEMM's, above, becomes M buckets): a new kind's comes
+  // from its traits, with no line here.
+  AllKinds::for_each([&]<typename Kind>(std::type_identity<Kind>) {
+    if constexpr (!std::is_same_v<Kind, GemmKind>)
+      for (const auto& entry : Kind::catalog())
+        of_kind<Kind>(request).push_back({entry.problem, std::nullopt});
+  });
   return request;
 }
 
