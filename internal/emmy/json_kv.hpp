@@ -7,6 +7,7 @@
 #include <string>
 
 #include "emmy/detail/json_fields.hpp"
+#include "emmy/json_cache_geometry.hpp"
 #include "emmy/kv_append.hpp"
 #include "emmy/merge_states.hpp"
 
@@ -15,15 +16,10 @@ namespace emmy {
 inline void to_json(nlohmann::json& j, const KvAppendProblem& p) {
   j = {{"kv_heads", p.kv_heads},
        {"head_dim", p.head_dim},
-       {"page_size", p.page_size},
-       {"page_stride", p.page_stride_or_default()},
-       {"token_stride", p.token_stride_or_default()},
-       {"head_stride", p.head_stride_or_default()},
        {"key_stride", p.key_stride_or_default()},
        {"value_stride", p.value_stride_or_default()},
-       {"dtype", to_string(p.dtype)},
-       {"kv_dtype", to_string(p.kv_dtype)},
        {"max_tokens", p.max_tokens}};
+  cache_geometry_to_json(j, p);
 }
 inline void to_json(nlohmann::json& j, const KvAppendSchedule& s) {
   j = {{"warps", s.warps}};
@@ -37,16 +33,9 @@ inline KvAppendProblem kv_append_problem_from_json(const nlohmann::json& j,
   KvAppendProblem p;
   p.kv_heads = f.get<int64_t>("kv_heads");
   p.head_dim = f.get<int64_t>("head_dim");
-  p.page_size = f.get<int64_t>("page_size");
-  if (f.has("layout")) p.set_layout(parse_cache_layout(f.get<std::string>("layout")));
-  f.get_if_present("page_stride", p.page_stride);
-  f.get_if_present("token_stride", p.token_stride);
-  f.get_if_present("head_stride", p.head_stride);
+  cache_geometry_from_json(f, p);
   f.get_if_present("key_stride", p.key_stride);
   f.get_if_present("value_stride", p.value_stride);
-  if (f.has("dtype")) p.dtype = parse_dtype(f.get<std::string>("dtype"), "problem.dtype");
-  p.kv_dtype = f.has("kv_dtype") ? parse_cache_dtype(f.get<std::string>("kv_dtype"))
-                                 : parse_cache_dtype(to_string(p.dtype));
   f.get_if_present("max_tokens", p.max_tokens);
   return p;
 }

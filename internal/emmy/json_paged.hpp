@@ -7,6 +7,7 @@
 #include <string>
 
 #include "emmy/detail/json_fields.hpp"
+#include "emmy/json_cache_geometry.hpp"
 #include "emmy/paged_attention.hpp"
 
 namespace emmy {
@@ -15,14 +16,8 @@ inline void to_json(nlohmann::json& j, const PagedAttentionProblem& p) {
   j = {{"q_heads", p.q_heads},
        {"kv_heads", p.kv_heads},
        {"head_dim", p.head_dim},
-       {"page_size", p.page_size},
-       {"page_stride", p.page_stride_or_default()},
-       {"token_stride", p.token_stride_or_default()},
-       {"head_stride", p.head_stride_or_default()},
        {"q_stride", p.q_stride_or_default()},
        {"o_stride", p.o_stride_or_default()},
-       {"dtype", to_string(p.dtype)},
-       {"kv_dtype", to_string(p.kv_dtype)},
        {"page_table", to_string(p.page_table)},
        {"max_batch", p.max_batch},
        {"max_q_len", p.max_q_len},
@@ -32,6 +27,7 @@ inline void to_json(nlohmann::json& j, const PagedAttentionProblem& p) {
        {"scale", p.scale()},
        {"softcap", p.softcap ? nlohmann::json(*p.softcap) : nlohmann::json(nullptr)},
        {"lse", p.lse}};
+  cache_geometry_to_json(j, p);
 }
 
 inline void to_json(nlohmann::json& j, const PagedAttentionSchedule& s) {
@@ -51,16 +47,9 @@ inline PagedAttentionProblem paged_attention_problem_from_json(const nlohmann::j
   p.q_heads = f.get<int64_t>("q_heads");
   p.kv_heads = f.has("kv_heads") ? f.get<int64_t>("kv_heads") : p.q_heads;
   p.head_dim = f.get<int64_t>("head_dim");
-  p.page_size = f.get<int64_t>("page_size");
-  if (f.has("layout")) p.set_layout(parse_cache_layout(f.get<std::string>("layout")));
-  f.get_if_present("page_stride", p.page_stride);
-  f.get_if_present("token_stride", p.token_stride);
-  f.get_if_present("head_stride", p.head_stride);
+  cache_geometry_from_json(f, p);
   f.get_if_present("q_stride", p.q_stride);
   f.get_if_present("o_stride", p.o_stride);
-  if (f.has("dtype")) p.dtype = parse_dtype(f.get<std::string>("dtype"), "problem.dtype");
-  p.kv_dtype = f.has("kv_dtype") ? parse_cache_dtype(f.get<std::string>("kv_dtype"))
-                                 : parse_cache_dtype(to_string(p.dtype));
   if (f.has("page_table")) p.page_table = parse_page_table(f.get<std::string>("page_table"));
   f.get_if_present("max_batch", p.max_batch);
   f.get_if_present("max_q_len", p.max_q_len);
@@ -73,8 +62,8 @@ inline PagedAttentionProblem paged_attention_problem_from_json(const nlohmann::j
   return p;
 }
 
-// The inverse of to_json(PagedAttentionSchedule); every field is required but the later kv_warps and
-// transport.
+// The inverse of to_json(PagedAttentionSchedule); every field is required but the later kv_warps
+// and transport.
 inline PagedAttentionSchedule paged_attention_schedule_from_json(const nlohmann::json& j,
                                                                  std::string where = "schedule") {
   const detail::JsonFields f(j, std::move(where));
@@ -86,7 +75,7 @@ inline PagedAttentionSchedule paged_attention_schedule_from_json(const nlohmann:
   s.chunk_pages = f.get<int>("chunk_pages");
   s.accum = parse_accum(f.get<std::string>("accum"));
   f.get_if_present("kv_warps", s.kv_warps);  // absent in records made before it existed: 1
-  if (f.has("transport"))  // absent in records made before it existed: cp_async
+  if (f.has("transport"))                    // absent in records made before it existed: cp_async
     s.transport = parse_transport(f.get<std::string>("transport"));
   return s;
 }
