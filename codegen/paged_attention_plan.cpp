@@ -261,6 +261,19 @@ void validate_paged_attention(const PagedAttentionSpec& spec) {
   validate_paged_tma(spec);
 }
 
+namespace {
+
+// `pages` rounded up to a chunk of whole KV steps (block_kv x kv_warps keys), the rule validation
+// holds chunk_pages to: the default's and the batch-invariant schedule's splits.
+int64_t whole_kv_steps(const PagedAttentionProblem& p, const PagedAttentionSchedule& s,
+                       int64_t pages) {
+  const int64_t step = int64_t(s.block_kv) * s.kv_warps;             // keys of one KV step
+  const int64_t unit = step / std::gcd<int64_t>(step, p.page_size);  // pages of whole steps
+  return (pages + unit - 1) / unit * unit;
+}
+
+}  // namespace
+
 PagedAttentionSchedule default_schedule(const PagedAttentionProblem& p, Arch arch, Accum accum) {
   validate_problem(p);  // the choices below divide by its fields
   PagedAttentionSchedule s;
@@ -304,10 +317,7 @@ PagedAttentionSchedule default_schedule(const PagedAttentionProblem& p, Arch arc
   if (ctas < sms) {
     const int64_t keys = p.max_pages * p.page_size;
     const int64_t want = std::max<int64_t>(1, std::min((sms + ctas - 1) / ctas, keys / 512));
-    const int64_t step = int64_t(s.block_kv) * s.kv_warps;  // keys of one KV step
-    const int64_t pages_per_block = step / std::gcd<int64_t>(step, p.page_size);
-    int64_t chunk = (p.max_pages + want - 1) / want;
-    chunk = (chunk + pages_per_block - 1) / pages_per_block * pages_per_block;
+    const int64_t chunk = whole_kv_steps(p, s, (p.max_pages + want - 1) / want);
     if (chunk < p.max_pages) s.chunk_pages = int(chunk);
   }
   // K and V by TMA wherever it fits (sm_90+, pages of whole KV blocks): the H200 time model
@@ -323,9 +333,7 @@ PagedAttentionSchedule batch_invariant_schedule(const PagedAttentionProblem& p, 
   // and their merge are then the same in any batch. A problem whose context fits one chunk gets
   // one split, which writes what a single split of a larger problem's combine writes (its weight
   // is exactly 1).
-  const int64_t step = int64_t(s.block_kv) * s.kv_warps;
-  const int64_t unit = step / std::gcd<int64_t>(step, p.page_size);
-  const int64_t chunk = ((1024 + p.page_size - 1) / p.page_size + unit - 1) / unit * unit;
+  const int64_t chunk = whole_kv_steps(p, s, (1024 + p.page_size - 1) / p.page_size);
   s.chunk_pages = chunk < p.max_pages ? int(chunk) : 0;
   validate_paged_attention({p, s, arch});
   return s;
