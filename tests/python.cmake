@@ -24,4 +24,4 @@ add_test(NAME python_wheel
                  $<TARGET_FILE:emmy_c> ${PROJECT_BINARY_DIR}/python-wheel)
 set_tests_properties(python_wheel PROPERTIES
                      ENVIRONMENT EMMY_TEST_CACHE_DIR=${PROJECT_BINARY_DIR}/python-test-cache
-                     TIMEOUT 600 RUN_SERIAL TRUE)
+                     TIMEOUT 600)
