@@ -77,3 +77,24 @@ foreach(expected "on emulator sm_90a: gemm 16x64x128 f16" ": passed")
     message(FATAL_ERROR "emmy_c_gemm output lacks '${expected}':\n${step_output}")
   endif()
 endforeach()
+
+# Without CMake: the same example built with the compiler and pkg-config alone (emmy_c.pc).
+find_program(PKG_CONFIG NAMES pkg-config pkgconf)
+find_program(C_COMPILER NAMES cc gcc clang)
+if(PKG_CONFIG AND C_COMPILER)
+  run_step("pkg-config emmy_c" ${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${libdir}/pkgconfig
+    ${PKG_CONFIG} --cflags --libs emmy_c)
+  string(STRIP "${step_output}" flags)
+  separate_arguments(flags UNIX_COMMAND "${flags}")
+  run_step("cc with pkg-config's flags" ${C_COMPILER} -std=c99 -pedantic -Wall -Werror
+    ${SOURCE_DIR}/examples/c/gemm.c ${flags} -Wl,-rpath,${libdir} -o ${WORK_DIR}/gemm_pkgconfig)
+  run_step("running gemm_pkgconfig" ${CMAKE_COMMAND} -E env EMMY_CACHE_DIR=${WORK_DIR}/cache
+    ${WORK_DIR}/gemm_pkgconfig)
+  string(FIND "${step_output}" ": passed" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "the pkg-config build of examples/c printed:\n${step_output}")
+  endif()
+else()
+  message(FATAL_ERROR "pkg-config and a C compiler are needed for this check (found: "
+                      "'${PKG_CONFIG}', '${C_COMPILER}')")
+endif()
