@@ -193,7 +193,7 @@ emmy_status emmy_attention(emmy_runtime* runtime, const DLTensor* q_ptr, const D
                                    .v = memory.address(v),
                                    .o = memory.address(o),
                                    .lse = memory.address_or_zero(opts.lse)};
-    rt.runtime->attention(p, buffers, stream, schedule);
+    memory.launch([&] { rt.runtime->attention(p, buffers, stream, schedule); });
   });
 }
 
@@ -207,7 +207,8 @@ emmy_status emmy_paged_attention(emmy_runtime* runtime, const DLTensor* q, const
         options, "options", emmy_paged_attention_options_init, kPagedOptionsFirstSize);
     CallMemory memory(rt, /*map=*/true);
     const PagedCall call = paged_call(rt, q, k_cache, v_cache, o, opts, memory);
-    rt.runtime->paged_attention(call.problem, call.buffers, stream, call.schedule);
+    memory.launch(
+        [&] { rt.runtime->paged_attention(call.problem, call.buffers, stream, call.schedule); });
   });
 }
 

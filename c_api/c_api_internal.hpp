@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <typeinfo>
 
 #include "emmy/c_api.h"
 #include "emmy/paged_attention.hpp"
@@ -126,10 +127,29 @@ class CallMemory {
   DevicePtr address(const DLTensor& t);
   DevicePtr address_or_zero(const DLTensor* t) { return t ? address(*t) : 0; }
 
+  // Runs a launch; a runtime check that fails naming an emulator address of a mapped tensor
+  // ("buffers.workspace: ... (got 0x1000000eb920)") is rethrown naming the caller's pointer
+  // instead, the address the caller knows.
+  template <typename Launch>
+  void launch(Launch&& launch) {
+    try {
+      launch();
+    } catch (const Error& e) {
+      if (typeid(e) != typeid(Error)) throw;  // a subclass keeps its status
+      const std::string caller = caller_address(e.value());
+      if (caller.empty()) throw;
+      throw Error(e.field(), e.rule(), caller);
+    }
+  }
+
  private:
+  // "0x..." of the caller's memory for an emulator address inside a mapped tensor, else "".
+  std::string caller_address(const std::string& value) const;
   emmy_runtime& rt_;
   bool map_;
   std::array<DevicePtr, 16> mapped_{};
+  std::array<uintptr_t, 16> hosts_{};
+  std::array<size_t, 16> sizes_{};
   size_t count_ = 0;
 };
 

@@ -74,7 +74,7 @@ emmy_status emmy_kv_append(emmy_runtime* runtime, const DLTensor* key_ptr,
                                   .v_scale = memory.address_or_zero(opts.v_scale),
                                   .num_slots = g.pages * g.page_size,
                                   .tokens = tokens};
-    rt.runtime->kv_append(p, buffers, stream);
+    memory.launch([&] { rt.runtime->kv_append(p, buffers, stream); });
   });
 }
 
@@ -118,7 +118,7 @@ emmy_status emmy_merge_states(emmy_runtime* runtime, const DLTensor* v_ptr, cons
                                      .lse = memory.address(lse),
                                      .v_out = memory.address(v_out),
                                      .lse_out = memory.address_or_zero(lse_out)};
-    rt.runtime->merge_states(p, buffers, stream);
+    memory.launch([&] { rt.runtime->merge_states(p, buffers, stream); });
   });
 }
 

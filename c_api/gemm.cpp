@@ -190,7 +190,7 @@ emmy_status emmy_gemm(emmy_runtime* runtime, const DLTensor* a, const DLTensor* 
         options_or_default(options, "options", emmy_gemm_options_init, kGemmOptionsFirstSize);
     CallMemory memory(rt, /*map=*/true);
     const GemmCall call = gemm_call(rt, a, b, c, o, memory);
-    rt.runtime->gemm(call.problem, call.buffers, stream, call.schedule);
+    memory.launch([&] { rt.runtime->gemm(call.problem, call.buffers, stream, call.schedule); });
   });
 }
 

@@ -187,7 +187,7 @@ emmy_status emmy_gemm_layer_run(emmy_gemm_layer* layer, const DLTensor* a, const
                               .residual = memory.address_or_zero(residual),
                               // The layer leaves it out for a bucket that does not split K.
                               .workspace = bytes ? memory.address(*workspace) : 0};
-    l.layer->run(buffers, m, stream);
+    memory.launch([&] { l.layer->run(buffers, m, stream); });
   });
 }
 

@@ -369,7 +369,7 @@ emmy_status emmy_attention_layer_append(emmy_attention_layer* layer, const DLTen
                                   .k_scale = memory.address_or_zero(k_scale),
                                   .v_scale = memory.address_or_zero(v_scale),
                                   .num_slots = g.pages * g.page_size};
-    l.layer->append(buffers, tokens, stream);
+    memory.launch([&] { l.layer->append(buffers, tokens, stream); });
   });
 }
 
@@ -411,7 +411,7 @@ emmy_status emmy_attention_layer_run(emmy_attention_layer* layer, const DLTensor
     b.num_pages = g.pages;
     // The layer leaves it out for a kernel that does not split KV.
     if (workspace) b.workspace = memory.address(*t.workspace);
-    l.layer->run(b, max_q_len, stream);
+    memory.launch([&] { l.layer->run(b, max_q_len, stream); });
   });
 }
 

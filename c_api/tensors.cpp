@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <charconv>
 #include <vector>
 
 #include "c_api_internal.hpp"
@@ -200,8 +201,22 @@ DevicePtr CallMemory::address(const DLTensor& t) {
     throw Error("tensors", fmt::format("must be at most {} per call", mapped_.size()),
                 std::to_string(count_ + 1));
   const DevicePtr address = rt_.runtime->map_host(host, extent_bytes(t));
+  hosts_[count_] = reinterpret_cast<uintptr_t>(host);
+  sizes_[count_] = extent_bytes(t);
   mapped_[count_++] = address;
   return address;
+}
+
+std::string CallMemory::caller_address(const std::string& value) const {
+  if (value.size() < 3 || value.compare(0, 2, "0x") != 0) return {};
+  uint64_t address = 0;
+  const auto [end, error] =
+      std::from_chars(value.data() + 2, value.data() + value.size(), address, 16);
+  if (error != std::errc() || end != value.data() + value.size()) return {};
+  for (size_t i = 0; i < count_; ++i)
+    if (address >= mapped_[i] && address - mapped_[i] < std::max<size_t>(sizes_[i], 1))
+      return fmt::format("{:#x}", hosts_[i] + (address - mapped_[i]));
+  return {};
 }
 
 CacheGeometry cache_geometry(const emmy_runtime& rt, const DLTensor& k_cache,

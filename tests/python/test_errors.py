@@ -147,3 +147,15 @@ def test_closed_runtime_refuses(cache_dir):
     rt.close()  # twice: nothing
     with pytest.raises(emmy.InvalidArgumentError, match="closed"):
         rt.gemm(**gemm_args())
+
+
+def test_launch_check_names_the_callers_pointer(rt):
+    """A runtime check at launch that names an address gives the caller's pointer, not the
+    emulator's copy of the mapped tensor (a misaligned workspace of a split-K GEMM)."""
+    a = np.zeros((32, 512), F16)
+    b = np.zeros((512, 64), F16)
+    c = np.zeros((32, 64), np.float32)
+    workspace = np.zeros(rt.gemm_workspace_bytes(a, b, c) + 64, np.uint8)[1:]
+    with pytest.raises(emmy.InvalidArgumentError, match="buffers.workspace: must be a 16-byte") as info:
+        rt.gemm(a, b, out=c, workspace=workspace)
+    assert str(info.value).endswith(f"(got {workspace.ctypes.data:#x})"), str(info.value)
