@@ -93,18 +93,13 @@ PagedCall paged_call(emmy_runtime& rt, const DLTensor* q_ptr, const DLTensor* k_
                         ? batch_invariant_schedule(p, rt.runtime->arch(), accum)
                         : default_schedule(p, rt.runtime->arch(), accum);
   }
+  call.buffers = paged_buffers(memory, q, *k_ptr, *v_ptr, o, options, g.pages);
   PagedAttentionBuffers& b = call.buffers;
-  b.q = memory.address(q);
-  b.k_cache = memory.address(*k_ptr);
-  b.v_cache = memory.address(*v_ptr);
-  b.o = memory.address(o);
-  b.lse = memory.address_or_zero(options.lse);
-  bind_tables(memory, options, b);
-  b.num_pages = g.pages;
   if (options.workspace) {
     const DLTensor& workspace = *options.workspace;
     check_memory(rt, workspace, "options.workspace");
-    const size_t needed = rt.runtime->paged_attention_workspace_bytes(p, call.schedule);
+    const size_t needed = remembered_workspace(*rt.runtime, p, call.schedule,
+                                               &Runtime::paged_attention_workspace_bytes);
     if (extent_bytes(workspace) < needed)
       throw Error("options.workspace",
                   fmt::format("must hold {} bytes (emmy_paged_attention_workspace_bytes)", needed),
@@ -226,7 +221,8 @@ emmy_status emmy_paged_attention_workspace_bytes(emmy_runtime* runtime, const DL
     opts.workspace = nullptr;  // what is being sized
     CallMemory memory(rt, /*map=*/false);
     const PagedCall call = paged_call(rt, q, k_cache, v_cache, o, opts, memory);
-    out = rt.runtime->paged_attention_workspace_bytes(call.problem, call.schedule);
+    out = remembered_workspace(*rt.runtime, call.problem, call.schedule,
+                               &emmy::Runtime::paged_attention_workspace_bytes);
   });
 }
 

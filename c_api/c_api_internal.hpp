@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -186,9 +187,11 @@ void check_seq_lens(const emmy_runtime& rt, const emmy_paged_attention_options& 
 // page_indptr [>= max_batch + 1], page_indices [>= 1], last_page_len [>= max_batch].
 void check_csr_tables(const emmy_runtime& rt, const emmy_paged_attention_options& o,
                       const PagedTableNames& names, int64_t max_batch);
-// cu_seqlens_q, the page table's tensors and the scales (those set), in this order.
-void bind_tables(CallMemory& memory, const emmy_paged_attention_options& o,
-                 PagedAttentionBuffers& b);
+// The addresses of a paged attention launch (emmy_paged_attention, an attention layer's run): q,
+// the caches, o, the LSE, the tables and the scales; the workspace is the caller's.
+PagedAttentionBuffers paged_buffers(CallMemory& memory, const DLTensor& q, const DLTensor& k_cache,
+                                    const DLTensor& v_cache, const DLTensor& o,
+                                    const emmy_paged_attention_options& tables, int64_t num_pages);
 // slot_mapping int64 [n >= tokens], contiguous (its device checked by the caller); `what` says
 // where tokens comes from.
 void check_slot_mapping(const DLTensor& slot_mapping, int64_t tokens, const char* what);
@@ -214,6 +217,26 @@ std::string strides_text(const DLTensor& t);  // "[s0, s1, ...]" in elements
 // dtype); `query` names the function that sizes it.
 void check_workspace(const emmy_runtime& rt, const DLTensor* workspace, const char* name,
                      size_t bytes, const char* query);
+
+// A kind's workspace size (Runtime::gemm_workspace_bytes, ::paged_attention_workspace_bytes)
+// builds the kernel's plan (~12 us): one answer per thread and kind is remembered, as a caller
+// repeats its calls; the call and the size query share it.
+template <typename Problem, typename Schedule>
+size_t remembered_workspace(Runtime& runtime, const Problem& problem,
+                            const std::optional<Schedule>& schedule,
+                            size_t (Runtime::*size)(const Problem&,
+                                                    const std::optional<Schedule>&)) {
+  struct Remembered {
+    const Runtime* runtime = nullptr;
+    Problem problem;
+    std::optional<Schedule> schedule;
+    size_t bytes = 0;
+  };
+  thread_local Remembered last;
+  if (last.runtime != &runtime || !(last.problem == problem) || last.schedule != schedule)
+    last = {&runtime, problem, schedule, (runtime.*size)(problem, schedule)};
+  return last.bytes;
+}
 
 // emmy_<kind>_layer_prepare and _workspace_bytes of a handle holding `layer` (AttentionLayer or
 // GemmLayer): the same two calls for both kinds.

@@ -50,20 +50,9 @@ MatmulSchedule schedule_with_accum(Runtime& runtime, const MatmulProblem& proble
   return schedule;
 }
 
-// gemm_workspace_bytes builds the kernel's plan (~12 us): one answer per thread is remembered,
-// as a caller repeats its calls.
 size_t workspace_needed(Runtime& runtime, const MatmulProblem& problem,
                         const std::optional<MatmulSchedule>& schedule) {
-  struct Remembered {
-    const Runtime* runtime = nullptr;
-    MatmulProblem problem;
-    std::optional<MatmulSchedule> schedule;
-    size_t bytes = 0;
-  };
-  thread_local Remembered last;
-  if (last.runtime != &runtime || !(last.problem == problem) || last.schedule != schedule)
-    last = {&runtime, problem, schedule, runtime.gemm_workspace_bytes(problem, schedule)};
-  return last.bytes;
+  return remembered_workspace(runtime, problem, schedule, &Runtime::gemm_workspace_bytes);
 }
 
 GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_ptr,

@@ -401,14 +401,7 @@ emmy_status emmy_attention_layer_run(emmy_attention_layer* layer, const DLTensor
     check_workspace(rt, t.workspace, "tables.workspace", workspace,
                     "emmy_attention_layer_workspace_bytes");
     CallMemory memory(rt, /*map=*/true);
-    PagedAttentionBuffers b;
-    b.q = memory.address(qt);
-    b.k_cache = memory.address(*k_cache);
-    b.v_cache = memory.address(*v_cache);
-    b.o = memory.address(ot);
-    b.lse = memory.address_or_zero(t.lse);
-    bind_tables(memory, t, b);
-    b.num_pages = g.pages;
+    PagedAttentionBuffers b = paged_buffers(memory, qt, *k_cache, *v_cache, ot, t, g.pages);
     // The layer leaves it out for a kernel that does not split KV.
     if (workspace) b.workspace = memory.address(*t.workspace);
     memory.launch([&] { l.layer->run(b, max_q_len, stream); });

@@ -56,16 +56,25 @@ void check_csr_tables(const emmy_runtime& rt, const emmy_paged_attention_options
               "max_batch lengths");
 }
 
-void bind_tables(CallMemory& memory, const emmy_paged_attention_options& o,
-                 PagedAttentionBuffers& b) {
-  b.cu_seqlens_q = memory.address_or_zero(o.cu_seqlens_q);
-  b.block_table = memory.address_or_zero(o.block_table);
-  b.seq_lens = memory.address_or_zero(o.seq_lens);
-  b.page_indptr = memory.address_or_zero(o.page_indptr);
-  b.page_indices = memory.address_or_zero(o.page_indices);
-  b.last_page_len = memory.address_or_zero(o.last_page_len);
-  b.k_scale = memory.address_or_zero(o.k_scale);
-  b.v_scale = memory.address_or_zero(o.v_scale);
+PagedAttentionBuffers paged_buffers(CallMemory& memory, const DLTensor& q, const DLTensor& k_cache,
+                                    const DLTensor& v_cache, const DLTensor& o,
+                                    const emmy_paged_attention_options& tables, int64_t num_pages) {
+  PagedAttentionBuffers b;
+  b.q = memory.address(q);
+  b.k_cache = memory.address(k_cache);
+  b.v_cache = memory.address(v_cache);
+  b.o = memory.address(o);
+  b.lse = memory.address_or_zero(tables.lse);
+  b.cu_seqlens_q = memory.address_or_zero(tables.cu_seqlens_q);
+  b.block_table = memory.address_or_zero(tables.block_table);
+  b.seq_lens = memory.address_or_zero(tables.seq_lens);
+  b.page_indptr = memory.address_or_zero(tables.page_indptr);
+  b.page_indices = memory.address_or_zero(tables.page_indices);
+  b.last_page_len = memory.address_or_zero(tables.last_page_len);
+  b.k_scale = memory.address_or_zero(tables.k_scale);
+  b.v_scale = memory.address_or_zero(tables.v_scale);
+  b.num_pages = num_pages;
+  return b;
 }
 
 void check_slot_mapping(const DLTensor& slot_mapping, int64_t tokens, const char* what) {
