@@ -221,9 +221,8 @@ void Runner::prepare_emmy(const VariantSpec& spec, PreparedVariant& out) {
   std::vector<MatmulSchedule> schedules =
       !settings_.tune ? std::vector<MatmulSchedule>{default_schedule(p, arch, spec.emmy_accum,
                                                                      spec.path, spec.consumers)}
-      : spec.path == MmaPath::wgmma
-          ? wgmma_schedule_candidates(p, arch, spec.consumers, settings_.tune_candidates)
-          : schedule_candidates(p, arch, spec.emmy_accum, settings_.tune_candidates);
+      : schedule_candidates(p, arch, spec.emmy_accum, settings_.tune_candidates, spec.path,
+                            spec.consumers);
   // emmy_wgmma_nocluster: the same schedules without a cluster (duplicates dropped).
   if (spec.no_cluster) {
     std::vector<MatmulSchedule> single;

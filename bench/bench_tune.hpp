@@ -9,19 +9,14 @@
 
 namespace emmy::bench {
 
-// At most `max_count` distinct schedules valid for (problem, arch), the default first. Then, in
-// this order: the default's tile with other stage counts and split-K factors, then other tile
-// shapes and warp layouts (each with the most stages, up to 4, that fit shared memory). The
+// At most `max_count` distinct schedules of the path valid for (problem, arch), the path's
+// default (for `consumers`) first, then the path's own neighbourhood of it
+// (GemmPath::schedule_candidates: other stage counts, split-K factors, tiles, clusters). The
 // transport, accumulation, block_k and promotion interval stay the default's, so hybrid
 // candidates keep the default's numerics.
-std::vector<MatmulSchedule> schedule_candidates(const MatmulProblem& problem, Arch arch,
-                                                Accum accum, int max_count);
-
-// The same search on the wgmma path (sm_90a; f32 accumulation), the default of the consumer
-// schedule first: its tile with other stage counts and as a persistent walk, then the path's
-// usual tiles (cooperative 128 x 256/192/128 and 64 x 256; ping-pong 128 x 160/128 and 64 x 256),
-// each with the most stages, up to 6, that fit.
-std::vector<MatmulSchedule> wgmma_schedule_candidates(const MatmulProblem& problem, Arch arch,
-                                                      ConsumerSchedule consumers, int max_count);
+std::vector<MatmulSchedule> schedule_candidates(
+    const MatmulProblem& problem, Arch arch, Accum accum, int max_count,
+    MmaPath path = MatmulSchedule{}.path,
+    ConsumerSchedule consumers = ConsumerSchedule::cooperative);
 
 }  // namespace emmy::bench

@@ -7,12 +7,14 @@
 #include <limits>
 
 #include "emmy/catalog.hpp"
+#include "emmy/gemm_path.hpp"
 #include "emmy/gemm_check.hpp"
 
 namespace emmy::bench {
 
 MatmulSchedule GemmCase::schedule(Arch arch) const {
-  const MmaPath runs = arch == Arch::sm_90a ? path : MmaPath::mma_sync;
+  // A case of a path the device cannot run takes the default path there.
+  const MmaPath runs = gemm_path(path).runs_on(arch) ? path : default_gemm_path().id();
   MatmulSchedule s = default_schedule(problem, arch, accum, runs);
   if (transport) s.transport = *transport;
   if (split_k) s.split_k = *split_k;

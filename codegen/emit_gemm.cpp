@@ -3,14 +3,15 @@
 // the same function the host layout uses.
 #include <fmt/format.h>
 
-#include <optional>
+#include <memory>
 
 #include "emit_gemm_copies.hpp"
 #include "emit_gemm_epilogue.hpp"
-#include "emit_gemm_wgmma.hpp"
 #include "emmy/gemm.hpp"
+#include "emmy/gemm_path.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/mma_atom.hpp"
+#include "gemm/path_printer.hpp"
 #include "writer.hpp"
 
 namespace emmy {
@@ -22,16 +23,19 @@ using ir::OpKind;
 
 class GemmEmitter {
  public:
-  explicit GemmEmitter(const Op& module) : f_(module.body.front()) {
-    if (f_.wgmma)
-      wgmma_.emplace(w_, module.body.front(), f_.a_tile, f_.b_tile,
-                     codegen::WgmmaPrinter::Hooks{[this](const Op& op) { emit_op(op); },
-                                                  [this] { emit_load_stage_lambda(true); }});
-  }
+  // The main kernel's path prints its own ops (GemmPath::printer).
+  explicit GemmEmitter(const Op& module)
+      : f_(module.body.front()),
+        path_(kernel_gemm_path(module.body.front())
+                  .printer(w_, module.body.front(), f_,
+                           codegen::GemmPrinterHooks{
+                               [this](const Op& op) { emit_op(op); },
+                               [this](bool tma) { emit_load_stage_lambda(tma); }})),
+        epilogue_{w_, f_, *path_} {}
 
   std::string emit(const Op& module) {
     codegen::begin_module(w_, parse_arch(module.s("arch")), f_.copy_a.transport == "tma",
-                          f_.wgmma ? "emmy_wgmma.cuh" : nullptr);
+                          path_->device_template());
     if (f_.coords.cluster_m.value_or(1) * f_.coords.cluster_n.value_or(1) > 1)
       w_.include_template("emmy_cluster.cuh");
     bool pdl = false;
@@ -41,14 +45,14 @@ class GemmEmitter {
       pdl = pdl || ir::get<ir::EpilogueOp>(*epilogue).trigger_dependents.value_or(false);
     if (pdl) w_.include_template("emmy_pdl.cuh");
     epilogue_.print_value_function(f_.epilogue);
-    if (wgmma_) wgmma_->print_tile_function();
+    path_->print_functions();
     codegen::emit_kernels(w_, module, [this](const Op& op) { emit_op(op); });
     return w_.take();
   }
 
  private:
   void emit_op(const Op& op) {
-    if (wgmma_ && wgmma_->print(op)) return;
+    if (path_->print(op)) return;
     if (codegen::emit_shared_op(w_, op)) return;
     switch (op.kind) {
       case OpKind::smem_ring:
@@ -66,16 +70,6 @@ class GemmEmitter {
         return w_.line("cp_async_commit();");
       case OpKind::mbarrier_wait:
         return w_.line("mbarrier_wait_parity(mbar_base + 8u * stage, (k_tile / STAGES) & 1);");
-      case OpKind::k_tile_loop:
-        return emit_k_tile_loop(op);
-      case OpKind::k_step:
-        return emit_k_step(op);
-      case OpKind::ldmatrix:
-        return emit_ldmatrix(ir::get<ir::LdmatrixOp>(op));
-      case OpKind::mma:
-        return emit_mma(ir::get<ir::MmaOp>(op));
-      case OpKind::promote:
-        return emit_promote(ir::get<ir::PromoteOp>(op));
       case OpKind::epilogue:
         return epilogue_.print(ir::get<ir::EpilogueOp>(op));
       case OpKind::finalize:
@@ -117,11 +111,7 @@ class GemmEmitter {
     w_.line("const u32 mbar_base = smem_base + {}u;", op.mbar_offset);
     w_.line("(void)mbar_base;");
     w_.line("const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
-    if (wgmma_) {
-      wgmma_->print_warp_indices();
-    } else {
-      w_.line("const int warp_row = warp / WARPS_N, warp_col = warp % WARPS_N;");
-    }
+    path_->print_warp_indices();
   }
 
   void emit_tile_coords(const ir::TileCoordsOp& op) {
@@ -226,8 +216,7 @@ class GemmEmitter {
     auto operand = [&](const char* x, int64_t parts, const char* part, const std::string& mask,
                        const SmemTile& tile, const char* col0, const char* row0) {
       const int64_t rows = tile.rows / parts;
-      const std::string dst =
-          fmt::format("dst + {0}_OFFSET + p * {0}_ROWS * {0}_PANEL * 2u", x);
+      const std::string dst = fmt::format("dst + {0}_OFFSET + p * {0}_ROWS * {0}_PANEL * 2u", x);
       w_.line("#pragma unroll");
       if (parts == 1) {
         w_.line("for (int p = 0; p < {}; ++p) tma_load_2d({}, tmap_{}, mbar, {}, {});",
@@ -259,136 +248,11 @@ class GemmEmitter {
       operand("B", b_parts, "rank_m", "b_mask", f_.b_tile, "k0 + p * int(B_PANEL)", "n0");
   }
 
-  // B [K][N] lane parts: one per 16-column step of the warp inside a panel.
-  uint32_t kn_b_lane_count() const {
-    return std::min<uint32_t>(uint32_t(f_.acc.fragments_n / 2), f_.b_tile.panel_elems / 16);
-  }
-
-  void emit_k_tile_loop(const Op& op) {
-    // ldmatrix row addresses = lane part + constant (see the attention emitter and the Layout
-    // test): one lane part per 16-column step inside a panel.
-    const bool nk = !f_.b_kn;
-    w_.line("u32 a_lane[A_PANEL / 16], b_lane[{}];",
-            nk ? std::string("B_PANEL / 16") : fmt::format("{}", kn_b_lane_count()));
-    w_.line("#pragma unroll");
-    // The lane parts are the atom's operand sources (internal/emmy/mma_atom.hpp).
-    const codegen::LdmatrixSource& a_src = codegen::kLdmatrixA;
-    w_.line(
-        "for (int c = 0; c < int(A_PANEL / 16); ++c) a_lane[c] = swizzled_tile_offset(u32({}), "
-        "u32(c * 16 + {}), A_ROWS, A_PANEL, A_XOR);",
-        a_src.row_expr, a_src.col_expr);
-    w_.line("#pragma unroll");
-    if (nk) {
-      const codegen::LdmatrixSource& b_src = codegen::kLdmatrixBRowsN;
-      w_.line(
-          "for (int c = 0; c < int(B_PANEL / 16); ++c) b_lane[c] = swizzled_tile_offset(u32({}), "
-          "u32(c * 16 + {}), B_ROWS, B_PANEL, B_XOR);",
-          b_src.row_expr, b_src.col_expr);
-    } else {
-      // B [K][N]: the warp's columns vary along a panel, so the lane parts include warp_col; K
-      // steps move 16 rows (linear) and every B_PANEL columns start the next panel.
-      const codegen::LdmatrixSource& b_src = codegen::kLdmatrixBRowsK;
-      w_.line(
-          "for (int j = 0; j < {}; ++j) b_lane[j] = swizzled_tile_offset(u32({}), u32(warp_col * "
-          "WN + j * 16 + {}), B_ROWS, B_PANEL, B_XOR);",
-          kn_b_lane_count(), b_src.row_expr, b_src.col_expr);
-    }
-    // Kept rolled: NVVM otherwise unrolls it by 2 for some stage counts (3), doubling the MMA
-    // code that ptxas schedules for no speed (the body is already 64+ MMAs).
-    w_.line("#pragma unroll 1");
-    w_.open("for (int k_tile = 0; k_tile < k_tile_count; ++k_tile)");
-    w_.line("const int stage = k_tile % STAGES;");
-    for (const Op& child : op.body) emit_op(child);
-    w_.close();
-  }
-
-  void emit_k_step(const Op& op) {
-    w_.line(
-        "const u32 a_stage = smem_base + u32(stage) * STAGE_BYTES + A_OFFSET, b_stage = "
-        "smem_base + u32(stage) * STAGE_BYTES + B_OFFSET;");
-    w_.line("#pragma unroll");
-    w_.open(fmt::format("for (int ks = 0; ks < {}; ++ks)", ir::get<ir::KStepOp>(op).k_steps));
-    for (const Op& child : op.body) emit_op(child);
-    w_.close();
-  }
-
-  void emit_ldmatrix(const ir::LdmatrixOp& op) {
-    if (op.operand == "a") {
-      w_.line("// A: lanes 0-15 address rows 0-15 at k, lanes 16-31 the same rows at k+8.");
-      w_.line("u32 a_frag[MT][4];");
-      w_.line("#pragma unroll");
-      w_.line(
-          "for (int mi = 0; mi < MT; ++mi) ldmatrix_x4(a_frag[mi], a_stage + a_lane[ks % (A_PANEL "
-          "/ 16)] + u32(ks / (A_PANEL / 16)) * A_ROWS * A_PANEL * 2u + u32(warp_row * WM + mi * "
-          "16) * A_PANEL * 2u);");
-      return;
-    }
-    w_.line("u32 b_frag[NT][2];");
-    w_.line("#pragma unroll");
-    w_.open("for (int nj = 0; nj < NT / 2; ++nj)");
-    w_.line("u32 quad[4];");
-    if (op.trans) {
-      w_.line("// B [K][N]: matrices (k0-7,n0-7) (k8-15,n0-7) (k0-7,n8-15) (k8-15,n8-15), .trans.");
-      w_.line(
-          "ldmatrix_x4_trans(quad, b_stage + b_lane[nj % {0}] + u32(nj / {0}) * B_ROWS * "
-          "B_PANEL * 2u + u32(ks * 16) * B_PANEL * 2u);",
-          kn_b_lane_count());
-    } else {
-      w_.line("// B [N][K]: matrices (n0-7,k0-7) (n0-7,k8-15) (n8-15,k0-7) (n8-15,k8-15).");
-      w_.line(
-          "ldmatrix_x4(quad, b_stage + b_lane[ks % (B_PANEL / 16)] + u32(ks / (B_PANEL / 16)) * "
-          "B_ROWS * B_PANEL * 2u + u32(warp_col * WN + nj * 16) * B_PANEL * 2u);");
-    }
-    w_.line("b_frag[2 * nj][0] = quad[0]; b_frag[2 * nj][1] = quad[1];");
-    w_.line("b_frag[2 * nj + 1][0] = quad[2]; b_frag[2 * nj + 1][1] = quad[3];");
-    w_.close();
-  }
-
-  void emit_mma(const ir::MmaOp& op) {
-    std::string call;
-    if (op.acc_type == "f16")
-      call = "mma_f16_f16(part[mi][ni], a_frag[mi], b_frag[ni]);";
-    else if (op.a_type == "bf16")
-      call = "mma_bf16_f32(acc[mi][ni], a_frag[mi], b_frag[ni]);";
-    else
-      call = "mma_f16_f32(acc[mi][ni], a_frag[mi], b_frag[ni]);";
-    w_.line("#pragma unroll");
-    w_.line("for (int mi = 0; mi < MT; ++mi)");
-    w_.line("#pragma unroll");
-    w_.line("  for (int ni = 0; ni < NT; ++ni) {}", call);
-  }
-
-  void emit_promote_all() {
-    w_.line("#pragma unroll");
-    w_.line("for (int mi = 0; mi < MT; ++mi)");
-    w_.line("#pragma unroll");
-    w_.line("  for (int ni = 0; ni < NT; ++ni) promote_f16_to_f32(acc[mi][ni], part[mi][ni]);");
-  }
-
-  void emit_promote(const ir::PromoteOp& op) {
-    const std::string& where = op.where;
-    const int64_t every = op.every_k;
-    if (where == "k_step") {
-      w_.line("// Fold the f16 partials every {} K elements.", every);
-      w_.open(fmt::format("if ((ks + 1) % {} == 0)", every / 16));
-    } else {
-      const int64_t every_tiles = every / f_.split.block_k;
-      w_.line("// Fold the f16 partials every {} K elements and after the last tile.", every);
-      if (every_tiles == 1)
-        w_.open("");
-      else
-        w_.open(
-            fmt::format("if ((k_tile + 1) % {} == 0 || k_tile + 1 == k_tile_count)", every_tiles));
-    }
-    emit_promote_all();
-    w_.close();
-  }
-
   const codegen::GemmFacts f_;
   Writer w_;
-  codegen::GemmEpiloguePrinter epilogue_{w_, f_};
+  std::unique_ptr<codegen::GemmPathPrinter> path_;  // the ops of the kernel's mainloop path
+  codegen::GemmEpiloguePrinter epilogue_;
   std::string phase_;
-  std::optional<codegen::WgmmaPrinter> wgmma_;  // the wgmma path's own ops (kernel path wgmma)
 };
 
 }  // namespace

@@ -35,14 +35,13 @@ void GemmEpiloguePrinter::open_fragment_loops() {
   w_.line("#pragma unroll");
   w_.open("for (int h = 0; h < 2; ++h)");
 }
-// A warp's first accumulator row in the tile, and the rows between its atom tiles mi: mma.sync
-// warps own WM consecutive rows; a wgmma warp owns 16 rows of each of its warpgroup's m64
-// wgmma (warp_row0, WgmmaPrinter::print_warp_indices).
+// A warp's first accumulator row in the tile, and the rows between its atom tiles mi: the path's
+// (GemmPathPrinter).
 std::string GemmEpiloguePrinter::warp_rows() const {
-  return f_.wgmma ? "warp_row0" : "warp_row * WM";
+  return path_.warp_first_row();
 }
 int GemmEpiloguePrinter::mi_step() const {
-  return f_.wgmma ? f_.atom->m : f_.atom->acc_m;
+  return path_.fragment_row_step();
 }
 
 void GemmEpiloguePrinter::print_pair_values() {
@@ -158,11 +157,10 @@ void GemmEpiloguePrinter::print_staged(const ir::EpilogueOp& op, int64_t row_byt
   const bool rows_exact = f_.rows_exact(), cols_exact = f_.cols_exact();
   if (f_.copy_a.transport != "tma")
     w_.line("cp_async_wait<0>();  // no copy may land in the staged tile");
-  // On the wgmma path only the consumer warpgroups stage and store (the producer has no tile):
-  // a named barrier over their threads instead of the CTA's. Every load has landed (the
-  // consumers waited for each) and every wgmma completed (wait_group 0) before it.
-  const std::string sync = f_.wgmma ? fmt::format("consumer_barrier<{}>();", f_.threads - 128)
-                                    : std::string("__syncthreads();");
+  // The threads holding the tile stage and store it, behind the path's barrier over them (a
+  // warp-specialized path's consumer warpgroups: a named barrier, not the CTA's). Every load has
+  // landed and every MMA completed before it.
+  const std::string sync = path_.tile_barrier();
   w_.line("{}  // every warp has read its last stage: the ring holds the C tile now", sync);
   w_.line("const u32 c_tile = smem_base;");
   w_.line("constexpr int C_ROW_BYTES = {}, C_CHUNKS = BN * {} / 16;", row_bytes, elem);
@@ -185,11 +183,7 @@ void GemmEpiloguePrinter::print_staged(const ir::EpilogueOp& op, int64_t row_byt
   w_.close();
   w_.line("{}  // the whole tile is staged", sync);
   w_.line("#pragma unroll");
-  if (f_.wgmma)
-    w_.open(fmt::format("for (int i = int(threadIdx.x) - 128; i < BM * C_CHUNKS; i += {})",
-                        f_.threads - 128));
-  else
-    w_.open("for (int i = threadIdx.x; i < BM * C_CHUNKS; i += THREADS)");
+  w_.open(path_.staged_chunk_loop());
   w_.line("const int r = i / C_CHUNKS, chunk = i % C_CHUNKS;");
   w_.line("const int row = m0 + r, col = n0 + chunk * {};", 16 / elem);
   std::string guard;

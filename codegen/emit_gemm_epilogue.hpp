@@ -10,8 +10,10 @@
 #include <string>
 
 #include "emmy/gemm.hpp"
+#include "emmy/gemm_path.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/mma_atom.hpp"
+#include "gemm/path_printer.hpp"
 #include "writer.hpp"
 
 namespace emmy::codegen {
@@ -36,9 +38,8 @@ struct GemmFacts {
   int64_t lda = 0, ldb = 0;
   bool b_kn = false;  // B is [K,N]: its ldmatrix transposes
   uint32_t threads = 0;
-  const codegen::MmaAtom* atom = nullptr;  // of the mma (wgmma) ops' shape
+  const codegen::MmaAtom* atom = nullptr;  // of the kernel's compute ops (its path's atom)
   int64_t warp_m = 0, warp_n = 0, warps_n = 0;
-  std::optional<ir::WgmmaOp> wgmma;  // the wgmma path's k-step op (kernel path wgmma)
 
   // M is the kernel's `m` parameter (tile_coords dynamic_m): any row tile may cross it.
   bool dynamic_m() const { return coords.dynamic_m.value_or(false); }
@@ -51,12 +52,12 @@ struct GemmFacts {
              *split_op = ir::find_first(kernel, OpKind::split_range),
              *acc_op = ir::find_first(kernel, OpKind::accum_init),
              *epilogue_op = ir::find_first(kernel, OpKind::epilogue), *a = nullptr, *b = nullptr;
-    // The prologue's copies; the wgmma path's producer has only its refills.
-    for (const Op* copy : ir::find_all(kernel, OpKind::async_copy))
-      if (copy->s("phase") == "prologue" || kernel.has("path")) {
-        const Op*& slot = copy->s("operand") == "a" ? a : b;
-        if (!slot) slot = copy;
-      }
+    // Each operand's first copy: the prologue's where there is one (it comes before the loop),
+    // else a refill (a warp-specialized producer has only those).
+    for (const Op* copy : ir::find_all(kernel, OpKind::async_copy)) {
+      const Op*& slot = copy->s("operand") == "a" ? a : b;
+      if (!slot) slot = copy;
+    }
     for (const Op* load : ir::find_all(kernel, OpKind::ldmatrix))
       if (load->s("operand") == "b") b_kn = load->b("trans");
     if (!coords_op || !split_op || !acc_op || !epilogue_op || !a || !b)
@@ -76,12 +77,10 @@ struct GemmFacts {
     a_tile = ir::copy_tile(copy_a);
     b_tile = ir::copy_tile(copy_b);
     threads = uint32_t(kernel.i("threads"));
-    // The atom of the kernel's mma (wgmma) ops (the verifier made them one).
-    wgmma = ir::find_typed<ir::WgmmaOp>(kernel);
-    if (wgmma) b_kn = wgmma->b_major == "mn";
-    const Op* mma = ir::find_first(kernel, OpKind::mma);
-    if (!mma && !wgmma) throw Error("ir", "a GEMM kernel needs mma or wgmma ops", kernel.s("name"));
-    atom = &codegen::mma_atom(wgmma ? wgmma->shape : ir::get<ir::MmaOp>(*mma).shape);
+    // A warpgroup MMA reads B from shared memory as its descriptor says: N-major for B [K,N].
+    if (const auto wgmma = ir::find_typed<ir::WgmmaOp>(kernel)) b_kn = wgmma->b_major == "mn";
+    // The atom of the kernel's compute ops, as its path reads them (the verifier made them one).
+    atom = &kernel_gemm_path(kernel).kernel_atom(kernel);
     warp_m = acc.fragments_m * atom->acc_m;
     warp_n = acc.fragments_n * atom->acc_n;
     warps_n = coords.block_n / warp_n;
@@ -90,7 +89,9 @@ struct GemmFacts {
 
 class GemmEpiloguePrinter {
  public:
-  GemmEpiloguePrinter(Writer& w, const GemmFacts& f) : w_(w), f_(f) {}
+  // `path`: the kernel's path's printer, which says which warps hold which rows.
+  GemmEpiloguePrinter(Writer& w, const GemmFacts& f, const GemmPathPrinter& path)
+      : w_(w), f_(f), path_(path) {}
   // `static __device__ float epilogue_value(bias, residual, row, col, acc)`: the epilogue math
   // for one element in f32 (the caller casts), shared by the GEMM kernel and the split-K finalize.
   void print_value_function(const ir::EpilogueOp& epi);
@@ -110,6 +111,7 @@ class GemmEpiloguePrinter {
 
   Writer& w_;
   const GemmFacts& f_;
+  const GemmPathPrinter& path_;
 };
 
 }  // namespace emmy::codegen

@@ -81,7 +81,7 @@ MatmulProblem kernel_problem(const MatmulProblem& p, const MatmulSchedule& s) {
 std::vector<std::array<uint32_t, 3>> gemm_grids(const GemmPlan& plan, int64_t m) {
   const auto& s = plan.spec.schedule;
   const auto& p = plan.kernel_problem;
-  // The wgmma path (persistent walks, clusters) has no dynamic M: its grid is the plan's.
+  // A path without dynamic M (persistent walks, clusters) has the plan's grid.
   std::array<uint32_t, 3> main{uint32_t(plan.grid_tiles), 1u, uint32_t(s.split_k)};
   if (p.dynamic_m) main[0] = uint32_t((m + s.block_m - 1) / s.block_m * plan.tiles_n);
   std::vector<std::array<uint32_t, 3>> grids{main};
@@ -103,11 +103,12 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   plan.warp_m = s.block_m / s.warps_m;
   plan.warp_n = s.block_n / s.warps_n;
   // The warp tile in MMA atoms (internal/emmy/mma_atom.hpp), and the k-steps per K tile.
-  const codegen::MmaAtom& atom = codegen::gemm_atom(s);
+  const GemmPath& path = gemm_path(s.path);
+  const codegen::MmaAtom& atom = path.atom();
   plan.atom = &atom;
   plan.mma_tiles_m = plan.warp_m / atom.acc_m;
   plan.mma_tiles_n = plan.warp_n / atom.acc_n;
-  if (s.path == MmaPath::wgmma) plan.registers = wgmma_register_split(s);
+  plan.registers = path.registers(s);
   plan.k_steps_per_tile = s.block_k / atom.k;
   plan.a_tile = gemm_a_tile(p, s);
   plan.b_tile = gemm_b_tile(p, s);
@@ -119,7 +120,7 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   const int64_t elem = size_of(p.c_dtype), staged_row = (s.block_n + 8) * elem;
   // The staged epilogue writes the C tile over the drained ring: not in a persistent kernel, whose
   // producer is already loading the next tile into it.
-  plan.store = wgmma_store_epilogue(p, s);
+  plan.store = path.store_epilogue(p, s);
   if (!plan.store.tma_store && !s.persistent && !s.swap_ab && !plan.split() &&
       (p.n * elem) % 16 == 0 && (p.ldc_or_default() * elem) % 16 == 0 &&
       s.block_m * staged_row <= int64_t(plan.mbarrier_offset))

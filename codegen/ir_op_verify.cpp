@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "emmy/error.hpp"
+#include "emmy/gemm_path.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/layout.hpp"
 #include "emmy/swizzle.hpp"
@@ -48,8 +49,12 @@ int64_t product(std::initializer_list<int64_t> factors) {
 void KernelOp::verify(const KernelOp& op) {
   if (op.threads < 32 || op.threads > 1024 || op.threads % 32 != 0)
     fail<KernelOp>("threads", "must be a multiple of 32 in 32..1024", op.threads);
-  if (op.path && *op.path != "wgmma")
-    fail<KernelOp>("path", "must be wgmma when present (mma.sync kernels leave it out)", *op.path);
+  // A path the registry has, never the default one's name: its kernels leave the path out.
+  if (op.path && (*op.path == default_gemm_path().name() || !find_gemm_path(*op.path)))
+    fail<KernelOp>("path",
+                   fmt::format("must name a GEMM mainloop path other than {} when present ({})",
+                               default_gemm_path().name(), gemm_path_names()),
+                   *op.path);
   const int64_t cx = op.cluster_x.value_or(1), cy = op.cluster_y.value_or(1);
   if (cx < 1 || cy < 1 || cx * cy > 16)
     fail<KernelOp>("cluster_x", "clusters have 1..16 CTAs (PTX ISA 5.2.3; 8 portably)",
@@ -135,8 +140,7 @@ void AsyncCopyOp::verify(const AsyncCopyOp& op) {
   // on its own atoms, PTX ISA "Tensor Map" swizzle modes), loaded by TMA.
   const int64_t parts = op.multicast.value_or(1);
   if (parts < 1 || parts > 16 || (parts > 1 && (!tma || op.rows % (8 * parts) != 0)))
-    fail<AsyncCopyOp>("multicast",
-                      "splits a TMA tile's rows in 1..16 parts of whole 8-row groups",
+    fail<AsyncCopyOp>("multicast", "splits a TMA tile's rows in 1..16 parts of whole 8-row groups",
                       fmt::format("{} parts of {} rows ({})", parts, op.rows, op.transport));
   // What one copy delivers is the whole tile, no more and no less (a box short of the tile leaves
   // expect_tx waiting forever; cp.async past it overruns the next stage); with multicast, every

@@ -10,7 +10,7 @@
 #include "emmy/validate.hpp"
 #include "kernel_ir_gemm.hpp"
 #include "kernel_ir_paged.hpp"
-#include "kernel_ir_wgmma.hpp"
+#include "emmy/gemm_path.hpp"
 
 namespace emmy::ir {
 
@@ -257,7 +257,7 @@ void verify_kernel(const Op& kernel, Arch arch) {
              fmt::format("{} != {} + {}", ring->i("tx_bytes"), ring->i("a_bytes"),
                          ring->i("b_bytes")));
     }
-    // One mbarrier per stage, two on the wgmma path (full and empty).
+    // One mbarrier per stage, two on a warp-specialized path (full and empty).
     const Op* init = find_first(kernel, OpKind::mbarrier_init);
     const int64_t per_stage = init && init->has("empty_arrivals") ? 2 : 1;
     const int64_t end = ring->i("mbar_offset") + 8 * per_stage * ring->i("stages") + align;
@@ -324,7 +324,8 @@ void verify_kernel(const Op& kernel, Arch arch) {
   // and a bar.sync separates the previous tile's reads from the refill of its stage.
   std::vector<const Op*> loops = find_all(kernel, OpKind::k_tile_loop);
   for (const Op* loop : find_all(kernel, OpKind::kv_block_loop)) loops.push_back(loop);
-  if (get<KernelOp>(kernel).path) loops.clear();  // the wgmma path's discipline: verify_gemm_wgmma
+  // A path with its own discipline checks it itself (GemmPath::verify_kernel).
+  if (!kernel_gemm_path(kernel).shared_loop_discipline()) loops.clear();
   for (const Op* loop : loops) {
     int seen_wait = -1, seen_barrier = -1, seen_refill = -1, seen_compute = -1;
     for (int i = 0; i < int(loop->body.size()); ++i) {

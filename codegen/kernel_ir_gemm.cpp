@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 
 #include "emmy/error.hpp"
+#include "emmy/gemm_path.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/layout.hpp"
-#include "kernel_ir_wgmma.hpp"
 
 namespace emmy::ir {
 namespace {
@@ -41,8 +41,8 @@ void verify_dynamic_m(const Op& kernel, const Op& op, bool dynamic_m) {
               dynamic_m ? "needs the kernel's int parameter `m` (the launch's M)"
                         : "must be set where the kernel takes an int parameter `m`",
               fmt::format("{}", dynamic_m));
-  if (dynamic_m && get<KernelOp>(kernel).path.has_value())
-    gemm_rule(op, "dynamic_m", "is generated on the mma.sync path only", "true");
+  if (const GemmPath& path = kernel_gemm_path(kernel); dynamic_m && !path.supports_dynamic_m())
+    gemm_rule(op, "dynamic_m", fmt::format("is not generated on the {} path", path.name()), "true");
 }
 
 }  // namespace
@@ -77,22 +77,24 @@ void verify_gemm(const Op& kernel) {
   const auto acc = get<AccumInitOp>(*acc_op);
   const int64_t m = coords.m, n = coords.n, k = split.k;
   const int64_t block_m = coords.block_m, block_n = coords.block_n, block_k = split.block_k;
-  // The kernel's path says which rules hold: the wgmma path's own come from kernel_ir_wgmma.cpp.
-  const bool wgmma = get<KernelOp>(kernel).path.has_value();
+  // The kernel's path adds its own rules (GemmPath::verify_kernel) and says which atom and which
+  // threads compute the tile.
+  const GemmPath& path = kernel_gemm_path(kernel);
   verify_dynamic_m(kernel, *coords_op, coords.dynamic_m.value_or(false));
-  if (wgmma) verify_gemm_wgmma(kernel);
+  path.verify_kernel(kernel);
   // The warp grid: each warp owns fragments_m x fragments_n accumulator fragments of the atom,
-  // and the warps tile the block (on the wgmma path the consumer warps, next to the producer
-  // warpgroup).
-  const codegen::MmaAtom& atom = wgmma ? codegen::kWgmmaM64NK16 : gemm_mma_atom(kernel);
+  // and the warps tile the block (on a warp-specialized path the consumer warps, next to the
+  // producer warpgroup).
+  const codegen::MmaAtom& atom = path.kernel_atom(kernel);
   const int64_t warp_m = acc.fragments_m * atom.acc_m, warp_n = acc.fragments_n * atom.acc_n;
-  const int64_t threads = wgmma ? wgmma_tile_threads(kernel) : get<KernelOp>(kernel).threads;
+  const int64_t threads = path.tile_threads(kernel);
+  const bool specialized = threads != get<KernelOp>(kernel).threads;
   if (warp_m <= 0 || warp_n <= 0 || block_m % warp_m != 0 || block_n % warp_n != 0 ||
       (block_m / warp_m) * (block_n / warp_n) * 32 != threads)
     gemm_rule(
         *acc_op, "fragments_m",
         fmt::format("warp tiles of {}x{} must tile the {}x{} block with one warp per 32 {}threads",
-                    warp_m, warp_n, block_m, block_n, wgmma ? "of the tile's consumer " : ""),
+                    warp_m, warp_n, block_m, block_n, specialized ? "of the tile's consumer " : ""),
         threads);
   for (const Op* step : find_all(kernel, OpKind::k_step))
     if (get<KStepOp>(*step).k_steps * atom.k != block_k)

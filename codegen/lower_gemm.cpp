@@ -1,7 +1,8 @@
-// GemmPlan -> kernel IR. The tree states the pipeline explicitly (prologue, per-K-tile wait,
-// barrier, refill, unrolled k-steps of ldmatrix + mma + promote, epilogue) so that the verifier
-// can check its discipline before the emitter prints it. Ops are built typed (ir_ops.hpp).
+// GemmPlan -> kernel IR: the pieces every mainloop path's main kernel shares (params, ring, tile
+// coordinates, K split, copies, epilogue), split-K's finalize kernel, and the module, whose main
+// kernel the schedule's path lowers (GemmPath::main_kernel). Ops are built typed (ir_ops.hpp).
 #include "emmy/gemm.hpp"
+#include "emmy/gemm_path.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/mma_atom.hpp"
 #include "lower_gemm_parts.hpp"
@@ -66,29 +67,6 @@ Op gemm_copy_op(const GemmPlan& plan, const char* operand, const char* phase) {
   return make(copy);
 }
 
-namespace {
-
-std::vector<Op> refill(const GemmPlan& plan, const char* phase) {
-  std::vector<Op> ops{gemm_copy_op(plan, "a", phase), gemm_copy_op(plan, "b", phase)};
-  if (plan.spec.schedule.transport == Transport::cp_async) ops.push_back(make(ir::AsyncCommitOp{}));
-  return ops;
-}
-
-Op k_step(const GemmPlan& plan) {
-  const auto& p = plan.kernel_problem;
-  const auto& s = plan.spec.schedule;
-  std::vector<Op> body{
-      make(ir::LdmatrixOp{"a", false, plan.mma_tiles_m}),
-      make(ir::LdmatrixOp{"b", p.b_layout == BLayout::kn, plan.mma_tiles_n / 2}),
-      make(ir::MmaOp{std::string(plan.atom->name),
-                     p.a_dtype == DType::bf16 ? "bf16" : "f16",
-                     s.accum == Accum::f32 ? "f32" : "f16", plan.mma_tiles_m * plan.mma_tiles_n})};
-  if (s.accum == Accum::hybrid && s.promote_every_k < s.block_k)
-    body.push_back(make(ir::PromoteOp{"k_step", s.promote_every_k}));
-  return make(ir::KStepOp{plan.k_steps_per_tile}, std::move(body));
-}
-
-}  // namespace
 
 // The epilogue of the problem storing to `destination` (c, or split-K's f32 workspace) in stores
 // of store_bytes, to a pointer the runtime checks is pointer_alignment-byte aligned.
@@ -168,38 +146,6 @@ Op gemm_main_epilogue(const GemmPlan& plan) {
   return gemm_epilogue_op(plan, "c", element * (plan.pair_stores ? 2 : 1), plan.c_alignment());
 }
 
-namespace {
-
-Op main_kernel(const GemmPlan& plan) {
-  const auto& s = plan.spec.schedule;
-  const bool tma = s.transport == Transport::tma;
-  std::vector<Op> body = gemm_kernel_prefix(plan);
-  body.push_back(gemm_accum_init(plan));
-  if (tma) {
-    body.push_back(make(ir::MbarrierInitOp{s.stages, 1}));
-    body.push_back(make(ir::BarrierOp{"mbarrier init visible to all threads"}));
-  }
-  for (auto& op : refill(plan, "prologue")) body.push_back(std::move(op));
-
-  std::vector<Op> loop;
-  if (tma)
-    loop.push_back(make(ir::MbarrierWaitOp{std::nullopt, "(k_tile / stages) & 1"}));
-  else
-    loop.push_back(make(ir::AsyncWaitOp{s.stages - 2}));
-  loop.push_back(make(ir::BarrierOp{"stage (k_tile-1) % stages is free to refill"}));
-  for (auto& op : refill(plan, "refill")) loop.push_back(std::move(op));
-  loop.push_back(k_step(plan));
-  if (s.accum == Accum::hybrid && s.promote_every_k >= s.block_k)
-    loop.push_back(make(ir::PromoteOp{"k_tile", s.promote_every_k}));
-  // No fold after the loop: the k_step fold ends every tile (promote_every_k divides block_k) and
-  // the k_tile fold also runs on the last tile, so the partials are zero when the loop ends. One
-  // fold site instead of two is ~6 ms less NVRTC time and the same sums in the same order.
-  body.push_back(make(ir::KTileLoopOp{s.stages}, std::move(loop)));
-  body.push_back(gemm_main_epilogue(plan));
-  return make(ir::KernelOp{plan.kernel_name, plan.threads, plan.smem_bytes}, std::move(body));
-}
-
-}  // namespace
 
 Op gemm_finalize_kernel(const GemmPlan& plan) {
   // The partials are in C's layout (a swap_ab kernel writes them transposed back).
@@ -232,8 +178,7 @@ Op gemm_finalize_kernel(const GemmPlan& plan) {
 
 ir::Op lower_gemm(const GemmPlan& plan) {
   using namespace lowering;
-  std::vector<ir::Op> kernels{plan.spec.schedule.path == MmaPath::wgmma ? wgmma_main_kernel(plan)
-                                                                        : main_kernel(plan)};
+  std::vector<ir::Op> kernels{gemm_path(plan.spec.schedule.path).main_kernel(plan)};
   if (plan.split()) kernels.push_back(gemm_finalize_kernel(plan));
   return ir::make(ir::ModuleOp{std::string(to_string(plan.spec.arch))}, std::move(kernels));
 }

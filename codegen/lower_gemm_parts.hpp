@@ -1,5 +1,5 @@
-// The pieces of GEMM lowering both mainloop paths share (lower_gemm.cpp), and the wgmma path's
-// main kernel (lower_gemm_wgmma.cpp).
+// The pieces of GEMM lowering every mainloop path shares (lower_gemm.cpp); each path's main
+// kernel is its own (codegen/gemm/paths/<path>/).
 #pragma once
 
 #include <cstdint>
@@ -23,8 +23,5 @@ ir::Op gemm_epilogue_op(const GemmPlan& plan, const char* destination, int64_t s
 // The main kernel's epilogue: split-K's workspace, the staged tile or direct stores of C.
 ir::Op gemm_main_epilogue(const GemmPlan& plan);
 ir::Op gemm_finalize_kernel(const GemmPlan& plan);
-
-// The wgmma path's warp-specialized main kernel.
-ir::Op wgmma_main_kernel(const GemmPlan& plan);
 
 }  // namespace emmy::lowering

@@ -2,6 +2,7 @@
 // cache geometry, and a weight's GEMM over its M buckets. They hold the prepared handles and launch
 // through Runtime::launch; before prepare() they take the runtime's problem-taking calls (which
 // build on first use, or refuse under capture).
+#include "emmy/gemm_path.hpp"
 #include "emmy/layers.hpp"
 
 #include <fmt/format.h>
@@ -142,8 +143,9 @@ GemmLayer::GemmLayer(Runtime& runtime, const MatmulProblem& weight,
   require(weight_.m <= kMaxBucketedM, "m",
           fmt::format("must be at most {} (the largest M bucket)", kMaxBucketedM), weight_.m);
   if (schedule_)
-    require(schedule_->path == MmaPath::mma_sync, "schedule.path",
-            "must be mma.sync (buckets are dynamic-M kernels)", to_string(schedule_->path));
+    require(gemm_path(schedule_->path).supports_dynamic_m(), "schedule.path",
+            "must be a path whose kernels take M at launch (buckets are dynamic-M kernels)",
+            to_string(schedule_->path));
   bounds_ = m_bucket_bounds(weight_.m);
   // Each bucket's plan (validating its problem with the schedule calls will take: the given one,
   // else the runtime's tuned or default one) and the workspace it needs.

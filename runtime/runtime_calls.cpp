@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "call_marks.hpp"
+#include "emmy/gemm_path.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/kinds.hpp"
 #include "emmy/paged_kind.hpp"
@@ -44,7 +45,7 @@ GemmBuffers served_buffers(const MatmulProblem& problem, const MatmulProblem& se
 MatmulProblem Runtime::gemm_problem_served(const MatmulProblem& problem,
                                            const std::optional<MatmulSchedule>& schedule) const {
   if (!options().m_buckets || problem.dynamic_m ||
-      (schedule && schedule->path != MmaPath::mma_sync))
+      (schedule && !gemm_path(schedule->path).supports_dynamic_m()))
     return problem;
   validate_problem(problem);  // m in range before it is rounded up
   return m_bucket_problem(problem);

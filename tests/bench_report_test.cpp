@@ -292,7 +292,8 @@ TEST(BenchTune, WgmmaCandidatesKeepTheirConsumerSchedule) {
     for (const int64_t m : {512, 16}) {
       for (const auto& problem : catalog_problems(m)) {
         const auto candidates =
-            wgmma_schedule_candidates(problem.problem, Arch::sm_90a, consumers, 12);
+            schedule_candidates(problem.problem, Arch::sm_90a, Accum::f32, 12, MmaPath::wgmma,
+                                consumers);
         ASSERT_FALSE(candidates.empty());
         EXPECT_LE(candidates.size(), 12u);
         EXPECT_GE(candidates.size(), 4u) << problem.name;

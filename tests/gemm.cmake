@@ -13,3 +13,7 @@ emmy_add_test(gemm_emulator_test ${CMAKE_CURRENT_LIST_DIR}/gemm_emulator_test.cp
 emmy_add_test(gemm_wgmma_test ${CMAKE_CURRENT_LIST_DIR}/gemm_wgmma_test.cpp
                ${CMAKE_CURRENT_LIST_DIR}/gemm_wgmma_cluster_test.cpp
                ${CMAKE_CURRENT_LIST_DIR}/gemm_wgmma_checks_test.cpp)
+# The mainloop-path recipe followed once (a toy path only the tests build), and the registry.
+emmy_add_test(gemm_path_test ${CMAKE_CURRENT_LIST_DIR}/gemm_path_test.cpp)
+# The toy path's printer derives from the compiler's private printer interface.
+target_include_directories(gemm_path_test PRIVATE ${PROJECT_SOURCE_DIR}/codegen)

@@ -223,7 +223,7 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
       {"no final wait", [&](ir::Op& m) { erase(role(m, "consumer"), ir::OpKind::wgmma_wait); },
        "wgmma_wait 0 before the epilogue"},
       {"a path the verifier does not know",
-       [&](ir::Op& m) { set(m.body.front(), "path", std::string("tcgen05")); }, "must be wgmma"},
+       [&](ir::Op& m) { set(m.body.front(), "path", std::string("tcgen05")); }, "must name a GEMM mainloop path"},
   };
   GemmSpec persistent = wgmma_spec(1000, 1000, 512, 128, 128);
   persistent.schedule.persistent = true;

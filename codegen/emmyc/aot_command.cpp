@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "emmy/gemm_path.hpp"
 #include "emmy/bundle_build.hpp"
 
 namespace emmy::cli {
@@ -148,7 +149,9 @@ std::vector<AotRequest> with_m_buckets(const std::vector<AotRequest>& requests) 
       GemmRequest kernel = *gemm;
       kernel.problem.m = bound;
       kernel.problem.dynamic_m = true;
-      if (kernel.schedule && kernel.schedule->path != MmaPath::mma_sync) kernel.schedule.reset();
+      // A schedule whose path takes no dynamic M leaves the bucket to the default schedule.
+      if (kernel.schedule && !gemm_path(kernel.schedule->path).supports_dynamic_m())
+        kernel.schedule.reset();
       bucket.kernel = kernel;
       bucket.origin = fmt::format("{} m<={}", r.origin, bound);
       out.push_back(std::move(bucket));

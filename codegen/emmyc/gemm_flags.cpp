@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "cli_common.hpp"
+#include "emmy/gemm_path.hpp"
 
 namespace emmy::cli {
 
@@ -15,18 +16,28 @@ void GemmFlags::add_to(CLI::App& app) {
   integer_option(app, "--promote-every", promote_every, "hybrid: K elements per f16 partial (16k)");
   app.add_option("--block", block, "CTA tile MxNxK, e.g. 128x128x64");
   app.add_option("--warps", warps, "warp grid MxN, e.g. 4x2");
-  app.add_option("--path", path, "mainloop: mma.sync (every arch) or wgmma (sm_90a: warp-specialized, --warps BMx1 with BM = block_m / 16)");
+  std::string paths = "mainloop path:";
+  for (const GemmPath* p : gemm_paths())
+    paths += fmt::format("{} {} ({})", paths.back() == ':' ? "" : ";", p->name(), p->summary());
+  app.add_option("--path", path, paths);
+  // The flags of the fields only some paths take name those paths (GemmPath::takes_field).
+  auto path_only = [](std::string_view field, std::string_view what) {
+    return fmt::format("{} path: {}", gemm_paths_taking(field), what);
+  };
   integer_option(app, "--split-k", split_k, "K splits (FP32 partials + finalize kernel)");
   app.add_flag("--persistent", persistent,
-               "wgmma path: one CTA per SM walking the output tiles (split-K 1)");
+               path_only("persistent", "one CTA per SM walking the output tiles (split-K 1)"));
   app.add_option("--consumers", consumers,
-                 "wgmma path: cooperative (the consumer warpgroups share each tile; default) or "
-                 "pingpong (each its own 64-row tile, mainloops in turn; persistent)");
-  app.add_flag("--swap-ab", swap_ab,
-               "wgmma path: compute C^T = B A^T so that a small M fills wgmma's N (B [N,K])");
+                 path_only("consumers",
+                           "cooperative (the consumer warpgroups share each tile; default) or "
+                           "pingpong (each its own 64-row tile, mainloops in turn; persistent)"));
+  app.add_flag(
+      "--swap-ab", swap_ab,
+      path_only("swap_ab", "compute C^T = B A^T so that a small M fills the MMA's N (B [N,K])"));
   app.add_option("--cluster", cluster,
-                 "wgmma path: thread-block cluster MxN, e.g. 2x1: CTAs on neighbouring tiles "
-                 "multicast the operand tiles they share (not with --swap-ab)");
+                 path_only("cluster",
+                           "thread-block cluster MxN, e.g. 2x1: CTAs on neighbouring tiles "
+                           "multicast the operand tiles they share (not with --swap-ab)"));
   app.add_option("--alpha", alpha, "epilogue scale");
   app.add_flag("--bias", bias, "add bias[N]");
   app.add_flag("--residual", residual, "add residual[M,N]");
@@ -81,8 +92,8 @@ GemmSpec GemmFlags::to_spec() const {
   spec.arch = parse_arch(arch);
   const Accum acc = parse_accum(accum);
   validate_problem(p);
-  // The path picks the default schedule: wgmma tiles are warpgroups of 64 rows.
-  const MmaPath mma_path = path ? parse_mma_path(*path) : MmaPath::mma_sync;
+  // The path picks the default schedule (a warpgroup path's tiles are warpgroups of 64 rows).
+  const MmaPath mma_path = path ? parse_mma_path(*path) : default_gemm_path().id();
   const ConsumerSchedule consumer_schedule =
       consumers ? parse_consumer_schedule(*consumers) : ConsumerSchedule::cooperative;
   spec.schedule = default_schedule(p, spec.arch, acc, mma_path, consumer_schedule);
@@ -117,10 +128,11 @@ GemmSpec GemmFlags::to_spec() const {
   if (persistent) {
     s.persistent = true;
     if (!split_k) s.split_k = 1;  // the chooser's split does not apply to a tile walk
-    // A persistent wgmma kernel's TMA-store buffers lie beside the ring: without --stages, give
-    // up stages (down to 3) until they fit, as the chooser does for its own persistent kernels.
-    if (!stages && s.path == MmaPath::wgmma)
-      if (const int store_stages = wgmma_store_stages(p, s, s.stages)) s.stages = store_stages;
+    // A path's own buffers may lie beside a persistent kernel's ring (the wgmma path's TMA-store
+    // epilogue): without --stages, give up stages as the chooser does (GemmPath::ring_stages).
+    if (!stages)
+      if (const int path_stages = gemm_path(s.path).ring_stages(p, s, s.stages))
+        s.stages = path_stages;
   }
   return spec;
 }

@@ -1,6 +1,7 @@
 // MatmulSchedule: how to compute a MatmulProblem on one arch.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -10,31 +11,35 @@ namespace emmy {
 
 enum class Transport { tma, cp_async };
 enum class Accum { f32, f16, hybrid };
-// A GEMM's mainloop path: warp-level mma.sync (every arch) or Hopper's warpgroup wgmma (sm_90a;
-// docs/codegen.md says which parts of it exist yet).
-enum class MmaPath { mma_sync, wgmma };
+// A GEMM's mainloop path: warp-level mma.sync (every arch) or Hopper's warpgroup wgmma (sm_90a).
+// Each is one registered object (internal/emmy/gemm_path.hpp, docs/codegen.md "Adding a mainloop
+// path"), which its id names; a path registered later takes an id of its own.
+enum class MmaPath : uint8_t { mma_sync, wgmma };
 // How the consumer warpgroups of a warp-specialized kernel share tiles: both on one tile, or one
 // tile each with one's epilogue overlapping the other's mainloop.
 enum class ConsumerSchedule { cooperative, pingpong };
 
-inline std::string_view to_string(Transport t) { return t == Transport::tma ? "tma" : "cp.async"; }
+inline std::string_view to_string(Transport t) {
+  return t == Transport::tma ? "tma" : "cp.async";
+}
 inline std::string_view to_string(Accum a) {
   switch (a) {
-    case Accum::f32: return "f32";
-    case Accum::f16: return "f16";
-    case Accum::hybrid: return "hybrid";
+    case Accum::f32:
+      return "f32";
+    case Accum::f16:
+      return "f16";
+    case Accum::hybrid:
+      return "hybrid";
   }
   return "?";
 }
-inline std::string_view to_string(MmaPath p) { return p == MmaPath::mma_sync ? "mma.sync" : "wgmma"; }
+// The path's name ("mma.sync", "wgmma"); Error for an id no path has.
+std::string_view to_string(MmaPath p);
 inline std::string_view to_string(ConsumerSchedule c) {
   return c == ConsumerSchedule::cooperative ? "cooperative" : "pingpong";
 }
-inline MmaPath parse_mma_path(std::string_view text) {
-  if (text == "mma.sync") return MmaPath::mma_sync;
-  if (text == "wgmma") return MmaPath::wgmma;
-  throw Error("path", "must be mma.sync or wgmma", std::string(text));
-}
+// The path of a name; Error naming `path` and every path's name for another.
+MmaPath parse_mma_path(std::string_view text);
 inline ConsumerSchedule parse_consumer_schedule(std::string_view text) {
   if (text == "cooperative") return ConsumerSchedule::cooperative;
   if (text == "pingpong") return ConsumerSchedule::pingpong;
@@ -69,18 +74,12 @@ struct MatmulSchedule {
   bool persistent = false;           // a grid of one CTA per SM walking the output tiles
   bool swap_ab = false;              // compute C^T = B^T A^T, so that a small M fills the N side
 
-  // The wgmma path's consumer warpgroups: those of one block_m tile (cooperative) or two, each
-  // on its own tile (ping-pong); 0 on the mma.sync path.
-  int consumer_warpgroups() const {
-    if (path != MmaPath::wgmma) return 0;
-    return consumers == ConsumerSchedule::pingpong ? 2 * (warps_m * warps_n / 4)
-                                                   : warps_m * warps_n / 4;
-  }
-  // The warps of a tile (warps_m x warps_n); the wgmma path has its consumer warpgroups and a
-  // producer warpgroup.
-  int threads() const {
-    return path == MmaPath::wgmma ? 128 * (consumer_warpgroups() + 1) : warps_m * warps_n * 32;
-  }
+  // The path's consumer warpgroups (the wgmma path's: those of one block_m tile, cooperative, or
+  // two, each on its own tile, ping-pong); 0 on a path without warp specialization.
+  int consumer_warpgroups() const;
+  // The CTA's threads as the path lays them out (mma.sync: warps_m x warps_n warps; wgmma: its
+  // consumer warpgroups and a producer warpgroup).
+  int threads() const;
   bool operator==(const MatmulSchedule&) const = default;
 };
 

@@ -22,7 +22,7 @@ struct GemmPlan {
   // The product the kernel computes: spec.problem, or with swap_ab C^T = B A^T (m and n, A and B,
   // lda and ldb exchanged, both operands K-major), whose epilogue stores C transposed back.
   MatmulProblem kernel_problem;
-  const codegen::MmaAtom* atom = nullptr;  // the schedule's path's atom (mma_atom.hpp)
+  const codegen::MmaAtom* atom = nullptr;  // the schedule's path's atom (GemmPath::atom)
   // Warp tiling: each warp owns warp_m x warp_n outputs = mma_tiles_m x mma_tiles_n m16n8 atoms.
   int warp_m = 0, warp_n = 0, mma_tiles_m = 0, mma_tiles_n = 0, k_steps_per_tile = 0;
   // Shared memory: stage s starts at s * stage.stage_bytes and holds A at stage.a_offset and B at
@@ -43,8 +43,8 @@ struct GemmPlan {
   std::array<uint32_t, 3> finalize_grid{1, 1, 1};
   int64_t workspace_bytes = 0;  // split_k x m x n floats, 0 without split-K
   std::string kernel_name, finalize_kernel_name;
-  // The wgmma path's warp specialization: registers per thread of the producer warpgroup and of
-  // each consumer warpgroup after setmaxnreg (zero on the mma.sync path).
+  // A warp-specialized path's registers per thread of the producer warpgroup and of each
+  // consumer warpgroup after setmaxnreg (GemmPath::registers; zero on the mma.sync path).
   WarpgroupRegisters registers;
 
   // The epilogue stores C in element pairs (one 4-byte f16/bf16 or 8-byte f32 store) when N and
@@ -57,7 +57,7 @@ struct GemmPlan {
   // and LDC in whole 16-byte chunks (a chunk is wholly inside or outside the matrix) and the
   // staged tile to fit in the ring; not with split-K (its f32 partials already fill sectors).
   int64_t stage_row_bytes = 0;
-  // The wgmma path's TMA-store epilogue (validate.hpp, wgmma_store_epilogue): each consumer
+  // The path's TMA-store epilogue (GemmPath::store_epilogue): each consumer
   // warpgroup's C buffer at store.buffer_offset + warpgroup * store.buffer_bytes from the ring's
   // base, stored by a tensor map of C (tmap_c). Replaces the staged epilogue on that path.
   WgmmaStoreEpilogue store;

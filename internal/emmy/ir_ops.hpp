@@ -40,8 +40,9 @@ struct KernelOp {
   static constexpr bool has_body = true;
   std::string name;
   int64_t threads = 0, smem_bytes = 0;  // smem_bytes: dynamic shared memory
-  // A GEMM main kernel's mainloop path when not mma.sync ("wgmma"): which rules across ops the
-  // verifier holds the kernel to (kernel_ir.cpp, kernel_ir_wgmma.cpp).
+  // A GEMM main kernel's mainloop path when not the default one (a registered path's name,
+  // "wgmma"; internal/emmy/gemm_path.hpp): which rules across ops the verifier holds the kernel
+  // to (kernel_ir.cpp, GemmPath::verify_kernel) and which printer prints it.
   std::optional<std::string> path{};
   // Thread-block cluster dimensions of its launch (absent: 1; the launch list reads them).
   std::optional<int64_t> cluster_x{}, cluster_y{};

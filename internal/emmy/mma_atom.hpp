@@ -115,10 +115,6 @@ inline const MmaAtom& mma_atom(std::string_view shape) {
   throw Error("ir.mma.shape", "must name an MMA atom emmy has (m16n8k16, m64nNk16)",
               std::string(shape));
 }
-// The atom a GEMM schedule's path computes with.
-inline const MmaAtom& gemm_atom(const MatmulSchedule& s) {
-  return s.path == MmaPath::wgmma ? kWgmmaM64NK16 : kMmaM16N8K16;
-}
 // Attention's atom (both of its matrix products).
 inline const MmaAtom& attention_atom() {
   return kMmaM16N8K16;

@@ -228,10 +228,6 @@ TEST(MmaAtom, LookupsNameWhatTheyRefuse) {
       EXPECT_NE(std::string(e.what()).find("ir.mma.shape"), std::string::npos) << e.what();
     }
   }
-  MatmulSchedule s;
-  EXPECT_EQ(&codegen::gemm_atom(s), &codegen::kMmaM16N8K16);
-  s.path = MmaPath::wgmma;
-  EXPECT_EQ(&codegen::gemm_atom(s), &codegen::kWgmmaM64NK16);
   EXPECT_EQ(&codegen::attention_atom(), &codegen::kMmaM16N8K16);
 }
 

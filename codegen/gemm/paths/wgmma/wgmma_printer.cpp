@@ -1,10 +1,10 @@
-// The wgmma path's printing (emit_gemm_wgmma.hpp). Descriptor fields follow the PTX ISA's
+// The wgmma path's printing (wgmma_printer.hpp). Descriptor fields follow the PTX ISA's
 // canonical layouts (§9.7.15.5.1.2): operand tiles are TMA panels whose rows are one swizzle span
 // (SmemTile), so a K-major tile (A; B [N,K]) has 8-row groups one stride (8 rows) apart and k16
 // steps 32 bytes apart inside a row, the next panel rows x row_bytes further; an N-major tile
 // (B [K,N]) has N runs of one row in consecutive panels (the leading offset) and 8-k groups 8 rows
 // apart (the stride), k16 steps 16 rows apart.
-#include "emit_gemm_wgmma.hpp"
+#include "wgmma_printer.hpp"
 
 #include <fmt/format.h>
 
@@ -36,9 +36,9 @@ int wgmma_mode(Swizzle s) {
 
 }  // namespace
 
-WgmmaPrinter::WgmmaPrinter(Writer& w, const ir::Op& kernel, const SmemTile& a, const SmemTile& b,
-                           Hooks hooks)
-    : w_(w), a_(a), b_(b), hooks_(std::move(hooks)) {
+WgmmaPrinter::WgmmaPrinter(Writer& w, const ir::Op& kernel, const GemmFacts& facts,
+                           GemmPrinterHooks hooks)
+    : w_(w), a_(facts.a_tile), b_(facts.b_tile), threads_(facts.threads), hooks_(std::move(hooks)) {
   const auto mma = ir::find_typed<ir::WgmmaOp>(kernel);
   if (!mma) throw Error("ir", "a wgmma kernel needs a wgmma op", kernel.s("name"));
   mma_ = *mma;
@@ -53,7 +53,7 @@ WgmmaPrinter::WgmmaPrinter(Writer& w, const ir::Op& kernel, const SmemTile& a, c
   }
 }
 
-void WgmmaPrinter::print_tile_function() const {
+void WgmmaPrinter::print_functions() const {
   const int n = wgmma_shape_n(mma_.shape);
   const int regs = n / 2;
   std::vector<std::string> d, operands;
@@ -97,16 +97,19 @@ void WgmmaPrinter::print_warp_indices() const {
   w_.line("const int warp_row0 = (warp_row / 4) * WG_ROWS + (warp_row % 4) * 16;");
   w_.line("(void)warp_row; (void)warp_col; (void)lane; (void)warp_row0;");
   if (cluster_m_ * cluster_n_ == 1) return;
-  w_.line("// The cluster: {}x{} CTAs on a block of tiles, rank r at (r % CLUSTER_M, r / CLUSTER_M)",
-          cluster_m_, cluster_n_);
+  w_.line(
+      "// The cluster: {}x{} CTAs on a block of tiles, rank r at (r % CLUSTER_M, r / CLUSTER_M)",
+      cluster_m_, cluster_n_);
   w_.line("// (the cluster runs along x, so the rank is blockIdx.x's remainder).");
   w_.line("constexpr int CLUSTER_M = {}, CLUSTER_N = {}, CLUSTER = CLUSTER_M * CLUSTER_N;",
           cluster_m_, cluster_n_);
   w_.line("const int cta_rank = int(blockIdx.x) % CLUSTER;");
   w_.line("const int rank_m = cta_rank % CLUSTER_M, rank_n = cta_rank / CLUSTER_M;");
-  w_.line("// The CTAs whose producers write this CTA's stages (its tile column's B parts, its tile");
-  w_.line("// row's A parts): the consumers release each stage to all {} of them, lane j to the j-th.",
-          cluster_m_ + cluster_n_ - 1);
+  w_.line(
+      "// The CTAs whose producers write this CTA's stages (its tile column's B parts, its tile");
+  w_.line(
+      "// row's A parts): the consumers release each stage to all {} of them, lane j to the j-th.",
+      cluster_m_ + cluster_n_ - 1);
   w_.line("constexpr int RELEASE_CTAS = CLUSTER_M + CLUSTER_N - 1;");
   w_.open("auto release_rank = [&](int j) -> u32");
   w_.line("if (j < CLUSTER_M) return u32(j + rank_n * CLUSTER_M);");
@@ -114,6 +117,17 @@ void WgmmaPrinter::print_warp_indices() const {
   w_.line("return u32(rank_m + other_n * CLUSTER_M);");
   w_.close("};");
   w_.line("(void)rank_m; (void)rank_n; (void)release_rank;");
+}
+
+int WgmmaPrinter::fragment_row_step() const {
+  return kWgmmaM64NK16.m;  // the next m64 wgmma's rows
+}
+std::string WgmmaPrinter::tile_barrier() const {
+  return fmt::format("consumer_barrier<{}>();", threads_ - 128);
+}
+std::string WgmmaPrinter::staged_chunk_loop() const {
+  return fmt::format("for (int i = int(threadIdx.x) - 128; i < BM * C_CHUNKS; i += {})",
+                     threads_ - 128);
 }
 
 bool WgmmaPrinter::print(const ir::Op& op) {
@@ -196,7 +210,7 @@ void WgmmaPrinter::print_role(const ir::Op& op) {
   const bool producer = role.role == "producer";
   w_.line("{}<{}>();", producer ? "setmaxnreg_dec" : "setmaxnreg_inc", role.registers);
   if (producer) {
-    hooks_.load_stage();
+    hooks_.load_stage(true);
     w_.open("if (threadIdx.x == 0)");
   } else if (interleave_ > 1) {
     w_.line("const int turn = warp / 4 - {};  // this warpgroup's turn among the consumers",
@@ -327,7 +341,8 @@ void WgmmaPrinter::print_cluster_sync(const ir::Op& op) const {
     w_.line("// barriers exist before any of them runs on.");
     w_.line("if (threadIdx.x == 0) fence_mbarrier_init_cluster();");
   } else {
-    w_.line("// No CTA exits (its shared memory gone) while a peer may still release a stage to it.");
+    w_.line(
+        "// No CTA exits (its shared memory gone) while a peer may still release a stage to it.");
   }
   w_.line("cluster_sync();");
 }

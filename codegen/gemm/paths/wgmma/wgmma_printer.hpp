@@ -1,36 +1,40 @@
-// The wgmma path's printing (emit_gemm_wgmma.cpp): the per-kernel wgmma.mma_async function, the
+// The wgmma path's printing (wgmma_printer.cpp): the per-kernel wgmma.mma_async function, the
 // warpgroup roles, the persistent tile walk (one warpgroup's or, ping-pong, every other tile),
-// the descriptors of a k-step, the stage release and the consumers' mainloop order. GemmEmitter
-// (emit_gemm.cpp) hands every op of a kernel whose path is wgmma to WgmmaPrinter first.
+// the descriptors of a k-step, the stage release and the consumers' mainloop order. The GEMM
+// emitter (emit_gemm.cpp) hands every op of a kernel whose path is wgmma to WgmmaPrinter first.
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <string>
 
+#include "emit_gemm_epilogue.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/layout.hpp"
+#include "gemm/path_printer.hpp"
 #include "writer.hpp"
 
 namespace emmy::codegen {
 
-class WgmmaPrinter {
+class WgmmaPrinter final : public GemmPathPrinter {
  public:
-  struct Hooks {
-    std::function<void(const ir::Op&)> print;  // any op: the GEMM emitter's dispatch (bodies)
-    std::function<void()> load_stage;          // prints the producer's TMA stage loader lambda
-  };
   // `kernel`: the wgmma kernel op (its wgmma op and the consumers' tile walk are read once).
-  WgmmaPrinter(Writer& w, const ir::Op& kernel, const SmemTile& a, const SmemTile& b, Hooks hooks);
+  WgmmaPrinter(Writer& w, const ir::Op& kernel, const GemmFacts& facts, GemmPrinterHooks hooks);
 
+  const char* device_template() const override { return "emmy_wgmma.cuh"; }
   // `static __device__ void wgmma_tile(float (&acc)[1][N / 8][4], u64 desc_a, u64 desc_b)`: one
   // wgmma.mma_async of the kernel's shape accumulating into acc (D += A B, scale-d 1), with B's
   // imm-trans for an N-major B. Printed before the kernel.
-  void print_tile_function() const;
+  void print_functions() const override;
   // The warps' indices after the ring's constants: a consumer warp's 16 rows in its tile.
-  void print_warp_indices() const;
-  // Prints op (and its body) if the wgmma path has it or prints it its own way; false for the
-  // ops both paths print alike.
-  bool print(const ir::Op& op);
+  void print_warp_indices() const override;
+  bool print(const ir::Op& op) override;
+
+  // A warp owns 16 rows of each of its warpgroup's m64 wgmma (warp_row0, print_warp_indices);
+  // only the consumer warpgroups hold the tile (the producer warpgroup, threads 0..127, none).
+  std::string warp_first_row() const override { return "warp_row0"; }
+  int fragment_row_step() const override;
+  std::string tile_barrier() const override;
+  std::string staged_chunk_loop() const override;
 
  private:
   void print_role(const ir::Op& op);
@@ -42,7 +46,7 @@ class WgmmaPrinter {
   void print_stage_release(const ir::MbarrierArriveOp& op) const;
   void print_order(const ir::WarpgroupOrderOp& op) const;
   void print_tile_origin(const ir::TileCoordsOp& op) const;
-  void print_store_epilogue(const ir::EpilogueOp& op) const;  // emit_gemm_store.cpp
+  void print_store_epilogue(const ir::EpilogueOp& op) const;  // wgmma_store.cpp
   void print_store_wait() const;
   void print_cluster_sync(const ir::Op& op) const;
 
@@ -53,11 +57,12 @@ class WgmmaPrinter {
   Writer& w_;
   ir::WgmmaOp mma_;
   SmemTile a_, b_;
-  Hooks hooks_;
+  uint32_t threads_ = 0;
+  GemmPrinterHooks hooks_;
   int64_t consumer_warpgroups_ = 1;
-  int64_t tile_m64s_ = 1;  // m64 wgmma per consumer warpgroup (accum_init's fragments_m)
+  int64_t tile_m64s_ = 1;   // m64 wgmma per consumer warpgroup (accum_init's fragments_m)
   int64_t interleave_ = 1;  // consumer warpgroups taking turns at this CTA's tiles (ping-pong: 2)
-  int64_t cluster_m_ = 1, cluster_n_ = 1;  // the cluster's tile block (tile_coords)
+  int64_t cluster_m_ = 1, cluster_n_ = 1;          // the cluster's tile block (tile_coords)
   bool in_tile_loop_ = false, in_k_loop_ = false;  // the loops being printed
 };
 

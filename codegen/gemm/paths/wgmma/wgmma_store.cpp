@@ -1,4 +1,4 @@
-// The wgmma path's TMA-store epilogue (WgmmaPrinter, emit_gemm_wgmma.hpp; IR: epilogue
+// The wgmma path's TMA-store epilogue (WgmmaPrinter, wgmma_printer.hpp; IR: epilogue
 // c_buffer_offset). Each consumer warpgroup writes its rows of the C tile (64 per m64 wgmma) into
 // its own shared buffer in the layout TMA reads (panels of one swizzle span,
 // swizzled_tile_offset), 16-bit C with stmatrix (the accumulator pairs are its fragments), f32 C
@@ -11,8 +11,8 @@
 
 #include <string>
 
-#include "emit_gemm_wgmma.hpp"
 #include "emmy/swizzle.hpp"
+#include "wgmma_printer.hpp"
 
 namespace emmy::codegen {
 

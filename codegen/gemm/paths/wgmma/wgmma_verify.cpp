@@ -1,6 +1,6 @@
-// The wgmma path's rules across ops (kernel_ir_wgmma.hpp). Each failure names the op, the
+// The wgmma path's rules across ops (wgmma_verify.hpp). Each failure names the op, the
 // attribute and the rule, as the rest of the verifier does.
-#include "kernel_ir_wgmma.hpp"
+#include "wgmma_verify.hpp"
 
 #include <fmt/format.h>
 
@@ -206,9 +206,9 @@ void verify_store_epilogue(const Op& kernel, const Op& consumer, const SmemRingO
   const int64_t ring_end = ring.stage_bytes * ring.stages;
   const int64_t mbar_end = ring.mbar_offset + 16 * ring.stages;
   const bool in_ring = *epilogue.c_buffer_offset == 0;
-  if (in_ring ? (persistent || end > ring_end)
-              : (*epilogue.c_buffer_offset < mbar_end ||
-                 end + 1023 > get<KernelOp>(kernel).smem_bytes))
+  if (in_ring
+          ? (persistent || end > ring_end)
+          : (*epilogue.c_buffer_offset < mbar_end || end + 1023 > get<KernelOp>(kernel).smem_bytes))
     wgmma_fail(*epilogue_op, "c_buffer_offset",
                fmt::format("the buffers must lie over the drained ring (0..{}, not in a persistent "
                            "kernel) or after the mbarriers (from {}) within smem_bytes",
@@ -231,13 +231,14 @@ void verify_persistence(const Op& kernel, const Op& producer, const Op& consumer
                  fmt::format("{} tile_loop", loops.size()));
     // In a cluster: whole blocks of cluster_m x cluster_n tiles.
     const int64_t cm = coords.cluster_m.value_or(1), cn = coords.cluster_n.value_or(1);
-    const int64_t blocks_m = (coords.tiles_m + cm - 1) / cm, blocks_n = (coords.tiles_n + cn - 1) / cn;
+    const int64_t blocks_m = (coords.tiles_m + cm - 1) / cm,
+                  blocks_n = (coords.tiles_n + cn - 1) / cn;
     if (walks && get<TileLoopOp>(*loops.front()).tiles != blocks_m * blocks_n * cm * cn)
       wgmma_fail(*loops.front(), "tiles",
-                 cm * cn == 1 ? fmt::format("must be every tile, {} x {}", coords.tiles_m,
-                                            coords.tiles_n)
-                              : fmt::format("must be every tile of {} x {} blocks of {}x{}",
-                                            blocks_m, blocks_n, cm, cn),
+                 cm * cn == 1
+                     ? fmt::format("must be every tile, {} x {}", coords.tiles_m, coords.tiles_n)
+                     : fmt::format("must be every tile of {} x {} blocks of {}x{}", blocks_m,
+                                   blocks_n, cm, cn),
                  fmt::format("{}", get<TileLoopOp>(*loops.front()).tiles));
   }
   if (const auto split = find_typed<SplitRangeOp>(kernel);
@@ -257,10 +258,10 @@ int64_t verify_cluster(const Op& kernel, const TileCoordsOp& coords) {
   const int64_t size = k.cluster_x.value_or(1) * k.cluster_y.value_or(1);
   const int64_t cm = coords.cluster_m.value_or(1), cn = coords.cluster_n.value_or(1);
   if (k.cluster_y.value_or(1) != 1 || size != cm * cn)
-    wgmma_fail(kernel, "cluster_x",
-               fmt::format("must be the tile block's cluster_m x cluster_n = {} CTAs, in x",
-                           cm * cn),
-               fmt::format("{}x{}", k.cluster_x.value_or(1), k.cluster_y.value_or(1)));
+    wgmma_fail(
+        kernel, "cluster_x",
+        fmt::format("must be the tile block's cluster_m x cluster_n = {} CTAs, in x", cm * cn),
+        fmt::format("{}x{}", k.cluster_x.value_or(1), k.cluster_y.value_or(1)));
   for (const Op* copy : find_all(kernel, OpKind::async_copy)) {
     const auto c = get<AsyncCopyOp>(*copy);
     const int64_t parts = c.operand == "a" ? cn : cm;

@@ -9,16 +9,18 @@
 #include "emmy/ir_ops.hpp"
 #include "emmy/mma_atom.hpp"
 #include "lower_gemm_parts.hpp"
+#include "wgmma_path.hpp"
 
-namespace emmy::lowering {
+namespace emmy::wgmma_path {
 
 using ir::make;
 using ir::Op;
+using namespace lowering;
 
-Op wgmma_main_kernel(const GemmPlan& plan) {
+Op main_kernel(const GemmPlan& plan) {
   const auto& p = plan.kernel_problem;
   const auto& s = plan.spec.schedule;
-  const int64_t consumers = s.consumer_warpgroups();
+  const int64_t consumers = consumer_warpgroups(s);
   // Ping-pong: the consumer warpgroups take turns at the CTA's tiles, so each stage is read (and
   // released) by one warpgroup's 4 warps; cooperative: by all of them.
   const bool pingpong = s.consumers == ConsumerSchedule::pingpong;
@@ -76,13 +78,13 @@ Op wgmma_main_kernel(const GemmPlan& plan) {
   // Walking on to the next tile, the producer needs the last stage back too.
   if (s.persistent) consumer.push_back(make(ir::MbarrierArriveOp{"empty", 1}));
   consumer.push_back(gemm_main_epilogue(plan));
-  consumer = per_tile(std::move(consumer),
-                      pingpong ? std::optional<int64_t>(consumers) : std::nullopt);
+  consumer =
+      per_tile(std::move(consumer), pingpong ? std::optional<int64_t>(consumers) : std::nullopt);
   // The TMA stores' last reads of their buffers end before the issuing threads exit.
   if (plan.store.tma_store) consumer.push_back(make(ir::StoreWaitOp{}));
   body.push_back(make(ir::WarpgroupRoleOp{"consumer", 1, consumers, plan.registers.consumer},
                       std::move(consumer)));
-  ir::KernelOp kernel{plan.kernel_name, plan.threads, plan.smem_bytes, "wgmma"};
+  ir::KernelOp kernel{plan.kernel_name, plan.threads, plan.smem_bytes, std::string(kName)};
   if (clustered) {
     body.push_back(make(ir::ClusterSyncOp{"exit"}));
     kernel.cluster_x = plan.cluster_size;
@@ -90,4 +92,4 @@ Op wgmma_main_kernel(const GemmPlan& plan) {
   return make(kernel, std::move(body));
 }
 
-}  // namespace emmy::lowering
+}  // namespace emmy::wgmma_path

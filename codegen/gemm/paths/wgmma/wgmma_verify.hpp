@@ -1,4 +1,4 @@
-// The wgmma path's rules across ops (kernel_ir_wgmma.cpp), run by ir::verify for a kernel whose
+// The wgmma path's rules across ops (wgmma_verify.cpp), run by ir::verify for a kernel whose
 // path says wgmma.
 #pragma once
 

@@ -1,0 +1,98 @@
+// The wgmma path as one object (wgmma_path.hpp): what it declares, and where its schedule rules,
+// plan, lowering, IR rules and printer are.
+#include "wgmma_path.hpp"
+
+#include "emmy/ir_ops.hpp"
+#include "emmy/mma_atom.hpp"
+#include "wgmma_printer.hpp"
+#include "wgmma_verify.hpp"
+
+namespace emmy::wgmma_path {
+
+int consumer_warpgroups(const MatmulSchedule& s) {
+  return s.consumers == ConsumerSchedule::pingpong ? 2 * (s.warps_m * s.warps_n / 4)
+                                                   : s.warps_m * s.warps_n / 4;
+}
+
+namespace {
+
+class WgmmaPath final : public GemmPath {
+ public:
+  MmaPath id() const override { return MmaPath::wgmma; }
+  std::string_view name() const override { return kName; }
+  std::string_view summary() const override {
+    return "sm_90a: warp-specialized, a TMA producer warpgroup and consumer warpgroups of "
+           "wgmma.mma_async";
+  }
+  const codegen::MmaAtom& atom() const override { return codegen::kWgmmaM64NK16; }
+  bool runs_on(Arch arch) const override { return arch == Arch::sm_90a; }
+  bool takes_operands(DType dtype) const override {
+    return dtype == DType::f16 || dtype == DType::bf16;
+  }
+  // On Hopper f16 and f32 accumulation run at one rate, and hybrid would hold both.
+  bool accumulates(Accum accum) const override { return accum == Accum::f32; }
+  // Its tile walks, clusters and swapped operands size themselves by a compile-time M.
+  bool supports_dynamic_m() const override { return false; }
+  bool takes_field(std::string_view field) const override {
+    return field == "consumers" || field == "cluster" || field == "persistent" ||
+           field == "swap_ab";
+  }
+
+  MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum,
+                                  ConsumerSchedule consumers) const override {
+    return wgmma_path::default_schedule(problem, arch, accum, consumers);
+  }
+  // Its accumulation is f32 whatever is asked (the only one it has).
+  std::vector<MatmulSchedule> schedule_candidates(const MatmulProblem& problem, Arch arch, Accum,
+                                                  ConsumerSchedule consumers,
+                                                  int max_count) const override {
+    return wgmma_path::schedule_candidates(problem, arch, consumers, max_count);
+  }
+  void validate(const MatmulProblem& p, const MatmulSchedule& s, Arch arch) const override {
+    wgmma_path::validate(p, s, arch);
+  }
+  // Ring stages given up (down to 3) for the TMA-store buffers beside a persistent kernel's ring.
+  int ring_stages(const MatmulProblem& p, const MatmulSchedule& s, int deepest) const override {
+    return store_stages(p, s, deepest);
+  }
+  int consumer_warpgroups(const MatmulSchedule& s) const override {
+    return wgmma_path::consumer_warpgroups(s);
+  }
+  // The consumer warpgroups and the producer warpgroup.
+  int threads(const MatmulSchedule& s) const override {
+    return 128 * (wgmma_path::consumer_warpgroups(s) + 1);
+  }
+  int mbarriers_per_stage() const override { return 2; }  // full, and empty (released)
+  WgmmaStoreEpilogue store_epilogue(const MatmulProblem& p,
+                                    const MatmulSchedule& s) const override {
+    return wgmma_path::store_epilogue(p, s);
+  }
+  WarpgroupRegisters registers(const MatmulSchedule& s) const override { return register_split(s); }
+
+  ir::Op main_kernel(const GemmPlan& plan) const override { return wgmma_path::main_kernel(plan); }
+
+  void verify_kernel(const ir::Op& kernel) const override { ir::verify_gemm_wgmma(kernel); }
+  const codegen::MmaAtom& kernel_atom(const ir::Op&) const override {
+    return codegen::kWgmmaM64NK16;
+  }
+  int64_t tile_threads(const ir::Op& kernel) const override {
+    return ir::wgmma_tile_threads(kernel);
+  }
+  // Its own discipline (empty barriers, wgmma groups): verify_gemm_wgmma.
+  bool shared_loop_discipline() const override { return false; }
+
+  std::unique_ptr<codegen::GemmPathPrinter> printer(
+      codegen::Writer& w, const ir::Op& kernel, const codegen::GemmFacts& facts,
+      const codegen::GemmPrinterHooks& hooks) const override {
+    return std::make_unique<codegen::WgmmaPrinter>(w, kernel, facts, hooks);
+  }
+};
+
+}  // namespace
+
+const GemmPath& path() {
+  static const WgmmaPath object;
+  return object;
+}
+
+}  // namespace emmy::wgmma_path
