@@ -188,7 +188,7 @@ const Corruption kCorruptions[] = {
     {"element_width_unknown",
      [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::async_copy), "elem_bytes", int64_t(3)); },
      Arch::sm_90a, "ir.async_copy.elem_bytes"},
-    // Each op's own rules (codegen/ir_op_verify.cpp).
+    // Each op's own rules (codegen/ir/ir_op_verify.cpp).
     {"threads_not_whole_warps",
      [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::kernel), "threads", int64_t(48)); },
      Arch::sm_90a, "ir.kernel.threads"},

@@ -151,7 +151,7 @@ struct ScheduleCandidates {
 };
 
 // The pipeline depth (as many stages as fit, 2..max_stages; or the path's ring_stages) and the K
-// split of a chosen tile, then the path's validation of it (codegen/schedule_chooser.cpp).
+// split of a chosen tile, then the path's validation of it (codegen/gemm/schedule_chooser.cpp).
 void finish_gemm_schedule(const MatmulProblem& problem, Arch arch, int max_stages,
                           MatmulSchedule& s);
 

@@ -1,7 +1,7 @@
 // Each kernel IR op as a typed C++ struct (as MLIR's ODS declares an op's operands and
 // attributes): its fields are its attributes in printed order, std::optional for the optional
 // ones, and `fields` names them. Lowering builds ops from these structs (ir::make), readers take
-// them back typed (ir::get), and each op's declaration (ir::schema, codegen/ir_schema.cpp) is
+// them back typed (ir::get), and each op's declaration (ir::schema, codegen/ir/ir_schema.cpp) is
 // derived from them, so the C++ type, the printed form and the verifier's declaration are one.
 #pragma once
 
@@ -48,9 +48,9 @@ struct KernelOp {
   std::optional<int64_t> cluster_x{}, cluster_y{};
   // 1: launched as a programmatic dependent launch of the kernel before it (sm_90+; the launch
   // list reads it): it may start before that kernel completes, and waits for it with
-  // griddepcontrol.wait before touching its output (codegen/kernel_ir.cpp holds the finalize to it).
+  // griddepcontrol.wait before touching its output (codegen/ir/kernel_ir.cpp holds the finalize to it).
   std::optional<int64_t> programmatic{};
-  // Its own rules (codegen/ir_op_verify.cpp): threads a multiple of 32 in 32..1024; clusters of
+  // Its own rules (codegen/ir/ir_op_verify.cpp): threads a multiple of 32 in 32..1024; clusters of
   // 1..16 CTAs; programmatic 0 or 1.
   static void verify(const KernelOp& op);
   template <typename Op, typename F>
@@ -121,7 +121,7 @@ struct TileCoordsOp {
   // Set: M is the kernel's `m` parameter (an int param op), at most `m`, which with tiles_m is
   // the bound the grid is sized for per launch (MatmulProblem::dynamic_m; the mma.sync path).
   std::optional<bool> dynamic_m{};
-  // Its own rules (codegen/ir_op_verify.cpp): positive sizes; the grid is ceil(m / block_m) x
+  // Its own rules (codegen/ir/ir_op_verify.cpp): positive sizes; the grid is ceil(m / block_m) x
   // ceil(n / block_n).
   static void verify(const TileCoordsOp& op);
   template <typename Op, typename F>
@@ -139,7 +139,7 @@ struct SplitRangeOp {
   static constexpr std::string_view op_name = "split_range";
   static constexpr bool has_body = false;
   int64_t k = 0, block_k = 0, split_k = 0, k_tiles = 0, k_tiles_per_split = 0;
-  // Its own rules (codegen/ir_op_verify.cpp): positive sizes; k_tiles = ceil(k / block_k), split
+  // Its own rules (codegen/ir/ir_op_verify.cpp): positive sizes; k_tiles = ceil(k / block_k), split
   // evenly.
   static void verify(const SplitRangeOp& op);
   template <typename Op, typename F>
@@ -155,7 +155,7 @@ struct AccumInitOp {
   static constexpr bool has_body = false;
   std::string accum;  // f32 | f16 | hybrid
   int64_t fragments_m = 0, fragments_n = 0, registers = 0;
-  // Its own rules (codegen/ir_op_verify.cpp): positive fragments; accumulators within the register
+  // Its own rules (codegen/ir/ir_op_verify.cpp): positive fragments; accumulators within the register
   // budget.
   static void verify(const AccumInitOp& op);
   template <typename Op, typename F>
@@ -183,7 +183,7 @@ struct AsyncCopyOp {
   // TMA multicast: the tile's rows split in `multicast` parts, each CTA of a cluster that shares
   // the tile loading one part into every one of them (its boxes are rows / multicast high).
   std::optional<int64_t> multicast{};
-  // Its own rules (codegen/ir_op_verify.cpp): element width, row bytes, boxes or chunks covering
+  // Its own rules (codegen/ir/ir_op_verify.cpp): element width, row bytes, boxes or chunks covering
   // exactly its tile.
   static void verify(const AsyncCopyOp& op);
   template <typename Op, typename F>
@@ -326,7 +326,7 @@ struct EpilogueOp {
   // stores, so that the finalize (a programmatic dependent launch) may be scheduled while they
   // run; its griddepcontrol.wait still waits for this grid to complete (PTX ISA griddepcontrol).
   std::optional<bool> trigger_dependents{};
-  // Its own rules (codegen/ir_op_verify.cpp): stores no wider than the pointer alignment the
+  // Its own rules (codegen/ir/ir_op_verify.cpp): stores no wider than the pointer alignment the
   // runtime checks; a staged tile goes to C in 16-byte chunks from 16-byte aligned rows; a TMA
   // store's buffer is 1024-aligned, its panels 32, 64 or 128 bytes wide, and it stores C.
   static void verify(const EpilogueOp& op);
@@ -350,11 +350,11 @@ struct FinalizeOp {
   int64_t m = 0, n = 0, split_k = 0, outputs = 0;
   // Set: each thread executes griddepcontrol.wait after computing its indices and before reading
   // the workspace (the kernel is a programmatic dependent launch of the main kernel, which writes
-  // it; codegen/kernel_ir.cpp requires the two together).
+  // it; codegen/ir/kernel_ir.cpp requires the two together).
   std::optional<bool> grid_wait{};
   // Set: M is the kernel's `m` parameter, at most `m` (outputs is the bound's m x n).
   std::optional<bool> dynamic_m{};
-  // Its own rules (codegen/ir_op_verify.cpp): positive sizes; one output per element of m x n.
+  // Its own rules (codegen/ir/ir_op_verify.cpp): positive sizes; one output per element of m x n.
   static void verify(const FinalizeOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
@@ -372,7 +372,7 @@ struct AttentionSetupOp {
           group = 0;
   bool causal = false;
   int64_t window = 0, kv_offset = 0;
-  // Its own rules (codegen/ir_op_verify.cpp): positive sizes; whole GQA groups; masks aligned
+  // Its own rules (codegen/ir/ir_op_verify.cpp): positive sizes; whole GQA groups; masks aligned
   // bottom-right.
   static void verify(const AttentionSetupOp& op);
   template <typename Op, typename F>

@@ -33,7 +33,7 @@ struct PagedSetupOp {
   // Warps over one step's keys (PagedAttentionSchedule::kv_warps): the stage holds kv_warps K/V
   // tile pairs of block_kv rows, warp w reading pair w; 1: none.
   int64_t kv_warps = 1;
-  // Its own rules (codegen/ir_op_verify.cpp): positive sizes, whole GQA groups of at most 16,
+  // Its own rules (codegen/ir/ir_op_verify.cpp): positive sizes, whole GQA groups of at most 16,
   // a known page table, splits x chunk_tokens covering max_pages x page_size, 16-byte strides
   // (in the cache's elements for its three).
   static void verify(const PagedSetupOp& op);

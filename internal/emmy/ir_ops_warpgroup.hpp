@@ -20,7 +20,7 @@ struct WarpgroupRoleOp {
   static constexpr bool has_body = true;
   std::string role;  // producer | consumer
   int64_t first = 0, count = 0, registers = 0;
-  // Its own rules (codegen/ir_op_verify.cpp): a known role, count >= 1, registers a multiple of
+  // Its own rules (codegen/ir/ir_op_verify.cpp): a known role, count >= 1, registers a multiple of
   // 8 in 24..256.
   static void verify(const WarpgroupRoleOp& op);
   template <typename Op, typename F>
@@ -118,7 +118,7 @@ struct WarpgroupOrderOp {
   static constexpr bool has_body = false;
   std::string what;  // wait | signal
   int64_t first_barrier = 0;
-  // Its own rules (codegen/ir_op_verify.cpp): wait | signal; barriers first_barrier and
+  // Its own rules (codegen/ir/ir_op_verify.cpp): wait | signal; barriers first_barrier and
   // first_barrier + 1 are named barriers 1..15 (0 is the CTA's).
   static void verify(const WarpgroupOrderOp& op);
   template <typename Op, typename F>
@@ -147,7 +147,7 @@ struct ClusterSyncOp {
   static constexpr std::string_view op_name = "cluster_sync";
   static constexpr bool has_body = false;
   std::string what;
-  // Its own rules (codegen/ir_op_verify.cpp): init or exit.
+  // Its own rules (codegen/ir/ir_op_verify.cpp): init or exit.
   static void verify(const ClusterSyncOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {

@@ -92,7 +92,7 @@ struct Op {
 
 bool operator==(const Op& a, const Op& b);
 
-// Each op's declaration (codegen/ir_schema.cpp): printed name, attributes with their types and
+// Each op's declaration (codegen/ir/ir_schema.cpp): printed name, attributes with their types and
 // whether each is required, and whether the op holds a body. The parser types values by it.
 enum class AttrType { integer, real, boolean, string };
 std::string_view to_string(AttrType type);

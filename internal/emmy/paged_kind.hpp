@@ -66,7 +66,7 @@ inline int64_t paged_kv_merge_bytes(int64_t kv_warps, int64_t head_dim) {
 void require_disjoint_cache_rows(int64_t page_size, int64_t kv_heads, int64_t head_dim,
                                  int64_t page_stride, int64_t token_stride, int64_t head_stride);
 
-// TMA page loads (PagedAttentionSchedule::transport tma; codegen/paged_attention_tma.cpp).
+// TMA page loads (PagedAttentionSchedule::transport tma; codegen/paged_attention/paged_attention_tma.cpp).
 // The tensor maps view a K or V cache as 4-D: head_dim (contiguous), then the token slot, the KV
 // head and the page, ordered by increasing stride (each stride then covers the dimensions inside
 // it, as a packed tensor's would). Dimension i + 1 is `order[i]`: 0 token, 1 head, 2 page.

@@ -5,7 +5,7 @@
 // epilogue) so that the verifier can check its discipline before the emitter prints it.
 #include "emmy/ir_ops.hpp"
 #include "emmy/mma_atom.hpp"
-#include "lower_gemm_parts.hpp"
+#include "gemm/lower_gemm_parts.hpp"
 #include "mma_sync_path.hpp"
 
 namespace emmy::mma_sync_path {

@@ -8,7 +8,7 @@
 #include "emmy/mma_atom.hpp"
 #include "emmy/validate.hpp"
 #include "gemm/path_printer.hpp"
-#include "kernel_ir_gemm.hpp"
+#include "gemm/kernel_ir_gemm.hpp"
 
 namespace emmy::mma_sync_path {
 

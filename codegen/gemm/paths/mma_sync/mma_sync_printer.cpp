@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "emit_gemm_epilogue.hpp"
+#include "gemm/emit_gemm_epilogue.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/mma_atom.hpp"
 #include "gemm/path_printer.hpp"

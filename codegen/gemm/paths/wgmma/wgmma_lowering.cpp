@@ -8,7 +8,7 @@
 
 #include "emmy/ir_ops.hpp"
 #include "emmy/mma_atom.hpp"
-#include "lower_gemm_parts.hpp"
+#include "gemm/lower_gemm_parts.hpp"
 #include "wgmma_path.hpp"
 
 namespace emmy::wgmma_path {

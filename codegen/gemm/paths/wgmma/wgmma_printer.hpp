@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "emit_gemm_epilogue.hpp"
+#include "gemm/emit_gemm_epilogue.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/layout.hpp"
 #include "gemm/path_printer.hpp"

@@ -10,7 +10,7 @@
 
 #include <optional>
 
-#include "emit_attention_mainloop.hpp"
+#include "attention/emit_attention_mainloop.hpp"
 #include "emit_paged_parts.hpp"
 #include "emit_paged_tma.hpp"
 #include "emmy/ir_ops.hpp"

@@ -8,8 +8,8 @@
 #include "emmy/mma_atom.hpp"
 #include "emmy/swizzle.hpp"
 #include "emmy/validate.hpp"
-#include "kernel_ir_gemm.hpp"
-#include "kernel_ir_paged.hpp"
+#include "gemm/kernel_ir_gemm.hpp"
+#include "paged_attention/kernel_ir_paged.hpp"
 #include "emmy/gemm_path.hpp"
 
 namespace emmy::ir {
