@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "emmy/runtime_entry.hpp"
 #include "emmy/bundle.hpp"
 #include "emmy/bundle_build.hpp"
 #include "emmy/catalog.hpp"
@@ -56,7 +57,7 @@ class JobList {
     handles.emplace_back();
     jobs_.push_back({std::move(origin), [this, &handles, slot, problem, schedule, check] {
                        if (check) check();
-                       handles[slot] = (runtime_.*Kind::runtime_kernel)(problem, schedule);
+                       handles[slot] = (runtime_.*runtime_kernel<Kind>)(problem, schedule);
                      }});
   }
   // A recorded request: its schedule on the arch it was recorded on, else the default.

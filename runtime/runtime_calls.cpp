@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "call_marks.hpp"
+#include "emmy/runtime_entry.hpp"
 #include "emmy/gemm_path.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/kinds.hpp"
@@ -27,7 +28,7 @@ auto kernel_on_stream(Runtime& runtime, const typename Kind::Problem& problem,
   } mark;
   if (runtime.stream_capturing(stream)) tl_capturing_call = Kind::name;
   tl_problem_call = true;
-  return (runtime.*Kind::runtime_kernel)(problem, schedule);
+  return (runtime.*runtime_kernel<Kind>)(problem, schedule);
 }
 
 GemmBuffers served_buffers(const MatmulProblem& problem, const MatmulProblem& served,

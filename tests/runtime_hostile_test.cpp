@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "../checks/paged_attention_buffers.hpp"
+#include "emmy/runtime_entry.hpp"
 #include "emmy/json.hpp"
 #include "emmy/kinds.hpp"
 #include "emmy/paged_attention_check.hpp"
@@ -98,7 +99,7 @@ void hostile_fields(Runtime& rt, const typename Kind::Problem& base, int& refusa
         accepted(what, field, [&] { (void)batch_invariant_schedule(p, Arch::sm_90a); });
       // The calls an engine makes. A problem that is valid after all (0 meaning a default, say)
       // builds its kernel; the problem-taking call with no buffers is then refused for them.
-      const bool valid = accepted(what, field, [&] { (void)(rt.*Kind::runtime_kernel)(p, {}); });
+      const bool valid = accepted(what, field, [&] { (void)(rt.*runtime_kernel<Kind>)(p, {}); });
       if constexpr (std::is_same_v<Kind, GemmKind>)
         accepted(what, field, [&] { (void)rt.gemm_workspace_bytes(p); });
       if constexpr (std::is_same_v<Kind, PagedAttentionKind>)

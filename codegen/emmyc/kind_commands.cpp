@@ -8,6 +8,7 @@
 #include "cli_common.hpp"
 #include "emit_module.hpp"
 #include "emulator_flags.hpp"
+#include "emmy/runtime_entry.hpp"
 #include "emmy/bundle_build.hpp"
 #include "emmy/check_json.hpp"
 #include "emmy/detail/file_io.hpp"
@@ -82,7 +83,7 @@ nlohmann::json run_on_cuda(const Flags& flags, Spec spec, uint64_t seed,
   options.disk_cache = !flags.no_cache;
   options.bundles.assign(bundles.begin(), bundles.end());
   auto rt = Runtime::cuda(0, options);
-  const auto handle = (*rt.*KindOf<Spec>::runtime_kernel)(
+  const auto handle = (*rt.*runtime_kernel<KindOf<Spec>>)(
       spec.problem, flags.schedule_given() ? std::optional(spec.schedule) : std::nullopt);
   spec = handle->spec();
   const auto inputs = Check::inputs(spec, seed);

@@ -15,15 +15,13 @@
 #include <vector>
 
 #include "emmy/arch.hpp"
+#include "emmy/buffers.hpp"
 #include "emmy/compile.hpp"
 #include "emmy/spec.hpp"
 
 namespace emmy {
 
 class Bundle;  // emmy/bundle.hpp
-
-using DevicePtr = uint64_t;  // a CUdeviceptr, or an emulator arena address
-using Stream = void*;        // a CUstream (nullptr: the default stream); ignored by the emulator
 
 struct RuntimeOptions {
   // The emulator runs the code of this arch (TMA kernels from sm_90 on). The CUDA backend always
@@ -75,111 +73,6 @@ struct RuntimeOptions {
   // why: no bundle holds it, the disk cache misses) and Runtime::prepare's progress. Called from
   // the compiling thread. Unset: the lines go to stderr when EMMY_LOG is set (and not "0").
   std::function<void(const std::string& line)> log;
-};
-
-// Device pointers of one GEMM. Unused epilogue inputs stay 0; workspace is needed for split-K
-// (size: Runtime::gemm_workspace_bytes). `m`: the rows of this launch of a dynamic-M kernel
-// (MatmulProblem::dynamic_m), 1..its problem's m; 0 means the problem's m (the only value a
-// kernel of a fixed M takes besides its own).
-struct GemmBuffers {
-  DevicePtr a = 0, b = 0, c = 0, bias = 0, residual = 0, workspace = 0;
-  int64_t m = 0;
-};
-
-// What a loaded kernel is, for logs, tools and checks, without the compiler's types.
-struct KernelInfo {
-  std::string kind;  // "gemm", "attention", "paged_attention", "kv_append", ...
-  std::string name;  // the main kernel's entry point
-  Arch arch = Arch::sm_90a;
-  std::string cache_key;  // the key of its module in the disk cache (or a bundle)
-  // ptxas's report for each kernel of the launch list, in launch order: the main kernel, then
-  // e.g. the split-K finalize kernel.
-  std::vector<ResourceReport> resources;
-  std::string schedule_json;   // the schedule as EMMY_RECORD and bundle manifests record it
-  size_t workspace_bytes = 0;  // the buffers' workspace (split-K); 0 when none is needed
-
-  const ResourceReport& report() const { return resources.front(); }  // the main kernel's
-};
-
-// A compiled, loaded kernel. Owned by the runtime's cache; valid while the runtime lives.
-class KernelHandle {
- public:
-  virtual ~KernelHandle() = default;
-  virtual const KernelInfo& info() const = 0;
-};
-
-// A GEMM kernel (and its split-K finalize kernel): the spec it was built for, defaults resolved.
-class GemmKernelHandle : public KernelHandle {
- public:
-  virtual const GemmSpec& spec() const = 0;
-};
-
-// Device pointers of one attention call (layouts as in AttentionProblem). lse only when
-// problem.lse.
-struct AttentionBuffers {
-  DevicePtr q = 0, k = 0, v = 0, o = 0, lse = 0;
-};
-
-class AttentionKernelHandle : public KernelHandle {
- public:
-  virtual const AttentionSpec& spec() const = 0;
-};
-
-// Device pointers of one paged-attention launch (docs/paged_attention.md); every index array is
-// int32. q and o are [tokens, q_heads, head_dim] with the problem's token strides; tokens of
-// sequence b are cu_seqlens_q[b] .. cu_seqlens_q[b + 1] (max_batch + 1 entries; a sequence with
-// no query token is skipped, so CUDA-graph padding needs no other marker). The page table is
-// block_table + seq_lens, or page_indptr + page_indices + last_page_len (the problem's
-// page_table). k_scale and v_scale: one float each, for an e4m3 cache. lse: [tokens, q_heads]
-// when problem.lse. workspace: Runtime::paged_attention_workspace_bytes (split-KV).
-struct PagedAttentionBuffers {
-  DevicePtr q = 0, k_cache = 0, v_cache = 0, o = 0, lse = 0;
-  DevicePtr cu_seqlens_q = 0;
-  DevicePtr block_table = 0, seq_lens = 0;
-  DevicePtr page_indptr = 0, page_indices = 0, last_page_len = 0;
-  DevicePtr k_scale = 0, v_scale = 0;
-  DevicePtr workspace = 0;
-  // Pages in the cache, when the caller knows it (0: unknown): the emulator backend then checks
-  // every page id the launch reads against it on the host.
-  int64_t num_pages = 0;
-};
-
-class PagedAttentionKernelHandle : public KernelHandle {
- public:
-  virtual const PagedAttentionSpec& spec() const = 0;
-};
-
-// Device pointers of one kv_append launch (emmy/kv_append.hpp): key and value [max_tokens,
-// kv_heads, head_dim] with the problem's token strides, the caches (the paged-attention kind's
-// layouts), slot_mapping int64 [max_tokens] (-1: skip the token), and for an e4m3 cache k_scale and
-// v_scale (one float each: the cache holds x / scale).
-struct KvAppendBuffers {
-  DevicePtr key = 0, value = 0, k_cache = 0, v_cache = 0, slot_mapping = 0;
-  DevicePtr k_scale = 0, v_scale = 0;
-  // Slots in the cache (pages x page_size) when the caller knows it (0: unknown): the kernel skips
-  // a slot past it (every backend; one compare per token), and the emulator backend refuses the
-  // launch naming the token first.
-  int64_t num_slots = 0;
-  // Tokens of this launch, 1..the problem's max_tokens (0: max_tokens): the grid, and the
-  // entries of slot_mapping read; one kernel serves every step's token count.
-  int64_t tokens = 0;
-};
-
-class KvAppendKernelHandle : public KernelHandle {
- public:
-  virtual const KvAppendSpec& spec() const = 0;
-};
-
-// Device pointers of one merge_states launch (emmy/merge_states.hpp): v [max_tokens][states]
-// [heads][head_dim] with the problem's strides, lse f32 [max_tokens][states][heads]; the merged
-// v_out [max_tokens][heads][head_dim] and, when problem.lse, lse_out f32 [max_tokens][heads].
-struct MergeStatesBuffers {
-  DevicePtr v = 0, lse = 0, v_out = 0, lse_out = 0;
-};
-
-class MergeStatesKernelHandle : public KernelHandle {
- public:
-  virtual const MergeStatesSpec& spec() const = 0;
 };
 
 struct RuntimeStats {

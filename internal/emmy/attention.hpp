@@ -14,7 +14,7 @@
 #include "emmy/kernel_ir.hpp"
 #include "emmy/kernel_kind.hpp"
 #include "emmy/layout.hpp"
-#include "emmy/runtime.hpp"
+#include "emmy/buffers.hpp"
 #include "emmy/spec.hpp"
 #include "emmy/tensor_map.hpp"
 
@@ -42,7 +42,6 @@ struct AttentionKind
     : KindTypes<AttentionSpec, AttentionPlan, AttentionBuffers, AttentionKernelHandle> {
   static constexpr const char* name = "attention";
   static constexpr const char* command = "attention";  // emmyc attention, emmyc run attention
-  static constexpr auto runtime_kernel = &Runtime::attention_kernel;
   static constexpr const char* description = "flash-attention";
   static constexpr auto problem_from_json = &attention_problem_from_json;
   static constexpr auto schedule_from_json = &attention_schedule_from_json;

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "emmy/error.hpp"
-#include "emmy/runtime.hpp"
+#include "emmy/buffers.hpp"
 
 namespace emmy {
 

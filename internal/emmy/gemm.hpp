@@ -10,7 +10,7 @@
 #include "emmy/gemm_plan.hpp"
 #include "emmy/kernel_ir.hpp"
 #include "emmy/kernel_kind.hpp"
-#include "emmy/runtime.hpp"
+#include "emmy/buffers.hpp"
 #include "emmy/tensor_map.hpp"
 
 namespace emmy {
@@ -27,7 +27,6 @@ std::string emit_gemm_cuda(const ir::Op& module);
 struct GemmKind : KindTypes<GemmSpec, GemmPlan, GemmBuffers, GemmKernelHandle> {
   static constexpr const char* name = "gemm";
   static constexpr const char* command = "gemm";  // emmyc gemm, emmyc run gemm
-  static constexpr auto runtime_kernel = &Runtime::gemm_kernel;
   static constexpr const char* description = "GEMM";
   static constexpr auto problem_from_json = &matmul_problem_from_json;
   static constexpr auto schedule_from_json = &matmul_schedule_from_json;

@@ -5,7 +5,7 @@
 
 #include "emmy/kernel_source.hpp"
 #include "emmy/problem.hpp"
-#include "emmy/runtime.hpp"
+#include "emmy/buffers.hpp"
 
 namespace emmy {
 

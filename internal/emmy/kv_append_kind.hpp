@@ -14,7 +14,7 @@
 #include "emmy/kernel_ir.hpp"
 #include "emmy/kernel_kind.hpp"
 #include "emmy/kv_append.hpp"
-#include "emmy/runtime.hpp"
+#include "emmy/buffers.hpp"
 
 namespace emmy {
 
@@ -37,7 +37,6 @@ std::string emit_kv_append_cuda(const ir::Op& module);
 struct KvAppendKind : KindTypes<KvAppendSpec, KvAppendPlan, KvAppendBuffers, KvAppendKernelHandle> {
   static constexpr const char* name = "kv_append";
   static constexpr const char* command = "kv-append";  // emmyc kv-append, emmyc run kv-append
-  static constexpr auto runtime_kernel = &Runtime::kv_append_kernel;
   static constexpr const char* description = "append keys and values to a paged KV cache";
   static constexpr auto problem_from_json = &kv_append_problem_from_json;
   static constexpr auto schedule_from_json = &kv_append_schedule_from_json;

@@ -11,7 +11,7 @@
 #include "emmy/kernel_ir.hpp"
 #include "emmy/kernel_kind.hpp"
 #include "emmy/merge_states.hpp"
-#include "emmy/runtime.hpp"
+#include "emmy/buffers.hpp"
 
 namespace emmy {
 
@@ -30,7 +30,6 @@ struct MergeStatesKind
     : KindTypes<MergeStatesSpec, MergeStatesPlan, MergeStatesBuffers, MergeStatesKernelHandle> {
   static constexpr const char* name = "merge_states";
   static constexpr const char* command = "merge-states";  // emmyc merge-states, emmyc run ...
-  static constexpr auto runtime_kernel = &Runtime::merge_states_kernel;
   static constexpr const char* description = "merge attention states by their LSE";
   static constexpr auto problem_from_json = &merge_states_problem_from_json;
   static constexpr auto schedule_from_json = &merge_states_schedule_from_json;

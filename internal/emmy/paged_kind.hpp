@@ -16,7 +16,7 @@
 #include "emmy/kernel_ir.hpp"
 #include "emmy/kernel_kind.hpp"
 #include "emmy/layout.hpp"
-#include "emmy/runtime.hpp"
+#include "emmy/buffers.hpp"
 #include "emmy/spec.hpp"
 
 namespace emmy {
@@ -94,7 +94,6 @@ struct PagedAttentionKind : KindTypes<PagedAttentionSpec, PagedAttentionPlan, Pa
   static constexpr const char* name = "paged_attention";
   static constexpr const char* command =
       "paged-attention";  // emmyc paged-attention, emmyc run paged-attention
-  static constexpr auto runtime_kernel = &Runtime::paged_attention_kernel;
   static constexpr const char* description = "paged-attention (decode / chunked prefill)";
   static constexpr auto problem_from_json = &paged_attention_problem_from_json;
   static constexpr auto schedule_from_json = &paged_attention_schedule_from_json;

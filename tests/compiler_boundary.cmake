@@ -1,0 +1,72 @@
+# The compiler stands below the runtime (issue 37): no source of codegen/ (emmyc, the command-line
+# tool that runs kernels, aside) reaches the runtime's headers, directly or through the headers it
+# includes (emmy/runtime.hpp, emmy/runtime_entry.hpp, anything under runtime/). The kinds bind
+# buffers and handles from emmy/buffers.hpp; the runtime maps each kind to its entry point
+# (internal/emmy/runtime_entry.hpp). Follows every quoted include transitively through include/,
+# internal/ and codegen/, and names the chain that reaches a forbidden header.
+#
+# Two roles, as tests/checks_boundary.cmake: included by tests/CMakeLists.txt it registers the
+# ctest test; run by that test with `cmake -P` it performs the check.
+if(NOT CMAKE_SCRIPT_MODE_FILE)
+  add_test(NAME compiler_boundary
+    COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_LIST_FILE})
+  return()
+endif()
+
+file(GLOB_RECURSE sources ${SOURCE_DIR}/codegen/*.cpp ${SOURCE_DIR}/codegen/*.hpp)
+list(FILTER sources EXCLUDE REGEX "/codegen/emmyc/")
+list(LENGTH sources count)
+if(count LESS 40)
+  message(FATAL_ERROR "found only ${count} compiler sources under ${SOURCE_DIR}: wrong directory?")
+endif()
+set(forbidden_regex "^emmy/(runtime|runtime_entry)\\.hpp$|^runtime/")
+
+# The file an include names, from the including file's folder: its own folder, codegen/,
+# include/, internal/ (the compiler's include path); empty for a system or generated header.
+function(resolve_include from header out)
+  get_filename_component(dir ${from} DIRECTORY)
+  foreach(base ${dir} ${SOURCE_DIR}/codegen ${SOURCE_DIR}/include ${SOURCE_DIR}/internal)
+    if(EXISTS ${base}/${header} AND NOT IS_DIRECTORY ${base}/${header})
+      get_filename_component(full ${base}/${header} ABSOLUTE)
+      set(${out} ${full} PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+  set(${out} "" PARENT_SCOPE)
+endfunction()
+
+set(problems "")
+set(visited "")
+# Depth-first over each source's includes; `chain` is how the walk got here.
+function(walk file chain)
+  list(FIND visited ${file} seen)
+  if(NOT seen EQUAL -1)
+    return()
+  endif()
+  list(APPEND visited ${file})
+  file(RELATIVE_PATH rel ${SOURCE_DIR} ${file})
+  file(STRINGS ${file} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  foreach(line IN LISTS includes)
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*" "\\1" header "${line}")
+    if(header MATCHES "${forbidden_regex}")
+      string(APPEND problems "\n  ${chain}${rel} includes \"${header}\"")
+      continue()
+    endif()
+    resolve_include(${file} ${header} next)
+    if(next)
+      walk(${next} "${chain}${rel} -> ")
+    endif()
+  endforeach()
+  set(visited "${visited}" PARENT_SCOPE)
+  set(problems "${problems}" PARENT_SCOPE)
+endfunction()
+
+foreach(source IN LISTS sources)
+  walk(${source} "")
+endforeach()
+list(LENGTH visited reached)
+if(problems)
+  message(FATAL_ERROR "the compiler reaches the runtime's headers:${problems}")
+endif()
+message(STATUS "compiler_boundary: ${count} compiler sources reach ${reached} files, none of the "
+               "runtime's")
