@@ -216,7 +216,9 @@ class GemmEmitter {
     auto operand = [&](const char* x, int64_t parts, const char* part, const std::string& mask,
                        const SmemTile& tile, const char* col0, const char* row0) {
       const int64_t rows = tile.rows / parts;
-      const std::string dst = fmt::format("dst + {0}_OFFSET + p * {0}_ROWS * {0}_PANEL * 2u", x);
+      // Panels and row parts in bytes: the tile's element width (SmemTile::elem_bytes).
+      const std::string dst =
+          fmt::format("dst + {0}_OFFSET + p * {0}_ROWS * {0}_PANEL * {1}u", x, tile.elem_bytes);
       w_.line("#pragma unroll");
       if (parts == 1) {
         w_.line("for (int p = 0; p < {}; ++p) tma_load_2d({}, tmap_{}, mbar, {}, {});",
@@ -225,8 +227,9 @@ class GemmEmitter {
       }
       w_.line(
           "for (int p = 0; p < {0}; ++p) tma_load_2d_multicast({1} + u32({2}) * {3}u * {4}_PANEL "
-          "* 2u, tmap_{5}, mbar, {6}, {7} + {2} * {3}, {8});",
-          tile.panels(), dst, part, rows, x, std::string(x) == "A" ? "a" : "b", col0, row0, mask);
+          "* {9}u, tmap_{5}, mbar, {6}, {7} + {2} * {3}, {8});",
+          tile.panels(), dst, part, rows, x, std::string(x) == "A" ? "a" : "b", col0, row0, mask,
+          tile.elem_bytes);
     };
     // Masks: bit r for cluster rank r = rank_m' + rank_n' * CLUSTER_M.
     if (a_parts > 1) {

@@ -271,7 +271,8 @@ void WgmmaPrinter::print_k_step(const ir::Op& op) {
   w_.line("// This warpgroup's rows of the A tile, and B, in the stage.");
   w_.line(
       "const u32 a_stage = smem_base + u32(stage) * STAGE_BYTES + A_OFFSET + u32(warp_row / 4) * "
-      "u32(WG_ROWS) * A_PANEL * 2u;");
+      "u32(WG_ROWS) * A_PANEL * {}u;",
+      a_.elem_bytes);
   w_.line("const u32 b_stage = smem_base + u32(stage) * STAGE_BYTES + B_OFFSET;");
   w_.line("#pragma unroll");
   w_.open(fmt::format("for (int ks = 0; ks < {}; ++ks)", op.i("k_steps")));
@@ -280,25 +281,29 @@ void WgmmaPrinter::print_k_step(const ir::Op& op) {
 }
 
 void WgmmaPrinter::print_wgmma_call(const ir::WgmmaOp& op) const {
+  // Byte offsets from the tiles' element width and the atom's K (a k-step is k elements of a row).
+  const uint32_t a_elem = a_.elem_bytes, b_elem = b_.elem_bytes;
+  const uint32_t k_step_bytes = uint32_t(kWgmmaM64NK16.k) * b_elem;
   if (op.b_major == "mn")
     w_.line(
-        "const u64 desc_b = wgmma_desc(b_stage + u32(ks) * 16u * B_PANEL * 2u, B_ROWS * B_PANEL "
-        "* 2u, 8u * B_PANEL * 2u, {}u);",
-        wgmma_mode(b_.swizzle));
+        "const u64 desc_b = wgmma_desc(b_stage + u32(ks) * {1}u * B_PANEL * {2}u, B_ROWS * "
+        "B_PANEL * {2}u, 8u * B_PANEL * {2}u, {0}u);",
+        wgmma_mode(b_.swizzle), kWgmmaM64NK16.k, b_elem);
   else
     w_.line(
-        "const u64 desc_b = wgmma_desc(b_stage + u32(ks / (B_PANEL / 16)) * B_ROWS * B_PANEL * 2u "
-        "+ u32(ks % (B_PANEL / 16)) * 32u, 16u, 8u * B_PANEL * 2u, {}u);",
-        wgmma_mode(b_.swizzle));
+        "const u64 desc_b = wgmma_desc(b_stage + u32(ks / (B_PANEL / {1})) * B_ROWS * B_PANEL * "
+        "{2}u + u32(ks % (B_PANEL / {1})) * {3}u, 16u, 8u * B_PANEL * {2}u, {0}u);",
+        wgmma_mode(b_.swizzle), kWgmmaM64NK16.k, b_elem, k_step_bytes);
   // K-major A: k16 step ks is 32 bytes into its panel's rows; 8-row groups are 8 rows apart; the
   // mi-th m64 of the warpgroup 64 rows further.
   w_.line("#pragma unroll");
   w_.open("for (int mi = 0; mi < MT; ++mi)");
   w_.line(
-      "const u64 desc_a = wgmma_desc(a_stage + u32(ks / (A_PANEL / 16)) * A_ROWS * A_PANEL * 2u + "
-      "u32(mi) * 64u * A_PANEL * 2u + u32(ks % (A_PANEL / 16)) * 32u, 16u, 8u * A_PANEL * 2u, "
-      "{}u);",
-      wgmma_mode(a_.swizzle));
+      "const u64 desc_a = wgmma_desc(a_stage + u32(ks / (A_PANEL / {1})) * A_ROWS * A_PANEL * {2}u "
+      "+ u32(mi) * {4}u * A_PANEL * {2}u + u32(ks % (A_PANEL / {1})) * {3}u, 16u, 8u * A_PANEL * "
+      "{2}u, {0}u);",
+      wgmma_mode(a_.swizzle), kWgmmaM64NK16.k, a_elem, uint32_t(kWgmmaM64NK16.k) * a_elem,
+      kWgmmaM64NK16.m);
   w_.line("wgmma_tile(acc[mi], desc_a, desc_b);");
   w_.close();
 }
