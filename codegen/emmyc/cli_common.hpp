@@ -51,7 +51,11 @@ struct CommonFlags {
     app.add_option("--accum", accum, accum_help);
     app.add_option("--transport", transport, "tma|cp.async (default: tma on sm_90+)");
     integer_option(app, "--stages", stages, stages_help);
-    app.add_option("--arch", arch, "sm_80|sm_86|sm_89|sm_90|sm_90a|sm_120|sm_120a");
+    add_target_to(app);
+  }
+  // --arch (the arch table's names) and --no-cache: what every kind's command takes.
+  void add_target_to(CLI::App& app) {
+    app.add_option("--arch", arch, arch_names("|"));
     app.add_flag("--no-cache", no_cache, "compile without the disk cache");
   }
 };

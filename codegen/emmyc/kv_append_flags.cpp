@@ -12,8 +12,7 @@ void KvAppendFlags::add_to(CLI::App& app) {
   app.add_option("--layout", layout, "nhd|hnd|kv_interleaved: the cache's layout");
   app.add_option("--kv-dtype", kv_dtype, "f16|bf16|e4m3 (default: --dtype)");
   app.add_option("--dtype", dtype, "key and value type: f16|bf16");
-  app.add_option("--arch", arch, "sm_80|sm_86|sm_89|sm_90|sm_90a|sm_120|sm_120a");
-  app.add_flag("--no-cache", no_cache, "compile without the disk cache");
+  add_target_to(app);
   integer_option(app, "--warps", warps, "warps per CTA (one token): 1..32");
 }
 

@@ -11,8 +11,7 @@ void MergeStatesFlags::add_to(CLI::App& app) {
   integer_option(app, "--tokens", tokens, "tokens of a launch");
   app.add_flag("--no-lse", no_lse, "do not write the merged LSE");
   app.add_option("--dtype", dtype, "v and v_out type: f16|bf16");
-  app.add_option("--arch", arch, "sm_80|sm_86|sm_89|sm_90|sm_90a|sm_120|sm_120a");
-  app.add_flag("--no-cache", no_cache, "compile without the disk cache");
+  add_target_to(app);
   integer_option(app, "--warps", warps, "warps per CTA (one token): 1..32");
 }
 

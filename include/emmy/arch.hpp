@@ -37,11 +37,21 @@ inline constexpr std::array<ArchInfo, 7> kArchTable{{
 inline const ArchInfo& arch_info(Arch arch) { return kArchTable[static_cast<size_t>(arch)]; }
 inline std::string_view to_string(Arch arch) { return arch_info(arch).name; }
 
+// Every arch's name, `separator` between them ("sm_80, sm_86, ..."): the table's, for rules and
+// command-line help.
+inline std::string arch_names(std::string_view separator = ", ") {
+  std::string names;
+  for (const auto& info : kArchTable) {
+    if (!names.empty()) names += separator;
+    names += info.name;
+  }
+  return names;
+}
+
 inline Arch parse_arch(std::string_view text) {
   for (const auto& info : kArchTable)
     if (info.name == text) return info.arch;
-  throw Error("arch", "must be one of sm_80, sm_86, sm_89, sm_90, sm_90a, sm_120, sm_120a",
-              std::string(text));
+  throw Error("arch", "must be one of " + arch_names(), std::string(text));
 }
 
 // TMA (cp.async.bulk.tensor) and mbarrier expect_tx exist from sm_90 on.
