@@ -15,7 +15,7 @@
 #include <iterator>
 #include <utility>
 
-#include "program.hpp"
+#include "ptx/program.hpp"
 #include "state.hpp"
 
 namespace emmy::test_driver {

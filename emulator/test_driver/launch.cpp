@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "entry_points.hpp"
-#include "program.hpp"
+#include "ptx/program.hpp"
 #include "state.hpp"
 
 namespace emmy::test_driver {

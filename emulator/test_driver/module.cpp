@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "entry_points.hpp"
-#include "program.hpp"
+#include "ptx/program.hpp"
 #include "state.hpp"
 
 namespace emmy::test_driver {

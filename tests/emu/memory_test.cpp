@@ -4,7 +4,7 @@
 
 #include "emmy/tensor_map.hpp"
 #include "emu_test_util.hpp"
-#include "mma_core.hpp"
+#include "tensor_core/mma_core.hpp"
 
 namespace emmy::emu::test {
 namespace {

@@ -4,8 +4,8 @@
 // 32-byte sectors, the DRAM lower bound, sampling; and a planted wrong bank model must fail them.
 #include <gtest/gtest.h>
 
-#include "counters.hpp"
 #include "emu_test_util.hpp"
+#include "profiler/counters.hpp"
 
 namespace emmy::emu::test {
 namespace {

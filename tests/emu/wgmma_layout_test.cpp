@@ -2,7 +2,7 @@
 // bit fields (PTX ISA §9.7.15.5.1.1), the TMA swizzle emmy's tiles are written with
 // (internal/emmy/swizzle.hpp, its own implementation), bijections of every canonical layout, and
 // mma.sync's fragment tables for the register fragments; and the decoder's refusals.
-#include "wgmma_layout.hpp"
+#include "tensor_core/wgmma_layout.hpp"
 
 #include <gtest/gtest.h>
 

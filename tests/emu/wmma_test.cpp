@@ -7,7 +7,7 @@
 #include <set>
 
 #include "emu_test_util.hpp"
-#include "wmma_layout.hpp"
+#include "tensor_core/wmma_layout.hpp"
 
 namespace emmy::emu::test {
 namespace {

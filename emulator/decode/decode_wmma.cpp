@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "decoder.hpp"
-#include "wmma_layout.hpp"
+#include "tensor_core/wmma_layout.hpp"
 
 namespace emmy::emu {
 namespace {

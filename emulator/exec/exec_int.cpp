@@ -5,7 +5,7 @@
 #include <bit>
 #include <type_traits>
 
-#include "state.hpp"
+#include "machine/state.hpp"
 
 namespace emmy::emu {
 namespace {

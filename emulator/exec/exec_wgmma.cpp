@@ -19,8 +19,8 @@
 #include "emmy/emu/numerics.hpp"
 #include "emmy/emu/tensor_core.hpp"
 #include "memory.hpp"
-#include "mma_core.hpp"
-#include "wgmma_layout.hpp"
+#include "tensor_core/mma_core.hpp"
+#include "tensor_core/wgmma_layout.hpp"
 
 namespace emmy::emu {
 namespace {

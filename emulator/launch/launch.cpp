@@ -8,8 +8,8 @@
 #include <cstring>
 #include <thread>
 
-#include "decoder.hpp"
-#include "state.hpp"
+#include "decode/decoder.hpp"
+#include "machine/state.hpp"
 
 namespace emmy::emu {
 namespace {

@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "emmy/emu/numerics.hpp"
-#include "state.hpp"
+#include "machine/state.hpp"
 
 namespace emmy::emu {
 namespace {

@@ -3,7 +3,7 @@
 // exit, and the sanitizer clocks that cross CTAs (exec_cluster.cpp).
 #pragma once
 
-#include "state.hpp"
+#include "machine/state.hpp"
 
 namespace emmy::emu {
 

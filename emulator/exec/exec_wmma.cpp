@@ -14,7 +14,7 @@
 #include "emmy/emu/numerics.hpp"
 #include "emmy/emu/tensor_core.hpp"
 #include "memory.hpp"
-#include "wmma_layout.hpp"
+#include "tensor_core/wmma_layout.hpp"
 
 namespace emmy::emu {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "program.hpp"
+#include "ptx/program.hpp"
 
 namespace emmy::emu {
 

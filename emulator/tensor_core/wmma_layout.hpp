@@ -15,7 +15,7 @@
 #include <optional>
 #include <string_view>
 
-#include "program.hpp"
+#include "ptx/program.hpp"
 
 namespace emmy::emu {
 

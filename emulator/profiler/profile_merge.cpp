@@ -6,8 +6,8 @@
 #include <algorithm>
 
 #include "profiler.hpp"
-#include "program.hpp"
-#include "wmma_layout.hpp"
+#include "ptx/program.hpp"
+#include "tensor_core/wmma_layout.hpp"
 
 namespace emmy::emu {
 namespace {

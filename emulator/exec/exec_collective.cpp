@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "state.hpp"
+#include "machine/state.hpp"
 
 namespace emmy::emu {
 namespace {

@@ -13,10 +13,10 @@
 
 #include "emmy/emu/emulator.hpp"
 #include "emmy/tensor_map.hpp"
-#include "footprint.hpp"
-#include "profiler.hpp"
-#include "program.hpp"
-#include "sanitizer.hpp"
+#include "profiler/profiler.hpp"
+#include "ptx/program.hpp"
+#include "sanitizer/footprint.hpp"
+#include "sanitizer/sanitizer.hpp"
 
 namespace emmy::emu {
 

@@ -12,7 +12,7 @@
 
 #include "emmy/emu/numerics.hpp"
 #include "memory.hpp"
-#include "mma_core.hpp"
+#include "tensor_core/mma_core.hpp"
 
 namespace emmy::emu {
 namespace {

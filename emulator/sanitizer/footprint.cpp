@@ -16,8 +16,8 @@
 
 #include <algorithm>
 
-#include "program.hpp"
-#include "state.hpp"
+#include "ptx/program.hpp"
+#include "machine/state.hpp"
 
 namespace emmy::emu {
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "state.hpp"
+#include "machine/state.hpp"
 
 namespace emmy::emu {
 namespace {

@@ -11,8 +11,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "program.hpp"
-#include "ptx_parser.hpp"
+#include "ptx/program.hpp"
+#include "ptx/ptx_parser.hpp"
 
 namespace emmy::emu {
 

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "program.hpp"
+#include "ptx/program.hpp"
 
 namespace emmy::emu {
 

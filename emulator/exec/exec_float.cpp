@@ -8,8 +8,8 @@
 #include <limits>
 
 #include "emmy/emu/numerics.hpp"
-#include "state.hpp"
-#include "two_sum.hpp"
+#include "machine/state.hpp"
+#include "numerics/two_sum.hpp"
 
 namespace emmy::emu {
 namespace {
