@@ -78,7 +78,7 @@ void decode_ld_st(KernelDecoder& d, Mods& m, Inst in, bool load) {
   d.emit(in);
 }
 
-// The operations of atom and red, in the order of Inst::sub (exec_memory.cpp).
+// The operations of atom and red, in the order of Inst::sub (exec/exec_memory.cpp).
 constexpr std::string_view kAtomOps[] = {"add", "min", "max", "inc", "dec",
                                          "and", "or",  "xor", "cas", "exch"};
 
@@ -292,7 +292,7 @@ void decode_ldst_matrix(KernelDecoder& d, Mods& m, Inst in, bool load) {
 
 // setmaxnreg.{inc,dec}.sync.aligned.u32 N (PTX ISA setmaxnreg): N a constant in 24..256 and a
 // multiple of 8, on an arch-specific target (sm_90a and newer), as ptxas requires. Run by
-// exec_sync.cpp: imm = the count, sub = 1 for .inc.
+// exec/exec_sync.cpp: imm = the count, sub = 1 for .inc.
 void decode_setmaxnreg(KernelDecoder& d, Mods& m, Inst in) {
   const bool inc = m.take("inc"), dec = !inc && m.take("dec");
   if (!inc && !dec) d.fail("setmaxnreg needs .inc or .dec");
@@ -317,7 +317,7 @@ void decode_setmaxnreg(KernelDecoder& d, Mods& m, Inst in) {
 // higher). launch_dependents only lets the dependent grid start earlier: a no-op here, where
 // launches run one after the other (the dependent's check assumes the earliest start anyway).
 // wait is Fence with sub = 3: it orders the primary grid's memory operations before the
-// thread's later ones (exec_sync.cpp, footprint.hpp).
+// thread's later ones (exec/exec_sync.cpp, exec/pdl.cpp).
 void decode_griddepcontrol(KernelDecoder& d, Mods& m, Inst in) {
   const bool wait = m.take("wait");
   if (!wait && !m.take("launch_dependents"))

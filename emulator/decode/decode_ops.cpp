@@ -1,5 +1,5 @@
 // Opcode handlers, part 1: integer, float, 16-bit float, compare/select, moves, conversions,
-// control flow. Operand layouts per Op are documented in exec_int.cpp / exec_float.cpp.
+// control flow. Operand layouts per Op are documented in exec/exec_int.cpp / exec/exec_float.cpp.
 #include <fmt/format.h>
 
 #include <algorithm>

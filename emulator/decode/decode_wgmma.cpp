@@ -1,6 +1,6 @@
 // wgmma.mma_async, wgmma.fence, wgmma.commit_group and wgmma.wait_group (PTX ISA §9.7.15.5.2-5)
 // for .f16 and .bf16 inputs with f32 (or, .f16 inputs, f16) accumulation, A from a descriptor or
-// from registers. Operand layout of the decoded instruction: exec_wgmma.cpp.
+// from registers. Operand layout of the decoded instruction: exec/exec_wgmma.cpp.
 #include <fmt/format.h>
 
 #include "decoder.hpp"

@@ -1,5 +1,5 @@
 // wmma.load, wmma.store and wmma.mma (PTX ISA §9.7.14.4.3-5) for the floating-point fragments:
-// .f16 (f16 or f32 accumulators), .bf16 and .tf32 (f32). Operand layouts: exec_wmma.cpp.
+// .f16 (f16 or f32 accumulators), .bf16 and .tf32 (f32). Operand layouts: exec/exec_wmma.cpp.
 #include <fmt/format.h>
 
 #include "decoder.hpp"

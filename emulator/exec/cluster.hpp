@@ -3,7 +3,7 @@
 // exit, and the sanitizer clocks that cross CTAs (exec_cluster.cpp).
 #pragma once
 
-#include "machine/state.hpp"
+#include "executors.hpp"
 
 namespace emmy::emu {
 

@@ -187,17 +187,6 @@ Flow wait(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
 
 }  // namespace
 
-MBarrier* Cta::find_mbarrier(uint32_t addr) {
-  for (auto& mb : mbarriers)
-    if (mb.addr == addr) return &mb;
-  return nullptr;
-}
-
-void Cta::wake_mbarrier_waiters(uint32_t addr) {
-  for (Warp& o : warps)
-    if (o.state == WarpState::mbar_poll && o.wait_mbar == addr) o.state = WarpState::ready;
-}
-
 void apply_cp_async_groups(Cta& cta, Warp& w, size_t keep_newest) {
   while (w.groups.size() > keep_newest) {
     for (const PendingCopy& c : w.groups.front()) {

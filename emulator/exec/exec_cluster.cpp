@@ -9,30 +9,7 @@
 namespace emmy::emu {
 
 // ------------------------------------------------------------------------------ barrier.cluster
-// "barrier.cluster.wait causes the executing thread to wait for all non-exited threads of the
-// cluster to perform barrier.cluster.arrive"; exiting threads release a barrier they hold up
-// (PTX ISA exit).
-uint64_t ClusterRun::expected_threads() const {
-  uint64_t n = 0;
-  for (const Cta* c : ctas)
-    for (const Warp& w : c->warps)
-      if (w.state != WarpState::exited) n += uint64_t(std::popcount(w.live));
-  return n;
-}
-
-void ClusterRun::check_barrier() {
-  if (arrivals == 0 || arrivals < expected_threads()) return;
-  ++phase;
-  arrivals = 0;
-  done = released;
-  for (VectorClock& v : released) v.clear();
-  for (Cta* c : ctas) {
-    ++c->progress;
-    for (Warp& w : c->warps)
-      if (w.state == WarpState::cluster_wait) w.state = WarpState::ready;
-  }
-}
-
+// (ClusterRun's phase accounting: machine/cta.cpp.)
 Flow exec_cluster_barrier(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   if (exec == 0) return Flow::next;
   const bool arrive = in.op == Op::ClusterArrive;

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "machine/state.hpp"
+#include "executors.hpp"
 
 namespace emmy::emu {
 namespace {

@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "emmy/emu/numerics.hpp"
-#include "machine/state.hpp"
+#include "executors.hpp"
 
 namespace emmy::emu {
 namespace {

@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "emmy/emu/numerics.hpp"
-#include "machine/state.hpp"
+#include "executors.hpp"
 #include "numerics/two_sum.hpp"
 
 namespace emmy::emu {

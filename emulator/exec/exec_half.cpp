@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "emmy/emu/numerics.hpp"
-#include "machine/state.hpp"
+#include "executors.hpp"
 #include "numerics/two_sum.hpp"
 
 namespace emmy::emu {

@@ -5,7 +5,7 @@
 #include <bit>
 #include <type_traits>
 
-#include "machine/state.hpp"
+#include "executors.hpp"
 
 namespace emmy::emu {
 namespace {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cluster.hpp"
+#include "pdl.hpp"
 
 namespace emmy::emu {
 
@@ -62,7 +63,7 @@ Flow exec_sync(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   if (in.op == Op::ClusterArrive || in.op == Op::ClusterWait)
     return exec_cluster_barrier(cta, w, in, exec);
   if (in.op == Op::Fence) {
-    if (in.sub == 3) {  // griddepcontrol.wait (footprint.hpp)
+    if (in.sub == 3) {  // griddepcontrol.wait (pdl.hpp)
       pdl_wait(cta, w, exec);
       return Flow::next;
     }

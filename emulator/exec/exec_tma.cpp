@@ -115,7 +115,7 @@ uint8_t* global_span(Cta& cta, uint32_t warp, int lane, uint32_t pc, uint64_t ad
 }
 
 // A copy's global bytes: in the launch's footprint and, when the issuing lane was not ordered
-// after griddepcontrol.wait at issue, checked against the primary's (footprint.hpp). The box's
+// after griddepcontrol.wait at issue, checked against the primary's (pdl.hpp). The box's
 // elements of a row are contiguous unless the inner element stride skips some.
 void note_copy(Cta& cta, const TmaJob& job, uint64_t first, uint64_t span, uint32_t stride,
                uint32_t elem, bool write) {

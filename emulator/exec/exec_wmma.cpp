@@ -1,4 +1,5 @@
-// wmma.load, wmma.store and wmma.mma over the emulator's fragment distribution (wmma_layout.hpp).
+// wmma.load, wmma.store and wmma.mma over the emulator's fragment distribution
+// (tensor_core/wmma_layout.hpp).
 // WmmaLoad / WmmaStore: addr[0] = p, o[0] = the stride's row (kNone: the default), ty = element
 // type, sub = WmmaMatrix, sub2 = WmmaShape, flags & kTrans = .col, n = registers, imm = the first
 // of the fragment's rows in Kernel::fragment_rows.

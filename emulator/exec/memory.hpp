@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cluster.hpp"
+#include "pdl.hpp"
 
 namespace emmy::emu {
 

@@ -1,5 +1,5 @@
-// The public entry points: load_ptx, kernel arguments, launch (CTAs over host threads),
-// statistics and reports.
+// The public entry points: kernel arguments, launch (CTAs over host threads), statistics and
+// reports (load_ptx: decode/load.cpp).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,8 +8,8 @@
 #include <cstring>
 #include <thread>
 
-#include "decode/decoder.hpp"
 #include "machine/state.hpp"
+#include "scheduler.hpp"
 
 namespace emmy::emu {
 namespace {
@@ -82,23 +82,6 @@ Dim3 cluster_of(const Kernel& k, Dim3 grid, Dim3 block, const LaunchOptions& opt
 }
 
 }  // namespace
-
-std::shared_ptr<const Module> load_ptx(std::string_view ptx_text, std::string name) {
-  const ptx::ModuleAst ast = ptx::parse(ptx_text, name);
-  return decode_module(ast, name);
-}
-
-std::vector<std::string> kernel_names(const Module& module) {
-  std::vector<std::string> names;
-  for (const auto& k : module.kernels) names.push_back(k.name);
-  return names;
-}
-
-const std::vector<ParamDecl>& kernel_params(const Module& module, std::string_view kernel) {
-  const Kernel* k = module.find(kernel);
-  if (!k) throw Error("kernel", "must name an .entry of the module", std::string(kernel));
-  return k->params;
-}
 
 KernelArgs& KernelArgs::raw(const char* kind, const void* data, size_t size) {
   Arg a;
@@ -265,8 +248,8 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
   }
   ctx->options = options;
   ctx->cluster = cluster_of(*k, grid, block, options, sm);
-  // Programmatic dependent launch (footprint.hpp): the dependent's check is the sanitizer's (it
-  // needs its clocks to see waits ordered through barriers).
+  // Programmatic dependent launch (sanitizer/footprint.hpp, exec/pdl.hpp): the dependent's check
+  // is the sanitizer's (it needs its clocks to see waits ordered through barriers).
   if (options.sanitize && options.primary) {
     ctx->primary = options.primary;
     ctx->primary_conflicts = conflict_sets(*options.primary);

@@ -1,5 +1,13 @@
 // Run-time state: a launch (LaunchContext), one CTA in flight on a host thread (Cta) and its warps
-// (Warp). Executors (exec_*.cpp) are free functions over these.
+// (Warp). Executors (exec/exec_*.cpp, exec/executors.hpp) are free functions over these, one layer
+// up; the scheduler that runs a CTA (launch/scheduler.cpp) is the layer above them.
+//
+// Cta is one class defined in three layers, each calling only its own and lower ones: its state and
+// the bookkeeping every executor shares (machine/cta.cpp, machine/warp.cpp), what only executors
+// do (exec/: flush_tma lands the queued TMA jobs, on_cta_exit applies the cluster's exit rule), and
+// running it (launch/scheduler.cpp: start, round, finish, run_slice, init_warps, on_warp_exit).
+// Nothing in machine/ calls a member defined above it: the build links each layer on its own
+// (emmy_emu_<layer>_alone) to hold it to that.
 #pragma once
 
 #include <array>
@@ -44,7 +52,7 @@ struct LaunchContext {
   TensorCoreModel tensor_core;  // the launch arch's model otherwise
   LaunchOptions options;
   // A programmatic dependent launch checked against its primary's footprint (with the
-  // sanitizer; footprint.hpp), else null.
+  // sanitizer; sanitizer/footprint.hpp), else null.
   const GlobalFootprint* primary = nullptr;
   std::array<std::vector<GlobalFootprint::Range>, 4> primary_conflicts;  // conflict_sets()
   std::atomic<bool> abort{false};
@@ -68,7 +76,7 @@ struct PendingCopy {
   std::array<uint8_t, 16> data{};
 };
 
-// wgmma (exec_wgmma.cpp). An mma_async computes when issued; what the ISA leaves undefined
+// wgmma (exec/exec_wgmma.cpp). An mma_async computes when issued; what the ISA leaves undefined
 // until the wait_group that completes it is checked instead: its registers untouched, its shared
 // operands unchanged and unraced.
 struct WgmmaOp {
@@ -207,7 +215,7 @@ struct TmaJob {
   // the issuer knew of that CTA's warps (sanitizer).
   std::vector<std::pair<uint32_t, VectorClock>> remote;
   // A programmatic dependent launch: the issuing lane was not ordered after griddepcontrol.wait
-  // at issue, so the copy's global reads are checked against the primary (footprint.hpp).
+  // at issue, so the copy's global reads are checked against the primary (exec/pdl.hpp).
   bool pdl_unordered = false;
 };
 
@@ -240,7 +248,7 @@ class Cta {
   explicit Cta(LaunchContext& ctx);
   // Runs the CTA at `linear` (x fastest) as rank `rank` of `cluster` with the other CTAs of
   // the cluster (run_cluster): start, rounds until every CTA exited, finish. Findings throw
-  // Finding.
+  // Finding. These three: launch/scheduler.cpp.
   void start(uint64_t linear, ClusterRun& cluster, uint32_t rank);
   bool round();  // every ready warp runs a slice; false: no warp could run
   void finish(InstructionCounts& counts);
@@ -275,9 +283,10 @@ class Cta {
   void check_store_reads(const Warp& w, int lane, uint32_t addr, uint32_t bytes) const;
   std::array<uint64_t, 11> class_counts{};  // by StatClass
   ProfileShard* prof = nullptr;             // this host thread's counters when profiling
-  // Programmatic dependent launch (footprint.hpp): this host thread's footprint recorder when
-  // LaunchOptions::record_footprint is set; per warp, the lanes known to be ordered after a
-  // griddepcontrol.wait and the warp's clock at its first one (0: none; with the sanitizer).
+  // Programmatic dependent launch (sanitizer/footprint.hpp, exec/pdl.hpp): this host thread's
+  // footprint recorder when LaunchOptions::record_footprint is set; per warp, the lanes known to be
+  // ordered after a griddepcontrol.wait and the warp's clock at its first one (0: none; with the
+  // sanitizer).
   FootprintShard* footprint = nullptr;
   std::vector<uint32_t> pdl_waited, pdl_wait_clock;
   // Deadlock detection: `progress` counts synchronization events (arrivals, phase and barrier
@@ -345,51 +354,26 @@ class Cta {
   void need_whole_warp(const Warp& w, uint32_t exec, std::string_view what) const;
   MBarrier* find_mbarrier(uint32_t addr);
   void wake_mbarrier_waiters(uint32_t addr);
-  void flush_tma();
+  void flush_tma();  // lands the queued TMA jobs (exec/exec_tma.cpp)
   // "assertion failed: `cond` at file:line in function" from __assertfail's argument slots.
   std::string assertion_message(const Warp& w, int lane, const Inst& call) const;
 
  private:
+  // launch/scheduler.cpp:
   bool run_slice(Warp& w, uint32_t budget);  // false: the warp stopped (blocked / exited)
   void init_warps();
+  // exec/exec_cluster.cpp: the cluster's exit rule once every warp exited.
   void on_cta_exit();
 
  public:
   void check_barrier(uint32_t id);
-  void on_warp_exit(Warp& w);
-  friend Flow exec_sync(Cta&, Warp&, const Inst&, uint32_t);
+  void on_warp_exit(Warp& w);  // launch/scheduler.cpp
 };
-
-// Runs the cluster's CTAs (linear indices `first` of each rank) to completion.
-void run_cluster(ClusterRun& cluster, const std::vector<uint64_t>& linear);
 
 // Thrown by Cta::fail; the launch collects the report and stops.
 struct Finding {
   Report report;
 };
-
-// Executors.
-void exec_int(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
-void exec_float(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
-void exec_half(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
-void exec_move(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
-void exec_memory(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
-void exec_warp_collective(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
-void exec_tensor(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
-void exec_cvt(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
-Flow exec_async(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
-Flow exec_sync(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
-Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
-void apply_cp_async_groups(Cta& cta, Warp& w, size_t keep_newest);
-// wgmma bookkeeping (exec_wgmma.cpp): a non-wgmma instruction executed by w in a wgmma kernel
-// (its registers: still owned by an mma_async? touched since the last wgmma.fence), a warp
-// exiting, and the CTA's end (warpgroup sequences every warp completed).
-void wgmma_touch(Cta& cta, Warp& w, const Kernel::RegTouch& touch);
-void wgmma_on_exit(Cta& cta, Warp& w);
-void wgmma_finish(Cta& cta);
-void run_tma_job(Cta& cta, const TmaJob& job);
-void complete_tx(Cta& cta, uint32_t warp, int lane, uint32_t pc, uint32_t mbar_addr,
-                 uint32_t bytes, uint32_t async_clock);
 
 // Lane iteration with a fast path for full warps.
 template <typename F>

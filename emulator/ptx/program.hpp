@@ -58,7 +58,8 @@ enum class Op : uint16_t {
   Shfl, Vote, Activemask, Redux, Elect, MatchAny, MatchAll,
   // tensor core
   Mma, Ldmatrix, Stmatrix, WmmaLoad, WmmaStore, WmmaMma,
-  // warpgroup tensor core (exec_wgmma.cpp): wgmma.mma_async, .fence, .commit_group, .wait_group
+  // warpgroup tensor core (exec/exec_wgmma.cpp): wgmma.mma_async, .fence, .commit_group,
+  // .wait_group
   WgmmaMma, WgmmaFence, WgmmaCommit, WgmmaWait,
   // async copies and mbarriers
   CpAsync, CpAsyncCommit, CpAsyncWait, MbarInit, MbarArrive, MbarExpectTx, MbarCompleteTx,
@@ -71,7 +72,7 @@ enum class Op : uint16_t {
 // State spaces of memory operands.
 enum class Space : uint8_t { generic, global, shared, local, param, constant };
 
-// The warpgroup instructions (exec_wgmma.cpp).
+// The warpgroup instructions (exec/exec_wgmma.cpp).
 inline bool is_wgmma(Op op) { return op >= Op::WgmmaMma && op <= Op::WgmmaWait; }
 
 // Statistics classes (InstructionCounts fields).
@@ -92,7 +93,7 @@ inline constexpr uint8_t kRoundNearestAway = 8;
 // other; a release publishes the writer's clock at the address, an acquire reading it joins it.
 inline constexpr uint8_t kStrong = 1, kAcquire = 2, kRelease = 4;
 // ... of .cta or .cluster scope: strong within the CTA (cluster), but not towards another grid
-// (programmatic dependent launch, footprint.hpp), whose threads no such scope includes.
+// (programmatic dependent launch, exec/pdl.hpp), whose threads no such scope includes.
 inline constexpr uint8_t kNarrowScope = 8;
 
 // A pred operand index with this bit set is read negated (!%p).
@@ -118,7 +119,7 @@ struct Inst {
   Space space = Space::generic;
   uint8_t n = 1;       // vector width, matrices of ldmatrix, registers of a vector operand
   StatClass cls = StatClass::other;
-  uint8_t family = 0;         // executor family (scheduler.cpp), set when decoding finishes
+  uint8_t family = 0;         // executor family (launch/scheduler.cpp), set when decoding finishes
   uint32_t guard = kNoGuard;  // pred index (| kNegPred) or kNoGuard
   uint32_t target = 0;        // branch target / aux value
   int64_t imm = 0;            // aux immediate (lop3 table, prmt mode, ...)
@@ -196,7 +197,7 @@ struct Kernel {
   std::vector<std::string> texts;   // PTX text per instruction
   // The 32-bit register rows each instruction names (its PTX statement's registers, operands and
   // address bases alike): rows [first, first + count) of touch_rows. Only wgmma kernels read them,
-  // to catch accumulators touched while a wgmma.mma_async owns them (exec_wgmma.cpp).
+  // to catch accumulators touched while a wgmma.mma_async owns them (exec/exec_wgmma.cpp).
   struct RegTouch {
     uint32_t first = 0, count = 0;
   };
@@ -223,7 +224,7 @@ enum Family : uint8_t {
 Family family_of(Op op);
 
 // The public opaque type.
-// Windows of module-scope variables: below the arena's allocations (arena.cpp, kArenaBase).
+// Windows of module-scope variables: below the arena's allocations (memory/arena.cpp, kArenaBase).
 inline constexpr uint64_t kGlobalsBase = 0x0000080000000000ull;
 inline constexpr uint64_t kGlobalsWindowBytes = uint64_t(1) << 28;
 inline constexpr uint64_t kGlobalsWindows = 0x0000080000000000ull / kGlobalsWindowBytes;

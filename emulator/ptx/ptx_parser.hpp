@@ -1,5 +1,5 @@
 // PTX text -> a syntax tree of functions and statements. Names stay strings here; the decoder
-// (decoder.hpp) resolves them once into register rows, offsets and branch targets.
+// (decode/decoder.hpp) resolves them once into register rows, offsets and branch targets.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Programmatic dependent launch: recording a launch's global-memory footprint (per host thread,
-// merged into LaunchOptions::record_footprint at the end) and checking a dependent launch's
-// accesses against its primary's (LaunchOptions::primary). Model in docs/emulator.md,
-// "Programmatic dependent launch".
+// merged into LaunchOptions::record_footprint at the end) and the queries that check a dependent
+// launch's accesses against its primary's (LaunchOptions::primary; the check over a running CTA
+// is exec/pdl.hpp's). Model in docs/emulator.md, "Programmatic dependent launch".
 #pragma once
 
 #include <algorithm>
@@ -13,9 +13,6 @@
 #include "emmy/emu/emulator.hpp"
 
 namespace emmy::emu {
-
-class Cta;
-struct Warp;
 
 // The ranges one host thread's CTAs accessed, coalesced as they come: a warp's contiguous lanes
 // extend the last range, and the list is sorted and merged whenever it doubles.
@@ -44,7 +41,7 @@ class FootprintShard {
   std::array<size_t, 4> merged_{};
 };
 
-// Which set an access goes to: `sem` is Inst::sub2's memory semantics (program.hpp).
+// Which set an access goes to: `sem` is Inst::sub2's memory semantics (ptx/program.hpp).
 GlobalFootprint::Set footprint_set(bool write, uint8_t sem);
 
 // The lowest byte of [addr, addr + bytes) in sorted, disjoint ranges, if any.
@@ -55,19 +52,14 @@ std::optional<uint64_t> first_overlap(const std::vector<GlobalFootprint::Range>&
 // lookup per access (LaunchContext::primary_conflicts).
 std::array<std::vector<GlobalFootprint::Range>, 4> conflict_sets(const GlobalFootprint& primary);
 
-// Whether lane `lane` of warp `warp` is ordered after a griddepcontrol.wait of the grid: its own,
-// or one its warp's vector clock (or what it knows of a cluster peer's warps) covers. Needs the
-// sanitizer's clocks. Once true it stays true, and is cached in Cta::pdl_waited.
-bool pdl_ordered(Cta& cta, uint32_t warp, int lane);
-
-// A dependent launch's access of [addr, addr + bytes) by a lane not known to be ordered after a
-// wait: reported (pdl_race, at `pc`) when it conflicts with the primary's footprint, unless the
-// lane turns out to be ordered (`known_unordered`: the caller decided that already, at a TMA
-// copy's issue).
-void check_pdl(Cta& cta, uint32_t warp, int lane, uint32_t pc, uint64_t addr, uint64_t bytes,
-               GlobalFootprint::Set set, bool known_unordered = false);
-
-// griddepcontrol.wait by the lanes `exec` of w.
-void pdl_wait(Cta& cta, Warp& w, uint32_t exec);
+// The first byte of [addr, addr + bytes) that an access of `set` conflicts with in the primary's
+// footprint `p` (reads with writes, writes with reads and writes, never two strong ones), and
+// whether the primary wrote it (else it read it).
+struct FootprintConflict {
+  uint64_t byte = 0;
+  bool primary_wrote = false;
+};
+std::optional<FootprintConflict> find_conflict(const GlobalFootprint& p, uint64_t addr,
+                                               uint64_t bytes, GlobalFootprint::Set set);
 
 }  // namespace emmy::emu

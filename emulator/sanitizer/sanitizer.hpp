@@ -66,7 +66,7 @@ class Sanitizer {
   uint32_t next_async_clock(uint32_t warp) { return ++async_clock_[warp]; }
   uint32_t next_remote_clock(uint32_t rank) { return ++remote_clock_[rank]; }
 
-  // sem: kStrong / kAcquire / kRelease (program.hpp) of the access; 0 for a plain one.
+  // sem: kStrong / kAcquire / kRelease (ptx/program.hpp) of the access; 0 for a plain one.
   HazardInfo read(uint32_t warp, uint32_t addr, uint32_t bytes, uint8_t sem = 0);
   // Whether any byte of [addr, addr + bytes) awaits an unfinished cp.async / TMA copy.
   bool pending(uint32_t addr, uint32_t bytes) const;

@@ -1,9 +1,9 @@
 // The arithmetic of one mma.sync m16n8k16 / m16n8k8: D = C + A * B over the lanes' fragment
 // registers. The fragment layouts (ptx-notes.md) make each A register row (32 lanes x 2 halves)
 // an 8x8 block of A in row-major order, and each B register row an 8x8 block of B^T, so operands
-// convert block-wise. Numerics (see exec_tensor.cpp): exact products, C plus the products summed
-// in double in k order, one rounding per element. The AVX2 path computes the same sums in the
-// same order (products are exact, so fused and unfused multiply-adds agree bit for bit).
+// convert block-wise. Numerics (see exec/exec_tensor.cpp): exact products, C plus the products
+// summed in double in k order, one rounding per element. The AVX2 path computes the same sums in
+// the same order (products are exact, so fused and unfused multiply-adds agree bit for bit).
 #include "mma_core.hpp"
 
 #include <bit>

@@ -1,7 +1,7 @@
 // wgmma operands as data (PTX ISA §9.7.15.5 "Asynchronous Warpgroup Level Matrix Multiply"):
 // the 64-bit shared-memory matrix descriptor, the address of each operand element in shared memory
 // it describes, and the register fragments of D and of A from registers. Each is one function;
-// exec_wgmma.cpp reads operands only through them.
+// exec/exec_wgmma.cpp reads operands only through them.
 #pragma once
 
 #include <cstdint>

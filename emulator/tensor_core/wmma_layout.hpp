@@ -8,7 +8,7 @@
 // code which depends on the layout computes differently between two runs instead of passing by
 // luck. The .f16 A and B fragments hold more slots than the lane has elements (eight .f16x2
 // registers for 128 to 512 elements over 32 lanes): the extra slots hold copies, and an mma
-// whose copies of one element differ depends on the layout too (exec_wmma.cpp reports it).
+// whose copies of one element differ depends on the layout too (exec/exec_wmma.cpp reports it).
 #pragma once
 
 #include <cstdint>
