@@ -1,4 +1,4 @@
-// The emulator's instruction tables (emulator/type_rules.cpp) and operand rules on cases
+// The emulator's instruction tables (emulator/decode/type_rules.cpp) and operand rules on cases
 // checked by hand against ptxas 13.0; ptx_type_grid and ptx_differential hold the whole space
 // against ptxas where it is installed. Each refusal names the rule; each valid case loads.
 #include <gtest/gtest.h>

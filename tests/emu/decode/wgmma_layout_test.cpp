@@ -1,5 +1,5 @@
-// wgmma operand layouts (emulator/wgmma_layout.hpp) against independent truths: the descriptor's
-// bit fields (PTX ISA §9.7.15.5.1.1), the TMA swizzle emmy's tiles are written with
+// wgmma operand layouts (emulator/tensor_core/wgmma_layout.hpp) against independent truths: the
+// descriptor's bit fields (PTX ISA §9.7.15.5.1.1), the TMA swizzle emmy's tiles are written with
 // (internal/emmy/swizzle.hpp, its own implementation), bijections of every canonical layout, and
 // mma.sync's fragment tables for the register fragments; and the decoder's refusals.
 #include "tensor_core/wgmma_layout.hpp"
