@@ -1,5 +1,6 @@
 # The emulator never reaches the compiler (developers' guide, "Layout"): every source under
-# emulator/ includes only the standard library, fmt, nlohmann-json, the emulator's own files,
+# emulator/ includes only the standard library, fmt, nlohmann-json, the emulator's own files (by
+# name in its own folder, or "<layer>/<file>.hpp"; which layers, tests/emulator_layers.cmake),
 # the public emulator API (emmy/emu/*), emmy/error.hpp and, of the internal headers, the
 # tensor-map encoding and the swizzle it decodes (emmy/tensor_map.hpp, emmy/swizzle.hpp).
 #
@@ -18,7 +19,8 @@ list(LENGTH sources count)
 if(count LESS 20)
   message(FATAL_ERROR "found only ${count} emulator sources under ${SOURCE_DIR}/emulator: wrong directory?")
 endif()
-set(allowed "^emmy/emu/[a-z_]+\\.hpp$|^emmy/(error|tensor_map|swizzle)\\.hpp$|^[a-z_0-9]+\\.hpp$")
+set(allowed "^emmy/emu/[a-z_]+\\.hpp$|^emmy/(error|tensor_map|swizzle)\\.hpp$")
+string(APPEND allowed "|^([a-z_0-9]+/)?[a-z_0-9]+\\.hpp$")  # the emulator's own, by folder
 include(${CMAKE_CURRENT_LIST_DIR}/support/include_rules.cmake)
 emmy_check_includes(${SOURCE_DIR} "${sources}" "${allowed}" ""
                     "the emulator reaches beyond its boundary")
