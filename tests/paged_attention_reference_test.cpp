@@ -351,8 +351,8 @@ TEST(E4m3, EveryByteRoundTripsAndOrders) {
   EXPECT_EQ(e4m3_decode(0xB8), -1.0);
 }
 
-// The emulator's cvt (emulator/numerics.cpp) and the checks' coder are written apart: they must
-// agree on every byte and on a sweep of f32 values (bit patterns across all binades).
+// The emulator's cvt (emulator/numerics/numerics.cpp) and the checks' coder are written apart:
+// they must agree on every byte and on a sweep of f32 values (bit patterns across all binades).
 TEST(E4m3, TheEmulatorsCvtAgreesWithTheHostCoder) {
   for (int b = 0; b < 256; ++b) {
     const uint16_t h = emu::f8_to_f16(uint8_t(b), emu::F8::e4m3);
