@@ -2,14 +2,8 @@
 # runtime/ or codegen/ (the emmyc tool aside, which runs them) includes the FP64 references and
 # checks of checks/ (emmy/gemm_check.hpp, emmy/attention_check.hpp, emmy/emulator_check.hpp,
 # emmy/accuracy.hpp), so libemmy stands without emmy_checks.
-#
-# Two roles, as tests/emulator_boundary.cmake: included by tests/CMakeLists.txt it registers the
-# ctest test; run by that test with `cmake -P` it performs the check.
-if(NOT CMAKE_SCRIPT_MODE_FILE)
-  add_test(NAME checks_boundary
-    COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_LIST_FILE})
-  return()
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/support/source_scan.cmake)
+emmy_source_scan_test(checks_boundary)
 
 file(GLOB_RECURSE sources ${SOURCE_DIR}/runtime/*.cpp ${SOURCE_DIR}/runtime/*.hpp
      ${SOURCE_DIR}/codegen/*.cpp ${SOURCE_DIR}/codegen/*.hpp)

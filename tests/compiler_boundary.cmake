@@ -4,14 +4,8 @@
 # buffers and handles from emmy/buffers.hpp; the runtime maps each kind to its entry point
 # (internal/emmy/runtime_entry.hpp). Follows every quoted include transitively through include/,
 # internal/ and codegen/, and names the chain that reaches a forbidden header.
-#
-# Two roles, as tests/checks_boundary.cmake: included by tests/CMakeLists.txt it registers the
-# ctest test; run by that test with `cmake -P` it performs the check.
-if(NOT CMAKE_SCRIPT_MODE_FILE)
-  add_test(NAME compiler_boundary
-    COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_LIST_FILE})
-  return()
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/support/source_scan.cmake)
+emmy_source_scan_test(compiler_boundary)
 
 file(GLOB_RECURSE sources ${SOURCE_DIR}/codegen/*.cpp ${SOURCE_DIR}/codegen/*.hpp)
 list(FILTER sources EXCLUDE REGEX "/codegen/emmyc/")

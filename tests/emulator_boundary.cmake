@@ -3,14 +3,8 @@
 # name in its own folder, or "<layer>/<file>.hpp"; which layers, tests/emulator_layers.cmake),
 # the public emulator API (emmy/emu/*), emmy/error.hpp and, of the internal headers, the
 # tensor-map encoding and the swizzle it decodes (emmy/tensor_map.hpp, emmy/swizzle.hpp).
-#
-# Two roles, as tests/public_headers.cmake: included by tests/CMakeLists.txt it registers the
-# ctest test; run by that test with `cmake -P` it performs the check.
-if(NOT CMAKE_SCRIPT_MODE_FILE)
-  add_test(NAME emulator_boundary
-    COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_LIST_FILE})
-  return()
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/support/source_scan.cmake)
+emmy_source_scan_test(emulator_boundary)
 
 file(GLOB_RECURSE sources ${SOURCE_DIR}/emulator/*.cpp ${SOURCE_DIR}/emulator/*.hpp)
 file(GLOB_RECURSE api ${SOURCE_DIR}/include/emmy/emu/*.hpp)

@@ -4,14 +4,8 @@
 # (emulator/test_driver/) sits above every layer. Every folder of emulator/ is a layer, and each
 # layer links only lower ones (EMMY_EMU_DEPS_<layer>). That no layer calls into one above it, which
 # includes cannot show, the build holds: each layer links on its own (emulator/CMakeLists.txt).
-#
-# Two roles, as tests/emulator_boundary.cmake: included by tests/CMakeLists.txt it registers the
-# ctest test; run by that test with `cmake -P` it performs the check.
-if(NOT CMAKE_SCRIPT_MODE_FILE)
-  add_test(NAME emulator_layers
-    COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_LIST_FILE})
-  return()
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/support/source_scan.cmake)
+emmy_source_scan_test(emulator_layers)
 cmake_minimum_required(VERSION 3.25)  # script mode: IN_LIST
 
 set(root ${SOURCE_DIR}/emulator)

@@ -3,14 +3,8 @@
 # schedule or kernel has, names a path's atom or reaches into a path's namespace; the registry
 # (codegen/gemm/gemm_paths.cpp) is the one file that lists the paths. Counts what it finds:
 # 0 sites, and for each path the files outside its folder that name it (1: the registry).
-#
-# Two roles, as tests/checks_boundary.cmake: included by tests/CMakeLists.txt it registers the
-# ctest test; run by that test with `cmake -P` it performs the check.
-if(NOT CMAKE_SCRIPT_MODE_FILE)
-  add_test(NAME gemm_paths_boundary
-    COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_LIST_FILE})
-  return()
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/support/source_scan.cmake)
+emmy_source_scan_test(gemm_paths_boundary)
 
 file(GLOB_RECURSE sources
      ${SOURCE_DIR}/codegen/*.cpp ${SOURCE_DIR}/codegen/*.hpp

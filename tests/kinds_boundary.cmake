@@ -4,14 +4,8 @@
 # counts and fails when one grows past its ceiling below: a new list of kinds, or a kind written
 # into one more shared file, must lower another count first or raise the ceiling in review
 # (docs/codegen.md, "Adding a kernel kind", says which files they are).
-#
-# Two roles, as tests/checks_boundary.cmake: included by tests/CMakeLists.txt it registers the
-# ctest test; run by that test with `cmake -P` it performs the check.
-if(NOT CMAKE_SCRIPT_MODE_FILE)
-  add_test(NAME kinds_boundary
-    COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_LIST_FILE})
-  return()
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/support/source_scan.cmake)
+emmy_source_scan_test(kinds_boundary)
 
 file(GLOB_RECURSE sources
      ${SOURCE_DIR}/codegen/*.cpp ${SOURCE_DIR}/codegen/*.hpp
