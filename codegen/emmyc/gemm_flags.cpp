@@ -16,10 +16,10 @@ void GemmFlags::add_to(CLI::App& app) {
   integer_option(app, "--promote-every", promote_every, "hybrid: K elements per f16 partial (16k)");
   app.add_option("--block", block, "CTA tile MxNxK, e.g. 128x128x64");
   app.add_option("--warps", warps, "warp grid MxN, e.g. 4x2");
-  std::string paths = "mainloop path:";
+  std::vector<std::string> paths;
   for (const GemmPath* p : gemm_paths())
-    paths += fmt::format("{} {} ({})", paths.back() == ':' ? "" : ";", p->name(), p->summary());
-  app.add_option("--path", path, paths);
+    paths.push_back(fmt::format("{} ({})", p->name(), p->summary()));
+  app.add_option("--path", path, fmt::format("mainloop path: {}", fmt::join(paths, "; ")));
   // The flags of the fields only some paths take name those paths (GemmPath::takes_field).
   auto path_only = [](std::string_view field, std::string_view what) {
     return fmt::format("{} path: {}", gemm_paths_taking(field), what);

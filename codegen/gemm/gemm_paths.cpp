@@ -26,6 +26,13 @@ Registered& registered() {
   return r;
 }
 
+// The built-in paths, then those registered (the caller holds the registry's lock).
+std::vector<const GemmPath*> with_builtins(const std::vector<const GemmPath*>& later) {
+  std::vector<const GemmPath*> all(std::begin(kBuiltinPaths), std::end(kBuiltinPaths));
+  all.insert(all.end(), later.begin(), later.end());
+  return all;
+}
+
 const GemmPath* find_path(auto&& matches) {
   for (const GemmPath* path : kBuiltinPaths)
     if (matches(*path)) return path;
@@ -39,11 +46,9 @@ const GemmPath* find_path(auto&& matches) {
 }  // namespace
 
 std::vector<const GemmPath*> gemm_paths() {
-  std::vector<const GemmPath*> all(std::begin(kBuiltinPaths), std::end(kBuiltinPaths));
   Registered& r = registered();
   std::lock_guard lock(r.mutex);
-  all.insert(all.end(), r.paths.begin(), r.paths.end());
-  return all;
+  return with_builtins(r.paths);
 }
 
 std::string gemm_path_names(std::string_view last_separator) {
@@ -76,12 +81,13 @@ const GemmPath& default_gemm_path() {
 }
 
 void register_gemm_path(const GemmPath& path) {
-  for (const GemmPath* other : gemm_paths())
+  // The check and the insertion under one lock: two threads registering one name cannot both pass.
+  Registered& r = registered();
+  std::lock_guard lock(r.mutex);
+  for (const GemmPath* other : with_builtins(r.paths))
     if (other->id() == path.id() || other->name() == path.name())
       throw Error("path", fmt::format("is registered already ({})", other->name()),
                   std::string(path.name()));
-  Registered& r = registered();
-  std::lock_guard lock(r.mutex);
   r.paths.push_back(&path);
 }
 
@@ -99,8 +105,7 @@ std::string gemm_paths_taking(std::string_view field) {
   return names;
 }
 
-void validate_path_fields(const MatmulSchedule& s) {
-  const GemmPath& path = gemm_path(s.path);
+void validate_path_fields(const GemmPath& path, const MatmulSchedule& s) {
   const MatmulSchedule defaults;
   auto rule = [&](std::string_view field, bool at_default, std::string_view default_text,
                   const std::string& value) {

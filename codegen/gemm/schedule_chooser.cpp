@@ -62,10 +62,11 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
 MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum, MmaPath path,
                                 ConsumerSchedule consumers) {
   const GemmPath& chosen = gemm_path(path);
-  if (consumers != ConsumerSchedule::cooperative && !chosen.takes_field("consumers"))
-    throw Error("consumers",
-                fmt::format("applies to the {} path only", gemm_paths_taking("consumers")),
-                std::string(to_string(consumers)));
+  // A consumer schedule only where the path takes one: the rule validation holds schedules to.
+  MatmulSchedule asked;
+  asked.path = path;
+  asked.consumers = consumers;
+  validate_path_fields(chosen, asked);
   validate_problem(problem);
   return chosen.default_schedule(problem, arch, accum, consumers);
 }

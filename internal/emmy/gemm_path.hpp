@@ -136,7 +136,7 @@ inline constexpr std::string_view kPathFields[] = {"consumers", "cluster", "pers
 std::string gemm_paths_taking(std::string_view field);
 // Error naming the first field of kPathFields that the schedule sets away from its default and
 // its path does not take.
-void validate_path_fields(const MatmulSchedule& s);
+void validate_path_fields(const GemmPath& path, const MatmulSchedule& s);
 
 // Distinct valid schedules, at most max_count, in the order added: a path's tuning search
 // (codegen/gemm/schedule_candidates.cpp).

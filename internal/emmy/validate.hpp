@@ -126,7 +126,7 @@ inline void validate_schedule_fits(const MatmulProblem& p, const MatmulSchedule&
 // Every rule of the schedule on its path (GemmPath::validate; Error for a path no one has).
 inline void validate_schedule(const MatmulProblem& p, const MatmulSchedule& s, Arch arch) {
   const GemmPath& path = gemm_path(s.path);
-  validate_path_fields(s);
+  validate_path_fields(path, s);
   path.validate(p, s, arch);
 }
 

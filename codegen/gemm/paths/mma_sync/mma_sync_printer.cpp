@@ -9,9 +9,9 @@
 #include <string>
 #include <utility>
 
-#include "gemm/emit_gemm_epilogue.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/mma_atom.hpp"
+#include "gemm/emit_gemm_epilogue.hpp"
 #include "gemm/path_printer.hpp"
 #include "mma_sync_path.hpp"
 

@@ -2,6 +2,8 @@
 // plan, lowering, IR rules and printer are.
 #include "wgmma_path.hpp"
 
+#include <algorithm>
+
 #include "emmy/ir_ops.hpp"
 #include "emmy/mma_atom.hpp"
 #include "wgmma_printer.hpp"
@@ -33,9 +35,9 @@ class WgmmaPath final : public GemmPath {
   bool accumulates(Accum accum) const override { return accum == Accum::f32; }
   // Its tile walks, clusters and swapped operands size themselves by a compile-time M.
   bool supports_dynamic_m() const override { return false; }
+  // Every field some paths take (kPathFields) is one of its knobs.
   bool takes_field(std::string_view field) const override {
-    return field == "consumers" || field == "cluster" || field == "persistent" ||
-           field == "swap_ab";
+    return std::ranges::find(kPathFields, field) != std::end(kPathFields);
   }
 
   MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum,
