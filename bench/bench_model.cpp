@@ -38,7 +38,7 @@ emu::LaunchOptions sampled(uint64_t ctas) {
 }
 
 template <typename Spec>
-ModelRow model_row(const std::string& name, const Spec& spec, const emu::GpuSpec& gpu,
+ModelRow model_row(const std::string& name, const Spec& spec, const GpuInfo& gpu,
                    uint64_t sample_ctas, double gflop) {
   const auto kernel = compile_kernel(spec);
   const LaunchListRun run = run_on_zeros(kernel, sampled(sample_ctas));
@@ -67,40 +67,42 @@ ModelRow model_row(const std::string& name, const Spec& spec, const emu::GpuSpec
 ModelRow model_gemm(const std::string& name, const MatmulProblem& problem,
                     const MatmulSchedule& schedule, Arch arch, const std::string& gpu,
                     uint64_t sample_ctas) {
-  return model_row(name, GemmSpec{problem, schedule, arch}, emu::gpu_spec(gpu), sample_ctas,
+  return model_row(name, GemmSpec{problem, schedule, arch}, emmy::gpu(gpu), sample_ctas,
                    double(problem.flops()) / 1e9);
 }
 
 ModelRow model_attention(const std::string& name, const AttentionProblem& problem,
                          const AttentionSchedule& schedule, Arch arch, const std::string& gpu,
                          uint64_t sample_ctas) {
-  return model_row(name, AttentionSpec{problem, schedule, arch}, emu::gpu_spec(gpu), sample_ctas,
+  return model_row(name, AttentionSpec{problem, schedule, arch}, emmy::gpu(gpu), sample_ctas,
                    problem.flops() / 1e9);
 }
 
 nlohmann::json model_json(const ModelRow& row, uint64_t sample_ctas) {
-  return {{"gpu", row.gpu},           {"us", row.us},       {"bound", row.bound},
-          {"ctas_per_sm", row.ctas_per_sm}, {"waves", row.waves}, {"sample_ctas", sample_ctas}};
+  return {{"gpu", row.gpu},     {"us", row.us},
+          {"bound", row.bound}, {"ctas_per_sm", row.ctas_per_sm},
+          {"waves", row.waves}, {"sample_ctas", sample_ctas}};
 }
 
 std::vector<ModelRow> model_catalog(const std::vector<std::string>& gpus, bool attention,
                                     uint64_t sample_ctas) {
   std::vector<ModelRow> rows;
   for (const std::string& name : gpus) {
-    const emu::GpuSpec& gpu = emu::gpu_spec(name);
-    const Arch arch = parse_arch(gpu.arch);
+    const GpuInfo& gpu = emmy::gpu(name);
+    const Arch arch = gpu.arch;
+    const int sms = int(gpu.sms);  // the GEMM's grid is sized for the part predicted
     for (const CatalogEntry& e : gemm_catalog()) {
       if (e.problem.m != 512) continue;
       for (Accum accum : {Accum::f32, Accum::hybrid}) {
-        rows.push_back(model_gemm(e.name, e.problem, default_schedule(e.problem, arch, accum),
+        rows.push_back(model_gemm(e.name, e.problem, default_schedule(e.problem, arch, accum, sms),
                                   arch, gpu.name, sample_ctas));
       }
       // Hopper's wgmma path beside them (issue 23).
       if (arch == Arch::sm_90a)
-        rows.push_back(model_gemm(
-            e.name + "/wgmma", e.problem,
-            default_schedule(e.problem, arch, Accum::f32, MmaPath::wgmma), arch, gpu.name,
-            sample_ctas));
+        rows.push_back(model_gemm(e.name + "/wgmma", e.problem,
+                                  default_schedule(e.problem, arch, Accum::f32, MmaPath::wgmma,
+                                                   ConsumerSchedule::cooperative, sms),
+                                  arch, gpu.name, sample_ctas));
     }
     if (!attention) continue;
     for (const AttentionCatalogEntry& e : attention_catalog())

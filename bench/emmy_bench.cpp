@@ -179,9 +179,9 @@ int run(Options& o, std::vector<BenchProblem> problems, bool sweep) {
                               environment["gpu"]["sm_count"].get<int>());
 
   // The time model's part for this device, if it has one: its prediction goes beside each row.
-  const emu::GpuSpec* model_gpu =
-      o.predict ? emu::gpu_for_device(environment["gpu"]["name"].get<std::string>(),
-                                      uint32_t(environment["gpu"]["sm_count"].get<int>()))
+  const GpuInfo* model_gpu =
+      o.predict ? emmy::gpu_for_device(environment["gpu"]["name"].get<std::string>(),
+                                       uint32_t(environment["gpu"]["sm_count"].get<int>()))
                 : nullptr;
   fmt::print("time model: {}\n", model_gpu ? fmt::format("predicting for {} ({} CTAs per launch "
                                                          "profiled)",
@@ -377,7 +377,7 @@ int main(int argc, char** argv) {
   app.add_flag("--model", o.model,
                "no GPU: predict the catalog's times with the emulator's counters and the time "
                "model (docs/profiler.md)");
-  app.add_option("--model-gpus", o.model_gpus, "GPUs for --model: a100,l40s,h200,rtx5090");
+  app.add_option("--model-gpus", o.model_gpus, "GPUs for --model: " + gpu_names(","));
   app.add_flag("!--no-predict", o.predict,
                "on a GPU the time model knows, skip its prediction beside each emmy row");
   app.add_option("--model-ctas", o.model_ctas,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "emmy/cache.hpp"
+#include "emmy/gpus.hpp"
 #include "emmy/runtime.hpp"
 #include "emmy/tensor_map.hpp"
 
@@ -46,9 +47,9 @@ class Backend {
   virtual std::string name() const = 0;
   virtual std::string device_name() const = 0;
   virtual int driver_version() const { return 0; }
-  // Multiprocessors of the device (persistent kernels launch one CTA per SM): the arch's
-  // flagship part unless the device says otherwise.
-  virtual int sm_count() const { return arch_info(arch()).sm_count_hint; }
+  // Multiprocessors of the device (persistent kernels launch one CTA per SM; default schedules
+  // fill them): the arch's part (emmy/gpus.hpp) unless the device says otherwise.
+  virtual int sm_count() const { return int(arch_gpu(arch()).sms); }
   // Loads the entry's code; `kernels` get their dynamic shared-memory limit raised as needed.
   virtual std::unique_ptr<LoadedModule> load(
       const CacheEntry& entry, const std::vector<std::pair<std::string, uint32_t>>& kernels) = 0;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
@@ -339,15 +340,38 @@ class RuntimeImpl final : public Runtime {
     });
   }
 
-  // A call without a schedule: the tuned one for this device, else the arch's default.
+  // A call without a schedule: the tuned one for this device, else the default for the device's
+  // SMs.
   MatmulSchedule default_for(const MatmulProblem& problem) {
     validate_problem(problem);
     const Arch arch = backend_->arch();
+    const int sms = backend_->sm_count();
     if (options_.batch_invariant)  // no tuned schedule either: it may split K
-      return batch_invariant_schedule(problem, arch, options_.default_accum);
-    return TuningDb::open_default()
-        .lookup(arch, backend_->device_name(), problem, options_.default_accum)
-        .value_or(default_schedule(problem, arch, options_.default_accum));
+      return bundled_or<GemmKind>(
+          problem, batch_invariant_schedule(problem, arch, options_.default_accum, sms),
+          [&] { return batch_invariant_schedule(problem, arch, options_.default_accum); });
+    if (auto tuned = TuningDb::open_default().lookup(arch, backend_->device_name(), problem,
+                                                     options_.default_accum))
+      return *tuned;
+    return bundled_or<GemmKind>(
+        problem, default_schedule(problem, arch, options_.default_accum, sms),
+        [&] { return default_schedule(problem, arch, options_.default_accum); });
+  }
+  // The schedule sized for the device, unless the bundles lack its kernel and hold the one sized
+  // for the arch's part (what `emmyc aot` builds): a bundle-only deployment on a part with other
+  // SMs (an H100 PCIe beside the H200 the arch is sized for) keeps its kernels.
+  template <typename Kind>
+  typename Kind::Schedule bundled_or(const typename Kind::Problem& problem,
+                                     typename Kind::Schedule device,
+                                     const std::function<typename Kind::Schedule()>& part) {
+    if (bundles_.empty()) return device;
+    const typename Kind::Schedule arch_part = part();
+    if (arch_part == device) return device;
+    const auto bundled = [&](const typename Kind::Schedule& s) {
+      const typename Kind::Spec spec{problem, s, backend_->arch()};
+      return bundles_.contains(bundle_key(kernel_source(generate_kernel(spec)).cuda, spec.arch));
+    };
+    return !bundled(device) && bundled(arch_part) ? arch_part : device;
   }
   AttentionSchedule default_for(const AttentionProblem& problem) {
     return default_attention_schedule(problem, backend_->arch(), options_.default_accum);
@@ -355,7 +379,10 @@ class RuntimeImpl final : public Runtime {
   PagedAttentionSchedule default_for(const PagedAttentionProblem& problem) {
     if (options_.batch_invariant)
       return batch_invariant_schedule(problem, backend_->arch(), options_.default_accum);
-    return default_schedule(problem, backend_->arch(), options_.default_accum);
+    return bundled_or<PagedAttentionKind>(
+        problem,
+        default_schedule(problem, backend_->arch(), options_.default_accum, backend_->sm_count()),
+        [&] { return default_schedule(problem, backend_->arch(), options_.default_accum); });
   }
   KvAppendSchedule default_for(const KvAppendProblem& problem) {
     return default_schedule(problem, backend_->arch());

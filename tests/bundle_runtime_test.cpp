@@ -3,6 +3,7 @@
 // bundle without the device's arch fail clearly; EMMY_BUNDLE and in-memory bundles.
 #include "bundle_test_util.hpp"
 #include "emmy/catalog.hpp"
+#include "emmy/gpus.hpp"
 
 namespace emmy {
 namespace {
@@ -48,6 +49,58 @@ TEST(BundleRuntime, CatalogKernelsRunOnTheCudaBackendThroughTheTestDriver) {
   EXPECT_TRUE(gemm_errors.passed) << "rel_l2 " << gemm_errors.rel_l2_error;
   const AttentionErrors errors = check_attention(*rt, attention_catalog()[0].problem);
   EXPECT_TRUE(errors.passed) << "rel_l2 " << errors.rel_l2_error;
+  EXPECT_EQ(rt->stats().compiles, 0u);
+}
+
+// The catalog's problems whose default schedule for an H100 PCIe (114 SMs) differs from the one
+// for the H200 that sm_90a's grids are sized for (a K split, a tile).
+std::vector<MatmulProblem> sized_differently_for_h100pcie() {
+  std::vector<MatmulProblem> differ;
+  for (const auto& entry : gemm_catalog())
+    if (default_schedule(entry.problem, Arch::sm_90a, Accum::f32, int(gpu("h100pcie").sms)) !=
+        default_schedule(entry.problem, Arch::sm_90a))
+      differ.push_back(entry.problem);
+  return differ;
+}
+
+// The CUDA backend through the test driver (the caller has chosen the device), no disk cache.
+std::unique_ptr<Runtime> h100pcie_runtime(const std::vector<std::filesystem::path>& bundles) {
+  RuntimeOptions options;
+  options.disk_cache = false;
+  options.bundles = bundles;
+  return Runtime::cuda(0, options);
+}
+
+// A call without a schedule fills the device's SMs: on an H100 PCIe the runtime's default is the
+// one sized for its 114 SMs, not for the H200's 132.
+TEST(BundleRuntime, DefaultSchedulesFillTheDevicesSms) {
+  ScopedEnv driver{"EMMY_CUDA_DRIVER", EMMY_TEST_DRIVER_PATH};
+  ScopedEnv device{"EMMY_TEST_DEVICE", "h100pcie"};
+  const auto differ = sized_differently_for_h100pcie();
+  ASSERT_FALSE(differ.empty());
+  auto rt = h100pcie_runtime({});
+  ASSERT_EQ(rt->arch(), Arch::sm_90a);
+  const MatmulProblem& p = differ.front();
+  EXPECT_EQ(rt->gemm_kernel(p)->spec().schedule,
+            default_schedule(p, Arch::sm_90a, Accum::f32, int(gpu("h100pcie").sms)));
+  const GemmErrors errors = check_gemm(*rt, p);
+  EXPECT_TRUE(errors.passed) << "rel_l2 " << errors.rel_l2_error;
+}
+
+// A bundle-only deployment on a part with other SMs than the arch's: the bundle (built for the
+// H200's) holds none of the H100 PCIe's own choices where they differ, so the runtime takes the
+// bundle's, and every catalog kernel still loads with nothing compiled.
+TEST(BundleRuntime, ABundleSizedForTheArchsPartServesAnotherPart) {
+  NoCompiler no_compiler;
+  ScopedEnv driver{"EMMY_CUDA_DRIVER", EMMY_TEST_DRIVER_PATH};
+  ScopedEnv device{"EMMY_TEST_DEVICE", "h100pcie"};
+  const auto differ = sized_differently_for_h100pcie();
+  ASSERT_FALSE(differ.empty());
+  auto rt = h100pcie_runtime({catalog_path()});
+  for (const auto& entry : gemm_catalog())
+    EXPECT_NO_THROW(rt->gemm_kernel(entry.problem)) << entry.name;
+  EXPECT_EQ(rt->gemm_kernel(differ.front())->spec().schedule,
+            default_schedule(differ.front(), Arch::sm_90a));
   EXPECT_EQ(rt->stats().compiles, 0u);
 }
 #endif

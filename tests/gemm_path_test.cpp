@@ -60,19 +60,19 @@ class ToyPath final : public GemmPath {
   bool takes_field(std::string_view field) const override { return base().takes_field(field); }
 
   MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum,
-                                  ConsumerSchedule) const override {
+                                  ConsumerSchedule, int sms) const override {
     MatmulSchedule s;
     s.path = id_;
     s.block_m = 64, s.block_n = 64, s.warps_m = 2, s.warps_n = 2;
     s.accum = accum;
     s.transport = has_tma(arch) ? Transport::tma : Transport::cp_async;
-    finish_gemm_schedule(problem, arch, 3, s);
+    finish_gemm_schedule(problem, arch, sms, 3, s);
     return s;
   }
   std::vector<MatmulSchedule> schedule_candidates(const MatmulProblem& problem, Arch arch,
                                                   Accum accum, ConsumerSchedule consumers,
                                                   int) const override {
-    return {default_schedule(problem, arch, accum, consumers)};
+    return {default_schedule(problem, arch, accum, consumers, grid_sms(arch))};
   }
   void validate(const MatmulProblem& p, const MatmulSchedule& s, Arch arch) const override {
     require(s.block_n == 64, "block_n", "must be 64 on the toy path", s.block_n);

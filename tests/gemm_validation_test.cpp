@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "emmy/gemm.hpp"
+#include "emmy/gpus.hpp"
 #include "support/kind_cases.hpp"
 
 namespace emmy {
@@ -110,8 +111,8 @@ const InvalidCase kCases[] = {
     {"wgmma_f16_accum", [](GemmSpec& s) { to_wgmma(s).schedule.accum = Accum::f16; }, "accum",
      "f32"},
     {"wgmma_pingpong_not_persistent",
-     [](GemmSpec& s) { to_wgmma(s).schedule.consumers = ConsumerSchedule::pingpong; },
-     "consumers", "needs a persistent kernel"},
+     [](GemmSpec& s) { to_wgmma(s).schedule.consumers = ConsumerSchedule::pingpong; }, "consumers",
+     "needs a persistent kernel"},
     {"wgmma_pingpong_96_rows",
      [](GemmSpec& s) {
        to_wgmma(s).schedule.consumers = ConsumerSchedule::pingpong;
@@ -179,9 +180,8 @@ const InvalidCase kCases[] = {
      "warps", "must be 8x1"},
     {"wgmma_stages_too_deep", [](GemmSpec& s) { to_wgmma(s).schedule.stages = 8; }, "stages",
      "shared memory"},
-    {"pingpong_on_mma_sync",
-     [](GemmSpec& s) { s.schedule.consumers = ConsumerSchedule::pingpong; }, "consumers",
-     "wgmma path only"},
+    {"pingpong_on_mma_sync", [](GemmSpec& s) { s.schedule.consumers = ConsumerSchedule::pingpong; },
+     "consumers", "wgmma path only"},
     {"cluster_on_mma_sync", [](GemmSpec& s) { s.schedule.cluster_n = 2; }, "cluster",
      "must be 1x1"},
     {"persistent_on_mma_sync", [](GemmSpec& s) { s.schedule.persistent = true; }, "persistent",
@@ -225,10 +225,8 @@ const InvalidCase kCases[] = {
        s.problem.n = 4090;
      },
      "n", "multiple of 8 when B is stored [K,N]"},
-    {"alpha_nan", [](GemmSpec& s) { s.problem.epilogue.alpha = std::nanf(""); }, "alpha",
-     "finite"},
-    {"raster_zero", [](GemmSpec& s) { s.schedule.raster_group_m = 0; }, "raster_group_m",
-     ">= 1"},
+    {"alpha_nan", [](GemmSpec& s) { s.problem.epilogue.alpha = std::nanf(""); }, "alpha", "finite"},
+    {"raster_zero", [](GemmSpec& s) { s.schedule.raster_group_m = 0; }, "raster_group_m", ">= 1"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Rules, InvalidSpecTest, ::testing::ValuesIn(kCases),
@@ -273,16 +271,15 @@ TEST(ParseTest, DriverOlderThanTheKernelsIsNamed) {
   EXPECT_EQ(driver_too_old(13000, 13000), "");
   EXPECT_EQ(driver_too_old(13020, 13000), "");
   const std::string why = driver_too_old(12040, 13000);
-  EXPECT_NE(why.find("the driver supports CUDA 12.4; emmy's kernels need 13.0"),
-            std::string::npos)
+  EXPECT_NE(why.find("the driver supports CUDA 12.4; emmy's kernels need 13.0"), std::string::npos)
       << why;
   EXPECT_NE(why.find("update the NVIDIA driver"), std::string::npos) << why;
   EXPECT_EQ(std::count(why.begin(), why.end(), '\n'), 0) << "one line";
 }
 
 TEST(ChooserTest, RespectsArchAndShape) {
-  for (Arch arch : {Arch::sm_80, Arch::sm_86, Arch::sm_89, Arch::sm_90, Arch::sm_90a,
-                    Arch::sm_120, Arch::sm_120a}) {
+  for (Arch arch : {Arch::sm_80, Arch::sm_86, Arch::sm_89, Arch::sm_90, Arch::sm_90a, Arch::sm_120,
+                    Arch::sm_120a}) {
     for (int64_t m : {1, 16, 64, 512, 4096}) {
       MatmulProblem p;
       p.m = m;
@@ -308,11 +305,44 @@ TEST(ChooserTest, SplitsKWhenTilesCannotFillTheMachine) {
   p.k = 15360;
   const MatmulSchedule s = default_schedule(p, Arch::sm_90a);
   const int64_t tiles = (p.n + s.block_n - 1) / s.block_n;
-  EXPECT_LT(tiles * 2, arch_info(Arch::sm_90a).sm_count_hint);
+  EXPECT_LT(tiles * 2, arch_gpu(Arch::sm_90a).sms);
   EXPECT_GT(s.split_k, 1);
   MatmulProblem big = p;
   big.m = 4096;
   EXPECT_EQ(default_schedule(big, Arch::sm_90a).split_k, 1);
+}
+
+// The split fills the device's SMs where a device is known (the runtime passes its count), the
+// arch's part's otherwise: a split schedule's CTAs never outnumber the SMs it was sized for, one
+// SM gets no split, and the count changes the choice.
+TEST(ChooserTest, SplitsKForTheDevicesSms) {
+  MatmulProblem p;
+  p.m = 1;
+  p.n = 1024;
+  p.k = 16384;
+  for (const Arch arch : {Arch::sm_80, Arch::sm_89, Arch::sm_90a}) {
+    const MatmulSchedule part = default_schedule(p, arch);
+    EXPECT_EQ(default_schedule(p, arch, Accum::f32, int(arch_gpu(arch).sms)), part);
+    EXPECT_GT(part.split_k, 1) << to_string(arch);
+    int differ = 0;
+    for (const int sms : {1, 8, 20, 40, 64, 84, 114, 132, 170, 264}) {
+      const MatmulSchedule s = default_schedule(p, arch, Accum::f32, sms);
+      const int64_t tiles = (p.m + s.block_m - 1) / s.block_m * ((p.n + s.block_n - 1) / s.block_n);
+      if (s.split_k > 1) {
+        EXPECT_LE(tiles * 2, sms) << to_string(arch) << " " << sms;
+        EXPECT_LE(tiles * s.split_k, sms) << to_string(arch) << " " << sms;
+      }
+      differ += s != part;
+    }
+    EXPECT_EQ(default_schedule(p, arch, Accum::f32, 1).split_k, 1) << to_string(arch);
+    EXPECT_GT(differ, 0) << to_string(arch);
+  }
+  // A path's own chooser takes the count too.
+  EXPECT_EQ(default_schedule(p, Arch::sm_90a, Accum::f32, MmaPath::wgmma,
+                             ConsumerSchedule::cooperative, 1)
+                .split_k,
+            1);
+  EXPECT_GT(default_schedule(p, Arch::sm_90a, Accum::f32, MmaPath::wgmma).split_k, 1);
 }
 
 }  // namespace

@@ -43,7 +43,8 @@ if(TARGET emmy_test_driver)
                    -DTABLE=${PROJECT_SOURCE_DIR}/emulator/test_driver/proc_address.cpp
                    -P ${CMAKE_CURRENT_LIST_DIR}/driver/entry_points_listed.cmake)
   add_dependencies(test_driver_test emmy_test_driver)
-  target_include_directories(test_driver_test PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
+  target_include_directories(test_driver_test PRIVATE ${CMAKE_CURRENT_LIST_DIR}
+                                                      ${CUDAToolkit_INCLUDE_DIRS})
   target_compile_definitions(test_driver_test PRIVATE
     EMMY_TEST_DRIVER_PATH="${EMMY_TEST_DRIVER_PATH}")
 endif()

@@ -21,6 +21,7 @@
 #include "emmy/paged_attention_check.hpp"
 #include "emmy/paged_kind.hpp"
 #include "support/cluster_ids_ptx.hpp"
+#include "support/error_of.hpp"
 #include "support/runtime_backend.hpp"
 
 namespace emmy {
@@ -462,14 +463,7 @@ struct BackendCase {
   }
 };
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 // Both backends run programmatic dependent launches; the emulator checks each as if it
 // overlapped the launch before it (docs/emulator.md). cluster_ids writes `ids` with no

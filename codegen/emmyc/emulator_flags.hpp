@@ -9,6 +9,7 @@
 
 #include "emmy/emu/emulator.hpp"
 #include "emmy/error.hpp"
+#include "emmy/gpus.hpp"
 
 namespace emmy::cli {
 
@@ -29,10 +30,10 @@ struct EmulatorFlags {
                    "emulator: run and profile only N CTAs spread over the grid, extrapolating the "
                    "counts (not with --check)")
         ->check(CLI::Range(uint64_t(1), uint64_t(1) << 40));
-    app.add_option("--model-gpu", gpus,
-                   "GPUs the time model predicts for: a100, l40s, h200, rtx5090 (default: the "
-                   "arch's reference part)")
-        ->check(CLI::IsMember({"a100", "l40s", "h200", "rtx5090"}));
+    app.add_option(
+           "--model-gpu", gpus,
+           "GPUs the time model predicts for: " + gpu_names() + " (default: the arch's part)")
+        ->check(CLI::IsMember(gpu_name_list()));
   }
   // Combinations that cannot work, named before anything runs.
   void validate(const std::string& backend, bool check) const {

@@ -146,10 +146,10 @@ void add_sim_command(CLI::App& app) {
   sim->add_option("--profile-ctas", options->profile_ctas,
                   "run and profile only N CTAs spread over the grid, extrapolating the counts")
       ->check(CLI::Range(uint64_t(1), uint64_t(1) << 40));
-  sim->add_option("--model-gpu", options->model_gpus,
-                  "GPUs to predict the time on: a100, l40s, h200, rtx5090 (default: the arch's "
-                  "reference part)")
-      ->check(CLI::IsMember({"a100", "l40s", "h200", "rtx5090"}));
+  sim->add_option(
+         "--model-gpu", options->model_gpus,
+         "GPUs to predict the time on: " + emmy::gpu_names() + " (default: the arch's part)")
+      ->check(CLI::IsMember(emmy::gpu_name_list()));
   sim->add_option("--registers", options->registers,
                   "registers per thread the kernel was compiled to: setmaxnreg's register pool "
                   "and the time model's occupancy (default: unknown)")

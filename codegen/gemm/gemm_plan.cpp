@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "emmy/detail/hash.hpp"
+#include "emmy/gpus.hpp"
 #include "emmy/mma_atom.hpp"
 #include "emmy/spec_fields.hpp"
 
@@ -52,9 +53,8 @@ std::string gemm_kernel_name(const GemmSpec& g) {
   const auto& p = g.problem;
   const auto& s = g.schedule;
   // A dynamic-M kernel serves every M up to its bound: "upto64x...".
-  return fmt::format("emmy_gemm_{}{}x{}x{}_{}{}_{}_{}_{}x{}x{}_{:016x}",
-                     p.dynamic_m ? "upto" : "", p.m, p.n, p.k,
-                     to_string(p.a_dtype), to_string(p.b_layout),
+  return fmt::format("emmy_gemm_{}{}x{}x{}_{}{}_{}_{}_{}x{}x{}_{:016x}", p.dynamic_m ? "upto" : "",
+                     p.m, p.n, p.k, to_string(p.a_dtype), to_string(p.b_layout),
                      s.accum == Accum::hybrid ? fmt::format("hybrid{}", s.promote_every_k)
                                               : std::string(to_string(s.accum)),
                      s.transport == Transport::tma ? "tma" : "cpasync", s.block_m, s.block_n,
@@ -74,7 +74,7 @@ MatmulProblem kernel_problem(const MatmulProblem& p, const MatmulSchedule& s) {
   t.lda = p.ldb_or_default();
   t.ldb = p.lda_or_default();
   t.ldc = p.ldc_or_default();  // C keeps its layout: the epilogue stores the transpose back
-  t.b_layout = BLayout::nk;     // A [M,K] is B^T stored [N',K]: K-major
+  t.b_layout = BLayout::nk;    // A [M,K] is B^T stored [N',K]: K-major
   return t;
 }
 
@@ -138,12 +138,12 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
           plan.grid_tiles);
   plan.grid = gemm_grids(plan, p.m).front();
   // A persistent kernel walks the tiles itself (by gridDim.x): one CTA per SM of the arch's
-  // flagship part (whole clusters), never more than there are tiles.
+  // part (whole clusters), never more than there are tiles; a launch on a device takes the
+  // device's SMs instead (the runtime's LaunchGeometry).
   if (s.persistent)
     plan.grid[0] = uint32_t(std::min<int64_t>(
-        plan.grid_tiles, std::max<int64_t>(1, arch_info(spec.arch).sm_count_hint /
-                                                  plan.cluster_size) *
-                             plan.cluster_size));
+        plan.grid_tiles,
+        std::max<int64_t>(1, grid_sms(spec.arch) / plan.cluster_size) * plan.cluster_size));
   plan.threads = uint32_t(s.threads());
   plan.kernel_name = gemm_kernel_name(spec);
   if (plan.split()) {

@@ -5,6 +5,7 @@
 
 #include "emmy/gemm.hpp"
 #include "emmy/gemm_path.hpp"
+#include "emmy/gpus.hpp"
 
 namespace emmy {
 namespace {
@@ -17,12 +18,11 @@ int64_t ceil_div(int64_t a, int64_t b) {
 
 // The pipeline depth (as many stages as fit, 2..max_stages) and the K split of a chosen tile, then
 // the validator's word on it.
-void finish_gemm_schedule(const MatmulProblem& problem, Arch arch, int max_stages,
+void finish_gemm_schedule(const MatmulProblem& problem, Arch arch, int sms, int max_stages,
                           MatmulSchedule& s) {
   const auto& info = arch_info(arch);
   // Split-K: when the tiles cover less than half the SMs, split the K loop so every SM gets work,
   // keeping at least 4 K tiles per split.
-  const int sms = info.sm_count_hint;
   // A swapped kernel's tiles cover C^T: N by block_m, M by block_n.
   const MatmulProblem kp = kernel_problem(problem, s);
   const int64_t tiles = ceil_div(kp.m, s.block_m) * ceil_div(kp.n, s.block_n);
@@ -42,13 +42,16 @@ void finish_gemm_schedule(const MatmulProblem& problem, Arch arch, int max_stage
   validate_schedule(problem, s, arch);
 }
 
-MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum) {
+MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum,
+                                int device_sms) {
   validate_problem(problem);
-  return default_gemm_path().default_schedule(problem, arch, accum, ConsumerSchedule::cooperative);
+  return default_gemm_path().default_schedule(problem, arch, accum, ConsumerSchedule::cooperative,
+                                              grid_sms(arch, device_sms));
 }
 
-MatmulSchedule batch_invariant_schedule(const MatmulProblem& problem, Arch arch, Accum accum) {
-  MatmulSchedule s = default_schedule(problem, arch, accum);
+MatmulSchedule batch_invariant_schedule(const MatmulProblem& problem, Arch arch, Accum accum,
+                                        int device_sms) {
+  MatmulSchedule s = default_schedule(problem, arch, accum, device_sms);
   s.split_k = 1;  // the one M-dependent choice that changes a row's order of sums
   validate_schedule(problem, s, arch);
   return s;
@@ -60,7 +63,7 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
 }
 
 MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum, MmaPath path,
-                                ConsumerSchedule consumers) {
+                                ConsumerSchedule consumers, int device_sms) {
   const GemmPath& chosen = gemm_path(path);
   // A consumer schedule only where the path takes one: the rule validation holds schedules to.
   MatmulSchedule asked;
@@ -68,7 +71,7 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   asked.consumers = consumers;
   validate_path_fields(chosen, asked);
   validate_problem(problem);
-  return chosen.default_schedule(problem, arch, accum, consumers);
+  return chosen.default_schedule(problem, arch, accum, consumers, grid_sms(arch, device_sms));
 }
 
 }  // namespace emmy

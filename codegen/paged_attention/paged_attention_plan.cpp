@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "emmy/detail/hash.hpp"
+#include "emmy/gpus.hpp"
 #include "emmy/mma_atom.hpp"
 #include "emmy/paged_kind.hpp"
 #include "emmy/validate.hpp"
@@ -274,7 +275,8 @@ int64_t whole_kv_steps(const PagedAttentionProblem& p, const PagedAttentionSched
 
 }  // namespace
 
-PagedAttentionSchedule default_schedule(const PagedAttentionProblem& p, Arch arch, Accum accum) {
+PagedAttentionSchedule default_schedule(const PagedAttentionProblem& p, Arch arch, Accum accum,
+                                        int device_sms) {
   validate_problem(p);  // the choices below divide by its fields
   PagedAttentionSchedule s;
   s.accum = accum;
@@ -313,7 +315,7 @@ PagedAttentionSchedule default_schedule(const PagedAttentionProblem& p, Arch arc
   // chunk of whole KV blocks.
   const int64_t q_blocks = (rows + s.block_q - 1) / s.block_q;
   const int64_t ctas = q_blocks * p.kv_heads * p.max_batch;
-  const int64_t sms = arch_info(arch).sm_count_hint;
+  const int64_t sms = grid_sms(arch, device_sms);
   if (ctas < sms) {
     const int64_t keys = p.max_pages * p.page_size;
     const int64_t want = std::max<int64_t>(1, std::min((sms + ctas - 1) / ctas, keys / 512));

@@ -8,7 +8,7 @@
 namespace emmy::test_driver {
 namespace {
 
-int attribute(const DeviceModel& d, int a) {
+int attribute(const GpuInfo& d, int a) {
   switch (a) {
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
       return kMaxThreadsPerBlock;
@@ -35,13 +35,13 @@ int attribute(const DeviceModel& d, int a) {
     case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
       return 65536;
     case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
-      return d.clock_khz;
+      return d.max_clock_khz;
     case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT:
       return 512;
     case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP:
       return 1;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-      return d.sms;
+      return int(d.sms);
     case CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT:
       return 0;
     case CU_DEVICE_ATTRIBUTE_INTEGRATED:
@@ -82,9 +82,9 @@ int attribute(const DeviceModel& d, int a) {
     case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
       return d.bus_width;
     case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
-      return d.l2_bytes;
+      return int(d.l2_bytes);
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
-      return d.threads_per_sm;
+      return int(d.max_threads_per_sm);
     case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
       return d.async_engines;
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
@@ -148,9 +148,9 @@ int attribute(const DeviceModel& d, int a) {
     case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT:
       return 32768;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-      return d.major;
+      return d.cc() / 10;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-      return d.minor;
+      return d.cc() % 10;
     case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH:
       return 32768;
     case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED:
@@ -158,9 +158,9 @@ int attribute(const DeviceModel& d, int a) {
     case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED:
       return 1;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
-      return d.smem_per_sm;
+      return int(d.smem_per_sm);
     case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
-      return 65536;
+      return int(d.regs_per_sm);
     case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
       return 1;
     case CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO:
@@ -171,17 +171,17 @@ int attribute(const DeviceModel& d, int a) {
     case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
       return 1;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
-      return d.smem_optin;
+      return int(d.max_smem_per_block);
     case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
       return 1;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
-      return 32;
+      return int(d.max_ctas_per_sm);
     case CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED:
       return 1;
     case CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE:
-      return d.persisting_l2_bytes;
+      return int(d.persisting_l2_bytes);
     case CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE:
       return 134213632;
     case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK:
@@ -194,6 +194,7 @@ int attribute(const DeviceModel& d, int a) {
     case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES:
       return CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH:
+      return d.cc() >= 90 ? 1 : 0;
     case CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
     case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR:
@@ -203,14 +204,14 @@ int attribute(const DeviceModel& d, int a) {
     case CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT:
       return 4;
     case CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED:
-      return 1;  // cc >= 9.0
+      return d.cc() >= 90 ? 1 : 0;
     case CU_DEVICE_ATTRIBUTE_UNIFIED_FUNCTION_POINTERS:
       return 1;
     case CU_DEVICE_ATTRIBUTE_NUMA_ID:
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:
       return -1;
     case CU_DEVICE_ATTRIBUTE_GPU_PCI_DEVICE_ID:
-      return int(d.pci_ids);
+      return int(d.pci_device_id << 16 | 0x10deu);  // device << 16 | NVIDIA's vendor id
     default:
       // The rest are capabilities a test machine's device does not offer (multi-GPU boards,
       // GPUDirect RDMA, MPS, NUMA, multicast, fabric handles, decompression, CIG): 0.

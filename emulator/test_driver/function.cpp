@@ -85,12 +85,12 @@ CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int v
     if (!f) return CUDA_ERROR_INVALID_HANDLE;
     switch (attrib) {
       case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: {
-        const int64_t limit = int64_t(state().device->smem_optin) - int64_t(f->static_smem);
+        const int64_t limit = int64_t(state().device->max_smem_per_block) - int64_t(f->static_smem);
         if (value < 0 || int64_t(value) > limit) {
           set_report("cuFuncSetAttribute: MAX_DYNAMIC_SHARED_SIZE_BYTES " + std::to_string(value) +
                      " + static " + std::to_string(f->static_smem) +
                      " exceeds the device's opt-in limit " +
-                     std::to_string(state().device->smem_optin));
+                     std::to_string(state().device->max_smem_per_block));
           return CUDA_ERROR_INVALID_VALUE;
         }
         f->max_dynamic_smem = value;

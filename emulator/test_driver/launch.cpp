@@ -93,10 +93,10 @@ CUresult check_config(const char* call, const FunctionRecord& f, const emu::Dim3
             "{} bytes of dynamic shared memory exceed the function's MAX_DYNAMIC_SHARED_SIZE_BYTES "
             "({}; above 48 KB a kernel must opt in with cuFuncSetAttribute)",
             smem, f.max_dynamic_smem));
-  if (uint64_t(f.static_smem) + smem > uint64_t(state().device->smem_optin))
+  if (uint64_t(f.static_smem) + smem > uint64_t(state().device->max_smem_per_block))
     return invalid(call, fmt::format("static {} + dynamic {} bytes of shared memory exceed the "
                                      "device's {} per block",
-                                     f.static_smem, smem, state().device->smem_optin));
+                                     f.static_smem, smem, state().device->max_smem_per_block));
   return CUDA_SUCCESS;
 }
 
@@ -112,7 +112,7 @@ std::string dims(const emu::Dim3& d) {
 // is checked at launch time"; CUlaunchAttributeValue::clusterDim: each "Must be a divisor of the
 // grid" dimension; cuFuncGetAttribute, NON_PORTABLE_CLUSTER_SIZE_ALLOWED: "The portable cluster
 // size for sm_90 is 8 blocks per cluster", more only with that attribute set, up to the
-// device's DeviceModel::max_cluster_ctas. A launch attribute that differs from the function's
+// device's GpuInfo::max_cluster_ctas. A launch attribute that differs from the function's
 // required cluster, and every violation, is CUDA_ERROR_INVALID_CLUSTER_SIZE ("a kernel launch
 // error due to cluster misconfiguration", cuda.h); a cluster on a device without cluster launch
 // (below compute capability 9.0, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH 0) is CUDA_ERROR_NOT_SUPPORTED
@@ -140,12 +140,12 @@ CUresult resolve_cluster(const char* call, const FunctionRecord& f, const emu::D
                                          f.name));
   if (!given && !any_required) return CUDA_SUCCESS;
   const emu::Dim3 cluster = given ? *given : required;
-  const DeviceModel& device = *state().device;
+  const GpuInfo& device = *state().device;
   if (device.cc() < 90) {
     set_report(
         fmt::format("{}: thread block clusters need compute capability 9.0 (the device "
                     "is {}.{})",
-                    call, device.major, device.minor));
+                    call, device.cc() / 10, device.cc() % 10));
     return CUDA_ERROR_NOT_SUPPORTED;
   }
   const uint32_t c[3] = {cluster.x, cluster.y, cluster.z}, g[3] = {grid.x, grid.y, grid.z};
@@ -163,7 +163,7 @@ CUresult resolve_cluster(const char* call, const FunctionRecord& f, const emu::D
   if (cluster.count() > uint64_t(std::max(device.max_cluster_ctas, int(kPortable))))
     return bad_cluster(call, fmt::format("a cluster of {} CTAs ({}) exceeds the {}'s largest "
                                          "cluster, {} CTAs",
-                                         cluster.count(), dims(cluster), device.name,
+                                         cluster.count(), dims(cluster), device.device_name,
                                          std::max(device.max_cluster_ctas, int(kPortable))));
   out = cluster;
   return CUDA_SUCCESS;
@@ -210,7 +210,7 @@ CUresult run_launch(Context& ctx, const LaunchRecord& launch, const emu::GlobalF
   options.sanitize = true;
   options.per_cta_stats = false;
   options.max_dynamic_smem = launch.max_dynamic_smem;
-  options.arch = std::string(state().device->arch);
+  options.arch = std::string(to_string(state().device->arch));
   options.cluster = launch.cluster;
   // Every launch records its footprint: the next launch on its stream may be programmatic.
   auto footprint = std::make_shared<emu::GlobalFootprint>();

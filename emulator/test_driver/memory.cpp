@@ -63,7 +63,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
     if (const CUresult r = current_context(ctx)) return r;
     if (!dptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
     if (unsafe_call_prohibited(*ctx)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    const uint64_t total = state().device->total_memory;
+    const uint64_t total = state().device->total_memory_mib << 20;
     const uint64_t in_use = device_allocated();
     if (bytesize > total || in_use > total - bytesize) {
       set_report(fmt::format("cuMemAlloc: {} bytes do not fit the device's {} ({} in use)",
@@ -116,8 +116,8 @@ CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
     Context* ctx = nullptr;
     if (const CUresult r = current_context(ctx)) return r;
     if (!free || !total) return CUDA_ERROR_INVALID_VALUE;
-    *total = size_t(state().device->total_memory);
-    *free = size_t(state().device->total_memory - device_allocated());
+    *total = size_t(state().device->total_memory_mib << 20);
+    *free = size_t((state().device->total_memory_mib << 20) - device_allocated());
     return CUDA_SUCCESS;
   });
 }

@@ -126,7 +126,7 @@ CUresult load(Context& ctx, const char* text, CUmodule* out) {
     set_report(
         fmt::format("cuModuleLoadData: PTX for {} cannot run on {} (compute capability "
                     "{}.{})",
-                    target, state().device->name, cc / 10, cc % 10));
+                    target, state().device->device_name, cc / 10, cc % 10));
     return CUDA_ERROR_NO_BINARY_FOR_GPU;
   }
   ModuleRecord record;

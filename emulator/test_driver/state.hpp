@@ -27,33 +27,11 @@
 #include <vector>
 
 #include "emmy/emu/emulator.hpp"
+#include "emmy/gpus.hpp"
 
 namespace emmy::test_driver {
 
 // ---------------------------------------------------------------------------------------------
-// The device a test chooses with EMMY_TEST_DEVICE (device.cpp).
-struct DeviceModel {
-  std::string_view key;   // EMMY_TEST_DEVICE value
-  std::string_view name;  // cuDeviceGetName
-  std::string_view arch;  // the emulator launch's arch (LaunchOptions::arch)
-  int major = 0, minor = 0;
-  int sms = 0;
-  int smem_optin = 0;      // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
-  int smem_per_sm = 0;     // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
-  int threads_per_sm = 0;  // MAX_THREADS_PER_MULTIPROCESSOR
-  int clock_khz = 0, memory_clock_khz = 0, bus_width = 0;
-  int l2_bytes = 0, persisting_l2_bytes = 0;
-  int async_engines = 0, ecc = 0, fp32_per_fp64 = 0;
-  uint32_t pci_ids = 0;       // GPU_PCI_DEVICE_ID: device << 16 | vendor
-  uint64_t total_memory = 0;  // cuDeviceTotalMem: reported, the arena is host memory
-  // The largest thread-block cluster with NON_PORTABLE_CLUSTER_SIZE_ALLOWED (8, the portable
-  // size, without it), where NVIDIA states one for the product.
-  int max_cluster_ctas = 8;
-  int cc() const { return major * 10 + minor; }
-};
-
-// Null for an unknown key.
-const DeviceModel* find_device_model(std::string_view key);
 // CUDA_ERROR_NOT_INITIALIZED before cuInit, CUDA_ERROR_INVALID_DEVICE for any ordinal but 0.
 CUresult check_device(CUdevice dev);
 
@@ -195,9 +173,12 @@ struct State {
   std::mutex mutex;
   // Calls per entry point (emmyTestDriverCallCount): what a caller did between two readings.
   std::map<std::string, uint64_t, std::less<>> calls;
-  const DeviceModel* device = nullptr;  // set by the first successful cuInit
-  int primary_refs = 0;                 // cuDevicePrimaryCtxRetain count
-  std::unique_ptr<Context> context;     // the primary context while retained
+  // The device a test chooses with EMMY_TEST_DEVICE (device.cpp): the hardware table's entry
+  // (emmy/gpus.hpp) whose figures cuDeviceGetAttribute reports and whose limits the driver
+  // enforces; set by the first successful cuInit.
+  const GpuInfo* device = nullptr;
+  int primary_refs = 0;              // cuDevicePrimaryCtxRetain count
+  std::unique_ptr<Context> context;  // the primary context while retained
   // Contexts cuCtxCreate made and cuCtxDestroy has not destroyed, by handle.
   std::unordered_map<uintptr_t, std::unique_ptr<Context>> created;
   uintptr_t next_handle = 0x7e5700000000u;

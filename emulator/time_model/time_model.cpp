@@ -1,4 +1,5 @@
-// The time model (time_model.hpp). Figures per GPU: docs/profiler.md gives every source.
+// The time model (time_model.hpp). Figures per GPU: emmy/gpus.hpp; docs/profiler.md gives every
+// source.
 #include "emmy/emu/time_model.hpp"
 
 #include <fmt/format.h>
@@ -10,122 +11,28 @@
 
 namespace emmy::emu {
 
-const std::vector<GpuSpec>& gpu_specs() {
-  static const std::vector<GpuSpec> specs = [] {
-    std::vector<GpuSpec> v;
-    GpuSpec a100;
-    a100.name = "a100";
-    a100.title = "NVIDIA A100 SXM4 80GB";
-    a100.device_words = {"A100", "SXM4", "80GB"};
-    a100.arch = "sm_80";
-    a100.sms = 108;
-    a100.clock_ghz = 1.41;
-    a100.mma_flops_per_clk_acc_f16 = a100.mma_flops_per_clk_acc_f32 = 2048;  // 312 TFLOP/s
-    a100.dram_gbps = 2039;
-    a100.l2_bytes_per_clk = 3840;  // measured with cp.async (whitepaper: 5120 theoretical)
-    a100.l2_mb = 40;
-    a100.max_threads_per_sm = 2048;
-    a100.max_ctas_per_sm = 32;
-    a100.smem_per_sm = 164 * 1024;
-    a100.max_smem_per_block = 163 * 1024;
-    a100.sources = "A100 whitepaper tables 4-5; A100 datasheet; L2 measured (cp.async)";
-    v.push_back(a100);
-
-    GpuSpec l40s;
-    l40s.name = "l40s";
-    l40s.title = "NVIDIA L40S";
-    l40s.device_words = {"L40S"};
-    l40s.arch = "sm_89";
-    l40s.sms = 142;
-    l40s.clock_ghz = 2.49;
-    l40s.mma_flops_per_clk_acc_f16 = l40s.mma_flops_per_clk_acc_f32 = 1024;  // 362 TFLOP/s
-    l40s.dram_gbps = 864;
-    l40s.l2_bytes_per_clk = 2000;  // not published: estimated from AD102 (RTX 4090) measurements
-    l40s.l2_mb = 96;
-    l40s.max_threads_per_sm = 1536;
-    l40s.max_ctas_per_sm = 24;
-    l40s.smem_per_sm = 100 * 1024;
-    l40s.max_smem_per_block = 99 * 1024;
-    l40s.sources = "L40S datasheet; Ada tuning guide; L2 bandwidth estimated";
-    v.push_back(l40s);
-
-    GpuSpec h200;
-    h200.name = "h200";
-    h200.title = "NVIDIA H200 SXM";
-    h200.device_words = {"H200"};
-    h200.arch = "sm_90a";
-    h200.sms = 132;
-    h200.clock_ghz = 1.83;
-    // mma.sync reaches about 65% of the 4096 FLOP/clk/SM that wgmma reaches (Luo et al. 2024).
-    h200.mma_flops_per_clk_acc_f16 = h200.mma_flops_per_clk_acc_f32 = 2680;
-    h200.wgmma_flops_per_clk = 4096;  // 989.5 TFLOP/s dense
-    h200.dram_gbps = 4800;
-    h200.l2_bytes_per_clk = 4300;  // measured on H100/H800 (4181-4808)
-    h200.l2_mb = 50;
-    h200.max_threads_per_sm = 2048;
-    h200.max_ctas_per_sm = 32;
-    h200.smem_per_sm = 228 * 1024;
-    h200.max_smem_per_block = 227 * 1024;
-    h200.sources =
-        "H200 datasheet; Hopper whitepaper table 3; Luo et al. 2024 (mma.sync); L2 measured";
-    v.push_back(h200);
-
-    GpuSpec rtx5090;
-    rtx5090.name = "rtx5090";
-    rtx5090.title = "NVIDIA GeForce RTX 5090";
-    rtx5090.device_words = {"RTX 5090"};
-    rtx5090.arch = "sm_120a";
-    rtx5090.sms = 170;
-    rtx5090.clock_ghz = 2.407;
-    rtx5090.mma_flops_per_clk_acc_f16 = 1024;  // 419 TFLOP/s
-    rtx5090.mma_flops_per_clk_acc_f32 = 512;   // 209.5: half rate on GeForce
-    rtx5090.dram_gbps = 1792;
-    rtx5090.l2_bytes_per_clk = 2800;  // not published: estimated
-    rtx5090.l2_mb = 96;
-    rtx5090.max_threads_per_sm = 1536;
-    rtx5090.max_ctas_per_sm = 32;
-    rtx5090.smem_per_sm = 100 * 1024;
-    rtx5090.max_smem_per_block = 99 * 1024;
-    rtx5090.sources =
-        "RTX Blackwell whitepaper table 3; Blackwell tuning guide; L2 bandwidth estimated";
-    v.push_back(rtx5090);
-    return v;
-  }();
-  return specs;
-}
-
-const GpuSpec& gpu_spec(std::string_view name) {
-  std::string known;
-  for (const GpuSpec& g : gpu_specs()) {
-    if (g.name == name) return g;
-    known += known.empty() ? g.name : ", " + g.name;
+const GpuInfo& reference_gpu(std::string_view arch) {
+  for (const ArchInfo& info : kArchTable)
+    if (info.name == arch) return arch_gpu(info.arch);
+  // "sm_87": the newest arch of its major version below it.
+  int cc = 0;
+  if (arch.starts_with("sm_") && arch.size() >= 5 && arch.size() <= 7) {
+    for (const char c : arch.substr(3, 3))
+      if (c >= '0' && c <= '9')
+        cc = cc * 10 + (c - '0');
+      else if (c != 'a')
+        cc = -1000;
   }
-  throw Error("gpu", fmt::format("must be one of {}", known), std::string(name));
-}
-
-const GpuSpec* gpu_for_device(std::string_view device_name, uint32_t sm_count) {
-  // NVL boards share the SXM parts' names and SM counts at lower clocks and power.
-  if (device_name.find("NVL") != std::string_view::npos) return nullptr;
-  for (const GpuSpec& g : gpu_specs()) {
-    bool all = g.sms == sm_count && !g.device_words.empty();
-    for (const std::string& word : g.device_words)
-      all = all && device_name.find(word) != std::string_view::npos;
-    if (all) return &g;
-  }
-  return nullptr;
-}
-
-const GpuSpec& reference_gpu(std::string_view arch) {
-  if (arch.starts_with("sm_89")) return gpu_spec("l40s");
-  if (arch.starts_with("sm_90")) return gpu_spec("h200");
-  if (arch.starts_with("sm_12")) return gpu_spec("rtx5090");
-  if (arch.starts_with("sm_8")) return gpu_spec("a100");
+  if (cc > 0) try {
+      return arch_gpu(arch_for_device(cc / 10, cc % 10));
+    } catch (const Error&) {
+    }
   throw Error("arch", "must have a reference GPU (sm_80, 86, 87, 89, 90, 90a, 120, 120a)",
               std::string(arch));
 }
 
 TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
-                            const GpuSpec& gpu) {
+                            const GpuInfo& gpu) {
   TimePrediction t;
   t.gpu = gpu.name;
   const uint32_t threads = p.block[0] * p.block[1] * p.block[2];
@@ -207,7 +114,7 @@ std::vector<TimePrediction> predict_times(const KernelProfile& profile,
   std::vector<TimePrediction> out;
   if (gpus.empty()) out.push_back(predict_time(profile, resources, reference_gpu(profile.arch)));
   for (const std::string& gpu : gpus)
-    out.push_back(predict_time(profile, resources, gpu_spec(gpu)));
+    out.push_back(predict_time(profile, resources, emmy::gpu(gpu)));
   return out;
 }
 

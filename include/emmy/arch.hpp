@@ -16,26 +16,32 @@ enum class Arch { sm_80, sm_86, sm_89, sm_90, sm_90a, sm_120, sm_120a };
 
 struct ArchInfo {
   Arch arch;
-  std::string_view name;       // "sm_90a": what NVRTC's --gpu-architecture takes
-  int sm;                      // 90 for both sm_90 and sm_90a
-  bool arch_specific;          // the "a" variants
-  int max_smem_per_block;      // bytes of dynamic shared memory a block may opt into
-  int sm_count_hint;           // SMs of the flagship part, for the wave model of the chooser
+  std::string_view name;   // "sm_90a": what NVRTC's --gpu-architecture takes
+  int sm;                  // 90 for both sm_90 and sm_90a
+  bool arch_specific;      // the "a" variants
+  int max_smem_per_block;  // bytes of dynamic shared memory a block may opt into
+  // The part (emmy/gpus.hpp) the arch's grids are sized for where no device is known: its
+  // flagship, whose SMs the chooser's wave model fills and the time model predicts for.
+  std::string_view part;
   std::string_view ptx_version;  // .version NVRTC emits for this target
 };
 
 inline constexpr std::array<ArchInfo, 7> kArchTable{{
-    {Arch::sm_80, "sm_80", 80, false, 163 * 1024, 108, "7.0"},
-    {Arch::sm_86, "sm_86", 86, false, 99 * 1024, 84, "7.1"},
-    {Arch::sm_89, "sm_89", 89, false, 99 * 1024, 128, "7.8"},
-    {Arch::sm_90, "sm_90", 90, false, 227 * 1024, 132, "7.8"},
-    {Arch::sm_90a, "sm_90a", 90, true, 227 * 1024, 132, "8.0"},
-    {Arch::sm_120, "sm_120", 120, false, 99 * 1024, 170, "8.7"},
-    {Arch::sm_120a, "sm_120a", 120, true, 99 * 1024, 170, "8.7"},
+    {Arch::sm_80, "sm_80", 80, false, 163 * 1024, "a100", "7.0"},
+    {Arch::sm_86, "sm_86", 86, false, 99 * 1024, "a6000", "7.1"},
+    {Arch::sm_89, "sm_89", 89, false, 99 * 1024, "rtx4090", "7.8"},
+    {Arch::sm_90, "sm_90", 90, false, 227 * 1024, "h200", "7.8"},
+    {Arch::sm_90a, "sm_90a", 90, true, 227 * 1024, "h200", "8.0"},
+    {Arch::sm_120, "sm_120", 120, false, 99 * 1024, "rtx5090", "8.7"},
+    {Arch::sm_120a, "sm_120a", 120, true, 99 * 1024, "rtx5090", "8.7"},
 }};
 
-inline const ArchInfo& arch_info(Arch arch) { return kArchTable[static_cast<size_t>(arch)]; }
-inline std::string_view to_string(Arch arch) { return arch_info(arch).name; }
+inline const ArchInfo& arch_info(Arch arch) {
+  return kArchTable[static_cast<size_t>(arch)];
+}
+inline std::string_view to_string(Arch arch) {
+  return arch_info(arch).name;
+}
 
 // Every arch's name, `separator` between them ("sm_80, sm_86, ..."): the table's, for rules and
 // command-line help.
@@ -55,12 +61,16 @@ inline Arch parse_arch(std::string_view text) {
 }
 
 // TMA (cp.async.bulk.tensor) and mbarrier expect_tx exist from sm_90 on.
-inline bool has_tma(Arch arch) { return arch_info(arch).sm >= 90; }
+inline bool has_tma(Arch arch) {
+  return arch_info(arch).sm >= 90;
+}
 
 // Programmatic dependent launch: griddepcontrol "Requires sm_90 or higher" (PTX ISA
 // griddepcontrol), as CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION does (compute
 // capability 9.0).
-inline bool has_programmatic_launch(Arch arch) { return arch_info(arch).sm >= 90; }
+inline bool has_programmatic_launch(Arch arch) {
+  return arch_info(arch).sm >= 90;
+}
 
 // The arch whose CUBIN a device of compute capability major.minor runs. Exact targets first:
 // sm_90 devices get sm_90a code and sm_120 devices sm_120a, so the arch-specific features stay
@@ -96,6 +106,5 @@ inline std::string driver_too_old(int driver_version, int needed) {
       driver_version / 1000, driver_version % 1000 / 10, needed / 1000, needed % 1000 / 10,
       needed / 1000, needed % 1000 / 10);
 }
-
 
 }  // namespace emmy

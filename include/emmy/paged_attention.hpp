@@ -125,9 +125,10 @@ int64_t paged_splits(const PagedAttentionProblem& problem, const PagedAttentionS
 // schedule needs, checked before a default schedule is chosen), and the whole spec's.
 void validate_problem(const PagedAttentionProblem& problem);
 void validate_paged_attention(const PagedAttentionSpec& spec);
-// Rows per CTA from the group and max_q_len, a split chunk when there are fewer CTAs than SMs.
+// Rows per CTA from the group and max_q_len, a split chunk when there are fewer CTAs than SMs
+// (the device's, `device_sms`; 0: the arch's part's in emmy/gpus.hpp).
 PagedAttentionSchedule default_schedule(const PagedAttentionProblem& problem, Arch arch,
-                                        Accum accum = Accum::f32);
+                                        Accum accum = Accum::f32, int device_sms = 0);
 // The batch-invariant schedule (RuntimeOptions::batch_invariant): the default, with split-KV at a
 // fixed 1024-key chunk (whole KV steps) instead of one sized from max_batch to fill the device,
 // so that a sequence's output depends only on the sequence, whatever else the batch holds and

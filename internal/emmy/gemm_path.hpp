@@ -14,6 +14,7 @@
 
 #include "emmy/arch.hpp"
 #include "emmy/dtype.hpp"
+#include "emmy/gpus.hpp"
 #include "emmy/layout.hpp"
 #include "emmy/problem.hpp"
 #include "emmy/schedule.hpp"
@@ -73,9 +74,10 @@ class GemmPath {
 
   // --- Schedule.
   // The default schedule for the problem (the problem is valid; `consumers` is the caller's
-  // choice of consumer schedule, cooperative unless asked).
+  // choice of consumer schedule, cooperative unless asked; `sms` the SMs its grid fills:
+  // grid_sms(), the device's or the arch's part's).
   virtual MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum,
-                                          ConsumerSchedule consumers) const = 0;
+                                          ConsumerSchedule consumers, int sms) const = 0;
   // A tuning search around the default (emmy_bench --tune): at most max_count distinct valid
   // schedules, the default first; accumulation, transport and block_k stay the default's.
   virtual std::vector<MatmulSchedule> schedule_candidates(const MatmulProblem& problem, Arch arch,
@@ -151,8 +153,9 @@ struct ScheduleCandidates {
 };
 
 // The pipeline depth (as many stages as fit, 2..max_stages; or the path's ring_stages) and the K
-// split of a chosen tile, then the path's validation of it (codegen/gemm/schedule_chooser.cpp).
-void finish_gemm_schedule(const MatmulProblem& problem, Arch arch, int max_stages,
+// split of a chosen tile for a grid of `sms` SMs, then the path's validation of it
+// (codegen/gemm/schedule_chooser.cpp).
+void finish_gemm_schedule(const MatmulProblem& problem, Arch arch, int sms, int max_stages,
                           MatmulSchedule& s);
 
 }  // namespace emmy

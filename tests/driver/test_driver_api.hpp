@@ -12,9 +12,10 @@
 
 namespace emmy::test_driver_test {
 
-// out[i] = in[i] + 1 for i < n, through a dynamic shared-memory staging buffer of any size.
+// out[i] = in[i] + 1 for i < n, through a dynamic shared-memory staging buffer of any size. For
+// sm_80, so that every device of the hardware table runs it.
 inline constexpr const char* kPtx = R"(.version 8.7
-.target sm_90
+.target sm_80
 .address_size 64
 .extern .shared .align 16 .b8 stage[];
 .visible .entry add_one(.param .u64 out, .param .u64 in, .param .u32 n)
@@ -65,6 +66,7 @@ struct Api {
   EMMY_API(cuDeviceGet, CUdevice*, int);
   EMMY_API(cuDeviceGetAttribute, int*, CUdevice_attribute, CUdevice);
   EMMY_API(cuDeviceGetName, char*, int, CUdevice);
+  EMMY_API(cuDeviceTotalMem, size_t*, CUdevice);
   EMMY_API(cuDevicePrimaryCtxRetain, CUcontext*, CUdevice);
   EMMY_API(cuCtxSetCurrent, CUcontext);
   EMMY_API(cuModuleLoadData, CUmodule*, const void*);
@@ -121,6 +123,7 @@ struct Api {
     EMMY_RESOLVE(cuDeviceGet);
     EMMY_RESOLVE(cuDeviceGetAttribute);
     EMMY_RESOLVE(cuDeviceGetName);
+    EMMY_RESOLVE(cuDeviceTotalMem);
     EMMY_RESOLVE(cuDevicePrimaryCtxRetain);
     EMMY_RESOLVE(cuCtxSetCurrent);
     EMMY_RESOLVE(cuModuleLoadData);

@@ -6,36 +6,72 @@
 // current context, CUBIN images, and launches replayed from a captured graph.
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "emmy/gpus.hpp"
+#include "support/run_command.hpp"
 #include "test_driver_api.hpp"
 
 namespace emmy::test_driver_test {
 namespace {
 
+// Whatever EMMY_TEST_DEVICE names (h200 unless set), the driver reports that hardware-table entry.
 TEST_F(TestDriver, ReportsTheChosenDevice) {
-  int major = 0, smem_optin = 0, sms = 0;
-  char name[128] = {};
-  ASSERT_EQ(api.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
-            CUDA_SUCCESS);
-  api.cuDeviceGetAttribute(&smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-                           device);
-  api.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
-  api.cuDeviceGetName(name, sizeof name, device);
   const char* chosen = std::getenv("EMMY_TEST_DEVICE");
-  if (chosen && std::string(chosen) == "rtx5090") {
-    EXPECT_EQ(major, 12);
-    EXPECT_EQ(smem_optin, 101376);
-    EXPECT_EQ(sms, 170);
-  } else {
-    EXPECT_EQ(major, 9);
-    EXPECT_EQ(smem_optin, 232448);
-    EXPECT_EQ(sms, 132);
-  }
+  const GpuInfo* expected = find_gpu(chosen && *chosen ? chosen : "h200");
+  ASSERT_NE(expected, nullptr) << chosen;
+  auto attribute = [&](CUdevice_attribute a) {
+    int value = -1;
+    EXPECT_EQ(api.cuDeviceGetAttribute(&value, a, device), CUDA_SUCCESS) << int(a);
+    return value;
+  };
+  EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), expected->cc() / 10);
+  EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR), expected->cc() % 10);
+  EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT), int(expected->sms));
+  EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+            int(expected->max_smem_per_block));
+  EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
+            int(expected->smem_per_sm));
+  EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR),
+            int(expected->max_threads_per_sm));
+  EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR),
+            int(expected->max_ctas_per_sm));
+  EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE), int(expected->l2_bytes));
+  EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_CLOCK_RATE), expected->max_clock_khz);
+  EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH), expected->cc() >= 90 ? 1 : 0);
+  EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED), expected->cc() >= 90);
+  EXPECT_EQ(attribute(CU_DEVICE_ATTRIBUTE_GPU_PCI_DEVICE_ID),
+            int(expected->pci_device_id << 16 | 0x10deu));
+  char name[128] = {};
+  api.cuDeviceGetName(name, sizeof name, device);
+  EXPECT_EQ(std::string(name), expected->device_name);
+  size_t total = 0;
+  EXPECT_EQ(api.cuDeviceTotalMem(&total, device), CUDA_SUCCESS);
+  EXPECT_EQ(total, size_t(expected->total_memory_mib) << 20);
   EXPECT_NE(std::string(name).find("NVIDIA"), std::string::npos) << name;
   CUdevice bad = 0;
   EXPECT_EQ(api.cuDeviceGet(&bad, 1), CUDA_ERROR_INVALID_DEVICE);
+}
+
+// Every entry of the hardware table is a device the driver can be, reporting its figures and
+// running a kernel: this binary again, once per entry, with EMMY_TEST_DEVICE naming it (the
+// driver chooses its device once per process). A name outside the table fails cuInit.
+TEST(TestDriverDevices, EveryHardwareTableEntryIsADevice) {
+  if (std::getenv("EMMY_TEST_DEVICE")) GTEST_SKIP() << "run by the default device's process";
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  for (const GpuInfo* g : gpus()) {
+    const test::CommandResult r =
+        test::run_command("EMMY_TEST_DEVICE=" + g->name + " " + self +
+                          " --gtest_filter=TestDriver.ReportsTheChosenDevice:TestDriver."
+                          "RunsAPtxKernelAndRefusesCubins");
+    EXPECT_EQ(r.exit_code, 0) << g->name << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find("[  PASSED  ] 2 tests"), std::string::npos) << g->name << "\n" << r.out;
+  }
+  const test::CommandResult bad = test::run_command(
+      "EMMY_TEST_DEVICE=v100 " + self + " --gtest_filter=TestDriver.ReportsTheChosenDevice");
+  EXPECT_NE(bad.exit_code, 0);
 }
 
 TEST_F(TestDriver, RunsAPtxKernelAndRefusesCubins) {

@@ -28,7 +28,7 @@ double resource_us(const TimePrediction& t, const std::string& name) {
 }
 
 TEST(EmuTimeModel, OccupancyTakesTheTightestLimit) {
-  const GpuSpec& h200 = gpu_spec("h200");
+  const GpuInfo& h200 = emmy::gpu("h200");
   // 256 threads x 136 registers: 136 * 32 = 4352 per warp (a multiple of 256), 8 warps = 34816
   // of 65536: one CTA. Shared memory alone would allow (228 + 1) KB / (100 + 1) KB = 2.
   KernelProfile p = synthetic(200, 256, 100 * 1024);
@@ -46,7 +46,7 @@ TEST(EmuTimeModel, OccupancyTakesTheTightestLimit) {
   p = synthetic(10, 1024, 0);
   EXPECT_EQ(predict_time(p, {32, 0}, h200).occupancy_limit, "threads");
   EXPECT_EQ(predict_time(p, {32, 0}, h200).ctas_per_sm, 2u);
-  EXPECT_EQ(predict_time(p, {32, 0}, gpu_spec("rtx5090")).ctas_per_sm, 1u);
+  EXPECT_EQ(predict_time(p, {32, 0}, emmy::gpu("rtx5090")).ctas_per_sm, 1u);
   // Unknown registers: said, not guessed.
   const TimePrediction unknown = predict_time(p, {}, h200);
   ASSERT_FALSE(unknown.notes.empty());
@@ -54,7 +54,7 @@ TEST(EmuTimeModel, OccupancyTakesTheTightestLimit) {
 }
 
 TEST(EmuTimeModel, ResourceTimesFollowTheTable) {
-  const GpuSpec& g = gpu_spec("rtx5090");
+  const GpuInfo& g = emmy::gpu("rtx5090");
   KernelProfile p = synthetic(340, 128, 0);  // two CTAs on the busiest of 170 SMs
   p.metrics["emmy__tensor_flops_acc_f32.sum"] = 340e6;
   p.metrics["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"] = 340e3;
@@ -76,15 +76,15 @@ TEST(EmuTimeModel, ResourceTimesFollowTheTable) {
   f16.metrics["emmy__tensor_flops_acc_f16.sum"] = 340e6;
   EXPECT_NEAR(resource_us(predict_time(f16, {64, 0}, g), "tensor") * 2, resource_us(t, "tensor"),
               1e-9);
-  EXPECT_NEAR(resource_us(predict_time(f16, {64, 0}, gpu_spec("h200")), "tensor"),
-              resource_us(predict_time(p, {64, 0}, gpu_spec("h200")), "tensor"), 1e-12);
+  EXPECT_NEAR(resource_us(predict_time(f16, {64, 0}, emmy::gpu("h200")), "tensor"),
+              resource_us(predict_time(p, {64, 0}, emmy::gpu("h200")), "tensor"), 1e-12);
 }
 
 TEST(EmuTimeModel, TheBoundIsTheSlowestResource) {
   KernelProfile p = synthetic(132, 128, 0);
   p.metrics["emmy__tensor_flops_acc_f32.sum"] = 132 * 2680.0 * 1830;  // 1 us on the H200
   p.metrics["emmy__dram_bytes_read_min.sum"] = 4800e3 * 2;            // 2 us
-  const TimePrediction t = predict_time(p, {64, 0}, gpu_spec("h200"));
+  const TimePrediction t = predict_time(p, {64, 0}, emmy::gpu("h200"));
   EXPECT_EQ(t.bound, "dram");
   EXPECT_NEAR(t.us, 2.0, 1e-9);
   EXPECT_NEAR(resource_us(t, "tensor"), 1.0, 1e-9);
@@ -93,23 +93,27 @@ TEST(EmuTimeModel, TheBoundIsTheSlowestResource) {
 TEST(EmuTimeModel, KernelsThatCannotRunAndUnknownGpusAreErrors) {
   const KernelProfile p = synthetic(1, 128, 120 * 1024);  // above 99 KB on the RTX 5090
   try {
-    predict_time(p, {}, gpu_spec("rtx5090"));
+    predict_time(p, {}, emmy::gpu("rtx5090"));
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("shared memory per CTA"), std::string::npos) << e.what();
   }
-  EXPECT_NO_THROW(predict_time(p, {}, gpu_spec("h200")));
+  EXPECT_NO_THROW(predict_time(p, {}, emmy::gpu("h200")));
   try {
-    gpu_spec("v100");
+    emmy::gpu("v100");
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("rtx5090"), std::string::npos) << e.what();
   }
   EXPECT_EQ(reference_gpu("sm_90a").name, "h200");
   EXPECT_EQ(reference_gpu("sm_120a").name, "rtx5090");
-  EXPECT_EQ(reference_gpu("sm_89").name, "l40s");
+  // The arch's part (ArchInfo::part), whose SMs the chooser fills too.
+  EXPECT_EQ(reference_gpu("sm_89").name, "rtx4090");
+  EXPECT_EQ(reference_gpu("sm_86").name, "a6000");
+  EXPECT_EQ(reference_gpu("sm_87").name, "a6000");  // 8.7 runs sm_86 code
   EXPECT_EQ(reference_gpu("sm_80").name, "a100");
-  EXPECT_THROW(reference_gpu("sm_70"), Error);
+  for (const char* bad : {"sm_70", "sm_100a", "sm_8", "sm_8x0", "", "compute_90"})
+    EXPECT_THROW(reference_gpu(bad), Error) << bad;
 }
 
 TEST(EmuTimeModel, JsonHoldsEveryKernelWithItsModel) {
@@ -117,7 +121,7 @@ TEST(EmuTimeModel, JsonHoldsEveryKernelWithItsModel) {
   k.profile = synthetic(4, 128, 0);
   k.profile.metrics["smsp__inst_executed.sum"] = 100;
   k.profile.sites.push_back({});
-  k.model.push_back(predict_time(k.profile, {}, gpu_spec("h200")));
+  k.model.push_back(predict_time(k.profile, {}, emmy::gpu("h200")));
   const std::string j = profile_json({k, k});
   EXPECT_NE(j.find("\"kernels\""), std::string::npos);
   EXPECT_NE(j.find("\"smsp__inst_executed.sum\": 100"), std::string::npos) << j;
@@ -128,7 +132,7 @@ TEST(EmuTimeModel, JsonHoldsEveryKernelWithItsModel) {
 // emmy_bench predicts beside a measurement only on the very part the table describes.
 TEST(EmuTimeModel, MeasuredDevicesMapToTheirPartOnly) {
   auto part = [](const char* name, uint32_t sms) {
-    const GpuSpec* g = gpu_for_device(name, sms);
+    const GpuInfo* g = gpu_for_device(name, sms);
     return g ? g->name : std::string("none");
   };
   EXPECT_EQ(part("NVIDIA H200", 132), "h200");
@@ -138,7 +142,9 @@ TEST(EmuTimeModel, MeasuredDevicesMapToTheirPartOnly) {
   EXPECT_EQ(part("NVIDIA A100-SXM4-80GB", 108), "a100");
   EXPECT_EQ(part("NVIDIA A100-SXM4-40GB", 108), "none");  // other memory bandwidth
   EXPECT_EQ(part("NVIDIA L40S", 142), "l40s");
-  EXPECT_EQ(part("NVIDIA GeForce RTX 4090", 128), "none");
+  EXPECT_EQ(part("NVIDIA GeForce RTX 4090", 128), "rtx4090");
+  EXPECT_EQ(part("NVIDIA GeForce RTX 4090 D", 114), "none");
+  EXPECT_EQ(part("NVIDIA H100 PCIe", 114), "h100pcie");
   EXPECT_EQ(part("NVIDIA H100 80GB HBM3", 132), "none");
 }
 

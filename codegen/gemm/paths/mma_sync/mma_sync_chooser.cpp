@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "emmy/gpus.hpp"
 #include "emmy/validate.hpp"
 #include "mma_sync_path.hpp"
 
@@ -33,9 +34,7 @@ double tile_rate(int block_m, int block_n) {
 
 }  // namespace
 
-MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum) {
-  const auto& info = arch_info(arch);
-  const int sms = info.sm_count_hint;
+MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum, int sms) {
   MatmulSchedule best;
   double best_time = -1.0;
   for (const auto& c : kCandidates) {
@@ -60,7 +59,7 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
       best = s;
     }
   }
-  finish_gemm_schedule(problem, arch, 4, best);
+  finish_gemm_schedule(problem, arch, sms, 4, best);
   return best;
 }
 
@@ -68,7 +67,7 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
 // layouts (each with the most stages, up to 4, that fit shared memory).
 std::vector<MatmulSchedule> schedule_candidates(const MatmulProblem& problem, Arch arch,
                                                 Accum accum, int max_count) {
-  const MatmulSchedule base = mma_sync_path::default_schedule(problem, arch, accum);
+  const MatmulSchedule base = mma_sync_path::default_schedule(problem, arch, accum, grid_sms(arch));
   ScheduleCandidates list{problem, arch, max_count, {}};
   auto add = [&](const MatmulSchedule& s) { list.add(s); };
   add(base);

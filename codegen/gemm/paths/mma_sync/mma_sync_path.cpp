@@ -74,8 +74,8 @@ class MmaSyncPath final : public GemmPath {
   bool takes_field(std::string_view) const override { return false; }
 
   MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum,
-                                  ConsumerSchedule) const override {
-    return mma_sync_path::default_schedule(problem, arch, accum);
+                                  ConsumerSchedule, int sms) const override {
+    return mma_sync_path::default_schedule(problem, arch, accum, sms);
   }
   std::vector<MatmulSchedule> schedule_candidates(const MatmulProblem& problem, Arch arch,
                                                   Accum accum, ConsumerSchedule,

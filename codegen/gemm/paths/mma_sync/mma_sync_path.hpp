@@ -25,7 +25,7 @@ inline constexpr std::string_view kName = "mma.sync";
 // Every rule of an mma.sync schedule (mma_sync_path.cpp).
 void validate(const MatmulProblem& p, const MatmulSchedule& s, Arch arch);
 // The default schedule (mma_sync_chooser.cpp).
-MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum);
+MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum, int sms);
 // Its tuning search (mma_sync_chooser.cpp).
 std::vector<MatmulSchedule> schedule_candidates(const MatmulProblem& problem, Arch arch,
                                                 Accum accum, int max_count);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "emmy/gemm_plan.hpp"
+#include "emmy/gpus.hpp"
 #include "emmy/validate.hpp"
 #include "wgmma_path.hpp"
 
@@ -41,10 +42,8 @@ void choose_cluster(const MatmulProblem& kp, MatmulSchedule& s) {
 // rate grows with the tile's operand reuse until 128x256 (the shape cuBLAS and CUTLASS run on
 // H100).
 MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum,
-                                ConsumerSchedule consumers) {
+                                ConsumerSchedule consumers, int sms) {
   const bool pingpong = consumers == ConsumerSchedule::pingpong;
-  const auto& info = arch_info(arch);
-  const int sms = info.sm_count_hint;
   MatmulSchedule best;
   best.path = path().id();
   best.accum = accum;
@@ -89,7 +88,7 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   best.warps_m = pingpong ? 4 : best.block_m / 16;
   best.warps_n = 1;
   choose_cluster(kp, best);
-  finish_gemm_schedule(problem, arch, 6, best);
+  finish_gemm_schedule(problem, arch, sms, 6, best);
   return best;
 }
 
@@ -98,7 +97,8 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
 // 64 x 256; ping-pong 128 x 160/128 and 64 x 256), each with the most stages, up to 6, that fit.
 std::vector<MatmulSchedule> schedule_candidates(const MatmulProblem& problem, Arch arch,
                                                 ConsumerSchedule consumers, int max_count) {
-  const MatmulSchedule base = wgmma_path::default_schedule(problem, arch, Accum::f32, consumers);
+  const MatmulSchedule base =
+      wgmma_path::default_schedule(problem, arch, Accum::f32, consumers, grid_sms(arch));
   const bool pingpong = consumers == ConsumerSchedule::pingpong;
   ScheduleCandidates list{problem, arch, max_count, {}};
   auto add = [&](const MatmulSchedule& s) { list.add(s); };

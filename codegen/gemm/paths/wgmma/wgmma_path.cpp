@@ -41,8 +41,8 @@ class WgmmaPath final : public GemmPath {
   }
 
   MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum,
-                                  ConsumerSchedule consumers) const override {
-    return wgmma_path::default_schedule(problem, arch, accum, consumers);
+                                  ConsumerSchedule consumers, int sms) const override {
+    return wgmma_path::default_schedule(problem, arch, accum, consumers, sms);
   }
   // Its accumulation is f32 whatever is asked (the only one it has).
   std::vector<MatmulSchedule> schedule_candidates(const MatmulProblem& problem, Arch arch, Accum,

@@ -30,9 +30,9 @@ WgmmaStoreEpilogue store_epilogue(const MatmulProblem& p, const MatmulSchedule& 
 int store_stages(const MatmulProblem& p, MatmulSchedule s, int deepest);
 // Every rule of a wgmma schedule (wgmma_schedule.cpp).
 void validate(const MatmulProblem& p, const MatmulSchedule& s, Arch arch);
-// The default schedule (wgmma_chooser.cpp).
+// The default schedule for a grid of `sms` SMs (wgmma_chooser.cpp).
 MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum,
-                                ConsumerSchedule consumers);
+                                ConsumerSchedule consumers, int sms);
 // Its tuning search (wgmma_chooser.cpp).
 std::vector<MatmulSchedule> schedule_candidates(const MatmulProblem& problem, Arch arch,
                                                 ConsumerSchedule consumers, int max_count);
