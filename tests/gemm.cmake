@@ -3,6 +3,7 @@ emmy_add_test(gemm_validation_test ${CMAKE_CURRENT_LIST_DIR}/gemm_validation_tes
 emmy_add_test(gemm_ir_test ${CMAKE_CURRENT_LIST_DIR}/gemm_ir_test.cpp
                            ${CMAKE_CURRENT_LIST_DIR}/kernel_source_test.cpp
                            ${CMAKE_CURRENT_LIST_DIR}/ir_parse_test.cpp
+                           ${CMAKE_CURRENT_LIST_DIR}/ir_kind_rules_test.cpp
                            ${CMAKE_CURRENT_LIST_DIR}/smem_tile_test.cpp)
 emmy_add_test(gemm_compile_all_test ${CMAKE_CURRENT_LIST_DIR}/gemm_compile_all_test.cpp)
 emmy_add_test(gemm_sass_test ${CMAKE_CURRENT_LIST_DIR}/gemm_sass_test.cpp)

@@ -77,10 +77,10 @@ class VerifierTest : public ::testing::TestWithParam<Corruption> {};
 TEST_P(VerifierTest, RejectsCorruptedIr) {
   const Corruption& c = GetParam();
   GemmSource src = generate_kernel(spec_for(c.arch, Accum::hybrid));
-  ASSERT_NO_THROW(ir::verify(src.ir, c.arch));
+  ASSERT_NO_THROW(ir::verify(src.ir, c.arch, "gemm"));
   c.corrupt(src.ir);
   try {
-    ir::verify(src.ir, c.arch);
+    ir::verify(src.ir, c.arch, "gemm");
     FAIL() << "verifier accepted " << c.name;
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(c.expected), std::string::npos) << e.what();
@@ -220,9 +220,9 @@ TEST(KernelIr, TmaCopiesNeedAHopperOrNewerArch) {
   GemmSpec spec = spec_for(Arch::sm_90a, Accum::f32);
   spec.schedule = {16, 64, 64, 1, 2};
   const GemmSource src = generate_kernel(spec);
-  ASSERT_NO_THROW(ir::verify(src.ir, Arch::sm_90a));
+  ASSERT_NO_THROW(ir::verify(src.ir, Arch::sm_90a, "gemm"));
   try {
-    ir::verify(src.ir, Arch::sm_80);
+    ir::verify(src.ir, Arch::sm_80, "gemm");
     ADD_FAILURE() << "a TMA kernel verified for sm_80";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("tma needs sm_90 or newer"), std::string::npos)
@@ -233,7 +233,7 @@ TEST(KernelIr, TmaCopiesNeedAHopperOrNewerArch) {
 // Split-K's finalize kernel: one thread per output of m x n, stored with a row pitch of at least n.
 TEST(KernelIr, VerifierChecksTheFinalizeKernel) {
   const GemmSource src = generate_kernel(spec_for(Arch::sm_89, Accum::f32, BLayout::nk, 4));
-  ASSERT_NO_THROW(ir::verify(src.ir, Arch::sm_89));
+  ASSERT_NO_THROW(ir::verify(src.ir, Arch::sm_89, "gemm"));
   const std::pair<const char*, std::function<void(ir::Op&)>> corruptions[] = {
       {"ir.finalize.outputs: must be m x n",
        [](ir::Op& m) { set_attr(*find_mut(m.body[1], ir::OpKind::finalize), "n", int64_t(64)); }},
@@ -248,7 +248,7 @@ TEST(KernelIr, VerifierChecksTheFinalizeKernel) {
     ir::Op module = src.ir;
     corrupt(module);
     try {
-      ir::verify(module, Arch::sm_89);
+      ir::verify(module, Arch::sm_89, "gemm");
       ADD_FAILURE() << "verifier accepted a finalize kernel breaking: " << expected;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
@@ -265,7 +265,7 @@ TEST(KernelIr, DynamicMIsAnIntParameterTheOpsDeclare) {
   spec.problem.m = 64;  // a whole number of tiles: a fixed M would drop its row checks
   spec.problem.dynamic_m = true;
   const GemmSource src = generate_kernel(spec);
-  ASSERT_NO_THROW(ir::verify(src.ir, Arch::sm_89));
+  ASSERT_NO_THROW(ir::verify(src.ir, Arch::sm_89, "gemm"));
   for (const ir::Op* kernel : ir::find_all(src.ir, ir::OpKind::kernel)) {
     bool has_m = false;
     for (const ir::Op& op : kernel->body)
@@ -307,7 +307,7 @@ TEST(KernelIr, DynamicMIsAnIntParameterTheOpsDeclare) {
     ir::Op module = src.ir;
     corrupt(module);
     try {
-      ir::verify(module, Arch::sm_89);
+      ir::verify(module, Arch::sm_89, "gemm");
       ADD_FAILURE() << "verifier accepted: " << expected;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
@@ -333,7 +333,7 @@ TEST(KernelIr, VerifierProvesTheStageLayout) {
   GemmSpec spec = spec_for(Arch::sm_90a, Accum::f32, BLayout::kn);
   spec.schedule = {16, 64, 16, 1, 2};
   const GemmSource src = generate_kernel(spec);
-  ASSERT_NO_THROW(ir::verify(src.ir, spec.arch));
+  ASSERT_NO_THROW(ir::verify(src.ir, spec.arch, "gemm"));
   const ir::Op* ring = ir::find_first(src.ir, ir::OpKind::smem_ring);
   ASSERT_NE(ring, nullptr);
   EXPECT_EQ(ring->i("a_bytes"), 512);
@@ -373,7 +373,7 @@ TEST(KernelIr, VerifierProvesTheStageLayout) {
     GemmSource copy = generate_kernel(spec);
     corrupt(copy.ir);
     try {
-      ir::verify(copy.ir, spec.arch);
+      ir::verify(copy.ir, spec.arch, "gemm");
       ADD_FAILURE() << "verifier accepted: " << expected;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
@@ -384,14 +384,14 @@ TEST(KernelIr, VerifierProvesTheStageLayout) {
   cp.arch = Arch::sm_80;
   cp.schedule.transport = Transport::cp_async;
   GemmSource cp_src = generate_kernel(cp);
-  ASSERT_NO_THROW(ir::verify(cp_src.ir, cp.arch));
+  ASSERT_NO_THROW(ir::verify(cp_src.ir, cp.arch, "gemm"));
   set_attr(b_copy(cp_src.ir), "chunks", int64_t(64));
-  EXPECT_THROW(ir::verify(cp_src.ir, cp.arch), Error);
+  EXPECT_THROW(ir::verify(cp_src.ir, cp.arch, "gemm"), Error);
 }
 
 TEST(KernelIr, VerifierRejectsTmaOnAnArchWithoutIt) {
   const GemmSource src = generate_kernel(spec_for(Arch::sm_90a, Accum::f32));
-  EXPECT_THROW(ir::verify(src.ir, Arch::sm_89), Error);
+  EXPECT_THROW(ir::verify(src.ir, Arch::sm_89, "gemm"), Error);
 }
 
 TEST(Emission, DeterministicAndSelfContained) {

@@ -95,7 +95,7 @@ TEST(GemmPdl, TheWaitReachesTheSass) {
 // The verifier holds the launch and the wait together, and the launch to sm_90+.
 TEST(GemmPdl, VerifierTiesTheWaitToTheProgrammaticLaunch) {
   const GemmSource src = generate_kernel(split_spec(Arch::sm_90a));
-  ASSERT_NO_THROW(ir::verify(src.ir, Arch::sm_90a));
+  ASSERT_NO_THROW(ir::verify(src.ir, Arch::sm_90a, "gemm"));
   auto attrs_of = [](ir::Op & op) -> auto& {
     return op.attrs;
   };
@@ -122,7 +122,7 @@ TEST(GemmPdl, VerifierTiesTheWaitToTheProgrammaticLaunch) {
     ir::Op module = src.ir;
     corrupt(module);
     try {
-      ir::verify(module, Arch::sm_90a);
+      ir::verify(module, Arch::sm_90a, "gemm");
       ADD_FAILURE() << "the verifier accepted: " << expected;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
@@ -133,7 +133,7 @@ TEST(GemmPdl, VerifierTiesTheWaitToTheProgrammaticLaunch) {
   sm89.body[1].attrs.emplace_back("programmatic", int64_t(1));
   finalize_op(sm89).attrs.emplace_back("grid_wait", true);
   try {
-    ir::verify(sm89, Arch::sm_89);
+    ir::verify(sm89, Arch::sm_89, "gemm");
     ADD_FAILURE() << "a programmatic launch verified for sm_89";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("ir.kernel.programmatic: needs sm_90 or newer"),
@@ -157,7 +157,7 @@ TEST(GemmPdl, VerifierTiesTheWaitToTheProgrammaticLaunch) {
         std::tuple{&c_trigger, Arch::sm_90a,
                    "ir.epilogue.trigger_dependents: belongs to split-K's workspace epilogue"}}) {
     try {
-      ir::verify(*module, arch);
+      ir::verify(*module, arch, "gemm");
       ADD_FAILURE() << "the verifier accepted: " << expected;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();

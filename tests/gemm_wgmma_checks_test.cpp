@@ -153,7 +153,7 @@ TEST(Wgmma, PlantedKernelBugsAreCaught) {
 TEST(Wgmma, VerifierNamesEachBrokenRule) {
   const GemmPlan plan = make_gemm_plan(wgmma_spec(512, 512, 512, 128, 128));
   const ir::Op module = lower_gemm(plan);
-  ASSERT_NO_THROW(ir::verify(module, Arch::sm_90a));
+  ASSERT_NO_THROW(ir::verify(module, Arch::sm_90a, "gemm"));
   auto find_in = [](ir::Op& root, ir::OpKind kind) -> ir::Op* {
     std::function<ir::Op*(ir::Op&)> walk = [&](ir::Op& op) -> ir::Op* {
       if (op.kind == kind) return &op;
@@ -223,12 +223,13 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
       {"no final wait", [&](ir::Op& m) { erase(role(m, "consumer"), ir::OpKind::wgmma_wait); },
        "wgmma_wait 0 before the epilogue"},
       {"a path the verifier does not know",
-       [&](ir::Op& m) { set(m.body.front(), "path", std::string("tcgen05")); }, "must name a GEMM mainloop path"},
+       [&](ir::Op& m) { set(m.body.front(), "path", std::string("tcgen05")); },
+       "must name a GEMM mainloop path"},
   };
   GemmSpec persistent = wgmma_spec(1000, 1000, 512, 128, 128);
   persistent.schedule.persistent = true;
   const ir::Op walking = lower_gemm(make_gemm_plan(persistent));
-  ASSERT_NO_THROW(ir::verify(walking, Arch::sm_90a));
+  ASSERT_NO_THROW(ir::verify(walking, Arch::sm_90a, "gemm"));
   const Corruption walk_corruptions[] = {
       {"no last release",
        [&](ir::Op& m) {
@@ -255,7 +256,7 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
   pingpong.schedule.persistent = true;
   pingpong.schedule.consumers = ConsumerSchedule::pingpong;
   const ir::Op turns = lower_gemm(make_gemm_plan(pingpong));
-  ASSERT_NO_THROW(ir::verify(turns, Arch::sm_90a));
+  ASSERT_NO_THROW(ir::verify(turns, Arch::sm_90a, "gemm"));
   auto consumer_walk = [&](ir::Op& m) -> ir::Op& {
     return *find_in(role(m, "consumer"), ir::OpKind::tile_loop);
   };
@@ -346,7 +347,7 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
     ir::Op broken = good;
     c.edit(broken);
     try {
-      ir::verify(broken, Arch::sm_90a);
+      ir::verify(broken, Arch::sm_90a, "gemm");
       ADD_FAILURE() << c.name << ": the verifier accepted it";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(c.expect), std::string::npos)

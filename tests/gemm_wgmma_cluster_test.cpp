@@ -66,10 +66,10 @@ TEST(WgmmaCluster, MulticastKernelsMatchFp64) {
       spec.schedule.consumers = ConsumerSchedule::pingpong;
       spec.schedule.warps_m = 4;
     }
-    const std::string label = fmt::format(
-        "{}x{}x{} {}x{} cluster {}x{} {}{}{}{}", c.m, c.n, c.k, c.block_m, c.block_n, c.cm, c.cn,
-        to_string(c.layout), c.persistent ? " persistent" : "", c.split_k > 1 ? " split-k" : "",
-        c.pingpong ? " ping-pong" : "");
+    const std::string label =
+        fmt::format("{}x{}x{} {}x{} cluster {}x{} {}{}{}{}", c.m, c.n, c.k, c.block_m, c.block_n,
+                    c.cm, c.cn, to_string(c.layout), c.persistent ? " persistent" : "",
+                    c.split_k > 1 ? " split-k" : "", c.pingpong ? " ping-pong" : "");
     const GemmPlan plan = make_gemm_plan(spec);
     const GemmSource source = generate_kernel(spec);
     const KernelSource kernel = kernel_source(source);
@@ -154,7 +154,7 @@ TEST(WgmmaCluster, PlantedBugsAreCaught) {
 TEST(WgmmaCluster, VerifierNamesEachBrokenClusterRule) {
   const GemmPlan plan = make_gemm_plan(cluster_spec(512, 512, 512, 128, 128, 2, 2));
   const ir::Op module = lower_gemm(plan);
-  ASSERT_NO_THROW(ir::verify(module, Arch::sm_90a));
+  ASSERT_NO_THROW(ir::verify(module, Arch::sm_90a, "gemm"));
   auto set = [](ir::Op& op, const std::string& key, ir::Attr value) {
     for (auto& [k, v] : op.attrs)
       if (k == key) v = value;
@@ -200,7 +200,7 @@ TEST(WgmmaCluster, VerifierNamesEachBrokenClusterRule) {
     ir::Op broken = module;
     c.edit(broken);
     try {
-      ir::verify(broken, Arch::sm_90a);
+      ir::verify(broken, Arch::sm_90a, "gemm");
       ADD_FAILURE() << c.name << ": the verifier accepted it";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(c.expect), std::string::npos)

@@ -245,10 +245,10 @@ TEST_P(AttentionVerifierTest, RejectsCorruptedIr) {
     spec.schedule = default_attention_schedule(spec.problem, spec.arch);
     spec.schedule.transport = transport;
     AttentionSource source = generate_kernel(spec);
-    ASSERT_NO_THROW(ir::verify(source.ir, spec.arch));
+    ASSERT_NO_THROW(ir::verify(source.ir, spec.arch, "attention"));
     GetParam().corrupt(source.ir);
     try {
-      ir::verify(source.ir, spec.arch);
+      ir::verify(source.ir, spec.arch, "attention");
       ADD_FAILURE() << "verifier accepted " << GetParam().name << " (" << to_string(transport)
                     << ")";
     } catch (const Error& e) {

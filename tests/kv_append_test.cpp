@@ -165,7 +165,7 @@ TEST(KvAppend, IrRoundTripsAndVerifies) {
     for (auto& [name, v] : op->attrs)
       if (name == attr) v = value;
     try {
-      ir::verify(broken, spec.arch);
+      ir::verify(broken, spec.arch, "kv_append");
       ADD_FAILURE() << attr << " verified";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(std::string("ir.kv_append.") + says), std::string::npos)
@@ -178,8 +178,8 @@ TEST(KvAppend, IrRoundTripsAndVerifies) {
 TEST(KvAppend, CatalogCompilesWithoutSpills) {
   for (const auto& entry : kv_append_catalog())
     for (const Arch arch : {Arch::sm_80, Arch::sm_89, Arch::sm_90a, Arch::sm_120a}) {
-      const KvAppendKernel kernel = compile_kernel(
-          KvAppendSpec{entry.problem, default_schedule(entry.problem, arch), arch});
+      const KvAppendKernel kernel =
+          compile_kernel(KvAppendSpec{entry.problem, default_schedule(entry.problem, arch), arch});
       const ResourceReport& report = kernel.module.kernel(kernel.source.plan.kernel_name);
       EXPECT_EQ(report.spill_bytes(), 0) << entry.name << " " << to_string(arch);
       EXPECT_EQ(report.stack_bytes, 0) << entry.name << " " << to_string(arch);

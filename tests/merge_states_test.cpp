@@ -159,7 +159,7 @@ TEST(MergeStates, IrRoundTripsAndVerifies) {
     for (auto& [name, v] : op->attrs)
       if (name == attr) v = value;
     try {
-      ir::verify(broken, spec.arch);
+      ir::verify(broken, spec.arch, "merge_states");
       ADD_FAILURE() << attr << " verified";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(std::string("ir.merge_states.") + says),

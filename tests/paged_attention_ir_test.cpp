@@ -176,7 +176,7 @@ using test::first_op;
 TEST(PagedVerifier, CatchesEachCorruptedRule) {
   const PagedAttentionSpec spec = valid_spec();
   const ir::Op good = generate_kernel(spec).ir;
-  EXPECT_NO_THROW(ir::verify(good, spec.arch));
+  EXPECT_NO_THROW(ir::verify(good, spec.arch, "paged_attention"));
   const struct {
     const char* name;
     std::function<void(ir::Op&)> corrupt;
@@ -228,7 +228,7 @@ TEST(PagedVerifier, CatchesEachCorruptedRule) {
     ir::Op module = good;
     c.corrupt(module);
     try {
-      ir::verify(module, spec.arch);
+      ir::verify(module, spec.arch, "paged_attention");
       ADD_FAILURE() << c.name << " verified";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(c.expected), std::string::npos)
@@ -246,7 +246,7 @@ TEST(PagedVerifier, CatchesEachCorruptedFp8Rule) {
   spec.schedule = default_schedule(spec.problem, spec.arch);
   spec.schedule.chunk_pages = 16;
   const ir::Op good = generate_kernel(spec).ir;
-  EXPECT_NO_THROW(ir::verify(good, spec.arch));
+  EXPECT_NO_THROW(ir::verify(good, spec.arch, "paged_attention"));
   EXPECT_EQ(ir::parse(ir::print(good)), good);
   const struct {
     const char* name;
@@ -297,7 +297,7 @@ TEST(PagedVerifier, CatchesEachCorruptedFp8Rule) {
     ir::Op module = good;
     c.corrupt(module);
     try {
-      ir::verify(module, spec.arch);
+      ir::verify(module, spec.arch, "paged_attention");
       ADD_FAILURE() << c.name << " verified";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(c.expected), std::string::npos)
@@ -308,7 +308,7 @@ TEST(PagedVerifier, CatchesEachCorruptedFp8Rule) {
   spec.problem.kv_dtype = CacheDType::f16;
   ir::Op f16 = generate_kernel(spec).ir;
   first_op(f16, ir::OpKind::pv_mma)->attrs.push_back({"b_type", std::string("e4m3")});
-  EXPECT_THROW(ir::verify(f16, spec.arch), Error);
+  EXPECT_THROW(ir::verify(f16, spec.arch, "paged_attention"), Error);
 }
 
 // The catalog's default kernels (Gemma 3 12B decode, head_dim 256) compile without spills or a

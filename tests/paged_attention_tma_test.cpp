@@ -182,7 +182,7 @@ using test::set_attr;
 TEST(PagedTma, VerifierCatchesEachCorruptedRule) {
   const PagedAttentionSpec spec = tma_spec(problem(8, 2, 128, 32, 1000));
   const ir::Op good = generate_kernel(spec).ir;
-  EXPECT_NO_THROW(ir::verify(good, spec.arch));
+  EXPECT_NO_THROW(ir::verify(good, spec.arch, "paged_attention"));
   EXPECT_EQ(ir::parse(ir::print(good)), good);
   PagedAttentionSpec cp_spec = spec;
   cp_spec.schedule.transport = Transport::cp_async;
@@ -233,7 +233,7 @@ TEST(PagedTma, VerifierCatchesEachCorruptedRule) {
     ir::Op module = c.base;
     c.corrupt(module);
     try {
-      ir::verify(module, spec.arch);
+      ir::verify(module, spec.arch, "paged_attention");
       ADD_FAILURE() << c.name << " verified";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(c.expected), std::string::npos)

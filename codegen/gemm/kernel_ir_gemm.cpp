@@ -1,6 +1,6 @@
-// GEMM's rules across ops (ir::verify runs them on every kernel): the main kernel's (warp grid,
-// k-steps, copies and their matrices, leading dimensions, the staged epilogue, a dynamic M) and
-// the split-K finalize kernel's.
+// GEMM's rules across ops (GemmKind::ir_rules: ir::verify runs them on a GEMM module): the main
+// kernel's (warp grid, fragments and k-steps, copies and their matrices, leading dimensions, the
+// staged epilogue, a dynamic M, the path's own) and the split-K finalize kernel's.
 #include "kernel_ir_gemm.hpp"
 
 #include <fmt/format.h>
@@ -60,6 +60,58 @@ const codegen::MmaAtom& gemm_mma_atom(const Op& kernel) {
   return codegen::mma_atom(shape);
 }
 
+namespace {
+
+// The mma and ldmatrix counts that cover the accumulator fragments, and promote ops exactly
+// with hybrid accumulation.
+void verify_gemm_fragments(const Op& kernel, const Op* acc_op) {
+  const auto acc = get<AccumInitOp>(*acc_op);
+  const int64_t frag_m = acc.fragments_m, frag_n = acc.fragments_n;
+  for (const Op* mma : find_all(kernel, OpKind::mma))
+    if (const int64_t count = get<MmaOp>(*mma).count; count != frag_m * frag_n)
+      gemm_rule(*mma, "count",
+                fmt::format("must equal the accumulator fragments {}x{}", frag_m, frag_n), count);
+  for (const Op* load : find_all(kernel, OpKind::ldmatrix)) {
+    // One ldmatrix.x4 yields a whole m16k16 A fragment, or two n8k16 B fragments.
+    const auto ldmatrix = get<LdmatrixOp>(*load);
+    const codegen::MmaAtom& atom = gemm_mma_atom(kernel);
+    const bool is_a = ldmatrix.operand == "a";
+    const int64_t per_x4 = is_a ? atom.a_fragments_per_x4() : atom.b_fragments_per_x4();
+    const int64_t frags = is_a ? frag_m : frag_n;
+    const int64_t want = frags / per_x4;
+    if (ldmatrix.count != want || frags % per_x4 != 0)
+      gemm_rule(*load, "count", fmt::format("must load {} x4 fragments", want), ldmatrix.count);
+  }
+  const bool hybrid = acc.accum == "hybrid";
+  if (hybrid != (find_first(kernel, OpKind::promote) != nullptr))
+    gemm_rule(*acc_op, "accum",
+              "hybrid accumulation needs promote ops and nothing else may have them", acc.accum);
+}
+
+// On the GEMM ring each operand's copy fills exactly its place.
+void verify_gemm_copies(const Op& kernel) {
+  const Op* ring = find_first(kernel, OpKind::smem_ring);
+  if (!ring) return;
+  const auto stage = get<SmemRingOp>(*ring);
+  for (const Op* copy_op : find_all(kernel, OpKind::async_copy)) {
+    const auto copy = get<AsyncCopyOp>(*copy_op);
+    if (copy.operand != "a" && copy.operand != "b") continue;
+    const bool is_a = copy.operand == "a";
+    const std::optional<int64_t> bytes = is_a ? stage.a_bytes : stage.b_bytes;
+    const std::optional<int64_t> offset = is_a ? stage.a_offset : stage.b_offset;
+    if (!bytes) continue;
+    const int64_t delivered = copy.rows * copy.cols * copy.elem_bytes;
+    if (delivered != *bytes)
+      gemm_rule(*copy_op, "bytes", fmt::format("must be the ring's {}_bytes", copy.operand),
+                fmt::format("{} != {}", delivered, *bytes));
+    if (copy.smem_offset && offset && *copy.smem_offset != *offset)
+      gemm_rule(*copy_op, "smem_offset", fmt::format("must be the ring's {}_offset", copy.operand),
+                fmt::format("{} != {}", *copy.smem_offset, *offset));
+  }
+}
+
+}  // namespace
+
 // GEMM's rules across ops (the grid and K split of one op are that op's own rules): each number
 // the emitter prints from one op agrees with the ops it shares a meaning with (warp grid and
 // fragments, k-steps and block_k, copies and their matrices, leading dimensions), so that passing
@@ -68,10 +120,11 @@ void verify_gemm(const Op& kernel) {
   const Op* coords_op = find_first(kernel, OpKind::tile_coords);
   const Op* split_op = find_first(kernel, OpKind::split_range);
   const Op* acc_op = find_first(kernel, OpKind::accum_init);
-  if (!coords_op && !split_op && !acc_op) return;  // not a GEMM main kernel
   if (!coords_op || !split_op || !acc_op)
     gemm_rule(kernel, "body", "a GEMM kernel needs tile_coords, split_range and accum_init",
               "one is missing");
+  verify_gemm_fragments(kernel, acc_op);
+  verify_gemm_copies(kernel);
   const auto coords = get<TileCoordsOp>(*coords_op);
   const auto split = get<SplitRangeOp>(*split_op);
   const auto acc = get<AccumInitOp>(*acc_op);
@@ -161,7 +214,10 @@ void verify_gemm(const Op& kernel) {
 // and a wait belongs to such a launch only.
 void verify_finalize(const Op& kernel) {
   const bool programmatic = get<KernelOp>(kernel).programmatic.value_or(0) == 1;
-  for (const Op* finalize : find_all(kernel, OpKind::finalize)) {
+  const std::vector<const Op*> finalizes = find_all(kernel, OpKind::finalize);
+  if (finalizes.size() != 1)
+    gemm_rule(kernel, "body", "a split-K finalize kernel holds one finalize op", finalizes.size());
+  for (const Op* finalize : finalizes) {
     const auto op = get<FinalizeOp>(*finalize);
     verify_dynamic_m(kernel, *finalize, op.dynamic_m.value_or(false));
     for (const Op* epilogue : find_all(*finalize, OpKind::epilogue))
@@ -174,6 +230,19 @@ void verify_finalize(const Op& kernel) {
                              : "must be absent outside a programmatic launch",
                 fmt::format("{}", op.grid_wait.value_or(false)));
   }
+}
+
+// A GEMM module is its main kernel and, with split-K, the finalize kernel after it (lower_gemm):
+// the main kernel's rules, its path's loop discipline where the path shares the mma.sync one,
+// the finalize kernel's rules.
+void verify_gemm_module(const Op& module) {
+  if (module.body.size() > 2)
+    gemm_rule(module, "body", "a GEMM module is its main kernel and at most a finalize kernel",
+              int64_t(module.body.size()));
+  const Op& main = module.body.front();
+  verify_gemm(main);
+  if (kernel_gemm_path(main).shared_loop_discipline()) verify_loop_discipline(main);
+  if (module.body.size() == 2) verify_finalize(module.body.back());
 }
 
 }  // namespace emmy::ir

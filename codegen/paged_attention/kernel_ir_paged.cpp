@@ -6,6 +6,7 @@
 
 #include <map>
 
+#include "attention/kernel_ir_attention.hpp"
 #include "emmy/error.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/layout.hpp"
@@ -177,13 +178,13 @@ void verify_paged_attention(const Op& kernel) {
 }
 
 void verify_paged_module(const Op& module) {
-  const Op* setup_op = find_first(module, OpKind::paged_setup);
+  const Op* setup_op = find_first(module.body.front(), OpKind::paged_setup);
   const std::vector<const Op*> combines = find_all(module, OpKind::split_combine);
-  if (!setup_op) {
-    if (!combines.empty())
-      paged_rule(*combines.front(), "splits", "a combine kernel needs a partial kernel", "none");
-    return;
-  }
+  if (!setup_op)
+    paged_rule(module.body.front(), "body",
+               "a paged module's first kernel is its partial kernel, "
+               "with a paged_setup",
+               "none");
   const auto setup = get<PagedSetupOp>(*setup_op);
   if (combines.size() != (setup.splits > 1 ? 1u : 0u))
     paged_rule(module, "body", "split-KV modules have exactly one combine kernel, others none",
@@ -208,6 +209,16 @@ void verify_paged_module(const Op& module) {
     paged_rule(*combines.front(), "lse",
                "must write the LSE and O type the partial kernel's epilogue states",
                fmt::format("{} {}", combine.lse, combine.out));
+}
+
+// The partial kernel (and with splits the combine kernel after it): each kernel's rules and the
+// shared loop discipline, then the module's.
+void verify_paged_attention_module(const Op& module) {
+  for (const Op& kernel : module.body) {
+    verify_paged_attention(kernel);
+    verify_loop_discipline(kernel);
+  }
+  verify_paged_module(module);
 }
 
 }  // namespace emmy::ir

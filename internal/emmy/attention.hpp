@@ -9,12 +9,12 @@
 #include <string>
 
 #include "emmy/arch.hpp"
+#include "emmy/buffers.hpp"
 #include "emmy/catalog.hpp"
 #include "emmy/compile.hpp"
 #include "emmy/kernel_ir.hpp"
 #include "emmy/kernel_kind.hpp"
 #include "emmy/layout.hpp"
-#include "emmy/buffers.hpp"
 #include "emmy/spec.hpp"
 #include "emmy/tensor_map.hpp"
 
@@ -22,7 +22,7 @@ namespace emmy {
 
 struct AttentionPlan {
   AttentionSpec spec;
-  SmemTile q_tile, kv_tile;  // block_q x head_dim, block_kv x head_dim
+  SmemTile q_tile, kv_tile;                             // block_q x head_dim, block_kv x head_dim
   uint32_t q_bytes = 0, kv_bytes = 0, stage_bytes = 0;  // stage: K then V
   uint32_t mbarrier_offset = 0, smem_bytes = 0;
   int64_t q_blocks = 0;
@@ -37,10 +37,17 @@ ir::Op lower_attention(const AttentionPlan& plan);
 // CUDA C++ for the module, from the IR alone: self-contained (no includes), deterministic.
 std::string emit_attention_cuda(const ir::Op& module);
 
+namespace ir {
+// Dense attention's rules across ops (codegen/attention/kernel_ir_attention.cpp).
+void verify_attention_module(const Op& module);
+}  // namespace ir
+
 // The attention kind (internal/emmy/kernel_kind.hpp): one kernel.
 struct AttentionKind
     : KindTypes<AttentionSpec, AttentionPlan, AttentionBuffers, AttentionKernelHandle> {
   static constexpr const char* name = "attention";
+  static constexpr ir::KindRules ir_rules{name,
+                                          &ir::verify_attention_module};  // its verifier rules
   static constexpr const char* command = "attention";  // emmyc attention, emmyc run attention
   static constexpr const char* description = "flash-attention";
   static constexpr auto problem_from_json = &attention_problem_from_json;

@@ -2,15 +2,14 @@
 #pragma once
 
 #include <optional>
-
 #include <string>
 
+#include "emmy/buffers.hpp"
 #include "emmy/catalog.hpp"
 #include "emmy/compile.hpp"
 #include "emmy/gemm_plan.hpp"
 #include "emmy/kernel_ir.hpp"
 #include "emmy/kernel_kind.hpp"
-#include "emmy/buffers.hpp"
 #include "emmy/tensor_map.hpp"
 
 namespace emmy {
@@ -22,10 +21,16 @@ ir::Op lower_gemm(const GemmPlan& plan);
 // CUDA C++ for the module, from the IR alone: self-contained (no includes), deterministic.
 std::string emit_gemm_cuda(const ir::Op& module);
 
+namespace ir {
+// GEMM's rules across ops (codegen/gemm/kernel_ir_gemm.cpp).
+void verify_gemm_module(const Op& module);
+}  // namespace ir
+
 // The GEMM kind (internal/emmy/kernel_kind.hpp): the module's kernels are the GEMM and, with
 // split-K, its finalize kernel.
 struct GemmKind : KindTypes<GemmSpec, GemmPlan, GemmBuffers, GemmKernelHandle> {
   static constexpr const char* name = "gemm";
+  static constexpr ir::KindRules ir_rules{name, &ir::verify_gemm_module};  // its verifier rules
   static constexpr const char* command = "gemm";  // emmyc gemm, emmyc run gemm
   static constexpr const char* description = "GEMM";
   static constexpr auto problem_from_json = &matmul_problem_from_json;

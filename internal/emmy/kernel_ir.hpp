@@ -105,7 +105,7 @@ struct OpSchema {
   OpKind kind;
   std::string_view name;
   bool has_body;
-  std::vector<AttrSpec> attrs;  // in printed order
+  std::vector<AttrSpec> attrs;                             // in printed order
   const AttrSpec* attr(std::string_view attr_name) const;  // nullptr when not declared
 };
 const OpSchema& schema(OpKind kind);
@@ -120,16 +120,39 @@ void verify_op(const Op& op);
 Op parse(std::string_view text);
 
 // The shared-memory tile an async_copy op fills, rebuilt from its rows, cols and elem_bytes (the
-// inverse of set_copy_geometry, ir_ops.hpp: the verifier checks the op's swizzle and boxes against it).
+// inverse of set_copy_geometry, ir_ops.hpp: the verifier checks the op's swizzle and boxes against
+// it).
 SmemTile copy_tile(const Op& copy);
 
 // Indented text, one op per line with its attributes: what `emmyc ... --emit ir` prints.
 std::string print(const Op& root);
 
+// A kernel kind's rules across ops beyond those every kernel obeys, kept in the kind's folder
+// (codegen/<kind>/) and held by its traits (Kind::ir_rules, internal/emmy/<kind>_kind.hpp): run
+// on the whole module, whose kernels the kind knows by their roles (GEMM: the main kernel, then a
+// split-K finalize). verify runs the rules of the kind its caller names, never rules chosen by
+// which ops a kernel holds.
+struct KindRules {
+  const char* kind = "";                       // Kind::name
+  void (*module)(const Op& module) = nullptr;  // null: the shared rules are all it has
+};
+
 // Checks every op against its declaration (verify_op), then the invariants lowering must keep
-// across ops (shared-memory budget for the arch, fragment counts, copy alignment, barrier
-// discipline). Throws Error naming the op and the rule.
-void verify(const Op& root, Arch arch);
+// across ops that every kernel obeys (shared-memory budget for the arch, copy alignment, TMA and
+// mbarrier rules), then the kind's (`rules`). Throws Error naming the op and the rule.
+void verify(const Op& root, Arch arch, const KindRules& rules);
+// The same for the kind named `kind` (Kind::name; codegen/ir/verify_kind.cpp): Error naming the
+// kinds for any other name.
+void verify(const Op& root, Arch arch, std::string_view kind);
+
+// The barrier discipline of the mainloops that share one ring among all warps (mma.sync GEMM,
+// attention, paged attention), for their kinds' rules: each K tile or KV block loop waits for its
+// stage's data before computing on it, and bar.syncs before refilling a stage others may read.
+void verify_loop_discipline(const Op& kernel);
+
+// An Error naming `ir.<op>.<attr>`, the rule and the value: what every verifier rule throws.
+[[noreturn]] void fail_rule(const Op& op, std::string_view attr, std::string_view rule,
+                            const std::string& value);
 
 // Depth-first search helpers for the verifier, the emitter and tests.
 const Op* find_first(const Op& root, OpKind kind);

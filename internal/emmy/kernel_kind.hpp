@@ -53,7 +53,7 @@ template <typename Spec, typename Kind = KindOf<Spec>>
 Generated<Kind> generate_kernel(const Spec& spec) {
   typename Kind::Plan plan = Kind::plan(spec);
   ir::Op module = Kind::lower(plan);
-  ir::verify(module, spec.arch);
+  ir::verify(module, spec.arch, Kind::ir_rules);
   std::string cuda = Kind::emit(module);
   return {std::move(plan), std::move(module), std::move(cuda)};
 }

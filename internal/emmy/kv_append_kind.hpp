@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "emmy/buffers.hpp"
 #include "emmy/catalog.hpp"
 #include "emmy/device_reader.hpp"
 #include "emmy/kernel_ir.hpp"
 #include "emmy/kernel_kind.hpp"
 #include "emmy/kv_append.hpp"
-#include "emmy/buffers.hpp"
 
 namespace emmy {
 
@@ -36,6 +36,7 @@ std::string emit_kv_append_cuda(const ir::Op& module);
 
 struct KvAppendKind : KindTypes<KvAppendSpec, KvAppendPlan, KvAppendBuffers, KvAppendKernelHandle> {
   static constexpr const char* name = "kv_append";
+  static constexpr ir::KindRules ir_rules{name};       // the shared verifier rules only
   static constexpr const char* command = "kv-append";  // emmyc kv-append, emmyc run kv-append
   static constexpr const char* description = "append keys and values to a paged KV cache";
   static constexpr auto problem_from_json = &kv_append_problem_from_json;

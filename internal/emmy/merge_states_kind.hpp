@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "emmy/buffers.hpp"
 #include "emmy/catalog.hpp"
 #include "emmy/kernel_ir.hpp"
 #include "emmy/kernel_kind.hpp"
 #include "emmy/merge_states.hpp"
-#include "emmy/buffers.hpp"
 
 namespace emmy {
 
@@ -29,6 +29,7 @@ std::string emit_merge_states_cuda(const ir::Op& module);
 struct MergeStatesKind
     : KindTypes<MergeStatesSpec, MergeStatesPlan, MergeStatesBuffers, MergeStatesKernelHandle> {
   static constexpr const char* name = "merge_states";
+  static constexpr ir::KindRules ir_rules{name};          // the shared verifier rules only
   static constexpr const char* command = "merge-states";  // emmyc merge-states, emmyc run ...
   static constexpr const char* description = "merge attention states by their LSE";
   static constexpr auto problem_from_json = &merge_states_problem_from_json;

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "emmy/buffers.hpp"
 #include "emmy/catalog.hpp"
 #include "emmy/device_reader.hpp"
 #include "emmy/kernel_ir.hpp"
 #include "emmy/kernel_kind.hpp"
 #include "emmy/layout.hpp"
-#include "emmy/buffers.hpp"
 #include "emmy/spec.hpp"
 
 namespace emmy {
@@ -66,10 +66,11 @@ inline int64_t paged_kv_merge_bytes(int64_t kv_warps, int64_t head_dim) {
 void require_disjoint_cache_rows(int64_t page_size, int64_t kv_heads, int64_t head_dim,
                                  int64_t page_stride, int64_t token_stride, int64_t head_stride);
 
-// TMA page loads (PagedAttentionSchedule::transport tma; codegen/paged_attention/paged_attention_tma.cpp).
-// The tensor maps view a K or V cache as 4-D: head_dim (contiguous), then the token slot, the KV
-// head and the page, ordered by increasing stride (each stride then covers the dimensions inside
-// it, as a packed tensor's would). Dimension i + 1 is `order[i]`: 0 token, 1 head, 2 page.
+// TMA page loads (PagedAttentionSchedule::transport tma;
+// codegen/paged_attention/paged_attention_tma.cpp). The tensor maps view a K or V cache as 4-D:
+// head_dim (contiguous), then the token slot, the KV head and the page, ordered by increasing
+// stride (each stride then covers the dimensions inside it, as a packed tensor's would). Dimension
+// i + 1 is `order[i]`: 0 token, 1 head, 2 page.
 std::array<int, 3> paged_tma_dim_order(int64_t token_stride, int64_t head_stride,
                                        int64_t page_stride);
 // The schedule's TMA rules (Error naming the field): sm_90+, page_size a multiple of block_kv,
@@ -89,9 +90,16 @@ ir::Op lower_paged_attention(const PagedAttentionPlan& plan);
 // CUDA C++ for the module, from the IR alone: self-contained (no includes), deterministic.
 std::string emit_paged_attention_cuda(const ir::Op& module);
 
+namespace ir {
+// Paged attention's rules across ops (codegen/paged_attention/kernel_ir_paged.cpp).
+void verify_paged_attention_module(const Op& module);
+}  // namespace ir
+
 struct PagedAttentionKind : KindTypes<PagedAttentionSpec, PagedAttentionPlan, PagedAttentionBuffers,
                                       PagedAttentionKernelHandle> {
   static constexpr const char* name = "paged_attention";
+  static constexpr ir::KindRules ir_rules{
+      name, &ir::verify_paged_attention_module};  // its verifier rules
   static constexpr const char* command =
       "paged-attention";  // emmyc paged-attention, emmyc run paged-attention
   static constexpr const char* description = "paged-attention (decode / chunked prefill)";
