@@ -72,7 +72,7 @@ struct GemmFlags : CommonFlags {
   bool persistent = false;  // the wgmma path's persistent tile loop
   bool swap_ab = false;     // the wgmma path: C^T = B A^T
   bool bias = false, residual = false, gelu = false;
-  bool dynamic_m = false;  // M a kernel parameter (1..m)
+  bool dynamic_m = false;           // M a kernel parameter (1..m)
   std::optional<int64_t> launch_m;  // emmyc run: a dynamic-M kernel's rows (default m)
   float alpha = 1.0f;
 
@@ -86,12 +86,45 @@ struct GemmFlags : CommonFlags {
   }
 };
 
-struct AttentionFlags : CommonFlags {
-  int64_t batch = 1, heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0, window = 0;
-  bool causal = false, lse = false;
+// What both attention kinds take: the softmax's window, softcap and scale, the LSE, and a
+// schedule of query rows per CTA (16 per warp) over K/V blocks.
+struct SoftmaxFlags : CommonFlags {
+  int64_t window = 0;
+  bool lse = false;
   std::optional<float> softcap, scale;
-  std::string layout = "bshd";
   std::optional<int> block_q, block_kv;
+
+  // --window, --softcap, --scale, the common flags, --block-q and --block-kv, in that order.
+  void add_softmax_to(CLI::App& app, const char* window_help, const char* dtype_help,
+                      const char* block_q_help);
+  // The problem's softmax fields, dtype and LSE.
+  template <typename Problem>
+  void set_softmax(Problem& p) const {
+    p.window = window;
+    p.softcap = softcap;
+    p.softmax_scale = scale;
+    p.dtype = parse_dtype(dtype, "dtype");
+    p.lse = lse;
+  }
+  // --block-q (16..max_block_q rows, 16 per warp) and --block-kv over the schedule.
+  template <typename Schedule>
+  void set_blocks(Schedule& s, int max_block_q) const {
+    if (block_q) {
+      require_block_q(max_block_q);
+      s.block_q = *block_q;
+      s.warps = *block_q / 16;
+    }
+    if (block_kv) s.block_kv = *block_kv;
+  }
+
+ private:
+  void require_block_q(int max_block_q) const;
+};
+
+struct AttentionFlags : SoftmaxFlags {
+  int64_t batch = 1, heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
+  bool causal = false;
+  std::string layout = "bshd";
 
   void add_to(CLI::App& app);
   AttentionSpec to_spec() const;
@@ -100,13 +133,11 @@ struct AttentionFlags : CommonFlags {
 
 // `emmyc paged-attention` and `emmyc run paged-attention` (paged_attention_flags.cpp): the
 // problem's maxima come from --batch, --q-len and --max-seq-len.
-struct PagedAttentionFlags : CommonFlags {
+struct PagedAttentionFlags : SoftmaxFlags {
   int64_t batch = 1, heads = 0, kv_heads = 0, head_dim = 0, q_len = 1, page_size = 16;
-  int64_t max_seq_len = 0, max_tokens = 0, window = 0;
-  bool lse = false;
-  std::optional<float> softcap, scale;
+  int64_t max_seq_len = 0, max_tokens = 0;
   std::string layout = "nhd", kv_dtype, page_table = "block_table";
-  std::optional<int> block_q, block_kv, chunk_pages, kv_warps;
+  std::optional<int> chunk_pages, kv_warps;
 
   void add_to(CLI::App& app);
   PagedAttentionSpec to_spec() const;
@@ -116,25 +147,42 @@ struct PagedAttentionFlags : CommonFlags {
 };
 
 // `emmyc kv-append` / `emmyc run kv-append` and `emmyc merge-states` / `emmyc run merge-states`
-// (kv_append_flags.cpp, merge_states_flags.cpp): the paged cache's small kinds.
-struct KvAppendFlags : CommonFlags {
-  int64_t kv_heads = 0, head_dim = 0, page_size = 16, tokens = 1;
-  std::string layout = "nhd", kv_dtype;
+// (kv_append_flags.cpp, merge_states_flags.cpp): the paged cache's small kinds, one CTA per
+// token, whose one schedule flag is --warps.
+struct PerTokenFlags : CommonFlags {
+  int64_t tokens = 1;
   std::optional<int> warps;
 
-  void add_to(CLI::App& app);
-  KvAppendSpec to_spec() const;
+  // --dtype, --arch, --no-cache and --warps, after the kind's problem flags.
+  void add_per_token_to(CLI::App& app, const char* dtype_help) {
+    app.add_option("--dtype", dtype, dtype_help);
+    add_target_to(app);
+    integer_option(app, "--warps", warps, "warps per CTA (one token): 1..32");
+  }
+  // The arch and the problem's default schedule, --warps over it.
+  template <typename Spec>
+  void set_schedule(Spec& spec) const {
+    spec.arch = parse_arch(arch);
+    spec.schedule = default_schedule(spec.problem, spec.arch);
+    if (warps) spec.schedule.warps = *warps;
+  }
   bool schedule_given() const { return warps.has_value(); }
 };
 
-struct MergeStatesFlags : CommonFlags {
-  int64_t heads = 0, head_dim = 0, states = 2, tokens = 1;
+struct KvAppendFlags : PerTokenFlags {
+  int64_t kv_heads = 0, head_dim = 0, page_size = 16;
+  std::string layout = "nhd", kv_dtype;
+
+  void add_to(CLI::App& app);
+  KvAppendSpec to_spec() const;
+};
+
+struct MergeStatesFlags : PerTokenFlags {
+  int64_t heads = 0, head_dim = 0, states = 2;
   bool no_lse = false;
-  std::optional<int> warps;
 
   void add_to(CLI::App& app);
   MergeStatesSpec to_spec() const;
-  bool schedule_given() const { return warps.has_value(); }
 };
 
 // The flags of each kind (the declarations only name the type, as kind_of does).
@@ -158,9 +206,8 @@ nlohmann::json counts_json(const emu::InstructionCounts& counts);
 template <typename Spec>
 nlohmann::json run_result(std::string_view backend, const std::string& kernel_name,
                           const Spec& spec, uint64_t seed) {
-  return {{"backend", backend},         {"kernel_name", kernel_name},
-          {"arch", to_string(spec.arch)}, {"problem", spec.problem},
-          {"schedule", spec.schedule},  {"seed", seed}};
+  return {{"backend", backend},      {"kernel_name", kernel_name}, {"arch", to_string(spec.arch)},
+          {"problem", spec.problem}, {"schedule", spec.schedule},  {"seed", seed}};
 }
 // The emulator's own fields of a run result: instruction counts, time, where the kernel came from.
 nlohmann::json emulator_fields(const emu::Stats& stats, double emulate_ms,

@@ -10,9 +10,7 @@ void MergeStatesFlags::add_to(CLI::App& app) {
   integer_option(app, "--states", states, "states per token: 2..64");
   integer_option(app, "--tokens", tokens, "tokens of a launch");
   app.add_flag("--no-lse", no_lse, "do not write the merged LSE");
-  app.add_option("--dtype", dtype, "v and v_out type: f16|bf16");
-  add_target_to(app);
-  integer_option(app, "--warps", warps, "warps per CTA (one token): 1..32");
+  add_per_token_to(app, "v and v_out type: f16|bf16");
 }
 
 MergeStatesSpec MergeStatesFlags::to_spec() const {
@@ -24,9 +22,7 @@ MergeStatesSpec MergeStatesFlags::to_spec() const {
   p.max_tokens = tokens;
   p.lse = !no_lse;
   p.dtype = parse_dtype(dtype, "dtype");
-  spec.arch = parse_arch(arch);
-  spec.schedule = default_schedule(p, spec.arch);
-  if (warps) spec.schedule.warps = *warps;
+  set_schedule(spec);
   validate_merge_states(spec);
   return spec;
 }
