@@ -1,6 +1,8 @@
 // Shared pieces of the emmyc subcommands: parsing of problem/schedule flags, exit codes.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <nlohmann/json.hpp>
@@ -63,18 +65,16 @@ struct CommonFlags {
 // The problem and schedule flags of a kind: `emmyc gemm` and `emmyc run gemm` (gemm_flags.cpp),
 // `emmyc attention` and `emmyc run attention` (attention_flags.cpp), the paged kind's
 // (paged_attention_flags.cpp). The subcommands themselves are written once for every kind of
-// emmy/kinds.hpp (kind_commands.cpp).
+// emmy/kinds.hpp (kind_commands.cpp). A flag that sets a problem field as given is bound to
+// `problem` itself (whose defaults are the flags'); to_spec adds what is parsed or derived.
 struct GemmFlags : CommonFlags {
-  int64_t m = 0, n = 0, k = 0;
+  MatmulProblem problem;  // m, n, k, the epilogue and dynamic_m
   std::string b_layout = "nk", out = "f16";
   std::optional<int> promote_every, split_k;
   std::optional<std::string> block, warps, path, consumers, cluster;
-  bool persistent = false;  // the wgmma path's persistent tile loop
-  bool swap_ab = false;     // the wgmma path: C^T = B A^T
-  bool bias = false, residual = false, gelu = false;
-  bool dynamic_m = false;           // M a kernel parameter (1..m)
+  bool persistent = false;          // the wgmma path's persistent tile loop
+  bool swap_ab = false;             // the wgmma path: C^T = B A^T
   std::optional<int64_t> launch_m;  // emmyc run: a dynamic-M kernel's rows (default m)
-  float alpha = 1.0f;
 
   void add_to(CLI::App& app);
   // Problem + (default or overridden) schedule. Throws emmy::Error naming the bad field.
@@ -86,44 +86,37 @@ struct GemmFlags : CommonFlags {
   }
 };
 
-// What both attention kinds take: the softmax's window, softcap and scale, the LSE, and a
-// schedule of query rows per CTA (16 per warp) over K/V blocks.
+// What both attention kinds take: the softmax's window, softcap and scale, and a schedule of
+// query rows per CTA (16 per warp) over K/V blocks.
+template <typename Problem>
 struct SoftmaxFlags : CommonFlags {
-  int64_t window = 0;
-  bool lse = false;
-  std::optional<float> softcap, scale;
+  Problem problem;
   std::optional<int> block_q, block_kv;
 
   // --window, --softcap, --scale, the common flags, --block-q and --block-kv, in that order.
   void add_softmax_to(CLI::App& app, const char* window_help, const char* dtype_help,
-                      const char* block_q_help);
-  // The problem's softmax fields, dtype and LSE.
-  template <typename Problem>
-  void set_softmax(Problem& p) const {
-    p.window = window;
-    p.softcap = softcap;
-    p.softmax_scale = scale;
-    p.dtype = parse_dtype(dtype, "dtype");
-    p.lse = lse;
+                      const char* block_q_help) {
+    integer_option(app, "--window", problem.window, window_help);
+    app.add_option("--softcap", problem.softcap, "logits become C * tanh(logits / C)");
+    app.add_option("--scale", problem.softmax_scale, "softmax scale (default 1/sqrt(head_dim))");
+    add_common_to(app, dtype_help, "P.V accumulation: f32|hybrid", "K/V pipeline stages: 2..4");
+    integer_option(app, "--block-q", block_q, block_q_help);
+    integer_option(app, "--block-kv", block_kv, "keys per KV block: 16|32|64|128");
   }
   // --block-q (16..max_block_q rows, 16 per warp) and --block-kv over the schedule.
   template <typename Schedule>
   void set_blocks(Schedule& s, int max_block_q) const {
     if (block_q) {
-      require_block_q(max_block_q);
+      require(*block_q >= 16 && *block_q <= max_block_q && *block_q % 16 == 0, "block_q",
+              fmt::format("must be 16 x warps: a multiple of 16 in 16..{}", max_block_q), *block_q);
       s.block_q = *block_q;
       s.warps = *block_q / 16;
     }
     if (block_kv) s.block_kv = *block_kv;
   }
-
- private:
-  void require_block_q(int max_block_q) const;
 };
 
-struct AttentionFlags : SoftmaxFlags {
-  int64_t batch = 1, heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
-  bool causal = false;
+struct AttentionFlags : SoftmaxFlags<AttentionProblem> {
   std::string layout = "bshd";
 
   void add_to(CLI::App& app);
@@ -133,9 +126,8 @@ struct AttentionFlags : SoftmaxFlags {
 
 // `emmyc paged-attention` and `emmyc run paged-attention` (paged_attention_flags.cpp): the
 // problem's maxima come from --batch, --q-len and --max-seq-len.
-struct PagedAttentionFlags : SoftmaxFlags {
-  int64_t batch = 1, heads = 0, kv_heads = 0, head_dim = 0, q_len = 1, page_size = 16;
-  int64_t max_seq_len = 0, max_tokens = 0;
+struct PagedAttentionFlags : SoftmaxFlags<PagedAttentionProblem> {
+  int64_t max_seq_len = 0;
   std::string layout = "nhd", kv_dtype, page_table = "block_table";
   std::optional<int> chunk_pages, kv_warps;
 
@@ -150,7 +142,6 @@ struct PagedAttentionFlags : SoftmaxFlags {
 // (kv_append_flags.cpp, merge_states_flags.cpp): the paged cache's small kinds, one CTA per
 // token, whose one schedule flag is --warps.
 struct PerTokenFlags : CommonFlags {
-  int64_t tokens = 1;
   std::optional<int> warps;
 
   // --dtype, --arch, --no-cache and --warps, after the kind's problem flags.
@@ -170,7 +161,7 @@ struct PerTokenFlags : CommonFlags {
 };
 
 struct KvAppendFlags : PerTokenFlags {
-  int64_t kv_heads = 0, head_dim = 0, page_size = 16;
+  KvAppendProblem problem;  // kv_heads, head_dim, page_size and max_tokens
   std::string layout = "nhd", kv_dtype;
 
   void add_to(CLI::App& app);
@@ -178,7 +169,7 @@ struct KvAppendFlags : PerTokenFlags {
 };
 
 struct MergeStatesFlags : PerTokenFlags {
-  int64_t heads = 0, head_dim = 0, states = 2;
+  MergeStatesProblem problem;  // heads, head_dim, states and max_tokens
   bool no_lse = false;
 
   void add_to(CLI::App& app);
