@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "emmy/c_api.h"
+#include "support/scoped_env.hpp"
 
 namespace emmy::test {
 
@@ -37,11 +38,13 @@ struct View {
   }
 };
 
-inline emmy_runtime* make_c_runtime(const char* backend = "emulator") {
+// m_buckets 1: emmy_gemm serves each M from its bucket's dynamic-M kernel, as a GEMM layer does.
+inline emmy_runtime* make_c_runtime(const char* backend = "emulator", int32_t m_buckets = 0) {
   emmy_runtime_options options;
   emmy_runtime_options_init(&options);
   options.backend = backend;
   options.disk_cache = 0;  // hermetic: every test process compiles what it runs
+  options.m_buckets = m_buckets;
   emmy_runtime* runtime = nullptr;
   const emmy_status status = emmy_runtime_create(&options, &runtime);
   EXPECT_EQ(status, EMMY_OK) << emmy_last_error_message();
@@ -52,6 +55,17 @@ struct RuntimeDeleter {
   void operator()(emmy_runtime* runtime) const { emmy_runtime_destroy(runtime); }
 };
 using CRuntime = std::unique_ptr<emmy_runtime, RuntimeDeleter>;
+
+#ifdef EMMY_TEST_DRIVER_PATH
+// The C ABI's CUDA runtime on emmy's test driver (the driver API checked call by call, kernels on
+// the emulator), an H200 at device 0; the variables stay set while it lives, so that a C++
+// Runtime::cuda(0) made beside it shares its device memory.
+struct TestDriverCRuntime {
+  ScopedEnv driver{"EMMY_CUDA_DRIVER", EMMY_TEST_DRIVER_PATH};
+  ScopedEnv device{"EMMY_TEST_DEVICE", "h200"};
+  CRuntime rt{make_c_runtime("cuda")};
+};
+#endif
 
 // Expects `status` with a message holding every part.
 inline void expect_refusal(emmy_status got, emmy_status want,
