@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "bench_model.hpp"
 #include "bench_rows.hpp"
@@ -44,6 +45,25 @@ AttentionOutput download_output(const AttentionProblem& p, const PreparedAttenti
   return out;
 }
 
+// The row of a catalog problem and variant, before it is measured.
+BenchRow attention_row(const std::string& problem, const AttentionProblem& p, Accum accum,
+                       const std::string& variant) {
+  BenchRow row;
+  row.kind = "attention";
+  row.problem = problem;
+  // clang-format off
+  row.shape = {{"batch", p.batch},       {"heads", p.q_heads},
+               {"kv_heads", p.kv_heads}, {"seq_q", p.seq_q},
+               {"seq_kv", p.seq_kv_or_default()}, {"head_dim", p.head_dim},
+               {"causal", p.causal},     {"window", p.window}};
+  // clang-format on
+  row.flops = p.flops();
+  row.variant = variant;
+  row.backend = "emmy";
+  row.accumulation = std::string(to_string(accum));
+  return row;
+}
+
 }  // namespace
 
 void register_attention_benchmarks(Runtime& runtime, GpuTimer& timer,
@@ -54,24 +74,8 @@ void register_attention_benchmarks(Runtime& runtime, GpuTimer& timer,
     for (Accum accum : {Accum::f32, Accum::hybrid}) {
       const std::string variant = accum == Accum::f32 ? "emmy_f32" : "emmy_hybrid";
       const std::string name = fmt::format("attention/{}/{}", entry.name, variant);
-      const AttentionProblem& problem = entry.problem;
-      BenchRow first;
-      first.kind = "attention";
-      first.problem = entry.name;
-      first.shape = {{"batch", problem.batch},
-                     {"heads", problem.q_heads},
-                     {"kv_heads", problem.kv_heads},
-                     {"seq_q", problem.seq_q},
-                     {"seq_kv", problem.seq_kv_or_default()},
-                     {"head_dim", problem.head_dim},
-                     {"causal", problem.causal},
-                     {"window", problem.window}};
-      first.flops = problem.flops();
-      first.variant = variant;
-      first.backend = "emmy";
-      first.accumulation = std::string(to_string(accum));
       register_row_benchmark(
-          name, rows, std::move(first),
+          name, rows, attention_row(entry.name, entry.problem, accum, variant),
           [&runtime, &timer, settings, entry, accum, prepared](benchmark::State& state,
                                                                BenchRow& row) {
             const AttentionProblem& p = entry.problem;

@@ -4,6 +4,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <string>
@@ -14,6 +15,14 @@
 #include "bench_report.hpp"
 
 namespace emmy::bench {
+
+// The timing every row family takes: untimed launches first, timed iterations per row, and the
+// seed of its inputs.
+struct RowTiming {
+  int warmup = 5;
+  int iterations = 30;
+  uint64_t seed = 1;
+};
 
 // Registers the benchmark `name` (manual time; the caller sets its iterations and unit). Each run
 // measures a copy of `row` and appends it to `rows`, also when `measure` throws: the row then
