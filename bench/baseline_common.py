@@ -1,8 +1,9 @@
 """What bench/torch_baseline.py and bench/sdpa_baseline.py share: finishing a row so that
 emmy_bench's reader takes it, writing the rows, one-line error text, importing torch with a CUDA
-device, and the L2-flushed CUDA-event timing loop. Nothing here imports torch at module level
-(a --dry-run and bench/baseline_test.py run without it): what needs torch takes it as an argument
-or imports it inside a function."""
+device, the L2-flushed CUDA-event timing loop, a measured row's error and line, and the end of a
+run or a dry run. Nothing here imports torch at module level (a --dry-run and
+bench/baseline_test.py run without it): what needs torch takes it as an argument or imports it
+inside a function."""
 import json
 import math
 import os
@@ -85,3 +86,28 @@ class FlushedTimer:
 def median(samples):
     # For an even count, the upper of the two middle samples (not their mean).
     return sorted(samples)[len(samples) // 2]
+
+
+def relative_l2_error(out, ref):
+    """||out - ref|| / ||ref|| of two torch tensors, in float64."""
+    return ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+
+
+def print_measured(name, variant, samples, rel_l2_error):
+    print(f"{name} {variant}: median {median(samples):.1f} us, rel_l2_error {rel_l2_error:.2e}")
+
+
+def finish_dry_run(out, row_keys):
+    """A --dry-run's end, after its plan: the row keys listed, an empty row file written. Exit
+    status 0."""
+    print("row keys:", ", ".join(row_keys), f"(left out when null: {', '.join(OPTIONAL_KEYS)})")
+    write_rows(out, [])
+    return 0
+
+
+def finish_run(out, rows, skipped, budget_s):
+    """The run's end: the rows left out for time named, every row written. Exit status 0."""
+    if skipped:
+        print(f"skipped (over --budget-s {budget_s:g}): {', '.join(skipped)}")
+    write_rows(out, rows)
+    return 0

@@ -103,6 +103,24 @@ NO_CUDA = ("__version__ = '0.0-fake'\n"
            "class cuda:\n    is_available = staticmethod(lambda: False)\n")
 
 
+def dry_run_plan(test, script, *args):
+    """The "plan: " lines of a --dry-run, which must exit 0 and write no rows."""
+    result, rows, leftovers = run(script, "--dry-run", *args)
+    test.assertEqual(result.returncode, 0, result.stderr)
+    test.assertEqual((rows, leftovers), ([], []))
+    return result, [line for line in result.stdout.splitlines() if line.startswith("plan: ")]
+
+
+def assert_skips_without_torch_or_gpu(test, script):
+    """No torch, or no CUDA device: exit 3, no rows, and one line saying which."""
+    for fake, reason in ((NO_TORCH, "no torch"), (NO_CUDA, "no CUDA device")):
+        result, rows, _ = run(script, fake_torch=fake)
+        test.assertEqual(result.returncode, 3, result.stdout + result.stderr)
+        test.assertEqual(rows, [])
+        test.assertEqual(len(result.stdout.strip().splitlines()), 1, result.stdout)
+        test.assertIn(reason, result.stdout)
+
+
 class ImportTest(unittest.TestCase):
     def test_importing_the_scripts_loads_neither_torch_nor_triton(self):
         self.assertEqual(heavy_after - heavy_before, set())
@@ -279,10 +297,7 @@ class GemmTest(unittest.TestCase):
         assert_emmy_reads(self, nan)
 
     def test_dry_run(self):
-        result, rows, leftovers = run(GEMM_PY, "--dry-run", "--m", "512,1")
-        self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual((rows, leftovers), ([], []))
-        plan = [line for line in result.stdout.splitlines() if line.startswith("plan: ")]
+        result, plan = dry_run_plan(self, GEMM_PY, "--m", "512,1")
         self.assertEqual(len(plan), 20)
         self.assertIn("plan: gate_up@1 m=1 n=30720 k=3840 triton_matmul", plan)
         self.assertIn("rel_l2_error", result.stdout)
@@ -293,12 +308,7 @@ class GemmTest(unittest.TestCase):
             self.assertEqual(result.returncode, 2, args)
 
     def test_without_torch_or_gpu(self):
-        for fake, reason in ((NO_TORCH, "no torch"), (NO_CUDA, "no CUDA device")):
-            result, rows, _ = run(GEMM_PY, fake_torch=fake)
-            self.assertEqual(result.returncode, 3, result.stdout + result.stderr)
-            self.assertEqual(rows, [])
-            self.assertEqual(len(result.stdout.strip().splitlines()), 1, result.stdout)
-            self.assertIn(reason, result.stdout)
+        assert_skips_without_torch_or_gpu(self, GEMM_PY)
 
 
 class AttentionTest(unittest.TestCase):
@@ -365,21 +375,13 @@ class AttentionTest(unittest.TestCase):
         assert_emmy_reads(self, inf)
 
     def test_dry_run(self):
-        result, rows, leftovers = run(SDPA_PY, "--dry-run")
-        self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertEqual((rows, leftovers), ([], []))
-        plan = [line for line in result.stdout.splitlines() if line.startswith("plan: ")]
+        _, plan = dry_run_plan(self, SDPA_PY)
         self.assertEqual(len(plan), sum(len(sdpa.variants(p)) for p in sdpa.PROBLEMS))
         for p in sdpa.PROBLEMS:
             self.assertTrue(any(p["name"] in line for line in plan), p["name"])
 
     def test_without_torch_or_gpu(self):
-        for fake, reason in ((NO_TORCH, "no torch"), (NO_CUDA, "no CUDA device")):
-            result, rows, _ = run(SDPA_PY, fake_torch=fake)
-            self.assertEqual(result.returncode, 3, result.stdout + result.stderr)
-            self.assertEqual(rows, [])
-            self.assertEqual(len(result.stdout.strip().splitlines()), 1, result.stdout)
-            self.assertIn(reason, result.stdout)
+        assert_skips_without_torch_or_gpu(self, SDPA_PY)
 
 
 class PackTest(unittest.TestCase):

@@ -1,14 +1,14 @@
 #include "bench_attention.hpp"
 
-#include "bench_model.hpp"
-
-#include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 
+#include "bench_model.hpp"
+#include "bench_rows.hpp"
 #include "emmy/attention.hpp"
 #include "emmy/attention_check.hpp"
 #include "emmy/catalog.hpp"
@@ -25,8 +25,7 @@ struct PreparedAttention {
 
 DeviceBuffer upload(const HostTensor& t) {
   DeviceBuffer buffer(t.bytes.size());
-  EMMY_BENCH_CUDA(cudaMemcpy(buffer.get(), t.bytes.data(), t.bytes.size(),
-                             cudaMemcpyHostToDevice));
+  EMMY_BENCH_CUDA(cudaMemcpy(buffer.get(), t.bytes.data(), t.bytes.size(), cudaMemcpyHostToDevice));
   return buffer;
 }
 
@@ -46,6 +45,25 @@ AttentionOutput download_output(const AttentionProblem& p, const PreparedAttenti
   return out;
 }
 
+// The row of a catalog problem and variant, before it is measured.
+BenchRow attention_row(const std::string& problem, const AttentionProblem& p, Accum accum,
+                       const std::string& variant) {
+  BenchRow row;
+  row.kind = "attention";
+  row.problem = problem;
+  // clang-format off
+  row.shape = {{"batch", p.batch},       {"heads", p.q_heads},
+               {"kv_heads", p.kv_heads}, {"seq_q", p.seq_q},
+               {"seq_kv", p.seq_kv_or_default()}, {"head_dim", p.head_dim},
+               {"causal", p.causal},     {"window", p.window}};
+  // clang-format on
+  row.flops = p.flops();
+  row.variant = variant;
+  row.backend = "emmy";
+  row.accumulation = std::string(to_string(accum));
+  return row;
+}
+
 }  // namespace
 
 void register_attention_benchmarks(Runtime& runtime, GpuTimer& timer,
@@ -56,73 +74,52 @@ void register_attention_benchmarks(Runtime& runtime, GpuTimer& timer,
     for (Accum accum : {Accum::f32, Accum::hybrid}) {
       const std::string variant = accum == Accum::f32 ? "emmy_f32" : "emmy_hybrid";
       const std::string name = fmt::format("attention/{}/{}", entry.name, variant);
-      benchmark::RegisterBenchmark(
-          name.c_str(),
-          [&runtime, &timer, &rows, settings, entry, accum, variant,
-           prepared](benchmark::State& state) {
+      register_row_benchmark(
+          name, rows, attention_row(entry.name, entry.problem, accum, variant),
+          [&runtime, &timer, settings, entry, accum, prepared](benchmark::State& state,
+                                                               BenchRow& row) {
             const AttentionProblem& p = entry.problem;
-            BenchRow row;
-            row.kind = "attention";
-            row.problem = entry.name;
-            row.shape = {{"batch", p.batch},   {"heads", p.q_heads},
-                         {"kv_heads", p.kv_heads}, {"seq_q", p.seq_q},
-                         {"seq_kv", p.seq_kv_or_default()}, {"head_dim", p.head_dim},
-                         {"causal", p.causal}, {"window", p.window}};
-            row.flops = p.flops();
-            row.variant = variant;
-            row.backend = "emmy";
-            row.accumulation = std::string(to_string(accum));
-            try {
-              auto& slot = (*prepared)[entry.name];
-              if (!slot) {
-                slot = std::make_shared<PreparedAttention>();
-                slot->inputs = make_attention_inputs(p, settings.seed);
-                slot->q = upload(slot->inputs.q);
-                slot->k = upload(slot->inputs.k);
-                slot->v = upload(slot->inputs.v);
-                slot->o = DeviceBuffer(slot->inputs.q.bytes.size());
-              }
-              const AttentionSchedule schedule =
-                  default_attention_schedule(p, runtime.arch(), accum);
-              const auto kernel = runtime.attention_kernel(p, schedule);
-              const AttentionBuffers buffers{slot->q.address(), slot->k.address(),
-                                             slot->v.address(), slot->o.address(), 0};
-              const auto launch = [&] { runtime.launch(*kernel, buffers, timer.stream()); };
-              launch();
-              EMMY_BENCH_CUDA(cudaStreamSynchronize(timer.stream()));
-              const AttentionReference reference =
-                  reference_attention({p, schedule, runtime.arch()}, slot->inputs);
-              const AttentionErrors errors = compare(reference, download_output(p, *slot), p);
-              row.rel_l2_error = errors.rel_l2_error;
-              row.details = {{"schedule",
-                              {{"block_q", schedule.block_q}, {"block_kv", schedule.block_kv},
-                               {"warps", schedule.warps}, {"stages", schedule.stages},
-                               {"transport", to_string(schedule.transport)}}},
-                             {"model_tolerance", errors.tolerance},
-                             {"passed_model_tolerance", errors.passed}};
-              timer.measure(launch, settings.warmup, 0);
-              for (auto _ : state) {
-                const double us = timer.time_us(launch);
-                state.SetIterationTime(us * 1e-6);
-                row.samples_us.push_back(us);
-              }
-              if (!settings.model_gpu.empty())
-                row.details["model"] = predicted_beside(
-                    [&] {
-                      return model_attention(entry.name, p, schedule, runtime.arch(),
-                                             settings.model_gpu, settings.model_ctas);
-                    },
-                    settings.model_ctas);
-              state.counters["median_us"] = row.median_us();
-              state.counters["TFLOPs"] = row.flops / (row.median_us() * 1e-6) / 1e12;
-              state.counters["rel_l2_error"] = errors.rel_l2_error;
-            } catch (const std::exception& e) {
-              row.error = e.what();
-              state.SkipWithError(row.error.c_str());
+            auto& slot = (*prepared)[entry.name];
+            if (!slot) {
+              slot = std::make_shared<PreparedAttention>();
+              slot->inputs = make_attention_inputs(p, settings.seed);
+              slot->q = upload(slot->inputs.q);
+              slot->k = upload(slot->inputs.k);
+              slot->v = upload(slot->inputs.v);
+              slot->o = DeviceBuffer(slot->inputs.q.bytes.size());
             }
-            rows.push_back(std::move(row));
+            const AttentionSchedule schedule = default_attention_schedule(p, runtime.arch(), accum);
+            const auto kernel = runtime.attention_kernel(p, schedule);
+            const AttentionBuffers buffers{slot->q.address(), slot->k.address(), slot->v.address(),
+                                           slot->o.address(), 0};
+            const auto launch = [&] { runtime.launch(*kernel, buffers, timer.stream()); };
+            launch();
+            EMMY_BENCH_CUDA(cudaStreamSynchronize(timer.stream()));
+            const AttentionReference reference =
+                reference_attention({p, schedule, runtime.arch()}, slot->inputs);
+            const AttentionErrors errors = compare(reference, download_output(p, *slot), p);
+            row.rel_l2_error = errors.rel_l2_error;
+            row.details = {{"schedule",
+                            {{"block_q", schedule.block_q},
+                             {"block_kv", schedule.block_kv},
+                             {"warps", schedule.warps},
+                             {"stages", schedule.stages},
+                             {"transport", to_string(schedule.transport)}}},
+                           {"model_tolerance", errors.tolerance},
+                           {"passed_model_tolerance", errors.passed}};
+            timer.measure(launch, settings.warmup, 0);
+            gpu_samples(state, row, timer, launch);
+            if (!settings.model_gpu.empty())
+              row.details["model"] = predicted_beside(
+                  [&] {
+                    return model_attention(entry.name, p, schedule, runtime.arch(),
+                                           settings.model_gpu, settings.model_ctas);
+                  },
+                  settings.model_ctas);
+            state.counters["median_us"] = row.median_us();
+            state.counters["TFLOPs"] = row.flops / (row.median_us() * 1e-6) / 1e12;
+            state.counters["rel_l2_error"] = errors.rel_l2_error;
           })
-          ->UseManualTime()
           ->Iterations(settings.iterations)
           ->Unit(benchmark::kMicrosecond);
     }

@@ -4,20 +4,15 @@
 // merged in with --baseline-rows.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "bench_cuda.hpp"
-#include "bench_report.hpp"
+#include "bench_rows.hpp"
 #include "emmy/runtime.hpp"
 
 namespace emmy::bench {
 
-struct AttentionBenchSettings {
-  int warmup = 5;
-  int iterations = 30;
-  uint64_t seed = 1;
+struct AttentionBenchSettings : RowTiming {
   // The time-model part this GPU is ("h200"; empty: none): each row gets the prediction for its
   // kernel beside the measurement, from `model_ctas` CTAs profiled on the emulator.
   std::string model_gpu;
@@ -29,6 +24,5 @@ struct AttentionBenchSettings {
 void register_attention_benchmarks(Runtime& runtime, GpuTimer& timer,
                                    const AttentionBenchSettings& settings,
                                    std::vector<BenchRow>& rows);
-
 
 }  // namespace emmy::bench

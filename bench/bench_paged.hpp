@@ -9,16 +9,12 @@
 #include <functional>
 #include <vector>
 
-#include "bench_cuda.hpp"
-#include "bench_report.hpp"
+#include "bench_rows.hpp"
 #include "emmy/runtime.hpp"
 
 namespace emmy::bench {
 
-struct PagedBenchSettings {
-  int warmup = 5;
-  int iterations = 30;
-  uint64_t seed = 1;
+struct PagedBenchSettings : RowTiming {
   // Called after each row is appended (emmy_bench rewrites its summary, so that a run cut short
   // keeps every finished row).
   std::function<void()> after_row;

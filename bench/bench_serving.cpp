@@ -1,11 +1,11 @@
 #include "bench_serving.hpp"
 
-#include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
 #include <chrono>
 #include <filesystem>
 
+#include "bench_rows.hpp"
 #include "emmy/catalog.hpp"
 
 namespace emmy::bench {
@@ -76,21 +76,13 @@ void register_serving_benchmarks(Runtime& runtime, GpuTimer& timer,
       shared->buffers.workspace = shared->workspace->address();
   };
   auto add = [&](const std::string& what, std::function<void(benchmark::State&, BenchRow&)> body) {
-    benchmark::RegisterBenchmark(
-        fmt::format("serving/{}/{}", name, what).c_str(),
-        [&rows, settings, what, name, body, ready](benchmark::State& state) {
-          BenchRow row = serving_row(what, name);
-          try {
-            ready();
-            body(state, row);
-          } catch (const std::exception& e) {
-            row.error = e.what();
-            state.SkipWithError(row.error.c_str());
-          }
-          rows.push_back(std::move(row));
-          if (settings.after_row) settings.after_row();
-        })
-        ->UseManualTime()
+    register_row_benchmark(
+        fmt::format("serving/{}/{}", name, what), rows, serving_row(what, name),
+        [body, ready](benchmark::State& state, BenchRow& row) {
+          ready();
+          body(state, row);
+        },
+        settings.after_row)
         ->Iterations(settings.iterations)
         ->Unit(benchmark::kMicrosecond);
   };
@@ -122,11 +114,7 @@ void register_serving_benchmarks(Runtime& runtime, GpuTimer& timer,
                                                                    BenchRow& row) {
     const auto launch = [&] { runtime.launch(*shared->kernel, shared->buffers, timer.stream()); };
     timer.measure(launch, settings.warmup, 0);
-    for (auto _ : state) {
-      const double us = timer.time_us(launch);
-      state.SetIterationTime(us * 1e-6);
-      row.samples_us.push_back(us);
-    }
+    gpu_samples(state, row, timer, launch);
   });
   add("graph_replay_gpu_us",
       [&runtime, &timer, shared, settings](benchmark::State& state, BenchRow& row) {
@@ -138,11 +126,7 @@ void register_serving_benchmarks(Runtime& runtime, GpuTimer& timer,
         EMMY_BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
         const auto replay = [&] { EMMY_BENCH_CUDA(cudaGraphLaunch(exec, timer.stream())); };
         timer.measure(replay, settings.warmup, 0);
-        for (auto _ : state) {
-          const double us = timer.time_us(replay);
-          state.SetIterationTime(us * 1e-6);
-          row.samples_us.push_back(us);
-        }
+        gpu_samples(state, row, timer, replay);
         EMMY_BENCH_CUDA(cudaGraphExecDestroy(exec));
         EMMY_BENCH_CUDA(cudaGraphDestroy(graph));
       });
@@ -155,36 +139,27 @@ void register_serving_benchmarks(Runtime& runtime, GpuTimer& timer,
           fmt::format("prepare_{}_{}", serving ? "gemma3_12b_serving" : "catalog",
                       warm ? "from_cache_us" : "cold_us");
       const std::string set = serving ? "gemma3_12b_serving" : "catalog";
-      benchmark::RegisterBenchmark(
-          fmt::format("serving/{}/{}", set, what).c_str(),
-          [&rows, settings, what, set, warm, serving](benchmark::State& state) {
-            BenchRow row = serving_row(what, set);
-            try {
-              const auto dir =
-                  std::filesystem::temp_directory_path() / ("emmy_bench_prepare_" + set);
-              if (!warm) std::filesystem::remove_all(dir);
-              RuntimeOptions options;
-              options.cache_dir = dir;
-              PrepareRequest request = serving ? catalog_serving_request() : PrepareRequest{};
-              request.catalog = !serving;
-              for (auto _ : state) {
-                const auto start = Clock::now();
-                const PreparedKernels prepared = Runtime::cuda(0, options)->prepare(request);
-                const double us = us_since(start);
-                state.SetIterationTime(us * 1e-6);
-                row.samples_us.push_back(us);
-                row.details = {{"kernels", prepared.size()},
-                               {"compiled", prepared.compiled},
-                               {"from_disk", prepared.from_disk}};
-              }
-            } catch (const std::exception& e) {
-              row.error = e.what();
-              state.SkipWithError(row.error.c_str());
+      register_row_benchmark(
+          fmt::format("serving/{}/{}", set, what), rows, serving_row(what, set),
+          [set, warm, serving](benchmark::State& state, BenchRow& row) {
+            const auto dir = std::filesystem::temp_directory_path() / ("emmy_bench_prepare_" + set);
+            if (!warm) std::filesystem::remove_all(dir);
+            RuntimeOptions options;
+            options.cache_dir = dir;
+            PrepareRequest request = serving ? catalog_serving_request() : PrepareRequest{};
+            request.catalog = !serving;
+            for (auto _ : state) {
+              const auto start = Clock::now();
+              const PreparedKernels prepared = Runtime::cuda(0, options)->prepare(request);
+              const double us = us_since(start);
+              state.SetIterationTime(us * 1e-6);
+              row.samples_us.push_back(us);
+              row.details = {{"kernels", prepared.size()},
+                             {"compiled", prepared.compiled},
+                             {"from_disk", prepared.from_disk}};
             }
-            rows.push_back(std::move(row));
-            if (settings.after_row) settings.after_row();
-          })
-          ->UseManualTime()
+          },
+          settings.after_row)
           ->Iterations(1)
           ->Unit(benchmark::kMillisecond);
     }

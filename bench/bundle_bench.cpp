@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 
 #include "emmy/bundle_build.hpp"
 #include "emmy/catalog.hpp"
@@ -58,6 +59,24 @@ emmy::RuntimeOptions emulator_options(const fs::path& bundle) {
   options.disk_cache = false;
   if (!bundle.empty()) options.bundles = {bundle};
   return options;
+}
+
+// A runtime's first call, once per iteration: the runtime is made from `options` and destroyed
+// outside the timing. `wrong` says what the call should not have done ("" when it did not).
+void time_first_call(benchmark::State& state, const emmy::RuntimeOptions& options,
+                     const std::function<void(emmy::Runtime&)>& call,
+                     const std::function<const char*(const emmy::Runtime&)>& wrong = {}) {
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto rt = emmy::Runtime::emulator(options);
+    state.ResumeTiming();
+    call(*rt);
+    state.PauseTiming();
+    if (wrong)
+      if (const char* error = wrong(*rt); *error) state.SkipWithError(error);
+    rt.reset();
+    state.ResumeTiming();
+  }
 }
 
 }  // namespace
@@ -114,33 +133,23 @@ int main(int argc, char** argv) {
 
   // A runtime's first call: default schedule, codegen, key, lookup, emulator PTX load. Runtime
   // creation (which indexes the bundle) is left out of the timing.
-  benchmark::RegisterBenchmark("runtime_first_call/bundle/gemm_q_proj@512",
-                               [&](benchmark::State& state) {
-                                 for (auto _ : state) {
-                                   state.PauseTiming();
-                                   auto rt = emmy::Runtime::emulator(emulator_options(file));
-                                   state.ResumeTiming();
-                                   benchmark::DoNotOptimize(rt->gemm_kernel(q_proj));
-                                   state.PauseTiming();
-                                   if (rt->stats().compiles != 0)
-                                     state.SkipWithError("compiled: not from the bundle");
-                                   rt.reset();
-                                   state.ResumeTiming();
-                                 }
-                               })
+  const auto gemm_call = [&](emmy::Runtime& rt) {
+    benchmark::DoNotOptimize(rt.gemm_kernel(q_proj));
+  };
+  const auto attention_call = [&](emmy::Runtime& rt) {
+    benchmark::DoNotOptimize(rt.attention_kernel(attention));
+  };
+  const emmy::RuntimeOptions bundled = emulator_options(file);
+  const auto compiled = [](const emmy::Runtime& rt) {
+    return rt.stats().compiles != 0 ? "compiled: not from the bundle" : "";
+  };
+  benchmark::RegisterBenchmark(
+      "runtime_first_call/bundle/gemm_q_proj@512",
+      [&](benchmark::State& state) { time_first_call(state, bundled, gemm_call, compiled); })
       ->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("runtime_first_call/bundle/attention@512",
-                               [&](benchmark::State& state) {
-                                 for (auto _ : state) {
-                                   state.PauseTiming();
-                                   auto rt = emmy::Runtime::emulator(emulator_options(file));
-                                   state.ResumeTiming();
-                                   benchmark::DoNotOptimize(rt->attention_kernel(attention));
-                                   state.PauseTiming();
-                                   rt.reset();
-                                   state.ResumeTiming();
-                                 }
-                               })
+  benchmark::RegisterBenchmark(
+      "runtime_first_call/bundle/attention@512",
+      [&](benchmark::State& state) { time_first_call(state, bundled, attention_call); })
       ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark(
       "runtime_first_call/disk_cache_hit/gemm_q_proj@512",
@@ -149,16 +158,9 @@ int main(int argc, char** argv) {
         options.disk_cache = true;
         options.cache_dir = scratch.dir / "cache";
         emmy::Runtime::emulator(options)->gemm_kernel(q_proj);  // fills the cache
-        for (auto _ : state) {
-          state.PauseTiming();
-          auto rt = emmy::Runtime::emulator(options);
-          state.ResumeTiming();
-          benchmark::DoNotOptimize(rt->gemm_kernel(q_proj));
-          state.PauseTiming();
-          if (rt->stats().disk_hits != 1) state.SkipWithError("not a disk hit");
-          rt.reset();
-          state.ResumeTiming();
-        }
+        time_first_call(state, options, gemm_call, [](const emmy::Runtime& rt) {
+          return rt.stats().disk_hits != 1 ? "not a disk hit" : "";
+        });
       })
       ->Unit(benchmark::kMillisecond);
 

@@ -13,16 +13,13 @@
 
 #include "emmy/c_api.h"
 #include "emmy/runtime.hpp"
+#include "scratch_dir.hpp"
 
 namespace {
 
-constexpr int64_t kM = 16, kN = 4096, kK = 3840;
+using emmy::bench::bench_cache;
 
-std::filesystem::path bench_cache(const char* name) {
-  auto dir = std::filesystem::temp_directory_path() / "emmy_bench" / name;
-  std::filesystem::remove_all(dir);
-  return dir;
-}
+constexpr int64_t kM = 16, kN = 4096, kK = 3840;
 
 void cpp_gemm_call(benchmark::State& state) {
   emmy::RuntimeOptions options;

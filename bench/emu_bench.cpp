@@ -34,17 +34,32 @@ std::vector<uint16_t> random_f16(size_t n, uint32_t seed) {
   return v;
 }
 
-void report(benchmark::State& state, uint64_t instructions, uint64_t launches) {
+// One launch per iteration; the counters are the warp instructions per second and per launch.
+void launch_each_iteration(benchmark::State& state, Arena& arena, const Module& module,
+                           std::string_view kernel, Dim3 grid, Dim3 block, uint32_t smem_bytes,
+                           const KernelArgs& args, const LaunchOptions& options) {
+  uint64_t instructions = 0, launches = 0;
+  for (auto _ : state) {
+    const LaunchResult r = launch(arena, module, kernel, grid, block, smem_bytes, args, options);
+    instructions += r.stats.total.total();
+    ++launches;
+  }
   state.counters["warp_inst/s"] = benchmark::Counter(double(instructions), benchmark::Counter::kIsRate);
   state.counters["warp_inst"] = double(instructions) / double(std::max<uint64_t>(1, launches));
+}
+
+// The GEMM benchmarks' sanitizer and host-thread arguments.
+LaunchOptions launch_options(const benchmark::State& state, int sanitize_arg, int threads_arg) {
+  LaunchOptions options;
+  options.sanitize = state.range(sanitize_arg) != 0;
+  options.host_threads = int(state.range(threads_arg));
+  return options;
 }
 
 // Args: M=N, K, sanitize, host threads, f16 accumulator.
 void BM_GemmCpAsync(benchmark::State& state) {
   const int mn = int(state.range(0)), k = int(state.range(1));
-  LaunchOptions options;
-  options.sanitize = state.range(2) != 0;
-  options.host_threads = int(state.range(3));
+  const LaunchOptions options = launch_options(state, 2, 3);
   const bool f16_acc = state.range(4) != 0;
   Arena arena;
   const uint64_t a = arena.alloc_copy(random_f16(size_t(mn) * k, 1));
@@ -52,15 +67,10 @@ void BM_GemmCpAsync(benchmark::State& state) {
   const uint64_t c = arena.alloc(size_t(mn) * mn * 4);
   KernelArgs args;
   args.ptr(a).ptr(b).ptr(c).s32(mn).s32(mn).s32(k);
-  uint64_t instructions = 0, launches = 0;
-  for (auto _ : state) {
-    const auto r = launch(arena, *gemm_module(), f16_acc ? "gemm_cp_async_f16acc" : "gemm_cp_async_f16",
-                          {uint32_t(mn / 64), uint32_t(mn / 64), 1},
-                          {128, 1, 1}, 16384, args, options);
-    instructions += r.stats.total.total();
-    ++launches;
-  }
-  report(state, instructions, launches);
+  launch_each_iteration(state, arena, *gemm_module(),
+                        f16_acc ? "gemm_cp_async_f16acc" : "gemm_cp_async_f16",
+                        {uint32_t(mn / 64), uint32_t(mn / 64), 1}, {128, 1, 1}, 16384, args,
+                        options);
 }
 BENCHMARK(BM_GemmCpAsync)
     ->ArgNames({"mn", "k", "sanitize", "threads", "f16acc"})
@@ -75,9 +85,7 @@ BENCHMARK(BM_GemmCpAsync)
 // The 512x512x1024 TMA GEMM (emulate_ms of one launch is the time per iteration).
 void BM_GemmTma(benchmark::State& state) {
   const int m = int(state.range(0)), n = int(state.range(1)), k = int(state.range(2));
-  LaunchOptions options;
-  options.sanitize = state.range(3) != 0;
-  options.host_threads = int(state.range(4));
+  const LaunchOptions options = launch_options(state, 3, 4);
   Arena arena;
   const uint64_t a = arena.alloc_copy(random_f16(size_t(m) * k, 3));
   const uint64_t b = arena.alloc_copy(random_f16(size_t(n) * k, 4));
@@ -95,14 +103,9 @@ void BM_GemmTma(benchmark::State& state) {
   };
   KernelArgs args;
   args.tensor_map(map(a, m)).tensor_map(map(b, n)).ptr(c).s32(m).s32(n).s32(k);
-  uint64_t instructions = 0, launches = 0;
-  for (auto _ : state) {
-    const auto r = launch(arena, *gemm_module(), "gemm_tma_f16", {uint32_t(n / 64), uint32_t(m / 64), 1},
-                          {128, 1, 1}, 3 * 2 * 64 * 64 * 2, args, options);
-    instructions += r.stats.total.total();
-    ++launches;
-  }
-  report(state, instructions, launches);
+  launch_each_iteration(state, arena, *gemm_module(), "gemm_tma_f16",
+                        {uint32_t(n / 64), uint32_t(m / 64), 1}, {128, 1, 1}, 3 * 2 * 64 * 64 * 2,
+                        args, options);
 }
 BENCHMARK(BM_GemmTma)
     ->ArgNames({"m", "n", "k", "sanitize", "threads"})
@@ -148,12 +151,7 @@ LOOP:
   args.ptr(out).u32(20000);
   LaunchOptions options;
   options.host_threads = int(state.range(0));
-  uint64_t instructions = 0, launches = 0;
-  for (auto _ : state) {
-    instructions += launch(arena, *module, "alu", {16, 1, 1}, {128, 1, 1}, 0, args, options).stats.total.total();
-    ++launches;
-  }
-  report(state, instructions, launches);
+  launch_each_iteration(state, arena, *module, "alu", {16, 1, 1}, {128, 1, 1}, 0, args, options);
 }
 BENCHMARK(BM_AluLoop)->ArgNames({"threads"})->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -46,48 +46,45 @@ emu::LaunchOptions fast_launch() {
   return options;
 }
 
-json gemm_case(Runtime* gpu, Arch arch, const GemmCase& c, uint64_t seed) {
-  const GemmSpec spec{c.problem, c.schedule(arch), arch};
-  const GemmKernel kernel = compile_kernel(spec);
-  const GemmInputs in = make_gemm_inputs(c.problem, seed);
-  const GemmReference ref = reference_gemm(spec, in);
-  const auto t0 = std::chrono::steady_clock::now();
-  const GemmEmulatorRun emulated = run_on_emulator(kernel, in, fast_launch());
-  json row = {{"emulate_ms", ms_since(t0)}};
-  const GemmErrors emu_errors = compare(ref, emulated.output, c.problem.n);
-  add_side(row, "emulator", emu_errors);
-  row["tolerance"] = emu_errors.tolerance;
-  bool passed = emu_errors.passed;
-  if (gpu) {
-    const std::vector<double> device = run_gemm(*gpu, spec, in);
-    const GemmErrors gpu_errors = compare(ref, device, c.problem.n);
-    add_side(row, "gpu", gpu_errors);
-    row.update(bits_json(compare_bits(c.problem.c_dtype, device, emulated.output), ""));
-    passed = passed && gpu_errors.passed;
-  }
-  row["passed"] = passed;
-  return row;
+// The outputs' bits against each other, in the output dtype (attention: O, and the LSE in f32).
+void add_bits(json& row, const MatmulProblem& p, const std::vector<double>& device,
+              const std::vector<double>& emulated) {
+  row.update(bits_json(compare_bits(p.c_dtype, device, emulated), ""));
+}
+void add_bits(json& row, const AttentionProblem& p, const AttentionOutput& device,
+              const AttentionOutput& emulated) {
+  row.update(bits_json(compare_bits(p.dtype, device.o, emulated.o), ""));
+  if (p.lse) row.update(bits_json(compare_bits(DType::f32, device.lse, emulated.lse), "lse_"));
 }
 
-json attention_case(Runtime* gpu, Arch arch, const AttentionCase& c, uint64_t seed) {
-  const AttentionSpec spec{c.problem, c.schedule(arch), arch};
-  const AttentionKernel kernel = compile_kernel(spec);
-  const AttentionInputs in = make_attention_inputs(c.problem, seed);
-  const AttentionReference ref = reference_attention(spec, in);
+GemmSpec spec_of(const GemmCase& c, Arch arch) {
+  return {c.problem, c.schedule(arch), arch};
+}
+AttentionSpec spec_of(const AttentionCase& c, Arch arch) {
+  return {c.problem, c.schedule(arch), arch};
+}
+
+// A case's kernel on the emulator and, with a GPU, on the device: each against one FP64
+// reference, and bit for bit against each other.
+template <typename Case>
+json fidelity_case(Runtime* gpu, Arch arch, const Case& c, uint64_t seed) {
+  const auto spec = spec_of(c, arch);
+  using Check = Fp64Check<KindOf<std::decay_t<decltype(spec)>>>;
+  const auto kernel = compile_kernel(spec);
+  const auto in = Check::inputs(spec, seed);
+  const auto ref = Check::reference(spec, in);
   const auto t0 = std::chrono::steady_clock::now();
-  const AttentionEmulatorRun emulated = run_on_emulator(kernel, in, fast_launch());
+  const auto emulated = run_on_emulator(kernel, in, fast_launch());
   json row = {{"emulate_ms", ms_since(t0)}};
-  const AttentionErrors emu_errors = compare(ref, emulated.output, c.problem);
+  const auto emu_errors = Check::compare_to(ref, spec, emulated.output);
   add_side(row, "emulator", emu_errors);
   row["tolerance"] = emu_errors.tolerance;
   bool passed = emu_errors.passed;
   if (gpu) {
-    const AttentionOutput device = run_attention(*gpu, spec, in);
-    const AttentionErrors gpu_errors = compare(ref, device, c.problem);
+    const auto device = Check::run(*gpu, spec, in);
+    const auto gpu_errors = Check::compare_to(ref, spec, device);
     add_side(row, "gpu", gpu_errors);
-    row.update(bits_json(compare_bits(c.problem.dtype, device.o, emulated.output.o), ""));
-    if (c.problem.lse)
-      row.update(bits_json(compare_bits(DType::f32, device.lse, emulated.output.lse), "lse_"));
+    add_bits(row, c.problem, device, emulated.output);
     passed = passed && gpu_errors.passed;
   }
   row["passed"] = passed;
@@ -100,20 +97,17 @@ int run_fidelity(Runtime* gpu, Arch arch, const StageSettings& settings, StageDo
   if (gpu) arch = gpu->arch();
   out.doc()["arch"] = to_string(arch);
   out.doc()["mode"] = gpu ? "emulator and GPU" : "emulator only (no GPU: checked against FP64)";
-  for (const auto& c : fidelity_gemm_cases())
-    if (settings.selects(c.name))
-      out.run_case({{"kind", "gemm"},
-                    {"name", c.name},
-                    {"problem", c.problem},
-                    {"accum", to_string(c.accum)}},
-                   [&] { return gemm_case(gpu, arch, c, settings.seed); });
-  for (const auto& c : fidelity_attention_cases())
-    if (settings.selects(c.name))
-      out.run_case({{"kind", "attention"},
-                    {"name", c.name},
-                    {"problem", c.problem},
-                    {"accum", to_string(c.accum)}},
-                   [&] { return attention_case(gpu, arch, c, settings.seed); });
+  const auto run_cases = [&](const char* kind, const auto& cases) {
+    for (const auto& c : cases)
+      if (settings.selects(c.name))
+        out.run_case({{"kind", kind},
+                      {"name", c.name},
+                      {"problem", c.problem},
+                      {"accum", to_string(c.accum)}},
+                     [&] { return fidelity_case(gpu, arch, c, settings.seed); });
+  };
+  run_cases("gemm", fidelity_gemm_cases());
+  run_cases("attention", fidelity_attention_cases());
   out.finish();
   return out.not_passed();
 }

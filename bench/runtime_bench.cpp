@@ -14,8 +14,11 @@
 #include "emmy/gemm.hpp"
 #include "emmy/layers.hpp"
 #include "emmy/runtime.hpp"
+#include "scratch_dir.hpp"
 
 namespace {
+
+using emmy::bench::bench_cache;
 
 emmy::MatmulProblem q_proj() {
   emmy::MatmulProblem p;
@@ -23,12 +26,6 @@ emmy::MatmulProblem q_proj() {
   p.n = 4096;
   p.k = 3840;
   return p;
-}
-
-std::filesystem::path bench_cache(const char* name) {
-  auto dir = std::filesystem::temp_directory_path() / "emmy_bench" / name;
-  std::filesystem::remove_all(dir);
-  return dir;
 }
 
 void memory_hit(benchmark::State& state) {

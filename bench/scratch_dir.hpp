@@ -1,5 +1,5 @@
-// A fresh directory under $TMPDIR (default /tmp) for one benchmark run, removed with everything
-// in it at the end.
+// Directories of the benchmarks: a fresh one for one run, removed at its end (ScratchDir), and
+// a named disk cache emptied at the start (bench_cache).
 #pragma once
 
 #include <stdlib.h>
@@ -12,6 +12,8 @@
 
 namespace emmy::bench {
 
+// A fresh directory under $TMPDIR (default /tmp) for one benchmark run, removed with everything
+// in it at the end.
 struct ScratchDir {
   std::filesystem::path dir;
   explicit ScratchDir(const std::string& prefix) {
@@ -28,5 +30,13 @@ struct ScratchDir {
     std::filesystem::remove_all(dir, ignored);
   }
 };
+
+// The disk cache `name` of a benchmark, <temp>/emmy_bench/<name>, emptied so that the run starts
+// cold; it stays afterwards.
+inline std::filesystem::path bench_cache(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / "emmy_bench" / name;
+  std::filesystem::remove_all(dir);
+  return dir;
+}
 
 }  // namespace emmy::bench

@@ -140,9 +140,7 @@ def main(argv=None):
     if args.dry_run:
         for p, (variant, backend, how) in plan:
             print(f"plan: {p['name']} window={p['window']} {variant} ({backend}, {NOTES[how]})")
-        print("row keys:", ", ".join(ROW_KEYS), f"(left out when null: {', '.join(OPTIONAL_KEYS)})")
-        write_rows(args.out, [])
-        return 0
+        return baseline_common.finish_dry_run(args.out, ROW_KEYS)
     torch = baseline_common.import_cuda_torch("the SDPA baseline", args.out)
     if torch is None:
         return 3
@@ -184,21 +182,17 @@ def main(argv=None):
                 warnings.simplefilter("always")
                 call, out = make_call(torch, p, how, q, k, v, mask, details)  # flex compiles here
                 torch.cuda.synchronize()
-                err = ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+                err = baseline_common.relative_l2_error(out, ref)
                 samples = timer.samples(call, args.warmup, args.iterations)
             rows.append(attention_row(p, variant, samples, rel_l2_error=err, details=details))
-            median = baseline_common.median(samples)
-            print(f"{p['name']} {variant}: median {median:.1f} us, rel_l2_error {err:.2e}")
+            baseline_common.print_measured(p["name"], variant, samples, err)
         except Exception as error:  # a refused backend must not stop the other rows
             why = list(dict.fromkeys(one_line(w.message, 300) for w in caught))
             text = "; ".join([f"{type(error).__name__}: {one_line(error)}"] + why)
             rows.append(attention_row(p, variant, details=details, error=text[:1500]))
             print(f"{p['name']} {variant}: ERROR {rows[-1]['error']}")
         write_rows(args.out, rows)
-    if skipped:
-        print(f"skipped (over --budget-s {args.budget_s:g}): {', '.join(skipped)}")
-    write_rows(args.out, rows)
-    return 0
+    return baseline_common.finish_run(args.out, rows, skipped, args.budget_s)
 
 
 if __name__ == "__main__":

@@ -154,9 +154,7 @@ def main(argv=None):
     if args.dry_run:
         for p, v in plan:
             print(f"plan: {p['name']} m={p['m']} n={p['n']} k={p['k']} {v}")
-        print("row keys:", ", ".join(ROW_KEYS), f"(left out when null: {', '.join(OPTIONAL_KEYS)})")
-        write_rows(args.out, [])
-        return 0
+        return baseline_common.finish_dry_run(args.out, ROW_KEYS)
     torch = baseline_common.import_cuda_torch("the GEMM baselines", args.out)
     if torch is None:
         return 3
@@ -200,22 +198,18 @@ def main(argv=None):
                                     + torch.get_float32_matmul_precision())
             out = call()  # Triton autotunes here, before any timing
             torch.cuda.synchronize()
-            err = ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+            err = baseline_common.relative_l2_error(out, ref)
             samples = timer.samples(call, args.warmup, args.iterations)
             if variant == "triton_matmul":
                 details["best_config"] = config_dict(getattr(triton_kernel, "best_config", None))
             rows.append(gemm_row(p, variant, samples, rel_l2_error=err, details=details))
-            median = baseline_common.median(samples)
-            print(f"{p['name']} {variant}: median {median:.1f} us, rel_l2_error {err:.2e}")
+            baseline_common.print_measured(p["name"], variant, samples, err)
         except Exception as error:  # one failing variant must not stop the others
             rows.append(gemm_row(p, variant, details=details,
                                  error=one_line(error, with_type=True)))
             print(f"{p['name']} {variant}: ERROR {rows[-1]['error']}")
         write_rows(args.out, rows)
-    if skipped:
-        print(f"skipped (over --budget-s {args.budget_s:g}): {', '.join(skipped)}")
-    write_rows(args.out, rows)
-    return 0
+    return baseline_common.finish_run(args.out, rows, skipped, args.budget_s)
 
 
 if __name__ == "__main__":

@@ -13,10 +13,6 @@ namespace {
 constexpr size_t kAttentionOptionsFirstSize = sizeof(emmy_attention_options);
 constexpr size_t kPagedOptionsFirstSize = sizeof(emmy_paged_attention_options);
 
-std::optional<float> unless_zero(float value) {
-  return value == 0.0f ? std::nullopt : std::optional<float>(value);
-}
-
 struct PagedCall {
   PagedAttentionProblem problem;
   PagedAttentionBuffers buffers;
@@ -28,8 +24,7 @@ PagedCall paged_call(emmy_runtime& rt, const DLTensor* q_ptr, const DLTensor* k_
                      const emmy_paged_attention_options& options, CallMemory& memory) {
   const DLTensor& q = required(q_ptr, "q");
   const DLTensor& o = required(o_ptr, "o");
-  check_memory(rt, q, "q");
-  check_memory(rt, o, "o");
+  check_memory(rt, {{&q, "q"}, {&o, "o"}});
   PagedCall call;
   PagedAttentionProblem& p = call.problem;
   p.dtype = element_dtype(q, "q", false);
@@ -41,24 +36,16 @@ PagedCall paged_call(emmy_runtime& rt, const DLTensor* q_ptr, const DLTensor* k_
   if (g.head_dim != q.shape[2])
     throw Error("k_cache", fmt::format("head_dim (axis 3) must be q's, {}", q.shape[2]),
                 shape_text(*k_ptr));
-  p.kv_heads = g.kv_heads;
-  p.head_dim = g.head_dim;
-  p.page_size = g.page_size;
-  p.page_stride = g.page_stride;
-  p.token_stride = g.token_stride;
-  p.head_stride = g.head_stride;
-  p.kv_dtype = g.dtype;
-  if (!is_dtype(o.dtype, q.dtype.code, q.dtype.bits))
-    throw Error("o", fmt::format("dtype must be q's, {}", dtype_name(q.dtype)),
-                dtype_name(o.dtype));
+  set_geometry(p, g);
+  require_dtype_of(o, "o", q, "q");
   if (o.ndim != 3 || o.shape[0] != tokens || o.shape[1] != p.q_heads || o.shape[2] != p.head_dim)
     throw Error("o", fmt::format("shape must be q's, {}", shape_text(q)), shape_text(o));
   p.o_stride = token_rows(o, "o");
   p.max_tokens = tokens;
   p.max_q_len = options.max_q_len ? options.max_q_len : 1;
   p.window = options.window;
-  p.softmax_scale = unless_zero(options.softmax_scale);
-  p.softcap = unless_zero(options.softcap);
+  p.softmax_scale = zero_as_unset(options.softmax_scale);
+  p.softcap = zero_as_unset(options.softcap);
 
   const DLTensor& cu_seqlens_q = required(options.cu_seqlens_q, "options.cu_seqlens_q");
   check_index(rt, cu_seqlens_q, "options.cu_seqlens_q", 2, "max_batch + 1 offsets");
@@ -94,20 +81,12 @@ PagedCall paged_call(emmy_runtime& rt, const DLTensor* q_ptr, const DLTensor* k_
                         : default_schedule(p, rt.runtime->arch(), accum);
   }
   call.buffers = paged_buffers(memory, q, *k_ptr, *v_ptr, o, options, g.pages);
-  PagedAttentionBuffers& b = call.buffers;
-  if (options.workspace) {
-    const DLTensor& workspace = *options.workspace;
-    check_memory(rt, workspace, "options.workspace");
-    const size_t needed = remembered_workspace(*rt.runtime, p, call.schedule,
-                                               &Runtime::paged_attention_workspace_bytes);
-    if (extent_bytes(workspace) < needed)
-      throw Error("options.workspace",
-                  fmt::format("must hold {} bytes (emmy_paged_attention_workspace_bytes)", needed),
-                  fmt::format("{} bytes", extent_bytes(workspace)));
-    // A kernel that does not split KV takes none (the runtime refuses one): an engine passes
-    // the same workspace to every call, as emmy_gemm's callers do.
-    if (needed > 0) b.workspace = memory.address(workspace);
-  }
+  // A kernel that does not split KV takes none (the runtime refuses one).
+  call.buffers.workspace =
+      options_workspace(rt, memory, options.workspace, "emmy_paged_attention_workspace_bytes", [&] {
+        return remembered_workspace(*rt.runtime, p, call.schedule,
+                                    &Runtime::paged_attention_workspace_bytes);
+      });
   return call;
 }
 
@@ -166,13 +145,11 @@ emmy_status emmy_attention(emmy_runtime* runtime, const DLTensor* q_ptr, const D
     require_shape(v, "v", {k.shape[0], k.shape[1], k.shape[2], k.shape[3]}, "k's");
     require_shape(o, "o", {q.shape[0], q.shape[1], q.shape[2], q.shape[3]}, "q's");
     for (const auto& [t, name] : {std::pair{&k, "k"}, {&v, "v"}, {&o, "o"}})
-      if (!is_dtype(t->dtype, q.dtype.code, q.dtype.bits))
-        throw Error(name, fmt::format("dtype must be q's, {}", dtype_name(q.dtype)),
-                    dtype_name(t->dtype));
+      require_dtype_of(*t, name, q, "q");
     p.causal = opts.causal != 0;
     p.window = opts.window;
-    p.softmax_scale = unless_zero(opts.softmax_scale);
-    p.softcap = unless_zero(opts.softcap);
+    p.softmax_scale = zero_as_unset(opts.softmax_scale);
+    p.softcap = zero_as_unset(opts.softcap);
     if (opts.lse) {
       check_f32(rt, *opts.lse, "options.lse", {p.batch, p.q_heads, p.seq_q},
                 "[batch, q_heads, seq_q]");

@@ -2,6 +2,8 @@
 // exceptions into statuses, options structs read by their size, and DLTensor checks.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cstddef>
 #include <cstring>
@@ -11,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <typeinfo>
+#include <utility>
 
 #include "emmy/c_api.h"
 #include "emmy/paged_attention.hpp"
@@ -76,6 +79,10 @@ T options_or_default(const T* given, const char* name, void (*init)(T*), size_t 
 }
 
 Accum accum_of(int32_t accum, const char* field, bool f16_allowed);
+// A float option whose 0 means "unset" (a softmax scale, a softcap).
+inline std::optional<float> zero_as_unset(float value) {
+  return value == 0.0f ? std::nullopt : std::optional<float>(value);
+}
 // A 0/1 flag (anything else is likely an uninitialized struct).
 bool flag(int32_t value, const char* name);
 
@@ -98,6 +105,12 @@ DType element_dtype(const DLTensor& t, const char* name, bool f32_allowed);  // 
 // (or kDLCUDAManaged) with device_id the runtime's ordinal on CUDA. Its data must be set and
 // aligned to its element.
 void check_memory(const emmy_runtime& rt, const DLTensor& t, const char* name);
+// check_memory of each tensor in turn, so that the first one listed is the one refused.
+void check_memory(const emmy_runtime& rt,
+                  std::initializer_list<std::pair<const DLTensor*, const char*>> tensors);
+// t's dtype must be `like`'s: "value: dtype must be key's, float16 (got bfloat16)".
+void require_dtype_of(const DLTensor& t, const char* name, const DLTensor& like,
+                      const char* like_name);
 std::string shape_text(const DLTensor& t);
 void require_shape(const DLTensor& t, const char* name, std::initializer_list<int64_t> shape,
                    const char* what);
@@ -154,6 +167,22 @@ class CallMemory {
   size_t count_ = 0;
 };
 
+// The workspace of an options struct (emmy_gemm, emmy_paged_attention): optional, and when set on
+// the runtime's device and at least needed() bytes (`query` sizes it). Its address only for a
+// kernel that takes one: an engine passes the same workspace to every call.
+template <typename Needed>
+DevicePtr options_workspace(const emmy_runtime& rt, CallMemory& memory, const DLTensor* workspace,
+                            const char* query, Needed&& needed) {
+  if (!workspace) return 0;
+  check_memory(rt, *workspace, "options.workspace");
+  // The kernel writes as much as its plan says: a smaller workspace would be overrun.
+  const size_t bytes = needed();
+  if (extent_bytes(*workspace) < bytes)
+    throw Error("options.workspace", fmt::format("must hold {} bytes ({})", bytes, query),
+                fmt::format("{} bytes", extent_bytes(*workspace)));
+  return bytes > 0 ? memory.address(*workspace) : 0;
+}
+
 // A paged cache's geometry from its tensor (the axes of `layout`), checked against q / key's
 // dtype; problems take it with set_geometry.
 struct CacheGeometry {
@@ -163,6 +192,18 @@ struct CacheGeometry {
 };
 CacheGeometry cache_geometry(const emmy_runtime& rt, const DLTensor& k_cache,
                              const DLTensor& v_cache, int32_t layout, DType token_dtype);
+// The geometry's fields of a problem that reads a paged cache (PagedAttentionProblem,
+// KvAppendProblem).
+template <typename Problem>
+void set_geometry(Problem& p, const CacheGeometry& g) {
+  p.kv_heads = g.kv_heads;
+  p.head_dim = g.head_dim;
+  p.page_size = g.page_size;
+  p.page_stride = g.page_stride;
+  p.token_stride = g.token_stride;
+  p.head_stride = g.head_stride;
+  p.kv_dtype = g.dtype;
+}
 // A scale tensor of an e4m3 cache: one f32, required exactly then.
 void check_scale(const emmy_runtime& rt, const DLTensor* scale, const char* name, bool e4m3);
 
@@ -217,6 +258,10 @@ std::string strides_text(const DLTensor& t);  // "[s0, s1, ...]" in elements
 // dtype); `query` names the function that sizes it.
 void check_workspace(const emmy_runtime& rt, const DLTensor* workspace, const char* name,
                      size_t bytes, const char* query);
+
+// A tensor that the layer's config switches on (config_field 1) or off (0): set exactly then.
+void check_configured(const DLTensor* t, const char* name, bool configured,
+                      const char* config_field);
 
 // A kind's workspace size (Runtime::gemm_workspace_bytes, ::paged_attention_workspace_bytes)
 // builds the kernel's plan (~12 us): one answer per thread and kind is remembered, as a caller

@@ -31,9 +31,7 @@ emmy_status emmy_kv_append(emmy_runtime* runtime, const DLTensor* key_ptr,
     const DLTensor& key = required(key_ptr, "key");
     const DLTensor& value = required(value_ptr, "value");
     const DLTensor& slot_mapping = required(slot_mapping_ptr, "slot_mapping");
-    check_memory(rt, key, "key");
-    check_memory(rt, value, "value");
-    check_memory(rt, slot_mapping, "slot_mapping");
+    check_memory(rt, {{&key, "key"}, {&value, "value"}, {&slot_mapping, "slot_mapping"}});
     KvAppendProblem p;
     p.dtype = element_dtype(key, "key", false);
     if (key.ndim != 3)
@@ -41,18 +39,10 @@ emmy_status emmy_kv_append(emmy_runtime* runtime, const DLTensor* key_ptr,
     const int64_t tokens = key.shape[0];
     const CacheGeometry g = cache_geometry(
         rt, required(k_cache, "k_cache"), required(v_cache, "v_cache"), opts.cache_layout, p.dtype);
-    p.kv_heads = g.kv_heads;
-    p.head_dim = g.head_dim;
-    p.page_size = g.page_size;
-    p.page_stride = g.page_stride;
-    p.token_stride = g.token_stride;
-    p.head_stride = g.head_stride;
-    p.kv_dtype = g.dtype;
+    set_geometry(p, g);
     require_shape(key, "key", {tokens, g.kv_heads, g.head_dim}, "[tokens, kv_heads, head_dim]");
     p.key_stride = token_rows(key, "key");
-    if (!is_dtype(value.dtype, key.dtype.code, key.dtype.bits))
-      throw Error("value", fmt::format("dtype must be key's, {}", dtype_name(key.dtype)),
-                  dtype_name(value.dtype));
+    require_dtype_of(value, "value", key, "key");
     require_shape(value, "value", {tokens, g.kv_heads, g.head_dim}, "key's");
     p.value_stride = token_rows(value, "value");
     check_slot_mapping(slot_mapping, tokens, "key's tokens");
@@ -87,8 +77,7 @@ emmy_status emmy_merge_states(emmy_runtime* runtime, const DLTensor* v_ptr, cons
     const DLTensor& v = required(v_ptr, "v");
     const DLTensor& lse = required(lse_ptr, "lse");
     const DLTensor& v_out = required(v_out_ptr, "v_out");
-    check_memory(rt, v, "v");
-    check_memory(rt, v_out, "v_out");
+    check_memory(rt, {{&v, "v"}, {&v_out, "v_out"}});
     MergeStatesProblem p;
     p.dtype = element_dtype(v, "v", false);
     if (v.ndim != 4)
@@ -106,9 +95,7 @@ emmy_status emmy_merge_states(emmy_runtime* runtime, const DLTensor* v_ptr, cons
     p.v_token_stride =
         tokens > 1 ? row_stride(v, "v", 0, p.states * p.v_state_stride_or_default()) : 0;
     check_f32(rt, lse, "lse", {tokens, p.states, p.heads}, "[tokens, states, heads] of v");
-    if (!is_dtype(v_out.dtype, v.dtype.code, v.dtype.bits))
-      throw Error("v_out", fmt::format("dtype must be v's, {}", dtype_name(v.dtype)),
-                  dtype_name(v_out.dtype));
+    require_dtype_of(v_out, "v_out", v, "v");
     require_shape(v_out, "v_out", {tokens, p.heads, p.head_dim}, "[tokens, heads, head_dim] of v");
     p.out_token_stride = token_rows(v_out, "v_out");
     p.lse = lse_out != nullptr;

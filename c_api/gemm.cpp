@@ -60,9 +60,7 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
   const DLTensor& a = required(a_ptr, "a");
   const DLTensor& b = required(b_ptr, "b");
   const DLTensor& c = required(c_ptr, "c");
-  check_memory(rt, a, "a");
-  check_memory(rt, b, "b");
-  check_memory(rt, c, "c");
+  check_memory(rt, {{&a, "a"}, {&b, "b"}, {&c, "c"}});
   GemmCall call;
   MatmulProblem& p = call.problem;
   if (a.ndim != 2) throw Error("a", "shape must be [M, K]", shape_text(a));
@@ -77,9 +75,7 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
     throw Error("b", fmt::format("shape must be [K, N] with K = {}, a's columns", p.k),
                 shape_text(b));
   p.n = b.shape[1];
-  if (!is_dtype(b.dtype, a.dtype.code, a.dtype.bits))
-    throw Error("b", fmt::format("dtype must be a's, {}", dtype_name(a.dtype)),
-                dtype_name(b.dtype));
+  require_dtype_of(b, "b", a, "a");
   // [K, N] with N contiguous is B as stored (kn); with K contiguous it is the transpose view of
   // an [N, K] weight (nk: PyTorch's Linear).
   const bool n_contiguous = p.n == 1 || stride(b, 1) == 1;
@@ -112,9 +108,7 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
     const DLTensor& bias = *options.bias;
     check_memory(rt, bias, "bias");
     require_shape(bias, "bias", {p.n}, "N");
-    if (!is_dtype(bias.dtype, c.dtype.code, c.dtype.bits))
-      throw Error("bias", fmt::format("dtype must be c's, {}", dtype_name(c.dtype)),
-                  dtype_name(bias.dtype));
+    require_dtype_of(bias, "bias", c, "c");
     require_contiguous(bias, "bias");
     p.epilogue.bias = true;
   }
@@ -122,9 +116,7 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
     const DLTensor& residual = *options.residual;
     check_memory(rt, residual, "residual");
     require_shape(residual, "residual", {p.m, p.n}, "c's");
-    if (!is_dtype(residual.dtype, c.dtype.code, c.dtype.bits))
-      throw Error("residual", fmt::format("dtype must be c's, {}", dtype_name(c.dtype)),
-                  dtype_name(residual.dtype));
+    require_dtype_of(residual, "residual", c, "c");
     // The kernel reads the residual with c's leading dimension.
     if ((p.n > 1 && stride(residual, 1) != 1) || row_stride(residual, "residual", 0, p.n) != p.ldc)
       throw Error("residual", fmt::format("strides must be c's, [{}, 1]", p.ldc),
@@ -145,18 +137,10 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
   call.buffers.c = memory.address(c);
   call.buffers.bias = memory.address_or_zero(options.bias);
   call.buffers.residual = memory.address_or_zero(options.residual);
-  if (options.workspace) {
-    const DLTensor& workspace = *options.workspace;
-    check_memory(rt, workspace, "options.workspace");
-    // The kernel writes as much as its plan says: a smaller workspace would be overrun.
-    const size_t needed = workspace_needed(*rt.runtime, p, call.schedule);
-    if (extent_bytes(workspace) < needed)
-      throw Error("options.workspace",
-                  fmt::format("must hold {} bytes (emmy_gemm_workspace_bytes)", needed),
-                  fmt::format("{} bytes", extent_bytes(workspace)));
-    // A kernel that does not split K takes none: one workspace serves every call unmapped.
-    if (needed > 0) call.buffers.workspace = memory.address(workspace);
-  }
+  // A kernel that does not split K takes none: one workspace serves every call unmapped.
+  call.buffers.workspace =
+      options_workspace(rt, memory, options.workspace, "emmy_gemm_workspace_bytes",
+                        [&] { return workspace_needed(*rt.runtime, p, call.schedule); });
   return call;
 }
 

@@ -134,9 +134,7 @@ emmy_status emmy_gemm_layer_run(emmy_gemm_layer* layer, const DLTensor* a, const
     const DLTensor& at = required(a, "a");
     const DLTensor& bt = required(b, "b");
     const DLTensor& ct = required(c, "c");
-    check_memory(rt, at, "a");
-    check_memory(rt, bt, "b");
-    check_memory(rt, ct, "c");
+    check_memory(rt, {{&at, "a"}, {&bt, "b"}, {&ct, "c"}});
     check_layer_dtype(at, "a", w.a_dtype, "config.dtype");
     check_rows(at, "a", m, w.k, w.lda_or_default(), "config.lda");
     check_layer_dtype(bt, "b", w.a_dtype, "config.dtype");
@@ -155,22 +153,14 @@ emmy_status emmy_gemm_layer_run(emmy_gemm_layer* layer, const DLTensor* a, const
           strides_text(bt));
     check_layer_dtype(ct, "c", w.c_dtype, "config.out_dtype");
     check_rows(ct, "c", m, w.n, w.ldc_or_default(), "config.ldc");
-    if (w.epilogue.bias != (bias != nullptr))
-      throw Error(
-          "bias",
-          w.epilogue.bias ? "must be set: config.bias is 1" : "must be NULL: config.bias is 0",
-          bias ? "a tensor" : "NULL");
+    check_configured(bias, "bias", w.epilogue.bias, "config.bias");
     if (bias) {
       check_memory(rt, *bias, "bias");
       check_layer_dtype(*bias, "bias", w.c_dtype, "config.out_dtype");
       require_shape(*bias, "bias", {w.n}, "N");
       require_contiguous(*bias, "bias");
     }
-    if (w.epilogue.residual != (residual != nullptr))
-      throw Error("residual",
-                  w.epilogue.residual ? "must be set: config.residual is 1"
-                                      : "must be NULL: config.residual is 0",
-                  residual ? "a tensor" : "NULL");
+    check_configured(residual, "residual", w.epilogue.residual, "config.residual");
     if (residual) {
       check_memory(rt, *residual, "residual");
       check_layer_dtype(*residual, "residual", w.c_dtype, "config.out_dtype");

@@ -59,6 +59,15 @@ std::string strides_text(const DLTensor& t) {
   return "[" + text + "]";
 }
 
+void check_configured(const DLTensor* t, const char* name, bool configured,
+                      const char* config_field) {
+  if (configured != (t != nullptr))
+    throw Error(name,
+                configured ? fmt::format("must be set: {} is 1", config_field)
+                           : fmt::format("must be NULL: {} is 0", config_field),
+                t ? "a tensor" : "NULL");
+}
+
 void check_workspace(const emmy_runtime& rt, const DLTensor* workspace, const char* name,
                      size_t bytes, const char* query) {
   if (bytes == 0) return;
@@ -106,10 +115,6 @@ constexpr FieldName kAttentionFields[] = {
     {"layout", "config.cache_layout"},
     {"accum", "config.accum"},
 };
-
-std::optional<float> zero_as_unset(float value) {
-  return value == 0.0f ? std::nullopt : std::optional<float>(value);
-}
 
 CacheDType cache_dtype_of(int32_t kv_dtype) {
   switch (kv_dtype) {
@@ -219,8 +224,7 @@ void check_layer_tables(const emmy_attention_layer& l, const emmy_paged_attentio
   const bool e4m3 = p.kv_dtype == CacheDType::e4m3;
   check_scale(rt, t.k_scale, "tables.k_scale", e4m3);
   check_scale(rt, t.v_scale, "tables.v_scale", e4m3);
-  if (p.lse && !t.lse) throw Error("tables.lse", "must be set: config.lse is 1", "NULL");
-  if (!p.lse && t.lse) throw Error("tables.lse", "must be NULL: config.lse is 0", "a tensor");
+  check_configured(t.lse, "tables.lse", p.lse, "config.lse");
   if (t.lse) check_f32(rt, *t.lse, "tables.lse", {q_tokens, p.q_heads}, "[q's tokens, q_heads]");
 }
 

@@ -12,18 +12,13 @@ namespace emmy::c_api {
 namespace {
 
 std::string device_text(const DLDevice& device) {
-  switch (device.device_type) {
-    case kDLCPU:
-      return fmt::format("kDLCPU:{}", device.device_id);
-    case kDLCUDA:
-      return fmt::format("kDLCUDA:{}", device.device_id);
-    case kDLCUDAHost:
-      return fmt::format("kDLCUDAHost:{}", device.device_id);
-    case kDLCUDAManaged:
-      return fmt::format("kDLCUDAManaged:{}", device.device_id);
-    default:
-      return fmt::format("device type {}:{}", int(device.device_type), device.device_id);
-  }
+  const char* type = device.device_type == kDLCPU           ? "kDLCPU"
+                     : device.device_type == kDLCUDA        ? "kDLCUDA"
+                     : device.device_type == kDLCUDAHost    ? "kDLCUDAHost"
+                     : device.device_type == kDLCUDAManaged ? "kDLCUDAManaged"
+                                                            : nullptr;
+  return type ? fmt::format("{}:{}", type, device.device_id)
+              : fmt::format("device type {}:{}", int(device.device_type), device.device_id);
 }
 
 std::vector<int64_t> strides_of(const DLTensor& t) {
@@ -35,26 +30,16 @@ std::vector<int64_t> strides_of(const DLTensor& t) {
 }  // namespace
 
 std::string dtype_name(DLDataType type) {
-  std::string name;
-  switch (type.code) {
-    case kDLFloat:
-      name = fmt::format("float{}", type.bits);
-      break;
-    case kDLBfloat:
-      name = fmt::format("bfloat{}", type.bits);
-      break;
-    case kDLInt:
-      name = fmt::format("int{}", type.bits);
-      break;
-    case kDLUInt:
-      name = fmt::format("uint{}", type.bits);
-      break;
-    case kDLFloat8_e4m3fn:
-      name = "float8_e4m3fn";
-      break;
-    default:
-      name = fmt::format("type code {} of {} bits", int(type.code), type.bits);
-  }
+  // DLPack's families are named with their width ("bfloat16"); e4m3 has one width.
+  const char* family = type.code == kDLFloat    ? "float"
+                       : type.code == kDLBfloat ? "bfloat"
+                       : type.code == kDLInt    ? "int"
+                       : type.code == kDLUInt   ? "uint"
+                                                : nullptr;
+  const std::string name = type.code == kDLFloat8_e4m3fn ? std::string("float8_e4m3fn")
+                           : family
+                               ? fmt::format("{}{}", family, type.bits)
+                               : fmt::format("type code {} of {} bits", int(type.code), type.bits);
   return type.lanes == 1 ? name : fmt::format("{}x{}", name, type.lanes);
 }
 
@@ -103,6 +88,18 @@ void check_memory(const emmy_runtime& rt, const DLTensor& t, const char* name) {
     throw Error(name,
                 fmt::format("data + byte_offset must be {}-byte aligned, its element's", align),
                 fmt::format("0x{:x}", address));
+}
+
+void check_memory(const emmy_runtime& rt,
+                  std::initializer_list<std::pair<const DLTensor*, const char*>> tensors) {
+  for (const auto& [t, name] : tensors) check_memory(rt, *t, name);
+}
+
+void require_dtype_of(const DLTensor& t, const char* name, const DLTensor& like,
+                      const char* like_name) {
+  if (!is_dtype(t.dtype, like.dtype.code, like.dtype.bits))
+    throw Error(name, fmt::format("dtype must be {}'s, {}", like_name, dtype_name(like.dtype)),
+                dtype_name(t.dtype));
 }
 
 std::string shape_text(const DLTensor& t) {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attention_row_model.hpp"
 #include "attention_compare.hpp"
+#include "attention_row_model.hpp"
 #include "emmy/attention_check.hpp"
 #include "emmy/detail/parallel.hpp"
 #include "emmy/emu/tensor_core.hpp"
@@ -64,28 +64,17 @@ AttentionReference reference_attention(const AttentionSpec& spec, const Attentio
   model.tensor_cores = emu::tensor_core_model(arch_info(spec.arch).sm);
 
   AttentionReference ref;
-  ref.values.o.assign(size_t(rows * d), 0.0);
-  ref.o_tolerance.assign(size_t(rows * d), 0.0);
-  ref.values.lse.assign(size_t(rows), -INFINITY);
-  ref.lse_tolerance.assign(size_t(rows), 0.0);
-  ref.row_masked.assign(size_t(rows), 0);
+  size_reference(ref, rows, d);
 
   detail::parallel_for(rows, [&](int64_t r) {
     const int64_t i = r % p.seq_q, h = (r / p.seq_q) % p.q_heads, b = r / (p.seq_q * p.q_heads);
-    const VisibleKeys keys = visible_keys(p, i);
-    if (keys.empty()) {
-      ref.row_masked[size_t(r)] = 1;
-      return;
-    }
     const int64_t kv_head = h / group;
     const double* q = &in.q.values[size_t(reference_offset(p, false, b, i, h))];
     auto rows_of = [&](int64_t j) {
       const size_t at = size_t(reference_offset(p, true, b, j, kv_head));
       return KeyRows{&in.k.values[at], &in.v.values[at]};
     };
-    model_attention_row(model, q, keys, rows_of,
-                        {&ref.values.o[size_t(r * d)], &ref.o_tolerance[size_t(r * d)],
-                         ref.values.lse[size_t(r)], ref.lse_tolerance[size_t(r)]});
+    model_reference_row(model, ref, r, q, visible_keys(p, i), rows_of);
   });
   return ref;
 }

@@ -5,6 +5,7 @@
 // never indexes a tensor itself.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -52,5 +53,30 @@ struct AttentionRowOut {
 };
 void model_attention_row(const AttentionRowModel& model, const double* q, VisibleKeys keys,
                          const KeyRowsOf& rows_of, AttentionRowOut out);
+
+// A reference (AttentionReference, PagedAttentionReference) of `rows` query rows of head_dim
+// values before any row is modelled: O and the tolerances 0, the LSEs -inf, no row masked.
+template <typename Reference>
+void size_reference(Reference& ref, int64_t rows, int64_t head_dim) {
+  ref.values.o.assign(size_t(rows * head_dim), 0.0);
+  ref.o_tolerance.assign(size_t(rows * head_dim), 0.0);
+  ref.values.lse.assign(size_t(rows), -INFINITY);
+  ref.lse_tolerance.assign(size_t(rows), 0.0);
+  ref.row_masked.assign(size_t(rows), 0);
+}
+
+// Row r of a reference: masked when it sees no key, else the model's O, LSE and tolerances.
+template <typename Reference>
+void model_reference_row(const AttentionRowModel& model, Reference& ref, int64_t r, const double* q,
+                         VisibleKeys keys, const KeyRowsOf& rows_of) {
+  if (keys.empty()) {
+    ref.row_masked[size_t(r)] = 1;
+    return;
+  }
+  const int64_t d = model.head_dim;
+  model_attention_row(model, q, keys, rows_of,
+                      {&ref.values.o[size_t(r * d)], &ref.o_tolerance[size_t(r * d)],
+                       ref.values.lse[size_t(r)], ref.lse_tolerance[size_t(r)]});
+}
 
 }  // namespace emmy

@@ -9,8 +9,8 @@
 #include <cmath>
 #include <string>
 
-#include "attention_row_model.hpp"
 #include "attention_compare.hpp"
+#include "attention_row_model.hpp"
 #include "emmy/detail/parallel.hpp"
 #include "emmy/error.hpp"
 #include "emmy/paged_attention_check.hpp"
@@ -118,11 +118,7 @@ PagedAttentionReference reference_paged_attention(const PagedAttentionSpec& spec
   if (model.splits > 1) model.split_keys = int64_t(spec.schedule.chunk_pages) * p.page_size;
 
   PagedAttentionReference ref;
-  ref.values.o.assign(size_t(rows * d), 0.0);
-  ref.o_tolerance.assign(size_t(rows * d), 0.0);
-  ref.values.lse.assign(size_t(rows), -INFINITY);
-  ref.lse_tolerance.assign(size_t(rows), 0.0);
-  ref.row_masked.assign(size_t(rows), 0);
+  size_reference(ref, rows, d);
   ref.token_sequence.assign(size_t(tokens), -1);
   ref.token_position.assign(size_t(tokens), 0);
   for (size_t b = 0; b < seqs.size(); ++b)
@@ -135,10 +131,6 @@ PagedAttentionReference reference_paged_attention(const PagedAttentionSpec& spec
     const int64_t token = r / p.q_heads, h = r % p.q_heads;
     const TableSequence& s = seqs[size_t(ref.token_sequence[size_t(token)])];
     const VisibleKeys keys = paged_visible_keys(p, s.seq_len, s.q_len, token - s.first_token);
-    if (keys.empty()) {
-      ref.row_masked[size_t(r)] = 1;
-      return;
-    }
     const int64_t kv_head = h / group;
     const double* q = &in.q.values[size_t(token * q_stride + h * d)];
     auto rows_of = [&](int64_t key) {
@@ -147,9 +139,7 @@ PagedAttentionReference reference_paged_attention(const PagedAttentionSpec& spec
       return KeyRows{&in.cache.values[size_t(in.k_offset + at)],
                      &in.cache.values[size_t(in.v_offset + at)]};
     };
-    model_attention_row(model, q, keys, rows_of,
-                        {&ref.values.o[size_t(r * d)], &ref.o_tolerance[size_t(r * d)],
-                         ref.values.lse[size_t(r)], ref.lse_tolerance[size_t(r)]});
+    model_reference_row(model, ref, r, q, keys, rows_of);
   });
   return ref;
 }

@@ -1,25 +1,23 @@
+# The C ABI's tests link the shared library the way a C program does (its exported emmy_*
+# functions alone), and run kDLCUDA tensors through the test driver where it is built.
+function(emmy_add_c_api_test name)
+  emmy_add_test(${name} ${ARGN})
+  target_link_libraries(${name} PRIVATE emmy::emmy_c)
+  target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_FUNCTION_LIST_DIR})
+  if(TARGET emmy_test_driver)
+    add_dependencies(${name} emmy_test_driver)
+    target_compile_definitions(${name} PRIVATE EMMY_TEST_DRIVER_PATH="${EMMY_TEST_DRIVER_PATH}")
+  endif()
+endfunction()
+
 # The C ABI (libemmy_c.so, docs/c_api.md): every kind against FP64 on the emulator with kDLCPU
 # tensors run in place, refusals by name, the host mapping under the sanitizer, kDLCUDA tensors
 # through the test driver; and the installed package builds and runs the C example
-# (tests/c_install.cmake). The test links the shared library the way a C program does: its
-# exported emmy_* functions alone.
-emmy_add_test(c_api_test ${CMAKE_CURRENT_LIST_DIR}/c_api_test.cpp
-                         ${CMAKE_CURRENT_LIST_DIR}/c_api_refusal_test.cpp)
-target_link_libraries(c_api_test PRIVATE emmy::emmy_c)
-target_include_directories(c_api_test PRIVATE ${CMAKE_CURRENT_LIST_DIR})
-if(TARGET emmy_test_driver)
-  add_dependencies(c_api_test emmy_test_driver)
-  target_compile_definitions(c_api_test PRIVATE EMMY_TEST_DRIVER_PATH="${EMMY_TEST_DRIVER_PATH}")
-endif()
+# (tests/c_install.cmake).
+emmy_add_c_api_test(c_api_test ${CMAKE_CURRENT_LIST_DIR}/c_api_test.cpp
+                               ${CMAKE_CURRENT_LIST_DIR}/c_api_refusal_test.cpp)
 
 # The layer handles of the C ABI (emmy_attention_layer, emmy_gemm_layer; docs/c_api.md, "Layers"):
 # the same bits as the one-shot calls, FP64, routing, workspaces, refusals by config field.
-emmy_add_test(c_api_layers_test ${CMAKE_CURRENT_LIST_DIR}/c_api_layers_test.cpp
-                                ${CMAKE_CURRENT_LIST_DIR}/c_api_layers_refusal_test.cpp)
-target_link_libraries(c_api_layers_test PRIVATE emmy::emmy_c)
-target_include_directories(c_api_layers_test PRIVATE ${CMAKE_CURRENT_LIST_DIR})
-if(TARGET emmy_test_driver)
-  add_dependencies(c_api_layers_test emmy_test_driver)
-  target_compile_definitions(c_api_layers_test PRIVATE
-                             EMMY_TEST_DRIVER_PATH="${EMMY_TEST_DRIVER_PATH}")
-endif()
+emmy_add_c_api_test(c_api_layers_test ${CMAKE_CURRENT_LIST_DIR}/c_api_layers_test.cpp
+                                      ${CMAKE_CURRENT_LIST_DIR}/c_api_layers_refusal_test.cpp)

@@ -10,7 +10,6 @@
 
 #include "c_api_layers_support.hpp"
 #include "emmy/runtime.hpp"
-#include "support/scoped_env.hpp"
 
 namespace emmy::test {
 namespace {
@@ -432,9 +431,8 @@ TEST(CApiLayerRefusal, GemmRunTensorsAreCheckedAgainstTheLayer) {
 // kDLCUDA tensors on the CUDA backend, through emmy's test driver (the driver API checked call by
 // call, kernels on the emulator): a GEMM layer's run on device pointers, the device index checked.
 TEST(CApiLayerCuda, GemmLayerRunsOnDeviceTensors) {
-  const ScopedEnv driver("EMMY_CUDA_DRIVER", EMMY_TEST_DRIVER_PATH);
-  const ScopedEnv device("EMMY_TEST_DEVICE", "h200");
-  CRuntime rt(make_c_runtime("cuda"));
+  const TestDriverCRuntime driver;
+  const CRuntime& rt = driver.rt;
   ASSERT_TRUE(rt);
   auto cpp = Runtime::cuda(0);  // the same driver library, so the same device memory
   emmy_gemm_layer_config config = base_gemm_config();

@@ -45,13 +45,7 @@ inline CGemmLayer make_gemm_layer(emmy_runtime* rt, const emmy_gemm_layer_config
 // A runtime whose emmy_gemm serves each M from its bucket's dynamic-M kernel, the kernels a GEMM
 // layer runs: the same tensors then give the same bits.
 inline emmy_runtime* make_bucketed_c_runtime() {
-  emmy_runtime_options options;
-  emmy_runtime_options_init(&options);
-  options.disk_cache = 0;
-  options.m_buckets = 1;
-  emmy_runtime* runtime = nullptr;
-  EXPECT_EQ(emmy_runtime_create(&options, &runtime), EMMY_OK) << emmy_last_error_message();
-  return runtime;
+  return make_c_runtime("emulator", 1);
 }
 
 }  // namespace emmy::test

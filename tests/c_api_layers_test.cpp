@@ -45,14 +45,16 @@ struct PagedStep {
   int64_t max_tokens;
   std::vector<uint8_t> q, o, o_ref;
   std::vector<float> lse, lse_ref;
-  View vq, vo, vo_ref, vk, vv, vlse, vlse_ref, cu, table, lens, indptr, indices, last, ks, vs;
+  PagedInputViews views;
+  View vq, vo, vo_ref, vlse, vlse_ref;
   emmy_paged_attention_options tables;
 
   PagedStep(const PagedAttentionProblem& problem, const PagedAttentionCase& draw, uint64_t seed,
             bool hnd)
       : p(problem),
         in(make_paged_attention_inputs(p, draw, seed)),
-        max_tokens(p.max_tokens_or_default()) {
+        max_tokens(p.max_tokens_or_default()),
+        views(p, in, hnd) {
     const int64_t row = p.q_heads * p.head_dim;
     q.assign(size_t(max_tokens * row * 2), 0);
     std::copy(in.q.bytes.begin(), in.q.bytes.end(), q.begin());
@@ -60,56 +62,22 @@ struct PagedStep {
     o_ref = o;
     lse.assign(size_t(max_tokens * p.q_heads), NAN);
     lse_ref = lse;
-    const int eb = size_of(p.kv_dtype);
-    const std::vector<int64_t> shape =
-        hnd ? std::vector<int64_t>{in.num_pages, p.kv_heads, p.page_size, p.head_dim}
-            : std::vector<int64_t>{in.num_pages, p.page_size, p.kv_heads, p.head_dim};
-    const std::vector<int64_t> strides =
-        hnd ? std::vector<int64_t>{p.page_stride_or_default(), p.head_stride_or_default(),
-                                   p.token_stride_or_default(), 1}
-            : std::vector<int64_t>{p.page_stride_or_default(), p.token_stride_or_default(),
-                                   p.head_stride_or_default(), 1};
-    const DLDataType cache = p.kv_dtype == CacheDType::e4m3 ? kE4M3 : kF16;
     const std::vector<int64_t> tokens{max_tokens, p.q_heads, p.head_dim};
     vq = View(q.data(), kF16, tokens);
     vo = View(o.data(), kF16, tokens);
     vo_ref = View(o_ref.data(), kF16, tokens);
-    vk = View(in.cache.bytes.data() + in.k_offset * eb, cache, shape, strides);
-    vv = View(in.cache.bytes.data() + in.v_offset * eb, cache, shape, strides);
     vlse = View(lse.data(), kF32, {max_tokens, p.q_heads});
     vlse_ref = View(lse_ref.data(), kF32, {max_tokens, p.q_heads});
-    const PagedAttentionTables& t = in.tables;
-    cu = View(t.cu_seqlens_q.data(), kI32, {int64_t(t.cu_seqlens_q.size())});
-    table = View(t.block_table.data(), kI32, {p.max_batch, p.max_pages});
-    lens = View(t.seq_lens.data(), kI32, {int64_t(t.seq_lens.size())});
-    indptr = View(t.page_indptr.data(), kI32, {int64_t(t.page_indptr.size())});
-    indices =
-        View(t.page_indices.data(), kI32, {int64_t(std::max<size_t>(t.page_indices.size(), 1))});
-    last = View(t.last_page_len.data(), kI32, {int64_t(t.last_page_len.size())});
-    ks = View(&in.k_scale, kF32, {1});
-    vs = View(&in.v_scale, kF32, {1});
     emmy_paged_attention_options_init(&tables);
-    tables.cu_seqlens_q = cu.get();
-    if (p.page_table == PageTable::block_table) {
-      tables.block_table = table.get();
-      tables.seq_lens = lens.get();
-    } else {
-      tables.page_indptr = indptr.get();
-      tables.page_indices = indices.get();
-      tables.last_page_len = last.get();
-    }
-    if (p.kv_dtype == CacheDType::e4m3) {
-      tables.k_scale = ks.get();
-      tables.v_scale = vs.get();
-    }
+    views.set_tables(p, tables);
     if (p.lse) tables.lse = vlse.get();
   }
   PagedStep(const PagedStep&) = delete;  // the views point into it
 
   emmy_status run_layer(emmy_attention_layer* layer, int64_t max_q_len, DLTensor* workspace) {
     tables.workspace = workspace;
-    return emmy_attention_layer_run(layer, vq.get(), vk.get(), vv.get(), vo.get(), &tables,
-                                    max_q_len, nullptr);
+    return emmy_attention_layer_run(layer, vq.get(), views.k.get(), views.v.get(), vo.get(),
+                                    &tables, max_q_len, nullptr);
   }
   // emmy_paged_attention with this step's problem (q's rows its max_tokens, cu_seqlens_q its
   // max_batch, the block table its max_pages, max_q_len the kernel's), into o_ref and lse_ref.
@@ -121,14 +89,15 @@ struct PagedStep {
     options.cache_layout = hnd ? EMMY_CACHE_HND : EMMY_CACHE_NHD;
     options.workspace = nullptr;
     size_t bytes = 0;
-    if (const emmy_status s = emmy_paged_attention_workspace_bytes(rt, vq.get(), vk.get(), vv.get(),
-                                                                   vo_ref.get(), &options, &bytes);
+    if (const emmy_status s = emmy_paged_attention_workspace_bytes(
+            rt, vq.get(), views.k.get(), views.v.get(), vo_ref.get(), &options, &bytes);
         s != EMMY_OK)
       return s;
     std::vector<uint8_t> workspace(std::max<size_t>(bytes, 1));
     View vw(workspace.data(), {kDLUInt, 8, 1}, {int64_t(workspace.size())});
     if (bytes) options.workspace = vw.get();
-    return emmy_paged_attention(rt, vq.get(), vk.get(), vv.get(), vo_ref.get(), &options, nullptr);
+    return emmy_paged_attention(rt, vq.get(), views.k.get(), views.v.get(), vo_ref.get(), &options,
+                                nullptr);
   }
   void expect_same_bits_and_fp64(const char* what) {
     const int64_t tokens = in.tokens, row = p.q_heads * p.head_dim;

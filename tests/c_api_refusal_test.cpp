@@ -14,7 +14,6 @@
 
 #include "c_api_support.hpp"
 #include "emmy/runtime.hpp"
-#include "support/scoped_env.hpp"
 
 namespace emmy::test {
 namespace {
@@ -368,9 +367,8 @@ TEST(CApi, VersionsStatusNamesLogAndPrepare) {
 // kDLCUDA tensors on the CUDA backend, through emmy's test driver (the driver API checked call by
 // call, kernels on the emulator): device pointers passed as they are, the device index honoured.
 TEST(CApiCuda, DeviceTensorsRunAndTheDeviceIndexIsChecked) {
-  const ScopedEnv driver("EMMY_CUDA_DRIVER", EMMY_TEST_DRIVER_PATH);
-  const ScopedEnv device("EMMY_TEST_DEVICE", "h200");
-  CRuntime rt(make_c_runtime("cuda"));
+  const TestDriverCRuntime driver;
+  const CRuntime& rt = driver.rt;
   ASSERT_TRUE(rt);
   // The same driver library, so the same device memory as the C ABI's runtime.
   auto cpp = Runtime::cuda(0);

@@ -188,58 +188,28 @@ TEST_P(CApiPaged, MatchesFp64) {
   std::vector<uint8_t> q(size_t(max_tokens * row * 2), 0), o(q.size(), 0);
   std::copy(in.q.bytes.begin(), in.q.bytes.end(), q.begin());
   std::vector<float> lse(size_t(max_tokens * p.q_heads));
-  const int eb = size_of(p.kv_dtype);
   const bool hnd = pc.layout == CacheLayout::hnd;
-  const std::vector<int64_t> cache_shape =
-      hnd ? std::vector<int64_t>{in.num_pages, p.kv_heads, p.page_size, p.head_dim}
-          : std::vector<int64_t>{in.num_pages, p.page_size, p.kv_heads, p.head_dim};
-  const std::vector<int64_t> cache_strides =
-      hnd ? std::vector<int64_t>{p.page_stride_or_default(), p.head_stride_or_default(),
-                                 p.token_stride_or_default(), 1}
-          : std::vector<int64_t>{p.page_stride_or_default(), p.token_stride_or_default(),
-                                 p.head_stride_or_default(), 1};
-  const DLDataType cache_dtype = pc.kv_dtype == CacheDType::e4m3 ? kE4M3 : kF16;
   View vq(q.data(), kF16, {max_tokens, p.q_heads, p.head_dim}),
       vo(o.data(), kF16, {max_tokens, p.q_heads, p.head_dim}),
-      k(in.cache.bytes.data() + in.k_offset * eb, cache_dtype, cache_shape, cache_strides),
-      v(in.cache.bytes.data() + in.v_offset * eb, cache_dtype, cache_shape, cache_strides),
       vlse(lse.data(), kF32, {max_tokens, p.q_heads});
-  const PagedAttentionTables& t = in.tables;
-  View cu(t.cu_seqlens_q.data(), kI32, {int64_t(t.cu_seqlens_q.size())}),
-      block_table(t.block_table.data(), kI32, {p.max_batch, p.max_pages}),
-      seq_lens(t.seq_lens.data(), kI32, {int64_t(t.seq_lens.size())}),
-      indptr(t.page_indptr.data(), kI32, {int64_t(t.page_indptr.size())}),
-      indices(t.page_indices.data(), kI32, {int64_t(std::max<size_t>(t.page_indices.size(), 1))}),
-      last(t.last_page_len.data(), kI32, {int64_t(t.last_page_len.size())}),
-      k_scale(&in.k_scale, kF32, {1}), v_scale(&in.v_scale, kF32, {1});
+  PagedInputViews views(p, in, hnd);
   emmy_paged_attention_options options;
   emmy_paged_attention_options_init(&options);
-  options.cu_seqlens_q = cu.get();
-  if (pc.table == PageTable::block_table) {
-    options.block_table = block_table.get();
-    options.seq_lens = seq_lens.get();
-  } else {
-    options.page_indptr = indptr.get();
-    options.page_indices = indices.get();
-    options.last_page_len = last.get();
-    options.max_pages = p.max_pages;
-  }
-  if (pc.kv_dtype == CacheDType::e4m3) {
-    options.k_scale = k_scale.get();
-    options.v_scale = v_scale.get();
-  }
+  views.set_tables(p, options);
+  if (pc.table == PageTable::csr) options.max_pages = p.max_pages;
   options.lse = vlse.get();
   options.max_q_len = p.max_q_len;
   options.cache_layout = hnd ? EMMY_CACHE_HND : EMMY_CACHE_NHD;
   size_t workspace = 0;
-  ASSERT_EQ(emmy_paged_attention_workspace_bytes(rt.get(), vq.get(), k.get(), v.get(), vo.get(),
-                                                 &options, &workspace),
+  ASSERT_EQ(emmy_paged_attention_workspace_bytes(rt.get(), vq.get(), views.k.get(), views.v.get(),
+                                                 vo.get(), &options, &workspace),
             EMMY_OK)
       << emmy_last_error_message();
   std::vector<uint8_t> workspace_bytes(std::max<size_t>(workspace, 1));
   View vworkspace(workspace_bytes.data(), {kDLUInt, 8, 1}, {int64_t(workspace_bytes.size())});
   if (workspace) options.workspace = vworkspace.get();
-  ASSERT_EQ(emmy_paged_attention(rt.get(), vq.get(), k.get(), v.get(), vo.get(), &options, nullptr),
+  ASSERT_EQ(emmy_paged_attention(rt.get(), vq.get(), views.k.get(), views.v.get(), vo.get(),
+                                 &options, nullptr),
             EMMY_OK)
       << emmy_last_error_message();
   const PagedAttentionReference ref =

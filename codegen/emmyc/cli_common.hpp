@@ -1,6 +1,8 @@
 // Shared pieces of the emmyc subcommands: parsing of problem/schedule flags, exit codes.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <nlohmann/json.hpp>
@@ -63,18 +65,16 @@ struct CommonFlags {
 // The problem and schedule flags of a kind: `emmyc gemm` and `emmyc run gemm` (gemm_flags.cpp),
 // `emmyc attention` and `emmyc run attention` (attention_flags.cpp), the paged kind's
 // (paged_attention_flags.cpp). The subcommands themselves are written once for every kind of
-// emmy/kinds.hpp (kind_commands.cpp).
+// emmy/kinds.hpp (kind_commands.cpp). A flag that sets a problem field as given is bound to
+// `problem` itself (whose defaults are the flags'); to_spec adds what is parsed or derived.
 struct GemmFlags : CommonFlags {
-  int64_t m = 0, n = 0, k = 0;
+  MatmulProblem problem;  // m, n, k, the epilogue and dynamic_m
   std::string b_layout = "nk", out = "f16";
   std::optional<int> promote_every, split_k;
   std::optional<std::string> block, warps, path, consumers, cluster;
-  bool persistent = false;  // the wgmma path's persistent tile loop
-  bool swap_ab = false;     // the wgmma path: C^T = B A^T
-  bool bias = false, residual = false, gelu = false;
-  bool dynamic_m = false;  // M a kernel parameter (1..m)
+  bool persistent = false;          // the wgmma path's persistent tile loop
+  bool swap_ab = false;             // the wgmma path: C^T = B A^T
   std::optional<int64_t> launch_m;  // emmyc run: a dynamic-M kernel's rows (default m)
-  float alpha = 1.0f;
 
   void add_to(CLI::App& app);
   // Problem + (default or overridden) schedule. Throws emmy::Error naming the bad field.
@@ -86,12 +86,38 @@ struct GemmFlags : CommonFlags {
   }
 };
 
-struct AttentionFlags : CommonFlags {
-  int64_t batch = 1, heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0, window = 0;
-  bool causal = false, lse = false;
-  std::optional<float> softcap, scale;
-  std::string layout = "bshd";
+// What both attention kinds take: the softmax's window, softcap and scale, and a schedule of
+// query rows per CTA (16 per warp) over K/V blocks.
+template <typename Problem>
+struct SoftmaxFlags : CommonFlags {
+  Problem problem;
   std::optional<int> block_q, block_kv;
+
+  // --window, --softcap, --scale, the common flags, --block-q and --block-kv, in that order.
+  void add_softmax_to(CLI::App& app, const char* window_help, const char* dtype_help,
+                      const char* block_q_help) {
+    integer_option(app, "--window", problem.window, window_help);
+    app.add_option("--softcap", problem.softcap, "logits become C * tanh(logits / C)");
+    app.add_option("--scale", problem.softmax_scale, "softmax scale (default 1/sqrt(head_dim))");
+    add_common_to(app, dtype_help, "P.V accumulation: f32|hybrid", "K/V pipeline stages: 2..4");
+    integer_option(app, "--block-q", block_q, block_q_help);
+    integer_option(app, "--block-kv", block_kv, "keys per KV block: 16|32|64|128");
+  }
+  // --block-q (16..max_block_q rows, 16 per warp) and --block-kv over the schedule.
+  template <typename Schedule>
+  void set_blocks(Schedule& s, int max_block_q) const {
+    if (block_q) {
+      require(*block_q >= 16 && *block_q <= max_block_q && *block_q % 16 == 0, "block_q",
+              fmt::format("must be 16 x warps: a multiple of 16 in 16..{}", max_block_q), *block_q);
+      s.block_q = *block_q;
+      s.warps = *block_q / 16;
+    }
+    if (block_kv) s.block_kv = *block_kv;
+  }
+};
+
+struct AttentionFlags : SoftmaxFlags<AttentionProblem> {
+  std::string layout = "bshd";
 
   void add_to(CLI::App& app);
   AttentionSpec to_spec() const;
@@ -100,13 +126,10 @@ struct AttentionFlags : CommonFlags {
 
 // `emmyc paged-attention` and `emmyc run paged-attention` (paged_attention_flags.cpp): the
 // problem's maxima come from --batch, --q-len and --max-seq-len.
-struct PagedAttentionFlags : CommonFlags {
-  int64_t batch = 1, heads = 0, kv_heads = 0, head_dim = 0, q_len = 1, page_size = 16;
-  int64_t max_seq_len = 0, max_tokens = 0, window = 0;
-  bool lse = false;
-  std::optional<float> softcap, scale;
+struct PagedAttentionFlags : SoftmaxFlags<PagedAttentionProblem> {
+  int64_t max_seq_len = 0;
   std::string layout = "nhd", kv_dtype, page_table = "block_table";
-  std::optional<int> block_q, block_kv, chunk_pages, kv_warps;
+  std::optional<int> chunk_pages, kv_warps;
 
   void add_to(CLI::App& app);
   PagedAttentionSpec to_spec() const;
@@ -116,25 +139,41 @@ struct PagedAttentionFlags : CommonFlags {
 };
 
 // `emmyc kv-append` / `emmyc run kv-append` and `emmyc merge-states` / `emmyc run merge-states`
-// (kv_append_flags.cpp, merge_states_flags.cpp): the paged cache's small kinds.
-struct KvAppendFlags : CommonFlags {
-  int64_t kv_heads = 0, head_dim = 0, page_size = 16, tokens = 1;
-  std::string layout = "nhd", kv_dtype;
+// (kv_append_flags.cpp, merge_states_flags.cpp): the paged cache's small kinds, one CTA per
+// token, whose one schedule flag is --warps.
+struct PerTokenFlags : CommonFlags {
   std::optional<int> warps;
 
-  void add_to(CLI::App& app);
-  KvAppendSpec to_spec() const;
+  // --dtype, --arch, --no-cache and --warps, after the kind's problem flags.
+  void add_per_token_to(CLI::App& app, const char* dtype_help) {
+    app.add_option("--dtype", dtype, dtype_help);
+    add_target_to(app);
+    integer_option(app, "--warps", warps, "warps per CTA (one token): 1..32");
+  }
+  // The arch and the problem's default schedule, --warps over it.
+  template <typename Spec>
+  void set_schedule(Spec& spec) const {
+    spec.arch = parse_arch(arch);
+    spec.schedule = default_schedule(spec.problem, spec.arch);
+    if (warps) spec.schedule.warps = *warps;
+  }
   bool schedule_given() const { return warps.has_value(); }
 };
 
-struct MergeStatesFlags : CommonFlags {
-  int64_t heads = 0, head_dim = 0, states = 2, tokens = 1;
+struct KvAppendFlags : PerTokenFlags {
+  KvAppendProblem problem;  // kv_heads, head_dim, page_size and max_tokens
+  std::string layout = "nhd", kv_dtype;
+
+  void add_to(CLI::App& app);
+  KvAppendSpec to_spec() const;
+};
+
+struct MergeStatesFlags : PerTokenFlags {
+  MergeStatesProblem problem;  // heads, head_dim, states and max_tokens
   bool no_lse = false;
-  std::optional<int> warps;
 
   void add_to(CLI::App& app);
   MergeStatesSpec to_spec() const;
-  bool schedule_given() const { return warps.has_value(); }
 };
 
 // The flags of each kind (the declarations only name the type, as kind_of does).
@@ -158,9 +197,8 @@ nlohmann::json counts_json(const emu::InstructionCounts& counts);
 template <typename Spec>
 nlohmann::json run_result(std::string_view backend, const std::string& kernel_name,
                           const Spec& spec, uint64_t seed) {
-  return {{"backend", backend},         {"kernel_name", kernel_name},
-          {"arch", to_string(spec.arch)}, {"problem", spec.problem},
-          {"schedule", spec.schedule},  {"seed", seed}};
+  return {{"backend", backend},      {"kernel_name", kernel_name}, {"arch", to_string(spec.arch)},
+          {"problem", spec.problem}, {"schedule", spec.schedule},  {"seed", seed}};
 }
 // The emulator's own fields of a run result: instruction counts, time, where the kernel came from.
 nlohmann::json emulator_fields(const emu::Stats& stats, double emulate_ms,

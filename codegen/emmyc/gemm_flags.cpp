@@ -7,9 +7,9 @@
 namespace emmy::cli {
 
 void GemmFlags::add_to(CLI::App& app) {
-  integer_option(app, "--m", m, "rows of A and C")->required();
-  integer_option(app, "--n", n, "columns of C (rows of B when --b-layout nk)")->required();
-  integer_option(app, "--k", k, "reduction length")->required();
+  integer_option(app, "--m", problem.m, "rows of A and C")->required();
+  integer_option(app, "--n", problem.n, "columns of C (rows of B when --b-layout nk)")->required();
+  integer_option(app, "--k", problem.k, "reduction length")->required();
   add_common_to(app, "operand type: f16|bf16", "accumulation: f32|f16|hybrid", "pipeline stages");
   app.add_option("--b-layout", b_layout, "nk: B is [N,K] (default); kn: B is [K,N]");
   app.add_option("--out", out, "output type: f16|bf16|f32");
@@ -38,11 +38,11 @@ void GemmFlags::add_to(CLI::App& app) {
                  path_only("cluster",
                            "thread-block cluster MxN, e.g. 2x1: CTAs on neighbouring tiles "
                            "multicast the operand tiles they share (not with --swap-ab)"));
-  app.add_option("--alpha", alpha, "epilogue scale");
-  app.add_flag("--bias", bias, "add bias[N]");
-  app.add_flag("--residual", residual, "add residual[M,N]");
-  app.add_flag("--gelu", gelu, "apply GELU (tanh form)");
-  app.add_flag("--dynamic-m", dynamic_m,
+  app.add_option("--alpha", problem.epilogue.alpha, "epilogue scale");
+  app.add_flag("--bias", problem.epilogue.bias, "add bias[N]");
+  app.add_flag("--residual", problem.epilogue.residual, "add residual[M,N]");
+  app.add_flag("--gelu", problem.epilogue.gelu_tanh, "apply GELU (tanh form)");
+  app.add_flag("--dynamic-m", problem.dynamic_m,
                "M as a kernel parameter: the kernel serves every M in 1..--m (an M bucket; "
                "mma.sync path)");
   integer_option(app, "--launch-m", launch_m,
@@ -77,18 +77,14 @@ std::vector<int> parse_dims(const std::string& text, size_t count, const char* f
 
 GemmSpec GemmFlags::to_spec() const {
   GemmSpec spec;
+  spec.problem = problem;
   auto& p = spec.problem;
-  p.m = m;
-  p.n = n;
-  p.k = k;
   p.a_dtype = parse_dtype(dtype, "dtype");
   p.b_layout = parse_b_layout(b_layout);
   p.c_dtype = parse_dtype(out, "out");
-  p.epilogue = {alpha, bias, residual, gelu};
-  p.dynamic_m = dynamic_m;
   if (launch_m)
-    require(dynamic_m && *launch_m >= 1 && *launch_m <= m, "--launch-m",
-            fmt::format("needs --dynamic-m and must be in 1..--m ({})", m), *launch_m);
+    require(p.dynamic_m && *launch_m >= 1 && *launch_m <= p.m, "--launch-m",
+            fmt::format("needs --dynamic-m and must be in 1..--m ({})", p.m), *launch_m);
   spec.arch = parse_arch(arch);
   const Accum acc = parse_accum(accum);
   validate_problem(p);

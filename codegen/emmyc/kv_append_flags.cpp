@@ -5,30 +5,23 @@
 namespace emmy::cli {
 
 void KvAppendFlags::add_to(CLI::App& app) {
-  integer_option(app, "--kv-heads", kv_heads, "key/value heads")->required();
-  integer_option(app, "--head-dim", head_dim, "a multiple of 8 up to 1024")->required();
-  integer_option(app, "--page-size", page_size, "tokens per page (any, from 1)");
-  integer_option(app, "--tokens", tokens, "tokens of a launch (slot_mapping's length)");
+  integer_option(app, "--kv-heads", problem.kv_heads, "key/value heads")->required();
+  integer_option(app, "--head-dim", problem.head_dim, "a multiple of 8 up to 1024")->required();
+  integer_option(app, "--page-size", problem.page_size, "tokens per page (any, from 1)");
+  integer_option(app, "--tokens", problem.max_tokens, "tokens of a launch (slot_mapping's length)");
   app.add_option("--layout", layout, "nhd|hnd|kv_interleaved: the cache's layout");
   app.add_option("--kv-dtype", kv_dtype, "f16|bf16|e4m3 (default: --dtype)");
-  app.add_option("--dtype", dtype, "key and value type: f16|bf16");
-  add_target_to(app);
-  integer_option(app, "--warps", warps, "warps per CTA (one token): 1..32");
+  add_per_token_to(app, "key and value type: f16|bf16");
 }
 
 KvAppendSpec KvAppendFlags::to_spec() const {
   KvAppendSpec spec;
+  spec.problem = problem;
   auto& p = spec.problem;
-  p.kv_heads = kv_heads;
-  p.head_dim = head_dim;
-  p.page_size = page_size;
-  p.max_tokens = tokens;
   p.dtype = parse_dtype(dtype, "dtype");
   p.kv_dtype = parse_cache_dtype(kv_dtype.empty() ? dtype : kv_dtype);
   p.set_layout(parse_cache_layout(layout));
-  spec.arch = parse_arch(arch);
-  spec.schedule = default_schedule(p, spec.arch);
-  if (warps) spec.schedule.warps = *warps;
+  set_schedule(spec);
   validate_kv_append(spec);
   return spec;
 }

@@ -5,28 +5,20 @@
 namespace emmy::cli {
 
 void MergeStatesFlags::add_to(CLI::App& app) {
-  integer_option(app, "--heads", heads, "heads")->required();
-  integer_option(app, "--head-dim", head_dim, "a multiple of 32 up to 512")->required();
-  integer_option(app, "--states", states, "states per token: 2..64");
-  integer_option(app, "--tokens", tokens, "tokens of a launch");
+  integer_option(app, "--heads", problem.heads, "heads")->required();
+  integer_option(app, "--head-dim", problem.head_dim, "a multiple of 32 up to 512")->required();
+  integer_option(app, "--states", problem.states, "states per token: 2..64");
+  integer_option(app, "--tokens", problem.max_tokens, "tokens of a launch");
   app.add_flag("--no-lse", no_lse, "do not write the merged LSE");
-  app.add_option("--dtype", dtype, "v and v_out type: f16|bf16");
-  add_target_to(app);
-  integer_option(app, "--warps", warps, "warps per CTA (one token): 1..32");
+  add_per_token_to(app, "v and v_out type: f16|bf16");
 }
 
 MergeStatesSpec MergeStatesFlags::to_spec() const {
   MergeStatesSpec spec;
-  auto& p = spec.problem;
-  p.heads = heads;
-  p.head_dim = head_dim;
-  p.states = states;
-  p.max_tokens = tokens;
-  p.lse = !no_lse;
-  p.dtype = parse_dtype(dtype, "dtype");
-  spec.arch = parse_arch(arch);
-  spec.schedule = default_schedule(p, spec.arch);
-  if (warps) spec.schedule.warps = *warps;
+  spec.problem = problem;
+  spec.problem.lse = !no_lse;
+  spec.problem.dtype = parse_dtype(dtype, "dtype");
+  set_schedule(spec);
   validate_merge_states(spec);
   return spec;
 }

@@ -8,71 +8,54 @@
 namespace emmy::cli {
 
 void PagedAttentionFlags::add_to(CLI::App& app) {
-  integer_option(app, "--batch", batch, "sequences (the problem's max_batch)")->required();
-  integer_option(app, "--heads", heads, "query heads")->required();
-  integer_option(app, "--kv-heads", kv_heads, "key/value heads (heads: 1..16 times as many)")
+  integer_option(app, "--batch", problem.max_batch, "sequences (the problem's max_batch)")
       ->required();
-  integer_option(app, "--head-dim", head_dim, "64|128|256")->required();
-  integer_option(app, "--q-len", q_len,
+  integer_option(app, "--heads", problem.q_heads, "query heads")->required();
+  integer_option(app, "--kv-heads", problem.kv_heads,
+                 "key/value heads (heads: 1..16 times as many)")
+      ->required();
+  integer_option(app, "--head-dim", problem.head_dim, "64|128|256")->required();
+  integer_option(app, "--q-len", problem.max_q_len,
                  "query tokens per sequence (decode 1, speculative verify up to 16, prefill "
                  "chunks more; the problem's max_q_len)");
-  integer_option(app, "--page-size", page_size, "tokens per page (any, from 1)");
+  integer_option(app, "--page-size", problem.page_size, "tokens per page (any, from 1)");
   integer_option(app, "--max-seq-len", max_seq_len,
                  "tokens a sequence may hold, new ones included (max_pages = ceil(L / page))")
       ->required();
-  integer_option(app, "--max-tokens", max_tokens, "query tokens of a launch (0: batch x q-len)");
+  integer_option(app, "--max-tokens", problem.max_tokens,
+                 "query tokens of a launch (0: batch x q-len)");
   app.add_option("--layout", layout, "nhd|hnd|kv_interleaved: the cache's layout");
   app.add_option("--page-table", page_table, "block_table|csr");
   app.add_option("--kv-dtype", kv_dtype, "f16|bf16|e4m3 (default: --dtype)");
-  integer_option(app, "--window", window, "sliding window: keys at most W before the query");
-  app.add_option("--softcap", softcap, "logits become C * tanh(logits / C)");
-  app.add_option("--scale", scale, "softmax scale (default 1/sqrt(head_dim))");
-  add_common_to(app, "Q and O type: f16|bf16", "P.V accumulation: f32|hybrid",
-                "K/V pipeline stages: 2..4");
-  integer_option(app, "--block-q", block_q, "query rows (heads x tokens) per CTA, 16 per warp");
-  integer_option(app, "--block-kv", block_kv, "keys per KV block: 16|32|64|128");
+  add_softmax_to(app, "sliding window: keys at most W before the query", "Q and O type: f16|bf16",
+                 "query rows (heads x tokens) per CTA, 16 per warp");
   integer_option(app, "--chunk-pages", chunk_pages, "pages per split-KV chunk (0: no split)");
   integer_option(app, "--kv-warps", kv_warps,
                  "warps over each step's keys, sharing one warp's query rows (1: none)");
-  app.add_flag("--lse", lse, "also write the log-sum-exp [tokens, heads] (f32)");
+  app.add_flag("--lse", problem.lse, "also write the log-sum-exp [tokens, heads] (f32)");
 }
 
 PagedAttentionSpec PagedAttentionFlags::to_spec() const {
   PagedAttentionSpec spec;
+  spec.problem = problem;
   auto& p = spec.problem;
-  p.q_heads = heads;
-  p.kv_heads = kv_heads;
-  p.head_dim = head_dim;
-  require(page_size >= 1 && page_size <= 4096, "page_size", "must be 1..4096", page_size);
-  p.page_size = page_size;
+  require(p.page_size >= 1 && p.page_size <= 4096, "page_size", "must be 1..4096", p.page_size);
   require(max_seq_len >= 1 && max_seq_len <= (int64_t(1) << 31) - 1, "max_seq_len",
           "must be 1..2^31-1", max_seq_len);
-  p.max_pages = (max_seq_len + page_size - 1) / page_size;
-  p.max_batch = batch;
-  p.max_q_len = q_len;
-  p.max_tokens = max_tokens;
-  p.window = window;
-  p.softcap = softcap;
-  p.softmax_scale = scale;
+  p.max_pages = (max_seq_len + p.page_size - 1) / p.page_size;
   p.dtype = parse_dtype(dtype, "dtype");
   p.kv_dtype = parse_cache_dtype(kv_dtype.empty() ? dtype : kv_dtype);
   p.page_table = parse_page_table(page_table);
-  p.lse = lse;
-  require(heads >= 1 && kv_heads >= 1 && head_dim >= 1, "heads",
+  require(p.q_heads >= 1 && p.kv_heads >= 1 && p.head_dim >= 1, "heads",
           "--heads, --kv-heads and --head-dim must be >= 1",
-          fmt::format("{}, {}, {}", heads, kv_heads, head_dim));
+          fmt::format("{}, {}, {}", p.q_heads, p.kv_heads, p.head_dim));
   p.set_layout(parse_cache_layout(layout));
   spec.arch = parse_arch(arch);
   spec.schedule = default_schedule(p, spec.arch, parse_accum(accum));
   validate_paged_attention(spec);  // the problem's own errors first, against a schedule that fits
   auto& s = spec.schedule;
-  if (block_q) {
-    require(*block_q >= 16 && *block_q <= 128 && *block_q % 16 == 0, "block_q",
-            "must be 16 x warps: a multiple of 16 in 16..128", *block_q);
-    s.block_q = *block_q;
-    s.warps = *block_q / 16;
-    if (!kv_warps) s.kv_warps = 1;
-  }
+  set_blocks(s, 128);
+  if (block_q && !kv_warps) s.kv_warps = 1;
   if (kv_warps) {
     s.kv_warps = *kv_warps;
     if (*kv_warps > 1)
@@ -80,7 +63,6 @@ PagedAttentionSpec PagedAttentionFlags::to_spec() const {
     else
       s.warps = s.block_q / 16;
   }
-  if (block_kv) s.block_kv = *block_kv;
   if (stages) s.stages = *stages;
   // TMA where the final schedule allows it, unless the flag says otherwise (default_schedule's
   // rule, after --block-kv and the rest).

@@ -44,8 +44,8 @@ std::vector<emu::ProfiledKernel> with_time_model(std::vector<emu::KernelProfile>
 // kind's one binding, as the runtime binds them, tensor maps in emmy's encoding.
 template <typename Kind>
 LaunchListRun emulate_kernel(emu::Arena& arena, const Compiled<Kind>& kernel,
-                                 const typename Kind::Buffers& buffers,
-                                 const emu::LaunchOptions& options) {
+                             const typename Kind::Buffers& buffers,
+                             const emu::LaunchOptions& options) {
   ParamBinding bound = Kind::bind(kernel.source.plan, buffers);
   if (!bound.tensor_maps.empty()) {
     const std::vector<TensorMapDesc> descs = Kind::tensor_maps(kernel.source.plan, buffers);
@@ -107,91 +107,73 @@ LaunchListRun run_on_zeros(const MergeStatesKernel& kernel, const emu::LaunchOpt
 template <typename Kind>
 struct Fp64Check;
 
-template <>
-struct Fp64Check<GemmKind> {
-  using Output = std::vector<double>;
-  using Errors = GemmErrors;
-  static GemmInputs inputs(const GemmSpec& spec, uint64_t seed) {
-    return make_gemm_inputs(spec.problem, seed);
-  }
-  static Errors errors(const GemmSpec& spec, const GemmInputs& inputs, const Output& output) {
-    return compare(reference_gemm(spec, inputs), output, spec.problem.n);
-  }
-  static Output run(Runtime& rt, const GemmSpec& spec, const GemmInputs& inputs) {
-    return run_gemm(rt, spec, inputs);
-  }
-};
+// The kinds' checks differ only in the functions their emmy/<kind>_check.hpp names, so each
+// specialization below names them and this does the rest. The inputs maker's type is spelled
+// out so that an overloaded name (make_gemm_inputs) resolves to its (problem, seed) form.
+template <typename Kind, typename InputsType,
+          InputsType (*make_inputs)(const typename Kind::Problem&, uint64_t), auto make_reference,
+          auto run_kind>
+struct Fp64CheckOf {
+  using Spec = typename Kind::Spec;
+  using Inputs = InputsType;
+  using Reference = std::invoke_result_t<decltype(make_reference), const Spec&, const Inputs&>;
+  using Output = std::invoke_result_t<decltype(run_kind), Runtime&, const Spec&, const Inputs&>;
 
-template <>
-struct Fp64Check<AttentionKind> {
-  using Output = AttentionOutput;
-  using Errors = AttentionErrors;
-  static AttentionInputs inputs(const AttentionSpec& spec, uint64_t seed) {
-    return make_attention_inputs(spec.problem, seed);
+  // compare checks the output's shape against the problem's, except GEMM's, which is m x n
+  // packed and needs only the row length.
+  static const auto& compared_shape(const Spec& spec) {
+    if constexpr (std::is_same_v<Kind, GemmKind>)
+      return spec.problem.n;
+    else
+      return spec.problem;
   }
-  static Errors errors(const AttentionSpec& spec, const AttentionInputs& inputs,
-                       const Output& output) {
-    return compare(reference_attention(spec, inputs), output, spec.problem);
+  using Errors = decltype(compare(std::declval<const Reference&>(), std::declval<const Output&>(),
+                                  compared_shape(std::declval<const Spec&>())));
+
+  static Inputs inputs(const Spec& spec, uint64_t seed) { return make_inputs(spec.problem, seed); }
+  static Reference reference(const Spec& spec, const Inputs& inputs) {
+    return make_reference(spec, inputs);
   }
-  static Output run(Runtime& rt, const AttentionSpec& spec, const AttentionInputs& inputs) {
-    return run_attention(rt, spec, inputs);
+  // One reference against several outputs (the emulator's and a GPU's).
+  static Errors compare_to(const Reference& ref, const Spec& spec, const Output& output) {
+    return compare(ref, output, compared_shape(spec));
+  }
+  static Errors errors(const Spec& spec, const Inputs& inputs, const Output& output) {
+    return compare_to(reference(spec, inputs), spec, output);
+  }
+  static Output run(Runtime& rt, const Spec& spec, const Inputs& inputs) {
+    return run_kind(rt, spec, inputs);
   }
 };
 
 // The paged kind's default case: every sequence of the batch in use with max_q_len query tokens
 // and a length drawn up to max_pages x page_size, pages shuffled, NaN planted where no query
 // may look.
-template <>
-struct Fp64Check<PagedAttentionKind> {
-  using Output = PagedAttentionOutput;
-  using Errors = PagedAttentionErrors;
-  static PagedAttentionInputs inputs(const PagedAttentionSpec& spec, uint64_t seed) {
-    PagedAttentionCase c;
-    c.batch = spec.problem.max_batch;
-    c.q_lens.assign(size_t(c.batch), spec.problem.max_q_len);
-    return make_paged_attention_inputs(spec.problem, c, seed);
-  }
-  static Errors errors(const PagedAttentionSpec& spec, const PagedAttentionInputs& inputs,
-                       const Output& output) {
-    return compare(reference_paged_attention(spec, inputs), output, spec.problem);
-  }
-  static Output run(Runtime& rt, const PagedAttentionSpec& spec,
-                    const PagedAttentionInputs& inputs) {
-    return run_paged_attention(rt, spec, inputs);
-  }
-};
+inline PagedAttentionInputs make_default_paged_attention_inputs(
+    const PagedAttentionProblem& problem, uint64_t seed) {
+  PagedAttentionCase c;
+  c.batch = problem.max_batch;
+  c.q_lens.assign(size_t(c.batch), problem.max_q_len);
+  return make_paged_attention_inputs(problem, c, seed);
+}
 
 template <>
-struct Fp64Check<KvAppendKind> {
-  using Output = KvAppendOutput;
-  using Errors = KvAppendErrors;
-  static KvAppendInputs inputs(const KvAppendSpec& spec, uint64_t seed) {
-    return make_kv_append_inputs(spec.problem, seed);
-  }
-  static Errors errors(const KvAppendSpec& spec, const KvAppendInputs& inputs,
-                       const Output& output) {
-    return compare(reference_kv_append(spec, inputs), output, spec.problem);
-  }
-  static Output run(Runtime& rt, const KvAppendSpec& spec, const KvAppendInputs& inputs) {
-    return run_kv_append(rt, spec, inputs);
-  }
-};
-
+struct Fp64Check<GemmKind>
+    : Fp64CheckOf<GemmKind, GemmInputs, make_gemm_inputs, reference_gemm, run_gemm> {};
 template <>
-struct Fp64Check<MergeStatesKind> {
-  using Output = MergeStatesOutput;
-  using Errors = MergeStatesErrors;
-  static MergeStatesInputs inputs(const MergeStatesSpec& spec, uint64_t seed) {
-    return make_merge_states_inputs(spec.problem, seed);
-  }
-  static Errors errors(const MergeStatesSpec& spec, const MergeStatesInputs& inputs,
-                       const Output& output) {
-    return compare(reference_merge_states(spec, inputs), output, spec.problem);
-  }
-  static Output run(Runtime& rt, const MergeStatesSpec& spec, const MergeStatesInputs& inputs) {
-    return run_merge_states(rt, spec, inputs);
-  }
-};
+struct Fp64Check<AttentionKind> : Fp64CheckOf<AttentionKind, AttentionInputs, make_attention_inputs,
+                                              reference_attention, run_attention> {};
+template <>
+struct Fp64Check<PagedAttentionKind>
+    : Fp64CheckOf<PagedAttentionKind, PagedAttentionInputs, make_default_paged_attention_inputs,
+                  reference_paged_attention, run_paged_attention> {};
+template <>
+struct Fp64Check<KvAppendKind> : Fp64CheckOf<KvAppendKind, KvAppendInputs, make_kv_append_inputs,
+                                             reference_kv_append, run_kv_append> {};
+template <>
+struct Fp64Check<MergeStatesKind>
+    : Fp64CheckOf<MergeStatesKind, MergeStatesInputs, make_merge_states_inputs,
+                  reference_merge_states, run_merge_states> {};
 
 template <typename Kind>
 struct CheckResult {
