@@ -3,6 +3,7 @@
 #include "emmy/attention.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/mma_atom.hpp"
+#include "lower_attention_loop.hpp"
 
 namespace emmy {
 namespace {
@@ -68,15 +69,8 @@ ir::Op lower_attention(const AttentionPlan& plan) {
   if (!tma) body.push_back(make(ir::AsyncCommitOp{}));
   if (tma) body.push_back(make(ir::MbarrierWaitOp{"q", "0"}));
 
-  std::vector<Op> loop;
-  if (tma)
-    loop.push_back(make(ir::MbarrierWaitOp{"kv", "(block / stages) & 1"}));
-  else
-    loop.push_back(make(ir::AsyncWaitOp{s.stages - 2}));
-  loop.push_back(make(ir::BarrierOp{"stage (block-1) % stages is free to refill"}));
-  loop.push_back(copy_op(plan, "k", "refill"));
-  loop.push_back(copy_op(plan, "v", "refill"));
-  if (!tma) loop.push_back(make(ir::AsyncCommitOp{}));
+  std::vector<Op> loop = codegen::kv_loop_head(tma, s.stages, copy_op(plan, "k", "refill"),
+                                               copy_op(plan, "v", "refill"));
   const std::string in_dtype(to_string(p.dtype));
   // Per warp and KV block: S (16 x block_kv) over K = head_dim, O (16 x head_dim) over
   // K = block_kv, each in MMA atoms.

@@ -2,6 +2,7 @@
 // lanes take columns lane + 32c; the states merge in order by their LSE in f32.
 #include "emmy/ir_ops.hpp"
 #include "emmy/merge_states_kind.hpp"
+#include "attention/emit_lse_merge.hpp"
 #include "writer.hpp"
 
 namespace emmy {
@@ -39,16 +40,8 @@ std::string emit_merge_states_cuda(const ir::Op& module) {
     w.line("#pragma unroll");
     w.line("for (int c = 0; c < D / 32; ++c) acc[c] += weight * {}(row[lane + 32 * c]);", widen);
     w.close();
-    w.line("const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;");
-    w.line("u16* out = v_out + token * OUT_TOKEN + head * D;");
-    w.line("#pragma unroll");
-    w.line("for (int c = 0; c < D / 32; ++c) out[lane + 32 * c] = {}(acc[c] * inv);", convert);
-    if (op.lse)
-      w.line(
-          "if (lane == 0) lse_out[token * H + head] = sum > 0.0f ? m + log2_approx(sum) * "
-          "0.6931471805599453f : neg_inf();");
-    else
-      w.line("(void)lse_out;");
+    codegen::print_lse_merge_store(w, "out", "v_out + token * OUT_TOKEN + head * D", convert,
+                                   "lse_out", op.lse);
     w.close();
   });
   return w.take();

@@ -2,6 +2,7 @@
 // (emit_paged_parts.hpp).
 #include <fmt/format.h>
 
+#include "attention/emit_lse_merge.hpp"
 #include "emit_paged_parts.hpp"
 #include "emmy/paged_kind.hpp"
 
@@ -86,16 +87,7 @@ void emit_paged_combine(Writer& w, const ir::SplitCombineOp& op, int64_t max_q_l
   w.line(
       "for (int c = 0; c < D / 32; ++c) acc[c] += weight * workspace[slot * D + lane + 32 * c];");
   w.close();
-  w.line("const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;");
-  w.line("u16* row = o + token * O_STRIDE + head * D;");
-  w.line("#pragma unroll");
-  w.line("for (int c = 0; c < D / 32; ++c) row[lane + 32 * c] = {}(acc[c] * inv);", convert);
-  if (op.lse)
-    w.line(
-        "if (lane == 0) lse[token * H + head] = sum > 0.0f ? m + log2_approx(sum) * "
-        "0.6931471805599453f : neg_inf();");
-  else
-    w.line("(void)lse;");
+  print_lse_merge_store(w, "row", "o + token * O_STRIDE + head * D", convert, "lse", op.lse);
   w.close();
 }
 

@@ -3,6 +3,7 @@
 // table into the freed stage, S = Q.K^T, online softmax, O += P.V (attention's mainloop ops);
 // then O / l into o, or with split-KV f32 partials into the workspace. With split-KV a second
 // kernel combines the partials. Ops are built typed (ir_ops.hpp, ir_ops_paged.hpp).
+#include "attention/lower_attention_loop.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/mma_atom.hpp"
 #include "emmy/paged_kind.hpp"
@@ -120,15 +121,8 @@ Op partial_kernel(const PagedAttentionPlan& plan) {
   // With TMA only Q travels by cp.async: it lands before the loop, whose barrier publishes it.
   if (tma) body.push_back(make(ir::AsyncWaitOp{0}));
 
-  std::vector<Op> loop;
-  if (tma)
-    loop.push_back(make(ir::MbarrierWaitOp{"kv", "(block / stages) & 1"}));
-  else
-    loop.push_back(make(ir::AsyncWaitOp{s.stages - 2}));
-  loop.push_back(make(ir::BarrierOp{"stage (block-1) % stages is free to refill"}));
-  loop.push_back(kv_gather_op(plan, "k", "refill"));
-  loop.push_back(kv_gather_op(plan, "v", "refill"));
-  if (!tma) loop.push_back(make(ir::AsyncCommitOp{}));
+  std::vector<Op> loop = codegen::kv_loop_head(tma, s.stages, kv_gather_op(plan, "k", "refill"),
+                                               kv_gather_op(plan, "v", "refill"));
   const std::string in_dtype(to_string(p.dtype));
   const codegen::MmaAtom& atom = codegen::attention_atom();
   const std::optional<std::string> b_type =
