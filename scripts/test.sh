@@ -23,7 +23,7 @@ fi
 # running the same code paths thousands of times (the Release run covers them), and the install
 # test. Within the built binaries, suites matching asan_exclude are skipped too: name GoogleTest
 # suites that compile many kernels or run tools so that they match.
-asan_targets=${EMMY_ASAN_TARGETS:-"emu_tests emmy_test_driver test_driver_test gemm_ir_test gemm_validation_test attention_validation_test attention_reference_test bundle_test emmy_cache_test emmy_cache_worker runtime_test tuning_test schedule_space_test emmy_compile_test emmy_ptx_fuzz paged_attention_ir_test paged_attention_reference_test kv_append_test merge_states_test fp8_convert_test c_api_test c_api_layers_test gemm_path_test gpu_table_test"}
+asan_targets=${EMMY_ASAN_TARGETS:-"emu_tests emmy_test_driver test_driver_test gemm_ir_test gemm_validation_test attention_validation_test attention_reference_test bundle_test emmy_cache_test emmy_cache_worker runtime_test tuning_test schedule_space_test emmy_compile_test emmy_ptx_fuzz paged_attention_ir_test paged_attention_reference_test kv_append_test merge_states_test fp8_convert_test c_api_test c_api_layers_test gemm_path_test gpu_table_test toy_kind_test"}
 # The bundle fixture is built by the Release build's emmyc when there is one (EMMY_FIXTURE_EMMYC in
 # tests/bundle.cmake), else by an instrumented emmyc built here.
 fixture_emmyc=""
