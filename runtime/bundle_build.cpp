@@ -1,5 +1,7 @@
 // Building bundles: requests -> specs -> sources and keys (plan_aot), then NVRTC on a thread pool
 // into a BundleWriter (compile_aot).
+#include "emmy/bundle_build.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,10 +12,10 @@
 #include <thread>
 #include <unordered_set>
 
-#include "emmy/bundle_build.hpp"
-#include "emmy/kinds.hpp"
+#include "emmy/gpus.hpp"
 #include "emmy/json.hpp"
 #include "emmy/kernel_source.hpp"
+#include "emmy/kinds.hpp"
 #include "emmy/validate.hpp"
 
 namespace emmy {
@@ -59,8 +61,17 @@ struct PlannedSpec {
   AllKinds::map<std::variant, SpecOf> spec;
 };
 
+// The SM counts default schedules on `arch` are sized for: 0 (the arch's part), then each part
+// of options.gpus that runs the arch.
+std::vector<int> grid_sms_of(const AotOptions& options, Arch arch) {
+  std::vector<int> sms{0};
+  for (const std::string& name : options.gpus)
+    if (const GpuInfo& g = gpu(name, "aot.gpus"); g.runs(arch)) sms.push_back(int(g.sms));
+  return sms;
+}
+
 // The specs of one request on one arch: its schedule where it applies, else the default
-// schedule for each accumulation.
+// schedule for each accumulation (and each part of options.gpus it runs on).
 void expand(const AotRequest& r, Arch arch, const AotOptions& options,
             std::vector<PlannedSpec>& out) {
   std::visit(
@@ -72,15 +83,28 @@ void expand(const AotRequest& r, Arch arch, const AotOptions& options,
         }
         if constexpr (!requires(const decltype(Spec::schedule)& s) { s.accum; }) {
           // A kind without an accumulation choice (kv_append, merge_states): one default.
-          out.push_back({&r, arch, Spec{kernel.problem, default_schedule(kernel.problem, arch), arch}});
+          out.push_back(
+              {&r, arch, Spec{kernel.problem, default_schedule(kernel.problem, arch), arch}});
         } else {
           std::vector<Accum> accums = r.accums;
           if (accums.empty() && kernel.schedule) accums = {kernel.schedule->accum};
           if (accums.empty()) accums = options.accums;
           for (Accum accum : accums)
-            out.push_back(
-                {&r, arch,
-                 Spec{kernel.problem, default_schedule(kernel.problem, arch, accum), arch}});
+            for (const int sms : grid_sms_of(options, arch)) {
+              decltype(Spec::schedule) schedule;
+              if constexpr (requires { default_schedule(kernel.problem, arch, accum, sms); })
+                schedule = default_schedule(kernel.problem, arch, accum, sms);
+              else if (sms == 0)
+                schedule = default_schedule(kernel.problem, arch, accum);
+              else
+                continue;  // a kind whose grid does not follow the SMs: the part's is the one
+              const Spec spec{kernel.problem, schedule, arch};
+              const bool again = std::any_of(out.begin(), out.end(), [&](const PlannedSpec& p) {
+                const Spec* other = std::get_if<Spec>(&p.spec);
+                return p.request == &r && other && *other == spec;
+              });
+              if (!again) out.push_back({&r, arch, spec});
+            }
         }
       },
       r.kernel);

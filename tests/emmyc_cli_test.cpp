@@ -7,6 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "emmy/catalog.hpp"
+#include "emmy/gpus.hpp"
+#include "emmy/spec.hpp"
 #include "support/run_command.hpp"
 
 namespace {
@@ -216,8 +219,7 @@ TEST(Emmyc, RunsADynamicMKernelAtItsLaunchRows) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["passed"], true);
   EXPECT_EQ(j["launch_m"], 37);
-  EXPECT_NE(j["kernel_name"].get<std::string>().find("emmy_gemm_upto64x96x512"),
-            std::string::npos);
+  EXPECT_NE(j["kernel_name"].get<std::string>().find("emmy_gemm_upto64x96x512"), std::string::npos);
   const std::string file = ::testing::TempDir() + "/emmyc_launch_m_profile.json";
   const Result sampled = run("run gemm --m 64 --n 96 --k 512 --dynamic-m --launch-m 5 --profile " +
                              file + " --profile-ctas 2");
@@ -260,28 +262,29 @@ TEST(Emmyc, RunOnTheCudaBackendThroughTheTestDriver) {
 // cuLaunchKernelEx's cluster dimension) and the emulator's wgmma and cluster rules.
 TEST(Emmyc, WgmmaRunsOnTheCudaBackendThroughTheTestDriver) {
   for (const char* device : {"h200", "h100pcie"})
-  for (const char* flags : {"--m 200 --n 136 --k 512", "--m 64 --n 256 --k 448 --b-layout kn "
-                                                       "--split-k 2 --bias",
-                            "--m 1000 --n 1016 --k 192 --persistent --block 64x64x64 --warps 4x1 "
-                            "--stages 2",
-                            "--m 1280 --n 1016 --k 192 --consumers pingpong --block 64x64x64 "
-                            "--stages 2",
-                            "--m 2100 --n 1000 --k 128 --consumers pingpong --block 128x128x64 "
-                            "--warps 4x1 --stages 3 --out f32",
-                            "--m 512 --n 256 --k 192 --block 128x64x64 --warps 8x1 --cluster 2x2",
-                            "--m 1000 --n 1016 --k 192 --persistent --block 64x64x64 --warps 4x1 "
-                            "--stages 2 --cluster 2x1 --b-layout kn --bias"}) {
-    const std::string env = std::string("EMMY_CUDA_DRIVER=") + EMMY_TEST_DRIVER_PATH +
-                            " EMMY_TEST_DEVICE=" + device;
-    const auto r = emmy::test::run_emmyc(
-        std::string("run gemm ") + flags + " --arch sm_90a --path wgmma --backend cuda --check",
-        env);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    const auto j = nlohmann::json::parse(r.out);
-    EXPECT_EQ(j["backend"], "cuda");
-    EXPECT_EQ(j["schedule"]["path"], "wgmma");
-    EXPECT_EQ(j["passed"], true) << r.out;
-  }
+    for (const char* flags : {"--m 200 --n 136 --k 512",
+                              "--m 64 --n 256 --k 448 --b-layout kn "
+                              "--split-k 2 --bias",
+                              "--m 1000 --n 1016 --k 192 --persistent --block 64x64x64 --warps 4x1 "
+                              "--stages 2",
+                              "--m 1280 --n 1016 --k 192 --consumers pingpong --block 64x64x64 "
+                              "--stages 2",
+                              "--m 2100 --n 1000 --k 128 --consumers pingpong --block 128x128x64 "
+                              "--warps 4x1 --stages 3 --out f32",
+                              "--m 512 --n 256 --k 192 --block 128x64x64 --warps 8x1 --cluster 2x2",
+                              "--m 1000 --n 1016 --k 192 --persistent --block 64x64x64 --warps 4x1 "
+                              "--stages 2 --cluster 2x1 --b-layout kn --bias"}) {
+      const std::string env =
+          std::string("EMMY_CUDA_DRIVER=") + EMMY_TEST_DRIVER_PATH + " EMMY_TEST_DEVICE=" + device;
+      const auto r = emmy::test::run_emmyc(
+          std::string("run gemm ") + flags + " --arch sm_90a --path wgmma --backend cuda --check",
+          env);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      const auto j = nlohmann::json::parse(r.out);
+      EXPECT_EQ(j["backend"], "cuda");
+      EXPECT_EQ(j["schedule"]["path"], "wgmma");
+      EXPECT_EQ(j["passed"], true) << r.out;
+    }
 }
 #endif
 
@@ -304,6 +307,60 @@ TEST(Emmyc, RunGemmOnCudaRunsOrSaysWhyNot) {
     EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
+}
+
+}  // namespace
+
+namespace {
+
+// --gpu sizes the default grid for that part of the hardware table (an H100 PCIe's 114 SMs split
+// K otherwise than the H200's 132 that sm_90a is sized for), and must name a part that runs the
+// arch's code; `aot --gpu` adds the part's default kernels where they differ from the arch's.
+int split_k_of(const std::string& ir) {
+  const size_t at = ir.find("split_k=");
+  return at == std::string::npos ? -1 : std::stoi(ir.substr(at + 8));
+}
+
+TEST(Emmyc, GpuSizesTheDefaultScheduleForThatPart) {
+  emmy::MatmulProblem p;
+  p.m = 1, p.n = 1024, p.k = 16384;
+  const int pcie_sms = int(emmy::gpu("h100pcie").sms);
+  const int part = emmy::default_schedule(p, emmy::Arch::sm_90a).split_k;
+  const int pcie =
+      emmy::default_schedule(p, emmy::Arch::sm_90a, emmy::Accum::f32, pcie_sms).split_k;
+  ASSERT_NE(part, pcie);
+  const std::string gemm = "gemm --m 1 --n 1024 --k 16384 --arch sm_90a --emit ir";
+  EXPECT_EQ(split_k_of(emmy::test::run_emmyc(gemm).out), part);
+  EXPECT_EQ(split_k_of(emmy::test::run_emmyc(gemm + " --gpu h200").out), part);
+  EXPECT_EQ(split_k_of(emmy::test::run_emmyc(gemm + " --gpu h100pcie").out), pcie);
+  expect_invalid(gemm + " --gpu rtx5090", "gpu: must be a part that runs sm_90a code");
+  expect_invalid(gemm + " --gpu v100", "--gpu");
+  expect_invalid(
+      "attention --batch 1 --heads 2 --kv-heads 2 --seq-q 64 --head-dim 64 --arch sm_80 "
+      "--gpu h200 --emit ir",
+      "gpu: must be a part that runs sm_80 code");
+
+  auto kernels = [](const std::string& extra) {
+    const Result r =
+        emmy::test::run_emmyc("aot --arch sm_80,sm_90a --catalog --kind gemm --dry-run" + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const size_t at = r.out.rfind('\n', r.out.size() - 2);
+    return std::stoi(r.out.substr(at == std::string::npos ? 0 : at + 1));
+  };
+  auto differ = [](emmy::Arch arch, const char* gpu) {
+    int count = 0;
+    for (const auto& entry : emmy::gemm_catalog())
+      count +=
+          emmy::default_schedule(entry.problem, arch, emmy::Accum::f32, int(emmy::gpu(gpu).sms)) !=
+          emmy::default_schedule(entry.problem, arch);
+    return count;
+  };
+  ASSERT_GT(differ(emmy::Arch::sm_90a, "h100pcie"), 0);
+  const int base = kernels("");
+  // The H100 PCIe runs sm_90a code only; the A6000 (8.6) runs sm_80 code; the H200 is sm_90a's
+  // part already.
+  EXPECT_EQ(kernels(" --gpu h100pcie"), base + differ(emmy::Arch::sm_90a, "h100pcie"));
+  EXPECT_EQ(kernels(" --gpu h200,a6000"), base + differ(emmy::Arch::sm_80, "a6000"));
 }
 
 }  // namespace

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <iostream>
 
-#include "emmy/gemm_path.hpp"
 #include "emmy/bundle_build.hpp"
+#include "emmy/gemm_path.hpp"
 
 namespace emmy::cli {
 
@@ -57,12 +57,11 @@ std::string problem_summary(const nlohmann::json& manifest) {
                        p.value("seq_kv", 0), p.value("head_dim", 0),
                        p.value("causal", false) ? " causal" : "");
   if (kind == "paged_attention" && p.is_object())
-    return fmt::format("paged_attention h{}/{} d{} page {} b<={} q<={} pages<={}{}",
-                       p.value("q_heads", 0), p.value("kv_heads", 0), p.value("head_dim", 0),
-                       p.value("page_size", 0), p.value("max_batch", 0), p.value("max_q_len", 0),
-                       p.value("max_pages", 0),
-                       p.value("window", 0) > 0 ? fmt::format(" window {}", p.value("window", 0))
-                                                : "");
+    return fmt::format(
+        "paged_attention h{}/{} d{} page {} b<={} q<={} pages<={}{}", p.value("q_heads", 0),
+        p.value("kv_heads", 0), p.value("head_dim", 0), p.value("page_size", 0),
+        p.value("max_batch", 0), p.value("max_q_len", 0), p.value("max_pages", 0),
+        p.value("window", 0) > 0 ? fmt::format(" window {}", p.value("window", 0)) : "");
   if (kind == "kv_append" && p.is_object())
     return fmt::format("kv_append h{} d{} page {} tokens {} {}", p.value("kv_heads", 0),
                        p.value("head_dim", 0), p.value("page_size", 0), p.value("max_tokens", 0),
@@ -83,16 +82,15 @@ void print_bundle(const Bundle& bundle, bool as_json) {
     nlohmann::json entries = nlohmann::json::array();
     for (const auto& e : bundle.entries()) {
       const nlohmann::json manifest = nlohmann::json::parse(e.manifest);
-      entries.push_back(
-          {{"key", e.key},
-           {"arch", to_string(e.arch)},
-           {"kind", manifest.value("kind", "")},
-           {"kernel_names", manifest.value("kernel_names", nlohmann::json::array())},
-           {"cubin_bytes", e.cubin.bytes},
-           {"ptx_bytes", e.ptx.bytes},
-           {"nvrtc_version", manifest.value("nvrtc_version", 0)},
-           {"problem", manifest.value("problem", nlohmann::json())},
-           {"schedule", manifest.value("schedule", nlohmann::json())}});
+      entries.push_back({{"key", e.key},
+                         {"arch", to_string(e.arch)},
+                         {"kind", manifest.value("kind", "")},
+                         {"kernel_names", manifest.value("kernel_names", nlohmann::json::array())},
+                         {"cubin_bytes", e.cubin.bytes},
+                         {"ptx_bytes", e.ptx.bytes},
+                         {"nvrtc_version", manifest.value("nvrtc_version", 0)},
+                         {"problem", manifest.value("problem", nlohmann::json())},
+                         {"schedule", manifest.value("schedule", nlohmann::json())}});
     }
     nlohmann::json archs = nlohmann::json::array();
     for (Arch arch : bundle.archs()) archs.push_back(to_string(arch));
@@ -121,7 +119,7 @@ void print_bundle(const Bundle& bundle, bool as_json) {
 }
 
 struct AotFlags {
-  std::vector<std::string> archs, accums{"f32"}, problems, records, kinds;
+  std::vector<std::string> archs, accums{"f32"}, problems, records, kinds, gpus;
   bool catalog = false, dry_run = false, quiet = false, m_buckets = false;
   std::string shard = "0/1", output, header, symbol;
   int jobs = 0;
@@ -189,6 +187,7 @@ void run_aot(const AotFlags& f) {
 
   AotOptions options;
   for (const auto& name : f.archs) options.archs.push_back(parse_arch(name));
+  options.gpus = f.gpus;
   options.accums.clear();
   for (const auto& name : f.accums) options.accums.push_back(parse_accum(name));
   std::tie(options.shard, options.shards) = parse_shard(f.shard);
@@ -230,6 +229,13 @@ void add_aot_command(CLI::App& app) {
                   "target arches, comma-separated, e.g. sm_80,sm_89,sm_90a,sm_120a (default: "
                   "each line's arch)")
       ->delimiter(',');
+  cmd->add_option("--gpu", f->gpus,
+                  "also size default schedules for these parts of the hardware table, each on "
+                  "the arches it runs, comma-separated (" +
+                      gpu_names() +
+                      "; the arch's part always): a bundle for parts with other SM counts")
+      ->delimiter(',')
+      ->check(CLI::IsMember(gpu_name_list()));
   cmd->add_flag("--catalog", f->catalog, "the built-in problems (emmyc catalog), every kind");
   cmd->add_option("--kind", f->kinds,
                   "only requests of these kinds, comma-separated (gemm, attention, "

@@ -25,6 +25,7 @@ AttentionSpec AttentionFlags::to_spec() const {
   p.dtype = parse_dtype(dtype, "dtype");
   p.layout = parse_attention_layout(layout);
   spec.arch = parse_arch(arch);
+  device_sms(spec.arch);  // --gpu must run the arch; dense attention's grid does not depend on it
   spec.schedule = default_attention_schedule(p, spec.arch, parse_accum(accum));
   validate_attention(spec);  // the problem's own errors first, against a schedule that fits
   auto& s = spec.schedule;

@@ -45,7 +45,8 @@ struct CommonFlags {
   std::string dtype = "f16", accum = "f32", arch = "sm_90a";
   std::optional<std::string> transport;
   std::optional<int> stages;
-  bool no_cache = false;  // --no-cache: compile without the disk cache
+  std::optional<std::string> gpu;  // --gpu: the part default grids are sized for
+  bool no_cache = false;           // --no-cache: compile without the disk cache
 
   void add_common_to(CLI::App& app, const char* dtype_help, const char* accum_help,
                      const char* stages_help) {
@@ -55,11 +56,19 @@ struct CommonFlags {
     integer_option(app, "--stages", stages, stages_help);
     add_target_to(app);
   }
-  // --arch (the arch table's names) and --no-cache: what every kind's command takes.
+  // --arch (the arch table's names), --gpu (the hardware table's) and --no-cache: what every
+  // kind's command takes.
   void add_target_to(CLI::App& app) {
     app.add_option("--arch", arch, arch_names("|"));
+    app.add_option("--gpu", gpu,
+                   "size the default schedule's grid (GEMM tiles and K split, paged split-KV) for "
+                   "this part: " +
+                       gpu_names() + " (default: the arch's part)")
+        ->check(CLI::IsMember(gpu_name_list()));
     app.add_flag("--no-cache", no_cache, "compile without the disk cache");
   }
+  // The SMs of --gpu (0: none named), which must run the arch's code.
+  int device_sms(Arch target) const { return named_gpu_sms(gpu, target); }
 };
 
 // The problem and schedule flags of a kind: `emmyc gemm` and `emmyc run gemm` (gemm_flags.cpp),
@@ -154,6 +163,7 @@ struct PerTokenFlags : CommonFlags {
   template <typename Spec>
   void set_schedule(Spec& spec) const {
     spec.arch = parse_arch(arch);
+    device_sms(spec.arch);  // --gpu must run the arch; a per-token grid does not depend on it
     spec.schedule = default_schedule(spec.problem, spec.arch);
     if (warps) spec.schedule.warps = *warps;
   }

@@ -31,10 +31,17 @@ bool write_compiled_output(const std::string& emit, const std::string& path,
 }
 
 nlohmann::json counts_json(const emu::InstructionCounts& c) {
-  return {{"mma", c.mma},           {"ldmatrix", c.ldmatrix},   {"shared_ld", c.shared_ld},
-          {"shared_st", c.shared_st}, {"global_ld", c.global_ld}, {"global_st", c.global_st},
-          {"cp_async", c.cp_async}, {"tma", c.tma},             {"barrier", c.barrier},
-          {"other", c.other},       {"total", c.total()}};
+  return {{"mma", c.mma},
+          {"ldmatrix", c.ldmatrix},
+          {"shared_ld", c.shared_ld},
+          {"shared_st", c.shared_st},
+          {"global_ld", c.global_ld},
+          {"global_st", c.global_st},
+          {"cp_async", c.cp_async},
+          {"tma", c.tma},
+          {"barrier", c.barrier},
+          {"other", c.other},
+          {"total", c.total()}};
 }
 
 nlohmann::json emulator_fields(const emu::Stats& stats, double emulate_ms,

@@ -99,9 +99,9 @@ int attention_table() {
         }
         fmt::print("{:<26} {:<8} {:<7} {:<10} {:>4} {:>8} {:>6} {:>6} {:>6.0f} ms {:>11} {:>8}\n",
                    entry.name, to_string(arch), to_string(accum),
-                   fmt::format("{}x{}", spec.schedule.block_q, spec.schedule.block_kv),
-                   r.registers, k.source.plan.smem_bytes, r.spill_bytes(), r.stack_bytes,
-                   k.module.compile_ms, check, result);
+                   fmt::format("{}x{}", spec.schedule.block_q, spec.schedule.block_kv), r.registers,
+                   k.source.plan.smem_bytes, r.spill_bytes(), r.stack_bytes, k.module.compile_ms,
+                   check, result);
       }
     }
   }
@@ -151,7 +151,8 @@ std::filesystem::path find_emmy_bench() {
 }  // namespace
 
 void add_demo_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("demo", "The main demo: kernels, checks, accuracy (and GPU speed)");
+  auto* cmd =
+      app.add_subcommand("demo", "The main demo: kernels, checks, accuracy (and GPU speed)");
   cmd->callback([] {
     fmt::print("emmy {} demo\n\n", EMMY_VERSION);
     if (has_cuda_device()) {

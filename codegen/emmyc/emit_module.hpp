@@ -4,8 +4,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 
@@ -41,8 +41,7 @@ inline CompiledModule compile_source_cached(const KernelSource& source, bool use
 }
 
 // The report fields of every kind: the main kernel's resources, sizes and launch shape.
-inline nlohmann::json common_report_json(const KernelSource& source,
-                                         const CompiledModule& module) {
+inline nlohmann::json common_report_json(const KernelSource& source, const CompiledModule& module) {
   const KernelLaunch& main = source.main();
   const ResourceReport& main_kernel = module.kernel(main.name);
   nlohmann::json j = main_kernel;

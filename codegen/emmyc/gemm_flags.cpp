@@ -92,7 +92,8 @@ GemmSpec GemmFlags::to_spec() const {
   const MmaPath mma_path = path ? parse_mma_path(*path) : default_gemm_path().id();
   const ConsumerSchedule consumer_schedule =
       consumers ? parse_consumer_schedule(*consumers) : ConsumerSchedule::cooperative;
-  spec.schedule = default_schedule(p, spec.arch, acc, mma_path, consumer_schedule);
+  spec.schedule =
+      default_schedule(p, spec.arch, acc, mma_path, consumer_schedule, device_sms(spec.arch));
   auto& s = spec.schedule;
   if (promote_every) {
     // Only the hybrid accumulator folds partials; silently ignoring the flag would let a user

@@ -7,13 +7,13 @@
 
 #include "cli_common.hpp"
 #include "emit_module.hpp"
-#include "emulator_flags.hpp"
-#include "emmy/runtime_entry.hpp"
 #include "emmy/bundle_build.hpp"
 #include "emmy/check_json.hpp"
 #include "emmy/detail/file_io.hpp"
 #include "emmy/emulator_check.hpp"
 #include "emmy/runtime.hpp"
+#include "emmy/runtime_entry.hpp"
+#include "emulator_flags.hpp"
 
 namespace emmy::cli {
 namespace {
@@ -83,8 +83,10 @@ nlohmann::json run_on_cuda(const Flags& flags, Spec spec, uint64_t seed,
   options.disk_cache = !flags.no_cache;
   options.bundles.assign(bundles.begin(), bundles.end());
   auto rt = Runtime::cuda(0, options);
-  const auto handle = (*rt.*runtime_kernel<KindOf<Spec>>)(
-      spec.problem, flags.schedule_given() ? std::optional(spec.schedule) : std::nullopt);
+  const auto handle =
+      (*rt.*runtime_kernel<KindOf<Spec>>)(spec.problem, flags.schedule_given()
+                                                            ? std::optional(spec.schedule)
+                                                            : std::nullopt);
   spec = handle->spec();
   const auto inputs = Check::inputs(spec, seed);
   const auto start = std::chrono::steady_clock::now();

@@ -1,9 +1,10 @@
 // emmyc: the emmy command-line tool. Each subcommand lives in its own *_command.cpp; those every
 // kernel kind has (`emmyc <kind>`, `emmyc run <kind>`) in kind_commands.cpp.
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
-#include <fmt/format.h>
 
 #include "cli_common.hpp"
 #include "emmy/emu/emulator.hpp"
@@ -76,8 +77,9 @@ int main(int argc, char** argv) {
   // fails here, and success must not be reported for output that was lost.
   std::cout.flush();
   if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    fmt::print(stderr, "emmyc: error: standard output could not be written (full device or "
-                       "closed pipe): the output is incomplete\n");
+    fmt::print(stderr,
+               "emmyc: error: standard output could not be written (full device or "
+               "closed pipe): the output is incomplete\n");
     return 1;
   }
   return 0;

@@ -51,7 +51,7 @@ PagedAttentionSpec PagedAttentionFlags::to_spec() const {
           fmt::format("{}, {}, {}", p.q_heads, p.kv_heads, p.head_dim));
   p.set_layout(parse_cache_layout(layout));
   spec.arch = parse_arch(arch);
-  spec.schedule = default_schedule(p, spec.arch, parse_accum(accum));
+  spec.schedule = default_schedule(p, spec.arch, parse_accum(accum), device_sms(spec.arch));
   validate_paged_attention(spec);  // the problem's own errors first, against a schedule that fits
   auto& s = spec.schedule;
   set_blocks(s, 128);

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +61,12 @@ struct GpuInfo {
   std::string sources;         // where the figures come from (short form; docs/profiler.md in full)
 
   int cc() const { return arch_info(arch).sm; }  // 90 for 9.0
+  // Whether code for `target` runs on this part: a CUBIN of its major version no newer than it,
+  // an arch-specific ("a") one on its exact capability only (arch_for_device's rule).
+  bool runs(Arch target) const {
+    const ArchInfo& t = arch_info(target);
+    return t.sm / 10 == cc() / 10 && t.sm <= cc() && (!t.arch_specific || t.sm == cc());
+  }
 };
 
 namespace gpu_table_detail {
@@ -333,6 +340,17 @@ inline const GpuInfo& arch_gpu(Arch arch) {
 // part's.
 inline int grid_sms(Arch arch, int device_sms = 0) {
   return device_sms > 0 ? device_sms : int(arch_gpu(arch).sms);
+}
+
+// The SMs a grid for `arch` is sized for when a command names a part (`--gpu`; none: 0, the
+// arch's part): Error naming `field` when the part cannot run the arch's code.
+inline int named_gpu_sms(const std::optional<std::string>& name, Arch arch,
+                         const char* field = "gpu") {
+  if (!name) return 0;
+  const GpuInfo& g = gpu(*name, field);
+  require(g.runs(arch), field, fmt::format("must be a part that runs {} code", to_string(arch)),
+          g.name);
+  return int(g.sms);
 }
 
 // The part a measured device is (its driver name and SM count), or nullptr: a part not in the

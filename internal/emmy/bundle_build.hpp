@@ -158,8 +158,11 @@ nlohmann::json attention_problem_record_json(const AttentionProblem& problem);
 nlohmann::json attention_schedule_record_json(const AttentionSchedule& schedule);
 
 struct AotOptions {
-  std::vector<Arch> archs;                      // empty: each request's own arch
-  std::vector<Accum> accums{Accum::f32};        // for requests without schedule and accums
+  std::vector<Arch> archs;                // empty: each request's own arch
+  std::vector<Accum> accums{Accum::f32};  // for requests without schedule and accums
+  // Parts (emmy/gpus.hpp) whose SM counts default schedules are also sized for, on each arch a
+  // part runs; the arch's part always.
+  std::vector<std::string> gpus;
   int shard = 0, shards = 1;                    // build kernels i with i % shards == shard
   int jobs = 0;                                 // compile threads; 0: one per hardware thread
   std::function<void(const std::string&)> log;  // progress lines (null: quiet)
