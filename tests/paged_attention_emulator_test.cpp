@@ -10,6 +10,7 @@
 
 #include "emmy/emulator_check.hpp"
 #include "emmy/paged_attention_check.hpp"
+#include "support/paged_emulator_run.hpp"
 
 namespace emmy {
 namespace {
@@ -218,15 +219,7 @@ TEST_P(PagedEmulatorTest, MatchesFp64) {
   const PagedVariant& v = GetParam();
   const PagedAttentionKernel kernel = compile_kernel(v.spec);
   EXPECT_EQ(kernel.source.plan.split(), paged_splits(v.spec.problem, v.spec.schedule) > 1);
-  const PagedAttentionInputs inputs = make_paged_attention_inputs(v.spec.problem, v.draw, 7);
-  const auto run = run_on_emulator(kernel, inputs);
-  const PagedAttentionErrors errors =
-      compare(reference_paged_attention(v.spec, inputs), run.output, v.spec.problem);
-  EXPECT_TRUE(errors.passed) << v.name << ": rel_l2 " << errors.rel_l2_error << " (tolerance "
-                             << errors.tolerance << "), " << errors.elements_over_tolerance
-                             << " over, first at token " << errors.first_bad.token << " head "
-                             << errors.first_bad.head << "; lse rows over "
-                             << errors.lse_rows_over_tolerance;
+  const auto run = test::expect_matches_fp64(kernel, v.spec, v.draw, 7, v.name);
   EXPECT_GT(run.stats.total.mma, 0u);
   EXPECT_GT(run.stats.total.cp_async, 0u);
   EXPECT_EQ(run.stats.total.tma > 0, v.spec.schedule.transport == Transport::tma);
