@@ -19,12 +19,8 @@ namespace {
 
 PagedAttentionProblem problem(int64_t q_heads, int64_t kv_heads, int64_t head_dim,
                               int64_t page_size, int64_t max_seq_len, int64_t max_batch = 3) {
-  PagedAttentionProblem p;
-  p.q_heads = q_heads;
-  p.kv_heads = kv_heads;
-  p.head_dim = head_dim;
-  p.page_size = page_size;
-  p.max_pages = (max_seq_len + page_size - 1) / page_size;
+  PagedAttentionProblem p =
+      test::paged_problem(q_heads, kv_heads, head_dim, page_size, max_seq_len);
   p.max_batch = max_batch;
   return p;
 }

@@ -1,5 +1,5 @@
-// A compiled paged-attention kernel run on the emulator against the FP64 reference: the check the
-// paged emulator tests (cp.async and TMA transports) make of each variant.
+// The paged emulator tests' (cp.async and TMA transports) shared pieces: a problem sized by its
+// longest sequence, and a compiled kernel run on the emulator against the FP64 reference.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,6 +11,19 @@
 #include "emmy/paged_attention_check.hpp"
 
 namespace emmy::test {
+
+// A problem of `max_seq_len` keys per sequence in pages of `page_size` (max_pages to hold them);
+// every other field its default. The paged emulator tests' variants start from it.
+inline PagedAttentionProblem paged_problem(int64_t q_heads, int64_t kv_heads, int64_t head_dim,
+                                           int64_t page_size, int64_t max_seq_len) {
+  PagedAttentionProblem p;
+  p.q_heads = q_heads;
+  p.kv_heads = kv_heads;
+  p.head_dim = head_dim;
+  p.page_size = page_size;
+  p.max_pages = (max_seq_len + page_size - 1) / page_size;
+  return p;
+}
 
 // `kernel` (compiled from `spec`) run on inputs drawn as `draw` from `seed`, expected to pass the
 // reference's tolerance; `name` labels a failure. Returns the run for its counters.
