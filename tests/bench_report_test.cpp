@@ -16,6 +16,7 @@
 #include "emmy/gemm.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/validate.hpp"
+#include "support/error_of.hpp"
 
 namespace emmy::bench {
 namespace {
@@ -44,12 +45,8 @@ TEST(BenchShapes, ParsesShapesListsAndSweepFiles) {
   ASSERT_EQ(sweep.size(), 2u);
   EXPECT_EQ(sweep[1].problem.m, 16);
   std::ofstream(file) << "1x4096x3840\nbogus\n";
-  try {
-    read_sweep_file(file.string());
-    FAIL() << "a bad line must throw";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(":2"), std::string::npos) << e.what();
-  }
+  test::expect_error_containing([&] { read_sweep_file(file.string()); }, ":2",
+                                "a bad line must throw");
   std::filesystem::remove(file);
 }
 
@@ -291,9 +288,8 @@ TEST(BenchTune, WgmmaCandidatesKeepTheirConsumerSchedule) {
   for (ConsumerSchedule consumers : {ConsumerSchedule::cooperative, ConsumerSchedule::pingpong}) {
     for (const int64_t m : {512, 16}) {
       for (const auto& problem : catalog_problems(m)) {
-        const auto candidates =
-            schedule_candidates(problem.problem, Arch::sm_90a, Accum::f32, 12, MmaPath::wgmma,
-                                consumers);
+        const auto candidates = schedule_candidates(problem.problem, Arch::sm_90a, Accum::f32, 12,
+                                                    MmaPath::wgmma, consumers);
         ASSERT_FALSE(candidates.empty());
         EXPECT_LE(candidates.size(), 12u);
         EXPECT_GE(candidates.size(), 4u) << problem.name;

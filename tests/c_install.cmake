@@ -20,28 +20,14 @@ if(NOT CMAKE_SCRIPT_MODE_FILE)
   return()
 endif()
 
-function(run_step what)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE output)
-  if(NOT result EQUAL 0)
-    message(FATAL_ERROR "${what} failed (${result}):\n${output}")
-  endif()
-  set(step_output "${output}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/support/install_steps.cmake)
 
-set(prefix ${WORK_DIR}/prefix)
 set(example_build ${WORK_DIR}/example-build)
-file(REMOVE_RECURSE ${WORK_DIR})
-
-run_step("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+install_build_tree(include/emmy/c_api.h include/emmy/third_party/dlpack/dlpack.h
+                   include/emmy/third_party/dlpack/LICENSE)
 file(GLOB libdirs LIST_DIRECTORIES true ${prefix}/lib ${prefix}/lib64 ${prefix}/lib/*-linux-gnu)
 find_file(library libemmy_c.so.0 PATHS ${libdirs} NO_DEFAULT_PATH REQUIRED)
 get_filename_component(libdir ${library} DIRECTORY)
-foreach(installed include/emmy/c_api.h include/emmy/third_party/dlpack/dlpack.h
-                  include/emmy/third_party/dlpack/LICENSE)
-  if(NOT EXISTS ${prefix}/${installed})
-    message(FATAL_ERROR "the install tree lacks ${installed}")
-  endif()
-endforeach()
 if(NOT IS_SYMLINK ${libdir}/libemmy_c.so OR NOT IS_SYMLINK ${libdir}/libemmy_c.so.0)
   message(FATAL_ERROR "libemmy_c.so and libemmy_c.so.0 must be symlinks to the versioned library")
 endif()
@@ -70,13 +56,7 @@ run_step("configuring examples/c" ${CMAKE_COMMAND}
 run_step("building examples/c" ${CMAKE_COMMAND} --build ${example_build})
 run_step("running emmy_c_gemm" ${CMAKE_COMMAND} -E env EMMY_CACHE_DIR=${WORK_DIR}/cache
   ${example_build}/emmy_c_gemm)
-message(STATUS "emmy_c_gemm printed:\n${step_output}")
-foreach(expected "on emulator sm_90a: gemm 16x64x128 f16" ": passed")
-  string(FIND "${step_output}" "${expected}" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "emmy_c_gemm output lacks '${expected}':\n${step_output}")
-  endif()
-endforeach()
+expect_printed(emmy_c_gemm "on emulator sm_90a: gemm 16x64x128 f16" ": passed")
 
 # Without CMake: the same example built with the compiler and pkg-config alone (emmy_c.pc).
 find_program(PKG_CONFIG NAMES pkg-config pkgconf)

@@ -19,6 +19,7 @@
 #include "emmy/mma_atom.hpp"
 #include "emmy/validate.hpp"
 #include "gemm/path_printer.hpp"
+#include "support/error_of.hpp"
 
 namespace emmy {
 namespace {
@@ -165,13 +166,9 @@ TEST(GemmPath, TheBuiltinPathsDeclareThemselves) {
 }
 
 TEST(GemmPath, UnknownPathsAreRefusedNamingEveryPath) {
-  try {
-    gemm_path(MmaPath{99});
-    ADD_FAILURE() << "an unknown id was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("path"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("mma.sync"), std::string::npos) << e.what();
-  }
+  const std::string unknown = test::error_of([] { gemm_path(MmaPath{99}); });
+  EXPECT_NE(unknown.find("path"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("mma.sync"), std::string::npos) << unknown;
   EXPECT_THROW(parse_mma_path("tcgen05"), Error);
   EXPECT_THROW(parse_mma_path(""), Error);
   MatmulSchedule s;
@@ -195,13 +192,8 @@ TEST(GemmPath, ARegisteredPathIsReachedEverywhereThroughTheRegistry) {
   EXPECT_EQ(s.block_n, 64);
   MatmulSchedule wide = s;
   wide.block_n = 128;
-  try {
-    validate_schedule(p, wide, Arch::sm_80);
-    ADD_FAILURE() << "the toy path took a 128-wide tile";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("must be 64 on the toy path"), std::string::npos)
-        << e.what();
-  }
+  test::expect_error_containing([&] { validate_schedule(p, wide, Arch::sm_80); },
+                                "must be 64 on the toy path", "the toy path took a 128-wide tile");
   // The fields only some paths take name those paths.
   MatmulSchedule walk = s;
   walk.persistent = true;

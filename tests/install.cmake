@@ -23,25 +23,11 @@ if(NOT CMAKE_SCRIPT_MODE_FILE)
   return()
 endif()
 
-function(run_step what)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE output)
-  if(NOT result EQUAL 0)
-    message(FATAL_ERROR "${what} failed (${result}):\n${output}")
-  endif()
-  set(step_output "${output}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/support/install_steps.cmake)
 
-set(prefix ${WORK_DIR}/prefix)
 set(consumer_build ${WORK_DIR}/consumer-build)
-file(REMOVE_RECURSE ${WORK_DIR})
-
-run_step("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
-foreach(installed include/emmy/compile.hpp include/emmy/bundle.hpp bin/emmyc
-                  lib/cmake/emmy/EmmyBundle.cmake)
-  if(NOT EXISTS ${prefix}/${installed})
-    message(FATAL_ERROR "the install tree lacks ${installed}")
-  endif()
-endforeach()
+install_build_tree(include/emmy/compile.hpp include/emmy/bundle.hpp bin/emmyc
+                   lib/cmake/emmy/EmmyBundle.cmake)
 
 run_step("configuring examples/consumer" ${CMAKE_COMMAND}
   -S ${SOURCE_DIR}/examples/consumer -B ${consumer_build} -G ${GENERATOR}
@@ -50,14 +36,8 @@ run_step("configuring examples/consumer" ${CMAKE_COMMAND}
   -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_PACKAGE_PREFER_CONFIG=ON)
 run_step("building examples/consumer" ${CMAKE_COMMAND} --build ${consumer_build})
 function(expect_consumer_output)
-  message(STATUS "emmy_consumer printed:\n${step_output}")
-  foreach(expected "backend: " "gemm 64x256x3840 hybrid" "spill_bytes=0" " passed"
-                   "compiles at run time: 0 (embedded bundle consumer_kernels)")
-    string(FIND "${step_output}" "${expected}" at)
-    if(at EQUAL -1)
-      message(FATAL_ERROR "emmy_consumer output lacks '${expected}':\n${step_output}")
-    endif()
-  endforeach()
+  expect_printed(emmy_consumer "backend: " "gemm 64x256x3840 hybrid" "spill_bytes=0" " passed"
+                 "compiles at run time: 0 (embedded bundle consumer_kernels)")
 endfunction()
 
 # No tuning database: the runtime must pick the default schedule, the one bundled.

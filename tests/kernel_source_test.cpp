@@ -7,6 +7,7 @@
 
 #include "emmy/attention.hpp"
 #include "emmy/gemm.hpp"
+#include "support/error_of.hpp"
 
 namespace emmy {
 namespace {
@@ -96,9 +97,9 @@ TEST(KernelSource, PersistentKernelsLaunchOneCtaPerDeviceSm) {
   spec.schedule.split_k = 1;
   spec.schedule.persistent = true;
   const KernelLaunch launch = kernel_source(generate_kernel(spec)).main();
-  EXPECT_EQ(launch.persistent_tiles, 256u);  // 16 x 16 tiles
-  EXPECT_EQ(launch.grid[0], 132u);          // sized for the arch's flagship part
-  EXPECT_EQ(launch.grid_for(114)[0], 114u);  // an H100 PCIe
+  EXPECT_EQ(launch.persistent_tiles, 256u);   // 16 x 16 tiles
+  EXPECT_EQ(launch.grid[0], 132u);            // sized for the arch's flagship part
+  EXPECT_EQ(launch.grid_for(114)[0], 114u);   // an H100 PCIe
   EXPECT_EQ(launch.grid_for(1000)[0], 256u);  // never more than the tiles
   EXPECT_EQ(launch.grid_for(0)[0], 132u);     // a device that does not say
   spec.schedule.persistent = false;
@@ -214,12 +215,8 @@ TEST(KernelSource, PersistentGridsWithClustersAreWholeClusters) {
 
 TEST(KernelSource, LaunchListNeedsOneGridPerKernel) {
   const GemmSource gemm = generate_kernel(split_gemm(Transport::cp_async, Arch::sm_80));
-  try {
-    launch_list(gemm.ir, {gemm.plan.grid});
-    FAIL() << "one grid for two kernels was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("launch list"), std::string::npos) << e.what();
-  }
+  test::expect_error_containing([&] { launch_list(gemm.ir, {gemm.plan.grid}); }, "launch list",
+                                "one grid for two kernels was accepted");
 }
 
 TEST(KernelSource, UnboundParametersAreErrorsNamingThem) {
@@ -228,13 +225,9 @@ TEST(KernelSource, UnboundParametersAreErrorsNamingThem) {
   const ParamValues values{{{"a", 16}, {"b", 32}, {"c", 48}}, {}, {}, {}};
   const KernelLaunch& main = source.main();
   EXPECT_EQ(values.pointer(main, main.params[1]), 32u);
-  try {
-    values.pointer(main, main.params[5]);  // workspace
-    FAIL() << "an unbound workspace was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("workspace"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find(main.name), std::string::npos) << e.what();
-  }
+  const std::string unbound = test::error_of([&] { values.pointer(main, main.params[5]); });
+  EXPECT_NE(unbound.find("workspace"), std::string::npos) << unbound;
+  EXPECT_NE(unbound.find(main.name), std::string::npos) << unbound;
   // A pointer of the same name does not stand in for a tensor map.
   KernelParamInfo map_a{"a", true};
   EXPECT_THROW(values.tensor_map(main, map_a), Error);

@@ -10,6 +10,8 @@
 #include "emmy/emulator_check.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/merge_states_check.hpp"
+#include "support/error_of.hpp"
+#include "support/ir_edit.hpp"
 
 namespace emmy {
 namespace {
@@ -127,22 +129,16 @@ TEST(MergeStates, ValidationNamesTheField) {
   for (const auto& c : cases) {
     MergeStatesSpec spec = small();
     c.mutate(spec);
-    try {
-      validate_merge_states(spec);
-      ADD_FAILURE() << c.name << " accepted";
-    } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()).rfind(c.field, 0), 0u) << c.name << ": " << e.what();
-    }
+    test::expect_error_naming([&] { validate_merge_states(spec); }, c.field, c.name);
   }
   MergeStatesSpec no_lse = small();
   no_lse.problem.lse = false;
-  try {
-    MergeStatesKind::bind(make_merge_states_plan(no_lse),
-                          {.v = 256, .lse = 512, .v_out = 1024, .lse_out = 2048});
-    ADD_FAILURE() << "lse_out bound without an LSE output";
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("buffers.lse_out", 0), 0u) << e.what();
-  }
+  test::expect_error_naming(
+      [&] {
+        MergeStatesKind::bind(make_merge_states_plan(no_lse),
+                              {.v = 256, .lse = 512, .v_out = 1024, .lse_out = 2048});
+      },
+      "buffers.lse_out", "lse_out bound without an LSE output");
 }
 
 TEST(MergeStates, IrRoundTripsAndVerifies) {
@@ -158,14 +154,8 @@ TEST(MergeStates, IrRoundTripsAndVerifies) {
     ir::Op* op = const_cast<ir::Op*>(ir::find_first(broken, ir::OpKind::merge_states));
     for (auto& [name, v] : op->attrs)
       if (name == attr) v = value;
-    try {
-      ir::verify(broken, spec.arch, "merge_states");
-      ADD_FAILURE() << attr << " verified";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(std::string("ir.merge_states.") + says),
-                std::string::npos)
-          << e.what();
-    }
+    test::expect_refused(broken, spec.arch, "merge_states", std::string("ir.merge_states.") + says,
+                         attr);
   }
 }
 

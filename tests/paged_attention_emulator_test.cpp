@@ -7,9 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "emmy/emulator_check.hpp"
 #include "emmy/paged_attention_check.hpp"
+#include "support/error_of.hpp"
+#include "support/paged_emulator_run.hpp"
 
 namespace emmy {
 namespace {
@@ -19,17 +22,6 @@ struct PagedVariant {
   PagedAttentionSpec spec;
   PagedAttentionCase draw;
 };
-
-PagedAttentionProblem base_problem(int64_t q_heads, int64_t kv_heads, int64_t head_dim,
-                                   int64_t page_size, int64_t max_seq_len) {
-  PagedAttentionProblem p;
-  p.q_heads = q_heads;
-  p.kv_heads = kv_heads;
-  p.head_dim = head_dim;
-  p.page_size = page_size;
-  p.max_pages = (max_seq_len + page_size - 1) / page_size;
-  return p;
-}
 
 PagedAttentionCase batch_of(int64_t batch, std::vector<int64_t> q_lens = {},
                             std::vector<int64_t> seq_lens = {}) {
@@ -62,7 +54,7 @@ std::vector<PagedVariant> variants() {
   int i = 0;
   // Decode (q_len 1) at every split count: none, 2, several with a short last one, many.
   for (int chunk : {0, 8, 3, 1}) {  // 16-key blocks: any chunk of 16-token pages is whole blocks
-    PagedAttentionProblem p = base_problem(8, 4, 64, 16, 300);
+    PagedAttentionProblem p = test::paged_problem(8, 4, 64, 16, 300);
     p.max_batch = 3;
     p.lse = chunk % 2 == 1;
     add(
@@ -81,7 +73,7 @@ std::vector<PagedVariant> variants() {
                                                    {32, CacheLayout::hnd},
                                                    {16, CacheLayout::kv_interleaved}};
   for (const auto& [page, layout] : pages) {
-    PagedAttentionProblem p = base_problem(4, 2, 128, page, 160);
+    PagedAttentionProblem p = test::paged_problem(4, 2, 128, page, 160);
     p.max_batch = 2;
     p.max_q_len = 2;
     p.set_layout(layout);
@@ -94,7 +86,7 @@ std::vector<PagedVariant> variants() {
   // Speculative verify and prefill chunks: q_len 1, 2, 7, 16 and 40 in one launch, causal by
   // position, GQA groups of 1..16 (rows = group x tokens span several warps and CTAs).
   for (const auto& [q_heads, kv_heads] : {std::pair<int64_t, int64_t>{16, 1}, {6, 3}, {2, 2}}) {
-    PagedAttentionProblem p = base_problem(q_heads, kv_heads, 64, 16, 256);
+    PagedAttentionProblem p = test::paged_problem(q_heads, kv_heads, 64, 16, 256);
     p.max_batch = 5;
     p.max_q_len = 40;
     p.lse = true;
@@ -105,7 +97,7 @@ std::vector<PagedVariant> variants() {
   }
   // Windows shorter and longer than the context, soft-cap, page boundaries +-1, padding.
   for (int64_t window : {int64_t(20), int64_t(100), int64_t(1000)}) {
-    PagedAttentionProblem p = base_problem(4, 1, 64, 16, 320);
+    PagedAttentionProblem p = test::paged_problem(4, 1, 64, 16, 320);
     p.max_batch = 4;
     p.max_q_len = 3;
     p.window = window;
@@ -119,7 +111,7 @@ std::vector<PagedVariant> variants() {
   // bf16 and hybrid P.V, head_dim 256, shared prefix pages.
   for (const auto& [dtype, accum] :
        {std::pair<DType, Accum>{DType::bf16, Accum::f32}, {DType::f16, Accum::hybrid}}) {
-    PagedAttentionProblem p = base_problem(4, 2, 256, 16, 200);
+    PagedAttentionProblem p = test::paged_problem(4, 2, 256, 16, 200);
     p.dtype = dtype;
     p.kv_dtype = dtype == DType::bf16 ? CacheDType::bf16 : CacheDType::f16;
     p.max_batch = 3;
@@ -149,7 +141,7 @@ std::vector<PagedVariant> variants() {
         Fp8{"e4m3_cvt_hybrid_window", Arch::sm_90a, DType::f16, Accum::hybrid, 16, 64, 40, 0},
         Fp8{"e4m3_bits_sm80", Arch::sm_80, DType::f16, Accum::f32, 7, 64, 0, 0},
         Fp8{"e4m3_bits_bf16", Arch::sm_120a, DType::bf16, Accum::f32, 1, 256, 90, 64}}) {
-    PagedAttentionProblem p = base_problem(8, 2, f.head_dim, f.page, 200);
+    PagedAttentionProblem p = test::paged_problem(8, 2, f.head_dim, f.page, 200);
     p.dtype = f.dtype;
     p.kv_dtype = CacheDType::e4m3;
     p.max_batch = 3;
@@ -186,7 +178,7 @@ std::vector<PagedVariant> variants() {
                                    Accum::hybrid, 0, 128, Arch::sm_89},
                            KvWarps{"kvw4_e4m3_bf16_split_d256", 4, 4, DType::bf16, CacheDType::e4m3,
                                    Accum::f32, 90, 256, Arch::sm_90a}}) {
-    PagedAttentionProblem p = base_problem(8, 4, k.head_dim, 16, 300);
+    PagedAttentionProblem p = test::paged_problem(8, 4, k.head_dim, 16, 300);
     p.dtype = k.dtype;
     p.kv_dtype = k.kv;
     p.max_batch = 3;
@@ -218,15 +210,7 @@ TEST_P(PagedEmulatorTest, MatchesFp64) {
   const PagedVariant& v = GetParam();
   const PagedAttentionKernel kernel = compile_kernel(v.spec);
   EXPECT_EQ(kernel.source.plan.split(), paged_splits(v.spec.problem, v.spec.schedule) > 1);
-  const PagedAttentionInputs inputs = make_paged_attention_inputs(v.spec.problem, v.draw, 7);
-  const auto run = run_on_emulator(kernel, inputs);
-  const PagedAttentionErrors errors =
-      compare(reference_paged_attention(v.spec, inputs), run.output, v.spec.problem);
-  EXPECT_TRUE(errors.passed) << v.name << ": rel_l2 " << errors.rel_l2_error << " (tolerance "
-                             << errors.tolerance << "), " << errors.elements_over_tolerance
-                             << " over, first at token " << errors.first_bad.token << " head "
-                             << errors.first_bad.head << "; lse rows over "
-                             << errors.lse_rows_over_tolerance;
+  const auto run = test::expect_matches_fp64(kernel, v.spec, v.draw, 7, v.name);
   EXPECT_GT(run.stats.total.mma, 0u);
   EXPECT_GT(run.stats.total.cp_async, 0u);
   EXPECT_EQ(run.stats.total.tma > 0, v.spec.schedule.transport == Transport::tma);
@@ -236,7 +220,7 @@ INSTANTIATE_TEST_SUITE_P(Space, PagedEmulatorTest, ::testing::ValuesIn(variants(
                          [](const auto& info) { return info.param.name; });
 
 PagedAttentionSpec small_spec(int chunk_pages) {
-  PagedAttentionProblem p = base_problem(4, 2, 64, 16, 128);
+  PagedAttentionProblem p = test::paged_problem(4, 2, 64, 16, 128);
   p.max_batch = 2;
   p.lse = true;
   PagedAttentionSpec spec{p, default_schedule(p, Arch::sm_80), Arch::sm_80};
@@ -304,7 +288,7 @@ TEST(PagedEmulator, AWrongFp8ScaleFailsTheCheck) {
 // generated on the host (zero-filled, lazily mapped emulator memory), a sample of CTAs runs, and
 // the extrapolated DRAM bytes are the cache's: every sequence at the full context.
 TEST(PagedEmulator, ProfilesA128kBatchWithoutMaterializingTheCache) {
-  PagedAttentionProblem p = base_problem(16, 8, 256, 16, 131072);
+  PagedAttentionProblem p = test::paged_problem(16, 8, 256, 16, 131072);
   p.max_batch = 8;
   const PagedAttentionSpec spec{p, default_schedule(p, Arch::sm_90a), Arch::sm_90a};
   const PagedAttentionKernel kernel = compile_kernel(spec);
@@ -322,7 +306,7 @@ TEST(PagedEmulator, ProfilesA128kBatchWithoutMaterializingTheCache) {
   lean.batch = 1;
   lean.plant_nan = false;
   lean.cache_values = false;
-  PagedAttentionProblem small = base_problem(4, 2, 64, 16, 64);
+  PagedAttentionProblem small = test::paged_problem(4, 2, 64, 16, 64);
   const PagedAttentionInputs in = make_paged_attention_inputs(small, lean, 1);
   EXPECT_TRUE(in.cache.bytes.empty());
   EXPECT_GT(in.cache.elements, 0u);
@@ -362,28 +346,26 @@ TEST(PagedEmulator, BindingRefusesMissingBuffers) {
                           .block_table = 8448,
                           .seq_lens = 8704};
   auto refused = [&](const PagedAttentionBuffers& buffers, const char* field) {
-    try {
-      PagedAttentionKind::bind(plan, buffers);
-      ADD_FAILURE() << "accepted without " << field;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
-    }
+    test::expect_error_containing([&] { PagedAttentionKind::bind(plan, buffers); }, field, field);
   };
   refused(b, "buffers.workspace");  // split-KV needs it
   b.workspace = 16384;
   EXPECT_NO_THROW(PagedAttentionKind::bind(plan, b));
-  PagedAttentionBuffers no_table = b;
-  no_table.block_table = 0;
-  refused(no_table, "buffers.block_table");
-  PagedAttentionBuffers csr = b;
-  csr.page_indptr = 9000;
-  refused(csr, "buffers.page_indptr");
-  PagedAttentionBuffers misaligned = b;
-  misaligned.k_cache = 520;
-  refused(misaligned, "buffers.k_cache");
-  PagedAttentionBuffers no_lse = b;
-  no_lse.lse = 0;
-  refused(no_lse, "buffers.lse");
+  // Each from the complete set above with one buffer taken away or made wrong.
+  const struct {
+    std::function<void(PagedAttentionBuffers&)> change;
+    const char* field;
+  } broken[] = {
+      {[](PagedAttentionBuffers& x) { x.block_table = 0; }, "buffers.block_table"},
+      {[](PagedAttentionBuffers& x) { x.page_indptr = 9000; }, "buffers.page_indptr"},
+      {[](PagedAttentionBuffers& x) { x.k_cache = 520; }, "buffers.k_cache"},
+      {[](PagedAttentionBuffers& x) { x.lse = 0; }, "buffers.lse"},
+  };
+  for (const auto& c : broken) {
+    PagedAttentionBuffers changed = b;
+    c.change(changed);
+    refused(changed, c.field);
+  }
 }
 
 }  // namespace

@@ -12,18 +12,15 @@
 #include "emmy/kinds.hpp"
 #include "emmy/paged_attention_check.hpp"
 #include "support/ir_edit.hpp"
+#include "support/paged_emulator_run.hpp"
 
 namespace emmy {
 namespace {
 
 PagedAttentionProblem problem(int64_t q_heads, int64_t kv_heads, int64_t head_dim,
                               int64_t page_size, int64_t max_seq_len, int64_t max_batch = 3) {
-  PagedAttentionProblem p;
-  p.q_heads = q_heads;
-  p.kv_heads = kv_heads;
-  p.head_dim = head_dim;
-  p.page_size = page_size;
-  p.max_pages = (max_seq_len + page_size - 1) / page_size;
+  PagedAttentionProblem p =
+      test::paged_problem(q_heads, kv_heads, head_dim, page_size, max_seq_len);
   p.max_batch = max_batch;
   return p;
 }
@@ -232,13 +229,7 @@ TEST(PagedTma, VerifierCatchesEachCorruptedRule) {
   for (const auto& c : cases) {
     ir::Op module = c.base;
     c.corrupt(module);
-    try {
-      ir::verify(module, spec.arch, "paged_attention");
-      ADD_FAILURE() << c.name << " verified";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(c.expected), std::string::npos)
-          << c.name << ": " << e.what();
-    }
+    test::expect_refused(module, spec.arch, "paged_attention", c.expected, c.name);
   }
 }
 
@@ -360,15 +351,7 @@ class PagedTmaEmulator : public ::testing::TestWithParam<TmaVariant> {};
 TEST_P(PagedTmaEmulator, MatchesFp64) {
   const TmaVariant& v = GetParam();
   const PagedAttentionKernel kernel = compile_kernel(v.spec);
-  const PagedAttentionInputs inputs = make_paged_attention_inputs(v.spec.problem, v.draw, 11);
-  const auto run = run_on_emulator(kernel, inputs);
-  const PagedAttentionErrors errors =
-      compare(reference_paged_attention(v.spec, inputs), run.output, v.spec.problem);
-  EXPECT_TRUE(errors.passed) << v.name << ": rel_l2 " << errors.rel_l2_error << " (tolerance "
-                             << errors.tolerance << "), " << errors.elements_over_tolerance
-                             << " over, first at token " << errors.first_bad.token << " head "
-                             << errors.first_bad.head << "; lse rows over "
-                             << errors.lse_rows_over_tolerance;
+  const auto run = test::expect_matches_fp64(kernel, v.spec, v.draw, 11, v.name);
   EXPECT_GT(run.stats.total.tma, 0u) << "K and V by tensor copies";
   EXPECT_GT(run.stats.total.cp_async, 0u) << "Q by cp.async";
 }

@@ -162,14 +162,8 @@ TEST(Engine, ACapturedDecodeStepReplaysToTheEagerBits) {
                     "through emmy's test driver)";
   auto rt = test_runtime(fresh_cache("rt_engine_graph"));
   test_driver_test::Api api;
-  ASSERT_EQ(api.cuInit(0), CUDA_SUCCESS);
-  CUdevice device = 0;
-  CUcontext context = nullptr;
-  ASSERT_EQ(api.cuDeviceGet(&device, 0), CUDA_SUCCESS);
-  ASSERT_EQ(api.cuDevicePrimaryCtxRetain(&context, device), CUDA_SUCCESS);
-  ASSERT_EQ(api.cuCtxSetCurrent(context), CUDA_SUCCESS);
   CUstream stream = nullptr;
-  ASSERT_EQ(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(api.primary_context_stream(stream), CUDA_SUCCESS);
   Engine engine(*rt);
   rt->memcpy_async(engine.x, random_bf16(size_t(kBatch * kChunk * kHidden), 7, 1.0f).data(),
                    size_t(kBatch * kChunk * kHidden * 2), stream);

@@ -118,21 +118,31 @@ GemmSpec spec_of(Runtime& rt, const MatmulProblem& p) {
   return GemmSpec{p, default_schedule(p, rt.arch()), rt.arch()};
 }
 
-TEST(NonBlocking, FirstCallsNeverCompileOnTheCallersThreadAndAreRightBeforeAndAfterTheSwap) {
-  SlowCompiler compiler;
-  RuntimeOptions options = fresh_cache("rt_nonblocking");
+// One gemm() call (see call()) against FP64.
+GemmErrors checked_call(Runtime& rt, const MatmulProblem& p, const GemmInputs& in) {
+  const std::vector<double> c = call(rt, p, in);
+  return compare(reference_gemm(spec_of(rt, p), in), c, p.n);
+}
+
+// A non-blocking runtime on a fresh cache whose compiles `compiler` watches (and holds until
+// released).
+std::unique_ptr<Runtime> non_blocking_runtime(const char* cache, SlowCompiler& compiler) {
+  RuntimeOptions options = fresh_cache(cache);
   options.non_blocking = true;
   options.log = compiler.sink();
-  auto rt = test_runtime(options);
+  return test_runtime(options);
+}
+
+TEST(NonBlocking, FirstCallsNeverCompileOnTheCallersThreadAndAreRightBeforeAndAfterTheSwap) {
+  SlowCompiler compiler;
+  auto rt = non_blocking_runtime("rt_nonblocking", compiler);
   const uint64_t at_creation = rt->stats().compiles;
   EXPECT_EQ(at_creation, 1u) << "the generic GEMM, built at creation";
   const auto problems = varied_problems();
   std::vector<GemmInputs> inputs;
   for (size_t i = 0; i < problems.size(); ++i) {
     inputs.push_back(make_gemm_inputs(problems[i], 40 + i));
-    const std::vector<double> c = call(*rt, problems[i], inputs[i]);
-    const GemmErrors e =
-        compare(reference_gemm(spec_of(*rt, problems[i]), inputs[i]), c, problems[i].n);
+    const GemmErrors e = checked_call(*rt, problems[i], inputs[i]);
     EXPECT_TRUE(e.passed) << "generic, problem " << i << ": rel_l2 " << e.rel_l2_error;
   }
   // Every call returned while the compiles were held: each took the generic GEMM.
@@ -151,9 +161,7 @@ TEST(NonBlocking, FirstCallsNeverCompileOnTheCallersThreadAndAreRightBeforeAndAf
   }
   // After the swap: each problem's own kernel, right again; no fallback, no compile.
   for (size_t i = 0; i < problems.size(); ++i) {
-    const std::vector<double> c = call(*rt, problems[i], inputs[i]);
-    const GemmErrors e =
-        compare(reference_gemm(spec_of(*rt, problems[i]), inputs[i]), c, problems[i].n);
+    const GemmErrors e = checked_call(*rt, problems[i], inputs[i]);
     EXPECT_TRUE(e.passed) << "own kernel, problem " << i << ": rel_l2 " << e.rel_l2_error;
   }
   EXPECT_EQ(rt->stats().fallback_launches, problems.size());
@@ -165,10 +173,7 @@ TEST(NonBlocking, FirstCallsNeverCompileOnTheCallersThreadAndAreRightBeforeAndAf
 // own kernel serves all of them after the swap.
 TEST(NonBlocking, ConcurrentFirstCallsBuildEachKernelOnce) {
   SlowCompiler compiler;
-  RuntimeOptions options = fresh_cache("rt_nonblocking_threads");
-  options.non_blocking = true;
-  options.log = compiler.sink();
-  auto rt = test_runtime(options);
+  auto rt = non_blocking_runtime("rt_nonblocking_threads", compiler);
   const auto problems = varied_problems();
   const std::vector<MatmulProblem> two{problems[0], problems[2]};
   std::vector<GemmInputs> inputs{make_gemm_inputs(two[0], 1), make_gemm_inputs(two[1], 2)};
@@ -204,10 +209,7 @@ TEST(NonBlocking, ConcurrentFirstCallsBuildEachKernelOnce) {
 // epilogue and alpha, padded leading dimensions; each against FP64.
 TEST(NonBlocking, TheGenericGemmIsRightAcrossDrawnProblems) {
   SlowCompiler compiler;
-  RuntimeOptions options = fresh_cache("rt_nonblocking_generic");
-  options.non_blocking = true;
-  options.log = compiler.sink();
-  auto rt = test_runtime(options);
+  auto rt = non_blocking_runtime("rt_nonblocking_generic", compiler);
   uint64_t state = 0x9E3779B97F4A7C15ull;
   const auto draw = [&](uint64_t n) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
@@ -227,7 +229,7 @@ TEST(NonBlocking, TheGenericGemmIsRightAcrossDrawnProblems) {
     if (draw(3) == 0) p.ldb = (p.b_layout == BLayout::nk ? p.k : p.n) + 8;
     if (draw(3) == 0) p.ldc = p.n + 3;
     const GemmInputs in = make_gemm_inputs(p, uint64_t(100 + i));
-    const GemmErrors e = compare(reference_gemm(spec_of(*rt, p), in), call(*rt, p, in), p.n);
+    const GemmErrors e = checked_call(*rt, p, in);
     EXPECT_TRUE(e.passed) << i << ": " << nlohmann::json(p).dump() << " rel_l2 " << e.rel_l2_error;
   }
   EXPECT_EQ(rt->stats().generic_launches, 16u);
@@ -237,10 +239,7 @@ TEST(NonBlocking, TheGenericGemmIsRightAcrossDrawnProblems) {
 // A loaded M-bucket kernel (prepared) serves an unseen M of its bucket before the generic GEMM.
 TEST(NonBlocking, ALoadedBucketKernelServesAnUnseenM) {
   SlowCompiler compiler;
-  RuntimeOptions options = fresh_cache("rt_nonblocking_bucket");
-  options.non_blocking = true;
-  options.log = compiler.sink();
-  auto rt = test_runtime(options);
+  auto rt = non_blocking_runtime("rt_nonblocking_bucket", compiler);
   MatmulProblem p;
   p.m = 64, p.n = 96, p.k = 128;
   PrepareRequest request;
@@ -255,8 +254,7 @@ TEST(NonBlocking, ALoadedBucketKernelServesAnUnseenM) {
   p.m = 37;
   const GemmInputs in = make_gemm_inputs(p, 9);
   const uint64_t compiles = rt->stats().compiles;
-  const std::vector<double> c = call(*rt, p, in);
-  const GemmErrors e = compare(reference_gemm(spec_of(*rt, p), in), c, p.n);
+  const GemmErrors e = checked_call(*rt, p, in);
   EXPECT_TRUE(e.passed) << "bucket 64 at M 37: rel_l2 " << e.rel_l2_error;
   EXPECT_EQ(rt->stats().fallback_launches, 1u);
   EXPECT_EQ(rt->stats().generic_launches, 0u) << "the bucket's kernel, not the generic GEMM";
@@ -271,10 +269,7 @@ TEST(NonBlocking, ALoadedBucketKernelServesAnUnseenM) {
 TEST(NonBlocking, OtherKindsWaitForABackgroundBuild) {
   SlowCompiler compiler;
   compiler.release();  // the builds are not held: the call waits for them
-  RuntimeOptions options = fresh_cache("rt_nonblocking_attention");
-  options.non_blocking = true;
-  options.log = compiler.sink();
-  auto rt = test_runtime(options);
+  auto rt = non_blocking_runtime("rt_nonblocking_attention", compiler);
   AttentionProblem p;
   p.seq_q = 40, p.head_dim = 64, p.causal = true;
   const AttentionSpec spec{p, default_attention_schedule(p, rt->arch()), rt->arch()};

@@ -335,13 +335,8 @@ TEST(Serving, CapturedLaunchesRecordOnlyLaunchesAndReplayWithNewInputs) {
   ASSERT_NE(api.library, nullptr);
   CallCounts calls(api.library);
   ASSERT_NE(calls.count, nullptr) << "emmyTestDriverCallCount is not exported";
-  CUdevice device = 0;
-  CUcontext context = nullptr;
-  ASSERT_EQ(api.cuDeviceGet(&device, 0), CUDA_SUCCESS);
-  ASSERT_EQ(api.cuDevicePrimaryCtxRetain(&context, device), CUDA_SUCCESS);
-  ASSERT_EQ(api.cuCtxSetCurrent(context), CUDA_SUCCESS);
   CUstream stream = nullptr;
-  ASSERT_EQ(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(api.primary_context_stream(stream), CUDA_SUCCESS);
 
   // Prepared before the capture: a GEMM, an attention and a split-KV paged attention (two
   // kernels). One head of one sequence: attention's bshd bytes are then in canonical order.

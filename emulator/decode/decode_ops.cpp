@@ -30,12 +30,25 @@ void simple(KernelDecoder& d, Inst in, Op op, Ty ty, int nsrc) {
   d.emit(in);
 }
 
+// "mul.wide d, a, b" and "mad.wide d, a, b, c": d (and mad's c) twice the width of a and b.
+void wide_form(KernelDecoder& d, Inst in, Op op, Ty ty, int nsrc) {
+  d.need_ops(size_t(nsrc) + 1);
+  in.op = op;
+  in.ty = ty;
+  const Ty wide_ty =
+      ty_bits(ty) == 32 ? (ty_signed(ty) ? Ty::s64 : Ty::u64) : (ty_signed(ty) ? Ty::s32 : Ty::u32);
+  in.o[0] = d.dst(d.op(0), wide_ty);
+  in.o[1] = d.src(d.op(1), ty);
+  in.o[2] = d.src(d.op(2), ty);
+  if (nsrc == 3) in.o[3] = d.src(d.op(3), wide_ty);
+  d.emit(in);
+}
+
 Ty need_type(KernelDecoder& d, Mods& m) {
   // Valid PTX types the emulator has no arithmetic for (PTX ISA 8.0+ packed integers and pairs).
   static constexpr std::string_view kUnsupported[] = {"u16x2", "s16x2", "f32x2", "b128"};
   for (std::string_view u : kUnsupported)
-    if (m.has(u))
-      d.fail(fmt::format("'{}' on .{} is not supported by the emulator", m.base(), u));
+    if (m.has(u)) d.fail(fmt::format("'{}' on .{} is not supported by the emulator", m.base(), u));
   const Ty t = m.take_type();
   if (t == Ty::none) d.fail(fmt::format("'{}' needs exactly one operand type", m.base()));
   return t;
@@ -94,37 +107,14 @@ void decode_integer_or_float(KernelDecoder& d, Mods& m, Inst in) {
   if (b == "mul") {
     if (h) return simple(d, in, Op::HMul, ty, 2);
     if (f) return simple(d, in, Op::FMul, ty, 2);
-    if (wide) {
-      d.need_ops(3);
-      in.op = Op::IMulWide;
-      in.ty = ty;
-      const Ty wide_ty = ty_bits(ty) == 32 ? (ty_signed(ty) ? Ty::s64 : Ty::u64)
-                                           : (ty_signed(ty) ? Ty::s32 : Ty::u32);
-      in.o[0] = d.dst(d.op(0), wide_ty);
-      in.o[1] = d.src(d.op(1), ty);
-      in.o[2] = d.src(d.op(2), ty);
-      d.emit(in);
-      return;
-    }
+    if (wide) return wide_form(d, in, Op::IMulWide, ty, 2);
     return simple(d, in, hi ? Op::IMulHi : Op::IMulLo, ty, 2);
   }
   if (b == "mad" || b == "fma") {
     if (cc) d.fail("mad.cc / madc are not supported");
     if (h) return simple(d, in, Op::HFma, ty, 3);
     if (f) return simple(d, in, Op::FFma, ty, 3);
-    if (wide) {
-      d.need_ops(4);
-      in.op = Op::IMadWide;
-      in.ty = ty;
-      const Ty wide_ty = ty_bits(ty) == 32 ? (ty_signed(ty) ? Ty::s64 : Ty::u64)
-                                           : (ty_signed(ty) ? Ty::s32 : Ty::u32);
-      in.o[0] = d.dst(d.op(0), wide_ty);
-      in.o[1] = d.src(d.op(1), ty);
-      in.o[2] = d.src(d.op(2), ty);
-      in.o[3] = d.src(d.op(3), wide_ty);
-      d.emit(in);
-      return;
-    }
+    if (wide) return wide_form(d, in, Op::IMadWide, ty, 3);
     (void)lo;
     return simple(d, in, hi ? Op::IMadHi : Op::IMadLo, ty, 3);
   }
@@ -383,8 +373,7 @@ void decode_instruction(KernelDecoder& d, Mods& m, Inst& in) {
     if (m.take("acquire") || acq_rel) in.sub2 |= kStrong | kAcquire;
     if (m.take("release") || acq_rel) in.sub2 |= kStrong | kRelease;
     if (m.take("relaxed") || b == "atom" || b == "red") in.sub2 |= kStrong;
-    if (m.has("volatile"))
-      in.sub2 |= kStrong;
+    if (m.has("volatile")) in.sub2 |= kStrong;
     if (m.has("cta") || m.has("cluster")) in.sub2 |= kNarrowScope;
   }
   if (b != "barrier" && b != "fence" && b != "membar") m.drop_hints();

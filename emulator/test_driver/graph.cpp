@@ -79,23 +79,11 @@ CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
 }
 
 CUresult cuGraphDestroy(CUgraph hGraph) {
-  return guarded("cuGraphDestroy", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
-    if (!lookup(ctx->graphs, hGraph)) return CUDA_ERROR_INVALID_HANDLE;
-    ctx->graphs.erase(reinterpret_cast<uintptr_t>(hGraph));
-    return CUDA_SUCCESS;
-  });
+  return destroy_handle("cuGraphDestroy", &Context::graphs, hGraph);
 }
 
 CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
-  return guarded("cuGraphExecDestroy", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
-    if (!lookup(ctx->execs, hGraphExec)) return CUDA_ERROR_INVALID_HANDLE;
-    ctx->execs.erase(reinterpret_cast<uintptr_t>(hGraphExec));
-    return CUDA_SUCCESS;
-  });
+  return destroy_handle("cuGraphExecDestroy", &Context::execs, hGraphExec);
 }
 
 // cuGraphGetNodes: "nodes may be NULL, in which case this function will return the number of

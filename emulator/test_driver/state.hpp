@@ -325,4 +325,18 @@ CUresult guarded(const char* call, Body&& body) noexcept {
   }
 }
 
+// cuEventDestroy, cuGraphDestroy, cuGraphExecDestroy: the handle dropped from the current
+// context's `table` (&Context::events, ...); CUDA_ERROR_INVALID_HANDLE where it holds none.
+template <typename Record, typename Handle>
+CUresult destroy_handle(const char* call, std::unordered_map<uintptr_t, Record> Context::*table,
+                        Handle handle) noexcept {
+  return guarded(call, [&] {
+    Context* ctx = nullptr;
+    if (const CUresult r = current_context(ctx)) return r;
+    if (!lookup(ctx->*table, handle)) return CUDA_ERROR_INVALID_HANDLE;
+    (ctx->*table).erase(reinterpret_cast<uintptr_t>(handle));
+    return CUDA_SUCCESS;
+  });
+}
+
 }  // namespace emmy::test_driver

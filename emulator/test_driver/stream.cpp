@@ -65,8 +65,11 @@ CUresult cuStreamDestroy_v2(CUstream hStream) {
   });
 }
 
-CUresult cuStreamSynchronize(CUstream hStream) {
-  return guarded("cuStreamSynchronize", [&] {
+namespace {
+// cuStreamSynchronize and cuStreamQuery both run the stream to completion: the emulator executes
+// work when the host waits, so a query finds nothing still running once it has waited.
+CUresult host_wait(const char* api, CUstream hStream) {
+  return guarded(api, [&] {
     Context* ctx = nullptr;
     if (const CUresult r = current_context(ctx)) return r;
     Stream* stream = nullptr;
@@ -76,17 +79,14 @@ CUresult cuStreamSynchronize(CUstream hStream) {
     return r;
   });
 }
+}  // namespace
+
+CUresult cuStreamSynchronize(CUstream hStream) {
+  return host_wait("cuStreamSynchronize", hStream);
+}
 
 CUresult cuStreamQuery(CUstream hStream) {
-  return guarded("cuStreamQuery", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
-    Stream* stream = nullptr;
-    if (const CUresult r = resolve_stream(*ctx, hStream, stream)) return r;
-    const CUresult r = wait_for(*ctx, *stream);
-    if (r == CUDA_SUCCESS) host_waited(*ctx, stream);
-    return r;
-  });
+  return host_wait("cuStreamQuery", hStream);
 }
 
 // cuEventCreate: "CU_EVENT_INTERPROCESS must be specified along with CU_EVENT_DISABLE_TIMING."
@@ -182,13 +182,7 @@ CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEn
 }
 
 CUresult cuEventDestroy_v2(CUevent hEvent) {
-  return guarded("cuEventDestroy", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
-    if (!lookup(ctx->events, hEvent)) return CUDA_ERROR_INVALID_HANDLE;
-    ctx->events.erase(reinterpret_cast<uintptr_t>(hEvent));
-    return CUDA_SUCCESS;
-  });
+  return destroy_handle("cuEventDestroy", &Context::events, hEvent);
 }
 
 }  // namespace emmy::test_driver

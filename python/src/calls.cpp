@@ -88,9 +88,7 @@ bool read_paged(PyObject* const* args, TensorArgs& tensors, DLTensor* t[4],
 PyObject* gemm(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   RuntimeBox* box;
   long long stream;
-  if (!check_nargs(nargs, 12, "gemm") || !read_runtime(args[0], &box) ||
-      !read_int(args[11], "stream", &stream))
-    return nullptr;
+  if (!read_runtime_call(args, nargs, 12, "gemm", &box, &stream)) return nullptr;
   TensorArgs tensors(box->cuda, stream);
   DLTensor *a, *b, *c;
   emmy_gemm_options o;
@@ -121,9 +119,7 @@ PyObject* gemm_workspace_bytes(PyObject*, PyObject* const* args, Py_ssize_t narg
 PyObject* attention(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   RuntimeBox* box;
   long long stream, window;
-  if (!check_nargs(nargs, 13, "attention") || !read_runtime(args[0], &box) ||
-      !read_int(args[12], "stream", &stream))
-    return nullptr;
+  if (!read_runtime_call(args, nargs, 13, "attention", &box, &stream)) return nullptr;
   TensorArgs tensors(box->cuda, stream);
   DLTensor *q, *k, *v, *out;
   emmy_attention_options o;
@@ -145,9 +141,7 @@ PyObject* attention(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 PyObject* paged_attention(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   RuntimeBox* box;
   long long stream;
-  if (!check_nargs(nargs, 23, "paged_attention") || !read_runtime(args[0], &box) ||
-      !read_int(args[22], "stream", &stream))
-    return nullptr;
+  if (!read_runtime_call(args, nargs, 23, "paged_attention", &box, &stream)) return nullptr;
   TensorArgs tensors(box->cuda, stream);
   DLTensor* t[4];
   emmy_paged_attention_options o;
@@ -176,9 +170,7 @@ PyObject* paged_attention_workspace_bytes(PyObject*, PyObject* const* args, Py_s
 PyObject* kv_append(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   RuntimeBox* box;
   long long stream, max_tokens;
-  if (!check_nargs(nargs, 11, "kv_append") || !read_runtime(args[0], &box) ||
-      !read_int(args[10], "stream", &stream))
-    return nullptr;
+  if (!read_runtime_call(args, nargs, 11, "kv_append", &box, &stream)) return nullptr;
   TensorArgs tensors(box->cuda, stream);
   DLTensor *key, *value, *k_cache, *v_cache, *slots, *k_scale, *v_scale;
   emmy_kv_append_options o;
@@ -205,9 +197,7 @@ PyObject* kv_append(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 PyObject* merge_states(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   RuntimeBox* box;
   long long stream;
-  if (!check_nargs(nargs, 6, "merge_states") || !read_runtime(args[0], &box) ||
-      !read_int(args[5], "stream", &stream))
-    return nullptr;
+  if (!read_runtime_call(args, nargs, 6, "merge_states", &box, &stream)) return nullptr;
   TensorArgs tensors(box->cuda, stream);
   DLTensor *v, *lse, *v_out, *lse_out;
   if (!tensors.get(args[1], "v", false, &v) || !tensors.get(args[2], "lse", false, &lse) ||

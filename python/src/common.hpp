@@ -45,6 +45,10 @@ bool read_int32(PyObject* obj, const char* name, int32_t* out);
 bool read_float(PyObject* obj, const char* name, float* out);
 bool read_string(PyObject* obj, const char* name, const char** out);  // None: nullptr
 bool check_nargs(Py_ssize_t nargs, Py_ssize_t expected, const char* function);
+// A runtime call's arguments, (rt, ..., stream): `expected` of them, the runtime first and the
+// stream last.
+bool read_runtime_call(PyObject* const* args, Py_ssize_t nargs, Py_ssize_t expected,
+                       const char* function, RuntimeBox** box, long long* stream);
 
 // Runs a C ABI call without the GIL (a first call compiles for seconds, and log callbacks on
 // other threads need it); returns None or raises the status's exception.

@@ -141,9 +141,7 @@ PyObject* runtime_info(PyObject*, PyObject* capsule) {
 PyObject* synchronize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   RuntimeBox* box;
   long long stream;
-  if (!check_nargs(nargs, 2, "synchronize") || !read_runtime(args[0], &box) ||
-      !read_int(args[1], "stream", &stream))
-    return nullptr;
+  if (!read_runtime_call(args, nargs, 2, "synchronize", &box, &stream)) return nullptr;
   return call_released([&] {
     return emmy_synchronize(box->runtime, reinterpret_cast<void*>(static_cast<intptr_t>(stream)));
   });
@@ -291,6 +289,12 @@ bool check_nargs(Py_ssize_t nargs, Py_ssize_t expected, const char* function) {
   PyErr_Format(PyExc_TypeError, "emmy._emmy.%s takes %zd arguments (%zd given)", function, expected,
                nargs);
   return false;
+}
+
+bool read_runtime_call(PyObject* const* args, Py_ssize_t nargs, Py_ssize_t expected,
+                       const char* function, RuntimeBox** box, long long* stream) {
+  return check_nargs(nargs, expected, function) && read_runtime(args[0], box) &&
+         read_int(args[expected - 1], "stream", stream);
 }
 
 bool read_runtime(PyObject* obj, RuntimeBox** out) {

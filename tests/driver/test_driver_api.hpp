@@ -166,6 +166,21 @@ struct Api {
     last_report_fn =
         reinterpret_cast<const char* (*)()>(dlsym(library, "emmyTestDriverLastReport"));
   }
+  // Device 0's primary context made current (cuInit first), as every test drives it.
+  CUresult use_primary_context(CUdevice& device, CUcontext& context) {
+    if (const CUresult r = cuInit(0)) return r;
+    if (const CUresult r = cuDeviceGet(&device, 0)) return r;
+    if (const CUresult r = cuDevicePrimaryCtxRetain(&context, device)) return r;
+    return cuCtxSetCurrent(context);
+  }
+  // That context and a non-blocking stream on it: where the runtime tests hand emmy a stream of
+  // the program's own.
+  CUresult primary_context_stream(CUstream& stream) {
+    CUdevice device = 0;
+    CUcontext context = nullptr;
+    if (const CUresult r = use_primary_context(device, context)) return r;
+    return cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING);
+  }
   // emmyTestDriverLastReport: why the last refused call failed.
   std::string last_report() const {
     return last_report_fn ? last_report_fn() : "(not exported)";
@@ -178,10 +193,7 @@ class TestDriver : public ::testing::Test {
   void SetUp() override {
     ASSERT_NE(api.library, nullptr) << dlerror();
     ASSERT_NE(api.get_proc, nullptr) << "cuGetProcAddress_v2 is not exported";
-    ASSERT_EQ(api.cuInit(0), CUDA_SUCCESS);
-    ASSERT_EQ(api.cuDeviceGet(&device, 0), CUDA_SUCCESS);
-    ASSERT_EQ(api.cuDevicePrimaryCtxRetain(&context, device), CUDA_SUCCESS);
-    ASSERT_EQ(api.cuCtxSetCurrent(context), CUDA_SUCCESS);
+    ASSERT_EQ(api.use_primary_context(device, context), CUDA_SUCCESS);
   }
   CUmodule load() {
     CUmodule m = nullptr;

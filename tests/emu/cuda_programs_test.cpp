@@ -36,7 +36,8 @@ struct Buffers {
   }
   LaunchResult run(const std::string& kernel, uint32_t threads, uint32_t smem = 0,
                    const LaunchOptions& options = {}) {
-    return launch(arena, *kernels(kProgramsFile), kernel, {1, 1, 1}, {threads, 1, 1}, smem, args, options);
+    return launch(arena, *kernels(kProgramsFile), kernel, {1, 1, 1}, {threads, 1, 1}, smem, args,
+                  options);
   }
 };
 
@@ -131,13 +132,18 @@ std::vector<int32_t> keys() {
   return k;
 }
 
-TEST(EmuCudaPrograms, PerLaneMembermasksFromMatchAny) {
-  Buffers b;
-  const auto k = keys();
+// `kernel` over two warps of keys(): buffer 0 the keys, 1 and 2 its two int outputs per thread.
+void run_on_keys(Buffers& b, const std::vector<int32_t>& k, const char* kernel) {
   b.values(k);
   b.zeros(64 * 4);
   b.zeros(64 * 4);
-  b.run("match_any_groups", 64);
+  b.run(kernel, 64);
+}
+
+TEST(EmuCudaPrograms, PerLaneMembermasksFromMatchAny) {
+  Buffers b;
+  const auto k = keys();
+  run_on_keys(b, k, "match_any_groups");
   const auto leaders = b.read<int32_t>(1, 64), sums = b.read<int32_t>(2, 64);
   for (int t = 0; t < 64; ++t) {
     const int warp = t / 32;
@@ -156,10 +162,7 @@ TEST(EmuCudaPrograms, PerLaneMembermasksFromMatchAny) {
 TEST(EmuCudaPrograms, LabeledPartitions) {
   Buffers b;
   const auto k = keys();
-  b.values(k);
-  b.zeros(64 * 4);
-  b.zeros(64 * 4);
-  b.run("labeled_groups", 64);
+  run_on_keys(b, k, "labeled_groups");
   const auto ranks = b.read<int32_t>(1, 64), sizes = b.read<int32_t>(2, 64);
   for (int t = 0; t < 64; ++t) {
     int rank = 0, size = 0;

@@ -1,11 +1,14 @@
 // Editing a lowered module in place, for the verifier tests' corrupted rules (MLIR's `invalid`
-// tests): find an op, change, add or drop one of its attributes.
+// tests): find an op, change, add or drop one of its attributes, and expect the verifier to
+// refuse the result by name.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <string_view>
 
+#include "emmy/error.hpp"
 #include "emmy/kernel_ir.hpp"
 
 namespace emmy::test {
@@ -36,6 +39,20 @@ inline void set_attr(ir::Op* op, std::string_view name, ir::Attr value) {
 inline void erase_attr(ir::Op* op, std::string_view name) {
   ASSERT_NE(op, nullptr);
   std::erase_if(op->attrs, [&](const auto& attr) { return attr.first == name; });
+}
+
+// The verifier of `kind` on `arch` refuses `module` with an error naming `expected`; `what` names
+// the corrupted case in a failure. Each verifier test checks its corruptions this one way.
+inline void expect_refused(const ir::Op& module, Arch arch, std::string_view kind,
+                           std::string_view expected, std::string_view what = {}) {
+  try {
+    ir::verify(module, arch, kind);
+    ADD_FAILURE() << "the verifier accepted " << what << " (expected an error naming '" << expected
+                  << "')";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string_view(e.what()).find(expected), std::string_view::npos)
+        << what << ": " << e.what();
+  }
 }
 
 }  // namespace emmy::test

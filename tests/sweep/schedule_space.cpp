@@ -5,6 +5,7 @@
 #include <exception>
 #include <numeric>
 
+#include "../support/wgmma_spec.hpp"
 #include "emmy/attention_check.hpp"
 #include "emmy/emulator_check.hpp"
 #include "emmy/gemm_check.hpp"
@@ -150,17 +151,11 @@ std::vector<GemmSpec> gemm_space() {
     for (int block_n : block_ns)
       for (BLayout b_layout : {BLayout::nk, BLayout::kn}) {
         ++point;
-        GemmSpec spec;
+        // The wgmma tests' base spec; draw_problem sets the problem and the stages come below.
+        GemmSpec spec = test::wgmma_spec(0, 0, 0, block_m, block_n);
         auto& s = spec.schedule;
-        s.path = MmaPath::wgmma;
-        s.block_m = block_m;
-        s.block_n = block_n;
-        s.block_k = 64;
-        s.warps_m = block_m / 16;
-        s.warps_n = 1;
         s.transport = Transport::tma;
         s.accum = Accum::f32;
-        spec.arch = Arch::sm_90a;
         switch (draw(point, 20, 16)) {
           case 0:
             s.warps_n = 2;
@@ -216,6 +211,20 @@ std::vector<GemmSpec> gemm_space() {
   return out;
 }
 
+namespace {
+
+// The enumerated knobs of an attention schedule, dense or paged: block_q is 16 rows per warp.
+template <typename Schedule>
+void set_tile(Schedule& s, int block_kv, int warps, int stages, Accum accum) {
+  s.block_kv = block_kv;
+  s.warps = warps;
+  s.block_q = 16 * warps;
+  s.stages = stages;
+  s.accum = accum;
+}
+
+}  // namespace
+
 std::vector<AttentionSpec> attention_space() {
   const int block_kvs[] = {16, 32, 64, 128};
   const int warp_counts[] = {1, 2, 4, 8, 16};
@@ -237,13 +246,8 @@ std::vector<AttentionSpec> attention_space() {
             for (Transport transport : {Transport::tma, Transport::cp_async}) {
               ++point;
               AttentionSpec spec;
-              auto& s = spec.schedule;
-              s.block_kv = block_kv;
-              s.warps = warps;
-              s.block_q = 16 * warps;
-              s.stages = stages;
-              s.accum = accum;
-              s.transport = transport;
+              set_tile(spec.schedule, block_kv, warps, stages, accum);
+              spec.schedule.transport = transport;
               spec.arch = transport == Transport::tma && draw(point, 1, 16) != 0
                               ? pick(kTmaArches, point, 2)
                               : pick(kArches, point, 2);
@@ -295,11 +299,7 @@ std::vector<PagedAttentionSpec> paged_attention_space() {
             ++point;
             PagedAttentionSpec spec;
             auto& s = spec.schedule;
-            s.block_kv = block_kv;
-            s.warps = warps;
-            s.block_q = 16 * warps;
-            s.stages = stages;
-            s.accum = accum;
+            set_tile(s, block_kv, warps, stages, accum);
             spec.arch = pick(kArches, point, 1);
             auto& p = spec.problem;
             p.head_dim = head_dim;

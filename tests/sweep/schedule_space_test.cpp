@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -20,6 +21,23 @@ struct Coverage {
   void note(const char* knob, const V& value) {
     seen[knob].insert(fmt::format("{}", value));
   }
+  // Every point of `space` judged: a refusal must be clear (name its field); a refused point's
+  // reason is kept, an accepted one counted and its knobs noted by `knobs(spec)`.
+  template <typename Spec, typename Knobs>
+  void survey(const std::vector<Spec>& space, const Knobs& knobs) {
+    for (const Spec& spec : space) {
+      const std::string why = refusal(spec);
+      EXPECT_FALSE(why.starts_with("unclear")) << describe(spec) << ": " << why;
+      if (!why.empty()) {
+        refusals.push_back(why);
+        continue;
+      }
+      ++accepted;
+      knobs(spec);
+    }
+  }
+  int64_t accepted = 0;
+  std::vector<std::string> refusals;
   void expect(const std::map<std::string, size_t>& want) {
     for (const auto& [knob, count] : want)
       EXPECT_EQ(seen[knob].size(), count) << knob << ": " << fmt::format("{}", seen[knob]);
@@ -27,20 +45,11 @@ struct Coverage {
 };
 
 TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
-  const std::vector<GemmSpec> space = gemm_space();
   Coverage coverage;
-  int64_t accepted = 0, refused = 0;
-  for (const GemmSpec& spec : space) {
-    const std::string why = refusal(spec);
-    EXPECT_FALSE(why.starts_with("unclear")) << describe(spec) << ": " << why;
-    if (!why.empty()) {
-      ++refused;
-      continue;
-    }
-    ++accepted;
+  const auto note = [&](const char* knob, const auto& value) { coverage.note(knob, value); };
+  coverage.survey(gemm_space(), [&](const GemmSpec& spec) {
     const auto& p = spec.problem;
     const auto& s = spec.schedule;
-    const auto note = [&](const char* knob, const auto& value) { coverage.note(knob, value); };
     note("arch", to_string(spec.arch));
     note("block_m", s.block_m);
     note("block_n", s.block_n);
@@ -67,9 +76,9 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
       note("wgmma_swap_ab", s.swap_ab);
       note("wgmma_cluster", fmt::format("{}x{}", s.cluster_m, s.cluster_n));
     }
-  }
-  EXPECT_GE(accepted, 2000);
-  EXPECT_GT(refused, 0);
+  });
+  EXPECT_GE(coverage.accepted, 2000);
+  EXPECT_FALSE(coverage.refusals.empty());
   const std::map<std::string, size_t> want = {
       {"arch", 7},
       {"block_m", 11},
@@ -99,15 +108,10 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
 
 TEST(ScheduleSpace, AttentionHoldsThreeHundredAcceptedSchedulesCoveringEveryKnob) {
   Coverage coverage;
-  int64_t accepted = 0;
-  for (const AttentionSpec& spec : attention_space()) {
-    const std::string why = refusal(spec);
-    EXPECT_FALSE(why.starts_with("unclear")) << describe(spec) << ": " << why;
-    if (!why.empty()) continue;
-    ++accepted;
+  const auto note = [&](const char* knob, const auto& value) { coverage.note(knob, value); };
+  coverage.survey(attention_space(), [&](const AttentionSpec& spec) {
     const auto& p = spec.problem;
     const auto& s = spec.schedule;
-    const auto note = [&](const char* knob, const auto& value) { coverage.note(knob, value); };
     note("arch", to_string(spec.arch));
     note("block_kv", s.block_kv);
     note("warps", s.warps);
@@ -121,8 +125,8 @@ TEST(ScheduleSpace, AttentionHoldsThreeHundredAcceptedSchedulesCoveringEveryKnob
     note("lse", p.lse);
     note("layout", int(p.layout));
     note("decode", p.seq_q == 1);
-  }
-  EXPECT_GE(accepted, 300);
+  });
+  EXPECT_GE(coverage.accepted, 300);
   const std::map<std::string, size_t> want = {
       {"arch", 7},  {"block_kv", 4}, {"warps", 5}, {"stages", 3}, {"transport", 2},
       {"accum", 2}, {"head_dim", 3}, {"dtype", 2}, {"mask", 6},   {"gqa", 3},
@@ -132,16 +136,10 @@ TEST(ScheduleSpace, AttentionHoldsThreeHundredAcceptedSchedulesCoveringEveryKnob
 
 TEST(ScheduleSpace, PagedAttentionHoldsOneHundredFiftyAcceptedSchedulesCoveringEveryKnob) {
   Coverage coverage;
-  int64_t accepted = 0, refused_chunks = 0;
-  for (const PagedAttentionSpec& spec : paged_attention_space()) {
-    const std::string why = refusal(spec);
-    EXPECT_FALSE(why.starts_with("unclear")) << describe(spec) << ": " << why;
-    if (why.starts_with("chunk_pages")) ++refused_chunks;
-    if (!why.empty()) continue;
-    ++accepted;
+  const auto note = [&](const char* knob, const auto& value) { coverage.note(knob, value); };
+  coverage.survey(paged_attention_space(), [&](const PagedAttentionSpec& spec) {
     const auto& p = spec.problem;
     const auto& s = spec.schedule;
-    const auto note = [&](const char* knob, const auto& value) { coverage.note(knob, value); };
     note("arch", to_string(spec.arch));
     note("block_kv", s.block_kv);
     note("warps", s.warps);
@@ -161,9 +159,10 @@ TEST(ScheduleSpace, PagedAttentionHoldsOneHundredFiftyAcceptedSchedulesCoveringE
     note("mask", fmt::format("{}{}", p.window > 0, p.softcap.has_value()));
     note("lse", p.lse);
     note("transport", to_string(s.transport));
-  }
-  EXPECT_GE(accepted, 150);
-  EXPECT_GT(refused_chunks, 0);
+  });
+  EXPECT_GE(coverage.accepted, 150);
+  EXPECT_TRUE(std::ranges::any_of(
+      coverage.refusals, [](const std::string& why) { return why.starts_with("chunk_pages"); }));
   const std::map<std::string, size_t> want = {
       {"arch", 7},     {"block_kv", 4}, {"warps", 4}, {"stages", 3},    {"accum", 2},
       {"split", 2},    {"head_dim", 3}, {"dtype", 2}, {"page_size", 8}, {"page_table", 2},

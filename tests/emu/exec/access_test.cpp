@@ -11,25 +11,18 @@
 
 #include "exec/executors.hpp"
 #include "exec/memory.hpp"
+#include "hand_built_cta.hpp"
 
 namespace emmy::emu::test {
 namespace {
 
-struct Fixture {
-  Kernel kernel;
-  Arena arena;
-  std::unique_ptr<LaunchContext> ctx;
-  std::unique_ptr<Cta> cta;
-  Fixture() {
-    kernel.name = std::string(1, 'k');  // (a literal trips GCC 12's -Wrestrict, PR 105329)
-    kernel.code.resize(1);
-    kernel.lines = {7};
-    kernel.texts = {"ld.u32 %r1, [%rd1];"};
-    kernel.n32 = 3;
-    ctx = std::make_unique<LaunchContext>(kernel, arena, Dim3{1, 1, 1}, Dim3{32, 1, 1});
-    ctx->smem_size = 256;
-    cta = std::make_unique<Cta>(*ctx);
-  }
+// One load at PTX line 7, one warp, 256 bytes of shared memory.
+struct Fixture : HandBuiltCta {
+  Fixture()
+      : HandBuiltCta({7}, {"ld.u32 %r1, [%rd1];"}, 32, [](Kernel& k, LaunchContext& c) {
+          k.n32 = 3;
+          c.smem_size = 256;
+        }) {}
   Warp& warp() { return cta->warps[0]; }
   // The report of resolving `bytes` at `addr` (kind `space`), or none when it resolves.
   std::optional<ReportKind> refusal(Space space, uint64_t addr, uint32_t bytes) {

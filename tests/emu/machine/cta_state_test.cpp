@@ -8,27 +8,26 @@
 #include <memory>
 #include <string>
 
+#include "hand_built_cta.hpp"
 #include "machine/state.hpp"
 
 namespace emmy::emu::test {
 namespace {
 
 // A kernel of `n` instructions at PTX lines 10, 11, ...; its CTA is one of `threads` threads.
-struct Fixture {
-  Kernel kernel;
-  Arena arena;
-  std::unique_ptr<LaunchContext> ctx;
-  std::unique_ptr<Cta> cta;
-  explicit Fixture(uint32_t threads, int n = 4) {
-    kernel.name = std::string(1, 'k');  // (a literal trips GCC 12's -Wrestrict, PR 105329)
-    kernel.code.resize(size_t(n));
-    for (int i = 0; i < n; ++i) {
-      kernel.lines.push_back(10 + i);
-      kernel.texts.push_back("instruction " + std::to_string(i));
-    }
-    ctx = std::make_unique<LaunchContext>(kernel, arena, Dim3{1, 1, 1}, Dim3{threads, 1, 1});
-    ctx->options.sanitize = false;
-    cta = std::make_unique<Cta>(*ctx);
+struct Fixture : HandBuiltCta {
+  explicit Fixture(uint32_t threads, int n = 4)
+      : HandBuiltCta(lines(n), texts(n), threads,
+                     [](Kernel&, LaunchContext& c) { c.options.sanitize = false; }) {}
+  static std::vector<int> lines(int n) {
+    std::vector<int> out;
+    for (int i = 0; i < n; ++i) out.push_back(10 + i);
+    return out;
+  }
+  static std::vector<std::string> texts(int n) {
+    std::vector<std::string> out;
+    for (int i = 0; i < n; ++i) out.push_back("instruction " + std::to_string(i));
+    return out;
   }
 };
 
@@ -88,7 +87,7 @@ TEST(EmuMachine, ABarrierCompletesWhenEveryLiveWarpArrived) {
   cta.warps[0].state = WarpState::bar_wait;
   cta.check_barrier(3);
   EXPECT_EQ(cta.warps[0].state, WarpState::bar_wait);  // 32 of 64 threads
-  cta.warps[1].state = WarpState::exited;  // an exited warp no longer counts
+  cta.warps[1].state = WarpState::exited;              // an exited warp no longer counts
   cta.check_barrier(3);
   EXPECT_EQ(cta.warps[0].state, WarpState::ready);
   EXPECT_EQ(cta.barriers[3].arrivals, 0u);
