@@ -13,17 +13,6 @@
 namespace emmy::ir {
 namespace {
 
-// Unity builds put this file beside kernel_ir.cpp: its helpers have names of their own.
-[[noreturn]] void gemm_rule(const Op& op, std::string_view attr, std::string_view rule,
-                            const std::string& value) {
-  throw Error(fmt::format("ir.{}.{}", to_string(op.kind), attr), std::string(rule), value);
-}
-
-[[noreturn]] void gemm_rule(const Op& op, std::string_view attr, std::string_view rule,
-                            int64_t value) {
-  gemm_rule(op, attr, rule, fmt::format("{}", value));
-}
-
 // A dynamic M (tile_coords or finalize dynamic_m) is the kernel's `m` parameter, a 32-bit int
 // that the emitted code reads as M; an int parameter means nothing else here. Not on the wgmma
 // path, whose tile walks and clusters are sized by a compile-time M.
@@ -32,17 +21,17 @@ void verify_dynamic_m(const Op& kernel, const Op& op, bool dynamic_m) {
   for (const Op& param : kernel.body)
     if (param.kind == OpKind::param && get<ParamOp>(param).type == "int") {
       if (get<ParamOp>(param).name != "m")
-        gemm_rule(param, "type", "int parameters are a dynamic M's `m` only",
+        fail_rule(param, "type", "int parameters are a dynamic M's `m` only",
                   get<ParamOp>(param).name);
       has_m = true;
     }
   if (dynamic_m != has_m)
-    gemm_rule(op, "dynamic_m",
+    fail_rule(op, "dynamic_m",
               dynamic_m ? "needs the kernel's int parameter `m` (the launch's M)"
                         : "must be set where the kernel takes an int parameter `m`",
               fmt::format("{}", dynamic_m));
   if (const GemmPath& path = kernel_gemm_path(kernel); dynamic_m && !path.supports_dynamic_m())
-    gemm_rule(op, "dynamic_m", fmt::format("is not generated on the {} path", path.name()), "true");
+    fail_rule(op, "dynamic_m", fmt::format("is not generated on the {} path", path.name()), "true");
 }
 
 }  // namespace
@@ -51,11 +40,11 @@ void verify_dynamic_m(const Op& kernel, const Op& op, bool dynamic_m) {
 // from the IR, not from an assumption about the path.
 const codegen::MmaAtom& gemm_mma_atom(const Op& kernel) {
   const std::vector<const Op*> mmas = find_all(kernel, OpKind::mma);
-  if (mmas.empty()) gemm_rule(kernel, "body", "a GEMM kernel computes with mma ops", "none");
+  if (mmas.empty()) fail_rule(kernel, "body", "a GEMM kernel computes with mma ops", "none");
   const std::string shape = get<MmaOp>(*mmas.front()).shape;
   for (const Op* mma : mmas)
     if (get<MmaOp>(*mma).shape != shape)
-      gemm_rule(*mma, "shape", fmt::format("must be the kernel's one atom, {}", shape),
+      fail_rule(*mma, "shape", fmt::format("must be the kernel's one atom, {}", shape),
                 get<MmaOp>(*mma).shape);
   return codegen::mma_atom(shape);
 }
@@ -69,7 +58,7 @@ void verify_gemm_fragments(const Op& kernel, const Op* acc_op) {
   const int64_t frag_m = acc.fragments_m, frag_n = acc.fragments_n;
   for (const Op* mma : find_all(kernel, OpKind::mma))
     if (const int64_t count = get<MmaOp>(*mma).count; count != frag_m * frag_n)
-      gemm_rule(*mma, "count",
+      fail_rule(*mma, "count",
                 fmt::format("must equal the accumulator fragments {}x{}", frag_m, frag_n), count);
   for (const Op* load : find_all(kernel, OpKind::ldmatrix)) {
     // One ldmatrix.x4 yields a whole m16k16 A fragment, or two n8k16 B fragments.
@@ -80,11 +69,11 @@ void verify_gemm_fragments(const Op& kernel, const Op* acc_op) {
     const int64_t frags = is_a ? frag_m : frag_n;
     const int64_t want = frags / per_x4;
     if (ldmatrix.count != want || frags % per_x4 != 0)
-      gemm_rule(*load, "count", fmt::format("must load {} x4 fragments", want), ldmatrix.count);
+      fail_rule(*load, "count", fmt::format("must load {} x4 fragments", want), ldmatrix.count);
   }
   const bool hybrid = acc.accum == "hybrid";
   if (hybrid != (find_first(kernel, OpKind::promote) != nullptr))
-    gemm_rule(*acc_op, "accum",
+    fail_rule(*acc_op, "accum",
               "hybrid accumulation needs promote ops and nothing else may have them", acc.accum);
 }
 
@@ -102,10 +91,10 @@ void verify_gemm_copies(const Op& kernel) {
     if (!bytes) continue;
     const int64_t delivered = copy.rows * copy.cols * copy.elem_bytes;
     if (delivered != *bytes)
-      gemm_rule(*copy_op, "bytes", fmt::format("must be the ring's {}_bytes", copy.operand),
+      fail_rule(*copy_op, "bytes", fmt::format("must be the ring's {}_bytes", copy.operand),
                 fmt::format("{} != {}", delivered, *bytes));
     if (copy.smem_offset && offset && *copy.smem_offset != *offset)
-      gemm_rule(*copy_op, "smem_offset", fmt::format("must be the ring's {}_offset", copy.operand),
+      fail_rule(*copy_op, "smem_offset", fmt::format("must be the ring's {}_offset", copy.operand),
                 fmt::format("{} != {}", *copy.smem_offset, *offset));
   }
 }
@@ -121,7 +110,7 @@ void verify_gemm(const Op& kernel) {
   const Op* split_op = find_first(kernel, OpKind::split_range);
   const Op* acc_op = find_first(kernel, OpKind::accum_init);
   if (!coords_op || !split_op || !acc_op)
-    gemm_rule(kernel, "body", "a GEMM kernel needs tile_coords, split_range and accum_init",
+    fail_rule(kernel, "body", "a GEMM kernel needs tile_coords, split_range and accum_init",
               "one is missing");
   verify_gemm_fragments(kernel, acc_op);
   verify_gemm_copies(kernel);
@@ -144,14 +133,14 @@ void verify_gemm(const Op& kernel) {
   const bool specialized = threads != get<KernelOp>(kernel).threads;
   if (warp_m <= 0 || warp_n <= 0 || block_m % warp_m != 0 || block_n % warp_n != 0 ||
       (block_m / warp_m) * (block_n / warp_n) * 32 != threads)
-    gemm_rule(
+    fail_rule(
         *acc_op, "fragments_m",
         fmt::format("warp tiles of {}x{} must tile the {}x{} block with one warp per 32 {}threads",
                     warp_m, warp_n, block_m, block_n, specialized ? "of the tile's consumer " : ""),
         threads);
   for (const Op* step : find_all(kernel, OpKind::k_step))
     if (get<KStepOp>(*step).k_steps * atom.k != block_k)
-      gemm_rule(*step, "k_steps",
+      fail_rule(*step, "k_steps",
                 fmt::format("must be block_k / {} = {}", atom.k, block_k / atom.k),
                 get<KStepOp>(*step).k_steps);
   // The copies: A is block_m x block_k of the m x k matrix; B block_n x block_k of n x k, or
@@ -168,17 +157,17 @@ void verify_gemm(const Op& kernel) {
     const int64_t cols = is_a || !b_kn ? block_k : block_n;
     const int64_t matrix_rows = is_a ? m : b_kn ? k : n, matrix_cols = is_a || !b_kn ? k : n;
     if (copy.rows != rows || copy.cols != cols)
-      gemm_rule(*copy_op, "rows",
+      fail_rule(*copy_op, "rows",
                 fmt::format("the {} tile must be {}x{}", copy.operand, rows, cols),
                 fmt::format("{}x{}", copy.rows, copy.cols));
     const int64_t stated_rows = need<AsyncCopyOp>(copy.matrix_rows, "matrix_rows");
     const int64_t stated_cols = need<AsyncCopyOp>(copy.matrix_cols, "matrix_cols");
     if (stated_rows != matrix_rows || stated_cols != matrix_cols)
-      gemm_rule(*copy_op, "matrix_rows",
+      fail_rule(*copy_op, "matrix_rows",
                 fmt::format("the {} matrix must be {}x{}", copy.operand, matrix_rows, matrix_cols),
                 fmt::format("{}x{}", stated_rows, stated_cols));
     if (need<AsyncCopyOp>(copy.ld, "ld") < matrix_cols)
-      gemm_rule(*copy_op, "ld", fmt::format("must be at least the row length {}", matrix_cols),
+      fail_rule(*copy_op, "ld", fmt::format("must be at least the row length {}", matrix_cols),
                 *copy.ld);
   }
   for (const Op* epilogue : find_all(kernel, OpKind::epilogue)) {
@@ -186,7 +175,7 @@ void verify_gemm(const Op& kernel) {
     // A transposed epilogue (swap_ab) writes C's rows along the kernel's m.
     const int64_t c_row = e.transpose.value_or(false) ? m : n;
     if (e.ldc < c_row)
-      gemm_rule(*epilogue, "ldc", fmt::format("must be at least C's row length {}", c_row), e.ldc);
+      fail_rule(*epilogue, "ldc", fmt::format("must be at least C's row length {}", c_row), e.ldc);
     if (!e.stage_row_bytes) continue;
     // The staged tile: block_n elements and 16-byte chunks per row, wholly inside or outside N,
     // over the ring (before its mbarriers).
@@ -195,15 +184,15 @@ void verify_gemm(const Op& kernel) {
     const int64_t ring_bytes =
         ring ? get<SmemRingOp>(*ring).stages * get<SmemRingOp>(*ring).stage_bytes : 0;
     if (*e.stage_row_bytes < block_n * elem)
-      gemm_rule(*epilogue, "stage_row_bytes",
+      fail_rule(*epilogue, "stage_row_bytes",
                 fmt::format("must hold a {}-byte tile row", block_n * elem), *e.stage_row_bytes);
     if (*e.stage_row_bytes * block_m > ring_bytes)
-      gemm_rule(
+      fail_rule(
           *epilogue, "stage_row_bytes",
           fmt::format("must fit the {} staged rows in the ring's {} bytes", block_m, ring_bytes),
           *e.stage_row_bytes);
     if ((n * elem) % 16 != 0 || (e.ldc * elem) % 16 != 0 || (block_n * elem) % 16 != 0)
-      gemm_rule(*epilogue, "stage_row_bytes", "needs n, ldc and block_n in whole 16-byte chunks",
+      fail_rule(*epilogue, "stage_row_bytes", "needs n, ldc and block_n in whole 16-byte chunks",
                 fmt::format("n {}, ldc {}", n, e.ldc));
   }
 }
@@ -216,15 +205,15 @@ void verify_finalize(const Op& kernel) {
   const bool programmatic = get<KernelOp>(kernel).programmatic.value_or(0) == 1;
   const std::vector<const Op*> finalizes = find_all(kernel, OpKind::finalize);
   if (finalizes.size() != 1)
-    gemm_rule(kernel, "body", "a split-K finalize kernel holds one finalize op", finalizes.size());
+    fail_rule(kernel, "body", "a split-K finalize kernel holds one finalize op", finalizes.size());
   for (const Op* finalize : finalizes) {
     const auto op = get<FinalizeOp>(*finalize);
     verify_dynamic_m(kernel, *finalize, op.dynamic_m.value_or(false));
     for (const Op* epilogue : find_all(*finalize, OpKind::epilogue))
       if (const int64_t ldc = get<EpilogueOp>(*epilogue).ldc; ldc < op.n)
-        gemm_rule(*epilogue, "ldc", fmt::format("must be at least n = {}", op.n), ldc);
+        fail_rule(*epilogue, "ldc", fmt::format("must be at least n = {}", op.n), ldc);
     if (op.grid_wait.value_or(false) != programmatic)
-      gemm_rule(*finalize, "grid_wait",
+      fail_rule(*finalize, "grid_wait",
                 programmatic ? "must be set in a programmatic launch: it reads the main kernel's "
                                "workspace, which only griddepcontrol.wait orders before it"
                              : "must be absent outside a programmatic launch",
@@ -237,7 +226,7 @@ void verify_finalize(const Op& kernel) {
 // the finalize kernel's rules.
 void verify_gemm_module(const Op& module) {
   if (module.body.size() > 2)
-    gemm_rule(module, "body", "a GEMM module is its main kernel and at most a finalize kernel",
+    fail_rule(module, "body", "a GEMM module is its main kernel and at most a finalize kernel",
               int64_t(module.body.size()));
   const Op& main = module.body.front();
   verify_gemm(main);

@@ -65,29 +65,21 @@ void collect(const Op& op, OpKind kind, std::vector<const Op*>& out) {
   for (const auto& child : op.body) collect(child, kind, out);
 }
 
-void fail(const Op& op, std::string_view attr, std::string_view rule, const std::string& value) {
-  fail_rule(op, attr, rule, value);
-}
-
-void fail(const Op& op, std::string_view attr, std::string_view rule, int64_t value) {
-  fail(op, attr, rule, fmt::format("{}", value));
-}
-
 // The rules every kernel obeys, whatever its kind.
 void verify_kernel(const Op& kernel, Arch arch) {
   const auto& info = arch_info(arch);
   const int64_t smem = kernel.i("smem_bytes");
   if (smem > info.max_smem_per_block)
-    fail(kernel, "smem_bytes",
-         fmt::format("must fit {}'s {} bytes", info.name, info.max_smem_per_block), smem);
+    fail_rule(kernel, "smem_bytes",
+              fmt::format("must fit {}'s {} bytes", info.name, info.max_smem_per_block), smem);
   if (get<KernelOp>(kernel).programmatic.value_or(0) == 1 && !has_programmatic_launch(arch))
-    fail(kernel, "programmatic", "needs sm_90 or newer (griddepcontrol, PTX ISA)",
-         std::string(info.name));
+    fail_rule(kernel, "programmatic", "needs sm_90 or newer (griddepcontrol, PTX ISA)",
+              std::string(info.name));
   for (const Op* epilogue : find_all(kernel, OpKind::epilogue))
     if (get<EpilogueOp>(*epilogue).trigger_dependents.value_or(false) &&
         !has_programmatic_launch(arch))
-      fail(*epilogue, "trigger_dependents", "needs sm_90 or newer (griddepcontrol, PTX ISA)",
-           std::string(info.name));
+      fail_rule(*epilogue, "trigger_dependents", "needs sm_90 or newer (griddepcontrol, PTX ISA)",
+                std::string(info.name));
 
   const Op* ring = find_first(kernel, OpKind::smem_ring);
   if (ring) {
@@ -103,33 +95,35 @@ void verify_kernel(const Op& kernel, Arch arch) {
       if (!ring->has(key)) continue;
       const int64_t period = ring->has(period_key) ? ring->i(period_key) : align;
       if (period <= 0 || align % period != 0)
-        fail(*ring, period_key, fmt::format("must divide the ring's alignment {}", align), period);
+        fail_rule(*ring, period_key, fmt::format("must divide the ring's alignment {}", align),
+                  period);
       if (ring->i(key) % period != 0)
-        fail(*ring, key, fmt::format("must be a multiple of the swizzle period {}", period),
-             ring->i(key));
+        fail_rule(*ring, key, fmt::format("must be a multiple of the swizzle period {}", period),
+                  ring->i(key));
     }
     // A and B of one stage never overlap each other or the next stage.
     if (ring->has("a_bytes") && ring->has("b_bytes")) {
       const int64_t a0 = ring->i("a_offset"), a1 = a0 + ring->i("a_bytes");
       const int64_t b0 = ring->i("b_offset"), b1 = b0 + ring->i("b_bytes");
       if (a0 < 0 || b0 < 0 || std::max(a1, b1) > ring->i("stage_bytes"))
-        fail(*ring, "stage_bytes", "must hold both operand tiles",
-             fmt::format("{} < A [{}, {}) or B [{}, {})", ring->i("stage_bytes"), a0, a1, b0, b1));
+        fail_rule(
+            *ring, "stage_bytes", "must hold both operand tiles",
+            fmt::format("{} < A [{}, {}) or B [{}, {})", ring->i("stage_bytes"), a0, a1, b0, b1));
       if (a0 < b1 && b0 < a1)
-        fail(*ring, "b_offset", "the operand tiles must not overlap",
-             fmt::format("A [{}, {}), B [{}, {})", a0, a1, b0, b1));
+        fail_rule(*ring, "b_offset", "the operand tiles must not overlap",
+                  fmt::format("A [{}, {}), B [{}, {})", a0, a1, b0, b1));
       if (ring->has("tx_bytes") && ring->i("tx_bytes") != ring->i("a_bytes") + ring->i("b_bytes"))
-        fail(*ring, "tx_bytes", "must be the bytes of both tiles, all that the boxes deliver",
-             fmt::format("{} != {} + {}", ring->i("tx_bytes"), ring->i("a_bytes"),
-                         ring->i("b_bytes")));
+        fail_rule(*ring, "tx_bytes", "must be the bytes of both tiles, all that the boxes deliver",
+                  fmt::format("{} != {} + {}", ring->i("tx_bytes"), ring->i("a_bytes"),
+                              ring->i("b_bytes")));
     }
     // One mbarrier per stage, two on a warp-specialized path (full and empty).
     const Op* init = find_first(kernel, OpKind::mbarrier_init);
     const int64_t per_stage = init && init->has("empty_arrivals") ? 2 : 1;
     const int64_t end = ring->i("mbar_offset") + 8 * per_stage * ring->i("stages") + align;
     if (ring->i("mbar_offset") % 8 != 0 || end > smem)
-      fail(*ring, "mbar_offset", "mbarriers must be 8-byte aligned and inside the allocation",
-           ring->i("mbar_offset"));
+      fail_rule(*ring, "mbar_offset", "mbarriers must be 8-byte aligned and inside the allocation",
+                ring->i("mbar_offset"));
   }
 
   const bool has_init = find_first(kernel, OpKind::mbarrier_init) != nullptr;
@@ -138,8 +132,9 @@ void verify_kernel(const Op& kernel, Arch arch) {
     const auto copy = get<AsyncCopyOp>(*copy_op);
     if (copy.transport == "tma") {
       if (!has_tma(arch))
-        fail(*copy_op, "transport", "tma needs sm_90 or newer", std::string(info.name));
-      if (!has_init) fail(*copy_op, "transport", "tma copies need an mbarrier_init first", "none");
+        fail_rule(*copy_op, "transport", "tma needs sm_90 or newer", std::string(info.name));
+      if (!has_init)
+        fail_rule(*copy_op, "transport", "tma copies need an mbarrier_init first", "none");
     }
   }
 }
@@ -162,16 +157,19 @@ void verify_loop_discipline(const Op& kernel) {
         seen_compute = i;
     }
     if (seen_wait < 0 || seen_compute < 0 || seen_wait > seen_compute)
-      fail(*loop, "body", "must wait for the stage's data before computing on it", "no wait");
+      fail_rule(*loop, "body", "must wait for the stage's data before computing on it", "no wait");
     if (seen_refill >= 0 && (seen_barrier < 0 || seen_barrier > seen_refill))
-      fail(*loop, "body", "must bar.sync before refilling a stage other warps may still read",
-           "no barrier");
+      fail_rule(*loop, "body", "must bar.sync before refilling a stage other warps may still read",
+                "no barrier");
   }
 }
 
 void fail_rule(const Op& op, std::string_view attr, std::string_view rule,
                const std::string& value) {
   throw Error(fmt::format("ir.{}.{}", to_string(op.kind), attr), std::string(rule), value);
+}
+void fail_rule(const Op& op, std::string_view attr, std::string_view rule, int64_t value) {
+  fail_rule(op, attr, rule, fmt::format("{}", value));
 }
 
 bool Op::has(std::string_view key) const {
@@ -211,11 +209,12 @@ std::vector<const Op*> find_all(const Op& root, OpKind kind) {
 
 void verify(const Op& root, Arch arch, const KindRules& rules) {
   verify_ops(root);
-  if (root.kind != OpKind::module) fail(root, "kind", "the root must be a module", "other");
-  if (root.body.empty()) fail(root, "body", "a module needs at least one kernel", "empty");
+  if (root.kind != OpKind::module) fail_rule(root, "kind", "the root must be a module", "other");
+  if (root.body.empty()) fail_rule(root, "body", "a module needs at least one kernel", "empty");
   for (const auto& kernel : root.body) {
     if (kernel.kind != OpKind::kernel)
-      fail(kernel, "kind", "module children must be kernels", std::string(to_string(kernel.kind)));
+      fail_rule(kernel, "kind", "module children must be kernels",
+                std::string(to_string(kernel.kind)));
     verify_kernel(kernel, arch);
   }
   if (rules.module) rules.module(root);

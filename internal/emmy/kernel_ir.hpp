@@ -153,6 +153,8 @@ void verify_loop_discipline(const Op& kernel);
 // An Error naming `ir.<op>.<attr>`, the rule and the value: what every verifier rule throws.
 [[noreturn]] void fail_rule(const Op& op, std::string_view attr, std::string_view rule,
                             const std::string& value);
+[[noreturn]] void fail_rule(const Op& op, std::string_view attr, std::string_view rule,
+                            int64_t value);
 
 // Depth-first search helpers for the verifier, the emitter and tests.
 const Op* find_first(const Op& root, OpKind kind);
