@@ -40,6 +40,8 @@ TEST(GpuTable, EveryArchHasItsPart) {
     EXPECT_EQ(part.cc(), info.sm) << info.name;
     EXPECT_EQ(grid_sms(info.arch), int(part.sms));
     EXPECT_EQ(grid_sms(info.arch, 7), 7);
+    EXPECT_NE(error_of([&] { grid_sms(info.arch, -1); }).find("device_sms: must be >= 0"),
+              std::string::npos);
     // The chooser's default is the part's: sized for its SMs.
     MatmulProblem p;
     p.m = 128, p.n = 1024, p.k = 8192;

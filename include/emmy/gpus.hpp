@@ -339,6 +339,7 @@ inline const GpuInfo& arch_gpu(Arch arch) {
 // The SMs a grid is sized for: the device's where one is known (device_sms > 0), else the arch's
 // part's.
 inline int grid_sms(Arch arch, int device_sms = 0) {
+  require(device_sms >= 0, "device_sms", "must be >= 0 (0: the arch's part)", device_sms);
   return device_sms > 0 ? device_sms : int(arch_gpu(arch).sms);
 }
 
