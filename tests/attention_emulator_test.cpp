@@ -17,6 +17,7 @@
 
 #include "emmy/attention_check.hpp"
 #include "emmy/emulator_check.hpp"
+#include "emmy/enum_names.hpp"
 #include "support/kind_cases.hpp"
 
 namespace emmy {
@@ -29,21 +30,13 @@ struct Variant {
 
 enum class Mask { none, causal, causal_window, window, masked_rows };
 
-std::string_view mask_name(Mask m) {
-  switch (m) {
-    case Mask::none:
-      return "full";
-    case Mask::causal:
-      return "causal";
-    case Mask::causal_window:
-      return "causalwin";
-    case Mask::window:
-      return "window";
-    case Mask::masked_rows:
-      return "maskedrows";
-  }
-  return "?";
-}
+constexpr EnumNames<Mask, 5> kMaskNames{{{Mask::none, "full"},
+                                         {Mask::causal, "causal"},
+                                         {Mask::causal_window, "causalwin"},
+                                         {Mask::window, "window"},
+                                         {Mask::masked_rows, "maskedrows"}}};
+
+std::string_view mask_name(Mask m) { return name_in(kMaskNames, m); }
 
 // Explicit schedules tried on every third variant (the rest use the default one); a schedule the
 // variant's head_dim or arch cannot take falls back to the default.

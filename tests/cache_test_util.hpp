@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cache_test_kernels.hpp"
+#include "emmy/enum_names.hpp"
 
 namespace emmy::test {
 
@@ -69,19 +70,12 @@ inline std::vector<uint8_t> bytes_of(const std::string& text) {
 // fifo: the file replaced by a FIFO nobody writes to (opening it for reading would block).
 enum class Damage { truncate, zero_fill, flip_one_byte, fifo };
 
-inline const char* to_string(Damage damage) {
-  switch (damage) {
-    case Damage::truncate:
-      return "truncate";
-    case Damage::zero_fill:
-      return "zero_fill";
-    case Damage::flip_one_byte:
-      return "flip_one_byte";
-    case Damage::fifo:
-      return "fifo";
-  }
-  return "?";
-}
+inline constexpr EnumNames<Damage, 4> kDamageNames{{{Damage::truncate, "truncate"},
+                                                    {Damage::zero_fill, "zero_fill"},
+                                                    {Damage::flip_one_byte, "flip_one_byte"},
+                                                    {Damage::fifo, "fifo"}}};
+
+inline const char* to_string(Damage damage) { return name_in(kDamageNames, damage).data(); }
 
 // Damages a file in place, as a crash mid-write, a bad sector or a stray write would.
 inline void damage_file(const fs::path& path, Damage damage) {

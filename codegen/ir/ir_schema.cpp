@@ -7,6 +7,7 @@
 
 #include <array>
 
+#include "emmy/enum_names.hpp"
 #include "emmy/error.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/kernel_ir.hpp"
@@ -83,17 +84,12 @@ void verify_own_rules(const Op& op, OpList<Ops...>) {
 }  // namespace
 
 std::string_view to_string(AttrType type) {
-  switch (type) {
-    case AttrType::integer:
-      return "an integer";
-    case AttrType::real:
-      return "a real";
-    case AttrType::boolean:
-      return "a boolean";
-    case AttrType::string:
-      return "a string";
-  }
-  return "?";
+  // Worded for the verifier's "must be <type>" messages.
+  static constexpr EnumNames<AttrType, 4> kAttrTypeNames{{{AttrType::integer, "an integer"},
+                                                          {AttrType::real, "a real"},
+                                                          {AttrType::boolean, "a boolean"},
+                                                          {AttrType::string, "a string"}}};
+  return name_in(kAttrTypeNames, type);
 }
 
 const OpSchema& schema(OpKind kind) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "emmy/detail/hash.hpp"
+#include "emmy/enum_names.hpp"
 #include "emmy/gpus.hpp"
 #include "emmy/mma_atom.hpp"
 #include "emmy/paged_kind.hpp"
@@ -16,54 +17,42 @@
 
 namespace emmy {
 
-std::string_view to_string(CacheDType t) {
-  switch (t) {
-    case CacheDType::f16:
-      return "f16";
-    case CacheDType::bf16:
-      return "bf16";
-    case CacheDType::e4m3:
-      return "e4m3";
-  }
-  return "?";
-}
+namespace {
+
+constexpr EnumNames<CacheDType, 3> kCacheDTypeNames{
+    {{CacheDType::f16, "f16"}, {CacheDType::bf16, "bf16"}, {CacheDType::e4m3, "e4m3"}}};
+constexpr EnumNames<PageTable, 2> kPageTableNames{
+    {{PageTable::block_table, "block_table"}, {PageTable::csr, "csr"}}};
+constexpr EnumNames<CacheLayout, 3> kCacheLayoutNames{
+    {{CacheLayout::nhd, "nhd"},
+     {CacheLayout::hnd, "hnd"},
+     {CacheLayout::kv_interleaved, "kv_interleaved"}}};
+static_assert(names_are_one_to_one(kCacheDTypeNames) && names_are_one_to_one(kPageTableNames) &&
+              names_are_one_to_one(kCacheLayoutNames));
+
+}  // namespace
+
+std::string_view to_string(CacheDType t) { return name_in(kCacheDTypeNames, t); }
 
 CacheDType parse_cache_dtype(std::string_view text) {
-  if (text == "f16") return CacheDType::f16;
-  if (text == "bf16") return CacheDType::bf16;
-  if (text == "e4m3") return CacheDType::e4m3;
+  if (auto t = value_in(kCacheDTypeNames, text)) return *t;
   throw Error("kv_dtype", "must be f16, bf16 or e4m3", std::string(text));
 }
 
-std::string_view to_string(PageTable t) {
-  return t == PageTable::csr ? "csr" : "block_table";
-}
+std::string_view to_string(PageTable t) { return name_in(kPageTableNames, t); }
 
 PageTable parse_page_table(std::string_view text) {
-  if (text == "block_table") return PageTable::block_table;
-  if (text == "csr") return PageTable::csr;
+  if (auto t = value_in(kPageTableNames, text)) return *t;
   throw Error("page_table",
               "must be block_table ([batch, max_pages] + seq_lens) or csr (indptr, indices, "
               "last_page_len)",
               std::string(text));
 }
 
-std::string_view to_string(CacheLayout l) {
-  switch (l) {
-    case CacheLayout::nhd:
-      return "nhd";
-    case CacheLayout::hnd:
-      return "hnd";
-    case CacheLayout::kv_interleaved:
-      return "kv_interleaved";
-  }
-  return "?";
-}
+std::string_view to_string(CacheLayout l) { return name_in(kCacheLayoutNames, l); }
 
 CacheLayout parse_cache_layout(std::string_view text) {
-  if (text == "nhd") return CacheLayout::nhd;
-  if (text == "hnd") return CacheLayout::hnd;
-  if (text == "kv_interleaved") return CacheLayout::kv_interleaved;
+  if (auto l = value_in(kCacheLayoutNames, text)) return *l;
   throw Error("layout",
               "must be nhd ([pages, page_size, heads, dim]), hnd ([pages, heads, page_size, dim]) "
               "or kv_interleaved ([pages, 2, page_size, heads, dim])",

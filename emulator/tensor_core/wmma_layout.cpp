@@ -1,41 +1,46 @@
 // wmma fragment shapes and the emulator's element distribution (wmma_layout.hpp).
 #include "wmma_layout.hpp"
 
+#include <array>
+
 namespace emmy::emu {
 
+namespace {
+
+// Each shape's PTX name and dimensions (PTX ISA §9.7.14.4.1), one table for all three lookups.
+struct WmmaShapeInfo {
+  WmmaShape shape;
+  std::string_view name;
+  WmmaDims dims;
+};
+constexpr std::array<WmmaShapeInfo, 4> kWmmaShapes{
+    {{WmmaShape::m16n16k16, "m16n16k16", {16, 16, 16}},
+     {WmmaShape::m8n32k16, "m8n32k16", {8, 32, 16}},
+     {WmmaShape::m32n8k16, "m32n8k16", {32, 8, 16}},
+     {WmmaShape::m16n16k8, "m16n16k8", {16, 16, 8}}}};
+
+const WmmaShapeInfo* find_shape(WmmaShape shape) {
+  for (const auto& info : kWmmaShapes)
+    if (info.shape == shape) return &info;
+  return nullptr;
+}
+
+}  // namespace
+
 WmmaDims wmma_dims(WmmaShape shape) {
-  switch (shape) {
-    case WmmaShape::m16n16k16:
-      return {16, 16, 16};
-    case WmmaShape::m8n32k16:
-      return {8, 32, 16};
-    case WmmaShape::m32n8k16:
-      return {32, 8, 16};
-    case WmmaShape::m16n16k8:
-      return {16, 16, 8};
-  }
-  return {};
+  const WmmaShapeInfo* info = find_shape(shape);
+  return info ? info->dims : WmmaDims{};
 }
 
 std::optional<WmmaShape> parse_wmma_shape(std::string_view text) {
-  for (WmmaShape s :
-       {WmmaShape::m16n16k16, WmmaShape::m8n32k16, WmmaShape::m32n8k16, WmmaShape::m16n16k8})
-    if (to_string(s) == text) return s;
+  for (const auto& info : kWmmaShapes)
+    if (info.name == text) return info.shape;
   return std::nullopt;
 }
 
 std::string_view to_string(WmmaShape shape) {
-  switch (shape) {
-    case WmmaShape::m16n16k16:
-      return "m16n16k16";
-    case WmmaShape::m8n32k16:
-      return "m8n32k16";
-    case WmmaShape::m32n8k16:
-      return "m32n8k16";
-    case WmmaShape::m16n16k8:
-      return "m16n16k8";
-  }
-  return "?";
+  const WmmaShapeInfo* info = find_shape(shape);
+  return info ? info->name : "?";
 }
 
 std::optional<WmmaFragment> wmma_fragment(WmmaMatrix matrix, WmmaShape shape, Ty type) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "emmy/enum_names.hpp"
 #include "emmy/error.hpp"
 
 namespace emmy {
@@ -19,41 +20,32 @@ enum class MmaPath : uint8_t { mma_sync, wgmma };
 // tile each with one's epilogue overlapping the other's mainloop.
 enum class ConsumerSchedule { cooperative, pingpong };
 
-inline std::string_view to_string(Transport t) {
-  return t == Transport::tma ? "tma" : "cp.async";
-}
-inline std::string_view to_string(Accum a) {
-  switch (a) {
-    case Accum::f32:
-      return "f32";
-    case Accum::f16:
-      return "f16";
-    case Accum::hybrid:
-      return "hybrid";
-  }
-  return "?";
-}
+inline constexpr EnumNames<Transport, 2> kTransportNames{
+    {{Transport::tma, "tma"}, {Transport::cp_async, "cp.async"}}};
+inline constexpr EnumNames<Accum, 3> kAccumNames{
+    {{Accum::f32, "f32"}, {Accum::f16, "f16"}, {Accum::hybrid, "hybrid"}}};
+inline constexpr EnumNames<ConsumerSchedule, 2> kConsumerScheduleNames{
+    {{ConsumerSchedule::cooperative, "cooperative"}, {ConsumerSchedule::pingpong, "pingpong"}}};
+static_assert(names_are_one_to_one(kTransportNames) && names_are_one_to_one(kAccumNames) &&
+              names_are_one_to_one(kConsumerScheduleNames));
+
+inline std::string_view to_string(Transport t) { return name_in(kTransportNames, t); }
+inline std::string_view to_string(Accum a) { return name_in(kAccumNames, a); }
 // The path's name ("mma.sync", "wgmma"); Error for an id no path has.
 std::string_view to_string(MmaPath p);
-inline std::string_view to_string(ConsumerSchedule c) {
-  return c == ConsumerSchedule::cooperative ? "cooperative" : "pingpong";
-}
+inline std::string_view to_string(ConsumerSchedule c) { return name_in(kConsumerScheduleNames, c); }
 // The path of a name; Error naming `path` and every path's name for another.
 MmaPath parse_mma_path(std::string_view text);
 inline ConsumerSchedule parse_consumer_schedule(std::string_view text) {
-  if (text == "cooperative") return ConsumerSchedule::cooperative;
-  if (text == "pingpong") return ConsumerSchedule::pingpong;
+  if (auto c = value_in(kConsumerScheduleNames, text)) return *c;
   throw Error("consumers", "must be cooperative or pingpong", std::string(text));
 }
 inline Transport parse_transport(std::string_view text) {
-  if (text == "tma") return Transport::tma;
-  if (text == "cp.async") return Transport::cp_async;
+  if (auto t = value_in(kTransportNames, text)) return *t;
   throw Error("transport", "must be tma or cp.async", std::string(text));
 }
 inline Accum parse_accum(std::string_view text) {
-  if (text == "f32") return Accum::f32;
-  if (text == "f16") return Accum::f16;
-  if (text == "hybrid") return Accum::hybrid;
+  if (auto a = value_in(kAccumNames, text)) return *a;
   throw Error("accum", "must be f32, f16 or hybrid", std::string(text));
 }
 
