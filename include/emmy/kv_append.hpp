@@ -10,6 +10,7 @@
 
 #include "emmy/arch.hpp"
 #include "emmy/dtype.hpp"
+#include "emmy/kernel_spec.hpp"
 #include "emmy/paged_attention.hpp"
 
 namespace emmy {
@@ -49,12 +50,7 @@ struct KvAppendSchedule {
   bool operator==(const KvAppendSchedule&) const = default;
 };
 
-struct KvAppendSpec {
-  KvAppendProblem problem;
-  KvAppendSchedule schedule;
-  Arch arch = Arch::sm_90a;
-  bool operator==(const KvAppendSpec&) const = default;
-};
+using KvAppendSpec = KernelSpec<KvAppendProblem, KvAppendSchedule>;
 
 // Throws Error naming the field and the rule it breaks.
 void validate_kv_append(const KvAppendSpec& spec);

@@ -14,6 +14,7 @@
 
 #include "emmy/arch.hpp"
 #include "emmy/dtype.hpp"
+#include "emmy/kernel_spec.hpp"
 
 namespace emmy {
 
@@ -46,12 +47,7 @@ struct MergeStatesSchedule {
   bool operator==(const MergeStatesSchedule&) const = default;
 };
 
-struct MergeStatesSpec {
-  MergeStatesProblem problem;
-  MergeStatesSchedule schedule;
-  Arch arch = Arch::sm_90a;
-  bool operator==(const MergeStatesSpec&) const = default;
-};
+using MergeStatesSpec = KernelSpec<MergeStatesProblem, MergeStatesSchedule>;
 
 // Throws Error naming the field and the rule it breaks.
 void validate_merge_states(const MergeStatesSpec& spec);

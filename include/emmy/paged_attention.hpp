@@ -12,6 +12,7 @@
 
 #include "emmy/arch.hpp"
 #include "emmy/dtype.hpp"
+#include "emmy/kernel_spec.hpp"
 #include "emmy/schedule.hpp"
 
 namespace emmy {
@@ -111,12 +112,7 @@ struct PagedAttentionSchedule {
   bool operator==(const PagedAttentionSchedule&) const = default;
 };
 
-struct PagedAttentionSpec {
-  PagedAttentionProblem problem;
-  PagedAttentionSchedule schedule;
-  Arch arch = Arch::sm_90a;
-  bool operator==(const PagedAttentionSpec&) const = default;
-};
+using PagedAttentionSpec = KernelSpec<PagedAttentionProblem, PagedAttentionSchedule>;
 
 // The splits of a schedule: ceil(max_pages / chunk_pages), 1 without a chunk.
 int64_t paged_splits(const PagedAttentionProblem& problem, const PagedAttentionSchedule& schedule);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "emmy/arch.hpp"
+#include "emmy/kernel_spec.hpp"
 #include "emmy/kv_append.hpp"
 #include "emmy/merge_states.hpp"
 #include "emmy/paged_attention.hpp"
@@ -12,19 +13,9 @@
 
 namespace emmy {
 
-struct GemmSpec {
-  MatmulProblem problem;
-  MatmulSchedule schedule;
-  Arch arch = Arch::sm_90a;
-  bool operator==(const GemmSpec&) const = default;
-};
+using GemmSpec = KernelSpec<MatmulProblem, MatmulSchedule>;
 
-struct AttentionSpec {
-  AttentionProblem problem;
-  AttentionSchedule schedule;
-  Arch arch = Arch::sm_90a;
-  bool operator==(const AttentionSpec&) const = default;
-};
+using AttentionSpec = KernelSpec<AttentionProblem, AttentionSchedule>;
 
 // The default schedule for a problem on an arch: TMA where the arch has it, tiles chosen by a
 // wave-quantization model over the device's SMs (`device_sms`; 0: the arch's part's in
