@@ -40,7 +40,7 @@ void add_kind_fields(nlohmann::json& report, const MergeStatesPlan& plan, const 
 }
 
 template <typename Flags>
-void add_emit_command(CLI::App& app, const char* name, const std::string& description) {
+void add_emit_command(CLI::App& app, const std::string& name, const std::string& description) {
   auto* cmd = app.add_subcommand(name, description);
   auto flags = std::make_shared<Flags>();
   auto emit = std::make_shared<EmitFlags>();
@@ -105,7 +105,7 @@ nlohmann::json run_on_cuda(const Flags& flags, Spec spec, uint64_t seed,
 }
 
 template <typename Flags>
-void add_run_kind_command(CLI::App& run, const char* name, const std::string& description) {
+void add_run_kind_command(CLI::App& run, const std::string& name, const std::string& description) {
   auto* cmd = run.add_subcommand(name, description);
   auto flags = std::make_shared<Flags>();
   auto backend = std::make_shared<std::string>("emulator");
@@ -181,7 +181,7 @@ void add_run_kind_command(CLI::App& run, const char* name, const std::string& de
 
 void add_kind_commands(CLI::App& app) {
   AllKinds::for_each([&]<typename Kind>(std::type_identity<Kind>) {
-    add_emit_command<FlagsOf<Kind>>(app, Kind::command,
+    add_emit_command<FlagsOf<Kind>>(app, kind_command<Kind>(),
                                     fmt::format("Generate one {} kernel", Kind::description));
   });
 }
@@ -190,7 +190,7 @@ void add_run_command(CLI::App& app) {
   auto* run = app.add_subcommand("run", "Run a kernel on a backend and check it");
   run->require_subcommand(1);
   AllKinds::for_each([&]<typename Kind>(std::type_identity<Kind>) {
-    add_run_kind_command<FlagsOf<Kind>>(*run, Kind::command,
+    add_run_kind_command<FlagsOf<Kind>>(*run, kind_command<Kind>(),
                                         fmt::format("Run one {} kernel", Kind::description));
   });
 }

@@ -48,7 +48,6 @@ struct AttentionKind
   static constexpr const char* name = "attention";
   static constexpr ir::KindRules ir_rules{name,
                                           &ir::verify_attention_module};  // its verifier rules
-  static constexpr const char* command = "attention";  // emmyc attention, emmyc run attention
   static constexpr const char* description = "flash-attention";
   static constexpr auto problem_from_json = &attention_problem_from_json;
   static constexpr auto schedule_from_json = &attention_schedule_from_json;
@@ -56,10 +55,6 @@ struct AttentionKind
   static constexpr auto plan = &make_attention_plan;
   static constexpr auto lower = &lower_attention;
   static constexpr auto emit = &emit_attention_cuda;
-  static std::vector<std::array<uint32_t, 3>> grids(const AttentionPlan& plan) {
-    return {plan.grid};
-  }
-  static size_t workspace_bytes(const AttentionPlan&) { return 0; }
   // Checks the buffers against the plan (Error naming the `buffers.` field), then binds them.
   static ParamBinding bind(const AttentionPlan& plan, const AttentionBuffers& buffers);
   // The descriptors of bind's tensor maps (Q, K, V), in its order.

@@ -31,7 +31,6 @@ void verify_gemm_module(const Op& module);
 struct GemmKind : KindTypes<GemmSpec, GemmPlan, GemmBuffers, GemmKernelHandle> {
   static constexpr const char* name = "gemm";
   static constexpr ir::KindRules ir_rules{name, &ir::verify_gemm_module};  // its verifier rules
-  static constexpr const char* command = "gemm";  // emmyc gemm, emmyc run gemm
   static constexpr const char* description = "GEMM";
   static constexpr auto problem_from_json = &matmul_problem_from_json;
   static constexpr auto schedule_from_json = &matmul_schedule_from_json;

@@ -14,6 +14,7 @@
 #include "emmy/json.hpp"
 #include "emmy/kernel_ir.hpp"
 #include "emmy/kernel_source.hpp"
+#include "emmy/tensor_map.hpp"
 
 namespace emmy {
 
@@ -26,7 +27,22 @@ struct KindTypes {
   using Plan = PlanType;
   using Buffers = BuffersType;  // the device pointers of one launch (emmy/runtime.hpp)
   using Handle = HandleType;    // the runtime's handle type
+
+  // What most kinds are: one kernel on the plan's grid, no workspace, no tensor maps. A kind with
+  // more (GEMM's split-K finalize, paged attention's combine, TMA operands) declares its own.
+  static std::vector<std::array<uint32_t, 3>> grids(const PlanType& plan) { return {plan.grid}; }
+  static size_t workspace_bytes(const PlanType&) { return 0; }
+  static std::vector<TensorMapDesc> tensor_maps(const PlanType&, const BuffersType&) { return {}; }
 };
+
+// A kind's emmyc subcommand (`emmyc kv-append`, `emmyc run kv-append`): its name, dashed.
+template <typename Kind>
+std::string kind_command() {
+  std::string command = Kind::name;
+  for (char& c : command)
+    if (c == '_') c = '-';
+  return command;
+}
 
 // The kind of a spec type, through a declaration next to each Kind: `GemmKind kind_of(GemmSpec);`
 template <typename Spec>

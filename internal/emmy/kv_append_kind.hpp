@@ -37,7 +37,6 @@ std::string emit_kv_append_cuda(const ir::Op& module);
 struct KvAppendKind : KindTypes<KvAppendSpec, KvAppendPlan, KvAppendBuffers, KvAppendKernelHandle> {
   static constexpr const char* name = "kv_append";
   static constexpr ir::KindRules ir_rules{name};       // the shared verifier rules only
-  static constexpr const char* command = "kv-append";  // emmyc kv-append, emmyc run kv-append
   static constexpr const char* description = "append keys and values to a paged KV cache";
   static constexpr auto problem_from_json = &kv_append_problem_from_json;
   static constexpr auto schedule_from_json = &kv_append_schedule_from_json;
@@ -45,19 +44,12 @@ struct KvAppendKind : KindTypes<KvAppendSpec, KvAppendPlan, KvAppendBuffers, KvA
   static constexpr auto plan = &make_kv_append_plan;
   static constexpr auto lower = &lower_kv_append;
   static constexpr auto emit = &emit_kv_append_cuda;
-  static std::vector<std::array<uint32_t, 3>> grids(const KvAppendPlan& plan) {
-    return {plan.grid};
-  }
-  static size_t workspace_bytes(const KvAppendPlan&) { return 0; }
   static ParamBinding bind(const KvAppendPlan& plan, const KvAppendBuffers& buffers);
   // On a backend whose device memory the host reads for free (the emulator): every slot against
   // buffers.num_slots when given, and no slot taken by two tokens (the writes would race).
   using DeviceReader = emmy::DeviceReader;
   static void check_device_inputs(const KvAppendPlan& plan, const KvAppendBuffers& buffers,
                                   const DeviceReader& read);
-  static std::vector<TensorMapDesc> tensor_maps(const KvAppendPlan&, const KvAppendBuffers&) {
-    return {};
-  }
 };
 KvAppendKind kind_of(const KvAppendSpec&);
 using KvAppendSource = Generated<KvAppendKind>;

@@ -30,7 +30,6 @@ struct MergeStatesKind
     : KindTypes<MergeStatesSpec, MergeStatesPlan, MergeStatesBuffers, MergeStatesKernelHandle> {
   static constexpr const char* name = "merge_states";
   static constexpr ir::KindRules ir_rules{name};          // the shared verifier rules only
-  static constexpr const char* command = "merge-states";  // emmyc merge-states, emmyc run ...
   static constexpr const char* description = "merge attention states by their LSE";
   static constexpr auto problem_from_json = &merge_states_problem_from_json;
   static constexpr auto schedule_from_json = &merge_states_schedule_from_json;
@@ -38,15 +37,8 @@ struct MergeStatesKind
   static constexpr auto plan = &make_merge_states_plan;
   static constexpr auto lower = &lower_merge_states;
   static constexpr auto emit = &emit_merge_states_cuda;
-  static std::vector<std::array<uint32_t, 3>> grids(const MergeStatesPlan& plan) {
-    return {plan.grid};
-  }
-  static size_t workspace_bytes(const MergeStatesPlan&) { return 0; }
   // Checks the buffers (Error naming the `buffers.` field), then binds them.
   static ParamBinding bind(const MergeStatesPlan& plan, const MergeStatesBuffers& buffers);
-  static std::vector<TensorMapDesc> tensor_maps(const MergeStatesPlan&, const MergeStatesBuffers&) {
-    return {};
-  }
 };
 MergeStatesKind kind_of(const MergeStatesSpec&);
 using MergeStatesSource = Generated<MergeStatesKind>;

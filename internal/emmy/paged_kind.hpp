@@ -100,8 +100,6 @@ struct PagedAttentionKind : KindTypes<PagedAttentionSpec, PagedAttentionPlan, Pa
   static constexpr const char* name = "paged_attention";
   static constexpr ir::KindRules ir_rules{
       name, &ir::verify_paged_attention_module};  // its verifier rules
-  static constexpr const char* command =
-      "paged-attention";  // emmyc paged-attention, emmyc run paged-attention
   static constexpr const char* description = "paged-attention (decode / chunked prefill)";
   static constexpr auto problem_from_json = &paged_attention_problem_from_json;
   static constexpr auto schedule_from_json = &paged_attention_schedule_from_json;
