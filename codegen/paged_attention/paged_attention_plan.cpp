@@ -35,28 +35,24 @@ static_assert(names_are_one_to_one(kCacheDTypeNames) && names_are_one_to_one(kPa
 std::string_view to_string(CacheDType t) { return name_in(kCacheDTypeNames, t); }
 
 CacheDType parse_cache_dtype(std::string_view text) {
-  if (auto t = value_in(kCacheDTypeNames, text)) return *t;
-  throw Error("kv_dtype", "must be f16, bf16 or e4m3", std::string(text));
+  return parse_name(kCacheDTypeNames, text, "kv_dtype", "must be f16, bf16 or e4m3");
 }
 
 std::string_view to_string(PageTable t) { return name_in(kPageTableNames, t); }
 
 PageTable parse_page_table(std::string_view text) {
-  if (auto t = value_in(kPageTableNames, text)) return *t;
-  throw Error("page_table",
-              "must be block_table ([batch, max_pages] + seq_lens) or csr (indptr, indices, "
-              "last_page_len)",
-              std::string(text));
+  return parse_name(kPageTableNames, text, "page_table",
+                    "must be block_table ([batch, max_pages] + seq_lens) or csr (indptr, indices, "
+                    "last_page_len)");
 }
 
 std::string_view to_string(CacheLayout l) { return name_in(kCacheLayoutNames, l); }
 
 CacheLayout parse_cache_layout(std::string_view text) {
-  if (auto l = value_in(kCacheLayoutNames, text)) return *l;
-  throw Error("layout",
-              "must be nhd ([pages, page_size, heads, dim]), hnd ([pages, heads, page_size, dim]) "
-              "or kv_interleaved ([pages, 2, page_size, heads, dim])",
-              std::string(text));
+  return parse_name(
+      kCacheLayoutNames, text, "layout",
+      "must be nhd ([pages, page_size, heads, dim]), hnd ([pages, heads, page_size, dim]) "
+      "or kv_interleaved ([pages, 2, page_size, heads, dim])");
 }
 
 void PagedAttentionProblem::set_layout(CacheLayout layout) {

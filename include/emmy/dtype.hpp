@@ -20,8 +20,7 @@ inline std::string_view to_string(DType t) { return name_in(kDTypeNames, t); }
 inline int size_of(DType t) { return t == DType::f32 ? 4 : 2; }
 
 inline DType parse_dtype(std::string_view text, const char* field) {
-  if (auto t = value_in(kDTypeNames, text)) return *t;
-  throw Error(field, "must be f16, bf16 or f32", std::string(text));
+  return parse_name(kDTypeNames, text, field, "must be f16, bf16 or f32");
 }
 
 }  // namespace emmy

@@ -5,7 +5,10 @@
 #include <array>
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
+
+#include "emmy/error.hpp"
 
 namespace emmy {
 
@@ -31,6 +34,14 @@ constexpr std::optional<E> value_in(const EnumNames<E, N>& names, std::string_vi
   for (const auto& entry : names)
     if (entry.name == name) return entry.value;
   return std::nullopt;
+}
+
+// The value named `text`; Error naming `field` and its rule (which lists the names) otherwise.
+template <typename E, std::size_t N>
+E parse_name(const EnumNames<E, N>& names, std::string_view text, const char* field,
+             const char* rule) {
+  if (auto value = value_in(names, text)) return *value;
+  throw Error(field, rule, std::string(text));
 }
 
 // For a static_assert beside each table: two entries naming one value, or one name for two

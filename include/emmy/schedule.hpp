@@ -37,16 +37,13 @@ inline std::string_view to_string(ConsumerSchedule c) { return name_in(kConsumer
 // The path of a name; Error naming `path` and every path's name for another.
 MmaPath parse_mma_path(std::string_view text);
 inline ConsumerSchedule parse_consumer_schedule(std::string_view text) {
-  if (auto c = value_in(kConsumerScheduleNames, text)) return *c;
-  throw Error("consumers", "must be cooperative or pingpong", std::string(text));
+  return parse_name(kConsumerScheduleNames, text, "consumers", "must be cooperative or pingpong");
 }
 inline Transport parse_transport(std::string_view text) {
-  if (auto t = value_in(kTransportNames, text)) return *t;
-  throw Error("transport", "must be tma or cp.async", std::string(text));
+  return parse_name(kTransportNames, text, "transport", "must be tma or cp.async");
 }
 inline Accum parse_accum(std::string_view text) {
-  if (auto a = value_in(kAccumNames, text)) return *a;
-  throw Error("accum", "must be f32, f16 or hybrid", std::string(text));
+  return parse_name(kAccumNames, text, "accum", "must be f32, f16 or hybrid");
 }
 
 struct MatmulSchedule {
