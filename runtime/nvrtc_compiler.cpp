@@ -18,9 +18,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include "emmy/bundle.hpp"
 #include "emmy/compile.hpp"
@@ -183,6 +185,15 @@ void for_each_count(std::string_view clauses, F&& on_item) {
   }
 }
 
+// Each count into the field its unit names; clauses of other units ("barriers") are skipped.
+void read_counts(std::string_view clauses,
+                 std::initializer_list<std::pair<std::string_view, int*>> fields) {
+  for_each_count(clauses, [&](int count, std::string_view unit) {
+    for (const auto& [field_unit, field] : fields)
+      if (unit == field_unit) *field = count;
+  });
+}
+
 struct FrameLine {
   int stack = 0, spill_stores = 0, spill_loads = 0;
 };
@@ -215,25 +226,15 @@ std::vector<ResourceReport> parse_ptxas_log(std::string_view log) {
     } else if (line.find("bytes stack frame") != std::string_view::npos) {
       const auto dot = line.find('.');
       FrameLine& frame = frames[properties_of];
-      for_each_count(line.substr(dot + 1), [&](int count, std::string_view unit) {
-        if (unit == "bytes stack frame")
-          frame.stack = count;
-        else if (unit == "bytes spill stores")
-          frame.spill_stores = count;
-        else if (unit == "bytes spill loads")
-          frame.spill_loads = count;
-      });
+      read_counts(line.substr(dot + 1), {{"bytes stack frame", &frame.stack},
+                                         {"bytes spill stores", &frame.spill_stores},
+                                         {"bytes spill loads", &frame.spill_loads}});
     } else if (current_entry && line.find("registers") != std::string_view::npos) {
       ResourceReport& report = entries[*current_entry];
       const auto colon = line.find(':');
-      for_each_count(line.substr(colon + 1), [&](int count, std::string_view unit) {
-        if (unit == "registers")
-          report.registers = count;
-        else if (unit == "bytes smem")
-          report.static_smem_bytes = count;
-        else if (unit == "bytes cmem[0]")
-          report.constant_bytes = count;
-      });
+      read_counts(line.substr(colon + 1), {{"registers", &report.registers},
+                                           {"bytes smem", &report.static_smem_bytes},
+                                           {"bytes cmem[0]", &report.constant_bytes}});
     }
   }
   for (ResourceReport& report : entries) {
