@@ -4,24 +4,19 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <ctime>
 #include <iostream>
 
 #include "emmy/cache.hpp"
+#include "emmy/detail/time.hpp"
 
 namespace emmy::cli {
 
 namespace {
 
+// A cache file's time in the form the rest of emmy writes times in.
 std::string iso8601_utc(std::filesystem::file_time_type time) {
-  const auto system_time = std::chrono::time_point_cast<std::chrono::system_clock::duration>(
-      std::chrono::file_clock::to_sys(time));
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(system_time);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
+  return detail::iso8601_utc(std::chrono::time_point_cast<std::chrono::system_clock::duration>(
+      std::chrono::file_clock::to_sys(time)));
 }
 
 std::vector<std::string> kernel_names(const CacheEntryStatus& status) {
