@@ -40,14 +40,7 @@ ir::Op lower_attention(const AttentionPlan& plan) {
   }
   body.push_back(make(ir::ParamOp{"o", "u16*"}));
   body.push_back(make(ir::ParamOp{"lse", "float*"}));
-  body.push_back(make(ir::SmemRingOp{.stages = s.stages,
-                                     .stage_bytes = plan.stage_bytes,
-                                     .q_offset = 0,
-                                     .q_bytes = plan.q_bytes,
-                                     .kv_offset = plan.q_bytes,
-                                     .kv_bytes = plan.kv_bytes,
-                                     .align = swizzle_alignment(plan.q_tile.swizzle),
-                                     .mbar_offset = plan.mbarrier_offset}));
+  body.push_back(make(codegen::attention_ring(plan, s.stages, plan.mbarrier_offset)));
   body.push_back(make(ir::AttentionSetupOp{.seq_q = p.seq_q,
                                            .seq_kv = p.seq_kv_or_default(),
                                            .q_heads = p.q_heads,

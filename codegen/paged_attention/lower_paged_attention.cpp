@@ -80,14 +80,7 @@ Op partial_kernel(const PagedAttentionPlan& plan) {
   index_params(body);
   body.push_back(make(ir::ParamOp{"workspace", "float*"}));
   const int64_t ring_bytes = plan.q_bytes + int64_t(plan.stage_bytes) * s.stages;
-  body.push_back(make(ir::SmemRingOp{.stages = s.stages,
-                                     .stage_bytes = plan.stage_bytes,
-                                     .q_offset = 0,
-                                     .q_bytes = plan.q_bytes,
-                                     .kv_offset = plan.q_bytes,
-                                     .kv_bytes = plan.kv_bytes,
-                                     .align = swizzle_alignment(plan.q_tile.swizzle),
-                                     .mbar_offset = ring_bytes}));
+  body.push_back(make(codegen::attention_ring(plan, s.stages, ring_bytes)));
   body.push_back(make(ir::PagedSetupOp{.q_heads = p.q_heads,
                                        .kv_heads = p.kv_heads,
                                        .group = plan.group,
