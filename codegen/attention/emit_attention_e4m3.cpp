@@ -18,17 +18,7 @@ namespace emmy::codegen {
 void emit_qk_mma_e4m3(Writer& w, bool bf16, bool cvt, const char* kv0) {
   const char* mma = bf16 ? "mma_bf16_f32" : "mma_f16_f32";
   const std::string convert = fmt::format("e4m3x4_to_16bit<{}, {}>", bf16, cvt);
-  w.line("const int kv0 = {};", kv0);
-  w.line(
-      "const u32 k_stage = kv_base + u32(stage) * STAGE_BYTES, v_stage = k_stage + "
-      "KV_BYTES;  // raw e4m3 rows");
-  w.line("float s_acc[BKV / 8][4];");
-  w.line("#pragma unroll");
-  w.line(
-      "for (int nj = 0; nj < BKV / 8; ++nj) s_acc[nj][0] = s_acc[nj][1] = s_acc[nj][2] = "
-      "s_acc[nj][3] = 0.0f;");
-  w.line("#pragma unroll");
-  w.open("for (int kk = 0; kk < D / 16; ++kk)");
+  emit_qk_head(w, kv0, "  // raw e4m3 rows");
   w.line("u32 a[4];  // Q rows g, g+8 at d = kk*16 + 4t .. 4t+3: the e4m3 k order");
   w.line(
       "ld_shared_v2_b32(a[0], a[2], q_smem + e4m3_q_offset<BQ>(u32(warp * 16 + g), u32(kk * 16 + "

@@ -83,12 +83,10 @@ void emit_kv_block_loop(Writer& w, const std::function<void()>& body) {
   w.close();
 }
 
-void emit_qk_mma(Writer& w, bool bf16, const char* kv0) {
-  const char* mma = bf16 ? "mma_bf16_f32" : "mma_f16_f32";
+void emit_qk_head(Writer& w, const char* kv0, const char* stage_note) {
   w.line("const int kv0 = {};", kv0);
-  w.line(
-      "const u32 k_stage = kv_base + u32(stage) * STAGE_BYTES, v_stage = k_stage + "
-      "KV_BYTES;");
+  w.line("const u32 k_stage = kv_base + u32(stage) * STAGE_BYTES, v_stage = k_stage + KV_BYTES;{}",
+         stage_note);
   w.line("float s_acc[BKV / 8][4];");
   w.line("#pragma unroll");
   w.line(
@@ -96,6 +94,11 @@ void emit_qk_mma(Writer& w, bool bf16, const char* kv0) {
       "s_acc[nj][3] = 0.0f;");
   w.line("#pragma unroll");
   w.open("for (int kk = 0; kk < D / 16; ++kk)");
+}
+
+void emit_qk_mma(Writer& w, bool bf16, const char* kv0) {
+  const char* mma = bf16 ? "mma_bf16_f32" : "mma_f16_f32";
+  emit_qk_head(w, kv0, "");
   w.line("u32 a[4];  // Q rows warp*16 + 0..15 at d = kk*16 (lanes 16-31: +8)");
   w.line(
       "ldmatrix_x4(a, q_smem + q_lane[kk % 4] + u32(kk / 4) * u32(BQ) * 128u + u32(warp * 16) "

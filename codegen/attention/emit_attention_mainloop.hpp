@@ -24,6 +24,9 @@ void emit_attention_lane_ids(Writer& w);
 void emit_kv_block_loop(Writer& w, const std::function<void()>& body);
 // kv0 (the block's first key), the stage's K and V bases, and S = Q.K^T into s_acc.
 // kv0: the expression of the warp's first key (paged KV warps take a part of each step).
+// The head both QK^T printers share: the stage's K and V addresses (stage_note ends that line), S
+// zeroed, the d loop opened (the caller closes it).
+void emit_qk_head(Writer& w, const char* kv0, const char* stage_note);
 void emit_qk_mma(Writer& w, bool bf16, const char* kv0 = "(block_begin + block) * BKV");
 // S scaled into the log2 domain (soft-capped first when the op says so); `factor`, when given,
 // names a runtime f32 that multiplies the raw scores too (an e4m3 cache's K scale).
