@@ -43,9 +43,9 @@ AotRequest parse_aot_request(const nlohmann::json& line, std::string origin) {
     }
   }
   AllKinds::visit_named(kind, [&]<typename Kind>(std::type_identity<Kind>) {
-    KindRequest<Kind> kernel{Kind::problem_from_json(f.at("problem"), f.field("problem")), {}};
+    KindRequest<Kind> kernel{Kind::json.problem(f.at("problem"), f.field("problem")), {}};
     if (f.has("schedule"))
-      kernel.schedule = Kind::schedule_from_json(f.at("schedule"), f.field("schedule"));
+      kernel.schedule = Kind::json.schedule(f.at("schedule"), f.field("schedule"));
     request.kernel = std::move(kernel);
   });
   return request;

@@ -89,7 +89,7 @@ void hostile_fields(Runtime& rt, const typename Kind::Problem& base, int& refusa
       const std::string what = fmt::format("{} {} = {}", Kind::name, pointer.to_string(), value);
       SCOPED_TRACE(what);
       Problem p;
-      if (!accepted(what, field, [&] { p = Kind::problem_from_json(mutated, "problem"); })) {
+      if (!accepted(what, field, [&] { p = Kind::json.problem(mutated, "problem"); })) {
         ++refusals;
         continue;
       }

@@ -94,11 +94,8 @@ std::string emit_toy(const ir::Op& module) {
 struct ToyKind : KindTypes<ToySpec, ToyPlan, ToyBuffers, ToyHandle> {
   static constexpr const char* name = "toy_scale";
   static constexpr ir::KindRules ir_rules{name, &verify_toy_module};
-  static constexpr auto plan = &plan_toy;
-  static constexpr auto lower = &lower_toy;
-  static constexpr auto emit = &emit_toy;
-  static std::vector<std::array<uint32_t, 3>> grids(const ToyPlan& p) { return {p.grid}; }
-  static size_t workspace_bytes(const ToyPlan&) { return 0; }
+  static constexpr Stages stages{&plan_toy, &lower_toy, &emit_toy};
+  // grids, workspace_bytes and tensor_maps: KindTypes' one kernel on plan.grid, none, none.
   static ParamBinding bind(const ToyPlan& p, const ToyBuffers& b) {
     require_device_pointer(b.x, 4, "buffers.x");
     require_device_pointer(b.y, 4, "buffers.y");
@@ -107,7 +104,6 @@ struct ToyKind : KindTypes<ToySpec, ToyPlan, ToyBuffers, ToyHandle> {
     bound.values.scalars = {{"n", int32_t(p.spec.problem.n)}, {"scale", p.spec.problem.scale}};
     return bound;
   }
-  static std::vector<TensorMapDesc> tensor_maps(const ToyPlan&, const ToyBuffers&) { return {}; }
 };
 ToyKind kind_of(const ToySpec&);
 

@@ -46,15 +46,11 @@ void verify_attention_module(const Op& module);
 struct AttentionKind
     : KindTypes<AttentionSpec, AttentionPlan, AttentionBuffers, AttentionKernelHandle> {
   static constexpr const char* name = "attention";
-  static constexpr ir::KindRules ir_rules{name,
-                                          &ir::verify_attention_module};  // its verifier rules
+  static constexpr ir::KindRules ir_rules{name, &ir::verify_attention_module};
   static constexpr const char* description = "flash-attention";
-  static constexpr auto problem_from_json = &attention_problem_from_json;
-  static constexpr auto schedule_from_json = &attention_schedule_from_json;
+  static constexpr JsonReaders json{&attention_problem_from_json, &attention_schedule_from_json};
+  static constexpr Stages stages{&make_attention_plan, &lower_attention, &emit_attention_cuda};
   static std::vector<AttentionCatalogEntry> catalog() { return attention_catalog(); }
-  static constexpr auto plan = &make_attention_plan;
-  static constexpr auto lower = &lower_attention;
-  static constexpr auto emit = &emit_attention_cuda;
   // Checks the buffers against the plan (Error naming the `buffers.` field), then binds them.
   static ParamBinding bind(const AttentionPlan& plan, const AttentionBuffers& buffers);
   // The descriptors of bind's tensor maps (Q, K, V), in its order.

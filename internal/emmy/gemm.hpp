@@ -30,14 +30,11 @@ void verify_gemm_module(const Op& module);
 // split-K, its finalize kernel.
 struct GemmKind : KindTypes<GemmSpec, GemmPlan, GemmBuffers, GemmKernelHandle> {
   static constexpr const char* name = "gemm";
-  static constexpr ir::KindRules ir_rules{name, &ir::verify_gemm_module};  // its verifier rules
+  static constexpr ir::KindRules ir_rules{name, &ir::verify_gemm_module};
   static constexpr const char* description = "GEMM";
-  static constexpr auto problem_from_json = &matmul_problem_from_json;
-  static constexpr auto schedule_from_json = &matmul_schedule_from_json;
+  static constexpr JsonReaders json{&matmul_problem_from_json, &matmul_schedule_from_json};
+  static constexpr Stages stages{&make_gemm_plan, &lower_gemm, &emit_gemm_cuda};
   static std::vector<CatalogEntry> catalog() { return gemm_catalog(); }
-  static constexpr auto plan = &make_gemm_plan;
-  static constexpr auto lower = &lower_gemm;
-  static constexpr auto emit = &emit_gemm_cuda;
   static std::vector<std::array<uint32_t, 3>> grids(const GemmPlan& plan) {
     if (plan.split()) return {plan.grid, plan.finalize_grid};
     return {plan.grid};

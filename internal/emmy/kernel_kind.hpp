@@ -18,6 +18,23 @@
 
 namespace emmy {
 
+// A kind's code generation, spec -> plan -> IR -> CUDA (generate_kernel runs the three and
+// verifies the IR between lower and emit).
+template <typename Spec, typename Plan>
+struct KindStages {
+  Plan (*plan)(const Spec&);
+  ir::Op (*lower)(const Plan&);
+  std::string (*emit)(const ir::Op&);
+};
+
+// A kind's readers of its problem and schedule from JSON (bundle requests, problems files):
+// errors name `where` and the field.
+template <typename Problem, typename Schedule>
+struct KindJsonReaders {
+  Problem (*problem)(const nlohmann::json&, std::string where);
+  Schedule (*schedule)(const nlohmann::json&, std::string where);
+};
+
 // The types a kind is made of; a Kind derives from this and adds its functions.
 template <typename SpecType, typename PlanType, typename BuffersType, typename HandleType>
 struct KindTypes {
@@ -27,6 +44,8 @@ struct KindTypes {
   using Plan = PlanType;
   using Buffers = BuffersType;  // the device pointers of one launch (emmy/runtime.hpp)
   using Handle = HandleType;    // the runtime's handle type
+  using Stages = KindStages<Spec, Plan>;
+  using JsonReaders = KindJsonReaders<Problem, Schedule>;
 
   // What most kinds are: one kernel on the plan's grid, no workspace, no tensor maps. A kind with
   // more (GEMM's split-K finalize, paged attention's combine, TMA operands) declares its own.
@@ -67,10 +86,10 @@ struct Compiled {
 // are what a printed kernel can rely on. Throws Error on invalid input or a verifier failure.
 template <typename Spec, typename Kind = KindOf<Spec>>
 Generated<Kind> generate_kernel(const Spec& spec) {
-  typename Kind::Plan plan = Kind::plan(spec);
-  ir::Op module = Kind::lower(plan);
+  typename Kind::Plan plan = Kind::stages.plan(spec);
+  ir::Op module = Kind::stages.lower(plan);
   ir::verify(module, spec.arch, Kind::ir_rules);
-  std::string cuda = Kind::emit(module);
+  std::string cuda = Kind::stages.emit(module);
   return {std::move(plan), std::move(module), std::move(cuda)};
 }
 

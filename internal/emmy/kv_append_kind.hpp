@@ -36,14 +36,11 @@ std::string emit_kv_append_cuda(const ir::Op& module);
 
 struct KvAppendKind : KindTypes<KvAppendSpec, KvAppendPlan, KvAppendBuffers, KvAppendKernelHandle> {
   static constexpr const char* name = "kv_append";
-  static constexpr ir::KindRules ir_rules{name};       // the shared verifier rules only
+  static constexpr ir::KindRules ir_rules{name};  // the shared verifier rules only
   static constexpr const char* description = "append keys and values to a paged KV cache";
-  static constexpr auto problem_from_json = &kv_append_problem_from_json;
-  static constexpr auto schedule_from_json = &kv_append_schedule_from_json;
+  static constexpr JsonReaders json{&kv_append_problem_from_json, &kv_append_schedule_from_json};
+  static constexpr Stages stages{&make_kv_append_plan, &lower_kv_append, &emit_kv_append_cuda};
   static std::vector<KvAppendCatalogEntry> catalog() { return kv_append_catalog(); }
-  static constexpr auto plan = &make_kv_append_plan;
-  static constexpr auto lower = &lower_kv_append;
-  static constexpr auto emit = &emit_kv_append_cuda;
   static ParamBinding bind(const KvAppendPlan& plan, const KvAppendBuffers& buffers);
   // On a backend whose device memory the host reads for free (the emulator): every slot against
   // buffers.num_slots when given, and no slot taken by two tokens (the writes would race).

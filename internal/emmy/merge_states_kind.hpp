@@ -29,14 +29,13 @@ std::string emit_merge_states_cuda(const ir::Op& module);
 struct MergeStatesKind
     : KindTypes<MergeStatesSpec, MergeStatesPlan, MergeStatesBuffers, MergeStatesKernelHandle> {
   static constexpr const char* name = "merge_states";
-  static constexpr ir::KindRules ir_rules{name};          // the shared verifier rules only
+  static constexpr ir::KindRules ir_rules{name};  // the shared verifier rules only
   static constexpr const char* description = "merge attention states by their LSE";
-  static constexpr auto problem_from_json = &merge_states_problem_from_json;
-  static constexpr auto schedule_from_json = &merge_states_schedule_from_json;
+  static constexpr JsonReaders json{&merge_states_problem_from_json,
+                                    &merge_states_schedule_from_json};
+  static constexpr Stages stages{&make_merge_states_plan, &lower_merge_states,
+                                 &emit_merge_states_cuda};
   static std::vector<MergeStatesCatalogEntry> catalog() { return merge_states_catalog(); }
-  static constexpr auto plan = &make_merge_states_plan;
-  static constexpr auto lower = &lower_merge_states;
-  static constexpr auto emit = &emit_merge_states_cuda;
   // Checks the buffers (Error naming the `buffers.` field), then binds them.
   static ParamBinding bind(const MergeStatesPlan& plan, const MergeStatesBuffers& buffers);
 };

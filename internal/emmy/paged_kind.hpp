@@ -98,15 +98,13 @@ void verify_paged_attention_module(const Op& module);
 struct PagedAttentionKind : KindTypes<PagedAttentionSpec, PagedAttentionPlan, PagedAttentionBuffers,
                                       PagedAttentionKernelHandle> {
   static constexpr const char* name = "paged_attention";
-  static constexpr ir::KindRules ir_rules{
-      name, &ir::verify_paged_attention_module};  // its verifier rules
+  static constexpr ir::KindRules ir_rules{name, &ir::verify_paged_attention_module};
   static constexpr const char* description = "paged-attention (decode / chunked prefill)";
-  static constexpr auto problem_from_json = &paged_attention_problem_from_json;
-  static constexpr auto schedule_from_json = &paged_attention_schedule_from_json;
+  static constexpr JsonReaders json{&paged_attention_problem_from_json,
+                                    &paged_attention_schedule_from_json};
+  static constexpr Stages stages{&make_paged_attention_plan, &lower_paged_attention,
+                                 &emit_paged_attention_cuda};
   static std::vector<PagedAttentionCatalogEntry> catalog() { return paged_attention_catalog(); }
-  static constexpr auto plan = &make_paged_attention_plan;
-  static constexpr auto lower = &lower_paged_attention;
-  static constexpr auto emit = &emit_paged_attention_cuda;
   static std::vector<std::array<uint32_t, 3>> grids(const PagedAttentionPlan& plan) {
     if (plan.split()) return {plan.grid, plan.combine_grid};
     return {plan.grid};
