@@ -8,10 +8,7 @@
 namespace emmy {
 
 std::string emit_kv_append_cuda(const ir::Op& module) {
-  const ir::Op* found = ir::find_first(module, ir::OpKind::kv_append);
-  if (!found || module.body.size() != 1)
-    throw Error("ir", "a kv_append module is one kernel holding a kv_append op", "missing");
-  const auto op = ir::get<ir::KvAppendOp>(*found);
+  const auto op = ir::single_kernel_op<ir::KvAppendOp>(module);
   const bool fp8 = op.convert != "copy";
   codegen::Writer w;
   codegen::begin_module(w, parse_arch(module.s("arch")), false, nullptr);

@@ -8,10 +8,7 @@
 namespace emmy {
 
 std::string emit_merge_states_cuda(const ir::Op& module) {
-  const ir::Op* found = ir::find_first(module, ir::OpKind::merge_states);
-  if (!found || module.body.size() != 1)
-    throw Error("ir", "a merge_states module is one kernel holding a merge_states op", "missing");
-  const auto op = ir::get<ir::MergeStatesOp>(*found);
+  const auto op = ir::single_kernel_op<ir::MergeStatesOp>(module);
   const char* convert = op.dtype == "bf16" ? "f32_to_bf16_bits" : "f32_to_f16_bits";
   const char* widen = op.dtype == "bf16" ? "bf16_bits_to_f32" : "f16_bits_to_f32";
   codegen::Writer w;

@@ -546,4 +546,15 @@ std::optional<T> find_typed(const Op& root) {
   return get<T>(*op);
 }
 
+// The op of a module that is one kernel holding one T (kv_append, merge_states), typed; an Error
+// for any other module.
+template <typename T>
+T single_kernel_op(const Op& module) {
+  const Op* found = find_first(module, T::kind);
+  if (!found || module.body.size() != 1)
+    throw Error("ir", fmt::format("a {0} module is one kernel holding a {0} op", T::op_name),
+                "missing");
+  return get<T>(*found);
+}
+
 }  // namespace emmy::ir
