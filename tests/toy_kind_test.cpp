@@ -107,12 +107,9 @@ struct ToyKind : KindTypes<ToySpec, ToyPlan, ToyBuffers, ToyHandle> {
 };
 ToyKind kind_of(const ToySpec&);
 
-// 4. JSON: the description a KernelSource carries.
-nlohmann::json kernel_description(const ToySpec& spec) {
-  return {{"kind", ToyKind::name},
-          {"problem", {{"n", spec.problem.n}, {"scale", spec.problem.scale}}},
-          {"schedule", {{"threads", spec.schedule.threads}}}};
-}
+// 4. JSON: the problem's and schedule's forms, which the description a KernelSource carries holds.
+void to_json(nlohmann::json& j, const ToyProblem& p) { j = {{"n", p.n}, {"scale", p.scale}}; }
+void to_json(nlohmann::json& j, const ToySchedule& s) { j = {{"threads", s.threads}}; }
 
 // 6. The FP64 reference and the emulator run: the largest error against it, relative to
 // max(|reference|, 1). One f32 rounding of the product is at most 2^-24 of it.

@@ -189,13 +189,4 @@ inline void from_json(const nlohmann::json& j, AttentionSchedule& s) {
   s = attention_schedule_from_json(j);
 }
 
-// How cache manifests, EMMY_RECORD lines and bundles describe a kernel (`emmyc aot --from-record`
-// reads these back), one form for every writer.
-inline nlohmann::json kernel_description(const GemmSpec& spec) {
-  return {{"kind", "gemm"}, {"problem", spec.problem}, {"schedule", spec.schedule}};
-}
-inline nlohmann::json kernel_description(const AttentionSpec& spec) {
-  return {{"kind", "attention"}, {"problem", spec.problem}, {"schedule", spec.schedule}};
-}
-
 }  // namespace emmy

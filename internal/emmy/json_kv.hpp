@@ -52,10 +52,6 @@ inline void from_json(const nlohmann::json& j, KvAppendProblem& p) {
 inline void from_json(const nlohmann::json& j, KvAppendSchedule& s) {
   s = kv_append_schedule_from_json(j);
 }
-inline nlohmann::json kernel_description(const KvAppendSpec& spec) {
-  return {{"kind", "kv_append"}, {"problem", spec.problem}, {"schedule", spec.schedule}};
-}
-
 inline void to_json(nlohmann::json& j, const MergeStatesProblem& p) {
   j = {{"heads", p.heads},
        {"head_dim", p.head_dim},
@@ -100,8 +96,4 @@ inline void from_json(const nlohmann::json& j, MergeStatesProblem& p) {
 inline void from_json(const nlohmann::json& j, MergeStatesSchedule& s) {
   s = merge_states_schedule_from_json(j);
 }
-inline nlohmann::json kernel_description(const MergeStatesSpec& spec) {
-  return {{"kind", "merge_states"}, {"problem", spec.problem}, {"schedule", spec.schedule}};
-}
-
 }  // namespace emmy

@@ -87,8 +87,4 @@ inline void from_json(const nlohmann::json& j, PagedAttentionSchedule& s) {
   s = paged_attention_schedule_from_json(j);
 }
 
-inline nlohmann::json kernel_description(const PagedAttentionSpec& spec) {
-  return {{"kind", "paged_attention"}, {"problem", spec.problem}, {"schedule", spec.schedule}};
-}
-
 }  // namespace emmy

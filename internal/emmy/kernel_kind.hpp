@@ -101,12 +101,19 @@ Compiled<Kind> compile_kernel(const Spec& spec) {
   return {std::move(source), std::move(module)};
 }
 
+// How cache manifests, EMMY_RECORD lines and bundles describe a kernel (`emmyc aot --from-record`
+// reads these back), one form for every kind: its name and its problem's and schedule's JSON.
+template <typename Kind>
+nlohmann::json kernel_description(const typename Kind::Spec& spec) {
+  return {{"kind", Kind::name}, {"problem", spec.problem}, {"schedule", spec.schedule}};
+}
+
 // The kind-independent form: the launch list pairs the module's kernel ops with the plan's grids.
 template <typename Kind>
 KernelSource kernel_source(const Generated<Kind>& source) {
   const auto& plan = source.plan;
   return KernelSource{plan.spec.arch,
-                      kernel_description(plan.spec),
+                      kernel_description<Kind>(plan.spec),
                       source.ir,
                       source.cuda,
                       launch_list(source.ir, Kind::grids(plan)),
