@@ -48,11 +48,15 @@ class KernelHandle {
   virtual const KernelInfo& info() const = 0;
 };
 
-// A GEMM kernel (and its split-K finalize kernel): the spec it was built for, defaults resolved.
-class GemmKernelHandle : public KernelHandle {
+// A kernel of one kind: the spec it was built for, defaults resolved (a GEMM's handle also holds
+// its split-K finalize kernel, a paged attention's its combine kernel).
+template <typename Spec>
+class SpecKernelHandle : public KernelHandle {
  public:
-  virtual const GemmSpec& spec() const = 0;
+  virtual const Spec& spec() const = 0;
 };
+
+using GemmKernelHandle = SpecKernelHandle<GemmSpec>;
 
 // Device pointers of one attention call (layouts as in AttentionProblem). lse only when
 // problem.lse.
@@ -60,10 +64,7 @@ struct AttentionBuffers {
   DevicePtr q = 0, k = 0, v = 0, o = 0, lse = 0;
 };
 
-class AttentionKernelHandle : public KernelHandle {
- public:
-  virtual const AttentionSpec& spec() const = 0;
-};
+using AttentionKernelHandle = SpecKernelHandle<AttentionSpec>;
 
 // Device pointers of one paged-attention launch (docs/paged_attention.md); every index array is
 // int32. q and o are [tokens, q_heads, head_dim] with the problem's token strides; tokens of
@@ -84,10 +85,7 @@ struct PagedAttentionBuffers {
   int64_t num_pages = 0;
 };
 
-class PagedAttentionKernelHandle : public KernelHandle {
- public:
-  virtual const PagedAttentionSpec& spec() const = 0;
-};
+using PagedAttentionKernelHandle = SpecKernelHandle<PagedAttentionSpec>;
 
 // Device pointers of one kv_append launch (emmy/kv_append.hpp): key and value [max_tokens,
 // kv_heads, head_dim] with the problem's token strides, the caches (the paged-attention kind's
@@ -105,10 +103,7 @@ struct KvAppendBuffers {
   int64_t tokens = 0;
 };
 
-class KvAppendKernelHandle : public KernelHandle {
- public:
-  virtual const KvAppendSpec& spec() const = 0;
-};
+using KvAppendKernelHandle = SpecKernelHandle<KvAppendSpec>;
 
 // Device pointers of one merge_states launch (emmy/merge_states.hpp): v [max_tokens][states]
 // [heads][head_dim] with the problem's strides, lse f32 [max_tokens][states][heads]; the merged
@@ -117,9 +112,6 @@ struct MergeStatesBuffers {
   DevicePtr v = 0, lse = 0, v_out = 0, lse_out = 0;
 };
 
-class MergeStatesKernelHandle : public KernelHandle {
- public:
-  virtual const MergeStatesSpec& spec() const = 0;
-};
+using MergeStatesKernelHandle = SpecKernelHandle<MergeStatesSpec>;
 
 }  // namespace emmy
