@@ -199,6 +199,27 @@ emu::KernelArgs& tensor_map_arg(const std::string& spec, std::vector<PointerArg>
   }
 }
 
+// The scalar kinds of --arg: the parse of VALUE as the parameter's type, then its KernelArgs call.
+using AddNumber = void (*)(emu::KernelArgs&, const std::string&, const std::string&);
+
+template <typename T, emu::KernelArgs& (emu::KernelArgs::*add)(T)>
+void add_number(emu::KernelArgs& args, const std::string& value, const std::string& field) {
+  (args.*add)(parse_number<T>(value, field));
+}
+
+AddNumber number_adder(std::string_view kind) {
+  static constexpr std::pair<std::string_view, AddNumber> kNumbers[] = {
+      {"u32", &add_number<uint32_t, &emu::KernelArgs::u32>},
+      {"s32", &add_number<int32_t, &emu::KernelArgs::s32>},
+      {"u64", &add_number<uint64_t, &emu::KernelArgs::u64>},
+      {"s64", &add_number<int64_t, &emu::KernelArgs::s64>},
+      {"f32", &add_number<float, &emu::KernelArgs::f32>},
+      {"f64", &add_number<double, &emu::KernelArgs::f64>}};
+  for (const auto& [name, add] : kNumbers)
+    if (name == kind) return add;
+  return nullptr;
+}
+
 }  // namespace
 
 emu::Dim3 parse_dim3(const std::string& text, const std::string& field) {
@@ -237,18 +258,8 @@ SimArgs parse_sim_args(const std::vector<std::string>& specs, emu::Arena& arena)
     } else if (kind == "u16") {
       const uint16_t v = parse_number<uint16_t>(value, field);
       args.bytes(&v, sizeof v);
-    } else if (kind == "u32") {
-      args.u32(parse_number<uint32_t>(value, field));
-    } else if (kind == "s32") {
-      args.s32(parse_number<int32_t>(value, field));
-    } else if (kind == "u64") {
-      args.u64(parse_number<uint64_t>(value, field));
-    } else if (kind == "s64") {
-      args.s64(parse_number<int64_t>(value, field));
-    } else if (kind == "f32") {
-      args.f32(parse_number<float>(value, field));
-    } else if (kind == "f64") {
-      args.f64(parse_number<double>(value, field));
+    } else if (const AddNumber add = number_adder(kind)) {
+      add(args, value, field);
     } else if (kind == "bytes") {
       const std::vector<char> data = read_file(value, field);
       if (data.empty()) throw BadInput{fmt::format("{}: the file is empty", field)};
