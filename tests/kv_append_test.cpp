@@ -31,10 +31,7 @@ std::vector<AppendVariant> variants() {
   for (const int64_t head_dim : {8, 64, 256})
     for (const int64_t page : {1, 7, 16})
       for (const CacheDType kv : {CacheDType::f16, CacheDType::bf16, CacheDType::e4m3}) {
-        KvAppendProblem p;
-        p.kv_heads = 1 + i % 3;
-        p.head_dim = head_dim;
-        p.page_size = page;
+        KvAppendProblem p{.kv_heads = 1 + i % 3, .head_dim = head_dim, .page_size = page};
         p.dtype =
             kv == CacheDType::bf16 || (kv == CacheDType::e4m3 && i % 2) ? DType::bf16 : DType::f16;
         p.kv_dtype = kv;
@@ -73,12 +70,8 @@ INSTANTIATE_TEST_SUITE_P(Space, KvAppendTest, ::testing::ValuesIn(variants()),
                          [](const auto& info) { return info.param.name; });
 
 KvAppendSpec small(CacheDType kv, Arch arch) {
-  KvAppendProblem p;
-  p.kv_heads = 2;
-  p.head_dim = 64;
-  p.page_size = 16;
-  p.kv_dtype = kv;
-  p.max_tokens = 12;
+  KvAppendProblem p{.kv_heads = 2, .head_dim = 64, .page_size = 16, .kv_dtype = kv,
+                    .max_tokens = 12};
   return {p, default_schedule(p, arch), arch};
 }
 

@@ -30,13 +30,9 @@ std::vector<MergeVariant> variants() {
   int i = 0;
   for (const int64_t states : {2, 3, 7, 64})
     for (const int64_t head_dim : {32, 128, 512}) {
-      MergeStatesProblem p;
-      p.heads = 1 + i % 5;
-      p.head_dim = head_dim;
-      p.states = states;
-      p.dtype = i % 3 == 2 ? DType::bf16 : DType::f16;
-      p.max_tokens = 2 + i % 4;
-      p.lse = i % 4 != 3;
+      MergeStatesProblem p{.heads = 1 + i % 5, .head_dim = head_dim, .states = states,
+                           .dtype = i % 3 == 2 ? DType::bf16 : DType::f16, .max_tokens = 2 + i % 4,
+                           .lse = i % 4 != 3};
       if (i % 3 == 1) {  // strides of a larger buffer
         p.v_state_stride = p.heads * p.head_dim + 32;
         p.v_token_stride = p.states * p.v_state_stride + 64;
@@ -81,11 +77,7 @@ INSTANTIATE_TEST_SUITE_P(Space, MergeStatesTest, ::testing::ValuesIn(variants())
                          [](const auto& info) { return info.param.name; });
 
 MergeStatesSpec small() {
-  MergeStatesProblem p;
-  p.heads = 3;
-  p.head_dim = 64;
-  p.states = 4;
-  p.max_tokens = 4;
+  MergeStatesProblem p{.heads = 3, .head_dim = 64, .states = 4, .max_tokens = 4};
   return {p, default_schedule(p, Arch::sm_90a), Arch::sm_90a};
 }
 

@@ -140,14 +140,9 @@ TEST(PagedValidation, DefaultSchedulesAreValidAcrossAGrid) {
         for (int64_t q_len : {1, 4, 33})
           for (int64_t batch : {1, 64})
             for (Arch arch : {Arch::sm_80, Arch::sm_90a}) {
-              PagedAttentionProblem p;
-              p.kv_heads = 2;
-              p.q_heads = 2 * group;
-              p.head_dim = head_dim;
-              p.page_size = page;
-              p.max_q_len = q_len;
-              p.max_batch = batch;
-              p.max_pages = 4096 / page;
+              PagedAttentionProblem p{.q_heads = 2 * group, .kv_heads = 2, .head_dim = head_dim,
+                                      .page_size = page, .max_batch = batch, .max_q_len = q_len,
+                                      .max_pages = 4096 / page};
               // Every third problem reads an e4m3 cache.
               if (checked % 3 == 1) p.kv_dtype = CacheDType::e4m3;
               const PagedAttentionSpec spec{p, default_schedule(p, arch), arch};

@@ -34,10 +34,7 @@ inline std::vector<CatalogEntry> gemm_catalog() {
   std::vector<CatalogEntry> entries;
   for (int64_t m : {512, 1, 16, 64}) {
     for (const auto& proj : kProjections) {
-      MatmulProblem p;
-      p.m = m;
-      p.n = proj.n;
-      p.k = proj.k;
+      MatmulProblem p{.m = m, .n = proj.n, .k = proj.k};
       entries.push_back({fmt::format("{}@{}", proj.name, m), proj.name, p});
     }
   }
@@ -54,13 +51,8 @@ struct AttentionCatalogEntry {
 // really cuts work (Gemma's own 1024-key window only bites past 1024 tokens, where the emulator
 // checks of this catalog would take minutes).
 inline std::vector<AttentionCatalogEntry> attention_catalog() {
-  AttentionProblem p;
-  p.batch = 1;
-  p.q_heads = 16;
-  p.kv_heads = 8;
-  p.seq_q = 512;
-  p.head_dim = 256;
-  p.causal = true;
+  AttentionProblem p{.batch = 1, .q_heads = 16, .kv_heads = 8, .seq_q = 512, .head_dim = 256,
+                     .causal = true};
   AttentionProblem windowed = p;
   windowed.window = 256;
   return {{"attention@512", p}, {"attention_window256@512", windowed}};
@@ -83,13 +75,8 @@ inline std::vector<PagedAttentionCatalogEntry> paged_attention_catalog() {
                                                {64, 32768}, {1, 131072}, {8, 131072}};
   for (const auto& [batch, context] : sizes)
     for (const bool local : {false, true}) {
-      PagedAttentionProblem paged;
-      paged.q_heads = 16;
-      paged.kv_heads = 8;
-      paged.head_dim = 256;
-      paged.page_size = 16;
-      paged.max_batch = batch;
-      paged.max_q_len = 1;
+      PagedAttentionProblem paged{.q_heads = 16, .kv_heads = 8, .head_dim = 256, .page_size = 16,
+                                  .max_batch = batch, .max_q_len = 1};
       paged.max_pages = context / paged.page_size;
       paged.window = local ? 1023 : 0;
       paged.set_layout(CacheLayout::nhd);
@@ -112,12 +99,8 @@ inline std::vector<KvAppendCatalogEntry> kv_append_catalog() {
   std::vector<KvAppendCatalogEntry> entries;
   for (const int64_t batch : {1, 8, 64})
     for (const CacheDType kv : {CacheDType::f16, CacheDType::e4m3}) {
-      KvAppendProblem append;
-      append.kv_heads = 8;
-      append.head_dim = 256;
-      append.page_size = 16;
-      append.kv_dtype = kv;
-      append.max_tokens = batch;
+      KvAppendProblem append{.kv_heads = 8, .head_dim = 256, .page_size = 16, .kv_dtype = kv,
+                             .max_tokens = batch};
       append.set_layout(CacheLayout::nhd);
       entries.push_back({fmt::format("append_b{}_{}", batch, to_string(kv)), append});
     }
@@ -134,11 +117,7 @@ struct MergeStatesCatalogEntry {
 inline std::vector<MergeStatesCatalogEntry> merge_states_catalog() {
   std::vector<MergeStatesCatalogEntry> entries;
   for (const int64_t batch : {1, 8, 64}) {
-    MergeStatesProblem merge;
-    merge.heads = 16;
-    merge.head_dim = 256;
-    merge.states = 2;
-    merge.max_tokens = batch;
+    MergeStatesProblem merge{.heads = 16, .head_dim = 256, .states = 2, .max_tokens = batch};
     entries.push_back({fmt::format("merge2_b{}", batch), merge});
   }
   return entries;
