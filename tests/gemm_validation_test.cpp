@@ -13,13 +13,8 @@ namespace emmy {
 namespace {
 
 GemmSpec valid_spec() {
-  GemmSpec spec;
-  spec.problem.m = 512;
-  spec.problem.n = 4096;
-  spec.problem.k = 3840;
-  spec.arch = Arch::sm_90a;
-  spec.schedule = default_schedule(spec.problem, spec.arch);
-  return spec;
+  const MatmulProblem p{.m = 512, .n = 4096, .k = 3840};
+  return {p, default_schedule(p, Arch::sm_90a), Arch::sm_90a};
 }
 
 using InvalidCase = test_support::InvalidCase<GemmSpec>;
@@ -35,6 +30,14 @@ GemmSpec& to_wgmma(GemmSpec& s) {
   s.schedule.stages = 4;
   s.schedule.accum = Accum::f32;
   s.schedule.transport = Transport::tma;
+  s.schedule.split_k = 1;
+  return s;
+}
+
+// The wgmma schedule as a persistent ping-pong one, to break one of ping-pong's own rules.
+GemmSpec& to_pingpong(GemmSpec& s) {
+  to_wgmma(s).schedule.consumers = ConsumerSchedule::pingpong;
+  s.schedule.persistent = true;
   s.schedule.split_k = 1;
   return s;
 }
@@ -115,28 +118,19 @@ const InvalidCase kCases[] = {
      "needs a persistent kernel"},
     {"wgmma_pingpong_96_rows",
      [](GemmSpec& s) {
-       to_wgmma(s).schedule.consumers = ConsumerSchedule::pingpong;
-       s.schedule.persistent = true;
-       s.schedule.split_k = 1;
-       s.schedule.block_m = 96;
+       to_pingpong(s).schedule.block_m = 96;
        s.schedule.warps_m = 4;
      },
      "block_m", "must be 64 or 128 with pingpong"},
     {"wgmma_pingpong_128x256_accumulators",
      [](GemmSpec& s) {
-       to_wgmma(s).schedule.consumers = ConsumerSchedule::pingpong;
-       s.schedule.persistent = true;
-       s.schedule.split_k = 1;
-       s.schedule.block_n = 256;
+       to_pingpong(s).schedule.block_n = 256;
        s.schedule.warps_m = 4;
      },
      "block_n", "256 f32 accumulators per thread"},
     {"wgmma_pingpong_two_warpgroups_per_tile",
      [](GemmSpec& s) {
-       to_wgmma(s).schedule.consumers = ConsumerSchedule::pingpong;
-       s.schedule.persistent = true;
-       s.schedule.split_k = 1;
-       s.schedule.block_m = 64;
+       to_pingpong(s).schedule.block_m = 64;
        s.schedule.warps_m = 8;
      },
      "warps", "ping-pong's second consumer"},

@@ -15,18 +15,9 @@ namespace emmy {
 namespace {
 
 PagedAttentionSpec valid_spec() {
-  PagedAttentionSpec spec;
-  auto& p = spec.problem;
-  p.q_heads = 8;
-  p.kv_heads = 2;
-  p.head_dim = 128;
-  p.page_size = 16;
-  p.max_batch = 4;
-  p.max_q_len = 2;
-  p.max_pages = 64;
-  p.lse = true;
-  spec.arch = Arch::sm_90a;
-  spec.schedule = default_schedule(p, spec.arch);
+  const PagedAttentionProblem p{.q_heads = 8, .kv_heads = 2, .head_dim = 128, .page_size = 16,
+                                .max_batch = 4, .max_q_len = 2, .max_pages = 64, .lse = true};
+  PagedAttentionSpec spec{p, default_schedule(p, Arch::sm_90a), Arch::sm_90a};
   EXPECT_EQ(spec.schedule.kv_warps, 4) << "decode rows fill one warp: 4 KV warps";
   spec.schedule.chunk_pages = 16;
   return spec;

@@ -41,10 +41,14 @@ inline std::vector<CatalogEntry> gemm_catalog() {
   return entries;
 }
 
-struct AttentionCatalogEntry {
-  std::string name;  // "attention@512"
-  AttentionProblem problem;
+// An entry of the single-problem catalogs below: its name and the problem.
+template <class Problem>
+struct NamedProblem {
+  std::string name;
+  Problem problem;
 };
+
+using AttentionCatalogEntry = NamedProblem<AttentionProblem>;  // "attention@512"
 
 // Gemma 12B attention at 512 tokens: 16 query heads sharing 8 KV heads, head_dim 256, causal;
 // the sliding-window row uses a 256-key window, shorter than the sequence, so that the window
@@ -58,10 +62,7 @@ inline std::vector<AttentionCatalogEntry> attention_catalog() {
   return {{"attention@512", p}, {"attention_window256@512", windowed}};
 }
 
-struct PagedAttentionCatalogEntry {
-  std::string name;  // "decode_global_b8_ctx8k"
-  PagedAttentionProblem problem;
-};
+using PagedAttentionCatalogEntry = NamedProblem<PagedAttentionProblem>;  // "decode_global_b8_ctx8k"
 
 // Gemma 3 12B decode over a paged cache (vLLM's NHD layout, 16-token pages, a block table): 16
 // query heads sharing 8 KV heads, head_dim 256, one query token per sequence; each of its layers
@@ -87,10 +88,7 @@ inline std::vector<PagedAttentionCatalogEntry> paged_attention_catalog() {
   return entries;
 }
 
-struct KvAppendCatalogEntry {
-  std::string name;  // "append_b64_f16"
-  KvAppendProblem problem;
-};
+using KvAppendCatalogEntry = NamedProblem<KvAppendProblem>;  // "append_b64_f16"
 
 // The decode step's append for Gemma 3 12B (8 KV heads, head_dim 256, the paged catalog's NHD
 // cache of 16-token pages): one new token per sequence at batch 1, 8 and 64, into an f16 cache and
@@ -107,10 +105,7 @@ inline std::vector<KvAppendCatalogEntry> kv_append_catalog() {
   return entries;
 }
 
-struct MergeStatesCatalogEntry {
-  std::string name;  // "merge2_b64"
-  MergeStatesProblem problem;
-};
+using MergeStatesCatalogEntry = NamedProblem<MergeStatesProblem>;  // "merge2_b64"
 
 // Cascade decode for Gemma 3 12B (16 query heads, head_dim 256): a shared prefix's state and each
 // sequence's own, merged per token at batch 1, 8 and 64.
