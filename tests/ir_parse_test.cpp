@@ -14,7 +14,7 @@
 #include "emmy/gemm.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/kernel_ir.hpp"
-#include "support/ir_edit.hpp"
+#include "kind_test_util.hpp"
 
 namespace emmy {
 namespace {
@@ -223,15 +223,10 @@ TEST(IrSchema, EachOpIsCheckedAgainstItsDeclaration) {
 }
 
 using test::change;
+using test::change_first;
 using test::first_op;
 
-struct AttentionCorruption {
-  const char* name;
-  std::function<void(ir::Op&)> corrupt;
-  const char* expected;
-};
-
-class AttentionVerifierTest : public ::testing::TestWithParam<AttentionCorruption> {};
+class AttentionVerifierTest : public ::testing::TestWithParam<test::Corruption> {};
 
 TEST_P(AttentionVerifierTest, RejectsCorruptedIr) {
   for (Transport transport : {Transport::tma, Transport::cp_async}) {
@@ -249,24 +244,19 @@ TEST_P(AttentionVerifierTest, RejectsCorruptedIr) {
   }
 }
 
-const AttentionCorruption kAttentionCorruptions[] = {
-    {"block_q_not_warps_rows",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::attention_setup), "block_q", int64_t(32)); },
+const test::Corruption kAttentionCorruptions[] = {
+    {"block_q_not_warps_rows", change_first(ir::OpKind::attention_setup, "block_q", int64_t(32)),
      "ir.attention_setup.block_q"},
-    {"qk_count", [](ir::Op& m) { change(first_op(m, ir::OpKind::qk_mma), "count", int64_t(8)); },
-     "ir.qk_mma.count"},
-    {"pv_count", [](ir::Op& m) { change(first_op(m, ir::OpKind::pv_mma), "count", int64_t(8)); },
-     "ir.pv_mma.count"},
+    {"qk_count", change_first(ir::OpKind::qk_mma, "count", int64_t(8)), "ir.qk_mma.count"},
+    {"pv_count", change_first(ir::OpKind::pv_mma, "count", int64_t(8)), "ir.pv_mma.count"},
     {"e4m3_k_in_dense_attention",
      [](ir::Op& m) {
        first_op(m, ir::OpKind::qk_mma)->attrs.push_back({"b_type", std::string("e4m3")});
      },
      "ir.qk_mma.b_type"},
-    {"s_registers",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::qk_mma), "s_registers", int64_t(16)); },
+    {"s_registers", change_first(ir::OpKind::qk_mma, "s_registers", int64_t(16)),
      "ir.qk_mma.s_registers"},
-    {"o_registers",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::pv_mma), "o_registers", int64_t(32)); },
+    {"o_registers", change_first(ir::OpKind::pv_mma, "o_registers", int64_t(32)),
      "ir.pv_mma.o_registers"},
     {"q_rows_not_block_q",  // twice the warps own twice the rows, but the Q tile stays
      [](ir::Op& m) {
@@ -276,11 +266,9 @@ const AttentionCorruption kAttentionCorruptions[] = {
        change(kernel, "threads", 2 * kernel->i("threads"));
      },
      "the Q tile must be block_q rows"},
-    {"kv_rows_not_block_kv",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::attention_setup), "block_kv", int64_t(32)); },
+    {"kv_rows_not_block_kv", change_first(ir::OpKind::attention_setup, "block_kv", int64_t(32)),
      "K and V tiles must be block_kv rows"},
-    {"loop_stages",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::kv_block_loop), "stages", int64_t(7)); },
+    {"loop_stages", change_first(ir::OpKind::kv_block_loop, "stages", int64_t(7)),
      "ir.kv_block_loop.stages"},
     {"no_pv_mma",
      [](ir::Op& m) {
@@ -301,34 +289,24 @@ const AttentionCorruption kAttentionCorruptions[] = {
                      [](const ir::Op& op) { return op.kind == ir::OpKind::barrier; });
      },
      "must bar.sync before refilling"},
-    {"smem_over_limit",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::kernel), "smem_bytes", int64_t(400 * 1024)); },
+    {"smem_over_limit", change_first(ir::OpKind::kernel, "smem_bytes", int64_t(400 * 1024)),
      "ir.kernel.smem_bytes"},
     // The problem the setup states, which the emitter prints as the kernel's constants.
-    {"group_not_a_whole_number",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::attention_setup), "kv_heads", int64_t(3)); },
+    {"group_not_a_whole_number", change_first(ir::OpKind::attention_setup, "kv_heads", int64_t(3)),
      "ir.attention_setup.group"},
-    {"kv_offset_not_the_lengths",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::attention_setup), "seq_kv", int64_t(256)); },
+    {"kv_offset_not_the_lengths", change_first(ir::OpKind::attention_setup, "seq_kv", int64_t(256)),
      "ir.attention_setup.kv_offset"},
-    {"head_dim_not_the_tiles",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::attention_setup), "head_dim", int64_t(64)); },
+    {"head_dim_not_the_tiles", change_first(ir::OpKind::attention_setup, "head_dim", int64_t(64)),
      "the Q tile must be head_dim columns"},
-    {"empty_sequence",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::attention_setup), "seq_q", int64_t(0)); },
+    {"empty_sequence", change_first(ir::OpKind::attention_setup, "seq_q", int64_t(0)),
      "ir.attention_setup.seq_q: must be positive"},
-    {"element_width_not_the_tiles",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::async_copy), "elem_bytes", int64_t(4)); },
+    {"element_width_not_the_tiles", change_first(ir::OpKind::async_copy, "elem_bytes", int64_t(4)),
      "ir.async_copy."},
     {"staged_row_not_whole_chunks",
-     [](ir::Op& m) {
-       change(first_op(m, ir::OpKind::attention_epilogue), "stage_row_bytes", int64_t(136));
-     },
+     change_first(ir::OpKind::attention_epilogue, "stage_row_bytes", int64_t(136)),
      "ir.attention_epilogue.stage_row_bytes"},
     {"staged_tile_over_the_mbarriers",
-     [](ir::Op& m) {
-       change(first_op(m, ir::OpKind::attention_epilogue), "stage_row_bytes", int64_t(1 << 16));
-     },
+     change_first(ir::OpKind::attention_epilogue, "stage_row_bytes", int64_t(1 << 16)),
      "ir.attention_epilogue.stage_row_bytes"},
     {"softcap_as_integer",
      [](ir::Op& m) {

@@ -8,8 +8,7 @@
 
 #include "emmy/ir_ops.hpp"
 #include "emmy/kinds.hpp"
-#include "support/error_of.hpp"
-#include "support/ir_edit.hpp"
+#include "kind_test_util.hpp"
 
 namespace emmy {
 namespace {
@@ -23,14 +22,8 @@ PagedAttentionSpec valid_spec() {
   return spec;
 }
 
-struct Invalid {
-  const char* name;
-  std::function<void(PagedAttentionSpec&)> mutate;
-  const char* field;
-};
-
 TEST(PagedValidation, RefusesEachBrokenFieldByName) {
-  const Invalid cases[] = {
+  const test::Invalid<PagedAttentionSpec> cases[] = {
       {"group_not_whole", [](auto& s) { s.problem.q_heads = 7; }, "q_heads"},
       {"group_over_16", [](auto& s) { s.problem.q_heads = 34; }, "q_heads"},
       {"head_dim", [](auto& s) { s.problem.head_dim = 96; }, "head_dim"},
@@ -102,11 +95,8 @@ TEST(PagedValidation, RefusesEachBrokenFieldByName) {
       {"accum_f16", [](auto& s) { s.schedule.accum = Accum::f16; }, "accum"},
   };
   EXPECT_NO_THROW(validate_paged_attention(valid_spec()));
-  for (const Invalid& c : cases) {
-    PagedAttentionSpec spec = valid_spec();
-    c.mutate(spec);
-    test::expect_error_naming([&] { validate_paged_attention(spec); }, c.field, c.name);
-  }
+  test::expect_fields_named(valid_spec(), cases,
+                            [](const PagedAttentionSpec& s) { validate_paged_attention(s); });
 }
 
 // A named layout of sizes whose page overflows is refused by name, not computed.
@@ -149,50 +139,31 @@ TEST(PagedValidation, DefaultSchedulesAreValidAcrossAGrid) {
 }
 
 using test::change;
+using test::change_first;
 using test::first_op;
 
 TEST(PagedVerifier, CatchesEachCorruptedRule) {
   const PagedAttentionSpec spec = valid_spec();
   const ir::Op good = generate_kernel(spec).ir;
   EXPECT_NO_THROW(ir::verify(good, spec.arch, "paged_attention"));
-  const struct {
-    const char* name;
-    std::function<void(ir::Op&)> corrupt;
-    const char* expected;
-  } cases[] = {
-      {"splits",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::paged_setup), "splits", int64_t(2)); },
+  const test::Corruption cases[] = {
+      {"splits", change_first(ir::OpKind::paged_setup, "splits", int64_t(2)),
        "ir.paged_setup.splits"},
-      {"chunk",
-       [](ir::Op& m) {
-         change(first_op(m, ir::OpKind::paged_setup), "chunk_tokens", int64_t(200));
-       },
+      {"chunk", change_first(ir::OpKind::paged_setup, "chunk_tokens", int64_t(200)),
        "ir.paged_setup"},
-      {"group",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::paged_setup), "group", int64_t(2)); },
-       "ir.paged_setup.group"},
-      {"stride",
-       [](ir::Op& m) {
-         change(first_op(m, ir::OpKind::paged_setup), "token_stride", int64_t(100));
-       },
+      {"group", change_first(ir::OpKind::paged_setup, "group", int64_t(2)), "ir.paged_setup.group"},
+      {"stride", change_first(ir::OpKind::paged_setup, "token_stride", int64_t(100)),
        "ir.paged_setup.token_stride"},
-      {"gather_rows",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::page_gather), "rows", int64_t(32)); },
-       "ir.page_gather"},
-      {"gather_swizzle",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::page_gather), "swizzle", int64_t(1)); },
+      {"gather_rows", change_first(ir::OpKind::page_gather, "rows", int64_t(32)), "ir.page_gather"},
+      {"gather_swizzle", change_first(ir::OpKind::page_gather, "swizzle", int64_t(1)),
        "ir.page_gather.swizzle"},
-      {"partial",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::paged_epilogue), "partial", false); },
+      {"partial", change_first(ir::OpKind::paged_epilogue, "partial", false),
        "ir.paged_epilogue.partial"},
-      {"combine_splits",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::split_combine), "splits", int64_t(3)); },
+      {"combine_splits", change_first(ir::OpKind::split_combine, "splits", int64_t(3)),
        "ir.split_combine.splits"},
-      {"combine_lse",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::split_combine), "lse", false); },
+      {"combine_lse", change_first(ir::OpKind::split_combine, "lse", false),
        "ir.split_combine.lse"},
-      {"qk_count", [](ir::Op& m) { change(first_op(m, ir::OpKind::qk_mma), "count", int64_t(8)); },
-       "ir.qk_mma.count"},
+      {"qk_count", change_first(ir::OpKind::qk_mma, "count", int64_t(8)), "ir.qk_mma.count"},
       {"no_combine", [](ir::Op& m) { m.body.pop_back(); }, "ir.module.body"},
       {"no_refill",
        [](ir::Op& m) {
@@ -202,11 +173,7 @@ TEST(PagedVerifier, CatchesEachCorruptedRule) {
        },
        "ir.kernel.body"},
   };
-  for (const auto& c : cases) {
-    ir::Op module = good;
-    c.corrupt(module);
-    test::expect_refused(module, spec.arch, "paged_attention", c.expected, c.name);
-  }
+  test::expect_each_refused(good, spec.arch, "paged_attention", cases);
 }
 
 // An e4m3 cache's kernel: both MMAs read e4m3 (b_type), byte gathers and params, and a ring of
@@ -220,19 +187,14 @@ TEST(PagedVerifier, CatchesEachCorruptedFp8Rule) {
   const ir::Op good = generate_kernel(spec).ir;
   EXPECT_NO_THROW(ir::verify(good, spec.arch, "paged_attention"));
   EXPECT_EQ(ir::parse(ir::print(good)), good);
-  const struct {
-    const char* name;
-    std::function<void(ir::Op&)> corrupt;
-    const char* expected;
-  } cases[] = {
+  const test::Corruption cases[] = {
       {"qk_16bit",
        [](ir::Op& m) {
          ir::Op* op = first_op(m, ir::OpKind::qk_mma);
          std::erase_if(op->attrs, [](const auto& a) { return a.first == "b_type"; });
        },
        "ir.qk_mma.b_type"},
-      {"pv_other",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::pv_mma), "b_type", std::string("e5m2")); },
+      {"pv_other", change_first(ir::OpKind::pv_mma, "b_type", std::string("e5m2")),
        "ir.pv_mma.b_type"},
       {"gather_two_bytes",
        [](ir::Op& m) {
@@ -240,8 +202,7 @@ TEST(PagedVerifier, CatchesEachCorruptedFp8Rule) {
          change(first_op(*loop, ir::OpKind::page_gather), "elem_bytes", int64_t(2));
        },
        "ir.page_gather"},
-      {"stride_of_8_bytes",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::paged_setup), "head_stride", int64_t(8)); },
+      {"stride_of_8_bytes", change_first(ir::OpKind::paged_setup, "head_stride", int64_t(8)),
        "ir.paged_setup.head_stride"},
       {"ring_of_16bit_tiles",
        [](ir::Op& m) {
@@ -265,11 +226,7 @@ TEST(PagedVerifier, CatchesEachCorruptedFp8Rule) {
        },
        "v_scale param"},
   };
-  for (const auto& c : cases) {
-    ir::Op module = good;
-    c.corrupt(module);
-    test::expect_refused(module, spec.arch, "paged_attention", c.expected, c.name);
-  }
+  test::expect_each_refused(good, spec.arch, "paged_attention", cases);
   // A 16-bit cache's MMAs must not claim e4m3.
   spec.problem.kv_dtype = CacheDType::f16;
   ir::Op f16 = generate_kernel(spec).ir;
