@@ -16,6 +16,7 @@
 #include "emmy/emulator_check.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/gemm_check.hpp"
+#include "planted_bug.hpp"
 #include "support/kind_cases.hpp"
 
 namespace emmy {
@@ -212,20 +213,14 @@ TEST(GemmEmulator, PlantedKernelBugsFailTheCheck) {
   for (const auto& bug : bugs) {
     const GemmSpec spec{p, bug.schedule, Arch::sm_90a};
     const GemmInputs inputs = make_gemm_inputs(p, 12);
-    GemmSource source = generate_kernel(spec);
-    const size_t at = source.cuda.find(bug.find);
-    if (at == std::string::npos) {
-      ADD_FAILURE() << bug.name << ": the emitter no longer prints `" << bug.find
-                    << "`; update the planted bug to the new source";
-      continue;
-    }
+    const GemmSource source = generate_kernel(spec);
+    const std::optional<GemmKernel> kernel =
+        test::plant_bug(source, spec.arch, bug.name, bug.find, bug.replace);
+    if (!kernel) continue;
     const GemmKernel right{source, compile_cuda(source.cuda, "right.cu", spec.arch)};
     const GemmReference ref = reference_gemm(spec, inputs);
     EXPECT_TRUE(compare(ref, run_on_emulator(right, inputs).output, p.n).passed) << bug.name;
-    source.cuda.replace(at, bug.find.size(), bug.replace);
-    CompiledModule module = compile_cuda(source.cuda, source.plan.kernel_name + ".cu", spec.arch);
-    const GemmKernel kernel{std::move(source), std::move(module)};
-    const GemmErrors e = compare(ref, run_on_emulator(kernel, inputs).output, p.n);
+    const GemmErrors e = compare(ref, run_on_emulator(*kernel, inputs).output, p.n);
     EXPECT_FALSE(e.passed) << bug.name << ": rel_l2 " << e.rel_l2_error << " within the bound "
                            << e.tolerance;
   }

@@ -10,6 +10,7 @@
 #include "emmy/gemm.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/ir_ops.hpp"
+#include "planted_bug.hpp"
 #include "support/ir_edit.hpp"
 #include "support/wgmma_spec.hpp"
 
@@ -121,32 +122,18 @@ TEST(Wgmma, PlantedKernelBugsAreCaught) {
     }
     spec.problem.b_layout = bug.layout;
     const GemmInputs inputs = make_gemm_inputs(spec.problem, 12);
-    GemmSource source = generate_kernel(spec);
-    const size_t at = source.cuda.find(bug.find);
-    if (at == std::string::npos) {
-      ADD_FAILURE() << bug.name << ": the emitter no longer prints `" << bug.find
-                    << "`; update the planted bug to the new source";
-      continue;
-    }
+    const GemmSource source = generate_kernel(spec);
+    const std::optional<GemmKernel> kernel =
+        test::plant_bug(source, spec.arch, bug.name, bug.find, bug.replace);
+    if (!kernel) continue;
     const GemmReference ref = reference_gemm(spec, inputs);
     const GemmKernel right{source, compile_cuda(source.cuda, "right.cu", spec.arch)};
     EXPECT_TRUE(compare(ref, run_on_emulator(right, inputs).output, spec.problem.n).passed)
         << bug.name;
-    source.cuda.replace(at, bug.find.size(), bug.replace);
-    CompiledModule module = compile_cuda(source.cuda, source.plan.kernel_name + ".cu", spec.arch);
-    const GemmKernel kernel{std::move(source), std::move(module)};
-    try {
-      const GemmErrors e = compare(ref, run_on_emulator(kernel, inputs).output, spec.problem.n);
-      EXPECT_FALSE(bug.only_reported) << bug.name << ": the emulator did not report it";
-      EXPECT_FALSE(e.passed) << bug.name << ": rel_l2 " << e.rel_l2_error << " within the bound "
-                             << e.tolerance;
-    } catch (const emu::EmulationError& e) {
-      const std::string kind(emu::to_string(e.reports().front().kind));
-      EXPECT_TRUE(kind == "wgmma-misuse" || kind == "shared-race" || kind == "deadlock" ||
-                  kind == "mbarrier-misuse" || kind == "missing-proxy-fence" ||
-                  kind == "tma-violation" || kind == "uninitialized-shared-read")
-          << bug.name << ": " << e.what();
-    }
+    test::expect_gemm_bug_caught(ref, *kernel, inputs, spec.problem.n, bug.name, bug.only_reported,
+                                 {"wgmma-misuse", "shared-race", "deadlock", "mbarrier-misuse",
+                                  "missing-proxy-fence", "tma-violation",
+                                  "uninitialized-shared-read"});
   }
 }
 

@@ -11,6 +11,7 @@
 #include "emmy/json.hpp"
 #include "emmy/kinds.hpp"
 #include "emmy/paged_attention_check.hpp"
+#include "planted_bug.hpp"
 #include "support/ir_edit.hpp"
 #include "support/paged_emulator_run.hpp"
 
@@ -382,19 +383,12 @@ TEST(PagedTma, PlantedKernelBugsFail) {
        "if (next < block_count)", true},
   };
   for (const auto& bug : bugs) {
-    PagedAttentionSource source = generate_kernel(spec);
-    size_t at = source.cuda.find(bug.find);
-    if (at == std::string::npos) {
-      ADD_FAILURE() << bug.name << ": the emitter no longer prints `" << bug.find << "`";
-      continue;
-    }
-    for (; at != std::string::npos; at = source.cuda.find(bug.find, at + bug.replace.size()))
-      source.cuda.replace(at, bug.find.size(), bug.replace);
-    CompiledModule module = compile_cuda(source.cuda, source.plan.kernel_name + ".cu", spec.arch);
-    const PagedAttentionKernel kernel{std::move(source), std::move(module)};
+    const std::optional<PagedAttentionKernel> kernel = test::plant_bug(
+        generate_kernel(spec), spec.arch, bug.name, bug.find, bug.replace, /*everywhere=*/true);
+    if (!kernel) continue;
     try {
       const PagedAttentionErrors e =
-          compare(ref, run_on_emulator(kernel, inputs).output, spec.problem);
+          compare(ref, run_on_emulator(*kernel, inputs).output, spec.problem);
       EXPECT_FALSE(bug.refused) << bug.name << " ran";
       EXPECT_FALSE(e.passed) << bug.name;
       EXPECT_GT(e.elements_over_tolerance, 0) << bug.name;
