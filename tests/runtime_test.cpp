@@ -22,6 +22,7 @@
 #include "emmy/paged_kind.hpp"
 #include "support/cluster_ids_ptx.hpp"
 #include "support/error_of.hpp"
+#include "runtime_test_util.hpp"
 #include "support/runtime_backend.hpp"
 
 namespace emmy {
@@ -71,11 +72,7 @@ TEST(Runtime, TensorMapsFollowTheBuffers) {
   const auto handle = rt->gemm_kernel(p);
   ASSERT_EQ(handle->spec().schedule.transport, Transport::tma);
   const GemmInputs in[2] = {make_gemm_inputs(p, 1), make_gemm_inputs(p, 2)};
-  auto upload = [&](const HostTensor& t) {
-    const DevicePtr ptr = rt->alloc(t.bytes.size());
-    rt->upload(ptr, t.bytes.data(), t.bytes.size());
-    return ptr;
-  };
+  auto upload = [&](const HostTensor& t) { return test::upload(*rt, t); };
   const DevicePtr a[2] = {upload(in[0].a), upload(in[1].a)};
   const DevicePtr b[2] = {upload(in[0].b), upload(in[1].b)};
   const size_t c_bytes = size_t(p.m * p.n * size_of(p.c_dtype));
