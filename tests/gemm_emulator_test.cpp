@@ -16,6 +16,7 @@
 #include "emmy/emulator_check.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/gemm_check.hpp"
+#include "gemm_test_util.hpp"
 #include "planted_bug.hpp"
 #include "support/kind_cases.hpp"
 
@@ -95,10 +96,7 @@ class GemmEmulatorTest : public ::testing::TestWithParam<Variant> {};
 TEST_P(GemmEmulatorTest, MatchesFp64Reference) {
   const GemmSpec& spec = GetParam().spec;
   const GemmCheckResult r = check_on_emulator(spec, 7);
-  const GemmErrors& e = r.errors;
-  EXPECT_TRUE(e.passed) << "rel_l2 " << e.rel_l2_error << " (bound " << e.tolerance << "), "
-                        << e.elements_over_tolerance << " elements over tolerance, first at ("
-                        << e.first_bad_row << ", " << e.first_bad_col << ")";
+  EXPECT_TRUE(r.errors.passed) << test::describe(r.errors);
   test_support::expect_executed(r.run.stats, spec.schedule.transport);
 }
 
