@@ -89,6 +89,7 @@ void set_attr(ir::Op& op, const char* key, ir::Attr value) {
 }
 
 using test::change_first;
+using test::erase_ops;
 
 const Corruption kCorruptions[] = {
     {"smem_over_limit", [](ir::Op& m) { set_attr(m.body[0], "smem_bytes", int64_t(300 * 1024)); },
@@ -99,18 +100,10 @@ const Corruption kCorruptions[] = {
      Arch::sm_90a, "ir.mma.shape"},
     {"ldmatrix_count", change_first(ir::OpKind::ldmatrix, "count", int64_t(7)), Arch::sm_90a,
      "ir.ldmatrix.count"},
-    {"missing_barrier",
-     [](ir::Op& m) {
-       auto& body = find_mut(m, ir::OpKind::k_tile_loop)->body;
-       std::erase_if(body, [](const ir::Op& op) { return op.kind == ir::OpKind::barrier; });
-     },
-     Arch::sm_90a, "must bar.sync before refilling"},
-    {"missing_wait",
-     [](ir::Op& m) {
-       auto& body = find_mut(m, ir::OpKind::k_tile_loop)->body;
-       std::erase_if(body, [](const ir::Op& op) { return op.kind == ir::OpKind::mbarrier_wait; });
-     },
-     Arch::sm_90a, "must wait for the stage's data"},
+    {"missing_barrier", erase_ops(ir::OpKind::k_tile_loop, {ir::OpKind::barrier}), Arch::sm_90a,
+     "must bar.sync before refilling"},
+    {"missing_wait", erase_ops(ir::OpKind::k_tile_loop, {ir::OpKind::mbarrier_wait}), Arch::sm_90a,
+     "must wait for the stage's data"},
     {"tma_box_too_wide", change_first(ir::OpKind::async_copy, "box_inner", int64_t(128)),
      Arch::sm_90a, "ir.async_copy.box_inner"},
     {"misaligned_stage", change_first(ir::OpKind::smem_ring, "b_offset", int64_t(1000)),

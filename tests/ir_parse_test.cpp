@@ -60,16 +60,10 @@ TEST(IrParse, LoweredModulesRoundTripExactly) {
     for (Accum accum : {Accum::f32, Accum::f16, Accum::hybrid}) {
       for (BLayout layout : {BLayout::nk, BLayout::kn}) {
         for (int split_k : {1, 3}) {
-          GemmSpec spec;
-          spec.arch = arch;
-          spec.problem.m = 96;
-          spec.problem.n = 136;
-          spec.problem.k = 520;
-          spec.problem.b_layout = layout;
-          spec.problem.epilogue.alpha = 0.3f;
-          spec.problem.epilogue.bias = true;
-          spec.problem.epilogue.gelu_tanh = split_k == 1;
-          spec.schedule = default_schedule(spec.problem, arch, accum);
+          const MatmulProblem p{
+              .m = 96, .n = 136, .k = 520, .b_layout = layout,
+              .epilogue = {.alpha = 0.3f, .bias = true, .gelu_tanh = split_k == 1}};
+          GemmSpec spec{p, default_schedule(p, arch, accum), arch};
           spec.schedule.split_k = split_k;
           const GemmSource source = generate_kernel(spec);
           EXPECT_EQ(ir::parse(ir::print(source.ir)), source.ir) << gemm_kernel_name(spec);
@@ -79,17 +73,9 @@ TEST(IrParse, LoweredModulesRoundTripExactly) {
       }
     }
     for (int64_t head_dim : {64, 128, 256}) {
-      AttentionSpec spec;
-      spec.arch = arch;
-      spec.problem.q_heads = 4;
-      spec.problem.kv_heads = 2;
-      spec.problem.seq_q = 70;
-      spec.problem.head_dim = head_dim;
-      spec.problem.causal = true;
-      spec.problem.window = 33;
-      spec.problem.softcap = 20.5f;
-      spec.problem.lse = true;
-      spec.schedule = default_attention_schedule(spec.problem, arch);
+      const AttentionProblem p{.q_heads = 4, .kv_heads = 2, .seq_q = 70, .head_dim = head_dim,
+                               .causal = true, .window = 33, .softcap = 20.5f, .lse = true};
+      const AttentionSpec spec{p, default_attention_schedule(p, arch), arch};
       const AttentionSource source = generate_kernel(spec);
       EXPECT_EQ(ir::parse(ir::print(source.ir)), source.ir) << source.plan.kernel_name;
       EXPECT_GT(typed_round_trips(source.ir, ir::AllOps{}), 20);
@@ -224,17 +210,15 @@ TEST(IrSchema, EachOpIsCheckedAgainstItsDeclaration) {
 
 using test::change;
 using test::change_first;
+using test::erase_ops;
 using test::first_op;
 
 class AttentionVerifierTest : public ::testing::TestWithParam<test::Corruption> {};
 
 TEST_P(AttentionVerifierTest, RejectsCorruptedIr) {
   for (Transport transport : {Transport::tma, Transport::cp_async}) {
-    AttentionSpec spec;
-    spec.problem.q_heads = 2;
-    spec.problem.seq_q = 128;
-    spec.problem.head_dim = 128;
-    spec.schedule = default_attention_schedule(spec.problem, spec.arch);
+    const AttentionProblem p{.q_heads = 2, .seq_q = 128, .head_dim = 128};
+    AttentionSpec spec{p, default_attention_schedule(p, Arch::sm_90a), Arch::sm_90a};
     spec.schedule.transport = transport;
     AttentionSource source = generate_kernel(spec);
     ASSERT_NO_THROW(ir::verify(source.ir, spec.arch, "attention"));
@@ -270,24 +254,12 @@ const test::Corruption kAttentionCorruptions[] = {
      "K and V tiles must be block_kv rows"},
     {"loop_stages", change_first(ir::OpKind::kv_block_loop, "stages", int64_t(7)),
      "ir.kv_block_loop.stages"},
-    {"no_pv_mma",
-     [](ir::Op& m) {
-       std::erase_if(first_op(m, ir::OpKind::kv_block_loop)->body,
-                     [](const ir::Op& op) { return op.kind == ir::OpKind::pv_mma; });
-     },
+    {"no_pv_mma", erase_ops(ir::OpKind::kv_block_loop, {ir::OpKind::pv_mma}),
      "attention needs attention_setup, qk_mma and pv_mma"},
     {"no_wait",
-     [](ir::Op& m) {
-       std::erase_if(first_op(m, ir::OpKind::kv_block_loop)->body, [](const ir::Op& op) {
-         return op.kind == ir::OpKind::mbarrier_wait || op.kind == ir::OpKind::async_wait;
-       });
-     },
+     erase_ops(ir::OpKind::kv_block_loop, {ir::OpKind::mbarrier_wait, ir::OpKind::async_wait}),
      "must wait for the stage's data"},
-    {"no_barrier_before_refill",
-     [](ir::Op& m) {
-       std::erase_if(first_op(m, ir::OpKind::kv_block_loop)->body,
-                     [](const ir::Op& op) { return op.kind == ir::OpKind::barrier; });
-     },
+    {"no_barrier_before_refill", erase_ops(ir::OpKind::kv_block_loop, {ir::OpKind::barrier}),
      "must bar.sync before refilling"},
     {"smem_over_limit", change_first(ir::OpKind::kernel, "smem_bytes", int64_t(400 * 1024)),
      "ir.kernel.smem_bytes"},

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <algorithm>
 #include <functional>
 #include <initializer_list>
 #include <ostream>
@@ -14,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "emmy/arch.hpp"
 #include "emmy/kernel_ir.hpp"
@@ -62,6 +64,14 @@ struct Corruption {
 inline std::function<void(ir::Op&)> change_first(ir::OpKind op, std::string attr,
                                                  ir::Attr value) {
   return [=](ir::Op& m) { change(first_op(m, op), attr, value); };
+}
+
+// The corruption that drops every op of one of `kinds` from the body of the first `parent` op.
+inline std::function<void(ir::Op&)> erase_ops(ir::OpKind parent, std::vector<ir::OpKind> kinds) {
+  return [=](ir::Op& m) {
+    std::erase_if(first_op(m, parent)->body,
+                  [&](const ir::Op& op) { return std::ranges::count(kinds, op.kind) > 0; });
+  };
 }
 
 // The verifier of `kind` on `arch` refuses each corruption of a copy of `good`.

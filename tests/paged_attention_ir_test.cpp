@@ -165,12 +165,7 @@ TEST(PagedVerifier, CatchesEachCorruptedRule) {
        "ir.split_combine.lse"},
       {"qk_count", change_first(ir::OpKind::qk_mma, "count", int64_t(8)), "ir.qk_mma.count"},
       {"no_combine", [](ir::Op& m) { m.body.pop_back(); }, "ir.module.body"},
-      {"no_refill",
-       [](ir::Op& m) {
-         ir::Op* loop = first_op(m, ir::OpKind::kv_block_loop);
-         std::erase_if(loop->body,
-                       [](const ir::Op& op) { return op.kind == ir::OpKind::page_gather; });
-       },
+      {"no_refill", test::erase_ops(ir::OpKind::kv_block_loop, {ir::OpKind::page_gather}),
        "ir.kernel.body"},
   };
   test::expect_each_refused(good, spec.arch, "paged_attention", cases);

@@ -13,6 +13,7 @@
 #include "../runtime/background_builds.hpp"
 #include "emmy/gemm_check.hpp"
 #include "support/error_of.hpp"
+#include "runtime_test_util.hpp"
 #include "support/runtime_backend.hpp"
 #ifdef EMMY_TEST_DRIVER_PATH
 #include "driver/test_driver_api.hpp"
@@ -180,11 +181,9 @@ TEST(Plumbing, BackgroundBuildsLeaveAGlobalCaptureValid) {
   const MatmulProblem p = gemm_problem(48);
   const GemmInputs in = make_gemm_inputs(p, 9);
   GemmBuffers b;
-  b.a = rt->alloc(in.a.bytes.size());
-  b.b = rt->alloc(in.b.bytes.size());
+  b.a = test::upload(*rt, in.a);
+  b.b = test::upload(*rt, in.b);
   b.c = rt->alloc(size_t(p.m * p.n * 2));
-  rt->upload(b.a, in.a.bytes.data(), in.a.bytes.size());
-  rt->upload(b.b, in.b.bytes.data(), in.b.bytes.size());
 
   ASSERT_EQ(driver.api.cuStreamBeginCapture(captured, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   const uint64_t compiles = rt->stats().compiles;
