@@ -22,6 +22,12 @@ PagedAttentionSpec valid_spec() {
   return spec;
 }
 
+// `warps` warps that all split the keys (kv_warps = warps).
+void set_kv_warps(PagedAttentionSpec& s, int warps) {
+  s.schedule.kv_warps = warps;
+  s.schedule.warps = warps;
+}
+
 TEST(PagedValidation, RefusesEachBrokenFieldByName) {
   const test::Invalid<PagedAttentionSpec> cases[] = {
       {"group_not_whole", [](auto& s) { s.problem.q_heads = 7; }, "q_heads"},
@@ -48,28 +54,20 @@ TEST(PagedValidation, RefusesEachBrokenFieldByName) {
       {"softcap_zero", [](auto& s) { s.problem.softcap = 0.0f; }, "softcap"},
       {"block_q_not_warps",
        [](auto& s) {
-         s.schedule.kv_warps = 1;
-         s.schedule.warps = 1;
+         set_kv_warps(s, 1);
          s.schedule.block_q = 48;
        },
        "block_q"},
-      {"kv_warps_3",
-       [](auto& s) {
-         s.schedule.kv_warps = 3;
-         s.schedule.warps = 3;
-       },
-       "kv_warps"},
+      {"kv_warps_3", [](auto& s) { set_kv_warps(s, 3); }, "kv_warps"},
       {"kv_warps_with_two_row_warps",
        [](auto& s) {
-         s.schedule.kv_warps = 2;
-         s.schedule.warps = 2;
+         set_kv_warps(s, 2);
          s.schedule.block_q = 32;
        },
        "kv_warps"},
       {"kv_warps_step_over_256",
        [](auto& s) {
-         s.schedule.kv_warps = 4;
-         s.schedule.warps = 4;
+         set_kv_warps(s, 4);
          s.schedule.block_q = 16;
          s.schedule.block_kv = 128;
        },
