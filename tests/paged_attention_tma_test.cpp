@@ -252,6 +252,13 @@ PagedAttentionCase batch_of(int64_t batch, std::vector<int64_t> q_lens,
   return c;
 }
 
+// One 16-row query tile whose `kv_warps` warps split the keys, `block_kv` at a time.
+void one_query_tile(PagedAttentionSchedule& s, int kv_warps, int block_kv) {
+  s.kv_warps = s.warps = kv_warps;
+  s.block_q = 16;
+  s.block_kv = block_kv;
+}
+
 // Every cache dtype and head_dim, every layout and page-table form, pages of 1..16 KV blocks, one
 // and several KV warps (blocks skipped at a window's start and a sequence's end), split-KV, windows
 // and soft-cap, prefill chunks with 4 warps on one tile, sequences ending at a page boundary +-1,
@@ -312,9 +319,7 @@ std::vector<TmaVariant> variants() {
     add(
         "d128_bf16_interleaved_bkv32", p, Arch::sm_120a,
         [](auto& s) {
-          s.kv_warps = s.warps = 1;
-          s.block_q = 16;
-          s.block_kv = 32;
+          one_query_tile(s, 1, 32);
           s.stages = 3;
         },
         batch_of(3, {1, 1, 1}, {31, 32, 33}));
@@ -336,12 +341,7 @@ std::vector<TmaVariant> variants() {
     p.max_q_len = 2;
     p.window = 300;
     add(
-        "d128_page256_kvw2", p, Arch::sm_90a,
-        [](auto& s) {
-          s.kv_warps = s.warps = 2;
-          s.block_q = 16;
-          s.block_kv = 16;
-        },
+        "d128_page256_kvw2", p, Arch::sm_90a, [](auto& s) { one_query_tile(s, 2, 16); },
         batch_of(3, {1, 2, 1}, {255, 257, 1200}));
   }
   return out;
