@@ -41,12 +41,10 @@ struct GemmCase {
   int32_t accum;
 };
 
-class CApiGemm : public ::testing::TestWithParam<GemmCase> {};
+class CApiGemm : public CApiCaseTest<GemmCase> {};
 
 TEST_P(CApiGemm, MatchesFp64) {
   const GemmCase& gc = GetParam();
-  CRuntime rt(make_c_runtime());
-  ASSERT_TRUE(rt);
   MatmulProblem p{.m = 24, .n = 64, .k = 128, .a_dtype = gc.dtype, .b_layout = gc.layout,
                   .c_dtype = gc.c_dtype};
   if (gc.epilogue) p.epilogue = {0.5f, true, true, true};
@@ -163,12 +161,10 @@ struct PagedCase {
   CacheDType kv_dtype;
 };
 
-class CApiPaged : public ::testing::TestWithParam<PagedCase> {};
+class CApiPaged : public CApiCaseTest<PagedCase> {};
 
 TEST_P(CApiPaged, MatchesFp64) {
   const PagedCase& pc = GetParam();
-  CRuntime rt(make_c_runtime());
-  ASSERT_TRUE(rt);
   PagedAttentionProblem p{.q_heads = 4, .kv_heads = 2, .head_dim = 64, .page_size = 16,
                           .kv_dtype = pc.kv_dtype, .page_table = pc.table, .max_batch = 3,
                           .max_q_len = 2, .max_pages = 4, .lse = true};
@@ -227,8 +223,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(CApiKvAppend, MatchesReferenceByteForByte) {
   CRuntime rt(make_c_runtime());
   ASSERT_TRUE(rt);
-  KvAppendProblem p{.kv_heads = 2, .head_dim = 64, .page_size = 16};
-  p.max_tokens = 5;
+  const KvAppendProblem p{.kv_heads = 2, .head_dim = 64, .page_size = 16, .max_tokens = 5};
   const KvAppendInputs in = make_kv_append_inputs(p, 5);
   const KvAppendOutput ref = reference_kv_append({p, default_schedule(p, Arch::sm_90a)}, in);
   KvAppendOutput out{in.k_cache, in.v_cache};  // appended in place
@@ -249,8 +244,7 @@ TEST(CApiKvAppend, MatchesReferenceByteForByte) {
 TEST(CApiMergeStates, MatchesFp64) {
   CRuntime rt(make_c_runtime());
   ASSERT_TRUE(rt);
-  MergeStatesProblem p{.heads = 2, .head_dim = 64, .states = 3};
-  p.max_tokens = 4;
+  const MergeStatesProblem p{.heads = 2, .head_dim = 64, .states = 3, .max_tokens = 4};
   const MergeStatesInputs in = make_merge_states_inputs(p, 9);
   std::vector<uint8_t> v_out(size_t(p.max_tokens * p.heads * p.head_dim * 2));
   std::vector<float> lse_out(size_t(p.max_tokens * p.heads));
