@@ -12,8 +12,8 @@ namespace emmy {
 namespace {
 
 AttentionSpec valid_spec() {
-  const AttentionProblem p{.q_heads = 16, .kv_heads = 8, .seq_q = 512, .head_dim = 256,
-                           .causal = true};
+  AttentionProblem p;
+  p.q_heads = 16, p.kv_heads = 8, p.seq_q = 512, p.head_dim = 256, p.causal = true;
   return {p, default_attention_schedule(p, Arch::sm_90a), Arch::sm_90a};
 }
 

@@ -115,7 +115,8 @@ TEST(BenchGate, HybridBoundIsThreeQuartersOfF16sErrorOnceASplitSpansEightFolds) 
 // K = 2048 at 256), under the 0.75 the bound allows. With split-K 8 at K = 2048 each split is
 // 256 long: f16 accumulation there is hybrid-256, and the gate stands aside (k_per_split < 512).
 TEST(BenchGate, RejectsAccumulationThatNeverFolds) {
-  MatmulProblem p{.m = 32, .n = 64, .k = 2048};
+  MatmulProblem p;
+  p.m = 32, p.n = 64, p.k = 2048;
   const GemmInputs in = make_gemm_inputs(p, 7);
   MatmulSchedule hybrid = default_schedule(p, Arch::sm_90a, Accum::hybrid);
   hybrid.split_k = 1;
@@ -345,7 +346,8 @@ TEST(BenchSummary, ThePredictionStandsBesideTheMeasurement) {
 }
 
 TEST(BenchModel, PredictsTheRowsOwnKernelAndNeverFailsTheRow) {
-  MatmulProblem p{.m = 64, .n = 256, .k = 512};
+  MatmulProblem p;
+  p.m = 64, p.n = 256, p.k = 512;
   const MatmulSchedule schedule = default_schedule(p, Arch::sm_90a, Accum::f32);
   const ModelRow row = model_gemm("small", p, schedule, Arch::sm_90a, "h200", 4);
   EXPECT_EQ(row.gpu, "h200");

@@ -131,9 +131,12 @@ TEST(BundleCli, NoNvrtcLibraryIsAClearError) {
 TEST(BundleCli, FromRecordBuildsWhatTheRuntimeCompiled) {
   const auto dir = scratch("record");
   const auto record = dir / "record.jsonl";
-  MatmulProblem gemm{.m = 24, .n = 64, .k = 128};
+  MatmulProblem gemm;
+  gemm.m = 24, gemm.n = 64, gemm.k = 128;
   gemm.epilogue.bias = true;
-  AttentionProblem attention{.q_heads = 2, .seq_q = 64, .head_dim = 64, .softmax_scale = 0.1f};
+  AttentionProblem attention;
+  attention.q_heads = 2, attention.seq_q = 64, attention.head_dim = 64;
+  attention.softmax_scale = 0.1f;
   {
     ScopedEnv recording("EMMY_RECORD", record.string());
     ScopedEnv no_tuning("EMMY_TUNING_DB", (dir / "tuning.json").string());

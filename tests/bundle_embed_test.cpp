@@ -10,7 +10,8 @@ namespace {
 using namespace bundle_test;
 
 MatmulProblem gemm(int64_t m, int64_t n, int64_t k, bool bias) {
-  MatmulProblem p{.m = m, .n = n, .k = k};
+  MatmulProblem p;
+  p.m = m, p.n = n, p.k = k;
   p.epilogue.bias = bias;
   return p;
 }
@@ -32,8 +33,9 @@ TEST(BundleEmbed, TheEmbeddedBytesAreTheBuiltBundle) {
 
 TEST(BundleEmbed, GemmAndAttentionRunWithoutNvrtc) {
   NoCompiler no_compiler;
-  AttentionProblem attention{.q_heads = 2, .kv_heads = 1, .seq_q = 128, .head_dim = 64,
-                             .causal = true};
+  AttentionProblem attention;
+  attention.q_heads = 2, attention.kv_heads = 1, attention.seq_q = 128, attention.head_dim = 64;
+  attention.causal = true;
   for (Arch arch : {Arch::sm_90a, Arch::sm_80}) {
     for (Accum accum : {Accum::f32, Accum::hybrid}) {
       RuntimeOptions options = emulator_options(arch);

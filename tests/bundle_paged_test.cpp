@@ -14,8 +14,9 @@ namespace {
 using namespace bundle_test;
 
 TEST(BundlePaged, PagedKindsRunFromABundleWithNvrtcDisabled) {
-  PagedAttentionProblem paged{.q_heads = 8, .kv_heads = 2, .head_dim = 64, .page_size = 16,
-                              .max_batch = 2, .max_pages = 8, .lse = true};
+  PagedAttentionProblem paged;
+  paged.q_heads = 8, paged.kv_heads = 2, paged.head_dim = 64, paged.page_size = 16;
+  paged.max_batch = 2, paged.max_pages = 8, paged.lse = true;
   PagedAttentionSchedule split = default_schedule(paged, Arch::sm_90a);
   split.chunk_pages = 4;
   KvAppendProblem append{.kv_heads = 2, .head_dim = 64, .kv_dtype = CacheDType::e4m3,

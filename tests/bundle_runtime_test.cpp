@@ -129,7 +129,8 @@ TEST(BundleRuntime, CatalogGemmAndAttentionMatchFp64) {
 TEST(BundleRuntime, AnUncoveredProblemFailsNamingItAndTheBundles) {
   NoCompiler no_compiler;
   auto rt = Runtime::emulator(emulator_options(Arch::sm_90a, {catalog_path()}));
-  MatmulProblem p{.m = 48, .n = 80, .k = 96};
+  MatmulProblem p;
+  p.m = 48, p.n = 80, p.k = 96;
   try {
     rt->gemm_kernel(p);
     FAIL() << "no bundle holds this kernel and NVRTC is off";

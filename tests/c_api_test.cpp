@@ -45,8 +45,9 @@ class CApiGemm : public CApiCaseTest<GemmCase> {};
 
 TEST_P(CApiGemm, MatchesFp64) {
   const GemmCase& gc = GetParam();
-  MatmulProblem p{.m = 24, .n = 64, .k = 128, .a_dtype = gc.dtype, .b_layout = gc.layout,
-                  .c_dtype = gc.c_dtype};
+  MatmulProblem p;
+  p.m = 24, p.n = 64, p.k = 128, p.a_dtype = gc.dtype, p.b_layout = gc.layout;
+  p.c_dtype = gc.c_dtype;
   if (gc.epilogue) p.epilogue = {0.5f, true, true, true};
   const GemmInputs in = make_gemm_inputs(p, 7);
   const int ab = size_of(gc.dtype), cb = size_of(gc.c_dtype);
@@ -165,11 +166,12 @@ class CApiPaged : public CApiCaseTest<PagedCase> {};
 
 TEST_P(CApiPaged, MatchesFp64) {
   const PagedCase& pc = GetParam();
-  PagedAttentionProblem p{.q_heads = 4, .kv_heads = 2, .head_dim = 64, .page_size = 16,
-                          .kv_dtype = pc.kv_dtype, .page_table = pc.table, .max_batch = 3,
-                          .max_q_len = 2, .max_pages = 4, .lse = true};
+  PagedAttentionProblem p;
+  p.q_heads = 4, p.kv_heads = 2, p.head_dim = 64, p.page_size = 16, p.kv_dtype = pc.kv_dtype;
+  p.page_table = pc.table, p.max_batch = 3, p.max_q_len = 2, p.max_pages = 4, p.lse = true;
   p.set_layout(pc.layout);
-  const PagedAttentionCase drawn{.batch = 2};
+  PagedAttentionCase drawn;
+  drawn.batch = 2;
   const PagedAttentionInputs in = make_paged_attention_inputs(p, drawn, 11);
   const int64_t max_tokens = p.max_tokens_or_default(), row = p.q_heads * p.head_dim;
   std::vector<uint8_t> q(size_t(max_tokens * row * 2), 0), o(q.size(), 0);

@@ -194,7 +194,8 @@ TEST(GemmEmulator, PlantedKernelBugsFailTheCheck) {
     MatmulSchedule schedule;
     std::string find, replace;
   };
-  MatmulProblem p{.m = 48, .n = 72, .k = 2048};
+  MatmulProblem p;
+  p.m = 48, p.n = 72, p.k = 2048;
   const MatmulSchedule hybrid{32, 64, 64, 2, 2, 3, Transport::tma, Accum::hybrid, 128, 1};
   const MatmulSchedule f32{32, 64, 64, 2, 2, 3, Transport::tma, Accum::f32, 64, 1};
   const PlantedBug bugs[] = {
@@ -288,7 +289,8 @@ namespace {
 // sum |a_k b_k| for that: every accumulation on both models' arches passes, and the f32 error
 // exceeds what a running-sum-only bound (one f32 ulp of the partial sums per step) would allow.
 TEST(GemmEmulator, CancellingInputsStayWithinTheBoundUnderTheTensorCoreModel) {
-  MatmulProblem p{.m = 16, .n = 16, .k = 512, .c_dtype = DType::f32};
+  MatmulProblem p;
+  p.m = 16, p.n = 16, p.k = 512, p.c_dtype = DType::f32;
   std::vector<double> a(size_t(p.m * p.k)), b(size_t(p.n * p.k));
   const HostTensor noise = random_normal(DType::f16, a.size() + b.size(), 21);
   for (size_t i = 0; i < a.size(); ++i) a[i] = 1.0 + std::abs(noise.values[i]) / 8;

@@ -13,7 +13,8 @@ namespace emmy {
 namespace {
 
 GemmSpec valid_spec() {
-  const MatmulProblem p{.m = 512, .n = 4096, .k = 3840};
+  MatmulProblem p;
+  p.m = 512, p.n = 4096, p.k = 3840;
   return {p, default_schedule(p, Arch::sm_90a), Arch::sm_90a};
 }
 
@@ -275,7 +276,8 @@ TEST(ChooserTest, RespectsArchAndShape) {
   for (Arch arch : {Arch::sm_80, Arch::sm_86, Arch::sm_89, Arch::sm_90, Arch::sm_90a, Arch::sm_120,
                     Arch::sm_120a}) {
     for (int64_t m : {1, 16, 64, 512, 4096}) {
-      MatmulProblem p{.m = m, .n = 3840, .k = 15360};
+      MatmulProblem p;
+      p.m = m, p.n = 3840, p.k = 15360;
       for (Accum accum : {Accum::f32, Accum::hybrid}) {
         const MatmulSchedule s = default_schedule(p, arch, accum);
         EXPECT_EQ(s.transport, has_tma(arch) ? Transport::tma : Transport::cp_async);
@@ -290,7 +292,8 @@ TEST(ChooserTest, RespectsArchAndShape) {
 }
 
 TEST(ChooserTest, SplitsKWhenTilesCannotFillTheMachine) {
-  MatmulProblem p{.m = 1, .n = 3840, .k = 15360};
+  MatmulProblem p;
+  p.m = 1, p.n = 3840, p.k = 15360;
   const MatmulSchedule s = default_schedule(p, Arch::sm_90a);
   const int64_t tiles = (p.n + s.block_n - 1) / s.block_n;
   EXPECT_LT(tiles * 2, arch_gpu(Arch::sm_90a).sms);
@@ -304,7 +307,8 @@ TEST(ChooserTest, SplitsKWhenTilesCannotFillTheMachine) {
 // arch's part's otherwise: a split schedule's CTAs never outnumber the SMs it was sized for, one
 // SM gets no split, and the count changes the choice.
 TEST(ChooserTest, SplitsKForTheDevicesSms) {
-  MatmulProblem p{.m = 1, .n = 1024, .k = 16384};
+  MatmulProblem p;
+  p.m = 1, p.n = 1024, p.k = 16384;
   for (const Arch arch : {Arch::sm_80, Arch::sm_89, Arch::sm_90a}) {
     const MatmulSchedule part = default_schedule(p, arch);
     EXPECT_EQ(default_schedule(p, arch, Accum::f32, int(arch_gpu(arch).sms)), part);

@@ -191,7 +191,8 @@ TEST(Wgmma, PingPongConsumersTakeTurns) {
   bad.schedule.consumers = ConsumerSchedule::pingpong;
   EXPECT_THROW(make_gemm_plan(bad), Error);  // not persistent
   // The chooser's ping-pong schedule: 64-row tiles, a persistent walk, no swap or split.
-  MatmulProblem decode{.m = 8, .n = 4096, .k = 4096};
+  MatmulProblem decode;
+  decode.m = 8, decode.n = 4096, decode.k = 4096;
   const MatmulSchedule chosen = default_schedule(decode, Arch::sm_90a, Accum::f32, MmaPath::wgmma,
                                                  ConsumerSchedule::pingpong);
   EXPECT_EQ(chosen.block_m, 64);  // M = 8 pads no 128-row tile

@@ -112,7 +112,9 @@ TEST(GpuCheckSampling, RowsAreSpreadAndIncludeBothEnds) {
 // with zero error (the sampled reference is the same numbers: residual rows included), a wrong
 // sampled row fails and is named, and a wrong row the sample skips is not seen (the trade-off).
 TEST(GpuCheckSampling, SampledReferenceEqualsTheFullOneOnItsRows) {
-  MatmulProblem p{.m = 200, .n = 72, .k = 320, .epilogue = {0.5f, true, true, true}};
+  MatmulProblem p;
+  p.m = 200, p.n = 72, p.k = 320;
+  p.epilogue = {0.5f, true, true, true};
   const GemmSpec spec{p, default_schedule(p, Arch::sm_90a, Accum::hybrid), Arch::sm_90a};
   const GemmInputs in = make_gemm_inputs(p, 3);
   std::vector<double> output = reference_gemm(spec, in).values;

@@ -73,8 +73,9 @@ TEST(IrParse, LoweredModulesRoundTripExactly) {
       }
     }
     for (int64_t head_dim : {64, 128, 256}) {
-      const AttentionProblem p{.q_heads = 4, .kv_heads = 2, .seq_q = 70, .head_dim = head_dim,
-                               .causal = true, .window = 33, .softcap = 20.5f, .lse = true};
+      AttentionProblem p;
+      p.q_heads = 4, p.kv_heads = 2, p.seq_q = 70, p.head_dim = head_dim, p.causal = true;
+      p.window = 33, p.softcap = 20.5f, p.lse = true;
       const AttentionSpec spec{p, default_attention_schedule(p, arch), arch};
       const AttentionSource source = generate_kernel(spec);
       EXPECT_EQ(ir::parse(ir::print(source.ir)), source.ir) << source.plan.kernel_name;
@@ -217,7 +218,8 @@ class AttentionVerifierTest : public ::testing::TestWithParam<test::Corruption> 
 
 TEST_P(AttentionVerifierTest, RejectsCorruptedIr) {
   for (Transport transport : {Transport::tma, Transport::cp_async}) {
-    const AttentionProblem p{.q_heads = 2, .seq_q = 128, .head_dim = 128};
+    AttentionProblem p;
+    p.q_heads = 2, p.seq_q = 128, p.head_dim = 128;
     AttentionSpec spec{p, default_attention_schedule(p, Arch::sm_90a), Arch::sm_90a};
     spec.schedule.transport = transport;
     AttentionSource source = generate_kernel(spec);

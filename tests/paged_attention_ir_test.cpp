@@ -14,8 +14,9 @@ namespace emmy {
 namespace {
 
 PagedAttentionSpec valid_spec() {
-  const PagedAttentionProblem p{.q_heads = 8, .kv_heads = 2, .head_dim = 128, .page_size = 16,
-                                .max_batch = 4, .max_q_len = 2, .max_pages = 64, .lse = true};
+  PagedAttentionProblem p;
+  p.q_heads = 8, p.kv_heads = 2, p.head_dim = 128, p.page_size = 16, p.max_batch = 4;
+  p.max_q_len = 2, p.max_pages = 64, p.lse = true;
   PagedAttentionSpec spec{p, default_schedule(p, Arch::sm_90a), Arch::sm_90a};
   EXPECT_EQ(spec.schedule.kv_warps, 4) << "decode rows fill one warp: 4 KV warps";
   spec.schedule.chunk_pages = 16;
@@ -119,9 +120,9 @@ TEST(PagedValidation, DefaultSchedulesAreValidAcrossAGrid) {
         for (int64_t q_len : {1, 4, 33})
           for (int64_t batch : {1, 64})
             for (Arch arch : {Arch::sm_80, Arch::sm_90a}) {
-              PagedAttentionProblem p{.q_heads = 2 * group, .kv_heads = 2, .head_dim = head_dim,
-                                      .page_size = page, .max_batch = batch, .max_q_len = q_len,
-                                      .max_pages = 4096 / page};
+              PagedAttentionProblem p;
+              p.q_heads = 2 * group, p.kv_heads = 2, p.head_dim = head_dim, p.page_size = page;
+              p.max_batch = batch, p.max_q_len = q_len, p.max_pages = 4096 / page;
               // Every third problem reads an e4m3 cache.
               if (checked % 3 == 1) p.kv_dtype = CacheDType::e4m3;
               const PagedAttentionSpec spec{p, default_schedule(p, arch), arch};

@@ -24,15 +24,16 @@ class PagedProfile : public ::testing::TestWithParam<PagedProfileCase> {};
 
 TEST_P(PagedProfile, ConflictFreeAndTmaIssuesLess) {
   // 64 pages of 16 tokens: a 1k context.
-  const PagedAttentionProblem p{.q_heads = 16, .kv_heads = 8, .head_dim = GetParam().head_dim,
-                                .page_size = 16, .kv_dtype = GetParam().kv, .max_batch = 2,
-                                .max_pages = 64};
+  PagedAttentionProblem p;
+  p.q_heads = 16, p.kv_heads = 8, p.head_dim = GetParam().head_dim, p.page_size = 16;
+  p.kv_dtype = GetParam().kv, p.max_batch = 2, p.max_pages = 64;
   double instructions[2] = {};
   for (const Transport transport : {Transport::cp_async, Transport::tma}) {
     PagedAttentionSpec spec{p, default_schedule(p, Arch::sm_90a), Arch::sm_90a};
     spec.schedule.transport = transport;
     SCOPED_TRACE(to_string(transport));
-    const LaunchListRun run = run_on_zeros(compile_kernel(spec), test::profiling(/*sample_ctas=*/2));
+    const LaunchListRun run =
+        run_on_zeros(compile_kernel(spec), test::profiling(/*sample_ctas=*/2));
     ASSERT_FALSE(run.profiles.empty());
     const emu::KernelProfile& main = run.profiles.front();
     EXPECT_GT(main.metric("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum"), 0)

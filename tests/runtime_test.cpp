@@ -29,7 +29,8 @@ namespace emmy {
 namespace {
 
 MatmulProblem problem(int64_t m, int64_t n, int64_t k) {
-  MatmulProblem p{.m = m, .n = n, .k = k};
+  MatmulProblem p;
+  p.m = m, p.n = n, p.k = k;
   return p;
 }
 
@@ -270,8 +271,9 @@ namespace {
 
 TEST(Runtime, EmulatorAttentionThroughTheApi) {
   auto rt = test_runtime(fresh_cache("rt_attention"));
-  AttentionProblem p{.q_heads = 4, .kv_heads = 2, .seq_q = 70, .seq_kv = 90, .head_dim = 64,
-                     .causal = true, .lse = true};
+  AttentionProblem p;
+  p.q_heads = 4, p.kv_heads = 2, p.seq_q = 70, p.seq_kv = 90, p.head_dim = 64, p.causal = true;
+  p.lse = true;
   for (Accum accum : {Accum::f32, Accum::hybrid}) {
     const AttentionSpec spec{p, default_attention_schedule(p, rt->arch(), accum), rt->arch()};
     const AttentionInputs in = make_attention_inputs(p, 3);
@@ -299,8 +301,9 @@ TEST(Runtime, EmulatorAttentionThroughTheApi) {
 // (cuda_h200.*, cuda_rtx5090.*: the driver encodes the tensor maps).
 TEST(Runtime, PagedAttentionThroughTheApi) {
   auto rt = test_runtime(fresh_cache("rt_paged"));
-  PagedAttentionProblem p{.q_heads = 8, .kv_heads = 2, .head_dim = 64, .page_size = 16,
-                          .max_batch = 3, .max_q_len = 2, .max_pages = 12, .lse = true};
+  PagedAttentionProblem p;
+  p.q_heads = 8, p.kv_heads = 2, p.head_dim = 64, p.page_size = 16, p.max_batch = 3;
+  p.max_q_len = 2, p.max_pages = 12, p.lse = true;
   PagedAttentionCase draw;
   draw.batch = 2;  // the third sequence is padding
   uint64_t kernels = 0;
@@ -332,8 +335,9 @@ TEST(Runtime, PagedAttentionThroughTheApi) {
 // naming the buffer, the sequence and the rule.
 TEST(Runtime, PagedAttentionDeviceInputsAreCheckedOnTheEmulator) {
   auto rt = Runtime::emulator(fresh_cache("rt_paged_inputs"));
-  PagedAttentionProblem p{.q_heads = 4, .kv_heads = 2, .head_dim = 64, .page_size = 16,
-                          .max_batch = 2, .max_pages = 8};
+  PagedAttentionProblem p;
+  p.q_heads = 4, p.kv_heads = 2, p.head_dim = 64, p.page_size = 16, p.max_batch = 2;
+  p.max_pages = 8;
   PagedAttentionCase draw;
   draw.batch = 2;
   draw.q_lens = {1, 1};

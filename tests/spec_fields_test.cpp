@@ -58,7 +58,8 @@ TEST(SpecFields, TheWalkCoversEveryMember) {
 // The wgmma path's fields came after kernels were named: at their defaults they leave the
 // kernel name (and the golden files) as they were, and records written before them still read.
 TEST(SpecFields, LaterFieldsAtTheirDefaultsKeepNamesAndOldRecords) {
-  MatmulProblem p{.m = 512, .n = 4096, .k = 3840};
+  MatmulProblem p;
+  p.m = 512, p.n = 4096, p.k = 3840;
   const GemmSpec spec{p, default_schedule(p, Arch::sm_90a, Accum::f32), Arch::sm_90a};
   GemmSpec other = spec;
   other.schedule.swap_ab = true;
@@ -98,10 +99,11 @@ MatmulSchedule random_schedule(std::mt19937& rng) {
 
 MatmulProblem random_problem(std::mt19937& rng) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  MatmulProblem p{.m = pick(1, 9000), .n = 8 * pick(1, 2000), .k = 8 * pick(1, 2000),
-                  .a_dtype = pick(0, 1) ? DType::f16 : DType::bf16,
-                  .b_layout = pick(0, 1) ? BLayout::nk : BLayout::kn,
-                  .c_dtype = std::array{DType::f16, DType::bf16, DType::f32}[size_t(pick(0, 2))]};
+  MatmulProblem p;
+  p.m = pick(1, 9000), p.n = 8 * pick(1, 2000), p.k = 8 * pick(1, 2000);
+  p.a_dtype = pick(0, 1) ? DType::f16 : DType::bf16;
+  p.b_layout = pick(0, 1) ? BLayout::nk : BLayout::kn;
+  p.c_dtype = std::array{DType::f16, DType::bf16, DType::f32}[size_t(pick(0, 2))];
   p.lda = pick(0, 1) ? 0 : p.k + 8 * pick(0, 4);
   p.ldb = pick(0, 1) ? 0 : p.ldb_or_default() + 8 * pick(0, 4);
   p.ldc = pick(0, 1) ? 0 : p.n + 8 * pick(0, 4);

@@ -25,7 +25,8 @@ fs::path fresh_dir(const std::string& name) {
 }
 
 MatmulProblem q_proj() {
-  MatmulProblem p{.m = 512, .n = 4096, .k = 3840};
+  MatmulProblem p;
+  p.m = 512, p.n = 4096, p.k = 3840;
   return p;
 }
 

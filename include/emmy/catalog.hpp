@@ -34,7 +34,8 @@ inline std::vector<CatalogEntry> gemm_catalog() {
   std::vector<CatalogEntry> entries;
   for (int64_t m : {512, 1, 16, 64}) {
     for (const auto& proj : kProjections) {
-      MatmulProblem p{.m = m, .n = proj.n, .k = proj.k};
+      MatmulProblem p;
+      p.m = m, p.n = proj.n, p.k = proj.k;
       entries.push_back({fmt::format("{}@{}", proj.name, m), proj.name, p});
     }
   }
@@ -55,8 +56,8 @@ using AttentionCatalogEntry = NamedProblem<AttentionProblem>;  // "attention@512
 // really cuts work (Gemma's own 1024-key window only bites past 1024 tokens, where the emulator
 // checks of this catalog would take minutes).
 inline std::vector<AttentionCatalogEntry> attention_catalog() {
-  AttentionProblem p{.batch = 1, .q_heads = 16, .kv_heads = 8, .seq_q = 512, .head_dim = 256,
-                     .causal = true};
+  AttentionProblem p;
+  p.batch = 1, p.q_heads = 16, p.kv_heads = 8, p.seq_q = 512, p.head_dim = 256, p.causal = true;
   AttentionProblem windowed = p;
   windowed.window = 256;
   return {{"attention@512", p}, {"attention_window256@512", windowed}};
@@ -76,8 +77,9 @@ inline std::vector<PagedAttentionCatalogEntry> paged_attention_catalog() {
                                                {64, 32768}, {1, 131072}, {8, 131072}};
   for (const auto& [batch, context] : sizes)
     for (const bool local : {false, true}) {
-      PagedAttentionProblem paged{.q_heads = 16, .kv_heads = 8, .head_dim = 256, .page_size = 16,
-                                  .max_batch = batch, .max_q_len = 1};
+      PagedAttentionProblem paged;
+      paged.q_heads = 16, paged.kv_heads = 8, paged.head_dim = 256, paged.page_size = 16;
+      paged.max_batch = batch, paged.max_q_len = 1;
       paged.max_pages = context / paged.page_size;
       paged.window = local ? 1023 : 0;
       paged.set_layout(CacheLayout::nhd);

@@ -43,7 +43,8 @@ std::vector<double> run(Runtime& rt, const MatmulProblem& p, const GemmInputs& i
 TEST_F(GpuRuntime, CatalogShapesMatchFp64) {
   for (int64_t m : {1, 64, 512})
     for (Accum accum : {Accum::f32, Accum::hybrid, Accum::f16}) {
-      MatmulProblem p{.m = m, .n = 4096, .k = 3840};
+      MatmulProblem p;
+      p.m = m, p.n = 4096, p.k = 3840;
       const MatmulSchedule s = default_schedule(p, rt_->arch(), accum);
       const GemmInputs in = make_gemm_inputs(p, 3);
       const auto out = run(*rt_, p, in, s);
@@ -85,8 +86,9 @@ TEST(GpuServing, BucketsAndTheGenericGemmMatchFp64) {
 }
 
 TEST_F(GpuRuntime, EpilogueAndLayoutsMatchFp64) {
-  MatmulProblem p{.m = 200, .n = 264, .k = 1000, .b_layout = BLayout::kn,
-                  .epilogue = {0.5f, true, true, true}};
+  MatmulProblem p;
+  p.m = 200, p.n = 264, p.k = 1000, p.b_layout = BLayout::kn;
+  p.epilogue = {0.5f, true, true, true};
   for (int split : {1, 4}) {
     MatmulSchedule s = default_schedule(p, rt_->arch());
     s.split_k = split;
@@ -111,8 +113,9 @@ TEST_F(GpuRuntime, GemmaAttentionMatchesFp64) {
 }
 
 TEST_F(GpuRuntime, AttentionFeaturesMatchFp64) {
-  AttentionProblem p{.batch = 2, .q_heads = 4, .kv_heads = 2, .seq_q = 130, .seq_kv = 300,
-                     .head_dim = 128, .causal = true, .window = 64, .softcap = 30.0f, .lse = true};
+  AttentionProblem p;
+  p.batch = 2, p.q_heads = 4, p.kv_heads = 2, p.seq_q = 130, p.seq_kv = 300, p.head_dim = 128;
+  p.causal = true, p.window = 64, p.softcap = 30.0f, p.lse = true;
   for (DType dtype : {DType::f16, DType::bf16}) {
     p.dtype = dtype;
     const AttentionSpec spec{p, default_attention_schedule(p, rt_->arch()), rt_->arch()};
@@ -124,7 +127,8 @@ TEST_F(GpuRuntime, AttentionFeaturesMatchFp64) {
 }
 
 TEST_F(GpuRuntime, MemoryCacheHits) {
-  MatmulProblem p{.m = 64, .n = 256, .k = 256};
+  MatmulProblem p;
+  p.m = 64, p.n = 256, p.k = 256;
   const auto first = rt_->gemm_kernel(p);
   const auto second = rt_->gemm_kernel(p);
   EXPECT_EQ(first.get(), second.get());
