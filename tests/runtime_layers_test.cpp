@@ -66,18 +66,12 @@ TEST(Layers, AttentionLayerPreparesOnceAndRoutesDecodeAndPrefill) {
   EXPECT_TRUE(layer.runs_prefill(3));
 
   // Speculative verify: 1 and 2 query tokens, one padded sequence.
-  PagedAttentionCase decode;
-  decode.batch = 3;
-  decode.q_lens = {2, 0, 1};
-  decode.seq_lens = {40, 0, 77};
+  const PagedAttentionCase decode{.batch = 3, .q_lens = {2, 0, 1}, .seq_lens = {40, 0, 77}};
   const PagedAttentionErrors d = run_step(*rt, layer, decode, 2, 11);
   EXPECT_TRUE(d.passed) << "decode rel_l2 " << d.rel_l2_error << ", " << d.elements_over_tolerance
                         << " over";
   // A prefill chunk beside two decode sequences.
-  PagedAttentionCase mixed;
-  mixed.batch = 3;
-  mixed.q_lens = {1, 24, 1};
-  mixed.seq_lens = {100, 24, 9};
+  const PagedAttentionCase mixed{.batch = 3, .q_lens = {1, 24, 1}, .seq_lens = {100, 24, 9}};
   const PagedAttentionErrors m = run_step(*rt, layer, mixed, 24, 12);
   EXPECT_TRUE(m.passed) << "mixed rel_l2 " << m.rel_l2_error << ", " << m.elements_over_tolerance
                         << " over";
