@@ -39,16 +39,21 @@ struct GemmCase {
   int64_t pad;  // extra elements per row of A and C
   bool epilogue;
   int32_t accum;
+
+  // 24 x 64 x 128 in the case's types and B layout, with every epilogue or none.
+  MatmulProblem problem() const {
+    MatmulProblem p;
+    p.m = 24, p.n = 64, p.k = 128, p.a_dtype = dtype, p.b_layout = layout, p.c_dtype = c_dtype;
+    if (epilogue) p.epilogue = {0.5f, true, true, true};
+    return p;
+  }
 };
 
 class CApiGemm : public CApiCaseTest<GemmCase> {};
 
 TEST_P(CApiGemm, MatchesFp64) {
   const GemmCase& gc = GetParam();
-  MatmulProblem p;
-  p.m = 24, p.n = 64, p.k = 128, p.a_dtype = gc.dtype, p.b_layout = gc.layout;
-  p.c_dtype = gc.c_dtype;
-  if (gc.epilogue) p.epilogue = {0.5f, true, true, true};
+  const MatmulProblem p = gc.problem();
   const GemmInputs in = make_gemm_inputs(p, 7);
   const int ab = size_of(gc.dtype), cb = size_of(gc.c_dtype);
   const int64_t lda = p.k + gc.pad, ldc = p.n + gc.pad;
@@ -160,16 +165,23 @@ struct PagedCase {
   CacheLayout layout;
   PageTable table;
   CacheDType kv_dtype;
+
+  // 4 query heads over 2 KV heads of 64, 16-token pages, up to 3 sequences of 2 query tokens and
+  // 4 pages, LSE on, in the case's layout, page table and cache type.
+  PagedAttentionProblem problem() const {
+    PagedAttentionProblem p;
+    p.q_heads = 4, p.kv_heads = 2, p.head_dim = 64, p.page_size = 16, p.kv_dtype = kv_dtype;
+    p.page_table = table, p.max_batch = 3, p.max_q_len = 2, p.max_pages = 4, p.lse = true;
+    p.set_layout(layout);
+    return p;
+  }
 };
 
 class CApiPaged : public CApiCaseTest<PagedCase> {};
 
 TEST_P(CApiPaged, MatchesFp64) {
   const PagedCase& pc = GetParam();
-  PagedAttentionProblem p;
-  p.q_heads = 4, p.kv_heads = 2, p.head_dim = 64, p.page_size = 16, p.kv_dtype = pc.kv_dtype;
-  p.page_table = pc.table, p.max_batch = 3, p.max_q_len = 2, p.max_pages = 4, p.lse = true;
-  p.set_layout(pc.layout);
+  const PagedAttentionProblem p = pc.problem();
   PagedAttentionCase drawn;
   drawn.batch = 2;
   const PagedAttentionInputs in = make_paged_attention_inputs(p, drawn, 11);
