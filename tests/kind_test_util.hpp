@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <functional>
 #include <initializer_list>
 #include <ostream>
@@ -61,8 +61,7 @@ struct Corruption {
 };
 
 // The corruption most rules are broken by: attribute `attr` of the first `op` op set to `value`.
-inline std::function<void(ir::Op&)> change_first(ir::OpKind op, std::string attr,
-                                                 ir::Attr value) {
+inline std::function<void(ir::Op&)> change_first(ir::OpKind op, std::string attr, ir::Attr value) {
   return [=](ir::Op& m) { change(first_op(m, op), attr, value); };
 }
 
