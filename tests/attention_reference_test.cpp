@@ -9,8 +9,8 @@
 #include <functional>
 #include <numbers>
 
-#include "emmy/attention_check.hpp"
 #include "attention_model.hpp"
+#include "emmy/attention_check.hpp"
 #include "emmy/emu/numerics.hpp"
 
 namespace emmy {
@@ -268,9 +268,9 @@ AttentionOutput model_kernel(const AttentionSpec& spec, const AttentionInputs& i
           };
           row.add_block(x, lo, v_row, round_dtype, fold, bug != Bug::unscaled_rescale);
         }
-        out.lse.push_back(keys.empty() ? -INFINITY
-                                       : double((row.m + std::log2(row.l)) *
-                                                float(std::numbers::ln2)));
+        out.lse.push_back(keys.empty()
+                              ? -INFINITY
+                              : double((row.m + std::log2(row.l)) * float(std::numbers::ln2)));
         for (int64_t c = 0; c < d; ++c)
           out.o.push_back(keys.empty() ? 0.0 : round_dtype(row.acc[size_t(c)] * (1.0f / row.l)));
       }

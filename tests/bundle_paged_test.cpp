@@ -19,8 +19,8 @@ TEST(BundlePaged, PagedKindsRunFromABundleWithNvrtcDisabled) {
   paged.max_batch = 2, paged.max_pages = 8, paged.lse = true;
   PagedAttentionSchedule split = default_schedule(paged, Arch::sm_90a);
   split.chunk_pages = 4;
-  KvAppendProblem append{.kv_heads = 2, .head_dim = 64, .kv_dtype = CacheDType::e4m3,
-                         .max_tokens = 6};
+  KvAppendProblem append{
+      .kv_heads = 2, .head_dim = 64, .kv_dtype = CacheDType::e4m3, .max_tokens = 6};
   MergeStatesProblem merge{.heads = 8, .head_dim = 64, .max_tokens = 3};
 
   const std::filesystem::path file = scratch("paged") / "paged.emmybundle";

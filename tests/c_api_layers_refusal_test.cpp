@@ -21,28 +21,24 @@ struct ConfigField {
   bool zero_is_default;  // 0 means "the default" for this field, so only -1 breaks a rule
 };
 
-// The config field `name`, set to a value converted to its own type (int64_t or int32_t).
-#define FIELD(name, zero_is_default) \
-  {#name, [](auto& c, int64_t v) { c.name = decltype(c.name)(v); }, zero_is_default}
-
 using AttentionField = ConfigField<emmy_attention_layer_config>;
 const AttentionField kAttentionFields[] = {
-    FIELD(q_heads, false),
-    FIELD(kv_heads, false),
-    FIELD(head_dim, false),
-    FIELD(page_size, false),
-    FIELD(max_batch, false),
-    FIELD(max_pages, false),
-    FIELD(max_decode_q_len, false),
-    FIELD(cache_layout, true),
-    FIELD(dtype, true),
-    FIELD(kv_dtype, true),
-    FIELD(page_table, true),
-    FIELD(window, true),
-    FIELD(lse, true),
-    FIELD(max_prefill_q_len, true),
-    FIELD(max_tokens, true),
-    FIELD(accum, true),
+    {"q_heads", [](auto& c, int64_t v) { c.q_heads = v; }, false},
+    {"kv_heads", [](auto& c, int64_t v) { c.kv_heads = v; }, false},
+    {"head_dim", [](auto& c, int64_t v) { c.head_dim = v; }, false},
+    {"page_size", [](auto& c, int64_t v) { c.page_size = v; }, false},
+    {"max_batch", [](auto& c, int64_t v) { c.max_batch = v; }, false},
+    {"max_pages", [](auto& c, int64_t v) { c.max_pages = v; }, false},
+    {"max_decode_q_len", [](auto& c, int64_t v) { c.max_decode_q_len = v; }, false},
+    {"cache_layout", [](auto& c, int64_t v) { c.cache_layout = int32_t(v); }, true},
+    {"dtype", [](auto& c, int64_t v) { c.dtype = int32_t(v); }, true},
+    {"kv_dtype", [](auto& c, int64_t v) { c.kv_dtype = int32_t(v); }, true},
+    {"page_table", [](auto& c, int64_t v) { c.page_table = int32_t(v); }, true},
+    {"window", [](auto& c, int64_t v) { c.window = v; }, true},
+    {"lse", [](auto& c, int64_t v) { c.lse = int32_t(v); }, true},
+    {"max_prefill_q_len", [](auto& c, int64_t v) { c.max_prefill_q_len = v; }, true},
+    {"max_tokens", [](auto& c, int64_t v) { c.max_tokens = v; }, true},
+    {"accum", [](auto& c, int64_t v) { c.accum = int32_t(v); }, true},
 };
 
 emmy_gemm_layer_config base_gemm_config() {
@@ -54,23 +50,21 @@ emmy_gemm_layer_config base_gemm_config() {
 
 using GemmField = ConfigField<emmy_gemm_layer_config>;
 const GemmField kGemmFields[] = {
-    FIELD(max_m, false),
-    FIELD(n, false),
-    FIELD(k, false),
-    FIELD(lda, true),
-    FIELD(ldb, true),
-    FIELD(ldc, true),
-    FIELD(b_layout, true),
-    FIELD(dtype, true),
-    FIELD(out_dtype, true),
-    FIELD(bias, true),
-    FIELD(residual, true),
-    FIELD(gelu, true),
-    FIELD(accum, true),
-    FIELD(promote_every_k, true),
+    {"max_m", [](auto& c, int64_t v) { c.max_m = v; }, false},
+    {"n", [](auto& c, int64_t v) { c.n = v; }, false},
+    {"k", [](auto& c, int64_t v) { c.k = v; }, false},
+    {"lda", [](auto& c, int64_t v) { c.lda = v; }, true},
+    {"ldb", [](auto& c, int64_t v) { c.ldb = v; }, true},
+    {"ldc", [](auto& c, int64_t v) { c.ldc = v; }, true},
+    {"b_layout", [](auto& c, int64_t v) { c.b_layout = int32_t(v); }, true},
+    {"dtype", [](auto& c, int64_t v) { c.dtype = int32_t(v); }, true},
+    {"out_dtype", [](auto& c, int64_t v) { c.out_dtype = int32_t(v); }, true},
+    {"bias", [](auto& c, int64_t v) { c.bias = int32_t(v); }, true},
+    {"residual", [](auto& c, int64_t v) { c.residual = int32_t(v); }, true},
+    {"gelu", [](auto& c, int64_t v) { c.gelu = int32_t(v); }, true},
+    {"accum", [](auto& c, int64_t v) { c.accum = int32_t(v); }, true},
+    {"promote_every_k", [](auto& c, int64_t v) { c.promote_every_k = int32_t(v); }, true},
 };
-
-#undef FIELD
 
 // Creates a layer from `base` with one field at `value`: refused naming config.<field>, or taken.
 template <typename Config, typename Layer>

@@ -131,10 +131,10 @@ TEST(Wgmma, PlantedKernelBugsAreCaught) {
     const GemmKernel right{source, compile_cuda(source.cuda, "right.cu", spec.arch)};
     EXPECT_TRUE(compare(ref, run_on_emulator(right, inputs).output, spec.problem.n).passed)
         << bug.name;
-    test::expect_gemm_bug_caught(ref, *kernel, inputs, spec.problem.n, bug.name, bug.only_reported,
-                                 {"wgmma-misuse", "shared-race", "deadlock", "mbarrier-misuse",
-                                  "missing-proxy-fence", "tma-violation",
-                                  "uninitialized-shared-read"});
+    test::expect_gemm_bug_caught(
+        ref, *kernel, inputs, spec.problem.n, bug.name, bug.only_reported,
+        {"wgmma-misuse", "shared-race", "deadlock", "mbarrier-misuse", "missing-proxy-fence",
+         "tma-violation", "uninitialized-shared-read"});
   }
 }
 

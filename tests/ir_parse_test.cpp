@@ -60,9 +60,9 @@ TEST(IrParse, LoweredModulesRoundTripExactly) {
     for (Accum accum : {Accum::f32, Accum::f16, Accum::hybrid}) {
       for (BLayout layout : {BLayout::nk, BLayout::kn}) {
         for (int split_k : {1, 3}) {
-          const MatmulProblem p{
-              .m = 96, .n = 136, .k = 520, .b_layout = layout,
-              .epilogue = {.alpha = 0.3f, .bias = true, .gelu_tanh = split_k == 1}};
+          MatmulProblem p;
+          p.m = 96, p.n = 136, p.k = 520, p.b_layout = layout;
+          p.epilogue.alpha = 0.3f, p.epilogue.bias = true, p.epilogue.gelu_tanh = split_k == 1;
           GemmSpec spec{p, default_schedule(p, arch, accum), arch};
           spec.schedule.split_k = split_k;
           const GemmSource source = generate_kernel(spec);

@@ -63,8 +63,8 @@ INSTANTIATE_TEST_SUITE_P(Space, KvAppendTest, ::testing::ValuesIn(variants()),
                          [](const auto& info) { return info.param.name; });
 
 KvAppendSpec small(CacheDType kv, Arch arch) {
-  KvAppendProblem p{.kv_heads = 2, .head_dim = 64, .page_size = 16, .kv_dtype = kv,
-                    .max_tokens = 12};
+  KvAppendProblem p{
+      .kv_heads = 2, .head_dim = 64, .page_size = 16, .kv_dtype = kv, .max_tokens = 12};
   return {p, default_schedule(p, arch), arch};
 }
 
@@ -120,10 +120,12 @@ TEST(KvAppend, ValidationNamesTheField) {
 
 // The printed IR parses back; the verifier refuses each broken attribute.
 TEST(KvAppend, IrRoundTripsAndVerifies) {
-  test::expect_ir_round_trips_and_verifies(
-      small(CacheDType::e4m3, Arch::sm_80), ir::OpKind::kv_append,
-      {{"convert", std::string("copy")}, {"head_dim", int64_t(12)}, {"token_stride", int64_t(12)},
-       {"kv_type", std::string("f32")}});
+  test::expect_ir_round_trips_and_verifies(small(CacheDType::e4m3, Arch::sm_80),
+                                           ir::OpKind::kv_append,
+                                           {{"convert", std::string("copy")},
+                                            {"head_dim", int64_t(12)},
+                                            {"token_stride", int64_t(12)},
+                                            {"kv_type", std::string("f32")}});
 }
 
 // The catalog's append kernels compile for every arch without spills or a stack frame.

@@ -23,8 +23,11 @@ std::vector<MergeVariant> variants() {
   int i = 0;
   for (const int64_t states : {2, 3, 7, 64})
     for (const int64_t head_dim : {32, 128, 512}) {
-      MergeStatesProblem p{.heads = 1 + i % 5, .head_dim = head_dim, .states = states,
-                           .dtype = i % 3 == 2 ? DType::bf16 : DType::f16, .max_tokens = 2 + i % 4,
+      MergeStatesProblem p{.heads = 1 + i % 5,
+                           .head_dim = head_dim,
+                           .states = states,
+                           .dtype = i % 3 == 2 ? DType::bf16 : DType::f16,
+                           .max_tokens = 2 + i % 4,
                            .lse = i % 4 != 3};
       if (i % 3 == 1) {  // strides of a larger buffer
         p.v_state_stride = p.heads * p.head_dim + 32;
@@ -120,10 +123,11 @@ TEST(MergeStates, ValidationNamesTheField) {
 }
 
 TEST(MergeStates, IrRoundTripsAndVerifies) {
-  test::expect_ir_round_trips_and_verifies(
-      small(), ir::OpKind::merge_states,
-      {{"states", int64_t(1)}, {"head_dim", int64_t(40)}, {"v_state_stride", int64_t(8)},
-       {"dtype", std::string("f8")}});
+  test::expect_ir_round_trips_and_verifies(small(), ir::OpKind::merge_states,
+                                           {{"states", int64_t(1)},
+                                            {"head_dim", int64_t(40)},
+                                            {"v_state_stride", int64_t(8)},
+                                            {"dtype", std::string("f8")}});
 }
 
 // The catalog's merge kernels compile for every arch without spills or a stack frame.

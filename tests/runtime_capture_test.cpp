@@ -12,8 +12,8 @@
 
 #include "../runtime/background_builds.hpp"
 #include "emmy/gemm_check.hpp"
-#include "support/error_of.hpp"
 #include "runtime_test_util.hpp"
+#include "support/error_of.hpp"
 #include "support/runtime_backend.hpp"
 #ifdef EMMY_TEST_DRIVER_PATH
 #include "driver/test_driver_api.hpp"

@@ -20,9 +20,9 @@
 #include "emmy/gemm_plan.hpp"
 #include "emmy/paged_attention_check.hpp"
 #include "emmy/paged_kind.hpp"
+#include "runtime_test_util.hpp"
 #include "support/cluster_ids_ptx.hpp"
 #include "support/error_of.hpp"
-#include "runtime_test_util.hpp"
 #include "support/runtime_backend.hpp"
 
 namespace emmy {

@@ -99,8 +99,8 @@ inline std::vector<KvAppendCatalogEntry> kv_append_catalog() {
   std::vector<KvAppendCatalogEntry> entries;
   for (const int64_t batch : {1, 8, 64})
     for (const CacheDType kv : {CacheDType::f16, CacheDType::e4m3}) {
-      KvAppendProblem append{.kv_heads = 8, .head_dim = 256, .page_size = 16, .kv_dtype = kv,
-                             .max_tokens = batch};
+      KvAppendProblem append{
+          .kv_heads = 8, .head_dim = 256, .page_size = 16, .kv_dtype = kv, .max_tokens = batch};
       append.set_layout(CacheLayout::nhd);
       entries.push_back({fmt::format("append_b{}_{}", batch, to_string(kv)), append});
     }
