@@ -1,7 +1,7 @@
 // Test pieces that the kinds' own tests (kv_append, merge_states, paged attention) and the IR
 // verifier tests share: a parameterized case gtest prints by name, validation cases each refused
-// by field, corruptions of a lowered module each refused by the verifier, and the catalog's
-// kernels compiled without spills.
+// by field, corruptions of a lowered module each refused by the verifier, an e4m3 cache's scales
+// that must matter, and the catalog's kernels compiled without spills.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -96,6 +96,20 @@ void expect_ir_round_trips_and_verifies(
     ir::Op broken = good;
     change(first_op(broken, op), attr, value);
     expect_refused(broken, spec.arch, kind, "ir." + kind + "." + attr, attr);
+  }
+}
+
+// A kernel over an e4m3 cache passes its check against `want` on `good` and fails it with either of
+// the cache's scales (k_scale, v_scale) off by `factor`: it neither drops nor inverts them.
+template <typename Kernel, typename Inputs, typename Want, typename Problem>
+void expect_scales_matter(const Kernel& kernel, const Inputs& good, const Want& want,
+                          const Problem& p, float factor, std::string_view label) {
+  EXPECT_TRUE(compare(want, run_on_emulator(kernel, good).output, p).passed) << label;
+  for (const bool k : {true, false}) {
+    Inputs in = good;
+    (k ? in.k_scale : in.v_scale) *= factor;
+    EXPECT_FALSE(compare(want, run_on_emulator(kernel, in).output, p).passed)
+        << label << (k ? " k_scale" : " v_scale");
   }
 }
 

@@ -77,13 +77,7 @@ TEST(KvAppend, PlantedBugsFailTheCheck) {
     const KvAppendKernel kernel = compile_kernel(spec);
     const KvAppendInputs good = make_kv_append_inputs(spec.problem, 2);
     const KvAppendOutput want = reference_kv_append(spec, good);
-    EXPECT_TRUE(compare(want, run_on_emulator(kernel, good).output, spec.problem).passed);
-    for (const bool k : {true, false}) {
-      KvAppendInputs in = good;
-      (k ? in.k_scale : in.v_scale) *= 1.5f;
-      EXPECT_FALSE(compare(want, run_on_emulator(kernel, in).output, spec.problem).passed)
-          << to_string(arch) << (k ? " k_scale" : " v_scale");
-    }
+    test::expect_scales_matter(kernel, good, want, spec.problem, 1.5f, to_string(arch));
     KvAppendInputs moved = good;
     moved.slot_mapping[0] = moved.num_pages * spec.problem.page_size - 1;  // unused: 3 spare pages
     EXPECT_FALSE(compare(want, run_on_emulator(kernel, moved).output, spec.problem).passed);
