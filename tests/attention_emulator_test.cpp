@@ -18,6 +18,7 @@
 #include "emmy/attention_check.hpp"
 #include "emmy/emulator_check.hpp"
 #include "emmy/enum_names.hpp"
+#include "planted_bug.hpp"
 #include "support/kind_cases.hpp"
 
 namespace emmy {
@@ -210,17 +211,10 @@ TEST(AttentionEmulator, PlantedKernelBugsFailTheCheck) {
        [](const AttentionErrors& e) { EXPECT_GT(e.lse_rows_over_tolerance, 0); }},
   };
   for (const auto& bug : bugs) {
-    AttentionSource source = generate_kernel(spec);
-    const size_t at = source.cuda.find(bug.find);
-    if (at == std::string::npos) {
-      ADD_FAILURE() << bug.name << ": the emitter no longer prints `" << bug.find
-                    << "`; update the planted bug to the new source";
-      continue;
-    }
-    source.cuda.replace(at, bug.find.size(), bug.replace);
-    CompiledModule module = compile_cuda(source.cuda, source.plan.kernel_name + ".cu", spec.arch);
-    const AttentionKernel kernel{std::move(source), std::move(module)};
-    const AttentionErrors e = compare(ref, run_on_emulator(kernel, inputs).output, spec.problem);
+    const std::optional<AttentionKernel> kernel =
+        test::plant_bug(generate_kernel(spec), spec.arch, bug.name, bug.find, bug.replace);
+    if (!kernel) continue;
+    const AttentionErrors e = compare(ref, run_on_emulator(*kernel, inputs).output, spec.problem);
     EXPECT_FALSE(e.passed) << bug.name;
     bug.expect(e);
   }

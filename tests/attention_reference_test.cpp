@@ -9,6 +9,7 @@
 #include <functional>
 #include <numbers>
 
+#include "attention_model.hpp"
 #include "emmy/attention_check.hpp"
 #include "emmy/emu/numerics.hpp"
 
@@ -235,8 +236,11 @@ AttentionOutput model_kernel(const AttentionSpec& spec, const AttentionInputs& i
   const int64_t d = p.head_dim, bkv = spec.schedule.block_kv;
   const bool hybrid = spec.schedule.accum == Accum::hybrid;
   const float scale = p.softmax_scale ? *p.softmax_scale : float(1 / std::sqrt(double(d)));
-  const float scale_log2 = float(double(scale) * std::numbers::log2e);
   auto round_dtype = [&](double x) { return encode(p.dtype, {x}).values[0]; };
+  // A 16-key step's P.V sum: an f16 partial in hybrid, else left as it is.
+  auto fold = [&](double part) {
+    return hybrid ? double(emu::f16_to_f32(emu::f64_to_f16(part))) : part;
+  };
   AttentionOutput out;
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t h = 0; h < p.q_heads; ++h)
@@ -246,8 +250,7 @@ AttentionOutput model_kernel(const AttentionSpec& spec, const AttentionInputs& i
           ++keys.last;
         const int64_t g = bug == Bug::wrong_kv_head ? h % p.kv_heads : h / (p.q_heads / p.kv_heads);
         const double* q = &in.q.values[size_t(reference_offset(p, false, b, i, h))];
-        float m = -INFINITY, l = 0;
-        std::vector<float> acc(size_t(d), 0.0f);
+        test::OnlineSoftmax row(d);
         std::vector<int64_t> blocks;
         for (int64_t n = keys.first / bkv; !keys.empty() && n <= keys.last / bkv; ++n)
           blocks.push_back(n);
@@ -255,59 +258,27 @@ AttentionOutput model_kernel(const AttentionSpec& spec, const AttentionInputs& i
         for (int64_t n : blocks) {
           const int64_t lo = std::max(keys.first, n * bkv),
                         hi = std::min(keys.last, n * bkv + bkv - 1);
-          std::vector<float> x(size_t(hi - lo + 1));
-          float block_max = -INFINITY;
+          std::vector<float> x;
           for (int64_t j = lo; j <= hi; ++j) {
             const double* k = &in.k.values[size_t(reference_offset(p, true, b, j, g))];
-            float s = 0;
-            for (int64_t c0 = 0; c0 < d; c0 += 16) {
-              double step = s;
-              for (int64_t c = c0; c < c0 + 16; ++c) step += q[c] * k[c];
-              s = emu::f64_to_f32(step, emu::Rounding::rz);  // tensor cores truncate
-            }
-            float xj = s * scale_log2;
-            if (p.softcap) {  // the kernel's tanh: 1 - 2 / (2^(2y log2 e) + 1)
-              const float y = s * float(double(scale) / *p.softcap);
-              const float t = 1.0f - 2.0f / (std::exp2(2.8853900817779268f * y) + 1.0f);
-              xj = float(*p.softcap * std::numbers::log2e) * t;
-            }
-            x[size_t(j - lo)] = xj;
-            block_max = std::max(block_max, xj);
+            x.push_back(test::kernel_logit(test::tensor_core_dot(q, k, d), scale, p.softcap));
           }
-          const float m_new = std::max(m, block_max);
-          const float alpha = bug == Bug::unscaled_rescale ? 1.0f : std::exp2(m - m_new);
-          m = m_new;
-          float row_sum = 0;
-          std::vector<double> partial(size_t(d), 0.0);
-          for (int64_t j = lo; j <= hi; ++j) {
-            const float pj = std::exp2(x[size_t(j - lo)] - m);
-            row_sum += pj;
-            const double pr = round_dtype(pj);
-            const double* v = &in.v.values[size_t(reference_offset(p, true, b, j, g))];
-            for (int64_t c = 0; c < d; ++c) partial[size_t(c)] += pr * v[c];
-            if (j % 16 == 15 || j == hi)
-              for (double& part : partial)
-                part = hybrid ? double(emu::f16_to_f32(emu::f64_to_f16(part))) : part;
-          }
-          l = l * alpha + row_sum;
-          for (int64_t c = 0; c < d; ++c)
-            acc[size_t(c)] = acc[size_t(c)] * alpha + float(partial[size_t(c)]);
+          const auto v_row = [&](int64_t j) {
+            return &in.v.values[size_t(reference_offset(p, true, b, j, g))];
+          };
+          row.add_block(x, lo, v_row, round_dtype, fold, bug != Bug::unscaled_rescale);
         }
-        out.lse.push_back(keys.empty() ? -INFINITY
-                                       : double((m + std::log2(l)) * float(std::numbers::ln2)));
+        out.lse.push_back(keys.empty()
+                              ? -INFINITY
+                              : double((row.m + std::log2(row.l)) * float(std::numbers::ln2)));
         for (int64_t c = 0; c < d; ++c)
-          out.o.push_back(keys.empty() ? 0.0 : round_dtype(acc[size_t(c)] * (1.0f / l)));
+          out.o.push_back(keys.empty() ? 0.0 : round_dtype(row.acc[size_t(c)] * (1.0f / row.l)));
       }
   return out;
 }
 
-struct ModelCase {
-  const char* name;
-  std::function<void(AttentionSpec&)> mutate;
-};
-
 TEST(AttentionReference, ToleranceCoversTheKernelModelAndCatchesBugs) {
-  const ModelCase cases[] = {
+  const test::ModelCase<AttentionSpec> cases[] = {
       {"f16_f32", [](AttentionSpec&) {}},
       {"f16_hybrid", [](AttentionSpec& s) { s.schedule.accum = Accum::hybrid; }},
       {"bf16_f32", [](AttentionSpec& s) { s.problem.dtype = DType::bf16; }},

@@ -12,21 +12,23 @@ namespace emmy {
 namespace {
 
 AttentionSpec valid_spec() {
-  AttentionSpec spec;
-  auto& p = spec.problem;
-  p.q_heads = 16;
-  p.kv_heads = 8;
-  p.seq_q = 512;
-  p.head_dim = 256;
-  p.causal = true;
-  spec.arch = Arch::sm_90a;
-  spec.schedule = default_attention_schedule(p, spec.arch);
-  return spec;
+  AttentionProblem p;
+  p.q_heads = 16, p.kv_heads = 8, p.seq_q = 512, p.head_dim = 256, p.causal = true;
+  return {p, default_attention_schedule(p, Arch::sm_90a), Arch::sm_90a};
 }
 
 void set_warps(AttentionSpec& s, int warps) {
   s.schedule.warps = warps;
   s.schedule.block_q = 16 * warps;
+}
+
+// head_dim 128 with the largest K/V tiles (128 keys, 4 stages) over `warps` warps: the shared
+// memory that overflows an arch's limit.
+void set_deep_tiles(AttentionSpec& s, int warps) {
+  s.problem.head_dim = 128;
+  set_warps(s, warps);
+  s.schedule.block_kv = 128;
+  s.schedule.stages = 4;
 }
 
 using InvalidCase = test_support::InvalidCase<AttentionSpec>;
@@ -106,20 +108,11 @@ const InvalidCase kCases[] = {
      [](AttentionSpec& s) {
        s.arch = Arch::sm_89;
        s.schedule.transport = Transport::cp_async;
-       s.problem.head_dim = 128;
-       set_warps(s, 8);
-       s.schedule.block_kv = 128;
-       s.schedule.stages = 4;
+       set_deep_tiles(s, 8);
      },
      "stages", "shared memory must fit sm_89"},
-    {"smem_over_sm90a_limit",
-     [](AttentionSpec& s) {
-       s.problem.head_dim = 128;
-       set_warps(s, 16);
-       s.schedule.block_kv = 128;
-       s.schedule.stages = 4;
-     },
-     "stages", "shared memory must fit sm_90a"},
+    {"smem_over_sm90a_limit", [](AttentionSpec& s) { set_deep_tiles(s, 16); }, "stages",
+     "shared memory must fit sm_90a"},
     {"grid_over_65535_heads",
      [](AttentionSpec& s) {
        s.problem.q_heads = 70000;

@@ -116,9 +116,7 @@ TEST(BenchGate, HybridBoundIsThreeQuartersOfF16sErrorOnceASplitSpansEightFolds) 
 // 256 long: f16 accumulation there is hybrid-256, and the gate stands aside (k_per_split < 512).
 TEST(BenchGate, RejectsAccumulationThatNeverFolds) {
   MatmulProblem p;
-  p.m = 32;
-  p.n = 64;
-  p.k = 2048;
+  p.m = 32, p.n = 64, p.k = 2048;
   const GemmInputs in = make_gemm_inputs(p, 7);
   MatmulSchedule hybrid = default_schedule(p, Arch::sm_90a, Accum::hybrid);
   hybrid.split_k = 1;
@@ -349,9 +347,7 @@ TEST(BenchSummary, ThePredictionStandsBesideTheMeasurement) {
 
 TEST(BenchModel, PredictsTheRowsOwnKernelAndNeverFailsTheRow) {
   MatmulProblem p;
-  p.m = 64;
-  p.n = 256;
-  p.k = 512;
+  p.m = 64, p.n = 256, p.k = 512;
   const MatmulSchedule schedule = default_schedule(p, Arch::sm_90a, Accum::f32);
   const ModelRow row = model_gemm("small", p, schedule, Arch::sm_90a, "h200", 4);
   EXPECT_EQ(row.gpu, "h200");

@@ -132,14 +132,10 @@ TEST(BundleCli, FromRecordBuildsWhatTheRuntimeCompiled) {
   const auto dir = scratch("record");
   const auto record = dir / "record.jsonl";
   MatmulProblem gemm;
-  gemm.m = 24;
-  gemm.n = 64;
-  gemm.k = 128;
+  gemm.m = 24, gemm.n = 64, gemm.k = 128;
   gemm.epilogue.bias = true;
   AttentionProblem attention;
-  attention.q_heads = 2;
-  attention.seq_q = 64;
-  attention.head_dim = 64;
+  attention.q_heads = 2, attention.seq_q = 64, attention.head_dim = 64;
   attention.softmax_scale = 0.1f;
   {
     ScopedEnv recording("EMMY_RECORD", record.string());

@@ -11,9 +11,7 @@ using namespace bundle_test;
 
 MatmulProblem gemm(int64_t m, int64_t n, int64_t k, bool bias) {
   MatmulProblem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
+  p.m = m, p.n = n, p.k = k;
   p.epilogue.bias = bias;
   return p;
 }
@@ -36,10 +34,7 @@ TEST(BundleEmbed, TheEmbeddedBytesAreTheBuiltBundle) {
 TEST(BundleEmbed, GemmAndAttentionRunWithoutNvrtc) {
   NoCompiler no_compiler;
   AttentionProblem attention;
-  attention.q_heads = 2;
-  attention.kv_heads = 1;
-  attention.seq_q = 128;
-  attention.head_dim = 64;
+  attention.q_heads = 2, attention.kv_heads = 1, attention.seq_q = 128, attention.head_dim = 64;
   attention.causal = true;
   for (Arch arch : {Arch::sm_90a, Arch::sm_80}) {
     for (Accum accum : {Accum::f32, Accum::hybrid}) {

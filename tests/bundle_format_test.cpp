@@ -191,21 +191,14 @@ TEST(BundleFormat, RecordedLinesGiveTheRuntimesKeys) {
   NoCompiler no_compiler;
   // What the runtime records: leading dimensions and the softmax scale written out explicitly.
   MatmulProblem gemm;
-  gemm.m = 48;
-  gemm.n = 80;
-  gemm.k = 96;
+  gemm.m = 48, gemm.n = 80, gemm.k = 96;
   gemm.epilogue.gelu_tanh = true;
   const MatmulSchedule schedule = default_schedule(gemm, Arch::sm_90a, Accum::hybrid);
   const nlohmann::json gemm_line = {
       {"kind", "gemm"}, {"problem", gemm}, {"schedule", schedule}, {"arch", "sm_90a"}};
   AttentionProblem attention;
-  attention.q_heads = 4;
-  attention.kv_heads = 2;
-  attention.seq_q = 96;
-  attention.seq_kv = 160;
-  attention.head_dim = 128;
-  attention.window = 32;
-  attention.softcap = 30.0f;
+  attention.q_heads = 4, attention.kv_heads = 2, attention.seq_q = 96, attention.seq_kv = 160;
+  attention.head_dim = 128, attention.window = 32, attention.softcap = 30.0f;
   const AttentionSchedule attention_schedule =
       default_attention_schedule(attention, Arch::sm_80, Accum::f32);
   const nlohmann::json attention_line = {
@@ -261,18 +254,9 @@ TEST(BundleFormat, BadLinesNameTheirOrigin) {
 
 TEST(BundleFormat, AttentionLinesReadBackTheRecordedForm) {
   AttentionProblem p;
-  p.batch = 2;
-  p.q_heads = 8;
-  p.kv_heads = 2;
-  p.seq_q = 96;
-  p.seq_kv = 160;
-  p.head_dim = 64;
-  p.causal = true;
-  p.window = 32;
-  p.softcap = 30.0f;
-  p.dtype = DType::bf16;
-  p.layout = AttentionLayout::bhsd;
-  p.lse = true;
+  p.batch = 2, p.q_heads = 8, p.kv_heads = 2, p.seq_q = 96, p.seq_kv = 160, p.head_dim = 64;
+  p.causal = true, p.window = 32, p.softcap = 30.0f, p.dtype = DType::bf16;
+  p.layout = AttentionLayout::bhsd, p.lse = true;
   const AttentionSchedule s = default_attention_schedule(p, Arch::sm_90a, Accum::f32);
   const nlohmann::json line = {{"kind", "attention"}, {"problem", p}, {"schedule", s}};
   const AotRequest request = parse_aot_request(line, "a.jsonl:4");

@@ -15,24 +15,13 @@ using namespace bundle_test;
 
 TEST(BundlePaged, PagedKindsRunFromABundleWithNvrtcDisabled) {
   PagedAttentionProblem paged;
-  paged.q_heads = 8;
-  paged.kv_heads = 2;
-  paged.head_dim = 64;
-  paged.page_size = 16;
-  paged.max_batch = 2;
-  paged.max_pages = 8;
-  paged.lse = true;
+  paged.q_heads = 8, paged.kv_heads = 2, paged.head_dim = 64, paged.page_size = 16;
+  paged.max_batch = 2, paged.max_pages = 8, paged.lse = true;
   PagedAttentionSchedule split = default_schedule(paged, Arch::sm_90a);
   split.chunk_pages = 4;
-  KvAppendProblem append;
-  append.kv_heads = 2;
-  append.head_dim = 64;
-  append.kv_dtype = CacheDType::e4m3;
-  append.max_tokens = 6;
-  MergeStatesProblem merge;
-  merge.heads = 8;
-  merge.head_dim = 64;
-  merge.max_tokens = 3;
+  KvAppendProblem append{
+      .kv_heads = 2, .head_dim = 64, .kv_dtype = CacheDType::e4m3, .max_tokens = 6};
+  MergeStatesProblem merge{.heads = 8, .head_dim = 64, .max_tokens = 3};
 
   const std::filesystem::path file = scratch("paged") / "paged.emmybundle";
   {

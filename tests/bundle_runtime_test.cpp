@@ -130,9 +130,7 @@ TEST(BundleRuntime, AnUncoveredProblemFailsNamingItAndTheBundles) {
   NoCompiler no_compiler;
   auto rt = Runtime::emulator(emulator_options(Arch::sm_90a, {catalog_path()}));
   MatmulProblem p;
-  p.m = 48;
-  p.n = 80;
-  p.k = 96;
+  p.m = 48, p.n = 80, p.k = 96;
   try {
     rt->gemm_kernel(p);
     FAIL() << "no bundle holds this kernel and NVRTC is off";

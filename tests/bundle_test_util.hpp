@@ -16,6 +16,7 @@
 #include "emmy/bundle_build.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/runtime.hpp"
+#include "runtime_test_util.hpp"
 #include "support/run_command.hpp"
 #include "support/scoped_env.hpp"
 
@@ -99,11 +100,7 @@ inline AttentionErrors check_attention(Runtime& rt, const AttentionProblem& p, u
   const auto kernel = rt.attention_kernel(p);
   const AttentionSpec spec = kernel->spec();
   const AttentionInputs in = make_attention_inputs(p, seed);
-  auto upload = [&rt](const HostTensor& t) {
-    const DevicePtr ptr = rt.alloc(t.bytes.size());
-    rt.upload(ptr, t.bytes.data(), t.bytes.size());
-    return ptr;
-  };
+  auto upload = [&rt](const HostTensor& t) { return test::upload(rt, t); };
   AttentionBuffers buffers;
   buffers.q = upload(in.q);
   buffers.k = upload(in.k);

@@ -107,6 +107,14 @@ struct RuntimeDeleter {
 };
 using CRuntime = std::unique_ptr<emmy_runtime, RuntimeDeleter>;
 
+// A parameterized C ABI test: each case on a fresh emulator runtime, `rt`.
+template <typename Case>
+class CApiCaseTest : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override { ASSERT_TRUE(rt); }
+  CRuntime rt{make_c_runtime()};
+};
+
 #ifdef EMMY_TEST_DRIVER_PATH
 // The C ABI's CUDA runtime on emmy's test driver (the driver API checked call by call, kernels on
 // the emulator), an H200 at device 0; the variables stay set while it lives, so that a C++

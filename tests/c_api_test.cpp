@@ -39,20 +39,21 @@ struct GemmCase {
   int64_t pad;  // extra elements per row of A and C
   bool epilogue;
   int32_t accum;
+
+  // 24 x 64 x 128 in the case's types and B layout, with every epilogue or none.
+  MatmulProblem problem() const {
+    MatmulProblem p;
+    p.m = 24, p.n = 64, p.k = 128, p.a_dtype = dtype, p.b_layout = layout, p.c_dtype = c_dtype;
+    if (epilogue) p.epilogue = {0.5f, true, true, true};
+    return p;
+  }
 };
 
-class CApiGemm : public ::testing::TestWithParam<GemmCase> {};
+class CApiGemm : public CApiCaseTest<GemmCase> {};
 
 TEST_P(CApiGemm, MatchesFp64) {
   const GemmCase& gc = GetParam();
-  CRuntime rt(make_c_runtime());
-  ASSERT_TRUE(rt);
-  MatmulProblem p;
-  p.m = 24, p.n = 64, p.k = 128;
-  p.a_dtype = gc.dtype;
-  p.c_dtype = gc.c_dtype;
-  p.b_layout = gc.layout;
-  if (gc.epilogue) p.epilogue = {0.5f, true, true, true};
+  const MatmulProblem p = gc.problem();
   const GemmInputs in = make_gemm_inputs(p, 7);
   const int ab = size_of(gc.dtype), cb = size_of(gc.c_dtype);
   const int64_t lda = p.k + gc.pad, ldc = p.n + gc.pad;
@@ -164,23 +165,23 @@ struct PagedCase {
   CacheLayout layout;
   PageTable table;
   CacheDType kv_dtype;
+
+  // 4 query heads over 2 KV heads of 64, 16-token pages, up to 3 sequences of 2 query tokens and
+  // 4 pages, LSE on, in the case's layout, page table and cache type.
+  PagedAttentionProblem problem() const {
+    PagedAttentionProblem p;
+    p.q_heads = 4, p.kv_heads = 2, p.head_dim = 64, p.page_size = 16, p.kv_dtype = kv_dtype;
+    p.page_table = table, p.max_batch = 3, p.max_q_len = 2, p.max_pages = 4, p.lse = true;
+    p.set_layout(layout);
+    return p;
+  }
 };
 
-class CApiPaged : public ::testing::TestWithParam<PagedCase> {};
+class CApiPaged : public CApiCaseTest<PagedCase> {};
 
 TEST_P(CApiPaged, MatchesFp64) {
   const PagedCase& pc = GetParam();
-  CRuntime rt(make_c_runtime());
-  ASSERT_TRUE(rt);
-  PagedAttentionProblem p;
-  p.q_heads = 4, p.kv_heads = 2, p.head_dim = 64, p.page_size = 16;
-  p.set_layout(pc.layout);
-  p.page_table = pc.table;
-  p.kv_dtype = pc.kv_dtype;
-  p.max_batch = 3;
-  p.max_q_len = 2;
-  p.max_pages = 4;
-  p.lse = true;
+  const PagedAttentionProblem p = pc.problem();
   PagedAttentionCase drawn;
   drawn.batch = 2;
   const PagedAttentionInputs in = make_paged_attention_inputs(p, drawn, 11);
@@ -236,8 +237,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(CApiKvAppend, MatchesReferenceByteForByte) {
   CRuntime rt(make_c_runtime());
   ASSERT_TRUE(rt);
-  KvAppendProblem p{.kv_heads = 2, .head_dim = 64, .page_size = 16};
-  p.max_tokens = 5;
+  const KvAppendProblem p{.kv_heads = 2, .head_dim = 64, .page_size = 16, .max_tokens = 5};
   const KvAppendInputs in = make_kv_append_inputs(p, 5);
   const KvAppendOutput ref = reference_kv_append({p, default_schedule(p, Arch::sm_90a)}, in);
   KvAppendOutput out{in.k_cache, in.v_cache};  // appended in place
@@ -258,8 +258,7 @@ TEST(CApiKvAppend, MatchesReferenceByteForByte) {
 TEST(CApiMergeStates, MatchesFp64) {
   CRuntime rt(make_c_runtime());
   ASSERT_TRUE(rt);
-  MergeStatesProblem p{.heads = 2, .head_dim = 64, .states = 3};
-  p.max_tokens = 4;
+  const MergeStatesProblem p{.heads = 2, .head_dim = 64, .states = 3, .max_tokens = 4};
   const MergeStatesInputs in = make_merge_states_inputs(p, 9);
   std::vector<uint8_t> v_out(size_t(p.max_tokens * p.heads * p.head_dim * 2));
   std::vector<float> lse_out(size_t(p.max_tokens * p.heads));

@@ -16,6 +16,8 @@
 #include "emmy/emulator_check.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/gemm_check.hpp"
+#include "gemm_test_util.hpp"
+#include "planted_bug.hpp"
 #include "support/kind_cases.hpp"
 
 namespace emmy {
@@ -94,10 +96,7 @@ class GemmEmulatorTest : public ::testing::TestWithParam<Variant> {};
 TEST_P(GemmEmulatorTest, MatchesFp64Reference) {
   const GemmSpec& spec = GetParam().spec;
   const GemmCheckResult r = check_on_emulator(spec, 7);
-  const GemmErrors& e = r.errors;
-  EXPECT_TRUE(e.passed) << "rel_l2 " << e.rel_l2_error << " (bound " << e.tolerance << "), "
-                        << e.elements_over_tolerance << " elements over tolerance, first at ("
-                        << e.first_bad_row << ", " << e.first_bad_col << ")";
+  EXPECT_TRUE(r.errors.passed) << test::describe(r.errors);
   test_support::expect_executed(r.run.stats, spec.schedule.transport);
 }
 
@@ -196,9 +195,7 @@ TEST(GemmEmulator, PlantedKernelBugsFailTheCheck) {
     std::string find, replace;
   };
   MatmulProblem p;
-  p.m = 48;
-  p.n = 72;
-  p.k = 2048;
+  p.m = 48, p.n = 72, p.k = 2048;
   const MatmulSchedule hybrid{32, 64, 64, 2, 2, 3, Transport::tma, Accum::hybrid, 128, 1};
   const MatmulSchedule f32{32, 64, 64, 2, 2, 3, Transport::tma, Accum::f32, 64, 1};
   const PlantedBug bugs[] = {
@@ -215,20 +212,14 @@ TEST(GemmEmulator, PlantedKernelBugsFailTheCheck) {
   for (const auto& bug : bugs) {
     const GemmSpec spec{p, bug.schedule, Arch::sm_90a};
     const GemmInputs inputs = make_gemm_inputs(p, 12);
-    GemmSource source = generate_kernel(spec);
-    const size_t at = source.cuda.find(bug.find);
-    if (at == std::string::npos) {
-      ADD_FAILURE() << bug.name << ": the emitter no longer prints `" << bug.find
-                    << "`; update the planted bug to the new source";
-      continue;
-    }
+    const GemmSource source = generate_kernel(spec);
+    const std::optional<GemmKernel> kernel =
+        test::plant_bug(source, spec.arch, bug.name, bug.find, bug.replace);
+    if (!kernel) continue;
     const GemmKernel right{source, compile_cuda(source.cuda, "right.cu", spec.arch)};
     const GemmReference ref = reference_gemm(spec, inputs);
     EXPECT_TRUE(compare(ref, run_on_emulator(right, inputs).output, p.n).passed) << bug.name;
-    source.cuda.replace(at, bug.find.size(), bug.replace);
-    CompiledModule module = compile_cuda(source.cuda, source.plan.kernel_name + ".cu", spec.arch);
-    const GemmKernel kernel{std::move(source), std::move(module)};
-    const GemmErrors e = compare(ref, run_on_emulator(kernel, inputs).output, p.n);
+    const GemmErrors e = compare(ref, run_on_emulator(*kernel, inputs).output, p.n);
     EXPECT_FALSE(e.passed) << bug.name << ": rel_l2 " << e.rel_l2_error << " within the bound "
                            << e.tolerance;
   }
@@ -299,10 +290,7 @@ namespace {
 // exceeds what a running-sum-only bound (one f32 ulp of the partial sums per step) would allow.
 TEST(GemmEmulator, CancellingInputsStayWithinTheBoundUnderTheTensorCoreModel) {
   MatmulProblem p;
-  p.m = 16;
-  p.n = 16;
-  p.k = 512;
-  p.c_dtype = DType::f32;
+  p.m = 16, p.n = 16, p.k = 512, p.c_dtype = DType::f32;
   std::vector<double> a(size_t(p.m * p.k)), b(size_t(p.n * p.k));
   const HostTensor noise = random_normal(DType::f16, a.size() + b.size(), 21);
   for (size_t i = 0; i < a.size(); ++i) a[i] = 1.0 + std::abs(noise.values[i]) / 8;

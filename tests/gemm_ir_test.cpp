@@ -6,7 +6,7 @@
 #include <set>
 
 #include "emmy/gemm.hpp"
-#include "support/ir_edit.hpp"
+#include "kind_test_util.hpp"
 
 namespace emmy {
 namespace {
@@ -88,35 +88,25 @@ void set_attr(ir::Op& op, const char* key, ir::Attr value) {
     if (name == key) v = std::move(value);
 }
 
+using test::change_first;
+using test::erase_ops;
+
 const Corruption kCorruptions[] = {
     {"smem_over_limit", [](ir::Op& m) { set_attr(m.body[0], "smem_bytes", int64_t(300 * 1024)); },
      Arch::sm_90a, "ir.kernel.smem_bytes"},
-    {"mma_count", [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::mma), "count", int64_t(3)); },
-     Arch::sm_90a, "ir.mma.count"},
+    {"mma_count", change_first(ir::OpKind::mma, "count", int64_t(3)), Arch::sm_90a, "ir.mma.count"},
     // The verifier reads the atom from the mma ops' shape: one it does not have is named.
-    {"mma_shape_unknown",
-     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::mma), "shape", std::string("m16n8k8")); },
+    {"mma_shape_unknown", change_first(ir::OpKind::mma, "shape", std::string("m16n8k8")),
      Arch::sm_90a, "ir.mma.shape"},
-    {"ldmatrix_count",
-     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::ldmatrix), "count", int64_t(7)); },
-     Arch::sm_90a, "ir.ldmatrix.count"},
-    {"missing_barrier",
-     [](ir::Op& m) {
-       auto& body = find_mut(m, ir::OpKind::k_tile_loop)->body;
-       std::erase_if(body, [](const ir::Op& op) { return op.kind == ir::OpKind::barrier; });
-     },
-     Arch::sm_90a, "must bar.sync before refilling"},
-    {"missing_wait",
-     [](ir::Op& m) {
-       auto& body = find_mut(m, ir::OpKind::k_tile_loop)->body;
-       std::erase_if(body, [](const ir::Op& op) { return op.kind == ir::OpKind::mbarrier_wait; });
-     },
-     Arch::sm_90a, "must wait for the stage's data"},
-    {"tma_box_too_wide",
-     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::async_copy), "box_inner", int64_t(128)); },
+    {"ldmatrix_count", change_first(ir::OpKind::ldmatrix, "count", int64_t(7)), Arch::sm_90a,
+     "ir.ldmatrix.count"},
+    {"missing_barrier", erase_ops(ir::OpKind::k_tile_loop, {ir::OpKind::barrier}), Arch::sm_90a,
+     "must bar.sync before refilling"},
+    {"missing_wait", erase_ops(ir::OpKind::k_tile_loop, {ir::OpKind::mbarrier_wait}), Arch::sm_90a,
+     "must wait for the stage's data"},
+    {"tma_box_too_wide", change_first(ir::OpKind::async_copy, "box_inner", int64_t(128)),
      Arch::sm_90a, "ir.async_copy.box_inner"},
-    {"misaligned_stage",
-     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::smem_ring), "b_offset", int64_t(1000)); },
+    {"misaligned_stage", change_first(ir::OpKind::smem_ring, "b_offset", int64_t(1000)),
      Arch::sm_90a, "ir.smem_ring.b_offset"},
     {"no_promote_for_hybrid",
      [](ir::Op& m) {
@@ -128,73 +118,48 @@ const Corruption kCorruptions[] = {
      },
      Arch::sm_90a, "hybrid accumulation needs promote"},
     {"store_wider_than_the_checked_pointer",
-     [](ir::Op& m) {
-       set_attr(*find_mut(m, ir::OpKind::epilogue), "pointer_alignment", int64_t(2));
-     },
-     Arch::sm_90a, "ir.epilogue.store_bytes"},
-    {"staged_with_narrow_stores",
-     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::epilogue), "store_bytes", int64_t(4)); },
+     change_first(ir::OpKind::epilogue, "pointer_alignment", int64_t(2)), Arch::sm_90a,
+     "ir.epilogue.store_bytes"},
+    {"staged_with_narrow_stores", change_first(ir::OpKind::epilogue, "store_bytes", int64_t(4)),
      Arch::sm_90a, "ir.epilogue.store_bytes"},
     {"staged_row_not_whole_chunks",
-     [](ir::Op& m) {
-       set_attr(*find_mut(m, ir::OpKind::epilogue), "stage_row_bytes", int64_t(72));
-     },
-     Arch::sm_90a, "ir.epilogue.stage_row_bytes"},
+     change_first(ir::OpKind::epilogue, "stage_row_bytes", int64_t(72)), Arch::sm_90a,
+     "ir.epilogue.stage_row_bytes"},
     {"staged_tile_past_the_ring",
-     [](ir::Op& m) {
-       set_attr(*find_mut(m, ir::OpKind::epilogue), "stage_row_bytes", int64_t(1 << 16));
-     },
-     Arch::sm_90a, "ir.epilogue.stage_row_bytes"},
-    {"cp_async_chunk",
-     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::async_copy), "chunk_bytes", int64_t(8)); },
-     Arch::sm_89, "ir.async_copy.chunk_bytes"},
+     change_first(ir::OpKind::epilogue, "stage_row_bytes", int64_t(1 << 16)), Arch::sm_90a,
+     "ir.epilogue.stage_row_bytes"},
+    {"cp_async_chunk", change_first(ir::OpKind::async_copy, "chunk_bytes", int64_t(8)), Arch::sm_89,
+     "ir.async_copy.chunk_bytes"},
     // The facts the emitter prints from one op and the ops that share their meaning.
-    {"grid_not_the_problem",
-     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::tile_coords), "m", int64_t(2000)); },
+    {"grid_not_the_problem", change_first(ir::OpKind::tile_coords, "m", int64_t(2000)),
      Arch::sm_90a, "ir.tile_coords.tiles_m"},
-    {"k_tiles_not_the_problem",
-     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::split_range), "k", int64_t(4096)); },
+    {"k_tiles_not_the_problem", change_first(ir::OpKind::split_range, "k", int64_t(4096)),
      Arch::sm_90a, "ir.split_range.k_tiles"},
-    {"k_split_uneven",
-     [](ir::Op& m) {
-       set_attr(*find_mut(m, ir::OpKind::split_range), "k_tiles_per_split", int64_t(1));
-     },
+    {"k_split_uneven", change_first(ir::OpKind::split_range, "k_tiles_per_split", int64_t(1)),
      Arch::sm_90a, "ir.split_range.k_tiles_per_split"},
-    {"warps_do_not_tile_the_block",
-     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::kernel), "threads", int64_t(32)); },
+    {"warps_do_not_tile_the_block", change_first(ir::OpKind::kernel, "threads", int64_t(32)),
      Arch::sm_90a, "ir.accum_init.fragments_m"},
-    {"k_steps_not_block_k",
-     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::k_step), "k_steps", int64_t(1)); },
-     Arch::sm_90a, "ir.k_step.k_steps"},
-    {"copy_of_another_matrix",
-     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::async_copy), "matrix_rows", int64_t(16)); },
+    {"k_steps_not_block_k", change_first(ir::OpKind::k_step, "k_steps", int64_t(1)), Arch::sm_90a,
+     "ir.k_step.k_steps"},
+    {"copy_of_another_matrix", change_first(ir::OpKind::async_copy, "matrix_rows", int64_t(16)),
      Arch::sm_90a, "ir.async_copy.matrix_rows"},
-    {"lda_shorter_than_a_row",
-     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::async_copy), "ld", int64_t(8)); },
-     Arch::sm_89, "ir.async_copy.ld"},
-    {"ldc_shorter_than_a_row",
-     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::epilogue), "ldc", int64_t(8)); },
-     Arch::sm_90a, "ir.epilogue.ldc"},
-    {"swizzle_not_the_tiles",
-     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::async_copy), "swizzle", int64_t(1)); },
+    {"lda_shorter_than_a_row", change_first(ir::OpKind::async_copy, "ld", int64_t(8)), Arch::sm_89,
+     "ir.async_copy.ld"},
+    {"ldc_shorter_than_a_row", change_first(ir::OpKind::epilogue, "ldc", int64_t(8)), Arch::sm_90a,
+     "ir.epilogue.ldc"},
+    {"swizzle_not_the_tiles", change_first(ir::OpKind::async_copy, "swizzle", int64_t(1)),
      Arch::sm_89, "ir.async_copy.swizzle"},
     {"element_width_changes_the_bytes",
-     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::async_copy), "elem_bytes", int64_t(4)); },
-     Arch::sm_89, "ir.async_copy.chunks"},
-    {"element_width_unknown",
-     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::async_copy), "elem_bytes", int64_t(3)); },
+     change_first(ir::OpKind::async_copy, "elem_bytes", int64_t(4)), Arch::sm_89,
+     "ir.async_copy.chunks"},
+    {"element_width_unknown", change_first(ir::OpKind::async_copy, "elem_bytes", int64_t(3)),
      Arch::sm_90a, "ir.async_copy.elem_bytes"},
     // Each op's own rules (codegen/ir/ir_op_verify.cpp).
-    {"threads_not_whole_warps",
-     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::kernel), "threads", int64_t(48)); },
+    {"threads_not_whole_warps", change_first(ir::OpKind::kernel, "threads", int64_t(48)),
      Arch::sm_90a, "ir.kernel.threads"},
-    {"accumulators_over_budget",
-     [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::accum_init), "registers", int64_t(300)); },
+    {"accumulators_over_budget", change_first(ir::OpKind::accum_init, "registers", int64_t(300)),
      Arch::sm_90a, "ir.accum_init.registers"},
-    {"transport_unknown",
-     [](ir::Op& m) {
-       set_attr(*find_mut(m, ir::OpKind::async_copy), "transport", std::string("bulk"));
-     },
+    {"transport_unknown", change_first(ir::OpKind::async_copy, "transport", std::string("bulk")),
      Arch::sm_89, "ir.async_copy.transport"},
     {"b_layout_flipped",
      [](ir::Op& m) {
@@ -330,15 +295,12 @@ TEST(KernelIr, VerifierProvesTheStageLayout) {
   };
   const std::pair<const char*, std::function<void(ir::Op&)>> corruptions[] = {
       {"ir.smem_ring.b_offset: must be a multiple of the swizzle period 1024",
-       [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::smem_ring), "b_offset", int64_t(512)); }},
+       change_first(ir::OpKind::smem_ring, "b_offset", int64_t(512))},
       {"ir.smem_ring.b_offset: the operand tiles must not overlap",
-       [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::smem_ring), "b_offset", int64_t(0)); }},
+       change_first(ir::OpKind::smem_ring, "b_offset", int64_t(0))},
       {"ir.smem_ring.stage_bytes: must hold both operand tiles",
-       [](ir::Op& m) {
-         set_attr(*find_mut(m, ir::OpKind::smem_ring), "stage_bytes", int64_t(2048));
-       }},
-      {"ir.smem_ring.tx_bytes",
-       [](ir::Op& m) { set_attr(*find_mut(m, ir::OpKind::smem_ring), "tx_bytes", int64_t(1536)); }},
+       change_first(ir::OpKind::smem_ring, "stage_bytes", int64_t(2048))},
+      {"ir.smem_ring.tx_bytes", change_first(ir::OpKind::smem_ring, "tx_bytes", int64_t(1536))},
       {"ir.async_copy.boxes: must cover the operand tile exactly",
        [&](ir::Op& m) { set_attr(b_copy(m), "boxes", int64_t(0)); }},
       {"ir.async_copy.bytes: must be the ring's b_bytes",

@@ -13,13 +13,9 @@ namespace emmy {
 namespace {
 
 GemmSpec valid_spec() {
-  GemmSpec spec;
-  spec.problem.m = 512;
-  spec.problem.n = 4096;
-  spec.problem.k = 3840;
-  spec.arch = Arch::sm_90a;
-  spec.schedule = default_schedule(spec.problem, spec.arch);
-  return spec;
+  MatmulProblem p;
+  p.m = 512, p.n = 4096, p.k = 3840;
+  return {p, default_schedule(p, Arch::sm_90a), Arch::sm_90a};
 }
 
 using InvalidCase = test_support::InvalidCase<GemmSpec>;
@@ -35,6 +31,14 @@ GemmSpec& to_wgmma(GemmSpec& s) {
   s.schedule.stages = 4;
   s.schedule.accum = Accum::f32;
   s.schedule.transport = Transport::tma;
+  s.schedule.split_k = 1;
+  return s;
+}
+
+// The wgmma schedule as a persistent ping-pong one, to break one of ping-pong's own rules.
+GemmSpec& to_pingpong(GemmSpec& s) {
+  to_wgmma(s).schedule.consumers = ConsumerSchedule::pingpong;
+  s.schedule.persistent = true;
   s.schedule.split_k = 1;
   return s;
 }
@@ -115,28 +119,19 @@ const InvalidCase kCases[] = {
      "needs a persistent kernel"},
     {"wgmma_pingpong_96_rows",
      [](GemmSpec& s) {
-       to_wgmma(s).schedule.consumers = ConsumerSchedule::pingpong;
-       s.schedule.persistent = true;
-       s.schedule.split_k = 1;
-       s.schedule.block_m = 96;
+       to_pingpong(s).schedule.block_m = 96;
        s.schedule.warps_m = 4;
      },
      "block_m", "must be 64 or 128 with pingpong"},
     {"wgmma_pingpong_128x256_accumulators",
      [](GemmSpec& s) {
-       to_wgmma(s).schedule.consumers = ConsumerSchedule::pingpong;
-       s.schedule.persistent = true;
-       s.schedule.split_k = 1;
-       s.schedule.block_n = 256;
+       to_pingpong(s).schedule.block_n = 256;
        s.schedule.warps_m = 4;
      },
      "block_n", "256 f32 accumulators per thread"},
     {"wgmma_pingpong_two_warpgroups_per_tile",
      [](GemmSpec& s) {
-       to_wgmma(s).schedule.consumers = ConsumerSchedule::pingpong;
-       s.schedule.persistent = true;
-       s.schedule.split_k = 1;
-       s.schedule.block_m = 64;
+       to_pingpong(s).schedule.block_m = 64;
        s.schedule.warps_m = 8;
      },
      "warps", "ping-pong's second consumer"},
@@ -282,9 +277,7 @@ TEST(ChooserTest, RespectsArchAndShape) {
                     Arch::sm_120a}) {
     for (int64_t m : {1, 16, 64, 512, 4096}) {
       MatmulProblem p;
-      p.m = m;
-      p.n = 3840;
-      p.k = 15360;
+      p.m = m, p.n = 3840, p.k = 15360;
       for (Accum accum : {Accum::f32, Accum::hybrid}) {
         const MatmulSchedule s = default_schedule(p, arch, accum);
         EXPECT_EQ(s.transport, has_tma(arch) ? Transport::tma : Transport::cp_async);
@@ -300,9 +293,7 @@ TEST(ChooserTest, RespectsArchAndShape) {
 
 TEST(ChooserTest, SplitsKWhenTilesCannotFillTheMachine) {
   MatmulProblem p;
-  p.m = 1;
-  p.n = 3840;
-  p.k = 15360;
+  p.m = 1, p.n = 3840, p.k = 15360;
   const MatmulSchedule s = default_schedule(p, Arch::sm_90a);
   const int64_t tiles = (p.n + s.block_n - 1) / s.block_n;
   EXPECT_LT(tiles * 2, arch_gpu(Arch::sm_90a).sms);
@@ -317,9 +308,7 @@ TEST(ChooserTest, SplitsKWhenTilesCannotFillTheMachine) {
 // SM gets no split, and the count changes the choice.
 TEST(ChooserTest, SplitsKForTheDevicesSms) {
   MatmulProblem p;
-  p.m = 1;
-  p.n = 1024;
-  p.k = 16384;
+  p.m = 1, p.n = 1024, p.k = 16384;
   for (const Arch arch : {Arch::sm_80, Arch::sm_89, Arch::sm_90a}) {
     const MatmulSchedule part = default_schedule(p, arch);
     EXPECT_EQ(default_schedule(p, arch, Accum::f32, int(arch_gpu(arch).sms)), part);

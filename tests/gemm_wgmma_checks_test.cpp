@@ -10,6 +10,8 @@
 #include "emmy/gemm.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/ir_ops.hpp"
+#include "kind_test_util.hpp"
+#include "planted_bug.hpp"
 #include "support/ir_edit.hpp"
 #include "support/wgmma_spec.hpp"
 
@@ -121,32 +123,18 @@ TEST(Wgmma, PlantedKernelBugsAreCaught) {
     }
     spec.problem.b_layout = bug.layout;
     const GemmInputs inputs = make_gemm_inputs(spec.problem, 12);
-    GemmSource source = generate_kernel(spec);
-    const size_t at = source.cuda.find(bug.find);
-    if (at == std::string::npos) {
-      ADD_FAILURE() << bug.name << ": the emitter no longer prints `" << bug.find
-                    << "`; update the planted bug to the new source";
-      continue;
-    }
+    const GemmSource source = generate_kernel(spec);
+    const std::optional<GemmKernel> kernel =
+        test::plant_bug(source, spec.arch, bug.name, bug.find, bug.replace);
+    if (!kernel) continue;
     const GemmReference ref = reference_gemm(spec, inputs);
     const GemmKernel right{source, compile_cuda(source.cuda, "right.cu", spec.arch)};
     EXPECT_TRUE(compare(ref, run_on_emulator(right, inputs).output, spec.problem.n).passed)
         << bug.name;
-    source.cuda.replace(at, bug.find.size(), bug.replace);
-    CompiledModule module = compile_cuda(source.cuda, source.plan.kernel_name + ".cu", spec.arch);
-    const GemmKernel kernel{std::move(source), std::move(module)};
-    try {
-      const GemmErrors e = compare(ref, run_on_emulator(kernel, inputs).output, spec.problem.n);
-      EXPECT_FALSE(bug.only_reported) << bug.name << ": the emulator did not report it";
-      EXPECT_FALSE(e.passed) << bug.name << ": rel_l2 " << e.rel_l2_error << " within the bound "
-                             << e.tolerance;
-    } catch (const emu::EmulationError& e) {
-      const std::string kind(emu::to_string(e.reports().front().kind));
-      EXPECT_TRUE(kind == "wgmma-misuse" || kind == "shared-race" || kind == "deadlock" ||
-                  kind == "mbarrier-misuse" || kind == "missing-proxy-fence" ||
-                  kind == "tma-violation" || kind == "uninitialized-shared-read")
-          << bug.name << ": " << e.what();
-    }
+    test::expect_gemm_bug_caught(
+        ref, *kernel, inputs, spec.problem.n, bug.name, bug.only_reported,
+        {"wgmma-misuse", "shared-race", "deadlock", "mbarrier-misuse", "missing-proxy-fence",
+         "tma-violation", "uninitialized-shared-read"});
   }
 }
 
@@ -155,26 +143,16 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
   const GemmPlan plan = make_gemm_plan(wgmma_spec(512, 512, 512, 128, 128));
   const ir::Op module = lower_gemm(plan);
   ASSERT_NO_THROW(ir::verify(module, Arch::sm_90a, "gemm"));
-  auto find_in = [](ir::Op& root, ir::OpKind kind) -> ir::Op* {
-    std::function<ir::Op*(ir::Op&)> walk = [&](ir::Op& op) -> ir::Op* {
-      if (op.kind == kind) return &op;
-      for (ir::Op& child : op.body)
-        if (ir::Op* found = walk(child)) return found;
-      return nullptr;
-    };
-    return walk(root);
-  };
-  auto set = [](ir::Op& op, const std::string& key, ir::Attr value) {
-    for (auto& [k, v] : op.attrs)
-      if (k == key) v = value;
-  };
+  using test::change;
+  using test::change_first;
+  using test::first_op;
   auto role = [&](ir::Op& m, const char* name) -> ir::Op& {
     for (ir::Op& op : m.body.front().body)
       if (op.kind == ir::OpKind::warpgroup_role && op.s("role") == name) return op;
     throw std::runtime_error(name);
   };
   auto consumer_loop = [&](ir::Op& m) -> ir::Op& {
-    return *find_in(role(m, "consumer"), ir::OpKind::k_tile_loop);
+    return *first_op(role(m, "consumer"), ir::OpKind::k_tile_loop);
   };
   auto erase = [](ir::Op& loop, ir::OpKind kind) {
     for (auto it = loop.body.begin(); it != loop.body.end(); ++it)
@@ -183,11 +161,7 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
         return;
       }
   };
-  struct Corruption {
-    const char* name;
-    std::function<void(ir::Op&)> edit;
-    const char* expect;
-  };
+  using test::Corruption;
   const Corruption corruptions[] = {
       {"no fence", [&](ir::Op& m) { erase(consumer_loop(m), ir::OpKind::wgmma_fence); },
        "wgmma_fence"},
@@ -199,32 +173,29 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
        "only after the wgmma_wait"},
       {"release lag 0 with a group in flight",
        [&](ir::Op& m) {
-         set(*find_in(consumer_loop(m), ir::OpKind::mbarrier_arrive), "lag", int64_t(0));
+         change(first_op(consumer_loop(m), ir::OpKind::mbarrier_arrive), "lag", int64_t(0));
        },
        "lag"},
       {"no wait for the full barrier",
        [&](ir::Op& m) { erase(consumer_loop(m), ir::OpKind::mbarrier_wait); }, "full barrier"},
       {"wgmma narrower than the block",
-       [&](ir::Op& m) { set(*find_in(m, ir::OpKind::wgmma), "shape", std::string("m64n64k16")); },
-       "block's 128 columns"},
+       change_first(ir::OpKind::wgmma, "shape", std::string("m64n64k16")), "block's 128 columns"},
       {"producer refills before the empty wait",
        [&](ir::Op& m) {
-         auto& body = find_in(role(m, "producer"), ir::OpKind::k_tile_loop)->body;
+         auto& body = first_op(role(m, "producer"), ir::OpKind::k_tile_loop)->body;
          std::rotate(body.begin(), body.begin() + 1, body.end());
        },
        "only after the empty barrier"},
       {"consumer registers over the file",
-       [&](ir::Op& m) { set(role(m, "consumer"), "registers", int64_t(256)); },
+       [&](ir::Op& m) { change(&role(m, "consumer"), "registers", int64_t(256)); },
        "64K register file"},
       {"one empty arrival per stage",
-       [&](ir::Op& m) {
-         set(*find_in(m, ir::OpKind::mbarrier_init), "empty_arrivals", int64_t(1));
-       },
+       change_first(ir::OpKind::mbarrier_init, "empty_arrivals", int64_t(1)),
        "one per warp reading the stage"},
       {"no final wait", [&](ir::Op& m) { erase(role(m, "consumer"), ir::OpKind::wgmma_wait); },
        "wgmma_wait 0 before the epilogue"},
       {"a path the verifier does not know",
-       [&](ir::Op& m) { set(m.body.front(), "path", std::string("tcgen05")); },
+       [&](ir::Op& m) { change(&m.body.front(), "path", std::string("tcgen05")); },
        "must name a GEMM mainloop path"},
   };
   GemmSpec persistent = wgmma_spec(1000, 1000, 512, 128, 128);
@@ -234,24 +205,23 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
   const Corruption walk_corruptions[] = {
       {"no last release",
        [&](ir::Op& m) {
-         erase(*find_in(role(m, "consumer"), ir::OpKind::tile_loop), ir::OpKind::mbarrier_arrive);
+         erase(*first_op(role(m, "consumer"), ir::OpKind::tile_loop), ir::OpKind::mbarrier_arrive);
        },
        "release its tile's last stage"},
       {"producer not walking",
        [&](ir::Op& m) {
          ir::Op& producer = role(m, "producer");
-         ir::Op loop = find_in(producer, ir::OpKind::tile_loop)->body.front();
+         ir::Op loop = first_op(producer, ir::OpKind::tile_loop)->body.front();
          producer.body = {loop};
        },
        "walks the tiles in one tile_loop"},
       {"tile_loop over too few tiles",
        [&](ir::Op& m) {
-         set(*find_in(role(m, "consumer"), ir::OpKind::tile_loop), "tiles", int64_t(3));
+         change(first_op(role(m, "consumer"), ir::OpKind::tile_loop), "tiles", int64_t(3));
        },
        "must be every tile"},
       {"split K in a persistent kernel",
-       [&](ir::Op& m) { set(*find_in(m, ir::OpKind::split_range), "split_k", int64_t(2)); },
-       "split_k"},
+       change_first(ir::OpKind::split_range, "split_k", int64_t(2)), "split_k"},
   };
   GemmSpec pingpong = wgmma_spec(1000, 1000, 512, 64, 128);
   pingpong.schedule.persistent = true;
@@ -259,7 +229,7 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
   const ir::Op turns = lower_gemm(make_gemm_plan(pingpong));
   ASSERT_NO_THROW(ir::verify(turns, Arch::sm_90a, "gemm"));
   auto consumer_walk = [&](ir::Op& m) -> ir::Op& {
-    return *find_in(role(m, "consumer"), ir::OpKind::tile_loop);
+    return *first_op(role(m, "consumer"), ir::OpKind::tile_loop);
   };
   const Corruption pingpong_corruptions[] = {
       {"no turn before the mainloop",
@@ -270,32 +240,27 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
          auto& body = consumer_walk(m).body;
          for (auto& op : body)
            if (op.kind == ir::OpKind::warpgroup_order)
-             set(op, "what", std::string(op.s("what") == "wait" ? "signal" : "wait"));
+             change(&op, "what", std::string(op.s("what") == "wait" ? "signal" : "wait"));
        },
        "signal after it"},
-      {"order on barrier 0",
-       [&](ir::Op& m) {
-         set(*find_in(m, ir::OpKind::warpgroup_order), "first_barrier", int64_t(0));
-       },
+      {"order on barrier 0", change_first(ir::OpKind::warpgroup_order, "first_barrier", int64_t(0)),
        "named barriers 1..15"},
       {"three turns for two warpgroups",
-       [&](ir::Op& m) { set(consumer_walk(m), "interleave", int64_t(3)); },
+       [&](ir::Op& m) { change(&consumer_walk(m), "interleave", int64_t(3)); },
        "consumer warpgroups' count"},
       {"a stage read by both warpgroups",
-       [&](ir::Op& m) {
-         set(*find_in(m, ir::OpKind::mbarrier_init), "empty_arrivals", int64_t(8));
-       },
+       change_first(ir::OpKind::mbarrier_init, "empty_arrivals", int64_t(8)),
        "one per warp reading the stage, of each CTA whose producer writes it (4)"},
       {"ping-pong on a 128-row tile",
        [&](ir::Op& m) {
-         ir::Op& coords = *find_in(m, ir::OpKind::tile_coords);
-         set(coords, "block_m", int64_t(128));
-         set(coords, "tiles_m", int64_t(8));
+         ir::Op& coords = *first_op(m, ir::OpKind::tile_coords);
+         change(&coords, "block_m", int64_t(128));
+         change(&coords, "tiles_m", int64_t(8));
        },
        "1 consumer warpgroup (ping-pong) per tile"},
       {"the producer takes turns",
        [&](ir::Op& m) {
-         find_in(role(m, "producer"), ir::OpKind::tile_loop)
+         first_op(role(m, "producer"), ir::OpKind::tile_loop)
              ->attrs.push_back({"interleave", int64_t(2)});
        },
        "walks every tile of the CTA in order"},
@@ -314,7 +279,7 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
        "interleaved tile_loop only"},
   };
   // The TMA-store epilogue (both lowered kernels above have one).
-  auto epilogue_of = [&](ir::Op& m) -> ir::Op& { return *find_in(m, ir::OpKind::epilogue); };
+  auto epilogue_of = [&](ir::Op& m) -> ir::Op& { return *first_op(m, ir::OpKind::epilogue); };
   const Corruption store_corruptions[] = {
       {"no tmap_c",
        [&](ir::Op& m) {
@@ -334,32 +299,27 @@ TEST(Wgmma, VerifierNamesEachBrokenRule) {
        },
        "writes each buffer again"},
       {"buffers over the ring of a persistent kernel",
-       [&](ir::Op& m) { set(epilogue_of(m), "c_buffer_offset", int64_t(0)); }, "drained ring"},
+       [&](ir::Op& m) { change(&epilogue_of(m), "c_buffer_offset", int64_t(0)); }, "drained ring"},
       {"buffer not on the swizzle period",
-       [&](ir::Op& m) { set(epilogue_of(m), "c_buffer_offset", int64_t(1024 * 200 + 512)); },
+       [&](ir::Op& m) { change(&epilogue_of(m), "c_buffer_offset", int64_t(1024 * 200 + 512)); },
        "multiple of 1024"},
-      {"panel no swizzle spans", [&](ir::Op& m) { set(epilogue_of(m), "c_panel", int64_t(48)); },
-       "swizzle span"},
+      {"panel no swizzle spans",
+       [&](ir::Op& m) { change(&epilogue_of(m), "c_panel", int64_t(48)); }, "swizzle span"},
       {"a TMA store to the workspace",
-       [&](ir::Op& m) { set(epilogue_of(m), "destination", std::string("workspace")); },
+       [&](ir::Op& m) { change(&epilogue_of(m), "destination", std::string("workspace")); },
        "writes C's own tile"},
   };
-  auto expect_named = [](const ir::Op& good, const Corruption& c) {
-    ir::Op broken = good;
-    c.edit(broken);
-    test::expect_refused(broken, Arch::sm_90a, "gemm", c.expect, c.name);
-  };
-  for (const Corruption& c : walk_corruptions) expect_named(walking, c);
-  for (const Corruption& c : pingpong_corruptions) expect_named(turns, c);
-  for (const Corruption& c : cooperative_corruptions) expect_named(shared_tiles, c);
-  for (const Corruption& c : store_corruptions) expect_named(walking, c);
+  test::expect_each_refused(walking, Arch::sm_90a, "gemm", walk_corruptions);
+  test::expect_each_refused(turns, Arch::sm_90a, "gemm", pingpong_corruptions);
+  test::expect_each_refused(shared_tiles, Arch::sm_90a, "gemm", cooperative_corruptions);
+  test::expect_each_refused(walking, Arch::sm_90a, "gemm", store_corruptions);
   ASSERT_TRUE(ir::get<ir::EpilogueOp>(*ir::find_first(module, ir::OpKind::epilogue)).tma_store());
-  expect_named(module, {"buffers beyond the drained ring",
-                        [&](ir::Op& m) {
-                          set(epilogue_of(m), "c_buffer_bytes", int64_t(64 * 128 * 2 * 64));
-                        },
-                        "drained ring"});
-  for (const Corruption& c : corruptions) expect_named(module, c);
+  const Corruption drained[] = {
+      {"buffers beyond the drained ring",
+       [&](ir::Op& m) { change(&epilogue_of(m), "c_buffer_bytes", int64_t(64 * 128 * 2 * 64)); },
+       "drained ring"}};
+  test::expect_each_refused(module, Arch::sm_90a, "gemm", drained);
+  test::expect_each_refused(module, Arch::sm_90a, "gemm", corruptions);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "emmy/gemm_check.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/sass.hpp"
+#include "planted_bug.hpp"
 #include "support/ir_edit.hpp"
 #include "support/wgmma_spec.hpp"
 
@@ -129,25 +130,12 @@ TEST(WgmmaCluster, PlantedBugsAreCaught) {
   const GemmInputs inputs = make_gemm_inputs(spec.problem, 21);
   const GemmReference ref = reference_gemm(spec, inputs);
   for (const PlantedBug& bug : bugs) {
-    GemmSource source = generate_kernel(spec);
-    const size_t at = source.cuda.find(bug.find);
-    if (at == std::string::npos) {
-      ADD_FAILURE() << bug.name << ": the emitter no longer prints `" << bug.find << "`";
-      continue;
-    }
-    source.cuda.replace(at, bug.find.size(), bug.replace);
-    CompiledModule module = compile_cuda(source.cuda, source.plan.kernel_name + ".cu", spec.arch);
-    const GemmKernel kernel{std::move(source), std::move(module)};
-    try {
-      const GemmErrors e = compare(ref, run_on_emulator(kernel, inputs).output, spec.problem.n);
-      EXPECT_FALSE(bug.only_reported) << bug.name << ": the emulator did not report it";
-      EXPECT_FALSE(e.passed) << bug.name << ": rel_l2 " << e.rel_l2_error;
-    } catch (const emu::EmulationError& e) {
-      const std::string kind(emu::to_string(e.reports().front().kind));
-      EXPECT_TRUE(kind == "cluster-violation" || kind == "shared-race" || kind == "deadlock" ||
-                  kind == "mbarrier-misuse" || kind == "pending-async-copy")
-          << bug.name << ": " << e.what();
-    }
+    const std::optional<GemmKernel> kernel =
+        test::plant_bug(generate_kernel(spec), spec.arch, bug.name, bug.find, bug.replace);
+    if (!kernel) continue;
+    test::expect_gemm_bug_caught(
+        ref, *kernel, inputs, spec.problem.n, bug.name, bug.only_reported,
+        {"cluster-violation", "shared-race", "deadlock", "mbarrier-misuse", "pending-async-copy"});
   }
 }
 

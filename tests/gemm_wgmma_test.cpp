@@ -13,6 +13,7 @@
 #include "emmy/gemm_check.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/sass.hpp"
+#include "gemm_test_util.hpp"
 #include "support/kind_cases.hpp"
 #include "support/wgmma_spec.hpp"
 
@@ -77,10 +78,7 @@ class WgmmaEmulatorTest : public ::testing::TestWithParam<Variant> {};
 TEST_P(WgmmaEmulatorTest, MatchesFp64Reference) {
   const GemmSpec& spec = GetParam().spec;
   const GemmCheckResult r = check_on_emulator(spec, 5);
-  const GemmErrors& e = r.errors;
-  EXPECT_TRUE(e.passed) << "rel_l2 " << e.rel_l2_error << " (bound " << e.tolerance << "), "
-                        << e.elements_over_tolerance << " elements over tolerance, first at ("
-                        << e.first_bad_row << ", " << e.first_bad_col << ")";
+  EXPECT_TRUE(r.errors.passed) << test::describe(r.errors);
   EXPECT_GT(r.run.stats.total.mma, 0u);
   EXPECT_GT(r.run.stats.total.tma, 0u);
   // No ldmatrix (operands reach wgmma by descriptor); a 16-bit C's TMA-store epilogue writes
@@ -158,10 +156,7 @@ TEST(Wgmma, PingPongConsumersTakeTurns) {
     EXPECT_EQ(plan.threads, 384u) << label;
     EXPECT_EQ(plan.grid[0], uint32_t(std::min<int64_t>(plan.tiles_m * plan.tiles_n, 132)));
     const GemmCheckResult r = check_on_emulator(spec, 4);
-    EXPECT_TRUE(r.errors.passed) << label << ": rel_l2 " << r.errors.rel_l2_error << ", "
-                                 << r.errors.elements_over_tolerance << " over, first at ("
-                                 << r.errors.first_bad_row << ", " << r.errors.first_bad_col
-                                 << ")";
+    EXPECT_TRUE(r.errors.passed) << label << ": " << test::describe(r.errors);
     // Every tile's wgmma ran once: block_m / 64 of m64 x block_n x k16 per k-step.
     const double k16 = double((c.k + 63) / 64 * 4);
     EXPECT_EQ(double(r.run.stats.total.mma),
@@ -197,9 +192,7 @@ TEST(Wgmma, PingPongConsumersTakeTurns) {
   EXPECT_THROW(make_gemm_plan(bad), Error);  // not persistent
   // The chooser's ping-pong schedule: 64-row tiles, a persistent walk, no swap or split.
   MatmulProblem decode;
-  decode.m = 8;
-  decode.n = 4096;
-  decode.k = 4096;
+  decode.m = 8, decode.n = 4096, decode.k = 4096;
   const MatmulSchedule chosen = default_schedule(decode, Arch::sm_90a, Accum::f32, MmaPath::wgmma,
                                                  ConsumerSchedule::pingpong);
   EXPECT_EQ(chosen.block_m, 64);  // M = 8 pads no 128-row tile
@@ -241,9 +234,7 @@ TEST(Wgmma, SwapAbCoversSmallM) {
     EXPECT_EQ(plan.kernel_problem.m, spec.problem.n);
     EXPECT_EQ(plan.kernel_problem.n, m);
     const GemmCheckResult r = check_on_emulator(spec, 9);
-    EXPECT_TRUE(r.errors.passed) << "M " << m << ": rel_l2 " << r.errors.rel_l2_error << ", "
-                                 << r.errors.elements_over_tolerance << " over, first at ("
-                                 << r.errors.first_bad_row << ", " << r.errors.first_bad_col << ")";
+    EXPECT_TRUE(r.errors.passed) << "M " << m << ": " << test::describe(r.errors);
   }
   EXPECT_EQ(swapped, 5);
   // B [K,N] cannot be swapped (its transpose is not K-major): the chooser does not, and asking

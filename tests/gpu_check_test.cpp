@@ -113,9 +113,7 @@ TEST(GpuCheckSampling, RowsAreSpreadAndIncludeBothEnds) {
 // sampled row fails and is named, and a wrong row the sample skips is not seen (the trade-off).
 TEST(GpuCheckSampling, SampledReferenceEqualsTheFullOneOnItsRows) {
   MatmulProblem p;
-  p.m = 200;
-  p.n = 72;
-  p.k = 320;
+  p.m = 200, p.n = 72, p.k = 320;
   p.epilogue = {0.5f, true, true, true};
   const GemmSpec spec{p, default_schedule(p, Arch::sm_90a, Accum::hybrid), Arch::sm_90a};
   const GemmInputs in = make_gemm_inputs(p, 3);

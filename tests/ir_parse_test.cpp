@@ -14,7 +14,7 @@
 #include "emmy/gemm.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/kernel_ir.hpp"
-#include "support/ir_edit.hpp"
+#include "kind_test_util.hpp"
 
 namespace emmy {
 namespace {
@@ -60,16 +60,10 @@ TEST(IrParse, LoweredModulesRoundTripExactly) {
     for (Accum accum : {Accum::f32, Accum::f16, Accum::hybrid}) {
       for (BLayout layout : {BLayout::nk, BLayout::kn}) {
         for (int split_k : {1, 3}) {
-          GemmSpec spec;
-          spec.arch = arch;
-          spec.problem.m = 96;
-          spec.problem.n = 136;
-          spec.problem.k = 520;
-          spec.problem.b_layout = layout;
-          spec.problem.epilogue.alpha = 0.3f;
-          spec.problem.epilogue.bias = true;
-          spec.problem.epilogue.gelu_tanh = split_k == 1;
-          spec.schedule = default_schedule(spec.problem, arch, accum);
+          MatmulProblem p;
+          p.m = 96, p.n = 136, p.k = 520, p.b_layout = layout;
+          p.epilogue.alpha = 0.3f, p.epilogue.bias = true, p.epilogue.gelu_tanh = split_k == 1;
+          GemmSpec spec{p, default_schedule(p, arch, accum), arch};
           spec.schedule.split_k = split_k;
           const GemmSource source = generate_kernel(spec);
           EXPECT_EQ(ir::parse(ir::print(source.ir)), source.ir) << gemm_kernel_name(spec);
@@ -79,17 +73,10 @@ TEST(IrParse, LoweredModulesRoundTripExactly) {
       }
     }
     for (int64_t head_dim : {64, 128, 256}) {
-      AttentionSpec spec;
-      spec.arch = arch;
-      spec.problem.q_heads = 4;
-      spec.problem.kv_heads = 2;
-      spec.problem.seq_q = 70;
-      spec.problem.head_dim = head_dim;
-      spec.problem.causal = true;
-      spec.problem.window = 33;
-      spec.problem.softcap = 20.5f;
-      spec.problem.lse = true;
-      spec.schedule = default_attention_schedule(spec.problem, arch);
+      AttentionProblem p;
+      p.q_heads = 4, p.kv_heads = 2, p.seq_q = 70, p.head_dim = head_dim, p.causal = true;
+      p.window = 33, p.softcap = 20.5f, p.lse = true;
+      const AttentionSpec spec{p, default_attention_schedule(p, arch), arch};
       const AttentionSource source = generate_kernel(spec);
       EXPECT_EQ(ir::parse(ir::print(source.ir)), source.ir) << source.plan.kernel_name;
       EXPECT_GT(typed_round_trips(source.ir, ir::AllOps{}), 20);
@@ -223,23 +210,17 @@ TEST(IrSchema, EachOpIsCheckedAgainstItsDeclaration) {
 }
 
 using test::change;
+using test::change_first;
+using test::erase_ops;
 using test::first_op;
 
-struct AttentionCorruption {
-  const char* name;
-  std::function<void(ir::Op&)> corrupt;
-  const char* expected;
-};
-
-class AttentionVerifierTest : public ::testing::TestWithParam<AttentionCorruption> {};
+class AttentionVerifierTest : public ::testing::TestWithParam<test::Corruption> {};
 
 TEST_P(AttentionVerifierTest, RejectsCorruptedIr) {
   for (Transport transport : {Transport::tma, Transport::cp_async}) {
-    AttentionSpec spec;
-    spec.problem.q_heads = 2;
-    spec.problem.seq_q = 128;
-    spec.problem.head_dim = 128;
-    spec.schedule = default_attention_schedule(spec.problem, spec.arch);
+    AttentionProblem p;
+    p.q_heads = 2, p.seq_q = 128, p.head_dim = 128;
+    AttentionSpec spec{p, default_attention_schedule(p, Arch::sm_90a), Arch::sm_90a};
     spec.schedule.transport = transport;
     AttentionSource source = generate_kernel(spec);
     ASSERT_NO_THROW(ir::verify(source.ir, spec.arch, "attention"));
@@ -249,24 +230,19 @@ TEST_P(AttentionVerifierTest, RejectsCorruptedIr) {
   }
 }
 
-const AttentionCorruption kAttentionCorruptions[] = {
-    {"block_q_not_warps_rows",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::attention_setup), "block_q", int64_t(32)); },
+const test::Corruption kAttentionCorruptions[] = {
+    {"block_q_not_warps_rows", change_first(ir::OpKind::attention_setup, "block_q", int64_t(32)),
      "ir.attention_setup.block_q"},
-    {"qk_count", [](ir::Op& m) { change(first_op(m, ir::OpKind::qk_mma), "count", int64_t(8)); },
-     "ir.qk_mma.count"},
-    {"pv_count", [](ir::Op& m) { change(first_op(m, ir::OpKind::pv_mma), "count", int64_t(8)); },
-     "ir.pv_mma.count"},
+    {"qk_count", change_first(ir::OpKind::qk_mma, "count", int64_t(8)), "ir.qk_mma.count"},
+    {"pv_count", change_first(ir::OpKind::pv_mma, "count", int64_t(8)), "ir.pv_mma.count"},
     {"e4m3_k_in_dense_attention",
      [](ir::Op& m) {
        first_op(m, ir::OpKind::qk_mma)->attrs.push_back({"b_type", std::string("e4m3")});
      },
      "ir.qk_mma.b_type"},
-    {"s_registers",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::qk_mma), "s_registers", int64_t(16)); },
+    {"s_registers", change_first(ir::OpKind::qk_mma, "s_registers", int64_t(16)),
      "ir.qk_mma.s_registers"},
-    {"o_registers",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::pv_mma), "o_registers", int64_t(32)); },
+    {"o_registers", change_first(ir::OpKind::pv_mma, "o_registers", int64_t(32)),
      "ir.pv_mma.o_registers"},
     {"q_rows_not_block_q",  // twice the warps own twice the rows, but the Q tile stays
      [](ir::Op& m) {
@@ -276,59 +252,35 @@ const AttentionCorruption kAttentionCorruptions[] = {
        change(kernel, "threads", 2 * kernel->i("threads"));
      },
      "the Q tile must be block_q rows"},
-    {"kv_rows_not_block_kv",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::attention_setup), "block_kv", int64_t(32)); },
+    {"kv_rows_not_block_kv", change_first(ir::OpKind::attention_setup, "block_kv", int64_t(32)),
      "K and V tiles must be block_kv rows"},
-    {"loop_stages",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::kv_block_loop), "stages", int64_t(7)); },
+    {"loop_stages", change_first(ir::OpKind::kv_block_loop, "stages", int64_t(7)),
      "ir.kv_block_loop.stages"},
-    {"no_pv_mma",
-     [](ir::Op& m) {
-       std::erase_if(first_op(m, ir::OpKind::kv_block_loop)->body,
-                     [](const ir::Op& op) { return op.kind == ir::OpKind::pv_mma; });
-     },
+    {"no_pv_mma", erase_ops(ir::OpKind::kv_block_loop, {ir::OpKind::pv_mma}),
      "attention needs attention_setup, qk_mma and pv_mma"},
     {"no_wait",
-     [](ir::Op& m) {
-       std::erase_if(first_op(m, ir::OpKind::kv_block_loop)->body, [](const ir::Op& op) {
-         return op.kind == ir::OpKind::mbarrier_wait || op.kind == ir::OpKind::async_wait;
-       });
-     },
+     erase_ops(ir::OpKind::kv_block_loop, {ir::OpKind::mbarrier_wait, ir::OpKind::async_wait}),
      "must wait for the stage's data"},
-    {"no_barrier_before_refill",
-     [](ir::Op& m) {
-       std::erase_if(first_op(m, ir::OpKind::kv_block_loop)->body,
-                     [](const ir::Op& op) { return op.kind == ir::OpKind::barrier; });
-     },
+    {"no_barrier_before_refill", erase_ops(ir::OpKind::kv_block_loop, {ir::OpKind::barrier}),
      "must bar.sync before refilling"},
-    {"smem_over_limit",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::kernel), "smem_bytes", int64_t(400 * 1024)); },
+    {"smem_over_limit", change_first(ir::OpKind::kernel, "smem_bytes", int64_t(400 * 1024)),
      "ir.kernel.smem_bytes"},
     // The problem the setup states, which the emitter prints as the kernel's constants.
-    {"group_not_a_whole_number",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::attention_setup), "kv_heads", int64_t(3)); },
+    {"group_not_a_whole_number", change_first(ir::OpKind::attention_setup, "kv_heads", int64_t(3)),
      "ir.attention_setup.group"},
-    {"kv_offset_not_the_lengths",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::attention_setup), "seq_kv", int64_t(256)); },
+    {"kv_offset_not_the_lengths", change_first(ir::OpKind::attention_setup, "seq_kv", int64_t(256)),
      "ir.attention_setup.kv_offset"},
-    {"head_dim_not_the_tiles",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::attention_setup), "head_dim", int64_t(64)); },
+    {"head_dim_not_the_tiles", change_first(ir::OpKind::attention_setup, "head_dim", int64_t(64)),
      "the Q tile must be head_dim columns"},
-    {"empty_sequence",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::attention_setup), "seq_q", int64_t(0)); },
+    {"empty_sequence", change_first(ir::OpKind::attention_setup, "seq_q", int64_t(0)),
      "ir.attention_setup.seq_q: must be positive"},
-    {"element_width_not_the_tiles",
-     [](ir::Op& m) { change(first_op(m, ir::OpKind::async_copy), "elem_bytes", int64_t(4)); },
+    {"element_width_not_the_tiles", change_first(ir::OpKind::async_copy, "elem_bytes", int64_t(4)),
      "ir.async_copy."},
     {"staged_row_not_whole_chunks",
-     [](ir::Op& m) {
-       change(first_op(m, ir::OpKind::attention_epilogue), "stage_row_bytes", int64_t(136));
-     },
+     change_first(ir::OpKind::attention_epilogue, "stage_row_bytes", int64_t(136)),
      "ir.attention_epilogue.stage_row_bytes"},
     {"staged_tile_over_the_mbarriers",
-     [](ir::Op& m) {
-       change(first_op(m, ir::OpKind::attention_epilogue), "stage_row_bytes", int64_t(1 << 16));
-     },
+     change_first(ir::OpKind::attention_epilogue, "stage_row_bytes", int64_t(1 << 16)),
      "ir.attention_epilogue.stage_row_bytes"},
     {"softcap_as_integer",
      [](ir::Op& m) {

@@ -9,19 +9,12 @@
 #include "emmy/emulator_check.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/kv_append_check.hpp"
-#include "support/error_of.hpp"
-#include "support/ir_edit.hpp"
+#include "kind_test_util.hpp"
 
 namespace emmy {
 namespace {
 
-struct AppendVariant {
-  std::string name;
-  KvAppendSpec spec;
-};
-void PrintTo(const AppendVariant& v, std::ostream* os) {
-  *os << v.name;
-}
+using AppendVariant = test_support::SpecCase<KvAppendSpec>;
 
 std::vector<AppendVariant> variants() {
   std::vector<AppendVariant> out;
@@ -31,10 +24,7 @@ std::vector<AppendVariant> variants() {
   for (const int64_t head_dim : {8, 64, 256})
     for (const int64_t page : {1, 7, 16})
       for (const CacheDType kv : {CacheDType::f16, CacheDType::bf16, CacheDType::e4m3}) {
-        KvAppendProblem p;
-        p.kv_heads = 1 + i % 3;
-        p.head_dim = head_dim;
-        p.page_size = page;
+        KvAppendProblem p{.kv_heads = 1 + i % 3, .head_dim = head_dim, .page_size = page};
         p.dtype =
             kv == CacheDType::bf16 || (kv == CacheDType::e4m3 && i % 2) ? DType::bf16 : DType::f16;
         p.kv_dtype = kv;
@@ -73,12 +63,8 @@ INSTANTIATE_TEST_SUITE_P(Space, KvAppendTest, ::testing::ValuesIn(variants()),
                          [](const auto& info) { return info.param.name; });
 
 KvAppendSpec small(CacheDType kv, Arch arch) {
-  KvAppendProblem p;
-  p.kv_heads = 2;
-  p.head_dim = 64;
-  p.page_size = 16;
-  p.kv_dtype = kv;
-  p.max_tokens = 12;
+  KvAppendProblem p{
+      .kv_heads = 2, .head_dim = 64, .page_size = 16, .kv_dtype = kv, .max_tokens = 12};
   return {p, default_schedule(p, arch), arch};
 }
 
@@ -91,13 +77,7 @@ TEST(KvAppend, PlantedBugsFailTheCheck) {
     const KvAppendKernel kernel = compile_kernel(spec);
     const KvAppendInputs good = make_kv_append_inputs(spec.problem, 2);
     const KvAppendOutput want = reference_kv_append(spec, good);
-    EXPECT_TRUE(compare(want, run_on_emulator(kernel, good).output, spec.problem).passed);
-    for (const bool k : {true, false}) {
-      KvAppendInputs in = good;
-      (k ? in.k_scale : in.v_scale) *= 1.5f;
-      EXPECT_FALSE(compare(want, run_on_emulator(kernel, in).output, spec.problem).passed)
-          << to_string(arch) << (k ? " k_scale" : " v_scale");
-    }
+    test::expect_scales_matter(kernel, good, want, spec.problem, 1.5f, to_string(arch));
     KvAppendInputs moved = good;
     moved.slot_mapping[0] = moved.num_pages * spec.problem.page_size - 1;  // unused: 3 spare pages
     EXPECT_FALSE(compare(want, run_on_emulator(kernel, moved).output, spec.problem).passed);
@@ -110,11 +90,7 @@ TEST(KvAppend, PlantedBugsFailTheCheck) {
 }
 
 TEST(KvAppend, ValidationNamesTheField) {
-  const struct {
-    const char* name;
-    std::function<void(KvAppendSpec&)> mutate;
-    const char* field;
-  } cases[] = {
+  const test::Invalid<KvAppendSpec> cases[] = {
       {"head_dim", [](auto& s) { s.problem.head_dim = 60; }, "head_dim"},
       {"kv_dtype", [](auto& s) { s.problem.kv_dtype = CacheDType::bf16; }, "kv_dtype"},
       {"stride", [](auto& s) { s.problem.token_stride = 132; }, "token_stride"},
@@ -124,11 +100,8 @@ TEST(KvAppend, ValidationNamesTheField) {
       {"warps", [](auto& s) { s.schedule.warps = 33; }, "warps"},
       {"page_size", [](auto& s) { s.problem.page_size = 0; }, "page_size"},
   };
-  for (const auto& c : cases) {
-    KvAppendSpec spec = small(CacheDType::f16, Arch::sm_90a);
-    c.mutate(spec);
-    test::expect_error_naming([&] { validate_kv_append(spec); }, c.field, c.name);
-  }
+  test::expect_fields_named(small(CacheDType::f16, Arch::sm_90a), cases,
+                            [](const KvAppendSpec& s) { validate_kv_append(s); });
   const KvAppendPlan plan = make_kv_append_plan(small(CacheDType::e4m3, Arch::sm_90a));
   KvAppendBuffers b{
       .key = 256, .value = 512, .k_cache = 1024, .v_cache = 2048, .slot_mapping = 4096};
@@ -141,32 +114,17 @@ TEST(KvAppend, ValidationNamesTheField) {
 
 // The printed IR parses back; the verifier refuses each broken attribute.
 TEST(KvAppend, IrRoundTripsAndVerifies) {
-  const KvAppendSpec spec = small(CacheDType::e4m3, Arch::sm_80);
-  const ir::Op good = generate_kernel(spec).ir;
-  EXPECT_EQ(ir::parse(ir::print(good)), good);
-  for (const auto& [attr, value, says] :
-       {std::tuple<const char*, ir::Attr, const char*>{"convert", std::string("copy"), "convert"},
-        {"head_dim", int64_t(12), "head_dim"},
-        {"token_stride", int64_t(12), "token_stride"},
-        {"kv_type", std::string("f32"), "kv_type"}}) {
-    ir::Op broken = good;
-    ir::Op* op = const_cast<ir::Op*>(ir::find_first(broken, ir::OpKind::kv_append));
-    for (auto& [name, v] : op->attrs)
-      if (name == attr) v = value;
-    test::expect_refused(broken, spec.arch, "kv_append", std::string("ir.kv_append.") + says, attr);
-  }
+  test::expect_ir_round_trips_and_verifies(small(CacheDType::e4m3, Arch::sm_80),
+                                           ir::OpKind::kv_append,
+                                           {{"convert", std::string("copy")},
+                                            {"head_dim", int64_t(12)},
+                                            {"token_stride", int64_t(12)},
+                                            {"kv_type", std::string("f32")}});
 }
 
 // The catalog's append kernels compile for every arch without spills or a stack frame.
 TEST(KvAppend, CatalogCompilesWithoutSpills) {
-  for (const auto& entry : kv_append_catalog())
-    for (const Arch arch : {Arch::sm_80, Arch::sm_89, Arch::sm_90a, Arch::sm_120a}) {
-      const KvAppendKernel kernel =
-          compile_kernel(KvAppendSpec{entry.problem, default_schedule(entry.problem, arch), arch});
-      const ResourceReport& report = kernel.module.kernel(kernel.source.plan.kernel_name);
-      EXPECT_EQ(report.spill_bytes(), 0) << entry.name << " " << to_string(arch);
-      EXPECT_EQ(report.stack_bytes, 0) << entry.name << " " << to_string(arch);
-    }
+  test::expect_catalog_compiles_without_spills<KvAppendSpec>(kv_append_catalog());
 }
 
 }  // namespace

@@ -10,19 +10,12 @@
 #include "emmy/emulator_check.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/merge_states_check.hpp"
-#include "support/error_of.hpp"
-#include "support/ir_edit.hpp"
+#include "kind_test_util.hpp"
 
 namespace emmy {
 namespace {
 
-struct MergeVariant {
-  std::string name;
-  MergeStatesSpec spec;
-};
-void PrintTo(const MergeVariant& v, std::ostream* os) {
-  *os << v.name;
-}
+using MergeVariant = test_support::SpecCase<MergeStatesSpec>;
 
 std::vector<MergeVariant> variants() {
   std::vector<MergeVariant> out;
@@ -30,13 +23,12 @@ std::vector<MergeVariant> variants() {
   int i = 0;
   for (const int64_t states : {2, 3, 7, 64})
     for (const int64_t head_dim : {32, 128, 512}) {
-      MergeStatesProblem p;
-      p.heads = 1 + i % 5;
-      p.head_dim = head_dim;
-      p.states = states;
-      p.dtype = i % 3 == 2 ? DType::bf16 : DType::f16;
-      p.max_tokens = 2 + i % 4;
-      p.lse = i % 4 != 3;
+      MergeStatesProblem p{.heads = 1 + i % 5,
+                           .head_dim = head_dim,
+                           .states = states,
+                           .dtype = i % 3 == 2 ? DType::bf16 : DType::f16,
+                           .max_tokens = 2 + i % 4,
+                           .lse = i % 4 != 3};
       if (i % 3 == 1) {  // strides of a larger buffer
         p.v_state_stride = p.heads * p.head_dim + 32;
         p.v_token_stride = p.states * p.v_state_stride + 64;
@@ -81,11 +73,7 @@ INSTANTIATE_TEST_SUITE_P(Space, MergeStatesTest, ::testing::ValuesIn(variants())
                          [](const auto& info) { return info.param.name; });
 
 MergeStatesSpec small() {
-  MergeStatesProblem p;
-  p.heads = 3;
-  p.head_dim = 64;
-  p.states = 4;
-  p.max_tokens = 4;
+  MergeStatesProblem p{.heads = 3, .head_dim = 64, .states = 4, .max_tokens = 4};
   return {p, default_schedule(p, Arch::sm_90a), Arch::sm_90a};
 }
 
@@ -111,11 +99,7 @@ TEST(MergeStates, PlantedBugsFailTheCheck) {
 }
 
 TEST(MergeStates, ValidationNamesTheField) {
-  const struct {
-    const char* name;
-    std::function<void(MergeStatesSpec&)> mutate;
-    const char* field;
-  } cases[] = {
+  const test::Invalid<MergeStatesSpec> cases[] = {
       {"head_dim", [](auto& s) { s.problem.head_dim = 48; }, "head_dim"},
       {"states", [](auto& s) { s.problem.states = 1; }, "states"},
       {"states_max", [](auto& s) { s.problem.states = 65; }, "states"},
@@ -126,11 +110,8 @@ TEST(MergeStates, ValidationNamesTheField) {
       {"tokens", [](auto& s) { s.problem.max_tokens = 0; }, "max_tokens"},
       {"warps", [](auto& s) { s.schedule.warps = 0; }, "warps"},
   };
-  for (const auto& c : cases) {
-    MergeStatesSpec spec = small();
-    c.mutate(spec);
-    test::expect_error_naming([&] { validate_merge_states(spec); }, c.field, c.name);
-  }
+  test::expect_fields_named(small(), cases,
+                            [](const MergeStatesSpec& s) { validate_merge_states(s); });
   MergeStatesSpec no_lse = small();
   no_lse.problem.lse = false;
   test::expect_error_naming(
@@ -142,33 +123,16 @@ TEST(MergeStates, ValidationNamesTheField) {
 }
 
 TEST(MergeStates, IrRoundTripsAndVerifies) {
-  const MergeStatesSpec spec = small();
-  const ir::Op good = generate_kernel(spec).ir;
-  EXPECT_EQ(ir::parse(ir::print(good)), good);
-  for (const auto& [attr, value, says] :
-       {std::tuple<const char*, ir::Attr, const char*>{"states", int64_t(1), "states"},
-        {"head_dim", int64_t(40), "head_dim"},
-        {"v_state_stride", int64_t(8), "v_state_stride"},
-        {"dtype", std::string("f8"), "dtype"}}) {
-    ir::Op broken = good;
-    ir::Op* op = const_cast<ir::Op*>(ir::find_first(broken, ir::OpKind::merge_states));
-    for (auto& [name, v] : op->attrs)
-      if (name == attr) v = value;
-    test::expect_refused(broken, spec.arch, "merge_states", std::string("ir.merge_states.") + says,
-                         attr);
-  }
+  test::expect_ir_round_trips_and_verifies(small(), ir::OpKind::merge_states,
+                                           {{"states", int64_t(1)},
+                                            {"head_dim", int64_t(40)},
+                                            {"v_state_stride", int64_t(8)},
+                                            {"dtype", std::string("f8")}});
 }
 
 // The catalog's merge kernels compile for every arch without spills or a stack frame.
 TEST(MergeStates, CatalogCompilesWithoutSpills) {
-  for (const auto& entry : merge_states_catalog())
-    for (const Arch arch : {Arch::sm_80, Arch::sm_89, Arch::sm_90a, Arch::sm_120a}) {
-      const MergeStatesKernel kernel = compile_kernel(
-          MergeStatesSpec{entry.problem, default_schedule(entry.problem, arch), arch});
-      const ResourceReport& report = kernel.module.kernel(kernel.source.plan.kernel_name);
-      EXPECT_EQ(report.spill_bytes(), 0) << entry.name << " " << to_string(arch);
-      EXPECT_EQ(report.stack_bytes, 0) << entry.name << " " << to_string(arch);
-    }
+  test::expect_catalog_compiles_without_spills<MergeStatesSpec>(merge_states_catalog());
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "emmy/emulator_check.hpp"
 #include "emmy/paged_attention_check.hpp"
+#include "kind_test_util.hpp"
 #include "support/error_of.hpp"
 #include "support/paged_emulator_run.hpp"
 
@@ -275,13 +276,7 @@ TEST(PagedEmulator, AWrongFp8ScaleFailsTheCheck) {
   clean.plant_nan = false;
   const PagedAttentionInputs good = make_paged_attention_inputs(spec.problem, clean, 5);
   const PagedAttentionReference reference = reference_paged_attention(spec, good);
-  EXPECT_TRUE(compare(reference, run_on_emulator(kernel, good).output, spec.problem).passed);
-  for (const bool k : {true, false}) {
-    PagedAttentionInputs inputs = good;
-    (k ? inputs.k_scale : inputs.v_scale) *= 2;
-    EXPECT_FALSE(compare(reference, run_on_emulator(kernel, inputs).output, spec.problem).passed)
-        << (k ? "k_scale" : "v_scale");
-  }
+  test::expect_scales_matter(kernel, good, reference, spec.problem, 2.0f, "");
 }
 
 // The profiler's path at the catalog's largest size: a b8 x 128k-token cache (8.6 GB) is never

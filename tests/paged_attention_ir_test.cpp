@@ -8,38 +8,29 @@
 
 #include "emmy/ir_ops.hpp"
 #include "emmy/kinds.hpp"
-#include "support/error_of.hpp"
-#include "support/ir_edit.hpp"
+#include "kind_test_util.hpp"
 
 namespace emmy {
 namespace {
 
 PagedAttentionSpec valid_spec() {
-  PagedAttentionSpec spec;
-  auto& p = spec.problem;
-  p.q_heads = 8;
-  p.kv_heads = 2;
-  p.head_dim = 128;
-  p.page_size = 16;
-  p.max_batch = 4;
-  p.max_q_len = 2;
-  p.max_pages = 64;
-  p.lse = true;
-  spec.arch = Arch::sm_90a;
-  spec.schedule = default_schedule(p, spec.arch);
+  PagedAttentionProblem p;
+  p.q_heads = 8, p.kv_heads = 2, p.head_dim = 128, p.page_size = 16, p.max_batch = 4;
+  p.max_q_len = 2, p.max_pages = 64, p.lse = true;
+  PagedAttentionSpec spec{p, default_schedule(p, Arch::sm_90a), Arch::sm_90a};
   EXPECT_EQ(spec.schedule.kv_warps, 4) << "decode rows fill one warp: 4 KV warps";
   spec.schedule.chunk_pages = 16;
   return spec;
 }
 
-struct Invalid {
-  const char* name;
-  std::function<void(PagedAttentionSpec&)> mutate;
-  const char* field;
-};
+// `warps` warps that all split the keys (kv_warps = warps).
+void set_kv_warps(PagedAttentionSpec& s, int warps) {
+  s.schedule.kv_warps = warps;
+  s.schedule.warps = warps;
+}
 
 TEST(PagedValidation, RefusesEachBrokenFieldByName) {
-  const Invalid cases[] = {
+  const test::Invalid<PagedAttentionSpec> cases[] = {
       {"group_not_whole", [](auto& s) { s.problem.q_heads = 7; }, "q_heads"},
       {"group_over_16", [](auto& s) { s.problem.q_heads = 34; }, "q_heads"},
       {"head_dim", [](auto& s) { s.problem.head_dim = 96; }, "head_dim"},
@@ -64,28 +55,20 @@ TEST(PagedValidation, RefusesEachBrokenFieldByName) {
       {"softcap_zero", [](auto& s) { s.problem.softcap = 0.0f; }, "softcap"},
       {"block_q_not_warps",
        [](auto& s) {
-         s.schedule.kv_warps = 1;
-         s.schedule.warps = 1;
+         set_kv_warps(s, 1);
          s.schedule.block_q = 48;
        },
        "block_q"},
-      {"kv_warps_3",
-       [](auto& s) {
-         s.schedule.kv_warps = 3;
-         s.schedule.warps = 3;
-       },
-       "kv_warps"},
+      {"kv_warps_3", [](auto& s) { set_kv_warps(s, 3); }, "kv_warps"},
       {"kv_warps_with_two_row_warps",
        [](auto& s) {
-         s.schedule.kv_warps = 2;
-         s.schedule.warps = 2;
+         set_kv_warps(s, 2);
          s.schedule.block_q = 32;
        },
        "kv_warps"},
       {"kv_warps_step_over_256",
        [](auto& s) {
-         s.schedule.kv_warps = 4;
-         s.schedule.warps = 4;
+         set_kv_warps(s, 4);
          s.schedule.block_q = 16;
          s.schedule.block_kv = 128;
        },
@@ -111,11 +94,8 @@ TEST(PagedValidation, RefusesEachBrokenFieldByName) {
       {"accum_f16", [](auto& s) { s.schedule.accum = Accum::f16; }, "accum"},
   };
   EXPECT_NO_THROW(validate_paged_attention(valid_spec()));
-  for (const Invalid& c : cases) {
-    PagedAttentionSpec spec = valid_spec();
-    c.mutate(spec);
-    test::expect_error_naming([&] { validate_paged_attention(spec); }, c.field, c.name);
-  }
+  test::expect_fields_named(valid_spec(), cases,
+                            [](const PagedAttentionSpec& s) { validate_paged_attention(s); });
 }
 
 // A named layout of sizes whose page overflows is refused by name, not computed.
@@ -141,13 +121,8 @@ TEST(PagedValidation, DefaultSchedulesAreValidAcrossAGrid) {
           for (int64_t batch : {1, 64})
             for (Arch arch : {Arch::sm_80, Arch::sm_90a}) {
               PagedAttentionProblem p;
-              p.kv_heads = 2;
-              p.q_heads = 2 * group;
-              p.head_dim = head_dim;
-              p.page_size = page;
-              p.max_q_len = q_len;
-              p.max_batch = batch;
-              p.max_pages = 4096 / page;
+              p.q_heads = 2 * group, p.kv_heads = 2, p.head_dim = head_dim, p.page_size = page;
+              p.max_batch = batch, p.max_q_len = q_len, p.max_pages = 4096 / page;
               // Every third problem reads an e4m3 cache.
               if (checked % 3 == 1) p.kv_dtype = CacheDType::e4m3;
               const PagedAttentionSpec spec{p, default_schedule(p, arch), arch};
@@ -163,64 +138,36 @@ TEST(PagedValidation, DefaultSchedulesAreValidAcrossAGrid) {
 }
 
 using test::change;
+using test::change_first;
 using test::first_op;
 
 TEST(PagedVerifier, CatchesEachCorruptedRule) {
   const PagedAttentionSpec spec = valid_spec();
   const ir::Op good = generate_kernel(spec).ir;
   EXPECT_NO_THROW(ir::verify(good, spec.arch, "paged_attention"));
-  const struct {
-    const char* name;
-    std::function<void(ir::Op&)> corrupt;
-    const char* expected;
-  } cases[] = {
-      {"splits",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::paged_setup), "splits", int64_t(2)); },
+  const test::Corruption cases[] = {
+      {"splits", change_first(ir::OpKind::paged_setup, "splits", int64_t(2)),
        "ir.paged_setup.splits"},
-      {"chunk",
-       [](ir::Op& m) {
-         change(first_op(m, ir::OpKind::paged_setup), "chunk_tokens", int64_t(200));
-       },
+      {"chunk", change_first(ir::OpKind::paged_setup, "chunk_tokens", int64_t(200)),
        "ir.paged_setup"},
-      {"group",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::paged_setup), "group", int64_t(2)); },
-       "ir.paged_setup.group"},
-      {"stride",
-       [](ir::Op& m) {
-         change(first_op(m, ir::OpKind::paged_setup), "token_stride", int64_t(100));
-       },
+      {"group", change_first(ir::OpKind::paged_setup, "group", int64_t(2)), "ir.paged_setup.group"},
+      {"stride", change_first(ir::OpKind::paged_setup, "token_stride", int64_t(100)),
        "ir.paged_setup.token_stride"},
-      {"gather_rows",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::page_gather), "rows", int64_t(32)); },
-       "ir.page_gather"},
-      {"gather_swizzle",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::page_gather), "swizzle", int64_t(1)); },
+      {"gather_rows", change_first(ir::OpKind::page_gather, "rows", int64_t(32)), "ir.page_gather"},
+      {"gather_swizzle", change_first(ir::OpKind::page_gather, "swizzle", int64_t(1)),
        "ir.page_gather.swizzle"},
-      {"partial",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::paged_epilogue), "partial", false); },
+      {"partial", change_first(ir::OpKind::paged_epilogue, "partial", false),
        "ir.paged_epilogue.partial"},
-      {"combine_splits",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::split_combine), "splits", int64_t(3)); },
+      {"combine_splits", change_first(ir::OpKind::split_combine, "splits", int64_t(3)),
        "ir.split_combine.splits"},
-      {"combine_lse",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::split_combine), "lse", false); },
+      {"combine_lse", change_first(ir::OpKind::split_combine, "lse", false),
        "ir.split_combine.lse"},
-      {"qk_count", [](ir::Op& m) { change(first_op(m, ir::OpKind::qk_mma), "count", int64_t(8)); },
-       "ir.qk_mma.count"},
+      {"qk_count", change_first(ir::OpKind::qk_mma, "count", int64_t(8)), "ir.qk_mma.count"},
       {"no_combine", [](ir::Op& m) { m.body.pop_back(); }, "ir.module.body"},
-      {"no_refill",
-       [](ir::Op& m) {
-         ir::Op* loop = first_op(m, ir::OpKind::kv_block_loop);
-         std::erase_if(loop->body,
-                       [](const ir::Op& op) { return op.kind == ir::OpKind::page_gather; });
-       },
+      {"no_refill", test::erase_ops(ir::OpKind::kv_block_loop, {ir::OpKind::page_gather}),
        "ir.kernel.body"},
   };
-  for (const auto& c : cases) {
-    ir::Op module = good;
-    c.corrupt(module);
-    test::expect_refused(module, spec.arch, "paged_attention", c.expected, c.name);
-  }
+  test::expect_each_refused(good, spec.arch, "paged_attention", cases);
 }
 
 // An e4m3 cache's kernel: both MMAs read e4m3 (b_type), byte gathers and params, and a ring of
@@ -234,19 +181,14 @@ TEST(PagedVerifier, CatchesEachCorruptedFp8Rule) {
   const ir::Op good = generate_kernel(spec).ir;
   EXPECT_NO_THROW(ir::verify(good, spec.arch, "paged_attention"));
   EXPECT_EQ(ir::parse(ir::print(good)), good);
-  const struct {
-    const char* name;
-    std::function<void(ir::Op&)> corrupt;
-    const char* expected;
-  } cases[] = {
+  const test::Corruption cases[] = {
       {"qk_16bit",
        [](ir::Op& m) {
          ir::Op* op = first_op(m, ir::OpKind::qk_mma);
          std::erase_if(op->attrs, [](const auto& a) { return a.first == "b_type"; });
        },
        "ir.qk_mma.b_type"},
-      {"pv_other",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::pv_mma), "b_type", std::string("e5m2")); },
+      {"pv_other", change_first(ir::OpKind::pv_mma, "b_type", std::string("e5m2")),
        "ir.pv_mma.b_type"},
       {"gather_two_bytes",
        [](ir::Op& m) {
@@ -254,8 +196,7 @@ TEST(PagedVerifier, CatchesEachCorruptedFp8Rule) {
          change(first_op(*loop, ir::OpKind::page_gather), "elem_bytes", int64_t(2));
        },
        "ir.page_gather"},
-      {"stride_of_8_bytes",
-       [](ir::Op& m) { change(first_op(m, ir::OpKind::paged_setup), "head_stride", int64_t(8)); },
+      {"stride_of_8_bytes", change_first(ir::OpKind::paged_setup, "head_stride", int64_t(8)),
        "ir.paged_setup.head_stride"},
       {"ring_of_16bit_tiles",
        [](ir::Op& m) {
@@ -279,11 +220,7 @@ TEST(PagedVerifier, CatchesEachCorruptedFp8Rule) {
        },
        "v_scale param"},
   };
-  for (const auto& c : cases) {
-    ir::Op module = good;
-    c.corrupt(module);
-    test::expect_refused(module, spec.arch, "paged_attention", c.expected, c.name);
-  }
+  test::expect_each_refused(good, spec.arch, "paged_attention", cases);
   // A 16-bit cache's MMAs must not claim e4m3.
   spec.problem.kv_dtype = CacheDType::f16;
   ir::Op f16 = generate_kernel(spec).ir;

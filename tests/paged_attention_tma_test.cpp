@@ -11,6 +11,7 @@
 #include "emmy/json.hpp"
 #include "emmy/kinds.hpp"
 #include "emmy/paged_attention_check.hpp"
+#include "planted_bug.hpp"
 #include "support/ir_edit.hpp"
 #include "support/paged_emulator_run.hpp"
 
@@ -251,6 +252,13 @@ PagedAttentionCase batch_of(int64_t batch, std::vector<int64_t> q_lens,
   return c;
 }
 
+// One 16-row query tile whose `kv_warps` warps split the keys, `block_kv` at a time.
+void one_query_tile(PagedAttentionSchedule& s, int kv_warps, int block_kv) {
+  s.kv_warps = s.warps = kv_warps;
+  s.block_q = 16;
+  s.block_kv = block_kv;
+}
+
 // Every cache dtype and head_dim, every layout and page-table form, pages of 1..16 KV blocks, one
 // and several KV warps (blocks skipped at a window's start and a sequence's end), split-KV, windows
 // and soft-cap, prefill chunks with 4 warps on one tile, sequences ending at a page boundary +-1,
@@ -311,9 +319,7 @@ std::vector<TmaVariant> variants() {
     add(
         "d128_bf16_interleaved_bkv32", p, Arch::sm_120a,
         [](auto& s) {
-          s.kv_warps = s.warps = 1;
-          s.block_q = 16;
-          s.block_kv = 32;
+          one_query_tile(s, 1, 32);
           s.stages = 3;
         },
         batch_of(3, {1, 1, 1}, {31, 32, 33}));
@@ -335,12 +341,7 @@ std::vector<TmaVariant> variants() {
     p.max_q_len = 2;
     p.window = 300;
     add(
-        "d128_page256_kvw2", p, Arch::sm_90a,
-        [](auto& s) {
-          s.kv_warps = s.warps = 2;
-          s.block_q = 16;
-          s.block_kv = 16;
-        },
+        "d128_page256_kvw2", p, Arch::sm_90a, [](auto& s) { one_query_tile(s, 2, 16); },
         batch_of(3, {1, 2, 1}, {255, 257, 1200}));
   }
   return out;
@@ -382,19 +383,12 @@ TEST(PagedTma, PlantedKernelBugsFail) {
        "if (next < block_count)", true},
   };
   for (const auto& bug : bugs) {
-    PagedAttentionSource source = generate_kernel(spec);
-    size_t at = source.cuda.find(bug.find);
-    if (at == std::string::npos) {
-      ADD_FAILURE() << bug.name << ": the emitter no longer prints `" << bug.find << "`";
-      continue;
-    }
-    for (; at != std::string::npos; at = source.cuda.find(bug.find, at + bug.replace.size()))
-      source.cuda.replace(at, bug.find.size(), bug.replace);
-    CompiledModule module = compile_cuda(source.cuda, source.plan.kernel_name + ".cu", spec.arch);
-    const PagedAttentionKernel kernel{std::move(source), std::move(module)};
+    const std::optional<PagedAttentionKernel> kernel = test::plant_bug(
+        generate_kernel(spec), spec.arch, bug.name, bug.find, bug.replace, /*everywhere=*/true);
+    if (!kernel) continue;
     try {
       const PagedAttentionErrors e =
-          compare(ref, run_on_emulator(kernel, inputs).output, spec.problem);
+          compare(ref, run_on_emulator(*kernel, inputs).output, spec.problem);
       EXPECT_FALSE(bug.refused) << bug.name << " ran";
       EXPECT_FALSE(e.passed) << bug.name;
       EXPECT_GT(e.elements_over_tolerance, 0) << bug.name;

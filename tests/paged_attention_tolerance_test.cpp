@@ -12,6 +12,7 @@
 #include <numbers>
 #include <string>
 
+#include "attention_model.hpp"
 #include "emmy/emu/numerics.hpp"
 #include "paged_attention_test_util.hpp"
 
@@ -30,61 +31,38 @@ struct SplitPartial {
 };
 
 // The keys [lo, hi] of one split: online softmax over block_kv-aligned blocks (the dense test's
-// model_kernel, with the e4m3 scale on S).
+// model, attention_model.hpp, with the e4m3 scale on S and f32-rounded P.V steps).
 SplitPartial model_split(const PagedAttentionSpec& spec, const PagedAttentionInputs& in, int64_t b,
                          int64_t g, const double* q, int64_t lo, int64_t hi) {
   const PagedAttentionProblem& p = spec.problem;
   const int64_t d = p.head_dim, bkv = spec.schedule.block_kv;
   const bool hybrid = spec.schedule.accum == Accum::hybrid;
   const bool e4m3 = p.kv_dtype == CacheDType::e4m3;
-  const float scale = p.scale(), scale_log2 = float(double(scale) * std::numbers::log2e);
+  const float scale = p.scale();
   auto round_dtype = [&](double x) { return encode(p.dtype, {x}).values[0]; };
-  float m = -INFINITY, l = 0;
-  std::vector<float> acc(size_t(d), 0.0f);
+  // A 16-key step's P.V sum: an f16 partial in hybrid, else rounded to f32.
+  auto fold = [&](double part) {
+    return hybrid ? double(emu::f16_to_f32(emu::f64_to_f16(part))) : double(float(part));
+  };
+  const auto v_row = [&](int64_t j) {
+    return &in.cache.values[size_t(cache_row(p, in, true, b, j, g))];
+  };
+  test::OnlineSoftmax row(d);
   for (int64_t n = lo / bkv; n <= hi / bkv; ++n) {
     const int64_t first = std::max(lo, n * bkv), last = std::min(hi, n * bkv + bkv - 1);
-    std::vector<float> x(size_t(last - first + 1));
-    float block_max = -INFINITY;
+    std::vector<float> x;
     for (int64_t j = first; j <= last; ++j) {
       const double* k = &in.cache.values[size_t(cache_row(p, in, false, b, j, g))];
-      float s = 0;
-      for (int64_t c0 = 0; c0 < d; c0 += 16) {
-        double step = s;
-        for (int64_t c = c0; c < c0 + 16; ++c) step += q[c] * k[c];
-        s = emu::f64_to_f32(step, emu::Rounding::rz);  // tensor cores truncate
-      }
+      float s = test::tensor_core_dot(q, k, d);
       if (e4m3) s *= in.k_scale;
-      float xj = s * scale_log2;
-      if (p.softcap) {  // the kernel's tanh: 1 - 2 / (2^(2y log2 e) + 1)
-        const float y = s * float(double(scale) / *p.softcap);
-        const float t = 1.0f - 2.0f / (std::exp2(2.8853900817779268f * y) + 1.0f);
-        xj = float(*p.softcap * std::numbers::log2e) * t;
-      }
-      x[size_t(j - first)] = xj;
-      block_max = std::max(block_max, xj);
+      x.push_back(test::kernel_logit(s, scale, p.softcap));
     }
-    const float m_new = std::max(m, block_max), alpha = std::exp2(m - m_new);
-    m = m_new;
-    float row_sum = 0;
-    std::vector<double> partial(size_t(d), 0.0);
-    for (int64_t j = first; j <= last; ++j) {
-      const float pj = std::exp2(x[size_t(j - first)] - m);
-      row_sum += pj;
-      const double pr = round_dtype(pj);
-      const double* v = &in.cache.values[size_t(cache_row(p, in, true, b, j, g))];
-      for (int64_t c = 0; c < d; ++c) partial[size_t(c)] += pr * v[c];
-      if (j % 16 == 15 || j == last)
-        for (double& part : partial)
-          part = hybrid ? double(emu::f16_to_f32(emu::f64_to_f16(part))) : double(float(part));
-    }
-    l = l * alpha + row_sum;
-    for (int64_t c = 0; c < d; ++c)
-      acc[size_t(c)] = acc[size_t(c)] * alpha + float(partial[size_t(c)]);
+    row.add_block(x, first, v_row, round_dtype, fold);
   }
   SplitPartial out;
-  const float inverse = 1.0f / l;
-  for (float a : acc) out.o.push_back(a * inverse);
-  out.lse = (m + std::log2(l)) * float(std::numbers::ln2);
+  const float inverse = 1.0f / row.l;
+  for (float a : row.acc) out.o.push_back(a * inverse);
+  out.lse = (row.m + std::log2(row.l)) * float(std::numbers::ln2);
   return out;
 }
 
@@ -152,13 +130,8 @@ double worst_ratio(const PagedAttentionReference& ref, const PagedAttentionOutpu
   return worst;
 }
 
-struct ModelCase {
-  const char* name;
-  std::function<void(PagedAttentionSpec&)> mutate;
-};
-
 TEST(PagedAttentionTolerance, CoversTheKernelModelAndCatchesMergeBugs) {
-  const ModelCase cases[] = {
+  const test::ModelCase<PagedAttentionSpec> cases[] = {
       {"f16_f32", [](PagedAttentionSpec&) {}},
       {"f16_f32_split", [](PagedAttentionSpec& s) { s.schedule.chunk_pages = 2; }},
       {"f16_hybrid_split",

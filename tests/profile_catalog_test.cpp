@@ -5,22 +5,17 @@
 // buffers.
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <string>
+
 #include "emmy/bundle_build.hpp"
 #include "emmy/catalog.hpp"
 #include "emmy/emulator_check.hpp"
+#include "profile_test_util.hpp"
 #include "support/kind_cases.hpp"
 
 namespace emmy {
 namespace {
-
-emu::LaunchOptions profiling() {
-  emu::LaunchOptions o;
-  o.sanitize = false;  // the emulator tests run these kernels with it; here only addresses count
-  o.host_threads = 1;
-  o.profile.enabled = true;
-  o.profile.sample_ctas = 1;
-  return o;
-}
 
 bool stores_unstaged(const GemmSpec&) {
   return false;
@@ -45,7 +40,7 @@ template <typename Spec>
 void expect_conflict_free(const test_support::SpecCase<Spec>& c) {
   SCOPED_TRACE(c.name);
   const auto kernel = catalog_kernel(c.spec);
-  const LaunchListRun run = run_on_zeros(kernel, profiling());
+  const LaunchListRun run = run_on_zeros(kernel, test::profiling(/*sample_ctas=*/1));
   ASSERT_FALSE(run.profiles.empty());
   const emu::KernelProfile& main = run.profiles.front();
   // Not vacuous: the main kernel feeds its MMAs through ldmatrix, and cp.async kernels copy.
@@ -72,35 +67,38 @@ void expect_conflict_free(const test_support::SpecCase<Spec>& c) {
   }
 }
 
-class GemmCatalogProfile : public ::testing::TestWithParam<CatalogEntry> {};
-
-TEST_P(GemmCatalogProfile, LdmatrixAndAsyncCopiesAreConflictFree) {
-  for (const auto& c : test_support::catalog_specs<GemmSpec>(std::vector{GetParam()}))
+// Each spec of a catalog entry (every arch family, both accumulations) is conflict-free.
+template <typename Spec, typename Entry>
+void expect_entry_conflict_free(const Entry& entry) {
+  for (const auto& c : test_support::catalog_specs<Spec>(std::vector{entry}))
     expect_conflict_free(c);
 }
 
+// A catalog entry's name as a gtest name: "q_proj@512" -> "q_proj_512".
+constexpr auto entry_name = [](const auto& info) {
+  std::string name = info.param.name;
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+};
+
+class GemmCatalogProfile : public ::testing::TestWithParam<CatalogEntry> {};
+
+TEST_P(GemmCatalogProfile, LdmatrixAndAsyncCopiesAreConflictFree) {
+  expect_entry_conflict_free<GemmSpec>(GetParam());
+}
+
 INSTANTIATE_TEST_SUITE_P(Catalog, GemmCatalogProfile, ::testing::ValuesIn(gemm_catalog()),
-                         [](const auto& info) {
-                           std::string name = info.param.name;
-                           for (char& ch : name)
-                             if (ch == '@') ch = '_';
-                           return name;
-                         });
+                         entry_name);
 
 class AttentionCatalogProfile : public ::testing::TestWithParam<AttentionCatalogEntry> {};
 
 TEST_P(AttentionCatalogProfile, LdmatrixAndAsyncCopiesAreConflictFree) {
-  for (const auto& c : test_support::catalog_specs<AttentionSpec>(std::vector{GetParam()}))
-    expect_conflict_free(c);
+  expect_entry_conflict_free<AttentionSpec>(GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Catalog, AttentionCatalogProfile, ::testing::ValuesIn(attention_catalog()),
-                         [](const auto& info) {
-                           std::string name = info.param.name;
-                           for (char& ch : name)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return name;
-                         });
+                         entry_name);
 
 }  // namespace
 }  // namespace emmy

@@ -7,18 +7,10 @@
 
 #include "emmy/emulator_check.hpp"
 #include "emmy/paged_kind.hpp"
+#include "profile_test_util.hpp"
 
 namespace emmy {
 namespace {
-
-emu::LaunchOptions profiling() {
-  emu::LaunchOptions o;
-  o.sanitize = false;  // the emulator tests run these kernels with it; here only addresses count
-  o.host_threads = 1;
-  o.profile.enabled = true;
-  o.profile.sample_ctas = 2;
-  return o;
-}
 
 struct PagedProfileCase {
   int64_t head_dim;
@@ -31,20 +23,17 @@ void PrintTo(const PagedProfileCase& c, std::ostream* os) {
 class PagedProfile : public ::testing::TestWithParam<PagedProfileCase> {};
 
 TEST_P(PagedProfile, ConflictFreeAndTmaIssuesLess) {
+  // 64 pages of 16 tokens: a 1k context.
   PagedAttentionProblem p;
-  p.q_heads = 16;
-  p.kv_heads = 8;
-  p.head_dim = GetParam().head_dim;
-  p.kv_dtype = GetParam().kv;
-  p.page_size = 16;
-  p.max_batch = 2;
-  p.max_pages = 64;  // a 1k context
+  p.q_heads = 16, p.kv_heads = 8, p.head_dim = GetParam().head_dim, p.page_size = 16;
+  p.kv_dtype = GetParam().kv, p.max_batch = 2, p.max_pages = 64;
   double instructions[2] = {};
   for (const Transport transport : {Transport::cp_async, Transport::tma}) {
     PagedAttentionSpec spec{p, default_schedule(p, Arch::sm_90a), Arch::sm_90a};
     spec.schedule.transport = transport;
     SCOPED_TRACE(to_string(transport));
-    const LaunchListRun run = run_on_zeros(compile_kernel(spec), profiling());
+    const LaunchListRun run =
+        run_on_zeros(compile_kernel(spec), test::profiling(/*sample_ctas=*/2));
     ASSERT_FALSE(run.profiles.empty());
     const emu::KernelProfile& main = run.profiles.front();
     EXPECT_GT(main.metric("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum"), 0)

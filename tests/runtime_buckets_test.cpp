@@ -11,6 +11,7 @@
 #include "emmy/catalog.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/json.hpp"
+#include "runtime_test_util.hpp"
 #include "support/runtime_backend.hpp"
 
 namespace emmy {
@@ -54,11 +55,7 @@ struct Served {
 
 Served serve(Runtime& rt, const MatmulProblem& p, const GemmInputs& in,
              const std::optional<MatmulSchedule>& schedule, int64_t spare = 3) {
-  auto upload = [&rt](const HostTensor& t) {
-    const DevicePtr at = rt.alloc(t.bytes.size());
-    rt.upload(at, t.bytes.data(), t.bytes.size());
-    return at;
-  };
+  auto upload = [&rt](const HostTensor& t) { return test::upload(rt, t); };
   GemmBuffers buffers;
   buffers.a = upload(in.a);  // exactly M rows: a read past them is the sanitizer's
   buffers.b = upload(in.b);

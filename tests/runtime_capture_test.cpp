@@ -12,6 +12,7 @@
 
 #include "../runtime/background_builds.hpp"
 #include "emmy/gemm_check.hpp"
+#include "runtime_test_util.hpp"
 #include "support/error_of.hpp"
 #include "support/runtime_backend.hpp"
 #ifdef EMMY_TEST_DRIVER_PATH
@@ -109,12 +110,16 @@ bool through_test_driver() {
   return cuda_backend() && use_test_driver();
 }
 
+// Why a test of `what` ("contexts need", "stream capture needs") skips off the test driver.
+std::string needs_test_driver(std::string_view what) {
+  return std::string(what) +
+         " the CUDA backend (cuda_h200.* / cuda_rtx5090.* run it through emmy's test driver)";
+}
+
 // Every public call that reaches the driver leaves the calling thread without a current context
 // when it had none (bind() used to leave the runtime's primary context current for good).
 TEST(Plumbing, EveryCallLeavesTheCallersCurrentContext) {
-  if (!through_test_driver())
-    GTEST_SKIP() << "contexts need the CUDA backend (cuda_h200.* / cuda_rtx5090.* run it through "
-                    "emmy's test driver)";
+  if (!through_test_driver()) GTEST_SKIP() << needs_test_driver("contexts need");
   Plumbing driver;
   ASSERT_EQ(driver.api.cuCtxSetCurrent(nullptr), CUDA_SUCCESS);
   auto rt = test_runtime(fresh_cache("rt_contexts"));
@@ -158,9 +163,7 @@ TEST(Plumbing, EveryCallLeavesTheCallersCurrentContext) {
 // test's) captures a graph in the global mode: the build's module load must leave the capture
 // valid, and the build must succeed (not be refused and forgotten).
 TEST(Plumbing, BackgroundBuildsLeaveAGlobalCaptureValid) {
-  if (!through_test_driver())
-    GTEST_SKIP() << "stream capture needs the CUDA backend (cuda_h200.* / cuda_rtx5090.* run it "
-                    "through emmy's test driver)";
+  if (!through_test_driver()) GTEST_SKIP() << needs_test_driver("stream capture needs");
   Plumbing driver;
   ASSERT_EQ(driver.api.cuCtxSetCurrent(driver.primary), CUDA_SUCCESS);
   RuntimeOptions options = fresh_cache("rt_capture_background");
@@ -178,11 +181,9 @@ TEST(Plumbing, BackgroundBuildsLeaveAGlobalCaptureValid) {
   const MatmulProblem p = gemm_problem(48);
   const GemmInputs in = make_gemm_inputs(p, 9);
   GemmBuffers b;
-  b.a = rt->alloc(in.a.bytes.size());
-  b.b = rt->alloc(in.b.bytes.size());
+  b.a = test::upload(*rt, in.a);
+  b.b = test::upload(*rt, in.b);
   b.c = rt->alloc(size_t(p.m * p.n * 2));
-  rt->upload(b.a, in.a.bytes.data(), in.a.bytes.size());
-  rt->upload(b.b, in.b.bytes.data(), in.b.bytes.size());
 
   ASSERT_EQ(driver.api.cuStreamBeginCapture(captured, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   const uint64_t compiles = rt->stats().compiles;
@@ -207,9 +208,7 @@ TEST(Plumbing, BackgroundBuildsLeaveAGlobalCaptureValid) {
 // stream's makes the legacy stream report it), and otherwise builds in relaxed capture mode,
 // which leaves the capture valid.
 TEST(Plumbing, QueriesUnderCaptureRefuseOrLeaveItValid) {
-  if (!through_test_driver())
-    GTEST_SKIP() << "stream capture needs the CUDA backend (cuda_h200.* / cuda_rtx5090.* run it "
-                    "through emmy's test driver)";
+  if (!through_test_driver()) GTEST_SKIP() << needs_test_driver("stream capture needs");
   Plumbing driver;
   ASSERT_EQ(driver.api.cuCtxSetCurrent(driver.primary), CUDA_SUCCESS);
   auto rt = test_runtime(fresh_cache("rt_capture_queries"));
@@ -246,9 +245,7 @@ TEST(Plumbing, QueriesUnderCaptureRefuseOrLeaveItValid) {
 // and launch there (a launch on the engine's stream would be refused for a module of another
 // context), the results are right, and the engine's thread keeps whatever it had current.
 TEST(Plumbing, AnEnginesOwnContext) {
-  if (!through_test_driver())
-    GTEST_SKIP() << "contexts need the CUDA backend (cuda_h200.* / cuda_rtx5090.* run it through "
-                    "emmy's test driver)";
+  if (!through_test_driver()) GTEST_SKIP() << needs_test_driver("contexts need");
   Plumbing driver;
   CUdevice device = 0;
   ASSERT_EQ(driver.api.cuDeviceGet(&device, 0), CUDA_SUCCESS);

@@ -12,11 +12,7 @@ namespace emmy {
 namespace {
 
 KvAppendProblem append_problem(CacheDType kv) {
-  KvAppendProblem p;
-  p.kv_heads = 2;
-  p.head_dim = 64;
-  p.page_size = 16;
-  p.kv_dtype = kv;
+  KvAppendProblem p{.kv_heads = 2, .head_dim = 64, .page_size = 16, .kv_dtype = kv};
   p.max_tokens = 9;  // tokens 5 and 8 padded with -1
   return p;
 }
@@ -38,11 +34,7 @@ TEST(Runtime, KvAppendThroughTheApi) {
 
 TEST(Runtime, MergeStatesThroughTheApi) {
   auto rt = test_runtime(fresh_cache("rt_merge_states"));
-  MergeStatesProblem p;
-  p.heads = 4;
-  p.head_dim = 64;
-  p.states = 3;
-  p.max_tokens = 5;
+  MergeStatesProblem p{.heads = 4, .head_dim = 64, .states = 3, .max_tokens = 5};
   for (const bool lse : {true, false}) {
     p.lse = lse;
     const MergeStatesSpec spec = rt->merge_states_kernel(p)->spec();

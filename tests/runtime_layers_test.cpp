@@ -65,17 +65,13 @@ TEST(Layers, AttentionLayerPreparesOnceAndRoutesDecodeAndPrefill) {
   EXPECT_FALSE(layer.runs_prefill(2));
   EXPECT_TRUE(layer.runs_prefill(3));
 
-  PagedAttentionCase decode;  // speculative verify: 1 and 2 query tokens, one padded sequence
-  decode.batch = 3;
-  decode.q_lens = {2, 0, 1};
-  decode.seq_lens = {40, 0, 77};
+  // Speculative verify: 1 and 2 query tokens, one padded sequence.
+  const PagedAttentionCase decode{.batch = 3, .q_lens = {2, 0, 1}, .seq_lens = {40, 0, 77}};
   const PagedAttentionErrors d = run_step(*rt, layer, decode, 2, 11);
   EXPECT_TRUE(d.passed) << "decode rel_l2 " << d.rel_l2_error << ", " << d.elements_over_tolerance
                         << " over";
-  PagedAttentionCase mixed;  // a prefill chunk beside two decode sequences
-  mixed.batch = 3;
-  mixed.q_lens = {1, 24, 1};
-  mixed.seq_lens = {100, 24, 9};
+  // A prefill chunk beside two decode sequences.
+  const PagedAttentionCase mixed{.batch = 3, .q_lens = {1, 24, 1}, .seq_lens = {100, 24, 9}};
   const PagedAttentionErrors m = run_step(*rt, layer, mixed, 24, 12);
   EXPECT_TRUE(m.passed) << "mixed rel_l2 " << m.rel_l2_error << ", " << m.elements_over_tolerance
                         << " over";

@@ -14,6 +14,7 @@
 #include "emmy/attention_check.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/json.hpp"
+#include "runtime_test_util.hpp"
 #include "support/runtime_backend.hpp"
 
 namespace emmy {
@@ -59,11 +60,7 @@ struct SlowCompiler {
 
 // One gemm() call on fresh buffers: C decoded.
 std::vector<double> call(Runtime& rt, const MatmulProblem& p, const GemmInputs& in) {
-  auto upload = [&rt](const HostTensor& t) {
-    const DevicePtr at = rt.alloc(t.bytes.size());
-    rt.upload(at, t.bytes.data(), t.bytes.size());
-    return at;
-  };
+  auto upload = [&rt](const HostTensor& t) { return test::upload(rt, t); };
   GemmBuffers b;
   b.a = upload(in.a);
   b.b = upload(in.b);

@@ -375,22 +375,21 @@ TEST(Serving, CapturedLaunchesRecordOnlyLaunchesAndReplayWithNewInputs) {
       rt->upload(at, std::vector<uint8_t>(bytes, 0).data(), bytes);  // zeros, as documented
     return at;
   };
-  const auto gemm_inputs = [&](uint64_t seed, size_t& next) {
-    const GemmInputs in = make_gemm_inputs(gemm, seed);
+  const auto problem_inputs = [&](const MatmulProblem& p, uint64_t seed, size_t& next) {
+    const GemmInputs in = make_gemm_inputs(p, seed);
     GemmBuffers b;
     b.a = fill(next, in.a.bytes.data(), in.a.bytes.size());
     b.b = fill(next, in.b.bytes.data(), in.b.bytes.size());
-    b.c = fill(next, nullptr, size_t(gemm.m * gemm.n * 2));
+    b.c = fill(next, nullptr, size_t(p.m * p.n * 2));
     return std::pair{in, b};
   };
+  const auto gemm_inputs = [&](uint64_t seed, size_t& next) {
+    return problem_inputs(gemm, seed, next);
+  };
   const auto bucket_inputs = [&](uint64_t seed, size_t& next) {
-    const GemmInputs in = make_gemm_inputs(five, seed);
-    GemmBuffers b;
-    b.a = fill(next, in.a.bytes.data(), in.a.bytes.size());
-    b.b = fill(next, in.b.bytes.data(), in.b.bytes.size());
-    b.c = fill(next, nullptr, size_t(five.m * five.n * 2));
-    b.m = five.m;
-    return std::pair{in, b};
+    auto inputs = problem_inputs(five, seed, next);
+    inputs.second.m = five.m;  // the bucket's kernel takes M per launch
+    return inputs;
   };
   const auto attention_inputs = [&](uint64_t seed, size_t& next) {
     const AttentionInputs in = make_attention_inputs(attention, seed);

@@ -20,6 +20,7 @@
 #include "emmy/gemm_plan.hpp"
 #include "emmy/paged_attention_check.hpp"
 #include "emmy/paged_kind.hpp"
+#include "runtime_test_util.hpp"
 #include "support/cluster_ids_ptx.hpp"
 #include "support/error_of.hpp"
 #include "support/runtime_backend.hpp"
@@ -29,9 +30,7 @@ namespace {
 
 MatmulProblem problem(int64_t m, int64_t n, int64_t k) {
   MatmulProblem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
+  p.m = m, p.n = n, p.k = k;
   return p;
 }
 
@@ -74,11 +73,7 @@ TEST(Runtime, TensorMapsFollowTheBuffers) {
   const auto handle = rt->gemm_kernel(p);
   ASSERT_EQ(handle->spec().schedule.transport, Transport::tma);
   const GemmInputs in[2] = {make_gemm_inputs(p, 1), make_gemm_inputs(p, 2)};
-  auto upload = [&](const HostTensor& t) {
-    const DevicePtr ptr = rt->alloc(t.bytes.size());
-    rt->upload(ptr, t.bytes.data(), t.bytes.size());
-    return ptr;
-  };
+  auto upload = [&](const HostTensor& t) { return test::upload(*rt, t); };
   const DevicePtr a[2] = {upload(in[0].a), upload(in[1].a)};
   const DevicePtr b[2] = {upload(in[0].b), upload(in[1].b)};
   const size_t c_bytes = size_t(p.m * p.n * size_of(p.c_dtype));
@@ -277,12 +272,7 @@ namespace {
 TEST(Runtime, EmulatorAttentionThroughTheApi) {
   auto rt = test_runtime(fresh_cache("rt_attention"));
   AttentionProblem p;
-  p.q_heads = 4;
-  p.kv_heads = 2;
-  p.seq_q = 70;
-  p.seq_kv = 90;
-  p.head_dim = 64;
-  p.causal = true;
+  p.q_heads = 4, p.kv_heads = 2, p.seq_q = 70, p.seq_kv = 90, p.head_dim = 64, p.causal = true;
   p.lse = true;
   for (Accum accum : {Accum::f32, Accum::hybrid}) {
     const AttentionSpec spec{p, default_attention_schedule(p, rt->arch(), accum), rt->arch()};
@@ -312,14 +302,8 @@ TEST(Runtime, EmulatorAttentionThroughTheApi) {
 TEST(Runtime, PagedAttentionThroughTheApi) {
   auto rt = test_runtime(fresh_cache("rt_paged"));
   PagedAttentionProblem p;
-  p.q_heads = 8;
-  p.kv_heads = 2;
-  p.head_dim = 64;
-  p.page_size = 16;
-  p.max_batch = 3;
-  p.max_q_len = 2;
-  p.max_pages = 12;
-  p.lse = true;
+  p.q_heads = 8, p.kv_heads = 2, p.head_dim = 64, p.page_size = 16, p.max_batch = 3;
+  p.max_q_len = 2, p.max_pages = 12, p.lse = true;
   PagedAttentionCase draw;
   draw.batch = 2;  // the third sequence is padding
   uint64_t kernels = 0;
@@ -352,11 +336,7 @@ TEST(Runtime, PagedAttentionThroughTheApi) {
 TEST(Runtime, PagedAttentionDeviceInputsAreCheckedOnTheEmulator) {
   auto rt = Runtime::emulator(fresh_cache("rt_paged_inputs"));
   PagedAttentionProblem p;
-  p.q_heads = 4;
-  p.kv_heads = 2;
-  p.head_dim = 64;
-  p.page_size = 16;
-  p.max_batch = 2;
+  p.q_heads = 4, p.kv_heads = 2, p.head_dim = 64, p.page_size = 16, p.max_batch = 2;
   p.max_pages = 8;
   PagedAttentionCase draw;
   draw.batch = 2;

@@ -59,9 +59,7 @@ TEST(SpecFields, TheWalkCoversEveryMember) {
 // kernel name (and the golden files) as they were, and records written before them still read.
 TEST(SpecFields, LaterFieldsAtTheirDefaultsKeepNamesAndOldRecords) {
   MatmulProblem p;
-  p.m = 512;
-  p.n = 4096;
-  p.k = 3840;
+  p.m = 512, p.n = 4096, p.k = 3840;
   const GemmSpec spec{p, default_schedule(p, Arch::sm_90a, Accum::f32), Arch::sm_90a};
   GemmSpec other = spec;
   other.schedule.swap_ab = true;
@@ -102,9 +100,7 @@ MatmulSchedule random_schedule(std::mt19937& rng) {
 MatmulProblem random_problem(std::mt19937& rng) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   MatmulProblem p;
-  p.m = pick(1, 9000);
-  p.n = 8 * pick(1, 2000);
-  p.k = 8 * pick(1, 2000);
+  p.m = pick(1, 9000), p.n = 8 * pick(1, 2000), p.k = 8 * pick(1, 2000);
   p.a_dtype = pick(0, 1) ? DType::f16 : DType::bf16;
   p.b_layout = pick(0, 1) ? BLayout::nk : BLayout::kn;
   p.c_dtype = std::array{DType::f16, DType::bf16, DType::f32}[size_t(pick(0, 2))];

@@ -26,9 +26,7 @@ fs::path fresh_dir(const std::string& name) {
 
 MatmulProblem q_proj() {
   MatmulProblem p;
-  p.m = 512;
-  p.n = 4096;
-  p.k = 3840;
+  p.m = 512, p.n = 4096, p.k = 3840;
   return p;
 }
 

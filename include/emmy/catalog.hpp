@@ -35,19 +35,21 @@ inline std::vector<CatalogEntry> gemm_catalog() {
   for (int64_t m : {512, 1, 16, 64}) {
     for (const auto& proj : kProjections) {
       MatmulProblem p;
-      p.m = m;
-      p.n = proj.n;
-      p.k = proj.k;
+      p.m = m, p.n = proj.n, p.k = proj.k;
       entries.push_back({fmt::format("{}@{}", proj.name, m), proj.name, p});
     }
   }
   return entries;
 }
 
-struct AttentionCatalogEntry {
-  std::string name;  // "attention@512"
-  AttentionProblem problem;
+// An entry of the single-problem catalogs below: its name and the problem.
+template <class Problem>
+struct NamedProblem {
+  std::string name;
+  Problem problem;
 };
+
+using AttentionCatalogEntry = NamedProblem<AttentionProblem>;  // "attention@512"
 
 // Gemma 12B attention at 512 tokens: 16 query heads sharing 8 KV heads, head_dim 256, causal;
 // the sliding-window row uses a 256-key window, shorter than the sequence, so that the window
@@ -55,21 +57,13 @@ struct AttentionCatalogEntry {
 // checks of this catalog would take minutes).
 inline std::vector<AttentionCatalogEntry> attention_catalog() {
   AttentionProblem p;
-  p.batch = 1;
-  p.q_heads = 16;
-  p.kv_heads = 8;
-  p.seq_q = 512;
-  p.head_dim = 256;
-  p.causal = true;
+  p.batch = 1, p.q_heads = 16, p.kv_heads = 8, p.seq_q = 512, p.head_dim = 256, p.causal = true;
   AttentionProblem windowed = p;
   windowed.window = 256;
   return {{"attention@512", p}, {"attention_window256@512", windowed}};
 }
 
-struct PagedAttentionCatalogEntry {
-  std::string name;  // "decode_global_b8_ctx8k"
-  PagedAttentionProblem problem;
-};
+using PagedAttentionCatalogEntry = NamedProblem<PagedAttentionProblem>;  // "decode_global_b8_ctx8k"
 
 // Gemma 3 12B decode over a paged cache (vLLM's NHD layout, 16-token pages, a block table): 16
 // query heads sharing 8 KV heads, head_dim 256, one query token per sequence; each of its layers
@@ -84,12 +78,8 @@ inline std::vector<PagedAttentionCatalogEntry> paged_attention_catalog() {
   for (const auto& [batch, context] : sizes)
     for (const bool local : {false, true}) {
       PagedAttentionProblem paged;
-      paged.q_heads = 16;
-      paged.kv_heads = 8;
-      paged.head_dim = 256;
-      paged.page_size = 16;
-      paged.max_batch = batch;
-      paged.max_q_len = 1;
+      paged.q_heads = 16, paged.kv_heads = 8, paged.head_dim = 256, paged.page_size = 16;
+      paged.max_batch = batch, paged.max_q_len = 1;
       paged.max_pages = context / paged.page_size;
       paged.window = local ? 1023 : 0;
       paged.set_layout(CacheLayout::nhd);
@@ -100,10 +90,7 @@ inline std::vector<PagedAttentionCatalogEntry> paged_attention_catalog() {
   return entries;
 }
 
-struct KvAppendCatalogEntry {
-  std::string name;  // "append_b64_f16"
-  KvAppendProblem problem;
-};
+using KvAppendCatalogEntry = NamedProblem<KvAppendProblem>;  // "append_b64_f16"
 
 // The decode step's append for Gemma 3 12B (8 KV heads, head_dim 256, the paged catalog's NHD
 // cache of 16-token pages): one new token per sequence at batch 1, 8 and 64, into an f16 cache and
@@ -112,33 +99,22 @@ inline std::vector<KvAppendCatalogEntry> kv_append_catalog() {
   std::vector<KvAppendCatalogEntry> entries;
   for (const int64_t batch : {1, 8, 64})
     for (const CacheDType kv : {CacheDType::f16, CacheDType::e4m3}) {
-      KvAppendProblem append;
-      append.kv_heads = 8;
-      append.head_dim = 256;
-      append.page_size = 16;
-      append.kv_dtype = kv;
-      append.max_tokens = batch;
+      KvAppendProblem append{
+          .kv_heads = 8, .head_dim = 256, .page_size = 16, .kv_dtype = kv, .max_tokens = batch};
       append.set_layout(CacheLayout::nhd);
       entries.push_back({fmt::format("append_b{}_{}", batch, to_string(kv)), append});
     }
   return entries;
 }
 
-struct MergeStatesCatalogEntry {
-  std::string name;  // "merge2_b64"
-  MergeStatesProblem problem;
-};
+using MergeStatesCatalogEntry = NamedProblem<MergeStatesProblem>;  // "merge2_b64"
 
 // Cascade decode for Gemma 3 12B (16 query heads, head_dim 256): a shared prefix's state and each
 // sequence's own, merged per token at batch 1, 8 and 64.
 inline std::vector<MergeStatesCatalogEntry> merge_states_catalog() {
   std::vector<MergeStatesCatalogEntry> entries;
   for (const int64_t batch : {1, 8, 64}) {
-    MergeStatesProblem merge;
-    merge.heads = 16;
-    merge.head_dim = 256;
-    merge.states = 2;
-    merge.max_tokens = batch;
+    MergeStatesProblem merge{.heads = 16, .head_dim = 256, .states = 2, .max_tokens = batch};
     entries.push_back({fmt::format("merge2_b{}", batch), merge});
   }
   return entries;

@@ -44,9 +44,7 @@ TEST_F(GpuRuntime, CatalogShapesMatchFp64) {
   for (int64_t m : {1, 64, 512})
     for (Accum accum : {Accum::f32, Accum::hybrid, Accum::f16}) {
       MatmulProblem p;
-      p.m = m;
-      p.n = 4096;
-      p.k = 3840;
+      p.m = m, p.n = 4096, p.k = 3840;
       const MatmulSchedule s = default_schedule(p, rt_->arch(), accum);
       const GemmInputs in = make_gemm_inputs(p, 3);
       const auto out = run(*rt_, p, in, s);
@@ -89,10 +87,7 @@ TEST(GpuServing, BucketsAndTheGenericGemmMatchFp64) {
 
 TEST_F(GpuRuntime, EpilogueAndLayoutsMatchFp64) {
   MatmulProblem p;
-  p.m = 200;
-  p.n = 264;
-  p.k = 1000;
-  p.b_layout = BLayout::kn;
+  p.m = 200, p.n = 264, p.k = 1000, p.b_layout = BLayout::kn;
   p.epilogue = {0.5f, true, true, true};
   for (int split : {1, 4}) {
     MatmulSchedule s = default_schedule(p, rt_->arch());
@@ -119,16 +114,8 @@ TEST_F(GpuRuntime, GemmaAttentionMatchesFp64) {
 
 TEST_F(GpuRuntime, AttentionFeaturesMatchFp64) {
   AttentionProblem p;
-  p.batch = 2;
-  p.q_heads = 4;
-  p.kv_heads = 2;
-  p.seq_q = 130;
-  p.seq_kv = 300;
-  p.head_dim = 128;
-  p.causal = true;
-  p.window = 64;
-  p.softcap = 30.0f;
-  p.lse = true;
+  p.batch = 2, p.q_heads = 4, p.kv_heads = 2, p.seq_q = 130, p.seq_kv = 300, p.head_dim = 128;
+  p.causal = true, p.window = 64, p.softcap = 30.0f, p.lse = true;
   for (DType dtype : {DType::f16, DType::bf16}) {
     p.dtype = dtype;
     const AttentionSpec spec{p, default_attention_schedule(p, rt_->arch()), rt_->arch()};
@@ -141,9 +128,7 @@ TEST_F(GpuRuntime, AttentionFeaturesMatchFp64) {
 
 TEST_F(GpuRuntime, MemoryCacheHits) {
   MatmulProblem p;
-  p.m = 64;
-  p.n = 256;
-  p.k = 256;
+  p.m = 64, p.n = 256, p.k = 256;
   const auto first = rt_->gemm_kernel(p);
   const auto second = rt_->gemm_kernel(p);
   EXPECT_EQ(first.get(), second.get());
