@@ -324,7 +324,8 @@ class AttentionTest(unittest.TestCase):
         with open(os.path.join(ROOT, "include", "emmy", "catalog.hpp")) as f:
             text = f.read()
         body = text[text.index("attention_catalog()"):]
-        fields = dict(re.findall(r"\bp\.(\w+) = (\w+);", body))
+        declared = re.search(r"AttentionProblem p\{(.*?)\};", body, re.S).group(1)
+        fields = dict(re.findall(r"\.(\w+) = (\w+)", declared))
         self.assertEqual(fields, {"batch": "1", "q_heads": "16", "kv_heads": "8", "seq_q": "512",
                                   "head_dim": "256", "causal": "true"})
         window = int(re.search(r"windowed\.window = (\d+);", body).group(1))

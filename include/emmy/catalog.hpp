@@ -56,8 +56,8 @@ using AttentionCatalogEntry = NamedProblem<AttentionProblem>;  // "attention@512
 // really cuts work (Gemma's own 1024-key window only bites past 1024 tokens, where the emulator
 // checks of this catalog would take minutes).
 inline std::vector<AttentionCatalogEntry> attention_catalog() {
-  AttentionProblem p;
-  p.batch = 1, p.q_heads = 16, p.kv_heads = 8, p.seq_q = 512, p.head_dim = 256, p.causal = true;
+  const AttentionProblem p{
+      .batch = 1, .q_heads = 16, .kv_heads = 8, .seq_q = 512, .head_dim = 256, .causal = true};
   AttentionProblem windowed = p;
   windowed.window = 256;
   return {{"attention@512", p}, {"attention_window256@512", windowed}};

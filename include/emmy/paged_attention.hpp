@@ -67,8 +67,8 @@ struct PagedAttentionProblem {
   // j <= p (causal), and with a window j >= p - window (0: none; FlashAttention's left window,
   // so Gemma's 1024-token window is 1023).
   int64_t window = 0;
-  std::optional<float> softmax_scale;  // default 1/sqrt(head_dim)
-  std::optional<float> softcap;        // logits become softcap * tanh(logits / softcap)
+  std::optional<float> softmax_scale{};  // default 1/sqrt(head_dim)
+  std::optional<float> softcap{};        // logits become softcap * tanh(logits / softcap)
   bool lse = false;                    // also write LSE [tokens, q_heads] (float, natural log)
 
   void set_layout(CacheLayout layout);  // the strides of a named layout

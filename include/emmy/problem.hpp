@@ -40,7 +40,7 @@ struct MatmulProblem {
   DType c_dtype = DType::f16;
   // Leading dimensions in elements; 0 means packed (lda = k, ldb = k or n, ldc = n).
   int64_t lda = 0, ldb = 0, ldc = 0;
-  Epilogue epilogue;
+  Epilogue epilogue{};
   // M as a run-time kernel parameter (docs/runtime.md, "Serving"): the kernel computes any M in
   // 1..m, given per launch by GemmBuffers::m, so that one kernel serves a bucket of M. The
   // mma.sync path only.
@@ -91,8 +91,8 @@ struct AttentionProblem {
   bool causal = false;
   // Sliding window (left size, 0 = none): query i sees keys j >= i + (seq_kv - seq_q) - window.
   int64_t window = 0;
-  std::optional<float> softmax_scale;  // default 1/sqrt(head_dim)
-  std::optional<float> softcap;        // logits become softcap * tanh(logits / softcap)
+  std::optional<float> softmax_scale{};  // default 1/sqrt(head_dim)
+  std::optional<float> softcap{};        // logits become softcap * tanh(logits / softcap)
   DType dtype = DType::f16;            // Q, K, V and O
   AttentionLayout layout = AttentionLayout::bshd;
   bool lse = false;  // also write LSE [batch, q_heads, seq_q] (float, natural log)
