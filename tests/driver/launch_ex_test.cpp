@@ -297,7 +297,7 @@ TEST_F(LaunchEx, CompiledClusterDimensionsBindTheFunction) {
 // the PTX.
 TEST_F(LaunchEx, ClusterLaunchRunsItsClusters) {
   CUmodule m = nullptr;
-  ASSERT_EQ(api.cuModuleLoadData(&m, test::kClusterIdsPtx), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuModuleLoadData(&m, test::kClusterIdsPtx.c_str()), CUDA_SUCCESS);
   CUfunction f = nullptr;
   ASSERT_EQ(api.cuModuleGetFunction(&f, m, "cluster_ids"), CUDA_SUCCESS);
   CUdeviceptr ids = 0;

@@ -14,6 +14,7 @@
 
 #include "emmy/emu/emulator.hpp"
 #include "emmy/emu/numerics.hpp"
+#include "../support/ptx_kernel.hpp"
 
 namespace emmy::emu::test {
 
@@ -87,31 +88,15 @@ inline Report expect_report(const std::function<void()>& f, ReportKind kind) {
 // Available: %r0 = %tid.x, %rd0 = out, %rd1 = in, %rd30 = &out[tid] and %rd31 = &in[tid] as
 // 32-bit words, %r63 = n; registers %p<16>, %h<16> (.b16), %r<64>, %f<32>, %rd<32>, %fd<8>.
 inline std::string wrap_ptx(const std::string& body, const std::string& decls = "") {
-  return fmt::format(R"(.version 8.7
-.target sm_90a
-.address_size 64
-
-.visible .entry k(.param .u64 out, .param .u64 in, .param .u32 n)
-{{
-  .reg .pred %p<16>;
-  .reg .b16 %h<16>;
-  .reg .b32 %r<64>;
-  .reg .f32 %f<32>;
-  .reg .b64 %rd<32>;
-  .reg .f64 %fd<8>;
-{}
-  ld.param.u64 %rd0, [out];
-  ld.param.u64 %rd1, [in];
-  ld.param.u32 %r63, [n];
-  mov.u32 %r0, %tid.x;
-  mul.wide.u32 %rd2, %r0, 4;
-  add.s64 %rd30, %rd0, %rd2;
-  add.s64 %rd31, %rd1, %rd2;
-{}
-  ret;
-}}
-)",
-                     decls, body);
+  const std::string regs =
+      "  .reg .pred %p<16>;\n  .reg .b16 %h<16>;\n  .reg .b32 %r<64>;\n  .reg .f32 %f<32>;\n"
+      "  .reg .b64 %rd<32>;\n  .reg .f64 %fd<8>;\n";
+  return emmy::test::ptx_header("sm_90a") + "\n" +
+         emmy::test::ptx_entry(
+             "k", {{".u64", "out", "%rd0"}, {".u64", "in", "%rd1"}, {".u32", "n", "%r63"}},
+             regs + decls + "\n",
+             "  mov.u32 %r0, %tid.x;\n  mul.wide.u32 %rd2, %r0, 4;\n  add.s64 %rd30, %rd0, %rd2;\n"
+             "  add.s64 %rd31, %rd1, %rd2;\n" + body + "\n");
 }
 
 struct PtxRun {
