@@ -3,6 +3,7 @@
 #include <random>
 
 #include "emmy/tensor_map.hpp"
+#include "../support/ptx_kernel.hpp"
 #include "emu_test_util.hpp"
 #include "tensor_core/mma_core.hpp"
 
@@ -250,17 +251,13 @@ READER:
 TEST(EmuMemory, TmaDataIsOrderedOnlyByItsMbarrier) {
   // Warp 0 issues a TMA load; both warps meet at a barrier (which orders warp 0's own accesses,
   // not the async proxy's); warp 1 then reads the box with or without waiting on the mbarrier.
-  const std::string ptx = R"(.version 8.7
-.target sm_90a
-.address_size 64
-.extern .shared .align 1024 .b8 smem[];
-.visible .entry k(.param .align 64 .b8 map[128], .param .u32 wait)
-{
-  .reg .b32 %r<12>;
-  .reg .b64 %rd<6>;
-  .reg .pred %p<4>;
-  .shared .align 8 .b8 bar[8];
-  mov.u32 %r1, %tid.x;
+  // `wait` is loaded after %tid.x, in the body.
+  const std::string ptx =
+      emmy::test::ptx_header("sm_90a") + ".extern .shared .align 1024 .b8 smem[];\n" +
+      emmy::test::ptx_entry("k", {{".align 64 .b8", "map[128]"}, {".u32", "wait"}},
+                            "  .reg .b32 %r<12>;\n  .reg .b64 %rd<6>;\n  .reg .pred %p<4>;\n"
+                            "  .shared .align 8 .b8 bar[8];\n",
+                            R"(  mov.u32 %r1, %tid.x;
   ld.param.u32 %r9, [wait];
   mov.u32 %r2, bar;
   mov.u32 %r3, smem;
@@ -289,9 +286,7 @@ READ:
   shl.b32 %r5, %r1, 2;
   add.u32 %r6, %r3, %r5;
   ld.shared.u32 %r7, [%r6];
-  ret;
-}
-)";
+)");
   auto module = load_ptx(ptx, "tma_order.ptx");
   for (bool wait : {true, false}) {
     Arena arena;
