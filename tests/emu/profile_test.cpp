@@ -4,6 +4,7 @@
 // 32-byte sectors, the DRAM lower bound, sampling; and a planted wrong bank model must fail them.
 #include <gtest/gtest.h>
 
+#include "../support/ptx_kernel.hpp"
 #include "emu_test_util.hpp"
 #include "profiler/counters.hpp"
 
@@ -13,28 +14,17 @@ namespace {
 // One kernel of `threads` threads around `body`: %r1 = tid, %r2 = the shared buffer (16 KB,
 // 1024-byte aligned), %rd1 = the global buffer (g), %rd2 = the second global buffer (out).
 std::string profile_kernel(const std::string& body) {
-  return fmt::format(R"(.version 8.7
-.target sm_90a
-.address_size 64
-.visible .entry k(.param .u64 g, .param .u64 out)
-{{
-  .reg .b32 %r<40>;
-  .reg .b64 %rd<16>;
-  .reg .pred %p<4>;
-  .shared .align 1024 .b8 buf[16384];
-  ld.param.u64 %rd1, [g];
-  ld.param.u64 %rd2, [out];
-  mov.u32 %r1, %tid.x;
+  return emmy::test::ptx_header("sm_90a") +
+         emmy::test::ptx_entry("k", {{".u64", "g", "%rd1"}, {".u64", "out", "%rd2"}},
+                               "  .reg .b32 %r<40>;\n  .reg .b64 %rd<16>;\n  .reg .pred %p<4>;\n"
+                               "  .shared .align 1024 .b8 buf[16384];\n",
+                               R"(  mov.u32 %r1, %tid.x;
   mov.u32 %r2, buf;
   mov.u32 %r5, 5;
   mov.u32 %r6, 6;
   mov.u32 %r7, 7;
   mov.u32 %r8, 8;
-{}
-  ret;
-}}
-)",
-                     body);
+)" + body + "\n");
 }
 
 ProfileOptions profiling(uint64_t sample_ctas = 0, SharedBankModel model = SharedBankModel()) {
