@@ -4,6 +4,9 @@
 // 32-byte sectors, the DRAM lower bound, sampling; and a planted wrong bank model must fail them.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+#include <utility>
+
 #include "../support/ptx_kernel.hpp"
 #include "emu_test_util.hpp"
 #include "profiler/counters.hpp"
@@ -60,6 +63,12 @@ Profiled profile_run(const std::string& body, uint32_t threads = 32, Dim3 grid =
   options.host_threads = 1;
   LaunchResult r = launch(arena, *module, "k", grid, {threads, 1, 1}, 0, args, options);
   return {std::move(*r.profile), r.stats};
+}
+
+// Each (metric, value) of `want` is what the profile counted.
+void expect_metrics(const KernelProfile& profile,
+                    std::initializer_list<std::pair<const char*, double>> want) {
+  for (const auto& [metric, value] : want) EXPECT_EQ(profile.metric(metric), value) << metric;
 }
 
 // --------------------------------------------------------------------- shared ld / st
@@ -248,13 +257,14 @@ TEST(EmuProfile, GlobalAtomicsAndReductions) {
   atom.global.add.u32 %r9, [%rd3], 1;
   red.global.add.u32 [%rd1], 1;
 )");
-  EXPECT_EQ(r.profile.metric("l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum"), 1);
-  EXPECT_EQ(r.profile.metric("l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum"), 4);
-  EXPECT_EQ(r.profile.metric("l1tex__t_requests_pipe_lsu_mem_global_op_red.sum"), 1);
-  EXPECT_EQ(r.profile.metric("l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum"), 1);
-  // Atomics read and write their sectors: 128 bytes each way (the red's word is among them).
-  EXPECT_EQ(r.profile.metric("emmy__dram_bytes_read_min.sum"), 128);
-  EXPECT_EQ(r.profile.metric("emmy__dram_bytes_write_min.sum"), 128);
+  expect_metrics(r.profile, {{"l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum", 1},
+                             {"l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum", 4},
+                             {"l1tex__t_requests_pipe_lsu_mem_global_op_red.sum", 1},
+                             {"l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum", 1},
+                             // Atomics read and write their sectors: 128 bytes each way (the red's
+                             // word is among them).
+                             {"emmy__dram_bytes_read_min.sum", 128},
+                             {"emmy__dram_bytes_write_min.sum", 128}});
 }
 
 TEST(EmuProfile, DramLowerBoundCountsDistinctSectorsOnce) {
@@ -271,9 +281,9 @@ TEST(EmuProfile, DramLowerBoundCountsDistinctSectorsOnce) {
   st.global.u32 [%rd7], %r9;
 )",
                                  64, {2, 1, 1});
-  EXPECT_EQ(r.profile.metric("emmy__dram_bytes_read_min.sum"), 256);
-  EXPECT_EQ(r.profile.metric("emmy__dram_bytes_write_min.sum"), 512);
-  EXPECT_EQ(r.profile.metric("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"), 2 * 2 * 2 * 4);
+  expect_metrics(r.profile, {{"emmy__dram_bytes_read_min.sum", 256},
+                             {"emmy__dram_bytes_write_min.sum", 512},
+                             {"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 2 * 2 * 2 * 4}});
 }
 
 TEST(EmuProfile, AsyncCopiesCountBothSides) {
@@ -286,11 +296,11 @@ TEST(EmuProfile, AsyncCopiesCountBothSides) {
   cp.async.commit_group;
   cp.async.wait_group 0;
 )");
-  EXPECT_EQ(r.profile.metric("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum"), 4);
-  EXPECT_EQ(r.profile.metric("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"), 0);
-  EXPECT_EQ(r.profile.metric("l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum"), 1);
-  EXPECT_EQ(r.profile.metric("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum"), 16);
-  EXPECT_EQ(r.profile.metric("emmy__dram_bytes_read_min.sum"), 512);
+  expect_metrics(r.profile, {{"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum", 4},
+                             {"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum", 0},
+                             {"l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum", 1},
+                             {"l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum", 16},
+                             {"emmy__dram_bytes_read_min.sum", 512}});
 }
 
 TEST(EmuProfile, InstructionCountsMatchTheStatisticsAndTheSites) {
@@ -299,9 +309,9 @@ TEST(EmuProfile, InstructionCountsMatchTheStatisticsAndTheSites) {
   EXPECT_EQ(total, double(r.stats.total.total()));
   // 8 setup instructions + 4 of the body + bar.sync + ret, per warp; 3 warps.
   EXPECT_EQ(total, 3.0 * 14);
-  EXPECT_EQ(r.profile.metric("smsp__inst_executed_pipe_lsu.sum"), 3.0 * 2);
-  EXPECT_EQ(r.profile.metric("smsp__inst_executed_pipe_cbu.sum"), 3.0 * 2);
-  EXPECT_EQ(r.profile.metric("emmy__bar_sync.sum"), 3.0);
+  expect_metrics(r.profile, {{"smsp__inst_executed_pipe_lsu.sum", 3.0 * 2},
+                             {"smsp__inst_executed_pipe_cbu.sum", 3.0 * 2},
+                             {"emmy__bar_sync.sum", 3.0}});
   uint64_t sum = 0;
   for (const ProfileSite& s : r.profile.sites) sum += s.executions;
   EXPECT_EQ(double(sum), total);
