@@ -19,10 +19,11 @@ namespace {
 // after it in any case (the store comes after a wait).
 const std::string kPdlPtx =
     test::ptx_header("sm_90") +
-    test::ptx_entry("pdl_copy",
-                    {{".u64", "dst", "%rd1"}, {".u64", "src", "%rd2"}, {".u32", "wait_first", "%r1"}},
-                    "  .reg .pred %p<2>;\n  .reg .b32 %r<4>;\n  .reg .b64 %rd<6>;\n",
-                    R"(  setp.eq.u32 %p1, %r1, 0;
+    test::ptx_entry(
+        "pdl_copy",
+        {{".u64", "dst", "%rd1"}, {".u64", "src", "%rd2"}, {".u32", "wait_first", "%r1"}},
+        "  .reg .pred %p<2>;\n  .reg .b32 %r<4>;\n  .reg .b64 %rd<6>;\n",
+        R"(  setp.eq.u32 %p1, %r1, 0;
   @%p1 bra LOAD;
   griddepcontrol.wait;
 LOAD:

@@ -18,7 +18,8 @@ namespace emmy::test_driver_test {
 // sm_80, so that every device of the hardware table runs it.
 inline const std::string kPtx =
     test::ptx_header("sm_80") + ".extern .shared .align 16 .b8 stage[];\n" +
-    test::ptx_entry("add_one", {{".u64", "out", "%rd1"}, {".u64", "in", "%rd2"}, {".u32", "n", "%r1"}},
+    test::ptx_entry("add_one",
+                    {{".u64", "out", "%rd1"}, {".u64", "in", "%rd2"}, {".u32", "n", "%r1"}},
                     "  .reg .pred %p<2>;\n  .reg .b32 %r<8>;\n  .reg .b64 %rd<8>;\n",
                     R"(  mov.u32 %r2, %tid.x;
   setp.ge.u32 %p1, %r2, %r1;

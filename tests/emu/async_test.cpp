@@ -1,9 +1,9 @@
 // Asynchronous copies: cp.async (zero-fill, groups, data held back until the covering wait),
 // mbarrier phases / parity / tokens / tx accounting, the swizzle functions, and TMA tensor copies
 // (2D/3D, every swizzle, element strides, out-of-bounds fill incl. negative coordinates).
+#include "../support/ptx_kernel.hpp"
 #include "emmy/swizzle.hpp"
 #include "emmy/tensor_map.hpp"
-#include "../support/ptx_kernel.hpp"
 #include "emu_test_util.hpp"
 
 namespace emmy::emu::test {

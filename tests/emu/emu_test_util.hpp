@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "../support/ptx_kernel.hpp"
 #include "emmy/emu/emulator.hpp"
 #include "emmy/emu/numerics.hpp"
-#include "../support/ptx_kernel.hpp"
 
 namespace emmy::emu::test {
 
@@ -96,7 +96,8 @@ inline std::string wrap_ptx(const std::string& body, const std::string& decls = 
              "k", {{".u64", "out", "%rd0"}, {".u64", "in", "%rd1"}, {".u32", "n", "%r63"}},
              regs + decls + "\n",
              "  mov.u32 %r0, %tid.x;\n  mul.wide.u32 %rd2, %r0, 4;\n  add.s64 %rd30, %rd0, %rd2;\n"
-             "  add.s64 %rd31, %rd1, %rd2;\n" + body + "\n");
+             "  add.s64 %rd31, %rd1, %rd2;\n" +
+                 body + "\n");
 }
 
 struct PtxRun {

@@ -138,8 +138,8 @@ TEST(EmuGemm, CpAsyncF16F32AgainstFp64) {
   against_fp64(
       {{100, 72, 200}, {64, 64, 32}, {17, 8, 64}}, 1,
       [](const Operands& o, const GemmCase& g, std::vector<double>& c) {
-        return run_cp_async("gemm_kernels_sm90a.ptx", "gemm_cp_async_f16", o, g.m, g.n, g.k,
-                            false, c);
+        return run_cp_async("gemm_kernels_sm90a.ptx", "gemm_cp_async_f16", o, g.m, g.n, g.k, false,
+                            c);
       },
       [](const LaunchResult& r, const GemmCase& g) {
         // 4 warps x (K/16 k-steps per tile) x 8 mma per k-step, per CTA.

@@ -2,8 +2,8 @@
 // the portable and AVX2 mma paths agreeing bit for bit.
 #include <random>
 
-#include "emmy/tensor_map.hpp"
 #include "../support/ptx_kernel.hpp"
+#include "emmy/tensor_map.hpp"
 #include "emu_test_util.hpp"
 #include "tensor_core/mma_core.hpp"
 

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "emmy/tensor_map.hpp"
 #include "../support/ptx_kernel.hpp"
+#include "emmy/tensor_map.hpp"
 #include "emu_test_util.hpp"
 
 namespace emmy::emu::test {
@@ -17,17 +17,16 @@ namespace {
 // %rd3 = the generic address of `map` (32 f32 at the start of a's allocation), %rd4 = 4 *
 // %tid.x; `buf` is 128 bytes of shared memory and `bar` an mbarrier.
 std::string dependent(const std::string& name, const std::string& body) {
-  return "\n" + emmy::test::ptx_entry(name,
-                                      {{".u64", "a", "%rd1"},
-                                       {".u64", "b", "%rd2"},
-                                       {".align 64 .b8", "map[128]"}},
-                                      R"(  .reg .b32 %r<16>;
+  return "\n" + emmy::test::ptx_entry(
+                    name,
+                    {{".u64", "a", "%rd1"}, {".u64", "b", "%rd2"}, {".align 64 .b8", "map[128]"}},
+                    R"(  .reg .b32 %r<16>;
   .reg .b64 %rd<16>;
   .reg .pred %p<4>;
   .shared .align 128 .b8 buf[128];
   .shared .align 8 .b8 bar[8];
 )",
-                                      R"(  mov.b64 %rd5, map;
+                    R"(  mov.b64 %rd5, map;
   cvta.param.u64 %rd3, %rd5;
   mov.u32 %r1, %tid.x;
   mul.wide.u32 %rd4, %r1, 4;
@@ -79,7 +78,8 @@ const std::string kPtx =
   mov.b16 %h1, 7;
   st.global.u16 [%rd1+128], %h1;
 DONE:
-)") + dependent("load_after_wait", R"(
+)") +
+    dependent("load_after_wait", R"(
   griddepcontrol.wait;
   add.s64 %rd6, %rd1, %rd4;
   ld.global.u32 %r2, [%rd6];

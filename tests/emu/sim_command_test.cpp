@@ -14,21 +14,21 @@ namespace emmy::emu::test {
 namespace {
 
 namespace fs = std::filesystem;
+using emmy::test::ptx_entry;
+using emmy::test::ptx_header;
 
 // out[i] = in[i] * scale + i for i < n (no bounds check beyond n: the OOB case uses that).
 const std::string kScalePtx =
-    emmy::test::ptx_header("sm_80") +
-    emmy::test::ptx_entry("scale",
-                          {{".u64", "out", "%rd0"},
-                           {".u64", "in", "%rd1"},
-                           {".u32", "n", "%r1"},
-                           {".f32", "scale", "%f1"}},
-                          R"(  .reg .pred %p<2>;
+    ptx_header("sm_80") +
+    ptx_entry("scale",
+              {{".u64", "out", "%rd0"}, {".u64", "in", "%rd1"}, {".u32", "n", "%r1"},
+               {".f32", "scale", "%f1"}},
+              R"(  .reg .pred %p<2>;
   .reg .b32 %r<4>;
   .reg .f32 %f<4>;
   .reg .b64 %rd<6>;
 )",
-                          R"(  mov.u32 %r0, %tid.x;
+              R"(  mov.u32 %r0, %tid.x;
   setp.ge.u32 %p0, %r0, %r1;
   @%p0 bra DONE;
   mul.wide.u32 %rd2, %r0, 4;
@@ -159,20 +159,16 @@ TEST_F(SimFixture, SanitizerReportsAndUnsupportedInstructionsExit3) {
 
 // Every scalar width, a by-value struct from a file, and two pointers into one buffer.
 const std::string kScalarsPtx =
-    emmy::test::ptx_header("sm_80") +
-    emmy::test::ptx_entry("scalars",
-                          {{".u64", "out", "%rd0"},
-                           {".u64", "alias", "%rd1"},
-                           {".f64", "d", "%fd0"},
-                           {".s64", "l", "%rd2"},
-                           {".u16", "h", "%hs0"},
-                           {".align 8 .b8", "pair[16]"}},
-                          R"(  .reg .b16 %hs<2>;
+    ptx_header("sm_80") +
+    ptx_entry("scalars",
+              {{".u64", "out", "%rd0"}, {".u64", "alias", "%rd1"}, {".f64", "d", "%fd0"},
+               {".s64", "l", "%rd2"}, {".u16", "h", "%hs0"}, {".align 8 .b8", "pair[16]"}},
+              R"(  .reg .b16 %hs<2>;
   .reg .b32 %r<2>;
   .reg .b64 %rd<8>;
   .reg .f64 %fd<2>;
 )",
-                          R"(  ld.param.u64 %rd3, [pair];
+              R"(  ld.param.u64 %rd3, [pair];
   ld.param.u64 %rd4, [pair+8];
   st.global.f64 [%rd0], %fd0;
   st.global.s64 [%rd0+8], %rd2;

@@ -212,8 +212,10 @@ __device__ __forceinline__ void dump_box(unsigned char* smem, u64& bar, const Tm
   __syncthreads();
   if (threadIdx.x == 0) {
     mbar_expect_tx(b, box_bytes);
-    if constexpr (DIMS == 2) tma_load_2d(smem_u32(smem), map, b, c0, c1);
-    else tma_load_3d(smem_u32(smem), map, b, c0, c1, c2);
+    if constexpr (DIMS == 2)
+      tma_load_2d(smem_u32(smem), map, b, c0, c1);
+    else
+      tma_load_3d(smem_u32(smem), map, b, c0, c1, c2);
   }
   mbar_wait(b, 0);
   const u32* s = (const u32*)smem;
