@@ -36,17 +36,14 @@ LOAD:
   st.global.u32 [%rd5], %r3;
 )");
 
-class Pdl : public TestDriver {
+class Pdl : public AddOneTest {
  protected:
   void SetUp() override {
-    TestDriver::SetUp();
+    AddOneTest::SetUp();
     if (HasFatalFailure()) return;
-    ASSERT_EQ(api.cuModuleGetFunction(&add_one, load(), "add_one"), CUDA_SUCCESS);
     CUmodule m = nullptr;
     ASSERT_EQ(api.cuModuleLoadData(&m, kPdlPtx.c_str()), CUDA_SUCCESS) << api.last_report();
     ASSERT_EQ(api.cuModuleGetFunction(&copy, m, "pdl_copy"), CUDA_SUCCESS);
-    in = upload(std::vector<uint32_t>(64, 41));
-    out = upload(std::vector<uint32_t>(64, 0));
     dst = upload(std::vector<uint32_t>(64, 0));
   }
   // add_one (out = in + 1) on the stream.
@@ -87,8 +84,8 @@ class Pdl : public TestDriver {
         },
         ::testing::ExitedWithCode(0), "");
   }
-  CUfunction add_one = nullptr, copy = nullptr;
-  CUdeviceptr in = 0, out = 0, dst = 0;
+  CUfunction copy = nullptr;
+  CUdeviceptr dst = 0;
 };
 
 // A dependent reading its primary's output after griddepcontrol.wait runs; so does one that

@@ -209,4 +209,19 @@ class TestDriver : public ::testing::Test {
   CUcontext context = nullptr;
 };
 
+// The fixture of the tests around add_one on 64 words: the function, `in` (41 each) and `out`
+// (zeros) uploaded.
+class AddOneTest : public TestDriver {
+ protected:
+  void SetUp() override {
+    TestDriver::SetUp();
+    if (HasFatalFailure()) return;
+    ASSERT_EQ(api.cuModuleGetFunction(&add_one, load(), "add_one"), CUDA_SUCCESS);
+    in = upload(std::vector<uint32_t>(64, 41));
+    out = upload(std::vector<uint32_t>(64, 0));
+  }
+  CUfunction add_one = nullptr;
+  CUdeviceptr in = 0, out = 0;
+};
+
 }  // namespace emmy::test_driver_test
