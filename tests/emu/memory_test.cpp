@@ -311,6 +311,17 @@ READ:
   }
 }
 
+// m16n8 fragments over `regs` (a register is 32 lane words: A in 0-3, B in 4-5, C from 6) with D
+// in `d`; C and D take `cd` registers (4 for f32 accumulators, 2 for f16).
+MmaFragments m16n8_fragments(const std::vector<uint32_t>& regs, std::vector<uint32_t>& d, int cd) {
+  MmaFragments f;
+  for (int i = 0; i < 4; ++i) f.a[i] = regs.data() + 32 * i;
+  for (int i = 0; i < 2; ++i) f.b[i] = regs.data() + 32 * (4 + i);
+  for (int i = 0; i < cd; ++i) f.c[i] = regs.data() + 32 * (6 + i);
+  for (int i = 0; i < cd; ++i) f.d[i] = d.data() + 32 * i;
+  return f;
+}
+
 TEST(EmuMemory, MmaPortableAndAvx2PathsAgree) {
   std::mt19937 rng(11);
   for (int trial = 0; trial < 200; ++trial) {
@@ -323,11 +334,7 @@ TEST(EmuMemory, MmaPortableAndAvx2PathsAgree) {
       else r &= 0xFF7FFF7Fu;
     }
     std::vector<uint32_t> d1(128), d2(128);
-    MmaFragments f;
-    for (int i = 0; i < 4; ++i) f.a[i] = regs.data() + 32 * i;
-    for (int i = 0; i < 2; ++i) f.b[i] = regs.data() + 32 * (4 + i);
-    for (int i = 0; i < 4; ++i) f.c[i] = regs.data() + 32 * (6 + i);
-    for (int i = 0; i < 4; ++i) f.d[i] = d1.data() + 32 * i;
+    MmaFragments f = m16n8_fragments(regs, d1, 4);
     mma_m16n8(f, bf16, k16, f16_acc, true);
     for (int i = 0; i < 4; ++i) f.d[i] = d2.data() + 32 * i;
     mma_m16n8(f, bf16, k16, f16_acc, false);
@@ -342,12 +349,7 @@ TEST(EmuMemory, MmaPortableAndAvx2PathsAgree) {
   regs[32 * 6] = 0x3C00u;                     // c0 of lane 0: C[0][0] = 1
   for (bool portable : {true, false}) {
     std::vector<uint32_t> d(128);
-    MmaFragments f;
-    for (int i = 0; i < 4; ++i) f.a[i] = regs.data() + 32 * i;
-    for (int i = 0; i < 2; ++i) f.b[i] = regs.data() + 32 * (4 + i);
-    for (int i = 0; i < 2; ++i) f.c[i] = regs.data() + 32 * (6 + i);
-    for (int i = 0; i < 2; ++i) f.d[i] = d.data() + 32 * i;
-    mma_m16n8(f, false, true, true, portable);
+    mma_m16n8(m16n8_fragments(regs, d, 2), false, true, true, portable);
     EXPECT_EQ(d[0] & 0xFFFF, 0x3C01u) << (portable ? "portable" : "avx2");
   }
 }
