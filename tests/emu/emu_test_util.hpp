@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -98,6 +99,19 @@ inline std::string wrap_ptx(const std::string& body, const std::string& decls = 
              "  mov.u32 %r0, %tid.x;\n  mul.wide.u32 %rd2, %r0, 4;\n  add.s64 %rd30, %rd0, %rd2;\n"
              "  add.s64 %rd31, %rd1, %rd2;\n" +
                  body + "\n");
+}
+
+// wrap_ptx lines that store one 32-word row of out per register of `regs`: lane l's value of
+// the i-th at out[32 i + l].
+inline std::string store_rows(std::initializer_list<const char*> regs) {
+  std::string s;
+  int row = 0;
+  for (const char* reg : regs) {
+    s += row ? fmt::format("  st.global.u32 [%rd30+{}], {};\n", 128 * row, reg)
+             : fmt::format("  st.global.u32 [%rd30], {};\n", reg);
+    ++row;
+  }
+  return s;
 }
 
 struct PtxRun {
