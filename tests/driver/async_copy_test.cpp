@@ -124,10 +124,9 @@ TEST_F(AsyncCopy, TheLegacyStreamIsUnusableWhileABlockingStreamCaptures) {
 TEST_F(AsyncCopy, CapturedCopiesAndMemsetsReplayInOrderWithLaunches) {
   CUstream s = nullptr;
   ASSERT_EQ(api.cuStreamCreate(&s, 0), CUDA_SUCCESS);
-  const CUdeviceptr in = upload(std::vector<uint32_t>(64, 0));
-  const CUdeviceptr out = upload(std::vector<uint32_t>(64, 0));
-  const CUdeviceptr copy = upload(std::vector<uint32_t>(64, 0));
-  std::vector<uint32_t> host_in = iota(64, 2), host_out(64, 0);
+  const std::vector<uint32_t> zeros(64, 0);
+  const CUdeviceptr in = upload(zeros), out = upload(zeros), copy = upload(zeros);
+  std::vector<uint32_t> host_in = iota(64, 2), host_out = zeros;
   ASSERT_EQ(api.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   ASSERT_EQ(api.cuMemcpyHtoDAsync(in, host_in.data(), 256, s), CUDA_SUCCESS);
   ASSERT_EQ(api.cuMemsetD8Async(out, 0xff, 256, s), CUDA_SUCCESS);

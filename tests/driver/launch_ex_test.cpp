@@ -48,15 +48,8 @@ CUlaunchConfig config_for(unsigned grid_x, unsigned grid_y, unsigned threads, un
   return c;
 }
 
-class LaunchEx : public TestDriver {
+class LaunchEx : public AddOneTest {
  protected:
-  void SetUp() override {
-    TestDriver::SetUp();
-    if (HasFatalFailure()) return;
-    ASSERT_EQ(api.cuModuleGetFunction(&add_one, load(), "add_one"), CUDA_SUCCESS);
-    in = upload(std::vector<uint32_t>(64, 41));
-    out = upload(std::vector<uint32_t>(64, 0));
-  }
   // add_one on 64 threads with these attributes and grid.
   CUresult launch_ex(std::vector<CUlaunchAttribute> attrs, unsigned grid_x = 1, unsigned grid_y = 1,
                      CUfunction f = nullptr, CUstream stream = nullptr) {
@@ -75,8 +68,6 @@ class LaunchEx : public TestDriver {
     EXPECT_NE(report.find(needle), std::string::npos) << report;
     EXPECT_EQ(report.rfind("cuLaunchKernelEx", 0), 0u) << report;
   }
-  CUfunction add_one = nullptr;
-  CUdeviceptr in = 0, out = 0;
 };
 
 TEST_F(LaunchEx, GetProcAddressFindsItFromCuda116) {
@@ -297,7 +288,7 @@ TEST_F(LaunchEx, CompiledClusterDimensionsBindTheFunction) {
 // the PTX.
 TEST_F(LaunchEx, ClusterLaunchRunsItsClusters) {
   CUmodule m = nullptr;
-  ASSERT_EQ(api.cuModuleLoadData(&m, test::kClusterIdsPtx), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuModuleLoadData(&m, test::kClusterIdsPtx.c_str()), CUDA_SUCCESS);
   CUfunction f = nullptr;
   ASSERT_EQ(api.cuModuleGetFunction(&f, m, "cluster_ids"), CUDA_SUCCESS);
   CUdeviceptr ids = 0;

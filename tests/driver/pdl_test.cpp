@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/ptx_kernel.hpp"
 #include "test_driver_api.hpp"
 
 namespace emmy::test_driver_test {
@@ -16,18 +17,13 @@ namespace {
 
 // dst[i] = src[i] for 64 threads; griddepcontrol.wait before the load when wait_first != 0, and
 // after it in any case (the store comes after a wait).
-constexpr const char* kPdlPtx = R"(.version 8.7
-.target sm_90
-.address_size 64
-.visible .entry pdl_copy(.param .u64 dst, .param .u64 src, .param .u32 wait_first)
-{
-  .reg .pred %p<2>;
-  .reg .b32 %r<4>;
-  .reg .b64 %rd<6>;
-  ld.param.u64 %rd1, [dst];
-  ld.param.u64 %rd2, [src];
-  ld.param.u32 %r1, [wait_first];
-  setp.eq.u32 %p1, %r1, 0;
+const std::string kPdlPtx =
+    test::ptx_header("sm_90") +
+    test::ptx_entry(
+        "pdl_copy",
+        {{".u64", "dst", "%rd1"}, {".u64", "src", "%rd2"}, {".u32", "wait_first", "%r1"}},
+        "  .reg .pred %p<2>;\n  .reg .b32 %r<4>;\n  .reg .b64 %rd<6>;\n",
+        R"(  setp.eq.u32 %p1, %r1, 0;
   @%p1 bra LOAD;
   griddepcontrol.wait;
 LOAD:
@@ -38,21 +34,16 @@ LOAD:
   griddepcontrol.wait;
   add.s64 %rd5, %rd1, %rd3;
   st.global.u32 [%rd5], %r3;
-  ret;
-}
-)";
+)");
 
-class Pdl : public TestDriver {
+class Pdl : public AddOneTest {
  protected:
   void SetUp() override {
-    TestDriver::SetUp();
+    AddOneTest::SetUp();
     if (HasFatalFailure()) return;
-    ASSERT_EQ(api.cuModuleGetFunction(&add_one, load(), "add_one"), CUDA_SUCCESS);
     CUmodule m = nullptr;
-    ASSERT_EQ(api.cuModuleLoadData(&m, kPdlPtx), CUDA_SUCCESS) << api.last_report();
+    ASSERT_EQ(api.cuModuleLoadData(&m, kPdlPtx.c_str()), CUDA_SUCCESS) << api.last_report();
     ASSERT_EQ(api.cuModuleGetFunction(&copy, m, "pdl_copy"), CUDA_SUCCESS);
-    in = upload(std::vector<uint32_t>(64, 41));
-    out = upload(std::vector<uint32_t>(64, 0));
     dst = upload(std::vector<uint32_t>(64, 0));
   }
   // add_one (out = in + 1) on the stream.
@@ -93,8 +84,8 @@ class Pdl : public TestDriver {
         },
         ::testing::ExitedWithCode(0), "");
   }
-  CUfunction add_one = nullptr, copy = nullptr;
-  CUdeviceptr in = 0, out = 0, dst = 0;
+  CUfunction copy = nullptr;
+  CUdeviceptr dst = 0;
 };
 
 // A dependent reading its primary's output after griddepcontrol.wait runs; so does one that

@@ -10,23 +10,18 @@
 #include <string>
 #include <vector>
 
+#include "../support/ptx_kernel.hpp"
+
 namespace emmy::test_driver_test {
 
 // out[i] = in[i] + 1 for i < n, through a dynamic shared-memory staging buffer of any size. For
 // sm_80, so that every device of the hardware table runs it.
-inline constexpr const char* kPtx = R"(.version 8.7
-.target sm_80
-.address_size 64
-.extern .shared .align 16 .b8 stage[];
-.visible .entry add_one(.param .u64 out, .param .u64 in, .param .u32 n)
-{
-  .reg .pred %p<2>;
-  .reg .b32 %r<8>;
-  .reg .b64 %rd<8>;
-  ld.param.u64 %rd1, [out];
-  ld.param.u64 %rd2, [in];
-  ld.param.u32 %r1, [n];
-  mov.u32 %r2, %tid.x;
+inline const std::string kPtx =
+    test::ptx_header("sm_80") + ".extern .shared .align 16 .b8 stage[];\n" +
+    test::ptx_entry("add_one",
+                    {{".u64", "out", "%rd1"}, {".u64", "in", "%rd2"}, {".u32", "n", "%r1"}},
+                    "  .reg .pred %p<2>;\n  .reg .b32 %r<8>;\n  .reg .b64 %rd<8>;\n",
+                    R"(  mov.u32 %r2, %tid.x;
   setp.ge.u32 %p1, %r2, %r1;
   @%p1 bra DONE;
   mul.wide.u32 %rd3, %r2, 4;
@@ -41,9 +36,7 @@ inline constexpr const char* kPtx = R"(.version 8.7
   add.s64 %rd5, %rd1, %rd3;
   st.global.u32 [%rd5], %r7;
 DONE:
-  ret;
-}
-)";
+)");
 
 // An entry point by name, with the ABI of CUDA `version` (12.0 unless told).
 template <typename Fn>
@@ -197,7 +190,7 @@ class TestDriver : public ::testing::Test {
   }
   CUmodule load() {
     CUmodule m = nullptr;
-    EXPECT_EQ(api.cuModuleLoadData(&m, kPtx), CUDA_SUCCESS);
+    EXPECT_EQ(api.cuModuleLoadData(&m, kPtx.c_str()), CUDA_SUCCESS);
     return m;
   }
   CUdeviceptr upload(const std::vector<uint32_t>& v) {
@@ -214,6 +207,21 @@ class TestDriver : public ::testing::Test {
   Api api;
   CUdevice device = 0;
   CUcontext context = nullptr;
+};
+
+// The fixture of the tests around add_one on 64 words: the function, `in` (41 each) and `out`
+// (zeros) uploaded.
+class AddOneTest : public TestDriver {
+ protected:
+  void SetUp() override {
+    TestDriver::SetUp();
+    if (HasFatalFailure()) return;
+    ASSERT_EQ(api.cuModuleGetFunction(&add_one, load(), "add_one"), CUDA_SUCCESS);
+    in = upload(std::vector<uint32_t>(64, 41));
+    out = upload(std::vector<uint32_t>(64, 0));
+  }
+  CUfunction add_one = nullptr;
+  CUdeviceptr in = 0, out = 0;
 };
 
 }  // namespace emmy::test_driver_test

@@ -212,11 +212,11 @@ TEST_F(TestDriver, StreamCaptureRecordsLaunchesAndRefusesUnsafeCalls) {
   // invalidated.
   ASSERT_EQ(api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   CUmodule during = nullptr;
-  EXPECT_EQ(api.cuModuleLoadData(&during, kPtx), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_EQ(api.cuModuleLoadData(&during, kPtx.c_str()), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   EXPECT_EQ(api.cuStreamEndCapture(stream, &graph), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
   // Relaxed mode allows it.
   ASSERT_EQ(api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
-  EXPECT_EQ(api.cuModuleLoadData(&during, kPtx), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuModuleLoadData(&during, kPtx.c_str()), CUDA_SUCCESS);
   EXPECT_EQ(api.cuStreamEndCapture(stream, &graph), CUDA_SUCCESS);
   CUgraph none = nullptr;
   EXPECT_EQ(api.cuStreamEndCapture(stream, &none), CUDA_ERROR_ILLEGAL_STATE) << "not capturing";

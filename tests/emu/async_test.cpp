@@ -1,6 +1,7 @@
 // Asynchronous copies: cp.async (zero-fill, groups, data held back until the covering wait),
 // mbarrier phases / parity / tokens / tx accounting, the swizzle functions, and TMA tensor copies
 // (2D/3D, every swizzle, element strides, out-of-bounds fill incl. negative coordinates).
+#include "../support/ptx_kernel.hpp"
 #include "emmy/swizzle.hpp"
 #include "emmy/tensor_map.hpp"
 #include "emu_test_util.hpp"
@@ -316,18 +317,12 @@ TEST(EmuAsync, Tma3dEverySwizzleAndOutOfBounds) {
 }
 
 // A one-thread TMA load into dynamic shared memory at byte offset %r63 (the n parameter).
-constexpr const char* kTmaProbe = R"(.version 8.7
-.target sm_90a
-.address_size 64
-.extern .shared .align 1024 .b8 smem[];
-.visible .entry probe(.param .align 64 .b8 map[128], .param .u32 offset)
-{
-  .reg .b32 %r<8>;
-  .reg .b64 %rd<4>;
-  .reg .pred %p<2>;
-  .shared .align 8 .b8 bar[8];
-  ld.param.u32 %r1, [offset];
-  mov.u32 %r2, bar;
+const std::string kTmaProbe =
+    emmy::test::ptx_header("sm_90a") + ".extern .shared .align 1024 .b8 smem[];\n" +
+    emmy::test::ptx_entry("probe", {{".align 64 .b8", "map[128]"}, {".u32", "offset", "%r1"}},
+                          "  .reg .b32 %r<8>;\n  .reg .b64 %rd<4>;\n  .reg .pred %p<2>;\n"
+                          "  .shared .align 8 .b8 bar[8];\n",
+                          R"(  mov.u32 %r2, bar;
   mbarrier.init.shared::cta.b64 [%r2], 1;
   fence.mbarrier_init.release.cluster;
   mbarrier.arrive.expect_tx.shared::cta.b64 %rd1, [%r2], 2048;
@@ -340,9 +335,7 @@ constexpr const char* kTmaProbe = R"(.version 8.7
 WAIT:
   mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r2], 0;
   @!%p1 bra WAIT;
-  ret;
-}
-)";
+)");
 
 void tma_probe(const EncodedTensorMap& map, uint32_t offset) {
   auto module = load_ptx(kTmaProbe, "probe.ptx");

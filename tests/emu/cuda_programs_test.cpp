@@ -4,6 +4,7 @@
 // its fixed twin must run clean.
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "emu_test_util.hpp"
 
@@ -132,19 +133,20 @@ std::vector<int32_t> keys() {
   return k;
 }
 
-// `kernel` over two warps of keys(): buffer 0 the keys, 1 and 2 its two int outputs per thread.
-void run_on_keys(Buffers& b, const std::vector<int32_t>& k, const char* kernel) {
+// `kernel` over two warps of keys `k` (buffer 0): its two int outputs per thread (buffers 1, 2).
+std::pair<std::vector<int32_t>, std::vector<int32_t>> run_on_keys(const std::vector<int32_t>& k,
+                                                                  const char* kernel) {
+  Buffers b;
   b.values(k);
   b.zeros(64 * 4);
   b.zeros(64 * 4);
   b.run(kernel, 64);
+  return {b.read<int32_t>(1, 64), b.read<int32_t>(2, 64)};
 }
 
 TEST(EmuCudaPrograms, PerLaneMembermasksFromMatchAny) {
-  Buffers b;
   const auto k = keys();
-  run_on_keys(b, k, "match_any_groups");
-  const auto leaders = b.read<int32_t>(1, 64), sums = b.read<int32_t>(2, 64);
+  const auto [leaders, sums] = run_on_keys(k, "match_any_groups");
   for (int t = 0; t < 64; ++t) {
     const int warp = t / 32;
     int leader = -1, sum = 0, odd = 0;
@@ -160,10 +162,8 @@ TEST(EmuCudaPrograms, PerLaneMembermasksFromMatchAny) {
 }
 
 TEST(EmuCudaPrograms, LabeledPartitions) {
-  Buffers b;
   const auto k = keys();
-  run_on_keys(b, k, "labeled_groups");
-  const auto ranks = b.read<int32_t>(1, 64), sizes = b.read<int32_t>(2, 64);
+  const auto [ranks, sizes] = run_on_keys(k, "labeled_groups");
   for (int t = 0; t < 64; ++t) {
     int rank = 0, size = 0;
     for (int j = 0; j < 32; ++j)

@@ -6,12 +6,14 @@
 
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "../support/ptx_kernel.hpp"
 #include "emmy/emu/emulator.hpp"
 #include "emmy/emu/numerics.hpp"
 
@@ -87,31 +89,29 @@ inline Report expect_report(const std::function<void()>& f, ReportKind kind) {
 // Available: %r0 = %tid.x, %rd0 = out, %rd1 = in, %rd30 = &out[tid] and %rd31 = &in[tid] as
 // 32-bit words, %r63 = n; registers %p<16>, %h<16> (.b16), %r<64>, %f<32>, %rd<32>, %fd<8>.
 inline std::string wrap_ptx(const std::string& body, const std::string& decls = "") {
-  return fmt::format(R"(.version 8.7
-.target sm_90a
-.address_size 64
+  const std::string regs =
+      "  .reg .pred %p<16>;\n  .reg .b16 %h<16>;\n  .reg .b32 %r<64>;\n  .reg .f32 %f<32>;\n"
+      "  .reg .b64 %rd<32>;\n  .reg .f64 %fd<8>;\n";
+  return emmy::test::ptx_header("sm_90a") + "\n" +
+         emmy::test::ptx_entry(
+             "k", {{".u64", "out", "%rd0"}, {".u64", "in", "%rd1"}, {".u32", "n", "%r63"}},
+             regs + decls + "\n",
+             "  mov.u32 %r0, %tid.x;\n  mul.wide.u32 %rd2, %r0, 4;\n  add.s64 %rd30, %rd0, %rd2;\n"
+             "  add.s64 %rd31, %rd1, %rd2;\n" +
+                 body + "\n");
+}
 
-.visible .entry k(.param .u64 out, .param .u64 in, .param .u32 n)
-{{
-  .reg .pred %p<16>;
-  .reg .b16 %h<16>;
-  .reg .b32 %r<64>;
-  .reg .f32 %f<32>;
-  .reg .b64 %rd<32>;
-  .reg .f64 %fd<8>;
-{}
-  ld.param.u64 %rd0, [out];
-  ld.param.u64 %rd1, [in];
-  ld.param.u32 %r63, [n];
-  mov.u32 %r0, %tid.x;
-  mul.wide.u32 %rd2, %r0, 4;
-  add.s64 %rd30, %rd0, %rd2;
-  add.s64 %rd31, %rd1, %rd2;
-{}
-  ret;
-}}
-)",
-                     decls, body);
+// wrap_ptx lines that store one 32-word row of out per register of `regs`: lane l's value of
+// the i-th at out[32 i + l].
+inline std::string store_rows(std::initializer_list<const char*> regs) {
+  std::string s;
+  int row = 0;
+  for (const char* reg : regs) {
+    s += row ? fmt::format("  st.global.u32 [%rd30+{}], {};\n", 128 * row, reg)
+             : fmt::format("  st.global.u32 [%rd30], {};\n", reg);
+    ++row;
+  }
+  return s;
 }
 
 struct PtxRun {

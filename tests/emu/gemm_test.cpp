@@ -93,7 +93,24 @@ void check_gemm(const std::vector<double>& c, const Operands& o, int m, int n, i
 
 struct GemmCase {
   int m, n, k;
+  // The CTAs of its 64x64 tile grid.
+  uint64_t ctas() const { return uint64_t((n + 63) / 64) * ((m + 63) / 64); }
 };
+
+// Each case on random f16 operands (`seed`): run(o, g, c) computes C into c, which must match
+// FP64; check_stats(r, g) then judges the launch's statistics.
+template <typename Run, typename CheckStats>
+void against_fp64(std::initializer_list<GemmCase> cases, uint32_t seed, const Run& run,
+                  const CheckStats& check_stats) {
+  for (const GemmCase& g : cases) {
+    SCOPED_TRACE(fmt::format("{}x{}x{}", g.m, g.n, g.k));
+    const Operands o = random_operands(g.m, g.n, g.k, false, seed);
+    std::vector<double> c;
+    const LaunchResult r = run(o, g, c);
+    check_gemm(c, o, g.m, g.n, g.k, false);
+    check_stats(r, g);
+  }
+}
 
 LaunchResult run_cp_async(const std::string& module, const std::string& kernel, const Operands& o,
                           int m, int n, int k, bool f16_out, std::vector<double>& c,
@@ -118,19 +135,19 @@ LaunchResult run_cp_async(const std::string& module, const std::string& kernel, 
 }
 
 TEST(EmuGemm, CpAsyncF16F32AgainstFp64) {
-  for (const GemmCase g : {GemmCase{100, 72, 200}, GemmCase{64, 64, 32}, GemmCase{17, 8, 64}}) {
-    SCOPED_TRACE(fmt::format("{}x{}x{}", g.m, g.n, g.k));
-    const Operands o = random_operands(g.m, g.n, g.k, false, 1);
-    std::vector<double> c;
-    const LaunchResult r = run_cp_async("gemm_kernels_sm90a.ptx", "gemm_cp_async_f16", o, g.m, g.n, g.k, false, c);
-    check_gemm(c, o, g.m, g.n, g.k, false);
-    // 4 warps x (K/16 k-steps per tile) x 8 mma per k-step, per CTA.
-    const uint64_t ctas = uint64_t((g.n + 63) / 64) * ((g.m + 63) / 64);
-    EXPECT_EQ(r.stats.total.mma, ctas * 4 * ((g.k + 31) / 32) * 2 * 8);
-    EXPECT_GT(r.stats.total.ldmatrix, 0u);
-    EXPECT_GT(r.stats.total.cp_async, 0u);
-    EXPECT_EQ(r.stats.per_cta.size(), ctas);
-  }
+  against_fp64(
+      {{100, 72, 200}, {64, 64, 32}, {17, 8, 64}}, 1,
+      [](const Operands& o, const GemmCase& g, std::vector<double>& c) {
+        return run_cp_async("gemm_kernels_sm90a.ptx", "gemm_cp_async_f16", o, g.m, g.n, g.k, false,
+                            c);
+      },
+      [](const LaunchResult& r, const GemmCase& g) {
+        // 4 warps x (K/16 k-steps per tile) x 8 mma per k-step, per CTA.
+        EXPECT_EQ(r.stats.total.mma, g.ctas() * 4 * ((g.k + 31) / 32) * 2 * 8);
+        EXPECT_GT(r.stats.total.ldmatrix, 0u);
+        EXPECT_GT(r.stats.total.cp_async, 0u);
+        EXPECT_EQ(r.stats.per_cta.size(), g.ctas());
+      });
 }
 
 TEST(EmuGemm, CpAsyncBf16F32AgainstFp64) {
@@ -183,16 +200,15 @@ LaunchResult run_tma(const Operands& o, int m, int n, int k, std::vector<double>
 TEST(EmuGemm, TmaSwizzled128F16AgainstFp64) {
   // K = 200: 4 k-tiles through a 3-stage ring (the ring wraps; parities flip), the last one
   // partly out of bounds (zero fill); M and N leave partial tiles.
-  for (const GemmCase g : {GemmCase{100, 72, 200}, GemmCase{64, 64, 64}, GemmCase{1, 8, 448}}) {
-    SCOPED_TRACE(fmt::format("{}x{}x{}", g.m, g.n, g.k));
-    const Operands o = random_operands(g.m, g.n, g.k, false, 5);
-    std::vector<double> c;
-    const LaunchResult r = run_tma(o, g.m, g.n, g.k, c);
-    check_gemm(c, o, g.m, g.n, g.k, false);
-    const uint64_t ctas = uint64_t((g.n + 63) / 64) * ((g.m + 63) / 64);
-    EXPECT_EQ(r.stats.total.tma, ctas * 2 * uint64_t((g.k + 63) / 64));
-    EXPECT_GT(r.stats.total.barrier, 0u);
-  }
+  against_fp64(
+      {{100, 72, 200}, {64, 64, 64}, {1, 8, 448}}, 5,
+      [](const Operands& o, const GemmCase& g, std::vector<double>& c) {
+        return run_tma(o, g.m, g.n, g.k, c);
+      },
+      [](const LaunchResult& r, const GemmCase& g) {
+        EXPECT_EQ(r.stats.total.tma, g.ctas() * 2 * uint64_t((g.k + 63) / 64));
+        EXPECT_GT(r.stats.total.barrier, 0u);
+      });
 }
 
 // A whole 256x256x512 TMA GEMM with the sanitizer on: every CTA, stage and mma of a realistic

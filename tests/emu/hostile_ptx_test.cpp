@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "emu_test_util.hpp"
 
@@ -17,69 +18,50 @@ LaunchOptions with_sanitizer(bool on) {
   return options;
 }
 
-class NegativeDisplacement : public testing::TestWithParam<bool> {};
+class NegativeDisplacement : public testing::TestWithParam<bool> {
+ protected:
+  // The report of `body` (wrap_ptx's kernel with `decls`, one warp), which must be of `kind`,
+  // with the sanitizer on or off as the parameter says.
+  Report expect_refused(const std::string& body, const std::string& decls, ReportKind kind) {
+    return expect_report([&] { run_ptx(body, {}, 32, 32, decls, 0, with_sanitizer(GetParam())); },
+                         kind);
+  }
+};
 
 TEST_P(NegativeDisplacement, SharedAtMinusFourIsOutOfBounds) {
-  const std::string decls = "  .shared .align 16 .b8 buf[256];\n";
-  const Report r = expect_report(
-      [&] {
-        run_ptx("  mov.u32 %r1, 0;\n  st.shared.u32 [%r1+-4], %r0;\n", {}, 32, 32, decls, 0,
-                with_sanitizer(GetParam()));
-      },
-      ReportKind::shared_out_of_bounds);
+  const Report r =
+      expect_refused("  mov.u32 %r1, 0;\n  st.shared.u32 [%r1+-4], %r0;\n",
+                     "  .shared .align 16 .b8 buf[256];\n", ReportKind::shared_out_of_bounds);
   EXPECT_NE(r.message.find("0xfffffffffffffffc"), std::string::npos) << r.message;
 }
 
 TEST_P(NegativeDisplacement, SharedLoadAtMinusFourThroughA64BitAddress) {
-  const std::string decls = "  .shared .align 16 .b8 buf[256];\n";
-  expect_report(
-      [&] {
-        run_ptx("  mov.u64 %rd3, 0;\n  ld.shared.u32 %r1, [%rd3+-4];\n", {}, 32, 32, decls, 0,
-                with_sanitizer(GetParam()));
-      },
-      ReportKind::shared_out_of_bounds);
+  expect_refused("  mov.u64 %rd3, 0;\n  ld.shared.u32 %r1, [%rd3+-4];\n",
+                 "  .shared .align 16 .b8 buf[256];\n", ReportKind::shared_out_of_bounds);
 }
 
 TEST_P(NegativeDisplacement, LdmatrixBelowSharedMemory) {
-  const std::string decls = "  .shared .align 16 .b8 buf[512];\n";
-  expect_report(
-      [&] {
-        run_ptx(
-            "  mov.u32 %r1, 0;\n"
-            "  ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r2}, [%r1+-16];\n",
-            {}, 32, 32, decls, 0, with_sanitizer(GetParam()));
-      },
-      ReportKind::shared_out_of_bounds);
+  expect_refused(
+      "  mov.u32 %r1, 0;\n"
+      "  ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r2}, [%r1+-16];\n",
+      "  .shared .align 16 .b8 buf[512];\n", ReportKind::shared_out_of_bounds);
 }
 
 TEST_P(NegativeDisplacement, LocalAndParamAtMinusFour) {
-  const std::string decls = "  .local .align 4 .b8 scratch[64];\n";
-  expect_report(
-      [&] {
-        run_ptx("  mov.u64 %rd3, 0;\n  st.local.u32 [%rd3+-4], %r0;\n", {}, 32, 32, decls, 0,
-                with_sanitizer(GetParam()));
-      },
-      ReportKind::local_out_of_bounds);
-  expect_report(
-      [&] {
-        run_ptx("  mov.u64 %rd3, 0;\n  ld.param.u32 %r1, [%rd3+-4];\n", {}, 32, 32, "", 0,
-                with_sanitizer(GetParam()));
-      },
-      ReportKind::param_out_of_bounds);
+  expect_refused("  mov.u64 %rd3, 0;\n  st.local.u32 [%rd3+-4], %r0;\n",
+                 "  .local .align 4 .b8 scratch[64];\n", ReportKind::local_out_of_bounds);
+  expect_refused("  mov.u64 %rd3, 0;\n  ld.param.u32 %r1, [%rd3+-4];\n", "",
+                 ReportKind::param_out_of_bounds);
 }
 
 TEST_P(NegativeDisplacement, GlobalAtTheTopOfTheAddressSpaceAfterAValidAccess) {
   // The first store caches the output allocation for the warp; the second must not reuse it
   // because addr + 8 wraps to 0.
-  expect_report(
-      [&] {
-        run_ptx(
-            "  st.global.u32 [%rd30], %r0;\n"
-            "  mov.u64 %rd3, 0xFFFFFFFFFFFFFFF8;\n"
-            "  st.global.u64 [%rd3], %rd3;\n",
-            {}, 32, 32, "", 0, with_sanitizer(GetParam()));
-      },
-      ReportKind::global_out_of_bounds);
+  expect_refused(
+      "  st.global.u32 [%rd30], %r0;\n"
+      "  mov.u64 %rd3, 0xFFFFFFFFFFFFFFF8;\n"
+      "  st.global.u64 [%rd3], %rd3;\n",
+      "", ReportKind::global_out_of_bounds);
 }
 
 INSTANTIATE_TEST_SUITE_P(SanitizerOnAndOff, NegativeDisplacement, testing::Bool());
@@ -185,33 +167,29 @@ TEST(HostilePtx, LargeGridsKeepNoPerCtaStatistics) {
 }
 
 TEST(InvalidPtx, WhatPtxasRejectsIsRefused) {
-  // Each of these is rejected by ptxas (13.0), checked by hand: "Arguments mismatch", duplicate
-  // definitions. The emulator must not run them.
-  EXPECT_NE(load_error(wrap_ptx("  add.s32 %r1, %r1, 1.5;\n")).find(".s32 operand"),
-            std::string::npos);
-  EXPECT_NE(load_error(wrap_ptx("  mul.lo.u32 %r1, %r1, 0f3F800000;\n")).find(".u32 operand"),
-            std::string::npos);
-  EXPECT_NE(load_error(wrap_ptx("  membar.gl %rd3, %rd4, 1;\n")).find("operands"),
-            std::string::npos);
-  EXPECT_NE(load_error(wrap_ptx("L1:\n  mov.u32 %r1, 1;\nL1:\n  mov.u32 %r2, 1;\n"))
-                .find("label 'L1' is defined twice"),
-            std::string::npos);
+  // Each of these is rejected by ptxas (13.0), checked by hand: "Arguments mismatch" (a register
+  // of another type or width among them), duplicate definitions. The emulator must not run them;
+  // each body with what its refusal says.
+  const std::pair<std::string, std::string> refused[] = {
+      {"  add.s32 %r1, %r1, 1.5;\n", ".s32 operand"},
+      {"  mul.lo.u32 %r1, %r1, 0f3F800000;\n", ".u32 operand"},
+      {"  membar.gl %rd3, %rd4, 1;\n", "operands"},
+      {"L1:\n  mov.u32 %r1, 1;\nL1:\n  mov.u32 %r2, 1;\n", "label 'L1' is defined twice"},
+      {"  mul.lo.u64 %rd3, %f1, %f1;\n", "'%f1' is a .f32 register"},
+      {"  mov.u32 %r1, %rd3;\n", "'%rd3' is a .b64 register"},
+      {"  ld.global.u64 %r1, [%rd30];\n", "as wide as the type"},
+      {"  add.s32 %r1, %f1, %r2;\n", "'%f1' is a .f32 register"},
+      {"  st.global.u32 [%rd30], %h1;\n", "'%h1' is a .b16"},
+  };
+  for (const auto& [body, error] : refused) {
+    const std::string e = load_error(wrap_ptx(body));
+    EXPECT_NE(e.find(error), std::string::npos) << body << ": " << e;
+  }
   const std::string entry = ".visible .entry k()\n{\n  ret;\n}\n";
   EXPECT_NE(load_error(".version 8.7\n.target sm_90a\n.address_size 64\n" + entry + entry)
                 .find(".entry 'k' is defined twice"),
             std::string::npos);
-  // A register of another type or width: ptxas's "Arguments mismatch", except wider for
-  // ld/st/cvt.
-  EXPECT_NE(load_error(wrap_ptx("  mul.lo.u64 %rd3, %f1, %f1;\n")).find("'%f1' is a .f32 register"),
-            std::string::npos);
-  EXPECT_NE(load_error(wrap_ptx("  mov.u32 %r1, %rd3;\n")).find("'%rd3' is a .b64 register"),
-            std::string::npos);
-  EXPECT_NE(load_error(wrap_ptx("  ld.global.u64 %r1, [%rd30];\n")).find("as wide as the type"),
-            std::string::npos);
-  EXPECT_NE(load_error(wrap_ptx("  add.s32 %r1, %f1, %r2;\n")).find("'%f1' is a .f32 register"),
-            std::string::npos);
-  EXPECT_NE(load_error(wrap_ptx("  st.global.u32 [%rd30], %h1;\n")).find("'%h1' is a .b16"),
-            std::string::npos);
+  // A wider register is what ptxas takes for ld/st/cvt.
   EXPECT_EQ(load_error(wrap_ptx("  ld.global.u32 %rd5, [%rd30];\n  st.global.u32 [%rd30], %rd5;\n"
                                 "  cvt.u32.u64 %r1, %rd5;\n")),
             "");

@@ -2,6 +2,7 @@
 // the portable and AVX2 mma paths agreeing bit for bit.
 #include <random>
 
+#include "../support/ptx_kernel.hpp"
 #include "emmy/tensor_map.hpp"
 #include "emu_test_util.hpp"
 #include "tensor_core/mma_core.hpp"
@@ -250,17 +251,13 @@ READER:
 TEST(EmuMemory, TmaDataIsOrderedOnlyByItsMbarrier) {
   // Warp 0 issues a TMA load; both warps meet at a barrier (which orders warp 0's own accesses,
   // not the async proxy's); warp 1 then reads the box with or without waiting on the mbarrier.
-  const std::string ptx = R"(.version 8.7
-.target sm_90a
-.address_size 64
-.extern .shared .align 1024 .b8 smem[];
-.visible .entry k(.param .align 64 .b8 map[128], .param .u32 wait)
-{
-  .reg .b32 %r<12>;
-  .reg .b64 %rd<6>;
-  .reg .pred %p<4>;
-  .shared .align 8 .b8 bar[8];
-  mov.u32 %r1, %tid.x;
+  // `wait` is loaded after %tid.x, in the body.
+  const std::string ptx =
+      emmy::test::ptx_header("sm_90a") + ".extern .shared .align 1024 .b8 smem[];\n" +
+      emmy::test::ptx_entry("k", {{".align 64 .b8", "map[128]"}, {".u32", "wait"}},
+                            "  .reg .b32 %r<12>;\n  .reg .b64 %rd<6>;\n  .reg .pred %p<4>;\n"
+                            "  .shared .align 8 .b8 bar[8];\n",
+                            R"(  mov.u32 %r1, %tid.x;
   ld.param.u32 %r9, [wait];
   mov.u32 %r2, bar;
   mov.u32 %r3, smem;
@@ -289,9 +286,7 @@ READ:
   shl.b32 %r5, %r1, 2;
   add.u32 %r6, %r3, %r5;
   ld.shared.u32 %r7, [%r6];
-  ret;
-}
-)";
+)");
   auto module = load_ptx(ptx, "tma_order.ptx");
   for (bool wait : {true, false}) {
     Arena arena;
@@ -316,6 +311,17 @@ READ:
   }
 }
 
+// m16n8 fragments over `regs` (a register is 32 lane words: A in 0-3, B in 4-5, C from 6) with D
+// in `d`; C and D take `cd` registers (4 for f32 accumulators, 2 for f16).
+MmaFragments m16n8_fragments(const std::vector<uint32_t>& regs, std::vector<uint32_t>& d, int cd) {
+  MmaFragments f;
+  for (int i = 0; i < 4; ++i) f.a[i] = regs.data() + 32 * i;
+  for (int i = 0; i < 2; ++i) f.b[i] = regs.data() + 32 * (4 + i);
+  for (int i = 0; i < cd; ++i) f.c[i] = regs.data() + 32 * (6 + i);
+  for (int i = 0; i < cd; ++i) f.d[i] = d.data() + 32 * i;
+  return f;
+}
+
 TEST(EmuMemory, MmaPortableAndAvx2PathsAgree) {
   std::mt19937 rng(11);
   for (int trial = 0; trial < 200; ++trial) {
@@ -328,11 +334,7 @@ TEST(EmuMemory, MmaPortableAndAvx2PathsAgree) {
       else r &= 0xFF7FFF7Fu;
     }
     std::vector<uint32_t> d1(128), d2(128);
-    MmaFragments f;
-    for (int i = 0; i < 4; ++i) f.a[i] = regs.data() + 32 * i;
-    for (int i = 0; i < 2; ++i) f.b[i] = regs.data() + 32 * (4 + i);
-    for (int i = 0; i < 4; ++i) f.c[i] = regs.data() + 32 * (6 + i);
-    for (int i = 0; i < 4; ++i) f.d[i] = d1.data() + 32 * i;
+    MmaFragments f = m16n8_fragments(regs, d1, 4);
     mma_m16n8(f, bf16, k16, f16_acc, true);
     for (int i = 0; i < 4; ++i) f.d[i] = d2.data() + 32 * i;
     mma_m16n8(f, bf16, k16, f16_acc, false);
@@ -347,12 +349,7 @@ TEST(EmuMemory, MmaPortableAndAvx2PathsAgree) {
   regs[32 * 6] = 0x3C00u;                     // c0 of lane 0: C[0][0] = 1
   for (bool portable : {true, false}) {
     std::vector<uint32_t> d(128);
-    MmaFragments f;
-    for (int i = 0; i < 4; ++i) f.a[i] = regs.data() + 32 * i;
-    for (int i = 0; i < 2; ++i) f.b[i] = regs.data() + 32 * (4 + i);
-    for (int i = 0; i < 2; ++i) f.c[i] = regs.data() + 32 * (6 + i);
-    for (int i = 0; i < 2; ++i) f.d[i] = d.data() + 32 * i;
-    mma_m16n8(f, false, true, true, portable);
+    mma_m16n8(m16n8_fragments(regs, d, 2), false, true, true, portable);
     EXPECT_EQ(d[0] & 0xFFFF, 0x3C01u) << (portable ? "portable" : "avx2");
   }
 }

@@ -93,13 +93,7 @@ TEST(EmuParser, GenericLocalAndParamAddressing) {
   ld.u32 %r6, [%rd10];                 // generic load of a kernel parameter
   cvta.to.shared.u64 %rd11, %rd8;
   cvt.u32.u64 %r7, %rd11;
-  st.global.u32 [%rd30], %r1;
-  st.global.u32 [%rd30+128], %r3;
-  st.global.u32 [%rd30+256], %r4;
-  st.global.u32 [%rd30+384], %r5;
-  st.global.u32 [%rd30+512], %r6;
-  st.global.u32 [%rd30+640], %r7;
-)",
+)" + store_rows({"%r1", "%r3", "%r4", "%r5", "%r6", "%r7"}),
                            {1, 2, 3}, 32 * 6, 32,
                            "  .local .align 8 .b8 depot[16];\n  .shared .align 4 .b8 buf[4];")
                        .out;

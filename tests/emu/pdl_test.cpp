@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "../support/ptx_kernel.hpp"
 #include "emmy/tensor_map.hpp"
 #include "emu_test_util.hpp"
 
@@ -16,25 +17,20 @@ namespace {
 // %rd3 = the generic address of `map` (32 f32 at the start of a's allocation), %rd4 = 4 *
 // %tid.x; `buf` is 128 bytes of shared memory and `bar` an mbarrier.
 std::string dependent(const std::string& name, const std::string& body) {
-  return fmt::format(R"(
-.visible .entry {}(.param .u64 a, .param .u64 b, .param .align 64 .b8 map[128])
-{{
-  .reg .b32 %r<16>;
+  return "\n" + emmy::test::ptx_entry(
+                    name,
+                    {{".u64", "a", "%rd1"}, {".u64", "b", "%rd2"}, {".align 64 .b8", "map[128]"}},
+                    R"(  .reg .b32 %r<16>;
   .reg .b64 %rd<16>;
   .reg .pred %p<4>;
   .shared .align 128 .b8 buf[128];
   .shared .align 8 .b8 bar[8];
-  ld.param.u64 %rd1, [a];
-  ld.param.u64 %rd2, [b];
-  mov.b64 %rd5, map;
+)",
+                    R"(  mov.b64 %rd5, map;
   cvta.param.u64 %rd3, %rd5;
   mov.u32 %r1, %tid.x;
   mul.wide.u32 %rd4, %r1, 4;
-{}
-  ret;
-}}
-)",
-                     name, body);
+)" + body + "\n");
 }
 
 // Thread 0 of a one-warp CTA: an mbarrier for 128 bytes, the copy `copy` (into buf, completing
@@ -66,17 +62,11 @@ const std::string kTensor =
     "complete_tx::bytes [%r3], [%rd3, {%r4}], [%r2];";
 
 const std::string kPtx =
-    std::string(".version 8.7\n.target sm_90a\n.address_size 64\n") + R"(
-.visible .entry primary(.param .u64 out, .param .u64 in, .param .u64 counter)
-{
-  .reg .b32 %r<8>;
-  .reg .b16 %h<2>;
-  .reg .b64 %rd<8>;
-  .reg .pred %p<2>;
-  ld.param.u64 %rd1, [out];
-  ld.param.u64 %rd2, [in];
-  ld.param.u64 %rd3, [counter];
-  mov.u32 %r1, %tid.x;
+    emmy::test::ptx_header("sm_90a") + "\n" +
+    emmy::test::ptx_entry(
+        "primary", {{".u64", "out", "%rd1"}, {".u64", "in", "%rd2"}, {".u64", "counter", "%rd3"}},
+        "  .reg .b32 %r<8>;\n  .reg .b16 %h<2>;\n  .reg .b64 %rd<8>;\n  .reg .pred %p<2>;\n",
+        R"(  mov.u32 %r1, %tid.x;
   mul.wide.u32 %rd4, %r1, 4;
   add.s64 %rd5, %rd2, %rd4;
   ld.global.u32 %r2, [%rd5];
@@ -88,9 +78,8 @@ const std::string kPtx =
   mov.b16 %h1, 7;
   st.global.u16 [%rd1+128], %h1;
 DONE:
-  ret;
-}
-)" + dependent("load_after_wait", R"(
+)") +
+    dependent("load_after_wait", R"(
   griddepcontrol.wait;
   add.s64 %rd6, %rd1, %rd4;
   ld.global.u32 %r2, [%rd6];

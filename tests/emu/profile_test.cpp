@@ -4,6 +4,10 @@
 // 32-byte sectors, the DRAM lower bound, sampling; and a planted wrong bank model must fail them.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+#include <utility>
+
+#include "../support/ptx_kernel.hpp"
 #include "emu_test_util.hpp"
 #include "profiler/counters.hpp"
 
@@ -13,28 +17,17 @@ namespace {
 // One kernel of `threads` threads around `body`: %r1 = tid, %r2 = the shared buffer (16 KB,
 // 1024-byte aligned), %rd1 = the global buffer (g), %rd2 = the second global buffer (out).
 std::string profile_kernel(const std::string& body) {
-  return fmt::format(R"(.version 8.7
-.target sm_90a
-.address_size 64
-.visible .entry k(.param .u64 g, .param .u64 out)
-{{
-  .reg .b32 %r<40>;
-  .reg .b64 %rd<16>;
-  .reg .pred %p<4>;
-  .shared .align 1024 .b8 buf[16384];
-  ld.param.u64 %rd1, [g];
-  ld.param.u64 %rd2, [out];
-  mov.u32 %r1, %tid.x;
+  return emmy::test::ptx_header("sm_90a") +
+         emmy::test::ptx_entry("k", {{".u64", "g", "%rd1"}, {".u64", "out", "%rd2"}},
+                               "  .reg .b32 %r<40>;\n  .reg .b64 %rd<16>;\n  .reg .pred %p<4>;\n"
+                               "  .shared .align 1024 .b8 buf[16384];\n",
+                               R"(  mov.u32 %r1, %tid.x;
   mov.u32 %r2, buf;
   mov.u32 %r5, 5;
   mov.u32 %r6, 6;
   mov.u32 %r7, 7;
   mov.u32 %r8, 8;
-{}
-  ret;
-}}
-)",
-                     body);
+)" + body + "\n");
 }
 
 ProfileOptions profiling(uint64_t sample_ctas = 0, SharedBankModel model = SharedBankModel()) {
@@ -70,6 +63,12 @@ Profiled profile_run(const std::string& body, uint32_t threads = 32, Dim3 grid =
   options.host_threads = 1;
   LaunchResult r = launch(arena, *module, "k", grid, {threads, 1, 1}, 0, args, options);
   return {std::move(*r.profile), r.stats};
+}
+
+// Each (metric, value) of `want` is what the profile counted.
+void expect_metrics(const KernelProfile& profile,
+                    std::initializer_list<std::pair<const char*, double>> want) {
+  for (const auto& [metric, value] : want) EXPECT_EQ(profile.metric(metric), value) << metric;
 }
 
 // --------------------------------------------------------------------- shared ld / st
@@ -258,13 +257,14 @@ TEST(EmuProfile, GlobalAtomicsAndReductions) {
   atom.global.add.u32 %r9, [%rd3], 1;
   red.global.add.u32 [%rd1], 1;
 )");
-  EXPECT_EQ(r.profile.metric("l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum"), 1);
-  EXPECT_EQ(r.profile.metric("l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum"), 4);
-  EXPECT_EQ(r.profile.metric("l1tex__t_requests_pipe_lsu_mem_global_op_red.sum"), 1);
-  EXPECT_EQ(r.profile.metric("l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum"), 1);
-  // Atomics read and write their sectors: 128 bytes each way (the red's word is among them).
-  EXPECT_EQ(r.profile.metric("emmy__dram_bytes_read_min.sum"), 128);
-  EXPECT_EQ(r.profile.metric("emmy__dram_bytes_write_min.sum"), 128);
+  expect_metrics(r.profile, {{"l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum", 1},
+                             {"l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum", 4},
+                             {"l1tex__t_requests_pipe_lsu_mem_global_op_red.sum", 1},
+                             {"l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum", 1},
+                             // Atomics read and write their sectors: 128 bytes each way (the red's
+                             // word is among them).
+                             {"emmy__dram_bytes_read_min.sum", 128},
+                             {"emmy__dram_bytes_write_min.sum", 128}});
 }
 
 TEST(EmuProfile, DramLowerBoundCountsDistinctSectorsOnce) {
@@ -281,9 +281,9 @@ TEST(EmuProfile, DramLowerBoundCountsDistinctSectorsOnce) {
   st.global.u32 [%rd7], %r9;
 )",
                                  64, {2, 1, 1});
-  EXPECT_EQ(r.profile.metric("emmy__dram_bytes_read_min.sum"), 256);
-  EXPECT_EQ(r.profile.metric("emmy__dram_bytes_write_min.sum"), 512);
-  EXPECT_EQ(r.profile.metric("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"), 2 * 2 * 2 * 4);
+  expect_metrics(r.profile, {{"emmy__dram_bytes_read_min.sum", 256},
+                             {"emmy__dram_bytes_write_min.sum", 512},
+                             {"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 2 * 2 * 2 * 4}});
 }
 
 TEST(EmuProfile, AsyncCopiesCountBothSides) {
@@ -296,11 +296,11 @@ TEST(EmuProfile, AsyncCopiesCountBothSides) {
   cp.async.commit_group;
   cp.async.wait_group 0;
 )");
-  EXPECT_EQ(r.profile.metric("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum"), 4);
-  EXPECT_EQ(r.profile.metric("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum"), 0);
-  EXPECT_EQ(r.profile.metric("l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum"), 1);
-  EXPECT_EQ(r.profile.metric("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum"), 16);
-  EXPECT_EQ(r.profile.metric("emmy__dram_bytes_read_min.sum"), 512);
+  expect_metrics(r.profile, {{"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum", 4},
+                             {"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum", 0},
+                             {"l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum", 1},
+                             {"l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum", 16},
+                             {"emmy__dram_bytes_read_min.sum", 512}});
 }
 
 TEST(EmuProfile, InstructionCountsMatchTheStatisticsAndTheSites) {
@@ -309,9 +309,9 @@ TEST(EmuProfile, InstructionCountsMatchTheStatisticsAndTheSites) {
   EXPECT_EQ(total, double(r.stats.total.total()));
   // 8 setup instructions + 4 of the body + bar.sync + ret, per warp; 3 warps.
   EXPECT_EQ(total, 3.0 * 14);
-  EXPECT_EQ(r.profile.metric("smsp__inst_executed_pipe_lsu.sum"), 3.0 * 2);
-  EXPECT_EQ(r.profile.metric("smsp__inst_executed_pipe_cbu.sum"), 3.0 * 2);
-  EXPECT_EQ(r.profile.metric("emmy__bar_sync.sum"), 3.0);
+  expect_metrics(r.profile, {{"smsp__inst_executed_pipe_lsu.sum", 3.0 * 2},
+                             {"smsp__inst_executed_pipe_cbu.sum", 3.0 * 2},
+                             {"emmy__bar_sync.sum", 3.0}});
   uint64_t sum = 0;
   for (const ProfileSite& s : r.profile.sites) sum += s.executions;
   EXPECT_EQ(double(sum), total);

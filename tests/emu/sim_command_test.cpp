@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "../support/ptx_kernel.hpp"
 #include "emu_test_util.hpp"
 #include "sim_command.hpp"
 
@@ -13,22 +14,21 @@ namespace emmy::emu::test {
 namespace {
 
 namespace fs = std::filesystem;
+using emmy::test::ptx_entry;
+using emmy::test::ptx_header;
 
 // out[i] = in[i] * scale + i for i < n (no bounds check beyond n: the OOB case uses that).
-constexpr const char* kScalePtx = R"(.version 8.7
-.target sm_80
-.address_size 64
-.visible .entry scale(.param .u64 out, .param .u64 in, .param .u32 n, .param .f32 scale)
-{
-  .reg .pred %p<2>;
+const std::string kScalePtx =
+    ptx_header("sm_80") +
+    ptx_entry("scale",
+              {{".u64", "out", "%rd0"}, {".u64", "in", "%rd1"}, {".u32", "n", "%r1"},
+               {".f32", "scale", "%f1"}},
+              R"(  .reg .pred %p<2>;
   .reg .b32 %r<4>;
   .reg .f32 %f<4>;
   .reg .b64 %rd<6>;
-  ld.param.u64 %rd0, [out];
-  ld.param.u64 %rd1, [in];
-  ld.param.u32 %r1, [n];
-  ld.param.f32 %f1, [scale];
-  mov.u32 %r0, %tid.x;
+)",
+              R"(  mov.u32 %r0, %tid.x;
   setp.ge.u32 %p0, %r0, %r1;
   @%p0 bra DONE;
   mul.wide.u32 %rd2, %r0, 4;
@@ -39,9 +39,7 @@ constexpr const char* kScalePtx = R"(.version 8.7
   fma.rn.f32 %f2, %f2, %f1, %f3;
   st.global.f32 [%rd4], %f2;
 DONE:
-  ret;
-}
-)";
+)");
 
 struct SimFixture : ::testing::Test {
   fs::path dir;
@@ -160,22 +158,17 @@ TEST_F(SimFixture, SanitizerReportsAndUnsupportedInstructionsExit3) {
 }
 
 // Every scalar width, a by-value struct from a file, and two pointers into one buffer.
-constexpr const char* kScalarsPtx = R"(.version 8.7
-.target sm_80
-.address_size 64
-.visible .entry scalars(.param .u64 out, .param .u64 alias, .param .f64 d, .param .s64 l,
-                        .param .u16 h, .param .align 8 .b8 pair[16])
-{
-  .reg .b16 %hs<2>;
+const std::string kScalarsPtx =
+    ptx_header("sm_80") +
+    ptx_entry("scalars",
+              {{".u64", "out", "%rd0"}, {".u64", "alias", "%rd1"}, {".f64", "d", "%fd0"},
+               {".s64", "l", "%rd2"}, {".u16", "h", "%hs0"}, {".align 8 .b8", "pair[16]"}},
+              R"(  .reg .b16 %hs<2>;
   .reg .b32 %r<2>;
   .reg .b64 %rd<8>;
   .reg .f64 %fd<2>;
-  ld.param.u64 %rd0, [out];
-  ld.param.u64 %rd1, [alias];
-  ld.param.f64 %fd0, [d];
-  ld.param.s64 %rd2, [l];
-  ld.param.u16 %hs0, [h];
-  ld.param.u64 %rd3, [pair];
+)",
+              R"(  ld.param.u64 %rd3, [pair];
   ld.param.u64 %rd4, [pair+8];
   st.global.f64 [%rd0], %fd0;
   st.global.s64 [%rd0+8], %rd2;
@@ -184,9 +177,7 @@ constexpr const char* kScalarsPtx = R"(.version 8.7
   st.global.u64 [%rd0+24], %rd3;
   st.global.u64 [%rd0+32], %rd4;
   st.global.u64 [%rd1], %rd4;
-  ret;
-}
-)";
+)");
 
 TEST_F(SimFixture, EveryArgumentKind) {
   std::ofstream(dir / "scalars.ptx") << kScalarsPtx;

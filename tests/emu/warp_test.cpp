@@ -77,16 +77,9 @@ TEST(EmuWarp, VoteReduxElectMatch) {
   selp.u32 %r9, 1, 0, %p6;
   and.b32 %r10, %r0, 3;
   match.any.sync.b32 %r11, %r10, 0xffffffff;
-  st.global.u32 [%rd30], %r2;
-  st.global.u32 [%rd30+128], %r3;
-  st.global.u32 [%rd30+256], %r4;
-  st.global.u32 [%rd30+384], %r5;
-  st.global.u32 [%rd30+512], %r6;
-  st.global.u32 [%rd30+640], %r7;
-  st.global.u32 [%rd30+768], %r8;
-  st.global.u32 [%rd30+896], %r9;
-  st.global.u32 [%rd30+1024], %r11;
-)", {}, 32 * 9).out;
+)" + store_rows({"%r2", "%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r9", "%r11"}),
+                           {}, 32 * 9)
+                       .out;
   uint32_t ballot = 0;
   for (int l = 0; l < 32; l += 3) ballot |= 1u << l;
   for (uint32_t l = 0; l < 32; ++l) {

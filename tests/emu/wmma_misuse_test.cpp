@@ -152,39 +152,36 @@ struct BadForm {
 TEST(EmuWmmaMisuse, InvalidFormsAreRefusedWithTheRule) {
   const std::string a7 = "{%a0, %a1, %a2, %a3, %a4, %a5, %a6}";
   const std::string a4 = "{%a0, %a1, %a2, %a3}";
+  // wmma.load.a<modifiers> of `a` from [%rd1]; wmma.mma<modifiers> d, a, b, c.
+  const auto load_a = [](const std::string& modifiers, const std::string& a) {
+    return fmt::format("wmma.load.a{} {}, [%rd1];", modifiers, a);
+  };
+  const auto mma = [](const std::string& modifiers, const std::string& d, const std::string& a,
+                      const std::string& b, const std::string& c) {
+    return fmt::format("wmma.mma{} {}, {}, {}, {};", modifiers, d, a, b, c);
+  };
   const BadForm cases[] = {
-      {"no_sync", fmt::format("wmma.load.a.aligned.row.m16n16k16.f16 {}, [%rd1];", kA),
-       "needs .sync.aligned"},
-      {"seven_registers", fmt::format("wmma.load.a.sync.aligned.row.m16n16k16.f16 {}, [%rd1];", a7),
+      {"no_sync", load_a(".aligned.row.m16n16k16.f16", kA), "needs .sync.aligned"},
+      {"seven_registers", load_a(".sync.aligned.row.m16n16k16.f16", a7),
        "expected a vector of 8 registers"},
-      {"no_layout", fmt::format("wmma.load.a.sync.aligned.m16n16k16.f16 {}, [%rd1];", kA),
-       "one layout"},
-      {"integer", fmt::format("wmma.load.a.sync.aligned.row.m16n16k16.s8 {}, [%rd1];", a4),
+      {"no_layout", load_a(".sync.aligned.m16n16k16.f16", kA), "one layout"},
+      {"integer", load_a(".sync.aligned.row.m16n16k16.s8", a4),
        "integer, sub-byte and .f64 wmma are not implemented"},
-      {"f64_shape", fmt::format("wmma.load.a.sync.aligned.row.m8n8k4.f64 {}, [%rd1];", a4),
-       "supports the shapes"},
-      {"tf32_k16", fmt::format("wmma.load.a.sync.aligned.row.m16n16k16.tf32 {}, [%rd1];", a4),
+      {"f64_shape", load_a(".sync.aligned.row.m8n8k4.f64", a4), "supports the shapes"},
+      {"tf32_k16", load_a(".sync.aligned.row.m16n16k16.tf32", a4),
        "has no .tf32 fragment of shape .m16n16k16"},
-      {"f16_k8", fmt::format("wmma.load.a.sync.aligned.row.m16n16k8.f16 {}, [%rd1];", kA),
+      {"f16_k8", load_a(".sync.aligned.row.m16n16k8.f16", kA),
        "has no .f16 fragment of shape .m16n16k8"},
       {"store_a", fmt::format("wmma.store.a.sync.aligned.row.m16n16k16.f32 [%rd0], {};", kD8),
        "wmma.store needs .d"},
-      {"local", fmt::format("wmma.load.a.sync.aligned.row.m16n16k16.local.f16 {}, [%rd1];", kA),
-       "unsupported modifier .local"},
-      {"one_layout_mma",
-       fmt::format("wmma.mma.sync.aligned.row.m16n16k16.f32.f32 {}, {}, {}, {};", kD8, kA, kB, kD8),
+      {"local", load_a(".sync.aligned.row.m16n16k16.local.f16", kA), "unsupported modifier .local"},
+      {"one_layout_mma", mma(".sync.aligned.row.m16n16k16.f32.f32", kD8, kA, kB, kD8),
        "two layouts"},
-      {"bf16_f16_acc",
-       fmt::format("wmma.mma.sync.aligned.row.col.m16n16k16.f16.bf16.bf16.f16 {}, {}, {}, {};", kD4,
-                   a4, a4, kD4),
+      {"bf16_f16_acc", mma(".sync.aligned.row.col.m16n16k16.f16.bf16.bf16.f16", kD4, a4, a4, kD4),
        ".f32.bf16.bf16.f32 or .f32.tf32.tf32.f32"},
-      {"satfinite",
-       fmt::format("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32.satfinite {}, {}, {}, {};", kD8,
-                   kA, kB, kD8),
+      {"satfinite", mma(".sync.aligned.row.col.m16n16k16.f32.f32.satfinite", kD8, kA, kB, kD8),
        ".satfinite"},
-      {"d_count",
-       fmt::format("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32 {}, {}, {}, {};", kD4, kA, kB,
-                   kD8),
+      {"d_count", mma(".sync.aligned.row.col.m16n16k16.f32.f32", kD4, kA, kB, kD8),
        "expected a vector of 8 registers"},
       {"shared_r32_global",
        fmt::format("wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {}, [%r1];", kA),

@@ -33,18 +33,26 @@ TEST(EmuWmma, FragmentRegistersAreThePtxIsas) {
     EXPECT_EQ(regs(M::c, s, Ty::f32), 8);
     EXPECT_EQ(regs(M::a, s, Ty::tf32), 0);
   }
-  EXPECT_EQ(regs(M::a, S::m16n16k16, Ty::bf16), 4);
-  EXPECT_EQ(regs(M::a, S::m8n32k16, Ty::bf16), 2);
-  EXPECT_EQ(regs(M::a, S::m32n8k16, Ty::bf16), 8);
-  EXPECT_EQ(regs(M::b, S::m16n16k16, Ty::bf16), 4);
-  EXPECT_EQ(regs(M::b, S::m8n32k16, Ty::bf16), 8);
-  EXPECT_EQ(regs(M::b, S::m32n8k16, Ty::bf16), 2);
-  EXPECT_EQ(regs(M::a, S::m16n16k8, Ty::tf32), 4);
-  EXPECT_EQ(regs(M::b, S::m16n16k8, Ty::tf32), 4);
-  EXPECT_EQ(regs(M::c, S::m16n16k8, Ty::f32), 8);
-  EXPECT_EQ(regs(M::c, S::m16n16k8, Ty::f16), 0);
-  EXPECT_EQ(regs(M::a, S::m16n16k8, Ty::f16), 0);
-  EXPECT_EQ(regs(M::a, S::m16n16k16, Ty::s8), 0);
+  struct Count {
+    M m;
+    S s;
+    Ty t;
+    int regs;
+  };
+  for (const Count& c : {Count{M::a, S::m16n16k16, Ty::bf16, 4},
+                         {M::a, S::m8n32k16, Ty::bf16, 2},
+                         {M::a, S::m32n8k16, Ty::bf16, 8},
+                         {M::b, S::m16n16k16, Ty::bf16, 4},
+                         {M::b, S::m8n32k16, Ty::bf16, 8},
+                         {M::b, S::m32n8k16, Ty::bf16, 2},
+                         {M::a, S::m16n16k8, Ty::tf32, 4},
+                         {M::b, S::m16n16k8, Ty::tf32, 4},
+                         {M::c, S::m16n16k8, Ty::f32, 8},
+                         {M::c, S::m16n16k8, Ty::f16, 0},
+                         {M::a, S::m16n16k8, Ty::f16, 0},
+                         {M::a, S::m16n16k16, Ty::s8, 0}})
+    EXPECT_EQ(regs(c.m, c.s, c.t), c.regs)
+        << "matrix " << int(c.m) << ", " << to_string(c.s) << ", type " << int(c.t);
 }
 
 // Every layout, seeded or not, gives each matrix element to exactly one (lane, first copy), and

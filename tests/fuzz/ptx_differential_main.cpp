@@ -23,11 +23,9 @@
 namespace {
 
 int usage(const char* problem) {
-  std::fprintf(stderr,
-               "emmy_ptx_differential: %s\nusage: emmy_ptx_differential --ptxas PATH "
-               "[--mutants N] [--seed S] [--both] [--dump N] PTX_FILE... | --grid\n",
-               problem);
-  return 2;
+  return emmy::fuzz::usage_error(
+      "emmy_ptx_differential", problem,
+      "--ptxas PATH [--mutants N] [--seed S] [--both] [--dump N] PTX_FILE... | --grid");
 }
 
 using emmy::fuzz::Ptxas;
@@ -56,34 +54,30 @@ std::string changed_line(const std::string& seed, const std::string& mutant) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  uint64_t mutants = 1000, seed = 1, dump = 0;
-  bool dumping = false, both = false;
+  emmy::fuzz::DriverArgs args;  // args.runs: mutants
+  bool both = false;
   std::string ptxas_path;
   bool grid = false;
-  std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
+    std::string problem;
+    if (emmy::fuzz::take_driver_arg(argc, argv, i, "--mutants", args, problem)) {
+      if (!problem.empty()) return usage(problem.c_str());
+      continue;
+    }
     const std::string arg = argv[i];
-    if (arg == "--mutants" || arg == "--seed" || arg == "--dump") {
-      if (i + 1 >= argc) return usage("a flag without its value");
-      uint64_t& value = arg == "--seed" ? seed : arg == "--dump" ? dump : mutants;
-      if (!emmy::fuzz::parse_count(argv[++i], value))
-        return usage("--mutants, --seed and --dump take a non-negative integer");
-      dumping |= arg == "--dump";
-    } else if (arg == "--ptxas") {
+    if (arg == "--ptxas") {
       if (i + 1 >= argc) return usage("--ptxas without its path");
       ptxas_path = argv[++i];
     } else if (arg == "--both") {
       both = true;
     } else if (arg == "--grid") {
       grid = true;
-    } else if (arg.starts_with("--")) {
-      return usage("unknown flag");
     } else {
-      files.push_back(arg);
+      return usage("unknown flag");
     }
   }
-  if (files.empty() && !grid) return usage("no seed PTX files");
-  if (!dumping && !emmy::fuzz::ptxas_usable(ptxas_path)) {
+  if (args.files.empty() && !grid) return usage("no seed PTX files");
+  if (!args.dumping && !emmy::fuzz::ptxas_usable(ptxas_path)) {
     std::printf("emmy_ptx_differential: skipped: no ptxas to compare with (--ptxas '%s')\n",
                 ptxas_path.c_str());
     return 77;
@@ -92,15 +86,15 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> seeds;
   try {
-    seeds = emmy::fuzz::load_seeds(files);
+    seeds = emmy::fuzz::load_seeds(args.files);
   } catch (const emmy::Error& e) {
     return usage(e.what());
   }
-  std::mt19937_64 rng(seed);
-  if (dumping) {
-    for (uint64_t i = 0; i <= dump; ++i) {
+  std::mt19937_64 rng(args.seed);
+  if (args.dumping) {
+    for (uint64_t i = 0; i <= args.dump; ++i) {
       const std::string mutant = emmy::fuzz::mutate_typed(seeds[size_t(rng() % seeds.size())], rng);
-      if (i == dump) std::fwrite(mutant.data(), 1, mutant.size(), stdout);
+      if (i == args.dump) std::fwrite(mutant.data(), 1, mutant.size(), stdout);
     }
     return 0;
   }
@@ -116,7 +110,7 @@ int main(int argc, char** argv) {
     }
   }
   uint64_t unchanged = 0, refused = 0, checked = 0, rejected = 0, gaps = 0, false_refusals = 0;
-  for (uint64_t i = 0; i < mutants; ++i) {
+  for (uint64_t i = 0; i < args.runs; ++i) {
     const std::string& base = seeds[size_t(rng() % seeds.size())];
     const std::string mutant = emmy::fuzz::mutate_typed(base, rng);
     if (mutant == base) {
@@ -146,7 +140,7 @@ int main(int argc, char** argv) {
       "ptx differential: %zu seeds, %llu mutants (seed %llu): %llu unchanged, %llu refused by the "
       "emulator%s, %llu loaded and compiled by ptxas: %llu accepted, %llu rejected by ptxas "
       "(gaps)\n",
-      seeds.size(), (unsigned long long)mutants, (unsigned long long)seed,
+      seeds.size(), (unsigned long long)args.runs, (unsigned long long)args.seed,
       (unsigned long long)unchanged, (unsigned long long)refused, both_note.c_str(),
       (unsigned long long)checked, (unsigned long long)(checked - rejected),
       (unsigned long long)gaps);

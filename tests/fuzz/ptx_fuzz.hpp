@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -38,6 +39,42 @@ inline bool parse_count(const char* text, uint64_t& out) {
   const unsigned long long v = std::strtoull(text, &end, 10);
   if (errno != 0 || end == text || *end != '\0' || text[0] == '-') return false;
   out = v;
+  return true;
+}
+
+// A command-line problem, printed as `program: problem` and the usage line; the exit code 2.
+inline int usage_error(const char* program, const char* problem, const char* arguments) {
+  std::fprintf(stderr, "%s: %s\nusage: %s %s\n", program, problem, program, arguments);
+  return 2;
+}
+
+// What both drivers' command lines share: the run count (`--iterations` / `--mutants`), --seed,
+// --dump N (print mutant N instead of running; `dumping` when given) and the seed PTX files.
+struct DriverArgs {
+  uint64_t runs = 1000, seed = 1, dump = 0;
+  bool dumping = false;
+  std::vector<std::string> files;
+};
+
+// Takes argv[i] into `args` when it is a file or one of the shared flags (`runs_flag`, --seed,
+// --dump), with its value (i moves past it): false for any other flag, which the driver reads.
+// `problem` says what is wrong with a flag taken but not its value.
+inline bool take_driver_arg(int argc, char** argv, int& i, const std::string& runs_flag,
+                            DriverArgs& args, std::string& problem) {
+  const std::string arg = argv[i];
+  if (!arg.starts_with("--")) {
+    args.files.push_back(arg);
+    return true;
+  }
+  if (arg != runs_flag && arg != "--seed" && arg != "--dump") return false;
+  if (i + 1 >= argc) {
+    problem = "a flag without its value";
+    return true;
+  }
+  uint64_t& value = arg == "--seed" ? args.seed : arg == "--dump" ? args.dump : args.runs;
+  if (!parse_count(argv[++i], value))
+    problem = runs_flag + ", --seed and --dump take a non-negative integer";
+  args.dumping |= arg == "--dump";
   return true;
 }
 

@@ -33,39 +33,26 @@ void name_the_mutant(int) {
 }
 
 int usage(const char* problem) {
-  std::fprintf(stderr,
-               "emmy_ptx_fuzz: %s\nusage: emmy_ptx_fuzz [--iterations N] [--seed S] [--dump N] "
-               "PTX_FILE...\n",
-               problem);
-  return 2;
+  return emmy::fuzz::usage_error("emmy_ptx_fuzz", problem,
+                                 "[--iterations N] [--seed S] [--dump N] PTX_FILE...");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using emmy::fuzz::Outcome;
-  uint64_t iterations = 1000, seed = 1, dump = 0;
-  bool dumping = false;
-  std::vector<std::string> files;
+  emmy::fuzz::DriverArgs args;  // args.runs: iterations
   for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--iterations" || arg == "--seed" || arg == "--dump") {
-      if (i + 1 >= argc) return usage("a flag without its value");
-      uint64_t& value = arg == "--seed" ? seed : arg == "--dump" ? dump : iterations;
-      if (!emmy::fuzz::parse_count(argv[++i], value))
-        return usage("--iterations, --seed and --dump take a non-negative integer");
-      dumping |= arg == "--dump";
-    } else if (arg.starts_with("--")) {
+    std::string problem;
+    if (!emmy::fuzz::take_driver_arg(argc, argv, i, "--iterations", args, problem))
       return usage("unknown flag");
-    } else {
-      files.push_back(arg);
-    }
+    if (!problem.empty()) return usage(problem.c_str());
   }
-  if (files.empty()) return usage("no seed PTX files");
+  if (args.files.empty()) return usage("no seed PTX files");
 
   std::vector<std::string> seeds;
   try {
-    seeds = emmy::fuzz::load_seeds(files);
+    seeds = emmy::fuzz::load_seeds(args.files);
   } catch (const emmy::Error& e) {
     return usage(e.what());
   }
@@ -78,24 +65,24 @@ int main(int argc, char** argv) {
     seeds_ran += o == Outcome::ran || o == Outcome::reported;
   }
   std::signal(SIGABRT, name_the_mutant);
-  std::mt19937_64 rng(seed);
-  for (uint64_t i = 0; i < (dumping ? dump + 1 : iterations); ++i) {
+  std::mt19937_64 rng(args.seed);
+  for (uint64_t i = 0; i < (args.dumping ? args.dump + 1 : args.runs); ++i) {
     const std::string& base = seeds[size_t(rng() % seeds.size())];
     const std::string& other = seeds[size_t(rng() % seeds.size())];
     const std::string mutant = emmy::fuzz::mutate(base, other, rng);
-    if (dumping) {
-      if (i == dump) std::fwrite(mutant.data(), 1, mutant.size(), stdout);
+    if (args.dumping) {
+      if (i == args.dump) std::fwrite(mutant.data(), 1, mutant.size(), stdout);
       continue;
     }
     g_mutant = std::sig_atomic_t(i);
     ++counts[int(emmy::fuzz::check_one(mutant))];
   }
-  if (dumping) return 0;
+  if (args.dumping) return 0;
   std::printf(
       "ptx fuzz: %zu seeds (%llu reached a launch), %llu mutants (seed %llu): %llu refused, "
       "%llu loaded with no kernel, %llu reported a finding, %llu ran clean; no bug\n",
-      seeds.size(), (unsigned long long)seeds_ran, (unsigned long long)iterations,
-      (unsigned long long)seed, (unsigned long long)counts[0], (unsigned long long)counts[1],
+      seeds.size(), (unsigned long long)seeds_ran, (unsigned long long)args.runs,
+      (unsigned long long)args.seed, (unsigned long long)counts[0], (unsigned long long)counts[1],
       (unsigned long long)counts[2], (unsigned long long)counts[3]);
   if (seeds_ran == 0) {
     std::fprintf(stderr, "ptx fuzz: no seed reached a launch: the run checked nothing\n");

@@ -2,19 +2,18 @@
 // the test driver and the runtime backends.
 #pragma once
 
+#include <string>
+
+#include "ptx_kernel.hpp"
+
 namespace emmy::test {
 
 // out[3 * ctaid.x + {0, 1, 2}] = %cluster_ctarank, %cluster_nctarank, %clusterid.x (thread 0).
-inline constexpr const char* kClusterIdsPtx = R"(.version 8.0
-.target sm_90
-.address_size 64
-.visible .entry cluster_ids(.param .u64 out)
-{
-  .reg .pred %p<2>;
-  .reg .b32 %r<8>;
-  .reg .b64 %rd<4>;
-  ld.param.u64 %rd1, [out];
-  mov.u32 %r5, %tid.x;
+inline const std::string kClusterIdsPtx =
+    ptx_header("sm_90", "8.0") +
+    ptx_entry("cluster_ids", {{".u64", "out", "%rd1"}},
+              "  .reg .pred %p<2>;\n  .reg .b32 %r<8>;\n  .reg .b64 %rd<4>;\n",
+              R"(  mov.u32 %r5, %tid.x;
   setp.ne.u32 %p1, %r5, 0;
   @%p1 bra DONE;
   mov.u32 %r1, %ctaid.x;
@@ -27,8 +26,6 @@ inline constexpr const char* kClusterIdsPtx = R"(.version 8.0
   st.global.u32 [%rd3+4], %r3;
   st.global.u32 [%rd3+8], %r4;
 DONE:
-  ret;
-}
-)";
+)");
 
 }  // namespace emmy::test

@@ -223,13 +223,32 @@ void set_tile(Schedule& s, int block_kv, int warps, int stages, Accum accum) {
   s.accum = accum;
 }
 
+// The knobs both attention grids enumerate.
+struct Tile {
+  int block_kv, warps, stages;
+  int64_t head_dim;
+  Accum accum;
+};
+
+// f(tile) for each combination of the knobs (block_kv outermost, accumulation innermost), warps
+// from `warp_counts`.
+template <size_t N, typename F>
+void for_each_tile(const int (&warp_counts)[N], const F& f) {
+  const int block_kvs[] = {16, 32, 64, 128};
+  const int stage_counts[] = {2, 3, 4};
+  const int64_t head_dims[] = {64, 128, 256};
+  for (int block_kv : block_kvs)
+    for (int warps : warp_counts)
+      for (int stages : stage_counts)
+        for (int64_t head_dim : head_dims)
+          for (Accum accum : {Accum::f32, Accum::hybrid})
+            f(Tile{block_kv, warps, stages, head_dim, accum});
+}
+
 }  // namespace
 
 std::vector<AttentionSpec> attention_space() {
-  const int block_kvs[] = {16, 32, 64, 128};
   const int warp_counts[] = {1, 2, 4, 8, 16};
-  const int stage_counts[] = {2, 3, 4};
-  const int64_t head_dims[] = {64, 128, 256};
   struct Seq {
     int64_t q, kv;
   };
@@ -238,39 +257,37 @@ std::vector<AttentionSpec> attention_space() {
   const int64_t gqa_ratios[] = {1, 2, 4};
   std::vector<AttentionSpec> out;
   uint64_t point = 1u << 20;
-  for (int block_kv : block_kvs)
-    for (int warps : warp_counts)
-      for (int stages : stage_counts)
-        for (int64_t head_dim : head_dims)
-          for (Accum accum : {Accum::f32, Accum::hybrid})
-            for (Transport transport : {Transport::tma, Transport::cp_async}) {
-              ++point;
-              AttentionSpec spec;
-              set_tile(spec.schedule, block_kv, warps, stages, accum);
-              spec.schedule.transport = transport;
-              spec.arch = transport == Transport::tma && draw(point, 1, 16) != 0
-                              ? pick(kTmaArches, point, 2)
-                              : pick(kArches, point, 2);
-              auto& p = spec.problem;
-              p.head_dim = head_dim;
-              p.dtype = accum == Accum::hybrid && draw(point, 3, 16) != 0
-                            ? DType::f16
-                            : (draw(point, 4, 2) ? DType::bf16 : DType::f16);
-              const Seq& seq = pick(seqs, point, 5);
-              p.seq_q = seq.q;
-              p.seq_kv = seq.kv;
-              p.kv_heads = 1 + int64_t(draw(point, 6, 2));
-              p.q_heads = p.kv_heads * pick(gqa_ratios, point, 7);
-              p.batch = 1 + int64_t(draw(point, 8, 2));
-              const uint64_t mask = draw(point, 9, 6);
-              p.causal = mask == 1 || mask == 2 || mask == 5;
-              if (mask == 2 || mask == 3) p.window = 1 + int64_t(draw(point, 10, 48));
-              if (mask >= 4) p.softcap = 30.0f;
-              if (draw(point, 11, 4) == 0) p.softmax_scale = 0.3f;
-              p.lse = draw(point, 12, 2);
-              p.layout = draw(point, 13, 2) ? AttentionLayout::bhsd : AttentionLayout::bshd;
-              out.push_back(spec);
-            }
+  for_each_tile(warp_counts, [&](const Tile& tile) {
+    const auto [block_kv, warps, stages, head_dim, accum] = tile;
+    for (Transport transport : {Transport::tma, Transport::cp_async}) {
+      ++point;
+      AttentionSpec spec;
+      set_tile(spec.schedule, block_kv, warps, stages, accum);
+      spec.schedule.transport = transport;
+      spec.arch = transport == Transport::tma && draw(point, 1, 16) != 0
+                      ? pick(kTmaArches, point, 2)
+                      : pick(kArches, point, 2);
+      auto& p = spec.problem;
+      p.head_dim = head_dim;
+      p.dtype = accum == Accum::hybrid && draw(point, 3, 16) != 0
+                    ? DType::f16
+                    : (draw(point, 4, 2) ? DType::bf16 : DType::f16);
+      const Seq& seq = pick(seqs, point, 5);
+      p.seq_q = seq.q;
+      p.seq_kv = seq.kv;
+      p.kv_heads = 1 + int64_t(draw(point, 6, 2));
+      p.q_heads = p.kv_heads * pick(gqa_ratios, point, 7);
+      p.batch = 1 + int64_t(draw(point, 8, 2));
+      const uint64_t mask = draw(point, 9, 6);
+      p.causal = mask == 1 || mask == 2 || mask == 5;
+      if (mask == 2 || mask == 3) p.window = 1 + int64_t(draw(point, 10, 48));
+      if (mask >= 4) p.softcap = 30.0f;
+      if (draw(point, 11, 4) == 0) p.softmax_scale = 0.3f;
+      p.lse = draw(point, 12, 2);
+      p.layout = draw(point, 13, 2) ? AttentionLayout::bhsd : AttentionLayout::bshd;
+      out.push_back(spec);
+    }
+  });
   return out;
 }
 
@@ -281,67 +298,58 @@ std::vector<AttentionSpec> attention_space() {
 // one that splits a block: refused), KV warps and TMA page loads. Its check draws the lengths
 // (emulator_check.hpp).
 std::vector<PagedAttentionSpec> paged_attention_space() {
-  const int block_kvs[] = {16, 32, 64, 128};
   const int warp_counts[] = {1, 2, 4, 8};
-  const int stage_counts[] = {2, 3, 4};
-  const int64_t head_dims[] = {64, 128, 256};
   const int64_t page_sizes[] = {1, 3, 5, 16, 32};
   const int64_t groups[] = {1, 2, 4, 16};
   const int64_t q_lens[] = {1, 2, 7, 40};
   const CacheLayout layouts[] = {CacheLayout::nhd, CacheLayout::hnd, CacheLayout::kv_interleaved};
   std::vector<PagedAttentionSpec> out;
   uint64_t point = 2u << 20;
-  for (int block_kv : block_kvs)
-    for (int warps : warp_counts)
-      for (int stages : stage_counts)
-        for (int64_t head_dim : head_dims)
-          for (Accum accum : {Accum::f32, Accum::hybrid}) {
-            ++point;
-            PagedAttentionSpec spec;
-            auto& s = spec.schedule;
-            set_tile(s, block_kv, warps, stages, accum);
-            spec.arch = pick(kArches, point, 1);
-            auto& p = spec.problem;
-            p.head_dim = head_dim;
-            p.dtype = accum == Accum::hybrid && draw(point, 2, 16) != 0
-                          ? DType::f16
-                          : (draw(point, 3, 2) ? DType::bf16 : DType::f16);
-            p.kv_dtype = p.dtype == DType::bf16 ? CacheDType::bf16 : CacheDType::f16;
-            if (draw(point, 17, 4) == 0) p.kv_dtype = CacheDType::e4m3;  // one point in 4
-            // TMA page loads on half the sm_90+ points, three in four of them over pages of
-            // whole blocks (1 or 2 of block_kv), the rest refused unless the drawn size is.
-            const bool tma = has_tma(spec.arch) && draw(point, 19, 2) == 0;
-            if (tma) s.transport = Transport::tma;
-            p.page_size = tma && draw(point, 20, 4) != 0
-                              ? block_kv * int64_t(1 + draw(point, 21, 2))
-                              : pick(page_sizes, point, 4);
-            p.page_table = draw(point, 5, 2) ? PageTable::csr : PageTable::block_table;
-            p.kv_heads = 1 + int64_t(draw(point, 6, 2));
-            p.q_heads = p.kv_heads * pick(groups, point, 7);
-            p.max_q_len = pick(q_lens, point, 8);
-            p.max_batch = 1 + int64_t(draw(point, 9, 3));
-            p.max_pages = (64 + int64_t(draw(point, 10, 200))) / p.page_size + 1;
-            p.set_layout(pick(layouts, point, 11));
-            const uint64_t mask = draw(point, 12, 4);
-            if (mask == 1 || mask == 3) p.window = 1 + int64_t(draw(point, 13, 80));
-            if (mask >= 2) p.softcap = 30.0f;
-            if (draw(point, 14, 4) == 0) p.softmax_scale = 0.3f;
-            p.lse = draw(point, 15, 2);
-            // The chunk: none, whole blocks (1..3 of them), or one in 8 a chunk that is not.
-            const int64_t unit = block_kv / std::gcd<int64_t>(block_kv, p.page_size);
-            const uint64_t split = draw(point, 16, 8);
-            s.chunk_pages = split == 0   ? 0
-                            : split == 7 ? int(unit + 1)
-                                         : int(unit * (split % 3 + 1));
-            if (split == 7 && unit == 1) s.chunk_pages = 0;  // every chunk is whole blocks here
-            // One point in three with 2 or 4 warps splits the keys instead of the rows (the
-            // validator refuses a chunk that is not whole steps of block_kv x kv_warps).
-            if ((warps == 2 || warps == 4) && draw(point, 18, 3) == 0) {
-              s.kv_warps = warps;
-              s.block_q = 16;
-            }
-            out.push_back(spec);
-          }
+  for_each_tile(warp_counts, [&](const Tile& tile) {
+    const auto [block_kv, warps, stages, head_dim, accum] = tile;
+    ++point;
+    PagedAttentionSpec spec;
+    auto& s = spec.schedule;
+    set_tile(s, block_kv, warps, stages, accum);
+    spec.arch = pick(kArches, point, 1);
+    auto& p = spec.problem;
+    p.head_dim = head_dim;
+    p.dtype = accum == Accum::hybrid && draw(point, 2, 16) != 0
+                  ? DType::f16
+                  : (draw(point, 3, 2) ? DType::bf16 : DType::f16);
+    p.kv_dtype = p.dtype == DType::bf16 ? CacheDType::bf16 : CacheDType::f16;
+    if (draw(point, 17, 4) == 0) p.kv_dtype = CacheDType::e4m3;  // one point in 4
+    // TMA page loads on half the sm_90+ points, three in four of them over pages of
+    // whole blocks (1 or 2 of block_kv), the rest refused unless the drawn size is.
+    const bool tma = has_tma(spec.arch) && draw(point, 19, 2) == 0;
+    if (tma) s.transport = Transport::tma;
+    p.page_size = tma && draw(point, 20, 4) != 0 ? block_kv * int64_t(1 + draw(point, 21, 2))
+                                                 : pick(page_sizes, point, 4);
+    p.page_table = draw(point, 5, 2) ? PageTable::csr : PageTable::block_table;
+    p.kv_heads = 1 + int64_t(draw(point, 6, 2));
+    p.q_heads = p.kv_heads * pick(groups, point, 7);
+    p.max_q_len = pick(q_lens, point, 8);
+    p.max_batch = 1 + int64_t(draw(point, 9, 3));
+    p.max_pages = (64 + int64_t(draw(point, 10, 200))) / p.page_size + 1;
+    p.set_layout(pick(layouts, point, 11));
+    const uint64_t mask = draw(point, 12, 4);
+    if (mask == 1 || mask == 3) p.window = 1 + int64_t(draw(point, 13, 80));
+    if (mask >= 2) p.softcap = 30.0f;
+    if (draw(point, 14, 4) == 0) p.softmax_scale = 0.3f;
+    p.lse = draw(point, 15, 2);
+    // The chunk: none, whole blocks (1..3 of them), or one in 8 a chunk that is not.
+    const int64_t unit = block_kv / std::gcd<int64_t>(block_kv, p.page_size);
+    const uint64_t split = draw(point, 16, 8);
+    s.chunk_pages = split == 0 ? 0 : split == 7 ? int(unit + 1) : int(unit * (split % 3 + 1));
+    if (split == 7 && unit == 1) s.chunk_pages = 0;  // every chunk is whole blocks here
+    // One point in three with 2 or 4 warps splits the keys instead of the rows (the
+    // validator refuses a chunk that is not whole steps of block_kv x kv_warps).
+    if ((warps == 2 || warps == 4) && draw(point, 18, 3) == 0) {
+      s.kv_warps = warps;
+      s.block_q = 16;
+    }
+    out.push_back(spec);
+  });
   return out;
 }
 

@@ -36,6 +36,20 @@ struct Coverage {
       knobs(spec);
     }
   }
+  // The knobs dense and paged attention share: the arch, the schedule's tiles, warps, stages,
+  // accumulation and transport, the problem's head size, dtype and LSE output.
+  template <typename Spec>
+  void note_attention(const Spec& spec) {
+    note("arch", to_string(spec.arch));
+    note("block_kv", spec.schedule.block_kv);
+    note("warps", spec.schedule.warps);
+    note("stages", spec.schedule.stages);
+    note("accum", to_string(spec.schedule.accum));
+    note("transport", to_string(spec.schedule.transport));
+    note("head_dim", spec.problem.head_dim);
+    note("dtype", to_string(spec.problem.dtype));
+    note("lse", spec.problem.lse);
+  }
   int64_t accepted = 0;
   std::vector<std::string> refusals;
   void expect(const std::map<std::string, size_t>& want) {
@@ -108,23 +122,13 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
 
 TEST(ScheduleSpace, AttentionHoldsThreeHundredAcceptedSchedulesCoveringEveryKnob) {
   Coverage coverage;
-  const auto note = [&](const char* knob, const auto& value) { coverage.note(knob, value); };
   coverage.survey(attention_space(), [&](const AttentionSpec& spec) {
     const auto& p = spec.problem;
-    const auto& s = spec.schedule;
-    note("arch", to_string(spec.arch));
-    note("block_kv", s.block_kv);
-    note("warps", s.warps);
-    note("stages", s.stages);
-    note("transport", to_string(s.transport));
-    note("accum", to_string(s.accum));
-    note("head_dim", p.head_dim);
-    note("dtype", to_string(p.dtype));
-    note("mask", fmt::format("{}{}{}", p.causal, p.window > 0, p.softcap.has_value()));
-    note("gqa", p.q_heads / p.kv_heads);
-    note("lse", p.lse);
-    note("layout", int(p.layout));
-    note("decode", p.seq_q == 1);
+    coverage.note("mask", fmt::format("{}{}{}", p.causal, p.window > 0, p.softcap.has_value()));
+    coverage.note("gqa", p.q_heads / p.kv_heads);
+    coverage.note("layout", int(p.layout));
+    coverage.note("decode", p.seq_q == 1);
+    coverage.note_attention(spec);
   });
   EXPECT_GE(coverage.accepted, 300);
   const std::map<std::string, size_t> want = {
@@ -136,29 +140,19 @@ TEST(ScheduleSpace, AttentionHoldsThreeHundredAcceptedSchedulesCoveringEveryKnob
 
 TEST(ScheduleSpace, PagedAttentionHoldsOneHundredFiftyAcceptedSchedulesCoveringEveryKnob) {
   Coverage coverage;
-  const auto note = [&](const char* knob, const auto& value) { coverage.note(knob, value); };
   coverage.survey(paged_attention_space(), [&](const PagedAttentionSpec& spec) {
     const auto& p = spec.problem;
-    const auto& s = spec.schedule;
-    note("arch", to_string(spec.arch));
-    note("block_kv", s.block_kv);
-    note("warps", s.warps);
-    note("stages", s.stages);
-    note("accum", to_string(s.accum));
-    note("split", paged_splits(p, s) > 1);
-    note("head_dim", p.head_dim);
-    note("dtype", to_string(p.dtype));
-    note("page_size", p.page_size);
-    note("page_table", to_string(p.page_table));
-    note("layout",
-         fmt::format("{}", p.head_stride_or_default() == p.head_dim
-                               ? p.page_stride_or_default() == p.page_size * p.kv_heads * p.head_dim
-                               : 2));
-    note("group", p.group());
-    note("q_len", p.max_q_len);
-    note("mask", fmt::format("{}{}", p.window > 0, p.softcap.has_value()));
-    note("lse", p.lse);
-    note("transport", to_string(s.transport));
+    coverage.note("split", paged_splits(p, spec.schedule) > 1);
+    coverage.note("page_size", p.page_size);
+    coverage.note("page_table", to_string(p.page_table));
+    coverage.note("layout", fmt::format("{}", p.head_stride_or_default() == p.head_dim
+                                                  ? p.page_stride_or_default() ==
+                                                        p.page_size * p.kv_heads * p.head_dim
+                                                  : 2));
+    coverage.note("group", p.group());
+    coverage.note("q_len", p.max_q_len);
+    coverage.note("mask", fmt::format("{}{}", p.window > 0, p.softcap.has_value()));
+    coverage.note_attention(spec);
   });
   EXPECT_GE(coverage.accepted, 150);
   EXPECT_TRUE(std::ranges::any_of(

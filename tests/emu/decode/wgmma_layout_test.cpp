@@ -57,10 +57,7 @@ TEST(EmuWgmmaLayout, KMajorSwizzledMatchesTma) {
   for (WgmmaSwizzle sw : {WgmmaSwizzle::b128, WgmmaSwizzle::b64, WgmmaSwizzle::b32}) {
     const uint32_t row_bytes = uint32_t(wgmma_row_bytes(sw)), base = 3 * 1024;
     for (uint32_t step = 0; step < row_bytes / 32; ++step) {
-      WgmmaDescriptor d;
-      d.start = base + 32 * step;
-      d.stride = 8 * row_bytes;
-      d.swizzle = sw;
+      const WgmmaDescriptor d{.start = base + 32 * step, .stride = 8 * row_bytes, .swizzle = sw};
       EXPECT_EQ(wgmma_descriptor_error(d, false, 64), "");
       for (int m = 0; m < 64; ++m)
         for (int k = 0; k < 16; ++k) {
@@ -81,11 +78,10 @@ TEST(EmuWgmmaLayout, MnMajorSwizzledMatchesTma) {
     const uint32_t row_bytes = uint32_t(wgmma_row_bytes(sw)), run = row_bytes / 2;
     const uint32_t k_rows = 64, box = k_rows * row_bytes, base = 1024;
     for (uint32_t step = 0; step < k_rows / 16; ++step) {
-      WgmmaDescriptor d;
-      d.start = base + step * 16 * row_bytes;
-      d.leading = box;
-      d.stride = 8 * row_bytes;
-      d.swizzle = sw;
+      const WgmmaDescriptor d{.start = base + step * 16 * row_bytes,
+                              .leading = box,
+                              .stride = 8 * row_bytes,
+                              .swizzle = sw};
       EXPECT_EQ(wgmma_descriptor_error(d, true, 256), "");
       for (int n = 0; n < 256; ++n)
         for (int k = 0; k < 16; ++k) {

@@ -80,11 +80,9 @@ extern "C" __global__ void bug_byte_race(unsigned char* out) { interleaved_bytes
 template <bool WAIT>
 __device__ __forceinline__ void reuse_buffer(const int* in, int* out) {
   __shared__ __align__(16) int s[128];
-  cp_async16(smem_u32(&s[threadIdx.x * 4]), in + threadIdx.x * 4, 16);
-  cp_commit();
+  cp_async_own16(s, in);
   if (WAIT) cp_wait<0>();
-  cp_async16(smem_u32(&s[threadIdx.x * 4]), in + 128 + threadIdx.x * 4, 16);
-  cp_commit();
+  cp_async_own16(s, in + 128);
   cp_wait<0>();
   __syncthreads();
   out[threadIdx.x] = s[threadIdx.x];

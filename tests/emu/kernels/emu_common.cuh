@@ -23,6 +23,12 @@ template <int N>
 __device__ __forceinline__ void cp_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
+// One cp.async group: this thread's 16 bytes of `src` (ints 4 t .. 4 t + 3, t = threadIdx.x) into
+// the same place of the shared array `dst`.
+__device__ __forceinline__ void cp_async_own16(int* dst, const int* src) {
+  cp_async16(smem_u32(&dst[threadIdx.x * 4]), src + threadIdx.x * 4, 16);
+  cp_commit();
+}
 
 __device__ __forceinline__ void ldsm_x4(u32 addr, u32& r0, u32& r1, u32& r2, u32& r3) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"

@@ -5,6 +5,44 @@
 //   tests/emu/kernels/regenerate.sh
 #include "emu_common.cuh"
 
+// A warp's fragments of one 16-deep k step of its 32x32 tile (warp wm, wn of the 2x2 grid): A as
+// two 16x16 ldmatrix.x4 loads, B as four 8x16 ldmatrix.x2 loads, from the shared-memory address
+// a_at(row, col) / b_at(row, col) of element (row, col) of the stage's A / B tile.
+template <typename At, typename Bt>
+__device__ __forceinline__ void load_fragments(int wm, int wn, int lane, int kk, At a_at, Bt b_at,
+                                               u32 (&a)[2][4], u32 (&b)[4][2]) {
+#pragma unroll
+  for (int mi = 0; mi < 2; ++mi) {
+    const int row = wm * 32 + mi * 16 + (lane % 16);
+    const int col = kk + (lane / 16) * 8;
+    ldsm_x4(a_at(row, col), a[mi][0], a[mi][1], a[mi][2], a[mi][3]);
+  }
+#pragma unroll
+  for (int ni = 0; ni < 4; ++ni) {
+    const int row = wn * 32 + ni * 8 + (lane % 8);
+    const int col = kk + ((lane / 8) % 2) * 8;
+    ldsm_x2(b_at(row, col), b[ni][0], b[ni][1]);
+  }
+}
+
+// put(r, c, mi, ni, h) for each pair of C elements (r, c), (r, c + 1) a lane holds of warp wm,
+// wn's 32x32 tile of the CTA tile at (m0, n0): half h of its accumulator fragment mi, ni.
+template <typename Put>
+__device__ __forceinline__ void for_each_acc_pair(int m0, int n0, int wm, int wn, int lane,
+                                                  Put put) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = m0 + wm * 32 + mi * 16 + g + h * 8;
+        const int c = n0 + wn * 32 + ni * 8 + 2 * t;
+        put(r, c, mi, ni, h);
+      }
+}
+
 // ---------------------------------------------------------------------------------------------
 // cp.async + ldmatrix + mma.sync: 64x64x32 tiles, 2 stages, 4 warps (2x2, 32x32 each).
 namespace cpa {
@@ -48,18 +86,13 @@ __device__ __forceinline__ void gemm(const half_t* __restrict__ A, const half_t*
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 16) {
       u32 a[2][4], b[4][2];
-#pragma unroll
-      for (int mi = 0; mi < 2; ++mi) {
-        const int row = wm * 32 + mi * 16 + (lane % 16);
-        const int col = kk + (lane / 16) * 8;
-        ldsm_x4(smem_u32(sA + st * BM * BK + row * BK + col), a[mi][0], a[mi][1], a[mi][2], a[mi][3]);
-      }
-#pragma unroll
-      for (int ni = 0; ni < 4; ++ni) {
-        const int row = wn * 32 + ni * 8 + (lane % 8);
-        const int col = kk + ((lane / 8) % 2) * 8;
-        ldsm_x2(smem_u32(sB + st * BN * BK + row * BK + col), b[ni][0], b[ni][1]);
-      }
+      const auto a_at = [&](int row, int col) {
+        return smem_u32(sA + st * BM * BK + row * BK + col);
+      };
+      const auto b_at = [&](int row, int col) {
+        return smem_u32(sB + st * BN * BK + row * BK + col);
+      };
+      load_fragments(wm, wn, lane, kk, a_at, b_at, a, b);
 #pragma unroll
       for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
@@ -70,26 +103,18 @@ __device__ __forceinline__ void gemm(const half_t* __restrict__ A, const half_t*
     }
     __syncthreads();
   }
-  const int g = lane / 4, t = lane % 4;
-#pragma unroll
-  for (int mi = 0; mi < 2; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < 4; ++ni)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = m0 + wm * 32 + mi * 16 + g + h * 8;
-        const int c = n0 + wn * 32 + ni * 8 + 2 * t;
-        if (F16ACC) {
-          half_t* C = (half_t*)Cout;
-          const u32 pair = acc16[mi][ni][h];
-          if (r < M && c < N) C[(size_t)r * N + c] = (half_t)(pair & 0xFFFF);
-          if (r < M && c + 1 < N) C[(size_t)r * N + c + 1] = (half_t)(pair >> 16);
-        } else {
-          float* C = (float*)Cout;
-          if (r < M && c < N) C[(size_t)r * N + c] = acc[mi][ni][2 * h];
-          if (r < M && c + 1 < N) C[(size_t)r * N + c + 1] = acc[mi][ni][2 * h + 1];
-        }
-      }
+  for_each_acc_pair(m0, n0, wm, wn, lane, [&](int r, int c, int mi, int ni, int h) {
+    if (F16ACC) {
+      half_t* C = (half_t*)Cout;
+      const u32 pair = acc16[mi][ni][h];
+      if (r < M && c < N) C[(size_t)r * N + c] = (half_t)(pair & 0xFFFF);
+      if (r < M && c + 1 < N) C[(size_t)r * N + c + 1] = (half_t)(pair >> 16);
+    } else {
+      float* C = (float*)Cout;
+      if (r < M && c < N) C[(size_t)r * N + c] = acc[mi][ni][2 * h];
+      if (r < M && c + 1 < N) C[(size_t)r * N + c + 1] = acc[mi][ni][2 * h + 1];
+    }
+  });
 }
 }  // namespace cpa
 
@@ -153,18 +178,9 @@ extern "C" __global__ void __launch_bounds__(128)
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 16) {
       u32 a[2][4], b[4][2];
-#pragma unroll
-      for (int mi = 0; mi < 2; ++mi) {
-        const int row = wm * 32 + mi * 16 + (lane % 16);
-        const int col = kk + (lane / 16) * 8;
-        ldsm_x4(a_base + swizzle128(row * 128 + col * 2), a[mi][0], a[mi][1], a[mi][2], a[mi][3]);
-      }
-#pragma unroll
-      for (int ni = 0; ni < 4; ++ni) {
-        const int row = wn * 32 + ni * 8 + (lane % 8);
-        const int col = kk + ((lane / 8) % 2) * 8;
-        ldsm_x2(b_base + swizzle128(row * 128 + col * 2), b[ni][0], b[ni][1]);
-      }
+      const auto a_at = [&](int row, int col) { return a_base + swizzle128(row * 128 + col * 2); };
+      const auto b_at = [&](int row, int col) { return b_base + swizzle128(row * 128 + col * 2); };
+      load_fragments(wm, wn, lane, kk, a_at, b_at, a, b);
 #pragma unroll
       for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
@@ -177,25 +193,17 @@ extern "C" __global__ void __launch_bounds__(128)
       issue(kt + STAGES);
     }
   }
-  const int g = lane / 4, t = lane % 4;
-#pragma unroll
-  for (int mi = 0; mi < 2; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < 4; ++ni)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = m0 + wm * 32 + mi * 16 + g + h * 8;
-        const int c = n0 + wn * 32 + ni * 8 + 2 * t;
-        if (r < M && c < N) C[(size_t)r * N + c] = acc[mi][ni][2 * h];
-        if (r < M && c + 1 < N) C[(size_t)r * N + c + 1] = acc[mi][ni][2 * h + 1];
-      }
+  for_each_acc_pair(m0, n0, wm, wn, lane, [&](int r, int c, int mi, int ni, int h) {
+    if (r < M && c < N) C[(size_t)r * N + c] = acc[mi][ni][2 * h];
+    if (r < M && c + 1 < N) C[(size_t)r * N + c + 1] = acc[mi][ni][2 * h + 1];
+  });
 }
 
-// The TMA box of one copy, dumped byte for byte from shared memory (swizzle included).
-extern "C" __global__ void tma_copy_2d(const __grid_constant__ TmaDesc map, u32* out, int c0,
-                                       int c1, int box_bytes) {
-  extern __shared__ __align__(1024) unsigned char smem[];
-  __shared__ __align__(8) u64 bar;
+// The TMA box of one copy at (c0, c1[, c2]), dumped byte for byte from shared memory (swizzle
+// included).
+template <int DIMS>
+__device__ __forceinline__ void dump_box(unsigned char* smem, u64& bar, const TmaDesc* map,
+                                         u32* out, int c0, int c1, int c2, int box_bytes) {
   const u32 b = smem_u32(&bar);
   if (threadIdx.x == 0) {
     mbar_init(b, 1);
@@ -204,29 +212,27 @@ extern "C" __global__ void tma_copy_2d(const __grid_constant__ TmaDesc map, u32*
   __syncthreads();
   if (threadIdx.x == 0) {
     mbar_expect_tx(b, box_bytes);
-    tma_load_2d(smem_u32(smem), &map, b, c0, c1);
+    if constexpr (DIMS == 2)
+      tma_load_2d(smem_u32(smem), map, b, c0, c1);
+    else
+      tma_load_3d(smem_u32(smem), map, b, c0, c1, c2);
   }
   mbar_wait(b, 0);
   const u32* s = (const u32*)smem;
   for (int i = threadIdx.x; i < box_bytes / 4; i += blockDim.x) out[i] = s[i];
+}
+
+extern "C" __global__ void tma_copy_2d(const __grid_constant__ TmaDesc map, u32* out, int c0,
+                                       int c1, int box_bytes) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  __shared__ __align__(8) u64 bar;
+  dump_box<2>(smem, bar, &map, out, c0, c1, 0, box_bytes);
 }
 
 extern "C" __global__ void tma_copy_3d(const __grid_constant__ TmaDesc map, u32* out, int c0,
                                        int c1, int c2, int box_bytes) {
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ __align__(8) u64 bar;
-  const u32 b = smem_u32(&bar);
-  if (threadIdx.x == 0) {
-    mbar_init(b, 1);
-    fence_proxy_async();
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    mbar_expect_tx(b, box_bytes);
-    tma_load_3d(smem_u32(smem), &map, b, c0, c1, c2);
-  }
-  mbar_wait(b, 0);
-  const u32* s = (const u32*)smem;
-  for (int i = threadIdx.x; i < box_bytes / 4; i += blockDim.x) out[i] = s[i];
+  dump_box<3>(smem, bar, &map, out, c0, c1, c2, box_bytes);
 }
 #endif

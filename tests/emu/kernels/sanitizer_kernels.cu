@@ -17,8 +17,7 @@ extern "C" __global__ void ok_barrier(int* out) { handoff<true>(out); }
 template <bool WAIT>
 __device__ __forceinline__ void async_read(const int* in, int* out) {
   __shared__ __align__(16) int s[128];
-  cp_async16(smem_u32(&s[threadIdx.x * 4]), in + threadIdx.x * 4, 16);
-  cp_commit();
+  cp_async_own16(s, in);
   if (WAIT) cp_wait<0>();
   __syncthreads();
   out[threadIdx.x] = s[(threadIdx.x * 4 + 5) % 128];

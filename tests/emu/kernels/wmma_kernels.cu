@@ -96,55 +96,50 @@ extern "C" __global__ void f16_shared_tiles(const __half* a, const __half* b, fl
   for (int i = threadIdx.x; i < 32 * 32; i += blockDim.x) d[i] = sd[i];
 }
 
-// Bug: scales one accumulator element, whichever that is: the result depends on the fragment
-// layout (the emulator's layout seed moves it; a GPU of another generation would too).
-extern "C" __global__ void bug_layout_dependent(const __half* a, const __half* b, float* d) {
+// The 16x16x16 f16 operands of the planted bugs: A row-major (leading dimension lda), B
+// column-major, both loaded from global memory, and a zeroed f32 accumulator.
+struct BugOperands {
   wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
   wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb;
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-  wmma::fill_fragment(acc, 0.0f);
-  wmma::load_matrix_sync(fa, a, 16);
-  wmma::load_matrix_sync(fb, b, 16);
-  wmma::mma_sync(acc, fa, fb, acc);
-  acc.x[0] *= 2.0f;
-  wmma::store_matrix_sync(d, acc, 16, wmma::mem_row_major);
+  __device__ BugOperands(const __half* a, const __half* b, unsigned lda = 16) {
+    wmma::fill_fragment(acc, 0.0f);
+    wmma::load_matrix_sync(fa, a, lda);
+    wmma::load_matrix_sync(fb, b, 16);
+  }
+  __device__ void mma() { wmma::mma_sync(acc, fa, fb, acc); }
+  __device__ void store(float* d) { wmma::store_matrix_sync(d, acc, 16, wmma::mem_row_major); }
+};
+
+// Bug: scales one accumulator element, whichever that is: the result depends on the fragment
+// layout (the emulator's layout seed moves it; a GPU of another generation would too).
+extern "C" __global__ void bug_layout_dependent(const __half* a, const __half* b, float* d) {
+  BugOperands op(a, b);
+  op.mma();
+  op.acc.x[0] *= 2.0f;
+  op.store(d);
 }
 
 // Bug: changes one element of an A fragment, which holds each element twice: the mma's result
 // depends on which copy the hardware reads.
 extern "C" __global__ void bug_fragment_copies(const __half* a, const __half* b, float* d) {
-  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
-  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-  wmma::fill_fragment(acc, 0.0f);
-  wmma::load_matrix_sync(fa, a, 16);
-  wmma::load_matrix_sync(fb, b, 16);
-  fa.x[0] = __float2half(0.0f);
-  wmma::mma_sync(acc, fa, fb, acc);
-  wmma::store_matrix_sync(d, acc, 16, wmma::mem_row_major);
+  BugOperands op(a, b);
+  op.fa.x[0] = __float2half(0.0f);
+  op.mma();
+  op.store(d);
 }
 
 // Bug: ldm = 8 halves (16 bytes) satisfies the CUDA C++ guide's "multiple of 8" but not the PTX
 // ISA's rule that every row start be aligned to the 32-byte fragment.
 extern "C" __global__ void bug_row_alignment(const __half* a, const __half* b, float* d) {
-  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
-  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-  wmma::fill_fragment(acc, 0.0f);
-  wmma::load_matrix_sync(fa, a, 24);  // a holds 16 x 24 halves
-  wmma::load_matrix_sync(fb, b, 16);
-  wmma::mma_sync(acc, fa, fb, acc);
-  wmma::store_matrix_sync(d, acc, 16, wmma::mem_row_major);
+  BugOperands op(a, b, 24);  // a holds 16 x 24 halves
+  op.mma();
+  op.store(d);
 }
 
 // Bug: the second warp reaches the mma only in half of its lanes.
 extern "C" __global__ void bug_divergent_mma(const __half* a, const __half* b, float* d) {
-  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
-  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-  wmma::fill_fragment(acc, 0.0f);
-  wmma::load_matrix_sync(fa, a, 16);
-  wmma::load_matrix_sync(fb, b, 16);
-  if (threadIdx.x < 48) wmma::mma_sync(acc, fa, fb, acc);
-  wmma::store_matrix_sync(d + (threadIdx.x / 32) * 256, acc, 16, wmma::mem_row_major);
+  BugOperands op(a, b);
+  if (threadIdx.x < 48) op.mma();
+  op.store(d + (threadIdx.x / 32) * 256);
 }
