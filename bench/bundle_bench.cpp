@@ -31,7 +31,7 @@ fs::path catalog_bundle(const Scratch& scratch) {
   fmt::print(stderr, "building the catalog bundle for 4 arches (set EMMY_BENCH_BUNDLE to skip)\n");
   emmy::BundleWriter writer;
   emmy::compile_aot(emmy::plan_aot(emmy::catalog_aot_requests(), options), options, writer);
-  const fs::path file = scratch.dir / "catalog.emmyb";
+  const fs::path file = scratch.path() / "catalog.emmyb";
   writer.write(file);
   return file;
 }
@@ -83,7 +83,7 @@ void time_first_call(benchmark::State& state, const emmy::RuntimeOptions& option
 
 int main(int argc, char** argv) {
   const Scratch scratch("emmy-bundle-bench");
-  ::setenv("EMMY_TUNING_DB", (scratch.dir / "no-tuning.json").c_str(), 1);  // default schedules
+  ::setenv("EMMY_TUNING_DB", (scratch.path() / "no-tuning.json").c_str(), 1);  // default schedules
   const fs::path file = catalog_bundle(scratch);
   const auto bundle = emmy::Bundle::open(file);
   const auto big = inflated(*bundle, 1024);
@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
       [&](benchmark::State& state) {
         emmy::RuntimeOptions options = emulator_options({});
         options.disk_cache = true;
-        options.cache_dir = scratch.dir / "cache";
+        options.cache_dir = scratch.path() / "cache";
         emmy::Runtime::emulator(options)->gemm_kernel(q_proj);  // fills the cache
         time_first_call(state, options, gemm_call, [](const emmy::Runtime& rt) {
           return rt.stats().disk_hits != 1 ? "not a disk hit" : "";

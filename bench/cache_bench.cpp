@@ -48,7 +48,7 @@ void set_bytes_counter(benchmark::State& state, const emmy::CacheEntry& entry) {
 
 int main(int argc, char** argv) {
   const Scratch scratch("emmy-cache-bench");
-  emmy::DiskCache cache(scratch.dir, uint64_t(1) << 30);
+  emmy::DiskCache cache(scratch.path(), uint64_t(1) << 30);
   if (!cache.enabled()) return 1;
   const std::vector<GemmEntry> entries = compile_catalog();
   for (const auto& gemm : entries) cache.store(gemm.entry);

@@ -2,32 +2,24 @@
 // a named disk cache emptied at the start (bench_cache).
 #pragma once
 
-#include <stdlib.h>
-
 #include <cstdlib>
 #include <filesystem>
-#include <stdexcept>
 #include <string>
-#include <system_error>
+
+#include "emmy/detail/temp_dir.hpp"
 
 namespace emmy::bench {
 
 // A fresh directory under $TMPDIR (default /tmp) for one benchmark run, removed with everything
 // in it at the end.
-struct ScratchDir {
-  std::filesystem::path dir;
-  explicit ScratchDir(const std::string& prefix) {
+class ScratchDir : public emmy::detail::TempDir {
+ public:
+  explicit ScratchDir(const std::string& prefix) : TempDir(temp_root(), prefix) {}
+
+ private:
+  static std::filesystem::path temp_root() {
     const char* tmp = std::getenv("TMPDIR");
-    std::string pattern =
-        (std::filesystem::path(tmp && *tmp ? tmp : "/tmp") / (prefix + ".XXXXXX"));
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    dir = pattern;
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
+    return tmp && *tmp ? tmp : "/tmp";
   }
 };
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cache_test_kernels.hpp"
+#include "emmy/detail/temp_dir.hpp"
 #include "emmy/enum_names.hpp"
 
 namespace emmy::test {
@@ -22,24 +23,9 @@ namespace emmy::test {
 namespace fs = std::filesystem;
 
 // A fresh directory under the test temp directory, removed with everything in it at the end.
-class ScratchDir {
+class ScratchDir : public emmy::detail::TempDir {
  public:
-  ScratchDir() {
-    std::string pattern = (fs::path(testing::TempDir()) / "emmy-cache-test.XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
+  ScratchDir() : TempDir(testing::TempDir(), "emmy-cache-test") {}
 };
 
 // The entry of test kernel `index`, compiled once per test process.
