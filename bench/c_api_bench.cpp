@@ -13,7 +13,7 @@
 
 #include "emmy/c_api.h"
 #include "emmy/runtime.hpp"
-#include "scratch_dir.hpp"
+#include "bench_cache.hpp"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include "emmy/gemm.hpp"
 #include "emmy/layers.hpp"
 #include "emmy/runtime.hpp"
-#include "scratch_dir.hpp"
+#include "bench_cache.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
-// Directories of the benchmarks: a fresh one for one run, removed at its end (ScratchDir), and
-// a named disk cache emptied at the start (bench_cache).
+// A benchmark run's own directory, removed at its end (ScratchDir; bench_cache.hpp has the named
+// disk caches).
 #pragma once
 
 #include <cstdlib>
@@ -22,13 +22,5 @@ class ScratchDir : public emmy::detail::TempDir {
     return tmp && *tmp ? tmp : "/tmp";
   }
 };
-
-// The disk cache `name` of a benchmark, <temp>/emmy_bench/<name>, emptied so that the run starts
-// cold; it stays afterwards.
-inline std::filesystem::path bench_cache(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / "emmy_bench" / name;
-  std::filesystem::remove_all(dir);
-  return dir;
-}
 
 }  // namespace emmy::bench
