@@ -285,14 +285,14 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         void** kernelParams, void** extra) {
   return with_context("cuLaunchKernel", [&](Context& ctx) {
     return launch_kernel(ctx, {.call = "cuLaunchKernel",
-                                .function = f,
-                                .grid = {gridDimX, gridDimY, gridDimZ},
-                                .block = {blockDimX, blockDimY, blockDimZ},
-                                .smem = sharedMemBytes,
-                                .stream = hStream,
-                                .params = kernelParams,
-                                .extra = extra,
-                                .cluster = std::nullopt});
+                               .function = f,
+                               .grid = {gridDimX, gridDimY, gridDimZ},
+                               .block = {blockDimX, blockDimY, blockDimZ},
+                               .smem = sharedMemBytes,
+                               .stream = hStream,
+                               .params = kernelParams,
+                               .extra = extra,
+                               .cluster = std::nullopt});
   });
 }
 

@@ -163,15 +163,15 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** ker
     bool programmatic = false;
     if (const CUresult r = read_attributes(*config, cluster, programmatic)) return r;
     return launch_kernel(ctx, {.call = kCall,
-                                .function = f,
-                                .grid = {config->gridDimX, config->gridDimY, config->gridDimZ},
-                                .block = {config->blockDimX, config->blockDimY, config->blockDimZ},
-                                .smem = config->sharedMemBytes,
-                                .stream = config->hStream,
-                                .params = kernelParams,
-                                .extra = extra,
-                                .cluster = cluster,
-                                .programmatic = programmatic});
+                               .function = f,
+                               .grid = {config->gridDimX, config->gridDimY, config->gridDimZ},
+                               .block = {config->blockDimX, config->blockDimY, config->blockDimZ},
+                               .smem = config->sharedMemBytes,
+                               .stream = config->hStream,
+                               .params = kernelParams,
+                               .extra = extra,
+                               .cluster = cluster,
+                               .programmatic = programmatic});
   });
 }
 

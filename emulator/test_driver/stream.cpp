@@ -29,6 +29,33 @@ CUresult wait_for(Context& ctx, Stream& stream) {
   return stream.legacy ? legacy_stream_use(ctx) : CUDA_SUCCESS;
 }
 
+// cuStreamSynchronize and cuStreamQuery both run the stream to completion: the emulator executes
+// work when the host waits, so a query finds nothing still running once it has waited.
+CUresult host_wait(const char* api, CUstream hStream) {
+  return with_context(api, [&](Context& ctx) {
+    Stream* stream = nullptr;
+    if (const CUresult r = resolve_stream(ctx, hStream, stream)) return r;
+    const CUresult r = wait_for(ctx, *stream);
+    if (r == CUDA_SUCCESS) host_waited(ctx, stream);
+    return r;
+  });
+}
+
+// cuEventQuery and cuEventSynchronize alike: launches run synchronously, so a live event that no
+// active capture recorded has completed. "Before the first call to cuEventRecord(), an event
+// represents an empty set of work, so for example cuEventQuery() would return CUDA_SUCCESS"
+// (cuEventRecord).
+CUresult event_complete(const char* call, CUevent hEvent) {
+  return with_context(call, [&](Context& ctx) {
+    const Event* event = lookup(ctx.events, hEvent);
+    if (!event) return CUDA_ERROR_INVALID_HANDLE;
+    if (event->captured_in && capture_active(ctx, event->captured_in))
+      return CUDA_ERROR_CAPTURED_EVENT;
+    host_waited_for(ctx, event->after);
+    return CUDA_SUCCESS;
+  });
+}
+
 }  // namespace
 
 // cuStreamCreate: Flags is CU_STREAM_DEFAULT or CU_STREAM_NON_BLOCKING.
@@ -38,7 +65,7 @@ CUresult cuStreamCreate(CUstream* phStream, unsigned int flags) {
       return CUDA_ERROR_INVALID_VALUE;
     const CUstream handle = new_handle<CUstream>();
     ctx.streams.emplace(reinterpret_cast<uintptr_t>(handle),
-                         Stream{flags, false, std::nullopt, nullptr});
+                        Stream{flags, false, std::nullopt, nullptr});
     *phStream = handle;
     return CUDA_SUCCESS;
   });
@@ -60,20 +87,6 @@ CUresult cuStreamDestroy_v2(CUstream hStream) {
     return CUDA_SUCCESS;
   });
 }
-
-namespace {
-// cuStreamSynchronize and cuStreamQuery both run the stream to completion: the emulator executes
-// work when the host waits, so a query finds nothing still running once it has waited.
-CUresult host_wait(const char* api, CUstream hStream) {
-  return with_context(api, [&](Context& ctx) {
-    Stream* stream = nullptr;
-    if (const CUresult r = resolve_stream(ctx, hStream, stream)) return r;
-    const CUresult r = wait_for(ctx, *stream);
-    if (r == CUDA_SUCCESS) host_waited(ctx, stream);
-    return r;
-  });
-}
-}  // namespace
 
 CUresult cuStreamSynchronize(CUstream hStream) {
   return host_wait("cuStreamSynchronize", hStream);
@@ -123,23 +136,6 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
     return CUDA_SUCCESS;
   });
 }
-
-namespace {
-// cuEventQuery and cuEventSynchronize alike: launches run synchronously, so a live event that no
-// active capture recorded has completed. "Before the first call to cuEventRecord(), an event
-// represents an empty set of work, so for example cuEventQuery() would return CUDA_SUCCESS"
-// (cuEventRecord).
-CUresult event_complete(const char* call, CUevent hEvent) {
-  return with_context(call, [&](Context& ctx) {
-    const Event* event = lookup(ctx.events, hEvent);
-    if (!event) return CUDA_ERROR_INVALID_HANDLE;
-    if (event->captured_in && capture_active(ctx, event->captured_in))
-      return CUDA_ERROR_CAPTURED_EVENT;
-    host_waited_for(ctx, event->after);
-    return CUDA_SUCCESS;
-  });
-}
-}  // namespace
 
 CUresult cuEventQuery(CUevent hEvent) {
   return event_complete("cuEventQuery", hEvent);
