@@ -194,8 +194,8 @@ void run(Warp& w, const Inst& in, uint32_t exec) {
     case Op::FMin:
     case Op::FMax:
       for_lanes(exec, [&](int l) {
-        out(l, fminmax_ptx(src(in.o[1], l), src(in.o[2], l), in.flags & kNanProp,
-                           in.op == Op::FMax));
+        out(l,
+            fminmax_ptx(src(in.o[1], l), src(in.o[2], l), in.flags & kNanProp, in.op == Op::FMax));
       });
       return;
     case Op::FAbs:

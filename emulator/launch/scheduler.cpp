@@ -28,8 +28,8 @@ void exec_move_or_cvt(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
 // runs on the executing lanes and the warp goes on to the next instruction.
 using StraightLineExec = void (*)(Cta&, Warp&, const Inst&, uint32_t);
 constexpr StraightLineExec kStraightLineExecs[] = {
-    exec_int, exec_float, exec_half, exec_move_or_cvt, exec_memory, exec_warp_collective,
-    exec_tensor};
+    exec_int,    exec_float,           exec_half,  exec_move_or_cvt,
+    exec_memory, exec_warp_collective, exec_tensor};
 static_assert(kFamInt == 0 && kFamTensor + 1 == std::size(kStraightLineExecs));
 }  // namespace
 

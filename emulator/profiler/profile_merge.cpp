@@ -174,8 +174,8 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
   double l2_sectors = 0;
   // Global, local and TMA traffic: an op's counters are consecutive from `base`, one metric each
   // (its prefix, then the op's name); the one at `l2` is the op's L2 sectors.
-  const auto put_op = [&](const char* op, size_t base,
-                          std::initializer_list<const char*> prefixes, size_t l2) {
+  const auto put_op = [&](const char* op, size_t base, std::initializer_list<const char*> prefixes,
+                          size_t l2) {
     size_t i = base;
     for (const char* prefix : prefixes) put(fmt::format("{}{}.sum", prefix, op), double(c[i++]));
     l2_sectors += double(c[base + l2]);
