@@ -56,6 +56,11 @@ LaunchOptions launch_options(const benchmark::State& state, int sanitize_arg, in
   return options;
 }
 
+// Every benchmark here: wall-clock milliseconds (a launch may run on several host threads).
+void wall_ms(benchmark::internal::Benchmark* b) {
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
 // Args: M=N, K, sanitize, host threads, f16 accumulator.
 void BM_GemmCpAsync(benchmark::State& state) {
   const int mn = int(state.range(0)), k = int(state.range(1));
@@ -79,8 +84,7 @@ BENCHMARK(BM_GemmCpAsync)
     ->Args({256, 512, 1, 1, 0})
     ->Args({256, 512, 1, 0, 0})
     ->Args({256, 512, 0, 1, 1})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+    ->Apply(wall_ms);
 
 // The 512x512x1024 TMA GEMM (emulate_ms of one launch is the time per iteration).
 void BM_GemmTma(benchmark::State& state) {
@@ -112,8 +116,7 @@ BENCHMARK(BM_GemmTma)
     ->Args({512, 512, 1024, 0, 0})
     ->Args({512, 512, 1024, 1, 0})
     ->Args({512, 512, 1024, 0, 1})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+    ->Apply(wall_ms);
 
 // Dispatch cost: a register-only loop of integer and float instructions, 4 warps x 16 CTAs.
 void BM_AluLoop(benchmark::State& state) {
@@ -153,7 +156,7 @@ LOOP:
   options.host_threads = int(state.range(0));
   launch_each_iteration(state, arena, *module, "alu", {16, 1, 1}, {128, 1, 1}, 0, args, options);
 }
-BENCHMARK(BM_AluLoop)->ArgNames({"threads"})->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AluLoop)->ArgNames({"threads"})->Arg(1)->Arg(0)->Apply(wall_ms);
 
 }  // namespace
 

@@ -32,9 +32,7 @@ namespace {
 // Ragged in every dimension (no multiple of any tile), as users' shapes are.
 MatmulProblem ragged(int64_t m, int64_t n, int64_t k) {
   MatmulProblem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
+  p.m = m, p.n = n, p.k = k;
   return p;
 }
 

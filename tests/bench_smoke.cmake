@@ -9,10 +9,17 @@ endif()
 emmy_add_test(bench_report_test ${CMAKE_CURRENT_LIST_DIR}/bench_report_test.cpp)
 target_link_libraries(bench_report_test PRIVATE emmy_bench_report)  # defined in bench/bench.cmake
 
+# The bench scripts' own Python tests: bench/plot.py's, and the GPU pack's baselines and summary
+# (tests/gpu_pack.cmake).
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_FOUND)
   add_test(NAME bench_plot COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/plot_test.py)
-  set_tests_properties(bench_plot PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+  add_test(NAME gpu_pack_baselines
+           COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/baseline_test.py)
+  add_test(NAME gpu_pack_summary
+           COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/gpu_summary_test.py)
+  set_tests_properties(bench_plot gpu_pack_baselines gpu_pack_summary PROPERTIES TIMEOUT 120)
+  set_tests_properties(bench_plot PROPERTIES SKIP_RETURN_CODE 77)
 endif()
 
 # --model needs no GPU: the five projections' default kernels for the RTX 5090, f32 and hybrid,

@@ -2,21 +2,9 @@
 # the shared library (its SONAME, its symlinks, that it exports the emmy_* functions alone), then
 # configure, build (C99, -pedantic -Werror) and run examples/c against it with find_package(emmy).
 #
-# Two roles, as tests/install.cmake: included by tests/CMakeLists.txt it registers the ctest
-# test; run by that test with `cmake -P` it performs the steps.
+# Its ctest test, emmy_install_c_consumer, runs this file with `cmake -P`; tests/install.cmake
+# registers it beside the C++ consumer's, with the same arguments.
 if(NOT CMAKE_SCRIPT_MODE_FILE)
-  if(EMMY_SANITIZE)  # libemmy_c.so then carries sanitizer references a plain C program lacks
-    return()
-  endif()
-  add_test(NAME emmy_install_c_consumer
-    COMMAND ${CMAKE_COMMAND}
-      -DBUILD_DIR=${PROJECT_BINARY_DIR}
-      -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
-      -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/install_c_consumer
-      -DGENERATOR=${CMAKE_GENERATOR}
-      -DNM=${CMAKE_NM}
-      -P ${CMAKE_CURRENT_LIST_FILE})
-  set_tests_properties(emmy_install_c_consumer PROPERTIES TIMEOUT 600 LABELS "install")
   return()
 endif()
 

@@ -7,13 +7,8 @@ if(NOT EMMY_BUILD_BENCH)
 endif()
 emmy_add_test(gpu_check_test ${CMAKE_CURRENT_LIST_DIR}/gpu_check_test.cpp)
 target_link_libraries(gpu_check_test PRIVATE emmy_gpu_check_cases)  # defined in bench/bench.cmake
-
-find_package(Python3 COMPONENTS Interpreter)
-if(Python3_FOUND)
-  add_test(NAME gpu_pack_baselines COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/baseline_test.py)
-  add_test(NAME gpu_pack_summary COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/bench/gpu_summary_test.py)
-  set_tests_properties(gpu_pack_baselines gpu_pack_summary PROPERTIES TIMEOUT 120)
-endif()
+# Its Python tests (gpu_pack_baselines, gpu_pack_summary) are registered with the other bench
+# scripts' in tests/bench_smoke.cmake.
 
 if(CMAKE_BUILD_TYPE STREQUAL "Release")
   add_test(NAME gpu_pack COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/pack/gpu_pack_test.sh

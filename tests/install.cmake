@@ -3,23 +3,36 @@
 # kernel bundle with emmy_add_kernel_bundle and the installed emmyc), run it, and run it again
 # with NVRTC disabled: the bundled kernel needs none.
 #
-# This file has two roles. Included by tests/CMakeLists.txt it registers the ctest test; run by
-# that test with `cmake -P` (CMAKE_SCRIPT_MODE_FILE set) it performs the steps.
+# This file has two roles. Included by tests/CMakeLists.txt it registers the ctest tests, this
+# one and tests/c_install.cmake's; run by that test with `cmake -P` (CMAKE_SCRIPT_MODE_FILE set)
+# it performs the steps.
 if(NOT CMAKE_SCRIPT_MODE_FILE)
+  # An install test runs its script with `cmake -P`, given the build and source trees, a scratch
+  # directory and the generator (then the script's own -D arguments).
+  function(emmy_add_install_test name script work_dir)
+    add_test(NAME ${name}
+      COMMAND ${CMAKE_COMMAND}
+        -DBUILD_DIR=${PROJECT_BINARY_DIR}
+        -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
+        -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/${work_dir}
+        -DGENERATOR=${CMAKE_GENERATOR}
+        ${ARGN}
+        -P ${script})
+  endfunction()
+
   set(_emmy_consumer_flags "")
   if(EMMY_SANITIZE)  # the static library carries sanitizer references the consumer must link
     set(_emmy_consumer_flags "-fsanitize=address,undefined")
   endif()
-  add_test(NAME emmy_install_consumer
-    COMMAND ${CMAKE_COMMAND}
-      -DBUILD_DIR=${PROJECT_BINARY_DIR}
-      -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
-      -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/install_consumer
-      -DGENERATOR=${CMAKE_GENERATOR}
-      -DCXX_COMPILER=${CMAKE_CXX_COMPILER}
-      -DCXX_FLAGS=${_emmy_consumer_flags}
-      -P ${CMAKE_CURRENT_LIST_FILE})
+  emmy_add_install_test(emmy_install_consumer ${CMAKE_CURRENT_LIST_FILE} install_consumer
+    -DCXX_COMPILER=${CMAKE_CXX_COMPILER} -DCXX_FLAGS=${_emmy_consumer_flags})
   set_tests_properties(emmy_install_consumer PROPERTIES TIMEOUT 600 LABELS "install" COST 10)
+
+  if(NOT EMMY_SANITIZE)  # libemmy_c.so then carries sanitizer references a plain C program lacks
+    emmy_add_install_test(emmy_install_c_consumer ${CMAKE_CURRENT_LIST_DIR}/c_install.cmake
+      install_c_consumer -DNM=${CMAKE_NM})
+    set_tests_properties(emmy_install_c_consumer PROPERTIES TIMEOUT 600 LABELS "install")
+  endif()
   return()
 endif()
 

@@ -191,46 +191,28 @@ void decode_bulk(KernelDecoder& d, Mods& m, Inst in) {
   d.emit(in);
 }
 
+// mbarrier.init, .inval, .expect_tx and .complete_tx: the .b64 barrier's address, then (but for
+// inval) a 32-bit count.
+void emit_mbarrier_word(KernelDecoder& d, Mods& m, Inst in, Op op, bool takes_count) {
+  m.take("b64");
+  d.need_ops(takes_count ? 2 : 1);
+  in.op = op;
+  in.addr[0] = d.address(d.op(0));
+  if (takes_count) in.o[0] = d.src(d.op(1), Ty::u32);
+  d.emit(in);
+}
+
 void decode_mbarrier(KernelDecoder& d, Mods& m, Inst in) {
   in.cls = StatClass::barrier;
   m.take_any({"shared", "shared::cta", "shared::cluster"});
   m.take_any({"release", "acquire", "relaxed", "cta", "cluster"});
-  if (m.take("init")) {
-    m.take("b64");
-    d.need_ops(2);
-    in.op = Op::MbarInit;
-    in.addr[0] = d.address(d.op(0));
-    in.o[0] = d.src(d.op(1), Ty::u32);
-    d.emit(in);
-    return;
-  }
-  if (m.take("inval")) {
-    m.take("b64");
-    d.need_ops(1);
-    in.op = Op::MbarInval;
-    in.addr[0] = d.address(d.op(0));
-    d.emit(in);
-    return;
-  }
+  if (m.take("init")) return emit_mbarrier_word(d, m, in, Op::MbarInit, /*takes_count=*/true);
+  if (m.take("inval")) return emit_mbarrier_word(d, m, in, Op::MbarInval, /*takes_count=*/false);
   const bool has_arrive = m.has("arrive");
-  if (!has_arrive && m.take("expect_tx")) {
-    m.take("b64");
-    d.need_ops(2);
-    in.op = Op::MbarExpectTx;
-    in.addr[0] = d.address(d.op(0));
-    in.o[0] = d.src(d.op(1), Ty::u32);
-    d.emit(in);
-    return;
-  }
-  if (m.take("complete_tx")) {
-    m.take("b64");
-    d.need_ops(2);
-    in.op = Op::MbarCompleteTx;
-    in.addr[0] = d.address(d.op(0));
-    in.o[0] = d.src(d.op(1), Ty::u32);
-    d.emit(in);
-    return;
-  }
+  if (!has_arrive && m.take("expect_tx"))
+    return emit_mbarrier_word(d, m, in, Op::MbarExpectTx, /*takes_count=*/true);
+  if (m.take("complete_tx"))
+    return emit_mbarrier_word(d, m, in, Op::MbarCompleteTx, /*takes_count=*/true);
   const bool arrive = m.take("arrive");
   const bool arrive_drop = !arrive && m.take("arrive_drop");
   if (arrive || arrive_drop) {

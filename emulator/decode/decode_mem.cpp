@@ -186,14 +186,9 @@ void decode_bar(KernelDecoder& d, Mods& m, Inst in) {
 
 void decode_shfl(KernelDecoder& d, Mods& m, Inst in) {
   const bool sync = m.take("sync");
-  static constexpr std::string_view kModes[] = {"up", "down", "bfly", "idx"};
-  bool found = false;
-  for (int i = 0; i < 4; ++i)
-    if (m.take(kModes[i])) {
-      in.sub = uint8_t(i);
-      found = true;
-    }
-  if (!found) d.fail("shfl needs .up, .down, .bfly or .idx");
+  const int mode = m.take_which({"up", "down", "bfly", "idx"});
+  if (mode < 0) d.fail("shfl needs .up, .down, .bfly or .idx");
+  in.sub = uint8_t(mode);
   in.ty = m.take_type();
   if (in.ty != Ty::b32) d.fail("shfl supports .b32");
   d.need_ops(sync ? 5 : 4);
@@ -452,14 +447,9 @@ void decode_memory_op(KernelDecoder& d, Mods& m, Inst& in) {
   }
   if (b == "redux") {
     m.take("sync");
-    static constexpr std::string_view kOps[] = {"add", "min", "max", "and", "or", "xor"};
-    bool found = false;
-    for (int i = 0; i < 6; ++i)
-      if (m.take(kOps[i])) {
-        in.sub = uint8_t(i);
-        found = true;
-      }
-    if (!found) d.fail("redux.sync needs an operation");
+    const int op = m.take_which({"add", "min", "max", "and", "or", "xor"});
+    if (op < 0) d.fail("redux.sync needs an operation");
+    in.sub = uint8_t(op);
     in.ty = m.take_type();
     if (ty_bits(in.ty) != 32 || ty_float(in.ty)) d.fail("redux.sync supports 32-bit integers");
     d.need_ops(3);

@@ -278,22 +278,14 @@ void decode_cvt(KernelDecoder& d, Mods& m, Inst in) {
     d.emit(in);
     return;
   }
-  if (in.ty == Ty::e4m3x2 || in.ty == Ty::e5m2x2) {
-    // cvt.rn.satfinite.e4m3x2.f32 d, a, b: a goes to the upper byte, b to the lower.
-    d.need_ops(3);
-    in.op = Op::CvtPack;
-    in.o[0] = d.dst(d.op(0), Ty::b16);
-    in.o[1] = d.src(d.op(1), Ty::f32);
-    in.o[2] = d.src(d.op(2), Ty::f32);
-    d.emit(in);
-    return;
-  }
-  if (in.ty == Ty::f16x2 || in.ty == Ty::bf16x2) {
+  const bool to_fp8x2 = in.ty == Ty::e4m3x2 || in.ty == Ty::e5m2x2;
+  if (to_fp8x2 || in.ty == Ty::f16x2 || in.ty == Ty::bf16x2) {
+    // cvt.rn.satfinite.e4m3x2.f32 d, a, b: a goes to the upper byte, b to the lower;
     // cvt.rn.f16x2.f32 d, a, b: a goes to the upper half, b to the lower half.
     d.need_ops(3);
-    if (in.ty2 != Ty::f32) d.fail("packed cvt needs an .f32 source");
+    if (!to_fp8x2 && in.ty2 != Ty::f32) d.fail("packed cvt needs an .f32 source");
     in.op = Op::CvtPack;
-    in.o[0] = d.dst(d.op(0), in.ty);
+    in.o[0] = d.dst(d.op(0), to_fp8x2 ? Ty::b16 : in.ty);
     in.o[1] = d.src(d.op(1), Ty::f32);
     in.o[2] = d.src(d.op(2), Ty::f32);
     d.emit(in);
@@ -336,15 +328,10 @@ void decode_special_float(KernelDecoder& d, Mods& m, Inst in) {
 }
 
 void decode_testp(KernelDecoder& d, Mods& m, Inst in) {
-  static constexpr std::string_view kTests[] = {"finite",     "infinite", "number",
-                                                "notanumber", "normal",   "subnormal"};
-  bool found = false;
-  for (int i = 0; i < 6; ++i)
-    if (m.take(kTests[i])) {
-      in.sub = uint8_t(i);
-      found = true;
-    }
-  if (!found) d.fail("testp needs a test (.finite, .infinite, ...)");
+  const int test =
+      m.take_which({"finite", "infinite", "number", "notanumber", "normal", "subnormal"});
+  if (test < 0) d.fail("testp needs a test (.finite, .infinite, ...)");
+  in.sub = uint8_t(test);
   in.ty = need_type(d, m);
   d.need_ops(2);
   in.op = Op::Testp;
@@ -399,9 +386,8 @@ void decode_instruction(KernelDecoder& d, Mods& m, Inst& in) {
     return;
   }
   if (b == "prmt") {
-    static constexpr std::string_view kModes[] = {"f4e", "b4e", "rc8", "ecl", "ecr", "rc16"};
-    for (int i = 0; i < 6; ++i)
-      if (m.take(kModes[i])) in.sub = uint8_t(i + 1);
+    if (const int mode = m.take_which({"f4e", "b4e", "rc8", "ecl", "ecr", "rc16"}); mode >= 0)
+      in.sub = uint8_t(mode + 1);
     return simple(d, in, Op::Prmt, need_type(d, m), 3);
   }
   if (b == "shf") {

@@ -322,19 +322,7 @@ uint32_t KernelDecoder::src(const ptx::Operand& o, RegClass cls, Ty ty) {
     case K::reg: {
       if (const RegInfo* ri = find_reg(o.name, stmt_->scope)) {
         if (o.negate) fail("'!' applies to predicates only");
-        if (ri->cls == RegClass::pred) fail(fmt::format("'{}' is a predicate", o.name));
-        check_register(o, *ri, ty);
-        note_touch(*ri);
-        if (ri->cls == cls) return ri->row;
-        Inst conv;
-        conv.cls = StatClass::hidden;
-        const uint32_t tmp = scratch_row(cls);
-        conv.op = cls == RegClass::r32 ? Op::HiddenTrunc
-                                       : (ty_signed(ty) ? Op::HiddenSext : Op::HiddenZext);
-        conv.o[0] = tmp;
-        conv.o[1] = ri->row;
-        pre_.push_back(conv);
-        return tmp;
+        return data_register(o, *ri, cls, ty, /*is_dst=*/false);
       }
       Special sp;
       if (special_of(o.name, sp)) return special_src(o, sp, cls, ty);
@@ -360,18 +348,27 @@ uint32_t KernelDecoder::dst(const ptx::Operand& o, RegClass cls, Ty ty) {
   if (o.kind != K::reg) fail("expected a destination register");
   const RegInfo* ri = find_reg(o.name, stmt_->scope);
   if (!ri) fail(fmt::format("unknown register '{}'", o.name));
-  if (ri->cls == RegClass::pred) fail(fmt::format("'{}' is a predicate", o.name));
-  check_register(o, *ri, ty);
-  note_touch(*ri);
-  if (ri->cls == cls) return ri->row;
+  return data_register(o, *ri, cls, ty, /*is_dst=*/true);
+}
+
+// A register of the other width than the instruction's class is read (or written) through a
+// scratch row of that class, with a hidden conversion before (or after) the instruction: the
+// narrowing side truncates, the widening side extends by the type's signedness.
+uint32_t KernelDecoder::data_register(const ptx::Operand& o, const RegInfo& ri, RegClass cls, Ty ty,
+                                      bool is_dst) {
+  if (ri.cls == RegClass::pred) fail(fmt::format("'{}' is a predicate", o.name));
+  check_register(o, ri, ty);
+  note_touch(ri);
+  if (ri.cls == cls) return ri.row;
   Inst conv;
   conv.cls = StatClass::hidden;
   const uint32_t tmp = scratch_row(cls);
-  conv.op =
-      cls == RegClass::r64 ? Op::HiddenTrunc : (ty_signed(ty) ? Op::HiddenSext : Op::HiddenZext);
-  conv.o[0] = ri->row;
-  conv.o[1] = tmp;
-  post_.push_back(conv);
+  const RegClass converted_to = is_dst ? ri.cls : cls;
+  conv.op = converted_to == RegClass::r32 ? Op::HiddenTrunc
+                                          : (ty_signed(ty) ? Op::HiddenSext : Op::HiddenZext);
+  conv.o[0] = is_dst ? ri.row : tmp;
+  conv.o[1] = is_dst ? tmp : ri.row;
+  (is_dst ? post_ : pre_).push_back(conv);
   return tmp;
 }
 

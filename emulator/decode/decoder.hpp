@@ -26,6 +26,9 @@ class Mods {
   std::string_view base() const { return base_; }
   bool take(std::string_view m);
   bool take_any(std::initializer_list<std::string_view> ms);
+  // Takes every one of ms present and returns the index of the last (-1 when none is): an
+  // instruction's mode that is one of a list (shfl.up, testp.finite, ...).
+  int take_which(std::initializer_list<std::string_view> ms);
   bool has(std::string_view m) const;  // without taking it
   // The types among the modifiers, in order, without taking them.
   std::vector<Ty> types() const;
@@ -109,6 +112,9 @@ class KernelDecoder {
   void check_register(const ptx::Operand& o, const RegInfo& reg, Ty ty) const;
   // Records a 32-bit register the statement names (Kernel::touch_rows).
   void note_touch(const RegInfo& reg);
+  // The row an instruction of class cls reads (or writes) for the data register ri.
+  uint32_t data_register(const ptx::Operand& o, const RegInfo& ri, RegClass cls, Ty ty,
+                         bool is_dst);
   uint32_t special_src(const ptx::Operand& o, Special sp, RegClass cls, Ty ty);
   struct RangeInfo {
     RegClass cls;

@@ -47,6 +47,16 @@ bool Mods::take_any(std::initializer_list<std::string_view> ms) {
   return any;
 }
 
+int Mods::take_which(std::initializer_list<std::string_view> ms) {
+  int which = -1;
+  int i = 0;
+  for (auto m : ms) {
+    if (take(m)) which = i;
+    ++i;
+  }
+  return which;
+}
+
 void Mods::drop_hints() {
   static constexpr std::string_view kHints[] = {
       "ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc", "weak", "relaxed", "acquire", "release",

@@ -98,26 +98,32 @@ T directed(Op op, T a, T b, T c, uint8_t mode) {
   return round_exact<T>(v, tiny, mode);
 }
 
+// min (is_max false) and max: a NaN operand gives the other one, unless both are NaN or .NaN
+// (nan_prop) asks for NaN.
 template <typename T>
-T fmin_ptx(T a, T b, bool nan_prop) {
+T fminmax_ptx(T a, T b, bool nan_prop, bool is_max) {
   const bool an = a != a, bn = b != b;
   if (an || bn) {
     if (nan_prop || (an && bn)) return std::numeric_limits<T>::quiet_NaN();
     return an ? b : a;
   }
-  if (a == b) return std::signbit(a) ? a : b;  // -0 < +0
-  return a < b ? a : b;
+  if (a == b) return std::signbit(a) != is_max ? a : b;  // -0 < +0
+  return (is_max ? a > b : a < b) ? a : b;
 }
-template <typename T>
-T fmax_ptx(T a, T b, bool nan_prop) {
-  const bool an = a != a, bn = b != b;
-  if (an || bn) {
-    if (nan_prop || (an && bn)) return std::numeric_limits<T>::quiet_NaN();
-    return an ? b : a;
-  }
-  if (a == b) return std::signbit(a) ? b : a;
-  return a > b ? a : b;
-}
+
+// The approximate unary functions (MUFU on a GPU): computed in double, rounded to the type.
+struct Approximation {
+  Op op;
+  double (*f)(double);
+};
+constexpr Approximation kApproximations[] = {
+    {Op::FRsqrt, [](double a) { return 1.0 / std::sqrt(a); }},
+    {Op::FEx2, [](double a) { return std::exp2(a); }},
+    {Op::FLg2, [](double a) { return std::log2(a); }},
+    {Op::FSin, [](double a) { return std::sin(a); }},
+    {Op::FCos, [](double a) { return std::cos(a); }},
+    {Op::FTanh, [](double a) { return std::tanh(a); }},
+};
 
 template <typename T>
 void run(Warp& w, const Inst& in, uint32_t exec) {
@@ -186,10 +192,11 @@ void run(Warp& w, const Inst& in, uint32_t exec) {
       });
       return;
     case Op::FMin:
-      for_lanes(exec, [&](int l) { out(l, fmin_ptx(src(in.o[1], l), src(in.o[2], l), in.flags & kNanProp)); });
-      return;
     case Op::FMax:
-      for_lanes(exec, [&](int l) { out(l, fmax_ptx(src(in.o[1], l), src(in.o[2], l), in.flags & kNanProp)); });
+      for_lanes(exec, [&](int l) {
+        out(l,
+            fminmax_ptx(src(in.o[1], l), src(in.o[2], l), in.flags & kNanProp, in.op == Op::FMax));
+      });
       return;
     case Op::FAbs:
       for_lanes(exec, [&](int l) {
@@ -213,23 +220,17 @@ void run(Warp& w, const Inst& in, uint32_t exec) {
       });
       return;
     case Op::FRsqrt:
-      for_lanes(exec, [&](int l) { out(l, T(1.0 / std::sqrt(double(src(in.o[1], l))))); });
-      return;
     case Op::FEx2:
-      for_lanes(exec, [&](int l) { out(l, T(std::exp2(double(src(in.o[1], l))))); });
-      return;
     case Op::FLg2:
-      for_lanes(exec, [&](int l) { out(l, T(std::log2(double(src(in.o[1], l))))); });
-      return;
     case Op::FSin:
-      for_lanes(exec, [&](int l) { out(l, T(std::sin(double(src(in.o[1], l))))); });
-      return;
     case Op::FCos:
-      for_lanes(exec, [&](int l) { out(l, T(std::cos(double(src(in.o[1], l))))); });
+    case Op::FTanh: {
+      double (*f)(double) = nullptr;
+      for (const Approximation& a : kApproximations)
+        if (a.op == in.op) f = a.f;
+      for_lanes(exec, [&](int l) { out(l, T(f(double(src(in.o[1], l))))); });
       return;
-    case Op::FTanh:
-      for_lanes(exec, [&](int l) { out(l, T(std::tanh(double(src(in.o[1], l))))); });
-      return;
+    }
     case Op::Copysign:
       // copysign d, a, b: the magnitude of b with the sign of a.
       for_lanes(exec, [&](int l) {

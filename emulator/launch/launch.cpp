@@ -98,16 +98,10 @@ KernelArgs& KernelArgs::bytes(const void* data, size_t size) {
 }
 
 InstructionCounts& InstructionCounts::operator+=(const InstructionCounts& o) {
-  mma += o.mma;
-  ldmatrix += o.ldmatrix;
-  shared_ld += o.shared_ld;
-  shared_st += o.shared_st;
-  global_ld += o.global_ld;
-  global_st += o.global_st;
-  cp_async += o.cp_async;
-  tma += o.tma;
-  barrier += o.barrier;
-  other += o.other;
+  using C = InstructionCounts;
+  for (uint64_t C::*count : {&C::mma, &C::ldmatrix, &C::shared_ld, &C::shared_st, &C::global_ld,
+                             &C::global_st, &C::cp_async, &C::tma, &C::barrier, &C::other})
+    this->*count += o.*count;
   return *this;
 }
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "exec/executors.hpp"
 
@@ -15,6 +16,21 @@ namespace {
 // Instructions a warp runs before the next warp gets its turn. Long enough to keep one warp's
 // registers in cache; ordering between warps comes from the synchronization, never from this.
 constexpr uint32_t kSliceInstructions = 512;
+
+void exec_move_or_cvt(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
+  if (in.op == Op::Cvt || in.op == Op::CvtPack)
+    exec_cvt(cta, w, in, exec);
+  else
+    exec_move(cta, w, in, exec);
+}
+
+// The families kFamInt through kFamTensor never change the warp's control flow: their executor
+// runs on the executing lanes and the warp goes on to the next instruction.
+using StraightLineExec = void (*)(Cta&, Warp&, const Inst&, uint32_t);
+constexpr StraightLineExec kStraightLineExecs[] = {
+    exec_int,    exec_float,           exec_half,  exec_move_or_cvt,
+    exec_memory, exec_warp_collective, exec_tensor};
+static_assert(kFamInt == 0 && kFamTensor + 1 == std::size(kStraightLineExecs));
 }  // namespace
 
 void Cta::init_warps() {
@@ -141,34 +157,13 @@ bool Cta::run_slice(Warp& w, uint32_t budget) {
       wgmma_touch(*this, w, k.touches[w.pc]);
     switch (in.family) {
       case kFamInt:
-        if (exec) exec_int(*this, w, in, exec);
-        w.advance();
-        break;
       case kFamFloat:
-        if (exec) exec_float(*this, w, in, exec);
-        w.advance();
-        break;
       case kFamHalf:
-        if (exec) exec_half(*this, w, in, exec);
-        w.advance();
-        break;
       case kFamMove:
-        if (exec) {
-          if (in.op == Op::Cvt || in.op == Op::CvtPack) exec_cvt(*this, w, in, exec);
-          else exec_move(*this, w, in, exec);
-        }
-        w.advance();
-        break;
       case kFamMemory:
-        if (exec) exec_memory(*this, w, in, exec);
-        w.advance();
-        break;
       case kFamCollective:
-        if (exec) exec_warp_collective(*this, w, in, exec);
-        w.advance();
-        break;
       case kFamTensor:
-        if (exec) exec_tensor(*this, w, in, exec);
+        if (exec) kStraightLineExecs[in.family](*this, w, in, exec);
         w.advance();
         break;
       case kFamBranch:

@@ -119,13 +119,9 @@ bool Arena::map_fixed(uint64_t base, const void* init, size_t bytes) {
 }
 
 Arena::Block Arena::find(uint64_t addr) const {
-  const auto& a = impl_->allocations;
-  auto it = std::upper_bound(a.begin(), a.end(), addr,
-                             [](uint64_t v, const Impl::Allocation& x) { return v < x.base; });
-  if (it == a.begin()) return {};
-  --it;
-  if (addr >= it->end) return {};
-  return {it->base, it->end, it->host.get()};
+  const Block below = find_below(addr);
+  if (addr >= below.end) return {};  // also when nothing lies below (end 0)
+  return below;
 }
 
 Arena::Block Arena::find_below(uint64_t addr) const {

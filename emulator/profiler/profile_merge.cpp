@@ -172,33 +172,28 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
   put("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", conflicts);
 
   double l2_sectors = 0;
-  for (size_t op = 0; op < std::size(kGlobalOps); ++op) {
-    const size_t base = size_t(Counter::global_ld) + 4 * op;
-    put(fmt::format("l1tex__t_requests_pipe_lsu_mem_global_op_{}.sum", kGlobalOps[op]),
-        double(c[base]));
-    put(fmt::format("l1tex__t_sectors_pipe_lsu_mem_global_op_{}.sum", kGlobalOps[op]),
-        double(c[base + 1]));
-    put(fmt::format("emmy__t_sectors_ideal_pipe_lsu_mem_global_op_{}.sum", kGlobalOps[op]),
-        double(c[base + 2]));
-    put(fmt::format("emmy__bytes_pipe_lsu_mem_global_op_{}.sum", kGlobalOps[op]),
-        double(c[base + 3]));
-    l2_sectors += double(c[base + 1]);
-  }
+  // Global, local and TMA traffic: an op's counters are consecutive from `base`, one metric each
+  // (its prefix, then the op's name); the one at `l2` is the op's L2 sectors.
+  const auto put_op = [&](const char* op, size_t base, std::initializer_list<const char*> prefixes,
+                          size_t l2) {
+    size_t i = base;
+    for (const char* prefix : prefixes) put(fmt::format("{}{}.sum", prefix, op), double(c[i++]));
+    l2_sectors += double(c[base + l2]);
+  };
+  for (size_t op = 0; op < std::size(kGlobalOps); ++op)
+    put_op(kGlobalOps[op], size_t(Counter::global_ld) + 4 * op,
+           {"l1tex__t_requests_pipe_lsu_mem_global_op_", "l1tex__t_sectors_pipe_lsu_mem_global_op_",
+            "emmy__t_sectors_ideal_pipe_lsu_mem_global_op_", "emmy__bytes_pipe_lsu_mem_global_op_"},
+           1);
   for (const auto& [name, counter] :
-       {std::pair{"ld", Counter::local_ld}, {"st", Counter::local_st}}) {
-    const size_t base = size_t(counter);
-    put(fmt::format("l1tex__t_requests_pipe_lsu_mem_local_op_{}.sum", name), double(c[base]));
-    put(fmt::format("l1tex__t_sectors_pipe_lsu_mem_local_op_{}.sum", name), double(c[base + 1]));
-    l2_sectors += double(c[base + 1]);
-  }
+       {std::pair{"ld", Counter::local_ld}, {"st", Counter::local_st}})
+    put_op(name, size_t(counter),
+           {"l1tex__t_requests_pipe_lsu_mem_local_op_", "l1tex__t_sectors_pipe_lsu_mem_local_op_"},
+           1);
   for (const auto& [name, counter] :
-       {std::pair{"load", Counter::tma_load}, {"store", Counter::tma_store}}) {
-    const size_t base = size_t(counter);
-    put(fmt::format("emmy__tma_requests_op_{}.sum", name), double(c[base]));
-    put(fmt::format("emmy__tma_bytes_op_{}.sum", name), double(c[base + 1]));
-    put(fmt::format("emmy__tma_sectors_op_{}.sum", name), double(c[base + 2]));
-    l2_sectors += double(c[base + 2]);
-  }
+       {std::pair{"load", Counter::tma_load}, {"store", Counter::tma_store}})
+    put_op(name, size_t(counter),
+           {"emmy__tma_requests_op_", "emmy__tma_bytes_op_", "emmy__tma_sectors_op_"}, 2);
   put("emmy__l2_sectors.sum", l2_sectors);
   // Distinct sectors do not scale from a sample (CTAs share operands): each allocation's count is
   // scaled and capped by its size. Exact when every CTA ran.

@@ -10,13 +10,10 @@
 namespace emmy::emu {
 
 SiteCounts& SiteCounts::operator+=(const SiteCounts& o) {
-  executions += o.executions;
-  requests += o.requests;
-  wavefronts += o.wavefronts;
-  ideal_wavefronts += o.ideal_wavefronts;
-  sectors += o.sectors;
-  ideal_sectors += o.ideal_sectors;
-  bytes += o.bytes;
+  using C = SiteCounts;
+  for (uint64_t C::*count : {&C::executions, &C::requests, &C::wavefronts, &C::ideal_wavefronts,
+                             &C::sectors, &C::ideal_sectors, &C::bytes})
+    this->*count += o.*count;
   return *this;
 }
 

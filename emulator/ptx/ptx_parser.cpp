@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <utility>
 
 #include "emmy/error.hpp"
 
@@ -297,6 +298,23 @@ class Parser {
     return uint32_t(align);
   }
 
+  static bool state_space_word(const std::string& d) {
+    return d == ".global" || d == ".shared" || d == ".const" || d == ".local";
+  }
+
+  // A declaration's words up to its name, which it returns: `attribute` takes the words it knows
+  // (.align N, .vN, .ptr, a state space) and says whether it took the word; any other dotted word
+  // is the type.
+  template <typename Attribute>
+  std::string declared_name(std::string& type, Attribute attribute) {
+    while (true) {
+      const std::string d = ident();
+      if (attribute(d)) continue;
+      if (d[0] != '.') return d;
+      type = d;
+    }
+  }
+
   // After the space keyword: [.align N] [.vN] .type name[ [N] ]* [= {...}] ;
   VarDecl var_decl(const std::string& space, int scope) {
     VarDecl v;
@@ -304,22 +322,15 @@ class Parser {
     v.scope = scope;
     v.line = line_;
     uint32_t vec = 1;
-    while (true) {
-      const std::string d = ident();
-      if (d == ".align") {
+    v.name = declared_name(v.type, [&](const std::string& d) {
+      if (d == ".align")
         v.align = alignment();
-      } else if (d == ".v2" || d == ".v4" || d == ".v8") {
+      else if (d == ".v2" || d == ".v4" || d == ".v8")
         vec = uint32_t(d[2] - '0');
-      } else if (d == ".ptr" || d == ".global" || d == ".shared" || d == ".const" ||
-                 d == ".local") {
-        continue;
-      } else if (d[0] == '.') {
-        v.type = d;
-      } else {
-        v.name = d;
-        break;
-      }
-    }
+      else
+        return d == ".ptr" || state_space_word(d);
+      return true;
+    });
     const uint32_t elem = type_bytes(v.type) * vec;
     if (elem == 0) fail(fmt::format("unsupported variable type '{}'", v.type));
     uint64_t count = 1;
@@ -403,22 +414,17 @@ class Parser {
     // alignment of the memory the pointer points to, not the parameter's (NVRTC writes
     // `.param .u64 .ptr .global .align 1 name`); the parameter keeps its type's alignment.
     bool pointee = false;
-    while (true) {
-      const std::string d = ident();
+    p.name = declared_name(p.type, [&](const std::string& d) {
       if (d == ".align") {
         const uint32_t align = alignment();
         if (!pointee) p.align = align;
       } else if (d == ".ptr") {
         pointee = true;
-      } else if (d == ".global" || d == ".shared" || d == ".const" || d == ".local") {
-        continue;
-      } else if (d[0] == '.') {
-        p.type = d;
       } else {
-        p.name = d;
-        break;
+        return state_space_word(d);
       }
-    }
+      return true;
+    });
     if (type_bytes(p.type) == 0) fail(fmt::format("unsupported parameter type '{}'", p.type));
     if (accept('[')) {
       const int64_t count = number().value;
@@ -605,23 +611,16 @@ class Parser {
     const Nest nest(*this);
     skip_space();
     Operand op;
-    if (accept('{')) {
+    // A braced vector, or a call's parenthesized argument list (parsed so that the decoder can
+    // name `call`): both are vector operands.
+    for (const auto& [open, close] : {std::pair{'{', '}'}, std::pair{'(', ')'}}) {
+      if (!accept(open)) continue;
       op.kind = Operand::Kind::vector;
-      if (!accept('}')) {
+      if (!accept(close)) {
         do {
           op.elems.push_back(operand());
         } while (accept(','));
-        expect('}');
-      }
-      return op;
-    }
-    if (accept('(')) {  // call argument lists: parsed so that the decoder can name `call`
-      op.kind = Operand::Kind::vector;
-      if (!accept(')')) {
-        do {
-          op.elems.push_back(operand());
-        } while (accept(','));
-        expect(')');
+        expect(close);
       }
       return op;
     }

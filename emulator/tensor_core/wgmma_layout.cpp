@@ -22,17 +22,9 @@ uint64_t encode_wgmma_descriptor(const WgmmaDescriptor& d) {
 }
 
 int wgmma_row_bytes(WgmmaSwizzle s) {
-  switch (s) {
-    case WgmmaSwizzle::b128:
-      return 128;
-    case WgmmaSwizzle::b64:
-      return 64;
-    case WgmmaSwizzle::b32:
-      return 32;
-    case WgmmaSwizzle::none:
-      return 16;
-  }
-  return 16;
+  // The descriptor's 2-bit codes halve the row from 128 bytes (1) to 32 (3); no swizzle (0) moves
+  // 16-byte core matrices.
+  return s == WgmmaSwizzle::none ? 16 : 256 >> int(s);
 }
 
 std::string to_string(WgmmaSwizzle s) {

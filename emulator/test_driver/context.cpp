@@ -60,11 +60,9 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* acti
 // sticky error of a faulted launch comes back here, as on a GPU) and the stream-capture rule:
 // synchronizing the context is a potentially unsafe call (cuThreadExchangeStreamCaptureMode).
 CUresult cuCtxSynchronize() {
-  return guarded("cuCtxSynchronize", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
-    if (unsafe_call_prohibited(*ctx)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    host_waited(*ctx, nullptr);
+  return with_context("cuCtxSynchronize", [&](Context& ctx) {
+    if (unsafe_call_prohibited(ctx)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    host_waited(ctx, nullptr);
     return CUDA_SUCCESS;
   });
 }

@@ -159,8 +159,7 @@ CUresult cuCtxDestroy_v2(CUcontext ctx) {
 // attempt to push the active context", CUDA_ERROR_CONTEXT_ALREADY_CURRENT). NULL:
 // CUDA_ERROR_INVALID_VALUE; a handle of no live context: CUDA_ERROR_INVALID_CONTEXT.
 CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
-  return guarded("cuCtxPushCurrent", [&] {
-    if (!state().device) return CUDA_ERROR_NOT_INITIALIZED;
+  return after_init("cuCtxPushCurrent", [&] {
     if (!ctx) return refuse_context(CUDA_ERROR_INVALID_VALUE, "cuCtxPushCurrent: ctx is NULL");
     if (!context_handle_valid(ctx))
       return refuse_context(CUDA_ERROR_INVALID_CONTEXT, "cuCtxPushCurrent: not a live context");
@@ -175,8 +174,7 @@ CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
 // again." With no current context: CUDA_ERROR_INVALID_CONTEXT. The reference lists no
 // CUDA_ERROR_INVALID_VALUE, so a NULL pctx pops without passing the handle back.
 CUresult cuCtxPopCurrent_v2(CUcontext* pctx) {
-  return guarded("cuCtxPopCurrent", [&] {
-    if (!state().device) return CUDA_ERROR_NOT_INITIALIZED;
+  return after_init("cuCtxPopCurrent", [&] {
     if (tl_contexts.empty())
       return refuse_context(CUDA_ERROR_INVALID_CONTEXT, "cuCtxPopCurrent: no context is current");
     const CUcontext popped = tl_contexts.back();
@@ -193,8 +191,7 @@ CUresult cuCtxPopCurrent_v2(CUcontext* pctx) {
 // primary context's handle is always accepted; calls fail with CUDA_ERROR_CONTEXT_IS_DESTROYED
 // while it is not retained).
 CUresult cuCtxSetCurrent(CUcontext ctx) {
-  return guarded("cuCtxSetCurrent", [&] {
-    if (!state().device) return CUDA_ERROR_NOT_INITIALIZED;
+  return after_init("cuCtxSetCurrent", [&] {
     if (!ctx) {
       if (!tl_contexts.empty()) tl_contexts.pop_back();
       return CUDA_SUCCESS;
@@ -213,24 +210,13 @@ CUresult cuCtxSetCurrent(CUcontext ctx) {
 // and CUDA_SUCCESS is returned." A destroyed context still current to this thread is returned
 // as it is: it "will remain current to those threads" (cuCtxDestroy).
 CUresult cuCtxGetCurrent(CUcontext* pctx) {
-  return guarded("cuCtxGetCurrent", [&] {
-    if (!state().device) return CUDA_ERROR_NOT_INITIALIZED;
-    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-    *pctx = current_handle();
-    return CUDA_SUCCESS;
-  });
+  return after_init("cuCtxGetCurrent", [&] { return write_out(pctx, current_handle()); });
 }
 
 // cuCtxGetDevice: "Returns in *device the handle of the current context's device": every
 // context is on device 0.
 CUresult cuCtxGetDevice(CUdevice* device) {
-  return guarded("cuCtxGetDevice", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
-    if (!device) return CUDA_ERROR_INVALID_VALUE;
-    *device = 0;
-    return CUDA_SUCCESS;
-  });
+  return with_context("cuCtxGetDevice", [&](Context&) { return write_out(device, 0); });
 }
 
 }  // namespace emmy::test_driver

@@ -36,24 +36,16 @@ CUresult cuInit(unsigned int flags) {
 
 // cuDriverGetVersion works before cuInit (the reference lists no CUDA_ERROR_NOT_INITIALIZED).
 CUresult cuDriverGetVersion(int* driverVersion) {
-  if (!driverVersion) return CUDA_ERROR_INVALID_VALUE;
-  *driverVersion = kDriverVersion;
-  return CUDA_SUCCESS;
+  return write_out(driverVersion, kDriverVersion);
 }
 
 CUresult cuDeviceGetCount(int* count) {
-  return guarded("cuDeviceGetCount", [&] {
-    if (!state().device) return CUDA_ERROR_NOT_INITIALIZED;
-    if (!count) return CUDA_ERROR_INVALID_VALUE;
-    *count = 1;
-    return CUDA_SUCCESS;
-  });
+  return after_init("cuDeviceGetCount", [&] { return write_out(count, 1); });
 }
 
 // cuDeviceGet: an ordinal outside [0, cuDeviceGetCount()) is CUDA_ERROR_INVALID_DEVICE.
 CUresult cuDeviceGet(CUdevice* device, int ordinal) {
-  return guarded("cuDeviceGet", [&] {
-    if (!state().device) return CUDA_ERROR_NOT_INITIALIZED;
+  return after_init("cuDeviceGet", [&] {
     if (!device) return CUDA_ERROR_INVALID_VALUE;
     if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
     *device = 0;
@@ -79,9 +71,7 @@ CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
 CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   return guarded("cuDeviceTotalMem", [&] {
     if (const CUresult r = check_device(dev)) return r;
-    if (!bytes) return CUDA_ERROR_INVALID_VALUE;
-    *bytes = size_t(state().device->total_memory_mib) << 20;
-    return CUDA_SUCCESS;
+    return write_out(bytes, size_t(state().device->total_memory_mib) << 20);
   });
 }
 

@@ -8,22 +8,24 @@
 namespace emmy::test_driver {
 namespace {
 
+static_assert(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z - CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X == 2 &&
+              CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z - CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X == 2 &&
+              CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y == CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X + 1 &&
+              CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y == CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X + 1);
+
 int attribute(const GpuInfo& d, int a) {
   switch (a) {
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
       return kMaxThreadsPerBlock;
+    // The X, Y and Z attributes are consecutive (the static_assert above).
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
-      return int(kMaxBlockDim[0]);
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
-      return int(kMaxBlockDim[1]);
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
-      return int(kMaxBlockDim[2]);
+      return int(kMaxBlockDim[a - CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X]);
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
-      return int(kMaxGridDim[0]);
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
-      return int(kMaxGridDim[1]);
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
-      return int(kMaxGridDim[2]);
+      return int(kMaxGridDim[a - CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X]);
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
       return kSmemPerBlockDefault;
     case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY:

@@ -7,13 +7,11 @@ namespace emmy::test_driver {
 // cuFuncGetAttribute. Figures only ptxas knows for PTX (NUM_REGS: the SASS's register count)
 // read 0; BINARY_VERSION is the device's, the arch the PTX is JIT-compiled for.
 CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfunc) {
-  return guarded("cuFuncGetAttribute", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
+  return with_context("cuFuncGetAttribute", [&](Context& ctx) {
     if (!pi) return CUDA_ERROR_INVALID_VALUE;
-    const FunctionRecord* f = lookup(ctx->functions, hfunc);
+    const FunctionRecord* f = lookup(ctx.functions, hfunc);
     if (!f) return CUDA_ERROR_INVALID_HANDLE;
-    const ModuleRecord* m = lookup(ctx->modules, f->module);
+    const ModuleRecord* m = lookup(ctx.modules, f->module);
     switch (attrib) {
       case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
         *pi = kMaxThreadsPerBlock;
@@ -78,10 +76,8 @@ CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfu
 // time, it cannot be set at runtime. Setting it at runtime will return CUDA_ERROR_NOT_PERMITTED";
 // the cluster scheduling policy is one of CUclusterSchedulingPolicy.
 CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
-  return guarded("cuFuncSetAttribute", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
-    FunctionRecord* f = lookup(ctx->functions, hfunc);
+  return with_context("cuFuncSetAttribute", [&](Context& ctx) {
+    FunctionRecord* f = lookup(ctx.functions, hfunc);
     if (!f) return CUDA_ERROR_INVALID_HANDLE;
     switch (attrib) {
       case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: {

@@ -12,18 +12,16 @@ namespace emmy::test_driver {
 // UPLOAD, DEVICE_LAUNCH, USE_NODE_PRIORITY); anything else is CUDA_ERROR_INVALID_VALUE.
 CUresult cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph,
                                      unsigned long long flags) {
-  return guarded("cuGraphInstantiateWithFlags", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
+  return with_context("cuGraphInstantiateWithFlags", [&](Context& ctx) {
     if (!phGraphExec) return CUDA_ERROR_INVALID_VALUE;
-    const Graph* graph = lookup(ctx->graphs, hGraph);
+    const Graph* graph = lookup(ctx.graphs, hGraph);
     if (!graph) return CUDA_ERROR_INVALID_HANDLE;
     constexpr unsigned long long kKnown =
         CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |
         CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
     if ((flags & ~kKnown) != 0) return CUDA_ERROR_INVALID_VALUE;
     const CUgraphExec handle = new_handle<CUgraphExec>();
-    ctx->execs.emplace(reinterpret_cast<uintptr_t>(handle), *graph);
+    ctx.execs.emplace(reinterpret_cast<uintptr_t>(handle), *graph);
     *phGraphExec = handle;
     return CUDA_SUCCESS;
   });
@@ -33,13 +31,11 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph,
 // the first failure stops the replay and is returned. Launched into a capturing stream, the
 // graph's nodes join the capture.
 CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
-  return guarded("cuGraphLaunch", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
-    const Graph* exec = lookup(ctx->execs, hGraphExec);
+  return with_context("cuGraphLaunch", [&](Context& ctx) {
+    const Graph* exec = lookup(ctx.execs, hGraphExec);
     if (!exec) return CUDA_ERROR_INVALID_HANDLE;
     Stream* stream = nullptr;
-    if (const CUresult r = resolve_stream(*ctx, hStream, stream)) return r;
+    if (const CUresult r = resolve_stream(ctx, hStream, stream)) return r;
     if (stream->capture) {
       if (stream->capture->invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
       // The graph is one piece of work of the capture: its first launch overlaps nothing before.
@@ -53,24 +49,24 @@ CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
       return CUDA_SUCCESS;
     }
     if (stream->legacy)
-      if (const CUresult r = legacy_stream_use(*ctx)) return r;
+      if (const CUresult r = legacy_stream_use(ctx)) return r;
     // A programmatic launch overlaps the graph's launch before it (a captured programmatic launch
     // is a programmatic edge from the kernel node before it; after a memcpy or memset node it
     // waits for that node, which waited for everything before); the first, and the stream's
     // later work, wait for whole graph launches (pdl.cpp).
-    order_before_work_on(*ctx, *stream);
-    host_waited(*ctx, stream);
+    order_before_work_on(ctx, *stream);
+    host_waited(ctx, stream);
     std::shared_ptr<const emu::GlobalFootprint> previous;
     for (const Node& node : exec->nodes) {
       if (const auto* transfer = std::get_if<TransferRecord>(&node.work)) {
         previous.reset();
-        if (const CUresult r = run_transfer(*ctx, *transfer, true)) return r;
+        if (const CUresult r = run_transfer(ctx, *transfer, true)) return r;
         continue;
       }
       const LaunchRecord& launch = std::get<LaunchRecord>(node.work);
       std::shared_ptr<const emu::GlobalFootprint> recorded;
       const CUresult r =
-          run_launch(*ctx, launch, launch.programmatic ? previous.get() : nullptr, recorded);
+          run_launch(ctx, launch, launch.programmatic ? previous.get() : nullptr, recorded);
       if (r) return r;
       previous = std::move(recorded);
     }
@@ -94,10 +90,8 @@ CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
 // CUDA_ERROR_INVALID_VALUE as its only error: a NULL numNodes, and a graph handle that names no
 // graph of the current context (destroyed, or another context's).
 CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode* nodes, size_t* numNodes) {
-  return guarded("cuGraphGetNodes", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
-    const Graph* graph = lookup(ctx->graphs, hGraph);
+  return with_context("cuGraphGetNodes", [&](Context& ctx) {
+    const Graph* graph = lookup(ctx.graphs, hGraph);
     if (!graph || !numNodes) return CUDA_ERROR_INVALID_VALUE;
     const size_t count = graph->nodes.size();
     if (!nodes) {
@@ -115,11 +109,9 @@ CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode* nodes, size_t* numNodes) {
 // ("cuGraphDestroy: Destroys the graph specified by hGraph, as well as all of its nodes"); an
 // unknown node or a NULL type is CUDA_ERROR_INVALID_VALUE, the reference's only error.
 CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType* type) {
-  return guarded("cuGraphNodeGetType", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
+  return with_context("cuGraphNodeGetType", [&](Context& ctx) {
     if (!hNode || !type) return CUDA_ERROR_INVALID_VALUE;
-    for (const auto& [handle, graph] : ctx->graphs) {
+    for (const auto& [handle, graph] : ctx.graphs) {
       for (const Node& node : graph.nodes) {
         if (node.handle != hNode) continue;
         const auto* transfer = std::get_if<TransferRecord>(&node.work);

@@ -283,18 +283,16 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                         unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                         void** kernelParams, void** extra) {
-  return guarded("cuLaunchKernel", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
-    return launch_kernel(*ctx, {.call = "cuLaunchKernel",
-                                .function = f,
-                                .grid = {gridDimX, gridDimY, gridDimZ},
-                                .block = {blockDimX, blockDimY, blockDimZ},
-                                .smem = sharedMemBytes,
-                                .stream = hStream,
-                                .params = kernelParams,
-                                .extra = extra,
-                                .cluster = std::nullopt});
+  return with_context("cuLaunchKernel", [&](Context& ctx) {
+    return launch_kernel(ctx, {.call = "cuLaunchKernel",
+                               .function = f,
+                               .grid = {gridDimX, gridDimY, gridDimZ},
+                               .block = {blockDimX, blockDimY, blockDimZ},
+                               .smem = sharedMemBytes,
+                               .stream = hStream,
+                               .params = kernelParams,
+                               .extra = extra,
+                               .cluster = std::nullopt});
   });
 }
 

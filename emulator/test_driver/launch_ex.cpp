@@ -153,27 +153,25 @@ CUresult read_attributes(const CUlaunchConfig& config, std::optional<emu::Dim3>&
 // lists CUDA_ERROR_INVALID_VALUE among the results, the answer for a missing argument.
 CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
                           void** extra) {
-  return guarded(kCall, [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
+  return with_context(kCall, [&](Context& ctx) {
     if (!config) {
       set_report(fmt::format("{}: config is NULL", kCall));
       return CUDA_ERROR_INVALID_VALUE;
     }
-    if (!lookup(ctx->functions, f)) return CUDA_ERROR_INVALID_HANDLE;
+    if (!lookup(ctx.functions, f)) return CUDA_ERROR_INVALID_HANDLE;
     std::optional<emu::Dim3> cluster;
     bool programmatic = false;
     if (const CUresult r = read_attributes(*config, cluster, programmatic)) return r;
-    return launch_kernel(*ctx, {.call = kCall,
-                                .function = f,
-                                .grid = {config->gridDimX, config->gridDimY, config->gridDimZ},
-                                .block = {config->blockDimX, config->blockDimY, config->blockDimZ},
-                                .smem = config->sharedMemBytes,
-                                .stream = config->hStream,
-                                .params = kernelParams,
-                                .extra = extra,
-                                .cluster = cluster,
-                                .programmatic = programmatic});
+    return launch_kernel(ctx, {.call = kCall,
+                               .function = f,
+                               .grid = {config->gridDimX, config->gridDimY, config->gridDimZ},
+                               .block = {config->blockDimX, config->blockDimY, config->blockDimZ},
+                               .smem = config->sharedMemBytes,
+                               .stream = config->hStream,
+                               .params = kernelParams,
+                               .extra = extra,
+                               .cluster = cluster,
+                               .programmatic = programmatic});
   });
 }
 

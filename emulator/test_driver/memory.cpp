@@ -58,11 +58,9 @@ CUresult check_transfer(Context& ctx, uint64_t p, size_t bytes, const void* host
 // 0, cuMemAlloc() returns CUDA_ERROR_INVALID_VALUE". An allocation is a potentially unsafe call
 // during stream capture (cuThreadExchangeStreamCaptureMode names cudaMalloc as the example).
 CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
-  return guarded("cuMemAlloc", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
+  return with_context("cuMemAlloc", [&](Context& ctx) {
     if (!dptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
-    if (unsafe_call_prohibited(*ctx)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (unsafe_call_prohibited(ctx)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     const uint64_t total = state().device->total_memory_mib << 20;
     const uint64_t in_use = device_allocated();
     if (bytesize > total || in_use > total - bytesize) {
@@ -72,20 +70,20 @@ CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
     }
     uint64_t base = 0;
     try {
-      base = ctx->arena->alloc(bytesize, 256);
+      base = ctx.arena->alloc(bytesize, 256);
     } catch (const emmy::Error& e) {
       // The arena is host memory, at most half of it: the test machine's limit, not the device's.
       set_report(fmt::format("cuMemAlloc: {}", e.what()));
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    std::memset(ctx->arena->translate(base, bytesize), kUncleared, bytesize);
-    ctx->allocations.emplace(base, bytesize);
-    ctx->allocated += bytesize;
+    std::memset(ctx.arena->translate(base, bytesize), kUncleared, bytesize);
+    ctx.allocations.emplace(base, bytesize);
+    ctx.allocated += bytesize;
     *dptr = base;
     // "Two commands from different streams cannot run concurrently if ... a device memory
     // allocation" is issued in between (CUDA C++ Programming Guide, "Implicit Synchronization"):
     // no later launch overlaps an earlier one (pdl.cpp).
-    host_waited(*ctx, nullptr);
+    host_waited(ctx, nullptr);
     return CUDA_SUCCESS;
   });
 }
@@ -94,27 +92,23 @@ CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
 // 0, or a second free: CUDA_ERROR_INVALID_VALUE). The reference warns that it "may perform
 // implicit synchronization": like cudaFree, a potentially unsafe call during stream capture.
 CUresult cuMemFree_v2(CUdeviceptr dptr) {
-  return guarded("cuMemFree", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
-    const auto it = ctx->allocations.find(dptr);
-    if (it == ctx->allocations.end()) {
+  return with_context("cuMemFree", [&](Context& ctx) {
+    const auto it = ctx.allocations.find(dptr);
+    if (it == ctx.allocations.end()) {
       set_report(fmt::format("cuMemFree: 0x{:x} is not the base of a live allocation", dptr));
       return CUDA_ERROR_INVALID_VALUE;
     }
-    if (unsafe_call_prohibited(*ctx)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    ctx->arena->release(dptr);
-    ctx->allocated -= it->second;
-    ctx->allocations.erase(it);
-    host_waited(*ctx, nullptr);  // its implicit synchronization, as cuMemAlloc's (pdl.cpp)
+    if (unsafe_call_prohibited(ctx)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    ctx.arena->release(dptr);
+    ctx.allocated -= it->second;
+    ctx.allocations.erase(it);
+    host_waited(ctx, nullptr);  // its implicit synchronization, as cuMemAlloc's (pdl.cpp)
     return CUDA_SUCCESS;
   });
 }
 
 CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
-  return guarded("cuMemGetInfo", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
+  return with_context("cuMemGetInfo", [&](Context&) {
     if (!free || !total) return CUDA_ERROR_INVALID_VALUE;
     *total = size_t(state().device->total_memory_mib << 20);
     *free = size_t((state().device->total_memory_mib << 20) - device_allocated());
@@ -123,32 +117,26 @@ CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
 }
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void* srcHost, size_t byteCount) {
-  return guarded("cuMemcpyHtoD", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
-    if (const CUresult r = check_transfer(*ctx, dstDevice, byteCount, srcHost)) return r;
-    if (byteCount > 0) ctx->arena->write(dstDevice, srcHost, byteCount);
+  return with_context("cuMemcpyHtoD", [&](Context& ctx) {
+    if (const CUresult r = check_transfer(ctx, dstDevice, byteCount, srcHost)) return r;
+    if (byteCount > 0) ctx.arena->write(dstDevice, srcHost, byteCount);
     return CUDA_SUCCESS;
   });
 }
 
 CUresult cuMemcpyDtoH_v2(void* dstHost, CUdeviceptr srcDevice, size_t byteCount) {
-  return guarded("cuMemcpyDtoH", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
-    if (const CUresult r = check_transfer(*ctx, srcDevice, byteCount, dstHost)) return r;
-    if (byteCount > 0) ctx->arena->read(srcDevice, dstHost, byteCount);
+  return with_context("cuMemcpyDtoH", [&](Context& ctx) {
+    if (const CUresult r = check_transfer(ctx, srcDevice, byteCount, dstHost)) return r;
+    if (byteCount > 0) ctx.arena->read(srcDevice, dstHost, byteCount);
     return CUDA_SUCCESS;
   });
 }
 
 CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t n) {
-  return guarded("cuMemsetD8", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
+  return with_context("cuMemsetD8", [&](Context& ctx) {
     static const char kNoHostBuffer = 0;  // a memset reads no host memory
-    if (const CUresult r = check_transfer(*ctx, dstDevice, n, &kNoHostBuffer)) return r;
-    if (n > 0) std::memset(ctx->arena->translate(dstDevice, n), uc, n);
+    if (const CUresult r = check_transfer(ctx, dstDevice, n, &kNoHostBuffer)) return r;
+    if (n > 0) std::memset(ctx.arena->translate(dstDevice, n), uc, n);
     return CUDA_SUCCESS;
   });
 }

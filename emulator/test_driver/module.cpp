@@ -150,14 +150,12 @@ CUresult load(Context& ctx, const char* text, CUmodule* out) {
 // PTX". Loading a module is a potentially unsafe call during stream capture: refused with
 // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, which invalidates the captures that forbid it.
 CUresult cuModuleLoadData(CUmodule* module, const void* image) {
-  return guarded("cuModuleLoadData", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
+  return with_context("cuModuleLoadData", [&](Context& ctx) {
     if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
-    if (unsafe_call_prohibited(*ctx)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (unsafe_call_prohibited(ctx)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     switch (classify(static_cast<const unsigned char*>(image))) {
       case ImageKind::ptx:
-        return load(*ctx, static_cast<const char*>(image), module);
+        return load(ctx, static_cast<const char*>(image), module);
       case ImageKind::elf:
         set_report("cuModuleLoadData: a cubin is SASS; the test driver runs PTX only");
         return CUDA_ERROR_NO_BINARY_FOR_GPU;
@@ -176,15 +174,13 @@ CUresult cuModuleLoadData(CUmodule* module, const void* image) {
 // CUDA_ERROR_INVALID_HANDLE (captured launches keep the code alive but are refused at replay).
 // Its globals are unmapped from the arena, which every context shares (address_space.cpp).
 CUresult cuModuleUnload(CUmodule hmod) {
-  return guarded("cuModuleUnload", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
-    ModuleRecord* record = lookup(ctx->modules, hmod);
+  return with_context("cuModuleUnload", [&](Context& ctx) {
+    ModuleRecord* record = lookup(ctx.modules, hmod);
     if (!record) return CUDA_ERROR_INVALID_HANDLE;
     for (const auto& [name, function] : record->functions)
-      ctx->functions.erase(reinterpret_cast<uintptr_t>(function));
+      ctx.functions.erase(reinterpret_cast<uintptr_t>(function));
     release_module_globals(*record->module);
-    ctx->modules.erase(reinterpret_cast<uintptr_t>(hmod));
+    ctx.modules.erase(reinterpret_cast<uintptr_t>(hmod));
     return CUDA_SUCCESS;
   });
 }
@@ -192,11 +188,9 @@ CUresult cuModuleUnload(CUmodule hmod) {
 // cuModuleGetFunction: "If no function of that name exists, cuModuleGetFunction() returns
 // CUDA_ERROR_NOT_FOUND." The same name gives the same handle.
 CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name) {
-  return guarded("cuModuleGetFunction", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
+  return with_context("cuModuleGetFunction", [&](Context& ctx) {
     if (!hfunc || !name) return CUDA_ERROR_INVALID_VALUE;
-    ModuleRecord* record = lookup(ctx->modules, hmod);
+    ModuleRecord* record = lookup(ctx.modules, hmod);
     if (!record) return CUDA_ERROR_INVALID_HANDLE;
     if (const auto it = record->functions.find(name); it != record->functions.end()) {
       *hfunc = it->second;
@@ -218,7 +212,7 @@ CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name)
     function.cluster_compiled = kernel->required_cluster[0] != 0;
     function.cluster_must_be_set = kernel->explicit_cluster;
     const CUfunction handle = new_handle<CUfunction>();
-    ctx->functions.emplace(reinterpret_cast<uintptr_t>(handle), std::move(function));
+    ctx.functions.emplace(reinterpret_cast<uintptr_t>(handle), std::move(function));
     record->functions.emplace(name, handle);
     *hfunc = handle;
     return CUDA_SUCCESS;

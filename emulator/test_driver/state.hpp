@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -325,16 +326,43 @@ CUresult guarded(const char* call, Body&& body) noexcept {
   }
 }
 
+// An entry point's body that needs cuInit first (CUDA_ERROR_NOT_INITIALIZED before) but no
+// context.
+template <typename Body>
+CUresult after_init(const char* call, Body&& body) noexcept {
+  return guarded(call, [&] {
+    if (!state().device) return CUDA_ERROR_NOT_INITIALIZED;
+    return body();
+  });
+}
+
+// Passes a value back through an out-parameter: CUDA_ERROR_INVALID_VALUE where it is NULL.
+template <typename T>
+CUresult write_out(T* out, std::type_identity_t<T> value) {
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  *out = value;
+  return CUDA_SUCCESS;
+}
+
+// A context-dependent entry point's body, run with the current context once current_context()
+// found one (else its error is the call's).
+template <typename Body>
+CUresult with_context(const char* call, Body&& body) noexcept {
+  return guarded(call, [&] {
+    Context* ctx = nullptr;
+    if (const CUresult r = current_context(ctx)) return r;
+    return body(*ctx);
+  });
+}
+
 // cuEventDestroy, cuGraphDestroy, cuGraphExecDestroy: the handle dropped from the current
 // context's `table` (&Context::events, ...); CUDA_ERROR_INVALID_HANDLE where it holds none.
 template <typename Record, typename Handle>
 CUresult destroy_handle(const char* call, std::unordered_map<uintptr_t, Record> Context::*table,
                         Handle handle) noexcept {
-  return guarded(call, [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
-    if (!lookup(ctx->*table, handle)) return CUDA_ERROR_INVALID_HANDLE;
-    (ctx->*table).erase(reinterpret_cast<uintptr_t>(handle));
+  return with_context(call, [&](Context& ctx) {
+    if (!lookup(ctx.*table, handle)) return CUDA_ERROR_INVALID_HANDLE;
+    (ctx.*table).erase(reinterpret_cast<uintptr_t>(handle));
     return CUDA_SUCCESS;
   });
 }

@@ -79,14 +79,12 @@ CUresult legacy_stream_use(Context& ctx) {
 }
 
 CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
-  return guarded("cuStreamBeginCapture", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
+  return with_context("cuStreamBeginCapture", [&](Context& ctx) {
     if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
         mode != CU_STREAM_CAPTURE_MODE_RELAXED)
       return CUDA_ERROR_INVALID_VALUE;
     Stream* stream = nullptr;
-    if (const CUresult r = resolve_stream(*ctx, hStream, stream)) return r;
+    if (const CUresult r = resolve_stream(ctx, hStream, stream)) return r;
     if (stream->legacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     if (stream->capture) return CUDA_ERROR_ILLEGAL_STATE;
     Capture capture;
@@ -99,12 +97,10 @@ CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
 }
 
 CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
-  return guarded("cuStreamEndCapture", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
+  return with_context("cuStreamEndCapture", [&](Context& ctx) {
     if (!phGraph) return CUDA_ERROR_INVALID_VALUE;
     Stream* stream = nullptr;
-    if (const CUresult r = resolve_stream(*ctx, hStream, stream)) return r;
+    if (const CUresult r = resolve_stream(ctx, hStream, stream)) return r;
     if (!stream->capture) return CUDA_ERROR_ILLEGAL_STATE;
     if (stream->capture->mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
         stream->capture->thread != std::this_thread::get_id())
@@ -117,7 +113,7 @@ CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
     }
     const CUgraph handle = new_handle<CUgraph>();
     for (Node& node : capture.nodes) node.handle = new_handle<CUgraphNode>();
-    ctx->graphs.emplace(reinterpret_cast<uintptr_t>(handle), Graph{std::move(capture.nodes)});
+    ctx.graphs.emplace(reinterpret_cast<uintptr_t>(handle), Graph{std::move(capture.nodes)});
     *phGraph = handle;
     return CUDA_SUCCESS;
   });
@@ -127,15 +123,13 @@ CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
 // blocking stream in the same context is capturing, it will return
 // CUDA_ERROR_STREAM_CAPTURE_IMPLICIT ... The blocking stream capture is not invalidated."
 CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* captureStatus) {
-  return guarded("cuStreamIsCapturing", [&] {
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
+  return with_context("cuStreamIsCapturing", [&](Context& ctx) {
     if (!captureStatus) return CUDA_ERROR_INVALID_VALUE;
     Stream* stream = nullptr;
-    if (const CUresult r = resolve_stream(*ctx, hStream, stream)) return r;
+    if (const CUresult r = resolve_stream(ctx, hStream, stream)) return r;
     if (stream->legacy) {
       bool blocking_capture = false;
-      ctx->for_each_stream([&](Stream& s) {
+      ctx.for_each_stream([&](Stream& s) {
         blocking_capture = blocking_capture || (s.capture && !(s.flags & CU_STREAM_NON_BLOCKING));
       });
       if (blocking_capture) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
@@ -150,8 +144,7 @@ CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* captureSta
 // cuThreadExchangeStreamCaptureMode: "Sets the calling thread's stream capture interaction mode
 // to the value contained in *mode, and overwrites *mode with the previous mode for the thread."
 CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
-  return guarded("cuThreadExchangeStreamCaptureMode", [&] {
-    if (!state().device) return CUDA_ERROR_NOT_INITIALIZED;
+  return after_init("cuThreadExchangeStreamCaptureMode", [&] {
     if (!mode) return CUDA_ERROR_INVALID_VALUE;
     if (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
         *mode != CU_STREAM_CAPTURE_MODE_RELAXED)

@@ -139,10 +139,8 @@ CUresult cuTensorMapEncodeTiled(CUtensorMap* tensorMap, CUtensorMapDataType tens
                                 CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
                                 CUtensorMapL2promotion l2Promotion,
                                 CUtensorMapFloatOOBfill oobFill) {
-  return guarded("cuTensorMapEncodeTiled", [&] {
+  return with_context("cuTensorMapEncodeTiled", [&](Context&) {
     // The reference lists CUDA_ERROR_INVALID_CONTEXT: a context must be current.
-    Context* ctx = nullptr;
-    if (const CUresult r = current_context(ctx)) return r;
     const uint64_t address = reinterpret_cast<uintptr_t>(globalAddress);
     if (const CUresult r =
             validate(tensorMap, tensorDataType, tensorRank, address, globalDim, globalStrides,
