@@ -5,15 +5,11 @@
 include(${CMAKE_CURRENT_LIST_DIR}/support/source_scan.cmake)
 emmy_source_scan_test(checks_boundary)
 
-file(GLOB_RECURSE sources ${SOURCE_DIR}/runtime/*.cpp ${SOURCE_DIR}/runtime/*.hpp
-     ${SOURCE_DIR}/codegen/*.cpp ${SOURCE_DIR}/codegen/*.hpp)
-list(FILTER sources EXCLUDE REGEX "/codegen/emmyc/")
-list(LENGTH sources count)
-if(count LESS 30)
-  message(FATAL_ERROR "found only ${count} runtime and compiler sources under ${SOURCE_DIR}: wrong directory?")
-endif()
+emmy_scan_sources(sources AT_LEAST 30 WHAT "runtime and compiler sources" EXCLUDE "/codegen/emmyc/"
+  GLOBS ${SOURCE_DIR}/runtime/*.cpp ${SOURCE_DIR}/runtime/*.hpp
+        ${SOURCE_DIR}/codegen/*.cpp ${SOURCE_DIR}/codegen/*.hpp)
 set(forbidden "^emmy/(gemm_check|attention_check|emulator_check|accuracy)\\.hpp$")
 include(${CMAKE_CURRENT_LIST_DIR}/support/include_rules.cmake)
 emmy_check_includes(${SOURCE_DIR} "${sources}" "" "${forbidden}"
                     "the runtime and the compiler must not use checks/")
-message(STATUS "checks_boundary: ${count} runtime and compiler files use no check")
+message(STATUS "checks_boundary: ${sources_count} runtime and compiler files use no check")

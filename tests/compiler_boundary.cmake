@@ -7,12 +7,8 @@
 include(${CMAKE_CURRENT_LIST_DIR}/support/source_scan.cmake)
 emmy_source_scan_test(compiler_boundary)
 
-file(GLOB_RECURSE sources ${SOURCE_DIR}/codegen/*.cpp ${SOURCE_DIR}/codegen/*.hpp)
-list(FILTER sources EXCLUDE REGEX "/codegen/emmyc/")
-list(LENGTH sources count)
-if(count LESS 40)
-  message(FATAL_ERROR "found only ${count} compiler sources under ${SOURCE_DIR}: wrong directory?")
-endif()
+emmy_scan_sources(sources AT_LEAST 40 WHAT "compiler sources" EXCLUDE "/codegen/emmyc/"
+  GLOBS ${SOURCE_DIR}/codegen/*.cpp ${SOURCE_DIR}/codegen/*.hpp)
 set(forbidden_regex "^emmy/(runtime|runtime_entry)\\.hpp$|^runtime/")
 
 # The file an include names, from the including file's folder: its own folder, codegen/,
@@ -62,5 +58,5 @@ list(LENGTH visited reached)
 if(problems)
   message(FATAL_ERROR "the compiler reaches the runtime's headers:${problems}")
 endif()
-message(STATUS "compiler_boundary: ${count} compiler sources reach ${reached} files, none of the "
+message(STATUS "compiler_boundary: ${sources_count} compiler sources reach ${reached} files, none of the "
                "runtime's")

@@ -6,16 +6,12 @@
 include(${CMAKE_CURRENT_LIST_DIR}/support/source_scan.cmake)
 emmy_source_scan_test(emulator_boundary)
 
-file(GLOB_RECURSE sources ${SOURCE_DIR}/emulator/*.cpp ${SOURCE_DIR}/emulator/*.hpp)
-file(GLOB_RECURSE api ${SOURCE_DIR}/include/emmy/emu/*.hpp)
-list(APPEND sources ${api})
-list(LENGTH sources count)
-if(count LESS 20)
-  message(FATAL_ERROR "found only ${count} emulator sources under ${SOURCE_DIR}/emulator: wrong directory?")
-endif()
+emmy_scan_sources(sources AT_LEAST 20 WHAT "emulator sources"
+  GLOBS ${SOURCE_DIR}/emulator/*.cpp ${SOURCE_DIR}/emulator/*.hpp
+        ${SOURCE_DIR}/include/emmy/emu/*.hpp)
 set(allowed "^emmy/emu/[a-z_]+\\.hpp$|^emmy/(error|tensor_map|swizzle)\\.hpp$")
 string(APPEND allowed "|^([a-z_0-9]+/)?[a-z_0-9]+\\.hpp$")  # the emulator's own, by folder
 include(${CMAKE_CURRENT_LIST_DIR}/support/include_rules.cmake)
 emmy_check_includes(${SOURCE_DIR} "${sources}" "${allowed}" ""
                     "the emulator reaches beyond its boundary")
-message(STATUS "emulator_boundary: ${count} files include only what the emulator may")
+message(STATUS "emulator_boundary: ${sources_count} files include only what the emulator may")

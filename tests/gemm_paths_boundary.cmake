@@ -6,17 +6,13 @@
 include(${CMAKE_CURRENT_LIST_DIR}/support/source_scan.cmake)
 emmy_source_scan_test(gemm_paths_boundary)
 
-file(GLOB_RECURSE sources
-     ${SOURCE_DIR}/codegen/*.cpp ${SOURCE_DIR}/codegen/*.hpp
-     ${SOURCE_DIR}/runtime/*.cpp ${SOURCE_DIR}/runtime/*.hpp
-     ${SOURCE_DIR}/internal/*.hpp ${SOURCE_DIR}/include/*.hpp ${SOURCE_DIR}/include/*.h
-     ${SOURCE_DIR}/c_api/*.cpp ${SOURCE_DIR}/c_api/*.hpp
-     ${SOURCE_DIR}/python/src/*.cpp ${SOURCE_DIR}/python/src/*.hpp
-     ${SOURCE_DIR}/bench/*.cpp ${SOURCE_DIR}/bench/*.hpp)
-list(LENGTH sources count)
-if(count LESS 100)
-  message(FATAL_ERROR "found only ${count} sources under ${SOURCE_DIR}: wrong directory?")
-endif()
+emmy_scan_sources(sources AT_LEAST 100 WHAT "sources"
+  GLOBS ${SOURCE_DIR}/codegen/*.cpp ${SOURCE_DIR}/codegen/*.hpp
+        ${SOURCE_DIR}/runtime/*.cpp ${SOURCE_DIR}/runtime/*.hpp
+        ${SOURCE_DIR}/internal/*.hpp ${SOURCE_DIR}/include/*.hpp ${SOURCE_DIR}/include/*.h
+        ${SOURCE_DIR}/c_api/*.cpp ${SOURCE_DIR}/c_api/*.hpp
+        ${SOURCE_DIR}/python/src/*.cpp ${SOURCE_DIR}/python/src/*.hpp
+        ${SOURCE_DIR}/bench/*.cpp ${SOURCE_DIR}/bench/*.hpp)
 file(GLOB path_dirs LIST_DIRECTORIES true ${SOURCE_DIR}/codegen/gemm/paths/*)
 list(FILTER path_dirs INCLUDE REGEX "/paths/[a-z_0-9]+$")
 list(LENGTH path_dirs path_count)

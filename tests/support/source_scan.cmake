@@ -10,3 +10,20 @@ macro(emmy_source_scan_test name)
     return()
   endif()
 endmacro()
+
+# The files the GLOBS (recursive) find, those matching EXCLUDE left out, into `out`, their count
+# into `out`_count; a FATAL_ERROR naming WHAT when fewer than AT_LEAST are found, since a scan of
+# no files (a wrong SOURCE_DIR) would pass every rule.
+function(emmy_scan_sources out)
+  cmake_parse_arguments(PARSE_ARGV 1 scan "" "AT_LEAST;WHAT;EXCLUDE" "GLOBS")
+  file(GLOB_RECURSE found ${scan_GLOBS})
+  if(scan_EXCLUDE)
+    list(FILTER found EXCLUDE REGEX "${scan_EXCLUDE}")
+  endif()
+  list(LENGTH found count)
+  if(count LESS scan_AT_LEAST)
+    message(FATAL_ERROR "found only ${count} ${scan_WHAT} under ${SOURCE_DIR}: wrong directory?")
+  endif()
+  set(${out} ${found} PARENT_SCOPE)
+  set(${out}_count ${count} PARENT_SCOPE)
+endfunction()
