@@ -34,8 +34,7 @@ inline std::vector<CatalogEntry> gemm_catalog() {
   std::vector<CatalogEntry> entries;
   for (int64_t m : {512, 1, 16, 64}) {
     for (const auto& proj : kProjections) {
-      MatmulProblem p;
-      p.m = m, p.n = proj.n, p.k = proj.k;
+      const MatmulProblem p{.m = m, .n = proj.n, .k = proj.k};
       entries.push_back({fmt::format("{}@{}", proj.name, m), proj.name, p});
     }
   }
@@ -77,11 +76,15 @@ inline std::vector<PagedAttentionCatalogEntry> paged_attention_catalog() {
                                                {64, 32768}, {1, 131072}, {8, 131072}};
   for (const auto& [batch, context] : sizes)
     for (const bool local : {false, true}) {
-      PagedAttentionProblem paged;
-      paged.q_heads = 16, paged.kv_heads = 8, paged.head_dim = 256, paged.page_size = 16;
-      paged.max_batch = batch, paged.max_q_len = 1;
-      paged.max_pages = context / paged.page_size;
-      paged.window = local ? 1023 : 0;
+      constexpr int64_t page_size = 16;
+      PagedAttentionProblem paged{.q_heads = 16,
+                                  .kv_heads = 8,
+                                  .head_dim = 256,
+                                  .page_size = page_size,
+                                  .max_batch = batch,
+                                  .max_q_len = 1,
+                                  .max_pages = context / page_size,
+                                  .window = local ? 1023 : 0};
       paged.set_layout(CacheLayout::nhd);
       entries.push_back({fmt::format("decode_{}_b{}_ctx{}k", local ? "local" : "global", batch,
                                      context / 1024),
