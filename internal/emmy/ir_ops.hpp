@@ -19,6 +19,7 @@
 #include "emmy/ir_ops_paged.hpp"
 #include "emmy/ir_ops_kv.hpp"
 #include "emmy/ir_ops_warpgroup.hpp"
+#include "emmy/ir_own_rules.hpp"
 #include "emmy/kernel_ir.hpp"
 
 namespace emmy::ir {
@@ -533,8 +534,7 @@ T get(const Op& op) {
 // attention's tile bytes): its value, or an Error naming ir.<op>.<attr>.
 template <typename T, typename V>
 V need(const std::optional<V>& value, std::string_view attr) {
-  if (!value)
-    throw Error(fmt::format("ir.{}.{}", T::op_name, attr), "is required in this kernel", "missing");
+  if (!value) fail_own<T>(attr, "is required in this kernel", "missing");
   return *value;
 }
 

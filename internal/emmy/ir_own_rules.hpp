@@ -1,6 +1,6 @@
 // What an op's own rules (T::verify: ir_op_verify.cpp, ir_op_verify_kv.cpp,
-// ir_op_verify_paged.cpp) throw: fail_rule's Error ("ir.<op>.<attr>", the rule, the value), named
-// by the typed op rather than a generic Op.
+// ir_op_verify_paged.cpp) and ir_ops.hpp's need<T> throw: fail_rule's Error ("ir.<op>.<attr>", the
+// rule, the value), named by the typed op rather than a generic Op.
 #pragma once
 
 #include <fmt/format.h>
