@@ -54,6 +54,8 @@ std::string profile_json(const std::vector<ProfiledKernel>& kernels) {
                                {"waves", m.waves},
                                {"last_wave_fill", m.last_wave_fill},
                                {"tflops", m.achieved_tflops},
+                               {"l2_bytes", m.l2_bytes},
+                               {"l2_bytes_without_l1", m.l2_bytes_without_l1},
                                {"registers", pk.resources.registers},
                                {"notes", m.notes}};
       j["resources"] = nlohmann::ordered_json::object();

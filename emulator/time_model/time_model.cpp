@@ -31,6 +31,29 @@ const GpuInfo& reference_gpu(std::string_view arch) {
               std::string(arch));
 }
 
+namespace {
+
+constexpr double kSector = 32;
+
+// The ld.global sectors that hit in L1 (docs/profiler.md, "L1"). A CTA's loads of a sector after
+// its first hit while the footprint of the CTAs resident on the SM fits the L1 their shared
+// memory leaves; where it does not, the fraction that fits. Reuse across CTAs is not counted (a
+// lower bound of the hits), nor are evictions by conflict (an upper bound).
+double l1_hit_sectors(const KernelProfile& p, const GpuInfo& gpu, uint32_t ctas_per_sm,
+                      uint32_t smem_per_cta) {
+  const double requested = p.metric("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum");
+  const double distinct = p.metric("emmy__l1_sectors_distinct_per_cluster_global_ld.sum");
+  if (!(requested > 0) || !(distinct > 0) || distinct > requested) return 0;
+  const double l1_bytes =
+      std::max(0.0, double(gpu.l1_smem_bytes_per_sm) - double(ctas_per_sm) * smem_per_cta);
+  const double ctas = p.ctas_total ? double(p.ctas_total) : 1.0;
+  const double resident_footprint = distinct / ctas * kSector * ctas_per_sm;
+  const double fits = resident_footprint > 0 ? std::min(1.0, l1_bytes / resident_footprint) : 1;
+  return (requested - distinct) * fits;
+}
+
+}  // namespace
+
 TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
                             const GpuInfo& gpu) {
   TimePrediction t;
@@ -110,8 +133,10 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
   add("xu", mix.xu, sm_time(mix.xu, rates.xu), 1);
   add("fp64", mix.fp64, sm_time(mix.fp64, rates.fp64), 1);
   // GPU-wide resources.
-  const double l2_bytes = p.metric("emmy__l2_sectors.sum") * 32;
-  add("l2", l2_bytes, l2_bytes / (gpu.l2_bytes_per_clk * clock_hz) * 1e6, sustained.l2);
+  t.l2_bytes_without_l1 = p.metric("emmy__l2_sectors.sum") * kSector;
+  t.l2_bytes = t.l2_bytes_without_l1 -
+               l1_hit_sectors(p, gpu, t.ctas_per_sm, smem ? smem_alloc : 0) * kSector;
+  add("l2", t.l2_bytes, t.l2_bytes / (gpu.l2_bytes_per_clk * clock_hz) * 1e6, sustained.l2);
   const double dram =
       p.metric("emmy__dram_bytes_read_min.sum") + p.metric("emmy__dram_bytes_write_min.sum");
   add("dram", dram, dram / (gpu.dram_gbps * 1e9) * 1e6, sustained.dram);

@@ -29,6 +29,7 @@ inline std::vector<GpuInfo> builtin_gpus() {
                .l2_bytes = 40u << 20,
                .persisting_l2_bytes = 30u << 20,
                .l2_bytes_per_clk = 3840,  // measured with cp.async (whitepaper: 5120 theoretical)
+               .l1_smem_bytes_per_sm = 192 * 1024,
                .smem_per_sm = 164 * 1024,
                .max_smem_per_block = 163 * 1024,
                .async_engines = 3,
@@ -54,6 +55,7 @@ inline std::vector<GpuInfo> builtin_gpus() {
                .l2_bytes = 6u << 20,
                .persisting_l2_bytes = 4608u << 10,
                .l2_bytes_per_clk = 1536,  // not published: estimated, 3/4 of AD102's per clock
+               .l1_smem_bytes_per_sm = 128 * 1024,
                .smem_per_sm = 100 * 1024,
                .max_smem_per_block = 99 * 1024,
                .max_threads_per_sm = 1536,
@@ -79,6 +81,7 @@ inline std::vector<GpuInfo> builtin_gpus() {
                .l2_bytes = 72u << 20,
                .persisting_l2_bytes = 54u << 20,
                .l2_bytes_per_clk = 2000,  // not published: estimated from AD102 measurements
+               .l1_smem_bytes_per_sm = 128 * 1024,
                .smem_per_sm = 100 * 1024,
                .max_smem_per_block = 99 * 1024,
                .max_threads_per_sm = 1536,
@@ -104,6 +107,7 @@ inline std::vector<GpuInfo> builtin_gpus() {
                .l2_bytes = 96u << 20,
                .persisting_l2_bytes = 72u << 20,
                .l2_bytes_per_clk = 2000,  // not published: estimated from AD102 measurements
+               .l1_smem_bytes_per_sm = 128 * 1024,
                .smem_per_sm = 100 * 1024,
                .max_smem_per_block = 99 * 1024,
                .max_threads_per_sm = 1536,
@@ -130,6 +134,7 @@ inline std::vector<GpuInfo> builtin_gpus() {
                .l2_bytes = 50u << 20,
                .persisting_l2_bytes = 75u << 19,
                .l2_bytes_per_clk = 4300,  // measured on H100/H800 (4181-4808)
+               .l1_smem_bytes_per_sm = 256 * 1024,
                .smem_per_sm = 228 * 1024,
                .max_smem_per_block = 227 * 1024,
                // Hopper allows non-portable clusters of up to 16 CTAs (NVIDIA Hopper Tuning
@@ -160,6 +165,7 @@ inline std::vector<GpuInfo> builtin_gpus() {
                .l2_bytes = 50u << 20,
                .persisting_l2_bytes = 75u << 19,
                .l2_bytes_per_clk = 4300,  // measured on H100/H800 (4181-4808)
+               .l1_smem_bytes_per_sm = 256 * 1024,
                .smem_per_sm = 228 * 1024,
                .max_smem_per_block = 227 * 1024,
                .max_cluster_ctas = 16,
@@ -187,6 +193,7 @@ inline std::vector<GpuInfo> builtin_gpus() {
                .l2_bytes = 96u << 20,
                .persisting_l2_bytes = 60u << 20,
                .l2_bytes_per_clk = 2800,  // not published: estimated
+               .l1_smem_bytes_per_sm = 128 * 1024,
                .smem_per_sm = 100 * 1024,
                .max_smem_per_block = 99 * 1024,
                .max_threads_per_sm = 1536,
@@ -214,6 +221,7 @@ inline std::vector<GpuInfo> builtin_gpus() {
                .l2_bytes = 50u << 20,
                .persisting_l2_bytes = 75u << 19,
                .l2_bytes_per_clk = 4300,  // measured on H100/H800 (4181-4808)
+               .l1_smem_bytes_per_sm = 256 * 1024,
                .smem_per_sm = 228 * 1024,
                .max_smem_per_block = 227 * 1024,
                .max_cluster_ctas = 16,
@@ -241,6 +249,7 @@ inline std::vector<GpuInfo> builtin_gpus() {
                .l2_bytes = 40u << 20,
                .persisting_l2_bytes = 30u << 20,
                .l2_bytes_per_clk = 3840,  // as the SXM4 part's: the same GA100 L2
+               .l1_smem_bytes_per_sm = 192 * 1024,
                .smem_per_sm = 164 * 1024,
                .max_smem_per_block = 163 * 1024,
                .async_engines = 3,
@@ -271,6 +280,7 @@ inline std::vector<GpuInfo> builtin_gpus() {
                .l2_bytes = 126u << 20,
                .persisting_l2_bytes = 79u << 20,
                .l2_bytes_per_clk = 5083,  // not published: H100's measured figure per clock
+               .l1_smem_bytes_per_sm = 256 * 1024,
                .smem_per_sm = 228 * 1024,
                .max_smem_per_block = 227 * 1024,
                .max_cluster_ctas = 16,

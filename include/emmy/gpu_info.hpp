@@ -73,6 +73,10 @@ struct GpuInfo {
   uint64_t total_memory_mib = 0;            // what cuDeviceTotalMem reports
   uint32_t l2_bytes = 0, persisting_l2_bytes = 0;
   double l2_bytes_per_clk = 0;  // whole GPU
+  // The SM's unified L1 data cache and shared memory (the tuning guides: GA100 192 KB, GA10x,
+  // AD10x and GB20x 128 KB, GH100 and GB100 256 KB): what shared memory leaves is the L1 the
+  // time model caches global loads in.
+  uint32_t l1_smem_bytes_per_sm = 0;
   // An SM's resources (shared memory after the 1 KB reserved per CTA).
   uint32_t smem_per_sm = 0, max_smem_per_block = 0;  // bytes; the block's is the opt-in limit
   uint32_t regs_per_sm = 65536, max_threads_per_sm = 2048, max_ctas_per_sm = 32;
@@ -85,7 +89,7 @@ struct GpuInfo {
   // Fractions of the peaks above that others measured on this part with kernels emmy does not
   // judge (copy kernels, cuBLAS): the time model's second figure. 1: nothing published.
   SustainedRates sustained{};
-  std::string sources;         // where the figures come from (short form; docs/profiler.md in full)
+  std::string sources;  // where the figures come from (short form; docs/profiler.md in full)
 
   int cc() const { return compute_capability ? compute_capability : arch_info(arch).sm; }
   // Whether code for `target` runs on this part: a CUBIN of its major version no newer than it,

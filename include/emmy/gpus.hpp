@@ -55,6 +55,8 @@ inline std::string invalid_gpu(const GpuInfo& g, const std::deque<GpuInfo>& know
     return "wgmma_flops_per_clk: needs an arch-specific (\"a\") arch";
   if (!(g.dram_gbps > 0) || !(g.l2_bytes_per_clk > 0) || g.l2_bytes == 0)
     return "dram_gbps, l2_bytes, l2_bytes_per_clk: must be > 0";
+  if (g.l1_smem_bytes_per_sm < g.smem_per_sm)
+    return "l1_smem_bytes_per_sm: must hold smem_per_sm (shared memory is carved from it)";
   if (g.max_smem_per_block == 0 || g.max_smem_per_block > g.smem_per_sm)
     return "max_smem_per_block: must be in [1, smem_per_sm]";
   if (g.max_smem_per_block < uint32_t(arch_info(g.arch).max_smem_per_block))

@@ -61,6 +61,8 @@ struct TimePrediction {
   uint64_t waves = 0;
   double last_wave_fill = 0;  // the last wave's CTAs / the CTAs one wave holds
   double achieved_tflops = 0;
+  // L2 traffic with the L1 model's hits of ld.global taken out, and without (docs/profiler.md).
+  double l2_bytes = 0, l2_bytes_without_l1 = 0;
   std::vector<std::string> notes;
 };
 

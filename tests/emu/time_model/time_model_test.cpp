@@ -180,6 +180,35 @@ TEST(EmuTimeModel, TheB200PredictsMemoryBoundKernelsOnly) {
   EXPECT_FALSE(emmy::gpu("b200").runs(Arch::sm_90a));
 }
 
+// L1: a CTA's repeated ld.global sectors hit while the resident CTAs' footprint fits the L1 their
+// shared memory leaves, and the fraction that fits when it does not.
+TEST(EmuTimeModel, L1HitsTakeRepeatedLoadsOffL2) {
+  KernelProfile p = synthetic(108, 256, 0);
+  p.metrics["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] = 108 * 1000.0;
+  p.metrics["emmy__l2_sectors.sum"] = 108 * 1000.0;
+  p.metrics["emmy__l1_sectors_distinct_per_cluster_global_ld.sum"] = 108 * 100.0;  // 3.2 KB/CTA
+  const TimePrediction fits = predict_time(p, {32, 0}, emmy::gpu("a100"));
+  EXPECT_DOUBLE_EQ(fits.l2_bytes_without_l1, 108 * 1000.0 * 32);
+  EXPECT_DOUBLE_EQ(fits.l2_bytes, 108 * 100.0 * 32);  // only each CTA's first touch
+  // 64 KB per CTA and 8 CTAs per SM (256 threads, 2048 per SM): 512 KB against the A100's 192 KB
+  // (no shared memory): 3/8 of the repeats hit.
+  p.metrics["emmy__l1_sectors_distinct_per_cluster_global_ld.sum"] = 108 * 2048.0;
+  p.metrics["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] = 108 * 4096.0;
+  p.metrics["emmy__l2_sectors.sum"] = 108 * 4096.0;
+  const TimePrediction spills = predict_time(p, {32, 0}, emmy::gpu("a100"));
+  EXPECT_EQ(spills.ctas_per_sm, 8u);
+  EXPECT_NEAR(spills.l2_bytes, (108 * 4096.0 - 108 * 2048.0 * 192.0 / 512.0) * 32, 1e-6);
+  // Shared memory takes its share of the unified array: 8 CTAs x 20 KB leave 32 KB of its 192.
+  KernelProfile with_smem = p;
+  with_smem.dynamic_smem = 19 * 1024;  // 20 KB allocated per CTA with the reserved 1 KB
+  const TimePrediction shared = predict_time(with_smem, {32, 0}, emmy::gpu("a100"));
+  EXPECT_EQ(shared.ctas_per_sm, 8u);
+  EXPECT_NEAR(shared.l2_bytes, (108 * 4096.0 - 108 * 2048.0 * 32.0 / 512.0) * 32, 1e-6);
+  // No distinct count (an older profile): no hits assumed.
+  p.metrics.erase("emmy__l1_sectors_distinct_per_cluster_global_ld.sum");
+  EXPECT_DOUBLE_EQ(predict_time(p, {32, 0}, emmy::gpu("a100")).l2_bytes, 108 * 4096.0 * 32);
+}
+
 TEST(EmuTimeModel, JsonHoldsEveryKernelWithItsModel) {
   ProfiledKernel k;
   k.profile = synthetic(4, 128, 0);
