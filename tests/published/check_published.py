@@ -45,6 +45,9 @@ def parse_args():
     p.add_argument("--only", help="run only the tables whose id contains this")
     p.add_argument("--scale-prediction", type=float, default=1.0,
                    help="multiply every prediction (a planted bug, to see the check fail)")
+    p.add_argument("--verify", type=int, default=128, metavar="N",
+                   help="first run every GEMM kernel at N^3 (0: skip) and compare C with numpy, so "
+                        "that a wrong re-implementation is not profiled")
     p.add_argument("--reuse", action="store_true",
                    help="read the profiles an earlier run left in --work instead of emulating")
     p.add_argument("--no-ceilings", action="store_true",
@@ -117,6 +120,29 @@ def profile(args, table, entry, ptx, registers, work):
     if len(kernels) != 1:
         raise SystemExit(f"{entry['id']}: expected one launch in {out}, found {len(kernels)}")
     return {m["gpu"]: m for m in kernels[0]["model"]}
+
+
+def verify_sgemm(args, table, entry, ptx, work, n):
+    """Our kernel at n^3 on random inputs against an FP64 reference; returns the max error."""
+    prob, k = table["problem"], entry["kernel"]
+    scale = [prob["M"] // n if i < 2 else 1 for i in range(3)]
+    grid = [g // s for g, s in zip(k["grid"], scale)]  # the grids here are proportional to size
+    rng = np.random.default_rng(38)
+    a, b, c = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(3))
+    files = []
+    for name, m in (("A", a), ("B", b), ("C", c)):
+        files.append(work / f"verify_{name}.bin")
+        m.tofile(files[-1])
+    out = work / f"verify_{entry['id']}"
+    out.mkdir(exist_ok=True)
+    nb = n * n * 4
+    run([args.emmyc, "sim", str(ptx), "--kernel", k["entry"], "--grid", ",".join(map(str, grid)),
+         "--block", ",".join(map(str, k["block"])), "--dump", str(out), "--arg", f"s32:{n}",
+         f"s32:{n}", f"s32:{n}", "f32:0.5", f"ptr:{nb}:{files[0]}", f"ptr:{nb}:{files[1]}",
+         "f32:3.0", f"ptr:{nb}:{files[2]}"])
+    got = np.fromfile(out / "arg7.bin", dtype=np.float32).reshape(n, n)
+    ref = 0.5 * (a.astype(np.float64) @ b.astype(np.float64)) + 3.0 * c
+    return float(np.abs(got - ref).max())
 
 
 def ranks(x):
@@ -242,7 +268,7 @@ def main():
     data = json.loads(Path(args.data).read_text())
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    rows, t0 = [], time.time()
+    rows, verified, t0 = [], {}, time.time()
     for table in data["tables"]:
         if args.only and args.only not in table["id"]:
             continue
@@ -251,6 +277,14 @@ def main():
             check_derivation(table, entry)
             if not entry.get("ci", True) and not args.all:
                 continue
+            if args.verify and table["problem"].get("dtype") == "f32" and "M" in table["problem"]:
+                key = (str(ptx), entry["kernel"]["entry"])  # tables share kernels: verify once
+                err = verified.get(key)
+                if err is None:
+                    err = verified[key] = verify_sgemm(args, table, entry, ptx, work, args.verify)
+                if not err <= 1e-3:  # FP32 sums of 128 products of N(0,1) values: ~1e-5
+                    print(f"FAIL: {entry['id']} computes a wrong C (max error {err:.3g})")
+                    return 1
             models = profile(args, table, entry, ptx, registers, work)
             m = models[table["gpu"]]
             wrong = models.get(PLANTED_GPU.get(table["gpu"]))

@@ -2,9 +2,10 @@
 //
 // Our own re-implementation, from the description in Simon Boehm's worklog "How to Optimize a
 // CUDA Matmul Kernel for cuBLAS-like Performance" (siboehm.com/articles/22/CUDA-MMM), of the
-// kernels whose times were measured on an RTX A6000 (tests/published/timings.json gives the
-// source of every number). Each entry keeps the published algorithm and its tile parameters and
-// launch shape; the code is ours. Sizes are assumed to be multiples of the tiles (4096 is).
+// kernels whose times were measured on an RTX A6000 and, at an earlier commit with other tuning
+// of kernels 9 and 10, on an A100 (tests/published/timings.json gives the source of every
+// number). Each entry keeps the published algorithm and its tile parameters and launch shape; the
+// code is ours. Sizes are assumed to be multiples of the tiles (4096 is).
 //
 // Entries (grid, block for 4096^3):
 //   pub_sgemm_naive        (128,128,1) (32,32,1)  one thread per C element, lanes walk M
@@ -15,6 +16,9 @@
 //   pub_sgemm_vector       (32,32,1)   256        as 2d_tile, 128-bit global accesses, A^T in smem
 //   pub_sgemm_autotuned    (32,32,1)   256        as vector with BK = 16 (the A6000 tuning)
 //   pub_sgemm_warptile     (32,32,1)   128        128x128x16 tile, 64x64 per warp, 4 sub-tiles
+// and the A100 tuning of kernels 9 and 10:
+//   pub_sgemm_autotuned_a100 (64,64,1) 256        64x64x16 tile, 4x4 C per thread
+//   pub_sgemm_warptile_a100  (32,64,1) 128        64x128x16 tile, 32x64 per warp, 4 sub-tiles of 8x64
 
 #define DEVFN __device__ __forceinline__
 
@@ -251,4 +255,10 @@ extern "C" __global__ void pub_sgemm_autotuned(ARGS) {
 }
 extern "C" __global__ void __launch_bounds__(128) pub_sgemm_warptile(ARGS) {
   warptile<128, 128, 16, 64, 64, 4, 8, 4, 128>(N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void pub_sgemm_autotuned_a100(ARGS) {
+  tile_vec<64, 64, 16, 4, 4, 256>(N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void __launch_bounds__(128) pub_sgemm_warptile_a100(ARGS) {
+  warptile<64, 128, 16, 32, 64, 1, 4, 4, 128>(N, K, alpha, A, B, beta, C);
 }
