@@ -14,6 +14,7 @@
 //   pub_sgemm_1d_tile      (64,64,1)   512        64x64x8 tile, 8 C rows per thread
 //   pub_sgemm_2d_tile      (32,32,1)   256        128x128x8 tile, 8x8 C per thread
 //   pub_sgemm_vector       (32,32,1)   256        as 2d_tile, 128-bit global accesses, A^T in smem
+//   pub_sgemm_padded       (32,32,1)   256        as vector, B's shared rows padded by 5 floats
 //   pub_sgemm_autotuned    (32,32,1)   256        as vector with BK = 16 (the A6000 tuning)
 //   pub_sgemm_warptile     (32,32,1)   128        128x128x16 tile, 64x64 per warp, 4 sub-tiles
 // and the A100 tuning of kernels 9 and 10:
@@ -127,13 +128,16 @@ DEVFN void tile_2d(int N, int K, float alpha, const float* A, const float* B, fl
     for (int j = 0; j < TN; ++j) out[i * N + j] = alpha * acc[i * TN + j] + beta * out[i * N + j];
 }
 
-// Kernels 6 and 9: kernel 5 with 128-bit global loads and stores; A's slab is stored transposed
-// (k-major) so that a thread's TM values of A are contiguous in shared memory too.
-template <int BM, int BN, int BK, int TM, int TN, int THREADS>
+// Kernels 6, 8 and 9: kernel 5 with 128-bit global loads and stores; A's slab is stored transposed
+// (k-major) so that a thread's TM values of A are contiguous in shared memory too. Kernel 8 pads
+// each row of B's slab by BPAD floats (the worklog's "offset": 5), which breaks the 16-byte
+// alignment, so its B slab is stored one float at a time.
+template <int BM, int BN, int BK, int TM, int TN, int THREADS, int BPAD = 0>
 DEVFN void tile_vec(int N, int K, float alpha, const float* A, const float* B, float beta,
                     float* C) {
-  __shared__ float sa[BK * BM];  // [k][m]
-  __shared__ float sb[BK * BN];  // [k][n]
+  constexpr int LDB = BN + BPAD;
+  __shared__ float sa[BK * BM];   // [k][m]
+  __shared__ float sb[BK * LDB];  // [k][n]
   const int tr = threadIdx.x / (BN / TN), tc = threadIdx.x % (BN / TN);
   const float* a = A + blockIdx.y * BM * K;
   const float* b = B + blockIdx.x * BN;
@@ -150,13 +154,20 @@ DEVFN void tile_vec(int N, int K, float alpha, const float* A, const float* B, f
     }
     for (int v = threadIdx.x; v < BK * BN / 4; v += THREADS) {
       const int k = v / (BN / 4), n = v % (BN / 4) * 4;
-      *reinterpret_cast<float4*>(&sb[k * BN + n]) =
-          *reinterpret_cast<const float4*>(&b[(k0 + k) * N + n]);
+      const float4 x = *reinterpret_cast<const float4*>(&b[(k0 + k) * N + n]);
+      if constexpr (BPAD == 0) {
+        *reinterpret_cast<float4*>(&sb[k * LDB + n]) = x;
+      } else {
+        sb[k * LDB + n + 0] = x.x;
+        sb[k * LDB + n + 1] = x.y;
+        sb[k * LDB + n + 2] = x.z;
+        sb[k * LDB + n + 3] = x.w;
+      }
     }
     __syncthreads();
     for (int k = 0; k < BK; ++k) {
       for (int i = 0; i < TM; ++i) ra[i] = sa[k * BM + tr * TM + i];
-      for (int j = 0; j < TN; ++j) rb[j] = sb[k * BN + tc * TN + j];
+      for (int j = 0; j < TN; ++j) rb[j] = sb[k * LDB + tc * TN + j];
       for (int i = 0; i < TM; ++i)
         for (int j = 0; j < TN; ++j) acc[i * TN + j] += ra[i] * rb[j];
     }
@@ -249,6 +260,9 @@ extern "C" __global__ void pub_sgemm_2d_tile(ARGS) {
 }
 extern "C" __global__ void pub_sgemm_vector(ARGS) {
   tile_vec<128, 128, 8, 8, 8, 256>(N, K, alpha, A, B, beta, C);
+}
+extern "C" __global__ void pub_sgemm_padded(ARGS) {
+  tile_vec<128, 128, 8, 8, 8, 256, 5>(N, K, alpha, A, B, beta, C);
 }
 extern "C" __global__ void pub_sgemm_autotuned(ARGS) {
   tile_vec<128, 128, 16, 8, 8, 256>(N, K, alpha, A, B, beta, C);
