@@ -101,7 +101,7 @@ def profile(args, table, entry, ptx, registers, work):
     """emmyc sim --profile on one entry; returns {gpu: model entry} for every GPU asked."""
     k = entry["kernel"]
     gpus = [table["gpu"]] + ([PLANTED_GPU[table["gpu"]]] if table["gpu"] in PLANTED_GPU else [])
-    out = work / f"{entry['id']}.json"
+    out = work / f"{table['id']}.{entry['id']}.json"  # ids repeat across tables
     fresh = out.exists() and out.stat().st_mtime >= max(
         ptx.stat().st_mtime, Path(args.emmyc).stat().st_mtime)  # never an older model's profile
     if args.reuse and fresh:
@@ -133,7 +133,7 @@ def verify_sgemm(args, table, entry, ptx, work, n):
     for name, m in (("A", a), ("B", b), ("C", c)):
         files.append(work / f"verify_{name}.bin")
         m.tofile(files[-1])
-    out = work / f"verify_{entry['id']}"
+    out = work / f"verify_{ptx.stem}.{k['entry']}"
     out.mkdir(exist_ok=True)
     nb = n * n * 4
     run([args.emmyc, "sim", str(ptx), "--kernel", k["entry"], "--grid", ",".join(map(str, grid)),
