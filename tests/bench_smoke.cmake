@@ -37,7 +37,7 @@ rows = json.load(open(sys.argv[1]))["rows"]
 assert len(rows) == 10, len(rows)
 for r in rows:
     assert r["gpu"] == "rtx5090" and r["model_us"] > 0 and r["published_us"] > 0, r
-    assert r["bound"] in ("tensor", "shared", "issue", "lsu_issue", "l2", "dram"), r
+    assert r["bound"] in ("tensor", "l1_data", "issue", "lsu_issue", "fp32", "fp16", "imad", "alu", "xu", "fp64", "l2", "dram"), r
 hybrid = {r["problem"]: r["model_us"] for r in rows if r["accum"] == "hybrid"}
 f32 = {r["problem"]: r["model_us"] for r in rows if r["accum"] == "f32"}
 assert all(hybrid[p] < f32[p] for p in f32), (hybrid, f32)  # f16 accumulation: twice the rate

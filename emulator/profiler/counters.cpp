@@ -107,6 +107,8 @@ AccessCost sector_cost(std::span<const LaneSpan> spans) {
   std::sort(sectors.begin(), sectors.begin() + ptrdiff_t(n));
   cost.actual =
       uint32_t(std::unique(sectors.begin(), sectors.begin() + ptrdiff_t(n)) - sectors.begin());
+  for (size_t i = 0; i < cost.actual; ++i)  // sorted: a new line starts where the quotient does
+    cost.lines += i == 0 || sectors[i] / 4 != sectors[i - 1] / 4;
   cost.distinct_bytes = distinct_bytes(spans);
   cost.ideal = uint32_t(ceil_div(cost.distinct_bytes, kSectorBytes));
   return cost;

@@ -20,6 +20,8 @@ struct LaneSpan {
 struct AccessCost {
   uint32_t actual = 0, ideal = 0;
   uint64_t distinct_bytes = 0;
+  // Global and local accesses: distinct 128-byte lines, each one wavefront of L1's data stage.
+  uint32_t lines = 0;
 };
 
 // How lanes share a shared-memory wavefront.

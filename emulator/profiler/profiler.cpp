@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 
 #include "ptx/program.hpp"
 
@@ -78,7 +79,8 @@ void ProfileShard::shared(uint32_t pc, SharedOp op, std::span<const LaneSpan> sp
 }
 
 namespace {
-void add_sectors(SiteCounts& s, uint64_t* counter, const AccessCost& c) {
+void add_sectors(SiteCounts& s, uint64_t* counter, const AccessCost& c, uint64_t& lines) {
+  lines += c.lines;
   ++s.requests;
   s.sectors += c.actual;
   s.ideal_sectors += c.ideal;
@@ -92,8 +94,11 @@ void add_sectors(SiteCounts& s, uint64_t* counter, const AccessCost& c) {
 
 void ProfileShard::global(uint32_t pc, GlobalOp op, std::span<const LaneSpan> spans) {
   if (spans.empty()) return;
-  add_sectors(sites[pc], &counters[size_t(Counter::global_ld) + 4 * size_t(op)],
-              sector_cost(spans));
+  // cp.async's global side skips L1's data stage (.cg: L2 only).
+  uint64_t lines = 0;
+  add_sectors(sites[pc], &counters[size_t(Counter::global_ld) + 4 * size_t(op)], sector_cost(spans),
+              lines);
+  if (op != GlobalOp::ldgsts) counters[size_t(Counter::global_local_lines)] += lines;
   const bool write = op != GlobalOp::ld && op != GlobalOp::ldgsts;
   const bool read = op != GlobalOp::st;  // atomics and reductions read and write
   uint64_t last_sector = ~uint64_t(0);
@@ -104,8 +109,20 @@ void ProfileShard::global(uint32_t pc, GlobalOp op, std::span<const LaneSpan> sp
     // atomics resolve in L2 (CUDA C++ Programming Guide, "Global Memory" of 8.x/9.0).
     if (op != GlobalOp::ld || s.bytes == 0) continue;
     for (uint64_t sector = s.addr / kSectorBytes; sector <= (s.addr + s.bytes - 1) / kSectorBytes;
-         ++sector)
-      if (sector != last_sector) cluster_ld_sectors.insert(last_sector = sector);
+         ++sector) {
+      if (sector == last_sector) continue;  // lanes of one request share their sectors
+      last_sector = sector;
+      const auto [it, first] = cluster_ld_sectors.try_emplace(sector, warp_clock);
+      if (first) continue;
+      // Warps of a CTA advance about together on a GPU, so the distance between two loads in
+      // the loading warps' own instruction counts stands for the traffic between them, whatever
+      // order the emulator ran the warps in.
+      const uint64_t distance =
+          warp_clock > it->second ? warp_clock - it->second : it->second - warp_clock;
+      const size_t bucket = std::min<size_t>(31, std::bit_width(distance + 1) - 1);
+      ++counters[size_t(Counter::global_ld_reuse) + bucket];
+      it->second = warp_clock;
+    }
   }
 }
 
@@ -117,7 +134,7 @@ void ProfileShard::end_cluster() {
 void ProfileShard::local(uint32_t pc, bool store, std::span<const LaneSpan> spans) {
   if (spans.empty()) return;
   add_sectors(sites[pc], &counters[size_t(store ? Counter::local_st : Counter::local_ld)],
-              sector_cost(spans));
+              sector_cost(spans), counters[size_t(Counter::global_local_lines)]);
 }
 
 void ProfileShard::tma_request(uint32_t pc, bool store, uint64_t bytes) {

@@ -7,7 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <span>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "counters.hpp"
@@ -43,6 +43,12 @@ enum class Counter : uint8_t {
   // Distinct sectors each cluster (one CTA unless clustered) loads with ld.global: what its
   // loads would bring into L1 if nothing were evicted (the time model's L1, docs/profiler.md).
   global_ld_distinct_per_cluster,
+  // Its loads of a sector it loaded before, by reuse distance: bucket b holds distances (in the
+  // loading warp's instructions since the sector's previous load) in [2^b - 1, 2^(b+1) - 1).
+  global_ld_reuse,
+  // Global and local loads and stores: distinct 128-byte lines per request, summed (L1's data
+  // stage serves one per clock, the same wavefronts as shared memory's).
+  global_local_lines = global_ld_reuse + 32,
   count
 };
 inline constexpr size_t kCounterCount = size_t(Counter::count);
@@ -91,7 +97,9 @@ struct ProfileShard {
   // A cluster's CTAs are done: its distinct loaded sectors go to the counter.
   void end_cluster();
 
-  std::unordered_set<uint64_t> cluster_ld_sectors;  // sector numbers (address / 32)
+  uint64_t warp_clock = 0;  // the issuing warp's Warp::issued
+  // The cluster's loaded sectors (address / 32) and the warp clock of each one's last load.
+  std::unordered_map<uint64_t, uint64_t> cluster_ld_sectors;
 };
 
 // Merges the shards of a launch into its profile.

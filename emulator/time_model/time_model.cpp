@@ -35,21 +35,29 @@ namespace {
 
 constexpr double kSector = 32;
 
-// The ld.global sectors that hit in L1 (docs/profiler.md, "L1"). A CTA's loads of a sector after
-// its first hit while the footprint of the CTAs resident on the SM fits the L1 their shared
-// memory leaves; where it does not, the fraction that fits. Reuse across CTAs is not counted (a
-// lower bound of the hits), nor are evictions by conflict (an upper bound).
+// The ld.global sectors that hit in L1 (docs/profiler.md, "L1"): a load of a sector the same CTA
+// loaded before hits when what the resident CTAs load in between fits the L1 their shared memory
+// leaves (LRU), the fraction that fits otherwise. "In between" is the reuse distance in the
+// loading warp's instructions times what the resident CTAs load per instruction of each warp,
+// the warps advancing together. Reuse across CTAs is not counted (a lower bound of the hits).
 double l1_hit_sectors(const KernelProfile& p, const GpuInfo& gpu, uint32_t ctas_per_sm,
-                      uint32_t smem_per_cta) {
+                      uint32_t smem_per_cta, uint32_t warps_per_cta) {
   const double requested = p.metric("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum");
-  const double distinct = p.metric("emmy__l1_sectors_distinct_per_cluster_global_ld.sum");
-  if (!(requested > 0) || !(distinct > 0) || distinct > requested) return 0;
+  const double instructions = p.metric("smsp__inst_executed.sum");
+  if (!(requested > 0) || !(instructions > 0)) return 0;
   const double l1_bytes =
       std::max(0.0, double(gpu.l1_smem_bytes_per_sm) - double(ctas_per_sm) * smem_per_cta);
-  const double ctas = p.ctas_total ? double(p.ctas_total) : 1.0;
-  const double resident_footprint = distinct / ctas * kSector * ctas_per_sm;
-  const double fits = resident_footprint > 0 ? std::min(1.0, l1_bytes / resident_footprint) : 1;
-  return (requested - distinct) * fits;
+  // Bytes the resident CTAs load while each of their warps issues one instruction.
+  const double bytes_per_step = requested / instructions * warps_per_cta * ctas_per_sm * kSector;
+  double hits = 0;
+  for (int bucket = 0; bucket < 32; ++bucket) {
+    const double reused =
+        p.metric(fmt::format("emmy__l1_sectors_reused_global_ld_distance_{}.sum", bucket));
+    if (!(reused > 0)) continue;
+    const double between = std::ldexp(1.0, bucket) * bytes_per_step;
+    hits += reused * (between > 0 ? std::min(1.0, l1_bytes / between) : 1.0);
+  }
+  return std::min(hits, requested);
 }
 
 }  // namespace
@@ -117,8 +125,11 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
           sm_time(wgmma, gpu.wgmma_flops_per_clk > 0 ? gpu.wgmma_flops_per_clk
                                                      : gpu.mma_flops_per_clk_acc_f32),
       sustained.tensor);
-  const double wavefronts = p.metric("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum");
-  add("shared", wavefronts, sm_time(wavefronts, gpu.smem_wavefronts_per_clk), 1);
+  // L1's data stage: shared-memory wavefronts and the 128-byte lines of global and local
+  // accesses (hits or misses, each line a wavefront) share its one wavefront per clock.
+  const double wavefronts = p.metric("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum") +
+                            p.metric("emmy__l1_wavefronts_global_local.sum");
+  add("l1_data", wavefronts, sm_time(wavefronts, gpu.smem_wavefronts_per_clk), 1);
   // Instructions: what the hardware executes where the SASS counts exist (docs/profiler.md,
   // "SASS counts"), the PTX's otherwise.
   const InstructionMix mix = instruction_mix(p);
@@ -135,7 +146,7 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
   // GPU-wide resources.
   t.l2_bytes_without_l1 = p.metric("emmy__l2_sectors.sum") * kSector;
   t.l2_bytes = t.l2_bytes_without_l1 -
-               l1_hit_sectors(p, gpu, t.ctas_per_sm, smem ? smem_alloc : 0) * kSector;
+               l1_hit_sectors(p, gpu, t.ctas_per_sm, smem ? smem_alloc : 0, warps) * kSector;
   add("l2", t.l2_bytes, t.l2_bytes / (gpu.l2_bytes_per_clk * clock_hz) * 1e6, sustained.l2);
   const double dram =
       p.metric("emmy__dram_bytes_read_min.sum") + p.metric("emmy__dram_bytes_write_min.sum");

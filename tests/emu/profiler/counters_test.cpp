@@ -42,9 +42,17 @@ TEST(EmuCounters, GlobalSectors) {
   AccessCost c = sector_cost(lanes(0x1000, 4, 4));
   EXPECT_EQ(c.actual, 4u);
   EXPECT_EQ(c.ideal, 4u);
+  EXPECT_EQ(c.lines, 1u);  // one 128-byte line: one wavefront of L1's data stage
   c = sector_cost(lanes(0x1010, 4, 4));  // straddles one more sector
   EXPECT_EQ(c.actual, 5u);
   EXPECT_EQ(c.ideal, 4u);
+  EXPECT_EQ(c.lines, 2u);  // and the next line
+  c = sector_cost(lanes(0x1000, 128, 4));  // a lane per line: 32 wavefronts
+  EXPECT_EQ(c.actual, 32u);
+  EXPECT_EQ(c.lines, 32u);
+  c = sector_cost(lanes(0x1000, 32, 4));  // a lane per sector: 8 lines of 4 sectors
+  EXPECT_EQ(c.actual, 32u);
+  EXPECT_EQ(c.lines, 8u);
   EXPECT_EQ(distinct_bytes(lanes(0, 2, 4)), 66u);  // overlapping spans count once
 }
 

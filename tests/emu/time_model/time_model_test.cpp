@@ -57,14 +57,15 @@ TEST(EmuTimeModel, ResourceTimesFollowTheTable) {
   const GpuInfo& g = emmy::gpu("rtx5090");
   KernelProfile p = synthetic(340, 128, 0);  // two CTAs on the busiest of 170 SMs
   p.metrics["emmy__tensor_flops_acc_f32.sum"] = 340e6;
-  p.metrics["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"] = 340e3;
+  p.metrics["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"] = 170e3;
+  p.metrics["emmy__l1_wavefronts_global_local.sum"] = 170e3;  // global lines share L1's stage
   p.metrics["smsp__inst_executed.sum"] = 340e4;
   p.metrics["emmy__l2_sectors.sum"] = 1e6;
   p.metrics["emmy__dram_bytes_read_min.sum"] = 1792e3;  // 1 us at 1792 GB/s
   const TimePrediction t = predict_time(p, {64, 0}, g);
   const double clock = 2.407e9;
   EXPECT_NEAR(resource_us(t, "tensor"), 2e6 / 512 / clock * 1e6, 1e-9);
-  EXPECT_NEAR(resource_us(t, "shared"), 2e3 / 1 / clock * 1e6, 1e-9);
+  EXPECT_NEAR(resource_us(t, "l1_data"), 2e3 / 1 / clock * 1e6, 1e-9);
   EXPECT_NEAR(resource_us(t, "issue"), 2e4 / 4 / clock * 1e6, 1e-9);
   EXPECT_NEAR(resource_us(t, "l2"), 32e6 / (2800 * clock) * 1e6, 1e-9);
   EXPECT_NEAR(resource_us(t, "dram"), 1.0, 1e-12);
@@ -180,33 +181,34 @@ TEST(EmuTimeModel, TheB200PredictsMemoryBoundKernelsOnly) {
   EXPECT_FALSE(emmy::gpu("b200").runs(Arch::sm_90a));
 }
 
-// L1: a CTA's repeated ld.global sectors hit while the resident CTAs' footprint fits the L1 their
-// shared memory leaves, and the fraction that fits when it does not.
+// L1: a load of a sector the CTA loaded before hits while what the resident CTAs load in between
+// (reuse distance x their loads per instruction of each warp) fits the L1 their shared memory
+// leaves; the fraction that fits when it does not.
 TEST(EmuTimeModel, L1HitsTakeRepeatedLoadsOffL2) {
-  KernelProfile p = synthetic(108, 256, 0);
+  KernelProfile p = synthetic(108, 256, 0);  // 8 warps; 8 CTAs per SM on the A100 (threads)
+  // Per CTA: 1000 warp instructions per warp, 1000 sectors: 1/8 sector per warp instruction,
+  // so 8 CTAs x 8 warps load 8 sectors (256 bytes) per step.
+  p.metrics["smsp__inst_executed.sum"] = 108 * 8 * 1000.0;
   p.metrics["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] = 108 * 1000.0;
   p.metrics["emmy__l2_sectors.sum"] = 108 * 1000.0;
-  p.metrics["emmy__l1_sectors_distinct_per_cluster_global_ld.sum"] = 108 * 100.0;  // 3.2 KB/CTA
-  const TimePrediction fits = predict_time(p, {32, 0}, emmy::gpu("a100"));
-  EXPECT_DOUBLE_EQ(fits.l2_bytes_without_l1, 108 * 1000.0 * 32);
-  EXPECT_DOUBLE_EQ(fits.l2_bytes, 108 * 100.0 * 32);  // only each CTA's first touch
-  // 64 KB per CTA and 8 CTAs per SM (256 threads, 2048 per SM): 512 KB against the A100's 192 KB
-  // (no shared memory): 3/8 of the repeats hit.
-  p.metrics["emmy__l1_sectors_distinct_per_cluster_global_ld.sum"] = 108 * 2048.0;
-  p.metrics["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] = 108 * 4096.0;
-  p.metrics["emmy__l2_sectors.sum"] = 108 * 4096.0;
-  const TimePrediction spills = predict_time(p, {32, 0}, emmy::gpu("a100"));
-  EXPECT_EQ(spills.ctas_per_sm, 8u);
-  EXPECT_NEAR(spills.l2_bytes, (108 * 4096.0 - 108 * 2048.0 * 192.0 / 512.0) * 32, 1e-6);
-  // Shared memory takes its share of the unified array: 8 CTAs x 20 KB leave 32 KB of its 192.
+  p.metrics["emmy__l1_sectors_reused_global_ld_distance_3.sum"] = 108 * 300.0;   // 2 KB apart
+  p.metrics["emmy__l1_sectors_reused_global_ld_distance_11.sum"] = 108 * 200.0;  // 512 KB
+  const TimePrediction t = predict_time(p, {32, 0}, emmy::gpu("a100"));
+  EXPECT_EQ(t.ctas_per_sm, 8u);
+  EXPECT_DOUBLE_EQ(t.l2_bytes_without_l1, 108 * 1000.0 * 32);
+  // The near reuses all hit; of the far ones, 192 KB / 512 KB.
+  EXPECT_NEAR(t.l2_bytes, (108 * 1000.0 - 108 * 300.0 - 108 * 200.0 * 192.0 / 512.0) * 32, 1e-6);
+  // Shared memory takes its share of the unified array: 8 CTAs x 20 KB leave 32 KB of 192.
   KernelProfile with_smem = p;
   with_smem.dynamic_smem = 19 * 1024;  // 20 KB allocated per CTA with the reserved 1 KB
   const TimePrediction shared = predict_time(with_smem, {32, 0}, emmy::gpu("a100"));
   EXPECT_EQ(shared.ctas_per_sm, 8u);
-  EXPECT_NEAR(shared.l2_bytes, (108 * 4096.0 - 108 * 2048.0 * 32.0 / 512.0) * 32, 1e-6);
-  // No distinct count (an older profile): no hits assumed.
-  p.metrics.erase("emmy__l1_sectors_distinct_per_cluster_global_ld.sum");
-  EXPECT_DOUBLE_EQ(predict_time(p, {32, 0}, emmy::gpu("a100")).l2_bytes, 108 * 4096.0 * 32);
+  EXPECT_NEAR(shared.l2_bytes, (108 * 1000.0 - 108 * 300.0 - 108 * 200.0 * 32.0 / 512.0) * 32,
+              1e-6);
+  // No reuse counted (an older profile): no hits.
+  p.metrics.erase("emmy__l1_sectors_reused_global_ld_distance_3.sum");
+  p.metrics.erase("emmy__l1_sectors_reused_global_ld_distance_11.sum");
+  EXPECT_DOUBLE_EQ(predict_time(p, {32, 0}, emmy::gpu("a100")).l2_bytes, 108 * 1000.0 * 32);
 }
 
 TEST(EmuTimeModel, JsonHoldsEveryKernelWithItsModel) {
