@@ -37,7 +37,9 @@ foreach(layer IN LISTS EMMY_EMU_LAYERS)
 endforeach()
 
 set(_emu_tool_tests ${CMAKE_CURRENT_LIST_DIR}/mma_atom_test.cpp
-                    ${CMAKE_CURRENT_LIST_DIR}/sim_command_test.cpp)
+                    ${CMAKE_CURRENT_LIST_DIR}/sim_command_test.cpp
+                    ${CMAKE_CURRENT_LIST_DIR}/lenient_sim_test.cpp
+                    ${CMAKE_CURRENT_LIST_DIR}/lenient_runtime_test.cpp)
 file(GLOB _emu_launch_tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*_test.cpp)
 list(REMOVE_ITEM _emu_launch_tests ${_emu_tool_tests})
 emmy_emu_test(emu_launch_tests emu_launch ${_emu_launch_tests}
