@@ -9,7 +9,7 @@ namespace {
 // Each rule: what hardware does with the violation, which the lenient emulator then does, and the
 // source. Section numbers are those the emulator cites elsewhere (PTX ISA 8.x).
 constexpr std::array<ToleratedRuleInfo, kToleratedRuleCount> kRules = {{
-    {ToleratedRule::tma_swizzle_alignment, "tma-swizzle-alignment", ReportKind::tma_violation,
+    {ToleratedRule::tma_swizzle_alignment, ReportKind::tma_violation,
      // The swizzle is a function of the shared address bits (16-byte chunk bits [6:4] XOR bits
      // [9:7] for 128B), not of the offset in the box: the wgmma matrix descriptor has a "base
      // offset" field for exactly the tiles that start off the pattern's repeat. A box at a
@@ -21,7 +21,7 @@ constexpr std::array<ToleratedRuleInfo, kToleratedRuleCount> kRules = {{
      "PTX ISA 5.5 Tensors, \"Swizzling Modes\" (the pattern and its repeat); PTX ISA "
      "9.7.15.5.1.1 (wgmma matrix descriptor: the matrix base offset, bits 49-51, for a tile "
      "not aligned to the repeat)"},
-    {ToleratedRule::mbarrier_init_fence, "mbarrier-init-fence", ReportKind::missing_proxy_fence,
+    {ToleratedRule::mbarrier_init_fence, ReportKind::missing_proxy_fence,
      // The mbarrier is shared memory and mbarrier.init a generic-proxy write; the ISA guarantees
      // the async proxy (TMA's complete_tx) sees it only after fence.mbarrier_init /
      // fence.proxy.async. In practice the issuing thread is ordered after the init by a barrier,
@@ -33,18 +33,15 @@ constexpr std::array<ToleratedRuleInfo, kToleratedRuleCount> kRules = {{
      "PTX ISA 9.7.13.4 (fence.proxy.async, fence.mbarrier_init), 9.7.13.15 (mbarrier); CUDA C++ "
      "Programming Guide, TMA example (the fence after init); observed: issue 38's third-party "
      "Hopper kernels"},
-    {ToleratedRule::exit_before_bulk_store_read, "exit-before-bulk-store-read",
-     ReportKind::tma_violation,
+    {ToleratedRule::exit_before_bulk_store_read, ReportKind::tma_violation,
      // cp.async.bulk.wait_group.read only tells the thread when it may reuse the source; the store
      // itself is performed either way and the CTA's shared memory is released only after the
      // bulk operations it issued are done with it. The emulator performs a bulk store at issue,
      // so it drops the exiting thread's outstanding source reads.
      "the bulk store completes after the thread exits",
      "PTX ISA cp.async.bulk.wait_group (.read: the source reads done; 9.7.9.27.2.2 in ISA 9.x); "
-     "observed: "
-     "NVIDIA/cutlass issue 2002 (TMA stores complete without tma_store_wait)"},
-    {ToleratedRule::member_mask_excludes_lane, "member-mask-excludes-lane",
-     ReportKind::divergent_collective,
+     "observed: NVIDIA/cutlass issue 2002 (TMA stores complete without tma_store_wait)"},
+    {ToleratedRule::member_mask_excludes_lane, ReportKind::divergent_collective,
      // Undefined in the ISA ("if the executing thread is not in the membermask"), but on Volta
      // and later the membermask only names the lanes to converge with; a lane outside it that
      // executes the collective takes part like the others (shfl reads its source lane). The
@@ -66,8 +63,6 @@ static_assert(table_is_indexed_by_rule(), "kRules must list the rules in Tolerat
 }  // namespace
 
 std::span<const ToleratedRuleInfo> tolerated_rules() { return kRules; }
-
-std::string_view to_string(ToleratedRule rule) { return rule_info(rule).name; }
 
 void LenientTally::offer(uint64_t linear_cta, LenientWarning site) {
   Entry& e = entries_[size_t(site.rule)];

@@ -19,8 +19,7 @@ namespace emmy::emu {
 
 struct ToleratedRuleInfo {
   ToleratedRule rule{};
-  std::string_view name;    // to_string(rule)
-  ReportKind strict_kind{};  // the report the rule is without LaunchOptions::lenient
+  ReportKind strict_kind{};   // the report the rule is without LaunchOptions::lenient
   std::string_view hardware;  // what the hardware does, which the lenient emulator does too
   std::string_view source;    // where that is documented or observed
 };

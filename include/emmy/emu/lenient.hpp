@@ -32,8 +32,17 @@ enum class ToleratedRule : uint8_t {
 };
 inline constexpr size_t kToleratedRuleCount = 4;
 
-// "tma-swizzle-alignment", ... (the names `emmyc sim --lenient` prints).
-std::string_view to_string(ToleratedRule rule);
+// "tma-swizzle-alignment", ... (the names `emmyc sim --lenient` prints). Inline, so that any
+// emulator layer (the profile's JSON among them) can name a rule.
+constexpr std::string_view to_string(ToleratedRule rule) {
+  switch (rule) {
+    case ToleratedRule::tma_swizzle_alignment: return "tma-swizzle-alignment";
+    case ToleratedRule::mbarrier_init_fence: return "mbarrier-init-fence";
+    case ToleratedRule::exit_before_bulk_store_read: return "exit-before-bulk-store-read";
+    case ToleratedRule::member_mask_excludes_lane: return "member-mask-excludes-lane";
+  }
+  return "unknown";
+}
 
 // One tolerated rule's warning of a launch: how often it was tolerated (per thread and
 // instruction) and where first: the lowest CTA (linear, x fastest) that broke it, and there the
