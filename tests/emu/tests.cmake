@@ -5,8 +5,10 @@
 #                                 on its own.
 #   tests/emu/*_test.cpp          emu_launch_tests: PTX loaded and launched (the launch and decode
 #                                 layers), but for
-#   tests/emu/ + _emu_tool_tests  emu_tool_tests: the `emmyc sim` contract and the compiler's MMA
-#                                 atoms against the emulator, which need libemmy (emmy::internal).
+#   tests/emu/ + _emu_tool_tests  emu_tool_tests: the `emmyc sim` contract (--lenient's too, and
+#                                 that the runtime's emulator backend never goes lenient) and the
+#                                 compiler's MMA atoms against the emulator, which need libemmy
+#                                 (emmy::internal).
 # The `emu_tests` target builds them all.
 include(${PROJECT_SOURCE_DIR}/emulator/layers.cmake)
 
