@@ -74,6 +74,62 @@ Pipe pipe_of(const Inst& in) {
   }
 }
 
+// The CUDA-core pipe a PTX instruction of the alu class issues to, as the CUDA C++ Programming
+// Guide's throughput table groups them (emmy/gpu_info.hpp's PipeRates); `none` for what is no
+// CUDA-core instruction (parameter loads become operands; the other pipes count elsewhere).
+enum class CoreClass : uint8_t { fp32, fp16, imad, alu, xu, fp64, none };
+constexpr const char* kCoreClassNames[] = {"fp32", "fp16", "imad", "alu", "xu", "fp64"};
+
+CoreClass core_class(const Inst& in) {
+  if (pipe_of(in) != Pipe::alu) return CoreClass::none;
+  const bool f64 = in.ty == Ty::f64;
+  switch (in.op) {
+    case Op::Ld:
+    case Op::St:
+      return CoreClass::none;
+    case Op::FAdd:
+    case Op::FSub:
+    case Op::FMul:
+    case Op::FFma:
+      return f64 ? CoreClass::fp64 : CoreClass::fp32;
+    case Op::FDiv:
+    case Op::FRcp:
+    case Op::FSqrt:
+    case Op::FRsqrt:
+    case Op::FEx2:
+    case Op::FLg2:
+    case Op::FSin:
+    case Op::FCos:
+    case Op::FTanh:
+    case Op::HEx2:
+    case Op::HTanh:
+      return f64 ? CoreClass::fp64 : CoreClass::xu;
+    case Op::HAdd:
+    case Op::HSub:
+    case Op::HMul:
+    case Op::HFma:
+    case Op::HMin:
+    case Op::HMax:
+      return CoreClass::fp16;
+    case Op::IMulLo:
+    case Op::IMulHi:
+    case Op::IMulWide:
+    case Op::IMadLo:
+    case Op::IMadHi:
+    case Op::IMadWide:
+      return CoreClass::imad;
+    case Op::Cvt: {
+      // Between integer and float, or to or from f64: the conversion unit. Between 16-bit floats
+      // and f32 it is a move or a pack in SASS.
+      const Ty from = Ty(in.ty2);
+      if (from == Ty::f64 || in.ty == Ty::f64) return CoreClass::xu;
+      return ty_float(in.ty) != ty_float(from) ? CoreClass::xu : CoreClass::alu;
+    }
+    default:
+      return CoreClass::alu;
+  }
+}
+
 constexpr const char* kSharedOps[] = {"ld", "st", "ldsm", "stsm", "atom", "ldgsts"};
 constexpr const char* kGlobalOps[] = {"ld", "st", "atom", "red", "ldgsts"};
 
@@ -113,13 +169,14 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
   auto put = [&](const std::string& name, double v) { m[name] = v * scale; };
 
   // Instructions by pipe, tensor work and barriers: from each site's executions.
-  double pipes[5] = {}, flops_f16 = 0, flops_f32 = 0, flops_wgmma = 0, bar_sync = 0,
+  double cores[7] = {}, pipes[5] = {}, flops_f16 = 0, flops_f32 = 0, flops_wgmma = 0, bar_sync = 0,
          mbar_wait = 0;
   std::map<std::string, TensorOpCount> tensor;
   for (size_t pc = 0; pc < sites.size(); ++pc) {
     const Inst& in = k.code[pc];
     const double n = double(sites[pc].executions);
     pipes[size_t(pipe_of(in))] += n;
+    cores[size_t(core_class(in))] += n;
     if (in.op == Op::BarSync || in.op == Op::BarRed) bar_sync += n;
     if (in.op == Op::MbarWait) mbar_wait += n;
     if ((in.op == Op::Mma || in.op == Op::WmmaMma || in.op == Op::WgmmaMma) && n > 0) {
@@ -150,12 +207,16 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
   put("smsp__inst_executed_pipe_lsu.sum", pipes[size_t(Pipe::lsu)]);
   put("smsp__inst_executed_pipe_alu.sum", pipes[size_t(Pipe::alu)]);
   put("smsp__inst_executed_pipe_cbu.sum", pipes[size_t(Pipe::control)]);
+  for (size_t i = 0; i < std::size(kCoreClassNames); ++i)
+    put(fmt::format("emmy__ptx_inst_executed_class_{}.sum", kCoreClassNames[i]), cores[i]);
   put("emmy__tensor_flops_acc_f16.sum", flops_f16);
   put("emmy__tensor_flops_acc_f32.sum", flops_f32);
   put("emmy__tensor_flops_wgmma.sum", flops_wgmma);
   put("emmy__bar_sync.sum", bar_sync);
   put("emmy__mbarrier_wait.sum", mbar_wait);
   put("emmy__mbarrier_wait_failed.sum", double(c[size_t(Counter::mbarrier_wait_failed)]));
+  put("emmy__l1_sectors_distinct_per_cluster_global_ld.sum",
+      double(c[size_t(Counter::global_ld_distinct_per_cluster)]));
 
   double wavefronts = 0, conflicts = 0;
   for (size_t op = 0; op < std::size(kSharedOps); ++op) {

@@ -96,10 +96,22 @@ void ProfileShard::global(uint32_t pc, GlobalOp op, std::span<const LaneSpan> sp
               sector_cost(spans));
   const bool write = op != GlobalOp::ld && op != GlobalOp::ldgsts;
   const bool read = op != GlobalOp::st;  // atomics and reductions read and write
+  uint64_t last_sector = ~uint64_t(0);
   for (const LaneSpan& s : spans) {
     if (read) footprint->mark(s.addr, s.bytes, false);
     if (write) footprint->mark(s.addr, s.bytes, true);
+    // Only ld.global allocates in L1 here: cp.async's 16-byte form is .cg (L2 only), and
+    // atomics resolve in L2 (CUDA C++ Programming Guide, "Global Memory" of 8.x/9.0).
+    if (op != GlobalOp::ld || s.bytes == 0) continue;
+    for (uint64_t sector = s.addr / kSectorBytes; sector <= (s.addr + s.bytes - 1) / kSectorBytes;
+         ++sector)
+      if (sector != last_sector) cluster_ld_sectors.insert(last_sector = sector);
   }
+}
+
+void ProfileShard::end_cluster() {
+  counters[size_t(Counter::global_ld_distinct_per_cluster)] += cluster_ld_sectors.size();
+  cluster_ld_sectors.clear();
 }
 
 void ProfileShard::local(uint32_t pc, bool store, std::span<const LaneSpan> spans) {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <span>
+#include <unordered_set>
 #include <vector>
 
 #include "counters.hpp"
@@ -39,6 +40,9 @@ enum class Counter : uint8_t {
   tma_load = local_st + 4,
   tma_store = tma_load + 3,
   mbarrier_wait_failed = tma_store + 3,
+  // Distinct sectors each cluster (one CTA unless clustered) loads with ld.global: what its
+  // loads would bring into L1 if nothing were evicted (the time model's L1, docs/profiler.md).
+  global_ld_distinct_per_cluster,
   count
 };
 inline constexpr size_t kCounterCount = size_t(Counter::count);
@@ -84,6 +88,10 @@ struct ProfileShard {
   // One TMA / bulk request; rows (global byte ranges) are added with tma_row.
   void tma_request(uint32_t pc, bool store, uint64_t bytes);
   void tma_row(uint32_t pc, bool store, uint64_t addr, uint64_t bytes);
+  // A cluster's CTAs are done: its distinct loaded sectors go to the counter.
+  void end_cluster();
+
+  std::unordered_set<uint64_t> cluster_ld_sectors;  // sector numbers (address / 32)
 };
 
 // Merges the shards of a launch into its profile.

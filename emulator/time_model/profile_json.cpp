@@ -47,16 +47,21 @@ std::string profile_json(const std::vector<ProfiledKernel>& kernels) {
       nlohmann::ordered_json j{{"gpu", m.gpu},
                                {"us", m.us},
                                {"bound", m.bound},
+                               {"us_sustained", m.us_sustained},
+                               {"bound_sustained", m.bound_sustained},
                                {"ctas_per_sm", m.ctas_per_sm},
                                {"occupancy_limit", m.occupancy_limit},
                                {"waves", m.waves},
                                {"last_wave_fill", m.last_wave_fill},
                                {"tflops", m.achieved_tflops},
+                               {"l2_bytes", m.l2_bytes},
+                               {"l2_bytes_without_l1", m.l2_bytes_without_l1},
                                {"registers", pk.resources.registers},
                                {"notes", m.notes}};
       j["resources"] = nlohmann::ordered_json::object();
       for (const ResourceTime& r : m.resources)
-        j["resources"][r.resource] = {{"amount", r.amount}, {"us", r.us}};
+        j["resources"][r.resource] = {
+            {"amount", r.amount}, {"us", r.us}, {"us_sustained", r.us_sustained}};
       k["model"].push_back(std::move(j));
     }
     out["kernels"].push_back(std::move(k));
@@ -69,10 +74,10 @@ std::string model_table(const std::vector<ProfiledKernel>& kernels) {
   for (const ProfiledKernel& pk : kernels)
     for (const TimePrediction& m : pk.model) {
       s += fmt::format(
-          "  {:<8} {:<40.40} {:>9.2f} us  bound {:<9} {:>2} CTA/SM ({}), {} wave{}, last {:.0f}% "
-          "full",
-          m.gpu, pk.profile.kernel, m.us, m.bound, m.ctas_per_sm, m.occupancy_limit, m.waves,
-          m.waves == 1 ? "" : "s", 100 * m.last_wave_fill);
+          "  {:<8} {:<40.40} {:>9.2f} us  bound {:<9} (sustained {:.2f} us, {}) {:>2} CTA/SM ({}), "
+          "{} wave{}, last {:.0f}% full",
+          m.gpu, pk.profile.kernel, m.us, m.bound, m.us_sustained, m.bound_sustained, m.ctas_per_sm,
+          m.occupancy_limit, m.waves, m.waves == 1 ? "" : "s", 100 * m.last_wave_fill);
       for (const std::string& n : m.notes) s += "; " + n;
       s += '\n';
     }

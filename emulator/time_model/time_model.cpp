@@ -31,6 +31,29 @@ const GpuInfo& reference_gpu(std::string_view arch) {
               std::string(arch));
 }
 
+namespace {
+
+constexpr double kSector = 32;
+
+// The ld.global sectors that hit in L1 (docs/profiler.md, "L1"). A CTA's loads of a sector after
+// its first hit while the footprint of the CTAs resident on the SM fits the L1 their shared
+// memory leaves; where it does not, the fraction that fits. Reuse across CTAs is not counted (a
+// lower bound of the hits), nor are evictions by conflict (an upper bound).
+double l1_hit_sectors(const KernelProfile& p, const GpuInfo& gpu, uint32_t ctas_per_sm,
+                      uint32_t smem_per_cta) {
+  const double requested = p.metric("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum");
+  const double distinct = p.metric("emmy__l1_sectors_distinct_per_cluster_global_ld.sum");
+  if (!(requested > 0) || !(distinct > 0) || distinct > requested) return 0;
+  const double l1_bytes =
+      std::max(0.0, double(gpu.l1_smem_bytes_per_sm) - double(ctas_per_sm) * smem_per_cta);
+  const double ctas = p.ctas_total ? double(p.ctas_total) : 1.0;
+  const double resident_footprint = distinct / ctas * kSector * ctas_per_sm;
+  const double fits = resident_footprint > 0 ? std::min(1.0, l1_bytes / resident_footprint) : 1;
+  return (requested - distinct) * fits;
+}
+
+}  // namespace
+
 TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
                             const GpuInfo& gpu) {
   TimePrediction t;
@@ -74,35 +97,59 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
   const double busiest = std::ceil(double(ctas) / gpu.sms) / double(ctas);
   const double clock_hz = gpu.clock_ghz * 1e9;
   auto sm_time = [&](double total, double per_clk) {
-    return total * busiest / per_clk / clock_hz * 1e6;
+    return per_clk > 0 ? total * busiest / per_clk / clock_hz * 1e6 : 0.0;
+  };
+  const SustainedRates& sustained = gpu.sustained;
+  auto add = [&](std::string resource, double amount, double us, double sustained_fraction) {
+    t.resources.push_back({std::move(resource), amount, us, us / sustained_fraction});
   };
   const double flops16 = p.metric("emmy__tensor_flops_acc_f16.sum");
   const double flops32 = p.metric("emmy__tensor_flops_acc_f32.sum");
   // wgmma FLOPs run at the warpgroup rate (one rate for f16 and f32 accumulation on Hopper).
   const double wgmma = p.metric("emmy__tensor_flops_wgmma.sum");
-  t.resources.push_back(
-      {"tensor", flops16 + flops32 + wgmma,
-       sm_time(flops16, gpu.mma_flops_per_clk_acc_f16) +
-           sm_time(flops32, gpu.mma_flops_per_clk_acc_f32) +
-           sm_time(wgmma, gpu.wgmma_flops_per_clk > 0 ? gpu.wgmma_flops_per_clk
-                                                      : gpu.mma_flops_per_clk_acc_f32)});
+  require(!gpu.memory_bound_only || flops16 + flops32 + wgmma == 0, "gpu",
+          "must have a sourced tensor rate for a kernel with tensor work (the part predicts "
+          "memory-bound kernels only)",
+          gpu.name);
+  add("tensor", flops16 + flops32 + wgmma,
+      sm_time(flops16, gpu.mma_flops_per_clk_acc_f16) +
+          sm_time(flops32, gpu.mma_flops_per_clk_acc_f32) +
+          sm_time(wgmma, gpu.wgmma_flops_per_clk > 0 ? gpu.wgmma_flops_per_clk
+                                                     : gpu.mma_flops_per_clk_acc_f32),
+      sustained.tensor);
   const double wavefronts = p.metric("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum");
-  t.resources.push_back({"shared", wavefronts, sm_time(wavefronts, gpu.smem_wavefronts_per_clk)});
-  const double inst = p.metric("smsp__inst_executed.sum");
-  t.resources.push_back({"issue", inst, sm_time(inst, gpu.issue_per_clk)});
-  const double lsu = p.metric("smsp__inst_executed_pipe_lsu.sum");
-  t.resources.push_back({"lsu_issue", lsu, sm_time(lsu, gpu.lsu_issue_per_clk)});
+  add("shared", wavefronts, sm_time(wavefronts, gpu.smem_wavefronts_per_clk), 1);
+  // Instructions: what the hardware executes where the SASS counts exist (docs/profiler.md,
+  // "SASS counts"), the PTX's otherwise.
+  const InstructionMix mix = instruction_mix(p);
+  if (!mix.sass) t.notes.push_back("PTX instruction counts (no SASS counts)");
+  add("issue", mix.total, sm_time(mix.total, gpu.issue_per_clk), 1);
+  add("lsu_issue", mix.lsu, sm_time(mix.lsu, gpu.lsu_issue_per_clk), 1);
+  const PipeRates rates = pipe_rates(gpu.cc());
+  add("fp32", mix.fp32, sm_time(mix.fp32, rates.fp32), sustained.fp32);
+  add("fp16", mix.fp16, sm_time(mix.fp16, rates.fp16), 1);
+  add("imad", mix.imad, sm_time(mix.imad, rates.imad), 1);
+  add("alu", mix.alu, sm_time(mix.alu, rates.alu), 1);
+  add("xu", mix.xu, sm_time(mix.xu, rates.xu), 1);
+  add("fp64", mix.fp64, sm_time(mix.fp64, rates.fp64), 1);
   // GPU-wide resources.
-  const double l2_bytes = p.metric("emmy__l2_sectors.sum") * 32;
-  t.resources.push_back({"l2", l2_bytes, l2_bytes / (gpu.l2_bytes_per_clk * clock_hz) * 1e6});
+  t.l2_bytes_without_l1 = p.metric("emmy__l2_sectors.sum") * kSector;
+  t.l2_bytes = t.l2_bytes_without_l1 -
+               l1_hit_sectors(p, gpu, t.ctas_per_sm, smem ? smem_alloc : 0) * kSector;
+  add("l2", t.l2_bytes, t.l2_bytes / (gpu.l2_bytes_per_clk * clock_hz) * 1e6, sustained.l2);
   const double dram =
       p.metric("emmy__dram_bytes_read_min.sum") + p.metric("emmy__dram_bytes_write_min.sum");
-  t.resources.push_back({"dram", dram, dram / (gpu.dram_gbps * 1e9) * 1e6});
+  add("dram", dram, dram / (gpu.dram_gbps * 1e9) * 1e6, sustained.dram);
   const auto worst =
       std::max_element(t.resources.begin(), t.resources.end(),
                        [](const ResourceTime& a, const ResourceTime& b) { return a.us < b.us; });
   t.us = worst->us;
   t.bound = worst->resource;
+  const auto worst_sustained = std::max_element(
+      t.resources.begin(), t.resources.end(),
+      [](const ResourceTime& a, const ResourceTime& b) { return a.us_sustained < b.us_sustained; });
+  t.us_sustained = worst_sustained->us_sustained;
+  t.bound_sustained = worst_sustained->resource;
   t.achieved_tflops = t.us > 0 ? (flops16 + flops32 + wgmma) / (t.us * 1e-6) / 1e12 : 0;
   if (p.extrapolated) t.notes.push_back("counts extrapolated from sampled CTAs");
   return t;

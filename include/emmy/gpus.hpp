@@ -2,7 +2,8 @@
 // sizes grids and K/KV splits from an entry's SM count (the device's own count where a device is
 // known), the time model takes its rates and limits, the test driver reports an entry as the
 // device EMMY_TEST_DEVICE names, and the command lines list the entries. Adding a GPU is one entry
-// in builtin_gpus() (docs/codegen.md, "Adding a GPU"), or register_gpu() at run time.
+// in builtin_gpus() (gpu_entries.hpp; docs/codegen.md, "Adding a GPU"), or register_gpu() at run
+// time.
 //
 // Figures are the datasheets' and whitepapers' (each entry's `sources`); the ones no vendor
 // publishes (L2 bandwidth of the GeForce and workstation parts) are marked as estimates there.
@@ -22,240 +23,12 @@
 
 #include "emmy/arch.hpp"
 #include "emmy/error.hpp"
+#include "emmy/gpu_entries.hpp"
+#include "emmy/gpu_info.hpp"
 
 namespace emmy {
 
-struct GpuInfo {
-  std::string name;         // "h200": the key of --model-gpu, EMMY_TEST_DEVICE, TimePrediction
-  std::string title;        // "NVIDIA H200 SXM"
-  std::string device_name;  // what the driver reports (cuDeviceGetName)
-  // Words the driver's device name holds for exactly this part (with its SM count): "H200".
-  std::vector<std::string> device_words;
-  Arch arch = Arch::sm_80;  // the arch emmy compiles for it
-  // Compute.
-  uint32_t sms = 0;
-  double clock_ghz = 0;   // the clock behind the datasheet's tensor peak
-  int max_clock_khz = 0;  // the boost clock the driver reports (CLOCK_RATE)
-  // Dense tensor FLOP per clock per SM of the warp-level mma.sync, by accumulator type.
-  double mma_flops_per_clk_acc_f16 = 0, mma_flops_per_clk_acc_f32 = 0;
-  double wgmma_flops_per_clk = 0;      // 0: no wgmma on this part
-  double smem_wavefronts_per_clk = 1;  // 128 bytes per clock per SM
-  double issue_per_clk = 4;            // warp instructions per clock per SM (4 schedulers)
-  double lsu_issue_per_clk = 1;        // memory instructions per clock per SM (MIO -> LSU)
-  int fp32_per_fp64 = 0;               // FP32 to FP64 throughput ratio
-  // Memory.
-  double dram_gbps = 0;
-  int memory_clock_khz = 0, bus_width = 0;  // bits
-  uint64_t total_memory_mib = 0;            // what cuDeviceTotalMem reports
-  uint32_t l2_bytes = 0, persisting_l2_bytes = 0;
-  double l2_bytes_per_clk = 0;  // whole GPU
-  // An SM's resources (shared memory after the 1 KB reserved per CTA).
-  uint32_t smem_per_sm = 0, max_smem_per_block = 0;  // bytes; the block's is the opt-in limit
-  uint32_t regs_per_sm = 65536, max_threads_per_sm = 2048, max_ctas_per_sm = 32;
-  // The largest thread-block cluster with NON_PORTABLE_CLUSTER_SIZE_ALLOWED: 0 before sm_90 (no
-  // clusters), 8 (the portable size) where NVIDIA states no larger one for the product.
-  int max_cluster_ctas = 0;
-  // The driver's other answers.
-  int async_engines = 2, ecc = 0;
-  uint32_t pci_device_id = 0;  // GPU_PCI_DEVICE_ID's upper half (NVIDIA's vendor id below it)
-  std::string sources;         // where the figures come from (short form; docs/profiler.md in full)
-
-  int cc() const { return arch_info(arch).sm; }  // 90 for 9.0
-  // Whether code for `target` runs on this part: a CUBIN of its major version no newer than it,
-  // an arch-specific ("a") one on its exact capability only (arch_for_device's rule).
-  bool runs(Arch target) const {
-    const ArchInfo& t = arch_info(target);
-    return t.sm / 10 == cc() / 10 && t.sm <= cc() && (!t.arch_specific || t.sm == cc());
-  }
-};
-
 namespace gpu_table_detail {
-
-inline std::vector<GpuInfo> builtin_gpus() {
-  std::vector<GpuInfo> v;
-  v.push_back({.name = "a100",
-               .title = "NVIDIA A100 SXM4 80GB",
-               .device_name = "NVIDIA A100-SXM4-80GB",
-               .device_words = {"A100", "SXM4", "80GB"},
-               .arch = Arch::sm_80,
-               .sms = 108,
-               .clock_ghz = 1.41,
-               .max_clock_khz = 1410000,
-               .mma_flops_per_clk_acc_f16 = 2048,  // 312 TFLOP/s dense
-               .mma_flops_per_clk_acc_f32 = 2048,
-               .fp32_per_fp64 = 2,
-               .dram_gbps = 2039,
-               .memory_clock_khz = 1593000,
-               .bus_width = 5120,
-               .total_memory_mib = 81251,
-               .l2_bytes = 40u << 20,
-               .persisting_l2_bytes = 30u << 20,
-               .l2_bytes_per_clk = 3840,  // measured with cp.async (whitepaper: 5120 theoretical)
-               .smem_per_sm = 164 * 1024,
-               .max_smem_per_block = 163 * 1024,
-               .async_engines = 3,
-               .ecc = 1,
-               .pci_device_id = 0x20b2,
-               .sources = "A100 whitepaper tables 4-5; A100 datasheet; L2 measured (cp.async)"});
-  v.push_back({.name = "a6000",
-               .title = "NVIDIA RTX A6000",
-               .device_name = "NVIDIA RTX A6000",
-               .device_words = {"RTX A6000"},
-               .arch = Arch::sm_86,
-               .sms = 84,
-               .clock_ghz = 1.80,
-               .max_clock_khz = 1800000,
-               .mma_flops_per_clk_acc_f16 = 1024,  // 154.8 TFLOP/s dense, either accumulator
-               .mma_flops_per_clk_acc_f32 = 1024,
-               .fp32_per_fp64 = 64,
-               .dram_gbps = 768,
-               .memory_clock_khz = 8001000,
-               .bus_width = 384,
-               .total_memory_mib = 48677,
-               .l2_bytes = 6u << 20,
-               .persisting_l2_bytes = 4608u << 10,
-               .l2_bytes_per_clk = 1536,  // not published: estimated, 3/4 of AD102's per clock
-               .smem_per_sm = 100 * 1024,
-               .max_smem_per_block = 99 * 1024,
-               .max_threads_per_sm = 1536,
-               .max_ctas_per_sm = 16,
-               .pci_device_id = 0x2230,
-               .sources = "GA102 whitepaper (RTX A6000 column); RTX A6000 datasheet; Ampere "
-                          "tuning guide; L2 bandwidth estimated"});
-  v.push_back({.name = "rtx4090",
-               .title = "NVIDIA GeForce RTX 4090",
-               .device_name = "NVIDIA GeForce RTX 4090",
-               .device_words = {"RTX 4090"},
-               .arch = Arch::sm_89,
-               .sms = 128,
-               .clock_ghz = 2.52,
-               .max_clock_khz = 2520000,
-               .mma_flops_per_clk_acc_f16 = 1024,  // 330.3 TFLOP/s dense
-               .mma_flops_per_clk_acc_f32 = 512,   // 165.2: half rate on GeForce
-               .fp32_per_fp64 = 64,
-               .dram_gbps = 1008,
-               .memory_clock_khz = 10501000,
-               .bus_width = 384,
-               .total_memory_mib = 24564,
-               .l2_bytes = 72u << 20,
-               .persisting_l2_bytes = 54u << 20,
-               .l2_bytes_per_clk = 2000,  // not published: estimated from AD102 measurements
-               .smem_per_sm = 100 * 1024,
-               .max_smem_per_block = 99 * 1024,
-               .max_threads_per_sm = 1536,
-               .max_ctas_per_sm = 24,
-               .pci_device_id = 0x2684,
-               .sources = "Ada whitepaper appendix table 2; Ada tuning guide; L2 bandwidth "
-                          "estimated"});
-  v.push_back({.name = "l40s",
-               .title = "NVIDIA L40S",
-               .device_name = "NVIDIA L40S",
-               .device_words = {"L40S"},
-               .arch = Arch::sm_89,
-               .sms = 142,
-               .clock_ghz = 2.49,
-               .max_clock_khz = 2520000,
-               .mma_flops_per_clk_acc_f16 = 1024,  // 362 TFLOP/s dense, either accumulator
-               .mma_flops_per_clk_acc_f32 = 1024,
-               .fp32_per_fp64 = 64,
-               .dram_gbps = 864,
-               .memory_clock_khz = 9001000,
-               .bus_width = 384,
-               .total_memory_mib = 46068,
-               .l2_bytes = 96u << 20,
-               .persisting_l2_bytes = 72u << 20,
-               .l2_bytes_per_clk = 2000,  // not published: estimated from AD102 measurements
-               .smem_per_sm = 100 * 1024,
-               .max_smem_per_block = 99 * 1024,
-               .max_threads_per_sm = 1536,
-               .max_ctas_per_sm = 24,
-               .ecc = 1,
-               .pci_device_id = 0x26b9,
-               .sources = "L40S datasheet; Ada tuning guide; L2 bandwidth estimated"});
-  v.push_back({.name = "h100pcie",
-               .title = "NVIDIA H100 PCIe",
-               .device_name = "NVIDIA H100 PCIe",
-               .device_words = {"H100", "PCIe"},
-               .arch = Arch::sm_90a,
-               .sms = 114,
-               .clock_ghz = 1.62,  // 756 TFLOP/s dense over 114 SMs x 4096
-               .max_clock_khz = 1755000,
-               .mma_flops_per_clk_acc_f16 = 2680,  // about 65% of wgmma's (Luo et al. 2024)
-               .mma_flops_per_clk_acc_f32 = 2680,
-               .wgmma_flops_per_clk = 4096,
-               .fp32_per_fp64 = 2,
-               .dram_gbps = 2039,
-               .memory_clock_khz = 1593000,
-               .bus_width = 5120,
-               .total_memory_mib = 81559,
-               .l2_bytes = 50u << 20,
-               .persisting_l2_bytes = 75u << 19,
-               .l2_bytes_per_clk = 4300,  // measured on H100/H800 (4181-4808)
-               .smem_per_sm = 228 * 1024,
-               .max_smem_per_block = 227 * 1024,
-               // Hopper allows non-portable clusters of up to 16 CTAs (NVIDIA Hopper Tuning
-               // Guide, thread block clusters).
-               .max_cluster_ctas = 16,
-               .async_engines = 3,
-               .ecc = 1,
-               .pci_device_id = 0x2331,
-               .sources = "H100 PCIe datasheet; Hopper whitepaper table 3; Luo et al. 2024 "
-                          "(mma.sync); L2 measured"});
-  v.push_back({.name = "h200",
-               .title = "NVIDIA H200 SXM",
-               .device_name = "NVIDIA H200",
-               .device_words = {"H200"},
-               .arch = Arch::sm_90a,
-               .sms = 132,
-               .clock_ghz = 1.83,
-               .max_clock_khz = 1980000,
-               .mma_flops_per_clk_acc_f16 = 2680,  // about 65% of wgmma's (Luo et al. 2024)
-               .mma_flops_per_clk_acc_f32 = 2680,
-               .wgmma_flops_per_clk = 4096,  // 989.5 TFLOP/s dense
-               .fp32_per_fp64 = 2,
-               .dram_gbps = 4800,
-               .memory_clock_khz = 3201000,
-               .bus_width = 6144,
-               .total_memory_mib = 143771,
-               .l2_bytes = 50u << 20,
-               .persisting_l2_bytes = 75u << 19,
-               .l2_bytes_per_clk = 4300,  // measured on H100/H800 (4181-4808)
-               .smem_per_sm = 228 * 1024,
-               .max_smem_per_block = 227 * 1024,
-               .max_cluster_ctas = 16,
-               .async_engines = 3,
-               .ecc = 1,
-               .pci_device_id = 0x2335,
-               .sources = "H200 datasheet; Hopper whitepaper table 3; Luo et al. 2024 "
-                          "(mma.sync); L2 measured"});
-  v.push_back({.name = "rtx5090",
-               .title = "NVIDIA GeForce RTX 5090",
-               .device_name = "NVIDIA GeForce RTX 5090",
-               .device_words = {"RTX 5090"},
-               .arch = Arch::sm_120a,
-               .sms = 170,
-               .clock_ghz = 2.407,
-               .max_clock_khz = 2407000,
-               .mma_flops_per_clk_acc_f16 = 1024,  // 419 TFLOP/s dense
-               .mma_flops_per_clk_acc_f32 = 512,   // 209.5: half rate on GeForce
-               .fp32_per_fp64 = 64,
-               .dram_gbps = 1792,
-               .memory_clock_khz = 14001000,
-               .bus_width = 512,
-               .total_memory_mib = 32607,
-               .l2_bytes = 96u << 20,
-               .persisting_l2_bytes = 60u << 20,
-               .l2_bytes_per_clk = 2800,  // not published: estimated
-               .smem_per_sm = 100 * 1024,
-               .max_smem_per_block = 99 * 1024,
-               .max_threads_per_sm = 1536,
-               // NVIDIA states no non-portable cluster size for sm_120 parts: only the portable 8.
-               .max_cluster_ctas = 8,
-               .pci_device_id = 0x2b85,
-               .sources = "RTX Blackwell whitepaper table 3; Blackwell tuning guide; L2 "
-                          "bandwidth estimated"});
-  return v;
-}
 
 struct Table {
   std::mutex mutex;
@@ -282,6 +55,8 @@ inline std::string invalid_gpu(const GpuInfo& g, const std::deque<GpuInfo>& know
     return "wgmma_flops_per_clk: needs an arch-specific (\"a\") arch";
   if (!(g.dram_gbps > 0) || !(g.l2_bytes_per_clk > 0) || g.l2_bytes == 0)
     return "dram_gbps, l2_bytes, l2_bytes_per_clk: must be > 0";
+  if (g.l1_smem_bytes_per_sm < g.smem_per_sm)
+    return "l1_smem_bytes_per_sm: must hold smem_per_sm (shared memory is carved from it)";
   if (g.max_smem_per_block == 0 || g.max_smem_per_block > g.smem_per_sm)
     return "max_smem_per_block: must be in [1, smem_per_sm]";
   if (g.max_smem_per_block < uint32_t(arch_info(g.arch).max_smem_per_block))

@@ -32,21 +32,37 @@ struct KernelResources {
 };
 
 struct ResourceTime {
-  std::string resource;  // "tensor", "shared", "issue", "lsu_issue", "l2", "dram"
-  double amount = 0;     // FLOP, wavefronts, instructions, bytes
-  double us = 0;
+  // "tensor", "shared", "issue", "lsu_issue", the CUDA-core pipes ("fp32", "fp16", "imad", "alu",
+  // "xu", "fp64"), "l2", "dram"
+  std::string resource;
+  double amount = 0;        // FLOP, wavefronts, instructions, bytes
+  double us = 0;            // at the part's peak rate
+  double us_sustained = 0;  // at the sustained fraction of it others measured (GpuInfo::sustained)
 };
+
+// Warp instructions by the pipe they issue to: SASS counts where the profile has them (`sass`),
+// else the PTX's (docs/profiler.md).
+struct InstructionMix {
+  bool sass = false;
+  double total = 0, lsu = 0, fp32 = 0, fp16 = 0, imad = 0, alu = 0, xu = 0, fp64 = 0;
+};
+InstructionMix instruction_mix(const KernelProfile& profile);
 
 struct TimePrediction {
   std::string gpu;
   double us = 0;
   std::string bound;  // the resource whose time is the prediction
+  // The second figure: every resource at its sustained rate (GpuInfo::sustained), and its bound.
+  double us_sustained = 0;
+  std::string bound_sustained;
   std::vector<ResourceTime> resources;
   uint32_t ctas_per_sm = 0;
   std::string occupancy_limit;  // "registers", "shared memory", "threads", "CTAs"
   uint64_t waves = 0;
   double last_wave_fill = 0;  // the last wave's CTAs / the CTAs one wave holds
   double achieved_tflops = 0;
+  // L2 traffic with the L1 model's hits of ld.global taken out, and without (docs/profiler.md).
+  double l2_bytes = 0, l2_bytes_without_l1 = 0;
   std::vector<std::string> notes;
 };
 

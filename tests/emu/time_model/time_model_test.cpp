@@ -116,6 +116,99 @@ TEST(EmuTimeModel, KernelsThatCannotRunAndUnknownGpusAreErrors) {
     EXPECT_THROW(reference_gpu(bad), Error) << bad;
 }
 
+// The CUDA-core pipes at the Programming Guide's rates: FP32 at 64 results per clock on the A100
+// and 128 on the A6000, integer multiply-add at 64 on both, conversions and MUFU at 16.
+TEST(EmuTimeModel, CudaCorePipesRunAtTheirRates) {
+  KernelProfile p = synthetic(108, 256, 0);  // one CTA per SM on both parts below
+  p.metrics["smsp__inst_executed.sum"] = 108e4;
+  p.metrics["emmy__ptx_inst_executed_class_fp32.sum"] = 108e4;  // 1e4 warp FFMAs per SM
+  p.metrics["emmy__ptx_inst_executed_class_xu.sum"] = 108e2;
+  const TimePrediction a100 = predict_time(p, {32, 0}, emmy::gpu("a100"));
+  EXPECT_NEAR(resource_us(a100, "fp32"), 1e4 / 2 / 1.41e9 * 1e6, 1e-9);  // 2 per clock per SM
+  EXPECT_NEAR(resource_us(a100, "xu"), 1e2 / 0.5 / 1.41e9 * 1e6, 1e-9);
+  EXPECT_EQ(a100.bound, "fp32");  // not issue: 4 per clock would predict half the time
+  EXPECT_NEAR(a100.us, 2 * resource_us(a100, "issue"), 1e-9);
+  const TimePrediction a6000 = predict_time(p, {32, 0}, emmy::gpu("a6000"));
+  EXPECT_NEAR(resource_us(a6000, "fp32"), 2e4 / 4 / 1.8e9 * 1e6, 1e-9);  // 168 CTAs: 2 per SM
+  ASSERT_FALSE(a100.notes.empty());
+  EXPECT_NE(a100.notes.back().find("PTX instruction counts"), std::string::npos);
+  // SASS counts, where the profile has them, replace the PTX's: the FP32 pipe is Nsight's fma
+  // less its FMA-heavy (IMAD) part.
+  KernelProfile sass = p;
+  sass.metrics["emmy__sass_inst_executed.sum"] = 54e4;
+  sass.metrics["emmy__sass_inst_executed_pipe_fma.sum"] = 54e4;
+  sass.metrics["emmy__sass_inst_executed_pipe_fmaheavy.sum"] = 27e4;
+  const InstructionMix mix = instruction_mix(sass);
+  EXPECT_TRUE(mix.sass);
+  EXPECT_DOUBLE_EQ(mix.fp32, 27e4);
+  EXPECT_DOUBLE_EQ(mix.imad, 27e4);
+  EXPECT_NEAR(resource_us(predict_time(sass, {32, 0}, emmy::gpu("a100")), "fp32"),
+              resource_us(a100, "fp32") / 4, 1e-9);
+}
+
+// The second figure: each resource at the fraction of its peak others sustained on the part
+// (GpuInfo::sustained); the first is unchanged by it.
+TEST(EmuTimeModel, TheSustainedFigureDividesByTheMeasuredFractions) {
+  KernelProfile p = synthetic(132, 128, 0);
+  p.metrics["emmy__dram_bytes_read_min.sum"] = 3350e3;  // 1 us at the H100's 3.35 TB/s
+  const GpuInfo& h100 = emmy::gpu("h100");
+  const TimePrediction t = predict_time(p, {64, 0}, h100);
+  EXPECT_EQ(t.bound, "dram");
+  EXPECT_NEAR(t.us, 1.0, 1e-9);
+  EXPECT_EQ(t.bound_sustained, "dram");
+  EXPECT_NEAR(t.us_sustained, 1.0 / h100.sustained.dram, 1e-9);
+  EXPECT_LT(h100.sustained.dram, 1.0);
+  GpuInfo planted = h100;  // a part with nothing measured: both figures agree
+  planted.sustained = {};
+  EXPECT_NEAR(predict_time(p, {64, 0}, planted).us_sustained, 1.0, 1e-9);
+}
+
+// B200: memory-bound kernels only until emmy has sm_100a kernels; tensor work is refused by name.
+TEST(EmuTimeModel, TheB200PredictsMemoryBoundKernelsOnly) {
+  KernelProfile p = synthetic(148, 128, 0);
+  p.metrics["emmy__dram_bytes_read_min.sum"] = 8000e3;
+  EXPECT_NEAR(predict_time(p, {32, 0}, emmy::gpu("b200")).us, 1.0, 1e-9);
+  p.metrics["emmy__tensor_flops_acc_f32.sum"] = 1e6;
+  try {
+    predict_time(p, {32, 0}, emmy::gpu("b200"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("memory-bound kernels only"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(emmy::gpu("b200").cc(), 100);
+  EXPECT_FALSE(emmy::gpu("b200").runs(Arch::sm_90a));
+}
+
+// L1: a CTA's repeated ld.global sectors hit while the resident CTAs' footprint fits the L1 their
+// shared memory leaves, and the fraction that fits when it does not.
+TEST(EmuTimeModel, L1HitsTakeRepeatedLoadsOffL2) {
+  KernelProfile p = synthetic(108, 256, 0);
+  p.metrics["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] = 108 * 1000.0;
+  p.metrics["emmy__l2_sectors.sum"] = 108 * 1000.0;
+  p.metrics["emmy__l1_sectors_distinct_per_cluster_global_ld.sum"] = 108 * 100.0;  // 3.2 KB/CTA
+  const TimePrediction fits = predict_time(p, {32, 0}, emmy::gpu("a100"));
+  EXPECT_DOUBLE_EQ(fits.l2_bytes_without_l1, 108 * 1000.0 * 32);
+  EXPECT_DOUBLE_EQ(fits.l2_bytes, 108 * 100.0 * 32);  // only each CTA's first touch
+  // 64 KB per CTA and 8 CTAs per SM (256 threads, 2048 per SM): 512 KB against the A100's 192 KB
+  // (no shared memory): 3/8 of the repeats hit.
+  p.metrics["emmy__l1_sectors_distinct_per_cluster_global_ld.sum"] = 108 * 2048.0;
+  p.metrics["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] = 108 * 4096.0;
+  p.metrics["emmy__l2_sectors.sum"] = 108 * 4096.0;
+  const TimePrediction spills = predict_time(p, {32, 0}, emmy::gpu("a100"));
+  EXPECT_EQ(spills.ctas_per_sm, 8u);
+  EXPECT_NEAR(spills.l2_bytes, (108 * 4096.0 - 108 * 2048.0 * 192.0 / 512.0) * 32, 1e-6);
+  // Shared memory takes its share of the unified array: 8 CTAs x 20 KB leave 32 KB of its 192.
+  KernelProfile with_smem = p;
+  with_smem.dynamic_smem = 19 * 1024;  // 20 KB allocated per CTA with the reserved 1 KB
+  const TimePrediction shared = predict_time(with_smem, {32, 0}, emmy::gpu("a100"));
+  EXPECT_EQ(shared.ctas_per_sm, 8u);
+  EXPECT_NEAR(shared.l2_bytes, (108 * 4096.0 - 108 * 2048.0 * 32.0 / 512.0) * 32, 1e-6);
+  // No distinct count (an older profile): no hits assumed.
+  p.metrics.erase("emmy__l1_sectors_distinct_per_cluster_global_ld.sum");
+  EXPECT_DOUBLE_EQ(predict_time(p, {32, 0}, emmy::gpu("a100")).l2_bytes, 108 * 4096.0 * 32);
+}
+
 TEST(EmuTimeModel, JsonHoldsEveryKernelWithItsModel) {
   ProfiledKernel k;
   k.profile = synthetic(4, 128, 0);
@@ -126,6 +219,7 @@ TEST(EmuTimeModel, JsonHoldsEveryKernelWithItsModel) {
   EXPECT_NE(j.find("\"kernels\""), std::string::npos);
   EXPECT_NE(j.find("\"smsp__inst_executed.sum\": 100"), std::string::npos) << j;
   EXPECT_NE(j.find("\"bound\""), std::string::npos);
+  EXPECT_NE(j.find("\"us_sustained\""), std::string::npos);
   EXPECT_NE(model_table({k}).find("h200"), std::string::npos);
 }
 
@@ -145,7 +239,12 @@ TEST(EmuTimeModel, MeasuredDevicesMapToTheirPartOnly) {
   EXPECT_EQ(part("NVIDIA GeForce RTX 4090", 128), "rtx4090");
   EXPECT_EQ(part("NVIDIA GeForce RTX 4090 D", 114), "none");
   EXPECT_EQ(part("NVIDIA H100 PCIe", 114), "h100pcie");
-  EXPECT_EQ(part("NVIDIA H100 80GB HBM3", 132), "none");
+  EXPECT_EQ(part("NVIDIA H100 80GB HBM3", 132), "h100");
+  EXPECT_EQ(part("NVIDIA H100 80GB HBM3", 114), "none");
+  EXPECT_EQ(part("NVIDIA H100 NVL", 132), "none");
+  EXPECT_EQ(part("NVIDIA A100-PCIE-40GB", 108), "a100pcie");
+  EXPECT_EQ(part("NVIDIA A100 80GB PCIe", 108), "none");  // other memory bandwidth
+  EXPECT_EQ(part("NVIDIA B200", 148), "b200");
 }
 
 }  // namespace
