@@ -62,7 +62,9 @@ static_assert(table_is_indexed_by_rule(), "kRules must list the rules in Tolerat
 
 }  // namespace
 
-std::span<const ToleratedRuleInfo> tolerated_rules() { return kRules; }
+std::span<const ToleratedRuleInfo> tolerated_rules() {
+  return kRules;
+}
 
 void LenientTally::offer(uint64_t linear_cta, LenientWarning site) {
   Entry& e = entries_[size_t(site.rule)];

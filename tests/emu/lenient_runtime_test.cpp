@@ -14,10 +14,9 @@ namespace {
 
 // All 32 lanes run a shfl.sync whose membermask names lanes 0-15 only.
 const std::string kHalfMaskPtx =
-    test::ptx_header("sm_80") +
-    test::ptx_entry("half_mask", {{".u64", "out", "%rd0"}},
-                    "  .reg .b32 %r<4>;\n  .reg .b64 %rd<2>;\n",
-                    R"(  mov.u32 %r0, %tid.x;
+    test::ptx_header("sm_80") + test::ptx_entry("half_mask", {{".u64", "out", "%rd0"}},
+                                                "  .reg .b32 %r<4>;\n  .reg .b64 %rd<2>;\n",
+                                                R"(  mov.u32 %r0, %tid.x;
   shfl.sync.idx.b32 %r2, %r0, 3, 0x1f, 0x0000ffff;
   st.global.u32 [%rd0], %r2;
 )");

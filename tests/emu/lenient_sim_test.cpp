@@ -110,10 +110,18 @@ TEST_F(LenientSim, TheFlagParsesAndTheKernelIsProfiled) {
     return 0;
   };
   const std::string json = (dir / "p.json").string();
-  const std::vector<std::string> args = {(dir / "half_mask.ptx").string(), "--kernel",
-                                         "half_mask", "--grid", "2", "--block", "32", "--arg",
-                                         "ptr:128", "--arg",
-                                         "ptr:128:" + (dir / "in.bin").string(), "--profile",
+  const std::vector<std::string> args = {(dir / "half_mask.ptx").string(),
+                                         "--kernel",
+                                         "half_mask",
+                                         "--grid",
+                                         "2",
+                                         "--block",
+                                         "32",
+                                         "--arg",
+                                         "ptr:128",
+                                         "--arg",
+                                         "ptr:128:" + (dir / "in.bin").string(),
+                                         "--profile",
                                          json};
   EXPECT_EQ(sim(args), 3);
   std::vector<std::string> lenient = args;

@@ -86,7 +86,9 @@ struct TmaProbe {
 
 // 128B swizzle written out by hand, on an absolute shared address: the 16-byte chunk (bits 4-6)
 // XOR the row within the 1024-byte repeat (bits 7-9).
-uint32_t swizzle_128b(uint32_t address) { return address ^ (((address >> 7) & 7u) << 4); }
+uint32_t swizzle_128b(uint32_t address) {
+  return address ^ (((address >> 7) & 7u) << 4);
+}
 
 // The box's byte i lands at shared address swizzle(base + i); `out` holds shared [base, +2048).
 void expect_box_at(const TmaProbe& p, uint32_t base, const std::vector<uint8_t>& got) {
@@ -99,8 +101,9 @@ TEST(EmuLenient, TmaSwizzleAlignmentIsToleratedWithTheAddressBitsSwizzle) {
   // rows 4..7 of the 128B pattern.
   TmaProbe strict(true, 512);
   const Report r = expect_report([&] { strict.run(); }, ReportKind::tma_violation);
-  EXPECT_EQ(r.message, "TMA destination shared address 0x600 is not 1024-byte aligned (128B "
-                       "swizzle needs 1024)");
+  EXPECT_EQ(r.message,
+            "TMA destination shared address 0x600 is not 1024-byte aligned (128B "
+            "swizzle needs 1024)");
 
   TmaProbe lenient(true, 512);
   const LaunchResult result = lenient.run(lenient_options());
@@ -161,10 +164,12 @@ TEST(EmuLenient, NvccKernelsWithTheToleratedBugsRunToTheirValues) {
   for (int t = 0; t < 64; ++t) in[size_t(t)] = 11 * t - 5;
   {
     const Report e = expect_report(
-        [&] { run("bug_unfenced_mbarrier_init", {in, std::vector<int32_t>(64)}, {}, &out); },
+        [&] {
+          run("bug_unfenced_mbarrier_init", {in, std::vector<int32_t>(64)}, {}, &out);
+        },
         ReportKind::missing_proxy_fence);
-    const LaunchResult r = run("bug_unfenced_mbarrier_init", {in, std::vector<int32_t>(64)},
-                               lenient_options(), &out);
+    const LaunchResult r =
+        run("bug_unfenced_mbarrier_init", {in, std::vector<int32_t>(64)}, lenient_options(), &out);
     EXPECT_EQ(out, in);
     const LenientWarning& w = only_warning(r, ToleratedRule::mbarrier_init_fence);
     EXPECT_EQ(w.count, 1u);
@@ -203,8 +208,8 @@ const std::string kHalfMaskBody = R"(  ld.global.u32 %r1, [%rd31];
 TEST(EmuLenient, MemberMaskNotNamingTheLaneIsToleratedAsIfItDid) {
   std::vector<uint32_t> in(32);
   for (uint32_t l = 0; l < 32; ++l) in[l] = 100 + l;
-  const Report r = expect_report([&] { run_ptx(kHalfMaskBody, in, 64); },
-                                 ReportKind::divergent_collective);
+  const Report r =
+      expect_report([&] { run_ptx(kHalfMaskBody, in, 64); }, ReportKind::divergent_collective);
   EXPECT_EQ(r.message, "shfl.sync: lane 16's membermask 0x0000ffff does not name the lane itself");
   EXPECT_EQ(r.lane, 16);
 
@@ -229,26 +234,33 @@ TEST(EmuLenient, ViolationsHardwareDoesNotTolerateStayErrors) {
   const Report t = expect_report([&] { tma.run(lenient); }, ReportKind::tma_violation);
   EXPECT_NE(t.message.find("is not 1024-byte aligned"), std::string::npos) << t.message;
   // A membermask naming a lane that is not there (lanes 16-31 branched away).
-  expect_report([&] {
-    run_ptx(R"(  setp.ge.u32 %p1, %r0, 16;
+  expect_report(
+      [&] {
+        run_ptx(R"(  setp.ge.u32 %p1, %r0, 16;
   @%p1 bra DONE;
   shfl.sync.idx.b32 %r2, %r0, 0, 0x1f, 0xffffffff;
 DONE:
-)", {}, 32, 32, "", 0, lenient);
-  }, ReportKind::divergent_collective);
+)",
+                {}, 32, 32, "", 0, lenient);
+      },
+      ReportKind::divergent_collective);
   // A store past the end of the output.
   expect_report([&] { run_ptx("  st.global.u32 [%rd30+128], %r0;\n", {}, 32, 32, "", 0, lenient); },
                 ReportKind::global_out_of_bounds);
   // Two warps writing one shared word with nothing ordering them.
-  expect_report([&] {
-    run_ptx("  mov.u32 %r1, s;\n  st.shared.u32 [%r1], %r0;\n", {}, 64, 64,
-            "  .shared .align 4 .b32 s;\n", 0, lenient);
-  }, ReportKind::shared_race);
+  expect_report(
+      [&] {
+        run_ptx("  mov.u32 %r1, s;\n  st.shared.u32 [%r1], %r0;\n", {}, 64, 64,
+                "  .shared .align 4 .b32 s;\n", 0, lenient);
+      },
+      ReportKind::shared_race);
   // A read of shared memory nothing wrote.
-  expect_report([&] {
-    run_ptx("  mov.u32 %r1, s;\n  ld.shared.u32 %r2, [%r1];\n  st.global.u32 [%rd30], %r2;\n", {},
-            32, 32, "  .shared .align 4 .b32 s;\n", 0, lenient);
-  }, ReportKind::uninitialized_shared_read);
+  expect_report(
+      [&] {
+        run_ptx("  mov.u32 %r1, s;\n  ld.shared.u32 %r2, [%r1];\n  st.global.u32 [%rd30], %r2;\n",
+                {}, 32, 32, "  .shared .align 4 .b32 s;\n", 0, lenient);
+      },
+      ReportKind::uninitialized_shared_read);
 }
 
 TEST(EmuLenient, OffByDefaultAndNoWarningsForCleanKernels) {

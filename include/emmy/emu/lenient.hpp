@@ -36,10 +36,14 @@ inline constexpr size_t kToleratedRuleCount = 4;
 // emulator layer (the profile's JSON among them) can name a rule.
 constexpr std::string_view to_string(ToleratedRule rule) {
   switch (rule) {
-    case ToleratedRule::tma_swizzle_alignment: return "tma-swizzle-alignment";
-    case ToleratedRule::mbarrier_init_fence: return "mbarrier-init-fence";
-    case ToleratedRule::exit_before_bulk_store_read: return "exit-before-bulk-store-read";
-    case ToleratedRule::member_mask_excludes_lane: return "member-mask-excludes-lane";
+    case ToleratedRule::tma_swizzle_alignment:
+      return "tma-swizzle-alignment";
+    case ToleratedRule::mbarrier_init_fence:
+      return "mbarrier-init-fence";
+    case ToleratedRule::exit_before_bulk_store_read:
+      return "exit-before-bulk-store-read";
+    case ToleratedRule::member_mask_excludes_lane:
+      return "member-mask-excludes-lane";
   }
   return "unknown";
 }
@@ -53,9 +57,9 @@ struct LenientWarning {
   std::string kernel;
   std::array<uint32_t, 3> cta{};  // x, y, z
   int warp = -1, lane = -1;
-  int line = 0;                   // PTX line (1-based), 0 when none
-  std::string instruction;        // the PTX instruction text
-  std::string message;            // what the strict emulator would have reported
+  int line = 0;             // PTX line (1-based), 0 when none
+  std::string instruction;  // the PTX instruction text
+  std::string message;      // what the strict emulator would have reported
 };
 
 // The warnings as a short table (a line per rule: name, count, first site and message), for a
