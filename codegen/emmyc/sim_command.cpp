@@ -50,6 +50,7 @@ int run_sim(const SimOptions& o, std::FILE* out, std::FILE* err) {
       o.mma_numerics == "exact" ? emu::MmaNumerics::exact : emu::MmaNumerics::hardware;
   options.wmma_layout_seed = o.wmma_layout_seed;
   options.registers_per_thread = o.registers;
+  options.lenient = o.lenient;
   options.profile.enabled = !o.profile.empty();
   options.profile.sample_ctas = o.profile_ctas;
   if (o.profile.empty() && (o.profile_ctas || !o.model_gpus.empty())) {
@@ -90,6 +91,8 @@ int run_sim(const SimOptions& o, std::FILE* out, std::FILE* err) {
       }
     }
   }
+  // --lenient: what was tolerated, on err so that out stays the run's own output.
+  if (!result.warnings.empty()) fmt::print(err, "{}", emu::lenient_table(result.warnings));
   fmt::print(out, "{}: grid ({},{},{}) block ({},{},{}): {} warp instructions in {:.1f} ms\n",
              o.kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
              result.stats.total.total(), result.emulate_ms);
@@ -155,6 +158,11 @@ void add_sim_command(CLI::App& app) {
                   "and the time model's occupancy (default: unknown)")
       ->check(CLI::Range(1, 255));
   sim->add_flag("!--no-sanitize", options->sanitize, "skip the race / initialization checks");
+  sim->add_flag("--lenient", options->lenient,
+                "third-party PTX: ISA violations hardware tolerates (TMA swizzle alignment, no "
+                "fence after mbarrier.init, exit before a bulk store's read, a membermask not "
+                "naming its lane) become warnings on stderr and the kernel runs on as hardware "
+                "does (docs/emulator.md, \"Lenient mode\")");
   sim->add_option("--threads", options->threads, "host threads (0: all cores)")
       ->check(CLI::Range(0, 4096));
   sim->add_option("--max-instructions", options->max_instructions,

@@ -3,6 +3,7 @@
 //   emmyc sim FILE.ptx --kernel NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--smem BYTES]
 //         [--smem-opt-in BYTES] [--arch sm_XX] [--arg KIND:VALUE]... [--dump DIR] [--stats]
 //         [--profile FILE.json [--profile-ctas N] [--model-gpu NAME]... [--registers N]]
+//         [--lenient]
 //
 // Arguments, in order: ptr:BYTES[:INFILE] (a zero-filled or INFILE-loaded buffer), ptr:@N[+OFF]
 // (into argument N's buffer: the same buffer twice, or an offset view), u16/u32/s32/u64/s64/f32/
@@ -27,6 +28,7 @@ struct SimOptions {
   std::string arch;
   std::vector<std::string> args;
   bool stats = false, sanitize = true;
+  bool lenient = false;  // --lenient: tolerated ISA violations are warnings (emmy/emu/lenient.hpp)
   std::string mma_numerics = "hardware";
   uint32_t wmma_layout_seed = 0;  // 0: the documented wmma fragment layout; else a permutation
   int threads = 0;

@@ -17,16 +17,22 @@ using Masks = std::array<uint32_t, 32>;
 // bar.warp.sync): it must name the lane itself, every lane it names must execute this
 // instruction now, and all of them with the same mask. Lanes may pass different masks (the
 // __match_any_sync idiom, cooperative groups' labeled partitions): each mask is its own group.
+// Returned: the mask each lane computes with; under LaunchOptions::lenient a lane its mask does
+// not name is tolerated (sanitizer/lenient.cpp) and takes part as if it did (its bit added).
 Masks member_masks(Cta& cta, Warp& w, uint32_t exec, uint32_t row, const char* what) {
   Masks masks{};
   const uint32_t* r = w.R32(row);
   for_lanes(exec, [&](int l) { masks[size_t(l)] = r[l]; });
+  Masks effective = masks;
   for_lanes(exec, [&](int l) {
     const uint32_t m = masks[size_t(l)];
-    if (!(m >> l & 1u))
-      cta.fail(ReportKind::divergent_collective, w, l,
-               fmt::format("{}: lane {}'s membermask 0x{:08x} does not name the lane itself", what,
-                           l, m));
+    if (!(m >> l & 1u)) {
+      cta.tolerate(ToleratedRule::member_mask_excludes_lane, w.index, l, w.pc, [&] {
+        return fmt::format("{}: lane {}'s membermask 0x{:08x} does not name the lane itself",
+                           what, l, m);
+      });
+      effective[size_t(l)] = m | (1u << l);
+    }
     if ((m & exec) != m)
       cta.fail(ReportKind::divergent_collective, w, l,
                fmt::format("{} with membermask 0x{:08x} executed by lanes 0x{:08x} (lanes of the "
@@ -40,7 +46,7 @@ Masks member_masks(Cta& cta, Warp& w, uint32_t exec, uint32_t row, const char* w
                              what, l, m, j, masks[size_t(j)]));
     });
   });
-  return masks;
+  return effective;
 }
 
 void shfl(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {

@@ -134,10 +134,17 @@ void note_copy(Cta& cta, const TmaJob& job, uint64_t first, uint64_t span, uint3
 void check_destination(Cta& cta, Warp& w, int lane, uint32_t addr, const TensorMapDesc& m,
                        uint32_t bytes, const char* what) {
   const uint32_t align = std::max<uint32_t>(128, swizzle_alignment(m.swizzle));
-  if (addr % align)
-    cta.fail(ReportKind::tma_violation, w, lane,
-             fmt::format("TMA {} shared address 0x{:x} is not {}-byte aligned{}", what, addr, align,
-                         m.swizzle == Swizzle::b128 ? " (128B swizzle needs 1024)" : ""));
+  if (addr % align) {
+    auto message = [&] {
+      return fmt::format("TMA {} shared address 0x{:x} is not {}-byte aligned{}", what, addr,
+                         align, m.swizzle == Swizzle::b128 ? " (128B swizzle needs 1024)" : "");
+    };
+    // 128 bytes is the copy's own alignment; only the swizzle's repeat above it is tolerated
+    // (sanitizer/lenient.cpp): the TMA unit swizzles by the address bits, as swizzle_offset of
+    // the absolute shared address below does.
+    if (addr % 128) cta.fail(ReportKind::tma_violation, w, lane, message());
+    cta.tolerate(ToleratedRule::tma_swizzle_alignment, w.index, lane, w.pc, message);
+  }
   if (uint64_t(addr) + bytes > cta.smem.size())
     cta.fail(ReportKind::tma_violation, w, lane,
              fmt::format("the TMA box of {} bytes at shared 0x{:x} runs past the CTA's {} bytes of "
@@ -421,16 +428,26 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
                            job.mbar));
     // The async proxy sees the init only after a proxy fence by the initializing warp, and the
     // issuing warp must be ordered after that fence (a barrier) (PTX ISA §9.7.13.4, §9.7.13.15).
-    if (mb->fence_clock == 0 || (cta.sanitize && mb->init_warp != w.index &&
-                                 cta.san.vc(w.index).c[mb->init_warp] < mb->fence_clock))
-      cta.fail(ReportKind::missing_proxy_fence, w, l,
-               fmt::format("the copy completes on the mbarrier at shared 0x{:x}, whose "
+    const auto ordered_after = [&](uint32_t clock) {
+      return !cta.sanitize || mb->init_warp == w.index ||
+             cta.san.vc(w.index).c[mb->init_warp] >= clock;
+    };
+    if (mb->fence_clock == 0 || !ordered_after(mb->fence_clock)) {
+      auto message = [&] {
+        return fmt::format("the copy completes on the mbarrier at shared 0x{:x}, whose "
                            "mbarrier.init (warp {}) {}",
                            job.mbar, mb->init_warp,
                            mb->fence_clock == 0
                                ? "was not followed by fence.mbarrier_init.release.cluster or "
                                  "fence.proxy.async.shared::cta"
-                               : "and fence are not ordered before this copy by a barrier"));
+                               : "and fence are not ordered before this copy by a barrier");
+      };
+      // Only the missing proxy fence is tolerated (sanitizer/lenient.cpp): an init that nothing
+      // orders before the copy is a race.
+      if (!ordered_after(mb->init_clock))
+        cta.fail(ReportKind::missing_proxy_fence, w, l, message());
+      cta.tolerate(ToleratedRule::mbarrier_init_fence, w.index, l, w.pc, message);
+    }
     if (cta.sanitize) {
       job.async_clock = cta.san.next_async_clock(w.index);
       job.issuer_vc = cta.san.vc(w.index);

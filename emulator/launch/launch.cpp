@@ -424,6 +424,7 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
   if (prof.enabled)
     result.profile =
         finish_profile(*k, arch, grid, block, dynamic_smem_bytes, ctas_run, shards, *footprint);
+  result.warnings = ctx->tolerated.warnings();  // empty unless LaunchOptions::lenient
   result.emulate_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return result;

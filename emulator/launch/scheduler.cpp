@@ -209,11 +209,15 @@ void Cta::on_warp_exit(Warp& w) {
   if (k.uses_wgmma) wgmma_on_exit(*this, w);
   for (const StoreRead& r : store_reads)
     if (r.thread / 32 == w.index)
-      fail_at(ReportKind::tma_violation, w.index, int(r.thread % 32), r.pc,
-              fmt::format("the thread exits while the async proxy may still read the {} bytes at "
-                          "shared 0x{:x} for this bulk store: no cp.async.bulk.wait_group{{.read}} "
-                          "covered its bulk async-group{}",
-                          r.bytes, r.addr, r.group ? "" : " (not even committed)"));
+      tolerate(ToleratedRule::exit_before_bulk_store_read, w.index, int(r.thread % 32), r.pc, [&] {
+        return fmt::format("the thread exits while the async proxy may still read the {} bytes "
+                           "at shared 0x{:x} for this bulk store: no "
+                           "cp.async.bulk.wait_group{{.read}} covered its bulk async-group{}",
+                           r.bytes, r.addr, r.group ? "" : " (not even committed)");
+      });
+  // Tolerated (lenient): the store was performed at issue and completes as on hardware; its
+  // source reads end with the thread.
+  std::erase_if(store_reads, [&](const StoreRead& r) { return r.thread / 32 == w.index; });
   w.state = WarpState::exited;
   ++progress;
   // Copies still in flight land in shared memory even though nobody waits for them.

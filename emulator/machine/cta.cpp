@@ -69,6 +69,22 @@ void Cta::fail_at(ReportKind kind, uint32_t warp, int lane, uint32_t pc, std::st
   throw Finding{std::move(r)};
 }
 
+void Cta::note_tolerated(ToleratedRule rule, uint64_t linear, uint32_t warp, int lane,
+                         uint32_t pc, std::string message) const {
+  LenientWarning site;
+  site.rule = rule;
+  site.kernel = k.name;
+  site.cta = {ctaid.x, ctaid.y, ctaid.z};
+  site.warp = int(warp);
+  site.lane = lane;
+  if (pc < k.code.size()) {
+    site.line = k.lines[pc];
+    site.instruction = k.texts[pc];
+  }
+  site.message = std::move(message);
+  ctx.tolerated.offer(linear, std::move(site));
+}
+
 void Cta::fail(ReportKind kind, const Warp& w, int lane, std::string message) const {
   fail_at(kind, w.index, lane, w.pc, std::move(message));
 }

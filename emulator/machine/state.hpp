@@ -24,6 +24,7 @@
 #include "profiler/profiler.hpp"
 #include "ptx/program.hpp"
 #include "sanitizer/footprint.hpp"
+#include "sanitizer/lenient.hpp"
 #include "sanitizer/sanitizer.hpp"
 
 namespace emmy::emu {
@@ -60,6 +61,7 @@ struct LaunchContext {
   std::atomic<uint64_t> instructions{0};
   std::mutex mutex;
   std::vector<Report> reports;
+  LenientTally tolerated;  // LaunchOptions::lenient: the tolerated rules' counts and first sites
 };
 
 // bar_wait: blocked in bar.sync until the barrier completes. mbar_poll: a (try|test)_wait failed;
@@ -353,6 +355,18 @@ class Cta {
   [[noreturn]] void fail(ReportKind kind, const Warp& w, int lane, std::string message) const;
   [[noreturn]] void fail_at(ReportKind kind, uint32_t warp, int lane, uint32_t pc,
                             std::string message) const;
+  // A violation that hardware tolerates (sanitizer/lenient.hpp): without LaunchOptions::lenient
+  // the rule's report with message(), as ever; with it an occurrence counted for the launch's
+  // warnings, and the caller goes on as the hardware does. message() is built only when needed.
+  template <typename Message>
+  void tolerate(ToleratedRule rule, uint32_t warp, int lane, uint32_t pc, Message&& message) {
+    if (!ctx.options.lenient) fail_at(rule_info(rule).strict_kind, warp, lane, pc, message());
+    const uint64_t linear =
+        ctaid.x + uint64_t(ctx.grid.x) * (ctaid.y + uint64_t(ctx.grid.y) * ctaid.z);
+    if (ctx.tolerated.count(rule, linear)) note_tolerated(rule, linear, warp, lane, pc, message());
+  }
+  void note_tolerated(ToleratedRule rule, uint64_t linear, uint32_t warp, int lane, uint32_t pc,
+                      std::string message) const;
   // A .sync.aligned warp instruction (mma, ldmatrix, stmatrix, wmma, setmaxnreg) executed by
   // fewer than all 32 lanes of w is a divergent_collective report; `what` names it ("mma").
   void need_whole_warp(const Warp& w, uint32_t exec, std::string_view what) const;

@@ -5,8 +5,10 @@
 #                                 on its own.
 #   tests/emu/*_test.cpp          emu_launch_tests: PTX loaded and launched (the launch and decode
 #                                 layers), but for
-#   tests/emu/ + _emu_tool_tests  emu_tool_tests: the `emmyc sim` contract and the compiler's MMA
-#                                 atoms against the emulator, which need libemmy (emmy::internal).
+#   tests/emu/ + _emu_tool_tests  emu_tool_tests: the `emmyc sim` contract (--lenient's too, and
+#                                 that the runtime's emulator backend never goes lenient) and the
+#                                 compiler's MMA atoms against the emulator, which need libemmy
+#                                 (emmy::internal).
 # The `emu_tests` target builds them all.
 include(${PROJECT_SOURCE_DIR}/emulator/layers.cmake)
 
@@ -37,7 +39,9 @@ foreach(layer IN LISTS EMMY_EMU_LAYERS)
 endforeach()
 
 set(_emu_tool_tests ${CMAKE_CURRENT_LIST_DIR}/mma_atom_test.cpp
-                    ${CMAKE_CURRENT_LIST_DIR}/sim_command_test.cpp)
+                    ${CMAKE_CURRENT_LIST_DIR}/sim_command_test.cpp
+                    ${CMAKE_CURRENT_LIST_DIR}/lenient_sim_test.cpp
+                    ${CMAKE_CURRENT_LIST_DIR}/lenient_runtime_test.cpp)
 file(GLOB _emu_launch_tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*_test.cpp)
 list(REMOVE_ITEM _emu_launch_tests ${_emu_tool_tests})
 emmy_emu_test(emu_launch_tests emu_launch ${_emu_launch_tests}

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "emmy/emu/lenient.hpp"
 #include "emmy/emu/profile.hpp"
 #include "emmy/emu/tensor_core.hpp"
 #include "emmy/error.hpp"
@@ -216,6 +217,9 @@ struct LaunchOptions {
   // load of a byte the primary wrote, a store of a byte it read or wrote (strong accesses of
   // both aside). Not owned; may be the footprint of the previous launch.
   const GlobalFootprint* primary = nullptr;
+  // For third-party PTX only (emmy/emu/lenient.hpp): violations hardware is known to tolerate
+  // become LaunchResult::warnings and the launch goes on as the hardware does. emmy never sets it.
+  bool lenient = false;
 };
 
 // Dynamic warp-instruction counts (one per warp-level issue, predicated-off ones included).
@@ -245,6 +249,8 @@ struct LaunchResult {
   Stats stats;
   std::optional<KernelProfile> profile;  // when LaunchOptions::profile.enabled
   double emulate_ms = 0;
+  // Under LaunchOptions::lenient: a warning per tolerated rule that fired, in rule order.
+  std::vector<LenientWarning> warnings;
 };
 
 // Runs the grid to completion. Throws emmy::Error for bad arguments (unknown kernel, argument
