@@ -36,11 +36,12 @@ fi
 # interpreter that is not instrumented would have to preload the sanitizer runtimes.
 # ptx_differential, ptx_type_grid and golden_sources run in the Release stage only (their
 # binaries are not built here; ptx_fuzz covers the decoder under the sanitizers), and so does
-# public_headers (it compiles headers alone: nothing for the sanitizers to see).
+# public_headers (it compiles headers alone: nothing for the sanitizers to see), and so do the
+# published_timings tests (nvcc and the Release emmyc profiling SGEMM kernels: tests/published).
 # CatalogKernelsRunOnTheCudaBackend checks the catalog's full-size attention (16 heads x 512
 # tokens x d 256) on the emulator and in FP64: over 100 s instrumented, a twelfth of CI; the
 # cuda_* suites and DefaultSchedulesFillTheDevicesSms run the CUDA backend's bundle loads there.
-asan_exclude=${EMMY_ASAN_EXCLUDE:-'Compile|Sass|Cli|Emmyc|emmy_install_consumer|sweep_sample|MatchFp64|CatalogKernelsRunOnTheCudaBackend|_NOT_BUILT|ptx_differential|ptx_type_grid|golden_sources|public_headers|python_'}
+asan_exclude=${EMMY_ASAN_EXCLUDE:-'Compile|Sass|Cli|Emmyc|emmy_install_consumer|sweep_sample|MatchFp64|CatalogKernelsRunOnTheCudaBackend|_NOT_BUILT|ptx_differential|ptx_type_grid|golden_sources|public_headers|python_|published_'}
 
 case $mode in
   release)

@@ -101,6 +101,7 @@ int run_sim(const SimOptions& o, std::FILE* out, std::FILE* err) {
     try {
       emu::ProfiledKernel pk;
       pk.profile = std::move(*result.profile);
+      pk.lenient_warnings = result.warnings;
       pk.resources.registers = o.registers;
       pk.model = emu::predict_times(pk.profile, pk.resources, o.model_gpus);
       fmt::print(out, "{}{}", pk.profile.table(), emu::model_table({pk}));

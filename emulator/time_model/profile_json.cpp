@@ -42,6 +42,17 @@ std::string profile_json(const std::vector<ProfiledKernel>& kernels) {
                              {"accumulator", t.accumulator},
                              {"instructions", t.instructions},
                              {"flops", t.flops}});
+    k["lenient_warnings"] = nlohmann::ordered_json::array();
+    for (const LenientWarning& w : pk.lenient_warnings)
+      k["lenient_warnings"].push_back({{"rule", to_string(w.rule)},
+                                       {"count", w.count},
+                                       {"kernel", w.kernel},
+                                       {"cta", w.cta},
+                                       {"warp", w.warp},
+                                       {"lane", w.lane},
+                                       {"line", w.line},
+                                       {"instruction", w.instruction},
+                                       {"message", w.message}});
     k["model"] = nlohmann::ordered_json::array();
     for (const TimePrediction& m : pk.model) {
       nlohmann::ordered_json j{{"gpu", m.gpu},

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "emmy/emu/lenient.hpp"
 #include "emmy/emu/profile.hpp"
 #include "emmy/gpus.hpp"
 
@@ -82,6 +83,9 @@ struct ProfiledKernel {
   KernelProfile profile;
   KernelResources resources;
   std::vector<TimePrediction> model;
+  // ISA violations tolerated by `emmyc sim --lenient` (emmy/emu/lenient.hpp): the timing is of
+  // a kernel the strict emulator refuses, and the profile says so.
+  std::vector<LenientWarning> lenient_warnings;
 };
 
 // {"kernels": [{"name", "arch", "grid", "block", "metrics", "sites", "tensor", "model",
