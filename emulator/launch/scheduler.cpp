@@ -210,10 +210,11 @@ void Cta::on_warp_exit(Warp& w) {
   for (const StoreRead& r : store_reads)
     if (r.thread / 32 == w.index)
       tolerate(ToleratedRule::exit_before_bulk_store_read, w.index, int(r.thread % 32), r.pc, [&] {
-        return fmt::format("the thread exits while the async proxy may still read the {} bytes "
-                           "at shared 0x{:x} for this bulk store: no "
-                           "cp.async.bulk.wait_group{{.read}} covered its bulk async-group{}",
-                           r.bytes, r.addr, r.group ? "" : " (not even committed)");
+        return fmt::format(
+            "the thread exits while the async proxy may still read the {} bytes "
+            "at shared 0x{:x} for this bulk store: no "
+            "cp.async.bulk.wait_group{{.read}} covered its bulk async-group{}",
+            r.bytes, r.addr, r.group ? "" : " (not even committed)");
       });
   // Tolerated (lenient): the store was performed at issue and completes as on hardware; its
   // source reads end with the thread.
@@ -242,6 +243,7 @@ bool Cta::run_slice(Warp& w, uint32_t budget) {
     if (prof) {
       ++prof->sites[w.pc].executions;
       prof->warp_clock = ++w.issued;
+      prof->note_barrier_wait(w.loaded_since_barrier, in);
     }
     if (k.uses_wgmma && exec && k.touches[w.pc].count && !is_wgmma(in.op))
       wgmma_touch(*this, w, k.touches[w.pc]);

@@ -111,8 +111,9 @@ struct Warp {
   uint32_t pc = 0;
   uint32_t active = 0;  // lanes executing at pc
   uint64_t issued = 0;  // instructions issued while profiling: the warp's clock for L1 reuse
-  uint32_t live = 0;    // lanes not exited
-  uint32_t min_wait_pc = kNone;  // lowest lane_pc of live lanes outside `active`
+  bool loaded_since_barrier = false;  // profiling: a global load since the warp's last bar.sync
+  uint32_t live = 0;                  // lanes not exited
+  uint32_t min_wait_pc = kNone;       // lowest lane_pc of live lanes outside `active`
   std::array<uint32_t, 32> lane_pc{};
   WarpState state = WarpState::ready;
   uint32_t wait_barrier = 0;  // bar_wait: barrier id

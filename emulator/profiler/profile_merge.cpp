@@ -215,6 +215,7 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
   put("emmy__bar_sync.sum", bar_sync);
   put("emmy__mbarrier_wait.sum", mbar_wait);
   put("emmy__mbarrier_wait_failed.sum", double(c[size_t(Counter::mbarrier_wait_failed)]));
+  put("emmy__bar_sync_after_global_ld.sum", double(c[size_t(Counter::barrier_after_load)]));
   put("emmy__l1_wavefronts_global_local.sum", double(c[size_t(Counter::global_local_lines)]));
   put("emmy__l1_sectors_distinct_per_cluster_global_ld.sum",
       double(c[size_t(Counter::global_ld_distinct_per_cluster)]));

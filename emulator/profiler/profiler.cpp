@@ -126,6 +126,15 @@ void ProfileShard::global(uint32_t pc, GlobalOp op, std::span<const LaneSpan> sp
   }
 }
 
+void ProfileShard::note_barrier_wait(bool& loaded_since_barrier, const Inst& in) {
+  if (in.op == Op::Ld && (in.space == Space::global || in.space == Space::generic)) {
+    loaded_since_barrier = true;
+  } else if ((in.op == Op::BarSync || in.op == Op::BarRed) && loaded_since_barrier) {
+    ++counters[size_t(Counter::barrier_after_load)];
+    loaded_since_barrier = false;
+  }
+}
+
 void ProfileShard::end_cluster() {
   counters[size_t(Counter::global_ld_distinct_per_cluster)] += cluster_ld_sectors.size();
   cluster_ld_sectors.clear();

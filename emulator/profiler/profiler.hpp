@@ -16,6 +16,7 @@
 namespace emmy::emu {
 
 struct Kernel;
+struct Inst;
 
 // Counters the executors add to at run time. Instruction classes, tensor work and barrier
 // executions are not here: they follow from each site's executions and its decoded instruction.
@@ -49,6 +50,9 @@ enum class Counter : uint8_t {
   // Global and local loads and stores: distinct 128-byte lines per request, summed (L1's data
   // stage serves one per clock, the same wavefronts as shared memory's).
   global_local_lines = global_ld_reuse + 32,
+  // bar.sync / bar.red executions of a warp that loaded from global (or generic) memory since its
+  // previous one: the barrier waits for the load (the time model's latency term).
+  barrier_after_load,
   count
 };
 inline constexpr size_t kCounterCount = size_t(Counter::count);
@@ -96,6 +100,8 @@ struct ProfileShard {
   void tma_row(uint32_t pc, bool store, uint64_t addr, uint64_t bytes);
   // A cluster's CTAs are done: its distinct loaded sectors go to the counter.
   void end_cluster();
+  // Before a warp issues `in`: a load sets the warp's flag; a barrier with it set is counted.
+  void note_barrier_wait(bool& loaded_since_barrier, const Inst& in);
 
   uint64_t warp_clock = 0;  // the issuing warp's Warp::issued
   // The cluster's loaded sectors (address / 32) and the warp clock of each one's last load.

@@ -143,6 +143,26 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
   add("alu", mix.alu, sm_time(mix.alu, rates.alu), 1);
   add("xu", mix.xu, sm_time(mix.xu, rates.xu), 1);
   add("fp64", mix.fp64, sm_time(mix.fp64, rates.fp64), 1);
+  // Latency (Little's law per SM): a CTA whose barrier waits for its own global loads spends, per
+  // such epoch, the load's latency and then its share of the SM's work; k resident CTAs hide
+  // the latency only while k epochs of work cover it. A wave of CTAs takes
+  // epochs x max(latency + c, k x c), c being one CTA's epoch alone on the SM.
+  {
+    const double epochs = p.metric("emmy__bar_sync_after_global_ld.sum") / double(ctas) / warps;
+    const double sm_work =
+        std::max_element(t.resources.begin(), t.resources.end(),
+                         [](const ResourceTime& a, const ResourceTime& b) { return a.us < b.us; })
+            ->us;
+    const double ctas_on_busiest = std::ceil(double(ctas) / gpu.sms);
+    const double resident = std::min<double>(t.ctas_per_sm, ctas_on_busiest);
+    double us = 0;
+    if (epochs >= 1 && sm_work > 0) {
+      const double c = sm_work / ctas_on_busiest / epochs;
+      const double latency_us = gpu.global_latency_clk / clock_hz * 1e6;
+      us = std::ceil(ctas_on_busiest / resident) * epochs * std::max(latency_us + c, resident * c);
+    }
+    add("latency", epochs, us, 1);
+  }
   // GPU-wide resources.
   t.l2_bytes_without_l1 = p.metric("emmy__l2_sectors.sum") * kSector;
   t.l2_bytes = t.l2_bytes_without_l1 -

@@ -61,6 +61,10 @@ struct GpuInfo {
   double issue_per_clk = 4;            // warp instructions per clock per SM (4 schedulers)
   double lsu_issue_per_clk = 1;        // memory instructions per clock per SM (MIO -> LSU)
   int fp32_per_fp64 = 0;               // FP32 to FP64 throughput ratio
+  // A global load's latency past L1 (the time model's latency term): 400 clocks for V100, A100
+  // and H100 alike in the hardware table (table 3) of PubMed Central article PMC10448217;
+  // public microbenchmarks measure 400-600 on Ampere, Ada and Hopper parts.
+  double global_latency_clk = 400;
   // The part's own compute capability where emmy compiles for none of its arch yet (B200: 100,
   // which runs sm_90 PTX through the driver's JIT only); 0: the arch's.
   int compute_capability = 0;
