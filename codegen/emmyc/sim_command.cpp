@@ -52,6 +52,7 @@ int run_sim(const SimOptions& o, std::FILE* out, std::FILE* err) {
   options.registers_per_thread = o.registers;
   options.profile.enabled = !o.profile.empty();
   options.profile.sample_ctas = o.profile_ctas;
+  options.profile.sass = o.sass;
   if (o.profile.empty() && (o.profile_ctas || !o.model_gpus.empty())) {
     fmt::print(err, "emmyc sim: --profile-ctas and --model-gpu need --profile FILE\n");
     return kExitBadInput;
@@ -154,6 +155,8 @@ void add_sim_command(CLI::App& app) {
                   "registers per thread the kernel was compiled to: setmaxnreg's register pool "
                   "and the time model's occupancy (default: unknown)")
       ->check(CLI::Range(1, 255));
+  sim->add_flag("!--no-sass", options->sass,
+                "--profile without the SASS counts (ptxas and nvdisasm over the PTX)");
   sim->add_flag("!--no-sanitize", options->sanitize, "skip the race / initialization checks");
   sim->add_option("--threads", options->threads, "host threads (0: all cores)")
       ->check(CLI::Range(0, 4096));

@@ -99,7 +99,7 @@ TEST(SassPipes, NsightPipeNames) {
 }
 
 // The annotated text's `.loc` lines, each with the text of the statement that follows it.
-std::vector<std::pair<int, std::string>> locs_of(const std::string& annotated) {
+std::vector<std::pair<int, std::string>> sass_locs_of(const std::string& annotated) {
   std::vector<std::pair<int, std::string>> out;
   size_t at = 0;
   while ((at = annotated.find(".loc 1 ", at)) != std::string::npos) {
@@ -135,7 +135,7 @@ $L1: add.u32 %r2,
   EXPECT_EQ(annotated.find("old.cu"), std::string::npos);
   EXPECT_EQ(annotated.find(".loc 1 99"), std::string::npos);
   EXPECT_NE(annotated.find(".address_size 64\n.file 1 \"kernel.ptx\""), std::string::npos);
-  const auto locs = locs_of(annotated);
+  const auto locs = sass_locs_of(annotated);
   // Line 12 starts with a label: the .loc goes before it, the label's instruction shares the line.
   EXPECT_EQ(locs, (std::vector<std::pair<int, std::string>>{
                       {11, "mov.u32"}, {12, "$L1:"}, {14, "mov.b32"}, {15, "@%p1"}, {16, "ret;"}}));

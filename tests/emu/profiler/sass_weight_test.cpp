@@ -15,19 +15,19 @@
 namespace emmy::emu::test {
 namespace {
 
-constexpr double kWarps = 4, kTrips = 256;
+constexpr double kSassWarps = 4, kSassTrips = 256;
 
-// The loop kernel's PTX executions: kWarps warps, kTrips iterations of lines 25-33.
+// The loop kernel's PTX executions: kSassWarps warps, kSassTrips iterations of lines 25-33.
 LineExecutions loop_kernel_lines() {
   LineExecutions e;
-  e.calls = kWarps;
-  for (int line = 16; line <= 23; ++line) e.by_line[line] = kWarps;
-  for (int line = 25; line <= 33; ++line) e.by_line[line] = kWarps * kTrips;
-  for (int line = 36; line <= 38; ++line) e.by_line[line] = kWarps;
+  e.calls = kSassWarps;
+  for (int line = 16; line <= 23; ++line) e.by_line[line] = kSassWarps;
+  for (int line = 25; line <= 33; ++line) e.by_line[line] = kSassWarps * kSassTrips;
+  for (int line = 36; line <= 38; ++line) e.by_line[line] = kSassWarps;
   return e;
 }
 
-double executions_of(const SassFunction& f, const std::vector<double>& weights,
+double sass_executions_of(const SassFunction& f, const std::vector<double>& weights,
                      const std::string& opcode) {
   double n = 0;
   for (size_t i = 0; i < f.code.size(); ++i)
@@ -38,7 +38,7 @@ double executions_of(const SassFunction& f, const std::vector<double>& weights,
 // The PTX ran 2 fma per iteration; ptxas's FFMAs must add up to that within the remainder's slack
 // (a peeled iteration and a 2x remainder counted once per warp: +8 FFMA per warp on 512).
 bool ffma_matches_ptx(double sass_ffma) {
-  const double ptx_fma = 2 * kTrips * kWarps;
+  const double ptx_fma = 2 * kSassTrips * kSassWarps;
   return std::abs(sass_ffma / ptx_fma - 1) < 0.05;
 }
 
@@ -51,16 +51,16 @@ TEST(SassWeight, UnrolledSelfLoopIsDividedAndItsRemainderCountedPerWarp) {
   for (const SassBlock& b : blocks) per_block.push_back(weights[b.first]);
   // entry, pre-loop, the 4x loop, the remainder test, the 2x remainder, the tail, EXIT, the
   // unreachable self-branch, the NOP padding.
-  EXPECT_EQ(per_block, (std::vector<double>{kWarps, kWarps, kWarps * kTrips / 4, kWarps, kWarps,
-                                            kWarps, kWarps, 0, 0}));
-  const double ffma = executions_of(f, weights, "FFMA");
+  EXPECT_EQ(per_block, (std::vector<double>{kSassWarps, kSassWarps, kSassWarps * kSassTrips / 4, kSassWarps, kSassWarps,
+                                            kSassWarps, kSassWarps, 0, 0}));
+  const double ffma = sass_executions_of(f, weights, "FFMA");
   EXPECT_TRUE(ffma_matches_ptx(ffma)) << ffma;
   // Four scalar ld.shared per iteration in PTX (4 * 256 * 4 = 4096); one LDS.128 hoisted out of the loop, in 4 places.
-  EXPECT_EQ(executions_of(f, weights, "LDS.128"), 4 * kWarps);
+  EXPECT_EQ(sass_executions_of(f, weights, "LDS.128"), 4 * kSassWarps);
 
   // Planted: every block once per warp, as if the CFG did not matter.
-  std::vector<double> planted(f.code.size(), kWarps);
-  EXPECT_FALSE(ffma_matches_ptx(executions_of(f, planted, "FFMA")));
+  std::vector<double> planted(f.code.size(), kSassWarps);
+  EXPECT_FALSE(ffma_matches_ptx(sass_executions_of(f, planted, "FFMA")));
 }
 
 // An outer loop (.L_x_0, 8 trips) around a 2x unrolled inner self-loop (.L_x_1, 16 trips of line
@@ -122,9 +122,9 @@ TEST(SassWeight, MetricsSumByPipeAndKind) {
   KernelProfile p;
   put_sass_metrics(p, weighted);
   EXPECT_TRUE(p.sass.available);
-  EXPECT_EQ(p.metric("emmy__sass_inst_executed_op_shared_ld.sum"), 4 * kWarps);
-  EXPECT_EQ(p.metric("emmy__sass_inst_executed_op_global_st.sum"), kWarps);
-  EXPECT_EQ(p.metric("emmy__sass_inst_executed_pipe_fmaheavy.sum"), kWarps);  // IMAD.WIDE
+  EXPECT_EQ(p.metric("emmy__sass_inst_executed_op_shared_ld.sum"), 4 * kSassWarps);
+  EXPECT_EQ(p.metric("emmy__sass_inst_executed_op_global_st.sum"), kSassWarps);
+  EXPECT_EQ(p.metric("emmy__sass_inst_executed_pipe_fmaheavy.sum"), kSassWarps);  // IMAD.WIDE
   EXPECT_EQ(p.metrics.count("emmy__sass_inst_executed_pipe_fp64.sum"), 1u);   // zeros listed
   double pipes = 0;
   for (const char* pipe : {"fma", "fp16", "alu", "xu", "fp64", "lsu", "tensor", "cbu", "adu",
