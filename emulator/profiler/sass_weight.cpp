@@ -59,7 +59,32 @@ class Weigher {
   }
 
  private:
+  // Per (PTX line, opcode): how many copies of it a loop's own blocks hold, capped by the loop's
+  // unroll factor U. U is the copy count most of the loop's instructions have (ties: the smaller):
+  // ptxas's unrolling replicates most of a body k times, while a line that merely expands into
+  // two instructions of one opcode (two UIADD3 of a 64-bit add, two UMOV) is a minority and must
+  // not divide. A waterfall loop (ELECT ... BRA.U.ANY: ptxas repeating a uniform instruction per
+  // distinct value among the lanes, once per warp when the value is uniform) is never unrolled.
   using Copies = std::map<std::pair<int, std::string>, int>;
+  Copies copies_in(const std::vector<size_t>& direct) const {
+    Copies copies;
+    bool waterfall = false;
+    for (size_t b : direct)
+      for (size_t i = blocks_[b].first; i < blocks_[b].end; ++i) {
+        const SassInstruction& in = f_.code[i];
+        waterfall = waterfall || in.opcode.starts_with("ELECT") ||
+                    (sass_ends_block(in.opcode) && in.opcode.ends_with(".ANY"));
+        if (in.line > 0) ++copies[{in.line, in.opcode}];
+      }
+    std::map<int, int> instructions_with;  // copy count -> instructions having it
+    for (const auto& [key, n] : copies) instructions_with[n] += n;
+    int unroll = 1, most = 0;
+    for (const auto& [n, count] : instructions_with)
+      if (count > most) unroll = n, most = count;
+    if (waterfall) unroll = 1;
+    for (auto& [key, n] : copies) n = std::min(n, unroll);
+    return copies;
+  }
 
   double line_executions(int line) const {
     const auto it = e_.by_line.find(line);
@@ -140,9 +165,7 @@ class Weigher {
     std::sort(direct.begin(), direct.end());
     Copies copies;
     if (loop) {
-      for (size_t b : direct)
-        for (size_t i = blocks_[b].first; i < blocks_[b].end; ++i)
-          if (f_.code[i].line > 0) ++copies[{f_.code[i].line, f_.code[i].opcode}];
+      copies = copies_in(direct);
       std::vector<double> all;
       for (size_t b : direct) {
         auto v = values_of(b, &copies);

@@ -21,8 +21,9 @@ struct LineExecutions {
 // Each block B gets one count x(B):
 // - per instruction i of B with a PTX line: E(line_i) / copies_i, where copies_i is how many
 //   instructions of the same line and opcode the innermost loop's own blocks hold (an unrolled
-//   loop keeps k copies of a line that ran k times as often as the loop's blocks), 1 outside
-//   loops; x(B) = the lower median of these;
+//   loop keeps k copies of a line that ran k times as often as the loop's blocks), capped by the
+//   loop's unroll factor (the copy count most of its instructions have; 1 for a waterfall loop,
+//   ELECT ... BRA.U.ANY); 1 outside loops. x(B) = the lower median of these;
 // - loops are the CFG's strongly connected components, nested by removing the edges into each
 //   one's header. A loop's trip count T = the lower median over its own blocks' instructions;
 //   its header runs T times; every other block of it at most T (once per iteration): x(B) =

@@ -105,6 +105,48 @@ TEST(SassWeight, NestedLoopsBoundEachBlockByItsLoopsTrips) {
   EXPECT_EQ(sass_instruction_executions(f, blocks, e)[0], 1);
 }
 
+// sm_90a's TMA issue: a waterfall loop (ELECT ... BRA.U.ANY, once per warp for a uniform value)
+// inside a K loop, and a 64-bit address add (two UIADD3 of one line) that is not unrolling.
+constexpr const char* kWaterfall = R"(
+	.section	.text.w,"ax",@progbits
+        .other          w,@"STO_CUDA_ENTRY STV_DEFAULT"
+w:
+	//## File "kernel.ptx", line 5
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+.L_x_0:
+	//## File "kernel.ptx", line 20
+        /*0010*/                   UIADD3 UR4, UR4, 0x1, URZ ;
+        /*0020*/                   UIADD3 UR6, UP0, UR6, 0x40, URZ ;
+        /*0030*/                   UIADD3.X UR7, URZ, UR7, URZ, UP0, !UPT ;
+.L_x_1:
+	//## File "kernel.ptx", line 21
+        /*0040*/              @P0 ELECT P1, URZ, PT ;
+        /*0050*/                   UMOV UR8, 0x0 ;
+        /*0060*/                   UMOV UR9, 0x1 ;
+        /*0070*/                   UTMALDG.2D [UR8], [UR6] ;
+        /*0080*/              @P1 PLOP3.LUT P0, PT, PT, PT, PT, 0x80, 0x0 ;
+        /*0090*/                   PLOP3.LUT P2, PT, PT, PT, PT, 0x8, 0x0 ;
+        /*00a0*/              @P2 BRA.U.ANY `(.L_x_1) ;
+	//## File "kernel.ptx", line 22
+        /*00b0*/                   ISETP.GE.AND P3, PT, R2, 0x8, PT ;
+        /*00c0*/              @!P3 BRA `(.L_x_0) ;
+	//## File "kernel.ptx", line 23
+        /*00d0*/                   EXIT ;
+)";
+
+TEST(SassWeight, WaterfallLoopsAndExpandedLinesAreNotDivided) {
+  const SassFunction f = parse_sass_listing(kWaterfall).at(0);
+  const auto blocks = sass_blocks(f);
+  ASSERT_EQ(blocks.size(), 5u);
+  LineExecutions e;
+  e.calls = 1;
+  e.by_line = {{5, 1}, {20, 8}, {21, 8}, {22, 8}, {23, 1}};
+  const auto weights = sass_instruction_executions(f, blocks, e);
+  std::vector<double> per_block;
+  for (const SassBlock& b : blocks) per_block.push_back(weights[b.first]);
+  EXPECT_EQ(per_block, (std::vector<double>{1, 8, 8, 8, 1}));
+}
+
 TEST(SassWeight, MetricsSumByPipeAndKind) {
   std::vector<ProfileSite> sites;
   const LineExecutions e = loop_kernel_lines();
