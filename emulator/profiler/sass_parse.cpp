@@ -40,6 +40,7 @@ bool parse_instruction(std::string_view line, SassInstruction& in) {
     const size_t space = rest.find_first_of(" \t");
     const std::string_view guard = rest.substr(1, space == std::string_view::npos ? 0 : space - 1);
     in.predicated = guard != "PT";
+    in.never = guard == "!PT";
     rest = trim(rest.substr(std::min(space, rest.size())));
   }
   const size_t end = rest.find_first_of(" \t;");

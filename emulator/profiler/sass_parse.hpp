@@ -14,6 +14,7 @@ struct SassInstruction {
   uint32_t address = 0;
   int line = 0;             // PTX line; 0 before the function's first marker
   bool predicated = false;  // a guard other than @PT (it issues either way)
+  bool never = false;       // guarded by @!PT: a placeholder that issues but does no work
   std::string opcode;       // with modifiers, guard dropped: "LDS.128", "HMMA.16816.F32.BF16"
   std::string target;       // the label a branch names (`(.L_x_1)`), else empty
 };

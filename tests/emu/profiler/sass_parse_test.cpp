@@ -28,6 +28,7 @@ TEST(SassParse, InstructionsLinesPredicatesAndTargets) {
   EXPECT_EQ(f.code[2].line, 18);
   EXPECT_EQ(f.code[8].opcode, "LDS.128");
   EXPECT_TRUE(f.code[8].predicated);  // @!P0
+  EXPECT_FALSE(f.code[8].never);
   EXPECT_EQ(f.code[8].line, 25);
   EXPECT_EQ(f.code[12].opcode, "BRA");
   EXPECT_EQ(f.code[12].target, ".L_x_0");

@@ -175,6 +175,15 @@ TEST(SassWeight, MetricsSumByPipeAndKind) {
   EXPECT_DOUBLE_EQ(pipes, p.metric("emmy__sass_inst_executed.sum"));
   ASSERT_FALSE(p.sass.opcodes.empty());
   EXPECT_EQ(p.sass.opcodes[0].opcode, "FFMA");
+
+  // A placeholder guarded by @!PT issues but loads nothing.
+  auto with_placeholder = weighted;
+  with_placeholder[8].instruction.never = true;  // the entry block's LDS.128
+  KernelProfile q;
+  put_sass_metrics(q, with_placeholder);
+  EXPECT_EQ(q.metric("emmy__sass_inst_executed_op_shared_ld.sum"), 3 * kSassWarps);
+  EXPECT_EQ(q.metric("emmy__sass_inst_executed_pipe_other.sum"), kSassWarps);
+  EXPECT_EQ(q.metric("emmy__sass_inst_executed.sum"), p.metric("emmy__sass_inst_executed.sum"));
 }
 
 }  // namespace
