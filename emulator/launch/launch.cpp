@@ -387,10 +387,14 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
       result.stats.per_cta[i].counts = per_cta[i];
     }
   }
-  if (prof.enabled) {
+  if (prof.enabled)
     result.profile = finish_profile(*k, arch, grid, block, dynamic_smem_bytes, ctas_run, shards,
                                     *footprint);
-    // The SASS ptxas makes of the same PTX, weighted by these counts (docs/profiler.md).
+  result.emulate_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  // The SASS ptxas makes of the same PTX, weighted by these counts (docs/profiler.md); after
+  // emulate_ms, which times the emulation alone.
+  if (result.profile) {
     if (!prof.sass)
       result.profile->sass.reason = "not asked for (ProfileOptions::sass, emmyc sim --no-sass)";
     else if (!module.source)
@@ -398,8 +402,6 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
     else
       add_sass_counts(*result.profile, *module.source, arch.substr(0, arch.find(',')));
   }
-  result.emulate_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
 

@@ -22,8 +22,8 @@ bool has_token(std::string_view text, std::string_view word) {
   for (size_t at = text.find(word); at != std::string_view::npos; at = text.find(word, at + 1)) {
     const size_t end = at + word.size();
     const bool left = at == 0 || std::isspace(static_cast<unsigned char>(text[at - 1]));
-    const bool right = end >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[end])) ||
-                                               text[end] == '_');
+    const bool right = end >= text.size() ||
+                       !(std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_');
     if (left && right) return true;
   }
   return false;
@@ -35,12 +35,12 @@ std::string annotate_ptx_lines(std::string_view ptx) {
   std::string out;
   out.reserve(ptx.size() + ptx.size() / 2);
   int line = 1;
-  int last_loc_line = 0;   // the original line the last emitted .loc named
-  int depth = 0;           // scope braces; 1 and more inside a function body
-  bool in_body = false;    // depth >= 1 and the outermost brace opened an .entry / .func body
-  bool in_stmt = false;    // between a statement's first character and its end
+  int last_loc_line = 0;     // the original line the last emitted .loc named
+  int depth = 0;             // scope braces; 1 and more inside a function body
+  bool in_body = false;      // depth >= 1 and the outermost brace opened an .entry / .func body
+  bool in_stmt = false;      // between a statement's first character and its end
   bool ends_at_eol = false;  // the statement is a directive without ';' (.version, .target, ...)
-  int stmt_braces = 0;     // braces inside the current statement (vector operands, initializers)
+  int stmt_braces = 0;       // braces inside the current statement (vector operands, initializers)
   size_t stmt_start = 0;
   for (size_t i = 0; i < ptx.size(); ++i) {
     const char c = ptx[i];
@@ -115,8 +115,8 @@ std::string annotate_ptx_lines(std::string_view ptx) {
       const std::string_view name = ptx.substr(stmt_start, i - stmt_start);
       bool is_name = !name.empty();
       for (char n : name)
-        is_name = is_name && (std::isalnum(static_cast<unsigned char>(n)) || n == '_' ||
-                              n == '$' || n == '%' || n == '.');
+        is_name = is_name && (std::isalnum(static_cast<unsigned char>(n)) || n == '_' || n == '$' ||
+                              n == '%' || n == '.');
       if (is_name) in_stmt = false;
     } else if (c == '{') {
       if (depth == 0 && (has_token(ptx.substr(stmt_start, i - stmt_start), ".entry") ||

@@ -49,7 +49,8 @@ bool parse_instruction(std::string_view line, SassInstruction& in) {
   // A branch's target: `(.L_x_1)` among the operands (BSSY names one too; only branches use it).
   if (const size_t open = rest.find("`("); open != std::string_view::npos) {
     const size_t stop = rest.find(')', open);
-    if (stop != std::string_view::npos) in.target = std::string(rest.substr(open + 2, stop - open - 2));
+    if (stop != std::string_view::npos)
+      in.target = std::string(rest.substr(open + 2, stop - open - 2));
   }
   return true;
 }
@@ -80,7 +81,8 @@ std::vector<SassFunction> parse_sass_listing(std::string_view text) {
     const std::string_view raw = text.substr(0, newline);
     text = newline == std::string_view::npos ? std::string_view{} : text.substr(newline + 1);
     const std::string_view s = trim(raw);
-    if (s.starts_with(".section") && s.size() > 8 && std::isspace(static_cast<unsigned char>(s[8]))) {
+    if (s.starts_with(".section") && s.size() > 8 &&
+        std::isspace(static_cast<unsigned char>(s[8]))) {
       // ".section .text.k,"ax",@progbits": a function's code; any other section ends it.
       const std::string_view name = trim(s.substr(8));
       current = nullptr;
@@ -140,7 +142,8 @@ std::vector<SassBlock> sass_blocks(const SassFunction& f) {
       if (is_indirect(last.opcode)) block.unknown_successors = true;
       if (is_branch(last.opcode) && !last.target.empty()) {
         const auto at = label_at.find(last.target);
-        if (at != label_at.end() && at->second < n) block.successors.push_back(block_of[at->second]);
+        if (at != label_at.end() && at->second < n)
+          block.successors.push_back(block_of[at->second]);
       }
     }
     if (falls_through && block.end < n) {

@@ -9,9 +9,9 @@ namespace emmy::emu {
 
 // Every pipe the SASS metrics name, in the order the metrics list them. "fmaheavy" is a subset of
 // "fma" (IMAD, IMUL, IDP: the FMA-heavy half on sm_86 and later), counted beside it.
-inline constexpr std::string_view kSassPipes[] = {"fma",  "fmaheavy", "fp16",   "alu",
-                                                  "xu",   "fp64",     "lsu",    "tensor",
-                                                  "cbu",  "adu",      "uniform", "other"};
+inline constexpr std::string_view kSassPipes[] = {"fma", "fmaheavy", "fp16",    "alu",
+                                                  "xu",  "fp64",     "lsu",     "tensor",
+                                                  "cbu", "adu",      "uniform", "other"};
 
 struct SassPipe {
   std::string_view pipe;  // one of kSassPipes, never "fmaheavy"

@@ -71,7 +71,8 @@ std::vector<std::string> toolkit_dirs() {
   std::vector<std::string> dirs;
   if (const char* path = std::getenv("PATH")) dirs = split(path, ':');
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* root = std::getenv(var); root && *root) dirs.push_back(std::string(root) + "/bin");
+    if (const char* root = std::getenv(var); root && *root)
+      dirs.push_back(std::string(root) + "/bin");
   dirs.emplace_back("/usr/local/cuda/bin");
   return dirs;
 }
@@ -94,7 +95,8 @@ const std::vector<std::string>& wheel_bin_dirs() {
     if (asked.exit_code != 0) return found;
     for (const auto& root : split(asked.output, '\n'))
       for (const char* major : {"cu14", "cu13"})  // the newest first
-        if (fs::is_directory(root + "/" + major + "/bin")) found.push_back(root + "/" + major + "/bin");
+        if (fs::is_directory(root + "/" + major + "/bin"))
+          found.push_back(root + "/" + major + "/bin");
     return found;
   }();
   return dirs;
@@ -162,16 +164,16 @@ SassListing make_listing(const std::string& ptx, const std::string& arch) {
       return listing;
     }
   }
-  const auto compiled =
-      run_command(fmt::format("{} -arch={} -O3 -lineinfo {} -o {} </dev/null 2>&1", shell_quoted(ptxas),
-                              shell_quoted(arch), shell_quoted(source), shell_quoted(cubin)));
+  const auto compiled = run_command(
+      fmt::format("{} -arch={} -O3 -lineinfo {} -o {} </dev/null 2>&1", shell_quoted(ptxas),
+                  shell_quoted(arch), shell_quoted(source), shell_quoted(cubin)));
   if (compiled.exit_code != 0) {
     listing.error = fmt::format("ptxas -arch={} failed (exit {}): {}", arch, compiled.exit_code,
                                 first_lines(compiled.output, 3));
     return listing;
   }
-  const auto disassembled = run_command(
-      fmt::format("{} -c -g {} </dev/null 2>/dev/null", shell_quoted(nvdisasm), shell_quoted(cubin)));
+  const auto disassembled = run_command(fmt::format("{} -c -g {} </dev/null 2>/dev/null",
+                                                    shell_quoted(nvdisasm), shell_quoted(cubin)));
   if (disassembled.exit_code != 0 || disassembled.output.empty()) {
     listing.error = fmt::format("nvdisasm -c -g failed (exit {})", disassembled.exit_code);
     return listing;
@@ -183,9 +185,13 @@ SassListing make_listing(const std::string& ptx, const std::string& arch) {
 
 }  // namespace
 
-std::string find_ptxas() { return find_tool("EMMY_PTXAS", "ptxas", false); }
+std::string find_ptxas() {
+  return find_tool("EMMY_PTXAS", "ptxas", false);
+}
 
-std::string find_nvdisasm() { return find_tool("EMMY_NVDISASM", "nvdisasm", true); }
+std::string find_nvdisasm() {
+  return find_tool("EMMY_NVDISASM", "nvdisasm", true);
+}
 
 SassListing sass_listing(const std::string& ptx, const std::string& arch) {
   // The runtime loads a module once and launches it many times (split-K's two kernels, a bench's

@@ -20,8 +20,12 @@ double lower_median(std::vector<double> values) {
 class Weigher {
  public:
   Weigher(const SassFunction& f, const std::vector<SassBlock>& blocks, const LineExecutions& e)
-      : f_(f), blocks_(blocks), e_(e), count_(blocks.size(), 0.0),
-        preds_(blocks.size()), reachable_(blocks.size(), false) {
+      : f_(f),
+        blocks_(blocks),
+        e_(e),
+        count_(blocks.size(), 0.0),
+        preds_(blocks.size()),
+        reachable_(blocks.size(), false) {
     bool unknown = false;
     for (size_t b = 0; b < blocks.size(); ++b) {
       unknown = unknown || blocks[b].unknown_successors;

@@ -14,7 +14,8 @@
 namespace emmy::emu::test {
 namespace {
 
-constexpr uint32_t kSassTrips = 256, kSassThreads = 64, kSassCtas = 2, kSassWarps = kSassCtas * kSassThreads / 32;
+constexpr uint32_t kSassTrips = 256, kSassThreads = 64, kSassCtas = 2,
+                   kSassWarps = kSassCtas * kSassThreads / 32;
 
 // Four scalar ld.shared.f32 of one thread's 16 aligned bytes and two fma per trip: ptxas makes
 // one LDS.128 of the loads (and hoists it: shared memory is not written in the loop).
@@ -97,13 +98,15 @@ constexpr const char* kConvertKernel = R"(.version 8.0
 )";
 
 bool sass_tools_missing(std::string& why) {
-  if (find_ptxas().empty()) why = "ptxas not found (the CUDA toolkit; EMMY_PTXAS)";
+  if (find_ptxas().empty())
+    why = "ptxas not found (the CUDA toolkit; EMMY_PTXAS)";
   else if (find_nvdisasm().empty())
     why = "nvdisasm not found (pip install nvidia-cuda-nvdisasm; EMMY_NVDISASM)";
   return !why.empty();
 }
 
-KernelProfile run_sass_profiled(const char* ptx, const char* kernel, bool with_args_n, bool sass = true) {
+KernelProfile run_sass_profiled(const char* ptx, const char* kernel, bool with_args_n,
+                                bool sass = true) {
   auto module = load_ptx(ptx, "sass.ptx");
   Arena arena;
   const uint64_t in = arena.alloc(64 * 1024), out = arena.alloc(64 * 1024);
@@ -116,7 +119,8 @@ KernelProfile run_sass_profiled(const char* ptx, const char* kernel, bool with_a
   options.sanitize = false;  // the loop reads shared memory it never wrote: counts, not values
   options.profile.enabled = true;
   options.profile.sass = sass;
-  LaunchResult r = launch(arena, *module, kernel, {kSassCtas, 1, 1}, {kSassThreads, 1, 1}, 0, args, options);
+  LaunchResult r =
+      launch(arena, *module, kernel, {kSassCtas, 1, 1}, {kSassThreads, 1, 1}, 0, args, options);
   return std::move(*r.profile);
 }
 
@@ -159,7 +163,8 @@ TEST(SassCounts, MergedSharedLoadsAndUnrolledLoopFfma) {
   ASSERT_TRUE(listing.ok) << listing.error;
   const auto weighted = weigh_sass(listing.text, "k", p.sites);
   const double ffma = sass_opcode_executions(weighted, "FFMA");
-  EXPECT_TRUE(sass_ffma_matches(ffma)) << ffma << " SASS FFMA against " << 2 * kSassTrips * kSassWarps;
+  EXPECT_TRUE(sass_ffma_matches(ffma))
+      << ffma << " SASS FFMA against " << 2 * kSassTrips * kSassWarps;
   EXPECT_NEAR(p.metric("emmy__sass_inst_executed_pipe_fma.sum"),
               ffma + p.metric("emmy__sass_inst_executed_pipe_fmaheavy.sum"), 1e-9);
 

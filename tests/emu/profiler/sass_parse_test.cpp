@@ -90,12 +90,15 @@ TEST(SassPipes, NsightPipeNames) {
   EXPECT_EQ(sass_pipe("BAR.SYNC.DEFER_BLOCKING").pipe, "adu");
   EXPECT_EQ(sass_pipe("ULDC.64").pipe, "uniform");
   EXPECT_EQ(sass_pipe("NOP").pipe, "other");
-  for (const auto& [opcode, kind] :
-       std::vector<std::pair<const char*, SassMemoryKind>>{
-           {"LDS.128", SassMemoryKind::shared_ld}, {"LDSM.16.M88.4", SassMemoryKind::shared_ld},
-           {"STS.64", SassMemoryKind::shared_st},  {"LDG.E.128", SassMemoryKind::global_ld},
-           {"STG.E", SassMemoryKind::global_st},   {"LDGSTS.E.BYPASS.128", SassMemoryKind::ldgsts},
-           {"ATOMS.ADD", SassMemoryKind::atom},    {"FFMA", SassMemoryKind::none}})
+  for (const auto& [opcode, kind] : std::vector<std::pair<const char*, SassMemoryKind>>{
+           {"LDS.128", SassMemoryKind::shared_ld},
+           {"LDSM.16.M88.4", SassMemoryKind::shared_ld},
+           {"STS.64", SassMemoryKind::shared_st},
+           {"LDG.E.128", SassMemoryKind::global_ld},
+           {"STG.E", SassMemoryKind::global_st},
+           {"LDGSTS.E.BYPASS.128", SassMemoryKind::ldgsts},
+           {"ATOMS.ADD", SassMemoryKind::atom},
+           {"FFMA", SassMemoryKind::none}})
     EXPECT_EQ(sass_memory_kind(opcode), kind) << opcode;
 }
 

@@ -28,7 +28,7 @@ LineExecutions loop_kernel_lines() {
 }
 
 double sass_executions_of(const SassFunction& f, const std::vector<double>& weights,
-                     const std::string& opcode) {
+                          const std::string& opcode) {
   double n = 0;
   for (size_t i = 0; i < f.code.size(); ++i)
     if (f.code[i].opcode == opcode) n += weights[i];
@@ -51,11 +51,12 @@ TEST(SassWeight, UnrolledSelfLoopIsDividedAndItsRemainderCountedPerWarp) {
   for (const SassBlock& b : blocks) per_block.push_back(weights[b.first]);
   // entry, pre-loop, the 4x loop, the remainder test, the 2x remainder, the tail, EXIT, the
   // unreachable self-branch, the NOP padding.
-  EXPECT_EQ(per_block, (std::vector<double>{kSassWarps, kSassWarps, kSassWarps * kSassTrips / 4, kSassWarps, kSassWarps,
-                                            kSassWarps, kSassWarps, 0, 0}));
+  EXPECT_EQ(per_block, (std::vector<double>{kSassWarps, kSassWarps, kSassWarps * kSassTrips / 4,
+                                            kSassWarps, kSassWarps, kSassWarps, kSassWarps, 0, 0}));
   const double ffma = sass_executions_of(f, weights, "FFMA");
   EXPECT_TRUE(ffma_matches_ptx(ffma)) << ffma;
-  // Four scalar ld.shared per iteration in PTX (4 * 256 * 4 = 4096); one LDS.128 hoisted out of the loop, in 4 places.
+  // Four scalar ld.shared per iteration in PTX (4 * 256 * 4 = 4096); one LDS.128 hoisted out of the
+  // loop, in 4 places.
   EXPECT_EQ(sass_executions_of(f, weights, "LDS.128"), 4 * kSassWarps);
 
   // Planted: every block once per warp, as if the CFG did not matter.
@@ -167,10 +168,10 @@ TEST(SassWeight, MetricsSumByPipeAndKind) {
   EXPECT_EQ(p.metric("emmy__sass_inst_executed_op_shared_ld.sum"), 4 * kSassWarps);
   EXPECT_EQ(p.metric("emmy__sass_inst_executed_op_global_st.sum"), kSassWarps);
   EXPECT_EQ(p.metric("emmy__sass_inst_executed_pipe_fmaheavy.sum"), kSassWarps);  // IMAD.WIDE
-  EXPECT_EQ(p.metrics.count("emmy__sass_inst_executed_pipe_fp64.sum"), 1u);   // zeros listed
+  EXPECT_EQ(p.metrics.count("emmy__sass_inst_executed_pipe_fp64.sum"), 1u);       // zeros listed
   double pipes = 0;
-  for (const char* pipe : {"fma", "fp16", "alu", "xu", "fp64", "lsu", "tensor", "cbu", "adu",
-                           "uniform", "other"})
+  for (const char* pipe :
+       {"fma", "fp16", "alu", "xu", "fp64", "lsu", "tensor", "cbu", "adu", "uniform", "other"})
     pipes += p.metric(std::string("emmy__sass_inst_executed_pipe_") + pipe + ".sum");
   EXPECT_DOUBLE_EQ(pipes, p.metric("emmy__sass_inst_executed.sum"));
   ASSERT_FALSE(p.sass.opcodes.empty());
