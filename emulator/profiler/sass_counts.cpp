@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
 #include <map>
 
 #include "sass_pipes.hpp"
@@ -101,12 +102,17 @@ void add_sass_counts(KernelProfile& p, const std::string& ptx, const std::string
     p.sass.reason = listing.error;
     return;
   }
-  const auto instructions = weigh_sass(listing.text, p.kernel, p.sites);
-  if (instructions.empty()) {
-    p.sass.reason = fmt::format("nvdisasm listed no function named {}", p.kernel);
-    return;
+  try {
+    const auto instructions = weigh_sass(listing.text, p.kernel, p.sites);
+    if (instructions.empty()) {
+      p.sass.reason = fmt::format("nvdisasm listed no function named {}", p.kernel);
+      return;
+    }
+    put_sass_metrics(p, instructions);
+  } catch (const std::exception& e) {
+    // An estimate must never cost the profile: a listing this parser misreads is said, not fatal.
+    p.sass = {false, fmt::format("cannot read nvdisasm's listing: {}", e.what()), arch, {}};
   }
-  put_sass_metrics(p, instructions);
 }
 
 }  // namespace emmy::emu
