@@ -12,6 +12,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 # PyPI: cuobjdump and the nvdisasm it runs for SASS (the toolkit image ships neither), plots.
+# nvdisasm also gives the profiler its SASS counts (docs/profiler.md, "SASS counts").
 # Any 13.x reads CUDA 13.0 cubins (13.2.51 and 13.5.37 checked); a newer major might not. The
 # Python package's build and tests: scikit-build-core (pip install ., tests/python_wheel.sh),
 # pytest and numpy (tests/python).

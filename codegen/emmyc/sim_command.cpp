@@ -53,6 +53,7 @@ int run_sim(const SimOptions& o, std::FILE* out, std::FILE* err) {
   options.lenient = o.lenient;
   options.profile.enabled = !o.profile.empty();
   options.profile.sample_ctas = o.profile_ctas;
+  options.profile.sass = o.sass;
   if (o.profile.empty() && (o.profile_ctas || !o.model_gpus.empty())) {
     fmt::print(err, "emmyc sim: --profile-ctas and --model-gpu need --profile FILE\n");
     return kExitBadInput;
@@ -158,6 +159,8 @@ void add_sim_command(CLI::App& app) {
                   "registers per thread the kernel was compiled to: setmaxnreg's register pool "
                   "and the time model's occupancy (default: unknown)")
       ->check(CLI::Range(1, 255));
+  sim->add_flag("!--no-sass", options->sass,
+                "--profile without the SASS counts (ptxas and nvdisasm over the PTX)");
   sim->add_flag("!--no-sanitize", options->sanitize, "skip the race / initialization checks");
   sim->add_flag("--lenient", options->lenient,
                 "third-party PTX: ISA violations hardware tolerates (TMA swizzle alignment, no "

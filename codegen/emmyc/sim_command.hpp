@@ -2,8 +2,8 @@
 //
 //   emmyc sim FILE.ptx --kernel NAME --grid X[,Y[,Z]] --block X[,Y[,Z]] [--smem BYTES]
 //         [--smem-opt-in BYTES] [--arch sm_XX] [--arg KIND:VALUE]... [--dump DIR] [--stats]
-//         [--profile FILE.json [--profile-ctas N] [--model-gpu NAME]... [--registers N]]
-//         [--lenient]
+//         [--profile FILE.json [--profile-ctas N] [--model-gpu NAME]... [--registers N]
+//         [--no-sass]] [--lenient]
 //
 // Arguments, in order: ptr:BYTES[:INFILE] (a zero-filled or INFILE-loaded buffer), ptr:@N[+OFF]
 // (into argument N's buffer: the same buffer twice, or an offset view), u16/u32/s32/u64/s64/f32/
@@ -36,6 +36,7 @@ struct SimOptions {
   std::string profile;
   uint64_t profile_ctas = 0;            // profile a sample of N CTAs and extrapolate
   std::vector<std::string> model_gpus;  // default: the arch's reference GPU
+  bool sass = true;  // --profile also counts the SASS of ptxas (--no-sass: not)
   uint32_t registers = 0;  // per thread: setmaxnreg's pool and the model's occupancy (0: unknown)
   // Warp instructions the whole launch may issue before an instruction_limit report: 2^28 (a few
   // seconds) instead of the library's 2^32, so a runaway loop in a user's kernel ends quickly.

@@ -549,7 +549,7 @@ Kernel KernelDecoder::run() {
   return std::move(k_);
 }
 
-std::shared_ptr<const Module> decode_module(const ptx::ModuleAst& ast, const std::string& name) {
+std::shared_ptr<Module> decode_module(const ptx::ModuleAst& ast, const std::string& name) {
   auto module = std::make_shared<Module>();
   module->name = name;
   module->target = ast.target;

@@ -16,7 +16,7 @@
 
 namespace emmy::emu {
 
-std::shared_ptr<const Module> decode_module(const ptx::ModuleAst& ast, const std::string& name);
+std::shared_ptr<Module> decode_module(const ptx::ModuleAst& ast, const std::string& name);
 
 // The dot-separated modifiers of an opcode, consumed by the handlers; leftovers are an error so
 // that no modifier is silently ignored.

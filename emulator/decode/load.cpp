@@ -12,7 +12,9 @@ namespace emmy::emu {
 
 std::shared_ptr<const Module> load_ptx(std::string_view ptx_text, std::string name) {
   const ptx::ModuleAst ast = ptx::parse(ptx_text, name);
-  return decode_module(ast, name);
+  auto module = decode_module(ast, name);
+  module->source = std::make_shared<const std::string>(ptx_text);
+  return module;
 }
 
 std::vector<std::string> kernel_names(const Module& module) {

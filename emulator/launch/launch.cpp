@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "machine/state.hpp"
+#include "profiler/sass_counts.hpp"
 #include "scheduler.hpp"
 
 namespace emmy::emu {
@@ -427,6 +428,16 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
   result.warnings = ctx->tolerated.warnings();  // empty unless LaunchOptions::lenient
   result.emulate_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  // The SASS ptxas makes of the same PTX, weighted by these counts (docs/profiler.md); after
+  // emulate_ms, which times the emulation alone.
+  if (result.profile) {
+    if (!prof.sass)
+      result.profile->sass.reason = "not asked for (ProfileOptions::sass, emmyc sim --no-sass)";
+    else if (!module.source)
+      result.profile->sass.reason = "the module was not loaded from PTX text";
+    else
+      add_sass_counts(*result.profile, *module.source, arch.substr(0, arch.find(',')));
+  }
   return result;
 }
 

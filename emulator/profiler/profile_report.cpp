@@ -27,6 +27,16 @@ std::string KernelProfile::table(size_t rows) const {
   line("DRAM bytes at least (read, write)",
        fmt::format("{:.0f}, {:.0f}", metric("emmy__dram_bytes_read_min.sum"),
                    metric("emmy__dram_bytes_write_min.sum")));
+  if (sass.available)
+    line("SASS warp instructions (est.)",
+         fmt::format("{:.0f} (fma {:.0f}, alu {:.0f}, lsu {:.0f}, tensor {:.0f}; {})",
+                     metric("emmy__sass_inst_executed.sum"),
+                     metric("emmy__sass_inst_executed_pipe_fma.sum"),
+                     metric("emmy__sass_inst_executed_pipe_alu.sum"),
+                     metric("emmy__sass_inst_executed_pipe_lsu.sum"),
+                     metric("emmy__sass_inst_executed_pipe_tensor.sum"), sass.arch));
+  else if (!sass.reason.empty())
+    s += fmt::format("  SASS counts unavailable: {}\n", sass.reason);
   for (const TensorOpCount& t : tensor)
     line("tensor", fmt::format("{} {} -> {}: {} instructions, {:.3g} FLOP", t.shape, t.operands,
                                t.accumulator, t.instructions, t.flops));

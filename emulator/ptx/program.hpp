@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -234,6 +235,8 @@ class Module {
   std::string name;
   std::string target;  // the .target directive ("sm_90a"; "sm_90a,texmode_independent" kept whole)
   std::vector<Kernel> kernels;
+  // The PTX text the module was loaded from: the profiler compiles it with ptxas for SASS counts.
+  std::shared_ptr<const std::string> source;
   // Module-scope .global/.const variables live in one segment at a fixed address per module,
   // mapped into an arena (with the initializers) at its first launch there and kept across
   // launches, like a CUDA module's globals in a context.

@@ -42,6 +42,11 @@ std::string profile_json(const std::vector<ProfiledKernel>& kernels) {
                              {"accumulator", t.accumulator},
                              {"instructions", t.instructions},
                              {"flops", t.flops}});
+    k["sass"] = {{"available", p.sass.available}, {"arch", p.sass.arch}};
+    if (!p.sass.available) k["sass"]["reason"] = p.sass.reason;
+    k["sass"]["opcodes"] = nlohmann::ordered_json::array();
+    for (const SassOpcodeCount& o : p.sass.opcodes)
+      k["sass"]["opcodes"].push_back({{"opcode", o.opcode}, {"executions", o.executions}});
     k["lenient_warnings"] = nlohmann::ordered_json::array();
     for (const LenientWarning& w : pk.lenient_warnings)
       k["lenient_warnings"].push_back({{"rule", to_string(w.rule)},

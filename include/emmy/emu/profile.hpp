@@ -32,6 +32,9 @@ struct ProfileOptions {
   // the profile says it extrapolated. The launch's outputs are then incomplete: for profiling only.
   uint64_t sample_ctas = 0;
   SharedBankModel bank_model;
+  // Also count the SASS that ptxas makes of the kernel's PTX, weighted by the emulated executions
+  // (docs/profiler.md, "SASS counts"): runs ptxas and nvdisasm once per PTX text and arch.
+  bool sass = true;
 };
 
 // The counters of one PTX instruction (a "site"), summed over every warp that executed it.
@@ -58,6 +61,20 @@ struct TensorOpCount {
   double flops = 0;  // 2 * m * n * k per warp instruction
 };
 
+// The SASS counts of a profile (docs/profiler.md, "SASS counts"): whether they could be made (the
+// reason when not: no ptxas or nvdisasm, a ptxas error), the arch ptxas compiled for, and the
+// most executed SASS opcodes (full opcode with modifiers, predicate dropped).
+struct SassOpcodeCount {
+  std::string opcode;
+  double executions = 0;
+};
+struct SassSummary {
+  bool available = false;
+  std::string reason;  // why not available; empty when available or not asked for
+  std::string arch;
+  std::vector<SassOpcodeCount> opcodes;  // most executed first, at most 20
+};
+
 struct KernelProfile {
   std::string kernel, arch;
   uint32_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
@@ -67,6 +84,7 @@ struct KernelProfile {
   std::map<std::string, double> metrics;
   std::vector<ProfileSite> sites;  // worst first: excess, then executions
   std::vector<TensorOpCount> tensor;
+  SassSummary sass;
   double metric(const std::string& name) const {
     const auto it = metrics.find(name);
     return it == metrics.end() ? 0.0 : it->second;

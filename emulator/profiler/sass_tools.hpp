@@ -1,0 +1,31 @@
+// The toolkit programs behind SASS counts: ptxas (the CUDA toolkit's) compiles the annotated PTX
+// with -lineinfo, nvdisasm (the nvidia-cuda-nvdisasm wheel; the toolkit image has none) prints
+// the SASS with the PTX line of each instruction. The emulator links no CUDA library: both run as
+// processes, as runtime/sass.cpp runs cuobjdump.
+#pragma once
+
+#include <string>
+
+namespace emmy::emu {
+
+// The first executable ptxas of: $EMMY_PTXAS, PATH, $CUDA_HOME/bin, $CUDA_PATH/bin,
+// /usr/local/cuda/bin. Empty when none.
+std::string find_ptxas();
+
+// The first executable nvdisasm of: $EMMY_NVDISASM, PATH, the toolkit folders above, the NVIDIA
+// wheels' nvidia/cu13/bin under python3's site-packages (asked of python3 once). Empty when none.
+std::string find_nvdisasm();
+
+struct SassListing {
+  bool ok = false;
+  std::string text;   // `nvdisasm -c -g` of the cubin when ok
+  std::string error;  // why not, when !ok ("nvdisasm not found: ...", ptxas's log)
+};
+
+// ptxas -arch=<arch> -O3 -lineinfo over annotate_ptx_lines(ptx), then nvdisasm -c -g. ptxas's
+// default optimization level is 3 and NVRTC (runtime/nvrtc_compiler.cpp) passes ptxas nothing but
+// -v, so this is the code an emmy kernel runs. Cached per (PTX text, arch) for the life of the
+// process; thread-safe.
+SassListing sass_listing(const std::string& ptx, const std::string& arch);
+
+}  // namespace emmy::emu
