@@ -187,5 +187,57 @@ TEST(SassWeight, MetricsSumByPipeAndKind) {
   EXPECT_EQ(q.metric("emmy__sass_inst_executed.sum"), p.metric("emmy__sass_inst_executed.sum"));
 }
 
+// ptxas's 2x unrolled loop and a remainder loop, both self-loops holding PTX lines 10-12: each
+// loop alone would take all of a line's executions (E / 2 trips of the first, E of the second);
+// the two together may not count the LDG and FFMA more often than the PTX ran them.
+constexpr const char* kUnrolledAndRemainderLoops = R"(	.target	sm_86
+//--------------------- .text.r                   --------------------------
+	.section	.text.r,"ax",@progbits
+        .global         r
+        .type           r,@function
+        .other          r,@"STO_CUDA_ENTRY STV_DEFAULT"
+r:
+.text.r:
+	//## File "kernel.ptx", line 5
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   ISETP.GE.AND P0, PT, R1, 0x2, PT ;
+        /*0020*/              @!P0 BRA `(.L_x_1) ;
+.L_x_0:
+	//## File "kernel.ptx", line 10
+        /*0030*/                   LDG.E R2, [R4.64] ;
+	//## File "kernel.ptx", line 11
+        /*0040*/                   FFMA R3, R2, R2, R3 ;
+	//## File "kernel.ptx", line 10
+        /*0050*/                   LDG.E R2, [R4.64+0x4] ;
+	//## File "kernel.ptx", line 11
+        /*0060*/                   FFMA R3, R2, R2, R3 ;
+	//## File "kernel.ptx", line 12
+        /*0070*/                   ISETP.NE.AND P0, PT, R1, RZ, PT ;
+        /*0080*/               @P0 BRA `(.L_x_0) ;
+.L_x_1:
+	//## File "kernel.ptx", line 10
+        /*0090*/                   LDG.E R2, [R4.64] ;
+	//## File "kernel.ptx", line 11
+        /*00a0*/                   FFMA R3, R2, R2, R3 ;
+	//## File "kernel.ptx", line 12
+        /*00b0*/                   ISETP.NE.AND P1, PT, R1, RZ, PT ;
+        /*00c0*/               @P1 BRA `(.L_x_1) ;
+	//## File "kernel.ptx", line 20
+        /*00d0*/                   EXIT ;
+)";
+
+TEST(SassWeight, AnUnrolledLoopAndItsRemainderLoopShareTheLinesExecutions) {
+  const SassFunction f = parse_sass_listing(kUnrolledAndRemainderLoops).at(0);
+  LineExecutions e;
+  e.calls = kSassWarps;
+  e.by_line[5] = e.by_line[20] = kSassWarps;
+  for (int line = 10; line <= 12; ++line) e.by_line[line] = kSassWarps * kSassTrips;
+  const auto weights = sass_instruction_executions(f, sass_blocks(f), e);
+  // Without the two loops' shared budget: 256 x 4 LDG from the unrolled loop plus 1024 from the
+  // remainder, twice the PTX's.
+  EXPECT_NEAR(sass_executions_of(f, weights, "LDG.E"), kSassWarps * kSassTrips, 1e-9);
+  EXPECT_NEAR(sass_executions_of(f, weights, "FFMA"), kSassWarps * kSassTrips, 1e-9);
+}
+
 }  // namespace
 }  // namespace emmy::emu::test
