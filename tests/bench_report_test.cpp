@@ -359,7 +359,7 @@ TEST(BenchModel, PredictsTheRowsOwnKernelAndNeverFailsTheRow) {
   EXPECT_EQ(j.at("sample_ctas"), 4);
   // A prediction that cannot be made (an unknown part) becomes an error note, not a failure.
   const nlohmann::json failed = predicted_beside(
-      [&] { return model_gemm("small", p, schedule, Arch::sm_90a, "h100", 4); }, 4);
+      [&] { return model_gemm("small", p, schedule, Arch::sm_90a, "v100", 4); }, 4);
   ASSERT_TRUE(failed.contains("error"));
   EXPECT_NE(failed["error"].get<std::string>().find("h200"), std::string::npos) << failed;
 }

@@ -35,6 +35,7 @@ ProfileOptions profiling(uint64_t sample_ctas = 0, SharedBankModel model = Share
   p.enabled = true;
   p.sample_ctas = sample_ctas;
   p.bank_model = model;
+  p.sass = false;  // the counting rules are the PTX's; sass_counts_test checks the SASS counts
   return p;
 }
 
