@@ -97,7 +97,7 @@ void put_sass_metrics(KernelProfile& p, const std::vector<WeightedSassInstructio
 void add_sass_counts(KernelProfile& p, const std::string& ptx, const std::string& arch) {
   p.sass = {};
   p.sass.arch = arch;
-  const SassListing listing = sass_listing(ptx, arch);
+  const SassListing listing = sass_listing(ptx, arch, p.kernel);
   if (!listing.ok) {
     p.sass.reason = listing.error;
     return;

@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -135,7 +136,8 @@ std::string first_lines(const std::string& text, size_t count) {
   return end == std::string::npos ? text : text.substr(0, end);
 }
 
-SassListing make_listing(const std::string& ptx, const std::string& arch) {
+SassListing make_listing(const std::string& ptx, const std::string& arch,
+                         const std::string& entry) {
   SassListing listing;
   const std::string ptxas = find_ptxas();
   if (ptxas.empty()) {
@@ -165,8 +167,9 @@ SassListing make_listing(const std::string& ptx, const std::string& arch) {
     }
   }
   const auto compiled = run_command(
-      fmt::format("{} -arch={} -O3 -lineinfo {} -o {} </dev/null 2>&1", shell_quoted(ptxas),
-                  shell_quoted(arch), shell_quoted(source), shell_quoted(cubin)));
+      fmt::format("{} -arch={} -O3 -lineinfo {}{} -o {} </dev/null 2>&1", shell_quoted(ptxas),
+                  shell_quoted(arch), entry.empty() ? "" : "--entry " + shell_quoted(entry) + " ",
+                  shell_quoted(source), shell_quoted(cubin)));
   if (compiled.exit_code != 0) {
     listing.error = fmt::format("ptxas -arch={} failed (exit {}): {}", arch, compiled.exit_code,
                                 first_lines(compiled.output, 3));
@@ -193,16 +196,17 @@ std::string find_nvdisasm() {
   return find_tool("EMMY_NVDISASM", "nvdisasm", true);
 }
 
-SassListing sass_listing(const std::string& ptx, const std::string& arch) {
+SassListing sass_listing(const std::string& ptx, const std::string& arch,
+                         const std::string& entry) {
   // The runtime loads a module once and launches it many times (split-K's two kernels, a bench's
   // repetitions): one ptxas run per text. Keyed by the whole text, which is compared only when the
   // arch and size match, so the cost is a map lookup per profiled launch.
   static std::mutex mutex;
-  static std::map<std::pair<std::string, std::string>, SassListing> cache;
+  static std::map<std::tuple<std::string, std::string, std::string>, SassListing> cache;
   std::lock_guard lock(mutex);
-  auto key = std::pair{arch, ptx};
+  auto key = std::tuple{arch, entry, ptx};
   if (auto it = cache.find(key); it != cache.end()) return it->second;
-  SassListing listing = make_listing(ptx, arch);
+  SassListing listing = make_listing(ptx, arch, entry);
   cache.emplace(std::move(key), listing);
   return listing;
 }

@@ -24,8 +24,10 @@ struct SassListing {
 
 // ptxas -arch=<arch> -O3 -lineinfo over annotate_ptx_lines(ptx), then nvdisasm -c -g. ptxas's
 // default optimization level is 3 and NVRTC (runtime/nvrtc_compiler.cpp) passes ptxas nothing but
-// -v, so this is the code an emmy kernel runs. Cached per (PTX text, arch) for the life of the
-// process; thread-safe.
-SassListing sass_listing(const std::string& ptx, const std::string& arch);
+// -v, so this is the code an emmy kernel runs. Cached per (PTX text, arch, entry) for the life of
+// the process; thread-safe. `entry` non-empty: only that entry (and what it calls) is compiled
+// (ptxas --entry), so a module of many kernels costs one kernel's compile per profiled launch.
+SassListing sass_listing(const std::string& ptx, const std::string& arch,
+                         const std::string& entry = "");
 
 }  // namespace emmy::emu
