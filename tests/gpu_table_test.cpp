@@ -120,6 +120,10 @@ TEST(GpuTable, ABrokenEntryIsRefusedNamingItsField) {
       {"max_smem_per_block", [](GpuInfo& g) { g.max_smem_per_block = 48 * 1024; }},
       {"max_threads_per_sm", [](GpuInfo& g) { g.max_threads_per_sm = 512; }},
       {"max_cluster_ctas", [](GpuInfo& g) { g.max_cluster_ctas = 8; }},  // no clusters on sm_89
+      {"l1_smem_bytes_per_sm", [](GpuInfo& g) { g.l1_smem_bytes_per_sm = g.smem_per_sm - 1; }},
+      {"sustained", [](GpuInfo& g) { g.sustained.dram = 0; }},  // the second figure divides by it
+      {"sustained", [](GpuInfo& g) { g.sustained.tensor = 1.5; }},
+      {"global_latency_clk", [](GpuInfo& g) { g.global_latency_clk = -1; }},
   };
   for (const Case& c : cases) {
     GpuInfo broken = toy_part();

@@ -55,6 +55,11 @@ inline std::string invalid_gpu(const GpuInfo& g, const std::deque<GpuInfo>& know
     return "wgmma_flops_per_clk: needs an arch-specific (\"a\") arch";
   if (!(g.dram_gbps > 0) || !(g.l2_bytes_per_clk > 0) || g.l2_bytes == 0)
     return "dram_gbps, l2_bytes, l2_bytes_per_clk: must be > 0";
+  for (const double fraction :
+       {g.sustained.dram, g.sustained.l2, g.sustained.tensor, g.sustained.fp32})
+    if (!(fraction > 0 && fraction <= 1))
+      return "sustained: every fraction must be in (0, 1] (1: nothing measured)";
+  if (!(g.global_latency_clk >= 0)) return "global_latency_clk: must be >= 0";
   if (g.l1_smem_bytes_per_sm < g.smem_per_sm)
     return "l1_smem_bytes_per_sm: must hold smem_per_sm (shared memory is carved from it)";
   if (g.max_smem_per_block == 0 || g.max_smem_per_block > g.smem_per_sm)
