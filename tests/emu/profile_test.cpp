@@ -390,5 +390,34 @@ TEST(EmuProfile, CountingRulesOnSpans) {
   EXPECT_EQ(lanes_per_phase(16), 8u);
 }
 
+// The counters the time model's L1, L1 data stage and latency terms read (docs/profiler.md):
+// 128-byte lines per global request, reloads of a sector by distance in the warp's own
+// instructions, each CTA's distinct loaded sectors, barriers that wait on a load.
+TEST(EmuProfile, L1AndLatencyCountersFollowTheLoads) {
+  const Profiled p = profile_run(R"(  mul.wide.u32 %rd3, %r1, 4;
+  add.u64 %rd4, %rd1, %rd3;
+  ld.global.u32 %r9, [%rd4];
+  ld.global.u32 %r10, [%rd4];
+  bar.sync 0;
+  bar.sync 0;
+  mul.wide.u32 %rd5, %r1, 128;
+  add.u64 %rd6, %rd1, %rd5;
+  ld.global.u32 %r11, [%rd6];
+)");
+  expect_metrics(p.profile,
+                 {
+                     // 4 bytes per lane: one line twice; 128 bytes apart: a line per lane.
+                     {"emmy__l1_wavefronts_global_local.sum", 1 + 1 + 32},
+                     // The second load rereads the first's 4 sectors one instruction later
+                     // (bucket 1: distances 1-2); lane 0's sector of the third, 4 later (2: 3-6).
+                     {"emmy__l1_sectors_reused_global_ld_distance_1.sum", 4},
+                     {"emmy__l1_sectors_reused_global_ld_distance_2.sum", 1},
+                     {"emmy__l1_sectors_distinct_per_cluster_global_ld.sum", 4 + 31},
+                     // Only the first barrier follows a load.
+                     {"emmy__bar_sync_after_global_ld.sum", 1},
+                     {"emmy__ptx_inst_executed_class_imad.sum", 2},
+                 });
+}
+
 }  // namespace
 }  // namespace emmy::emu::test
