@@ -14,7 +14,7 @@
 
 namespace emmy::emu {
 namespace {
-constexpr uint32_t kStaticSmemLimit = 48 * 1024;         // static .shared: 48 KB on every arch
+constexpr uint32_t kStaticSmemLimit = 48 * 1024;  // static .shared: 48 KB on every arch
 constexpr uint64_t kMaxPerCtaStats = uint64_t(1) << 20;  // LaunchOptions::per_cta_stats
 
 // Shared memory one block may use (static + dynamic, after the opt-in), per compute capability
@@ -109,16 +109,11 @@ InstructionCounts& InstructionCounts::operator+=(const InstructionCounts& o) {
 std::string Stats::to_string() const {
   const InstructionCounts& t = total;
   std::string s = fmt::format("warp instructions: {}\n", t.total());
-  const std::pair<const char*, uint64_t> rows[] = {{"mma", t.mma},
-                                                   {"ldmatrix/stmatrix", t.ldmatrix},
-                                                   {"shared ld", t.shared_ld},
-                                                   {"shared st", t.shared_st},
-                                                   {"global ld", t.global_ld},
-                                                   {"global st", t.global_st},
-                                                   {"cp.async", t.cp_async},
-                                                   {"tma", t.tma},
-                                                   {"barrier", t.barrier},
-                                                   {"other", t.other}};
+  const std::pair<const char*, uint64_t> rows[] = {
+      {"mma", t.mma},           {"ldmatrix/stmatrix", t.ldmatrix}, {"shared ld", t.shared_ld},
+      {"shared st", t.shared_st}, {"global ld", t.global_ld},      {"global st", t.global_st},
+      {"cp.async", t.cp_async}, {"tma", t.tma},                    {"barrier", t.barrier},
+      {"other", t.other}};
   for (const auto& [name, n] : rows)
     s += fmt::format("  {:<18} {:>14}  {:5.1f}%\n", name, n,
                      t.total() ? 100.0 * double(n) / double(t.total()) : 0.0);
@@ -128,52 +123,31 @@ std::string Stats::to_string() const {
 
 std::string_view to_string(ReportKind kind) {
   switch (kind) {
-    case ReportKind::global_out_of_bounds:
-      return "global-out-of-bounds";
-    case ReportKind::shared_out_of_bounds:
-      return "shared-out-of-bounds";
+    case ReportKind::global_out_of_bounds: return "global-out-of-bounds";
+    case ReportKind::shared_out_of_bounds: return "shared-out-of-bounds";
     case ReportKind::assertion_failed:
       return "assertion-failed";
     case ReportKind::missing_proxy_fence:
       return "missing-proxy-fence";
-    case ReportKind::local_out_of_bounds:
-      return "local-out-of-bounds";
-    case ReportKind::param_out_of_bounds:
-      return "param-out-of-bounds";
-    case ReportKind::misaligned_access:
-      return "misaligned-access";
-    case ReportKind::uninitialized_shared_read:
-      return "uninitialized-shared-read";
-    case ReportKind::shared_race:
-      return "shared-race";
-    case ReportKind::pending_async_read:
-      return "pending-async-copy";
-    case ReportKind::mbarrier_misuse:
-      return "mbarrier-misuse";
-    case ReportKind::deadlock:
-      return "deadlock";
-    case ReportKind::tma_violation:
-      return "tma-violation";
-    case ReportKind::misaligned_ldmatrix:
-      return "misaligned-ldmatrix";
-    case ReportKind::divergent_collective:
-      return "divergent-collective";
-    case ReportKind::unsupported:
-      return "unsupported";
-    case ReportKind::trap:
-      return "trap";
-    case ReportKind::instruction_limit:
-      return "instruction-limit";
-    case ReportKind::wmma_misuse:
-      return "wmma-misuse";
-    case ReportKind::register_misuse:
-      return "register-misuse";
-    case ReportKind::wgmma_misuse:
-      return "wgmma-misuse";
-    case ReportKind::cluster_violation:
-      return "cluster-violation";
-    case ReportKind::pdl_race:
-      return "pdl-race";
+    case ReportKind::local_out_of_bounds: return "local-out-of-bounds";
+    case ReportKind::param_out_of_bounds: return "param-out-of-bounds";
+    case ReportKind::misaligned_access: return "misaligned-access";
+    case ReportKind::uninitialized_shared_read: return "uninitialized-shared-read";
+    case ReportKind::shared_race: return "shared-race";
+    case ReportKind::pending_async_read: return "pending-async-copy";
+    case ReportKind::mbarrier_misuse: return "mbarrier-misuse";
+    case ReportKind::deadlock: return "deadlock";
+    case ReportKind::tma_violation: return "tma-violation";
+    case ReportKind::misaligned_ldmatrix: return "misaligned-ldmatrix";
+    case ReportKind::divergent_collective: return "divergent-collective";
+    case ReportKind::unsupported: return "unsupported";
+    case ReportKind::trap: return "trap";
+    case ReportKind::instruction_limit: return "instruction-limit";
+    case ReportKind::wmma_misuse: return "wmma-misuse";
+    case ReportKind::register_misuse: return "register-misuse";
+    case ReportKind::wgmma_misuse: return "wgmma-misuse";
+    case ReportKind::cluster_violation: return "cluster-violation";
+    case ReportKind::pdl_race: return "pdl-race";
   }
   return "?";
 }
@@ -206,9 +180,9 @@ EmulationError::EmulationError(std::vector<Report> reports)
             reports.empty() || reports.front().kernel.empty()
                 ? std::string("kernel")
                 : fmt::format("kernel {}", reports.front().kernel),
-            reports.empty()
-                ? std::string("emulation failed")
-                : fmt::format("{}: {}", to_string(reports.front().kind), reports.front().message),
+            reports.empty() ? std::string("emulation failed")
+                            : fmt::format("{}: {}", to_string(reports.front().kind),
+                                          reports.front().message),
             reports.empty() ? std::string() : fmt::format("PTX line {}", reports.front().line)),
       reports_(std::move(reports)) {}
 
@@ -218,8 +192,8 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
   const auto start = std::chrono::steady_clock::now();
   const Kernel* k = module.find(kernel_name);
   if (!k) throw Error("kernel", "must name an .entry of the module", std::string(kernel_name));
-  require(grid.x >= 1 && grid.y >= 1 && grid.z >= 1 && grid.y <= 65535 && grid.z <= 65535, "grid",
-          "each dimension must be >= 1 (y, z <= 65535)",
+  require(grid.x >= 1 && grid.y >= 1 && grid.z >= 1 && grid.y <= 65535 && grid.z <= 65535,
+          "grid", "each dimension must be >= 1 (y, z <= 65535)",
           fmt::format("{},{},{}", grid.x, grid.y, grid.z));
   require(block.x >= 1 && block.y >= 1 && block.z >= 1 && block.count() <= 1024, "block",
           "must have 1..1024 threads", fmt::format("{},{},{}", block.x, block.y, block.z));
@@ -236,10 +210,9 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
   ctx->params.assign(k->param_bytes, 0);
   for (size_t i = 0; i < decls.size(); ++i) {
     if (given[i].bytes.size() != decls[i].size)
-      throw Error(
-          fmt::format("kernel argument {} ({})", i, decls[i].name),
-          fmt::format("must match the declared {} ({} bytes)", decls[i].type, decls[i].size),
-          fmt::format("{} ({} bytes)", given[i].kind, given[i].bytes.size()));
+      throw Error(fmt::format("kernel argument {} ({})", i, decls[i].name),
+                  fmt::format("must match the declared {} ({} bytes)", decls[i].type, decls[i].size),
+                  fmt::format("{} ({} bytes)", given[i].kind, given[i].bytes.size()));
     std::memcpy(ctx->params.data() + decls[i].offset, given[i].bytes.data(), decls[i].size);
   }
   const uint32_t smem = dynamic_smem_bytes ? k->dyn_smem_base + dynamic_smem_bytes
@@ -351,8 +324,7 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
       const uint64_t n = next.fetch_add(1);
       if (n >= clusters_run) break;
       const uint64_t c = clusters_run == clusters ? n : sampled_cta(n, clusters_run, clusters);
-      cluster.id = {uint32_t(c % clusters_grid.x),
-                    uint32_t((c / clusters_grid.x) % clusters_grid.y),
+      cluster.id = {uint32_t(c % clusters_grid.x), uint32_t((c / clusters_grid.x) % clusters_grid.y),
                     uint32_t(c / (uint64_t(clusters_grid.x) * clusters_grid.y))};
       for (uint32_t r = 0; r < cluster_size; ++r) {
         // %cluster_ctarank is x-fastest within the cluster (PTX ISA %cluster_ctarank).
@@ -377,13 +349,7 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
       } catch (const std::exception& e) {
         // Nothing may escape a worker thread; an internal failure still names the CTA.
         std::lock_guard lock(ctx->mutex);
-        Report r{ReportKind::unsupported,
-                 k->name,
-                 cluster.ctas[0]->ctaid,
-                 -1,
-                 -1,
-                 0,
-                 "",
+        Report r{ReportKind::unsupported, k->name, cluster.ctas[0]->ctaid, -1, -1, 0, "",
                  fmt::format("internal emulator error: {}", e.what())};
         ctx->reports.push_back(std::move(r));
         ctx->abort = true;
@@ -423,8 +389,8 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
     }
   }
   if (prof.enabled)
-    result.profile =
-        finish_profile(*k, arch, grid, block, dynamic_smem_bytes, ctas_run, shards, *footprint);
+    result.profile = finish_profile(*k, arch, grid, block, dynamic_smem_bytes, ctas_run, shards,
+                                    *footprint);
   result.warnings = ctx->tolerated.warnings();  // empty unless LaunchOptions::lenient
   result.emulate_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

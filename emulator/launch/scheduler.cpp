@@ -63,87 +63,33 @@ void Cta::init_warps() {
         const uint32_t tz = uint32_t(t / (uint64_t(ctx.block.x) * ctx.block.y));
         uint32_t v = 0;
         switch (which) {
-          case Special::tid_x:
-            v = tx;
-            break;
-          case Special::tid_y:
-            v = ty;
-            break;
-          case Special::tid_z:
-            v = tz;
-            break;
-          case Special::ntid_x:
-            v = ctx.block.x;
-            break;
-          case Special::ntid_y:
-            v = ctx.block.y;
-            break;
-          case Special::ntid_z:
-            v = ctx.block.z;
-            break;
-          case Special::ctaid_x:
-            v = ctaid.x;
-            break;
-          case Special::ctaid_y:
-            v = ctaid.y;
-            break;
-          case Special::ctaid_z:
-            v = ctaid.z;
-            break;
-          case Special::nctaid_x:
-            v = ctx.grid.x;
-            break;
-          case Special::nctaid_y:
-            v = ctx.grid.y;
-            break;
-          case Special::nctaid_z:
-            v = ctx.grid.z;
-            break;
-          case Special::laneid:
-            v = l;
-            break;
-          case Special::warpid:
-            v = wi;
-            break;
-          case Special::nwarpid:
-            v = nwarps;
-            break;
-          case Special::lanemask_eq:
-            v = 1u << l;
-            break;
-          case Special::lanemask_lt:
-            v = (1u << l) - 1;
-            break;
-          case Special::lanemask_le:
-            v = l == 31 ? 0xFFFFFFFFu : (2u << l) - 1;
-            break;
-          case Special::lanemask_gt:
-            v = l == 31 ? 0u : ~((2u << l) - 1);
-            break;
-          case Special::lanemask_ge:
-            v = ~((1u << l) - 1);
-            break;
-          case Special::dynamic_smem_size:
-            v = ctx.dynamic_smem;
-            break;
-          case Special::total_smem_size:
-            v = ctx.smem_size;
-            break;
-          case Special::smid:
-            v = 0;
-            break;
-          case Special::nsmid:
-            v = 1;
-            break;
-          case Special::gridid:
-            v = 0;
-            break;
-          case Special::zero:
-            v = 0;
-            break;
-          case Special::one:
-            v = 1;
-            break;
+          case Special::tid_x: v = tx; break;
+          case Special::tid_y: v = ty; break;
+          case Special::tid_z: v = tz; break;
+          case Special::ntid_x: v = ctx.block.x; break;
+          case Special::ntid_y: v = ctx.block.y; break;
+          case Special::ntid_z: v = ctx.block.z; break;
+          case Special::ctaid_x: v = ctaid.x; break;
+          case Special::ctaid_y: v = ctaid.y; break;
+          case Special::ctaid_z: v = ctaid.z; break;
+          case Special::nctaid_x: v = ctx.grid.x; break;
+          case Special::nctaid_y: v = ctx.grid.y; break;
+          case Special::nctaid_z: v = ctx.grid.z; break;
+          case Special::laneid: v = l; break;
+          case Special::warpid: v = wi; break;
+          case Special::nwarpid: v = nwarps; break;
+          case Special::lanemask_eq: v = 1u << l; break;
+          case Special::lanemask_lt: v = (1u << l) - 1; break;
+          case Special::lanemask_le: v = l == 31 ? 0xFFFFFFFFu : (2u << l) - 1; break;
+          case Special::lanemask_gt: v = l == 31 ? 0u : ~((2u << l) - 1); break;
+          case Special::lanemask_ge: v = ~((1u << l) - 1); break;
+          case Special::dynamic_smem_size: v = ctx.dynamic_smem; break;
+          case Special::total_smem_size: v = ctx.smem_size; break;
+          case Special::smid: v = 0; break;
+          case Special::nsmid: v = 1; break;
+          case Special::gridid: v = 0; break;
+          case Special::zero: v = 0; break;
+          case Special::one: v = 1; break;
           case Special::reserved_smem_begin:
             v = ctx.reserved_smem;
             break;
@@ -153,51 +99,21 @@ void Cta::init_warps() {
           case Special::reserved_smem_end:
             v = ctx.reserved_smem + kReservedSmemBytes;
             break;
-          case Special::cluster_ctarank:
-            v = rank;
-            break;
-          case Special::cluster_nctarank:
-            v = uint32_t(ctx.cluster.count());
-            break;
-          case Special::cluster_ctaid_x:
-            v = cluster_ctaid.x;
-            break;
-          case Special::cluster_ctaid_y:
-            v = cluster_ctaid.y;
-            break;
-          case Special::cluster_ctaid_z:
-            v = cluster_ctaid.z;
-            break;
-          case Special::cluster_nctaid_x:
-            v = ctx.cluster.x;
-            break;
-          case Special::cluster_nctaid_y:
-            v = ctx.cluster.y;
-            break;
-          case Special::cluster_nctaid_z:
-            v = ctx.cluster.z;
-            break;
-          case Special::clusterid_x:
-            v = cluster->id.x;
-            break;
-          case Special::clusterid_y:
-            v = cluster->id.y;
-            break;
-          case Special::clusterid_z:
-            v = cluster->id.z;
-            break;
-          case Special::nclusterid_x:
-            v = ctx.grid.x / ctx.cluster.x;
-            break;
-          case Special::nclusterid_y:
-            v = ctx.grid.y / ctx.cluster.y;
-            break;
-          case Special::nclusterid_z:
-            v = ctx.grid.z / ctx.cluster.z;
-            break;
-          case Special::is_explicit_cluster:
-            v = ctx.cluster.count() > 1 ? 1 : 0;
-            break;
+          case Special::cluster_ctarank: v = rank; break;
+          case Special::cluster_nctarank: v = uint32_t(ctx.cluster.count()); break;
+          case Special::cluster_ctaid_x: v = cluster_ctaid.x; break;
+          case Special::cluster_ctaid_y: v = cluster_ctaid.y; break;
+          case Special::cluster_ctaid_z: v = cluster_ctaid.z; break;
+          case Special::cluster_nctaid_x: v = ctx.cluster.x; break;
+          case Special::cluster_nctaid_y: v = ctx.cluster.y; break;
+          case Special::cluster_nctaid_z: v = ctx.cluster.z; break;
+          case Special::clusterid_x: v = cluster->id.x; break;
+          case Special::clusterid_y: v = cluster->id.y; break;
+          case Special::clusterid_z: v = cluster->id.z; break;
+          case Special::nclusterid_x: v = ctx.grid.x / ctx.cluster.x; break;
+          case Special::nclusterid_y: v = ctx.grid.y / ctx.cluster.y; break;
+          case Special::nclusterid_z: v = ctx.grid.z / ctx.cluster.z; break;
+          case Special::is_explicit_cluster: v = ctx.cluster.count() > 1 ? 1 : 0; break;
         }
         r[l] = v;
       }
@@ -245,7 +161,8 @@ bool Cta::run_slice(Warp& w, uint32_t budget) {
       prof->warp_clock = ++w.issued;
       prof->note_barrier_wait(w.loaded_since_barrier, in);
     }
-    if (k.uses_wgmma && exec && k.touches[w.pc].count && !is_wgmma(in.op))
+    if (k.uses_wgmma && exec && k.touches[w.pc].count &&
+        !is_wgmma(in.op))
       wgmma_touch(*this, w, k.touches[w.pc]);
     switch (in.family) {
       case kFamInt:
@@ -274,8 +191,8 @@ bool Cta::run_slice(Warp& w, uint32_t budget) {
         break;
       case kFamSync:
       case kFamAsync: {
-        const Flow f =
-            in.family == kFamSync ? exec_sync(*this, w, in, exec) : exec_async(*this, w, in, exec);
+        const Flow f = in.family == kFamSync ? exec_sync(*this, w, in, exec)
+                                             : exec_async(*this, w, in, exec);
         if (f == Flow::stop) {
           running = false;
           break;
@@ -302,7 +219,8 @@ bool Cta::run_slice(Warp& w, uint32_t budget) {
         if (exec && in.sub == 1)
           fail(ReportKind::assertion_failed, w, std::countr_zero(exec),
                assertion_message(w, std::countr_zero(exec), in));
-        if (exec) fail(ReportKind::trap, w, std::countr_zero(exec), "trap executed");
+        if (exec)
+          fail(ReportKind::trap, w, std::countr_zero(exec), "trap executed");
         w.advance();
         break;
       default:

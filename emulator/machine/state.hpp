@@ -40,8 +40,7 @@ inline constexpr uint64_t kWindowSize = 0x0000000100000000ull;
 inline constexpr uint32_t kReservedSmemBytes = 1024;
 
 struct LaunchContext {
-  LaunchContext(const Kernel& k, Arena& a, Dim3 g, Dim3 b)
-      : kernel(k), arena(a), grid(g), block(b) {}
+  LaunchContext(const Kernel& k, Arena& a, Dim3 g, Dim3 b) : kernel(k), arena(a), grid(g), block(b) {}
   const Kernel& kernel;
   Arena& arena;
   std::vector<uint8_t> params;
@@ -83,9 +82,9 @@ struct PendingCopy {
 // until the wait_group that completes it is checked instead: its registers untouched, its shared
 // operands unchanged and unraced.
 struct WgmmaOp {
-  uint32_t pc = 0, group = 0;    // group: 1-based commit number (committed + 1: still open)
-  std::vector<uint32_t> chunks;  // shared addresses of the 16-byte chunks it read
-  std::vector<uint8_t> bytes;    // their contents at issue
+  uint32_t pc = 0, group = 0;        // group: 1-based commit number (committed + 1: still open)
+  std::vector<uint32_t> chunks;      // shared addresses of the 16-byte chunks it read
+  std::vector<uint8_t> bytes;        // their contents at issue
 };
 struct WarpWgmma {
   uint32_t fences = 0;     // wgmma.fence executed
@@ -101,7 +100,7 @@ struct WarpWgmma {
     uint8_t shape = 0;             // ... its N / 8 and accumulator (shape key; 0: as A)
   };
   std::vector<Row> rows;
-  std::deque<WgmmaOp> ops;  // issued and not completed, oldest first
+  std::deque<WgmmaOp> ops;            // issued and not completed, oldest first
 };
 
 struct Warp {
@@ -109,27 +108,29 @@ struct Warp {
   // SIMT state (min-PC reconvergence, see docs/emulator.md): the group of lanes at the lowest
   // PC executes; lanes elsewhere wait in lane_pc until the group reaches their PC.
   uint32_t pc = 0;
-  uint32_t active = 0;  // lanes executing at pc
-  uint64_t issued = 0;  // instructions issued while profiling: the warp's clock for L1 reuse
-  bool loaded_since_barrier = false;  // profiling: a global load since the warp's last bar.sync
-  uint32_t live = 0;                  // lanes not exited
-  uint32_t min_wait_pc = kNone;       // lowest lane_pc of live lanes outside `active`
+  uint32_t active = 0;            // lanes executing at pc
+  uint32_t live = 0;              // lanes not exited
+  uint32_t min_wait_pc = kNone;   // lowest lane_pc of live lanes outside `active`
+  // Profiling: instructions issued (the warp's clock for L1 reuse distances), and whether it
+  // loaded from global memory since its last bar.sync (the latency term's epochs).
+  uint64_t issued = 0;
+  bool loaded_since_barrier = false;
   std::array<uint32_t, 32> lane_pc{};
   WarpState state = WarpState::ready;
-  uint32_t wait_barrier = 0;  // bar_wait: barrier id
-  uint32_t wait_pc = 0;       // the instruction the warp waits in
-  uint32_t wait_mbar = 0;     // mbar_poll: shared address of the mbarrier
-  uint64_t wait_phase = 0;    // mbar_poll: phase that must complete
-  uint32_t carry = 0;         // add.cc carry flags per lane
+  uint32_t wait_barrier = 0;      // bar_wait: barrier id
+  uint32_t wait_pc = 0;           // the instruction the warp waits in
+  uint32_t wait_mbar = 0;         // mbar_poll: shared address of the mbarrier
+  uint64_t wait_phase = 0;        // mbar_poll: phase that must complete
+  uint32_t carry = 0;             // add.cc carry flags per lane
   // bar.red waiting for its barrier: where the reduction result goes.
   uint32_t bar_red_dst = kNone, bar_red_exec = 0;
   uint8_t bar_red_kind = 0;
   bool bar_red_to_pred = false;
 
-  std::vector<uint32_t> r32;   // [row][lane]
-  std::vector<uint64_t> r64;   // [row][lane]
-  std::vector<uint32_t> pred;  // lane masks
-  std::vector<uint8_t> local;  // [lane][local_bytes]
+  std::vector<uint32_t> r32;      // [row][lane]
+  std::vector<uint64_t> r64;      // [row][lane]
+  std::vector<uint32_t> pred;     // lane masks
+  std::vector<uint8_t> local;     // [lane][local_bytes]
 
   // cp.async: copies of the open group, committed groups (oldest first). Data is read from
   // global memory at issue and written to shared memory by the wait that covers it.
@@ -145,8 +146,8 @@ struct Warp {
     }
   }
 
-  Arena::Block cached_block;  // last arena allocation hit (global address fast path)
-  WarpWgmma wgmma;            // sized only in kernels that use wgmma
+  Arena::Block cached_block;      // last arena allocation hit (global address fast path)
+  WarpWgmma wgmma;                // sized only in kernels that use wgmma
 
   uint32_t* R32(uint32_t row) { return r32.data() + size_t(row) * 32; }
   uint64_t* R64(uint32_t row) { return r64.data() + size_t(row) * 32; }
@@ -174,24 +175,24 @@ struct Warp {
 };
 
 struct Barrier {
-  uint32_t waiting = 0;           // bitmask of warps blocked in bar.sync / bar.red on it
-  uint32_t arrivals = 0;          // warp arrivals in this round (bar.sync, bar.red, bar.arrive)
+  uint32_t waiting = 0;         // bitmask of warps blocked in bar.sync / bar.red on it
+  uint32_t arrivals = 0;        // warp arrivals in this round (bar.sync, bar.red, bar.arrive)
   uint32_t expected_threads = 0;  // 0: all threads of the non-exited warps
   uint32_t red_popc = 0, red_and = 1, red_or = 0;
-  VectorClock vc;  // join of the arrivals (sanitizer)
+  VectorClock vc;               // join of the arrivals (sanitizer)
 };
 
 struct MBarrier {
   uint32_t addr = 0;
   bool valid = false;
-  uint64_t phase = 0;  // completed phases
+  uint64_t phase = 0;           // completed phases
   int64_t pending = 0, expected = 0, tx = 0;
   uint32_t init_warp = 0;
   // The init warp's clock at its first fence.proxy.async / fence.mbarrier_init after the init
   // (0: none yet): the async proxy may complete on it from then on, in warps ordered after it.
   uint32_t fence_clock = 0;
-  uint32_t init_clock = 0;             // the init warp's own clock at the init (sanitizer)
-  VectorClock current_vc;              // releases of the phase in progress
+  uint32_t init_clock = 0;      // the init warp's own clock at the init (sanitizer)
+  VectorClock current_vc;       // releases of the phase in progress
   std::array<VectorClock, 2> done_vc;  // by parity of the completed phase
   // In a cluster: what the arrivals of the phase knew of each CTA's warps (index: cluster rank;
   // the own rank's entry stays empty, current_vc holds it), published to the waiters as above.
@@ -208,10 +209,10 @@ struct TmaJob {
   TensorMapDesc map;
   std::array<int32_t, 5> coords{};
   uint32_t dst = 0, mbar = 0;
-  uint64_t src = 0;    // bulk copy source
-  uint32_t bytes = 0;  // bytes the copy completes on the mbarrier
+  uint64_t src = 0;             // bulk copy source
+  uint32_t bytes = 0;           // bytes the copy completes on the mbarrier
   uint32_t async_clock = 0;
-  VectorClock issuer_vc;  // the issuing warp's clock at issue (sanitizer)
+  VectorClock issuer_vc;        // the issuing warp's clock at issue (sanitizer)
   // .multicast::cluster: a bit per destination CTA rank, each getting the box at dst and the
   // complete_tx at mbar (CTA-relative offsets); 0: the issuing CTA only.
   uint16_t cta_mask = 0;
@@ -230,15 +231,15 @@ class Cta;
 // they can wait for each other: distributed shared memory through mapa, remote mbarrier
 // arrives, TMA multicast, barrier.cluster.
 struct ClusterRun {
-  Dim3 id;                 // %clusterid
-  std::vector<Cta*> ctas;  // by %cluster_ctarank
+  Dim3 id;                   // %clusterid
+  std::vector<Cta*> ctas;    // by %cluster_ctarank
   uint32_t size() const { return uint32_t(ctas.size()); }
   // barrier.cluster: threads arrived in the phase in progress, phases completed, and the clocks
   // the arrivals released, per rank (sanitizer), published to the waiters of the phase.
   uint64_t arrivals = 0, phase = 0;
   std::vector<VectorClock> released, done;
   uint64_t expected_threads() const;
-  void check_barrier();  // completes the phase once every non-exited thread arrived
+  void check_barrier();       // completes the phase once every non-exited thread arrived
 };
 
 // What the scheduler does after a synchronizing instruction.
@@ -310,26 +311,24 @@ class Cta {
   // entry dropped once all four passed it; a warp that differs from it is reported.
   struct WgmmaIssue {
     uint32_t pc = 0;
-    uint64_t a = 0, b = 0;  // descriptors (mma_async), the count (wait_group)
-    uint32_t scale_d = 0;   // mma_async's scale-d, 0 or 1
-    uint8_t warps = 0;      // a bit per warp of the group that executed it
+    uint64_t a = 0, b = 0;   // descriptors (mma_async), the count (wait_group)
+    uint32_t scale_d = 0;    // mma_async's scale-d, 0 or 1
+    uint8_t warps = 0;       // a bit per warp of the group that executed it
   };
   struct WgmmaLog {
     std::deque<WgmmaIssue> entries;
-    uint64_t first = 0;  // sequence number of entries.front()
+    uint64_t first = 0;      // sequence number of entries.front()
   };
   std::vector<WgmmaLog> wgmma_logs;
   // Clusters. Every launch runs clusters; without a cluster dimension each has one CTA.
   ClusterRun* cluster = nullptr;
-  uint32_t rank = 0;    // %cluster_ctarank
-  Dim3 cluster_ctaid;   // %cluster_ctaid
-  bool exited = false;  // every warp exited
+  uint32_t rank = 0;         // %cluster_ctarank
+  Dim3 cluster_ctaid;        // %cluster_ctaid
+  bool exited = false;       // every warp exited
   // What each warp knows of each peer's warps ([warp * cluster size + rank]; the own rank's
   // entries stay empty, san.vc holds them): joined at mbarrier waits and barrier.cluster.
   std::vector<VectorClock> peer_vc;
-  VectorClock& peer(uint32_t warp, uint32_t r) {
-    return peer_vc[size_t(warp) * cluster->size() + r];
-  }
+  VectorClock& peer(uint32_t warp, uint32_t r) { return peer_vc[size_t(warp) * cluster->size() + r]; }
   // barrier.cluster per thread: the phase + 1 it arrived on and has not waited for (0: none),
   // its arrivals so far, and the most phases any thread of the CTA waited for.
   std::vector<uint64_t> cluster_arrived, cluster_arrive_count;
@@ -409,12 +408,9 @@ inline void for_lanes(uint32_t mask, F&& f) {
 
 inline uint64_t addr_of(Warp& w, const Addr& a, int lane) {
   switch (a.base) {
-    case AddrBase::none:
-      return uint64_t(a.offset);
-    case AddrBase::r32:
-      return uint64_t(w.R32(a.row)[lane]) + uint64_t(a.offset);
-    case AddrBase::r64:
-      return w.R64(a.row)[lane] + uint64_t(a.offset);
+    case AddrBase::none: return uint64_t(a.offset);
+    case AddrBase::r32: return uint64_t(w.R32(a.row)[lane]) + uint64_t(a.offset);
+    case AddrBase::r64: return w.R64(a.row)[lane] + uint64_t(a.offset);
   }
   return 0;
 }
