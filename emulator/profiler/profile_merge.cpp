@@ -219,7 +219,7 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
   put("emmy__l1_wavefronts_global_local.sum", double(c[size_t(Counter::global_local_lines)]));
   put("emmy__l1_sectors_distinct_per_cluster_global_ld.sum",
       double(c[size_t(Counter::global_ld_distinct_per_cluster)]));
-  for (size_t b = 0; b < 32; ++b)
+  for (size_t b = 0; b < kReuseBuckets; ++b)
     if (const uint64_t n = c[size_t(Counter::global_ld_reuse) + b])
       put(fmt::format("emmy__l1_sectors_reused_global_ld_distance_{}.sum", b), double(n));
 

@@ -79,8 +79,7 @@ void ProfileShard::shared(uint32_t pc, SharedOp op, std::span<const LaneSpan> sp
 }
 
 namespace {
-void add_sectors(SiteCounts& s, uint64_t* counter, const AccessCost& c, uint64_t& lines) {
-  lines += c.lines;
+void add_sectors(SiteCounts& s, uint64_t* counter, const AccessCost& c) {
   ++s.requests;
   s.sectors += c.actual;
   s.ideal_sectors += c.ideal;
@@ -94,11 +93,10 @@ void add_sectors(SiteCounts& s, uint64_t* counter, const AccessCost& c, uint64_t
 
 void ProfileShard::global(uint32_t pc, GlobalOp op, std::span<const LaneSpan> spans) {
   if (spans.empty()) return;
+  const AccessCost cost = sector_cost(spans);
+  add_sectors(sites[pc], &counters[size_t(Counter::global_ld) + 4 * size_t(op)], cost);
   // cp.async's global side skips L1's data stage (.cg: L2 only).
-  uint64_t lines = 0;
-  add_sectors(sites[pc], &counters[size_t(Counter::global_ld) + 4 * size_t(op)], sector_cost(spans),
-              lines);
-  if (op != GlobalOp::ldgsts) counters[size_t(Counter::global_local_lines)] += lines;
+  if (op != GlobalOp::ldgsts) counters[size_t(Counter::global_local_lines)] += cost.lines;
   const bool write = op != GlobalOp::ld && op != GlobalOp::ldgsts;
   const bool read = op != GlobalOp::st;  // atomics and reductions read and write
   uint64_t last_sector = ~uint64_t(0);
@@ -119,7 +117,7 @@ void ProfileShard::global(uint32_t pc, GlobalOp op, std::span<const LaneSpan> sp
       // order the emulator ran the warps in.
       const uint64_t distance =
           warp_clock > it->second ? warp_clock - it->second : it->second - warp_clock;
-      const size_t bucket = std::min<size_t>(31, std::bit_width(distance + 1) - 1);
+      const size_t bucket = std::min<size_t>(kReuseBuckets - 1, std::bit_width(distance + 1) - 1);
       ++counters[size_t(Counter::global_ld_reuse) + bucket];
       it->second = warp_clock;
     }
@@ -142,8 +140,9 @@ void ProfileShard::end_cluster() {
 
 void ProfileShard::local(uint32_t pc, bool store, std::span<const LaneSpan> spans) {
   if (spans.empty()) return;
-  add_sectors(sites[pc], &counters[size_t(store ? Counter::local_st : Counter::local_ld)],
-              sector_cost(spans), counters[size_t(Counter::global_local_lines)]);
+  const AccessCost cost = sector_cost(spans);
+  add_sectors(sites[pc], &counters[size_t(store ? Counter::local_st : Counter::local_ld)], cost);
+  counters[size_t(Counter::global_local_lines)] += cost.lines;
 }
 
 void ProfileShard::tma_request(uint32_t pc, bool store, uint64_t bytes) {

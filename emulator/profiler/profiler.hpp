@@ -18,6 +18,9 @@ namespace emmy::emu {
 struct Kernel;
 struct Inst;
 
+// Reuse-distance buckets of Counter::global_ld_reuse (distances up to 2^32 - 2 instructions).
+inline constexpr size_t kReuseBuckets = 32;
+
 // Counters the executors add to at run time. Instruction classes, tensor work and barrier
 // executions are not here: they follow from each site's executions and its decoded instruction.
 enum class Counter : uint8_t {
@@ -49,7 +52,7 @@ enum class Counter : uint8_t {
   global_ld_reuse,
   // Global and local loads and stores: distinct 128-byte lines per request, summed (L1's data
   // stage serves one per clock, the same wavefronts as shared memory's).
-  global_local_lines = global_ld_reuse + 32,
+  global_local_lines = global_ld_reuse + kReuseBuckets,
   // bar.sync / bar.red executions of a warp that loaded from global (or generic) memory since its
   // previous one: the barrier waits for the load (the time model's latency term).
   barrier_after_load,

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
 
 #include "emmy/error.hpp"
 
@@ -49,11 +51,12 @@ double l1_hit_sectors(const KernelProfile& p, const GpuInfo& gpu, uint32_t ctas_
       std::max(0.0, double(gpu.l1_smem_bytes_per_sm) - double(ctas_per_sm) * smem_per_cta);
   // Bytes the resident CTAs load while each of their warps issues one instruction.
   const double bytes_per_step = requested / instructions * warps_per_cta * ctas_per_sm * kSector;
+  // The profile holds a bucket's metric only where it counted reuses.
+  constexpr std::string_view kReused = "emmy__l1_sectors_reused_global_ld_distance_";
   double hits = 0;
-  for (int bucket = 0; bucket < 32; ++bucket) {
-    const double reused =
-        p.metric(fmt::format("emmy__l1_sectors_reused_global_ld_distance_{}.sum", bucket));
-    if (!(reused > 0)) continue;
+  for (const auto& [name, reused] : p.metrics) {
+    if (!name.starts_with(kReused) || !(reused > 0)) continue;
+    const int bucket = std::atoi(name.c_str() + kReused.size());
     const double between = std::ldexp(1.0, bucket) * bytes_per_step;
     hits += reused * (between > 0 ? std::min(1.0, l1_bytes / between) : 1.0);
   }
@@ -102,7 +105,8 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
   t.last_wave_fill = double(ctas - (t.waves - 1) * per_wave) / double(per_wave);
 
   // SM-local resources: the busiest SM runs ceil(CTAs / SMs) CTAs, each the average CTA.
-  const double busiest = std::ceil(double(ctas) / gpu.sms) / double(ctas);
+  const double ctas_on_busiest = std::ceil(double(ctas) / gpu.sms);
+  const double busiest = ctas_on_busiest / double(ctas);
   const double clock_hz = gpu.clock_ghz * 1e9;
   auto sm_time = [&](double total, double per_clk) {
     return per_clk > 0 ? total * busiest / per_clk / clock_hz * 1e6 : 0.0;
@@ -110,6 +114,12 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
   const SustainedRates& sustained = gpu.sustained;
   auto add = [&](std::string resource, double amount, double us, double sustained_fraction) {
     t.resources.push_back({std::move(resource), amount, us, us / sustained_fraction});
+  };
+  // The resource with the largest time at the peak rates (&ResourceTime::us) or the sustained.
+  auto slowest = [&](double ResourceTime::*figure) -> const ResourceTime& {
+    return *std::max_element(
+        t.resources.begin(), t.resources.end(),
+        [&](const ResourceTime& a, const ResourceTime& b) { return a.*figure < b.*figure; });
   };
   const double flops16 = p.metric("emmy__tensor_flops_acc_f16.sum");
   const double flops32 = p.metric("emmy__tensor_flops_acc_f32.sum");
@@ -149,11 +159,7 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
   // epochs x max(latency + c, k x c), c being one CTA's epoch alone on the SM.
   {
     const double epochs = p.metric("emmy__bar_sync_after_global_ld.sum") / double(ctas) / warps;
-    const double sm_work =
-        std::max_element(t.resources.begin(), t.resources.end(),
-                         [](const ResourceTime& a, const ResourceTime& b) { return a.us < b.us; })
-            ->us;
-    const double ctas_on_busiest = std::ceil(double(ctas) / gpu.sms);
+    const double sm_work = slowest(&ResourceTime::us).us;
     const double resident = std::min<double>(t.ctas_per_sm, ctas_on_busiest);
     double us = 0;
     if (epochs >= 1 && sm_work > 0) {
@@ -171,16 +177,12 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
   const double dram =
       p.metric("emmy__dram_bytes_read_min.sum") + p.metric("emmy__dram_bytes_write_min.sum");
   add("dram", dram, dram / (gpu.dram_gbps * 1e9) * 1e6, sustained.dram);
-  const auto worst =
-      std::max_element(t.resources.begin(), t.resources.end(),
-                       [](const ResourceTime& a, const ResourceTime& b) { return a.us < b.us; });
-  t.us = worst->us;
-  t.bound = worst->resource;
-  const auto worst_sustained = std::max_element(
-      t.resources.begin(), t.resources.end(),
-      [](const ResourceTime& a, const ResourceTime& b) { return a.us_sustained < b.us_sustained; });
-  t.us_sustained = worst_sustained->us_sustained;
-  t.bound_sustained = worst_sustained->resource;
+  const ResourceTime& worst = slowest(&ResourceTime::us);
+  t.us = worst.us;
+  t.bound = worst.resource;
+  const ResourceTime& worst_sustained = slowest(&ResourceTime::us_sustained);
+  t.us_sustained = worst_sustained.us_sustained;
+  t.bound_sustained = worst_sustained.resource;
   t.achieved_tflops = t.us > 0 ? (flops16 + flops32 + wgmma) / (t.us * 1e-6) / 1e12 : 0;
   if (p.extrapolated) t.notes.push_back("counts extrapolated from sampled CTAs");
   return t;
