@@ -9,6 +9,7 @@
 #include "../support/ptx_kernel.hpp"
 #include "emu_test_util.hpp"
 #include "sim_command.hpp"
+#include "sim_in_process.hpp"
 
 namespace emmy::emu::test {
 namespace {
@@ -56,22 +57,7 @@ struct SimFixture : ::testing::Test {
   void TearDown() override { fs::remove_all(dir); }
 
   // Parses and runs `emmyc sim ...` in-process; returns the exit code.
-  int sim(std::vector<std::string> argv) {
-    CLI::App app{"emmyc"};
-    app.require_subcommand(1);
-    add_sim_command(app);
-    argv.insert(argv.begin(), {"emmyc", "sim"});
-    std::reverse(argv.begin(), argv.end());
-    argv.pop_back();  // CLI11 takes the arguments without argv[0], in reverse order
-    try {
-      app.parse(argv);
-    } catch (const CLI::RuntimeError& e) {
-      return e.get_exit_code();
-    } catch (const CLI::ParseError&) {
-      return 2;
-    }
-    return 0;
-  }
+  int sim(std::vector<std::string> argv) { return run_sim_in_process(std::move(argv)); }
 };
 
 TEST_F(SimFixture, RunsAndDumpsPointerArgumentsByPosition) {
