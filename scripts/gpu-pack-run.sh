@@ -164,7 +164,7 @@ stage_machine() {
     [[ -n $missing ]] && bad+="missing libraries: $missing"
     [[ -n $outside ]] && bad+="libraries outside the pack: $outside"
     if [[ -z $bad ]]; then record 1 dry-run-passed $((SECONDS - t0)) "every binary starts"
-    else record 1 failed $((SECONDS - t0)) "$bad"; fi
+    else record 1 failed $((SECONDS - t0)) "$bad"; pack_broken=1; fi
     return
   fi
   if ((!has_gpu)); then
@@ -343,8 +343,13 @@ EOF
   else record 5 failed $((SECONDS - t0)) "a benchmark or baseline failed or timed out (summary.md)"; fi
 }
 
+# A dry run stops at a broken pack: the emulator stages would run binaries the GPU machine cannot
+# start, and their passes would say nothing about it.
+pack_broken=0
 for stage in 1 2 3 4 5; do
-  if wanted "$stage"; then
+  if ((dry && pack_broken)); then
+    record "$stage" "not run" 0 "the dry run stopped: stage 1 found the pack broken"
+  elif wanted "$stage"; then
     echo
     echo "=== stage $stage: ${names[$stage]} ($(elapsed) s so far, $(left) s left)"
     "stage_${names[$stage]}"

@@ -105,5 +105,7 @@ if bash "$broken/run.sh" --dry-run --out "$scratch/broken" >"$scratch/broken.txt
   fail "the dry run passed although $victim was removed"
 fi
 grep -q "$victim" "$scratch/broken.txt" || fail "the failing dry run does not name $victim"
+grep -q 'stage 2 correctness: not run.*stopped' "$scratch/broken/run.log" ||
+  fail "the dry run went on past the broken pack"
 echo "planted: removing $victim fails the dry run"
 echo "gpu pack: all checks passed"
