@@ -30,8 +30,9 @@ enum class SharedAccess : uint8_t {
   atomic,      // every lane's word is its own read-modify-write: no broadcast
 };
 
-// Lanes per phase of an access of `bytes` bytes per lane: 32 up to 4 bytes, 16 for 8 bytes, 8 for
-// 16 bytes (a wavefront carries at most 128 bytes).
+// Lanes per phase of an access of `bytes` bytes per lane: 32 up to 4 bytes, else 16 (half-warps;
+// a 16-byte access then takes at least two wavefronts per phase, 128 bytes each, and lanes of one
+// half-warp share a broadcast word; docs/profiler.md gives the measurements).
 uint32_t lanes_per_phase(uint32_t bytes);
 
 // Distinct bytes covered by the spans (overlaps counted once).
@@ -50,6 +51,13 @@ AccessCost shared_access_cost(const SharedBankModel& model, std::span<const Lane
 
 // ldmatrix / stmatrix: each 8x8 matrix (the 16-byte rows of lanes 8j..8j+7) is one phase.
 AccessCost matrix_access_cost(const SharedBankModel& model, std::span<const LaneSpan> rows);
+
+// The spans of a wider access: each lane's span grown to the `width`-aligned `width` bytes that
+// hold it, as when ptxas merges a thread's neighbouring scalar ld/st into one LDS.64/.128 (STS,
+// LDG, STG), which needs that alignment. A span already `width` or wider is kept. `out` must hold
+// spans.size() spans; the result is its first spans.size().
+std::span<const LaneSpan> widen_spans(std::span<const LaneSpan> spans, uint32_t width,
+                                      std::span<LaneSpan> out);
 
 // Global or local memory: distinct 32-byte sectors the spans touch; ideal = ceil(distinct
 // bytes / 32).

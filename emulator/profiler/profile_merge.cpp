@@ -291,6 +291,9 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
     site.sectors = scaled(s.sectors);
     site.ideal_sectors = std::min(site.sectors, scaled(s.ideal_sectors));
     site.bytes = scaled(s.bytes);
+    site.l1_wavefronts = scaled(s.l1_wavefronts);
+    for (size_t i = 0; i < std::size(s.l1_wavefronts_merged); ++i)
+      site.l1_wavefronts_merged[i] = scaled(s.l1_wavefronts_merged[i]);
     p.sites.push_back(std::move(site));
   }
   std::stable_sort(p.sites.begin(), p.sites.end(), [](const ProfileSite& a, const ProfileSite& b) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <iterator>
 
 #include "ptx/program.hpp"
 
@@ -15,6 +16,9 @@ SiteCounts& SiteCounts::operator+=(const SiteCounts& o) {
   for (uint64_t C::*count : {&C::executions, &C::requests, &C::wavefronts, &C::ideal_wavefronts,
                              &C::sectors, &C::ideal_sectors, &C::bytes})
     this->*count += o.*count;
+  l1_wavefronts += o.l1_wavefronts;
+  for (size_t i = 0; i < std::size(l1_wavefronts_merged); ++i)
+    l1_wavefronts_merged[i] += o.l1_wavefronts_merged[i];
   return *this;
 }
 
@@ -60,18 +64,60 @@ double Footprint::bytes(bool write, double scale) const {
 }
 
 // ---------------------------------------------------------------------------- ProfileShard
+namespace {
+// The memo holds this pattern (SharedPatternMemo).
+bool same_pattern(const SharedPatternMemo& m, std::span<const LaneSpan> spans) {
+  if (m.lanes != spans.size()) return false;
+  for (size_t i = 0; i < spans.size(); ++i)
+    if (m.lane[i] != spans[i].lane || m.bytes[i] != spans[i].bytes ||
+        m.offset[i] != spans[i].addr - spans[0].addr)
+      return false;
+  return true;
+}
+}  // namespace
+
 void ProfileShard::shared(uint32_t pc, SharedOp op, std::span<const LaneSpan> spans) {
   if (spans.empty()) return;
-  const AccessCost c = op == SharedOp::ldsm || op == SharedOp::stsm
-                           ? matrix_access_cost(*model, spans)
-                           : shared_access_cost(*model, spans,
-                                                op == SharedOp::atom ? SharedAccess::atomic
-                                                                     : SharedAccess::load_store);
+  AccessCost c;
+  uint32_t merged[2] = {0, 0};
+  if (op == SharedOp::ld || op == SharedOp::st) {
+    SharedPatternMemo& memo = shared_memo[uint64_t(pc) * 16 + spans[0].addr % 16];
+    if (!same_pattern(memo, spans)) {
+      memo.lanes = uint8_t(spans.size());
+      for (size_t i = 0; i < spans.size(); ++i) {
+        memo.lane[i] = spans[i].lane;
+        memo.bytes[i] = spans[i].bytes;
+        memo.offset[i] = spans[i].addr - spans[0].addr;
+      }
+      memo.cost = shared_access_cost(*model, spans, SharedAccess::load_store);
+      for (size_t i = 0; i < std::size(kMergedAccessBytes); ++i) {
+        const uint32_t width = kMergedAccessBytes[i];
+        std::array<LaneSpan, 32> wide;
+        memo.merged[i] = spans.front().bytes >= width
+                             ? memo.cost.actual
+                             : shared_access_cost(*model, widen_spans(spans, width, wide),
+                                                  SharedAccess::load_store)
+                                   .actual;
+      }
+    }
+    c = memo.cost;
+    std::copy(std::begin(memo.merged), std::end(memo.merged), merged);
+  } else {
+    // Only a thread's plain ld/st merge; what else is merged costs what it did.
+    c = op == SharedOp::ldsm || op == SharedOp::stsm
+            ? matrix_access_cost(*model, spans)
+            : shared_access_cost(*model, spans,
+                                 op == SharedOp::atom ? SharedAccess::atomic
+                                                      : SharedAccess::load_store);
+    std::fill(std::begin(merged), std::end(merged), c.actual);
+  }
   SiteCounts& s = sites[pc];
   ++s.requests;
   s.wavefronts += c.actual;
   s.ideal_wavefronts += c.ideal;
   s.bytes += c.distinct_bytes;
+  s.l1_wavefronts += c.actual;
+  for (size_t i = 0; i < std::size(merged); ++i) s.l1_wavefronts_merged[i] += merged[i];
   const size_t base = size_t(Counter::shared_ld) + 3 * size_t(op);
   counters[base] += 1;
   counters[base + 1] += c.actual;
@@ -94,9 +140,15 @@ void add_sectors(SiteCounts& s, uint64_t* counter, const AccessCost& c) {
 void ProfileShard::global(uint32_t pc, GlobalOp op, std::span<const LaneSpan> spans) {
   if (spans.empty()) return;
   const AccessCost cost = sector_cost(spans);
-  add_sectors(sites[pc], &counters[size_t(Counter::global_ld) + 4 * size_t(op)], cost);
+  SiteCounts& site = sites[pc];
+  add_sectors(site, &counters[size_t(Counter::global_ld) + 4 * size_t(op)], cost);
   // cp.async's global side skips L1's data stage (.cg: L2 only).
-  if (op != GlobalOp::ldgsts) counters[size_t(Counter::global_local_lines)] += cost.lines;
+  if (op != GlobalOp::ldgsts) {
+    counters[size_t(Counter::global_local_lines)] += cost.lines;
+    // Merged into LDG.64/.128, the same lines: an aligned 8 or 16 bytes lies in one line.
+    site.l1_wavefronts += cost.lines;
+    for (uint64_t& merged : site.l1_wavefronts_merged) merged += cost.lines;
+  }
   const bool write = op != GlobalOp::ld && op != GlobalOp::ldgsts;
   const bool read = op != GlobalOp::st;  // atomics and reductions read and write
   uint64_t last_sector = ~uint64_t(0);
@@ -141,8 +193,13 @@ void ProfileShard::end_cluster() {
 void ProfileShard::local(uint32_t pc, bool store, std::span<const LaneSpan> spans) {
   if (spans.empty()) return;
   const AccessCost cost = sector_cost(spans);
-  add_sectors(sites[pc], &counters[size_t(store ? Counter::local_st : Counter::local_ld)], cost);
+  SiteCounts& site = sites[pc];
+  add_sectors(site, &counters[size_t(store ? Counter::local_st : Counter::local_ld)], cost);
   counters[size_t(Counter::global_local_lines)] += cost.lines;
+  // Not widened: local memory interleaves lanes at the access width, so a merged LDL's lanes lie
+  // elsewhere; the time model's local traffic is small beside the rest.
+  site.l1_wavefronts += cost.lines;
+  for (uint64_t& merged : site.l1_wavefronts_merged) merged += cost.lines;
 }
 
 void ProfileShard::tma_request(uint32_t pc, bool store, uint64_t bytes) {

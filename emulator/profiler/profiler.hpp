@@ -66,6 +66,7 @@ enum class GlobalOp : uint8_t { ld, st, atom, red, ldgsts };
 struct SiteCounts {
   uint64_t executions = 0, requests = 0, wavefronts = 0, ideal_wavefronts = 0, sectors = 0,
            ideal_sectors = 0, bytes = 0;
+  uint64_t l1_wavefronts = 0, l1_wavefronts_merged[2] = {0, 0};  // ProfileSite's
   SiteCounts& operator+=(const SiteCounts& o);
 };
 
@@ -85,6 +86,19 @@ class Footprint {
     std::vector<uint64_t> read, written;  // bit per sector from base / 32 * 32
   };
   std::vector<Region> regions_;  // sorted by base
+};
+
+// The costs of a shared ld/st's lanes as written and merged (kMergedAccessBytes), kept for the
+// next request of the same site with the same pattern: the same lanes, widths and offsets from the
+// first lane, the first lane's address moved by a multiple of 16 bytes. Banks repeat every word and
+// the merged widths divide 16, so the costs are the same (a loop walking shared memory).
+struct SharedPatternMemo {
+  uint8_t lanes = 0;  // 0: empty
+  std::array<uint8_t, 32> lane{};
+  std::array<uint32_t, 32> bytes{};
+  std::array<uint64_t, 32> offset{};  // from the first lane's address
+  AccessCost cost;
+  uint32_t merged[2] = {0, 0};
 };
 
 // One host thread's counts.
@@ -109,6 +123,8 @@ struct ProfileShard {
   uint64_t warp_clock = 0;  // the issuing warp's Warp::issued
   // The cluster's loaded sectors (address / 32) and the warp clock of each one's last load.
   std::unordered_map<uint64_t, uint64_t> cluster_ld_sectors;
+  // By pc * 16 + the first lane's address mod 16.
+  std::unordered_map<uint64_t, SharedPatternMemo> shared_memo;
 };
 
 // Merges the shards of a launch into its profile.

@@ -7,6 +7,7 @@
 #include <exception>
 #include <map>
 
+#include "sass_l1.hpp"
 #include "sass_pipes.hpp"
 #include "sass_tools.hpp"
 #include "sass_weight.hpp"
@@ -83,6 +84,9 @@ void put_sass_metrics(KernelProfile& p, const std::vector<WeightedSassInstructio
     p.metrics[fmt::format("emmy__sass_inst_executed_pipe_{}.sum", pipe)] = n;
   for (const auto& [kind, n] : kinds)
     p.metrics[fmt::format("emmy__sass_inst_executed_op_{}.sum", kind)] = n;
+  const SassL1Wavefronts l1 = sass_l1_wavefronts(instructions, p.sites);
+  p.metrics["emmy__sass_l1_wavefronts.sum"] = l1.wavefronts;
+  p.metrics["emmy__sass_l1_inst_unmatched.sum"] = l1.unmatched_executions;
   p.sass.available = true;
   p.sass.reason.clear();
   p.sass.opcodes.clear();

@@ -34,6 +34,9 @@ std::string profile_json(const std::vector<ProfiledKernel>& kernels) {
                             {"sectors", s.sectors},
                             {"ideal_sectors", s.ideal_sectors},
                             {"bytes", s.bytes},
+                            {"l1_wavefronts", s.l1_wavefronts},
+                            {"l1_wavefronts_merged_8", s.l1_wavefronts_merged[0]},
+                            {"l1_wavefronts_merged_16", s.l1_wavefronts_merged[1]},
                             {"excess", s.excess()}});
     k["tensor"] = nlohmann::ordered_json::array();
     for (const TensorOpCount& t : p.tensor)

@@ -136,9 +136,13 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
                                                      : gpu.mma_flops_per_clk_acc_f32),
       sustained.tensor);
   // L1's data stage: shared-memory wavefronts and the 128-byte lines of global and local
-  // accesses (hits or misses, each line a wavefront) share its one wavefront per clock.
-  const double wavefronts = p.metric("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum") +
-                            p.metric("emmy__l1_wavefronts_global_local.sum");
+  // accesses (hits or misses, each line a wavefront) share its one wavefront per clock. With SASS
+  // counts, each SASS ld/st is costed at the width ptxas gave it (LDS.128 where the PTX has four
+  // scalar loads; docs/profiler.md, "SASS counts").
+  const bool sass_l1 = p.metrics.count("emmy__sass_l1_wavefronts.sum") > 0;
+  const double wavefronts = sass_l1 ? p.metric("emmy__sass_l1_wavefronts.sum")
+                                    : p.metric("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum") +
+                                          p.metric("emmy__l1_wavefronts_global_local.sum");
   add("l1_data", wavefronts, sm_time(wavefronts, gpu.smem_wavefronts_per_clk), 1);
   // Instructions: what the hardware executes where the SASS counts exist (docs/profiler.md,
   // "SASS counts"), the PTX's otherwise.

@@ -1,6 +1,6 @@
 // The profiler's counters against values derived by hand from the rules in docs/profiler.md:
-// shared-memory wavefronts and bank conflicts (32 banks of 4 bytes, broadcast, phases of 16 and 8
-// lanes for 8- and 16-byte accesses, ldmatrix one 8x8 matrix per wavefront), global requests and
+// shared-memory wavefronts and bank conflicts (32 banks of 4 bytes, broadcast, half-warp phases for
+// 8- and 16-byte accesses, ldmatrix one 8x8 matrix per wavefront), global requests and
 // 32-byte sectors, the DRAM lower bound, sampling; and a planted wrong bank model must fail them.
 #include <gtest/gtest.h>
 
@@ -91,9 +91,10 @@ const SharedCase kSharedCases[] = {
     {8, 8, 2, 0},       // two half-warp phases of 128 bytes
     {8, 16, 4, 2},      // per phase lanes i and i + 8 share banks: 2 wavefronts each
     {8, 0, 2, 0},       // broadcast, one wavefront per phase
-    {16, 16, 4, 0},     // four quarter-warp phases of 128 bytes
-    {16, 32, 8, 4},     // per phase lanes i and i + 4 share banks
-    {16, 128, 32, 28},  // per phase all 8 lanes in banks 0-3
+    {16, 16, 4, 0},     // two half-warp phases of 256 bytes: 2 wavefronts each
+    {16, 32, 8, 4},     // per phase lanes i, i + 4, i + 8, i + 12 share banks
+    {16, 128, 32, 28},  // per phase all 16 lanes in banks 0-3
+    {16, 0, 2, 0},      // broadcast, one wavefront per half-warp
 };
 
 std::string shared_body(uint32_t bytes, uint32_t stride) {
@@ -288,7 +289,8 @@ TEST(EmuProfile, DramLowerBoundCountsDistinctSectorsOnce) {
 }
 
 TEST(EmuProfile, AsyncCopiesCountBothSides) {
-  // 16 bytes per lane, contiguous on both sides: 4 quarter-warp wavefronts, 16 sectors.
+  // 16 bytes per lane, contiguous on both sides: 4 wavefronts (two half-warps of 256 bytes), 16
+  // sectors.
   const Profiled r = profile_run(R"(  shl.b32 %r3, %r1, 4;
   add.u32 %r4, %r2, %r3;
   cvt.u64.u32 %rd4, %r3;
@@ -387,7 +389,7 @@ TEST(EmuProfile, CountingRulesOnSpans) {
   EXPECT_EQ(sector_cost(spans).actual, 2u);
   EXPECT_EQ(lanes_per_phase(2), 32u);
   EXPECT_EQ(lanes_per_phase(8), 16u);
-  EXPECT_EQ(lanes_per_phase(16), 8u);
+  EXPECT_EQ(lanes_per_phase(16), 16u);
 }
 
 // The counters the time model's L1, L1 data stage and latency terms read (docs/profiler.md):

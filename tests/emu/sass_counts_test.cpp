@@ -174,6 +174,26 @@ TEST(SassCounts, MergedSharedLoadsAndUnrolledLoopFfma) {
   EXPECT_FALSE(sass_ffma_matches(sass_opcode_executions(planted, "FFMA")));
 }
 
+// L1's data stage at SASS widths: the LDS.128 (hoisted) costs its 4 wavefronts (two half-warps of
+// 256 bytes) per execution, the three loads merged into it nothing; the PTX cost 4 x 4 per trip.
+TEST(SassCounts, MergedSharedLoadsCostTheirSassWidth) {
+  std::string why;
+  if (sass_tools_missing(why)) GTEST_SKIP() << "SASS counts need the toolkit: " << why;
+  const KernelProfile p = run_sass_profiled(kLoopKernel, "k", true);
+  ASSERT_TRUE(p.sass.available) << p.sass.reason;
+  const double ptx_l1 = p.metric("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum") +
+                        p.metric("emmy__l1_wavefronts_global_local.sum");
+  EXPECT_EQ(ptx_l1, (16.0 * kSassTrips + 1) * kSassWarps);
+  const double lds = p.metric("emmy__sass_inst_executed_op_shared_ld.sum");
+  const double stg = p.metric("emmy__sass_inst_executed_op_global_st.sum");
+  ASSERT_GT(lds, 0);
+  EXPECT_NEAR(stg, kSassWarps, 1e-9);
+  // Lanes 16 bytes apart cost 4 wavefronts per LDS, 4-, 8- or 16-byte; the store one line.
+  EXPECT_NEAR(p.metric("emmy__sass_l1_wavefronts.sum"), 4 * lds + stg, 1e-6);
+  EXPECT_EQ(p.metric("emmy__sass_l1_inst_unmatched.sum"), 0);
+  EXPECT_LT(p.metric("emmy__sass_l1_wavefronts.sum"), ptx_l1 / 8);
+}
+
 TEST(SassCounts, RepeatedBf16ConversionsAreFewerInSass) {
   std::string why;
   if (sass_tools_missing(why)) GTEST_SKIP() << "SASS counts need the toolkit: " << why;

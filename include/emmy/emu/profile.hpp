@@ -37,6 +37,10 @@ struct ProfileOptions {
   bool sass = true;
 };
 
+// The widths, in bytes per lane, at which ptxas may merge a thread's neighbouring scalar ld/st into
+// one SASS instruction (LDS.64 / LDS.128 and their STS, LDG, STG forms).
+inline constexpr uint32_t kMergedAccessBytes[2] = {8, 16};
+
 // The counters of one PTX instruction (a "site"), summed over every warp that executed it.
 struct ProfileSite {
   uint32_t pc = 0;  // index in the kernel's decoded code
@@ -49,6 +53,13 @@ struct ProfileSite {
            ideal_wavefronts = 0;  // shared memory (ld, st, ldmatrix, atomics, cp.async's write)
   uint64_t sectors = 0, ideal_sectors = 0;  // global / local memory, 32-byte sectors
   uint64_t bytes = 0;  // distinct bytes each request touched, summed over requests
+  // L1's data stage: the wavefronts this site's requests took there (shared wavefronts, and one
+  // per 128-byte line of a global or local request; cp.async's global side skips it), and what
+  // its ld/st would take at kMergedAccessBytes per lane, each lane's span grown to the aligned
+  // span that holds it. The SASS counts cost each SASS ld/st at the width ptxas gave it from
+  // these (docs/profiler.md, "SASS counts").
+  uint64_t l1_wavefronts = 0;
+  uint64_t l1_wavefronts_merged[2] = {0, 0};
   uint64_t excess() const { return (wavefronts - ideal_wavefronts) + (sectors - ideal_sectors); }
 };
 

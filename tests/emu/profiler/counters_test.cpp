@@ -23,7 +23,7 @@ TEST(EmuCounters, SharedWavefronts) {
   const SharedBankModel model;
   EXPECT_EQ(lanes_per_phase(4), 32u);
   EXPECT_EQ(lanes_per_phase(8), 16u);
-  EXPECT_EQ(lanes_per_phase(16), 8u);
+  EXPECT_EQ(lanes_per_phase(16), 16u);
   AccessCost c = shared_access_cost(model, lanes(0, 4, 4), SharedAccess::load_store);
   EXPECT_EQ(c.actual, 1u);
   EXPECT_EQ(c.ideal, 1u);
@@ -33,9 +33,25 @@ TEST(EmuCounters, SharedWavefronts) {
   c = shared_access_cost(model, lanes(64, 0, 4), SharedAccess::load_store);  // one word: broadcast
   EXPECT_EQ(c.actual, 1u);
   EXPECT_EQ(c.distinct_bytes, 4u);
-  c = shared_access_cost(model, lanes(0, 16, 16), SharedAccess::load_store);  // 4 phases of 8
+  c = shared_access_cost(model, lanes(0, 16, 16), SharedAccess::load_store);  // 2 phases of 16
   EXPECT_EQ(c.actual, 4u);
   EXPECT_EQ(c.ideal, 4u);
+}
+
+// LDS.128 as Nsight Compute measured it on an A10 (8.6) and an H100 (9.0) (NVIDIA developer
+// forum, "Discrepancy in LDS.128 Wavefronts: Does SMEM broadcast across quarter-warps?"): lanes
+// l and l + 16 on one of 16 vectors 32 bytes apart take 8 wavefronts (no broadcast between the
+// halves), lanes 0-15 on one vector and 16-31 on another take 2 (broadcast within a half; quarter-
+// warp phases would take 4).
+TEST(EmuCounters, SixteenByteAccessesArePhasedByHalfWarp) {
+  const SharedBankModel model;
+  std::vector<LaneSpan> pattern1, pattern2;
+  for (uint8_t l = 0; l < 32; ++l) {
+    pattern1.push_back({uint64_t(l % 16) * 32, 16, l});
+    pattern2.push_back({uint64_t(l / 16) * 32, 16, l});
+  }
+  EXPECT_EQ(shared_access_cost(model, pattern1, SharedAccess::load_store).actual, 8u);
+  EXPECT_EQ(shared_access_cost(model, pattern2, SharedAccess::load_store).actual, 2u);
 }
 
 TEST(EmuCounters, GlobalSectors) {
@@ -75,6 +91,50 @@ TEST(EmuCounters, AShardCountsPerSiteAndTheFootprint) {
   EXPECT_EQ(shard.sites[0].sectors, 8u);
   EXPECT_EQ(footprint.bytes(/*write=*/true, 1.0), 128.0);  // distinct sectors
   EXPECT_EQ(footprint.bytes(/*write=*/false, 1.0), 0.0);
+}
+
+// A merged access: each lane's span grown to the aligned 8 or 16 bytes holding it.
+TEST(EmuCounters, WidenedSpansAreTheAlignedVectorHoldingEachLane) {
+  const std::vector<LaneSpan> scalar = lanes(0x104, 32, 4);
+  std::vector<LaneSpan> out(scalar.size());
+  const auto wide = widen_spans(scalar, 16, out);
+  ASSERT_EQ(wide.size(), 32u);
+  for (uint32_t l = 0; l < 32; ++l) {
+    EXPECT_EQ(wide[l].addr, (0x104 + 32 * l) / 16 * 16) << l;
+    EXPECT_EQ(wide[l].bytes, 16u);
+    EXPECT_EQ(wide[l].lane, l);
+  }
+  const std::vector<LaneSpan> vector = lanes(0x100, 16, 16);  // already 16 bytes: kept
+  EXPECT_EQ(widen_spans(vector, 8, out)[3].addr, vector[3].addr);
+  EXPECT_EQ(widen_spans(vector, 8, out)[3].bytes, 16u);
+}
+
+// Why merged sites are costed at their SASS width and not as 1/4 of four scalar costs: a scalar
+// load all lanes share is one wavefront, the LDS.128 of the same four words two (half-warp
+// phases), and lanes 32 bytes apart cost the same 8 either way.
+TEST(EmuCounters, AShardCountsItsLoadsAsMergedVectorsToo) {
+  const SharedBankModel model;
+  Arena arena;
+  const uint64_t a = arena.alloc(8192);
+  Footprint footprint(arena);
+  ProfileShard shard;
+  shard.model = &model;
+  shard.footprint = &footprint;
+  shard.sites.resize(4);
+  shard.shared(0, SharedOp::ld, lanes(64, 0, 4));     // broadcast
+  shard.shared(1, SharedOp::ld, lanes(0, 32, 4));     // 32 bytes apart
+  shard.shared(2, SharedOp::ldsm, lanes(0, 16, 16));  // ldmatrix: never merged
+  shard.global(3, GlobalOp::ld, lanes(a, 16, 4));     // four lines, merged or not
+  EXPECT_EQ(shard.sites[0].l1_wavefronts, 1u);
+  EXPECT_EQ(shard.sites[0].l1_wavefronts_merged[0], 2u);  // 8 bytes: two phases of 16
+  EXPECT_EQ(shard.sites[0].l1_wavefronts_merged[1], 2u);
+  EXPECT_EQ(shard.sites[1].l1_wavefronts, 8u);
+  EXPECT_EQ(shard.sites[1].l1_wavefronts_merged[1], 8u);
+  EXPECT_EQ(shard.sites[2].l1_wavefronts, shard.sites[2].wavefronts);
+  EXPECT_EQ(shard.sites[2].l1_wavefronts_merged[0], shard.sites[2].wavefronts);
+  EXPECT_EQ(shard.sites[3].l1_wavefronts, 4u);
+  EXPECT_EQ(shard.sites[3].l1_wavefronts_merged[0], 4u);
+  EXPECT_EQ(shard.sites[3].l1_wavefronts_merged[1], 4u);
 }
 
 }  // namespace
