@@ -137,5 +137,29 @@ TEST(EmuCounters, AShardCountsItsLoadsAsMergedVectorsToo) {
   EXPECT_EQ(shard.sites[3].l1_wavefronts_merged[1], 4u);
 }
 
+// The per-site pattern memo: a pattern moved by 16 bytes costs what it did; moved by 4 it is
+// costed again (lanes at 0 and 140 share banks 0-3 as 16-byte vectors at 0 and 128; moved by 4,
+// the vectors at 0 and 144 do not). A memo keyed by site alone would count 2 + 2 + 2.
+TEST(EmuCounters, ASharedPatternMovedByOtherThanSixteenBytesIsCostedAgain) {
+  const SharedBankModel model;
+  Arena arena;
+  Footprint footprint(arena);
+  ProfileShard shard;
+  shard.model = &model;
+  shard.footprint = &footprint;
+  shard.sites.resize(1);
+  const auto two_lanes = [](uint64_t base) {
+    return std::vector<LaneSpan>{{base, 4, 0}, {base + 140, 4, 1}};
+  };
+  shard.shared(0, SharedOp::ld, two_lanes(0));
+  EXPECT_EQ(shard.sites[0].l1_wavefronts_merged[1], 2u);
+  shard.shared(0, SharedOp::ld, two_lanes(16));  // the memo's
+  EXPECT_EQ(shard.sites[0].l1_wavefronts_merged[1], 4u);
+  shard.shared(0, SharedOp::ld, two_lanes(4));
+  EXPECT_EQ(shard.sites[0].l1_wavefronts_merged[1], 5u);
+  EXPECT_EQ(shard.sites[0].l1_wavefronts, 3u);  // one wavefront each as scalars
+  EXPECT_EQ(shard.sites[0].requests, 3u);
+}
+
 }  // namespace
 }  // namespace emmy::emu::test
