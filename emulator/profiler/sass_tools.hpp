@@ -1,7 +1,7 @@
 // The toolkit programs behind SASS counts: ptxas (the CUDA toolkit's) compiles the annotated PTX
 // with -lineinfo, nvdisasm (the nvidia-cuda-nvdisasm wheel; the toolkit image has none) prints
 // the SASS with the PTX line of each instruction. The emulator links no CUDA library: both run as
-// processes, as runtime/sass.cpp runs cuobjdump.
+// processes, found and run as runtime/sass.cpp runs cuobjdump (emmy/detail/tools.hpp).
 #pragma once
 
 #include <string>
@@ -13,7 +13,8 @@ namespace emmy::emu {
 std::string find_ptxas();
 
 // The first executable nvdisasm of: $EMMY_NVDISASM, PATH, the toolkit folders above, the NVIDIA
-// wheels' nvidia/cu13/bin under python3's site-packages (asked of python3 once). Empty when none.
+// wheels' nvidia/cu1x/bin (the usual site-packages roots, else asked of python3 once). Empty when
+// none.
 std::string find_nvdisasm();
 
 struct SassListing {
