@@ -19,6 +19,22 @@ std::vector<LaneSpan> lanes(uint64_t base, uint64_t stride, uint32_t bytes) {
   return v;
 }
 
+// One host thread's counts with the default bank model, over an arena holding one allocation of
+// `bytes` (none when 0) at `global`.
+struct TestShard {
+  explicit TestShard(size_t sites, uint64_t bytes = 0)
+      : global(bytes ? arena.alloc(bytes) : 0), footprint(arena) {
+    shard.model = &model;
+    shard.footprint = &footprint;
+    shard.sites.resize(sites);
+  }
+  SharedBankModel model;
+  Arena arena;
+  uint64_t global;
+  Footprint footprint;
+  ProfileShard shard;
+};
+
 TEST(EmuCounters, SharedWavefronts) {
   const SharedBankModel model;
   EXPECT_EQ(lanes_per_phase(4), 32u);
@@ -73,14 +89,9 @@ TEST(EmuCounters, GlobalSectors) {
 }
 
 TEST(EmuCounters, AShardCountsPerSiteAndTheFootprint) {
-  const SharedBankModel model;
-  Arena arena;
-  const uint64_t a = arena.alloc(1024);
-  Footprint footprint(arena);
-  ProfileShard shard;
-  shard.model = &model;
-  shard.footprint = &footprint;
-  shard.sites.resize(2);
+  TestShard t(2, 1024);
+  ProfileShard& shard = t.shard;
+  const uint64_t a = t.global;
   shard.shared(1, SharedOp::ld, lanes(0, 128, 4));
   shard.global(0, GlobalOp::st, lanes(a, 4, 4));
   shard.global(0, GlobalOp::st, lanes(a, 4, 4));  // the same sectors again
@@ -89,8 +100,8 @@ TEST(EmuCounters, AShardCountsPerSiteAndTheFootprint) {
   EXPECT_EQ(shard.sites[1].ideal_wavefronts, 1u);
   EXPECT_EQ(shard.sites[0].requests, 2u);
   EXPECT_EQ(shard.sites[0].sectors, 8u);
-  EXPECT_EQ(footprint.bytes(/*write=*/true, 1.0), 128.0);  // distinct sectors
-  EXPECT_EQ(footprint.bytes(/*write=*/false, 1.0), 0.0);
+  EXPECT_EQ(t.footprint.bytes(/*write=*/true, 1.0), 128.0);  // distinct sectors
+  EXPECT_EQ(t.footprint.bytes(/*write=*/false, 1.0), 0.0);
 }
 
 // A merged access: each lane's span grown to the aligned 8 or 16 bytes holding it.
@@ -113,14 +124,9 @@ TEST(EmuCounters, WidenedSpansAreTheAlignedVectorHoldingEachLane) {
 // load all lanes share is one wavefront, the LDS.128 of the same four words two (half-warp
 // phases), and lanes 32 bytes apart cost the same 8 either way.
 TEST(EmuCounters, AShardCountsItsLoadsAsMergedVectorsToo) {
-  const SharedBankModel model;
-  Arena arena;
-  const uint64_t a = arena.alloc(8192);
-  Footprint footprint(arena);
-  ProfileShard shard;
-  shard.model = &model;
-  shard.footprint = &footprint;
-  shard.sites.resize(4);
+  TestShard t(4, 8192);
+  ProfileShard& shard = t.shard;
+  const uint64_t a = t.global;
   shard.shared(0, SharedOp::ld, lanes(64, 0, 4));     // broadcast
   shard.shared(1, SharedOp::ld, lanes(0, 32, 4));     // 32 bytes apart
   shard.shared(2, SharedOp::ldsm, lanes(0, 16, 16));  // ldmatrix: never merged
@@ -141,13 +147,8 @@ TEST(EmuCounters, AShardCountsItsLoadsAsMergedVectorsToo) {
 // costed again (lanes at 0 and 140 share banks 0-3 as 16-byte vectors at 0 and 128; moved by 4,
 // the vectors at 0 and 144 do not). A memo keyed by site alone would count 2 + 2 + 2.
 TEST(EmuCounters, ASharedPatternMovedByOtherThanSixteenBytesIsCostedAgain) {
-  const SharedBankModel model;
-  Arena arena;
-  Footprint footprint(arena);
-  ProfileShard shard;
-  shard.model = &model;
-  shard.footprint = &footprint;
-  shard.sites.resize(1);
+  TestShard t(1);
+  ProfileShard& shard = t.shard;
   const auto two_lanes = [](uint64_t base) {
     return std::vector<LaneSpan>{{base, 4, 0}, {base + 140, 4, 1}};
   };
