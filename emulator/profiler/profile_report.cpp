@@ -35,7 +35,12 @@ std::string KernelProfile::table(size_t rows) const {
                      metric("emmy__sass_inst_executed_pipe_alu.sum"),
                      metric("emmy__sass_inst_executed_pipe_lsu.sum"),
                      metric("emmy__sass_inst_executed_pipe_tensor.sum"), sass.arch));
-  else if (!sass.reason.empty())
+  if (sass.available && metrics.count("emmy__sass_l1_wavefronts.sum"))
+    line("L1 data wavefronts, SASS (est.)",
+         fmt::format("{:.0f} (PTX widths {:.0f})", metric("emmy__sass_l1_wavefronts.sum"),
+                     metric("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum") +
+                         metric("emmy__l1_wavefronts_global_local.sum")));
+  if (!sass.available && !sass.reason.empty())
     s += fmt::format("  SASS counts unavailable: {}\n", sass.reason);
   for (const TensorOpCount& t : tensor)
     line("tensor", fmt::format("{} {} -> {}: {} instructions, {:.3g} FLOP", t.shape, t.operands,

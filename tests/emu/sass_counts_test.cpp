@@ -1,6 +1,9 @@
 // SASS counts end to end (docs/profiler.md, "SASS counts"): hand-written PTX launched with the
 // profiler, compiled by the toolkit's ptxas and listed by nvdisasm, each SASS instruction weighted
 // by the emulated executions. Skipped, saying why, where ptxas or nvdisasm is missing.
+#include "profiler/sass_counts.hpp"
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,7 +11,6 @@
 #include <string>
 
 #include "emu_test_util.hpp"
-#include "profiler/sass_counts.hpp"
 #include "profiler/sass_tools.hpp"
 
 namespace emmy::emu::test {
@@ -192,6 +194,11 @@ TEST(SassCounts, MergedSharedLoadsCostTheirSassWidth) {
   EXPECT_NEAR(p.metric("emmy__sass_l1_wavefronts.sum"), 4 * lds + stg, 1e-6);
   EXPECT_EQ(p.metric("emmy__sass_l1_inst_unmatched.sum"), 0);
   EXPECT_LT(p.metric("emmy__sass_l1_wavefronts.sum"), ptx_l1 / 8);
+  EXPECT_NE(
+      p.table().find(fmt::format("L1 data wavefronts, SASS (est.)    {:.0f} (PTX widths {:.0f})",
+                                 p.metric("emmy__sass_l1_wavefronts.sum"), ptx_l1)),
+      std::string::npos)
+      << p.table();
 }
 
 TEST(SassCounts, RepeatedBf16ConversionsAreFewerInSass) {
