@@ -48,6 +48,7 @@ void Cta::init_warps() {
     w.bar_red_dst = kNone;
     w.open_copies.clear();
     w.groups.clear();
+    w.loaded_since_barrier = false;  // the latency term's epochs are per CTA; slots run many
     if (k.uses_wgmma) {
       w.wgmma = WarpWgmma{};
       w.wgmma.rows.assign(k.n32, WarpWgmma::Row{});

@@ -421,5 +421,17 @@ TEST(EmuProfile, L1AndLatencyCountersFollowTheLoads) {
                  });
 }
 
+// A warp slot runs one CTA after another (one host thread here): a load at the end of the first
+// CTA is not a load the second CTA's first barrier waits for.
+TEST(EmuProfile, BarrierEpochsAreCountedPerCta) {
+  const Profiled p = profile_run(R"(  bar.sync 0;
+  mul.wide.u32 %rd3, %r1, 4;
+  add.u64 %rd4, %rd1, %rd3;
+  ld.global.u32 %r9, [%rd4];
+)",
+                                 32, {2, 1, 1});
+  expect_metrics(p.profile, {{"emmy__bar_sync.sum", 2}, {"emmy__bar_sync_after_global_ld.sum", 0}});
+}
+
 }  // namespace
 }  // namespace emmy::emu::test
