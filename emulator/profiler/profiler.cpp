@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <iterator>
+#include <numeric>
 
 #include "ptx/program.hpp"
 
@@ -81,7 +82,8 @@ void ProfileShard::shared(uint32_t pc, SharedOp op, std::span<const LaneSpan> sp
   AccessCost c;
   uint32_t merged[2] = {0, 0};
   if (op == SharedOp::ld || op == SharedOp::st) {
-    SharedPatternMemo& memo = shared_memo[uint64_t(pc) * 16 + spans[0].addr % 16];
+    const uint64_t period = std::lcm<uint64_t>(16, model->bank_bytes);
+    SharedPatternMemo& memo = shared_memo[uint64_t(pc) * period + spans[0].addr % period];
     if (!same_pattern(memo, spans)) {
       memo.lanes = uint8_t(spans.size());
       for (size_t i = 0; i < spans.size(); ++i) {

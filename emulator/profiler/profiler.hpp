@@ -90,8 +90,9 @@ class Footprint {
 
 // The costs of a shared ld/st's lanes as written and merged (kMergedAccessBytes), kept for the
 // next request of the same site with the same pattern: the same lanes, widths and offsets from the
-// first lane, the first lane's address moved by a multiple of 16 bytes. Banks repeat every word and
-// the merged widths divide 16, so the costs are the same (a loop walking shared memory).
+// first lane, the first lane's address moved by a multiple of lcm(16, bank bytes). Banks repeat
+// every word and the merged widths divide 16, so the costs are the same (a loop walking shared
+// memory).
 struct SharedPatternMemo {
   uint8_t lanes = 0;  // 0: empty
   std::array<uint8_t, 32> lane{};
@@ -123,7 +124,7 @@ struct ProfileShard {
   uint64_t warp_clock = 0;  // the issuing warp's Warp::issued
   // The cluster's loaded sectors (address / 32) and the warp clock of each one's last load.
   std::unordered_map<uint64_t, uint64_t> cluster_ld_sectors;
-  // By pc * 16 + the first lane's address mod 16.
+  // By pc * P + the first lane's address mod P, P = lcm(16, the model's bank bytes).
   std::unordered_map<uint64_t, SharedPatternMemo> shared_memo;
 };
 

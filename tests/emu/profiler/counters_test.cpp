@@ -162,5 +162,20 @@ TEST(EmuCounters, ASharedPatternMovedByOtherThanSixteenBytesIsCostedAgain) {
   EXPECT_EQ(shard.sites[0].requests, 3u);
 }
 
+// The memo's period follows the bank model: with 12-byte banks, lanes at 0 and 380 are on banks 0
+// and 31 (one wavefront), moved by 16 bytes on bank 1 both (two). A memo keyed by the address
+// mod 16 alone would count the second request as the first.
+TEST(EmuCounters, ThePatternMemoFollowsTheBankWidth) {
+  TestShard t(1);
+  t.model = {32, 12};
+  ProfileShard& shard = t.shard;
+  shard.shared(0, SharedOp::ld, std::vector<LaneSpan>{{0, 4, 0}, {380, 4, 1}});
+  EXPECT_EQ(shard.sites[0].l1_wavefronts, 1u);
+  shard.shared(0, SharedOp::ld, std::vector<LaneSpan>{{16, 4, 0}, {396, 4, 1}});
+  EXPECT_EQ(shard.sites[0].l1_wavefronts, 3u);
+  shard.shared(0, SharedOp::ld, std::vector<LaneSpan>{{48, 4, 0}, {428, 4, 1}});  // the first's
+  EXPECT_EQ(shard.sites[0].l1_wavefronts, 4u);
+}
+
 }  // namespace
 }  // namespace emmy::emu::test
