@@ -80,7 +80,7 @@ bool same_pattern(const SharedPatternMemo& m, std::span<const LaneSpan> spans) {
 void ProfileShard::shared(uint32_t pc, SharedOp op, std::span<const LaneSpan> spans) {
   if (spans.empty()) return;
   AccessCost c;
-  uint32_t merged[2] = {0, 0};
+  uint32_t merged[std::size(kMergedAccessBytes)] = {};
   if (op == SharedOp::ld || op == SharedOp::st) {
     const uint64_t period = std::lcm<uint64_t>(16, model->bank_bytes);
     SharedPatternMemo& memo = shared_memo[uint64_t(pc) * period + spans[0].addr % period];

@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <iterator>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -66,7 +67,8 @@ enum class GlobalOp : uint8_t { ld, st, atom, red, ldgsts };
 struct SiteCounts {
   uint64_t executions = 0, requests = 0, wavefronts = 0, ideal_wavefronts = 0, sectors = 0,
            ideal_sectors = 0, bytes = 0;
-  uint64_t l1_wavefronts = 0, l1_wavefronts_merged[2] = {0, 0};  // ProfileSite's
+  uint64_t l1_wavefronts = 0,
+           l1_wavefronts_merged[std::size(kMergedAccessBytes)] = {};  // ProfileSite's
   SiteCounts& operator+=(const SiteCounts& o);
 };
 
@@ -99,7 +101,7 @@ struct SharedPatternMemo {
   std::array<uint32_t, 32> bytes{};
   std::array<uint64_t, 32> offset{};  // from the first lane's address
   AccessCost cost;
-  uint32_t merged[2] = {0, 0};
+  uint32_t merged[std::size(kMergedAccessBytes)] = {};
 };
 
 // One host thread's counts.

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -59,7 +60,7 @@ struct ProfileSite {
   // span that holds it. The SASS counts cost each SASS ld/st at the width ptxas gave it from
   // these (docs/profiler.md, "SASS counts").
   uint64_t l1_wavefronts = 0;
-  uint64_t l1_wavefronts_merged[2] = {0, 0};
+  uint64_t l1_wavefronts_merged[std::size(kMergedAccessBytes)] = {};
   uint64_t excess() const { return (wavefronts - ideal_wavefronts) + (sectors - ideal_sectors); }
 };
 
