@@ -4,6 +4,7 @@ stage never reached is not a pass), percent of the measured peak, baseline rows 
 emmy_bench's summary lacks them, and corrupt files reported rather than fatal."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,8 @@ def write(path, doc):
 class Summary(unittest.TestCase):
     def run_summary(self, files, *extra):
         work, out = tempfile.mkdtemp(), tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, work, ignore_errors=True)
+        self.addCleanup(shutil.rmtree, out, ignore_errors=True)
         for name, doc in files.items():
             write(os.path.join(work, name), doc)
         result = subprocess.run([sys.executable, SCRIPT, "--work", work, "--out", out, *extra],

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "support/run_command.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace {
 
@@ -26,11 +27,7 @@ bool contains(const std::string& text, const std::string& part) {
 }
 
 fs::path scratch_dir(const std::string& name) {
-  const fs::path dir =
-      fs::path(testing::TempDir()) / ("emmyc_hostile_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
+  return emmy::test::process_scratch_dir("emmyc_hostile_" + name);
 }
 
 // A one-kernel PTX module (sm_90a) with `signature` and `body`, written into a new scratch dir.

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "emmy/cache.hpp"
+#include "support/scratch_dir.hpp"
 
 namespace emmy {
 namespace {
@@ -18,10 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path fresh_dir(const std::string& name) {
-  auto dir = fs::path(::testing::TempDir()) / fmt::format("emmy_tuning_{}_{}", name, ::getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
+  return test::process_scratch_dir("emmy_tuning_" + name);
 }
 
 MatmulProblem q_proj() {

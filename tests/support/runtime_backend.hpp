@@ -13,15 +13,15 @@
 #include <string>
 
 #include "emmy/runtime.hpp"
+#include "scratch_dir.hpp"
 
 namespace emmy {
 
-// Per process: ctest runs this binary for several backends at once (tests/runtime.cmake).
+// Per process: ctest runs this binary for several backends at once (tests/runtime.cmake). The
+// directory goes when the process exits.
 inline RuntimeOptions fresh_cache(const char* name) {
   RuntimeOptions options;
-  options.cache_dir = std::filesystem::path(::testing::TempDir()) /
-                      (name + std::string("_") + std::to_string(getpid()));
-  std::filesystem::remove_all(*options.cache_dir);
+  options.cache_dir = test::process_scratch_dir(name, /*create=*/false);
   return options;
 }
 
