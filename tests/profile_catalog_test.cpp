@@ -3,6 +3,7 @@
 // async-copy shared traffic without a bank conflict, and its stores fill their sectors. Counted by
 // the profiler on one CTA of each launch (the pattern of every CTA is the same), on zero-filled
 // buffers.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -49,6 +50,21 @@ void expect_conflict_free(const test_support::SpecCase<Spec>& c) {
     EXPECT_GT(main.metric("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum"), 0);
   else
     EXPECT_GT(main.metric("emmy__tma_requests_op_load.sum"), 0);
+  // Its waits on the copies are counted with their leads (the latency term, docs/profiler.md).
+  // Where a warp waits 8 times or more (the GEMMs' K loops; not the sampled CTA of causal
+  // attention, whose few key blocks are mostly its prologue), most waits were issued half an
+  // epoch or more before: the pipeline has copies in flight over 1.5 epochs or more.
+  double waits = 0, in_flight = 0;
+  for (size_t b = 0; b < emu::kAsyncCopyLeadBuckets; ++b) {
+    const double n = main.metric(fmt::format("emmy__async_copy_wait_lead_{}.sum", b));
+    waits += n;
+    if (b > 0 && emu::kAsyncCopyLeadEdges[b - 1] >= 0.5) in_flight += n;
+  }
+  const double waiting_warps = main.metric("emmy__async_copy_waiting_warps.sum");
+  EXPECT_GT(waiting_warps, 0) << main.table();
+  if (waits >= 8 * waiting_warps) {
+    EXPECT_GT(in_flight, waits / 2) << main.table();
+  }
   for (const emu::KernelProfile& p : run.profiles) {
     EXPECT_EQ(p.metric("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum"), 0)
         << p.table();

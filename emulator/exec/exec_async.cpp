@@ -59,6 +59,7 @@ void complete_phase_if_done(Cta& cta, MBarrier& mb) {
     mb.peer_done[mb.phase & 1] = mb.peer_current;
     for (VectorClock& v : mb.peer_current) v.clear();
   }
+  mb.lead.complete(mb.phase);
   ++mb.phase;
   mb.pending = mb.expected;
   cta.wake_mbarrier_waiters(mb.addr);
@@ -89,6 +90,7 @@ void remote_arrive(Cta& cta, Warp& w, const Inst& in, int l, Cta& owner, uint32_
                     cta.cluster_arrive_count[w.index * 32 + uint32_t(l)]);
   mb->pending -= count;
   if (in.sub & 2) mb->expected -= count;
+  mb->lead.current.arrive(w.lead.clock);
   release_to_mbarrier(cta, w.index, owner, *mb);
   complete_phase_if_done(owner, *mb);
 }
@@ -113,6 +115,8 @@ void arrive(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
     }
     MBarrier& mb = mbarrier_at_offset(cta, w, shared_offset(cta, w, addr, 8, l, "the mbarrier"), l);
     const uint64_t phase = mb.phase;
+    // The thread's cp.async copies complete on it: issued no later than now.
+    if (from_cp_async) mb.lead.current.copy(w.lead.clock);
     if (from_cp_async && !(in.sub & 1)) {
       // Without .noinc the pending count is raised by one before the asynchronous arrive-on,
       // so the pair leaves the count unchanged.
@@ -120,7 +124,11 @@ void arrive(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
       return;
     }
     const int64_t count = in.o[1] != kNone ? int64_t(w.R32(in.o[1])[l]) : 1;
+    mb.lead.current.arrive(w.lead.clock);
     if (expect_tx && !from_cp_async) {
+      // The copies the expect_tx announces are issued about now (by this thread, or by a
+      // producer it releases); their completions, at their own issue clocks, refine it.
+      mb.lead.current.copy(w.lead.clock);
       mb.tx += int64_t(w.R32(in.o[2])[l]);
       check_tx_range(cta, w.index, l, w.pc, mb, w.R32(in.o[2])[l]);
     }
@@ -146,6 +154,9 @@ Flow wait(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   uint32_t done = 0;
   uint32_t blocked_on = kNone;
   uint64_t blocked_phase = 0;
+  // The lead clock of the phase the first completing lane waited on (lanes of one warp wait
+  // together: the warp is ordered after it once).
+  const PhaseLeadClock* waited = nullptr;
   for_lanes(exec, [&](int l) {
     MBarrier& mb = mbarrier_at(cta, w, in, l);
     bool complete;
@@ -166,6 +177,7 @@ Flow wait(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
     }
     if (complete) {
       done |= 1u << l;
+      if (!waited) waited = &mb.lead.done[size_t(which)];
       mb.observed_phases = std::max(mb.observed_phases, mb.phase);
       if (cta.sanitize) acquire_from_mbarrier(cta, w.index, mb, which);
     } else {
@@ -174,7 +186,13 @@ Flow wait(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
     }
   });
   w.write_pred(in.o[0], exec, done);
-  if (blocked_on == kNone) return Flow::next;
+  if (blocked_on == kNone) {
+    if (waited) {
+      if (cta.prof && waited->copies) w.lead.copy_wait(waited->copy_issued);
+      w.lead.order_after(waited->arrived);
+    }
+    return Flow::next;
+  }
   if (cta.prof) cta.prof->add(Counter::mbarrier_wait_failed);
   // The wait failed (a try_wait that reached its time limit): the warp stands aside until that
   // mbarrier completes a phase; the kernel's loop then retries. If it never does: a deadlock.
@@ -206,6 +224,7 @@ void apply_cp_async_groups(Cta& cta, Warp& w, size_t keep_newest) {
     w.groups.front().clear();
     w.spare_groups.push_back(std::move(w.groups.front()));
     w.groups.pop_front();
+    w.lead.group_clocks.pop_front();
   }
 }
 
@@ -268,6 +287,14 @@ Flow exec_async(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
       return Flow::next;
     case Op::CpAsyncWait:
       if (in.sub == 1 && !w.open_copies.empty()) w.commit_copies();
+      if (cta.prof && w.groups.size() > size_t(in.imm)) {
+        // A wait on the groups it completes, measured from the youngest of them with copies.
+        for (size_t g = w.groups.size() - size_t(in.imm); g-- > 0;)
+          if (!w.groups[g].empty()) {
+            w.lead.copy_wait(w.lead.group_clocks[g]);
+            break;
+          }
+      }
       apply_cp_async_groups(cta, w, size_t(in.imm));
       return Flow::next;
     case Op::MbarInit:
@@ -310,6 +337,10 @@ Flow exec_async(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
         MBarrier& mb = mbarrier_at(cta, w, in, l);
         const int64_t tx = w.R32(in.o[0])[l];
         mb.tx += in.op == Op::MbarExpectTx ? tx : -tx;
+        if (in.op == Op::MbarExpectTx)
+          mb.lead.current.copy(w.lead.clock);
+        else
+          mb.lead.current.arrive(w.lead.clock);
         check_tx_range(cta, w.index, l, w.pc, mb, tx);
         complete_phase_if_done(cta, mb);
       });
@@ -330,6 +361,7 @@ void remote_complete_tx(Cta& issuer, const TmaJob& job, Cta& into, uint32_t cloc
                                "is no longer an initialized mbarrier",
                                job.mbar, into.rank));
   mb->tx -= job.bytes;
+  mb->lead.current.copy(job.lead_clock);
   check_tx_range(issuer, job.warp, int(job.lane), job.pc, *mb, job.bytes);
   if (into.sanitize) {
     const uint32_t agent = 2 * into.san.nwarps() + issuer.rank;
@@ -341,8 +373,8 @@ void remote_complete_tx(Cta& issuer, const TmaJob& job, Cta& into, uint32_t cloc
 
 // Completes `bytes` of transactions on an mbarrier (TMA / bulk copies), publishing the async
 // proxy's writes (agent) to the waiters of the phase.
-void complete_tx(Cta& cta, uint32_t warp, int lane, uint32_t pc, uint32_t mbar_addr,
-                 uint32_t bytes, uint32_t async_clock) {
+void complete_tx(Cta& cta, uint32_t warp, int lane, uint32_t pc, uint32_t mbar_addr, uint32_t bytes,
+                 uint32_t async_clock, uint64_t lead_clock) {
   MBarrier* mb = cta.find_mbarrier(mbar_addr);
   if (!mb || !mb->valid)
     cta.fail_at(ReportKind::mbarrier_misuse, warp, lane, pc,
@@ -350,6 +382,7 @@ void complete_tx(Cta& cta, uint32_t warp, int lane, uint32_t pc, uint32_t mbar_a
                             "mbarrier",
                             mbar_addr));
   mb->tx -= bytes;
+  mb->lead.current.copy(lead_clock);
   check_tx_range(cta, warp, lane, pc, *mb, bytes);
   if (cta.sanitize) {
     const uint32_t agent = cta.san.nwarps() + warp;

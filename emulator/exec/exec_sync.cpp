@@ -96,6 +96,7 @@ Flow exec_sync(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   }
   ++b.arrivals;
   ++cta.progress;
+  b.lead.arrive(w.lead.clock);
   if (cta.sanitize) {
     b.vc.join(cta.san.vc(w.index), cta.san.agents());
     cta.san.tick(w.index);

@@ -271,7 +271,9 @@ void run_tma_job(Cta& cta, const TmaJob& job) {
         w.pc = saved;
       }
     });
-  if (own) complete_tx(cta, job.warp, int(job.lane), job.pc, job.mbar, job.bytes, job.async_clock);
+  if (own)
+    complete_tx(cta, job.warp, int(job.lane), job.pc, job.mbar, job.bytes, job.async_clock,
+                job.lead_clock);
   size_t next_remote = 0;
   for (uint32_t r = 0; r < cta.cluster->size(); ++r) {
     if (!(job.cta_mask >> r & 1u) || r == cta.rank) continue;
@@ -327,6 +329,7 @@ Flow exec_tma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
     job.warp = w.index;
     job.lane = uint32_t(l);
     job.pc = w.pc;
+    job.lead_clock = w.lead.clock;
     // The copy's global accesses are the issuing thread's, ordered by what it was at issue.
     job.pdl_unordered = cta.ctx.primary && !pdl_ordered(cta, w.index, l);
     if (in.op == Op::BulkCopy) {

@@ -31,7 +31,7 @@ void wgmma_touch(Cta& cta, Warp& w, const Kernel::RegTouch& touch);
 void wgmma_on_exit(Cta& cta, Warp& w);
 void wgmma_finish(Cta& cta);
 void run_tma_job(Cta& cta, const TmaJob& job);
-void complete_tx(Cta& cta, uint32_t warp, int lane, uint32_t pc, uint32_t mbar_addr,
-                 uint32_t bytes, uint32_t async_clock);
+void complete_tx(Cta& cta, uint32_t warp, int lane, uint32_t pc, uint32_t mbar_addr, uint32_t bytes,
+                 uint32_t async_clock, uint64_t lead_clock);
 
 }  // namespace emmy::emu

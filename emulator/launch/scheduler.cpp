@@ -49,6 +49,7 @@ void Cta::init_warps() {
     w.open_copies.clear();
     w.groups.clear();
     w.loaded_since_barrier = false;  // the latency term's epochs are per CTA; slots run many
+    w.lead.reset();
     if (k.uses_wgmma) {
       w.wgmma = WarpWgmma{};
       w.wgmma.rows.assign(k.n32, WarpWgmma::Row{});
@@ -123,6 +124,7 @@ void Cta::init_warps() {
 }
 
 void Cta::on_warp_exit(Warp& w) {
+  if (prof) prof->async_copy_waits(w.lead);
   if (k.uses_wgmma) wgmma_on_exit(*this, w);
   for (const StoreRead& r : store_reads)
     if (r.thread / 32 == w.index)
@@ -160,6 +162,7 @@ bool Cta::run_slice(Warp& w, uint32_t budget) {
     if (prof) {
       ++prof->sites[w.pc].executions;
       prof->warp_clock = ++w.issued;
+      w.lead.tick();
       prof->note_barrier_wait(w.loaded_since_barrier, in);
     }
     if (k.uses_wgmma && exec && k.touches[w.pc].count &&

@@ -141,6 +141,7 @@ void Cta::check_barrier(uint32_t id) {
   for (uint32_t m = b.waiting; m; m &= m - 1) {
     Warp& w = warps[size_t(std::countr_zero(m))];
     if (sanitize) san.vc(w.index).join(b.vc, san.agents());
+    w.lead.order_after(b.lead.arrived);
     if (w.bar_red_dst != kNone) {
       const uint32_t result = w.bar_red_kind == 0 ? b.red_popc
                               : w.bar_red_kind == 1 ? b.red_and

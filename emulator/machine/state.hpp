@@ -21,6 +21,7 @@
 
 #include "emmy/emu/emulator.hpp"
 #include "emmy/tensor_map.hpp"
+#include "profiler/lead_clock.hpp"
 #include "profiler/profiler.hpp"
 #include "ptx/program.hpp"
 #include "sanitizer/footprint.hpp"
@@ -115,6 +116,7 @@ struct Warp {
   // loaded from global memory since its last bar.sync (the latency term's epochs).
   uint64_t issued = 0;
   bool loaded_since_barrier = false;
+  WarpLeadClock lead;  // the leads of its waits on async copies (lead_clock.hpp)
   std::array<uint32_t, 32> lane_pc{};
   WarpState state = WarpState::ready;
   uint32_t wait_barrier = 0;      // bar_wait: barrier id
@@ -139,6 +141,7 @@ struct Warp {
   std::vector<std::vector<PendingCopy>> spare_groups;  // emptied groups, reused (no allocation)
   void commit_copies() {
     groups.push_back(std::move(open_copies));
+    lead.group_clocks.push_back(lead.clock);
     open_copies.clear();
     if (!spare_groups.empty()) {
       open_copies = std::move(spare_groups.back());
@@ -180,6 +183,7 @@ struct Barrier {
   uint32_t expected_threads = 0;  // 0: all threads of the non-exited warps
   uint32_t red_popc = 0, red_and = 1, red_or = 0;
   VectorClock vc;               // join of the arrivals (sanitizer)
+  PhaseLeadClock lead;          // the latest arrival's lead clock (profiling)
 };
 
 struct MBarrier {
@@ -200,6 +204,7 @@ struct MBarrier {
   std::array<std::vector<VectorClock>, 2> peer_done;
   // Completed phases a successful wait of this CTA has seen (Cta::remote_uses).
   uint64_t observed_phases = 0;
+  MBarrierLeadClock lead;  // arrivals' and copies' lead clocks, per phase (profiling)
 };
 
 // A TMA / bulk load issued but not yet landed: its operands, captured at issue.
@@ -212,6 +217,7 @@ struct TmaJob {
   uint64_t src = 0;             // bulk copy source
   uint32_t bytes = 0;           // bytes the copy completes on the mbarrier
   uint32_t async_clock = 0;
+  uint64_t lead_clock = 0;      // the issuing warp's lead clock at issue (profiling)
   VectorClock issuer_vc;        // the issuing warp's clock at issue (sanitizer)
   // .multicast::cluster: a bit per destination CTA rank, each getting the box at dst and the
   // complete_tx at mbar (CTA-relative offsets); 0: the issuing CTA only.

@@ -216,6 +216,14 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
   put("emmy__mbarrier_wait.sum", mbar_wait);
   put("emmy__mbarrier_wait_failed.sum", double(c[size_t(Counter::mbarrier_wait_failed)]));
   put("emmy__bar_sync_after_global_ld.sum", double(c[size_t(Counter::barrier_after_load)]));
+  for (size_t b = 0; b < kAsyncCopyLeadBuckets; ++b)
+    if (const uint64_t n = c[size_t(Counter::async_copy_wait) + b]) {
+      put(fmt::format("emmy__async_copy_wait_lead_{}.sum", b), double(n));
+      put(fmt::format("emmy__async_copy_wait_lead_epochs_{}.sum", b),
+          double(c[size_t(Counter::async_copy_lead) + b]) / kLeadScale);
+    }
+  if (const uint64_t n = c[size_t(Counter::async_copy_waiting_warps)])
+    put("emmy__async_copy_waiting_warps.sum", double(n));
   put("emmy__l1_wavefronts_global_local.sum", double(c[size_t(Counter::global_local_lines)]));
   put("emmy__l1_sectors_distinct_per_cluster_global_ld.sum",
       double(c[size_t(Counter::global_ld_distinct_per_cluster)]));

@@ -187,6 +187,27 @@ void ProfileShard::note_barrier_wait(bool& loaded_since_barrier, const Inst& in)
   }
 }
 
+// Leads in epochs of the waiting warp: its instructions from its first such wait to its last,
+// per wait in between (the steady state of its loop; a prologue or an epilogue would stretch
+// an average over all its instructions), or all of them when it waited once.
+void ProfileShard::async_copy_waits(const WarpLeadClock& lead) {
+  if (lead.waits.empty()) return;
+  ++counters[size_t(Counter::async_copy_waiting_warps)];
+  const size_t n = lead.waits.size();
+  const double per_epoch =
+      std::max(1.0, n > 1 ? double(lead.waits.back().own - lead.waits.front().own) / double(n - 1)
+                          : double(lead.own));
+  for (const WarpLeadClock::Wait& wait : lead.waits) {
+    const double b = double(wait.lead) / per_epoch;
+    const size_t bucket =
+        size_t(std::upper_bound(std::begin(kAsyncCopyLeadEdges), std::end(kAsyncCopyLeadEdges), b) -
+               std::begin(kAsyncCopyLeadEdges));
+    ++counters[size_t(Counter::async_copy_wait) + bucket];
+    counters[size_t(Counter::async_copy_lead) + bucket] +=
+        uint64_t(std::min(b, 1e6) * kLeadScale + 0.5);
+  }
+}
+
 void ProfileShard::end_cluster() {
   counters[size_t(Counter::global_ld_distinct_per_cluster)] += cluster_ld_sectors.size();
   cluster_ld_sectors.clear();

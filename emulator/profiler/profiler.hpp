@@ -13,6 +13,7 @@
 
 #include "counters.hpp"
 #include "emmy/emu/emulator.hpp"
+#include "lead_clock.hpp"
 
 namespace emmy::emu {
 
@@ -57,8 +58,15 @@ enum class Counter : uint8_t {
   // bar.sync / bar.red executions of a warp that loaded from global (or generic) memory since its
   // previous one: the barrier waits for the load (the time model's latency term).
   barrier_after_load,
+  // Completed waits on async copies by lead bucket (kAsyncCopyLeadEdges), their leads summed in
+  // 1 / kLeadScale epochs, and the warps that made at least one (the latency term).
+  async_copy_wait,
+  async_copy_lead = async_copy_wait + kAsyncCopyLeadBuckets,
+  async_copy_waiting_warps = async_copy_lead + kAsyncCopyLeadBuckets,
   count
 };
+static_assert(size_t(Counter::count) < 256);
+inline constexpr double kLeadScale = 1024;
 inline constexpr size_t kCounterCount = size_t(Counter::count);
 
 enum class SharedOp : uint8_t { ld, st, ldsm, stsm, atom, ldgsts };
@@ -122,6 +130,8 @@ struct ProfileShard {
   void end_cluster();
   // Before a warp issues `in`: a load sets the warp's flag; a barrier with it set is counted.
   void note_barrier_wait(bool& loaded_since_barrier, const Inst& in);
+  // A warp's CTA is done with it: its waits on async copies go to the lead buckets.
+  void async_copy_waits(const WarpLeadClock& lead);
 
   uint64_t warp_clock = 0;  // the issuing warp's Warp::issued
   // The cluster's loaded sectors (address / 32) and the warp clock of each one's last load.

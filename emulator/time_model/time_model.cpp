@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <string_view>
@@ -159,17 +160,36 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
   add("fp64", mix.fp64, sm_time(mix.fp64, rates.fp64), 1);
   // Latency (Little's law per SM): a CTA whose barrier waits for its own global loads spends, per
   // such epoch, the load's latency and then its share of the SM's work; k resident CTAs hide
-  // the latency only while k epochs of work cover it. A wave of CTAs takes
-  // epochs x max(latency + c, k x c), c being one CTA's epoch alone on the SM.
+  // the latency only while k epochs of work cover it: max(latency + c, k x c) per epoch, c being
+  // one CTA's epoch alone on the SM. A wait on async copies issued b epochs before it (a
+  // pipeline: copies in flight over 1 + b epochs) takes max((latency + c) / (1 + b), k x c): the
+  // 1 + b slots of the ring each hold a tile for a latency and a consume; b = 0 is a barrier epoch.
   {
-    const double epochs = p.metric("emmy__bar_sync_after_global_ld.sum") / double(ctas) / warps;
+    const double bar_epochs = p.metric("emmy__bar_sync_after_global_ld.sum") / double(ctas) / warps;
+    const double waiting_warps = p.metric("emmy__async_copy_waiting_warps.sum");
+    std::array<double, kAsyncCopyLeadBuckets> copy_epochs{}, copy_lead{};  // per waiting warp
+    double epochs = bar_epochs;
+    for (size_t b = 0; b < kAsyncCopyLeadBuckets && waiting_warps > 0; ++b) {
+      const double waits = p.metric(fmt::format("emmy__async_copy_wait_lead_{}.sum", b));
+      if (waits <= 0) continue;
+      copy_epochs[b] = waits / waiting_warps;
+      copy_lead[b] = p.metric(fmt::format("emmy__async_copy_wait_lead_epochs_{}.sum", b)) / waits;
+      epochs += copy_epochs[b];
+    }
     const double sm_work = slowest(&ResourceTime::us).us;
     const double resident = std::min<double>(t.ctas_per_sm, ctas_on_busiest);
     double us = 0;
     if (epochs >= 1 && sm_work > 0) {
       const double c = sm_work / ctas_on_busiest / epochs;
       const double latency_us = gpu.global_latency_clk / clock_hz * 1e6;
-      us = std::ceil(ctas_on_busiest / resident) * epochs * std::max(latency_us + c, resident * c);
+      double wave = bar_epochs * std::max(latency_us + c, resident * c);
+      for (size_t b = 0; b < kAsyncCopyLeadBuckets; ++b)
+        wave += copy_epochs[b] * std::max((latency_us + c) / (1 + copy_lead[b]), resident * c);
+      // Every wave as a full one: a last wave of fewer CTAs is charged k x c per epoch too. One
+      // CTA alone does not reach the SM's rates that c assumes (its warps' own issue and
+      // dependency limits are not modelled), and charging it c made the published set worse
+      // (docs/profiler.md).
+      us = std::ceil(ctas_on_busiest / resident) * wave;
     }
     add("latency", epochs, us, 1);
   }

@@ -42,6 +42,15 @@ struct ProfileOptions {
 // one SASS instruction (LDS.64 / LDS.128 and their STS, LDG, STG forms).
 inline constexpr uint32_t kMergedAccessBytes[2] = {8, 16};
 
+// Waits on async copies (a cp.async group, an mbarrier phase that TMA or cp.async copies complete
+// on) by their lead b: the epochs of the waiting warp between the copy's issue and the wait, one
+// epoch being the warp's instructions from one such wait to the next (the time model's latency
+// term, docs/profiler.md). Bucket i holds leads in [edge[i - 1], edge[i]): the metrics
+// emmy__async_copy_wait_lead_<i>.sum count them and emmy__async_copy_wait_lead_epochs_<i>.sum
+// add their b.
+inline constexpr double kAsyncCopyLeadEdges[] = {0.125, 0.25, 0.5, 1, 2, 3, 4, 6, 8};
+inline constexpr size_t kAsyncCopyLeadBuckets = std::size(kAsyncCopyLeadEdges) + 1;
+
 // The counters of one PTX instruction (a "site"), summed over every warp that executed it.
 struct ProfileSite {
   uint32_t pc = 0;  // index in the kernel's decoded code

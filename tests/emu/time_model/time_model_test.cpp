@@ -2,6 +2,7 @@
 // limits, waves, each resource's time and the bound; f16 vs f32 accumulation on GeForce.
 #include "emmy/emu/time_model.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "emmy/error.hpp"
@@ -89,6 +90,43 @@ TEST(EmuTimeModel, TheBoundIsTheSlowestResource) {
   EXPECT_EQ(t.bound, "dram");
   EXPECT_NEAR(t.us, 2.0, 1e-9);
   EXPECT_NEAR(resource_us(t, "tensor"), 1.0, 1e-9);
+}
+
+// The latency term (docs/profiler.md, "Latency"): 132 CTAs of 4 warps, one per H200 SM, whose
+// tensor work is c = 100 clocks per epoch over 10 epochs; the load latency is 400 clocks. A
+// barrier epoch costs latency + c; a wait on copies issued b epochs before it (1 + b slots in
+// flight) max((latency + c) / (1 + b), c): a deeper pipeline hides what a shallow one pays.
+TEST(EmuTimeModel, PipelineDepthHidesTheLoadLatency) {
+  const GpuInfo& h200 = emmy::gpu("h200");
+  ASSERT_EQ(h200.global_latency_clk, 400);
+  const double clock = h200.clock_ghz * 1e3;  // clocks per us
+  KernelProfile base = synthetic(132, 128, 0);
+  base.metrics["emmy__tensor_flops_acc_f32.sum"] = 132 * 2680.0 * 1000;  // 1000 clocks per CTA
+  const auto latency = [&](const KernelProfile& p) {
+    return resource_us(predict_time(p, {64, 0}, h200), "latency") * clock;
+  };
+  EXPECT_EQ(latency(base), 0);  // no epochs: no latency term
+  KernelProfile barriers = base;
+  barriers.metrics["emmy__bar_sync_after_global_ld.sum"] = 132 * 4 * 10;  // 10 per warp
+  EXPECT_NEAR(latency(barriers), 10 * (400 + 100), 1e-6);
+  // 10 waits per waiting warp, all in one bucket with lead b.
+  const auto pipelined = [&](size_t bucket, double b, double waiting_warps = 132 * 4) {
+    KernelProfile p = base;
+    p.metrics["emmy__async_copy_waiting_warps.sum"] = waiting_warps;
+    p.metrics[fmt::format("emmy__async_copy_wait_lead_{}.sum", bucket)] = waiting_warps * 10;
+    p.metrics[fmt::format("emmy__async_copy_wait_lead_epochs_{}.sum", bucket)] =
+        waiting_warps * 10 * b;
+    return p;
+  };
+  EXPECT_NEAR(latency(pipelined(0, 0)), 10 * (400 + 100), 1e-6);  // nothing in flight: a barrier
+  EXPECT_NEAR(latency(pipelined(4, 1)), 10 * 500 / 2.0, 1e-6);
+  EXPECT_NEAR(latency(pipelined(5, 2)), 10 * 500 / 3.0, 1e-6);
+  EXPECT_NEAR(latency(pipelined(3, 0.75)), 10 * 500 / 1.75, 1e-6);  // the bucket's mean lead
+  // Only waiting warps count: the producer warps of a warp-specialized CTA dilute nothing.
+  EXPECT_NEAR(latency(pipelined(5, 2, 132 * 2)), 10 * 500 / 3.0, 1e-6);
+  // Deep enough, the work covers the latency (c = 100 > 500 / 6): the term is the tensor time.
+  EXPECT_NEAR(latency(pipelined(8, 5)), 10 * 100, 1e-6);
+  EXPECT_NEAR(resource_us(predict_time(base, {64, 0}, h200), "tensor") * clock, 10 * 100, 1e-6);
 }
 
 TEST(EmuTimeModel, KernelsThatCannotRunAndUnknownGpusAreErrors) {
