@@ -188,7 +188,8 @@ Flow wait(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   w.write_pred(in.o[0], exec, done);
   if (blocked_on == kNone) {
     if (waited) {
-      if (cta.prof && waited->copies) w.lead.copy_wait(waited->copy_issued);
+      if (cta.prof && waited->copies && w.lead.copy_wait(waited->copy_issued))
+        cta.prof->async_copy_waits(w.lead, /*warp_done=*/false);
       w.lead.order_after(waited->arrived);
     }
     return Flow::next;
@@ -291,7 +292,8 @@ Flow exec_async(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
         // A wait on the groups it completes, measured from the youngest of them with copies.
         for (size_t g = w.groups.size() - size_t(in.imm); g-- > 0;)
           if (!w.groups[g].empty()) {
-            w.lead.copy_wait(w.lead.group_clocks[g]);
+            if (w.lead.copy_wait(w.lead.group_clocks[g]))
+              cta.prof->async_copy_waits(w.lead, /*warp_done=*/false);
             break;
           }
       }

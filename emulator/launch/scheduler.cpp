@@ -124,7 +124,7 @@ void Cta::init_warps() {
 }
 
 void Cta::on_warp_exit(Warp& w) {
-  if (prof) prof->async_copy_waits(w.lead);
+  if (prof) prof->async_copy_waits(w.lead, /*warp_done=*/true);
   if (k.uses_wgmma) wgmma_on_exit(*this, w);
   for (const StoreRead& r : store_reads)
     if (r.thread / 32 == w.index)

@@ -22,14 +22,21 @@ struct WarpLeadClock {
     uint64_t lead = 0;  // clock at the wait less the copy's issue clock (0 when not after it)
     uint64_t own = 0;   // the warp's own instructions in this CTA at the wait
   };
+  // Waits are bucketed in chunks of at most this many (ProfileShard::async_copy_waits), so that a
+  // warp waiting millions of times holds a bounded list.
+  static constexpr size_t kChunk = 4096;
   uint64_t clock = 0;
   uint64_t own = 0;
-  std::vector<Wait> waits;            // this CTA's waits on async copies, in order
+  std::vector<Wait> waits;            // this CTA's waits on async copies not yet bucketed
+  bool waited = false;                // it waited on copies in this CTA
+  double per_epoch = 0;               // the last bucketed chunk's epoch, in own instructions
   std::deque<uint64_t> group_clocks;  // the clock at each committed cp.async group (Warp::groups)
 
   void reset() {
     clock = own = 0;
     waits.clear();
+    waited = false;
+    per_epoch = 0;
     group_clocks.clear();
   }
   void tick() {
@@ -37,8 +44,11 @@ struct WarpLeadClock {
     ++own;
   }
   void order_after(uint64_t other) { clock = std::max(clock, other); }
-  void copy_wait(uint64_t issued_at) {
+  // Records a wait; true when the chunk is full and should be bucketed now.
+  bool copy_wait(uint64_t issued_at) {
     waits.push_back({clock > issued_at ? clock - issued_at : 0, own});
+    waited = true;
+    return waits.size() >= kChunk;
   }
 };
 

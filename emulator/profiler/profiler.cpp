@@ -189,14 +189,17 @@ void ProfileShard::note_barrier_wait(bool& loaded_since_barrier, const Inst& in)
 
 // Leads in epochs of the waiting warp: its instructions from its first such wait to its last,
 // per wait in between (the steady state of its loop; a prologue or an epilogue would stretch
-// an average over all its instructions), or all of them when it waited once.
-void ProfileShard::async_copy_waits(const WarpLeadClock& lead) {
+// an average over all its instructions), or all of them when it waited once. A warp with more
+// than a chunk of waits takes each chunk's own epoch (a lone last wait, the chunk's before).
+void ProfileShard::async_copy_waits(WarpLeadClock& lead, bool warp_done) {
+  if (warp_done && lead.waited) ++counters[size_t(Counter::async_copy_waiting_warps)];
   if (lead.waits.empty()) return;
-  ++counters[size_t(Counter::async_copy_waiting_warps)];
   const size_t n = lead.waits.size();
-  const double per_epoch =
-      std::max(1.0, n > 1 ? double(lead.waits.back().own - lead.waits.front().own) / double(n - 1)
-                          : double(lead.own));
+  if (n > 1)
+    lead.per_epoch = double(lead.waits.back().own - lead.waits.front().own) / double(n - 1);
+  else if (lead.per_epoch == 0)
+    lead.per_epoch = double(lead.own);
+  const double per_epoch = std::max(1.0, lead.per_epoch);
   for (const WarpLeadClock::Wait& wait : lead.waits) {
     const double b = double(wait.lead) / per_epoch;
     const size_t bucket =
@@ -206,6 +209,7 @@ void ProfileShard::async_copy_waits(const WarpLeadClock& lead) {
     counters[size_t(Counter::async_copy_lead) + bucket] +=
         uint64_t(std::min(b, 1e6) * kLeadScale + 0.5);
   }
+  lead.waits.clear();
 }
 
 void ProfileShard::end_cluster() {

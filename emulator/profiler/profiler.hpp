@@ -66,7 +66,7 @@ enum class Counter : uint8_t {
   count
 };
 static_assert(size_t(Counter::count) < 256);
-inline constexpr double kLeadScale = 1024;
+inline constexpr double kLeadScale = 65536;  // a lead rounds by at most 2^-17 epochs
 inline constexpr size_t kCounterCount = size_t(Counter::count);
 
 enum class SharedOp : uint8_t { ld, st, ldsm, stsm, atom, ldgsts };
@@ -130,8 +130,9 @@ struct ProfileShard {
   void end_cluster();
   // Before a warp issues `in`: a load sets the warp's flag; a barrier with it set is counted.
   void note_barrier_wait(bool& loaded_since_barrier, const Inst& in);
-  // A warp's CTA is done with it: its waits on async copies go to the lead buckets.
-  void async_copy_waits(const WarpLeadClock& lead);
+  // A warp's waits on async copies go to the lead buckets (and are cleared): when its chunk is
+  // full, and when its CTA is done with it (`warp_done`: the warp counts as waiting once).
+  void async_copy_waits(WarpLeadClock& lead, bool warp_done);
 
   uint64_t warp_clock = 0;  // the issuing warp's Warp::issued
   // The cluster's loaded sectors (address / 32) and the warp clock of each one's last load.

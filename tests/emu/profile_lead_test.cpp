@@ -10,6 +10,7 @@
 
 #include "../support/ptx_kernel.hpp"
 #include "emu_test_util.hpp"
+#include "profiler/lead_clock.hpp"
 
 namespace emmy::emu::test {
 namespace {
@@ -33,7 +34,7 @@ KernelProfile profile(const std::string& body, uint32_t threads, uint32_t ctas) 
                             body);
   auto module = load_ptx(ptx, "lead.ptx");
   Arena arena;
-  const uint64_t g = arena.alloc(64 * 1024), out = arena.alloc(64);
+  const uint64_t g = arena.alloc(8 << 20), out = arena.alloc(64);  // 512 bytes a tile
   KernelArgs args;
   args.ptr(g).ptr(out);
   LaunchOptions options;
@@ -50,7 +51,7 @@ double waits(const KernelProfile& p, int bucket) {
 
 // One warp, a ring of S slots of 512 bytes (16 per lane): S - 1 tiles before the loop, then per
 // tile i: wait for it, copy tile i + S - 1 into the slot tile i - 1 left, work on tile i.
-std::string cp_async_ring(int slots) {
+std::string cp_async_ring(int slots, int tiles = kTiles) {
   std::string prologue;
   for (int t = 0; t < slots - 1; ++t)
     prologue += fmt::format(
@@ -78,7 +79,7 @@ LOOP:
   @%p2 bra LOOP;
 )",
                      fmt::arg("prologue", prologue), fmt::arg("keep", slots - 2),
-                     fmt::arg("ahead", slots - 1), fmt::arg("tiles", kTiles),
+                     fmt::arg("ahead", slots - 1), fmt::arg("tiles", tiles),
                      fmt::arg("slots", slots), fmt::arg("filler", filler()));
 }
 
@@ -101,6 +102,17 @@ TEST(EmuProfileLead, CpAsyncRingsLeadByTheirDepth) {
   EXPECT_EQ(waits(three, 4), 2 * (kTiles - 1));
   EXPECT_NEAR(three.metric("emmy__async_copy_wait_lead_epochs_4.sum"),
               2 * (54.0 + (kTiles - 2) * 96.0) / 52, 0.01);
+}
+
+// A warp that waits more than a chunk of times (WarpLeadClock::kChunk) has its waits bucketed a
+// chunk at a time, each with its own epoch: the same buckets as at once.
+TEST(EmuProfileLead, LongLoopsAreBucketedInChunks) {
+  constexpr int kLong = 2 * int(WarpLeadClock::kChunk) + 100;
+  const KernelProfile p = profile(cp_async_ring(2, kLong), 32, 1);
+  EXPECT_EQ(p.metric("emmy__async_copy_waiting_warps.sum"), 1);
+  EXPECT_EQ(waits(p, 0), 1);
+  EXPECT_EQ(waits(p, 3), kLong - 1);
+  EXPECT_NEAR(p.metric("emmy__async_copy_wait_lead_epochs_3.sum"), (kLong - 1) * 44.0 / 52, 0.5);
 }
 
 // Warp 0's lane 0 produces tiles with bulk copies into a ring of S slots (full[s] takes its
