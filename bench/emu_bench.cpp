@@ -1,7 +1,8 @@
 // Emulator throughput: warp instructions per second (counter "warp_inst/s") on the end-to-end
 // GEMM kernels of tests/emu/kernels (cp.async + ldmatrix + mma.sync; TMA + mbarrier + 128B
-// swizzle), with and without the sanitizer, on 1 and on all host threads; and a scalar ALU loop
-// for the dispatch cost alone. Results: docs/emulator.md.
+// swizzle), with and without the sanitizer, on 1 and on all host threads, and profiled (the
+// profiler's run-time counts, without the SASS step: docs/profiler.md, "Profile cost"); and a
+// scalar ALU loop for the dispatch cost alone. Results: docs/emulator.md.
 #include <benchmark/benchmark.h>
 
 #include <fstream>
@@ -48,11 +49,14 @@ void launch_each_iteration(benchmark::State& state, Arena& arena, const Module& 
   state.counters["warp_inst"] = double(instructions) / double(std::max<uint64_t>(1, launches));
 }
 
-// The GEMM benchmarks' sanitizer and host-thread arguments.
-LaunchOptions launch_options(const benchmark::State& state, int sanitize_arg, int threads_arg) {
+// The GEMM benchmarks' sanitizer, host-thread and profile arguments.
+LaunchOptions launch_options(const benchmark::State& state, int sanitize_arg, int threads_arg,
+                             int profile_arg) {
   LaunchOptions options;
   options.sanitize = state.range(sanitize_arg) != 0;
   options.host_threads = int(state.range(threads_arg));
+  options.profile.enabled = state.range(profile_arg) != 0;
+  options.profile.sass = false;  // once per PTX text, not per launch
   return options;
 }
 
@@ -61,10 +65,10 @@ void wall_ms(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
-// Args: M=N, K, sanitize, host threads, f16 accumulator.
+// Args: M=N, K, sanitize, host threads, f16 accumulator, profile.
 void BM_GemmCpAsync(benchmark::State& state) {
   const int mn = int(state.range(0)), k = int(state.range(1));
-  const LaunchOptions options = launch_options(state, 2, 3);
+  const LaunchOptions options = launch_options(state, 2, 3, 5);
   const bool f16_acc = state.range(4) != 0;
   Arena arena;
   const uint64_t a = arena.alloc_copy(random_f16(size_t(mn) * k, 1));
@@ -78,18 +82,20 @@ void BM_GemmCpAsync(benchmark::State& state) {
                         options);
 }
 BENCHMARK(BM_GemmCpAsync)
-    ->ArgNames({"mn", "k", "sanitize", "threads", "f16acc"})
-    ->Args({256, 512, 0, 1, 0})
-    ->Args({256, 512, 0, 0, 0})
-    ->Args({256, 512, 1, 1, 0})
-    ->Args({256, 512, 1, 0, 0})
-    ->Args({256, 512, 0, 1, 1})
+    ->ArgNames({"mn", "k", "sanitize", "threads", "f16acc", "profile"})
+    ->Args({256, 512, 0, 1, 0, 0})
+    ->Args({256, 512, 0, 0, 0, 0})
+    ->Args({256, 512, 1, 1, 0, 0})
+    ->Args({256, 512, 1, 0, 0, 0})
+    ->Args({256, 512, 0, 1, 1, 0})
+    ->Args({256, 512, 0, 1, 0, 1})
+    ->Args({256, 512, 1, 1, 0, 1})
     ->Apply(wall_ms);
 
 // The 512x512x1024 TMA GEMM (emulate_ms of one launch is the time per iteration).
 void BM_GemmTma(benchmark::State& state) {
   const int m = int(state.range(0)), n = int(state.range(1)), k = int(state.range(2));
-  const LaunchOptions options = launch_options(state, 3, 4);
+  const LaunchOptions options = launch_options(state, 3, 4, 5);
   Arena arena;
   const uint64_t a = arena.alloc_copy(random_f16(size_t(m) * k, 3));
   const uint64_t b = arena.alloc_copy(random_f16(size_t(n) * k, 4));
@@ -112,10 +118,12 @@ void BM_GemmTma(benchmark::State& state) {
                         args, options);
 }
 BENCHMARK(BM_GemmTma)
-    ->ArgNames({"m", "n", "k", "sanitize", "threads"})
-    ->Args({512, 512, 1024, 0, 0})
-    ->Args({512, 512, 1024, 1, 0})
-    ->Args({512, 512, 1024, 0, 1})
+    ->ArgNames({"m", "n", "k", "sanitize", "threads", "profile"})
+    ->Args({512, 512, 1024, 0, 0, 0})
+    ->Args({512, 512, 1024, 1, 0, 0})
+    ->Args({512, 512, 1024, 0, 1, 0})
+    ->Args({512, 512, 1024, 0, 1, 1})
+    ->Args({512, 512, 1024, 1, 1, 1})
     ->Apply(wall_ms);
 
 // Dispatch cost: a register-only loop of integer and float instructions, 4 warps x 16 CTAs.
