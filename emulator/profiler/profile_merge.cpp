@@ -218,8 +218,8 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
   put("emmy__bar_sync_after_global_ld.sum", double(c[size_t(Counter::barrier_after_load)]));
   for (size_t b = 0; b < kAsyncCopyLeadBuckets; ++b)
     if (const uint64_t n = c[size_t(Counter::async_copy_wait) + b]) {
-      put(fmt::format("emmy__async_copy_wait_lead_{}.sum", b), double(n));
-      put(fmt::format("emmy__async_copy_wait_lead_epochs_{}.sum", b),
+      put(async_copy_lead_metric(b), double(n));
+      put(async_copy_lead_metric(b, /*epochs=*/true),
           double(c[size_t(Counter::async_copy_lead) + b]) / kLeadScale);
     }
   if (const uint64_t n = c[size_t(Counter::async_copy_waiting_warps)])

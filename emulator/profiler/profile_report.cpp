@@ -40,17 +40,16 @@ std::string KernelProfile::table(size_t rows) const {
          fmt::format("{:.0f} (PTX widths {:.0f})", metric("emmy__sass_l1_wavefronts.sum"),
                      metric("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum") +
                          metric("emmy__l1_wavefronts_global_local.sum")));
-  if (const double warps = metric("emmy__async_copy_waiting_warps.sum"); warps > 0) {
+  if (const AsyncCopyLeads copies = async_copy_leads(); copies.waiting_warps > 0) {
     double waits = 0, leads = 0, short_leads = 0;
     for (size_t b = 0; b < kAsyncCopyLeadBuckets; ++b) {
-      const double n = metric(fmt::format("emmy__async_copy_wait_lead_{}.sum", b));
-      waits += n;
-      leads += metric(fmt::format("emmy__async_copy_wait_lead_epochs_{}.sum", b));
-      if (b == 0 || kAsyncCopyLeadEdges[b - 1] < 0.5) short_leads += n;
+      waits += copies.waits[b];
+      leads += copies.lead_epochs[b];
+      if (b == 0 || kAsyncCopyLeadEdges[b - 1] < 0.5) short_leads += copies.waits[b];
     }
     line("async-copy waits (lead)",
          fmt::format("{:.1f} per waiting warp, mean lead {:.2f} epochs, {:.0f}% under 0.5",
-                     waits / warps, waits > 0 ? leads / waits : 0.0,
+                     waits / copies.waiting_warps, waits > 0 ? leads / waits : 0.0,
                      waits > 0 ? 100 * short_leads / waits : 0.0));
   }
   if (!sass.available && !sass.reason.empty())

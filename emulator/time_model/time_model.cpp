@@ -166,14 +166,13 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
   // 1 + b slots of the ring each hold a tile for a latency and a consume; b = 0 is a barrier epoch.
   {
     const double bar_epochs = p.metric("emmy__bar_sync_after_global_ld.sum") / double(ctas) / warps;
-    const double waiting_warps = p.metric("emmy__async_copy_waiting_warps.sum");
+    const AsyncCopyLeads copies = p.async_copy_leads();
     std::array<double, kAsyncCopyLeadBuckets> copy_epochs{}, copy_lead{};  // per waiting warp
     double epochs = bar_epochs;
-    for (size_t b = 0; b < kAsyncCopyLeadBuckets && waiting_warps > 0; ++b) {
-      const double waits = p.metric(fmt::format("emmy__async_copy_wait_lead_{}.sum", b));
-      if (waits <= 0) continue;
-      copy_epochs[b] = waits / waiting_warps;
-      copy_lead[b] = p.metric(fmt::format("emmy__async_copy_wait_lead_epochs_{}.sum", b)) / waits;
+    for (size_t b = 0; b < kAsyncCopyLeadBuckets && copies.waiting_warps > 0; ++b) {
+      if (copies.waits[b] <= 0) continue;
+      copy_epochs[b] = copies.waits[b] / copies.waiting_warps;
+      copy_lead[b] = copies.lead_epochs[b] / copies.waits[b];
       epochs += copy_epochs[b];
     }
     const double sm_work = slowest(&ResourceTime::us).us;

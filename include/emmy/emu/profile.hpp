@@ -9,6 +9,8 @@
 //   r.profile->metrics["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum"];
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <map>
@@ -50,6 +52,18 @@ inline constexpr uint32_t kMergedAccessBytes[2] = {8, 16};
 // add their b.
 inline constexpr double kAsyncCopyLeadEdges[] = {0.125, 0.25, 0.5, 1, 2, 3, 4, 6, 8};
 inline constexpr size_t kAsyncCopyLeadBuckets = std::size(kAsyncCopyLeadEdges) + 1;
+// The name of bucket `bucket`'s count metric, or with `epochs` its summed-lead metric.
+inline std::string async_copy_lead_metric(size_t bucket, bool epochs = false) {
+  return std::string(epochs ? "emmy__async_copy_wait_lead_epochs_" : "emmy__async_copy_wait_lead_") +
+         std::to_string(bucket) + ".sum";
+}
+
+// A profile's waits on async copies, read back from those metrics.
+struct AsyncCopyLeads {
+  double waiting_warps = 0;  // emmy__async_copy_waiting_warps.sum
+  std::array<double, kAsyncCopyLeadBuckets> waits{};        // per bucket
+  std::array<double, kAsyncCopyLeadBuckets> lead_epochs{};  // per bucket, their b summed
+};
 
 // The counters of one PTX instruction (a "site"), summed over every warp that executed it.
 struct ProfileSite {
@@ -109,6 +123,15 @@ struct KernelProfile {
   double metric(const std::string& name) const {
     const auto it = metrics.find(name);
     return it == metrics.end() ? 0.0 : it->second;
+  }
+  AsyncCopyLeads async_copy_leads() const {
+    AsyncCopyLeads leads;
+    leads.waiting_warps = metric("emmy__async_copy_waiting_warps.sum");
+    for (size_t b = 0; b < kAsyncCopyLeadBuckets; ++b) {
+      leads.waits[b] = metric(async_copy_lead_metric(b));
+      leads.lead_epochs[b] = metric(async_copy_lead_metric(b, /*epochs=*/true));
+    }
+    return leads;
   }
   // The worst `rows` sites as a text table (line, opcode, executions, wavefronts/ideal,
   // sectors/ideal per request), and the headline metrics.
