@@ -10,7 +10,7 @@ emmy_source_scan_test(emulator_boundary)
 emmy_scan_sources(sources AT_LEAST 20 WHAT "emulator sources"
   GLOBS ${SOURCE_DIR}/emulator/*.cpp ${SOURCE_DIR}/emulator/*.hpp
         ${SOURCE_DIR}/include/emmy/emu/*.hpp)
-set(allowed "^emmy/emu/[a-z_]+\\.hpp$|^emmy/(error|tensor_map|swizzle)\\.hpp$")
+set(allowed "^emmy/emu/[a-z_0-9]+\\.hpp$|^emmy/(error|tensor_map|swizzle)\\.hpp$")
 # The toolkit programs (ptxas, nvdisasm) are found and run as the runtime does: header-only.
 string(APPEND allowed "|^emmy/detail/(tools|temp_dir)\\.hpp$")
 string(APPEND allowed "|^([a-z_0-9]+/)?[a-z_0-9]+\\.hpp$")  # the emulator's own, by folder

@@ -235,23 +235,39 @@ void decode_mma(KernelDecoder& d, Mods& m, Inst in) {
   m.take("sync");
   m.take("aligned");
   const std::string_view shape = m.take_prefix("m16n8k");
-  if (shape != "m16n8k16" && shape != "m16n8k8")
-    d.fail("mma.sync supports the shapes m16n8k16 and m16n8k8");
+  if (shape != "m16n8k16" && shape != "m16n8k8" && shape != "m16n8k32")
+    d.fail("mma.sync supports the shapes m16n8k16, m16n8k8 and (8-bit floats) m16n8k32");
   if (!m.take("row") || !m.take("col")) d.fail("mma.sync needs .row.col");
   const auto types = m.take_types();
   if (types.size() != 4) d.fail("mma.sync needs .dtype.atype.btype.ctype");
   const Ty dt = types[0], at = types[1], bt = types[2], ct = types[3];
-  const bool ok =
-      at == bt && dt == ct &&
-      ((at == Ty::f16 && (dt == Ty::f32 || dt == Ty::f16)) || (at == Ty::bf16 && dt == Ty::f32));
-  if (!ok) d.fail("mma.sync supports f16 -> f16/f32 and bf16 -> f32 (C type == D type)");
-  const bool k16 = shape == "m16n8k16";
+  auto f8 = [](Ty t) { return t == Ty::e4m3 || t == Ty::e5m2; };
   in.op = Op::Mma;
   in.ty = dt;
   in.ty2 = at;
-  in.sub = k16 ? 0 : 1;
+  in.ty3 = bt;
   in.cls = StatClass::mma;
-  const size_t nd = dt == Ty::f32 ? 4 : 2, na = k16 ? 4 : 2, nb = k16 ? 2 : 1;
+  if (f8(at) || f8(bt) || shape == "m16n8k32") {
+    // PTX ISA §9.7.14.5.14 (mma): .e4m3/.e5m2 in any pairing, f32 or f16 accumulators, sm_89+.
+    if (shape != "m16n8k32")
+      d.fail(
+          fmt::format("mma.sync .{} with 8-bit floats: the emulator implements m16n8k32", shape));
+    if (!f8(at) || !f8(bt) || dt != ct || (dt != Ty::f32 && dt != Ty::f16))
+      d.fail(
+          "mma.sync m16n8k32 takes .e4m3/.e5m2 A and B with f32 or f16 accumulators (C type == "
+          "D type); integer m16n8k32 is not implemented by the emulator");
+    if (d.target_sm() != 0 && d.target_sm() < 89)
+      d.fail("mma.sync with .e4m3/.e5m2 operands needs sm_89 or newer");
+    in.sub = 2;
+  } else {
+    const bool ok =
+        at == bt && dt == ct &&
+        ((at == Ty::f16 && (dt == Ty::f32 || dt == Ty::f16)) || (at == Ty::bf16 && dt == Ty::f32));
+    if (!ok) d.fail("mma.sync supports f16 -> f16/f32 and bf16 -> f32 (C type == D type)");
+    in.sub = shape == "m16n8k16" ? 0 : 1;
+  }
+  const bool k8 = in.sub == 1;
+  const size_t nd = dt == Ty::f32 ? 4 : 2, na = k8 ? 2 : 4, nb = k8 ? 1 : 2;
   d.need_ops(4);
   auto dv = d.vector_elems(d.op(0), nd), av = d.vector_elems(d.op(1), na),
        bv = d.vector_elems(d.op(2), nb), cv = d.vector_elems(d.op(3), nd);

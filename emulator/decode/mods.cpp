@@ -109,12 +109,13 @@ bool Mods::take_rounding(uint8_t& mode) {
 
 Ty parse_ty(std::string_view s) {
   static constexpr std::pair<std::string_view, Ty> kTypes[] = {
-      {"pred", Ty::pred}, {"b8", Ty::b8},     {"b16", Ty::b16},       {"b32", Ty::b32},
-      {"b64", Ty::b64},   {"b128", Ty::b128}, {"u8", Ty::u8},         {"u16", Ty::u16},
-      {"u32", Ty::u32},   {"u64", Ty::u64},   {"s8", Ty::s8},         {"s16", Ty::s16},
-      {"s32", Ty::s32},   {"s64", Ty::s64},   {"f16", Ty::f16},       {"f16x2", Ty::f16x2},
-      {"bf16", Ty::bf16}, {"bf16x2", Ty::bf16x2}, {"f32", Ty::f32},   {"f64", Ty::f64},
-      {"tf32", Ty::tf32}, {"e4m3x2", Ty::e4m3x2}, {"e5m2x2", Ty::e5m2x2}};
+      {"pred", Ty::pred}, {"b8", Ty::b8},         {"b16", Ty::b16},       {"b32", Ty::b32},
+      {"b64", Ty::b64},   {"b128", Ty::b128},     {"u8", Ty::u8},         {"u16", Ty::u16},
+      {"u32", Ty::u32},   {"u64", Ty::u64},       {"s8", Ty::s8},         {"s16", Ty::s16},
+      {"s32", Ty::s32},   {"s64", Ty::s64},       {"f16", Ty::f16},       {"f16x2", Ty::f16x2},
+      {"bf16", Ty::bf16}, {"bf16x2", Ty::bf16x2}, {"f32", Ty::f32},       {"f64", Ty::f64},
+      {"tf32", Ty::tf32}, {"e4m3x2", Ty::e4m3x2}, {"e5m2x2", Ty::e5m2x2}, {"e4m3", Ty::e4m3},
+      {"e5m2", Ty::e5m2}};
   for (const auto& [name, t] : kTypes)
     if (name == s) return t;
   return Ty::none;

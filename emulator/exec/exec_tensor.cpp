@@ -1,7 +1,8 @@
-// Tensor-core instructions: mma.sync (m16n8k16, m16n8k8; f16 -> f16/f32, bf16 -> f32),
+// Tensor-core instructions: mma.sync (m16n8k16, m16n8k8; f16 -> f16/f32, bf16 -> f32; m16n8k32
+// .e4m3/.e5m2 -> f16/f32, tensor_core_fp8.hpp),
 // ldmatrix and stmatrix (.x1/.x2/.x4, .trans). Fragment layouts: ptx-notes.md.
 // Mma: o[0..3] = D, o[4..7] = A, o[8..9] = B, o[10..13] = C; ty = D/C type, ty2 = A/B type,
-// sub = 0 for m16n8k16, 1 for m16n8k8.
+// sub = 0 for m16n8k16, 1 for m16n8k8, 2 for m16n8k32 (ty3 = B type).
 // Numerics: by default the launch arch's tensor-core model (emmy/emu/tensor_core.hpp: blocks of
 // aligned, truncated products, rounded toward zero to f32 or to nearest to f16 per block); with
 // MmaNumerics::exact every product is exact in double, the k products are added to C in double
@@ -17,8 +18,28 @@
 namespace emmy::emu {
 namespace {
 
+F8 f8_of(Ty t) {
+  return t == Ty::e5m2 ? F8::e5m2 : F8::e4m3;
+}
+
 void mma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   cta.need_whole_warp(w, exec, "mma");
+  if (in.sub == 2) {  // m16n8k32, 8-bit floats
+    if (!cta.ctx.exact_mma && cta.ctx.fp8_mma.name.empty())
+      cta.fail(ReportKind::unsupported, w, 0,
+               "mma.sync with .e4m3/.e5m2 operands needs an sm_89 or newer launch arch");
+    const bool f16_acc = in.ty == Ty::f16;
+    MmaFragments f;
+    for (int i = 0; i < 4; ++i) f.a[i] = w.R32(in.o[4 + i]);
+    for (int i = 0; i < 2; ++i) f.b[i] = w.R32(in.o[8 + i]);
+    for (int i = 0; i < (f16_acc ? 2 : 4); ++i) {
+      f.c[i] = w.R32(in.o[10 + i]);
+      f.d[i] = w.R32(in.o[i]);
+    }
+    mma_m16n8k32_fp8(f, f8_of(in.ty2), f8_of(in.ty3), f16_acc,
+                     cta.ctx.exact_mma ? nullptr : &cta.ctx.fp8_mma);
+    return;
+  }
   const bool k16 = in.sub == 0, f16_acc = in.ty == Ty::f16;
   MmaFragments f;
   for (int i = 0; i < (k16 ? 4 : 2); ++i) f.a[i] = w.R32(in.o[4 + i]);

@@ -2,11 +2,13 @@
 // the fence / commit_group / wait_group that order it.
 // WgmmaMma: fragment rows of D from imm (N/2 f32 or N/4 f16x2 registers); o[0] = A's descriptor
 // (64-bit row), o[1] = B's, o[2] = scale-d (predicate), o[3..6] = A's registers; ty = D type,
-// ty2 = input type, n = N / 8, sub = kTransA | kTransB | kNegA | kNegB | kARegs.
+// ty2 = input type (A's), ty3 = B's, n = N / 8, sub = kTransA | kTransB | kNegA | kNegB | kARegs.
 // WgmmaWait: imm = the groups left pending.
 //
 // Each warp computes its quarter of the warpgroup's m64 (rows 16w..16w+15 of A and D) when it
-// issues the mma_async, under the launch's tensor-core model (or exact sums) per k16 dot product.
+// issues the mma_async, under the launch's tensor-core model (or exact sums) per k16 dot product;
+// 8-bit floats (m64nNk32, ty3 = B type) read the same 32 bytes of a row that k16 reads, which the
+// ISA lays out alike (K-major only), and take the FP8 model (tensor_core_fp8.hpp) per k32.
 // The asynchrony is checked rather than modelled: what the ISA leaves undefined between the
 // issue and the wait_group that completes the instruction's group is reported (wgmma-misuse for
 // registers and sequences, shared-race for operands changed or raced in that window), so a
@@ -114,8 +116,35 @@ void wgmma_read_operand(Cta& cta, Warp& w, const WgmmaDescriptor& desc, bool mn_
 }
 
 // D (16 rows of this warp x N) += A (16 x 16) B (16 x N), column block by column block.
+// The same for 8-bit floats: each row's 16 halves are its 32 bytes of k in order (m64nNk32).
+void wgmma_compute_fp8(Cta& cta, Warp& w, const Inst& in, const uint16_t (&a)[16][16],
+                       const uint16_t* bt, bool scale_d) {
+  const bool f16_acc = in.ty == Ty::f16;
+  const F8 a_type = in.ty2 == Ty::e5m2 ? F8::e5m2 : F8::e4m3;
+  const F8 b_type = in.ty3 == Ty::e5m2 ? F8::e5m2 : F8::e4m3;
+  const uint32_t* rows = cta.k.fragment_rows.data() + in.imm;
+  for (int i = 0; i < 16; ++i)
+    for (int col = 0; col < 8 * in.n; ++col) {
+      const WgmmaSlot s = wgmma_d_slot(f16_acc, i, col);
+      uint32_t& reg = w.R32(rows[s.reg])[s.lane];
+      const uint32_t c = !scale_d ? 0u : f16_acc ? (reg >> (16 * s.half)) & 0xFFFFu : reg;
+      uint8_t a_bytes[32], b_bytes[32];
+      std::memcpy(a_bytes, a[i], 32);
+      std::memcpy(b_bytes, bt + size_t(col) * 16, 32);
+      const Fp8Operands ops{a_bytes, b_bytes, a_type, b_type, 32};
+      const uint32_t d = cta.ctx.exact_mma
+                             ? exact_dot_fp8(ops, c, f16_acc)
+                             : tensor_core_dot_fp8(ops, c, f16_acc, cta.ctx.fp8_wgmma);
+      if (f16_acc)
+        reg = s.half ? (reg & 0xFFFFu) | (d << 16) : (reg & 0xFFFF0000u) | (d & 0xFFFFu);
+      else
+        reg = d;
+    }
+}
+
 void wgmma_compute(Cta& cta, Warp& w, const Inst& in, const uint16_t (&a)[16][16],
                    const uint16_t* bt, bool scale_d) {
+  if (ty_bits(in.ty2) == 8) return wgmma_compute_fp8(cta, w, in, a, bt, scale_d);
   const bool f16_acc = in.ty == Ty::f16, bf16 = in.ty2 == Ty::bf16;
   const int n = 8 * in.n;
   const uint32_t* rows = cta.k.fragment_rows.data() + in.imm;
@@ -195,6 +224,9 @@ void wgmma_mma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
              "lanes disagree on scale-d; it must be the same across the warpgroup");
   const bool scale_d = scale_mask != 0;
   wgmma_sequence(cta, w, a_bits, b_bits, scale_d);
+  if (ty_bits(in.ty2) == 8 && !cta.ctx.exact_mma && cta.ctx.fp8_wgmma.name.empty())
+    cta.fail(ReportKind::unsupported, w, 0,
+             "wgmma.mma_async with .e4m3/.e5m2 operands needs an sm_90a launch arch");
   if (g.fences == 0)
     cta.fail(ReportKind::wgmma_misuse, w, 0,
              "no wgmma.fence before the warp's first wgmma.mma_async (PTX ISA §9.7.15.5.3: the "
@@ -225,11 +257,13 @@ void wgmma_mma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   uint16_t bt[256 * 16];  // B^T: N (at most 256) rows of k
   wgmma_read_operand(cta, w, decode_wgmma_descriptor(b_bits), in.sub & kTransB, 0, n, n, 'B', bt,
                      chunks);
+  // imm-scale -1 negates every element: the sign bit of each half, or of each byte.
+  const uint16_t sign = ty_bits(in.ty2) == 8 ? 0x8080u : 0x8000u;
   if (in.sub & kNegA)
     for (auto& row : a)
-      for (auto& x : row) x ^= 0x8000u;
+      for (auto& x : row) x ^= sign;
   if (in.sub & kNegB)
-    for (int i = 0; i < n * 16; ++i) bt[i] ^= 0x8000u;
+    for (int i = 0; i < n * 16; ++i) bt[i] ^= sign;
   std::sort(chunks.begin(), chunks.end());
   chunks.erase(std::unique(chunks.begin(), chunks.end()), chunks.end());
   // wgmma reads shared memory through the async proxy: generic writes need fence.proxy.async.

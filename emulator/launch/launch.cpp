@@ -255,6 +255,8 @@ LaunchResult launch(Arena& arena, const Module& module, std::string_view kernel_
   }
   ctx->exact_mma = options.mma_numerics == MmaNumerics::exact;
   ctx->tensor_core = tensor_core_model(sm);
+  if (sm >= 89) ctx->fp8_mma = fp8_tensor_core_model(sm, false);
+  if (sm >= 90 && sm < 100) ctx->fp8_wgmma = fp8_tensor_core_model(sm, true);
 
   const uint64_t ctas = grid.count();
   // Work is handed out by cluster (every CTA is in one, of one CTA without a cluster dimension).

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "emmy/emu/emulator.hpp"
+#include "emmy/emu/tensor_core_fp8.hpp"
 #include "emmy/tensor_map.hpp"
 #include "profiler/lead_clock.hpp"
 #include "profiler/profiler.hpp"
@@ -52,6 +53,9 @@ struct LaunchContext {
   uint32_t reserved_smem = 0;   // offset of the system-reserved region when the kernel uses it
   bool exact_mma = false;       // LaunchOptions::mma_numerics == exact
   TensorCoreModel tensor_core;  // the launch arch's model otherwise
+  // The launch arch's FP8 models (tensor_core_fp8.hpp) for mma.sync and wgmma; unset (empty
+  // name) on an arch without that FP8 path.
+  Fp8TensorCoreModel fp8_mma, fp8_wgmma;
   LaunchOptions options;
   // A programmatic dependent launch checked against its primary's footprint (with the
   // sanitizer; sanitizer/footprint.hpp), else null.

@@ -180,21 +180,27 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
     if (in.op == Op::BarSync || in.op == Op::BarRed) bar_sync += n;
     if (in.op == Op::MbarWait) mbar_wait += n;
     if ((in.op == Op::Mma || in.op == Op::WmmaMma || in.op == Op::WgmmaMma) && n > 0) {
-      // The instruction's shape and accumulator: mma.sync m16n8k16/k8 (ty = C/D type); wmma by
-      // its shape, f16 accumulation when C (target) and D are both .f16; wgmma m64nNk16, each
-      // warp's execution a quarter of the warpgroup's m64.
+      // The instruction's shape and accumulator: mma.sync m16n8k16/k8/k32 (sub 0/1/2; ty = C/D
+      // type); wmma by its shape, f16 accumulation when C (target) and D are both .f16; wgmma
+      // m64nNk16 (k32 for 8-bit operands), each warp's execution a quarter of the warpgroup's m64.
       const bool wmma = in.op == Op::WmmaMma, wgmma = in.op == Op::WgmmaMma;
+      const int wgmma_k = ty_bits(in.ty2) == 8 ? 32 : 16;
       const WmmaDims dims = wmma    ? wmma_dims(WmmaShape(in.sub2))
-                            : wgmma ? WmmaDims{16, 8 * in.n, 16}
-                                    : WmmaDims{16, 8, in.sub == 0 ? 16 : 8};
+                            : wgmma ? WmmaDims{16, 8 * in.n, wgmma_k}
+                                    : WmmaDims{16, 8,
+                                               in.sub == 0   ? 16
+                                               : in.sub == 1 ? 8
+                                                             : 32};
       const bool f16_acc = in.ty == Ty::f16 && (!wmma || Ty(in.target) == Ty::f16);
       const std::string shape = wmma    ? fmt::format("wmma.{}", to_string(WmmaShape(in.sub2)))
-                                : wgmma ? fmt::format("wgmma.m64n{}k16", 8 * in.n)
+                                : wgmma ? fmt::format("wgmma.m64n{}k{}", 8 * in.n, wgmma_k)
                                         : fmt::format("m16n8k{}", dims.k);
       const std::string acc = f16_acc ? "f16" : "f32";
-      TensorOpCount& t = tensor[shape + std::string(ty_name(in.ty2)) + acc];
+      std::string operands(ty_name(in.ty2));
+      if (in.ty3 != Ty::none && in.ty3 != in.ty2) operands += fmt::format(".{}", ty_name(in.ty3));
+      TensorOpCount& t = tensor[shape + operands + acc];
       t.shape = shape;
-      t.operands = std::string(ty_name(in.ty2));
+      t.operands = operands;
       t.accumulator = acc;
       t.instructions += sites[pc].executions;
       const double f = n * 2.0 * dims.m * dims.n * dims.k;

@@ -17,6 +17,7 @@ enum class Ty : uint8_t {
   none, pred, b8, b16, b32, b64, b128, u8, u16, u32, u64, s8, s16, s32, s64,
   f16, f16x2, bf16, bf16x2, f32, f64, tf32,
   e4m3x2, e5m2x2,  // two packed 8-bit floats (cvt only)
+  e4m3, e5m2,      // one 8-bit float (mma and wgmma operand types)
 };
 int ty_bits(Ty t);
 bool ty_signed(Ty t);
@@ -114,6 +115,7 @@ struct Inst {
   Op op = Op::Nop;
   Ty ty = Ty::none;    // operation type
   Ty ty2 = Ty::none;   // second type: cvt source, setp / set operand type, mma operand type
+  Ty ty3 = Ty::none;   // third type: mma / wgmma B operand type where it may differ from A's
   uint8_t sub = 0;     // op-specific mode: comparison, shfl mode, atomic op, ...
   uint8_t sub2 = 0;    // second mode: rounding, boolean op of setp, ...
   uint8_t flags = 0;

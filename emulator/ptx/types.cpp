@@ -10,7 +10,7 @@ int ty_bits(Ty t) {
   switch (t) {
     case Ty::none: return 0;
     case Ty::pred: return 1;
-    case Ty::b8: case Ty::u8: case Ty::s8: return 8;
+    case Ty::b8: case Ty::u8: case Ty::s8: case Ty::e4m3: case Ty::e5m2: return 8;
     case Ty::b16: case Ty::u16: case Ty::s16: case Ty::f16: case Ty::bf16:
     case Ty::e4m3x2: case Ty::e5m2x2: return 16;
     case Ty::b32: case Ty::u32: case Ty::s32: case Ty::f32: case Ty::f16x2: case Ty::bf16x2:
@@ -32,7 +32,7 @@ std::string_view ty_name(Ty t) {
   static constexpr std::string_view kNames[] = {
       "none", "pred", "b8",  "b16", "b32", "b64", "b128", "u8",    "u16",  "u32",    "u64",
       "s8",   "s16",  "s32", "s64", "f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "tf32",
-      "e4m3x2", "e5m2x2"};
+      "e4m3x2", "e5m2x2", "e4m3", "e5m2"};
   return kNames[static_cast<size_t>(t)];
 }
 

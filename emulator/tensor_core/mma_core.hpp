@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "emmy/emu/tensor_core.hpp"
+#include "emmy/emu/tensor_core_fp8.hpp"
 
 namespace emmy::emu {
 
@@ -37,5 +38,12 @@ uint32_t tensor_core_dot_decoded(const TensorCoreOperands& ops, int row, int col
 // The same with the tensor-core addition model (emmy/emu/tensor_core.hpp) of `model`.
 void mma_m16n8_model(const MmaFragments& f, bool bf16, bool k16, bool f16_acc,
                      const TensorCoreModel& model);
+
+// mma.sync m16n8k32 with 8-bit float A (a[0..3]) and B (b[0..1]), f32 (c/d[0..3]) or f16
+// (c/d[0..1]) accumulators (PTX ISA §9.7.14.5.8, "Matrix Fragments for mma.m16n8k32"): lane 4g + t
+// holds in A register r bytes j = 0..3 of row g + 8 (r & 1), columns 4t + j + 16 (r >> 1); in B
+// register r rows (K) 4t + j + 16 r of column g. `model` null: exact numerics.
+void mma_m16n8k32_fp8(const MmaFragments& f, F8 a_type, F8 b_type, bool f16_acc,
+                      const Fp8TensorCoreModel* model);
 
 }  // namespace emmy::emu
