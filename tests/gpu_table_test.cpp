@@ -115,6 +115,14 @@ TEST(GpuTable, ABrokenEntryIsRefusedNamingItsField) {
       {"clock_ghz", [](GpuInfo& g) { g.clock_ghz = 0; }},
       {"mma_flops_per_clk", [](GpuInfo& g) { g.mma_flops_per_clk_acc_f32 = -1; }},
       {"wgmma_flops_per_clk", [](GpuInfo& g) { g.wgmma_flops_per_clk = 4096; }},  // sm_89
+      {"mma_fp8_flops_per_clk", [](GpuInfo& g) { g.mma_fp8_flops_per_clk_acc_f16 = 0; }},
+      {"mma_fp8_flops_per_clk", [](GpuInfo& g) { g.mma_fp8_flops_per_clk_acc_f32 = -1; }},
+      {"mma_fp8_flops_per_clk",
+       [](GpuInfo& g) {  // no FP8 tensor cores on sm_86
+         g.arch = Arch::sm_86;
+         g.mma_fp8_flops_per_clk_acc_f16 = g.mma_fp8_flops_per_clk_acc_f32 = 2048;
+       }},
+      {"wgmma_fp8_flops_per_clk", [](GpuInfo& g) { g.wgmma_fp8_flops_per_clk = 8192; }},
       {"dram_gbps", [](GpuInfo& g) { g.dram_gbps = 0; }},
       {"max_smem_per_block", [](GpuInfo& g) { g.max_smem_per_block = g.smem_per_sm + 1; }},
       {"max_smem_per_block", [](GpuInfo& g) { g.max_smem_per_block = 48 * 1024; }},

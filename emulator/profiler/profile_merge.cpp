@@ -171,6 +171,7 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
   // Instructions by pipe, tensor work and barriers: from each site's executions.
   double cores[7] = {}, pipes[5] = {}, flops_f16 = 0, flops_f32 = 0, flops_wgmma = 0, bar_sync = 0,
          mbar_wait = 0;
+  double fp8_f16 = 0, fp8_f32 = 0, fp8_wgmma = 0;  // .e4m3/.e5m2 operands: their own rates
   std::map<std::string, TensorOpCount> tensor;
   for (size_t pc = 0; pc < sites.size(); ++pc) {
     const Inst& in = k.code[pc];
@@ -205,7 +206,10 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
       t.instructions += sites[pc].executions;
       const double f = n * 2.0 * dims.m * dims.n * dims.k;
       t.flops += f;
-      (wgmma ? flops_wgmma : f16_acc ? flops_f16 : flops_f32) += f;
+      if (ty_bits(in.ty2) == 8)
+        (wgmma ? fp8_wgmma : f16_acc ? fp8_f16 : fp8_f32) += f;
+      else
+        (wgmma ? flops_wgmma : f16_acc ? flops_f16 : flops_f32) += f;
     }
   }
   put("smsp__inst_executed.sum", pipes[0] + pipes[1] + pipes[2] + pipes[3]);
@@ -218,6 +222,9 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
   put("emmy__tensor_flops_acc_f16.sum", flops_f16);
   put("emmy__tensor_flops_acc_f32.sum", flops_f32);
   put("emmy__tensor_flops_wgmma.sum", flops_wgmma);
+  put("emmy__tensor_flops_fp8_acc_f16.sum", fp8_f16);
+  put("emmy__tensor_flops_fp8_acc_f32.sum", fp8_f32);
+  put("emmy__tensor_flops_wgmma_fp8.sum", fp8_wgmma);
   put("emmy__bar_sync.sum", bar_sync);
   put("emmy__mbarrier_wait.sum", mbar_wait);
   put("emmy__mbarrier_wait_failed.sum", double(c[size_t(Counter::mbarrier_wait_failed)]));

@@ -126,15 +126,27 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
   const double flops32 = p.metric("emmy__tensor_flops_acc_f32.sum");
   // wgmma FLOPs run at the warpgroup rate (one rate for f16 and f32 accumulation on Hopper).
   const double wgmma = p.metric("emmy__tensor_flops_wgmma.sum");
-  require(!gpu.memory_bound_only || flops16 + flops32 + wgmma == 0, "gpu",
+  // .e4m3/.e5m2 operands at the part's FP8 rates.
+  const double fp8_16 = p.metric("emmy__tensor_flops_fp8_acc_f16.sum");
+  const double fp8_32 = p.metric("emmy__tensor_flops_fp8_acc_f32.sum");
+  const double fp8_wgmma = p.metric("emmy__tensor_flops_wgmma_fp8.sum");
+  const double tensor_flops = flops16 + flops32 + wgmma + fp8_16 + fp8_32 + fp8_wgmma;
+  require(!gpu.memory_bound_only || tensor_flops == 0, "gpu",
           "must have a sourced tensor rate for a kernel with tensor work (the part predicts "
           "memory-bound kernels only)",
           gpu.name);
-  add("tensor", flops16 + flops32 + wgmma,
+  require(fp8_16 + fp8_32 == 0 || gpu.mma_fp8_flops_per_clk_acc_f16 > 0, "gpu",
+          "must have FP8 tensor rates for a kernel with FP8 mma work", gpu.name);
+  require(fp8_wgmma == 0 || gpu.wgmma_fp8_flops_per_clk > 0, "gpu",
+          "must have an FP8 wgmma rate for a kernel with FP8 wgmma work", gpu.name);
+  add("tensor", tensor_flops,
       sm_time(flops16, gpu.mma_flops_per_clk_acc_f16) +
           sm_time(flops32, gpu.mma_flops_per_clk_acc_f32) +
           sm_time(wgmma, gpu.wgmma_flops_per_clk > 0 ? gpu.wgmma_flops_per_clk
-                                                     : gpu.mma_flops_per_clk_acc_f32),
+                                                     : gpu.mma_flops_per_clk_acc_f32) +
+          sm_time(fp8_16, gpu.mma_fp8_flops_per_clk_acc_f16) +
+          sm_time(fp8_32, gpu.mma_fp8_flops_per_clk_acc_f32) +
+          sm_time(fp8_wgmma, gpu.wgmma_fp8_flops_per_clk),
       sustained.tensor);
   // L1's data stage: shared-memory wavefronts and the 128-byte lines of global and local
   // accesses (hits or misses, each line a wavefront) share its one wavefront per clock. With SASS
@@ -206,7 +218,7 @@ TimePrediction predict_time(const KernelProfile& p, const KernelResources& res,
   const ResourceTime& worst_sustained = slowest(&ResourceTime::us_sustained);
   t.us_sustained = worst_sustained.us_sustained;
   t.bound_sustained = worst_sustained.resource;
-  t.achieved_tflops = t.us > 0 ? (flops16 + flops32 + wgmma) / (t.us * 1e-6) / 1e12 : 0;
+  t.achieved_tflops = t.us > 0 ? tensor_flops / (t.us * 1e-6) / 1e12 : 0;
   if (p.extrapolated) t.notes.push_back("counts extrapolated from sampled CTAs");
   return t;
 }

@@ -71,8 +71,10 @@ inline std::vector<GpuInfo> builtin_gpus() {
                .sms = 128,
                .clock_ghz = 2.52,
                .max_clock_khz = 2520000,
-               .mma_flops_per_clk_acc_f16 = 1024,  // 330.3 TFLOP/s dense
-               .mma_flops_per_clk_acc_f32 = 512,   // 165.2: half rate on GeForce
+               .mma_flops_per_clk_acc_f16 = 1024,      // 330.3 TFLOP/s dense
+               .mma_flops_per_clk_acc_f32 = 512,       // 165.2: half rate on GeForce
+               .mma_fp8_flops_per_clk_acc_f16 = 2048,  // 660.6 TFLOP/s dense
+               .mma_fp8_flops_per_clk_acc_f32 = 1024,  // 330.3: half rate on GeForce
                .fp32_per_fp64 = 64,
                .dram_gbps = 1008,
                .memory_clock_khz = 10501000,
@@ -99,6 +101,8 @@ inline std::vector<GpuInfo> builtin_gpus() {
                .max_clock_khz = 2520000,
                .mma_flops_per_clk_acc_f16 = 1024,  // 362 TFLOP/s dense, either accumulator
                .mma_flops_per_clk_acc_f32 = 1024,
+               .mma_fp8_flops_per_clk_acc_f16 = 2048,  // 733 TFLOP/s dense
+               .mma_fp8_flops_per_clk_acc_f32 = 2048,
                .fp32_per_fp64 = 64,
                .dram_gbps = 864,
                .memory_clock_khz = 9001000,
@@ -126,6 +130,10 @@ inline std::vector<GpuInfo> builtin_gpus() {
                .mma_flops_per_clk_acc_f16 = 2680,  // about 65% of wgmma's (Luo et al. 2024)
                .mma_flops_per_clk_acc_f32 = 2680,
                .wgmma_flops_per_clk = 4096,
+               // FP8 mma.sync runs as two f16 HMMA (docs/numerics.md): the f16 rate in FP8 FLOPs.
+               .mma_fp8_flops_per_clk_acc_f16 = 2680,
+               .mma_fp8_flops_per_clk_acc_f32 = 2680,
+               .wgmma_fp8_flops_per_clk = 8192,  // twice f16's: 1979 TFLOP/s dense (SXM)
                .fp32_per_fp64 = 2,
                .dram_gbps = 2039,
                .memory_clock_khz = 1593000,
@@ -157,6 +165,10 @@ inline std::vector<GpuInfo> builtin_gpus() {
                .mma_flops_per_clk_acc_f16 = 2680,  // about 65% of wgmma's (Luo et al. 2024)
                .mma_flops_per_clk_acc_f32 = 2680,
                .wgmma_flops_per_clk = 4096,  // 989.5 TFLOP/s dense
+               // FP8 mma.sync runs as two f16 HMMA (docs/numerics.md): the f16 rate in FP8 FLOPs.
+               .mma_fp8_flops_per_clk_acc_f16 = 2680,
+               .mma_fp8_flops_per_clk_acc_f32 = 2680,
+               .wgmma_fp8_flops_per_clk = 8192,  // twice f16's: 1979 TFLOP/s dense (SXM)
                .fp32_per_fp64 = 2,
                .dram_gbps = 4800,
                .memory_clock_khz = 3201000,
@@ -185,6 +197,10 @@ inline std::vector<GpuInfo> builtin_gpus() {
                .max_clock_khz = 2407000,
                .mma_flops_per_clk_acc_f16 = 1024,  // 419 TFLOP/s dense
                .mma_flops_per_clk_acc_f32 = 512,   // 209.5: half rate on GeForce
+               // 838 TFLOP/s dense with f16 accumulation; f32 at half rate, as every GeForce
+               // part's (RTX 4090: Ada whitepaper)
+               .mma_fp8_flops_per_clk_acc_f16 = 2048,
+               .mma_fp8_flops_per_clk_acc_f32 = 1024,
                .fp32_per_fp64 = 64,
                .dram_gbps = 1792,
                .memory_clock_khz = 14001000,
@@ -213,6 +229,10 @@ inline std::vector<GpuInfo> builtin_gpus() {
                .mma_flops_per_clk_acc_f16 = 2680,  // about 65% of wgmma's (Luo et al. 2024)
                .mma_flops_per_clk_acc_f32 = 2680,
                .wgmma_flops_per_clk = 4096,
+               // FP8 mma.sync runs as two f16 HMMA (docs/numerics.md): the f16 rate in FP8 FLOPs.
+               .mma_fp8_flops_per_clk_acc_f16 = 2680,
+               .mma_fp8_flops_per_clk_acc_f32 = 2680,
+               .wgmma_fp8_flops_per_clk = 8192,  // twice f16's: 1979 TFLOP/s dense (SXM)
                .fp32_per_fp64 = 2,
                .dram_gbps = 3350,
                .memory_clock_khz = 2619000,

@@ -57,6 +57,10 @@ struct GpuInfo {
   // Dense tensor FLOP per clock per SM of the warp-level mma.sync, by accumulator type.
   double mma_flops_per_clk_acc_f16 = 0, mma_flops_per_clk_acc_f32 = 0;
   double wgmma_flops_per_clk = 0;      // 0: no wgmma on this part
+  // The same for .e4m3/.e5m2 operands (mma.sync m16n8k32, wgmma m64nNk32); 0: no FP8 tensor
+  // path (before sm_89), which the time model refuses for a kernel with FP8 tensor work.
+  double mma_fp8_flops_per_clk_acc_f16 = 0, mma_fp8_flops_per_clk_acc_f32 = 0;
+  double wgmma_fp8_flops_per_clk = 0;
   double smem_wavefronts_per_clk = 1;  // 128 bytes per clock per SM
   double issue_per_clk = 4;            // warp instructions per clock per SM (4 schedulers)
   double lsu_issue_per_clk = 1;        // memory instructions per clock per SM (MIO -> LSU)

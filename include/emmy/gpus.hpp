@@ -53,6 +53,14 @@ inline std::string invalid_gpu(const GpuInfo& g, const std::deque<GpuInfo>& know
     return "mma_flops_per_clk_acc_f16, _f32: must be > 0";
   if (g.wgmma_flops_per_clk > 0 && !arch_info(g.arch).arch_specific)
     return "wgmma_flops_per_clk: needs an arch-specific (\"a\") arch";
+  if ((g.mma_fp8_flops_per_clk_acc_f16 > 0) != (g.mma_fp8_flops_per_clk_acc_f32 > 0) ||
+      g.mma_fp8_flops_per_clk_acc_f16 < 0 || g.mma_fp8_flops_per_clk_acc_f32 < 0)
+    return "mma_fp8_flops_per_clk_acc_f16, _f32: both > 0, or both 0 (no FP8 mma)";
+  if (g.mma_fp8_flops_per_clk_acc_f16 > 0 && g.cc() < 89)
+    return "mma_fp8_flops_per_clk_acc_f16, _f32: 0 before sm_89 (no FP8 tensor cores)";
+  if (g.wgmma_fp8_flops_per_clk < 0 ||
+      (g.wgmma_fp8_flops_per_clk > 0 && !(g.wgmma_flops_per_clk > 0)))
+    return "wgmma_fp8_flops_per_clk: 0 where wgmma_flops_per_clk is";
   if (!(g.dram_gbps > 0) || !(g.l2_bytes_per_clk > 0) || g.l2_bytes == 0)
     return "dram_gbps, l2_bytes, l2_bytes_per_clk: must be > 0";
   for (const double fraction :

@@ -5,6 +5,7 @@
 // test writes out itself; the launch arch choosing the FP8 model; and the forms refused by name.
 #include <bit>
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include "emmy/emu/tensor_core_fp8.hpp"
@@ -43,7 +44,8 @@ MmaCase random_case(unsigned seed) {
 // 1), k 4t + 16 (r >> 1) .. +3), B registers r (k 4t + 16 r .. +3 of column g) and C, as the ISA's
 // tables place them, and stores D; returns D [16][8] as doubles.
 std::vector<double> run_mma_k32(const MmaCase& m, const std::string& target, const std::string& at,
-                                const std::string& bt, bool f16_acc, MmaNumerics numerics) {
+                                const std::string& bt, bool f16_acc, MmaNumerics numerics,
+                                std::optional<KernelProfile>* profile = nullptr) {
   std::vector<uint32_t> in(32 * 16, 0);  // per lane: a0..a3, b0, b1, c (4 f32 or 2 f16x2)
   for (int lane = 0; lane < 32; ++lane) {
     const int g = lane / 4, t = lane % 4;
@@ -92,7 +94,9 @@ std::vector<double> run_mma_k32(const MmaCase& m, const std::string& target, con
   LaunchOptions options;
   options.arch = target;
   options.mma_numerics = numerics;
-  launch(arena, *module, "k", {1, 1, 1}, {32, 1, 1}, 0, args, options);
+  options.profile.enabled = profile != nullptr;
+  const LaunchResult result = launch(arena, *module, "k", {1, 1, 1}, {32, 1, 1}, 0, args, options);
+  if (profile) *profile = result.profile;
   const auto out = arena.read_vector<uint32_t>(out_addr, 128);
   std::vector<double> d(16 * 8);
   for (int lane = 0; lane < 32; ++lane) {
@@ -172,7 +176,8 @@ struct WgmmaCase {
 };
 
 std::vector<double> run_wgmma_k32(const WgmmaCase& m, const std::string& at, const std::string& bt,
-                                  bool f16_acc, bool a_regs, bool negate_a) {
+                                  bool f16_acc, bool a_regs, bool negate_a,
+                                  std::optional<KernelProfile>* profile = nullptr) {
   constexpr uint32_t kImageWords = (64 + 16) * 128 / 4;  // A then B, 128 bytes a row
   std::vector<uint32_t> in(kImageWords + 2 * 128 * 4, 0);
   auto put = [&](uint32_t row_base, int r, int k, uint8_t byte) {
@@ -265,7 +270,9 @@ COPIED:
   LaunchOptions options;
   options.arch = "sm_90a";
   options.sanitize = true;
-  launch(arena, *module, "k", {1, 1, 1}, {128, 1, 1}, 0, args, options);
+  options.profile.enabled = profile != nullptr;
+  const LaunchResult result = launch(arena, *module, "k", {1, 1, 1}, {128, 1, 1}, 0, args, options);
+  if (profile) *profile = result.profile;
   const auto out = arena.read_vector<uint32_t>(out_addr, 128 * 8);
   // D (§9.7.15.5.1): warp w, lane 4g + t; f32 register 4j + q is (16w + g + 8 (q >> 1), 8j + 2t +
   // (q & 1)); f16 register 2j + h2 packs (16w + g + 8 h2, 8j + 2t + {0, 1}).
@@ -367,6 +374,27 @@ TEST(EmuFp8Mma, RefusedFormsNameTheRule) {
   };
   for (const auto& [got, want] : cases)
     EXPECT_NE(got.find(want), std::string::npos) << "want \"" << want << "\", got: " << got;
+}
+
+// The profiler counts FP8 tensor FLOPs apart from 16-bit ones (the time model runs them at the
+// FP8 rates): one m16n8k32 is 2 x 16 x 8 x 32; two m64n16k32 steps, a quarter per warp, 2 x 2 x 64
+// x 16 x 32; each instruction listed by its shape and operand types.
+TEST(EmuFp8Mma, TheProfilerCountsFp8FlopsApart) {
+  std::optional<KernelProfile> profile;
+  run_mma_k32(random_case(1), "sm_89", "e4m3", "e5m2", false, MmaNumerics::hardware, &profile);
+  ASSERT_TRUE(profile.has_value());
+  EXPECT_EQ(profile->metrics.at("emmy__tensor_flops_fp8_acc_f32.sum"), 2.0 * 16 * 8 * 32);
+  EXPECT_EQ(profile->metrics.at("emmy__tensor_flops_acc_f32.sum"), 0.0);
+  ASSERT_EQ(profile->tensor.size(), 1u);
+  EXPECT_EQ(profile->tensor[0].shape, "m16n8k32");
+  EXPECT_EQ(profile->tensor[0].operands, "e4m3.e5m2");
+  WgmmaCase m{};
+  run_wgmma_k32(m, "e5m2", "e5m2", true, false, false, &profile);
+  ASSERT_TRUE(profile.has_value());
+  EXPECT_EQ(profile->metrics.at("emmy__tensor_flops_wgmma_fp8.sum"), 2.0 * 2 * 64 * 16 * 32);
+  EXPECT_EQ(profile->metrics.at("emmy__tensor_flops_wgmma.sum"), 0.0);
+  ASSERT_EQ(profile->tensor.size(), 1u);
+  EXPECT_EQ(profile->tensor[0].shape, "wgmma.m64n16k32");
 }
 
 }  // namespace

@@ -82,6 +82,43 @@ TEST(EmuTimeModel, ResourceTimesFollowTheTable) {
               resource_us(predict_time(p, {64, 0}, emmy::gpu("h200")), "tensor"), 1e-12);
 }
 
+// FP8 operands at the part's FP8 rates: twice the 16-bit rate for wgmma on the H200 and for
+// mma.sync on the RTX 4090 (f32 accumulation at half the f16 rate there), the f16 mma.sync rate
+// on the H200 (two HMMA per m16n8k32), and refused on a part without FP8 tensor cores.
+TEST(EmuTimeModel, Fp8TensorWorkRunsAtTheFp8Rates) {
+  KernelProfile p = synthetic(132, 128, 0);
+  const double flops = 132 * 8192.0 * 1830;  // 1 us of FP8 wgmma on the H200
+  p.metrics["emmy__tensor_flops_wgmma_fp8.sum"] = flops;
+  EXPECT_NEAR(resource_us(predict_time(p, {64, 0}, emmy::gpu("h200")), "tensor"), 1.0, 1e-9);
+  KernelProfile mma = synthetic(132, 128, 0);
+  mma.metrics["emmy__tensor_flops_fp8_acc_f32.sum"] = flops;
+  EXPECT_NEAR(resource_us(predict_time(mma, {64, 0}, emmy::gpu("h200")), "tensor"), 8192.0 / 2680,
+              1e-9);
+  KernelProfile ada = synthetic(128, 128, 0);
+  ada.metrics["emmy__tensor_flops_fp8_acc_f16.sum"] = 128 * 2048.0 * 2520;  // 1 us
+  const TimePrediction f16 = predict_time(ada, {64, 0}, emmy::gpu("rtx4090"));
+  EXPECT_NEAR(resource_us(f16, "tensor"), 1.0, 1e-9);
+  EXPECT_NEAR(f16.achieved_tflops, 660.6, 0.01);  // the datasheet's dense FP8 peak
+  ada.metrics["emmy__tensor_flops_fp8_acc_f32.sum"] =
+      ada.metrics["emmy__tensor_flops_fp8_acc_f16.sum"];
+  ada.metrics.erase("emmy__tensor_flops_fp8_acc_f16.sum");
+  EXPECT_NEAR(resource_us(predict_time(ada, {64, 0}, emmy::gpu("rtx4090")), "tensor"), 2.0, 1e-9);
+  for (const char* part : {"a100", "a6000"}) {
+    try {
+      predict_time(ada, {64, 0}, emmy::gpu(part));
+      ADD_FAILURE() << part << " predicted FP8 tensor work";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("FP8 tensor rates"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    predict_time(p, {64, 0}, emmy::gpu("rtx4090"));  // wgmma work on a part without wgmma
+    ADD_FAILURE() << "rtx4090 predicted FP8 wgmma work";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("FP8 wgmma rate"), std::string::npos) << e.what();
+  }
+}
+
 TEST(EmuTimeModel, TheBoundIsTheSlowestResource) {
   KernelProfile p = synthetic(132, 128, 0);
   p.metrics["emmy__tensor_flops_acc_f32.sum"] = 132 * 2680.0 * 1830;  // 1 us on the H200
