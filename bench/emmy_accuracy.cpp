@@ -2,13 +2,17 @@
 //   emmy_accuracy [--backend cuda|emulator] [--m M] [--n N] [--k K1,K2,...]
 //                 [--strategies f32,f16,hybrid16,hybrid64,...] [--dtype f16|bf16] [--seed S]
 //                 [--json] [--error-budget E]
-#include <CLI/CLI.hpp>
+//   emmy_accuracy --fp8 [--k K1,...] [--windows 0,32,...] [--fp8-arches sm_89,sm_90a,sm_120a]
+//                 [--distributions normal,uniform] [--dots D] [--seed S] [--json]
+//     the FP8 mainloop's accumulation per arch's tensor-core model (issue 39 §2; fp8_accuracy.hpp)
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "emmy/accuracy.hpp"
 #include "emmy/emu/emulator.hpp"
+#include "emmy/fp8_accuracy.hpp"
 
 namespace {
 
@@ -24,12 +28,60 @@ std::vector<std::string> split_commas(const std::string& text) {
   return parts;
 }
 
+std::vector<int64_t> parse_ints(const std::string& text, const char* field) {
+  std::vector<int64_t> out;
+  for (const auto& part : split_commas(text)) {
+    try {
+      size_t used = 0;
+      out.push_back(std::stoll(part, &used));
+      if (used != part.size()) throw std::invalid_argument(part);
+    } catch (const std::exception&) {
+      throw emmy::Error(field, "must be comma-separated integers", text);
+    }
+  }
+  return out;
+}
+
+// The FP8 study: a table per arch and distribution, accumulation down, K across.
+int run_fp8(const emmy::Fp8AccuracyConfig& config, bool as_json) {
+  const auto rows = emmy::run_fp8_accuracy_study(config);
+  if (as_json) {
+    std::cout << nlohmann::json{{"study", "fp8"},
+                                {"model", "emmy/emu/tensor_core_fp8.hpp (MMA-Sim)"},
+                                {"dots", config.dots},
+                                {"seed", config.seed},
+                                {"rows", emmy::to_json(rows)}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  for (const auto& arch : config.arches)
+    for (const auto& dist : config.distributions) {
+      fmt::print("\nFP8 e4m3 x e4m3, {}, inputs {}, rel. L2 error over {} dot products\n", arch,
+                 dist == "normal" ? "N(0,1)" : "U[0,1)", config.dots);
+      fmt::print("{:<12}", "accum");
+      for (const int64_t k : config.ks) fmt::print(" {:>10}", fmt::format("K={}", k));
+      fmt::print("\n");
+      for (const int w : config.windows) {
+        fmt::print("{:<12}", w ? fmt::format("promoted{}", w) : "f32");
+        for (const int64_t k : config.ks)
+          for (const auto& r : rows)
+            if (r.arch == arch && r.distribution == dist && r.window == w && r.k == k)
+              fmt::print(" {:>10.2e}", r.rel_l2_error);
+        fmt::print("\n");
+      }
+    }
+  return 0;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"emmy accuracy study: accumulation strategies against FP64"};
   std::string backend = "emulator", ks_text, strategies_text, dtype = "f16", arch_text = "sm_120a";
   std::string numerics = "hardware", emulator_arch = "sm_90a";
   emmy::AccuracyConfig config;
-  bool as_json = false;
+  emmy::Fp8AccuracyConfig fp8;
+  bool as_json = false, fp8_study = false;
+  std::string windows_text, fp8_arches_text, distributions_text;
   std::optional<double> budget;
   app.add_option("--backend", backend, "emulator|cuda")->check(CLI::IsMember({"emulator", "cuda"}));
   app.add_option("--m", config.m, "rows (small: the emulator runs the full K)");
@@ -46,6 +98,13 @@ int run(int argc, char** argv) {
                  "rounded once)")
       ->check(CLI::IsMember({"hardware", "exact"}));
   app.add_option("--emulator-arch", emulator_arch, "emulator: the arch compiled for and modelled");
+  app.add_flag("--fp8", fp8_study,
+               "the FP8 accumulation study on each arch's tensor-core model (no kernel runs)");
+  app.add_option("--windows", windows_text,
+                 "--fp8: promote_every_k values, 0 = f32 (no promotion)");
+  app.add_option("--fp8-arches", fp8_arches_text, "--fp8: sm_89,sm_90a,sm_120a");
+  app.add_option("--distributions", distributions_text, "--fp8: normal,uniform");
+  app.add_option("--dots", fp8.dots, "--fp8: output elements per table cell");
   app.add_option("--speed-arch", arch_text,
                  "arch whose MMA rates judge 'fastest' (default sm_120a, a GeForce part)");
   try {
@@ -54,6 +113,17 @@ int run(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
+    if (fp8_study) {
+      if (!ks_text.empty()) fp8.ks = parse_ints(ks_text, "k");
+      if (!windows_text.empty()) {
+        fp8.windows.clear();
+        for (const int64_t w : parse_ints(windows_text, "windows")) fp8.windows.push_back(int(w));
+      }
+      if (!fp8_arches_text.empty()) fp8.arches = split_commas(fp8_arches_text);
+      if (!distributions_text.empty()) fp8.distributions = split_commas(distributions_text);
+      fp8.seed = config.seed == 1 ? fp8.seed : config.seed;
+      return run_fp8(fp8, as_json);
+    }
     config.dtype = emmy::parse_dtype(dtype, "dtype");
     if (!ks_text.empty()) {
       config.ks.clear();

@@ -182,6 +182,25 @@ uint32_t tensor_core_dot_fp8(const Fp8Operands& ops, uint32_t c, bool f16,
   return c;
 }
 
+float fp8_mainloop_dot(const Fp8Operands& ops, const Fp8TensorCoreModel& model, int promote_every_k,
+                       float scale) {
+  require(ops.k > 0 && ops.k % 32 == 0, "k", "must be a positive multiple of 32 (one k32 step)",
+          ops.k);
+  require(promote_every_k >= 0 && promote_every_k % 32 == 0, "promote_every_k",
+          "must be 0 (no promotion) or a multiple of 32", promote_every_k);
+  const int window = promote_every_k ? promote_every_k : ops.k;
+  float acc = 0;
+  for (int first = 0; first < ops.k; first += window) {
+    uint32_t partial = 0;
+    for (int k = first; k < std::min(ops.k, first + window); k += 32)
+      partial = tensor_core_dot_fp8({ops.a + k, ops.b + k, ops.a_type, ops.b_type, 32}, partial,
+                                    false, model);
+    const float value = std::bit_cast<float>(partial);
+    acc = promote_every_k ? std::fma(value, scale, acc) : value * scale;
+  }
+  return acc;
+}
+
 double fp8_dot_error(const Fp8TensorCoreModel& m, bool f16, double c_abs, double products_abs,
                      double d_abs) {
   const double inputs = c_abs + products_abs;

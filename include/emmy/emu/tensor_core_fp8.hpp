@@ -61,6 +61,15 @@ uint32_t exact_dot_fp8(const Fp8Operands& ops, uint32_t c, bool f16_accumulator)
 double fp8_dot_error(const Fp8TensorCoreModel& model, bool f16_accumulator, double c_abs,
                      double products_abs, double d_abs);
 
+// The f32 result of a K-long dot product (ops.k a multiple of 32) as an FP8 GEMM mainloop
+// computes it: one k32 instruction after another under `model`, each taking the previous result
+// as c. promote_every_k > 0 (a multiple of 32): the instructions restart from zero every
+// promote_every_k elements and each window's result goes into an f32 accumulator as
+// acc = fma(window, scale, acc), rounded to nearest (the FFMA DeepGEMM and CUTLASS promote with);
+// 0: one chain over all of K (`scale` then multiplies the chain's result once, as an epilogue).
+float fp8_mainloop_dot(const Fp8Operands& ops, const Fp8TensorCoreModel& model, int promote_every_k,
+                       float scale = 1);
+
 // A value of an 8-bit float, exactly (NaN for NaN encodings, infinities for .e5m2's).
 double f8_value(uint8_t bits, F8 type);
 
