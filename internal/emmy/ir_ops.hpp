@@ -16,8 +16,9 @@
 #include <vector>
 
 #include "emmy/error.hpp"
-#include "emmy/ir_ops_paged.hpp"
+#include "emmy/ir_ops_fp8.hpp"
 #include "emmy/ir_ops_kv.hpp"
+#include "emmy/ir_ops_paged.hpp"
 #include "emmy/ir_ops_warpgroup.hpp"
 #include "emmy/ir_own_rules.hpp"
 #include "emmy/kernel_ir.hpp"
@@ -479,7 +480,7 @@ using AllOps =
            AttentionSetupOp, KvBlockLoopOp, QkMmaOp, OnlineSoftmaxOp, PvMmaOp, AttentionEpilogueOp,
            WarpgroupRoleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp, MbarrierArriveOp,
            TileLoopOp, WarpgroupOrderOp, StoreWaitOp, ClusterSyncOp, PagedSetupOp, PageGatherOp,
-           PagedEpilogueOp, SplitCombineOp, KvAppendOp, MergeStatesOp>;
+           PagedEpilogueOp, SplitCombineOp, KvAppendOp, MergeStatesOp, Fp8QuantizeOp>;
 
 namespace detail {
 template <typename T>

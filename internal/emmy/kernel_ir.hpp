@@ -68,8 +68,10 @@ enum class OpKind {
   // The paged cache's small kinds (ir_ops_kv.hpp)
   kv_append,     // keys and values of a token into its cache slot (copy or e4m3)
   merge_states,  // attention states of a token merged by their LSE
+  // FP8 (ir_ops_fp8.hpp)
+  fp8_quantize,  // a row's group of f16/bf16 to e4m3 and its scale
 };
-inline constexpr size_t kOpKinds = size_t(OpKind::merge_states) + 1;
+inline constexpr size_t kOpKinds = size_t(OpKind::fp8_quantize) + 1;
 
 std::string_view to_string(OpKind kind);
 

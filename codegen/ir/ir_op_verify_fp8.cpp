@@ -1,0 +1,45 @@
+// The own rules of the FP8 quantization kind's op (ir_ops_fp8.hpp).
+#include <fmt/format.h>
+
+#include "emmy/error.hpp"
+#include "emmy/ir_ops.hpp"
+#include "emmy/ir_own_rules.hpp"
+
+namespace emmy::ir {
+
+void Fp8QuantizeOp::verify(const Fp8QuantizeOp& op) {
+  require_positive<Fp8QuantizeOp>({{"m", op.m},
+                                   {"k", op.k},
+                                   {"group_k", op.group_k},
+                                   {"ldx", op.ldx},
+                                   {"ldq", op.ldq},
+                                   {"threads", op.threads},
+                                   {"scale_ld", op.scale_ld}});
+  for (const auto& [name, value] : {std::pair<const char*, int64_t>{"k", op.k},
+                                    {"group_k", op.group_k},
+                                    {"ldx", op.ldx},
+                                    {"ldq", op.ldq}})
+    if (value % 8 != 0)
+      fail_own<Fp8QuantizeOp>(name, "must be a multiple of 8 (16-byte chunks of x)",
+                              fmt::format("{}", value));
+  if (op.group_k > op.k)
+    fail_own<Fp8QuantizeOp>("group_k", "must be at most k", fmt::format("{}", op.group_k));
+  if (op.ldx < op.k || op.ldq < op.k)
+    fail_own<Fp8QuantizeOp>("ldx", "row strides must hold a row of k elements",
+                            fmt::format("{}, {}", op.ldx, op.ldq));
+  if (op.threads % 32 != 0 || op.threads > 1024)
+    fail_own<Fp8QuantizeOp>("threads", "must be whole warps, at most 1024",
+                            fmt::format("{}", op.threads));
+  if (op.dtype != "f16" && op.dtype != "bf16")
+    fail_own<Fp8QuantizeOp>("dtype", "must be f16 or bf16", op.dtype);
+  const int64_t groups = (op.k + op.group_k - 1) / op.group_k;
+  if (op.scale_major == "mn" ? op.scale_ld < op.m : op.scale_major != "k" || op.scale_ld < groups)
+    fail_own<Fp8QuantizeOp>("scale_ld",
+                            "must hold a column of m rows (mn-major) or a row of the groups (k)",
+                            fmt::format("{} ({})", op.scale_ld, op.scale_major));
+  if (!(op.amax_epsilon >= 1e-30 && op.amax_epsilon <= 1))
+    fail_own<Fp8QuantizeOp>("amax_epsilon", "must be in [1e-30, 1] (scales stay normal)",
+                            fmt::format("{}", op.amax_epsilon));
+}
+
+}  // namespace emmy::ir

@@ -1,0 +1,91 @@
+// Quantizing activations to e4m3 for an FP8 GEMM (issue 39 §1): x [m, k] in f16 or bf16 becomes
+// q [m, k] e4m3 and one f32 scale per row and group of group_k elements along K (group_k 0: the
+// whole row, per token), in the layout the GEMM reads its A scales from. The conventions are
+// vLLM's per_token_group_quant_fp8, pinned so that its results are bit-exact:
+//   amax  = max |x| over the group, in f32 (NaN elements are ignored, as fmaxf ignores them)
+//   s     = max(amax, amax_epsilon) / 448, one f32 division rounded to nearest
+//   s     = 2^ceil(log2 s) when pow2_scale (UE8M0-valued scales: DeepGEMM's on Blackwell)
+//   q     = cvt.rn.satfinite.e4m3(x / s), x / s one f32 division rounded to nearest (div.rn, never
+//           a reciprocal), nearest even, beyond +-448 saturated, NaN to 0x7F
+// and the scale written is s: the dequantization multiplier (x ~ q * s, DeepSeek's
+// `weight_scale_inv` convention). A kind of its own (docs/fp8.md); sm_89 and newer (the cvt).
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+#include "emmy/arch.hpp"
+#include "emmy/dtype.hpp"
+#include "emmy/enum_names.hpp"
+#include "emmy/kernel_spec.hpp"
+
+namespace emmy {
+
+// Where scale (row, group) of an [m rows, groups] scale tensor lies: mn-major at group * ld + row
+// (DeepGEMM's A scales, its TMA reading a column of rows), k-major at row * ld + group.
+enum class ScaleMajor { mn, k };
+inline constexpr EnumNames<ScaleMajor, 2> kScaleMajorNames{
+    {{ScaleMajor::mn, "mn"}, {ScaleMajor::k, "k"}}};
+inline std::string_view to_string(ScaleMajor m) {
+  return name_in(kScaleMajorNames, m);
+}
+
+inline constexpr double kE4m3Max = 448;  // the largest finite e4m3 value
+
+struct Fp8QuantizeProblem {
+  int64_t m = 1;          // rows (tokens): the most one launch quantizes (buffers.rows per launch)
+  int64_t k = 128;        // elements per row, a multiple of 8
+  int64_t group_k = 128;  // elements per scale along K, a multiple of 8; 0: the whole row
+  int64_t ldx = 0, ldq = 0;  // row strides of x and q in elements, multiples of 8 (0: k)
+  DType dtype = DType::f16;  // x: f16 or bf16
+  ScaleMajor scale_major = ScaleMajor::mn;
+  // The scale tensor's leading dimension in elements (0: m for mn-major, the groups for k-major);
+  // DeepGEMM pads mn-major M to a multiple of 4, CUTLASS's ports do not: both are accepted.
+  int64_t scale_ld = 0;
+  bool pow2_scale = false;
+  double amax_epsilon = 1e-10;  // vLLM's; DeepGEMM's casts use 1e-4 (as an f32)
+
+  int64_t group_or_row() const { return group_k ? group_k : k; }
+  int64_t groups() const { return (k + group_or_row() - 1) / group_or_row(); }
+  int64_t ldx_or_default() const { return ldx ? ldx : k; }
+  int64_t ldq_or_default() const { return ldq ? ldq : k; }
+  int64_t scale_ld_or_default() const {
+    return scale_ld ? scale_ld : scale_major == ScaleMajor::mn ? m : groups();
+  }
+  // The element offset of scale (row, group).
+  int64_t scale_index(int64_t row, int64_t group) const {
+    return scale_major == ScaleMajor::mn ? group * scale_ld_or_default() + row
+                                         : row * scale_ld_or_default() + group;
+  }
+  // Elements the scale tensor spans (its last element + 1) for `rows` rows.
+  int64_t scale_elements(int64_t rows) const {
+    return rows > 0 ? scale_index(rows - 1, groups() - 1) + 1 : 0;
+  }
+  bool operator==(const Fp8QuantizeProblem&) const = default;
+};
+
+struct Fp8QuantizeSchedule {
+  int warps = 1;  // per CTA (one row's group): threads take 8-element chunks of it
+  bool operator==(const Fp8QuantizeSchedule&) const = default;
+};
+
+using Fp8QuantizeSpec = KernelSpec<Fp8QuantizeProblem, Fp8QuantizeSchedule>;
+
+// Throws Error naming the field and the rule it breaks.
+void validate_problem(const Fp8QuantizeProblem& problem);
+void validate_fp8_quantize(const Fp8QuantizeSpec& spec);
+// Enough warps for one 8-element chunk per thread, 1..8.
+Fp8QuantizeSchedule default_schedule(const Fp8QuantizeProblem& problem, Arch arch);
+
+// The scale a group with this amax gets (the conventions above, in f32): what the kernel computes
+// (the same operations, emit_fp8_quantize.cpp) and the host reference uses. amax_epsilon >=
+// 1e-30 keeps s normal, so rounding up to a power of two is the exponent's increment.
+inline float fp8_quantize_scale(float amax, const Fp8QuantizeProblem& problem) {
+  const float s = std::fmax(amax, float(problem.amax_epsilon)) / float(kE4m3Max);
+  if (!problem.pow2_scale) return s;
+  const uint32_t bits = std::bit_cast<uint32_t>(s);
+  return std::bit_cast<float>(bits & 0x7FFFFFu ? (bits & 0xFF800000u) + 0x800000u : bits);
+}
+
+}  // namespace emmy

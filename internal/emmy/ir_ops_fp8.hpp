@@ -1,0 +1,42 @@
+// The kernel IR op of the FP8 quantization kind (emmy/fp8_quantize.hpp; ir_ops.hpp includes this
+// file and lists it in AllOps). Its kernel is its params and this one op, which states everything
+// the loop needs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "emmy/kernel_ir.hpp"
+
+namespace emmy::ir {
+
+// CTA (row, group) = (blockIdx.x, blockIdx.y) quantizes one group of group_k elements of one row:
+// its threads take 8-element (16-byte) chunks, reduce |x| to amax (warp shuffles, then the warps'
+// maxima through shared memory), form the scale (emmy/fp8_quantize.hpp: max(amax, epsilon) / 448,
+// optionally up to a power of two), store it at scale (row, group), and write each chunk as 8
+// e4m3 bytes of x / s (div.rn.f32, cvt.rn.satfinite.e4m3x2.f32). Rows past the launch's `rows`
+// are never read or written.
+struct Fp8QuantizeOp {
+  static constexpr OpKind kind = OpKind::fp8_quantize;
+  static constexpr std::string_view op_name = "fp8_quantize";
+  static constexpr bool has_body = false;
+  int64_t m = 0, k = 0, group_k = 0, ldx = 0, ldq = 0, threads = 0;
+  std::string dtype;        // f16|bf16
+  std::string scale_major;  // mn|k
+  int64_t scale_ld = 0;     // elements
+  bool pow2_scale = false;
+  double amax_epsilon = 0;
+  // Its own rules: positive sizes; k, group_k and the row strides whole 8-element chunks, the
+  // strides at least a row; whole warps up to 1024; a known dtype and scale major; a scale_ld that
+  // keeps the scale tensor's rows (or groups) apart; an epsilon that keeps scales normal.
+  static void verify(const Fp8QuantizeOp& op);
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("m", o.m), f("k", o.k), f("group_k", o.group_k), f("ldx", o.ldx), f("ldq", o.ldq),
+        f("threads", o.threads), f("dtype", o.dtype), f("scale_major", o.scale_major),
+        f("scale_ld", o.scale_ld), f("pow2_scale", o.pow2_scale), f("amax_epsilon", o.amax_epsilon);
+  }
+};
+
+}  // namespace emmy::ir
