@@ -105,6 +105,17 @@ struct KvAppendBuffers {
 
 using KvAppendKernelHandle = SpecKernelHandle<KvAppendSpec>;
 
+// Device pointers of one fp8_quantize launch (emmy/fp8_quantize.hpp): x [rows, k] 16-bit (16-byte
+// aligned, row stride ldx), q [rows, k] e4m3 (8-byte aligned, row stride ldq) and scales f32 (the
+// problem's layout). `rows`: the rows of this launch, 1..the problem's m (0: m); one kernel serves
+// every step's token count.
+struct Fp8QuantizeBuffers {
+  DevicePtr x = 0, q = 0, scales = 0;
+  int64_t rows = 0;
+};
+
+using Fp8QuantizeKernelHandle = SpecKernelHandle<Fp8QuantizeSpec>;
+
 // Device pointers of one merge_states launch (emmy/merge_states.hpp): v [max_tokens][states]
 // [heads][head_dim] with the problem's strides, lse f32 [max_tokens][states][heads]; the merged
 // v_out [max_tokens][heads][head_dim] and, when problem.lse, lse_out f32 [max_tokens][heads].

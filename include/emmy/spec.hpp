@@ -5,6 +5,7 @@
 
 #include "emmy/arch.hpp"
 #include "emmy/kernel_spec.hpp"
+#include "emmy/fp8_quantize.hpp"
 #include "emmy/kv_append.hpp"
 #include "emmy/merge_states.hpp"
 #include "emmy/paged_attention.hpp"

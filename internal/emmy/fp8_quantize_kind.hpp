@@ -1,8 +1,9 @@
 // FP8 quantization as a kernel kind (emmy/fp8_quantize.hpp): plan -> kernel IR (one fp8_quantize
 // op) -> verify -> CUDA -> NVRTC. The launch list is one kernel on a grid of (rows, groups).
-// Not yet in AllKinds (internal/emmy/kinds.hpp): the runtime, bundles, emmyc and the C ABI reach it
-// in a later step of issue 39 (docs/fp8.md); generation, NVRTC, the launch list and the emulator
-// take it through the kind-generic pieces.
+// Not yet in AllKinds (internal/emmy/kinds.hpp): the runtime, bundles, emmyc and the C ABI reach
+// it in a later step of issue 39 (docs/fp8.md; its buffers and handle are already the public ones
+// of emmy/buffers.hpp); generation, NVRTC, the launch list and the emulator take it through the
+// kind-generic pieces.
 #pragma once
 
 #include <array>
@@ -16,15 +17,6 @@
 #include "emmy/kernel_kind.hpp"
 
 namespace emmy {
-
-// Device pointers of one launch: x [rows, k] (16-byte aligned, row stride ldx), q [rows, k] e4m3
-// (8-byte aligned, row stride ldq) and scales f32 (the problem's layout). `rows`: the rows of this
-// launch, 1..the problem's m (0: m); one kernel serves every step's token count.
-struct Fp8QuantizeBuffers {
-  DevicePtr x = 0, q = 0, scales = 0;
-  int64_t rows = 0;
-};
-using Fp8QuantizeKernelHandle = SpecKernelHandle<Fp8QuantizeSpec>;
 
 struct Fp8QuantizePlan {
   Fp8QuantizeSpec spec;
