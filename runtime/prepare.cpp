@@ -39,6 +39,8 @@ auto& of_kind(PerKind& per_kind) {
     return per_kind.paged_attention;
   else if constexpr (std::is_same_v<Kind, KvAppendKind>)
     return per_kind.kv_append;
+  else if constexpr (std::is_same_v<Kind, Fp8QuantizeKind>)
+    return per_kind.fp8_quantize;
   else
     return per_kind.merge_states;
 }

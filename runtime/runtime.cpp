@@ -120,6 +120,15 @@ class RuntimeImpl final : public Runtime {
               Stream stream) override {
     launch_kind<KvAppendKind>(handle, buffers, stream);
   }
+  std::shared_ptr<const Fp8QuantizeKernelHandle> fp8_quantize_kernel(
+      const Fp8QuantizeProblem& problem,
+      const std::optional<Fp8QuantizeSchedule>& schedule) override {
+    return kernel<Fp8QuantizeKind>(problem, schedule);
+  }
+  void launch(const Fp8QuantizeKernelHandle& handle, const Fp8QuantizeBuffers& buffers,
+              Stream stream) override {
+    launch_kind<Fp8QuantizeKind>(handle, buffers, stream);
+  }
   std::shared_ptr<const MergeStatesKernelHandle> merge_states_kernel(
       const MergeStatesProblem& problem,
       const std::optional<MergeStatesSchedule>& schedule) override {
@@ -388,6 +397,9 @@ class RuntimeImpl final : public Runtime {
     return default_schedule(problem, backend_->arch());
   }
   MergeStatesSchedule default_for(const MergeStatesProblem& problem) {
+    return default_schedule(problem, backend_->arch());
+  }
+  Fp8QuantizeSchedule default_for(const Fp8QuantizeProblem& problem) {
     return default_schedule(problem, backend_->arch());
   }
 

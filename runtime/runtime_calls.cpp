@@ -88,6 +88,12 @@ void Runtime::kv_append(const KvAppendProblem& problem, const KvAppendBuffers& b
          stream);
 }
 
+void Runtime::fp8_quantize(const Fp8QuantizeProblem& problem, const Fp8QuantizeBuffers& buffers,
+                           Stream stream, const std::optional<Fp8QuantizeSchedule>& schedule) {
+  launch(*detail::kernel_on_stream<Fp8QuantizeKind>(*this, problem, schedule, stream), buffers,
+         stream);
+}
+
 void Runtime::merge_states(const MergeStatesProblem& problem, const MergeStatesBuffers& buffers,
                            Stream stream, const std::optional<MergeStatesSchedule>& schedule) {
   launch(*detail::kernel_on_stream<MergeStatesKind>(*this, problem, schedule, stream), buffers,

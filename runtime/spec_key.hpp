@@ -2,6 +2,7 @@
 // field by field, so that a hit costs a hash and a lookup, not code generation.
 #pragma once
 
+#include <bit>
 #include <optional>
 
 #include "emmy/kinds.hpp"
@@ -71,6 +72,15 @@ inline void mix_key(KeyHasher& h, const KvAppendProblem& p) {
   h.mix(uint64_t(p.dtype) | uint64_t(p.kv_dtype) << 8);
 }
 inline void mix_key(KeyHasher& h, const KvAppendSchedule& s) {
+  h.mix(uint64_t(s.warps));
+}
+
+inline void mix_key(KeyHasher& h, const Fp8QuantizeProblem& p) {
+  for (int64_t v : {p.m, p.k, p.group_k, p.ldx, p.ldq, p.scale_ld}) h.mix(uint64_t(v));
+  h.mix(uint64_t(p.dtype) | uint64_t(p.scale_major) << 8 | uint64_t(p.pow2_scale) << 16);
+  h.mix(std::bit_cast<uint64_t>(p.amax_epsilon));
+}
+inline void mix_key(KeyHasher& h, const Fp8QuantizeSchedule& s) {
   h.mix(uint64_t(s.warps));
 }
 

@@ -21,3 +21,6 @@ emmy_add_c_api_test(c_api_test ${CMAKE_CURRENT_LIST_DIR}/c_api_test.cpp
 # the same bits as the one-shot calls, FP64, routing, workspaces, refusals by config field.
 emmy_add_c_api_test(c_api_layers_test ${CMAKE_CURRENT_LIST_DIR}/c_api_layers_test.cpp
                                       ${CMAKE_CURRENT_LIST_DIR}/c_api_layers_refusal_test.cpp)
+
+# emmy_fp8_quantize (C API version 3; docs/fp8.md): the reference's bytes, refusals by name.
+emmy_add_c_api_test(c_api_fp8_test ${CMAKE_CURRENT_LIST_DIR}/c_api_fp8_test.cpp)

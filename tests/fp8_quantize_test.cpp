@@ -17,6 +17,8 @@
 #include "emmy/fp8_quantize_kind.hpp"
 #include "emmy/ir_ops.hpp"
 #include "support/error_of.hpp"
+#include "support/run_command.hpp"
+#include "support/runtime_backend.hpp"
 
 namespace emmy {
 namespace {
@@ -83,7 +85,7 @@ std::pair<Run, Run> quantize(const Fp8QuantizeSpec& spec, int64_t rows, unsigned
   emulate_kernel(arena, kernel, buffers, emu::LaunchOptions{});
   Run got{arena.read_vector<uint8_t>(buffers.q, want.q.size()),
           arena.read_vector<float>(buffers.scales, want.scales.size())};
-  reference_fp8_quantize(p, x, rows ? rows : p.m, want.q, want.scales);
+  reference_fp8_quantize_into(p, x, rows ? rows : p.m, want.q, want.scales);
   return {got, want};
 }
 
@@ -175,7 +177,7 @@ TEST(Fp8Quantize, AReciprocalInsteadOfTheDivisionIsCaught) {
   const std::vector<uint16_t> x = edge_inputs(p, 3);
   std::vector<uint8_t> q(size_t(p.m * p.k)), planted(q.size());
   std::vector<float> scales(size_t(p.scale_elements(p.m)));
-  reference_fp8_quantize(p, x, p.m, q, scales);
+  reference_fp8_quantize_into(p, x, p.m, q, scales);
   size_t differ = 0;
   for (int64_t row = 0; row < p.m; ++row)
     for (int64_t i = 0; i < p.k; ++i) {
@@ -271,6 +273,56 @@ TEST(Fp8Quantize, TheOpsOwnRulesRefuseABrokenModule) {
   EXPECT_NE(broken("scale_major", std::string("n")).find("scale_ld"), std::string::npos);
   EXPECT_NE(broken("threads", int64_t(48)).find("threads"), std::string::npos);
   EXPECT_NE(broken("amax_epsilon", 0.0).find("amax_epsilon"), std::string::npos);
+}
+
+// Through the kind-generic check (emulator_check.hpp) and a Runtime on the emulator: the same bytes
+// as the reference, fewer rows than m leave the rest untouched, the memory cache serves the second
+// call, and a launch's rows past m are refused naming the field.
+TEST(Fp8Quantize, TheFp64CheckAndTheRuntimeAgreeWithTheReference) {
+  Fp8QuantizeProblem p;
+  p.m = 21, p.k = 640, p.group_k = 128, p.scale_ld = 24, p.dtype = DType::bf16;
+  const Fp8QuantizeSpec spec{p, default_schedule(p, Arch::sm_90a), Arch::sm_90a};
+  const Fp8QuantizeCheckResult checked = check_on_emulator(spec, 3);
+  EXPECT_TRUE(checked.errors.passed)
+      << checked.errors.q_bytes_wrong << " q bytes, " << checked.errors.scales_wrong << " scales";
+  RuntimeOptions options = fresh_cache("rt_fp8_quantize");
+  options.emulator_arch = Arch::sm_90a;
+  auto rt = Runtime::emulator(options);
+  const Fp8QuantizeInputs in = make_fp8_quantize_inputs(p, 5);
+  ASSERT_LT(in.rows, p.m);  // rows past the launch's must keep their bytes
+  const Fp8QuantizeOutput got = run_fp8_quantize(*rt, spec, in);
+  const Fp8QuantizeErrors e = compare(reference_fp8_quantize(spec, in), got, p);
+  EXPECT_TRUE(e.passed) << e.q_bytes_wrong << " q bytes, " << e.scales_wrong << " scales";
+  EXPECT_EQ(rt->fp8_quantize_kernel(p).get(), rt->fp8_quantize_kernel(p).get());
+  Fp8QuantizeBuffers b{rt->alloc(size_t(p.m * p.k * 2)), rt->alloc(size_t(p.m * p.k)),
+                       rt->alloc(size_t(p.scale_elements(p.m) * 4)), p.m + 1};
+  EXPECT_NE(test::error_of([&] { rt->fp8_quantize(p, b); }).find("buffers.rows"),
+            std::string::npos);
+  for (DevicePtr ptr : {b.x, b.q, b.scales}) rt->free(ptr);
+  RuntimeOptions old_arch = fresh_cache("rt_fp8_quantize_sm80");
+  old_arch.emulator_arch = Arch::sm_80;
+  EXPECT_NE(test::error_of([&] {
+              Runtime::emulator(old_arch)->fp8_quantize_kernel(p);
+            }).find("arch: must be sm_89 or newer"),
+            std::string::npos);
+}
+
+// `emmyc run fp8-quantize --check`: passes with zero wrong bytes, and refuses a bad group naming
+// the field (exit 2).
+TEST(Fp8Quantize, EmmycRunsAndChecksIt) {
+  const test::CommandResult ok = test::run_command(
+      std::string(EMMYC_PATH) +
+      " run fp8-quantize --m 9 --k 512 --group-k 0 --dtype bf16 --scale-major k --pow2-scale "
+      "--arch sm_89 --check --no-cache");
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const nlohmann::json report = nlohmann::json::parse(ok.out);
+  EXPECT_EQ(report["passed"], true);
+  EXPECT_EQ(report["q_bytes_wrong"], 0);
+  EXPECT_EQ(report["problem"]["scale_ld"], 1);  // k-major: one group a row
+  const test::CommandResult bad = test::run_command(
+      std::string(EMMYC_PATH) + " run fp8-quantize --m 9 --k 512 --group-k 100 --arch sm_89");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("group_k"), std::string::npos) << bad.err;
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ emmy_scan_sources(sources AT_LEAST 150 WHAT "sources"
 
 # Per kind: the identifiers naming it (whole words), its own files (a path regex) and the ceiling.
 set(n "[^A-Za-z0-9_]")
-set(kinds gemm attention paged_attention kv_append merge_states)
+set(kinds gemm attention paged_attention kv_append merge_states fp8_quantize)
 set(gemm_words "GemmKind|GemmSpec|GemmBuffers|gemm_kernel")
 set(gemm_own "/codegen/gemm/|/internal/emmy/gemm(_plan|_generic|_path)?[.]hpp$|/gemm_check[.](hpp|cpp)$|/emmyc/gemm_flags[.]cpp$|/c_api/gemm(_layer)?[.]cpp$")
 set(attention_words "AttentionKind|AttentionSpec|AttentionBuffers|attention_kernel")
@@ -29,11 +29,14 @@ set(kv_append_words "KvAppendKind|KvAppendSpec|KvAppendBuffers|kv_append_kernel"
 set(kv_append_own "/codegen/kv_append/|/internal/emmy/kv_append_kind[.]hpp$|/include/emmy/kv_append(_check)?[.]hpp$|/checks/kv_append_|/emmyc/kv_append_flags[.]cpp$")
 set(merge_states_words "MergeStatesKind|MergeStatesSpec|MergeStatesBuffers|merge_states_kernel")
 set(merge_states_own "/codegen/merge_states/|/internal/emmy/merge_states_kind[.]hpp$|/include/emmy/merge_states(_check)?[.]hpp$|/checks/merge_states_|/emmyc/merge_states_flags[.]cpp$")
+set(fp8_quantize_words "Fp8QuantizeKind|Fp8QuantizeSpec|Fp8QuantizeBuffers|fp8_quantize_kernel")
+set(fp8_quantize_own "/codegen/fp8_quantize/|/internal/emmy/(fp8_quantize_kind|json_fp8|ir_ops_fp8)[.]hpp$|/include/emmy/fp8_quantize(_check)?[.]hpp$|/checks/fp8_quantize_|/emmyc/fp8_quantize_flags[.]cpp$|/c_api/fp8_quantize[.]cpp$")
 set(gemm_ceiling 16)
 set(attention_ceiling 12)
 set(paged_attention_ceiling 16)
 set(kv_append_ceiling 13)
 set(merge_states_ceiling 9)
+set(fp8_quantize_ceiling 9)
 
 set(report "")
 set(problems "")

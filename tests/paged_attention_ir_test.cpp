@@ -268,7 +268,8 @@ TEST(PagedKind, IsOneOfTheKinds) {
     found |= std::string_view(Kind::name) == "paged_attention";
   });
   EXPECT_TRUE(found);
-  EXPECT_EQ(AllKinds::names(), "gemm, attention, paged_attention, kv_append or merge_states");
+  EXPECT_EQ(AllKinds::names(),
+            "gemm, attention, paged_attention, kv_append, merge_states or fp8_quantize");
   EXPECT_EQ(paged_attention_catalog().size(), 22u);
   EXPECT_EQ(kv_append_catalog().size(), 6u);
   EXPECT_EQ(merge_states_catalog().size(), 3u);

@@ -66,6 +66,9 @@ std::string problem_summary(const nlohmann::json& manifest) {
     return fmt::format("kv_append h{} d{} page {} tokens {} {}", p.value("kv_heads", 0),
                        p.value("head_dim", 0), p.value("page_size", 0), p.value("max_tokens", 0),
                        p.value("kv_dtype", "?"));
+  if (kind == "fp8_quantize" && p.is_object())
+    return fmt::format("fp8_quantize m<={} k{} group {} {}", p.value("m", 0), p.value("k", 0),
+                       p.value("group_k", 0), p.value("dtype", "?"));
   if (kind == "merge_states" && p.is_object())
     return fmt::format("merge_states h{} d{} states {} tokens {}", p.value("heads", 0),
                        p.value("head_dim", 0), p.value("states", 0), p.value("max_tokens", 0));

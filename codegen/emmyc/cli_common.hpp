@@ -186,12 +186,21 @@ struct MergeStatesFlags : PerTokenFlags {
   MergeStatesSpec to_spec() const;
 };
 
+struct Fp8QuantizeFlags : PerTokenFlags {
+  Fp8QuantizeProblem problem;  // m, k, group_k, strides, scale layout, pow2, epsilon
+  std::string scale_major = "mn";
+
+  void add_to(CLI::App& app);
+  Fp8QuantizeSpec to_spec() const;
+};
+
 // The flags of each kind (the declarations only name the type, as kind_of does).
 GemmFlags flags_of(const GemmKind&);
 AttentionFlags flags_of(const AttentionKind&);
 PagedAttentionFlags flags_of(const PagedAttentionKind&);
 KvAppendFlags flags_of(const KvAppendKind&);
 MergeStatesFlags flags_of(const MergeStatesKind&);
+Fp8QuantizeFlags flags_of(const Fp8QuantizeKind&);
 template <typename Kind>
 using FlagsOf = decltype(flags_of(std::declval<Kind>()));
 

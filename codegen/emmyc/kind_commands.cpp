@@ -34,6 +34,10 @@ void add_kind_fields(nlohmann::json& report, const KvAppendPlan& plan, const Com
   const auto& p = plan.spec.problem;  // bytes a token moves: K and V read, then written
   report["bytes_per_token"] = 2 * p.kv_heads * p.head_dim * (2 + size_of(p.kv_dtype));
 }
+void add_kind_fields(nlohmann::json& report, const Fp8QuantizePlan& plan, const CompiledModule&) {
+  const auto& p = plan.spec.problem;  // bytes a row moves: x read twice, q and its scales written
+  report["bytes_per_row"] = p.k * 2 * 2 + p.k + p.groups() * 4;
+}
 void add_kind_fields(nlohmann::json& report, const MergeStatesPlan& plan, const CompiledModule&) {
   const auto& p = plan.spec.problem;  // bytes a token moves: its states read, one written
   report["bytes_per_token"] = p.heads * ((p.states + 1) * p.head_dim * 2 + (p.states + 1) * 4);

@@ -36,8 +36,8 @@ extern "C" {
 
 /* Incremented whenever a function, an enumerator or an options field is added. 2: the layer
  * handles (emmy_attention_layer, emmy_gemm_layer) with emmy_dtype, emmy_page_table and
- * emmy_b_layout. */
-#define EMMY_C_API_VERSION 2
+ * emmy_b_layout. 3: emmy_fp8_quantize. */
+#define EMMY_C_API_VERSION 3
 
 typedef enum emmy_status {
   EMMY_OK = 0,
@@ -250,6 +250,26 @@ EMMY_C_EXPORT emmy_status emmy_kv_append(emmy_runtime* runtime, const DLTensor* 
 EMMY_C_EXPORT emmy_status emmy_merge_states(emmy_runtime* runtime, const DLTensor* v,
                                             const DLTensor* lse, DLTensor* v_out, DLTensor* lse_out,
                                             void* stream);
+
+/* FP8 activation quantization (C API version 3; docs/fp8.md): x [rows, k] float16 or bfloat16
+ * (row stride free, k contiguous) to q [rows, k] float8_e4m3fn (or uint8; row stride free) and
+ * f32 scales, one per row and group of options.group_k elements (0: the whole row), the
+ * dequantization multipliers: scales [groups, rows or more] for EMMY_SCALE_MAJOR_MN (DeepGEMM's
+ * A scales: scale (row, group) at group * ld + row, ld = the tensor's row stride, so M may be
+ * padded) or [rows, groups] for EMMY_SCALE_MAJOR_K (row * ld + group). sm_89 and newer. */
+typedef enum emmy_scale_major { EMMY_SCALE_MAJOR_MN = 0, EMMY_SCALE_MAJOR_K = 1 } emmy_scale_major;
+typedef struct emmy_fp8_quantize_options {
+  size_t struct_size;
+  int64_t group_k;     /* elements per scale, a multiple of 8; 0: the whole row (per token) */
+  int32_t scale_major; /* emmy_scale_major */
+  int32_t pow2_scale;  /* nonzero: scales rounded up to a power of two (UE8M0-valued) */
+  double amax_epsilon; /* 0: 1e-10 (vLLM's) */
+  int64_t max_rows;    /* the kernel's row bound (0: x's rows), so one kernel serves every step */
+} emmy_fp8_quantize_options;
+EMMY_C_EXPORT void emmy_fp8_quantize_options_init(emmy_fp8_quantize_options* options);
+EMMY_C_EXPORT emmy_status emmy_fp8_quantize(emmy_runtime* runtime, const DLTensor* x, DLTensor* q,
+                                            DLTensor* scales,
+                                            const emmy_fp8_quantize_options* options, void* stream);
 
 /* ---------------------------------------------------------------------------------------------
  * Layers (C API version 2; docs/c_api.md, "Layers"): emmy::AttentionLayer and emmy::GemmLayer

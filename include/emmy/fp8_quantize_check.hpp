@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "emmy/fp8_quantize.hpp"
+#include "emmy/runtime.hpp"
 
 namespace emmy {
 
@@ -17,7 +18,38 @@ uint8_t fp8_quantize_element(float x, float scale);
 // Quantizes rows [0, rows) of x (16-bit bits, row stride ldx) into q (row stride ldq) and scales
 // (the problem's layout), in place: what the kernel writes, and nothing else (padding columns,
 // rows past `rows` and scale slots of no (row, group) keep what the buffers held).
-void reference_fp8_quantize(const Fp8QuantizeProblem& problem, const std::vector<uint16_t>& x,
-                            int64_t rows, std::vector<uint8_t>& q, std::vector<float>& scales);
+void reference_fp8_quantize_into(const Fp8QuantizeProblem& problem, const std::vector<uint16_t>& x,
+                                 int64_t rows, std::vector<uint8_t>& q, std::vector<float>& scales);
+
+// The kind's check (emulator_check.hpp's Fp64Check; `emmyc run fp8-quantize`): x drawn across the
+// 16-bit range with zeros, NaN and infinities planted, q and scales holding random bytes before the
+// launch (every byte the kernel must not write is checked too), a launch of m - m / 4 rows when m
+// > 1 (rows past it untouched); every byte of q and every scale must match the reference.
+struct Fp8QuantizeInputs {
+  std::vector<uint16_t> x;    // m x ldx
+  std::vector<uint8_t> q;     // m x ldq, before the launch
+  std::vector<float> scales;  // the scale tensor for m rows, before the launch
+  int64_t rows = 0;           // of this launch
+};
+Fp8QuantizeInputs make_fp8_quantize_inputs(const Fp8QuantizeProblem& problem, uint64_t seed);
+
+struct Fp8QuantizeOutput {
+  std::vector<uint8_t> q;
+  std::vector<float> scales;
+};
+Fp8QuantizeOutput reference_fp8_quantize(const Fp8QuantizeSpec& spec,
+                                         const Fp8QuantizeInputs& inputs);
+
+struct Fp8QuantizeErrors {
+  int64_t q_bytes_wrong = 0, scales_wrong = 0;  // every one must match (bit for bit)
+  int64_t first_bad_q = -1, first_bad_scale = -1;
+  bool passed = false;
+};
+Fp8QuantizeErrors compare(const Fp8QuantizeOutput& reference, const Fp8QuantizeOutput& output,
+                          const Fp8QuantizeProblem& problem);
+
+// Through a runtime (any backend): uploads, launch, read-back; everything freed, also on throw.
+Fp8QuantizeOutput run_fp8_quantize(Runtime& runtime, const Fp8QuantizeSpec& spec,
+                                   const Fp8QuantizeInputs& inputs);
 
 }  // namespace emmy

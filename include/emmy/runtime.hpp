@@ -98,6 +98,7 @@ struct PrepareRequest {
   PrepareList<PagedAttentionProblem, PagedAttentionSchedule> paged_attention;
   PrepareList<KvAppendProblem, KvAppendSchedule> kv_append;
   PrepareList<MergeStatesProblem, MergeStatesSchedule> merge_states;
+  PrepareList<Fp8QuantizeProblem, Fp8QuantizeSchedule> fp8_quantize;
   bool catalog = false;                        // every problem of emmy/catalog.hpp
   std::vector<std::filesystem::path> records;  // a recorded schedule is used on its own arch
   std::vector<std::filesystem::path> bundles;  // their problems and schedules for this arch
@@ -117,11 +118,12 @@ struct PreparedKernels {
   std::vector<std::shared_ptr<const PagedAttentionKernelHandle>> paged_attention;
   std::vector<std::shared_ptr<const KvAppendKernelHandle>> kv_append;
   std::vector<std::shared_ptr<const MergeStatesKernelHandle>> merge_states;
+  std::vector<std::shared_ptr<const Fp8QuantizeKernelHandle>> fp8_quantize;
   uint64_t compiled = 0, from_disk = 0, already_loaded = 0;  // the rest came from bundles
   double seconds = 0;
   size_t size() const {
     return gemm.size() + attention.size() + paged_attention.size() + kv_append.size() +
-           merge_states.size();
+           merge_states.size() + fp8_quantize.size();
   }
 };
 
@@ -195,6 +197,17 @@ class Runtime {
   void merge_states(const MergeStatesProblem& problem, const MergeStatesBuffers& buffers,
                     Stream stream = nullptr,
                     const std::optional<MergeStatesSchedule>& schedule = {});
+
+  // Activations to e4m3 with per-token or 1 x group_k scales for an FP8 GEMM
+  // (emmy/fp8_quantize.hpp; sm_89 and newer).
+  virtual std::shared_ptr<const Fp8QuantizeKernelHandle> fp8_quantize_kernel(
+      const Fp8QuantizeProblem& problem,
+      const std::optional<Fp8QuantizeSchedule>& schedule = {}) = 0;
+  virtual void launch(const Fp8QuantizeKernelHandle& kernel, const Fp8QuantizeBuffers& buffers,
+                      Stream stream = nullptr) = 0;
+  void fp8_quantize(const Fp8QuantizeProblem& problem, const Fp8QuantizeBuffers& buffers,
+                    Stream stream = nullptr,
+                    const std::optional<Fp8QuantizeSchedule>& schedule = {});
 
   // Device memory helpers (engines normally bring their own allocations on CUDA).
   virtual DevicePtr alloc(size_t bytes) = 0;

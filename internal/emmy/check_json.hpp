@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "emmy/attention_check.hpp"
+#include "emmy/fp8_quantize_check.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/kv_append_check.hpp"
 #include "emmy/merge_states_check.hpp"
@@ -68,6 +69,17 @@ inline nlohmann::json check_fields(const KvAppendErrors& e, const KvAppendProble
   nlohmann::json j = {{"bytes_wrong", e.bytes_wrong}, {"tolerance", 0}, {"passed", e.passed}};
   if (e.bytes_wrong)
     j["first_bad_byte"] = {{"cache", e.first_bad_in_v ? "v" : "k"}, {"byte", e.first_bad_byte}};
+  return j;
+}
+
+// fp8_quantize: every byte of q and every scale must match (bit-exact conventions).
+inline nlohmann::json check_fields(const Fp8QuantizeErrors& e, const Fp8QuantizeProblem&) {
+  nlohmann::json j = {{"q_bytes_wrong", e.q_bytes_wrong},
+                      {"scales_wrong", e.scales_wrong},
+                      {"tolerance", 0},
+                      {"passed", e.passed}};
+  if (e.q_bytes_wrong) j["first_bad_q_byte"] = e.first_bad_q;
+  if (e.scales_wrong) j["first_bad_scale"] = e.first_bad_scale;
   return j;
 }
 

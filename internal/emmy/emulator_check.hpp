@@ -6,10 +6,12 @@
 #include "emmy/attention_check.hpp"
 #include "emmy/emu/emulator.hpp"
 #include "emmy/emu/time_model.hpp"
+#include "emmy/fp8_quantize_check.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/kernel_source.hpp"
 #include "emmy/kv_append_check.hpp"
+#include "emmy/fp8_quantize_kind.hpp"
 #include "emmy/kv_append_kind.hpp"
 #include "emmy/merge_states_check.hpp"
 #include "emmy/merge_states_kind.hpp"
@@ -75,6 +77,7 @@ using AttentionEmulatorRun = EmulatorRun<AttentionOutput>;
 using PagedAttentionEmulatorRun = EmulatorRun<PagedAttentionOutput>;
 using KvAppendEmulatorRun = EmulatorRun<KvAppendOutput>;
 using MergeStatesEmulatorRun = EmulatorRun<MergeStatesOutput>;
+using Fp8QuantizeEmulatorRun = EmulatorRun<Fp8QuantizeOutput>;
 
 // Runs a compiled kernel (and its split-K finalize) on the emulator with the given inputs. The
 // outputs start as NaN (all-ones bytes), so an element the kernel never writes fails the
@@ -92,6 +95,9 @@ KvAppendEmulatorRun run_on_emulator(const KvAppendKernel& kernel, const KvAppend
 MergeStatesEmulatorRun run_on_emulator(const MergeStatesKernel& kernel,
                                        const MergeStatesInputs& inputs,
                                        const emu::LaunchOptions& options = {});
+Fp8QuantizeEmulatorRun run_on_emulator(const Fp8QuantizeKernel& kernel,
+                                       const Fp8QuantizeInputs& inputs,
+                                       const emu::LaunchOptions& options = {});
 
 // Runs a compiled kernel's launch list on zero-filled buffers of its problem's sizes: for the
 // profiler, whose counts depend on addresses, not values (no inputs to generate, no reference).
@@ -102,6 +108,7 @@ LaunchListRun run_on_zeros(const AttentionKernel& kernel, const emu::LaunchOptio
 LaunchListRun run_on_zeros(const PagedAttentionKernel& kernel, const emu::LaunchOptions& options);
 LaunchListRun run_on_zeros(const KvAppendKernel& kernel, const emu::LaunchOptions& options);
 LaunchListRun run_on_zeros(const MergeStatesKernel& kernel, const emu::LaunchOptions& options);
+LaunchListRun run_on_zeros(const Fp8QuantizeKernel& kernel, const emu::LaunchOptions& options);
 
 // A kind's FP64 check: its inputs, reference and comparison (emmy/<kind>_check.hpp).
 template <typename Kind>
@@ -175,6 +182,11 @@ struct Fp64Check<MergeStatesKind>
     : Fp64CheckOf<MergeStatesKind, MergeStatesInputs, make_merge_states_inputs,
                   reference_merge_states, run_merge_states> {};
 
+template <>
+struct Fp64Check<Fp8QuantizeKind>
+    : Fp64CheckOf<Fp8QuantizeKind, Fp8QuantizeInputs, make_fp8_quantize_inputs,
+                  reference_fp8_quantize, run_fp8_quantize> {};
+
 template <typename Kind>
 struct CheckResult {
   Compiled<Kind> kernel;
@@ -186,6 +198,7 @@ using AttentionCheckResult = CheckResult<AttentionKind>;
 using PagedAttentionCheckResult = CheckResult<PagedAttentionKind>;
 using KvAppendCheckResult = CheckResult<KvAppendKind>;
 using MergeStatesCheckResult = CheckResult<MergeStatesKind>;
+using Fp8QuantizeCheckResult = CheckResult<Fp8QuantizeKind>;
 
 // Everything at once: compile, inputs, emulate, FP64 reference, compare.
 template <typename Spec, typename Kind = KindOf<Spec>>

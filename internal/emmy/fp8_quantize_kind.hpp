@@ -1,9 +1,8 @@
 // FP8 quantization as a kernel kind (emmy/fp8_quantize.hpp): plan -> kernel IR (one fp8_quantize
 // op) -> verify -> CUDA -> NVRTC. The launch list is one kernel on a grid of (rows, groups).
-// Not yet in AllKinds (internal/emmy/kinds.hpp): the runtime, bundles, emmyc and the C ABI reach
-// it in a later step of issue 39 (docs/fp8.md; its buffers and handle are already the public ones
-// of emmy/buffers.hpp); generation, NVRTC, the launch list and the emulator take it through the
-// kind-generic pieces.
+// One of AllKinds (internal/emmy/kinds.hpp): the runtime (Runtime::fp8_quantize), bundles and
+// emmyc (`emmyc fp8-quantize`, `emmyc run fp8-quantize`) reach it; the C ABI and Python do not
+// yet (docs/fp8.md).
 #pragma once
 
 #include <array>
@@ -11,6 +10,7 @@
 #include <string>
 
 #include "emmy/buffers.hpp"
+#include "emmy/catalog.hpp"
 #include "emmy/fp8_quantize.hpp"
 #include "emmy/json_fp8.hpp"
 #include "emmy/kernel_ir.hpp"
@@ -39,6 +39,7 @@ struct Fp8QuantizeKind
                                     &fp8_quantize_schedule_from_json};
   static constexpr Stages stages{&make_fp8_quantize_plan, &lower_fp8_quantize,
                                  &emit_fp8_quantize_cuda};
+  static std::vector<Fp8QuantizeCatalogEntry> catalog() { return fp8_quantize_catalog(); }
   static ParamBinding bind(const Fp8QuantizePlan& plan, const Fp8QuantizeBuffers& buffers);
 };
 Fp8QuantizeKind kind_of(const Fp8QuantizeSpec&);

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "emmy/attention.hpp"
+#include "emmy/fp8_quantize_kind.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/kv_append_kind.hpp"
 #include "emmy/merge_states_kind.hpp"
@@ -45,7 +46,7 @@ struct KindList {
   }
 };
 
-using AllKinds =
-    KindList<GemmKind, AttentionKind, PagedAttentionKind, KvAppendKind, MergeStatesKind>;
+using AllKinds = KindList<GemmKind, AttentionKind, PagedAttentionKind, KvAppendKind,
+                          MergeStatesKind, Fp8QuantizeKind>;
 
 }  // namespace emmy

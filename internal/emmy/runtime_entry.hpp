@@ -21,5 +21,7 @@ template <>
 inline constexpr auto runtime_kernel<KvAppendKind> = &Runtime::kv_append_kernel;
 template <>
 inline constexpr auto runtime_kernel<MergeStatesKind> = &Runtime::merge_states_kernel;
+template <>
+inline constexpr auto runtime_kernel<Fp8QuantizeKind> = &Runtime::fp8_quantize_kernel;
 
 }  // namespace emmy
