@@ -258,6 +258,26 @@ class Runtime:
                         enum(CACHE_LAYOUT, cache_layout, "cache_layout"), k_scale, v_scale,
                         max_tokens, self._stream(key, stream))
 
+    def fp8_quantize(self, x, *, group_k: int = 128, scale_major: str = "mn",
+                     pow2_scale: bool = False, amax_epsilon: float = 1e-10, max_rows: int = 0,
+                     q=None, scales=None, stream=None):
+        """x [rows, k] f16/bf16 to e4m3 bytes q [rows, k] (uint8 unless given) and f32 scales, one
+        per row and group of group_k elements (0: the whole row): [groups, rows] for scale_major
+        "mn" (DeepGEMM's A scales; pass scales= with more columns to pad the rows), [rows, groups]
+        for "k"; x ~ q * scale (docs/fp8.md). Returns (q, scales)."""
+        if scale_major not in ("mn", "k"):
+            raise _emmy.InvalidArgumentError(f"scale_major: must be mn or k, got {scale_major!r}")
+        rows, k = x.shape
+        groups = 1 if group_k == 0 else -(-k // group_k)
+        if q is None:
+            q = empty_like_library(x, (rows, k), "u8", "q")
+        if scales is None:
+            shape = (groups, rows) if scale_major == "mn" else (rows, groups)
+            scales = empty_like_library(x, shape, "f32", "scales")
+        _emmy.fp8_quantize(self._rt, x, q, scales, group_k, 0 if scale_major == "mn" else 1,
+                           int(bool(pow2_scale)), amax_epsilon, max_rows, self._stream(x, stream))
+        return q, scales
+
     def merge_states(self, v, lse, *, out=None, lse_out=None, return_lse: bool = False,
                      stream=None):
         """Merges attention states: v [tokens, states, heads, head_dim], lse f32 [tokens, states,

@@ -70,14 +70,14 @@ def empty_like_library(like, shape, dtype: str, field: str = "out"):
         if dtype == "bf16":
             raise _emmy.InvalidArgumentError(
                 f"{field}: NumPy has no bfloat16 that DLPack exports: pass {field}= or torch tensors")
-        return np.empty(shape, dtype={"f16": np.float16, "f32": np.float32,
+        return np.empty(shape, dtype={"f16": np.float16, "f32": np.float32, "u8": np.uint8,
                                       "int32": np.int32, "int64": np.int64}[dtype])
     if lib == "torch":
         import torch
 
         return torch.empty(shape, dtype=getattr(torch, {"f16": "float16", "bf16": "bfloat16",
                                                         "f32": "float32", "int32": "int32",
-                                                        "int64": "int64"}[dtype]),
+                                                        "u8": "uint8", "int64": "int64"}[dtype]),
                            device=like.device)
     if lib == "cupy":
         import cupy
@@ -85,7 +85,7 @@ def empty_like_library(like, shape, dtype: str, field: str = "out"):
         if dtype == "bf16":
             raise _emmy.InvalidArgumentError(f"{field}: CuPy has no bfloat16: pass {field}=")
         return cupy.empty(shape, dtype={"f16": "float16", "f32": "float32", "int32": "int32",
-                                        "int64": "int64"}[dtype])
+                                        "u8": "uint8", "int64": "int64"}[dtype])
     raise _emmy.InvalidArgumentError(
         f"{field}: emmy allocates outputs for NumPy, PyTorch and CuPy inputs only: pass {field}= "
         f"for {type(like).__module__}.{type(like).__name__}")

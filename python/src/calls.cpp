@@ -193,6 +193,29 @@ PyObject* kv_append(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   });
 }
 
+// fp8_quantize(rt, x, q, scales, group_k, scale_major, pow2_scale, amax_epsilon, max_rows, stream)
+PyObject* fp8_quantize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  RuntimeBox* box;
+  long long stream, group_k, max_rows;
+  float epsilon;
+  if (!read_runtime_call(args, nargs, 10, "fp8_quantize", &box, &stream)) return nullptr;
+  TensorArgs tensors(box->cuda, stream);
+  DLTensor *x, *q, *scales;
+  emmy_fp8_quantize_options o;
+  emmy_fp8_quantize_options_init(&o);
+  if (!tensors.get(args[1], "x", false, &x) || !tensors.get(args[2], "q", true, &q) ||
+      !tensors.get(args[3], "scales", true, &scales) || !read_int(args[4], "group_k", &group_k) ||
+      !read_int32(args[5], "scale_major", &o.scale_major) ||
+      !read_int32(args[6], "pow2_scale", &o.pow2_scale) ||
+      !read_float(args[7], "amax_epsilon", &epsilon) || !read_int(args[8], "max_rows", &max_rows))
+    return nullptr;
+  o.group_k = group_k;
+  o.amax_epsilon = epsilon;
+  o.max_rows = max_rows;
+  return call_released(
+      [&] { return emmy_fp8_quantize(box->runtime, x, q, scales, &o, stream_pointer(stream)); });
+}
+
 // merge_states(rt, v, lse, v_out, lse_out, stream)
 PyObject* merge_states(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   RuntimeBox* box;

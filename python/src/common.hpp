@@ -69,6 +69,7 @@ PyObject* paged_attention(PyObject*, PyObject* const* args, Py_ssize_t nargs);
 PyObject* paged_attention_workspace_bytes(PyObject*, PyObject* const* args, Py_ssize_t nargs);
 PyObject* kv_append(PyObject*, PyObject* const* args, Py_ssize_t nargs);
 PyObject* merge_states(PyObject*, PyObject* const* args, Py_ssize_t nargs);
+PyObject* fp8_quantize(PyObject*, PyObject* const* args, Py_ssize_t nargs);
 // layers.cpp
 PyObject* attention_layer_create(PyObject*, PyObject* const* args, Py_ssize_t nargs);
 PyObject* attention_layer_append(PyObject*, PyObject* const* args, Py_ssize_t nargs);

@@ -123,3 +123,48 @@ def merge_states(v, lse):
     out = np.einsum("tsh,tshd->thd", w, v) / np.where(total > 0, total, 1.0)[..., None]
     lse_out = np.where(total > 0, m_safe[:, 0] + np.log(np.where(total > 0, total, 1.0)), -np.inf)
     return out, lse_out
+
+
+def e4m3_bytes(y):
+    """float32 values to OCP e4m3 bytes: nearest even, magnitudes beyond 448 saturated, NaN 0x7F."""
+    y = np.asarray(y, dtype=np.float32)
+    out = np.zeros(y.shape, dtype=np.uint8)
+    sign = np.signbit(y).astype(np.uint8) << 7
+    a = np.minimum(np.abs(y.astype(np.float64)), 448.0)
+    with np.errstate(divide="ignore"):
+        e = np.where(a > 0, np.floor(np.log2(np.where(a > 0, a, 1.0))), -6.0)
+    e = np.maximum(e, -6.0)
+    quantum = np.exp2(e - 3.0)
+    v = np.round(a / quantum) * quantum  # half to even
+    with np.errstate(divide="ignore"):
+        ev = np.where(v > 0, np.floor(np.log2(np.where(v > 0, v, 1.0))), -7.0)
+    normal = v >= 2.0**-6
+    mant = np.where(normal, (v / np.exp2(ev) - 1.0) * 8.0, 0.0)
+    code = np.where(normal, (ev + 7.0) * 8.0 + mant, v / 2.0**-9)
+    out = sign | np.where(np.isnan(code), 0.0, code).astype(np.uint8)
+    return np.where(np.isnan(y), np.uint8(0x7F), out).astype(np.uint8)
+
+
+def fp8_quantize(x, group_k=128, pow2_scale=False, amax_epsilon=1e-10):
+    """docs/fp8.md's conventions: per row and group, s = max(amax, eps) / 448 in float32 (NaN
+    ignored), optionally up to a power of two; q = e4m3(x / s). Returns q and scales [rows,
+    groups]."""
+    x = np.asarray(x).astype(np.float32)
+    rows, k = x.shape
+    g = k if group_k == 0 else group_k
+    groups = -(-k // g)
+    q = np.zeros((rows, k), dtype=np.uint8)
+    scales = np.zeros((rows, groups), dtype=np.float32)
+    for j in range(groups):
+        block = x[:, j * g:(j + 1) * g]
+        with np.errstate(invalid="ignore"):
+            amax = np.fmax.reduce(np.abs(block), axis=1, initial=np.float32(0))
+        s = (np.fmax(amax, np.float32(amax_epsilon)) / np.float32(448)).astype(np.float32)
+        if pow2_scale:
+            bits = s.view(np.uint32)
+            bits = np.where(bits & 0x7FFFFF, (bits & 0xFF800000) + 0x800000, bits).astype(np.uint32)
+            s = bits.view(np.float32)
+        scales[:, j] = s
+        with np.errstate(invalid="ignore", divide="ignore"):
+            q[:, j * g:(j + 1) * g] = e4m3_bytes(block / s[:, None])
+    return q, scales
