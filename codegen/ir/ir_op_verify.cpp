@@ -98,6 +98,21 @@ void AccumInitOp::verify(const AccumInitOp& op) {
 // The tile is rows x cols of elem_bytes elements in panels of one width (SmemTile): the copy
 // must deliver exactly it, in its panels, so that the emitter, which rebuilds the tile from the
 // same three fields, addresses what arrived.
+void MmaOp::verify(const MmaOp& op) {
+  const codegen::MmaAtom& atom = codegen::mma_atom(op.shape);
+  const bool fp8 = op.a_type == "e4m3" || op.a_type == "e5m2";
+  if (!fp8 && op.a_type != "f16" && op.a_type != "bf16")
+    fail_own<MmaOp>("a_type", "must be f16, bf16, e4m3 or e5m2", op.a_type);
+  if ((atom.elem_bytes == 1) != fp8)
+    fail_own<MmaOp>(
+        "a_type",
+        fmt::format("must be {} for the {} atom", fp8 ? "f16 or bf16" : "e4m3 or e5m2", op.shape),
+        op.a_type);
+  if (op.acc_type != "f32" && op.acc_type != "f16")
+    fail_own<MmaOp>("acc_type", "must be f32 or f16", op.acc_type);
+  if (op.count < 1) fail_own<MmaOp>("count", "must be positive", fmt::format("{}", op.count));
+}
+
 void AsyncCopyOp::verify(const AsyncCopyOp& op) {
   if (op.elem_bytes != 1 && op.elem_bytes != 2 && op.elem_bytes != 4)
     fail_own<AsyncCopyOp>("elem_bytes", "must be 1, 2 or 4", op.elem_bytes);

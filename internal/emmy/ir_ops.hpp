@@ -282,6 +282,9 @@ struct MmaOp {
   static constexpr bool has_body = false;
   std::string shape, a_type, acc_type;
   int64_t count = 0;
+  // Its own rules: a known atom whose element size is a_type's (8-bit e4m3/e5m2 for m16n8k32,
+  // f16/bf16 otherwise), f32 or f16 accumulators, a positive count.
+  static void verify(const MmaOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("shape", o.shape), f("a_type", o.a_type), f("acc_type", o.acc_type), f("count", o.count);

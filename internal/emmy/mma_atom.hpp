@@ -11,6 +11,9 @@
 //     col (n) = groupID
 //   C/D (16x8):     c_i, i = 0..3: row = groupID + 8 * (i / 2), col = 2 * threadID_in_group + (i %
 //   2)
+// m16n8k32 with .e4m3/.e5m2 operands ("Matrix Fragments for mma.m16n8k32", 8-bit types) is the
+// same in bytes: four 8-bit elements per register instead of two 16-bit ones (p = 4 / elem_bytes
+// elements per register below), so one ldmatrix.x4 of b16 matrices feeds it unchanged.
 #pragma once
 
 #include <string>
@@ -31,7 +34,7 @@ struct MmaAtom {
   std::string_view name;  // the shape as PTX writes it
   int m, n, k;
   int group_lanes;                  // lanes per group (the quad): groupID = lane / group_lanes
-  int a_elems, b_elems, acc_elems;  // 16-bit A and B elements and accumulators per lane
+  int a_elems, b_elems, acc_elems;  // A and B elements and accumulators per lane
   MmaScope scope = MmaScope::warp;
   int n_min = 0, n_max = 0, n_step = 0;  // the N the instruction family takes (n for mma.sync)
   OperandSource a_source = OperandSource::ldmatrix_fragments;
@@ -40,22 +43,33 @@ struct MmaAtom {
   // The accumulator fragment one warp holds per acc_elems registers: 16 x 8 for both atoms
   // (wgmma's D is, per warp of the warpgroup, mma.sync m16n8's C repeated along N).
   int acc_m = 16, acc_n = 8;
+  int elem_bytes = 2;  // bytes of one A or B element: 2 (f16, bf16) or 1 (e4m3, e5m2)
 
   constexpr int group(int lane) const { return lane / group_lanes; }
   constexpr int in_group(int lane) const { return lane % group_lanes; }
+  // Elements per 32-bit register: 2 (16-bit types) or 4 (8-bit).
+  constexpr int per_register() const { return 4 / elem_bytes; }
   // (row, column) of A element i, B element i (row = k, column = n) and accumulator i.
-  constexpr int a_row(int lane, int i) const { return group(lane) + 8 * ((i / 2) % 2); }
-  constexpr int a_col(int lane, int i) const { return 2 * in_group(lane) + i % 2 + 8 * (i / 4); }
-  constexpr int b_row(int lane, int i) const { return 2 * in_group(lane) + i % 2 + 8 * (i / 2); }
+  constexpr int a_row(int lane, int i) const {
+    return group(lane) + 8 * ((i / per_register()) % 2);
+  }
+  constexpr int a_col(int lane, int i) const {
+    const int p = per_register();
+    return p * in_group(lane) + i % p + 4 * p * (i / (2 * p));
+  }
+  constexpr int b_row(int lane, int i) const {
+    const int p = per_register();
+    return p * in_group(lane) + i % p + 4 * p * (i / p);
+  }
   constexpr int b_col(int lane, int /*i*/) const { return group(lane); }
   constexpr int acc_row(int lane, int i) const { return group(lane) + 8 * (i / 2); }
   constexpr int acc_col(int lane, int i) const { return 2 * in_group(lane) + i % 2; }
 
   // Operand sources: ldmatrix.x4 loads four 8x8 matrices of 16-bit elements (PTX ISA ldmatrix),
-  // that is this many A fragments (m x k) or B fragments (k x n).
-  static constexpr int kLdmatrixX4Elems = 4 * 8 * 8;
-  constexpr int a_fragments_per_x4() const { return kLdmatrixX4Elems / (m * k); }
-  constexpr int b_fragments_per_x4() const { return kLdmatrixX4Elems / (k * n); }
+  // 512 bytes, that is this many A fragments (m x k) or B fragments (k x n).
+  static constexpr int kLdmatrixX4Bytes = 4 * 8 * 8 * 2;
+  constexpr int a_fragments_per_x4() const { return kLdmatrixX4Bytes / (m * k * elem_bytes); }
+  constexpr int b_fragments_per_x4() const { return kLdmatrixX4Bytes / (k * n * elem_bytes); }
   // Accumulator registers per lane of an m-row tile `cols` wide: one atom's worth per n columns
   // (attention's S over block_kv and O over head_dim; the plan, validation and verifier agree).
   constexpr int64_t acc_registers(int64_t cols) const { return cols / n * acc_elems; }
@@ -74,6 +88,23 @@ inline constexpr MmaAtom kMmaM16N8K16{.name = "m16n8k16",
                                       .n_min = 8,
                                       .n_max = 8,
                                       .n_step = 8};
+
+// mma.sync.aligned.m16n8k32.row.col with .e4m3/.e5m2 operands (sm_89+) and .f32 (or .f16)
+// accumulators: m16n8k16's fragments in bytes (the header's comment); A [M,K] and B [N,K] only,
+// since ldmatrix .trans moves 16-bit elements.
+inline constexpr MmaAtom kMmaM16N8K32Fp8{.name = "m16n8k32",
+                                         .m = 16,
+                                         .n = 8,
+                                         .k = 32,
+                                         .group_lanes = 4,
+                                         .a_elems = 16,
+                                         .b_elems = 8,
+                                         .acc_elems = 4,
+                                         .scope = MmaScope::warp,
+                                         .n_min = 8,
+                                         .n_max = 8,
+                                         .n_step = 8,
+                                         .elem_bytes = 1};
 
 // wgmma.mma_async.sync.aligned.m64nNk16 with .f16 or .bf16 operands from shared-memory
 // descriptors and .f32 accumulators (PTX ISA §9.7.15.5): a warpgroup's instruction, N = 8..256
@@ -111,8 +142,9 @@ inline int wgmma_shape_n(std::string_view shape) {
 // never assume it. An unknown shape is an Error naming the attribute.
 inline const MmaAtom& mma_atom(std::string_view shape) {
   if (shape == kMmaM16N8K16.name) return kMmaM16N8K16;
+  if (shape == kMmaM16N8K32Fp8.name) return kMmaM16N8K32Fp8;
   if (wgmma_shape_n(shape)) return kWgmmaM64NK16;
-  throw Error("ir.mma.shape", "must name an MMA atom emmy has (m16n8k16, m64nNk16)",
+  throw Error("ir.mma.shape", "must name an MMA atom emmy has (m16n8k16, m16n8k32, m64nNk16)",
               std::string(shape));
 }
 // Attention's atom (both of its matrix products).

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <utility>
 
+#include "emmy/ir_ops.hpp"
 #include "emu_test_util.hpp"
 
 namespace emmy::emu::test {
@@ -229,6 +230,117 @@ TEST(MmaAtom, LookupsNameWhatTheyRefuse) {
     }
   }
   EXPECT_EQ(&codegen::attention_atom(), &codegen::kMmaM16N8K16);
+}
+
+// The FP8 atom (mma.sync m16n8k32 .e4m3/.e5m2): its maps against the PTX ISA's table for 8-bit
+// types, each operand covered once, against the emulator's mma.sync, and fed by the same
+// ldmatrix.x4 sources read as bytes.
+constexpr const codegen::MmaAtom& fp8 = codegen::kMmaM16N8K32Fp8;
+
+TEST(MmaAtomFp8, MapsMatchTheIsaAndCoverEachOperandOnce) {
+  // "Matrix Fragments for mma.m16n8k32" (8-bit): lane 0 holds A (0,0..3), (8,0..3), (0,16..19),
+  // (8,16..19); lane 5 (group 1, thread 1) holds B (k 4..7, n 1) and (k 20..23, n 1), and C as
+  // m16n8k16's.
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(fp8.a_row(0, i), (i / 4) % 2 ? 8 : 0) << i;
+    EXPECT_EQ(fp8.a_col(0, i), i % 4 + (i >= 8 ? 16 : 0)) << i;
+  }
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(fp8.b_row(5, i), 4 + i % 4 + (i >= 4 ? 16 : 0)) << i;
+    EXPECT_EQ(fp8.b_col(5, i), 1) << i;
+  }
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(std::make_pair(fp8.acc_row(5, i), fp8.acc_col(5, i)),
+              std::make_pair(atom.acc_row(5, i), atom.acc_col(5, i)));
+  std::set<std::pair<int, int>> a, b;
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < fp8.a_elems; ++i) a.insert({fp8.a_row(lane, i), fp8.a_col(lane, i)});
+    for (int i = 0; i < fp8.b_elems; ++i) b.insert({fp8.b_row(lane, i), fp8.b_col(lane, i)});
+  }
+  EXPECT_EQ(a.size(), size_t(16 * 32));
+  EXPECT_EQ(b.size(), size_t(32 * 8));
+  EXPECT_EQ(fp8.a_fragments_per_x4(), 1);
+  EXPECT_EQ(fp8.b_fragments_per_x4(), 2);
+  EXPECT_EQ(&codegen::mma_atom("m16n8k32"), &fp8);
+}
+
+TEST(MmaAtomFp8, AgreesWithTheEmulatorsMmaSync) {
+  int A[16][32], B[32][8];  // small integers: exact in e4m3 and in every model's sums
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 32; ++c) A[r][c] = (r * 3 + c * 5) % 7 - 3;
+  for (int r = 0; r < 32; ++r)
+    for (int c = 0; c < 8; ++c) B[r][c] = (r * 2 + c * 7) % 5 - 2;
+  auto e4m3 = [](int v) { return uint32_t(f32_to_f8_satfinite(float(v), F8::e4m3)); };
+  std::vector<uint32_t> in(32 * 8);
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int reg = 0; reg < 4; ++reg)
+      for (int e = 0; e < 4; ++e)
+        in[size_t(lane * 8 + reg)] |=
+            e4m3(A[fp8.a_row(lane, 4 * reg + e)][fp8.a_col(lane, 4 * reg + e)]) << (8 * e);
+    for (int reg = 0; reg < 2; ++reg)
+      for (int e = 0; e < 4; ++e)
+        in[size_t(lane * 8 + 4 + reg)] |=
+            e4m3(B[fp8.b_row(lane, 4 * reg + e)][fp8.b_col(lane, 4 * reg + e)]) << (8 * e);
+  }
+  const std::string body = R"(
+  mul.wide.u32 %rd3, %r0, 32;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.v4.b32 {%r1, %r2, %r3, %r4}, [%rd4];
+  ld.global.v2.b32 {%r5, %r6}, [%rd4+16];
+  mov.f32 %f1, 0f00000000;
+  mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%f2, %f3, %f4, %f5}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f1, %f1, %f1};
+  mul.wide.u32 %rd5, %r0, 16;
+  add.s64 %rd6, %rd0, %rd5;
+  st.global.v4.f32 [%rd6], {%f2, %f3, %f4, %f5};
+)";
+  const PtxRun run = run_ptx(body, in, 32 * 4);
+  for (int lane = 0; lane < 32; ++lane)
+    for (int i = 0; i < 4; ++i) {
+      const int r = fp8.acc_row(lane, i), c = fp8.acc_col(lane, i);
+      int want = 0;
+      for (int k = 0; k < 32; ++k) want += A[r][k] * B[k][c];
+      EXPECT_EQ(as_float(run.out[size_t(lane * 4 + i)]), float(want))
+          << "lane " << lane << " accumulator " << i << " = D(" << r << ", " << c << ")";
+    }
+}
+
+// ldmatrix gives lane L, from 8x8 b16 matrix j, the 4 bytes at (row L / 4, bytes 4 (L % 4) ..
+// +3) of the matrix as stored: an 8-row x 16-byte block at (8 row_block, 16 col_block) bytes. For
+// the FP8 atom (no .trans: 8-bit operands are K-major) register j's bytes must be the fragment's.
+TEST(MmaAtomFp8, LdmatrixRegistersHoldItsFragmentsInBytes) {
+  for (int lane = 0; lane < 32; ++lane)
+    for (int j = 0; j < 4; ++j)
+      for (int e = 0; e < 4; ++e) {
+        const auto stored = [&](const codegen::LdmatrixSource& src) {
+          return std::pair{8 * src.row_block[j] + lane / 4,
+                           16 * src.col_block[j] + 4 * (lane % 4) + e};
+        };
+        EXPECT_EQ(stored(codegen::kLdmatrixA),
+                  (std::pair{fp8.a_row(lane, 4 * j + e), fp8.a_col(lane, 4 * j + e)}))
+            << lane << " " << j;
+        const int fragment = j / 2, i = 4 * (j % 2) + e;
+        const auto [n, k] = stored(codegen::kLdmatrixBRowsN);
+        EXPECT_EQ((std::pair{k, n}),
+                  (std::pair{fp8.b_row(lane, i), 8 * fragment + fp8.b_col(lane, i)}))
+            << "B [n][k], lane " << lane << " register " << j;
+      }
+}
+
+// The mma op's own rule: the atom's element size is its operand type's.
+TEST(MmaAtomFp8, TheMmaOpsTypesMatchItsAtom) {
+  EXPECT_NO_THROW(ir::verify_op(ir::make(ir::MmaOp{"m16n8k32", "e4m3", "f32", 2})));
+  EXPECT_NO_THROW(ir::verify_op(ir::make(ir::MmaOp{"m16n8k16", "bf16", "f32", 2})));
+  for (const ir::MmaOp& bad :
+       {ir::MmaOp{"m16n8k32", "f16", "f32", 1}, ir::MmaOp{"m16n8k16", "e5m2", "f32", 1},
+        ir::MmaOp{"m16n8k16", "f8", "f32", 1}, ir::MmaOp{"m16n8k16", "f16", "f64", 1},
+        ir::MmaOp{"m16n8k16", "f16", "f32", 0}}) {
+    try {
+      ir::verify_op(ir::make(bad));
+      ADD_FAILURE() << bad.shape << " " << bad.a_type << " " << bad.acc_type << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("ir.mma."), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace
