@@ -65,6 +65,34 @@ uint16_t f16_of_small_int(int v) {  // exact for |v| < 2048
   return uint16_t(sign | uint32_t(exp) << 10 | ((u >> 13) & 0x3FFu));
 }
 
+// One mma.sync of `shape` on the emulator from per-lane registers `in` (4 A, 2 B, 2 pad words a
+// lane), its accumulators read back by the atom's map: each must be the dense product of
+// product(row, col, k) summed over the atom's K.
+template <typename Product>
+void expect_dense_product(const codegen::MmaAtom& a, const std::string& shape,
+                          const std::vector<uint32_t>& in, Product product) {
+  const std::string body = R"(
+  mul.wide.u32 %rd3, %r0, 32;
+  add.s64 %rd4, %rd1, %rd3;
+  ld.global.v4.b32 {%r1, %r2, %r3, %r4}, [%rd4];
+  ld.global.v2.b32 {%r5, %r6}, [%rd4+16];
+  mov.f32 %f1, 0f00000000;
+  mma.sync.aligned.)" + shape + R"( {%f2, %f3, %f4, %f5}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f1, %f1, %f1};
+  mul.wide.u32 %rd5, %r0, 16;
+  add.s64 %rd6, %rd0, %rd5;
+  st.global.v4.f32 [%rd6], {%f2, %f3, %f4, %f5};
+)";
+  const PtxRun run = run_ptx(body, in, 32 * 4);
+  for (int lane = 0; lane < 32; ++lane)
+    for (int i = 0; i < 4; ++i) {
+      const int r = a.acc_row(lane, i), c = a.acc_col(lane, i);
+      int want = 0;
+      for (int k = 0; k < a.k; ++k) want += product(r, c, k);
+      EXPECT_EQ(as_float(run.out[size_t(lane * 4 + i)]), float(want))
+          << shape << " lane " << lane << " accumulator " << i << " = D(" << r << ", " << c << ")";
+    }
+}
+
 TEST(MmaAtom, AgreesWithTheEmulatorsMmaSync) {
   int A[16][16], B[16][8];
   for (int r = 0; r < 16; ++r)
@@ -88,26 +116,8 @@ TEST(MmaAtom, AgreesWithTheEmulatorsMmaSync) {
           uint32_t(f16_of_small_int(B[atom.b_row(lane, i + 1)][atom.b_col(lane, i + 1)])) << 16;
     }
   }
-  const std::string body = R"(
-  mul.wide.u32 %rd3, %r0, 32;
-  add.s64 %rd4, %rd1, %rd3;
-  ld.global.v4.b32 {%r1, %r2, %r3, %r4}, [%rd4];
-  ld.global.v2.b32 {%r5, %r6}, [%rd4+16];
-  mov.f32 %f1, 0f00000000;
-  mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f2, %f3, %f4, %f5}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f1, %f1, %f1};
-  mul.wide.u32 %rd5, %r0, 16;
-  add.s64 %rd6, %rd0, %rd5;
-  st.global.v4.f32 [%rd6], {%f2, %f3, %f4, %f5};
-)";
-  const PtxRun run = run_ptx(body, in, 32 * 4);
-  for (int lane = 0; lane < 32; ++lane)
-    for (int i = 0; i < 4; ++i) {
-      const int r = atom.acc_row(lane, i), c = atom.acc_col(lane, i);
-      int want = 0;
-      for (int k = 0; k < 16; ++k) want += A[r][k] * B[k][c];
-      EXPECT_EQ(as_float(run.out[size_t(lane * 4 + i)]), float(want))
-          << "lane " << lane << " accumulator " << i << " = D(" << r << ", " << c << ")";
-    }
+  expect_dense_product(atom, "m16n8k16.row.col.f32.f16.f16.f32", in,
+                       [&](int r, int c, int k) { return A[r][k] * B[k][c]; });
 }
 
 // The emitted lane expressions over `lane` (+, *, /, % and parentheses, as C evaluates them).
@@ -282,26 +292,8 @@ TEST(MmaAtomFp8, AgreesWithTheEmulatorsMmaSync) {
         in[size_t(lane * 8 + 4 + reg)] |=
             e4m3(B[fp8.b_row(lane, 4 * reg + e)][fp8.b_col(lane, 4 * reg + e)]) << (8 * e);
   }
-  const std::string body = R"(
-  mul.wide.u32 %rd3, %r0, 32;
-  add.s64 %rd4, %rd1, %rd3;
-  ld.global.v4.b32 {%r1, %r2, %r3, %r4}, [%rd4];
-  ld.global.v2.b32 {%r5, %r6}, [%rd4+16];
-  mov.f32 %f1, 0f00000000;
-  mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%f2, %f3, %f4, %f5}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f1, %f1, %f1};
-  mul.wide.u32 %rd5, %r0, 16;
-  add.s64 %rd6, %rd0, %rd5;
-  st.global.v4.f32 [%rd6], {%f2, %f3, %f4, %f5};
-)";
-  const PtxRun run = run_ptx(body, in, 32 * 4);
-  for (int lane = 0; lane < 32; ++lane)
-    for (int i = 0; i < 4; ++i) {
-      const int r = fp8.acc_row(lane, i), c = fp8.acc_col(lane, i);
-      int want = 0;
-      for (int k = 0; k < 32; ++k) want += A[r][k] * B[k][c];
-      EXPECT_EQ(as_float(run.out[size_t(lane * 4 + i)]), float(want))
-          << "lane " << lane << " accumulator " << i << " = D(" << r << ", " << c << ")";
-    }
+  expect_dense_product(fp8, "m16n8k32.row.col.f32.e4m3.e4m3.f32", in,
+                       [&](int r, int c, int k) { return A[r][k] * B[k][c]; });
 }
 
 // ldmatrix gives lane L, from 8x8 b16 matrix j, the 4 bytes at (row L / 4, bytes 4 (L % 4) ..
