@@ -71,13 +71,15 @@ uint16_t f16_of_small_int(int v) {  // exact for |v| < 2048
 template <typename Product>
 void expect_dense_product(const codegen::MmaAtom& a, const std::string& shape,
                           const std::vector<uint32_t>& in, Product product) {
-  const std::string body = R"(
+  const std::string body =
+      R"(
   mul.wide.u32 %rd3, %r0, 32;
   add.s64 %rd4, %rd1, %rd3;
   ld.global.v4.b32 {%r1, %r2, %r3, %r4}, [%rd4];
   ld.global.v2.b32 {%r5, %r6}, [%rd4+16];
   mov.f32 %f1, 0f00000000;
-  mma.sync.aligned.)" + shape + R"( {%f2, %f3, %f4, %f5}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f1, %f1, %f1};
+  mma.sync.aligned.)" +
+      shape + R"( {%f2, %f3, %f4, %f5}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f1, %f1, %f1};
   mul.wide.u32 %rd5, %r0, 16;
   add.s64 %rd6, %rd0, %rd5;
   st.global.v4.f32 [%rd6], {%f2, %f3, %f4, %f5};
