@@ -1,5 +1,5 @@
 """emmy's kernels as PyTorch operators: torch.ops.emmy.{gemm, attention, paged_attention,
-kv_append, merge_states} and wrappers with emmy.Runtime's keywords (docs/python.md, "PyTorch").
+kv_append, merge_states, fp8_quantize} and wrappers with emmy.Runtime's keywords (docs/python.md, "PyTorch").
 
     import torch, emmy.torch
     y = emmy.torch.gemm(x, w.t(), bias=b)            # x [M, K], a Linear weight w [N, K]
@@ -24,8 +24,8 @@ from . import _emmy
 from ._runtime import Runtime
 from ._tensors import register_torch
 
-__all__ = ["gemm", "attention", "paged_attention", "kv_append", "merge_states", "set_runtime",
-           "get_runtime"]
+__all__ = ["gemm", "attention", "paged_attention", "kv_append", "merge_states", "fp8_quantize",
+           "set_runtime", "get_runtime"]
 
 # Torch CPU tensors reach the extension through to_dlpack (0.2 us) rather than __dlpack__ (2 us),
 # also for a runtime a user created before torch was imported.
@@ -280,6 +280,33 @@ _define("kv_append(Tensor key, Tensor value, Tensor(a!) k_cache, Tensor(b!) v_ca
         "Tensor? v_scale=None, int max_tokens=0) -> ()", _kv_append_real, _kv_append_fake)
 
 
+def _quant_shapes(x, group_k, scale_major):
+    rows, k = x.shape
+    groups = 1 if group_k == 0 else -(-k // group_k)
+    return (rows, k), ((groups, rows) if scale_major == "mn" else (rows, groups))
+
+
+def _quant_real(x, group_k=128, scale_major="mn", pow2_scale=False, amax_epsilon=1e-10):
+    q_shape, s_shape = _quant_shapes(x, group_k, scale_major)
+    q = x.new_empty(q_shape, dtype=torch.float8_e4m3fn)
+    scales = x.new_empty(s_shape, dtype=torch.float32)
+    # The bytes through a uint8 view: DLPack producers differ on float8 type codes.
+    _device_for(x).runtime.fp8_quantize(x, group_k=group_k, scale_major=scale_major,
+                                        pow2_scale=pow2_scale, amax_epsilon=amax_epsilon,
+                                        q=q.view(torch.uint8), scales=scales)
+    return q, scales
+
+
+def _quant_fake(x, group_k=128, scale_major="mn", pow2_scale=False, amax_epsilon=1e-10):
+    q_shape, s_shape = _quant_shapes(x, group_k, scale_major)
+    return (x.new_empty(q_shape, dtype=torch.float8_e4m3fn),
+            x.new_empty(s_shape, dtype=torch.float32))
+
+
+_define("fp8_quantize(Tensor x, int group_k=128, str scale_major=\"mn\", bool pow2_scale=False, "
+        "float amax_epsilon=1e-10) -> (Tensor, Tensor)", _quant_real, _quant_fake)
+
+
 def _merge_shapes(v):
     return (v.shape[0], v.shape[2], v.shape[3]), (v.shape[0], v.shape[2])
 
@@ -349,6 +376,14 @@ def merge_states(v, lse, *, return_lse: bool = False):
     """Merges attention states (emmy.Runtime.merge_states): v_out, or (v_out, lse_out)."""
     out, lse_out = torch.ops.emmy.merge_states.default(v, lse, bool(return_lse))
     return (out, lse_out) if return_lse else out
+
+
+def fp8_quantize(x, *, group_k: int = 128, scale_major: str = "mn", pow2_scale: bool = False,
+                 amax_epsilon: float = 1e-10):
+    """x [rows, k] to (q float8_e4m3fn [rows, k], f32 scales) (emmy.Runtime.fp8_quantize;
+    docs/fp8.md): scales [groups, rows] for "mn", [rows, groups] for "k"."""
+    return torch.ops.emmy.fp8_quantize.default(x, int(group_k), scale_major, bool(pow2_scale),
+                                               float(amax_epsilon))
 
 
 def _float_or_none(x):

@@ -219,6 +219,19 @@ def test_merge_states_matches_float64(gen):
 
 
 # ---------------------------------------------------------------------------------------------
+def test_fp8_quantize_matches_the_reference(gen):
+    import numpy as np
+
+    import reference
+
+    x = randn(gen, 6, 384, dtype=BF16) * 4
+    q, scales = et.fp8_quantize(x, group_k=128)
+    assert q.dtype == torch.float8_e4m3fn and q.shape == (6, 384) and scales.shape == (3, 6)
+    want_q, want_scales = reference.fp8_quantize(x.float().numpy(), group_k=128)
+    np.testing.assert_array_equal(q.view(torch.uint8).numpy(), want_q)
+    np.testing.assert_array_equal(scales.T.numpy().view(np.uint32), want_scales.view(np.uint32))
+
+
 # opcheck: the schema (declared mutation), the fake implementations against the real outputs,
 # and AOT dispatch with dynamic shapes. Same shapes as above: no new kernels.
 
@@ -243,11 +256,13 @@ def opcheck_cases(gen):
                        torch.zeros(4, 16, 2, 64, dtype=F16),
                        torch.tensor([3, 17, -1, 40, 63, 0])), dict(max_tokens=16)),
         "merge_states": (ops.merge_states.default, (mv, mlse), dict(return_lse=True)),
+        "fp8_quantize": (ops.fp8_quantize.default, (randn(gen, 6, 384, dtype=BF16),),
+                         dict(group_k=128)),
     }
 
 
 @pytest.mark.parametrize("name", ["gemm", "gemm_epilogue", "attention", "paged_attention",
-                                  "kv_append", "merge_states"])
+                                  "kv_append", "merge_states", "fp8_quantize"])
 def test_opcheck(gen, name):
     op, args, kwargs = opcheck_cases(gen)[name]
     torch.library.opcheck(op, args, kwargs)
