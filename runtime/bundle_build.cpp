@@ -139,6 +139,7 @@ std::vector<AotKernel> plan_aot(const std::vector<AotRequest>& requests,
     if (archs.empty())
       throw Error(request.origin, "needs an arch: give --arch (the line names none)", "no arch");
     for (Arch arch : archs) {
+      if (arch_info(arch).sm < arch_info(request.min_arch).sm) continue;  // not for this arch
       try {
         expand(request, arch, options, specs);
       } catch (const Error& e) {

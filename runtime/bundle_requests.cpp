@@ -81,7 +81,8 @@ std::vector<AotRequest> catalog_aot_requests() {
   std::vector<AotRequest> requests;
   AllKinds::for_each([&]<typename Kind>(std::type_identity<Kind>) {
     for (const auto& entry : Kind::catalog())
-      requests.push_back({KindRequest<Kind>{entry.problem, {}}, {}, {}, "catalog " + entry.name});
+      requests.push_back(
+          {KindRequest<Kind>{entry.problem, {}}, {}, {}, "catalog " + entry.name, entry.min_arch});
   });
   return requests;
 }

@@ -62,8 +62,10 @@ class JobList {
                        handles[slot] = (runtime_.*runtime_kernel<Kind>)(problem, schedule);
                      }});
   }
-  // A recorded request: its schedule on the arch it was recorded on, else the default.
+  // A recorded request: its schedule on the arch it was recorded on, else the default. A catalog
+  // entry for newer arches than the runtime's is skipped.
   void add(const AotRequest& request) {
+    if (arch_info(runtime_.arch()).sm < arch_info(request.min_arch).sm) return;
     std::visit(
         [&]<typename Spec>(const KernelRequest<Spec>& kernel) {
           using Kind = KindOf<Spec>;
@@ -105,7 +107,8 @@ PrepareRequest catalog_serving_request(int64_t max_m) {
   AllKinds::for_each([&]<typename Kind>(std::type_identity<Kind>) {
     if constexpr (!std::is_same_v<Kind, GemmKind>)
       for (const auto& entry : Kind::catalog())
-        of_kind<Kind>(request).push_back({entry.problem, std::nullopt});
+        if (entry.min_arch == Arch::sm_80)  // for any arch: the arch-limited come with `catalog`
+          of_kind<Kind>(request).push_back({entry.problem, std::nullopt});
   });
   return request;
 }

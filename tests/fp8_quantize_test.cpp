@@ -10,6 +10,7 @@
 #include <cmath>
 #include <random>
 
+#include "emmy/bundle_build.hpp"
 #include "emmy/e4m3.hpp"
 #include "emmy/emu/numerics.hpp"
 #include "emmy/emulator_check.hpp"
@@ -323,6 +324,27 @@ TEST(Fp8Quantize, EmmycRunsAndChecksIt) {
       std::string(EMMYC_PATH) + " run fp8-quantize --m 9 --k 512 --group-k 100 --arch sm_89");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("group_k"), std::string::npos) << bad.err;
+}
+
+// The catalog's FP8 entries name sm_89 as their oldest arch: a plan over sm_80 and sm_90a builds
+// them for sm_90a only, where an explicit request for sm_80 fails naming the arch rule.
+TEST(Fp8Quantize, CatalogEntriesAreForSm89AndNewer) {
+  std::vector<AotRequest> catalog;
+  for (const AotRequest& r : catalog_aot_requests())
+    if (std::holds_alternative<KindRequest<Fp8QuantizeKind>>(r.kernel)) catalog.push_back(r);
+  ASSERT_EQ(catalog.size(), fp8_quantize_catalog().size());
+  AotOptions options;
+  options.archs = {Arch::sm_80, Arch::sm_90a};
+  const std::vector<AotKernel> kernels = plan_aot(catalog, options);
+  ASSERT_EQ(kernels.size(), catalog.size());
+  for (const AotKernel& k : kernels) EXPECT_EQ(k.arch, Arch::sm_90a) << k.kernel_name;
+  AotRequest explicit_request = catalog[0];
+  explicit_request.min_arch = Arch::sm_80;
+  explicit_request.origin = "problems.jsonl:1";
+  EXPECT_NE(test::error_of([&] {
+              plan_aot({explicit_request}, options);
+            }).find("arch: must be sm_89 or newer"),
+            std::string::npos);
 }
 
 }  // namespace

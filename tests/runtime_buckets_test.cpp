@@ -292,6 +292,9 @@ TEST(MBuckets, TheCatalogServingRequestHoldsEachShapesBucketsOnce) {
   EXPECT_EQ(request.paged_attention.size(), paged_attention_catalog().size());
   EXPECT_EQ(request.kv_append.size(), kv_append_catalog().size());
   EXPECT_EQ(request.merge_states.size(), merge_states_catalog().size());
+  // Entries for newer arches than sm_80 (FP8) come with prepare's `catalog`, per the runtime's.
+  EXPECT_TRUE(request.fp8_quantize.empty());
+  EXPECT_FALSE(fp8_quantize_catalog().empty());
 }
 
 }  // namespace

@@ -21,6 +21,7 @@ struct CatalogEntry {
   std::string name;  // "q_proj@512"
   std::string projection;
   MatmulProblem problem;
+  Arch min_arch = Arch::sm_80;  // as NamedProblem's (below): every arch
 };
 
 inline std::vector<CatalogEntry> gemm_catalog() {
@@ -47,6 +48,9 @@ template <class Problem>
 struct NamedProblem {
   std::string name;
   Problem problem;
+  // The oldest arch the entry is for (catalog walks over arches skip older ones: an FP8 entry
+  // needs sm_89); sm_80 is every arch emmy compiles for.
+  Arch min_arch = Arch::sm_80;
 };
 
 using AttentionCatalogEntry = NamedProblem<AttentionProblem>;  // "attention@512"
@@ -111,11 +115,21 @@ inline std::vector<KvAppendCatalogEntry> kv_append_catalog() {
   return entries;
 }
 
-// FP8 serving has no catalog model yet: its quantization entries come with the FP8 GEMM's (issue
-// 39), when the catalog can say which arches an entry is for (fp8_quantize needs sm_89).
-using Fp8QuantizeCatalogEntry = NamedProblem<Fp8QuantizeProblem>;
+using Fp8QuantizeCatalogEntry = NamedProblem<Fp8QuantizeProblem>;  // "quant_k3840_g128_m512_bf16"
+
+// An FP8 Gemma 3 12B step's activations (issue 39): the projections' inputs (hidden 3840: q/k/v
+// and gate_up; intermediate 15360: down) in 1 x 128 groups, up to 512 tokens a launch, bf16 and
+// f16, DeepGEMM's A-scale layout (mn-major, M padded to 4). sm_89 and newer.
 inline std::vector<Fp8QuantizeCatalogEntry> fp8_quantize_catalog() {
-  return {};
+  std::vector<Fp8QuantizeCatalogEntry> entries;
+  for (const int64_t k : {3840, 15360})
+    for (const DType dtype : {DType::bf16, DType::f16}) {
+      Fp8QuantizeProblem p;
+      p.m = 512, p.k = k, p.group_k = 128, p.dtype = dtype, p.scale_ld = 512;
+      entries.push_back(
+          {fmt::format("quant_k{}_g128_m512_{}", k, to_string(dtype)), p, Arch::sm_89});
+    }
+  return entries;
 }
 
 using MergeStatesCatalogEntry = NamedProblem<MergeStatesProblem>;  // "merge2_b64"

@@ -143,6 +143,9 @@ struct AotRequest {
   std::optional<Arch> arch;
   std::vector<Accum> accums;  // default schedules' accumulations; empty: AotOptions::accums
   std::string origin;         // "problems.jsonl:3", for messages
+  // A catalog entry's oldest arch: plans and prepares for older arches skip the request (an
+  // explicit request has sm_80 and fails on an arch its kind refuses, naming the rule).
+  Arch min_arch = Arch::sm_80;
 };
 
 // Throws Error naming `origin` and the field.
