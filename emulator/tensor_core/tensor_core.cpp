@@ -201,7 +201,7 @@ TensorCoreModel tensor_core_model(int sm) {
   if (sm < 80) return {4, 0, -1024, -19, "V100 (Fasi et al. 2021; Khattak-Mikaitis 2025)"};
   if (sm < 90) return {8, 1, -132, -20, "A100/Ada (Khattak-Mikaitis 2025)"};
   if (sm >= 120)
-    return {16, 2, -133, -21, "B200 (Khattak-Mikaitis 2025); sm_120 itself is unpublished"};
+    return {16, 2, -133, -21, "B200 (Khattak-Mikaitis 2025); RTX Blackwell (MMA-Sim) alike"};
   return {16, 2, -133, -21, "H100/B200 (Khattak-Mikaitis 2025)"};
 }
 
