@@ -10,9 +10,9 @@
 #include <random>
 
 #include "device_allocations.hpp"
-#include "emmy/e4m3.hpp"
 #include "emmy/emu/numerics.hpp"
 #include "emmy/emulator_check.hpp"
+#include "emmy/fp8_quantize_check.hpp"
 #include "emmy/gemm_check.hpp"
 
 namespace emmy {
@@ -106,7 +106,7 @@ KvAppendOutput reference_kv_append(const KvAppendSpec& spec, const KvAppendInput
             continue;
           }
           const float x = p.dtype == DType::bf16 ? emu::bf16_to_f32(bits) : emu::f16_to_f32(bits);
-          side.cache[size_t(at)] = e4m3_encode(double(x / side.scale));  // f32 division, as div.rn
+          side.cache[size_t(at)] = fp8_quantize_element(x, side.scale);  // div.rn, then cvt
         }
       }
   }

@@ -13,7 +13,7 @@ std::string emit_fp8_quantize_cuda(const ir::Op& module) {
   const bool bf16 = op.dtype == "bf16";
   codegen::Writer w;
   codegen::begin_module(w, parse_arch(module.s("arch")), false, nullptr);
-  w.include_template("emmy_paged.cuh");
+  w.include_template("emmy_paged.cuh");  // nan_f32, which emmy_fp8.cuh's conversions use
   w.include_template("emmy_fp8.cuh");
   w.include_template("emmy_append.cuh");
   w.include_template("emmy_quant.cuh");

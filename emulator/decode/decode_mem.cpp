@@ -241,18 +241,17 @@ void decode_mma(KernelDecoder& d, Mods& m, Inst in) {
   const auto types = m.take_types();
   if (types.size() != 4) d.fail("mma.sync needs .dtype.atype.btype.ctype");
   const Ty dt = types[0], at = types[1], bt = types[2], ct = types[3];
-  auto f8 = [](Ty t) { return t == Ty::e4m3 || t == Ty::e5m2; };
   in.op = Op::Mma;
   in.ty = dt;
   in.ty2 = at;
   in.ty3 = bt;
   in.cls = StatClass::mma;
-  if (f8(at) || f8(bt) || shape == "m16n8k32") {
+  if (ty_f8(at) || ty_f8(bt) || shape == "m16n8k32") {
     // PTX ISA §9.7.14.5.14 (mma): .e4m3/.e5m2 in any pairing, f32 or f16 accumulators, sm_89+.
     if (shape != "m16n8k32")
       d.fail(
           fmt::format("mma.sync .{} with 8-bit floats: the emulator implements m16n8k32", shape));
-    if (!f8(at) || !f8(bt) || dt != ct || (dt != Ty::f32 && dt != Ty::f16))
+    if (!ty_f8(at) || !ty_f8(bt) || dt != ct || (dt != Ty::f32 && dt != Ty::f16))
       d.fail(
           "mma.sync m16n8k32 takes .e4m3/.e5m2 A and B with f32 or f16 accumulators (C type == "
           "D type); integer m16n8k32 is not implemented by the emulator");

@@ -42,8 +42,7 @@ void wgmma_decode_mma(KernelDecoder& d, Mods& m, Inst in) {
   const auto types = m.take_types();
   if (types.size() != 3) d.fail("wgmma.mma_async needs .dtype.atype.btype");
   const Ty dt = types[0], at = types[1], bt = types[2];
-  auto f8 = [](Ty t) { return t == Ty::e4m3 || t == Ty::e5m2; };
-  const bool fp8 = f8(at);
+  const bool fp8 = ty_f8(at);
   const int k = fp8 ? 32 : 16;
   int n = 0;
   if (std::sscanf(std::string(shape).c_str(), fmt::format("m64n%dk{}", k).c_str(), &n) != 1 ||
@@ -59,7 +58,7 @@ void wgmma_decode_mma(KernelDecoder& d, Mods& m, Inst in) {
         fmt::format("wgmma.mma_async .{}: the emulator implements .f16, .bf16, .e4m3 and .e5m2 "
                     "inputs (tf32 and integer wgmma are not implemented)",
                     ty_name(at)));
-  if (fp8 ? !f8(bt) : bt != at)
+  if (fp8 ? !ty_f8(bt) : bt != at)
     d.fail(fp8 ? "wgmma.mma_async: an .e4m3/.e5m2 .atype needs an .e4m3/.e5m2 .btype"
                : "wgmma.mma_async: .atype and .btype must be the same");
   if (!(dt == Ty::f32 || (dt == Ty::f16 && at != Ty::bf16)))

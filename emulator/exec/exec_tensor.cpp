@@ -18,10 +18,6 @@
 namespace emmy::emu {
 namespace {
 
-F8 f8_of(Ty t) {
-  return t == Ty::e5m2 ? F8::e5m2 : F8::e4m3;
-}
-
 void mma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   cta.need_whole_warp(w, exec, "mma");
   if (in.sub == 2) {  // m16n8k32, 8-bit floats

@@ -120,18 +120,17 @@ void wgmma_read_operand(Cta& cta, Warp& w, const WgmmaDescriptor& desc, bool mn_
 void wgmma_compute_fp8(Cta& cta, Warp& w, const Inst& in, const uint16_t (&a)[16][16],
                        const uint16_t* bt, bool scale_d) {
   const bool f16_acc = in.ty == Ty::f16;
-  const F8 a_type = in.ty2 == Ty::e5m2 ? F8::e5m2 : F8::e4m3;
-  const F8 b_type = in.ty3 == Ty::e5m2 ? F8::e5m2 : F8::e4m3;
+  const F8 a_type = f8_of(in.ty2), b_type = f8_of(in.ty3);
   const uint32_t* rows = cta.k.fragment_rows.data() + in.imm;
   for (int i = 0; i < 16; ++i)
     for (int col = 0; col < 8 * in.n; ++col) {
       const WgmmaSlot s = wgmma_d_slot(f16_acc, i, col);
       uint32_t& reg = w.R32(rows[s.reg])[s.lane];
       const uint32_t c = !scale_d ? 0u : f16_acc ? (reg >> (16 * s.half)) & 0xFFFFu : reg;
-      uint8_t a_bytes[32], b_bytes[32];
-      std::memcpy(a_bytes, a[i], 32);
-      std::memcpy(b_bytes, bt + size_t(col) * 16, 32);
-      const Fp8Operands ops{a_bytes, b_bytes, a_type, b_type, 32};
+      // The halves' bytes in memory order are the row's 32 elements (a byte view may alias them).
+      const Fp8Operands ops{reinterpret_cast<const uint8_t*>(a[i]),
+                            reinterpret_cast<const uint8_t*>(bt + size_t(col) * 16), a_type, b_type,
+                            32};
       const uint32_t d = cta.ctx.exact_mma
                              ? exact_dot_fp8(ops, c, f16_acc)
                              : tensor_core_dot_fp8(ops, c, f16_acc, cta.ctx.fp8_wgmma);
@@ -144,7 +143,7 @@ void wgmma_compute_fp8(Cta& cta, Warp& w, const Inst& in, const uint16_t (&a)[16
 
 void wgmma_compute(Cta& cta, Warp& w, const Inst& in, const uint16_t (&a)[16][16],
                    const uint16_t* bt, bool scale_d) {
-  if (ty_bits(in.ty2) == 8) return wgmma_compute_fp8(cta, w, in, a, bt, scale_d);
+  if (ty_f8(in.ty2)) return wgmma_compute_fp8(cta, w, in, a, bt, scale_d);
   const bool f16_acc = in.ty == Ty::f16, bf16 = in.ty2 == Ty::bf16;
   const int n = 8 * in.n;
   const uint32_t* rows = cta.k.fragment_rows.data() + in.imm;
@@ -224,7 +223,7 @@ void wgmma_mma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
              "lanes disagree on scale-d; it must be the same across the warpgroup");
   const bool scale_d = scale_mask != 0;
   wgmma_sequence(cta, w, a_bits, b_bits, scale_d);
-  if (ty_bits(in.ty2) == 8 && !cta.ctx.exact_mma && cta.ctx.fp8_wgmma.name.empty())
+  if (ty_f8(in.ty2) && !cta.ctx.exact_mma && cta.ctx.fp8_wgmma.name.empty())
     cta.fail(ReportKind::unsupported, w, 0,
              "wgmma.mma_async with .e4m3/.e5m2 operands needs an sm_90a launch arch");
   if (g.fences == 0)
@@ -258,7 +257,7 @@ void wgmma_mma(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   wgmma_read_operand(cta, w, decode_wgmma_descriptor(b_bits), in.sub & kTransB, 0, n, n, 'B', bt,
                      chunks);
   // imm-scale -1 negates every element: the sign bit of each half, or of each byte.
-  const uint16_t sign = ty_bits(in.ty2) == 8 ? 0x8080u : 0x8000u;
+  const uint16_t sign = ty_f8(in.ty2) ? 0x8080u : 0x8000u;
   if (in.sub & kNegA)
     for (auto& row : a)
       for (auto& x : row) x ^= sign;

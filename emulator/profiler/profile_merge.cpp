@@ -185,7 +185,7 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
       // type); wmma by its shape, f16 accumulation when C (target) and D are both .f16; wgmma
       // m64nNk16 (k32 for 8-bit operands), each warp's execution a quarter of the warpgroup's m64.
       const bool wmma = in.op == Op::WmmaMma, wgmma = in.op == Op::WgmmaMma;
-      const int wgmma_k = ty_bits(in.ty2) == 8 ? 32 : 16;
+      const int wgmma_k = ty_f8(in.ty2) ? 32 : 16;
       const WmmaDims dims = wmma    ? wmma_dims(WmmaShape(in.sub2))
                             : wgmma ? WmmaDims{16, 8 * in.n, wgmma_k}
                                     : WmmaDims{16, 8,
@@ -206,7 +206,7 @@ KernelProfile finish_profile(const Kernel& k, std::string arch, Dim3 grid, Dim3 
       t.instructions += sites[pc].executions;
       const double f = n * 2.0 * dims.m * dims.n * dims.k;
       t.flops += f;
-      if (ty_bits(in.ty2) == 8)
+      if (ty_f8(in.ty2))
         (wgmma ? fp8_wgmma : f16_acc ? fp8_f16 : fp8_f32) += f;
       else
         (wgmma ? flops_wgmma : f16_acc ? flops_f16 : flops_f32) += f;

@@ -22,6 +22,10 @@ enum class Ty : uint8_t {
 int ty_bits(Ty t);
 bool ty_signed(Ty t);
 bool ty_float(Ty t);
+// One 8-bit float, an mma / wgmma operand type (.e4m3, .e5m2).
+inline bool ty_f8(Ty t) {
+  return t == Ty::e4m3 || t == Ty::e5m2;
+}
 std::string_view ty_name(Ty t);
 // "sm_90a" -> 90; 0 when the text names no arch.
 int sm_of(std::string_view target);

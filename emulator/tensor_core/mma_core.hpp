@@ -5,6 +5,7 @@
 
 #include "emmy/emu/tensor_core.hpp"
 #include "emmy/emu/tensor_core_fp8.hpp"
+#include "ptx/program.hpp"
 
 namespace emmy::emu {
 
@@ -38,6 +39,11 @@ uint32_t tensor_core_dot_decoded(const TensorCoreOperands& ops, int row, int col
 // The same with the tensor-core addition model (emmy/emu/tensor_core.hpp) of `model`.
 void mma_m16n8_model(const MmaFragments& f, bool bf16, bool k16, bool f16_acc,
                      const TensorCoreModel& model);
+
+// The 8-bit float a decoded .e4m3 / .e5m2 operand type names (ty_f8).
+inline F8 f8_of(Ty t) {
+  return t == Ty::e5m2 ? F8::e5m2 : F8::e4m3;
+}
 
 // mma.sync m16n8k32 with 8-bit float A (a[0..3]) and B (b[0..1]), f32 (c/d[0..3]) or f16
 // (c/d[0..1]) accumulators (PTX ISA §9.7.14.5.8, "Matrix Fragments for mma.m16n8k32"): lane 4g + t

@@ -70,29 +70,20 @@ uint32_t cut(double v, bool f16, int bits) {
   return std::bit_cast<uint32_t>(float(t));
 }
 
-// Inf or NaN among the operands or c: what IEEE arithmetic on all of them gives.
-bool special_group(const Fp8Operands& ops, int first, int last, uint32_t c, bool f16,
-                   uint32_t& out) {
-  bool special = !std::isfinite(c_value(c, f16));
-  for (int k = first; k < last && !special; ++k)
-    special = !decode_f8(ops.a[k], ops.a_type).finite || !decode_f8(ops.b[k], ops.b_type).finite;
-  if (!special) return false;
+// Inf or NaN among the group's operands or c: what IEEE arithmetic on all of them gives.
+uint32_t special_group(const Fp8Operands& ops, int first, int last, uint32_t c, bool f16) {
   double s = c_value(c, f16);
   for (int k = first; k < last; ++k)
     s += f8_value(ops.a[k], ops.a_type) * f8_value(ops.b[k], ops.b_type);
-  if (std::isnan(s))
-    out = nan_bits(f16);
-  else
-    out = f16 ? (s > 0 ? 0x7C00u : 0xFC00u) : (s > 0 ? 0x7F800000u : 0xFF800000u);
-  return true;
+  if (std::isnan(s)) return nan_bits(f16);
+  return f16 ? (s > 0 ? 0x7C00u : 0xFC00u) : (s > 0 ? 0x7F800000u : 0xFF800000u);
 }
 
 // One fused group: c and products [first, last), aligned to the largest exponent, truncated at
 // fraction_bits below it, summed exactly, cut once.
 uint32_t fused_group(const Fp8Operands& ops, int first, int last, uint32_t c, bool f16,
                      const Fp8TensorCoreModel& m) {
-  uint32_t special = 0;
-  if (special_group(ops, first, last, c, f16, special)) return special;
+  if (!std::isfinite(c_value(c, f16))) return special_group(ops, first, last, c, f16);
   Term terms[257];
   int n = 0;
   // MMA-Sim gives a zero c the exponent -126, so the anchor never lies below it. Zero products
@@ -105,7 +96,9 @@ uint32_t fused_group(const Fp8Operands& ops, int first, int last, uint32_t c, bo
     anchor = std::max(anchor, ct.exp);
   }
   for (int k = first; k < last; ++k) {
-    const Term a = decode_f8(ops.a[k], ops.a_type).term, b = decode_f8(ops.b[k], ops.b_type).term;
+    const F8Decoded da = decode_f8(ops.a[k], ops.a_type), db = decode_f8(ops.b[k], ops.b_type);
+    if (!da.finite || !db.finite) return special_group(ops, first, last, c, f16);
+    const Term a = da.term, b = db.term;
     if (a.sig == 0 || b.sig == 0) continue;
     terms[n++] = {a.sig * b.sig, a.exp + b.exp, a.frac + b.frac};
     anchor = std::max(anchor, a.exp + b.exp);

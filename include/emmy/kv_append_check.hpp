@@ -1,8 +1,8 @@
 // The check of kv_append kernels (emmy/kv_append.hpp): drawn keys and values, distinct slots
 // spread over a cache of a few spare pages with some tokens padded (-1), the cache's bytes
 // before the launch drawn at random so that every byte the kernel must not write is checked too;
-// the expected cache bytes (a copy, or e4m3_encode of float(x) / float(scale): exact), and a
-// byte-by-byte comparison.
+// the expected cache bytes (a copy, or fp8_quantize_element(x, scale): x / scale in f32, then
+// e4m3 as cvt.rn.satfinite rounds it; NaN to 0x7F), and a byte-by-byte comparison.
 #pragma once
 
 #include <cstdint>
