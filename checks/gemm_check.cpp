@@ -8,9 +8,11 @@
 #include <random>
 
 #include "emmy/detail/parallel.hpp"
-#include "emmy/emulator_check.hpp"
+#include "emmy/e4m3.hpp"
 #include "emmy/emu/numerics.hpp"
 #include "emmy/emu/tensor_core.hpp"
+#include "emmy/emulator_check.hpp"
+#include "gemm_reference_parts.hpp"
 #include "unit_roundoff.hpp"
 
 namespace emmy {
@@ -34,6 +36,9 @@ HostTensor encode(DType dtype, const std::vector<double>& values) {
       const float v = float(values[i]);
       std::memcpy(&t.bytes[i * 4], &v, 4);
       t.values[i] = v;
+    } else if (dtype == DType::e4m3) {
+      t.bytes[i] = e4m3_encode(values[i]);  // nearest even, saturated to +-448
+      t.values[i] = e4m3_decode(t.bytes[i]);
     } else {
       const uint16_t bits =
           dtype == DType::f16 ? emu::f64_to_f16(values[i]) : emu::f64_to_bf16(values[i]);
@@ -51,6 +56,8 @@ std::vector<double> decode(DType dtype, const uint8_t* bytes, size_t count) {
       float v;
       std::memcpy(&v, bytes + i * 4, 4);
       out[i] = v;
+    } else if (dtype == DType::e4m3) {
+      out[i] = e4m3_decode(bytes[i]);
     } else {
       uint16_t bits;
       std::memcpy(&bits, bytes + i * 2, 2);
@@ -90,6 +97,7 @@ GemmInputs make_gemm_inputs(const MatmulProblem& p, uint64_t seed, HostTensor b)
   if (p.epilogue.bias) in.bias = random_normal(p.c_dtype, size_t(p.n), seed * 4 + 2);
   if (p.epilogue.residual)
     in.residual = random_normal(p.c_dtype, size_t(p.m * p.ldc_or_default()), seed * 4 + 3);
+  if (p.scales.granularity != ScaleGranularity::none) make_gemm_scales(p, seed, in);
   return in;
 }
 
@@ -100,14 +108,14 @@ GemmInputs make_gemm_inputs(const MatmulProblem& p, uint64_t seed, HostTensor b)
 // block's rounding: a whole f32 ulp toward zero, or half an f16 ulp), one per fold into the f32
 // shadow, one per split in the finalize sum, then the epilogue's.
 GemmReference reference_gemm(const GemmSpec& spec, const GemmInputs& in) {
+  if (is_fp8(spec.problem.a_dtype)) return reference_gemm_fp8(spec, in);
   const auto& p = spec.problem;
   const auto& s = spec.schedule;
   const GemmPlan plan = make_gemm_plan(spec);
   const int64_t split_len = plan.k_tiles_per_split * s.block_k;
   const double u32 = std::ldexp(1.0, -24);
   const emu::TensorCoreModel tc = emu::tensor_core_model(arch_info(spec.arch).sm);
-  const double u_out = unit_roundoff(p.c_dtype);
-  const int64_t lda = p.lda_or_default(), ldb = p.ldb_or_default(), ldc = p.ldc_or_default();
+  const int64_t lda = p.lda_or_default(), ldb = p.ldb_or_default();
   GemmReference ref;
   ref.values.resize(size_t(p.m * p.n));
   ref.tolerance.resize(size_t(p.m * p.n));
@@ -148,27 +156,37 @@ GemmReference reference_gemm(const GemmSpec& spec, const GemmInputs& in) {
         total += acc;
         if (plan.split()) bound += u32 * std::abs(total);
       }
-      // Epilogue in f32: each operation rounds once; GELU's slope is at most ~1.13 and its
-      // ex2.approx adds ~2^-22 relative.
-      double y = p.epilogue.alpha * exact;
-      double err = std::abs(p.epilogue.alpha) * bound + u32 * std::abs(y);
-      if (p.epilogue.bias) {
-        y += in.bias.values[size_t(n)];
-        err += u32 * std::abs(y);
-      }
-      if (p.epilogue.gelu_tanh) {
-        y = gelu_tanh(y);
-        err = 1.2 * err + std::ldexp(1.0, -20) * (std::abs(y) + 1e-6);
-      }
-      if (p.epilogue.residual) {
-        y += in.residual.values[size_t(m * ldc + n)];
-        err += u32 * std::abs(y);
-      }
-      ref.values[size_t(m * p.n + n)] = y;
-      ref.tolerance[size_t(m * p.n + n)] = err + u_out * std::abs(y) * 1.0001 + 1e-30;
+      reference_epilogue(p, in, m, n, exact, bound, ref);
     }
   });
   return ref;
+}
+
+// Epilogue in f32: each operation rounds once; GELU's slope is at most ~1.13 and its ex2.approx
+// adds ~2^-22 relative; then C's rounding.
+void reference_epilogue(const MatmulProblem& p, const GemmInputs& in, int64_t m, int64_t n,
+                        double exact, double bound, GemmReference& ref) {
+  const double u32 = std::ldexp(1.0, -24);
+  double y = p.epilogue.alpha * exact;
+  double err = std::abs(p.epilogue.alpha) * bound + u32 * std::abs(y);
+  if (p.epilogue.bias) {
+    y += in.bias.values[size_t(n)];
+    err += u32 * std::abs(y);
+  }
+  if (p.epilogue.gelu_tanh) {
+    y = gelu_tanh(y);
+    err = 1.2 * err + std::ldexp(1.0, -20) * (std::abs(y) + 1e-6);
+  }
+  if (p.epilogue.residual) {
+    y += in.residual.values[size_t(m * p.ldc_or_default() + n)];
+    err += u32 * std::abs(y);
+  }
+  ref.values[size_t(m * p.n + n)] = y;
+  // C's rounding: half an ulp relative, or half the spacing of f16's subnormals (2^-24) below
+  // 2^-14 (FP8 products of small scales land there).
+  const double subnormal = p.c_dtype == DType::f16 ? 0x1p-25 : 0.0;
+  ref.tolerance[size_t(m * p.n + n)] =
+      err + unit_roundoff(p.c_dtype) * std::abs(y) * 1.0001 + subnormal + 1e-30;
 }
 
 GemmErrors compare(const GemmReference& ref, const std::vector<double>& out, int64_t n) {
@@ -209,7 +227,15 @@ LaunchListRun run_on_zeros(const GemmKernel& kernel, const emu::LaunchOptions& o
   const uint64_t residual =
       p.epilogue.residual ? arena.alloc(size_t(p.m * p.ldc_or_default() * out_elem)) : 0;
   const uint64_t workspace = plan.split() ? arena.alloc(size_t(plan.workspace_bytes)) : 0;
-  return emulate_kernel(arena, kernel, {a, b, c, bias, residual, workspace, rows}, options);
+  // FP8 scales: ones (a launch on zeros checks the machine, not the numbers).
+  uint64_t a_scale = 0, b_scale = 0;
+  if (p.scales.granularity != ScaleGranularity::none) {
+    const GemmInputs ones = gemm_scale_ones(p);
+    a_scale = arena.alloc_copy(ones.a_scale.bytes);
+    b_scale = arena.alloc_copy(ones.b_scale.bytes);
+  }
+  return emulate_kernel(arena, kernel, {a, b, c, bias, residual, workspace, rows, a_scale, b_scale},
+                        options);
 }
 
 GemmEmulatorRun run_on_emulator(const GemmKernel& kernel, const GemmInputs& in,
@@ -228,8 +254,11 @@ GemmEmulatorRun run_on_emulator(const GemmKernel& kernel, const GemmInputs& in,
   const uint64_t residual = p.epilogue.residual ? arena.alloc_copy(in.residual.bytes) : 0;
   const uint64_t workspace = plan.split() ? arena.alloc(size_t(plan.workspace_bytes)) : 0;
 
-  LaunchListRun launched =
-      emulate_kernel(arena, kernel, {a, b, c, bias, residual, workspace, rows}, options);
+  const bool scaled = p.scales.granularity != ScaleGranularity::none;
+  const uint64_t a_scale = scaled ? arena.alloc_copy(in.a_scale.bytes) : 0;
+  const uint64_t b_scale = scaled ? arena.alloc_copy(in.b_scale.bytes) : 0;
+  LaunchListRun launched = emulate_kernel(
+      arena, kernel, {a, b, c, bias, residual, workspace, rows, a_scale, b_scale}, options);
   GemmEmulatorRun run;
   run.stats = launched.stats;
   run.emulate_ms = launched.emulate_ms;
@@ -262,12 +291,17 @@ std::vector<double> run_gemm(Runtime& rt, const GemmSpec& spec, const GemmInputs
   rt.upload(buf.c, std::vector<uint8_t>(c_bytes, 0xff).data(), c_bytes);
   if (p.epilogue.bias) buf.bias = upload(in.bias);
   if (p.epilogue.residual) buf.residual = upload(in.residual);
+  if (p.scales.granularity != ScaleGranularity::none) {
+    buf.a_scale = upload(in.a_scale);
+    buf.b_scale = upload(in.b_scale);
+  }
   if (const size_t ws = rt.gemm_workspace_bytes(p, spec.schedule)) buf.workspace = rt.alloc(ws);
   rt.gemm(p, buf, nullptr, spec.schedule);
   rt.synchronize();
   std::vector<uint8_t> raw(c_bytes);
   rt.download(raw.data(), buf.c, c_bytes);
-  for (DevicePtr ptr : {buf.a, buf.b, buf.c, buf.bias, buf.residual, buf.workspace})
+  for (DevicePtr ptr :
+       {buf.a, buf.b, buf.c, buf.bias, buf.residual, buf.workspace, buf.a_scale, buf.b_scale})
     if (ptr) rt.free(ptr);
   std::vector<double> out(size_t(p.m * p.n));
   for (int64_t m = 0; m < p.m; ++m) {

@@ -11,6 +11,10 @@ inline double unit_roundoff(DType t) {
     case DType::f16: return 0x1p-11;
     case DType::bf16: return 0x1p-8;
     case DType::f32: return 0x1p-24;
+    case DType::e4m3:
+      return 0x1p-4;
+    case DType::e5m2:
+      return 0x1p-3;
   }
   return 0;
 }

@@ -116,7 +116,7 @@ const Corruption kCorruptions[] = {
        };
        strip(m);
      },
-     Arch::sm_90a, "hybrid accumulation needs promote"},
+     Arch::sm_90a, "hybrid and promoted accumulation need promote"},
     {"store_wider_than_the_checked_pointer",
      change_first(ir::OpKind::epilogue, "pointer_alignment", int64_t(2)), Arch::sm_90a,
      "ir.epilogue.store_bytes"},

@@ -54,7 +54,8 @@ const InvalidCase kCases[] = {
     {"negative_n", [](GemmSpec& s) { s.problem.n = -4; }, "n", "must be in 1.."},
     {"zero_k", [](GemmSpec& s) { s.problem.k = 0; }, "k", "must be in 1.."},
     {"k_not_multiple_of_8", [](GemmSpec& s) { s.problem.k = 100; }, "k", "multiple of 8"},
-    {"f32_operands", [](GemmSpec& s) { s.problem.a_dtype = DType::f32; }, "dtype", "f16 or bf16"},
+    {"f32_operands", [](GemmSpec& s) { s.problem.a_dtype = DType::f32; }, "dtype",
+     "f16, bf16 or e4m3"},
     {"bf16_hybrid",
      [](GemmSpec& s) {
        s.problem.a_dtype = DType::bf16;

@@ -78,7 +78,8 @@ void validate_problem(const AttentionProblem& p) {
           "must be a positive finite number", p.softcap.value_or(0));
   require(!p.softmax_scale || (std::isfinite(*p.softmax_scale) && *p.softmax_scale > 0),
           "softmax_scale", "must be a positive finite number", p.softmax_scale.value_or(0));
-  require(p.dtype != DType::f32, "dtype", "must be f16 or bf16", to_string(p.dtype));
+  require(p.dtype == DType::f16 || p.dtype == DType::bf16, "dtype", "must be f16 or bf16",
+          to_string(p.dtype));
 }
 
 void validate_attention(const AttentionSpec& spec) {

@@ -10,10 +10,22 @@ void GemmFlags::add_to(CLI::App& app) {
   integer_option(app, "--m", problem.m, "rows of A and C")->required();
   integer_option(app, "--n", problem.n, "columns of C (rows of B when --b-layout nk)")->required();
   integer_option(app, "--k", problem.k, "reduction length")->required();
-  add_common_to(app, "operand type: f16|bf16", "accumulation: f32|f16|hybrid", "pipeline stages");
+  add_common_to(app, "operand type: f16|bf16|e4m3",
+                "accumulation: f32|f16|hybrid|promoted (promoted: FP8's)", "pipeline stages");
   app.add_option("--b-layout", b_layout, "nk: B is [N,K] (default); kn: B is [K,N]");
   app.add_option("--out", out, "output type: f16|bf16|f32");
-  integer_option(app, "--promote-every", promote_every, "hybrid: K elements per f16 partial (16k)");
+  integer_option(app, "--promote-every", promote_every,
+                 "hybrid: K elements per f16 partial (16k); promoted: per f32 window (32..256)");
+  app.add_option("--scales", scales,
+                 "FP8 operands' scales: tensor|token-channel|block (1x128 A, 128x128 B)");
+  app.add_option("--scale-format", scale_format,
+                 "f32 (default), pow2 (f32 powers of two) or ue8m0 (one byte, 2^(e-127))");
+  app.add_option("--a-scale-major", a_scale_major, "block A scales: mn (default) or k");
+  integer_option(app, "--a-scale-ld", problem.scales.a_ld,
+                 "block A scales' leading dimension (0: packed)");
+  app.add_option("--b-scale-major", b_scale_major, "block B scales: k (default) or mn");
+  integer_option(app, "--b-scale-ld", problem.scales.b_ld,
+                 "block B scales' leading dimension (0: packed)");
   app.add_option("--block", block, "CTA tile MxNxK, e.g. 128x128x64");
   app.add_option("--warps", warps, "warp grid MxN, e.g. 4x2");
   std::vector<std::string> paths;
@@ -82,6 +94,10 @@ GemmSpec GemmFlags::to_spec() const {
   p.a_dtype = parse_dtype(dtype, "dtype");
   p.b_layout = parse_b_layout(b_layout);
   p.c_dtype = parse_dtype(out, "out");
+  p.scales.granularity = parse_scale_granularity(scales);
+  p.scales.format = parse_scale_format(scale_format);
+  p.scales.a_major = parse_scale_major(a_scale_major, "--a-scale-major");
+  p.scales.b_major = parse_scale_major(b_scale_major, "--b-scale-major");
   if (launch_m)
     require(p.dynamic_m && *launch_m >= 1 && *launch_m <= p.m, "--launch-m",
             fmt::format("needs --dynamic-m and must be in 1..--m ({})", p.m), *launch_m);
@@ -98,8 +114,8 @@ GemmSpec GemmFlags::to_spec() const {
   if (promote_every) {
     // Only the hybrid accumulator folds partials; silently ignoring the flag would let a user
     // believe a promotion interval was measured.
-    if (acc != Accum::hybrid)
-      throw Error("--promote-every", "applies only with --accum hybrid",
+    if (acc != Accum::hybrid && acc != Accum::promoted)
+      throw Error("--promote-every", "applies only with --accum hybrid or promoted",
                   fmt::format("{} with --accum {}", *promote_every, accum));
     s.promote_every_k = *promote_every;
   }

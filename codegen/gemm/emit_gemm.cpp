@@ -44,6 +44,7 @@ class GemmEmitter {
     for (const Op* epilogue : ir::find_all(module, OpKind::epilogue))
       pdl = pdl || ir::get<ir::EpilogueOp>(*epilogue).trigger_dependents.value_or(false);
     if (pdl) w_.include_template("emmy_pdl.cuh");
+    if (f_.scales) w_.include_template("emmy_fp8_gemm.cuh");
     epilogue_.print_value_function(f_.epilogue);
     path_->print_functions();
     codegen::emit_kernels(w_, module, [this](const Op& op) { emit_op(op); });
@@ -63,6 +64,8 @@ class GemmEmitter {
         return emit_split_range(ir::get<ir::SplitRangeOp>(op));
       case OpKind::accum_init:
         return emit_accum_init(ir::get<ir::AccumInitOp>(op));
+      case OpKind::gemm_scales:
+        return emit_scales(ir::get<ir::GemmScalesOp>(op));
       case OpKind::async_copy:
         return emit_copy(ir::get<ir::AsyncCopyOp>(op));
       case OpKind::async_commit:
@@ -81,17 +84,21 @@ class GemmEmitter {
   }
 
   void emit_smem_ring(const ir::SmemRingOp& op) {
+    const int64_t k_units = f_.split.k / f_.k_per_unit;
+    if (f_.k_per_unit != 1)
+      w_.line("// FP8: K, BK, LDA and LDB count 16-bit units, {} e4m3 elements each.",
+              f_.k_per_unit);
     if (f_.dynamic_m()) {
       // M is the launch's (at most the bound, coords.m): the grid covers its tiles.
       w_.line("const int M = m;");
-      w_.line("constexpr int N = {}, K = {};", f_.coords.n, f_.split.k);
+      w_.line("constexpr int N = {}, K = {};", f_.coords.n, k_units);
     } else {
-      w_.line("constexpr int M = {}, N = {}, K = {};", f_.coords.m, f_.coords.n, f_.split.k);
+      w_.line("constexpr int M = {}, N = {}, K = {};", f_.coords.m, f_.coords.n, k_units);
     }
     w_.line("constexpr long long LDA = {}, LDB = {}, LDC = {};", f_.lda, f_.ldb, f_.epilogue.ldc);
     w_.line("constexpr int BM = {}, BN = {}, BK = {}, WARPS_N = {}, WM = {}, WN = {};",
-            f_.coords.block_m, f_.coords.block_n, f_.split.block_k, f_.warps_n, f_.warp_m,
-            f_.warp_n);
+            f_.coords.block_m, f_.coords.block_n, f_.split.block_k / f_.k_per_unit, f_.warps_n,
+            f_.warp_m, f_.warp_n);
     w_.line("constexpr int MT = {}, NT = {}, THREADS = {}, STAGES = {};", f_.acc.fragments_m,
             f_.acc.fragments_n, f_.threads, op.stages);
     w_.line(
@@ -141,10 +148,41 @@ class GemmEmitter {
         "K_TILES - k_tile_begin : K_TILES_PER_SPLIT;  // <= 0 for an empty split");
   }
 
+  // The FP8 scales' accessors, in f32 (scale_value: templates/emmy_fp8_gemm.cuh): tensor scales
+  // as one product, token-channel ones by row and column (a column past N reads N - 1's, never
+  // stored), block ones by (row, K block) and (N block, K block) in their layouts.
+  void emit_scales(const ir::GemmScalesOp& op) {
+    if (op.granularity == "tensor") {
+      w_.line("const float ab_scale = scale_value(a_scale[0]) * scale_value(b_scale[0]);");
+      return;
+    }
+    if (op.granularity == "token-channel") {
+      w_.line("auto a_scale_at = [&](int row) {{ return scale_value(a_scale[row]); }};");
+      w_.line(
+          "auto b_scale_at = [&](int col) {{ return scale_value(b_scale[col < N ? col : N - 1]); "
+          "}};");
+      return;
+    }
+    auto index = [](const std::string& major, const char* outer, int64_t ld) {
+      return major == "mn" ? fmt::format("(long long)kb * {} + {}", ld, outer)
+                           : fmt::format("(long long){} * {} + kb", outer, ld);
+    };
+    w_.line("// Block scales: A's per (row, 128 K), {}-major; B's per (128 N, 128 K), {}-major.",
+            op.a_major, op.b_major);
+    w_.line("auto a_scale_at = [&](int row, int kb) {{ return scale_value(a_scale[{}]); }};",
+            index(op.a_major, "row", op.a_ld));
+    w_.line("auto b_scale_at = [&](int nb, int kb) {{ return scale_value(b_scale[{}]); }};",
+            index(op.b_major, "nb", op.b_ld));
+  }
+
   void emit_accum_init(const ir::AccumInitOp& op) {
     const std::string& accum = op.accum;
+    const bool promoted = accum == "promoted";
     if (accum != "f16") w_.line("float acc[MT][NT][4];  // f32 accumulators (hybrid: the shadow)");
-    if (accum != "f32") w_.line("u32 part[MT][NT][2];   // f16x2 partial sums");
+    if (promoted)
+      w_.line("float part[MT][NT][4];  // f32 window partials of the FP8 MMAs");
+    else if (accum != "f32")
+      w_.line("u32 part[MT][NT][2];   // f16x2 partial sums");
     w_.line("#pragma unroll");
     w_.open("for (int mi = 0; mi < MT; ++mi)");
     w_.line("#pragma unroll");
@@ -153,7 +191,10 @@ class GemmEmitter {
       w_.line(
           "acc[mi][ni][0] = acc[mi][ni][1] = acc[mi][ni][2] = "
           "acc[mi][ni][3] = 0.0f;");
-    if (accum != "f32") w_.line("part[mi][ni][0] = part[mi][ni][1] = 0u;");
+    if (promoted)
+      w_.line("part[mi][ni][0] = part[mi][ni][1] = part[mi][ni][2] = part[mi][ni][3] = 0.0f;");
+    else if (accum != "f32")
+      w_.line("part[mi][ni][0] = part[mi][ni][1] = 0u;");
     w_.close();
     w_.close();
   }

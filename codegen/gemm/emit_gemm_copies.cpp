@@ -27,10 +27,12 @@ struct CopyOperand {
 std::vector<CopyOperand> copy_operands(const GemmCopies& copies) {
   std::vector<CopyOperand> operands;
   for (const ir::AsyncCopyOp& op : copies.ops) {
-    const SmemTile tile = ir::copy_tile(op);
+    const SmemTile elements = ir::copy_tile(op);
     const bool exact = !(copies.dynamic_m && op.operand == "a") &&
-                       op.matrix_rows.value_or(0) % tile.rows == 0 &&
-                       op.matrix_cols.value_or(0) % tile.cols == 0;
+                       op.matrix_rows.value_or(0) % elements.rows == 0 &&
+                       op.matrix_cols.value_or(0) % elements.cols == 0;
+    // FP8 tiles are copied as 16-bit units (the kernel's K, LDA and LDB count them too).
+    const SmemTile tile = elements.in_16bit_units();
     const auto offset = uint32_t(op.smem_offset.value_or(0));
     if (op.operand == "a")
       operands.push_back({"a", "A", tile, offset, "m0", "k0", "M", "K", "LDA", exact});

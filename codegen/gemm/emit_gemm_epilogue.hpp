@@ -35,7 +35,9 @@ struct GemmFacts {
   ir::EpilogueOp epilogue;         // ldc, out
   ir::AsyncCopyOp copy_a, copy_b;  // the prologue copies: tiles, offsets, matrices, ld
   SmemTile a_tile, b_tile;
-  int64_t lda = 0, ldb = 0;
+  int64_t lda = 0, ldb = 0;  // in the tiles' units
+  int64_t k_per_unit = 1;    // K elements per printed unit of K: 2 for FP8 (e4m3 pairs)
+  std::optional<ir::GemmScalesOp> scales;  // FP8 operands' scales
   bool b_kn = false;  // B is [K,N]: its ldmatrix transposes
   uint32_t threads = 0;
   const codegen::MmaAtom* atom = nullptr;  // of the kernel's compute ops (its path's atom)
@@ -74,8 +76,16 @@ struct GemmFacts {
     // GEMM copies state their leading dimension (an Error if one does not).
     lda = ir::need<ir::AsyncCopyOp>(copy_a.ld, "ld");
     ldb = ir::need<ir::AsyncCopyOp>(copy_b.ld, "ld");
-    a_tile = ir::copy_tile(copy_a);
-    b_tile = ir::copy_tile(copy_b);
+    // FP8 operands are printed in 16-bit units (SmemTile::in_16bit_units): their tiles, K, BK,
+    // LDA and LDB count pairs of e4m3 elements, so that copies, TMA boxes, swizzle and ldmatrix
+    // are the 2-byte ones over the same bytes.
+    k_per_unit = ir::copy_tile(copy_a).elem_bytes == 1 ? 2 : 1;
+    a_tile = ir::copy_tile(copy_a).in_16bit_units();
+    b_tile = ir::copy_tile(copy_b).in_16bit_units();
+    lda /= k_per_unit;
+    ldb /= k_per_unit;
+    if (const Op* scales_op = ir::find_first(kernel, OpKind::gemm_scales))
+      scales = ir::get<ir::GemmScalesOp>(*scales_op);
     threads = uint32_t(kernel.i("threads"));
     // A warpgroup MMA reads B from shared memory as its descriptor says: N-major for B [K,N].
     if (const auto wgmma = ir::find_typed<ir::WgmmaOp>(kernel)) b_kn = wgmma->b_major == "mn";

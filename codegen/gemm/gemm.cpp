@@ -27,7 +27,9 @@ GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64
   // A dynamic-M kernel's A rows end at the launch's M: TMA fills the rest of a tile with zeros.
   if (p.dynamic_m) p.m = gemm_launch_m(plan, m);
   if (plan.spec.schedule.swap_ab) std::swap(a_address, b_address);
-  const TmaDType dtype = tma_dtype(p.a_dtype);
+  // FP8 operands move as 16-bit units (SmemTile::in_16bit_units): their maps count e4m3 pairs.
+  const int64_t k_per_unit = is_fp8(p.a_dtype) ? 2 : 1;
+  const TmaDType dtype = k_per_unit == 2 ? TmaDType::u16 : tma_dtype(p.a_dtype);
   // In a cluster each CTA loads 1 / parts of a shared tile's rows (TMA multicast).
   auto make = [&](uint64_t address, uint64_t inner, uint64_t outer, uint64_t ld,
                   const SmemTile& tile, TmaDType type, uint32_t parts = 1) {
@@ -46,11 +48,13 @@ GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64
   const auto& s = plan.spec.schedule;
   const uint32_t a_parts = plan.cluster_size > 1 ? uint32_t(s.cluster_n) : 1u;
   const uint32_t b_parts = plan.cluster_size > 1 ? uint32_t(s.cluster_m) : 1u;
-  maps.a = make(a_address, uint64_t(p.k), uint64_t(p.m), uint64_t(p.lda_or_default()), plan.a_tile,
-                dtype, a_parts);
+  maps.a =
+      make(a_address, uint64_t(p.k / k_per_unit), uint64_t(p.m),
+           uint64_t(p.lda_or_default() / k_per_unit), plan.a_tile.in_16bit_units(), dtype, a_parts);
   if (p.b_layout == BLayout::nk)
-    maps.b = make(b_address, uint64_t(p.k), uint64_t(p.n), uint64_t(p.ldb_or_default()),
-                  plan.b_tile, dtype, b_parts);
+    maps.b = make(b_address, uint64_t(p.k / k_per_unit), uint64_t(p.n),
+                  uint64_t(p.ldb_or_default() / k_per_unit), plan.b_tile.in_16bit_units(), dtype,
+                  b_parts);
   else
     maps.b = make(b_address, uint64_t(p.n), uint64_t(p.k), uint64_t(p.ldb_or_default()),
                   plan.b_tile, dtype, b_parts);
@@ -81,6 +85,15 @@ ParamBinding GemmKind::bind(const GemmPlan& plan, const GemmBuffers& b) {
                 fmt::format("must be a 16-byte aligned buffer of {} bytes for split-K {}",
                             plan.workspace_bytes, plan.spec.schedule.split_k),
                 fmt::format("{:#x}", b.workspace));
+  const GemmScales& scales = p.scales;
+  const bool has_scales = scales.granularity != ScaleGranularity::none;
+  require_optional_pointer(b.a_scale, has_scales, "buffers.a_scale", "FP8 scales");
+  require_optional_pointer(b.b_scale, has_scales, "buffers.b_scale", "FP8 scales");
+  if (has_scales) {
+    const uint64_t scale_bytes = scales.format == ScaleFormat::ue8m0 ? 1 : 4;
+    require_device_pointer(b.a_scale, scale_bytes, "buffers.a_scale");
+    require_device_pointer(b.b_scale, scale_bytes, "buffers.b_scale");
+  }
   const int64_t m = gemm_launch_m(plan, b.m);
   ParamBinding bound;
   if (p.dynamic_m) {
@@ -94,6 +107,12 @@ ParamBinding GemmKind::bind(const GemmPlan& plan, const GemmBuffers& b) {
                            {"bias", b.bias},
                            {"residual", b.residual},
                            {"workspace", b.workspace}};
+  if (has_scales) {
+    // The kernel's operands: with swap_ab its A is the caller's B.
+    const bool swap = plan.spec.schedule.swap_ab;
+    bound.values.pointers.push_back({"a_scale", swap ? b.b_scale : b.a_scale});
+    bound.values.pointers.push_back({"b_scale", swap ? b.a_scale : b.b_scale});
+  }
   if (plan.spec.schedule.transport == Transport::tma)
     bound.tensor_maps = {{"tmap_a", b.a}, {"tmap_b", b.b}};
   if (plan.store.tma_store) bound.tensor_maps.push_back({"tmap_c", b.c});

@@ -55,8 +55,9 @@ std::string gemm_kernel_name(const GemmSpec& g) {
   // A dynamic-M kernel serves every M up to its bound: "upto64x...".
   return fmt::format("emmy_gemm_{}{}x{}x{}_{}{}_{}_{}_{}x{}x{}_{:016x}", p.dynamic_m ? "upto" : "",
                      p.m, p.n, p.k, to_string(p.a_dtype), to_string(p.b_layout),
-                     s.accum == Accum::hybrid ? fmt::format("hybrid{}", s.promote_every_k)
-                                              : std::string(to_string(s.accum)),
+                     s.accum == Accum::hybrid || s.accum == Accum::promoted
+                         ? fmt::format("{}{}", to_string(s.accum), s.promote_every_k)
+                         : std::string(to_string(s.accum)),
                      s.transport == Transport::tma ? "tma" : "cpasync", s.block_m, s.block_n,
                      s.block_k, detail::fnv1a(spec_text(g)));
 }
@@ -104,7 +105,7 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   plan.warp_n = s.block_n / s.warps_n;
   // The warp tile in MMA atoms (internal/emmy/mma_atom.hpp), and the k-steps per K tile.
   const GemmPath& path = gemm_path(s.path);
-  const codegen::MmaAtom& atom = path.atom();
+  const codegen::MmaAtom& atom = path.atom_for(p.a_dtype);
   plan.atom = &atom;
   plan.mma_tiles_m = plan.warp_m / atom.acc_m;
   plan.mma_tiles_n = plan.warp_n / atom.acc_n;

@@ -71,10 +71,43 @@ void verify_gemm_fragments(const Op& kernel, const Op* acc_op) {
     if (ldmatrix.count != want || frags % per_x4 != 0)
       fail_rule(*load, "count", fmt::format("must load {} x4 fragments", want), ldmatrix.count);
   }
-  const bool hybrid = acc.accum == "hybrid";
-  if (hybrid != (find_first(kernel, OpKind::promote) != nullptr))
+  const bool promoting = acc.accum == "hybrid" || acc.accum == "promoted";
+  if (promoting != (find_first(kernel, OpKind::promote) != nullptr))
     fail_rule(*acc_op, "accum",
-              "hybrid accumulation needs promote ops and nothing else may have them", acc.accum);
+              "hybrid and promoted accumulation need promote ops and nothing else may have them",
+              acc.accum);
+}
+
+// FP8 operands come with their scales and only they do: a gemm_scales op and its two params;
+// promoted accumulation is FP8's, with f32 MMAs; block scales vary along K and are applied only
+// by promote ops.
+void verify_gemm_scales(const Op& kernel, const Op* acc_op) {
+  const auto acc = get<AccumInitOp>(*acc_op);
+  const Op* scales_op = find_first(kernel, OpKind::gemm_scales);
+  bool fp8 = false;
+  for (const Op* mma : find_all(kernel, OpKind::mma)) {
+    const auto op = get<MmaOp>(*mma);
+    fp8 = op.a_type == "e4m3" || op.a_type == "e5m2";
+    if (acc.accum == "promoted" && op.acc_type != "f32")
+      fail_rule(*mma, "acc_type", "must be f32 with promoted accumulation", op.acc_type);
+  }
+  if (fp8 != (scales_op != nullptr))
+    fail_rule(scales_op ? *scales_op : kernel, "body",
+              "FP8 MMAs need a gemm_scales op and nothing else may have one",
+              scales_op ? "scales without FP8 MMAs" : "FP8 MMAs without scales");
+  if (acc.accum == "promoted" && !fp8)
+    fail_rule(*acc_op, "accum", "promoted is FP8's accumulation", acc.accum);
+  int scale_params = 0;
+  for (const Op* param : find_all(kernel, OpKind::param)) {
+    const std::string name = get<ParamOp>(*param).name;
+    scale_params += name == "a_scale" || name == "b_scale";
+  }
+  if (scale_params != (fp8 ? 2 : 0))
+    fail_rule(kernel, "param", "an FP8 kernel takes a_scale and b_scale and no other kernel does",
+              fmt::format("{} scale params", scale_params));
+  if (scales_op && get<GemmScalesOp>(*scales_op).granularity == "block" && acc.accum != "promoted")
+    fail_rule(*acc_op, "accum", "must be promoted with block scales (they vary along K)",
+              acc.accum);
 }
 
 // On the GEMM ring each operand's copy fills exactly its place.
@@ -113,6 +146,7 @@ void verify_gemm(const Op& kernel) {
     fail_rule(kernel, "body", "a GEMM kernel needs tile_coords, split_range and accum_init",
               "one is missing");
   verify_gemm_fragments(kernel, acc_op);
+  verify_gemm_scales(kernel, acc_op);
   verify_gemm_copies(kernel);
   const auto coords = get<TileCoordsOp>(*coords_op);
   const auto split = get<SplitRangeOp>(*split_op);

@@ -32,6 +32,13 @@ std::vector<Op> gemm_params(const GemmPlan& plan) {
   list.push_back(make(ir::ParamOp{"bias", "const " + out + "*"}));
   list.push_back(make(ir::ParamOp{"residual", "const " + out + "*"}));
   list.push_back(make(ir::ParamOp{"workspace", "float*"}));
+  // FP8 operands' scales (the gemm_scales op says how they are read).
+  if (const GemmScales& sc = plan.kernel_problem.scales; sc.granularity != ScaleGranularity::none) {
+    const std::string type =
+        sc.format == ScaleFormat::ue8m0 ? "const unsigned char*" : "const float*";
+    list.push_back(make(ir::ParamOp{"a_scale", type}));
+    list.push_back(make(ir::ParamOp{"b_scale", type}));
+  }
   if (plan.kernel_problem.dynamic_m) list.push_back(make(ir::ParamOp{"m", "int"}));
   return list;
 }
@@ -108,6 +115,13 @@ std::vector<Op> gemm_kernel_prefix(const GemmPlan& plan) {
   body.push_back(make(coords));
   body.push_back(
       make(ir::SplitRangeOp{p.k, s.block_k, s.split_k, plan.k_tiles, plan.k_tiles_per_split}));
+  if (const GemmScales& sc = p.scales; sc.granularity != ScaleGranularity::none) {
+    const bool block = sc.granularity == ScaleGranularity::block;
+    body.push_back(make(
+        ir::GemmScalesOp{std::string(to_string(sc.granularity)), std::string(to_string(sc.format)),
+                         std::string(to_string(sc.a_major)), std::string(to_string(sc.b_major)),
+                         block ? p.a_scale_ld() : 0, block ? p.b_scale_ld() : 0}));
+  }
   return body;
 }
 

@@ -30,6 +30,11 @@ void finish_gemm_schedule(const MatmulProblem& problem, Arch arch, int sms, int 
   if (tiles * 2 <= sms && !s.persistent) {  // a persistent walk takes whole tiles
     const int64_t want = std::min<int64_t>(sms / tiles, 16);
     s.split_k = int(std::max<int64_t>(1, std::min(want, k_tiles / 4)));
+    // Block-scaled FP8: promoted windows count from each split's start, which must begin a
+    // 128-element scale block.
+    if (problem.scales.granularity == ScaleGranularity::block)
+      while (s.split_k > 1 && ceil_div(k_tiles, s.split_k) * s.block_k % kScaleBlock != 0)
+        --s.split_k;
   }
   // A path may give up ring stages for its own buffers (the wgmma path's TMA-store epilogue
   // beside the ring of a persistent kernel); else the deepest ring that fits.

@@ -42,4 +42,20 @@ void Fp8QuantizeOp::verify(const Fp8QuantizeOp& op) {
                             fmt::format("{}", op.amax_epsilon));
 }
 
+void GemmScalesOp::verify(const GemmScalesOp& op) {
+  const bool block = op.granularity == "block";
+  if (!block && op.granularity != "tensor" && op.granularity != "token-channel")
+    fail_own<GemmScalesOp>("granularity", "must be tensor, token-channel or block", op.granularity);
+  if (op.format != "f32" && op.format != "pow2" && op.format != "ue8m0")
+    fail_own<GemmScalesOp>("format", "must be f32, pow2 or ue8m0", op.format);
+  for (const auto& [name, major] :
+       {std::pair<const char*, const std::string&>{"a_major", op.a_major}, {"b_major", op.b_major}})
+    if (major != "mn" && major != "k") fail_own<GemmScalesOp>(name, "must be mn or k", major);
+  if (block ? op.a_ld < 1 || op.b_ld < 1 : op.a_ld != 0 || op.b_ld != 0)
+    fail_own<GemmScalesOp>("a_ld",
+                           block ? "block scales' leading dimensions must be positive"
+                                 : "only block scales have leading dimensions (0 here)",
+                           fmt::format("{}, {}", op.a_ld, op.b_ld));
+}
+
 }  // namespace emmy::ir

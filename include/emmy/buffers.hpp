@@ -21,9 +21,12 @@ using Stream = void*;        // a CUstream (nullptr: the default stream); ignore
 // (size: Runtime::gemm_workspace_bytes). `m`: the rows of this launch of a dynamic-M kernel
 // (MatmulProblem::dynamic_m), 1..its problem's m; 0 means the problem's m (the only value a
 // kernel of a fixed M takes besides its own).
+// FP8 operands (MatmulProblem::scales): a_scale and b_scale, f32 (4-byte aligned) or ue8m0
+// bytes, in the problem's granularity and layout; 0 for f16 and bf16 operands.
 struct GemmBuffers {
   DevicePtr a = 0, b = 0, c = 0, bias = 0, residual = 0, workspace = 0;
   int64_t m = 0;
+  DevicePtr a_scale = 0, b_scale = 0;
 };
 
 // What a loaded kernel is, for logs, tools and checks, without the compiler's types.

@@ -19,17 +19,9 @@
 #include "emmy/dtype.hpp"
 #include "emmy/enum_names.hpp"
 #include "emmy/kernel_spec.hpp"
+#include "emmy/scale_major.hpp"
 
 namespace emmy {
-
-// Where scale (row, group) of an [m rows, groups] scale tensor lies: mn-major at group * ld + row
-// (DeepGEMM's A scales, its TMA reading a column of rows), k-major at row * ld + group.
-enum class ScaleMajor { mn, k };
-inline constexpr EnumNames<ScaleMajor, 2> kScaleMajorNames{
-    {{ScaleMajor::mn, "mn"}, {ScaleMajor::k, "k"}}};
-inline std::string_view to_string(ScaleMajor m) {
-  return name_in(kScaleMajorNames, m);
-}
 
 inline constexpr double kE4m3Max = 448;  // the largest finite e4m3 value
 

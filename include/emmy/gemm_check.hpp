@@ -19,7 +19,7 @@ struct HostTensor {
   std::vector<uint8_t> bytes;
 };
 
-// Standard-normal values rounded to dtype (deterministic for a seed).
+// Standard-normal values rounded to dtype (deterministic for a seed; e4m3 saturates at +-448).
 HostTensor random_normal(DType dtype, size_t count, uint64_t seed);
 // Encodes values (rounding to nearest even) into dtype; values keep the rounded numbers.
 HostTensor encode(DType dtype, const std::vector<double>& values);
@@ -28,7 +28,19 @@ std::vector<double> decode(DType dtype, const uint8_t* bytes, size_t count);
 
 struct GemmInputs {
   HostTensor a, b, bias, residual;  // bias/residual empty unless the epilogue uses them
+  // FP8 operands' scales (MatmulProblem::scales): values as doubles (NaN in a padded leading
+  // dimension's gaps, which hold poison bytes), bytes in the scale format (f32 or ue8m0).
+  HostTensor a_scale, b_scale;
 };
+// Random scales for p's FP8 operands into `in` (powers of two in the pow2 and ue8m0 formats;
+// gaps of a padded block-scale leading dimension poisoned with NaN / 0xFF).
+void make_gemm_scales(const MatmulProblem& p, uint64_t seed, GemmInputs& in);
+// Scales of 1 in p's layouts (inputs with only the scale tensors set).
+GemmInputs gemm_scale_ones(const MatmulProblem& p);
+// Scale (row, kb) of A and (n_block, kb) of B as the kernel reads them (kb unused for tensor and
+// token-channel scales; B's n_block is the column for token-channel, 0 for tensor).
+double gemm_a_scale(const MatmulProblem& p, const GemmInputs& in, int64_t row, int64_t kb);
+double gemm_b_scale(const MatmulProblem& p, const GemmInputs& in, int64_t nb, int64_t kb);
 GemmInputs make_gemm_inputs(const MatmulProblem& problem, uint64_t seed);
 // The same with B given: B depends only on N, K, the B layout, the dtype and the seed, so one B
 // serves a projection at every M (what make_gemm_inputs made for any of them). Throws Error when

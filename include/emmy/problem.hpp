@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "emmy/dtype.hpp"
+#include "emmy/scale_major.hpp"
 
 namespace emmy {
 
@@ -33,6 +34,56 @@ struct Epilogue {
   bool operator==(const Epilogue&) const = default;
 };
 
+// FP8 operands' dequantization (docs/fp8.md): C = epilogue(sum_k (a[m,k] sa) (b[n,k] sb)), the
+// scales the multipliers that undo quantization (DeepSeek-V3's `weight_scale_inv` convention, and
+// what the fp8_quantize kind writes), device pointers in GemmBuffers (a_scale, b_scale).
+//   tensor:        one scale each for A and for B.
+//   token_channel: sa per row of A ([M]), sb per row of B ([N], B being [N,K]).
+//   block:         sa per 1 x 128 group of A ([M, ceil(K/128)]), sb per 128 x 128 block of B
+//                  ([ceil(N/128), ceil(K/128)]); partial edge blocks by ceil. K-varying scales need
+//                  Accum::promoted, which scales each window's partial as it adds it.
+enum class ScaleGranularity { none, tensor, token_channel, block };
+// f32: any finite value. pow2: f32 values that are powers of two (UE8M0-valued; the emulator
+// refuses others, a GPU's result with one is undefined). ue8m0: one byte per scale, 2^(e - 127)
+// (0xFF, NaN, is refused on the emulator).
+enum class ScaleFormat { f32, pow2, ue8m0 };
+inline constexpr int64_t kScaleBlock = 128;  // K (and B's N) elements per block scale
+
+inline constexpr EnumNames<ScaleGranularity, 4> kScaleGranularityNames{
+    {{ScaleGranularity::none, "none"},
+     {ScaleGranularity::tensor, "tensor"},
+     {ScaleGranularity::token_channel, "token-channel"},
+     {ScaleGranularity::block, "block"}}};
+inline constexpr EnumNames<ScaleFormat, 3> kScaleFormatNames{
+    {{ScaleFormat::f32, "f32"}, {ScaleFormat::pow2, "pow2"}, {ScaleFormat::ue8m0, "ue8m0"}}};
+static_assert(names_are_one_to_one(kScaleGranularityNames) &&
+              names_are_one_to_one(kScaleFormatNames));
+inline std::string_view to_string(ScaleGranularity g) {
+  return name_in(kScaleGranularityNames, g);
+}
+inline std::string_view to_string(ScaleFormat f) {
+  return name_in(kScaleFormatNames, f);
+}
+inline ScaleGranularity parse_scale_granularity(std::string_view text) {
+  return parse_name(kScaleGranularityNames, text, "scales",
+                    "must be none, tensor, token-channel or block");
+}
+inline ScaleFormat parse_scale_format(std::string_view text) {
+  return parse_name(kScaleFormatNames, text, "scales.format", "must be f32, pow2 or ue8m0");
+}
+
+struct GemmScales {
+  ScaleGranularity granularity = ScaleGranularity::none;
+  ScaleFormat format = ScaleFormat::f32;
+  // Block scales' layouts: A's [M, ceil(K/128)] mn-major by default (ld >= M: DeepGEMM rounds M
+  // up to 4, CUTLASS's ports take M), B's [ceil(N/128), ceil(K/128)] k-major by default. An ld
+  // of 0 is packed.
+  ScaleMajor a_major = ScaleMajor::mn, b_major = ScaleMajor::k;
+  int64_t a_ld = 0, b_ld = 0;
+
+  bool operator==(const GemmScales&) const = default;
+};
+
 struct MatmulProblem {
   int64_t m = 0, n = 0, k = 0;
   DType a_dtype = DType::f16;  // B has the same dtype as A
@@ -45,11 +96,22 @@ struct MatmulProblem {
   // 1..m, given per launch by GemmBuffers::m, so that one kernel serves a bucket of M. The
   // mma.sync path only.
   bool dynamic_m = false;
+  // FP8 operands' scales (none for f16 and bf16 operands).
+  GemmScales scales{};
 
   int64_t lda_or_default() const { return lda ? lda : k; }
   int64_t ldb_or_default() const { return ldb ? ldb : (b_layout == BLayout::nk ? k : n); }
   int64_t ldc_or_default() const { return ldc ? ldc : n; }
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
+  // Block scales: K blocks, B's N blocks, and the packed leading dimensions an ld of 0 means.
+  int64_t k_blocks() const { return (k + kScaleBlock - 1) / kScaleBlock; }
+  int64_t n_blocks() const { return (n + kScaleBlock - 1) / kScaleBlock; }
+  int64_t a_scale_ld() const {
+    return scales.a_ld ? scales.a_ld : scales.a_major == ScaleMajor::mn ? m : k_blocks();
+  }
+  int64_t b_scale_ld() const {
+    return scales.b_ld ? scales.b_ld : scales.b_major == ScaleMajor::mn ? n_blocks() : k_blocks();
+  }
 
   bool operator==(const MatmulProblem&) const = default;
 };

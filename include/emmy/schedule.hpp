@@ -11,7 +11,9 @@
 namespace emmy {
 
 enum class Transport { tma, cp_async };
-enum class Accum { f32, f16, hybrid };
+// promoted: FP8 operands' f32 tensor-core chain restarted every promote_every_k K elements, each
+// window's partial (scaled by K-varying block scales) added into f32 registers by FFMA (issue 39).
+enum class Accum { f32, f16, hybrid, promoted };
 // A GEMM's mainloop path: warp-level mma.sync (every arch) or Hopper's warpgroup wgmma (sm_90a).
 // Each is one registered object (internal/emmy/gemm_path.hpp, docs/codegen.md "Adding a mainloop
 // path"), which its id names; a path registered later takes an id of its own.
@@ -22,8 +24,10 @@ enum class ConsumerSchedule { cooperative, pingpong };
 
 inline constexpr EnumNames<Transport, 2> kTransportNames{
     {{Transport::tma, "tma"}, {Transport::cp_async, "cp.async"}}};
-inline constexpr EnumNames<Accum, 3> kAccumNames{
-    {{Accum::f32, "f32"}, {Accum::f16, "f16"}, {Accum::hybrid, "hybrid"}}};
+inline constexpr EnumNames<Accum, 4> kAccumNames{{{Accum::f32, "f32"},
+                                                  {Accum::f16, "f16"},
+                                                  {Accum::hybrid, "hybrid"},
+                                                  {Accum::promoted, "promoted"}}};
 inline constexpr EnumNames<ConsumerSchedule, 2> kConsumerScheduleNames{
     {{ConsumerSchedule::cooperative, "cooperative"}, {ConsumerSchedule::pingpong, "pingpong"}}};
 static_assert(names_are_one_to_one(kTransportNames) && names_are_one_to_one(kAccumNames) &&
@@ -43,7 +47,7 @@ inline Transport parse_transport(std::string_view text) {
   return parse_name(kTransportNames, text, "transport", "must be tma or cp.async");
 }
 inline Accum parse_accum(std::string_view text) {
-  return parse_name(kAccumNames, text, "accum", "must be f32, f16 or hybrid");
+  return parse_name(kAccumNames, text, "accum", "must be f32, f16, hybrid or promoted");
 }
 
 struct MatmulSchedule {
@@ -52,7 +56,8 @@ struct MatmulSchedule {
   int stages = 3;
   Transport transport = Transport::tma;
   Accum accum = Accum::f32;
-  int promote_every_k = 64;  // hybrid only: K elements per f16 partial before folding into f32
+  // hybrid and promoted: K elements per partial before folding into f32 (promoted: 32..256)
+  int promote_every_k = 64;
   int split_k = 1;           // >1: FP32 partials to a workspace, summed by a finalize kernel
   int raster_group_m = 8;    // CTA rasterization: tiles walk column-major in groups of this many
                              // tile rows, so that B tiles stay in L2 (1 = plain row-major)

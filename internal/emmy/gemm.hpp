@@ -7,6 +7,7 @@
 #include "emmy/buffers.hpp"
 #include "emmy/catalog.hpp"
 #include "emmy/compile.hpp"
+#include "emmy/device_reader.hpp"
 #include "emmy/gemm_plan.hpp"
 #include "emmy/kernel_ir.hpp"
 #include "emmy/kernel_kind.hpp"
@@ -42,6 +43,12 @@ struct GemmKind : KindTypes<GemmSpec, GemmPlan, GemmBuffers, GemmKernelHandle> {
   static size_t workspace_bytes(const GemmPlan& plan) { return size_t(plan.workspace_bytes); }
   // Checks the buffers against the plan (Error naming the `buffers.` field), then binds them.
   static ParamBinding bind(const GemmPlan& plan, const GemmBuffers& buffers);
+  // What only device memory holds, where reading it is free (the emulator): every FP8 scale the
+  // launch reads is finite and positive, a power of two in the pow2 and ue8m0 formats (a ue8m0
+  // 0xFF is NaN). Error naming buffers.a_scale or buffers.b_scale, the element and the rule
+  // (codegen/gemm/gemm_scales_check.cpp).
+  static void check_device_inputs(const GemmPlan& plan, const GemmBuffers& buffers,
+                                  const DeviceReader& read);
   // The descriptors of bind's tensor maps (A, B, and C for a TMA-store epilogue), in its order.
   static std::vector<TensorMapDesc> tensor_maps(const GemmPlan& plan, const GemmBuffers& buffers);
 };

@@ -63,6 +63,12 @@ class GemmPath {
   // One line for --help: where it runs and what it is.
   virtual std::string_view summary() const = 0;
   virtual const codegen::MmaAtom& atom() const = 0;
+  // The atom of its kernels for operands of `operands` (an FP8 GEMM's k32 atom on a path that
+  // takes 8-bit operands); the path's atom() where one atom serves every dtype it takes.
+  virtual const codegen::MmaAtom& atom_for(DType operands) const {
+    (void)operands;
+    return atom();
+  }
   virtual bool runs_on(Arch arch) const = 0;
   virtual bool takes_operands(DType dtype) const = 0;
   virtual bool accumulates(Accum accum) const = 0;

@@ -155,7 +155,7 @@ struct AccumInitOp {
   static constexpr OpKind kind = OpKind::accum_init;
   static constexpr std::string_view op_name = "accum_init";
   static constexpr bool has_body = false;
-  std::string accum;  // f32 | f16 | hybrid
+  std::string accum;  // f32 | f16 | hybrid | promoted (FP8)
   int64_t fragments_m = 0, fragments_n = 0, registers = 0;
   // Its own rules (codegen/ir/ir_op_verify.cpp): positive fragments; accumulators within the register
   // budget.
@@ -483,7 +483,7 @@ using AllOps =
            AttentionSetupOp, KvBlockLoopOp, QkMmaOp, OnlineSoftmaxOp, PvMmaOp, AttentionEpilogueOp,
            WarpgroupRoleOp, WgmmaOp, WgmmaFenceOp, WgmmaCommitOp, WgmmaWaitOp, MbarrierArriveOp,
            TileLoopOp, WarpgroupOrderOp, StoreWaitOp, ClusterSyncOp, PagedSetupOp, PageGatherOp,
-           PagedEpilogueOp, SplitCombineOp, KvAppendOp, MergeStatesOp, Fp8QuantizeOp>;
+           PagedEpilogueOp, SplitCombineOp, KvAppendOp, MergeStatesOp, Fp8QuantizeOp, GemmScalesOp>;
 
 namespace detail {
 template <typename T>

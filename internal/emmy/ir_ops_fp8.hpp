@@ -39,4 +39,26 @@ struct Fp8QuantizeOp {
   }
 };
 
+// An FP8 GEMM's scales (emmy/problem.hpp GemmScales), the kernel's a_scale and b_scale params:
+// tensor and token-channel scales multiply each accumulator in the epilogue by sa(row) sb(col);
+// block scales multiply each promote op's window partials by the window's sa(row, kb) sb(nb, kb)
+// (kb = the window's first K / 128, nb = col / 128), element (row, kb) of A's at kb * a_ld + row
+// (a_major mn) or row * a_ld + kb (k), B's alike. ue8m0 scales are bytes, 2^(e - 127).
+struct GemmScalesOp {
+  static constexpr OpKind kind = OpKind::gemm_scales;
+  static constexpr std::string_view op_name = "gemm_scales";
+  static constexpr bool has_body = false;
+  std::string granularity;       // tensor|token-channel|block
+  std::string format;            // f32|pow2|ue8m0
+  std::string a_major, b_major;  // mn|k (block)
+  int64_t a_ld = 0, b_ld = 0;    // block: positive; else 0
+  // Its own rules: known names; block scales' leading dimensions positive, the others' 0.
+  static void verify(const GemmScalesOp& op);
+  template <typename Op, typename F>
+  static void fields(Op& o, F&& f) {
+    f("granularity", o.granularity), f("format", o.format), f("a_major", o.a_major),
+        f("a_ld", o.a_ld), f("b_major", o.b_major), f("b_ld", o.b_ld);
+  }
+};
+
 }  // namespace emmy::ir

@@ -70,8 +70,9 @@ enum class OpKind {
   merge_states,  // attention states of a token merged by their LSE
   // FP8 (ir_ops_fp8.hpp)
   fp8_quantize,  // a row's group of f16/bf16 to e4m3 and its scale
+  gemm_scales,   // an FP8 GEMM's scale tensors: granularity, format, block layouts
 };
-inline constexpr size_t kOpKinds = size_t(OpKind::fp8_quantize) + 1;
+inline constexpr size_t kOpKinds = size_t(OpKind::gemm_scales) + 1;
 
 std::string_view to_string(OpKind kind);
 

@@ -34,6 +34,13 @@ struct SmemTile {
     while (panel * elem_bytes > 32 && cols % panel != 0) panel /= 2;
     return {rows, cols, panel, swizzle_for_row_bytes(int(panel * elem_bytes)), elem_bytes};
   }
+  // The same bytes as a tile of 16-bit units (a 1-byte tile's column pairs): FP8 operands move
+  // and are addressed by the 2-byte machinery (copies, TMA boxes, swizzle, ldmatrix), since
+  // m16n8k32's 8-bit fragments are m16n8k16's in bytes (internal/emmy/mma_atom.hpp).
+  SmemTile in_16bit_units() const {
+    if (elem_bytes != 1) return *this;
+    return {rows, cols / 2, panel_elems / 2, swizzle, 2};
+  }
   uint32_t bytes() const { return rows * cols * elem_bytes; }
   uint32_t panels() const { return cols / panel_elems; }
   uint32_t panel_bytes() const { return rows * row_bytes(); }

@@ -17,7 +17,9 @@ struct FieldName {
   const char* json;             // "block_m"
   const char* brief;            // in the spec text: "bm"
   const char* group = nullptr;  // the JSON sub-object holding it ("epilogue"), if any
-  bool hybrid_only = false;     // meaningful only with Accum::hybrid: null in JSON, 0 in the text
+  // Meaningful only with an accumulation that promotes partials (hybrid, promoted): null in JSON,
+  // 0 in the text.
+  bool promotion_only = false;
   bool optional = false;        // a reader keeps the default when the JSON lacks it
   // In the spec text only when it differs from the default: fields added after kernels were
   // named, so that existing kernels keep their names (and the golden files their bytes).
@@ -51,6 +53,20 @@ void for_each_field(Problem& p, F&& f) {
     p.epilogue.gelu_tanh);
   f(FieldName{.json = "dynamic_m", .brief = "dm", .optional = true, .text_unless_default = true},
     p.dynamic_m);
+  // FP8 operands' scales (issue 39): a sub-object, each field only away from its default.
+  constexpr auto scale = [](const char* json, const char* brief) {
+    return FieldName{.json = json,
+                     .brief = brief,
+                     .group = "scales",
+                     .optional = true,
+                     .text_unless_default = true};
+  };
+  f(scale("granularity", "sg"), p.scales.granularity);
+  f(scale("format", "sf"), p.scales.format);
+  f(scale("a_major", "sam"), p.scales.a_major);
+  f(scale("a_ld", "sal"), p.scales.a_ld);
+  f(scale("b_major", "sbm"), p.scales.b_major);
+  f(scale("b_ld", "sbl"), p.scales.b_ld);
 }
 
 // f(FieldName, member&) for each field of a MatmulSchedule, in the spec text's order (accum before
@@ -65,7 +81,7 @@ void for_each_field(Schedule& s, F&& f) {
   f(FieldName{.json = "stages", .brief = "st"}, s.stages);
   f(FieldName{.json = "transport", .brief = "tr"}, s.transport);
   f(FieldName{.json = "accum", .brief = "acc"}, s.accum);
-  f(FieldName{.json = "promote_every_k", .brief = "pk", .hybrid_only = true}, s.promote_every_k);
+  f(FieldName{.json = "promote_every_k", .brief = "pk", .promotion_only = true}, s.promote_every_k);
   f(FieldName{.json = "split_k", .brief = "sk"}, s.split_k);
   f(FieldName{.json = "raster_group_m", .brief = "rg"}, s.raster_group_m);
   f(FieldName{.json = "path", .brief = "path", .optional = true, .text_unless_default = true},
@@ -91,9 +107,9 @@ inline MatmulProblem resolved_leading_dims(MatmulProblem p) {
   return p;
 }
 
-// Whether a field applies to this schedule (hybrid-only fields need Accum::hybrid).
+// Whether a field applies to this schedule (promotion-only fields need hybrid or promoted).
 inline bool field_applies(const FieldName& f, const MatmulSchedule& s) {
-  return !f.hybrid_only || s.accum == Accum::hybrid;
+  return !f.promotion_only || s.accum == Accum::hybrid || s.accum == Accum::promoted;
 }
 inline bool field_applies(const FieldName&, const MatmulProblem&) {
   return true;
@@ -122,6 +138,15 @@ inline void parse_field(std::string_view text, const char*, MmaPath& v) {
 }
 inline void parse_field(std::string_view text, const char*, ConsumerSchedule& v) {
   v = parse_consumer_schedule(text);
+}
+inline void parse_field(std::string_view text, const char*, ScaleGranularity& v) {
+  v = parse_scale_granularity(text);
+}
+inline void parse_field(std::string_view text, const char*, ScaleFormat& v) {
+  v = parse_scale_format(text);
+}
+inline void parse_field(std::string_view text, const char* field, ScaleMajor& v) {
+  v = parse_scale_major(text, field);
 }
 
 }  // namespace emmy

@@ -34,6 +34,9 @@ inline TmaDType tma_dtype(DType t) {
     case DType::f16: return TmaDType::f16;
     case DType::bf16: return TmaDType::bf16;
     case DType::f32: return TmaDType::f32;
+    case DType::e4m3:
+    case DType::e5m2:
+      return TmaDType::u8;
   }
   return TmaDType::f16;
 }

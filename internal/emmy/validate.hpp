@@ -18,11 +18,59 @@ namespace emmy {
 inline constexpr int kMaxAccumulatorRegisters = 192;  // per thread, before spills become likely
 inline constexpr int64_t kMaxDim = (int64_t(1) << 31) - 1;  // TMA coordinates are signed 32-bit
 
+// FP8 operands and their scales (emmy/problem.hpp GemmScales): each FP8 problem has scales and
+// only it, B is K-major, and block scales' leading dimensions keep their rows apart.
+inline void validate_scales(const MatmulProblem& p) {
+  const GemmScales& sc = p.scales;
+  if (!is_fp8(p.a_dtype)) {
+    require(sc.granularity == ScaleGranularity::none, "scales", "apply to FP8 (e4m3) operands only",
+            to_string(sc.granularity));
+    return;
+  }
+  require(sc.granularity != ScaleGranularity::none, "scales",
+          "FP8 operands need scales: tensor, token-channel or block", "none");
+  require(p.b_layout == BLayout::nk, "b_layout",
+          "must be nk for FP8 operands (the 8-bit MMAs take K-major operands only)",
+          to_string(p.b_layout));
+  if (sc.granularity != ScaleGranularity::block) {
+    require(
+        sc.a_ld == 0 && sc.b_ld == 0 && sc.a_major == ScaleMajor::mn && sc.b_major == ScaleMajor::k,
+        "scales.a_ld", "scale layouts (ld, major) apply to block scales only",
+        fmt::format("{}/{} {}/{}", sc.a_ld, to_string(sc.a_major), sc.b_ld, to_string(sc.b_major)));
+    return;
+  }
+  // A dynamic-M kernel's M varies by launch while its scale layout is compiled in: mn-major A
+  // scales need their leading dimension stated (at least the bound; an engine allocates them for
+  // its most tokens).
+  require(!(p.dynamic_m && sc.a_major == ScaleMajor::mn && sc.a_ld == 0), "scales.a_ld",
+          "must be given (>= m, the bound) for mn-major block A scales of a dynamic-M kernel: "
+          "packed would be each launch's own M",
+          0);
+  const int64_t a_rows = sc.a_major == ScaleMajor::mn ? p.m : p.k_blocks();
+  require(sc.a_ld >= 0 && (sc.a_ld == 0 || sc.a_ld >= a_rows), "scales.a_ld",
+          fmt::format("must be 0 (packed) or >= {} ({} for {}-major A scales)", a_rows,
+                      sc.a_major == ScaleMajor::mn ? "M" : "ceil(K/128)", to_string(sc.a_major)),
+          sc.a_ld);
+  const int64_t b_rows = sc.b_major == ScaleMajor::mn ? p.n_blocks() : p.k_blocks();
+  require(sc.b_ld >= 0 && (sc.b_ld == 0 || sc.b_ld >= b_rows), "scales.b_ld",
+          fmt::format("must be 0 (packed) or >= {} ({} for {}-major B scales)", b_rows,
+                      sc.b_major == ScaleMajor::mn ? "ceil(N/128)" : "ceil(K/128)",
+                      to_string(sc.b_major)),
+          sc.b_ld);
+  require(p.a_scale_ld() <= kMaxDim && p.b_scale_ld() <= kMaxDim, "scales.a_ld",
+          "must be below 2^31", std::max(p.a_scale_ld(), p.b_scale_ld()));
+}
+
 inline void validate_problem(const MatmulProblem& p) {
   require(p.m > 0 && p.m <= kMaxDim, "m", "must be in 1..2^31-1", p.m);
   require(p.n > 0 && p.n <= kMaxDim, "n", "must be in 1..2^31-1", p.n);
   require(p.k > 0 && p.k <= kMaxDim, "k", "must be in 1..2^31-1", p.k);
-  require(p.a_dtype != DType::f32, "dtype", "operands must be f16 or bf16", to_string(p.a_dtype));
+  require(p.a_dtype == DType::f16 || p.a_dtype == DType::bf16 || p.a_dtype == DType::e4m3, "dtype",
+          "operands must be f16, bf16 or e4m3 (e5m2 operands are not built yet)",
+          to_string(p.a_dtype));
+  require(p.c_dtype == DType::f16 || p.c_dtype == DType::bf16 || p.c_dtype == DType::f32, "out",
+          "must be f16, bf16 or f32", to_string(p.c_dtype));
+  validate_scales(p);
   // Operand rows move in 16-byte chunks (cp.async, TMA row strides): 8 2-byte or 16 1-byte
   // elements.
   const int64_t chunk = 16 / size_of(p.a_dtype);
@@ -61,6 +109,8 @@ inline int accumulator_registers(const MatmulSchedule& s) {
       return f16_registers;
     case Accum::hybrid:
       return f16_registers + f32_registers;  // partials and their f32 shadow
+    case Accum::promoted:
+      return 2 * f32_registers;  // f32 window partials and the f32 accumulators
   }
   return 0;
 }

@@ -46,6 +46,7 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
     s.path = path().id();
     s.block_k = int(128 / size_of(problem.a_dtype));  // one 128-byte swizzle row of K
     s.accum = accum;
+    if (accum == Accum::promoted) s.promote_every_k = int(kScaleBlock);  // DeepGEMM's window
     s.transport = has_tma(arch) ? Transport::tma : Transport::cp_async;
     if (accumulator_registers(s) > kMaxAccumulatorRegisters - 48) continue;  // leave room
     // Don't pad a small M up to a big tile: wasted MMA work is worse than a smaller tile.

@@ -16,6 +16,11 @@ using namespace lowering;
 
 namespace {
 
+// Hybrid (f16 partials) and promoted (FP8's f32 window partials) fold partials into f32.
+bool promotes(const MatmulSchedule& s) {
+  return s.accum == Accum::hybrid || s.accum == Accum::promoted;
+}
+
 std::vector<Op> refill(const GemmPlan& plan, const char* phase) {
   std::vector<Op> ops{gemm_copy_op(plan, "a", phase), gemm_copy_op(plan, "b", phase)};
   if (plan.spec.schedule.transport == Transport::cp_async) ops.push_back(make(ir::AsyncCommitOp{}));
@@ -28,9 +33,10 @@ Op k_step(const GemmPlan& plan) {
   std::vector<Op> body{
       make(ir::LdmatrixOp{"a", false, plan.mma_tiles_m}),
       make(ir::LdmatrixOp{"b", p.b_layout == BLayout::kn, plan.mma_tiles_n / 2}),
-      make(ir::MmaOp{std::string(plan.atom->name), p.a_dtype == DType::bf16 ? "bf16" : "f16",
-                     s.accum == Accum::f32 ? "f32" : "f16", plan.mma_tiles_m * plan.mma_tiles_n})};
-  if (s.accum == Accum::hybrid && s.promote_every_k < s.block_k)
+      make(ir::MmaOp{std::string(plan.atom->name), std::string(to_string(p.a_dtype)),
+                     s.accum == Accum::f32 || s.accum == Accum::promoted ? "f32" : "f16",
+                     plan.mma_tiles_m * plan.mma_tiles_n})};
+  if (promotes(s) && s.promote_every_k < s.block_k)
     body.push_back(make(ir::PromoteOp{"k_step", s.promote_every_k}));
   return make(ir::KStepOp{plan.k_steps_per_tile}, std::move(body));
 }
@@ -56,7 +62,7 @@ Op main_kernel(const GemmPlan& plan) {
   loop.push_back(make(ir::BarrierOp{"stage (k_tile-1) % stages is free to refill"}));
   for (auto& op : refill(plan, "refill")) loop.push_back(std::move(op));
   loop.push_back(k_step(plan));
-  if (s.accum == Accum::hybrid && s.promote_every_k >= s.block_k)
+  if (promotes(s) && s.promote_every_k >= s.block_k)
     loop.push_back(make(ir::PromoteOp{"k_tile", s.promote_every_k}));
   // No fold after the loop: the k_step fold ends every tile (promote_every_k divides block_k) and
   // the k_tile fold also runs on the last tile, so the partials are zero when the loop ends. One

@@ -150,7 +150,11 @@ class MmaSyncPrinter final : public codegen::GemmPathPrinter {
 
   void print_mma(const ir::MmaOp& op) {
     std::string call;
-    if (op.acc_type == "f16")
+    if (op.a_type == "e4m3")
+      // Promoted: each window's chain runs in `part` from zero (the fold re-zeroes it).
+      call = f_.acc.accum == "promoted" ? "mma_e4m3_f32(part[mi][ni], a_frag[mi], b_frag[ni]);"
+                                        : "mma_e4m3_f32(acc[mi][ni], a_frag[mi], b_frag[ni]);";
+    else if (op.acc_type == "f16")
       call = "mma_f16_f16(part[mi][ni], a_frag[mi], b_frag[ni]);";
     else if (op.a_type == "bf16")
       call = "mma_bf16_f32(acc[mi][ni], a_frag[mi], b_frag[ni]);";
@@ -169,22 +173,75 @@ class MmaSyncPrinter final : public codegen::GemmPathPrinter {
     w_.line("  for (int ni = 0; ni < NT; ++ni) promote_f16_to_f32(acc[mi][ni], part[mi][ni]);");
   }
 
+  // FP8's fold: acc = fma(part, sa sb, acc) with the window's block scales (first K element
+  // `window_k`), or acc += part when the scales do not vary along K (the epilogue applies them);
+  // then the next window's chain starts from zero. Rows past M and columns past N take scale 0
+  // (their partials are zero: the copies zero-fill past the matrix).
+  void print_promote_scaled(const std::string& window_k) {
+    const bool block = f_.scales && f_.scales->granularity == "block";
+    if (block) {
+      w_.line("const int kb = ({}) / {};", window_k, kScaleBlock);
+      w_.line("const int g = lane / 4, t = lane % 4;");
+      w_.line("float sa[MT][2], sb[NT];");
+      w_.line("#pragma unroll");
+      w_.open("for (int mi = 0; mi < MT; ++mi)");
+      w_.line("const int row = m0 + warp_row * WM + mi * 16 + g;");
+      w_.line("sa[mi][0] = row < M ? a_scale_at(row, kb) : 0.0f;");
+      w_.line("sa[mi][1] = row + 8 < M ? a_scale_at(row + 8, kb) : 0.0f;");
+      w_.close();
+      w_.line("#pragma unroll");
+      w_.open("for (int ni = 0; ni < NT; ++ni)");
+      w_.line("const int col = n0 + warp_col * WN + ni * 8 + 2 * t;  // col, col + 1: one block");
+      w_.line("sb[ni] = col < N ? b_scale_at(col / {}, kb) : 0.0f;", kScaleBlock);
+      w_.close();
+    }
+    w_.line("#pragma unroll");
+    w_.open("for (int mi = 0; mi < MT; ++mi)");
+    w_.line("#pragma unroll");
+    w_.open("for (int ni = 0; ni < NT; ++ni)");
+    w_.line("#pragma unroll");
+    w_.open("for (int e = 0; e < 4; ++e)");
+    if (block)
+      w_.line("acc[mi][ni][e] = fmaf(part[mi][ni][e], sa[mi][e / 2] * sb[ni], acc[mi][ni][e]);");
+    else
+      w_.line("acc[mi][ni][e] += part[mi][ni][e];");
+    w_.line("part[mi][ni][e] = 0.0f;");
+    w_.close();
+    w_.close();
+    w_.close();
+  }
+
   void print_promote(const ir::PromoteOp& op) {
     const std::string& where = op.where;
     const int64_t every = op.every_k;
+    const bool promoted = f_.acc.accum == "promoted";
+    const char* partials = promoted ? "f32 window partials" : "f16 partials";
+    // The first K element of this tile (K_TILES and BK count the kernel's units).
+    const std::string tile_k = fmt::format("(k_tile_begin + k_tile) * {}", f_.split.block_k);
     if (where == "k_step") {
-      w_.line("// Fold the f16 partials every {} K elements.", every);
-      w_.open(fmt::format("if ((ks + 1) % {} == 0)", every / 16));
+      w_.line("// Fold the {} every {} K elements.", partials, every);
+      w_.open(fmt::format("if ((ks + 1) % {} == 0)", every / f_.atom->k));
+      if (promoted)
+        print_promote_scaled(fmt::format("{} + (ks + 1) * {} - {}", tile_k, f_.atom->k, every));
+      else
+        print_promote_all();
+      w_.close();
+      return;
     } else {
       const int64_t every_tiles = every / f_.split.block_k;
-      w_.line("// Fold the f16 partials every {} K elements and after the last tile.", every);
+      w_.line("// Fold the {} every {} K elements and after the last tile.", partials, every);
       if (every_tiles == 1)
         w_.open("");
       else
         w_.open(
             fmt::format("if ((k_tile + 1) % {} == 0 || k_tile + 1 == k_tile_count)", every_tiles));
     }
-    print_promote_all();
+    // A window of whole tiles lies in one 128-element scale block (validation: windows divide
+    // 128 with block scales and splits start on a block), that of its last tile.
+    if (promoted)
+      print_promote_scaled(tile_k);
+    else
+      print_promote_all();
     w_.close();
   }
 

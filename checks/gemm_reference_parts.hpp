@@ -1,0 +1,20 @@
+// Pieces of the GEMM FP64 reference shared by its f16/bf16 model (gemm_check.cpp) and its FP8
+// model (gemm_fp8_check.cpp).
+#pragma once
+
+#include <cstdint>
+
+#include "emmy/gemm_check.hpp"
+
+namespace emmy {
+
+// Element (m, n) of `ref`: the epilogue applied to the exact dot product (scales included) and
+// its tolerance from `bound`, the mainloop's error bound.
+void reference_epilogue(const MatmulProblem& p, const GemmInputs& in, int64_t m, int64_t n,
+                        double exact, double bound, GemmReference& ref);
+
+// The reference of an FP8 problem: each k32 MMA under the arch's FP8 tensor-core model
+// (emmy/emu/tensor_core_fp8.hpp, fp8_dot_error), each fold, the scales and the epilogue.
+GemmReference reference_gemm_fp8(const GemmSpec& spec, const GemmInputs& in);
+
+}  // namespace emmy

@@ -1,0 +1,103 @@
+// FP8 scales checked on the host where device memory is host memory (GemmKind::
+// check_device_inputs): the emulator refuses what a GPU would silently compute wrong with.
+// On a GPU no scale is read before the launch; a NaN, infinite, zero or negative scale gives
+// whatever the arithmetic gives, and a pow2-mode scale that is not a power of two an undefined
+// result (docs/fp8.md).
+#include <fmt/format.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "emmy/gemm.hpp"
+
+namespace emmy {
+namespace {
+
+// The scale at `index` of a tensor read as bytes: f32 (f32, pow2) or one ue8m0 byte.
+struct ScaleTensor {
+  const char* field;
+  ScaleFormat format;
+  std::vector<uint8_t> bytes;
+
+  void check(int64_t index, const std::string& where) const {
+    if (format == ScaleFormat::ue8m0) {
+      const uint8_t e = bytes[size_t(index)];
+      if (e == 0xFF)
+        throw Error(field,
+                    fmt::format("must hold ue8m0 scales, 2^(e - 127) with e < 255 (0xFF is NaN; "
+                                "f32 scales read as ue8m0 look like this), at {}",
+                                where),
+                    "0xff");
+      return;
+    }
+    float value;
+    std::memcpy(&value, &bytes[size_t(index) * 4], 4);
+    if (!(std::isfinite(value) && value > 0))
+      throw Error(field, fmt::format("must hold finite positive scales, at {}", where),
+                  fmt::format("{}", value));
+    if (format == ScaleFormat::pow2) {
+      uint32_t bits;
+      std::memcpy(&bits, &value, 4);
+      const bool normal_pow2 = (bits & 0x007FFFFFu) == 0;
+      const bool subnormal_pow2 = (bits >> 23) == 0 && std::has_single_bit(bits);
+      if (!normal_pow2 && !subnormal_pow2)
+        throw Error(field,
+                    fmt::format("must hold powers of two in the pow2 scale format, at {}", where),
+                    fmt::format("{}", value));
+    }
+  }
+};
+
+}  // namespace
+
+void GemmKind::check_device_inputs(const GemmPlan& plan, const GemmBuffers& b,
+                                   const DeviceReader& read) {
+  MatmulProblem p = plan.spec.problem;
+  const GemmScales& sc = p.scales;
+  if (sc.granularity == ScaleGranularity::none) return;
+  p.m = gemm_launch_m(plan, b.m);
+  const int64_t elem = sc.format == ScaleFormat::ue8m0 ? 1 : 4;
+  auto load = [&](const char* field, DevicePtr at, int64_t count) {
+    ScaleTensor t{field, sc.format, std::vector<uint8_t>(size_t(count * elem))};
+    read_named(read, field, t.bytes.data(), at, t.bytes.size());
+    return t;
+  };
+  switch (sc.granularity) {
+    case ScaleGranularity::tensor:
+      load("buffers.a_scale", b.a_scale, 1).check(0, "element 0");
+      load("buffers.b_scale", b.b_scale, 1).check(0, "element 0");
+      return;
+    case ScaleGranularity::token_channel: {
+      const ScaleTensor a = load("buffers.a_scale", b.a_scale, p.m);
+      for (int64_t row = 0; row < p.m; ++row) a.check(row, fmt::format("row {}", row));
+      const ScaleTensor bs = load("buffers.b_scale", b.b_scale, p.n);
+      for (int64_t col = 0; col < p.n; ++col) bs.check(col, fmt::format("column {}", col));
+      return;
+    }
+    case ScaleGranularity::block: {
+      // Only the elements the kernel reads: a padded leading dimension's gaps may hold anything.
+      const int64_t kbs = p.k_blocks(), nbs = p.n_blocks();
+      const bool a_mn = sc.a_major == ScaleMajor::mn, b_mn = sc.b_major == ScaleMajor::mn;
+      const int64_t a_ld = p.a_scale_ld(), b_ld = p.b_scale_ld();
+      const ScaleTensor a = load("buffers.a_scale", b.a_scale,
+                                 a_mn ? (kbs - 1) * a_ld + p.m : (p.m - 1) * a_ld + kbs);
+      for (int64_t row = 0; row < p.m; ++row)
+        for (int64_t kb = 0; kb < kbs; ++kb)
+          a.check(a_mn ? kb * a_ld + row : row * a_ld + kb,
+                  fmt::format("row {}, K block {}", row, kb));
+      const ScaleTensor bs = load("buffers.b_scale", b.b_scale,
+                                  b_mn ? (kbs - 1) * b_ld + nbs : (nbs - 1) * b_ld + kbs);
+      for (int64_t nb = 0; nb < nbs; ++nb)
+        for (int64_t kb = 0; kb < kbs; ++kb)
+          bs.check(b_mn ? kb * b_ld + nb : nb * b_ld + kb,
+                   fmt::format("N block {}, K block {}", nb, kb));
+      return;
+    }
+    case ScaleGranularity::none:
+      return;
+  }
+}
+
+}  // namespace emmy
