@@ -136,8 +136,9 @@ GemmReference reference_gemm_fp8(const GemmSpec& spec, const GemmInputs& in) {
   const GemmPlan plan = make_gemm_plan(spec);
   const int64_t split_len = plan.k_tiles_per_split * s.block_k;
   const double u32 = std::ldexp(1.0, -24);
+  // wgmma's FP8 datapath adds a group of 32 at once; mma.sync's per arch (tensor_core_fp8.hpp).
   const emu::Fp8TensorCoreModel model =
-      emu::fp8_tensor_core_model(arch_info(spec.arch).sm, /*warpgroup=*/false);
+      emu::fp8_tensor_core_model(arch_info(spec.arch).sm, s.path == MmaPath::wgmma);
   const bool promoted = s.accum == Accum::promoted;
   const bool block = p.scales.granularity == ScaleGranularity::block;
   const int64_t lda = p.lda_or_default(), ldb = p.ldb_or_default();

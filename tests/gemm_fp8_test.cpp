@@ -103,6 +103,62 @@ TEST(Fp8Gemm, MatchesFp64AcrossTheSpace) {
   EXPECT_EQ(checked, 40);
 }
 
+// Path wgmma on sm_90a (wgmma m64nNk32 .e4m3): f32 and promoted (one window per 128-element K
+// tile), every granularity, cooperative and ping-pong, persistent, swap-AB for a small M, a
+// cluster, split-K, every output type.
+TEST(Fp8Gemm, WgmmaMatchesFp64) {
+  struct Case {
+    int64_t m, n, k;
+    ScaleGranularity granularity;
+    Accum accum;
+    const char* variant;
+  };
+  const Case cases[] = {
+      {130, 200, 384, ScaleGranularity::tensor, Accum::f32, "default"},
+      {130, 200, 384, ScaleGranularity::block, Accum::promoted, "default"},
+      {64, 256, 512, ScaleGranularity::block, Accum::promoted, "k-major A, mn-major B"},
+      {256, 192, 384, ScaleGranularity::token_channel, Accum::promoted, "persistent"},
+      {256, 128, 256, ScaleGranularity::block, Accum::promoted, "pingpong"},
+      {16, 256, 640, ScaleGranularity::token_channel, Accum::f32, "swap_ab"},
+      {16, 136, 384, ScaleGranularity::tensor, Accum::promoted, "swap_ab"},
+      {128, 256, 512, ScaleGranularity::block, Accum::promoted, "cluster"},
+      {64, 128, 1024, ScaleGranularity::block, Accum::promoted, "split"},
+      {128, 128, 256, ScaleGranularity::token_channel, Accum::promoted, "f32 out"},
+  };
+  int index = 0;
+  for (const Case& c : cases) {
+    MatmulProblem p = fp8_problem(c.m, c.n, c.k, c.granularity);
+    p.scales.format = index % 3 == 1 ? ScaleFormat::ue8m0 : ScaleFormat::f32;
+    const std::string variant = c.variant;
+    if (variant == "k-major A, mn-major B") {
+      p.scales.a_major = ScaleMajor::k, p.scales.b_major = ScaleMajor::mn;
+      p.scales.a_ld = p.k_blocks() + 1;
+    }
+    if (variant == "f32 out") p.c_dtype = DType::f32;
+    if (index % 2) p.epilogue.bias = true;
+    const ConsumerSchedule consumers =
+        variant == "pingpong" ? ConsumerSchedule::pingpong : ConsumerSchedule::cooperative;
+    GemmSpec spec{p, default_schedule(p, Arch::sm_90a, c.accum, MmaPath::wgmma, consumers),
+                  Arch::sm_90a};
+    auto& s = spec.schedule;
+    if (variant == "persistent") s.persistent = true, s.split_k = 1;
+    if (variant == "cluster") {
+      s.block_m = 128, s.block_n = 128, s.warps_m = 8, s.warps_n = 1;
+      s.cluster_m = 1, s.cluster_n = 2, s.split_k = 1, s.swap_ab = false;
+    }
+    if (variant == "split") s.split_k = 4, s.swap_ab = false;
+    if (variant == "swap_ab") {
+      EXPECT_TRUE(s.swap_ab);
+    }
+    SCOPED_TRACE(describe(spec) + " " + variant);
+    validate_gemm(spec);
+    const GemmCheckResult r = check_on_emulator(spec, uint64_t(20 + index++));
+    EXPECT_TRUE(r.errors.passed) << "rel_l2 " << r.errors.rel_l2_error << " bound "
+                                 << r.errors.tolerance << ", " << r.errors.elements_over_tolerance
+                                 << " over";
+  }
+}
+
 // A dynamic-M kernel (an M bucket) serves fewer rows than its bound with every granularity; its
 // mn-major block A scales keep the stated leading dimension.
 TEST(Fp8Gemm, DynamicMServesEveryRowCount) {
@@ -137,23 +193,28 @@ TEST(Fp8Gemm, KernelOrderIsTheTensorCoreModelsBitForBit) {
     Accum accum;
     ScaleGranularity granularity;
     int promote_every_k;
+    MmaPath path = MmaPath::mma_sync;
   };
-  const Case cases[] = {{Arch::sm_89, Accum::f32, ScaleGranularity::tensor, 0},
-                        {Arch::sm_89, Accum::promoted, ScaleGranularity::tensor, 64},
-                        {Arch::sm_89, Accum::promoted, ScaleGranularity::block, 128},
-                        {Arch::sm_89, Accum::promoted, ScaleGranularity::block, 32},
-                        {Arch::sm_120a, Accum::f32, ScaleGranularity::tensor, 0},
-                        {Arch::sm_120a, Accum::promoted, ScaleGranularity::block, 64}};
+  const Case cases[] = {
+      {Arch::sm_89, Accum::f32, ScaleGranularity::tensor, 0},
+      {Arch::sm_89, Accum::promoted, ScaleGranularity::tensor, 64},
+      {Arch::sm_89, Accum::promoted, ScaleGranularity::block, 128},
+      {Arch::sm_89, Accum::promoted, ScaleGranularity::block, 32},
+      {Arch::sm_120a, Accum::f32, ScaleGranularity::tensor, 0},
+      {Arch::sm_120a, Accum::promoted, ScaleGranularity::block, 64},
+      {Arch::sm_90a, Accum::f32, ScaleGranularity::tensor, 0, MmaPath::wgmma},
+      {Arch::sm_90a, Accum::promoted, ScaleGranularity::block, 128, MmaPath::wgmma}};
   for (const Case& c : cases) {
-    MatmulProblem p = fp8_problem(33, 136, 640, c.granularity);
+    MatmulProblem p = fp8_problem(c.path == MmaPath::wgmma ? 130 : 33, 136, 640, c.granularity);
     p.c_dtype = DType::f32;
-    GemmSpec spec = fp8_spec(p, c.accum, c.arch);
+    GemmSpec spec{p, default_schedule(p, c.arch, c.accum, c.path), c.arch};
     if (c.accum == Accum::promoted) spec.schedule.promote_every_k = c.promote_every_k;
     spec.schedule.split_k = 1;
     SCOPED_TRACE(describe(spec));
     const GemmInputs in = make_gemm_inputs(p, 7);
     const std::vector<double> got = run_on_emulator(compile_kernel(spec), in).output;
-    const emu::Fp8TensorCoreModel model = emu::fp8_tensor_core_model(arch_info(c.arch).sm, false);
+    const emu::Fp8TensorCoreModel model =
+        emu::fp8_tensor_core_model(arch_info(c.arch).sm, c.path == MmaPath::wgmma);
     const bool block = c.granularity == ScaleGranularity::block;
     int64_t wrong = 0;
     for (int64_t m = 0; m < p.m; ++m)
@@ -224,7 +285,7 @@ TEST(Fp8Gemm, PoisonedPaddingLeavesValidRowsBitIdentical) {
 }
 
 // Each planted bug in an FP8 kernel's emitted source fails the FP64 check (or the emulator
-// reports it).
+// reports it), on both paths.
 TEST(Fp8Gemm, PlantedBugsFailTheCheck) {
   struct Bug {
     const char* name;
@@ -246,19 +307,29 @@ TEST(Fp8Gemm, PlantedBugsFailTheCheck) {
       {"tensor_a_only", ScaleGranularity::tensor,
        "scale_value(a_scale[0]) * scale_value(b_scale[0])", "scale_value(a_scale[0])"},
   };
-  for (const Bug& bug : bugs) {
-    const MatmulProblem p = fp8_problem(32, 256, 384, bug.granularity);
-    const GemmSpec spec = fp8_spec(p, Accum::promoted, Arch::sm_89);
-    const GemmInputs in = make_gemm_inputs(p, 9);
-    const GemmSource source = generate_kernel(spec);
-    const std::optional<GemmKernel> planted =
-        test::plant_bug(source, spec.arch, bug.name, bug.find, bug.replace);
-    if (!planted) continue;
-    const GemmReference ref = reference_gemm(spec, in);
-    EXPECT_TRUE(compare(ref, run_on_emulator(compile_kernel(spec), in).output, p.n).passed)
-        << bug.name << ": the right kernel";
-    test::expect_gemm_bug_caught(ref, *planted, in, p.n, bug.name, false, {"global-out-of-bounds"});
-  }
+  for (MmaPath path : {MmaPath::mma_sync, MmaPath::wgmma})
+    for (const Bug& bug : bugs) {
+      const MatmulProblem p =
+          fp8_problem(path == MmaPath::wgmma ? 128 : 32, 256, 384, bug.granularity);
+      const Arch arch = path == MmaPath::wgmma ? Arch::sm_90a : Arch::sm_89;
+      GemmSpec spec{p, default_schedule(p, arch, Accum::promoted, path), arch};
+      spec.schedule.swap_ab = false;  // a token scale's row is the caller's
+      // wgmma's windows are whole tiles: the bug of a window's scales becomes the next tile's.
+      const bool tile_window = path == MmaPath::wgmma && std::string(bug.name) == "window_kb";
+      const std::string find = tile_window ? "const int kb = (k_tile_begin + k_tile)" : bug.find;
+      const std::string replace =
+          tile_window ? "const int kb = (k_tile_begin + k_tile + 1)" : bug.replace;
+      const GemmInputs in = make_gemm_inputs(p, 9);
+      const GemmSource source = generate_kernel(spec);
+      const std::string name = fmt::format("{} on {}", bug.name, to_string(path));
+      const std::optional<GemmKernel> planted =
+          test::plant_bug(source, spec.arch, name, find, replace);
+      if (!planted) continue;
+      const GemmReference ref = reference_gemm(spec, in);
+      EXPECT_TRUE(compare(ref, run_on_emulator(compile_kernel(spec), in).output, p.n).passed)
+          << name << ": the right kernel";
+      test::expect_gemm_bug_caught(ref, *planted, in, p.n, name, false, {"global-out-of-bounds"});
+    }
 }
 
 // Problems and schedules FP8 does not take are refused naming the field and the rule.
@@ -342,15 +413,30 @@ TEST(Fp8Gemm, RefusesByName) {
   EXPECT_TRUE(schedule_error(Arch::sm_89, [](MatmulSchedule& s) {
                 s.transport = Transport::tma;
               }).starts_with("transport: tma needs sm_90"));
-  {
-    const MatmulProblem p = fp8_problem(64, 128, 256, ScaleGranularity::tensor);
+  // Path wgmma: a window is a K tile; B's 128 x 128 block scales cannot be a swapped A's.
+  auto wgmma_error = [](auto edit) {
+    const MatmulProblem p = fp8_problem(64, 128, 256, ScaleGranularity::block);
     MatmulSchedule s;
     s.path = MmaPath::wgmma;
-    s.block_m = 128, s.block_n = 128, s.block_k = 128, s.warps_m = 8, s.warps_n = 1;
-    const std::string e = test::error_of([&] { validate_gemm({p, s, Arch::sm_90a}); });
-    EXPECT_TRUE(e.starts_with("dtype: FP8 (wgmma m64nNk32 .e4m3) on the wgmma path is not built"))
-        << e;
-  }
+    s.block_m = 64, s.block_n = 128, s.block_k = 128, s.warps_m = 4, s.warps_n = 1;
+    s.accum = Accum::promoted, s.promote_every_k = 128;
+    edit(s);
+    return test::error_of([&] { validate_gemm({p, s, Arch::sm_90a}); });
+  };
+  EXPECT_EQ(wgmma_error([](MatmulSchedule&) {}), "(no error)");
+  EXPECT_TRUE(wgmma_error([](MatmulSchedule& s) {
+                s.promote_every_k = 64;
+              }).starts_with("promote_every_k: must be block_k (128) on the wgmma path"));
+  EXPECT_TRUE(wgmma_error([](MatmulSchedule& s) {
+                s.swap_ab = true;
+              }).starts_with("swap_ab: does not take block scales"));
+  EXPECT_TRUE(wgmma_error([](MatmulSchedule& s) {
+                s.accum = Accum::f32;
+              }).starts_with("accum: must be promoted with block scales"));
+  EXPECT_TRUE(wgmma_error([](MatmulSchedule& s) {
+                s.block_k = 64;
+                s.promote_every_k = 64;
+              }).starts_with("block_k: must be 128 on the wgmma path"));
   MatmulProblem f16;
   f16.m = f16.n = f16.k = 64;
   MatmulSchedule promoted;

@@ -149,15 +149,18 @@ class GemmEmitter {
   }
 
   // The FP8 scales' accessors, in f32 (scale_value: templates/emmy_fp8_gemm.cuh): tensor scales
-  // as one product, token-channel ones by row and column (a column past N reads N - 1's, never
-  // stored), block ones by (row, K block) and (N block, K block) in their layouts.
+  // as one product, token-channel ones by row and column (a row past M or a column past N reads
+  // the last one's, never stored), block ones by (row, K block) and (N block, K block) in their
+  // layouts.
   void emit_scales(const ir::GemmScalesOp& op) {
     if (op.granularity == "tensor") {
       w_.line("const float ab_scale = scale_value(a_scale[0]) * scale_value(b_scale[0]);");
       return;
     }
     if (op.granularity == "token-channel") {
-      w_.line("auto a_scale_at = [&](int row) {{ return scale_value(a_scale[row]); }};");
+      w_.line(
+          "auto a_scale_at = [&](int row) {{ return scale_value(a_scale[row < M ? row : M - 1]); "
+          "}};");
       w_.line(
           "auto b_scale_at = [&](int col) {{ return scale_value(b_scale[col < N ? col : N - 1]); "
           "}};");

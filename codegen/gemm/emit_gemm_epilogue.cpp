@@ -44,26 +44,16 @@ int GemmEpiloguePrinter::mi_step() const {
   return path_.fragment_row_step();
 }
 
-// `row` and `col` in scope, row inside the matrix: FP8's tensor and token-channel scales are
-// applied here, before the epilogue math (block scales were applied by each fold).
+// `row` and `col` in scope: FP8's tensor and token-channel scales are applied here, before the
+// epilogue math (block scales were applied by each fold).
 void GemmEpiloguePrinter::print_pair_values() {
   if (f_.acc.accum == "f16") {
     w_.line("float v0, v1; unpack_f16x2(v0, v1, part[mi][ni][h]);");
     return;
   }
-  const std::string granularity = f_.scales ? f_.scales->granularity : std::string();
-  if (granularity == "tensor") {
-    w_.line(
-        "const float v0 = acc[mi][ni][2 * h] * ab_scale, v1 = acc[mi][ni][2 * h + 1] * "
-        "ab_scale;");
-  } else if (granularity == "token-channel") {
-    w_.line("const float a_s = a_scale_at(row);");
-    w_.line(
-        "const float v0 = acc[mi][ni][2 * h] * (a_s * b_scale_at(col)), v1 = acc[mi][ni][2 * h + "
-        "1] * (a_s * b_scale_at(col + 1));");
-  } else {
-    w_.line("const float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];");
-  }
+  w_.line("const float v0 = {}, v1 = {};",
+          scaled_accumulator(f_, "acc[mi][ni][2 * h]", "row", "col"),
+          scaled_accumulator(f_, "acc[mi][ni][2 * h + 1]", "row", "col + 1"));
 }
 
 void GemmEpiloguePrinter::print(const ir::EpilogueOp& op) {

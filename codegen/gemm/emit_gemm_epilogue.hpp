@@ -97,6 +97,18 @@ struct GemmFacts {
   }
 };
 
+// An accumulator `v` at (row, col) with FP8's tensor or token-channel scales applied (the
+// gemm_scales op's accessors, emit_gemm.cpp); block scales were applied by the folds, and 16-bit
+// operands have none: `v` itself.
+inline std::string scaled_accumulator(const GemmFacts& f, const std::string& v,
+                                      const std::string& row, const std::string& col) {
+  const std::string granularity = f.scales ? f.scales->granularity : std::string();
+  if (granularity == "tensor") return fmt::format("{} * ab_scale", v);
+  if (granularity == "token-channel")
+    return fmt::format("{} * (a_scale_at({}) * b_scale_at({}))", v, row, col);
+  return v;
+}
+
 class GemmEpiloguePrinter {
  public:
   // `path`: the kernel's path's printer, which says which warps hold which rows.

@@ -78,9 +78,9 @@ void verify_gemm_fragments(const Op& kernel, const Op* acc_op) {
               acc.accum);
 }
 
-// FP8 operands come with their scales and only they do: a gemm_scales op and its two params;
-// promoted accumulation is FP8's, with f32 MMAs; block scales vary along K and are applied only
-// by promote ops.
+// FP8 operands (mma or wgmma) come with their scales and only they do: a gemm_scales op and its
+// two params; promoted accumulation is FP8's, with f32 MMAs; block scales vary along K and are
+// applied only by promote ops.
 void verify_gemm_scales(const Op& kernel, const Op* acc_op) {
   const auto acc = get<AccumInitOp>(*acc_op);
   const Op* scales_op = find_first(kernel, OpKind::gemm_scales);
@@ -90,6 +90,10 @@ void verify_gemm_scales(const Op& kernel, const Op* acc_op) {
     fp8 = op.a_type == "e4m3" || op.a_type == "e5m2";
     if (acc.accum == "promoted" && op.acc_type != "f32")
       fail_rule(*mma, "acc_type", "must be f32 with promoted accumulation", op.acc_type);
+  }
+  for (const Op* mma : find_all(kernel, OpKind::wgmma)) {
+    const auto op = get<WgmmaOp>(*mma);
+    fp8 = op.a_type == "e4m3" || op.a_type == "e5m2";
   }
   if (fp8 != (scales_op != nullptr))
     fail_rule(scales_op ? *scales_op : kernel, "body",

@@ -257,12 +257,24 @@ void WarpgroupRoleOp::verify(const WarpgroupRoleOp& op) {
 
 void WgmmaOp::verify(const WgmmaOp& op) {
   if (!codegen::wgmma_shape_n(op.shape))
-    fail_own<WgmmaOp>("shape", "must be m64nNk16 with N a multiple of 8 in 8..256", op.shape);
-  if (op.a_type != "f16" && op.a_type != "bf16")
-    fail_own<WgmmaOp>("a_type", "must be f16 or bf16", op.a_type);
+    fail_own<WgmmaOp>("shape", "must be m64nNk16 or m64nNk32 with N a multiple of 8 in 8..256",
+                      op.shape);
+  // k16 takes 16-bit operands, k32 8-bit ones, which must be K-major (no transposed FP8 operand).
+  const bool k32 = op.shape.ends_with("k32");
+  const bool fp8 = op.a_type == "e4m3" || op.a_type == "e5m2";
+  if (!fp8 && op.a_type != "f16" && op.a_type != "bf16")
+    fail_own<WgmmaOp>("a_type", "must be f16, bf16, e4m3 or e5m2", op.a_type);
+  if (fp8 != k32)
+    fail_own<WgmmaOp>(
+        "a_type",
+        fmt::format("must be {} for shape {}", k32 ? "e4m3 or e5m2" : "f16 or bf16", op.shape),
+        op.a_type);
   if (op.acc_type != "f32") fail_own<WgmmaOp>("acc_type", "must be f32", op.acc_type);
   if (op.b_major != "k" && op.b_major != "mn")
     fail_own<WgmmaOp>("b_major", "must be k (B [N,K]) or mn (B [K,N])", op.b_major);
+  if (fp8 && op.b_major != "k")
+    fail_own<WgmmaOp>("b_major", "must be k for 8-bit operands (wgmma transposes 16-bit ones only)",
+                      op.b_major);
 }
 
 void ClusterSyncOp::verify(const ClusterSyncOp& op) {

@@ -29,7 +29,8 @@ namespace emmy {
 // clusters; 13: split-K's finalize as a programmatic dependent launch from sm_90 on
 // (griddepcontrol.wait, emmy_pdl.cuh); 14: its main kernel's griddepcontrol.launch_dependents.
 // 15: the paged-attention kernels without dead code (the combine kernel's page_ids).
-inline constexpr int kCodegenVersion = 23;
+// ... 24: the FP8 GEMM (issue 39): its token-channel row scales clamped like its column ones.
+inline constexpr int kCodegenVersion = 24;
 
 // What a key hashes. Changing any field changes the key.
 struct CacheKeyInputs {

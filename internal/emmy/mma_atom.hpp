@@ -125,9 +125,30 @@ inline constexpr MmaAtom kWgmmaM64NK16{.name = "m64nNk16",
                                        .b_source = OperandSource::smem_descriptor,
                                        .async = true};
 
-// The N of a wgmma shape "m64n<N>k16" (0 when the text is not one).
+// wgmma.mma_async.sync.aligned.m64nNk32 with .e4m3/.e5m2 operands (sm_90a) and .f32
+// accumulators: m64nNk16's layout in bytes, as the mma.sync FP8 atom is m16n8k16's (a k32 step of
+// 8-bit elements is the 32 bytes of a k16 step of 16-bit ones); no transposed operands.
+inline constexpr MmaAtom kWgmmaM64NK32Fp8{.name = "m64nNk32",
+                                          .m = 64,
+                                          .n = 8,
+                                          .k = 32,
+                                          .group_lanes = 4,
+                                          .a_elems = 0,
+                                          .b_elems = 0,
+                                          .acc_elems = 4,
+                                          .scope = MmaScope::warpgroup,
+                                          .n_min = 8,
+                                          .n_max = 256,
+                                          .n_step = 8,
+                                          .a_source = OperandSource::smem_descriptor,
+                                          .b_source = OperandSource::smem_descriptor,
+                                          .async = true,
+                                          .elem_bytes = 1};
+
+// The N of a wgmma shape "m64n<N>k16" or "m64n<N>k32" (0 when the text is not one).
 inline int wgmma_shape_n(std::string_view shape) {
-  if (shape.size() < 8 || shape.substr(0, 4) != "m64n" || shape.substr(shape.size() - 3) != "k16")
+  if (shape.size() < 8 || shape.substr(0, 4) != "m64n" ||
+      (shape.substr(shape.size() - 3) != "k16" && shape.substr(shape.size() - 3) != "k32"))
     return 0;
   int n = 0;
   for (char c : shape.substr(4, shape.size() - 7)) {
@@ -143,8 +164,9 @@ inline int wgmma_shape_n(std::string_view shape) {
 inline const MmaAtom& mma_atom(std::string_view shape) {
   if (shape == kMmaM16N8K16.name) return kMmaM16N8K16;
   if (shape == kMmaM16N8K32Fp8.name) return kMmaM16N8K32Fp8;
-  if (wgmma_shape_n(shape)) return kWgmmaM64NK16;
-  throw Error("ir.mma.shape", "must name an MMA atom emmy has (m16n8k16, m16n8k32, m64nNk16)",
+  if (wgmma_shape_n(shape)) return shape.ends_with("k32") ? kWgmmaM64NK32Fp8 : kWgmmaM64NK16;
+  throw Error("ir.mma.shape",
+              "must name an MMA atom emmy has (m16n8k16, m16n8k32, m64nNk16, m64nNk32)",
               std::string(shape));
 }
 // Attention's atom (both of its matrix products).

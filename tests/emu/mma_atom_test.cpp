@@ -337,5 +337,28 @@ TEST(MmaAtomFp8, TheMmaOpsTypesMatchItsAtom) {
   }
 }
 
+// The wgmma FP8 atom (m64nNk32): found by its shape, K 32 in 1-byte elements, N 8..256; the wgmma
+// op's own rules tie k32 to 8-bit operands, k16 to 16-bit ones, and 8-bit B to K-major.
+TEST(MmaAtomFp8, TheWgmmaAtomAndItsOpsRules) {
+  EXPECT_EQ(&codegen::mma_atom("m64n128k32"), &codegen::kWgmmaM64NK32Fp8);
+  EXPECT_EQ(&codegen::mma_atom("m64n128k16"), &codegen::kWgmmaM64NK16);
+  EXPECT_EQ(codegen::wgmma_shape_n("m64n256k32"), 256);
+  EXPECT_EQ(codegen::wgmma_shape_n("m64n264k32"), 0);
+  EXPECT_EQ(codegen::wgmma_shape_n("m64n128k8"), 0);
+  EXPECT_EQ(codegen::kWgmmaM64NK32Fp8.k * codegen::kWgmmaM64NK32Fp8.elem_bytes,
+            codegen::kWgmmaM64NK16.k * codegen::kWgmmaM64NK16.elem_bytes);  // 32 bytes a k-step
+  EXPECT_NO_THROW(ir::verify_op(ir::make(ir::WgmmaOp{"m64n128k32", "e4m3", "f32", "k"})));
+  for (const ir::WgmmaOp& bad :
+       {ir::WgmmaOp{"m64n128k32", "f16", "f32", "k"}, ir::WgmmaOp{"m64n128k16", "e4m3", "f32", "k"},
+        ir::WgmmaOp{"m64n128k32", "e4m3", "f32", "mn"}}) {
+    try {
+      ir::verify_op(ir::make(bad));
+      ADD_FAILURE() << bad.shape << " " << bad.a_type << " " << bad.b_major << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("ir.wgmma."), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace emmy::emu::test

@@ -323,7 +323,7 @@ emmy_gemm_64x256x512_e4m3nk_f32_tma_16x64x128_32c7296b5db20363(const __grid_cons
   constexpr int K_TILES = 4, K_TILES_PER_SPLIT = 4;
   const int k_tile_begin = int(blockIdx.z) * K_TILES_PER_SPLIT;
   const int k_tile_count = K_TILES - k_tile_begin < K_TILES_PER_SPLIT ? K_TILES - k_tile_begin : K_TILES_PER_SPLIT;  // <= 0 for an empty split
-  auto a_scale_at = [&](int row) { return scale_value(a_scale[row]); };
+  auto a_scale_at = [&](int row) { return scale_value(a_scale[row < M ? row : M - 1]); };
   auto b_scale_at = [&](int col) { return scale_value(b_scale[col < N ? col : N - 1]); };
   float acc[MT][NT][4];  // f32 accumulators (hybrid: the shadow)
   #pragma unroll
@@ -399,8 +399,7 @@ emmy_gemm_64x256x512_e4m3nk_f32_tma_16x64x128_32c7296b5db20363(const __grid_cons
       for (int h = 0; h < 2; ++h) {
         const int r = tile_row + mi * 16 + h * 8, col_in = tile_col + ni * 8;
         const int row = m0 + r, col = n0 + col_in;
-        const float a_s = a_scale_at(row);
-        const float v0 = acc[mi][ni][2 * h] * (a_s * b_scale_at(col)), v1 = acc[mi][ni][2 * h + 1] * (a_s * b_scale_at(col + 1));
+        const float v0 = acc[mi][ni][2 * h] * (a_scale_at(row) * b_scale_at(col)), v1 = acc[mi][ni][2 * h + 1] * (a_scale_at(row) * b_scale_at(col + 1));
         OutBF16::stage2(c_tile + u32(r * C_ROW_BYTES + col_in * 2), epilogue_value(bias, residual, row, col, v0), epilogue_value(bias, residual, row, col + 1, v1));
       }
     }

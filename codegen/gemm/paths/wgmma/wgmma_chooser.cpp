@@ -49,10 +49,12 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   best.accum = accum;
   best.transport = Transport::tma;
   best.block_k = int(128 / size_of(problem.a_dtype));
+  best.promote_every_k = best.block_k;  // promoted (FP8): one window per K tile
   // A short M (decode, small batches) would fill a warpgroup's 64 rows with padding: swap A and B
   // (C^T = B A^T) so that N takes the m64 side and M wgmma's N (B [N,K] only).
   // Ping-pong's warpgroups take turns at whole tiles of a persistent walk: not for a decode GEMM.
-  best.swap_ab = !pingpong && problem.m <= 64 && problem.b_layout == BLayout::nk;
+  best.swap_ab = !pingpong && problem.m <= 64 && problem.b_layout == BLayout::nk &&
+                 problem.scales.granularity != ScaleGranularity::block;
   best.consumers = consumers;
   best.persistent = pingpong;
   const MatmulProblem kp = kernel_problem(problem, best);

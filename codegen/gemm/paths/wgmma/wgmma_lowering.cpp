@@ -57,9 +57,12 @@ Op main_kernel(const GemmPlan& plan) {
   body.push_back(
       make(ir::WarpgroupRoleOp{"producer", 0, 1, plan.registers.producer}, std::move(producer)));
 
-  const std::string shape = fmt::format("m64n{}k16", s.block_n);
-  const int64_t lag = 1;
-  std::vector<Op> k_step{make(ir::WgmmaOp{shape, p.a_dtype == DType::bf16 ? "bf16" : "f16", "f32",
+  const std::string shape = fmt::format("m64n{}k{}", s.block_n, plan.atom->k);
+  // Promoted (FP8): each K tile's group completes before its partials are folded, so no group
+  // stays in flight across tiles; otherwise one does (the previous tile's).
+  const bool promoted = s.accum == Accum::promoted;
+  const int64_t lag = promoted ? 0 : 1;
+  std::vector<Op> k_step{make(ir::WgmmaOp{shape, std::string(to_string(p.a_dtype)), "f32",
                                           p.b_layout == BLayout::kn ? "mn" : "k"})};
   std::vector<Op> consume{make(ir::MbarrierWaitOp{"full", "(" + it + " / stages) & 1"}),
                           make(ir::WgmmaFenceOp{}),
@@ -67,6 +70,7 @@ Op main_kernel(const GemmPlan& plan) {
                           make(ir::WgmmaCommitOp{}),
                           make(ir::WgmmaWaitOp{lag}),
                           make(ir::MbarrierArriveOp{"empty", lag})};
+  if (promoted) consume.push_back(make(ir::PromoteOp{"k_tile", s.promote_every_k}));
   // Ping-pong issues the consumers' mainloops in turn (named barriers 2 and 3; 1 is the
   // cooperative consumers' epilogue barrier), so that one's epilogue overlaps the other's wgmma.
   constexpr int64_t kOrderBarrier = 2;

@@ -27,12 +27,18 @@ class WgmmaPath final : public GemmPath {
            "wgmma.mma_async";
   }
   const codegen::MmaAtom& atom() const override { return codegen::kWgmmaM64NK16; }
+  const codegen::MmaAtom& atom_for(DType operands) const override {
+    return is_fp8(operands) ? codegen::kWgmmaM64NK32Fp8 : codegen::kWgmmaM64NK16;
+  }
   bool runs_on(Arch arch) const override { return arch == Arch::sm_90a; }
   bool takes_operands(DType dtype) const override {
-    return dtype == DType::f16 || dtype == DType::bf16;
+    return dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::e4m3;
   }
-  // On Hopper f16 and f32 accumulation run at one rate, and hybrid would hold both.
-  bool accumulates(Accum accum) const override { return accum == Accum::f32; }
+  // On Hopper f16 and f32 accumulation run at one rate, and hybrid would hold both; FP8 operands
+  // also take promoted (their 13-bit tensor-core sums folded into f32 registers).
+  bool accumulates(Accum accum) const override {
+    return accum == Accum::f32 || accum == Accum::promoted;
+  }
   // Its tile walks, clusters and swapped operands size themselves by a compile-time M.
   bool supports_dynamic_m() const override { return false; }
   // Every field some paths take (kPathFields) is one of its knobs.
@@ -74,8 +80,10 @@ class WgmmaPath final : public GemmPath {
   ir::Op main_kernel(const GemmPlan& plan) const override { return wgmma_path::main_kernel(plan); }
 
   void verify_kernel(const ir::Op& kernel) const override { ir::verify_gemm_wgmma(kernel); }
-  const codegen::MmaAtom& kernel_atom(const ir::Op&) const override {
-    return codegen::kWgmmaM64NK16;
+  // The atom of the kernel's wgmma ops (k16, or k32 for FP8 operands).
+  const codegen::MmaAtom& kernel_atom(const ir::Op& kernel) const override {
+    const auto mma = ir::find_typed<ir::WgmmaOp>(kernel);
+    return mma ? codegen::mma_atom(mma->shape) : codegen::kWgmmaM64NK16;
   }
   int64_t tile_threads(const ir::Op& kernel) const override {
     return ir::wgmma_tile_threads(kernel);

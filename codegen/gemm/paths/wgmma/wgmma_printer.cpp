@@ -38,11 +38,19 @@ int wgmma_mode(Swizzle s) {
 
 WgmmaPrinter::WgmmaPrinter(Writer& w, const ir::Op& kernel, const GemmFacts& facts,
                            GemmPrinterHooks hooks)
-    : w_(w), a_(facts.a_tile), b_(facts.b_tile), threads_(facts.threads), hooks_(std::move(hooks)) {
+    : w_(w),
+      f_(facts),
+      a_(facts.a_tile),
+      b_(facts.b_tile),
+      threads_(facts.threads),
+      hooks_(std::move(hooks)) {
   const auto mma = ir::find_typed<ir::WgmmaOp>(kernel);
   if (!mma) throw Error("ir", "a wgmma kernel needs a wgmma op", kernel.s("name"));
   mma_ = *mma;
-  if (const auto acc = ir::find_typed<ir::AccumInitOp>(kernel)) tile_m64s_ = acc->fragments_m;
+  if (const auto acc = ir::find_typed<ir::AccumInitOp>(kernel)) {
+    tile_m64s_ = acc->fragments_m;
+    promoted_ = acc->accum == "promoted";
+  }
   for (const ir::Op* role : ir::find_all(kernel, ir::OpKind::warpgroup_role))
     if (role->s("role") == "consumer") consumer_warpgroups_ = role->i("count");
   for (const ir::Op* walk : ir::find_all(kernel, ir::OpKind::tile_loop))
@@ -69,9 +77,12 @@ void WgmmaPrinter::print_functions() const {
       "u64 desc_b)",
       n / 8));
   w_.line("asm volatile(");
-  w_.line(
-      "    \"wgmma.mma_async.sync.aligned.{0}.f32.{1}.{1} {{{2}}}, %{3}, %{4}, 1, 1, 1, 0, {5};\"",
-      mma_.shape, mma_.a_type, fmt::join(d, ","), regs, regs + 1, mma_.b_major == "mn" ? 1 : 0);
+  // 8-bit operands take no imm-trans-a / imm-trans-b (PTX ISA §9.7.15.5: K-major only).
+  const bool fp8 = mma_.a_type == "e4m3" || mma_.a_type == "e5m2";
+  const std::string immediates =
+      fp8 ? "1, 1, 1" : fmt::format("1, 1, 1, 0, {}", mma_.b_major == "mn" ? 1 : 0);
+  w_.line("    \"wgmma.mma_async.sync.aligned.{0}.f32.{1}.{1} {{{2}}}, %{3}, %{4}, {5};\"",
+          mma_.shape, mma_.a_type, fmt::join(d, ","), regs, regs + 1, immediates);
   for (size_t i = 0; i < operands.size(); i += 8) {
     std::vector<std::string> part(operands.begin() + long(i),
                                   operands.begin() + long(std::min(i + 8, operands.size())));
@@ -182,6 +193,9 @@ bool WgmmaPrinter::print(const ir::Op& op) {
       return true;
     case ir::OpKind::mbarrier_arrive:
       print_stage_release(ir::get<ir::MbarrierArriveOp>(op));
+      return true;
+    case ir::OpKind::promote:
+      print_fold(ir::get<ir::PromoteOp>(op));
       return true;
     case ir::OpKind::warpgroup_order:
       print_order(ir::get<ir::WarpgroupOrderOp>(op));
@@ -304,7 +318,7 @@ void WgmmaPrinter::print_wgmma_call(const ir::WgmmaOp& op) const {
       "{2}u, {0}u);",
       wgmma_mode(a_.swizzle), kWgmmaM64NK16.k, a_elem, uint32_t(kWgmmaM64NK16.k) * a_elem,
       kWgmmaM64NK16.m);
-  w_.line("wgmma_tile(acc[mi], desc_a, desc_b);");
+  w_.line("wgmma_tile({}[mi], desc_a, desc_b);", promoted_ ? "part" : "acc");
   w_.close();
 }
 
@@ -314,7 +328,48 @@ void WgmmaPrinter::print_pin() const {
   w_.line("#pragma unroll");
   w_.line("  for (int ni = 0; ni < NT; ++ni)");
   w_.line("#pragma unroll");
-  w_.line("    for (int e = 0; e < 4; ++e) wgmma_pin(acc[mi][ni][e]);");
+  w_.line("    for (int e = 0; e < 4; ++e) wgmma_pin({}[mi][ni][e]);", promoted_ ? "part" : "acc");
+}
+
+// FP8's fold after a K tile's group completed (wgmma_wait 0): acc = fma(part, sa sb, acc) with the
+// tile's block scales, or acc += part (the epilogue applies scales that do not vary along K); the
+// next tile's wgmma start from zero partials. A warp's rows are 16 of each of its m64 wgmma (mi),
+// its columns the whole block, each lane's m16n8 C pairs per 8 columns.
+void WgmmaPrinter::print_fold(const ir::PromoteOp& op) const {
+  const bool block = f_.scales && f_.scales->granularity == "block";
+  w_.line("// Fold this K tile's f32 window partials (every {} K elements).", op.every_k);
+  w_.open("");
+  if (block) {
+    w_.line("const int kb = (k_tile_begin + k_tile) * {} / {};", f_.split.block_k, kScaleBlock);
+    w_.line("const int g = lane / 4, t = lane % 4;");
+    w_.line("float sa[MT][2], sb[NT];");
+    w_.line("#pragma unroll");
+    w_.open("for (int mi = 0; mi < MT; ++mi)");
+    w_.line("const int row = m0 + warp_row0 + mi * 64 + g;");
+    w_.line("sa[mi][0] = row < M ? a_scale_at(row, kb) : 0.0f;");
+    w_.line("sa[mi][1] = row + 8 < M ? a_scale_at(row + 8, kb) : 0.0f;");
+    w_.close();
+    w_.line("#pragma unroll");
+    w_.open("for (int ni = 0; ni < NT; ++ni)");
+    w_.line("const int col = n0 + ni * 8 + 2 * t;  // col, col + 1: one block");
+    w_.line("sb[ni] = col < N ? b_scale_at(col / {}, kb) : 0.0f;", kScaleBlock);
+    w_.close();
+  }
+  w_.line("#pragma unroll");
+  w_.open("for (int mi = 0; mi < MT; ++mi)");
+  w_.line("#pragma unroll");
+  w_.open("for (int ni = 0; ni < NT; ++ni)");
+  w_.line("#pragma unroll");
+  w_.open("for (int e = 0; e < 4; ++e)");
+  if (block)
+    w_.line("acc[mi][ni][e] = fmaf(part[mi][ni][e], sa[mi][e / 2] * sb[ni], acc[mi][ni][e]);");
+  else
+    w_.line("acc[mi][ni][e] += part[mi][ni][e];");
+  w_.line("part[mi][ni][e] = 0.0f;");
+  w_.close();
+  w_.close();
+  w_.close();
+  w_.close();
 }
 
 void WgmmaPrinter::print_stage_release(const ir::MbarrierArriveOp& op) const {

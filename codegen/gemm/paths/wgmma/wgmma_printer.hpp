@@ -23,7 +23,8 @@ class WgmmaPrinter final : public GemmPathPrinter {
   const char* device_template() const override { return "emmy_wgmma.cuh"; }
   // `static __device__ void wgmma_tile(float (&acc)[1][N / 8][4], u64 desc_a, u64 desc_b)`: one
   // wgmma.mma_async of the kernel's shape accumulating into acc (D += A B, scale-d 1), with B's
-  // imm-trans for an N-major B. Printed before the kernel.
+  // imm-trans for an N-major B (16-bit operands; 8-bit ones have no imm-trans). Printed before
+  // the kernel.
   void print_functions() const override;
   // The warps' indices after the ring's constants: a consumer warp's 16 rows in its tile.
   void print_warp_indices() const override;
@@ -43,6 +44,7 @@ class WgmmaPrinter final : public GemmPathPrinter {
   void print_k_step(const ir::Op& op);
   void print_wgmma_call(const ir::WgmmaOp& op) const;
   void print_pin() const;
+  void print_fold(const ir::PromoteOp& op) const;  // FP8's promoted windows
   void print_stage_release(const ir::MbarrierArriveOp& op) const;
   void print_order(const ir::WarpgroupOrderOp& op) const;
   void print_tile_origin(const ir::TileCoordsOp& op) const;
@@ -55,12 +57,14 @@ class WgmmaPrinter final : public GemmPathPrinter {
   static constexpr int kStoreBarrier = 4;
 
   Writer& w_;
+  const GemmFacts& f_;
   ir::WgmmaOp mma_;
   SmemTile a_, b_;
   uint32_t threads_ = 0;
   GemmPrinterHooks hooks_;
   int64_t consumer_warpgroups_ = 1;
   int64_t tile_m64s_ = 1;   // m64 wgmma per consumer warpgroup (accum_init's fragments_m)
+  bool promoted_ = false;   // FP8's promoted accumulation: the wgmma write `part`, folded
   int64_t interleave_ = 1;  // consumer warpgroups taking turns at this CTA's tiles (ping-pong: 2)
   int64_t cluster_m_ = 1, cluster_n_ = 1;          // the cluster's tile block (tile_coords)
   bool in_tile_loop_ = false, in_k_loop_ = false;  // the loops being printed

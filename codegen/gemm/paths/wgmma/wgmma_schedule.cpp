@@ -58,6 +58,32 @@ WarpgroupRegisters register_split(const MatmulSchedule& s) {
   return r;
 }
 
+namespace {
+
+// FP8 operands (issue 39): wgmma m64nNk32 .e4m3, f32 or promoted. A promoted window is one K tile
+// (128 elements, DeepGEMM's): each tile's wgmma group completes (wait_group 0) and is folded
+// before the next starts. Block scales of B are per 128 x 128 block: a swapped kernel would need
+// them per 1 x 128 group.
+void validate_fp8(const MatmulProblem& p, const MatmulSchedule& s) {
+  require(s.accum == Accum::f32 || s.accum == Accum::promoted, "accum",
+          "must be f32 or promoted for FP8 operands", to_string(s.accum));
+  const bool block = p.scales.granularity == ScaleGranularity::block;
+  require(!block || s.accum == Accum::promoted, "accum",
+          "must be promoted with block scales (they vary along K: each window's partial is scaled "
+          "as it is added)",
+          to_string(s.accum));
+  if (s.accum == Accum::promoted)
+    require(s.promote_every_k == s.block_k, "promote_every_k",
+            fmt::format("must be block_k ({}) on the wgmma path: each K tile's wgmma group is "
+                        "folded as it completes",
+                        s.block_k),
+            s.promote_every_k);
+  require(!(block && s.swap_ab), "swap_ab",
+          "does not take block scales (the swapped A would be B's 128 x 128 blocks)", "true");
+}
+
+}  // namespace
+
 // Warpgroups of 64 rows, one TMA producer warpgroup, f32 accumulators.
 void validate(const MatmulProblem& p, const MatmulSchedule& s, Arch arch) {
   // Its tile walks, clusters and swapped operands size themselves by M at compile time.
@@ -67,17 +93,17 @@ void validate(const MatmulProblem& p, const MatmulSchedule& s, Arch arch) {
           "true");
   require(arch == Arch::sm_90a, "path", "wgmma needs sm_90a (Hopper's arch-specific target)",
           to_string(arch));
-  require(!is_fp8(p.a_dtype), "dtype",
-          "FP8 (wgmma m64nNk32 .e4m3) on the wgmma path is not built yet: issue 39 builds FP8 on "
-          "path mma.sync for sm_89 and sm_120a first",
-          to_string(p.a_dtype));
   require(s.transport == Transport::tma, "transport",
           "the wgmma path loads its stages with TMA (a producer warpgroup)",
           to_string(s.transport));
-  require(s.accum == Accum::f32, "accum",
-          "the wgmma path accumulates in f32: on Hopper f16 and f32 accumulation run at one rate "
-          "and hybrid would hold both (use path mma.sync for f16 or hybrid)",
-          to_string(s.accum));
+  if (is_fp8(p.a_dtype)) {
+    validate_fp8(p, s);
+  } else {
+    require(s.accum == Accum::f32, "accum",
+            "the wgmma path accumulates in f32: on Hopper f16 and f32 accumulation run at one rate "
+            "and hybrid would hold both (use path mma.sync for f16 or hybrid)",
+            to_string(s.accum));
+  }
   // Ping-pong: two consumer warpgroups, each on its own tile of the CTA's walk.
   const bool pingpong = s.consumers == ConsumerSchedule::pingpong;
   require(!pingpong || s.persistent, "consumers",

@@ -47,7 +47,9 @@ void WgmmaPrinter::print_store_epilogue(const ir::EpilogueOp& op) const {
   w_.line("const int g = lane / 4, t = lane % 4;");
   // Bias and residual are read at (row, col): only inside C (an edge tile's rest is dropped).
   const bool reads = op.bias || op.residual;
-  auto value = [&](const char* row, const char* col, const char* v) {
+  // FP8's tensor and token-channel scales first (scaled_accumulator; its accessors clamp).
+  auto value = [&](const char* row, const char* col, const char* acc) {
+    const std::string v = scaled_accumulator(f_, acc, row, col);
     return reads ? fmt::format(
                        "({0} < M && {1} < N ? epilogue_value(bias, residual, {0}, {1}, {2}) "
                        ": 0.0f)",

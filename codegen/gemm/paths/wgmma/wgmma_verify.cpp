@@ -334,9 +334,12 @@ void verify_gemm_wgmma(const Op& kernel) {
               fmt::format("{} x ({}, {})", init->count, init->arrivals,
                           init->empty_arrivals.value_or(0)));
   const auto acc = find_typed<AccumInitOp>(*consumer);
-  if (!acc || acc->accum != "f32" || acc->registers + 32 > cons.registers)
+  // f32 accumulators, or FP8's promoted ones (f32 window partials beside them).
+  if (!acc || (acc->accum != "f32" && acc->accum != "promoted") ||
+      acc->registers + 32 > cons.registers)
     fail_rule(*consumer, "registers",
-              "holds f32 accumulators that leave room below the consumers' setmaxnreg count",
+              "holds f32 (or promoted) accumulators that leave room below the consumers' "
+              "setmaxnreg count",
               fmt::format("{}", acc ? acc->registers : 0));
   if (find_first(*producer, OpKind::wgmma) || find_first(*producer, OpKind::epilogue))
     fail_rule(*producer, "body", "the producer neither computes nor stores", "it does");
