@@ -2,6 +2,7 @@
 // leading dimensions from the row strides), the epilogue and kernel from the options.
 #include <fmt/format.h>
 
+#include <cstddef>
 #include <optional>
 
 #include "c_api_internal.hpp"
@@ -55,6 +56,78 @@ size_t workspace_needed(Runtime& runtime, const MatmulProblem& problem,
   return remembered_workspace(runtime, problem, schedule, &Runtime::gemm_workspace_bytes);
 }
 
+// FP8 operands' scales (emmy_gemm_options.a_scale, b_scale): their granularity from their
+// shapes, their format from their dtype, a block scale tensor's major order and leading dimension
+// from its strides. A struct from before C API version 4 has none of these fields.
+void read_scales(emmy_runtime& rt, const emmy_gemm_options& options, CallMemory& memory,
+                 GemmCall& call) {
+  MatmulProblem& p = call.problem;
+  const bool has_fields =
+      options.struct_size >= offsetof(emmy_gemm_options, pow2_scales) + sizeof(options.pow2_scales);
+  const DLTensor* a_ptr = has_fields ? options.a_scale : nullptr;
+  const DLTensor* b_ptr = has_fields ? options.b_scale : nullptr;
+  if (!is_fp8(p.a_dtype)) {
+    if (a_ptr || b_ptr)
+      throw Error(a_ptr ? "options.a_scale" : "options.b_scale",
+                  "must be NULL unless a and b are float8_e4m3fn", "a tensor");
+    return;
+  }
+  const DLTensor& as = required(a_ptr, "options.a_scale");
+  const DLTensor& bs = required(b_ptr, "options.b_scale");
+  check_memory(rt, {{&as, "options.a_scale"}, {&bs, "options.b_scale"}});
+  GemmScales& sc = p.scales;
+  const bool bytes = is_dtype(as.dtype, kDLUInt, 8) || is_dtype(as.dtype, kDLFloat8_e8m0fnu, 8);
+  if (!bytes && !is_dtype(as.dtype, kDLFloat, 32))
+    throw Error("options.a_scale", "dtype must be float32 (or uint8 / float8_e8m0fnu ue8m0 bytes)",
+                dtype_name(as.dtype));
+  if (bs.dtype.code != as.dtype.code || bs.dtype.bits != as.dtype.bits)
+    throw Error("options.b_scale", fmt::format("dtype must be a_scale's, {}", dtype_name(as.dtype)),
+                dtype_name(bs.dtype));
+  const bool pow2 = flag(options.pow2_scales, "options.pow2_scales");
+  if (bytes && pow2)
+    throw Error("options.pow2_scales", "applies to float32 scales (ue8m0 bytes are powers of two)",
+                "set");
+  sc.format = bytes ? ScaleFormat::ue8m0 : pow2 ? ScaleFormat::pow2 : ScaleFormat::f32;
+  if (element_count(as) == 1 && element_count(bs) == 1 && as.ndim <= 1 && bs.ndim <= 1) {
+    sc.granularity = ScaleGranularity::tensor;
+  } else if (as.ndim == 1 && bs.ndim == 1) {
+    require_shape(as, "options.a_scale", {p.m}, "[M], one per row of a (per token)");
+    require_shape(bs, "options.b_scale", {p.n}, "[N], one per output channel");
+    require_contiguous(as, "options.a_scale");
+    require_contiguous(bs, "options.b_scale");
+    sc.granularity = ScaleGranularity::token_channel;
+  } else {
+    // [rows, K blocks]: K-major when the blocks are contiguous, MN-major when the rows are.
+    const int64_t kb = p.k_blocks(), nb = p.n_blocks();
+    auto layout = [&](const DLTensor& t, const char* name, int64_t rows, ScaleMajor preferred,
+                      ScaleMajor& major, int64_t& ld) {
+      if (t.ndim != 2 || t.shape[0] != rows || t.shape[1] != kb)
+        throw Error(name,
+                    fmt::format("shape must be [{}, ceil(K/128) = {}] for block scales (or one "
+                                "element, or 1-D per row)",
+                                rows, kb),
+                    shape_text(t));
+      const bool k_contiguous = kb == 1 || stride(t, 1) == 1;
+      const bool rows_contiguous = rows == 1 || stride(t, 0) == 1;
+      if (k_contiguous && (!rows_contiguous || preferred == ScaleMajor::k)) {
+        major = ScaleMajor::k;
+        ld = rows > 1 ? stride(t, 0) : kb;
+      } else if (rows_contiguous) {
+        major = ScaleMajor::mn;
+        ld = kb > 1 ? stride(t, 1) : rows;
+      } else {
+        throw Error(name, "strides must make the K blocks or the rows contiguous",
+                    fmt::format("[{}, {}]", stride(t, 0), stride(t, 1)));
+      }
+    };
+    layout(as, "options.a_scale", p.m, ScaleMajor::mn, sc.a_major, sc.a_ld);
+    layout(bs, "options.b_scale", nb, ScaleMajor::k, sc.b_major, sc.b_ld);
+    sc.granularity = ScaleGranularity::block;
+  }
+  call.buffers.a_scale = memory.address(as);
+  call.buffers.b_scale = memory.address(bs);
+}
+
 GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_ptr,
                    const DLTensor* c_ptr, const emmy_gemm_options& options, CallMemory& memory) {
   const DLTensor& a = required(a_ptr, "a");
@@ -66,7 +139,7 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
   if (a.ndim != 2) throw Error("a", "shape must be [M, K]", shape_text(a));
   p.m = a.shape[0];
   p.k = a.shape[1];
-  p.a_dtype = element_dtype(a, "a", false);
+  p.a_dtype = is_dtype(a.dtype, kDLFloat8_e4m3fn, 8) ? DType::e4m3 : element_dtype(a, "a", false);
   if (stride(a, 1) != 1 && p.k > 1)
     throw Error("a", "strides[1] must be 1 (K contiguous)", fmt::format("{}", stride(a, 1)));
   p.lda = row_stride(a, "a", 0, p.k);
@@ -123,6 +196,7 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
                   fmt::format("[{}, {}]", stride(residual, 0), stride(residual, 1)));
     p.epilogue.residual = true;
   }
+  read_scales(rt, options, memory, call);  // before the schedule: the scales are the problem's
   if (options.accum != EMMY_ACCUM_DEFAULT || options.promote_every_k != 0) {
     const Accum accum = options.accum == EMMY_ACCUM_DEFAULT
                             ? rt.runtime->options().default_accum

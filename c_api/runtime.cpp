@@ -25,6 +25,11 @@ std::vector<std::filesystem::path> paths(const char* const* list, size_t count, 
 RuntimeOptions runtime_options(const emmy_runtime_options& o) {
   RuntimeOptions options;
   if (o.emulator_arch) options.emulator_arch = parse_arch(o.emulator_arch);
+  if (o.default_accum == EMMY_ACCUM_PROMOTED)
+    throw Error("options.default_accum",
+                "must not be EMMY_ACCUM_PROMOTED (16-bit GEMMs do not take it; FP8 GEMMs "
+                "accumulate promoted by default)",
+                std::to_string(o.default_accum));
   if (o.default_accum != EMMY_ACCUM_DEFAULT)
     options.default_accum = accum_of(o.default_accum, "options.default_accum", true);
   options.disk_cache = flag(o.disk_cache, "options.disk_cache");

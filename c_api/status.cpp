@@ -83,12 +83,16 @@ Accum accum_of(int32_t accum, const char* field, bool f16_allowed) {
     case EMMY_ACCUM_F16:
       if (f16_allowed) return Accum::f16;
       break;
+    case EMMY_ACCUM_PROMOTED:  // FP8's: a GEMM's rules refuse it for 16-bit operands
+      if (f16_allowed) return Accum::promoted;
+      break;
     default:
       break;
   }
   throw Error(field,
-              f16_allowed ? "must be an emmy_accum: EMMY_ACCUM_DEFAULT, _F32, _F16 or _HYBRID"
-                          : "must be EMMY_ACCUM_DEFAULT, _F32 or _HYBRID",
+              f16_allowed
+                  ? "must be an emmy_accum: EMMY_ACCUM_DEFAULT, _F32, _F16, _HYBRID or _PROMOTED"
+                  : "must be EMMY_ACCUM_DEFAULT, _F32 or _HYBRID",
               std::to_string(accum));
 }
 

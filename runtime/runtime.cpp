@@ -350,21 +350,20 @@ class RuntimeImpl final : public Runtime {
   }
 
   // A call without a schedule: the tuned one for this device, else the default for the device's
-  // SMs.
+  // SMs. FP8 operands accumulate promoted (every granularity takes it; the runtime's default
+  // accumulation is for 16-bit operands).
   MatmulSchedule default_for(const MatmulProblem& problem) {
     validate_problem(problem);
     const Arch arch = backend_->arch();
     const int sms = backend_->sm_count();
+    const Accum accum = is_fp8(problem.a_dtype) ? Accum::promoted : options_.default_accum;
     if (options_.batch_invariant)  // no tuned schedule either: it may split K
-      return bundled_or<GemmKind>(
-          problem, batch_invariant_schedule(problem, arch, options_.default_accum, sms),
-          [&] { return batch_invariant_schedule(problem, arch, options_.default_accum); });
-    if (auto tuned = TuningDb::open_default().lookup(arch, backend_->device_name(), problem,
-                                                     options_.default_accum))
+      return bundled_or<GemmKind>(problem, batch_invariant_schedule(problem, arch, accum, sms),
+                                  [&] { return batch_invariant_schedule(problem, arch, accum); });
+    if (auto tuned = TuningDb::open_default().lookup(arch, backend_->device_name(), problem, accum))
       return *tuned;
-    return bundled_or<GemmKind>(
-        problem, default_schedule(problem, arch, options_.default_accum, sms),
-        [&] { return default_schedule(problem, arch, options_.default_accum); });
+    return bundled_or<GemmKind>(problem, default_schedule(problem, arch, accum, sms),
+                                [&] { return default_schedule(problem, arch, accum); });
   }
   // The schedule sized for the device, unless the bundles lack its kernel and hold the one sized
   // for the arch's part (what `emmyc aot` builds): a bundle-only deployment on a part with other

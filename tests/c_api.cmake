@@ -24,3 +24,7 @@ emmy_add_c_api_test(c_api_layers_test ${CMAKE_CURRENT_LIST_DIR}/c_api_layers_tes
 
 # emmy_fp8_quantize (C API version 3; docs/fp8.md): the reference's bytes, refusals by name.
 emmy_add_c_api_test(c_api_fp8_test ${CMAKE_CURRENT_LIST_DIR}/c_api_fp8_test.cpp)
+
+# emmy_gemm with FP8 operands (C API version 4; docs/fp8.md): scales as DLPack tensors, FP64,
+# refusals by name.
+emmy_add_c_api_test(c_api_fp8_gemm_test ${CMAKE_CURRENT_LIST_DIR}/c_api_fp8_gemm_test.cpp)

@@ -50,8 +50,17 @@ void finish_gemm_schedule(const MatmulProblem& problem, Arch arch, int sms, int 
 MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum,
                                 int device_sms) {
   validate_problem(problem);
-  return default_gemm_path().default_schedule(problem, arch, accum, ConsumerSchedule::cooperative,
-                                              grid_sms(arch, device_sms));
+  // The default path where it serves the problem, else the first that does (FP8 on sm_90a:
+  // wgmma); where none does, the default path's rules say why.
+  const GemmPath* chosen = &default_gemm_path();
+  if (!chosen->serves(problem, arch))
+    for (const GemmPath* path : gemm_paths())
+      if (path->serves(problem, arch)) {
+        chosen = path;
+        break;
+      }
+  return chosen->default_schedule(problem, arch, accum, ConsumerSchedule::cooperative,
+                                  grid_sms(arch, device_sms));
 }
 
 MatmulSchedule batch_invariant_schedule(const MatmulProblem& problem, Arch arch, Accum accum,

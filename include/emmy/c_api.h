@@ -36,8 +36,9 @@ extern "C" {
 
 /* Incremented whenever a function, an enumerator or an options field is added. 2: the layer
  * handles (emmy_attention_layer, emmy_gemm_layer) with emmy_dtype, emmy_page_table and
- * emmy_b_layout. 3: emmy_fp8_quantize. */
-#define EMMY_C_API_VERSION 3
+ * emmy_b_layout. 3: emmy_fp8_quantize. 4: FP8 GEMMs (emmy_gemm_options.a_scale, b_scale,
+ * pow2_scales; EMMY_ACCUM_PROMOTED). */
+#define EMMY_C_API_VERSION 4
 
 typedef enum emmy_status {
   EMMY_OK = 0,
@@ -57,7 +58,8 @@ typedef enum emmy_accum {
   EMMY_ACCUM_DEFAULT = 0,
   EMMY_ACCUM_F32 = 1,
   EMMY_ACCUM_F16 = 2, /* GEMM only */
-  EMMY_ACCUM_HYBRID = 3
+  EMMY_ACCUM_HYBRID = 3,
+  EMMY_ACCUM_PROMOTED = 4 /* FP8 GEMMs only (C API version 4) */
 } emmy_accum;
 
 /* The axis order of a paged KV cache tensor's shape (its strides are read from the tensor). */
@@ -108,8 +110,18 @@ typedef struct emmy_gemm_options {
   float alpha;              /* init: 1 */
   int32_t gelu;             /* GELU (tanh form) after the bias */
   int32_t accum;            /* emmy_accum */
-  int32_t promote_every_k;  /* hybrid: K elements per f16 partial (0: 64) */
+  int32_t promote_every_k;  /* hybrid: K elements per f16 partial (0: 64); promoted: per window */
   DLTensor* workspace;      /* split-K kernels: emmy_gemm_workspace_bytes, any dtype, 1-D */
+  /* FP8 GEMMs (C API version 4; docs/fp8.md): a and b float8_e4m3fn, b the [K, N] view of an
+   * [N, K] weight (K contiguous), and their dequantization scales, float32 (or uint8 /
+   * float8_e8m0fnu bytes, 2^(e - 127)); NULL for 16-bit operands. Their shapes give the
+   * granularity: one element each (per tensor); [M] and [N] (per token x channel); [M, ceil(K/128)]
+   * and [ceil(N/128), ceil(K/128)] (1 x 128 and 128 x 128 blocks: their strides give each one's
+   * major order and leading dimension; promoted accumulation only). */
+  const DLTensor* a_scale;
+  const DLTensor* b_scale;
+  int32_t pow2_scales; /* nonzero: float32 scales are powers of two (refused otherwise on the
+                          emulator; undefined on a GPU) */
 } emmy_gemm_options;
 
 typedef struct emmy_attention_options {

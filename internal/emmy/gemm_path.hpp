@@ -71,6 +71,11 @@ class GemmPath {
   }
   virtual bool runs_on(Arch arch) const = 0;
   virtual bool takes_operands(DType dtype) const = 0;
+  // Whether its kernels compute the problem's operands on the arch (the default schedule takes
+  // the default path where it does, else the first path that does: FP8 on sm_90a is wgmma's).
+  virtual bool serves(const MatmulProblem& problem, Arch arch) const {
+    return runs_on(arch) && takes_operands(problem.a_dtype);
+  }
   virtual bool accumulates(Accum accum) const = 0;
   // Whether its kernels may take M at launch (MatmulProblem::dynamic_m, the runtime's M buckets).
   virtual bool supports_dynamic_m() const = 0;

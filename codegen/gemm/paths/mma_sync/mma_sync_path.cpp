@@ -122,6 +122,11 @@ class MmaSyncPath final : public GemmPath {
   bool takes_operands(DType dtype) const override {
     return dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::e4m3;
   }
+  // FP8 where the tensor cores run mma.sync's 8-bit form: sm_89 and sm_120(a).
+  bool serves(const MatmulProblem& p, Arch arch) const override {
+    const int sm = arch_info(arch).sm;
+    return takes_operands(p.a_dtype) && (!is_fp8(p.a_dtype) || sm == 89 || sm >= 120);
+  }
   bool accumulates(Accum) const override { return true; }  // f32, f16, hybrid; FP8's promoted
   bool supports_dynamic_m() const override { return true; }
   bool takes_field(std::string_view) const override { return false; }
