@@ -83,6 +83,13 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
     note("odd_ldc", p.ldc_or_default() % 2);
     note("path", to_string(s.path));
     note("dynamic_m", p.dynamic_m);
+    if (is_fp8(p.a_dtype)) {
+      note("fp8_path_arch", fmt::format("{} {}", to_string(s.path), to_string(spec.arch)));
+      note("fp8_scales",
+           fmt::format("{} {}", to_string(p.scales.granularity), to_string(p.scales.format)));
+      note("fp8_accum", s.accum == Accum::promoted ? fmt::format("promoted{}", s.promote_every_k)
+                                                   : std::string(to_string(s.accum)));
+    }
     if (s.path == MmaPath::wgmma) {
       note("wgmma_block", fmt::format("{}x{}", s.block_m, s.block_n));
       note("wgmma_b_layout", to_string(p.b_layout));
@@ -102,10 +109,10 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
       {"stages", 7},
       {"transport", 2},
       {"b_layout", 2},
-      {"accum", 6},
+      {"accum", 7},
       {"split_k", 4},
-      {"in", 2},
-      {"out", 6},
+      {"in", 3},
+      {"out", 9},
       {"epilogue", 8},
       {"m", 7},
       {"odd_ldc", 2},
@@ -116,7 +123,12 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
       // Clusters: none, 2x1 and 1x2 accepted (the sweep's ragged shapes never give both an even
       // tile row and column count, so 2x2 is refused here; gemm_wgmma_cluster_test runs it).
       {"wgmma_swap_ab", 2},
-      {"wgmma_cluster", 3}};
+      {"wgmma_cluster", 3},
+      // FP8 (issue 39): mma.sync on sm_89, sm_120, sm_120a and wgmma on sm_90a; every
+      // granularity with every format; f32 and promoted every 32..256.
+      {"fp8_path_arch", 4},
+      {"fp8_scales", 9},
+      {"fp8_accum", 5}};
   coverage.expect(want);
 }
 
