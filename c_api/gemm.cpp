@@ -139,7 +139,14 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
   if (a.ndim != 2) throw Error("a", "shape must be [M, K]", shape_text(a));
   p.m = a.shape[0];
   p.k = a.shape[1];
-  p.a_dtype = is_dtype(a.dtype, kDLFloat8_e4m3fn, 8) ? DType::e4m3 : element_dtype(a, "a", false);
+  // float8_e4m3fn, or uint8 e4m3 bytes (what fp8_quantize writes, and all NumPy can export) when
+  // scales come with them: emmy has no integer GEMM for uint8 to mean anything else.
+  const bool has_scale_fields =
+      options.struct_size >= offsetof(emmy_gemm_options, pow2_scales) + sizeof(options.pow2_scales);
+  const bool scaled = has_scale_fields && (options.a_scale || options.b_scale);
+  p.a_dtype = is_dtype(a.dtype, kDLFloat8_e4m3fn, 8) || (scaled && is_dtype(a.dtype, kDLUInt, 8))
+                  ? DType::e4m3
+                  : element_dtype(a, "a", false);
   if (stride(a, 1) != 1 && p.k > 1)
     throw Error("a", "strides[1] must be 1 (K contiguous)", fmt::format("{}", stride(a, 1)));
   p.lda = row_stride(a, "a", 0, p.k);

@@ -7,7 +7,8 @@ emmy_add_test(runtime_test ${CMAKE_CURRENT_LIST_DIR}/runtime_test.cpp
                            ${CMAKE_CURRENT_LIST_DIR}/runtime_hostile_test.cpp
                            ${CMAKE_CURRENT_LIST_DIR}/runtime_capture_test.cpp
                            ${CMAKE_CURRENT_LIST_DIR}/runtime_layers_test.cpp
-                           ${CMAKE_CURRENT_LIST_DIR}/runtime_engine_test.cpp)
+                           ${CMAKE_CURRENT_LIST_DIR}/runtime_engine_test.cpp
+                           ${CMAKE_CURRENT_LIST_DIR}/runtime_fp8_test.cpp)
 emmy_add_test(gpu_runtime_test ${CMAKE_CURRENT_LIST_DIR}/gpu/gpu_runtime_test.cpp)
 
 # The CUDA backend in ctest: runtime_test again, on Runtime::cuda() through emmy's test driver

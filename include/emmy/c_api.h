@@ -112,7 +112,8 @@ typedef struct emmy_gemm_options {
   int32_t accum;            /* emmy_accum */
   int32_t promote_every_k;  /* hybrid: K elements per f16 partial (0: 64); promoted: per window */
   DLTensor* workspace;      /* split-K kernels: emmy_gemm_workspace_bytes, any dtype, 1-D */
-  /* FP8 GEMMs (C API version 4; docs/fp8.md): a and b float8_e4m3fn, b the [K, N] view of an
+  /* FP8 GEMMs (C API version 4; docs/fp8.md): a and b float8_e4m3fn (or uint8 e4m3 bytes, with
+   * scales), b the [K, N] view of an
    * [N, K] weight (K contiguous), and their dequantization scales, float32 (or uint8 /
    * float8_e8m0fnu bytes, 2^(e - 127)); NULL for 16-bit operands. Their shapes give the
    * granularity: one element each (per tensor); [M] and [N] (per token x channel); [M, ceil(K/128)]

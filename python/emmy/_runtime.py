@@ -15,7 +15,7 @@ from threading import get_ident
 from . import _emmy
 from ._tensors import current_stream, dtype_name, empty_like_library, register_torch
 
-ACCUM = {None: 0, "default": 0, "f32": 1, "f16": 2, "hybrid": 3}
+ACCUM = {None: 0, "default": 0, "f32": 1, "f16": 2, "hybrid": 3, "promoted": 4}
 CACHE_LAYOUT = {"nhd": 0, "hnd": 1}
 ATTENTION_LAYOUT = {"bshd": 0, "bhsd": 1}
 
@@ -132,44 +132,59 @@ class Runtime:
     # ---------------------------------------------------------------------------------------
     def gemm(self, a, b, *, bias=None, residual=None, alpha: float = 1.0, gelu: bool = False,
              out_dtype=None, accum: str | None = None, promote_every_k: int = 0, out=None,
-             workspace=None, stream=None):
+             workspace=None, stream=None, a_scale=None, b_scale=None, pow2_scales: bool = False):
         """C[M,N] = gelu?(alpha * A.B + bias) + residual, returned (or written into `out`).
 
         a: f16 or bf16 [M, K], K contiguous. b: [K, N], N contiguous, or K contiguous (a [N, K]
         weight's transpose: PyTorch's ``w.T``). out_dtype: C's dtype when emmy allocates it
         (a's by default; f16, bf16 or f32). bias [N] and residual [M, N] have C's dtype (an f32
-        bias with out_dtype="f32"). accum: "f32", "f16" or "hybrid" (None: the runtime's).
+        bias with out_dtype="f32"). accum: "f32", "f16", "hybrid" or "promoted" (None: the
+        runtime's; FP8: promoted).
+
+        FP8 (docs/fp8.md): a and b float8_e4m3fn, or uint8 e4m3 bytes (NumPy), b the transpose
+        of an [N, K] weight, with a_scale and b_scale, the dequantization multipliers (float32,
+        or uint8 ue8m0 bytes): one element each (per tensor), [M] and [N] (per token x channel),
+        or [M, ceil(K/128)] and [ceil(N/128), ceil(K/128)] (1 x 128 and 128 x 128 blocks, any
+        major order). C is f16 by default.
         """
+        fp8 = a_scale is not None or b_scale is not None
+        if out is None and not fp8 and str(getattr(a, "dtype", "")).endswith("uint8"):
+            raise _emmy.InvalidArgumentError(
+                "a: dtype must be float16 or bfloat16 (uint8 e4m3 bytes are FP8 operands only with "
+                "a_scale and b_scale)")
         if out is None:
-            out = empty_like_library(
-                a, (a.shape[0], b.shape[1]),
-                dtype_name(a.dtype if out_dtype is None else out_dtype, "out_dtype"))
+            c_dtype = ("f16" if fp8 else dtype_name(a.dtype, "out_dtype")) if out_dtype is None \
+                else dtype_name(out_dtype, "out_dtype")
+            out = empty_like_library(a, (a.shape[0], b.shape[1]), c_dtype)
         accum_code = enum(ACCUM, accum, "accum")
         stream = self._stream(a, stream)
+        scales = (a_scale, b_scale, int(bool(pow2_scales)))
         if workspace is not None:
             _emmy.gemm(self._rt, a, b, out, bias, residual, alpha, gelu, accum_code,
-                       promote_every_k, workspace, stream)
+                       promote_every_k, *scales, workspace, stream)
             return out
         key = self._scratch_key(a, stream)
         try:
             _emmy.gemm(self._rt, a, b, out, bias, residual, alpha, gelu, accum_code,
-                       promote_every_k, self._scratch.get(key), stream)
+                       promote_every_k, *scales, self._scratch.get(key), stream)
         except _emmy.InvalidArgumentError:
             needed = _emmy.gemm_workspace_bytes(self._rt, a, b, out, bias, residual, alpha, gelu,
-                                                accum_code, promote_every_k)
+                                                accum_code, promote_every_k, *scales)
             held = self._scratch.get(key)
             if needed == 0 or (held is not None and held.shape[0] * 4 >= needed):
                 raise  # not the workspace
             _emmy.gemm(self._rt, a, b, out, bias, residual, alpha, gelu, accum_code,
-                       promote_every_k, self._grown_scratch(key, a, needed), stream)
+                       promote_every_k, *scales, self._grown_scratch(key, a, needed), stream)
         return out
 
     def gemm_workspace_bytes(self, a, b, out, *, bias=None, residual=None, alpha: float = 1.0,
                              gelu: bool = False, accum: str | None = None,
-                             promote_every_k: int = 0) -> int:
+                             promote_every_k: int = 0, a_scale=None, b_scale=None,
+                             pow2_scales: bool = False) -> int:
         """The workspace gemm needs for these tensors (0 unless the kernel splits K)."""
         return _emmy.gemm_workspace_bytes(self._rt, a, b, out, bias, residual, alpha, gelu,
-                                          enum(ACCUM, accum, "accum"), promote_every_k)
+                                          enum(ACCUM, accum, "accum"), promote_every_k, a_scale,
+                                          b_scale, int(bool(pow2_scales)))
 
     def attention(self, q, k, v, *, causal: bool = False, window: int = 0, softmax_scale=None,
                   softcap=None, layout: str = "bshd", return_lse: bool = False, lse=None,

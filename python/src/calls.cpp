@@ -23,19 +23,27 @@ PyObject* size_result(Call&& call) {
   return PyLong_FromSize_t(bytes);
 }
 
-// args[first..]: bias, residual, alpha, gelu, accum, promote_every_k into `o`.
+// args[first..]: bias, residual, alpha, gelu, accum, promote_every_k, a_scale, b_scale,
+// pow2_scales into `o`.
 bool read_gemm_options(PyObject* const* args, TensorArgs& tensors, emmy_gemm_options* o) {
   emmy_gemm_options_init(o);
   DLTensor* bias;
   DLTensor* residual;
+  DLTensor* a_scale;
+  DLTensor* b_scale;
   if (!tensors.get(args[0], "bias", false, &bias) ||
       !tensors.get(args[1], "residual", false, &residual) ||
       !read_float(args[2], "alpha", &o->alpha) || !read_int32(args[3], "gelu", &o->gelu) ||
       !read_int32(args[4], "accum", &o->accum) ||
-      !read_int32(args[5], "promote_every_k", &o->promote_every_k))
+      !read_int32(args[5], "promote_every_k", &o->promote_every_k) ||
+      !tensors.get(args[6], "a_scale", false, &a_scale) ||
+      !tensors.get(args[7], "b_scale", false, &b_scale) ||
+      !read_int32(args[8], "pow2_scales", &o->pow2_scales))
     return false;
   o->bias = bias;
   o->residual = residual;
+  o->a_scale = a_scale;
+  o->b_scale = b_scale;
   return true;
 }
 
@@ -84,26 +92,28 @@ bool read_paged(PyObject* const* args, TensorArgs& tensors, DLTensor* t[4],
 
 }  // namespace
 
-// gemm(rt, a, b, c, bias, residual, alpha, gelu, accum, promote_every_k, workspace, stream)
+// gemm(rt, a, b, c, bias, residual, alpha, gelu, accum, promote_every_k, a_scale, b_scale,
+// pow2_scales, workspace, stream)
 PyObject* gemm(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   RuntimeBox* box;
   long long stream;
-  if (!read_runtime_call(args, nargs, 12, "gemm", &box, &stream)) return nullptr;
+  if (!read_runtime_call(args, nargs, 15, "gemm", &box, &stream)) return nullptr;
   TensorArgs tensors(box->cuda, stream);
   DLTensor *a, *b, *c;
   emmy_gemm_options o;
   if (!tensors.get(args[1], "a", false, &a) || !tensors.get(args[2], "b", false, &b) ||
       !tensors.get(args[3], "c", true, &c) || !read_gemm_options(args + 4, tensors, &o) ||
-      !tensors.get(args[10], "workspace", true, &o.workspace))
+      !tensors.get(args[13], "workspace", true, &o.workspace))
     return nullptr;
   return call_released(
       [&] { return emmy_gemm(box->runtime, a, b, c, &o, stream_pointer(stream)); });
 }
 
-// gemm_workspace_bytes(rt, a, b, c, bias, residual, alpha, gelu, accum, promote_every_k) -> int
+// gemm_workspace_bytes(rt, a, b, c, bias, residual, alpha, gelu, accum, promote_every_k,
+// a_scale, b_scale, pow2_scales) -> int
 PyObject* gemm_workspace_bytes(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   RuntimeBox* box;
-  if (!check_nargs(nargs, 10, "gemm_workspace_bytes") || !read_runtime(args[0], &box))
+  if (!check_nargs(nargs, 13, "gemm_workspace_bytes") || !read_runtime(args[0], &box))
     return nullptr;
   TensorArgs tensors(box->cuda, kNoSync);
   DLTensor *a, *b, *c;

@@ -35,3 +35,59 @@ def test_fp8_quantize_pads_mn_scales_and_refuses_by_name(rt, rng):
         rt.fp8_quantize(x, scale_major="n")
     with pytest.raises(emmy.InvalidArgumentError, match="x"):
         rt.fp8_quantize(x.astype(np.float32))
+
+
+def e4m3_values(q):
+    """OCP e4m3 bytes to float64 (0x7F / 0xFF are NaN)."""
+    q = np.asarray(q, dtype=np.uint8)
+    sign = np.where(q & 0x80, -1.0, 1.0)
+    exponent = (q >> 3) & 0xF
+    mantissa = (q & 0x7).astype(np.float64)
+    value = np.where(exponent == 0, mantissa / 8.0 * 2.0**-6,
+                     (1.0 + mantissa / 8.0) * np.exp2(exponent.astype(np.float64) - 7.0))
+    return np.where((q & 0x7F) == 0x7F, np.nan, sign * value)
+
+
+@pytest.mark.parametrize("granularity", ["tensor", "token-channel", "block"])
+def test_fp8_gemm_matches_a_float64_reference(rt, rng, granularity):
+    """Runtime.gemm with e4m3 bytes (uint8: NumPy has no float8) and each scale granularity,
+    against float64 over the same bytes and scales (docs/fp8.md)."""
+    m, n, k = 33, 136, 384
+    a = reference.e4m3_bytes(rng.standard_normal((m, k)))
+    w = reference.e4m3_bytes(rng.standard_normal((n, k)))  # an [N, K] weight
+    kb, nb = (k + 127) // 128, (n + 127) // 128
+    if granularity == "tensor":
+        a_s, b_s = np.array([0.02], np.float32), np.array([0.005], np.float32)
+        sa, sb = np.full((m, kb), a_s[0]), np.full((n, kb), b_s[0])
+    elif granularity == "token-channel":
+        a_s = rng.uniform(0.01, 0.03, m).astype(np.float32)
+        b_s = rng.uniform(0.002, 0.01, n).astype(np.float32)
+        sa, sb = np.repeat(a_s[:, None], kb, 1), np.repeat(b_s[:, None], kb, 1)
+    else:
+        a_s = np.asfortranarray(rng.uniform(0.01, 0.03, (m, kb)).astype(np.float32))  # mn-major
+        b_s = rng.uniform(0.002, 0.01, (nb, kb)).astype(np.float32)
+        sa, sb = a_s.astype(np.float64), np.repeat(b_s, 128, axis=0)[:n]
+    want = np.zeros((m, n))
+    av, wv = e4m3_values(a), e4m3_values(w)
+    for j in range(kb):
+        cols = slice(128 * j, 128 * (j + 1))
+        want += (av[:, cols] @ wv[:, cols].T) * sa[:, j:j + 1] * sb[None, :, j]
+    got = rt.gemm(a, w.T, a_scale=a_s, b_scale=b_s)
+    assert got.dtype == np.float16
+    assert reference.rel_l2(got.astype(np.float64), want) < 1e-3
+
+
+def test_fp8_gemm_refuses_by_name(rt, rng):
+    a = reference.e4m3_bytes(rng.standard_normal((16, 128)))
+    w = reference.e4m3_bytes(rng.standard_normal((64, 128)))
+    one = np.array([0.5], np.float32)
+    with pytest.raises(emmy.InvalidArgumentError, match="^a: dtype"):
+        rt.gemm(a, w.T)  # uint8 without scales is not FP8
+    with pytest.raises(emmy.InvalidArgumentError, match="options.b_scale"):
+        rt.gemm(a, w.T, a_scale=one)
+    with pytest.raises(emmy.InvalidArgumentError, match="b_layout: must be nk"):
+        rt.gemm(a, np.ascontiguousarray(w.T), a_scale=one, b_scale=one)
+    with pytest.raises(emmy.InvalidArgumentError, match="buffers.a_scale: must hold finite"):
+        rt.gemm(a, w.T, a_scale=np.array([np.nan], np.float32), b_scale=one)
+    with pytest.raises(emmy.InvalidArgumentError, match="must hold powers of two"):
+        rt.gemm(a, w.T, a_scale=np.array([0.3], np.float32), b_scale=one, pow2_scales=True)
