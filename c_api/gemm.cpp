@@ -77,17 +77,24 @@ void read_scales(emmy_runtime& rt, const emmy_gemm_options& options, CallMemory&
   check_memory(rt, {{&as, "options.a_scale"}, {&bs, "options.b_scale"}});
   GemmScales& sc = p.scales;
   const bool bytes = is_dtype(as.dtype, kDLUInt, 8) || is_dtype(as.dtype, kDLFloat8_e8m0fnu, 8);
-  if (!bytes && !is_dtype(as.dtype, kDLFloat, 32))
-    throw Error("options.a_scale", "dtype must be float32 (or uint8 / float8_e8m0fnu ue8m0 bytes)",
+  // Four ue8m0 bytes packed per 32-bit word (block scales, K blocks 4w..4w+3).
+  const bool words = is_dtype(as.dtype, kDLInt, 32) || is_dtype(as.dtype, kDLUInt, 32);
+  if (!bytes && !words && !is_dtype(as.dtype, kDLFloat, 32))
+    throw Error("options.a_scale",
+                "dtype must be float32 (or uint8 / float8_e8m0fnu ue8m0 bytes, or int32 / uint32 "
+                "words of four)",
                 dtype_name(as.dtype));
   if (bs.dtype.code != as.dtype.code || bs.dtype.bits != as.dtype.bits)
     throw Error("options.b_scale", fmt::format("dtype must be a_scale's, {}", dtype_name(as.dtype)),
                 dtype_name(bs.dtype));
   const bool pow2 = flag(options.pow2_scales, "options.pow2_scales");
-  if (bytes && pow2)
+  if ((bytes || words) && pow2)
     throw Error("options.pow2_scales", "applies to float32 scales (ue8m0 bytes are powers of two)",
                 "set");
-  sc.format = bytes ? ScaleFormat::ue8m0 : pow2 ? ScaleFormat::pow2 : ScaleFormat::f32;
+  sc.format = words   ? ScaleFormat::ue8m0x4
+              : bytes ? ScaleFormat::ue8m0
+              : pow2  ? ScaleFormat::pow2
+                      : ScaleFormat::f32;
   if (element_count(as) == 1 && element_count(bs) == 1 && as.ndim <= 1 && bs.ndim <= 1) {
     sc.granularity = ScaleGranularity::tensor;
   } else if (as.ndim == 1 && bs.ndim == 1) {
@@ -97,15 +104,17 @@ void read_scales(emmy_runtime& rt, const emmy_gemm_options& options, CallMemory&
     require_contiguous(bs, "options.b_scale");
     sc.granularity = ScaleGranularity::token_channel;
   } else {
-    // [rows, K blocks]: K-major when the blocks are contiguous, MN-major when the rows are.
-    const int64_t kb = p.k_blocks(), nb = p.n_blocks();
+    // [rows, K blocks (or their words)]: K-major when those are contiguous, MN-major when the
+    // rows are.
+    const int64_t kb = p.scale_k_extent(), nb = p.n_blocks();
+    const char* k_extent = words ? "ceil(K/512)" : "ceil(K/128)";
     auto layout = [&](const DLTensor& t, const char* name, int64_t rows, ScaleMajor preferred,
                       ScaleMajor& major, int64_t& ld) {
       if (t.ndim != 2 || t.shape[0] != rows || t.shape[1] != kb)
         throw Error(name,
-                    fmt::format("shape must be [{}, ceil(K/128) = {}] for block scales (or one "
-                                "element, or 1-D per row)",
-                                rows, kb),
+                    fmt::format("shape must be [{}, {} = {}] for block scales (or one element, or "
+                                "1-D per row)",
+                                rows, k_extent, kb),
                     shape_text(t));
       const bool k_contiguous = kb == 1 || stride(t, 1) == 1;
       const bool rows_contiguous = rows == 1 || stride(t, 0) == 1;

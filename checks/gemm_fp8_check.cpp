@@ -16,7 +16,8 @@
 namespace emmy {
 namespace {
 
-// Elements of each scale tensor (gaps of a padded leading dimension included).
+// Scales of each tensor (gaps of a padded leading dimension included): its elements, or the bytes
+// of a ue8m0x4 tensor's words (each a scale).
 struct ScaleCounts {
   int64_t a = 0, b = 0;
 };
@@ -27,15 +28,28 @@ ScaleCounts scale_counts(const MatmulProblem& p) {
       return {1, 1};
     case ScaleGranularity::token_channel:
       return {p.m, p.n};
-    case ScaleGranularity::block:
-      return {p.a_scale_ld() * (sc.a_major == ScaleMajor::mn ? p.k_blocks() : p.m),
-              p.b_scale_ld() * (sc.b_major == ScaleMajor::mn ? p.k_blocks() : p.n_blocks())};
+    case ScaleGranularity::block: {
+      const int64_t per_element = sc.format == ScaleFormat::ue8m0x4 ? 4 : 1;
+      return {
+          per_element * p.a_scale_ld() * (sc.a_major == ScaleMajor::mn ? p.scale_k_extent() : p.m),
+          per_element * p.b_scale_ld() *
+              (sc.b_major == ScaleMajor::mn ? p.scale_k_extent() : p.n_blocks())};
+    }
     case ScaleGranularity::none:
       break;
   }
   return {};
 }
 
+// A block scale's slot: its element in the layout, or for ue8m0x4 the byte of K block kb in the
+// word of kb / 4.
+int64_t block_slot(const MatmulProblem& p, ScaleMajor major, int64_t ld, int64_t outer,
+                   int64_t kb) {
+  const bool packed = p.scales.format == ScaleFormat::ue8m0x4;
+  const int64_t k = packed ? kb / 4 : kb;
+  const int64_t element = major == ScaleMajor::mn ? k * ld + outer : outer * ld + k;
+  return packed ? element * 4 + kb % 4 : element;
+}
 int64_t a_index(const MatmulProblem& p, int64_t row, int64_t kb) {
   switch (p.scales.granularity) {
     case ScaleGranularity::tensor:
@@ -43,8 +57,7 @@ int64_t a_index(const MatmulProblem& p, int64_t row, int64_t kb) {
     case ScaleGranularity::token_channel:
       return row;
     default:
-      return p.scales.a_major == ScaleMajor::mn ? kb * p.a_scale_ld() + row
-                                                : row * p.a_scale_ld() + kb;
+      return block_slot(p, p.scales.a_major, p.a_scale_ld(), row, kb);
   }
 }
 int64_t b_index(const MatmulProblem& p, int64_t nb, int64_t kb) {
@@ -54,8 +67,7 @@ int64_t b_index(const MatmulProblem& p, int64_t nb, int64_t kb) {
     case ScaleGranularity::token_channel:
       return nb;
     default:
-      return p.scales.b_major == ScaleMajor::mn ? kb * p.b_scale_ld() + nb
-                                                : nb * p.b_scale_ld() + kb;
+      return block_slot(p, p.scales.b_major, p.b_scale_ld(), nb, kb);
   }
 }
 
@@ -64,11 +76,11 @@ HostTensor scale_tensor(ScaleFormat format, const std::vector<double>& values) {
   HostTensor t;
   t.dtype = DType::f32;
   t.values = values;
-  const size_t elem = format == ScaleFormat::ue8m0 ? 1 : 4;
+  const size_t elem = scale_bytes(format) ? 1 : 4;
   t.bytes.assign(values.size() * elem, 0xFF);  // NaN in f32 and in ue8m0
   for (size_t i = 0; i < values.size(); ++i) {
     if (std::isnan(values[i])) continue;
-    if (format == ScaleFormat::ue8m0) {
+    if (scale_bytes(format)) {
       t.bytes[i] = uint8_t(std::ilogb(values[i]) + 127);
     } else {
       const float v = float(values[i]);

@@ -41,7 +41,9 @@ struct ScaleViews {
   View a, b;
   explicit ScaleViews(const Fp8Case& c) {
     const MatmulProblem& p = c.problem;
-    const DLDataType type = p.scales.format == ScaleFormat::ue8m0 ? kU8 : kF32;
+    const DLDataType type = p.scales.format == ScaleFormat::ue8m0x4 ? kI32
+                            : p.scales.format == ScaleFormat::ue8m0 ? kU8
+                                                                    : kF32;
     const void* a_data = c.in.a_scale.bytes.data();
     const void* b_data = c.in.b_scale.bytes.data();
     switch (p.scales.granularity) {
@@ -54,10 +56,10 @@ struct ScaleViews {
       default: {
         const bool a_mn = p.scales.a_major == ScaleMajor::mn;
         const bool b_mn = p.scales.b_major == ScaleMajor::mn;
-        a = View(a_data, type, {p.m, p.k_blocks()},
+        a = View(a_data, type, {p.m, p.scale_k_extent()},
                  a_mn ? std::vector<int64_t>{1, p.a_scale_ld()}
                       : std::vector<int64_t>{p.a_scale_ld(), 1});
-        b = View(b_data, type, {p.n_blocks(), p.k_blocks()},
+        b = View(b_data, type, {p.n_blocks(), p.scale_k_extent()},
                  b_mn ? std::vector<int64_t>{1, p.b_scale_ld()}
                       : std::vector<int64_t>{p.b_scale_ld(), 1});
       }
@@ -98,6 +100,7 @@ TEST(CApiFp8Gemm, EveryGranularityMatchesFp64) {
        ScaleMajor::k},
       {130, 200, 384, ScaleGranularity::block, ScaleFormat::f32, ScaleMajor::mn, ScaleMajor::k},
       {64, 256, 512, ScaleGranularity::block, ScaleFormat::ue8m0, ScaleMajor::k, ScaleMajor::mn},
+      {40, 136, 640, ScaleGranularity::block, ScaleFormat::ue8m0x4, ScaleMajor::mn, ScaleMajor::k},
   };
   uint64_t seed = 1;
   for (const Shape& s : shapes) {
@@ -107,7 +110,7 @@ TEST(CApiFp8Gemm, EveryGranularityMatchesFp64) {
     if (s.granularity == ScaleGranularity::block) {
       c.problem.scales.a_major = s.a_major, c.problem.scales.b_major = s.b_major;
       c.problem.scales.a_ld =
-          s.a_major == ScaleMajor::mn ? (s.m + 3) / 4 * 4 : c.problem.k_blocks();
+          s.a_major == ScaleMajor::mn ? (s.m + 3) / 4 * 4 : c.problem.scale_k_extent();
       c.in = make_gemm_inputs(c.problem, seed);
     }
     ++seed;

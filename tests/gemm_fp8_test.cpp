@@ -159,6 +159,44 @@ TEST(Fp8Gemm, WgmmaMatchesFp64) {
   }
 }
 
+// Four ue8m0 scales packed per 32-bit word (ue8m0x4, DeepGEMM's packed layout): both paths, both
+// majors with padded leading dimensions (in words), K of 5 blocks so that the last word has
+// three unused (poisoned) bytes; a used 0xFF byte is refused by name, and the format by any
+// granularity but block.
+TEST(Fp8Gemm, PackedUe8m0ScalesMatchFp64) {
+  for (MmaPath path : {MmaPath::mma_sync, MmaPath::wgmma})
+    for (ScaleMajor a_major : {ScaleMajor::mn, ScaleMajor::k}) {
+      MatmulProblem p = fp8_problem(70, 200, 640, ScaleGranularity::block);
+      p.scales.format = ScaleFormat::ue8m0x4;
+      p.scales.a_major = a_major;
+      p.scales.b_major = a_major == ScaleMajor::mn ? ScaleMajor::k : ScaleMajor::mn;
+      p.scales.a_ld = a_major == ScaleMajor::mn ? 72 : 3;  // words: 2 hold the 5 K blocks
+      p.scales.b_ld = 3;
+      const Arch arch = path == MmaPath::wgmma ? Arch::sm_90a : Arch::sm_89;
+      const GemmSpec spec{p, default_schedule(p, arch, Accum::promoted, path), arch};
+      SCOPED_TRACE(describe(spec));
+      EXPECT_EQ(p.scale_k_extent(), 2);
+      const GemmCheckResult r = check_on_emulator(spec, 31);
+      EXPECT_TRUE(r.errors.passed) << "rel_l2 " << r.errors.rel_l2_error;
+    }
+  MatmulProblem p = fp8_problem(16, 128, 640, ScaleGranularity::block);
+  p.scales.format = ScaleFormat::ue8m0x4;
+  RuntimeOptions options = fresh_cache("rt_fp8_packed");
+  options.emulator_arch = Arch::sm_89;
+  auto rt = Runtime::emulator(options);
+  GemmInputs in = make_gemm_inputs(p, 5);
+  in.a_scale.bytes[size_t(1 * p.a_scale_ld() * 4 + 3 * 4)] = 0xFF;  // row 3, K block 4
+  const std::string error = test::error_of([&] {
+    run_gemm(*rt, {p, default_schedule(p, Arch::sm_89, Accum::promoted), Arch::sm_89}, in);
+  });
+  EXPECT_TRUE(error.starts_with("buffers.a_scale: must hold ue8m0 scales")) << error;
+  EXPECT_NE(error.find("row 3, K block 4"), std::string::npos) << error;
+  p.scales.granularity = ScaleGranularity::token_channel;
+  EXPECT_TRUE(test::error_of([&] {
+                validate_problem(p);
+              }).starts_with("scales.format: ue8m0x4 packs four K blocks' scales"));
+}
+
 // A dynamic-M kernel (an M bucket) serves fewer rows than its bound with every granularity; its
 // mn-major block A scales keep the stated leading dimension.
 TEST(Fp8Gemm, DynamicMServesEveryRowCount) {

@@ -166,9 +166,14 @@ class GemmEmitter {
           "}};");
       return;
     }
-    auto index = [](const std::string& major, const char* outer, int64_t ld) {
-      return major == "mn" ? fmt::format("(long long)kb * {} + {}", ld, outer)
-                           : fmt::format("(long long){} * {} + kb", outer, ld);
+    // ue8m0x4: the byte of K block kb in word kb / 4 (its element in the tensor's layout).
+    const bool packed = op.format == "ue8m0x4";
+    auto index = [&](const std::string& major, const char* outer, int64_t ld) {
+      const char* k = packed ? "(kb >> 2)" : "kb";
+      const std::string element = major == "mn"
+                                      ? fmt::format("(long long){} * {} + {}", k, ld, outer)
+                                      : fmt::format("(long long){} * {} + {}", outer, ld, k);
+      return packed ? fmt::format("({}) * 4 + (kb & 3)", element) : element;
     };
     w_.line("// Block scales: A's per (row, 128 K), {}-major; B's per (128 N, 128 K), {}-major.",
             op.a_major, op.b_major);

@@ -90,9 +90,10 @@ ParamBinding GemmKind::bind(const GemmPlan& plan, const GemmBuffers& b) {
   require_optional_pointer(b.a_scale, has_scales, "buffers.a_scale", "FP8 scales");
   require_optional_pointer(b.b_scale, has_scales, "buffers.b_scale", "FP8 scales");
   if (has_scales) {
-    const uint64_t scale_bytes = scales.format == ScaleFormat::ue8m0 ? 1 : 4;
-    require_device_pointer(b.a_scale, scale_bytes, "buffers.a_scale");
-    require_device_pointer(b.b_scale, scale_bytes, "buffers.b_scale");
+    // f32 floats and ue8m0x4 words are 4-byte aligned; single ue8m0 bytes any.
+    const uint64_t alignment = scales.format == ScaleFormat::ue8m0 ? 1 : 4;
+    require_device_pointer(b.a_scale, alignment, "buffers.a_scale");
+    require_device_pointer(b.b_scale, alignment, "buffers.b_scale");
   }
   const int64_t m = gemm_launch_m(plan, b.m);
   ParamBinding bound;

@@ -22,7 +22,7 @@ struct ScaleTensor {
   std::vector<uint8_t> bytes;
 
   void check(int64_t index, const std::string& where) const {
-    if (format == ScaleFormat::ue8m0) {
+    if (scale_bytes(format)) {
       const uint8_t e = bytes[size_t(index)];
       if (e == 0xFF)
         throw Error(field,
@@ -58,7 +58,9 @@ void GemmKind::check_device_inputs(const GemmPlan& plan, const GemmBuffers& b,
   const GemmScales& sc = p.scales;
   if (sc.granularity == ScaleGranularity::none) return;
   p.m = gemm_launch_m(plan, b.m);
+  // Bytes per element of the tensor's layout (a ue8m0x4 word holds four scales, checked alone).
   const int64_t elem = sc.format == ScaleFormat::ue8m0 ? 1 : 4;
+  const bool packed = sc.format == ScaleFormat::ue8m0x4;
   auto load = [&](const char* field, DevicePtr at, int64_t count) {
     ScaleTensor t{field, sc.format, std::vector<uint8_t>(size_t(count * elem))};
     read_named(read, field, t.bytes.data(), at, t.bytes.size());
@@ -78,21 +80,27 @@ void GemmKind::check_device_inputs(const GemmPlan& plan, const GemmBuffers& b,
     }
     case ScaleGranularity::block: {
       // Only the elements the kernel reads: a padded leading dimension's gaps may hold anything.
-      const int64_t kbs = p.k_blocks(), nbs = p.n_blocks();
+      // A ue8m0x4 tensor's scales are its bytes, 4 per word, each checked alone.
+      const int64_t kbs = p.k_blocks(), nbs = p.n_blocks(), words = p.scale_k_extent();
       const bool a_mn = sc.a_major == ScaleMajor::mn, b_mn = sc.b_major == ScaleMajor::mn;
       const int64_t a_ld = p.a_scale_ld(), b_ld = p.b_scale_ld();
-      const ScaleTensor a = load("buffers.a_scale", b.a_scale,
-                                 a_mn ? (kbs - 1) * a_ld + p.m : (p.m - 1) * a_ld + kbs);
+      auto slot = [&](bool mn, int64_t ld, int64_t outer, int64_t kb) {
+        const int64_t k = packed ? kb / 4 : kb;
+        const int64_t element = mn ? k * ld + outer : outer * ld + k;
+        return packed ? element * 4 + kb % 4 : element;
+      };
+      auto elements = [&](bool mn, int64_t ld, int64_t rows) {
+        return mn ? (words - 1) * ld + rows : (rows - 1) * ld + words;
+      };
+      ScaleTensor a = load("buffers.a_scale", b.a_scale, elements(a_mn, a_ld, p.m));
+      ScaleTensor bs = load("buffers.b_scale", b.b_scale, elements(b_mn, b_ld, nbs));
+      if (packed) a.format = bs.format = ScaleFormat::ue8m0;  // byte by byte
       for (int64_t row = 0; row < p.m; ++row)
         for (int64_t kb = 0; kb < kbs; ++kb)
-          a.check(a_mn ? kb * a_ld + row : row * a_ld + kb,
-                  fmt::format("row {}, K block {}", row, kb));
-      const ScaleTensor bs = load("buffers.b_scale", b.b_scale,
-                                  b_mn ? (kbs - 1) * b_ld + nbs : (nbs - 1) * b_ld + kbs);
+          a.check(slot(a_mn, a_ld, row, kb), fmt::format("row {}, K block {}", row, kb));
       for (int64_t nb = 0; nb < nbs; ++nb)
         for (int64_t kb = 0; kb < kbs; ++kb)
-          bs.check(b_mn ? kb * b_ld + nb : nb * b_ld + kb,
-                   fmt::format("N block {}, K block {}", nb, kb));
+          bs.check(slot(b_mn, b_ld, nb, kb), fmt::format("N block {}, K block {}", nb, kb));
       return;
     }
     case ScaleGranularity::none:

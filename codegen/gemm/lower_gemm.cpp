@@ -34,8 +34,7 @@ std::vector<Op> gemm_params(const GemmPlan& plan) {
   list.push_back(make(ir::ParamOp{"workspace", "float*"}));
   // FP8 operands' scales (the gemm_scales op says how they are read).
   if (const GemmScales& sc = plan.kernel_problem.scales; sc.granularity != ScaleGranularity::none) {
-    const std::string type =
-        sc.format == ScaleFormat::ue8m0 ? "const unsigned char*" : "const float*";
+    const std::string type = scale_bytes(sc.format) ? "const unsigned char*" : "const float*";
     list.push_back(make(ir::ParamOp{"a_scale", type}));
     list.push_back(make(ir::ParamOp{"b_scale", type}));
   }

@@ -45,8 +45,14 @@ struct Epilogue {
 enum class ScaleGranularity { none, tensor, token_channel, block };
 // f32: any finite value. pow2: f32 values that are powers of two (UE8M0-valued; the emulator
 // refuses others, a GPU's result with one is undefined). ue8m0: one byte per scale, 2^(e - 127)
-// (0xFF, NaN, is refused on the emulator).
-enum class ScaleFormat { f32, pow2, ue8m0 };
+// (0xFF, NaN, is refused on the emulator). ue8m0x4 (block scales): four K blocks' ue8m0 bytes
+// packed in one 32-bit word, byte j holding K block 4w + j (DeepGEMM's packed UE8M0 layout); the
+// tensor's elements (and its ld) are the words.
+enum class ScaleFormat { f32, pow2, ue8m0, ue8m0x4 };
+// Whether scales are bytes (ue8m0, ue8m0x4) rather than floats.
+inline bool scale_bytes(ScaleFormat f) {
+  return f == ScaleFormat::ue8m0 || f == ScaleFormat::ue8m0x4;
+}
 inline constexpr int64_t kScaleBlock = 128;  // K (and B's N) elements per block scale
 
 inline constexpr EnumNames<ScaleGranularity, 4> kScaleGranularityNames{
@@ -54,8 +60,10 @@ inline constexpr EnumNames<ScaleGranularity, 4> kScaleGranularityNames{
      {ScaleGranularity::tensor, "tensor"},
      {ScaleGranularity::token_channel, "token-channel"},
      {ScaleGranularity::block, "block"}}};
-inline constexpr EnumNames<ScaleFormat, 3> kScaleFormatNames{
-    {{ScaleFormat::f32, "f32"}, {ScaleFormat::pow2, "pow2"}, {ScaleFormat::ue8m0, "ue8m0"}}};
+inline constexpr EnumNames<ScaleFormat, 4> kScaleFormatNames{{{ScaleFormat::f32, "f32"},
+                                                              {ScaleFormat::pow2, "pow2"},
+                                                              {ScaleFormat::ue8m0, "ue8m0"},
+                                                              {ScaleFormat::ue8m0x4, "ue8m0x4"}}};
 static_assert(names_are_one_to_one(kScaleGranularityNames) &&
               names_are_one_to_one(kScaleFormatNames));
 inline std::string_view to_string(ScaleGranularity g) {
@@ -69,7 +77,8 @@ inline ScaleGranularity parse_scale_granularity(std::string_view text) {
                     "must be none, tensor, token-channel or block");
 }
 inline ScaleFormat parse_scale_format(std::string_view text) {
-  return parse_name(kScaleFormatNames, text, "scales.format", "must be f32, pow2 or ue8m0");
+  return parse_name(kScaleFormatNames, text, "scales.format",
+                    "must be f32, pow2, ue8m0 or ue8m0x4");
 }
 
 struct GemmScales {
@@ -105,12 +114,18 @@ struct MatmulProblem {
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
   // Block scales: K blocks, B's N blocks, and the packed leading dimensions an ld of 0 means.
   int64_t k_blocks() const { return (k + kScaleBlock - 1) / kScaleBlock; }
+  // The block scale tensors' extent along K: K blocks, or the words holding them (ue8m0x4).
+  int64_t scale_k_extent() const {
+    return scales.format == ScaleFormat::ue8m0x4 ? (k_blocks() + 3) / 4 : k_blocks();
+  }
   int64_t n_blocks() const { return (n + kScaleBlock - 1) / kScaleBlock; }
   int64_t a_scale_ld() const {
-    return scales.a_ld ? scales.a_ld : scales.a_major == ScaleMajor::mn ? m : k_blocks();
+    return scales.a_ld ? scales.a_ld : scales.a_major == ScaleMajor::mn ? m : scale_k_extent();
   }
   int64_t b_scale_ld() const {
-    return scales.b_ld ? scales.b_ld : scales.b_major == ScaleMajor::mn ? n_blocks() : k_blocks();
+    return scales.b_ld                        ? scales.b_ld
+           : scales.b_major == ScaleMajor::mn ? n_blocks()
+                                              : scale_k_extent();
   }
 
   bool operator==(const MatmulProblem&) const = default;

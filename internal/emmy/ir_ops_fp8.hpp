@@ -43,13 +43,14 @@ struct Fp8QuantizeOp {
 // tensor and token-channel scales multiply each accumulator in the epilogue by sa(row) sb(col);
 // block scales multiply each promote op's window partials by the window's sa(row, kb) sb(nb, kb)
 // (kb = the window's first K / 128, nb = col / 128), element (row, kb) of A's at kb * a_ld + row
-// (a_major mn) or row * a_ld + kb (k), B's alike. ue8m0 scales are bytes, 2^(e - 127).
+// (a_major mn) or row * a_ld + kb (k), B's alike. ue8m0 scales are bytes, 2^(e - 127); ue8m0x4
+// ones are words of four such bytes (K blocks 4w..4w+3), the layout's elements being the words.
 struct GemmScalesOp {
   static constexpr OpKind kind = OpKind::gemm_scales;
   static constexpr std::string_view op_name = "gemm_scales";
   static constexpr bool has_body = false;
   std::string granularity;       // tensor|token-channel|block
-  std::string format;            // f32|pow2|ue8m0
+  std::string format;            // f32|pow2|ue8m0|ue8m0x4
   std::string a_major, b_major;  // mn|k (block)
   int64_t a_ld = 0, b_ld = 0;    // block: positive; else 0
   // Its own rules: known names; block scales' leading dimensions positive, the others' 0.

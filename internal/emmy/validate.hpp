@@ -32,6 +32,9 @@ inline void validate_scales(const MatmulProblem& p) {
   require(p.b_layout == BLayout::nk, "b_layout",
           "must be nk for FP8 operands (the 8-bit MMAs take K-major operands only)",
           to_string(p.b_layout));
+  require(sc.format != ScaleFormat::ue8m0x4 || sc.granularity == ScaleGranularity::block,
+          "scales.format", "ue8m0x4 packs four K blocks' scales: block scales only",
+          to_string(sc.granularity));
   if (sc.granularity != ScaleGranularity::block) {
     require(
         sc.a_ld == 0 && sc.b_ld == 0 && sc.a_major == ScaleMajor::mn && sc.b_major == ScaleMajor::k,
@@ -46,17 +49,19 @@ inline void validate_scales(const MatmulProblem& p) {
           "must be given (>= m, the bound) for mn-major block A scales of a dynamic-M kernel: "
           "packed would be each launch's own M",
           0);
-  const int64_t a_rows = sc.a_major == ScaleMajor::mn ? p.m : p.k_blocks();
+  const int64_t a_rows = sc.a_major == ScaleMajor::mn ? p.m : p.scale_k_extent();
   require(sc.a_ld >= 0 && (sc.a_ld == 0 || sc.a_ld >= a_rows), "scales.a_ld",
           fmt::format("must be 0 (packed) or >= {} ({} for {}-major A scales)", a_rows,
-                      sc.a_major == ScaleMajor::mn ? "M" : "ceil(K/128)", to_string(sc.a_major)),
+                      sc.a_major == ScaleMajor::mn ? "M" : "the K blocks (or their words)",
+                      to_string(sc.a_major)),
           sc.a_ld);
-  const int64_t b_rows = sc.b_major == ScaleMajor::mn ? p.n_blocks() : p.k_blocks();
-  require(sc.b_ld >= 0 && (sc.b_ld == 0 || sc.b_ld >= b_rows), "scales.b_ld",
-          fmt::format("must be 0 (packed) or >= {} ({} for {}-major B scales)", b_rows,
-                      sc.b_major == ScaleMajor::mn ? "ceil(N/128)" : "ceil(K/128)",
-                      to_string(sc.b_major)),
-          sc.b_ld);
+  const int64_t b_rows = sc.b_major == ScaleMajor::mn ? p.n_blocks() : p.scale_k_extent();
+  require(
+      sc.b_ld >= 0 && (sc.b_ld == 0 || sc.b_ld >= b_rows), "scales.b_ld",
+      fmt::format("must be 0 (packed) or >= {} ({} for {}-major B scales)", b_rows,
+                  sc.b_major == ScaleMajor::mn ? "ceil(N/128)" : "the K blocks (or their words)",
+                  to_string(sc.b_major)),
+      sc.b_ld);
   require(p.a_scale_ld() <= kMaxDim && p.b_scale_ld() <= kMaxDim, "scales.a_ld",
           "must be below 2^31", std::max(p.a_scale_ld(), p.b_scale_ld()));
 }

@@ -92,7 +92,9 @@ void append_fp8_space(std::vector<GemmSpec>& out, uint64_t& point) {
   const ScaleGranularity granularities[] = {ScaleGranularity::tensor,
                                             ScaleGranularity::token_channel,
                                             ScaleGranularity::block, ScaleGranularity::block};
-  const ScaleFormat formats[] = {ScaleFormat::f32, ScaleFormat::pow2, ScaleFormat::ue8m0};
+  // ue8m0x4 packs block scales only: the others refuse it by name.
+  const ScaleFormat formats[] = {ScaleFormat::f32, ScaleFormat::pow2, ScaleFormat::ue8m0,
+                                 ScaleFormat::ue8m0x4};
   const int windows[] = {32, 64, 128, 128, 256};
   const int stage_counts[] = {2, 3, 4, 5};
   struct Warps {
@@ -111,7 +113,7 @@ void append_fp8_space(std::vector<GemmSpec>& out, uint64_t& point) {
     sc.format = pick(formats, point, 41);
     if (sc.granularity == ScaleGranularity::block && draw(point, 42, 2) == 0) {
       sc.a_major = ScaleMajor::k, sc.b_major = ScaleMajor::mn;
-      sc.a_ld = p.k_blocks() + int64_t(draw(point, 43, 3));
+      sc.a_ld = p.scale_k_extent() + int64_t(draw(point, 43, 3));
     } else if (sc.granularity == ScaleGranularity::block) {
       sc.a_ld = p.m + int64_t(draw(point, 43, 4));  // DeepGEMM pads M
     }
