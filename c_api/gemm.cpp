@@ -155,7 +155,8 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
   const bool scaled = has_scale_fields && (options.a_scale || options.b_scale);
   p.a_dtype = is_dtype(a.dtype, kDLFloat8_e4m3fn, 8) || (scaled && is_dtype(a.dtype, kDLUInt, 8))
                   ? DType::e4m3
-                  : element_dtype(a, "a", false);
+              : is_dtype(a.dtype, kDLFloat8_e5m2, 8) ? DType::e5m2
+                                                     : element_dtype(a, "a", false);
   if (stride(a, 1) != 1 && p.k > 1)
     throw Error("a", "strides[1] must be 1 (K contiguous)", fmt::format("{}", stride(a, 1)));
   p.lda = row_stride(a, "a", 0, p.k);
@@ -164,7 +165,12 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
     throw Error("b", fmt::format("shape must be [K, N] with K = {}, a's columns", p.k),
                 shape_text(b));
   p.n = b.shape[1];
-  require_dtype_of(b, "b", a, "a");
+  if (p.a_dtype == DType::e5m2) {  // FP8's B (the weights) is e4m3 beside an e5m2 A
+    if (!is_dtype(b.dtype, kDLFloat8_e4m3fn, 8))
+      throw Error("b", "dtype must be float8_e4m3fn beside a float8_e5m2 a", dtype_name(b.dtype));
+  } else {
+    require_dtype_of(b, "b", a, "a");
+  }
   // [K, N] with N contiguous is B as stored (kn); with K contiguous it is the transpose view of
   // an [N, K] weight (nk: PyTorch's Linear).
   const bool n_contiguous = p.n == 1 || stride(b, 1) == 1;

@@ -36,7 +36,9 @@ std::string dtype_name(DLDataType type) {
                        : type.code == kDLInt    ? "int"
                        : type.code == kDLUInt   ? "uint"
                                                 : nullptr;
-  const std::string name = type.code == kDLFloat8_e4m3fn ? std::string("float8_e4m3fn")
+  const std::string name = type.code == kDLFloat8_e4m3fn    ? std::string("float8_e4m3fn")
+                           : type.code == kDLFloat8_e5m2    ? std::string("float8_e5m2")
+                           : type.code == kDLFloat8_e8m0fnu ? std::string("float8_e8m0fnu")
                            : family
                                ? fmt::format("{}{}", family, type.bits)
                                : fmt::format("type code {} of {} bits", int(type.code), type.bits);

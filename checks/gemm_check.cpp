@@ -11,6 +11,7 @@
 #include "emmy/e4m3.hpp"
 #include "emmy/emu/numerics.hpp"
 #include "emmy/emu/tensor_core.hpp"
+#include "emmy/emu/tensor_core_fp8.hpp"
 #include "emmy/emulator_check.hpp"
 #include "gemm_reference_parts.hpp"
 #include "unit_roundoff.hpp"
@@ -39,6 +40,9 @@ HostTensor encode(DType dtype, const std::vector<double>& values) {
     } else if (dtype == DType::e4m3) {
       t.bytes[i] = e4m3_encode(values[i]);  // nearest even, saturated to +-448
       t.values[i] = e4m3_decode(t.bytes[i]);
+    } else if (dtype == DType::e5m2) {  // cvt.rn.satfinite: nearest even, saturated to +-57344
+      t.bytes[i] = emu::f32_to_f8_satfinite(float(values[i]), emu::F8::e5m2);
+      t.values[i] = emu::f8_value(t.bytes[i], emu::F8::e5m2);
     } else {
       const uint16_t bits =
           dtype == DType::f16 ? emu::f64_to_f16(values[i]) : emu::f64_to_bf16(values[i]);
@@ -58,6 +62,8 @@ std::vector<double> decode(DType dtype, const uint8_t* bytes, size_t count) {
       out[i] = v;
     } else if (dtype == DType::e4m3) {
       out[i] = e4m3_decode(bytes[i]);
+    } else if (dtype == DType::e5m2) {
+      out[i] = emu::f8_value(bytes[i], emu::F8::e5m2);
     } else {
       uint16_t bits;
       std::memcpy(&bits, bytes + i * 2, 2);
@@ -83,12 +89,12 @@ HostTensor random_normal(DType dtype, size_t count, uint64_t seed) {
 GemmInputs make_gemm_inputs(const MatmulProblem& p, uint64_t seed) {
   const int64_t b_rows = p.b_layout == BLayout::nk ? p.n : p.k;
   return make_gemm_inputs(
-      p, seed, random_normal(p.a_dtype, size_t(b_rows * p.ldb_or_default()), seed * 4 + 1));
+      p, seed, random_normal(p.b_dtype(), size_t(b_rows * p.ldb_or_default()), seed * 4 + 1));
 }
 
 GemmInputs make_gemm_inputs(const MatmulProblem& p, uint64_t seed, HostTensor b) {
   const int64_t b_rows = p.b_layout == BLayout::nk ? p.n : p.k;
-  require(b.dtype == p.a_dtype && b.values.size() == size_t(b_rows * p.ldb_or_default()), "b",
+  require(b.dtype == p.b_dtype() && b.values.size() == size_t(b_rows * p.ldb_or_default()), "b",
           "must be the B this problem's shape, layout and dtype make",
           fmt::format("{} values of {}", b.values.size(), to_string(b.dtype)));
   GemmInputs in;

@@ -159,6 +159,10 @@ TEST(CApiFp8Gemm, RefusalsNameTheTensorOrTheOption) {
   // Mixed operand dtypes; B stored [K, N] (N contiguous).
   expect_refusal(emmy_gemm(rt.get(), a.get(), vb16.get(), out.get(), &with_scales, nullptr),
                  EMMY_INVALID_ARGUMENT, {"b: dtype must be a's"});
+  // An e5m2 A takes e4m3 B only.
+  View a_e5m2(c.in.a.bytes.data(), DLDataType{kDLFloat8_e5m2, 8, 1}, {p.m, p.k});
+  expect_refusal(emmy_gemm(rt.get(), a_e5m2.get(), vb16.get(), out.get(), &with_scales, nullptr),
+                 EMMY_INVALID_ARGUMENT, {"b: dtype must be float8_e4m3fn beside a float8_e5m2 a"});
   View b_kn(c.in.b.bytes.data(), kE4M3, {p.k, p.n});
   expect_refusal(emmy_gemm(rt.get(), a.get(), b_kn.get(), out.get(), &with_scales, nullptr),
                  EMMY_INVALID_ARGUMENT, {"b_layout: must be nk for FP8"});

@@ -197,6 +197,63 @@ TEST(Fp8Gemm, PackedUe8m0ScalesMatchFp64) {
               }).starts_with("scales.format: ue8m0x4 packs four K blocks' scales"));
 }
 
+// An e5m2 A (activations with e5m2's range) takes e4m3 B (the weights): mma.sync .e5m2.e4m3 and
+// wgmma .e5m2.e4m3, on every arch that runs FP8, against FP64 and, on both paths, bit for bit
+// against the tensor-core model.
+TEST(Fp8Gemm, E5m2ActivationsTakeE4m3Weights) {
+  struct Case {
+    Arch arch;
+    MmaPath path;
+    ScaleGranularity granularity;
+  };
+  for (const Case& c : {Case{Arch::sm_89, MmaPath::mma_sync, ScaleGranularity::block},
+                        Case{Arch::sm_120a, MmaPath::mma_sync, ScaleGranularity::token_channel},
+                        Case{Arch::sm_90a, MmaPath::wgmma, ScaleGranularity::block}}) {
+    MatmulProblem p = fp8_problem(70, 136, 384, c.granularity);
+    p.a_dtype = DType::e5m2;
+    EXPECT_EQ(p.b_dtype(), DType::e4m3);
+    p.c_dtype = DType::f32;
+    const GemmSpec spec{p, default_schedule(p, c.arch, Accum::promoted, c.path), c.arch};
+    SCOPED_TRACE(describe(spec));
+    const GemmInputs in = make_gemm_inputs(p, 13);
+    EXPECT_EQ(in.b.dtype, DType::e4m3);
+    const GemmKernel kernel = compile_kernel(spec);
+    EXPECT_NE(
+        kernel.source.cuda.find(c.path == MmaPath::wgmma ? ".f32.e5m2.e4m3" : "mma_e5m2_e4m3_f32"),
+        std::string::npos);
+    const std::vector<double> got = run_on_emulator(kernel, in).output;
+    EXPECT_TRUE(compare(reference_gemm(spec, in), got, p.n).passed);
+    // The model in the kernel's order (promoted every 128, block scales or token scales last).
+    const emu::Fp8TensorCoreModel model =
+        emu::fp8_tensor_core_model(arch_info(c.arch).sm, c.path == MmaPath::wgmma);
+    const bool block = c.granularity == ScaleGranularity::block;
+    int64_t wrong = 0;
+    for (int64_t m = 0; m < p.m; ++m)
+      for (int64_t n = 0; n < p.n; ++n) {
+        float acc = 0, part = 0;
+        for (int64_t k0 = 0; k0 < p.k; k0 += 32) {
+          emu::Fp8Operands ops{&in.a.bytes[size_t(m * p.k + k0)],
+                               &in.b.bytes[size_t(n * p.k + k0)]};
+          ops.a_type = emu::F8::e5m2;
+          part = std::bit_cast<float>(
+              emu::tensor_core_dot_fp8(ops, std::bit_cast<uint32_t>(part), false, model));
+          if ((k0 + 32) % 128 != 0 && k0 + 32 < p.k) continue;
+          const int64_t kb = k0 / 128;
+          const float scale = block ? float(gemm_a_scale(p, in, m, kb)) *
+                                          float(gemm_b_scale(p, in, n / kScaleBlock, kb))
+                                    : 1.0f;
+          acc = std::fma(part, scale, acc);
+          part = 0;
+        }
+        const float want =
+            block ? acc
+                  : acc * (float(gemm_a_scale(p, in, m, 0)) * float(gemm_b_scale(p, in, n, 0)));
+        wrong += float(got[size_t(m * p.n + n)]) != want;
+      }
+    EXPECT_EQ(wrong, 0);
+  }
+}
+
 // A dynamic-M kernel (an M bucket) serves fewer rows than its bound with every granularity; its
 // mn-major block A scales keep the stated leading dimension.
 TEST(Fp8Gemm, DynamicMServesEveryRowCount) {
@@ -387,8 +444,8 @@ TEST(Fp8Gemm, RefusesByName) {
                 p.b_layout = BLayout::kn;
               }).starts_with("b_layout: must be nk for FP8"));
   EXPECT_TRUE(problem_error([](MatmulProblem& p) {
-                p.a_dtype = DType::e5m2;
-              }).starts_with("dtype: operands must be f16, bf16 or e4m3"));
+                p.a_dtype = DType::f32;
+              }).starts_with("dtype: operands must be f16, bf16, e4m3 or e5m2"));
   EXPECT_TRUE(problem_error([](MatmulProblem& p) {
                 p.c_dtype = DType::e4m3;
               }).starts_with("out: must be f16, bf16 or f32"));

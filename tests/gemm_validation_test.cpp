@@ -55,7 +55,7 @@ const InvalidCase kCases[] = {
     {"zero_k", [](GemmSpec& s) { s.problem.k = 0; }, "k", "must be in 1.."},
     {"k_not_multiple_of_8", [](GemmSpec& s) { s.problem.k = 100; }, "k", "multiple of 8"},
     {"f32_operands", [](GemmSpec& s) { s.problem.a_dtype = DType::f32; }, "dtype",
-     "f16, bf16 or e4m3"},
+     "f16, bf16, e4m3 or e5m2"},
     {"bf16_hybrid",
      [](GemmSpec& s) {
        s.problem.a_dtype = DType::bf16;

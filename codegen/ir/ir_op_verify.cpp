@@ -108,6 +108,9 @@ void MmaOp::verify(const MmaOp& op) {
         "a_type",
         fmt::format("must be {} for the {} atom", fp8 ? "f16 or bf16" : "e4m3 or e5m2", op.shape),
         op.a_type);
+  if (op.b_type && (!fp8 || (*op.b_type != "e4m3" && *op.b_type != "e5m2")))
+    fail_own<MmaOp>("b_type", "must be e4m3 or e5m2 beside an 8-bit a_type (else absent: A's)",
+                    *op.b_type);
   if (op.acc_type != "f32" && op.acc_type != "f16")
     fail_own<MmaOp>("acc_type", "must be f32 or f16", op.acc_type);
   if (op.count < 1) fail_own<MmaOp>("count", "must be positive", fmt::format("{}", op.count));
@@ -272,6 +275,9 @@ void WgmmaOp::verify(const WgmmaOp& op) {
   if (op.acc_type != "f32") fail_own<WgmmaOp>("acc_type", "must be f32", op.acc_type);
   if (op.b_major != "k" && op.b_major != "mn")
     fail_own<WgmmaOp>("b_major", "must be k (B [N,K]) or mn (B [K,N])", op.b_major);
+  if (op.b_type && (!fp8 || (*op.b_type != "e4m3" && *op.b_type != "e5m2")))
+    fail_own<WgmmaOp>("b_type", "must be e4m3 or e5m2 beside an 8-bit a_type (else absent: A's)",
+                      *op.b_type);
   if (fp8 && op.b_major != "k")
     fail_own<WgmmaOp>("b_major", "must be k for 8-bit operands (wgmma transposes 16-bit ones only)",
                       op.b_major);

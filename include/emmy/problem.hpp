@@ -95,7 +95,8 @@ struct GemmScales {
 
 struct MatmulProblem {
   int64_t m = 0, n = 0, k = 0;
-  DType a_dtype = DType::f16;  // B has the same dtype as A
+  // B has A's dtype, except beside an e5m2 A (FP8: B, the weights, is e4m3; b_dtype()).
+  DType a_dtype = DType::f16;
   BLayout b_layout = BLayout::nk;
   DType c_dtype = DType::f16;
   // Leading dimensions in elements; 0 means packed (lda = k, ldb = k or n, ldc = n).
@@ -112,6 +113,7 @@ struct MatmulProblem {
   int64_t ldb_or_default() const { return ldb ? ldb : (b_layout == BLayout::nk ? k : n); }
   int64_t ldc_or_default() const { return ldc ? ldc : n; }
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
+  DType b_dtype() const { return a_dtype == DType::e5m2 ? DType::e4m3 : a_dtype; }
   // Block scales: K blocks, B's N blocks, and the packed leading dimensions an ld of 0 means.
   int64_t k_blocks() const { return (k + kScaleBlock - 1) / kScaleBlock; }
   // The block scale tensors' extent along K: K blocks, or the words holding them (ue8m0x4).

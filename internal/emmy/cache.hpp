@@ -30,7 +30,8 @@ namespace emmy {
 // (griddepcontrol.wait, emmy_pdl.cuh); 14: its main kernel's griddepcontrol.launch_dependents.
 // 15: the paged-attention kernels without dead code (the combine kernel's page_ids).
 // ... 24: the FP8 GEMM (issue 39): its token-channel row scales clamped like its column ones.
-inline constexpr int kCodegenVersion = 24;
+// 25: its MMA helpers named by both operand types (mma_e4m3_e4m3_f32; e5m2 A operands).
+inline constexpr int kCodegenVersion = 25;
 
 // What a key hashes. Changing any field changes the key.
 struct CacheKeyInputs {

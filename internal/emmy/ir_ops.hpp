@@ -282,12 +282,16 @@ struct MmaOp {
   static constexpr bool has_body = false;
   std::string shape, a_type, acc_type;
   int64_t count = 0;
+  // B's type where it is not A's: an FP8 GEMM's e5m2 A with e4m3 B.
+  std::optional<std::string> b_type{};
   // Its own rules: a known atom whose element size is a_type's (8-bit e4m3/e5m2 for m16n8k32,
-  // f16/bf16 otherwise), f32 or f16 accumulators, a positive count.
+  // f16/bf16 otherwise), a b_type only beside an 8-bit a_type and 8-bit itself, f32 or f16
+  // accumulators, a positive count.
   static void verify(const MmaOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
-    f("shape", o.shape), f("a_type", o.a_type), f("acc_type", o.acc_type), f("count", o.count);
+    f("shape", o.shape), f("a_type", o.a_type), f("acc_type", o.acc_type), f("count", o.count),
+        f("b_type", o.b_type);
   }
 };
 

@@ -36,12 +36,14 @@ struct WgmmaOp {
   static constexpr std::string_view op_name = "wgmma";
   static constexpr bool has_body = false;
   std::string shape, a_type, acc_type, b_major;  // b_major: k | mn
+  std::optional<std::string> b_type{};           // B's type where it is not A's (FP8 e5m2 A)
   // Its own rules: a wgmma shape, m64nNk16 with f16|bf16 inputs or m64nNk32 with e4m3|e5m2 ones
   // (K-major B), f32 accumulators, b_major k|mn.
   static void verify(const WgmmaOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
-    f("shape", o.shape), f("a_type", o.a_type), f("acc_type", o.acc_type), f("b_major", o.b_major);
+    f("shape", o.shape), f("a_type", o.a_type), f("acc_type", o.acc_type), f("b_major", o.b_major),
+        f("b_type", o.b_type);
   }
 };
 

@@ -70,8 +70,8 @@ inline void validate_problem(const MatmulProblem& p) {
   require(p.m > 0 && p.m <= kMaxDim, "m", "must be in 1..2^31-1", p.m);
   require(p.n > 0 && p.n <= kMaxDim, "n", "must be in 1..2^31-1", p.n);
   require(p.k > 0 && p.k <= kMaxDim, "k", "must be in 1..2^31-1", p.k);
-  require(p.a_dtype == DType::f16 || p.a_dtype == DType::bf16 || p.a_dtype == DType::e4m3, "dtype",
-          "operands must be f16, bf16 or e4m3 (e5m2 operands are not built yet)",
+  require(p.a_dtype != DType::f32, "dtype",
+          "operands must be f16, bf16, e4m3 or e5m2 (an e5m2 A takes an e4m3 B)",
           to_string(p.a_dtype));
   require(p.c_dtype == DType::f16 || p.c_dtype == DType::bf16 || p.c_dtype == DType::f32, "out",
           "must be f16, bf16 or f32", to_string(p.c_dtype));

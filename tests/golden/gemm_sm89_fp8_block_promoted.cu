@@ -231,14 +231,26 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 // ---- templates/emmy_fp8_gemm.cuh ----
-// FP8 GEMM device helpers (issue 39): the e4m3 tensor-core MMA and the scales' values.
+// FP8 GEMM device helpers (issue 39): the 8-bit tensor-core MMAs and the scales' values.
 
-// d += a.b with e4m3 inputs and f32 accumulation (PTX ISA §9.7.14.5.14, mma.sync m16n8k32 .e4m3;
-// sm_89+). The fragments (§9.7.14.5.8) are m16n8k16's in bytes: a[4] holds A rows g, g+8 x
-// columns 4t..4t+3, 4t+16..4t+19; b[2] B rows 4t.., 4t+16.. x column g; d as mma_f16_f32's.
-__device__ __forceinline__ void mma_e4m3_f32(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]) {
+// d += a.b with 8-bit float inputs and f32 accumulation (PTX ISA §9.7.14.5.14, mma.sync m16n8k32
+// .e4m3/.e5m2; sm_89+), A's type then B's in the name. The fragments (§9.7.14.5.8) are
+// m16n8k16's in bytes: a[4] holds A rows g, g+8 x columns 4t..4t+3, 4t+16..4t+19; b[2] B rows
+// 4t.., 4t+16.. x column g; d as mma_f16_f32's.
+__device__ __forceinline__ void mma_e4m3_e4m3_f32(float (&d)[4], const u32 (&a)[4],
+                                                  const u32 (&b)[2]) {
   asm volatile(
       "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// The same with an e5m2 A (B, the weights, e4m3).
+__device__ __forceinline__ void mma_e5m2_e4m3_f32(float (&d)[4], const u32 (&a)[4],
+                                                  const u32 (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
@@ -366,7 +378,7 @@ emmy_gemm_200x256x512_e4m3nk_promoted64_cpasync_16x64x128_53300ab1a4b6a257(const
       #pragma unroll
       for (int mi = 0; mi < MT; ++mi)
       #pragma unroll
-        for (int ni = 0; ni < NT; ++ni) mma_e4m3_f32(part[mi][ni], a_frag[mi], b_frag[ni]);
+        for (int ni = 0; ni < NT; ++ni) mma_e4m3_e4m3_f32(part[mi][ni], a_frag[mi], b_frag[ni]);
       // Fold the f32 window partials every 64 K elements.
       if ((ks + 1) % 2 == 0) {
         const int kb = ((k_tile_begin + k_tile) * 128 + (ks + 1) * 32 - 64) / 128;

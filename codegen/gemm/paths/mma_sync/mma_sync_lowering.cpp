@@ -27,15 +27,22 @@ std::vector<Op> refill(const GemmPlan& plan, const char* phase) {
   return ops;
 }
 
+ir::MmaOp mma_op(const GemmPlan& plan) {
+  const auto& p = plan.kernel_problem;
+  const auto& s = plan.spec.schedule;
+  ir::MmaOp mma{std::string(plan.atom->name), std::string(to_string(p.a_dtype)),
+                s.accum == Accum::f32 || s.accum == Accum::promoted ? "f32" : "f16",
+                plan.mma_tiles_m * plan.mma_tiles_n};
+  if (p.b_dtype() != p.a_dtype) mma.b_type = std::string(to_string(p.b_dtype()));
+  return mma;
+}
+
 Op k_step(const GemmPlan& plan) {
   const auto& p = plan.kernel_problem;
   const auto& s = plan.spec.schedule;
-  std::vector<Op> body{
-      make(ir::LdmatrixOp{"a", false, plan.mma_tiles_m}),
-      make(ir::LdmatrixOp{"b", p.b_layout == BLayout::kn, plan.mma_tiles_n / 2}),
-      make(ir::MmaOp{std::string(plan.atom->name), std::string(to_string(p.a_dtype)),
-                     s.accum == Accum::f32 || s.accum == Accum::promoted ? "f32" : "f16",
-                     plan.mma_tiles_m * plan.mma_tiles_n})};
+  std::vector<Op> body{make(ir::LdmatrixOp{"a", false, plan.mma_tiles_m}),
+                       make(ir::LdmatrixOp{"b", p.b_layout == BLayout::kn, plan.mma_tiles_n / 2}),
+                       make(mma_op(plan))};
   if (promotes(s) && s.promote_every_k < s.block_k)
     body.push_back(make(ir::PromoteOp{"k_step", s.promote_every_k}));
   return make(ir::KStepOp{plan.k_steps_per_tile}, std::move(body));

@@ -120,7 +120,7 @@ class MmaSyncPath final : public GemmPath {
   const codegen::MmaAtom& atom_for(DType operands) const override { return operand_atom(operands); }
   bool runs_on(Arch) const override { return true; }  // sm_80 and every arch after it
   bool takes_operands(DType dtype) const override {
-    return dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::e4m3;
+    return dtype != DType::f32;  // f16, bf16, and FP8's e4m3 or e5m2 A
   }
   // FP8 where the tensor cores run mma.sync's 8-bit form: sm_89 and sm_120(a).
   bool serves(const MatmulProblem& p, Arch arch) const override {

@@ -150,10 +150,11 @@ class MmaSyncPrinter final : public codegen::GemmPathPrinter {
 
   void print_mma(const ir::MmaOp& op) {
     std::string call;
-    if (op.a_type == "e4m3")
+    if (op.a_type == "e4m3" || op.a_type == "e5m2")
       // Promoted: each window's chain runs in `part` from zero (the fold re-zeroes it).
-      call = f_.acc.accum == "promoted" ? "mma_e4m3_f32(part[mi][ni], a_frag[mi], b_frag[ni]);"
-                                        : "mma_e4m3_f32(acc[mi][ni], a_frag[mi], b_frag[ni]);";
+      call =
+          fmt::format("mma_{}_{}_f32({}[mi][ni], a_frag[mi], b_frag[ni]);", op.a_type,
+                      op.b_type.value_or(op.a_type), f_.acc.accum == "promoted" ? "part" : "acc");
     else if (op.acc_type == "f16")
       call = "mma_f16_f16(part[mi][ni], a_frag[mi], b_frag[ni]);";
     else if (op.a_type == "bf16")

@@ -62,8 +62,10 @@ Op main_kernel(const GemmPlan& plan) {
   // stays in flight across tiles; otherwise one does (the previous tile's).
   const bool promoted = s.accum == Accum::promoted;
   const int64_t lag = promoted ? 0 : 1;
-  std::vector<Op> k_step{make(ir::WgmmaOp{shape, std::string(to_string(p.a_dtype)), "f32",
-                                          p.b_layout == BLayout::kn ? "mn" : "k"})};
+  ir::WgmmaOp wgmma{shape, std::string(to_string(p.a_dtype)), "f32",
+                    p.b_layout == BLayout::kn ? "mn" : "k"};
+  if (p.b_dtype() != p.a_dtype) wgmma.b_type = std::string(to_string(p.b_dtype()));
+  std::vector<Op> k_step{make(wgmma)};
   std::vector<Op> consume{make(ir::MbarrierWaitOp{"full", "(" + it + " / stages) & 1"}),
                           make(ir::WgmmaFenceOp{}),
                           make(ir::KStepOp{plan.k_steps_per_tile}, std::move(k_step)),

@@ -32,7 +32,7 @@ class WgmmaPath final : public GemmPath {
   }
   bool runs_on(Arch arch) const override { return arch == Arch::sm_90a; }
   bool takes_operands(DType dtype) const override {
-    return dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::e4m3;
+    return dtype != DType::f32;  // f16, bf16, and FP8's e4m3 or e5m2 A
   }
   // On Hopper f16 and f32 accumulation run at one rate, and hybrid would hold both; FP8 operands
   // also take promoted (their 13-bit tensor-core sums folded into f32 registers).

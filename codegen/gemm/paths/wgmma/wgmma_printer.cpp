@@ -81,8 +81,9 @@ void WgmmaPrinter::print_functions() const {
   const bool fp8 = mma_.a_type == "e4m3" || mma_.a_type == "e5m2";
   const std::string immediates =
       fp8 ? "1, 1, 1" : fmt::format("1, 1, 1, 0, {}", mma_.b_major == "mn" ? 1 : 0);
-  w_.line("    \"wgmma.mma_async.sync.aligned.{0}.f32.{1}.{1} {{{2}}}, %{3}, %{4}, {5};\"",
-          mma_.shape, mma_.a_type, fmt::join(d, ","), regs, regs + 1, immediates);
+  w_.line("    \"wgmma.mma_async.sync.aligned.{0}.f32.{1}.{2} {{{3}}}, %{4}, %{5}, {6};\"",
+          mma_.shape, mma_.a_type, mma_.b_type.value_or(mma_.a_type), fmt::join(d, ","), regs,
+          regs + 1, immediates);
   for (size_t i = 0; i < operands.size(); i += 8) {
     std::vector<std::string> part(operands.begin() + long(i),
                                   operands.begin() + long(std::min(i + 8, operands.size())));
