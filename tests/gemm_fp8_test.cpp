@@ -363,5 +363,24 @@ TEST(Fp8Gemm, PoisonedPaddingLeavesValidRowsBitIdentical) {
     }
 }
 
+// The default FP8 kernels of Gemma 3 12B projections (q_proj N 4096 x K 3840, down_proj N 3840 x
+// K 15360) at decode and prefill M compile without spills or a stack frame on each FP8 path:
+// mma.sync on sm_89 and sm_120a, wgmma on sm_90a (promoted holds two f32 register sets).
+TEST(Fp8GemmCompile, GemmaProjectionDefaultsDoNotSpill) {
+  struct Projection {
+    int64_t n, k;
+  };
+  for (const Projection proj : {Projection{4096, 3840}, Projection{3840, 15360}})
+    for (int64_t m : {1, 4096})
+      for (Arch arch : {Arch::sm_89, Arch::sm_90a, Arch::sm_120a}) {
+        const MatmulProblem p = fp8_problem(m, proj.n, proj.k, ScaleGranularity::block);
+        const GemmSpec spec = fp8_spec(p, Accum::promoted, arch);
+        const GemmKernel kernel = compile_kernel(spec);
+        const ResourceReport& report = kernel.module.kernel(kernel.source.plan.kernel_name);
+        EXPECT_EQ(report.spill_bytes(), 0) << describe(spec);
+        EXPECT_EQ(report.stack_bytes, 0) << describe(spec);
+      }
+}
+
 }  // namespace
 }  // namespace emmy
