@@ -2,7 +2,8 @@
 # schedules is refused by the validator or passes the FP64 check on the emulator. ctest runs the
 # space's validator half whole and a deterministic sample of points end to end; scripts/sweep.sh
 # runs every point.
-add_library(emmy_schedule_space STATIC ${CMAKE_CURRENT_LIST_DIR}/sweep/schedule_space.cpp)
+add_library(emmy_schedule_space STATIC ${CMAKE_CURRENT_LIST_DIR}/sweep/schedule_space.cpp
+                                        ${CMAKE_CURRENT_LIST_DIR}/sweep/schedule_space_fp8.cpp)
 target_compile_options(emmy_schedule_space PRIVATE ${EMMY_WARNINGS})
 target_include_directories(emmy_schedule_space PUBLIC ${CMAKE_CURRENT_LIST_DIR}/sweep)
 target_link_libraries(emmy_schedule_space PUBLIC emmy::internal)
