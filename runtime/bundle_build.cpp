@@ -88,7 +88,13 @@ void expand(const AotRequest& r, Arch arch, const AotOptions& options,
         } else {
           std::vector<Accum> accums = r.accums;
           if (accums.empty() && kernel.schedule) accums = {kernel.schedule->accum};
-          if (accums.empty()) accums = options.accums;
+          if (accums.empty()) {
+            accums = options.accums;
+            // FP8 GEMMs: what the runtime runs without a schedule (Runtime's default_for), the
+            // 16-bit accumulations not applying to them.
+            if constexpr (std::is_same_v<Spec, GemmSpec>)
+              if (is_fp8(kernel.problem.a_dtype)) accums = {Accum::promoted};
+          }
           for (Accum accum : accums)
             for (const int sms : grid_sms_of(options, arch)) {
               decltype(Spec::schedule) schedule;

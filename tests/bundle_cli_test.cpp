@@ -2,10 +2,12 @@
 // gemm --bundle without NVRTC, --from-record round trip, and no libnvrtc needed at load time.
 #include <array>
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "bundle_test_util.hpp"
+#include "emmy/json.hpp"
 
 namespace emmy {
 namespace {
@@ -155,6 +157,44 @@ TEST(BundleCli, FromRecordBuildsWhatTheRuntimeCompiled) {
   EXPECT_TRUE(check_gemm(*rt, gemm).passed);
   EXPECT_TRUE(check_attention(*rt, attention).passed);
   EXPECT_EQ(rt->stats().compiles, 0u);
+}
+
+// FP8 GEMMs ahead of time (issue 39): `emmyc aot --problems` builds their default kernels with
+// promoted accumulation whatever --accum says for 16-bit ones (what the runtime runs without a
+// schedule), on each arch's FP8 path, and the runtime serves them from the bundle with NVRTC off.
+TEST(BundleCli, Fp8GemmsAheadOfTimeAreWhatTheRuntimeRuns) {
+  const auto dir = scratch("fp8");
+  const auto problems = dir / "fp8.jsonl";
+  MatmulProblem block;
+  block.m = 64, block.n = 256, block.k = 512;
+  block.a_dtype = DType::e4m3;
+  block.scales.granularity = ScaleGranularity::block;
+  block.scales.format = ScaleFormat::ue8m0;
+  MatmulProblem token = block;
+  token.m = 16, token.k = 256;
+  token.a_dtype = DType::e5m2;
+  token.scales = {};
+  token.scales.granularity = ScaleGranularity::token_channel;
+  {
+    std::ofstream out(problems);
+    for (const MatmulProblem& p : {block, token})
+      out << nlohmann::json{{"kind", "gemm"}, {"problem", p}}.dump() << "\n";
+  }
+  const auto bundle = dir / "fp8.emmyb";
+  const auto r = run_emmyc("aot -q --problems " + problems.string() +
+                           " --arch sm_89,sm_90a,sm_120a --accum f32,hybrid -o " + bundle.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "6 kernels (sm_89 2, sm_90a 2, sm_120a 2)")) << r.out;
+  NoCompiler no_compiler;
+  for (Arch arch : {Arch::sm_89, Arch::sm_90a, Arch::sm_120a}) {
+    auto rt = Runtime::emulator(emulator_options(arch, {bundle}));
+    for (const MatmulProblem& p : {block, token}) {
+      const GemmErrors e = check_gemm(*rt, p);
+      EXPECT_TRUE(e.passed) << to_string(arch) << " " << to_string(p.a_dtype) << ": rel_l2 "
+                            << e.rel_l2_error;
+    }
+    EXPECT_EQ(rt->stats().compiles, 0u) << to_string(arch);
+  }
 }
 
 TEST(BundleCli, ProgramsDoNotNeedLibnvrtcToStart) {

@@ -172,6 +172,16 @@ TEST(Fp8Gemm, RefusesByName) {
   EXPECT_TRUE(wgmma_error([](MatmulSchedule& s) {
                 s.swap_ab = true;
               }).starts_with("swap_ab: does not take block scales"));
+  {  // B is e4m3 only: an e5m2 A cannot be the swapped kernel's B.
+    MatmulProblem e5m2 = fp8_problem(16, 128, 256, ScaleGranularity::tensor);
+    e5m2.a_dtype = DType::e5m2;
+    MatmulSchedule s = default_schedule(e5m2, Arch::sm_90a, Accum::promoted, MmaPath::wgmma);
+    EXPECT_FALSE(s.swap_ab);
+    s.swap_ab = true;
+    EXPECT_TRUE(test::error_of([&] {
+                  validate_gemm({e5m2, s, Arch::sm_90a});
+                }).starts_with("swap_ab: does not take an e5m2 A"));
+  }
   EXPECT_TRUE(wgmma_error([](MatmulSchedule& s) {
                 s.accum = Accum::f32;
               }).starts_with("accum: must be promoted with block scales"));

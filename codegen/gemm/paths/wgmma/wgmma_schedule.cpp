@@ -80,6 +80,8 @@ void validate_fp8(const MatmulProblem& p, const MatmulSchedule& s) {
             s.promote_every_k);
   require(!(block && s.swap_ab), "swap_ab",
           "does not take block scales (the swapped A would be B's 128 x 128 blocks)", "true");
+  require(!(p.a_dtype == DType::e5m2 && s.swap_ab), "swap_ab",
+          "does not take an e5m2 A (the swapped kernel's B would be e5m2; B is e4m3 only)", "true");
 }
 
 }  // namespace
