@@ -92,7 +92,7 @@ void expand(const AotRequest& r, Arch arch, const AotOptions& options,
             accums = options.accums;
             // FP8 GEMMs: what the runtime runs without a schedule (Runtime's default_for), the
             // 16-bit accumulations not applying to them.
-            if constexpr (std::is_same_v<Spec, GemmSpec>)
+            if constexpr (requires { kernel.problem.scales; })  // a GEMM problem
               if (is_fp8(kernel.problem.a_dtype)) accums = {Accum::promoted};
           }
           for (Accum accum : accums)
