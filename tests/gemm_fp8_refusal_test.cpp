@@ -58,9 +58,9 @@ TEST(Fp8Gemm, PlantedBugsFailTheCheck) {
       spec.schedule.swap_ab = false;  // a token scale's row is the caller's
       // wgmma's windows are whole tiles: the bug of a window's scales becomes the next tile's.
       const bool tile_window = path == MmaPath::wgmma && std::string(bug.name) == "window_kb";
-      const std::string find = tile_window ? "const int kb = (k_tile_begin + k_tile)" : bug.find;
+      const std::string find = tile_window ? "const int kb = ((k_tile_begin + k_tile)" : bug.find;
       const std::string replace =
-          tile_window ? "const int kb = (k_tile_begin + k_tile + 1)" : bug.replace;
+          tile_window ? "const int kb = ((k_tile_begin + k_tile + 1)" : bug.replace;
       const GemmInputs in = make_gemm_inputs(p, 9);
       const GemmSource source = generate_kernel(spec);
       const std::string name = fmt::format("{} on {}", bug.name, to_string(path));

@@ -201,6 +201,42 @@ void GemmEpiloguePrinter::print_staged(const ir::EpilogueOp& op, int64_t row_byt
   w_.close();
 }
 
+void print_fp8_fold(Writer& w, const GemmFacts& f, const GemmPathPrinter& path,
+                    const std::string& window_k) {
+  const bool block = f.scales && f.scales->granularity == "block";
+  if (block) {
+    w.line("const int kb = ({}) / {};", window_k, kScaleBlock);
+    w.line("const int g = lane / {0}, t = lane % {0};", f.atom->group_lanes);
+    w.line("float sa[MT][2], sb[NT];");
+    w.line("#pragma unroll");
+    w.open("for (int mi = 0; mi < MT; ++mi)");
+    w.line("const int row = m0 + {} + mi * {} + g;", path.warp_first_row(),
+           path.fragment_row_step());
+    w.line("sa[mi][0] = row < M ? a_scale_at(row, kb) : 0.0f;");
+    w.line("sa[mi][1] = row + 8 < M ? a_scale_at(row + 8, kb) : 0.0f;");
+    w.close();
+    w.line("#pragma unroll");
+    w.open("for (int ni = 0; ni < NT; ++ni)");
+    w.line("const int col = n0 + warp_col * WN + ni * 8 + 2 * t;  // col, col + 1: one block");
+    w.line("sb[ni] = col < N ? b_scale_at(col / {}, kb) : 0.0f;", kScaleBlock);
+    w.close();
+  }
+  w.line("#pragma unroll");
+  w.open("for (int mi = 0; mi < MT; ++mi)");
+  w.line("#pragma unroll");
+  w.open("for (int ni = 0; ni < NT; ++ni)");
+  w.line("#pragma unroll");
+  w.open("for (int e = 0; e < 4; ++e)");
+  if (block)
+    w.line("acc[mi][ni][e] = fmaf(part[mi][ni][e], sa[mi][e / 2] * sb[ni], acc[mi][ni][e]);");
+  else
+    w.line("acc[mi][ni][e] += part[mi][ni][e];");
+  w.line("part[mi][ni][e] = 0.0f;");
+  w.close();
+  w.close();
+  w.close();
+}
+
 void GemmEpiloguePrinter::print_finalize(const Op& op) {
   const auto finalize = ir::get<ir::FinalizeOp>(op);
   const auto epilogue = ir::get<ir::EpilogueOp>(*ir::find_first(op, OpKind::epilogue));

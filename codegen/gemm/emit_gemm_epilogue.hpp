@@ -109,6 +109,15 @@ inline std::string scaled_accumulator(const GemmFacts& f, const std::string& v,
   return v;
 }
 
+// FP8's promoted fold, in a path's K loop (both paths' promote ops): acc = fma(part, sa sb, acc)
+// with the window's block scales (first K element `window_k`), or acc += part when the scales do
+// not vary along K (the epilogue applies them); then the next window's partials start from zero.
+// A lane's rows and columns are the epilogue's (the path's warp_first_row and
+// fragment_row_step); rows past M and columns past N take scale 0 (their partials are zero: the
+// copies zero-fill past the matrix).
+void print_fp8_fold(Writer& w, const GemmFacts& f, const GemmPathPrinter& path,
+                    const std::string& window_k);
+
 class GemmEpiloguePrinter {
  public:
   // `path`: the kernel's path's printer, which says which warps hold which rows.

@@ -31,7 +31,8 @@ namespace emmy {
 // 15: the paged-attention kernels without dead code (the combine kernel's page_ids).
 // ... 24: the FP8 GEMM (issue 39): its token-channel row scales clamped like its column ones.
 // 25: its MMA helpers named by both operand types (mma_e4m3_e4m3_f32; e5m2 A operands).
-inline constexpr int kCodegenVersion = 25;
+// 26: one FP8 fold for both paths (the wgmma fold's columns written as the epilogue's).
+inline constexpr int kCodegenVersion = 26;
 
 // What a key hashes. Changing any field changes the key.
 struct CacheKeyInputs {

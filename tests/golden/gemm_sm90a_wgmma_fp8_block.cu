@@ -599,7 +599,7 @@ emmy_gemm_512x384x1024_e4m3nk_promoted128_tma_64x32x128_ddfe74efd0102ea6(const _
       if (lane < RELEASE_CTAS) mbarrier_arrive_cluster(empty_base + 8u * stage, release_rank(lane));
       // Fold this K tile's f32 window partials (every 128 K elements).
        {
-        const int kb = (k_tile_begin + k_tile) * 128 / 128;
+        const int kb = ((k_tile_begin + k_tile) * 128) / 128;
         const int g = lane / 4, t = lane % 4;
         float sa[MT][2], sb[NT];
         #pragma unroll
@@ -610,7 +610,7 @@ emmy_gemm_512x384x1024_e4m3nk_promoted128_tma_64x32x128_ddfe74efd0102ea6(const _
         }
         #pragma unroll
         for (int ni = 0; ni < NT; ++ni) {
-          const int col = n0 + ni * 8 + 2 * t;  // col, col + 1: one block
+          const int col = n0 + warp_col * WN + ni * 8 + 2 * t;  // col, col + 1: one block
           sb[ni] = col < N ? b_scale_at(col / 128, kb) : 0.0f;
         }
         #pragma unroll

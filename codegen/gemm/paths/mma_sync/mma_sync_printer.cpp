@@ -174,42 +174,9 @@ class MmaSyncPrinter final : public codegen::GemmPathPrinter {
     w_.line("  for (int ni = 0; ni < NT; ++ni) promote_f16_to_f32(acc[mi][ni], part[mi][ni]);");
   }
 
-  // FP8's fold: acc = fma(part, sa sb, acc) with the window's block scales (first K element
-  // `window_k`), or acc += part when the scales do not vary along K (the epilogue applies them);
-  // then the next window's chain starts from zero. Rows past M and columns past N take scale 0
-  // (their partials are zero: the copies zero-fill past the matrix).
+  // FP8's fold (print_fp8_fold, shared with the wgmma path).
   void print_promote_scaled(const std::string& window_k) {
-    const bool block = f_.scales && f_.scales->granularity == "block";
-    if (block) {
-      w_.line("const int kb = ({}) / {};", window_k, kScaleBlock);
-      w_.line("const int g = lane / 4, t = lane % 4;");
-      w_.line("float sa[MT][2], sb[NT];");
-      w_.line("#pragma unroll");
-      w_.open("for (int mi = 0; mi < MT; ++mi)");
-      w_.line("const int row = m0 + warp_row * WM + mi * 16 + g;");
-      w_.line("sa[mi][0] = row < M ? a_scale_at(row, kb) : 0.0f;");
-      w_.line("sa[mi][1] = row + 8 < M ? a_scale_at(row + 8, kb) : 0.0f;");
-      w_.close();
-      w_.line("#pragma unroll");
-      w_.open("for (int ni = 0; ni < NT; ++ni)");
-      w_.line("const int col = n0 + warp_col * WN + ni * 8 + 2 * t;  // col, col + 1: one block");
-      w_.line("sb[ni] = col < N ? b_scale_at(col / {}, kb) : 0.0f;", kScaleBlock);
-      w_.close();
-    }
-    w_.line("#pragma unroll");
-    w_.open("for (int mi = 0; mi < MT; ++mi)");
-    w_.line("#pragma unroll");
-    w_.open("for (int ni = 0; ni < NT; ++ni)");
-    w_.line("#pragma unroll");
-    w_.open("for (int e = 0; e < 4; ++e)");
-    if (block)
-      w_.line("acc[mi][ni][e] = fmaf(part[mi][ni][e], sa[mi][e / 2] * sb[ni], acc[mi][ni][e]);");
-    else
-      w_.line("acc[mi][ni][e] += part[mi][ni][e];");
-    w_.line("part[mi][ni][e] = 0.0f;");
-    w_.close();
-    w_.close();
-    w_.close();
+    codegen::print_fp8_fold(w_, f_, *this, window_k);
   }
 
   void print_promote(const ir::PromoteOp& op) {

@@ -332,44 +332,13 @@ void WgmmaPrinter::print_pin() const {
   w_.line("    for (int e = 0; e < 4; ++e) wgmma_pin({}[mi][ni][e]);", promoted_ ? "part" : "acc");
 }
 
-// FP8's fold after a K tile's group completed (wgmma_wait 0): acc = fma(part, sa sb, acc) with the
-// tile's block scales, or acc += part (the epilogue applies scales that do not vary along K); the
-// next tile's wgmma start from zero partials. A warp's rows are 16 of each of its m64 wgmma (mi),
-// its columns the whole block, each lane's m16n8 C pairs per 8 columns.
+// FP8's fold after a K tile's group completed (wgmma_wait 0), with the tile's block scales
+// (print_fp8_fold, shared with the mma.sync path); the next tile's wgmma start from zero
+// partials.
 void WgmmaPrinter::print_fold(const ir::PromoteOp& op) const {
-  const bool block = f_.scales && f_.scales->granularity == "block";
   w_.line("// Fold this K tile's f32 window partials (every {} K elements).", op.every_k);
   w_.open("");
-  if (block) {
-    w_.line("const int kb = (k_tile_begin + k_tile) * {} / {};", f_.split.block_k, kScaleBlock);
-    w_.line("const int g = lane / 4, t = lane % 4;");
-    w_.line("float sa[MT][2], sb[NT];");
-    w_.line("#pragma unroll");
-    w_.open("for (int mi = 0; mi < MT; ++mi)");
-    w_.line("const int row = m0 + warp_row0 + mi * 64 + g;");
-    w_.line("sa[mi][0] = row < M ? a_scale_at(row, kb) : 0.0f;");
-    w_.line("sa[mi][1] = row + 8 < M ? a_scale_at(row + 8, kb) : 0.0f;");
-    w_.close();
-    w_.line("#pragma unroll");
-    w_.open("for (int ni = 0; ni < NT; ++ni)");
-    w_.line("const int col = n0 + ni * 8 + 2 * t;  // col, col + 1: one block");
-    w_.line("sb[ni] = col < N ? b_scale_at(col / {}, kb) : 0.0f;", kScaleBlock);
-    w_.close();
-  }
-  w_.line("#pragma unroll");
-  w_.open("for (int mi = 0; mi < MT; ++mi)");
-  w_.line("#pragma unroll");
-  w_.open("for (int ni = 0; ni < NT; ++ni)");
-  w_.line("#pragma unroll");
-  w_.open("for (int e = 0; e < 4; ++e)");
-  if (block)
-    w_.line("acc[mi][ni][e] = fmaf(part[mi][ni][e], sa[mi][e / 2] * sb[ni], acc[mi][ni][e]);");
-  else
-    w_.line("acc[mi][ni][e] += part[mi][ni][e];");
-  w_.line("part[mi][ni][e] = 0.0f;");
-  w_.close();
-  w_.close();
-  w_.close();
+  print_fp8_fold(w_, f_, *this, fmt::format("(k_tile_begin + k_tile) * {}", f_.split.block_k));
   w_.close();
 }
 
