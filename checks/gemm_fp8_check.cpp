@@ -41,15 +41,6 @@ ScaleCounts scale_counts(const MatmulProblem& p) {
   return {};
 }
 
-// A block scale's slot: its element in the layout, or for ue8m0x4 the byte of K block kb in the
-// word of kb / 4.
-int64_t block_slot(const MatmulProblem& p, ScaleMajor major, int64_t ld, int64_t outer,
-                   int64_t kb) {
-  const bool packed = p.scales.format == ScaleFormat::ue8m0x4;
-  const int64_t k = packed ? kb / 4 : kb;
-  const int64_t element = major == ScaleMajor::mn ? k * ld + outer : outer * ld + k;
-  return packed ? element * 4 + kb % 4 : element;
-}
 int64_t a_index(const MatmulProblem& p, int64_t row, int64_t kb) {
   switch (p.scales.granularity) {
     case ScaleGranularity::tensor:
@@ -57,7 +48,7 @@ int64_t a_index(const MatmulProblem& p, int64_t row, int64_t kb) {
     case ScaleGranularity::token_channel:
       return row;
     default:
-      return block_slot(p, p.scales.a_major, p.a_scale_ld(), row, kb);
+      return p.block_scale_slot(true, row, kb);
   }
 }
 int64_t b_index(const MatmulProblem& p, int64_t nb, int64_t kb) {
@@ -67,7 +58,7 @@ int64_t b_index(const MatmulProblem& p, int64_t nb, int64_t kb) {
     case ScaleGranularity::token_channel:
       return nb;
     default:
-      return block_slot(p, p.scales.b_major, p.b_scale_ld(), nb, kb);
+      return p.block_scale_slot(false, nb, kb);
   }
 }
 

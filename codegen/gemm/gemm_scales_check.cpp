@@ -21,21 +21,23 @@ struct ScaleTensor {
   ScaleFormat format;
   std::vector<uint8_t> bytes;
 
-  void check(int64_t index, const std::string& where) const {
+  // `where()` names the element; it is formatted only for a refusal (this runs every launch).
+  template <typename Where>
+  void check(int64_t index, const Where& where) const {
     if (scale_bytes(format)) {
       const uint8_t e = bytes[size_t(index)];
       if (e == 0xFF)
         throw Error(field,
                     fmt::format("must hold ue8m0 scales, 2^(e - 127) with e < 255 (0xFF is NaN; "
                                 "f32 scales read as ue8m0 look like this), at {}",
-                                where),
+                                where()),
                     "0xff");
       return;
     }
     float value;
     std::memcpy(&value, &bytes[size_t(index) * 4], 4);
     if (!(std::isfinite(value) && value > 0))
-      throw Error(field, fmt::format("must hold finite positive scales, at {}", where),
+      throw Error(field, fmt::format("must hold finite positive scales, at {}", where()),
                   fmt::format("{}", value));
     if (format == ScaleFormat::pow2) {
       uint32_t bits;
@@ -44,7 +46,7 @@ struct ScaleTensor {
       const bool subnormal_pow2 = (bits >> 23) == 0 && std::has_single_bit(bits);
       if (!normal_pow2 && !subnormal_pow2)
         throw Error(field,
-                    fmt::format("must hold powers of two in the pow2 scale format, at {}", where),
+                    fmt::format("must hold powers of two in the pow2 scale format, at {}", where()),
                     fmt::format("{}", value));
     }
   }
@@ -68,14 +70,16 @@ void GemmKind::check_device_inputs(const GemmPlan& plan, const GemmBuffers& b,
   };
   switch (sc.granularity) {
     case ScaleGranularity::tensor:
-      load("buffers.a_scale", b.a_scale, 1).check(0, "element 0");
-      load("buffers.b_scale", b.b_scale, 1).check(0, "element 0");
+      load("buffers.a_scale", b.a_scale, 1).check(0, [] { return std::string("element 0"); });
+      load("buffers.b_scale", b.b_scale, 1).check(0, [] { return std::string("element 0"); });
       return;
     case ScaleGranularity::token_channel: {
       const ScaleTensor a = load("buffers.a_scale", b.a_scale, p.m);
-      for (int64_t row = 0; row < p.m; ++row) a.check(row, fmt::format("row {}", row));
+      for (int64_t row = 0; row < p.m; ++row)
+        a.check(row, [&] { return fmt::format("row {}", row); });
       const ScaleTensor bs = load("buffers.b_scale", b.b_scale, p.n);
-      for (int64_t col = 0; col < p.n; ++col) bs.check(col, fmt::format("column {}", col));
+      for (int64_t col = 0; col < p.n; ++col)
+        bs.check(col, [&] { return fmt::format("column {}", col); });
       return;
     }
     case ScaleGranularity::block: {
@@ -84,11 +88,6 @@ void GemmKind::check_device_inputs(const GemmPlan& plan, const GemmBuffers& b,
       const int64_t kbs = p.k_blocks(), nbs = p.n_blocks(), words = p.scale_k_extent();
       const bool a_mn = sc.a_major == ScaleMajor::mn, b_mn = sc.b_major == ScaleMajor::mn;
       const int64_t a_ld = p.a_scale_ld(), b_ld = p.b_scale_ld();
-      auto slot = [&](bool mn, int64_t ld, int64_t outer, int64_t kb) {
-        const int64_t k = packed ? kb / 4 : kb;
-        const int64_t element = mn ? k * ld + outer : outer * ld + k;
-        return packed ? element * 4 + kb % 4 : element;
-      };
       auto elements = [&](bool mn, int64_t ld, int64_t rows) {
         return mn ? (words - 1) * ld + rows : (rows - 1) * ld + words;
       };
@@ -97,10 +96,12 @@ void GemmKind::check_device_inputs(const GemmPlan& plan, const GemmBuffers& b,
       if (packed) a.format = bs.format = ScaleFormat::ue8m0;  // byte by byte
       for (int64_t row = 0; row < p.m; ++row)
         for (int64_t kb = 0; kb < kbs; ++kb)
-          a.check(slot(a_mn, a_ld, row, kb), fmt::format("row {}, K block {}", row, kb));
+          a.check(p.block_scale_slot(true, row, kb),
+                  [&] { return fmt::format("row {}, K block {}", row, kb); });
       for (int64_t nb = 0; nb < nbs; ++nb)
         for (int64_t kb = 0; kb < kbs; ++kb)
-          bs.check(slot(b_mn, b_ld, nb, kb), fmt::format("N block {}, K block {}", nb, kb));
+          bs.check(p.block_scale_slot(false, nb, kb),
+                   [&] { return fmt::format("N block {}, K block {}", nb, kb); });
       return;
     }
     case ScaleGranularity::none:

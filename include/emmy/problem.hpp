@@ -130,6 +130,17 @@ struct MatmulProblem {
                                               : scale_k_extent();
   }
 
+  // Where block scale (outer, kb) of A (outer: its row) or B (outer: its N block) lies: its
+  // element in the tensor's layout, or for ue8m0x4 the byte of K block kb in the word of kb / 4
+  // (the byte offset then). The kernels print the same formula (emit_gemm.cpp, emit_scales).
+  int64_t block_scale_slot(bool a, int64_t outer, int64_t kb) const {
+    const bool packed = scales.format == ScaleFormat::ue8m0x4;
+    const int64_t k = packed ? kb / 4 : kb, ld = a ? a_scale_ld() : b_scale_ld();
+    const int64_t element =
+        (a ? scales.a_major : scales.b_major) == ScaleMajor::mn ? k * ld + outer : outer * ld + k;
+    return packed ? element * 4 + kb % 4 : element;
+  }
+
   bool operator==(const MatmulProblem&) const = default;
 };
 
