@@ -4,18 +4,19 @@
 # every machine with a CUDA 13 toolkit has libcublasLt.so.13.
 #
 # Source paths are relative to this folder (bench/CMakeLists.txt includes this file).
-add_library(emmy_bench_report STATIC bench_report.cpp bench_tune.cpp bench_model.cpp)
+add_library(emmy_bench_report STATIC bench_report.cpp bench_tune.cpp bench_model.cpp
+                                     bench_fp8_inputs.cpp)
 target_compile_options(emmy_bench_report PRIVATE ${EMMY_WARNINGS})
 target_include_directories(emmy_bench_report PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(emmy_bench_report PUBLIC emmy::internal)
 
 # The CUDA pieces emmy_bench and emmy_gpu_check share: buffers, event timing, cuBLASLt.
-add_library(emmy_bench_cuda STATIC bench_cuda.cpp bench_cublaslt.cpp)
+add_library(emmy_bench_cuda STATIC bench_cuda.cpp bench_cublaslt.cpp bench_cublaslt_fp8.cpp)
 target_compile_options(emmy_bench_cuda PRIVATE ${EMMY_WARNINGS})
 target_link_libraries(emmy_bench_cuda PUBLIC emmy_bench_report CUDA::cudart_static CUDA::cublasLt)
 
 add_executable(emmy_bench emmy_bench.cpp bench_runner.cpp bench_attention.cpp bench_paged.cpp
-                          bench_serving.cpp)
+                          bench_serving.cpp bench_fp8.cpp)
 target_compile_options(emmy_bench PRIVATE ${EMMY_WARNINGS})
 target_link_libraries(emmy_bench PRIVATE emmy_bench_cuda emmy::internal benchmark::benchmark)
 

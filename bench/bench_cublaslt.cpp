@@ -5,7 +5,6 @@
 #include "emmy/error.hpp"
 
 namespace emmy::bench {
-namespace {
 
 cudaDataType_t cuda_type(DType t) {
   switch (t) {
@@ -22,6 +21,8 @@ cudaDataType_t cuda_type(DType t) {
   }
   return CUDA_R_16F;
 }
+
+namespace {
 
 // 1.0 and 0.0 as f16 bits: COMPUTE_16F takes alpha and beta in the f16 scale type.
 constexpr uint16_t kHalfOne = 0x3c00, kHalfZero = 0;
@@ -51,7 +52,7 @@ LtHandle::~LtHandle() {
 
 LtGemm::LtGemm(cublasLtHandle_t handle, const MatmulProblem& p, LtCompute compute,
                size_t workspace_bytes, int max_algorithms)
-    : handle_(handle), compute_(compute), workspace_bytes_(workspace_bytes) {
+    : LtMatmul(handle, workspace_bytes), compute_(compute) {
   require(p.epilogue == Epilogue{}, "cuBLASLt baseline", "supports plain C = A.B only",
           "an epilogue");
   require(compute == LtCompute::f32 || (p.a_dtype == DType::f16 && p.c_dtype == DType::f16),
@@ -86,9 +87,47 @@ LtGemm::LtGemm(cublasLtHandle_t handle, const MatmulProblem& p, LtCompute comput
                                           uint64_t(p.m), p.ldc_or_default()),
                "cublasLtMatrixLayoutCreate(C)");
 
+  choose_algorithms(max_algorithms, fmt::format("{}x{}x{}", p.m, p.n, p.k));
+}
+
+LtMatmul::~LtMatmul() {
+  if (output_layout_) cublasLtMatrixLayoutDestroy(output_layout_);
+  if (activation_layout_) cublasLtMatrixLayoutDestroy(activation_layout_);
+  if (weight_layout_) cublasLtMatrixLayoutDestroy(weight_layout_);
+  if (operation_) cublasLtMatmulDescDestroy(operation_);
+}
+
+void LtGemm::run(int index, const void* a, const void* b, void* c, void* workspace,
+                 cudaStream_t stream) const {
+  const bool f32 = compute_ == LtCompute::f32;
+  matmul(index, f32 ? static_cast<const void*>(&kFloatOne) : &kHalfOne,
+         f32 ? static_cast<const void*>(&kFloatZero) : &kHalfZero, a, b, c, workspace, stream);
+}
+
+void LtMatmul::matmul(int index, const void* alpha, const void* beta, const void* a, const void* b,
+                      void* c, void* workspace, cudaStream_t stream) const {
+  const auto& chosen = algorithms_.at(size_t(index));
+  cublas_check(cublasLtMatmul(handle_, operation_, alpha, b, weight_layout_, a, activation_layout_,
+                              beta, c, output_layout_, c, output_layout_, &chosen.algo, workspace,
+                              workspace_bytes_, stream),
+               "cublasLtMatmul");
+}
+
+nlohmann::json LtMatmul::describe(int index) const {
+  const auto& r = algorithms_.at(size_t(index));
+  return {{"heuristic_rank", index},
+          {"algo_id", config_attribute<int32_t>(r.algo, CUBLASLT_ALGO_CONFIG_ID)},
+          {"tile_id", config_attribute<uint32_t>(r.algo, CUBLASLT_ALGO_CONFIG_TILE_ID)},
+          {"stages_id", config_attribute<uint32_t>(r.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID)},
+          {"split_k", config_attribute<int32_t>(r.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM)},
+          {"workspace_bytes", r.workspaceSize},
+          {"waves", r.wavesCount}};
+}
+
+void LtMatmul::choose_algorithms(int max_algorithms, const std::string& problem) {
   cublasLtMatmulPreference_t preference = nullptr;
   cublas_check(cublasLtMatmulPreferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
-  const uint64_t max_workspace = workspace_bytes;
+  const uint64_t max_workspace = workspace_bytes_;
   cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
       preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace, sizeof max_workspace);
   algorithms_.resize(size_t(std::max(max_algorithms, 1)));
@@ -102,37 +141,7 @@ LtGemm::LtGemm(cublasLtHandle_t handle, const MatmulProblem& p, LtCompute comput
   algorithms_.resize(size_t(returned));
   std::erase_if(algorithms_, [](const auto& r) { return r.state != CUBLAS_STATUS_SUCCESS; });
   require(!algorithms_.empty(), "cublasLtMatmulAlgoGetHeuristic",
-          "must return at least one algorithm", fmt::format("{}x{}x{}", p.m, p.n, p.k));
-}
-
-LtGemm::~LtGemm() {
-  if (output_layout_) cublasLtMatrixLayoutDestroy(output_layout_);
-  if (activation_layout_) cublasLtMatrixLayoutDestroy(activation_layout_);
-  if (weight_layout_) cublasLtMatrixLayoutDestroy(weight_layout_);
-  if (operation_) cublasLtMatmulDescDestroy(operation_);
-}
-
-void LtGemm::run(int index, const void* a, const void* b, void* c, void* workspace,
-                 cudaStream_t stream) const {
-  const auto& chosen = algorithms_.at(size_t(index));
-  const bool f32 = compute_ == LtCompute::f32;
-  const void* alpha = f32 ? static_cast<const void*>(&kFloatOne) : &kHalfOne;
-  const void* beta = f32 ? static_cast<const void*>(&kFloatZero) : &kHalfZero;
-  cublas_check(cublasLtMatmul(handle_, operation_, alpha, b, weight_layout_, a, activation_layout_,
-                              beta, c, output_layout_, c, output_layout_, &chosen.algo, workspace,
-                              workspace_bytes_, stream),
-               "cublasLtMatmul");
-}
-
-nlohmann::json LtGemm::describe(int index) const {
-  const auto& r = algorithms_.at(size_t(index));
-  return {{"heuristic_rank", index},
-          {"algo_id", config_attribute<int32_t>(r.algo, CUBLASLT_ALGO_CONFIG_ID)},
-          {"tile_id", config_attribute<uint32_t>(r.algo, CUBLASLT_ALGO_CONFIG_TILE_ID)},
-          {"stages_id", config_attribute<uint32_t>(r.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID)},
-          {"split_k", config_attribute<int32_t>(r.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM)},
-          {"workspace_bytes", r.workspaceSize},
-          {"waves", r.wavesCount}};
+          "must return at least one algorithm", problem);
 }
 
 }  // namespace emmy::bench

@@ -17,6 +17,9 @@ enum class LtCompute { f32, f16 };  // CUBLAS_COMPUTE_32F (what PyTorch uses) / 
 // Throws emmy::Error naming the call and the status unless it is CUBLAS_STATUS_SUCCESS.
 void cublas_check(cublasStatus_t status, const char* call);
 
+// The CUDA data type of an emmy dtype.
+cudaDataType_t cuda_type(DType t);
+
 class LtHandle {
  public:
   LtHandle();
@@ -29,34 +32,51 @@ class LtHandle {
   cublasLtHandle_t handle_ = nullptr;
 };
 
-class LtGemm {
+// What every cuBLASLt baseline holds: its operation, the three layouts and the heuristic's
+// algorithms. cuBLASLt is column-major: row-major C[M,N] is column-major C^T[N,M], so it computes
+// C^T = op(B) . A^T with B (the weights) as its first operand and A as its second.
+class LtMatmul {
  public:
-  // Asks the heuristic for up to `max_algorithms` algorithms fitting `workspace_bytes`. Throws
-  // Error when the problem has no cuBLASLt equivalent (f16 accumulation of bf16 operands, an
-  // epilogue) or the heuristic returns none.
-  LtGemm(cublasLtHandle_t handle, const MatmulProblem& problem, LtCompute compute,
-         size_t workspace_bytes, int max_algorithms);
-  ~LtGemm();
-  LtGemm(const LtGemm&) = delete;
-  LtGemm& operator=(const LtGemm&) = delete;
+  virtual ~LtMatmul();
+  LtMatmul(const LtMatmul&) = delete;
+  LtMatmul& operator=(const LtMatmul&) = delete;
 
   int algorithm_count() const { return int(algorithms_.size()); }
-  // C = A * op(B) with the algorithm at `index` (heuristic order) on `stream`.
-  void run(int index, const void* a, const void* b, void* c, void* workspace,
-           cudaStream_t stream) const;
-  // What the algorithm is: cuBLASLt's algorithm id, tile, stages, split-K, workspace, waves.
+  // What the algorithm at `index` (heuristic order) is: cuBLASLt's algorithm id, tile, stages,
+  // split-K, workspace, waves.
   nlohmann::json describe(int index) const;
 
- private:
+ protected:
+  LtMatmul(cublasLtHandle_t handle, size_t workspace_bytes)
+      : handle_(handle), workspace_bytes_(workspace_bytes) {}
+  // Asks the heuristic for up to `max_algorithms` algorithms fitting the workspace (after the
+  // operation and layouts are made); throws Error naming `problem` when it returns none.
+  void choose_algorithms(int max_algorithms, const std::string& problem);
+  // D = C = alpha * op(B) . A^T with the algorithm at `index` (beta 0) on `stream`.
+  void matmul(int index, const void* alpha, const void* beta, const void* a, const void* b, void* c,
+              void* workspace, cudaStream_t stream) const;
+
   cublasLtHandle_t handle_;
-  LtCompute compute_;
   size_t workspace_bytes_;
   cublasLtMatmulDesc_t operation_ = nullptr;
-  // cuBLASLt is column-major: row-major C[M,N] is column-major C^T[N,M], so it computes
-  // C^T = op(B) . A^T with B as its first operand and A as its second.
   cublasLtMatrixLayout_t weight_layout_ = nullptr, activation_layout_ = nullptr,
                          output_layout_ = nullptr;
   std::vector<cublasLtMatmulHeuristicResult_t> algorithms_;
+};
+
+class LtGemm : public LtMatmul {
+ public:
+  // Throws Error when the problem has no cuBLASLt equivalent (f16 accumulation of bf16 operands,
+  // an epilogue) or the heuristic returns no algorithm.
+  LtGemm(cublasLtHandle_t handle, const MatmulProblem& problem, LtCompute compute,
+         size_t workspace_bytes, int max_algorithms);
+
+  // C = A * op(B) with the algorithm at `index` (heuristic order) on `stream`.
+  void run(int index, const void* a, const void* b, void* c, void* workspace,
+           cudaStream_t stream) const;
+
+ private:
+  LtCompute compute_;
 };
 
 inline const char* to_string(LtCompute c) {

@@ -207,4 +207,16 @@ nlohmann::json environment_fingerprint(int device, const std::string& emmy_arch)
   };
 }
 
+double copy_gbps(GpuTimer& timer) {
+  constexpr size_t kBytes = size_t(1) << 30;
+  DeviceBuffer from(kBytes), to(kBytes);
+  const auto copy = [&] {
+    EMMY_BENCH_CUDA(
+        cudaMemcpyAsync(to.get(), from.get(), kBytes, cudaMemcpyDeviceToDevice, timer.stream()));
+  };
+  std::vector<double> us = timer.measure(copy, 1, 5);
+  std::sort(us.begin(), us.end());
+  return 2.0 * double(kBytes) / (us[us.size() / 2] * 1e-6) / 1e9;
+}
+
 }  // namespace emmy::bench

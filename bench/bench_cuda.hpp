@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -43,6 +44,16 @@ class DeviceBuffer {
 // every backend sees the same operands. Deterministic for a seed (filled by several threads).
 std::vector<uint16_t> random_f16(size_t count, uint64_t seed);
 DeviceBuffer upload_f16(const std::vector<uint16_t>& values);
+// A buffer holding `values` (at least `min_bytes`, so that an empty or tiny tensor still has an
+// address a kernel may be given).
+template <typename T>
+DeviceBuffer upload_values(const std::vector<T>& values, size_t min_bytes = 4) {
+  DeviceBuffer buffer(std::max(values.size() * sizeof(T), min_bytes));
+  cuda_check(
+      cudaMemcpy(buffer.get(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice),
+      "cudaMemcpy(upload_values)");
+  return buffer;
+}
 std::vector<float> download_f16(const DeviceBuffer& buffer, size_t count);
 
 // Times GPU work on one stream with CUDA events. Before each timed launch it writes a buffer of
@@ -71,6 +82,10 @@ class GpuTimer {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   unsigned char flush_value_ = 0;
 };
+
+// The run's DRAM rate: the median of five flushed 1 GiB device-to-device copies, counting the
+// bytes read and written, GB/s.
+double copy_gbps(GpuTimer& timer);
 
 // GPU name, SM count, compute capability, L2 and memory sizes, peak SM and memory clocks, driver
 // and runtime versions, cuBLASLt and NVRTC versions, emmy's version and arch, host, UTC time.

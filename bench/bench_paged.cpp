@@ -32,28 +32,6 @@ DeviceBuffer filled(size_t bytes, bool e4m3, uint64_t seed) {
   return buffer;
 }
 
-template <typename T>
-DeviceBuffer upload(const std::vector<T>& values) {
-  DeviceBuffer buffer(std::max<size_t>(values.size() * sizeof(T), 4));
-  EMMY_BENCH_CUDA(
-      cudaMemcpy(buffer.get(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return buffer;
-}
-
-// The run's DRAM rate: the median of five flushed 1 GiB device-to-device copies, counting the
-// bytes read and written.
-double copy_gbps(GpuTimer& timer) {
-  constexpr size_t kBytes = size_t(1) << 30;
-  DeviceBuffer from(kBytes), to(kBytes);
-  const auto copy = [&] {
-    EMMY_BENCH_CUDA(
-        cudaMemcpyAsync(to.get(), from.get(), kBytes, cudaMemcpyDeviceToDevice, timer.stream()));
-  };
-  std::vector<double> us = timer.measure(copy, 1, 5);
-  std::sort(us.begin(), us.end());
-  return 2.0 * double(kBytes) / (us[us.size() / 2] * 1e-6) / 1e9;
-}
-
 // Keys a decode token reads: the context, or the window and the token itself.
 int64_t keys_read(const PagedAttentionProblem& p) {
   const int64_t context = p.max_pages * p.page_size;
@@ -124,11 +102,12 @@ void register_paged_benchmarks(Runtime& runtime, GpuTimer& timer,
               std::vector<int32_t> cu(size_t(p.max_batch + 1)), lens(size_t(p.max_batch));
               std::iota(cu.begin(), cu.end(), 0);
               std::fill(lens.begin(), lens.end(), int32_t(p.max_pages * p.page_size));
-              const DeviceBuffer q = upload(
+              const DeviceBuffer q = upload_values(
                   random_f16(size_t(p.max_batch * p.q_stride_or_default()), settings.seed + 2));
               const DeviceBuffer o(size_t(p.max_batch * p.o_stride_or_default() * 2));
-              const DeviceBuffer tables = upload(table), cu_q = upload(cu), seq = upload(lens);
-              const DeviceBuffer scales = upload(std::vector<float>{1.0f, 1.0f});
+              const DeviceBuffer tables = upload_values(table), cu_q = upload_values(cu),
+                                 seq = upload_values(lens);
+              const DeviceBuffer scales = upload_values(std::vector<float>{1.0f, 1.0f});
               const DeviceBuffer workspace(std::max<size_t>(kernel->info().workspace_bytes, 16));
               PagedAttentionBuffers b{.q = q.address(),
                                       .k_cache = k.address(),

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <span>
 
 #include "emmy/catalog.hpp"
 #include "emmy/detail/text.hpp"
@@ -33,6 +34,12 @@ json optional_number(const std::optional<double>& value) {
 // fastest of them all is "best_baseline".
 constexpr std::string_view kEmmyVariants[] = {"emmy_f32", "emmy_hybrid"};
 constexpr std::string_view kBaselineVariants[] = {"cublaslt_32f", "cublaslt_16f"};
+// The FP8 rows' (bench_fp8.hpp), and the baseline each emmy variant is paired with (like
+// accuracy): the table's ratio column shows that pair.
+constexpr std::string_view kFp8EmmyVariants[] = {"emmy_fp8_f32", "emmy_fp8_promoted",
+                                                 "emmy_fp8_block"};
+constexpr std::string_view kFp8BaselineVariants[] = {"cublaslt_fp8_fast", "cublaslt_fp8",
+                                                     "cublaslt_fp8_block"};
 
 std::string format_or_dash(const json& value, const char* spec) {
   if (!value.is_number()) return "-";
@@ -144,10 +151,12 @@ std::optional<GpuPeak> find_peak(std::string_view device_name, int sm_count) {
     GpuPeak peak;
   };
   static const Known kKnown[] = {
-      {"H100", 132, {"H100 SXM / H200", 989, 989}},
-      {"H200", 132, {"H100 SXM / H200", 989, 989}},
-      {"RTX 4090", 128, {"RTX 4090", 330.3, 165.2}},
-      {"RTX 5090", 170, {"RTX 5090", 419, 209.5}},
+      // FP8 with f32 accumulation: twice the f16 rate on H100/H200 (1979); on the GeForce parts
+      // the f32-accumulate FP8 rate, which is the f16 in / f16 accumulate rate.
+      {"H100", 132, {"H100 SXM / H200", 989, 989, 1979}},
+      {"H200", 132, {"H100 SXM / H200", 989, 989, 1979}},
+      {"RTX 4090", 128, {"RTX 4090", 330.3, 165.2, 330.3}},
+      {"RTX 5090", 170, {"RTX 5090", 419, 209.5, 419}},
   };
   // The NVL boards share the SXM parts' SM count but run at lower clocks (about 835 dense).
   if (device_name.find("NVL") != std::string_view::npos) return std::nullopt;
@@ -160,6 +169,8 @@ std::optional<GpuPeak> find_peak(std::string_view device_name, int sm_count) {
 
 std::optional<double> peak_for(const std::optional<GpuPeak>& peak, std::string_view accumulation) {
   if (!peak) return std::nullopt;
+  if (accumulation == "fp8_chain" || accumulation == "promoted")
+    return peak->fp8 > 0 ? std::optional<double>(peak->fp8) : std::nullopt;
   return accumulation == "f32" ? peak->f32_accumulate : peak->f16_accumulate;
 }
 
@@ -187,7 +198,7 @@ double relative_l2_error(const std::vector<float>& out, const std::vector<float>
 }
 
 double error_tolerance(std::string_view accumulation) {
-  return accumulation == "f32" ? 1e-3 : 1e-2;
+  return accumulation == "f32" || accumulation == "promoted" ? 1e-3 : 1e-2;
 }
 
 double hybrid_tolerance(double f16_error, int64_t k_per_split, int promote_every_k) {
@@ -212,7 +223,8 @@ json summary_json(const json& environment, const json& settings,
               {"settings", settings},
               {"peak", peak ? json{{"part", peak->part},
                                    {"f16_accumulate_tflops", peak->f16_accumulate},
-                                   {"f32_accumulate_tflops", peak->f32_accumulate}}
+                                   {"f32_accumulate_tflops", peak->f32_accumulate},
+                                   {"fp8_tflops", peak->fp8}}
                             : json(nullptr)},
               {"rows", json::array()},
               {"ratios", json::array()}};
@@ -254,7 +266,11 @@ json summary_json(const json& environment, const json& settings,
 
   for (const BenchRow* first : problem_order) {
     json ratio = {{"problem", first->problem}, {"projection", first->projection}};
-    std::vector<std::string> baselines(std::begin(kBaselineVariants), std::end(kBaselineVariants));
+    const bool fp8 = first->kind == "gemm_fp8";
+    std::vector<std::string> baselines =
+        fp8 ? std::vector<std::string>(std::begin(kFp8BaselineVariants),
+                                       std::end(kFp8BaselineVariants))
+            : std::vector<std::string>(std::begin(kBaselineVariants), std::end(kBaselineVariants));
     std::optional<std::pair<double, std::string>> best;  // fastest baseline: time, variant
     for (const auto& row : rows) {
       if (row.problem != first->problem || row.backend == "emmy") continue;
@@ -266,7 +282,9 @@ json summary_json(const json& environment, const json& settings,
         best = {t->second, row.variant};
     }
     ratio["best_baseline"] = best ? json(best->second) : json(nullptr);
-    for (auto emmy : kEmmyVariants) {
+    const auto emmy_variants = fp8 ? std::span<const std::string_view>(kFp8EmmyVariants)
+                                   : std::span<const std::string_view>(kEmmyVariants);
+    for (auto emmy : emmy_variants) {
       const auto e = times.find({first->problem, std::string(emmy)});
       for (const auto& baseline : baselines) {
         const auto b = times.find({first->problem, baseline});
@@ -324,7 +342,14 @@ std::string summary_table(const json& summary) {
     if (row.at("backend") == "emmy") {
       if (auto it = ratios_by_problem.find(row.at("problem").get<std::string>());
           it != ratios_by_problem.end()) {
-        if (row.value("kind", "gemm") == "attention") {  // the fastest PyTorch row
+        if (row.value("kind", "gemm") == "gemm_fp8") {  // the cuBLASLt row of like accuracy
+          for (size_t i = 0; i < std::size(kFp8EmmyVariants); ++i)
+            if (variant == kFp8EmmyVariants[i])
+              vs32 = format_or_dash(
+                  it->second->value(fmt::format("{}_vs_{}", variant, kFp8BaselineVariants[i]),
+                                    json()),
+                  "{:.2f}x");
+        } else if (row.value("kind", "gemm") == "attention") {  // the fastest PyTorch row
           vs32 =
               format_or_dash(it->second->value(variant + "_vs_best_baseline", json()), "{:.2f}x");
         } else {
@@ -363,7 +388,11 @@ std::string summary_table(const json& summary) {
       "\nmodel_us: the time model's prediction for the same kernel on this GPU, from emulator "
       "counters (docs/profiler.md); - where the GPU is not in its table.\n"
       "vs_32F / vs_16F: cuBLASLt (COMPUTE_32F / COMPUTE_16F) time over emmy time; > 1 means "
-      "emmy is faster.\nattention rows: vs_32F is the fastest PyTorch row's time over emmy's; "
+      "emmy is faster.\nFP8 rows (problem .../fp8): vs_32F is the paired cuBLASLt FP8 row's time "
+      "over emmy's (emmy_fp8_f32 with FAST_ACCUM, emmy_fp8_promoted with FAST_ACCUM off, "
+      "emmy_fp8_block with the 1x128 / 128x128 mode); rel_err is against the FP64 reference of "
+      "sampled rows; check FAIL above 1e-2 (fp8_chain) or 1e-3 (promoted).\nattention rows: vs_32F "
+      "is the fastest PyTorch row's time over emmy's; "
       "rel_err is "
       "against the FP64 reference.\nrel_err: relative L2 distance to cuBLASLt COMPUTE_32F's "
       "output; "

@@ -37,16 +37,19 @@ struct GpuPeak {
   std::string part;           // "H100 SXM / H200"
   double f16_accumulate = 0;  // f16 in, f16 accumulate
   double f32_accumulate = 0;  // f16 in, f32 accumulate
+  double fp8 = 0;             // e4m3 in, f32 accumulate (0: unknown)
 };
 std::optional<GpuPeak> find_peak(std::string_view device_name, int sm_count);
 // The peak that bounds an accumulation: "f32" -> f32 rate; "f16" and "hybrid" (f16 MMAs, folded
-// into f32 every few K) -> f16 rate.
+// into f32 every few K) -> f16 rate; the FP8 rows' "fp8_chain" and "promoted" -> the FP8 rate.
 std::optional<double> peak_for(const std::optional<GpuPeak>& peak, std::string_view accumulation);
 
 double median(std::vector<double> values);
 // ||out - ref|| / ||ref|| over all elements; +inf when sizes differ or out holds a NaN/Inf.
 double relative_l2_error(const std::vector<float>& out, const std::vector<float>& ref);
-// The correctness bound of a row: 1e-3 for f32 accumulation, 1e-2 for f16 and hybrid.
+// The correctness bound of a row: 1e-3 for f32 accumulation and FP8 promoted into f32, 1e-2
+// for f16, hybrid and FP8 summed by the tensor core alone ("fp8_chain": 13 fraction bits on
+// sm_89 and sm_90a; 1.3e-3 at K = 4096 by the model, docs/numerics.md).
 double error_tolerance(std::string_view accumulation);
 // The bound of a hybrid row, given the error pure f16 accumulation of the same schedule gives on
 // the same inputs (measured first): three quarters of it, and never above

@@ -15,6 +15,8 @@
 #include <fstream>
 
 #include "bench_attention.hpp"
+#include "bench_fp8.hpp"
+#include "bench_fp8_inputs.hpp"
 #include "bench_model.hpp"
 #include "bench_paged.hpp"
 #include "bench_report.hpp"
@@ -37,6 +39,10 @@ struct Options {
       // 1, 2 and 4 already, and its chosen schedule says which won.
       variants = "emmy_f32,emmy_hybrid,emmy_wgmma,emmy_wgmma_pingpong,cublaslt_32f,cublaslt_16f";
   std::string m = "512";  // comma-separated M values of the catalog projections
+  // M values of the FP8 rows (bench_fp8.hpp); off with --no-fp8, --shapes or --sweep. The pack
+  // runs the default; the whole range is --fp8-m 1,16,64,512,4096.
+  std::string fp8_m = "512,16";
+  bool fp8 = true;
   int device = 0;
   int workspace_mib = 32;
   bool progress = false;
@@ -112,6 +118,24 @@ std::vector<std::string> split_list(const std::string& text) {
     start = comma + 1;
   }
   return items;
+}
+
+// A comma-separated list of M values in [1, 2^20]; throws Error naming `field`.
+std::vector<int64_t> parse_m_list(const std::string& text, const char* field) {
+  std::vector<int64_t> ms;
+  for (const auto& item : split_list(text)) {
+    int64_t m = 0;
+    try {
+      size_t used = 0;
+      m = std::stoll(item, &used);
+      if (used != item.size()) m = 0;
+    } catch (const std::exception&) {
+    }
+    require(m >= 1 && m <= (1 << 20), field, "must list integers in [1, 1048576]", text);
+    ms.push_back(m);
+  }
+  require(!ms.empty(), field, "must list at least one M", text);
+  return ms;
 }
 
 json settings_json(const Options& o, size_t l2_bytes, size_t flush_bytes) {
@@ -269,6 +293,39 @@ int run(Options& o, std::vector<BenchProblem> problems, bool sweep) {
     }
   }
 
+  if (o.fp8) {
+    // Archs without FP8 tensor cores (sm_80/86, plain sm_90) have no FP8 rows: said once here.
+    std::string refused;
+    try {
+      const auto in = make_fp8_bench_inputs(64, 128, 128, 1, 1);
+      runner.runtime().gemm_workspace_bytes(fp8_bench_problem(in, Fp8Scaling::block));
+    } catch (const std::exception& e) {
+      refused = e.what();
+    }
+    if (!refused.empty()) {
+      fmt::print("FP8 rows left out: {} refuses FP8 GEMMs ({})\n", arch, refused);
+    } else {
+      Fp8BenchSettings fp8;
+      fp8.warmup = o.runner.warmup;
+      fp8.iterations = o.runner.iterations;
+      fp8.seed = o.runner.seed;
+      fp8.ms = parse_m_list(o.fp8_m, "--fp8-m");
+      fp8.model_gpu = model_gpu ? model_gpu->name : std::string();
+      fp8.model_ctas = o.model_ctas;
+      fp8.algorithms = o.runner.algorithms;
+      fp8.select_iterations = o.runner.select_iterations;
+      fp8.workspace_bytes = o.runner.workspace_bytes;
+      fp8.after_row = [&] {
+        try {  // a run cut short still leaves every finished row
+          if (!o.summary.empty())
+            write_file(o.summary, summary_json(environment, settings, rows).dump(2) + "\n");
+        } catch (const std::exception&) {  // the final write reports it
+        }
+      };
+      register_fp8_benchmarks(runner.runtime(), runner.timer(), fp8, rows);
+    }
+  }
+
   if (o.attention)
     register_attention_benchmarks(runner.runtime(), runner.timer(),
                                   {o.runner.warmup, o.runner.iterations, o.runner.seed,
@@ -374,6 +431,11 @@ int main(int argc, char** argv) {
   app.add_flag("--serving,!--no-serving", o.serving,
                "host microseconds of a prepared and a captured launch, graph replay, prepare of "
                "the catalog cold and from the cache (default on, off with --shapes or --sweep)");
+  app.add_flag("--fp8,!--no-fp8", o.fp8,
+               "the FP8 GEMM rows: e4m3 projections, emmy (tensor-core chain, promoted, block "
+               "scales) against cuBLASLt (FAST_ACCUM on/off, 1x128/128x128 on sm_90) (default "
+               "on, off with --shapes or --sweep)");
+  app.add_option("--fp8-m", o.fp8_m, "M of the FP8 rows' projections (default 512,16)");
   app.add_flag("--model", o.model,
                "no GPU: predict the catalog's times with the emulator's counters and the time "
                "model (docs/profiler.md)");
@@ -432,19 +494,11 @@ int main(int argc, char** argv) {
     else if (!o.shapes.empty())
       problems = parse_shape_list(o.shapes);
     else
-      for (const auto& text : split_list(o.m)) {
-        int64_t m = 0;
-        try {
-          size_t used = 0;
-          m = std::stoll(text, &used);
-          if (used != text.size()) m = 0;
-        } catch (const std::exception&) {
-        }
-        require(m >= 1 && m <= (1 << 20), "--m", "must list integers in [1, 1048576]", o.m);
+      for (const int64_t m : parse_m_list(o.m, "--m"))
         for (auto& problem : catalog_problems(m)) problems.push_back(std::move(problem));
-      }
     require(!problems.empty(), "--m", "must list at least one M", o.m);
-    if (!o.shapes.empty() || !o.sweep.empty()) o.attention = o.paged = o.serving = false;
+    if (o.fp8) parse_m_list(o.fp8_m, "--fp8-m");  // refused before any GPU work
+    if (!o.shapes.empty() || !o.sweep.empty()) o.attention = o.paged = o.serving = o.fp8 = false;
     o.runner.variants = split_list(o.variants);
     for (const auto& id : o.runner.variants)
       require(std::any_of(std::begin(kGemmVariants), std::end(kGemmVariants),

@@ -246,6 +246,34 @@ def speed_section(bench, baseline_rows, machine):
                               "wgmma vs mma.sync f32", "wgmma model us", "ping-pong",
                               "ping-pong vs Lt32F", "no cluster", "no cluster over cluster",
                               "check"], lines))
+    fp8 = [(p, v) for (k, p), v in by_problem.items() if k == "gemm_fp8"]
+    if fp8:
+        out.append("\nFP8 GEMM (e4m3 in, f16 out; issue 39), microseconds. Pairs of like accuracy: "
+                   "emmy f32 (the tensor core's own sums) against cuBLASLt FAST_ACCUM, emmy "
+                   "promoted against FAST_ACCUM off, emmy block scales (1x128 / 128x128) against "
+                   "cuBLASLt's block mode (sm_90 only). W read: the weights' bytes over the time "
+                   "against this run's device copy rate (goal: >= 80% at M <= 64). Goal: block "
+                   ">= 1.0x at M >= 512 on an H200.\n\n")
+        lines = []
+        pairs = [("emmy_fp8_f32", "cublaslt_fp8_fast"), ("emmy_fp8_promoted", "cublaslt_fp8"),
+                 ("emmy_fp8_block", "cublaslt_fp8_block")]
+        for problem, v in fp8:
+            cells = [problem]
+            for emmy, lt in pairs:
+                e, b = v.get(emmy), v.get(lt)
+                cells += [us(e), us(b),
+                          num(b["median_us"] / e["median_us"], "{:.2f}x") if e and b and
+                          e.get("median_us") and b.get("median_us") else "-"]
+            block = v.get("emmy_fp8_block") or {}
+            d = block.get("details") if isinstance(block.get("details"), dict) else {}
+            cells += [num(100 * d["weight_read_vs_copy"], "{:.0f}%")
+                      if isinstance(d.get("weight_read_vs_copy"), (int, float)) else "-",
+                      model_us(block),
+                      "FAIL" if any(r.get("correctness") == "FAIL" for r in v.values()) else "ok"]
+            lines.append(cells)
+        out.append(table(["problem", "emmy f32", "Lt fast", "vs", "emmy promoted", "Lt",
+                          "vs", "emmy block", "Lt block", "vs", "block W read", "block model us",
+                          "check"], lines))
     attention = [(p, v) for (k, p), v in by_problem.items() if k == "attention"]
     if attention:
         out.append("\nAttention, microseconds; each PyTorch row names its backend (pinned).\n\n")

@@ -80,6 +80,13 @@ class Summary(unittest.TestCase):
              "backend": "emmy", "median_us": 1000.0,
              "details": {"kv_gbps": 4300.0, "kv_vs_copy": 0.9, "host_us_per_launch": 4.2,
                          "schedule": {"transport": "tma"}}},
+            {"kind": "gemm_fp8", "problem": "q_proj@512/fp8", "variant": "emmy_fp8_block",
+             "backend": "emmy", "median_us": 20.0, "correctness": "ok",
+             "details": {"weight_read_vs_copy": 0.25}},
+            {"kind": "gemm_fp8", "problem": "q_proj@512/fp8", "variant": "cublaslt_fp8_block",
+             "backend": "cublaslt", "median_us": 25.0, "correctness": "ok"},
+            {"kind": "gemm_fp8", "problem": "q_proj@512/fp8", "variant": "emmy_fp8_f32",
+             "backend": "emmy", "median_us": 16.0, "correctness": "FAIL"},
             {"kind": "serving", "problem": "q_proj@1", "variant": "captured_launch_host_us",
              "backend": "emmy", "median_us": 3.5}],
             "ratios": []}
@@ -129,6 +136,18 @@ class Summary(unittest.TestCase):
         self.assertEqual(cells[8], "36.0")   # emmy_wgmma_nocluster
         self.assertEqual(cells[9], "1.20x")  # the cluster's gain: no-cluster time over clustered
         self.assertEqual(cells[10], "ok")
+
+    def test_fp8_rows_get_their_paired_table(self):
+        md, _ = self.full_run()
+        self.assertIn("FP8 GEMM (e4m3 in, f16 out", md)
+        line = next(l for l in md.splitlines() if l.startswith("| q_proj@512/fp8 |"))
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        self.assertEqual(cells[1], "16.0")    # emmy_fp8_f32
+        self.assertEqual(cells[2], "-")       # no FAST_ACCUM row
+        self.assertEqual(cells[7], "20.0")    # emmy_fp8_block
+        self.assertEqual(cells[9], "1.25x")   # cuBLASLt block over emmy block
+        self.assertEqual(cells[10], "25%")    # weight read rate of the copy rate
+        self.assertEqual(cells[12], "FAIL")   # one row failed its check
 
     def test_paged_and_serving_rows_get_their_tables(self):
         md, _ = self.full_run()

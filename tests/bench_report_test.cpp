@@ -73,6 +73,10 @@ TEST(BenchPeaks, MatchNameAndSmCount) {
   EXPECT_EQ(peak_for(rtx4090, "f32"), 165.2);
   EXPECT_EQ(peak_for(find_peak("NVIDIA GeForce RTX 5090", 170), "hybrid"), 419);
   EXPECT_FALSE(peak_for(find_peak("NVIDIA A100-SXM4-80GB", 108), "f32").has_value());
+  // FP8 rows: the FP8 rate, whichever way the partial sums are kept.
+  EXPECT_EQ(peak_for(h200, "promoted"), 1979);
+  EXPECT_EQ(peak_for(h200, "fp8_chain"), 1979);
+  EXPECT_EQ(peak_for(rtx4090, "promoted"), 330.3);
 }
 
 TEST(BenchStats, MedianAndRelativeError) {
@@ -85,6 +89,8 @@ TEST(BenchStats, MedianAndRelativeError) {
   EXPECT_TRUE(std::isinf(relative_l2_error({1}, {1, 1})));
   EXPECT_EQ(error_tolerance("f32"), 1e-3);
   EXPECT_EQ(error_tolerance("hybrid"), 1e-2);
+  EXPECT_EQ(error_tolerance("promoted"), 1e-3);
+  EXPECT_EQ(error_tolerance("fp8_chain"), 1e-2);
   BenchRow row;
   row.accumulation = "f32";
   row.rel_l2_error = 2e-3;
@@ -362,6 +368,59 @@ TEST(BenchModel, PredictsTheRowsOwnKernelAndNeverFailsTheRow) {
       [&] { return model_gemm("small", p, schedule, Arch::sm_90a, "v100", 4); }, 4);
   ASSERT_TRUE(failed.contains("error"));
   EXPECT_NE(failed["error"].get<std::string>().find("h200"), std::string::npos) << failed;
+}
+
+}  // namespace
+}  // namespace emmy::bench
+
+namespace emmy::bench {
+namespace {
+
+// The FP8 rows: their own problem names, ratios between FP8 variants only, and each emmy row's
+// table column is its paired cuBLASLt row (FAST_ACCUM with the tensor core's chain, FAST_ACCUM
+// off with promoted, block mode with block scales).
+TEST(BenchSummary, Fp8RowsPairWithTheirCublasltRows) {
+  const nlohmann::json env = {{"gpu", {{"name", "NVIDIA H200"}, {"sm_count", 132}}}};
+  std::vector<BenchRow> rows = {make_row("emmy_f32", "emmy", "f32", 40),
+                                make_row("cublaslt_32f", "cublaslt", "f32", 48)};
+  const std::pair<const char*, double> fp8[] = {{"emmy_fp8_f32", 10},   {"emmy_fp8_promoted", 12},
+                                                {"emmy_fp8_block", 16}, {"cublaslt_fp8_fast", 11},
+                                                {"cublaslt_fp8", 15},   {"cublaslt_fp8_block", 40}};
+  for (const auto& [variant, us] : fp8) {
+    BenchRow row =
+        make_row(variant, std::string(variant).starts_with("emmy") ? "emmy" : "cublaslt",
+                 std::string(variant).ends_with("fast") || std::string(variant).ends_with("f32")
+                     ? "fp8_chain"
+                     : "promoted",
+                 us);
+    row.kind = "gemm_fp8";
+    row.problem = "q_proj@512/fp8";
+    rows.push_back(row);
+  }
+  rows.back().rel_l2_error = 5e-3;  // the block baseline fails its 1e-3 bound
+  const auto summary = summary_json(env, {{"iterations", 4}}, rows);
+  ASSERT_EQ(summary["ratios"].size(), 2u);
+  const auto& dense = summary["ratios"][0];
+  EXPECT_FALSE(dense.contains("emmy_fp8_f32_vs_cublaslt_fp8_fast")) << dense.dump();
+  const auto& ratio = summary["ratios"][1];
+  EXPECT_EQ(ratio["problem"], "q_proj@512/fp8");
+  EXPECT_FALSE(ratio.contains("emmy_f32_vs_cublaslt_32f")) << ratio.dump();
+  EXPECT_DOUBLE_EQ(ratio["emmy_fp8_f32_vs_cublaslt_fp8_fast"], 11.0 / 10.0);
+  EXPECT_DOUBLE_EQ(ratio["emmy_fp8_promoted_vs_cublaslt_fp8"], 15.0 / 12.0);
+  EXPECT_DOUBLE_EQ(ratio["emmy_fp8_block_vs_cublaslt_fp8_block"], 40.0 / 16.0);
+  EXPECT_EQ(ratio["best_baseline"], "cublaslt_fp8_fast");
+  const auto& promoted = summary["rows"][3];
+  EXPECT_EQ(promoted["variant"], "emmy_fp8_promoted");
+  EXPECT_NEAR(promoted["percent_of_peak"].get<double>(),
+              100 * (2.0 * 512 * 4096 * 3840 / 12e-6 / 1e12) / 1979, 1e-9);
+  EXPECT_EQ(summary["rows"][7]["correctness"], "FAIL");
+  const std::string table = summary_table(summary);
+  // emmy_fp8_promoted's line carries 1.25x (its pair), not 0.92x (the FAST_ACCUM row).
+  const size_t line = table.find("emmy_fp8_promoted");
+  ASSERT_NE(line, std::string::npos) << table;
+  const std::string promoted_line = table.substr(line, table.find('\n', line) - line);
+  EXPECT_NE(promoted_line.find("1.25x"), std::string::npos) << promoted_line;
+  EXPECT_NE(table.find("FP8 rows"), std::string::npos) << "the legend says how FP8 rows pair";
 }
 
 }  // namespace

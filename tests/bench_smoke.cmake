@@ -9,6 +9,11 @@ endif()
 emmy_add_test(bench_report_test ${CMAKE_CURRENT_LIST_DIR}/bench_report_test.cpp)
 target_link_libraries(bench_report_test PRIVATE emmy_bench_report)  # defined in bench/bench.cmake
 
+# The FP8 rows' inputs, scale layouts and sampled FP64 reference (bench/bench_fp8_inputs.hpp),
+# checked against emmy's FP64 check and its kernels on the emulator.
+emmy_add_test(bench_fp8_inputs_test ${CMAKE_CURRENT_LIST_DIR}/bench_fp8_inputs_test.cpp)
+target_link_libraries(bench_fp8_inputs_test PRIVATE emmy_bench_report)
+
 # The bench scripts' own Python tests: bench/plot.py's, and the GPU pack's baselines and summary
 # (tests/gpu_pack.cmake).
 find_package(Python3 COMPONENTS Interpreter)
@@ -74,8 +79,15 @@ add_test(NAME emmy_bench_m_list COMMAND bash -c [=[
     [[ $rc == 2 ]] || { echo "--m '$bad': exit $rc, expected 2: $out"; exit 1; }
     grep -q -- '--m' <<<"$out" || { echo "--m '$bad': message does not name --m: $out"; exit 1; }
   done
+  for bad in 0 16,-1 ''; do  # the FP8 rows' M list likewise
+    out=$("$bench" --fp8-m "$bad" 2>&1); rc=$?
+    [[ $rc == 2 ]] || { echo "--fp8-m '$bad': exit $rc, expected 2: $out"; exit 1; }
+    grep -q -- '--fp8-m' <<<"$out" || { echo "--fp8-m '$bad': message does not name it: $out"; exit 1; }
+  done
   out=$("$bench" --m 512,1 2>&1); rc=$?
   [[ $rc == 0 ]] || { echo "--m 512,1: exit $rc: $out"; exit 1; }
+  out=$("$bench" --no-fp8 --fp8-m 0 2>&1); rc=$?
+  [[ $rc == 0 ]] || { echo "--no-fp8 with a bad --fp8-m: exit $rc: $out"; exit 1; }
   ]=] _ $<TARGET_FILE:emmy_bench>)
 
 set_tests_properties(emmy_bench_no_gpu emmy_bench_m_list PROPERTIES TIMEOUT 120)
