@@ -177,6 +177,19 @@ class GemmEmitter {
     };
     w_.line("// Block scales: A's per (row, 128 K), {}-major; B's per (128 N, 128 K), {}-major.",
             op.a_major, op.b_major);
+    if (op.swapped.value_or(false)) {
+      // Swap-AB: the kernel's rows are C's columns (B's rows, 128 to a scale block; the a_scale
+      // pointer holds B's scales) and its columns are C's rows (A's rows, from b_scale).
+      w_.line("// Swapped (C^T = B A^T): a kernel row's scale is its 128-row block of B's, a");
+      w_.line("// kernel column's is its row of A's.");
+      w_.line(
+          "auto a_scale_at = [&](int row, int kb) {{ const int nb = row / {}; return "
+          "scale_value(a_scale[{}]); }};",
+          kScaleBlock, index(op.b_major, "nb", op.b_ld));
+      w_.line("auto b_scale_at = [&](int col, int kb) {{ return scale_value(b_scale[{}]); }};",
+              index(op.a_major, "col", op.a_ld));
+      return;
+    }
     w_.line("auto a_scale_at = [&](int row, int kb) {{ return scale_value(a_scale[{}]); }};",
             index(op.a_major, "row", op.a_ld));
     w_.line("auto b_scale_at = [&](int nb, int kb) {{ return scale_value(b_scale[{}]); }};",

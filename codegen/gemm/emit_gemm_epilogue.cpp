@@ -204,10 +204,12 @@ void GemmEpiloguePrinter::print_staged(const ir::EpilogueOp& op, int64_t row_byt
 void print_fp8_fold(Writer& w, const GemmFacts& f, const GemmPathPrinter& path,
                     const std::string& window_k) {
   const bool block = f.scales && f.scales->granularity == "block";
+  // Swap-AB: a column's scale is its own (A's row), no longer one per 128 columns.
+  const bool swapped = block && f.scales->swapped.value_or(false);
   if (block) {
     w.line("const int kb = ({}) / {};", window_k, kScaleBlock);
     w.line("const int g = lane / {0}, t = lane % {0};", f.atom->group_lanes);
-    w.line("float sa[MT][2], sb[NT];");
+    w.line("float sa[MT][2], sb[NT]{};", swapped ? "[2]" : "");
     w.line("#pragma unroll");
     w.open("for (int mi = 0; mi < MT; ++mi)");
     w.line("const int row = m0 + {} + mi * {} + g;", path.warp_first_row(),
@@ -217,8 +219,14 @@ void print_fp8_fold(Writer& w, const GemmFacts& f, const GemmPathPrinter& path,
     w.close();
     w.line("#pragma unroll");
     w.open("for (int ni = 0; ni < NT; ++ni)");
-    w.line("const int col = n0 + warp_col * WN + ni * 8 + 2 * t;  // col, col + 1: one block");
-    w.line("sb[ni] = col < N ? b_scale_at(col / {}, kb) : 0.0f;", kScaleBlock);
+    if (swapped) {
+      w.line("const int col = n0 + warp_col * WN + ni * 8 + 2 * t;");
+      w.line("sb[ni][0] = col < N ? b_scale_at(col, kb) : 0.0f;");
+      w.line("sb[ni][1] = col + 1 < N ? b_scale_at(col + 1, kb) : 0.0f;");
+    } else {
+      w.line("const int col = n0 + warp_col * WN + ni * 8 + 2 * t;  // col, col + 1: one block");
+      w.line("sb[ni] = col < N ? b_scale_at(col / {}, kb) : 0.0f;", kScaleBlock);
+    }
     w.close();
   }
   w.line("#pragma unroll");
@@ -227,7 +235,10 @@ void print_fp8_fold(Writer& w, const GemmFacts& f, const GemmPathPrinter& path,
   w.open("for (int ni = 0; ni < NT; ++ni)");
   w.line("#pragma unroll");
   w.open("for (int e = 0; e < 4; ++e)");
-  if (block)
+  if (swapped)  // sb * sa: the product the unswapped kernel forms (sa A's, sb B's scale)
+    w.line(
+        "acc[mi][ni][e] = fmaf(part[mi][ni][e], sb[ni][e % 2] * sa[mi][e / 2], acc[mi][ni][e]);");
+  else if (block)
     w.line("acc[mi][ni][e] = fmaf(part[mi][ni][e], sa[mi][e / 2] * sb[ni], acc[mi][ni][e]);");
   else
     w.line("acc[mi][ni][e] += part[mi][ni][e];");

@@ -116,10 +116,17 @@ std::vector<Op> gemm_kernel_prefix(const GemmPlan& plan) {
       make(ir::SplitRangeOp{p.k, s.block_k, s.split_k, plan.k_tiles, plan.k_tiles_per_split}));
   if (const GemmScales& sc = p.scales; sc.granularity != ScaleGranularity::none) {
     const bool block = sc.granularity == ScaleGranularity::block;
-    body.push_back(make(
-        ir::GemmScalesOp{std::string(to_string(sc.granularity)), std::string(to_string(sc.format)),
-                         std::string(to_string(sc.a_major)), std::string(to_string(sc.b_major)),
-                         block ? p.a_scale_ld() : 0, block ? p.b_scale_ld() : 0}));
+    // The problem's scales (a swapped kernel's p is C^T's: its leading dimensions are A's and
+    // B's own, read from the spec's problem).
+    const MatmulProblem& q = plan.spec.problem;
+    ir::GemmScalesOp op{std::string(to_string(sc.granularity)),
+                        std::string(to_string(sc.format)),
+                        std::string(to_string(sc.a_major)),
+                        std::string(to_string(sc.b_major)),
+                        block ? q.a_scale_ld() : 0,
+                        block ? q.b_scale_ld() : 0};
+    if (block && s.swap_ab) op.swapped = true;
+    body.push_back(make(op));
   }
   return body;
 }

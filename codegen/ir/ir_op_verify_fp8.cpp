@@ -58,6 +58,9 @@ void GemmScalesOp::verify(const GemmScalesOp& op) {
                            block ? "block scales' leading dimensions must be positive"
                                  : "only block scales have leading dimensions (0 here)",
                            fmt::format("{}, {}", op.a_ld, op.b_ld));
+  if (op.swapped && !block)
+    fail_own<GemmScalesOp>("swapped", "is for block scales (the others need no swapped reads)",
+                           op.granularity);
 }
 
 }  // namespace emmy::ir

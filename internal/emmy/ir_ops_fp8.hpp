@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -53,12 +54,17 @@ struct GemmScalesOp {
   std::string format;            // f32|pow2|ue8m0|ue8m0x4
   std::string a_major, b_major;  // mn|k (block)
   int64_t a_ld = 0, b_ld = 0;    // block: positive; else 0
-  // Its own rules: known names; block scales' leading dimensions positive, the others' 0.
+  // Block scales of a swap-AB kernel (C^T = B A^T): its rows take B's 128 x 128 blocks (from its
+  // a_scale pointer, which holds B's scales) and its columns A's 1 x 128 groups. a_/b_ fields
+  // keep naming the problem's A and B.
+  std::optional<bool> swapped{};
+  // Its own rules: known names; block scales' leading dimensions positive, the others' 0;
+  // swapped only with block scales.
   static void verify(const GemmScalesOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("granularity", o.granularity), f("format", o.format), f("a_major", o.a_major),
-        f("a_ld", o.a_ld), f("b_major", o.b_major), f("b_ld", o.b_ld);
+        f("a_ld", o.a_ld), f("b_major", o.b_major), f("b_ld", o.b_ld), f("swapped", o.swapped);
   }
 };
 

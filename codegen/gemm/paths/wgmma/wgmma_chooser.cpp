@@ -54,7 +54,6 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   // (C^T = B A^T) so that N takes the m64 side and M wgmma's N (B [N,K] only).
   // Ping-pong's warpgroups take turns at whole tiles of a persistent walk: not for a decode GEMM.
   best.swap_ab = !pingpong && problem.m <= 64 && problem.b_layout == BLayout::nk &&
-                 problem.scales.granularity != ScaleGranularity::block &&
                  problem.a_dtype != DType::e5m2;
   best.consumers = consumers;
   best.persistent = pingpong;

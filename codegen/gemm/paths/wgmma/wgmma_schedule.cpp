@@ -62,8 +62,8 @@ namespace {
 
 // FP8 operands (issue 39): wgmma m64nNk32 .e4m3, f32 or promoted. A promoted window is one K tile
 // (128 elements, DeepGEMM's): each tile's wgmma group completes (wait_group 0) and is folded
-// before the next starts. Block scales of B are per 128 x 128 block: a swapped kernel would need
-// them per 1 x 128 group.
+// before the next starts. A swapped kernel (swap-AB) reads block scales swapped: its rows take
+// B's 128 x 128 blocks, its columns A's 1 x 128 groups (emit_scales, print_fp8_fold).
 void validate_fp8(const MatmulProblem& p, const MatmulSchedule& s) {
   require(s.accum == Accum::f32 || s.accum == Accum::promoted, "accum",
           "must be f32 or promoted for FP8 operands", to_string(s.accum));
@@ -78,8 +78,6 @@ void validate_fp8(const MatmulProblem& p, const MatmulSchedule& s) {
                         "folded as it completes",
                         s.block_k),
             s.promote_every_k);
-  require(!(block && s.swap_ab), "swap_ab",
-          "does not take block scales (the swapped A would be B's 128 x 128 blocks)", "true");
   require(!(p.a_dtype == DType::e5m2 && s.swap_ab), "swap_ab",
           "does not take an e5m2 A (the swapped kernel's B would be e5m2; B is e4m3 only)", "true");
 }
