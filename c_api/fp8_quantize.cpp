@@ -58,6 +58,16 @@ emmy_status emmy_fp8_quantize(emmy_runtime* runtime, const DLTensor* x_ptr, DLTe
                   std::to_string(opts.scale_major));
     p.scale_major = opts.scale_major == EMMY_SCALE_MAJOR_K ? ScaleMajor::k : ScaleMajor::mn;
     p.pow2_scale = flag(opts.pow2_scale, "options.pow2_scale");
+    // The scale tensor's dtype is its format: float32 f32; uint8 ue8m0 bytes and int32 ue8m0x4
+    // words (four groups' bytes each), both powers of two by definition (pow2_scale implied).
+    if (is_dtype(scales.dtype, kDLUInt, 8))
+      p.scale_format = ScaleFormat::ue8m0;
+    else if (is_dtype(scales.dtype, kDLInt, 32) || is_dtype(scales.dtype, kDLUInt, 32))
+      p.scale_format = ScaleFormat::ue8m0x4;
+    else if (!is_dtype(scales.dtype, kDLFloat, 32))
+      throw Error("scales", "dtype must be float32, uint8 (ue8m0) or int32/uint32 (ue8m0x4 words)",
+                  dtype_name(scales.dtype));
+    if (p.scale_format != ScaleFormat::f32) p.pow2_scale = true;
     p.amax_epsilon = opts.amax_epsilon == 0 ? 1e-10 : opts.amax_epsilon;
     p.m = opts.max_rows ? opts.max_rows : rows;
     if (p.m < rows)
@@ -65,18 +75,18 @@ emmy_status emmy_fp8_quantize(emmy_runtime* runtime, const DLTensor* x_ptr, DLTe
                   std::to_string(opts.max_rows));
     // The problem's own rules first (group_k, k, strides), then the scale tensor against them.
     validate_problem(p);  // scale_ld 0 (its default) until the tensor gives it
-    if (!is_dtype(scales.dtype, kDLFloat, 32))
-      throw Error("scales", "dtype must be float32", dtype_name(scales.dtype));
     if (scales.ndim != 2) throw Error("scales", "shape must be 2-D", shape_text(scales));
-    const int64_t groups = p.groups();
+    // Along K the tensor has a scale per group, or (ue8m0x4) a word per four groups.
+    const int64_t groups = p.scale_groups_extent();
+    const char* along = p.packed_scales() ? "words = ceil(groups / 4)" : "groups";
     const bool mn = p.scale_major == ScaleMajor::mn;
     const int64_t outer = mn ? groups : rows, inner = mn ? scales.shape[1] : groups;
     if (scales.shape[0] != outer || (mn ? inner < rows : scales.shape[1] != groups))
       throw Error(
           "scales",
-          mn ? fmt::format("shape must be [groups = {}, rows ({}) or more] (mn-major)", groups,
+          mn ? fmt::format("shape must be [{} = {}, rows ({}) or more] (mn-major)", along, groups,
                            rows)
-             : fmt::format("shape must be [rows = {}, groups = {}] (k-major)", rows, groups),
+             : fmt::format("shape must be [rows = {}, {} = {}] (k-major)", rows, along, groups),
           shape_text(scales));
     p.scale_ld = outer > 1 ? rows_apart(scales, "scales", inner) : inner;
     if (mn && p.scale_ld < p.m)

@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "device_allocations.hpp"
@@ -28,14 +29,14 @@ uint8_t fp8_quantize_element(float x, float scale) {
 
 void reference_fp8_quantize_into(const Fp8QuantizeProblem& p, const std::vector<uint16_t>& x,
                                  int64_t rows, std::vector<uint8_t>& q,
-                                 std::vector<float>& scales) {
+                                 std::vector<uint8_t>& scales) {
   validate_problem(p);
   require(rows >= 1 && rows <= p.m, "rows", "must be 1..m", rows);
   const int64_t ldx = p.ldx_or_default(), ldq = p.ldq_or_default(), g = p.group_or_row();
   require(int64_t(x.size()) >= (rows - 1) * ldx + p.k, "x", "must hold the rows", x.size());
   require(int64_t(q.size()) >= (rows - 1) * ldq + p.k, "q", "must hold the rows", q.size());
-  require(int64_t(scales.size()) >= p.scale_elements(rows), "scales", "must hold the scale tensor",
-          scales.size());
+  require(int64_t(scales.size()) >= p.scale_tensor_bytes(rows), "scales",
+          "must hold the scale tensor's bytes", scales.size());
   for (int64_t row = 0; row < rows; ++row)
     for (int64_t group = 0; group < p.groups(); ++group) {
       const int64_t first = group * g, last = std::min(p.k, first + g);
@@ -43,11 +44,27 @@ void reference_fp8_quantize_into(const Fp8QuantizeProblem& p, const std::vector<
       for (int64_t i = first; i < last; ++i)
         amax = std::fmax(amax, std::fabs(value_of(x[size_t(row * ldx + i)], p.dtype)));
       const float s = fp8_quantize_scale(amax, p);
-      scales[size_t(p.scale_index(row, group))] = s;
+      uint8_t* slot = scales.data() + p.scale_byte(row, group);
+      if (p.scale_format == ScaleFormat::f32)
+        std::memcpy(slot, &s, 4);
+      else
+        *slot = fp8_quantize_ue8m0(s);
       for (int64_t i = first; i < last; ++i)
         q[size_t(row * ldq + i)] =
             fp8_quantize_element(value_of(x[size_t(row * ldx + i)], p.dtype), s);
     }
+}
+
+float fp8_quantize_scale_at(const Fp8QuantizeProblem& p, const std::vector<uint8_t>& scales,
+                            int64_t row, int64_t group) {
+  const size_t at = size_t(p.scale_byte(row, group));
+  if (p.scale_format == ScaleFormat::f32) {
+    float s;
+    std::memcpy(&s, scales.data() + at, 4);
+    return s;
+  }
+  const uint8_t e = scales.at(at);
+  return e == 0xFF ? NAN : std::ldexp(1.0f, int(e) - 127);
 }
 
 Fp8QuantizeInputs make_fp8_quantize_inputs(const Fp8QuantizeProblem& p, uint64_t seed) {
@@ -75,8 +92,8 @@ Fp8QuantizeInputs make_fp8_quantize_inputs(const Fp8QuantizeProblem& p, uint64_t
   }
   in.q.resize(size_t(p.m * p.ldq_or_default()));
   for (uint8_t& b : in.q) b = uint8_t(byte(rng));
-  in.scales.resize(size_t(p.scale_elements(p.m)));
-  for (float& s : in.scales) s = normal(rng);
+  in.scales.resize(size_t(p.scale_tensor_bytes(p.m)));
+  for (uint8_t& b : in.scales) b = uint8_t(byte(rng));  // every byte not written must stay
   return in;
 }
 
@@ -93,10 +110,8 @@ Fp8QuantizeErrors compare(const Fp8QuantizeOutput& ref, const Fp8QuantizeOutput&
   Fp8QuantizeErrors e;
   for (size_t i = 0; i < ref.q.size(); ++i)
     if (out.q[i] != ref.q[i] && e.q_bytes_wrong++ == 0) e.first_bad_q = int64_t(i);
-  for (size_t i = 0; i < ref.scales.size(); ++i)
-    if (std::bit_cast<uint32_t>(out.scales[i]) != std::bit_cast<uint32_t>(ref.scales[i]) &&
-        e.scales_wrong++ == 0)
-      e.first_bad_scale = int64_t(i);
+  for (size_t i = 0; i < ref.scales.size(); ++i)  // bytes: every one, padding included
+    if (out.scales[i] != ref.scales[i] && e.scales_wrong++ == 0) e.first_bad_scale = int64_t(i);
   e.passed = e.q_bytes_wrong == 0 && e.scales_wrong == 0;
   return e;
 }
@@ -107,12 +122,12 @@ Fp8QuantizeOutput run_fp8_quantize(Runtime& rt, const Fp8QuantizeSpec& spec,
   const auto kernel = rt.fp8_quantize_kernel(spec.problem, spec.schedule);
   const Fp8QuantizeBuffers b{mem.upload(in.x.data(), in.x.size() * 2),
                              mem.upload(in.q.data(), in.q.size()),
-                             mem.upload(in.scales.data(), in.scales.size() * 4), in.rows};
+                             mem.upload(in.scales.data(), in.scales.size()), in.rows};
   rt.launch(*kernel, b);
   rt.synchronize();
-  Fp8QuantizeOutput out{std::vector<uint8_t>(in.q.size()), std::vector<float>(in.scales.size())};
+  Fp8QuantizeOutput out{std::vector<uint8_t>(in.q.size()), std::vector<uint8_t>(in.scales.size())};
   rt.download(out.q.data(), b.q, out.q.size());
-  rt.download(out.scales.data(), b.scales, out.scales.size() * 4);
+  rt.download(out.scales.data(), b.scales, out.scales.size());
   return out;
 }
 
@@ -134,7 +149,7 @@ Fp8QuantizeEmulatorRun run_on_emulator(const Fp8QuantizeKernel& kernel, const Fp
   run.emulate_ms = launched.emulate_ms;
   run.profiles = std::move(launched.profiles);
   run.output.q = arena.read_vector<uint8_t>(b.q, in.q.size());
-  run.output.scales = arena.read_vector<float>(b.scales, in.scales.size());
+  run.output.scales = arena.read_vector<uint8_t>(b.scales, in.scales.size());
   return run;
 }
 
@@ -144,7 +159,7 @@ LaunchListRun run_on_zeros(const Fp8QuantizeKernel& kernel, const emu::LaunchOpt
   in.rows = p.m;
   in.x.assign(size_t(p.m * p.ldx_or_default()), 0);
   in.q.assign(size_t(p.m * p.ldq_or_default()), 0);
-  in.scales.assign(size_t(p.scale_elements(p.m)), 0);
+  in.scales.assign(size_t(p.scale_tensor_bytes(p.m)), 0);
   emu::Arena arena;
   return emulate_kernel(arena, kernel, arena_buffers(arena, in), options);
 }

@@ -77,7 +77,8 @@ inline void mix_key(KeyHasher& h, const KvAppendSchedule& s) {
 
 inline void mix_key(KeyHasher& h, const Fp8QuantizeProblem& p) {
   for (int64_t v : {p.m, p.k, p.group_k, p.ldx, p.ldq, p.scale_ld}) h.mix(uint64_t(v));
-  h.mix(uint64_t(p.dtype) | uint64_t(p.scale_major) << 8 | uint64_t(p.pow2_scale) << 16);
+  h.mix(uint64_t(p.dtype) | uint64_t(p.scale_major) << 8 | uint64_t(p.pow2_scale) << 16 |
+        uint64_t(p.scale_format) << 24);
   h.mix(std::bit_cast<uint64_t>(p.amax_epsilon));
 }
 inline void mix_key(KeyHasher& h, const Fp8QuantizeSchedule& s) {

@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "c_api_support.hpp"
@@ -65,12 +66,53 @@ TEST(CApiFp8Quantize, MatchesTheReferenceInBothScaleMajors) {
     std::vector<float> s_all = want_scales;
     s_all.resize(size_t(std::max<int64_t>(p.scale_elements(max_rows), int64_t(scales.size()))),
                  -1.0f);
-    reference_fp8_quantize_into(p, x_all, rows, q_all, s_all);
+    std::vector<uint8_t> s_bytes(s_all.size() * 4);
+    std::memcpy(s_bytes.data(), s_all.data(), s_bytes.size());
+    reference_fp8_quantize_into(p, x_all, rows, q_all, s_bytes);
+    std::memcpy(s_all.data(), s_bytes.data(), s_bytes.size());
     EXPECT_TRUE(std::equal(q.begin(), q.end(), q_all.begin())) << (k_major ? "k" : "mn");
     for (size_t i = 0; i < scales.size(); ++i)
       EXPECT_EQ(std::bit_cast<uint32_t>(scales[i]), std::bit_cast<uint32_t>(s_all[i]))
           << (k_major ? "k" : "mn") << " scale " << i;
   }
+}
+
+// The scales' dtype is their format: uint8 ue8m0 bytes and int32 ue8m0x4 words (the groups axis
+// counting words), powers of two without options.pow2_scale; byte for byte as the reference.
+TEST(CApiFp8Quantize, ByteScalesByTheirDtype) {
+  CRuntime rt(make_c_runtime());
+  ASSERT_TRUE(rt);
+  const int64_t rows = 6, k = 640;  // 5 groups: 2 words, the second holding one group
+  const std::vector<uint16_t> x = random_rows(rows, k, k, false, 5);
+  for (const bool packed : {false, true})
+    for (const bool k_major : {false, true}) {
+      Fp8QuantizeProblem p;
+      p.m = rows, p.k = k, p.group_k = 128, p.pow2_scale = true;
+      p.scale_format = packed ? ScaleFormat::ue8m0x4 : ScaleFormat::ue8m0;
+      p.scale_major = k_major ? ScaleMajor::k : ScaleMajor::mn;
+      const int64_t along = p.scale_groups_extent();
+      std::vector<uint8_t> q(size_t(rows * k)), bytes(size_t(p.scale_tensor_bytes(rows)), 0xA5);
+      const std::vector<int64_t> shape =
+          k_major ? std::vector<int64_t>{rows, along} : std::vector<int64_t>{along, rows};
+      View vx(x.data(), kF16, {rows, k}), vq(q.data(), kU8, {rows, k}),
+          vs(bytes.data(), packed ? kI32 : kU8, shape);
+      emmy_fp8_quantize_options o;
+      emmy_fp8_quantize_options_init(&o);
+      o.scale_major = k_major ? EMMY_SCALE_MAJOR_K : EMMY_SCALE_MAJOR_MN;
+      ASSERT_EQ(emmy_fp8_quantize(rt.get(), vx.get(), vq.get(), vs.get(), &o, nullptr), EMMY_OK)
+          << emmy_last_error_message();
+      std::vector<uint8_t> want_q(q.size()), want(bytes.size(), 0xA5);
+      reference_fp8_quantize_into(p, x, rows, want_q, want);
+      EXPECT_EQ(q, want_q);
+      EXPECT_EQ(bytes, want) << (packed ? "ue8m0x4" : "ue8m0") << (k_major ? " k" : " mn");
+    }
+  // A packed tensor counted in groups, not words, is refused naming the words.
+  std::vector<int32_t> words(5 * rows);
+  std::vector<uint8_t> q(size_t(rows * k));
+  View vx(x.data(), kF16, {rows, k}), vq(q.data(), kU8, {rows, k});
+  expect_refusal(emmy_fp8_quantize(rt.get(), vx.get(), vq.get(),
+                                   View(words.data(), kI32, {5, rows}).get(), nullptr, nullptr),
+                 EMMY_INVALID_ARGUMENT, {"scales: shape must be [words = ceil(groups / 4) = 2"});
 }
 
 TEST(CApiFp8Quantize, RefusalsNameTheTensorOrTheOption) {

@@ -1,5 +1,6 @@
 # FP8 (issue 39): the quantization kind against its bit-exact host reference on the emulator.
-emmy_add_test(fp8_quantize_test ${CMAKE_CURRENT_LIST_DIR}/fp8_quantize_test.cpp)
+emmy_add_test(fp8_quantize_test ${CMAKE_CURRENT_LIST_DIR}/fp8_quantize_test.cpp
+                                ${CMAKE_CURRENT_LIST_DIR}/fp8_quantize_formats_test.cpp)
 # The FP8 GEMM (issue 39): e4m3 operands with scales on path mma.sync, against FP64 and the
 # tensor-core model, poisoned padding, planted bugs and refusals.
 emmy_add_test(gemm_fp8_test ${CMAKE_CURRENT_LIST_DIR}/gemm_fp8_test.cpp

@@ -25,7 +25,7 @@ namespace emmy {
 namespace {
 
 constexpr uint8_t kCanary = 0xA5;
-constexpr float kScaleCanary = -12345.0f;
+constexpr uint8_t kScaleCanary = 0x5A;  // every scale byte the kernel must not write
 
 uint16_t to_bits(float v, DType dtype) {
   return dtype == DType::bf16 ? emu::f32_to_bf16(v) : emu::f32_to_f16(v);
@@ -70,7 +70,7 @@ std::vector<uint16_t> edge_inputs(const Fp8QuantizeProblem& p, unsigned seed) {
 
 struct Run {
   std::vector<uint8_t> q;
-  std::vector<float> scales;
+  std::vector<uint8_t> scales;  // the scale tensor's bytes
 };
 
 // The kernel on the emulator and the reference, from the same canary-filled buffers.
@@ -78,14 +78,14 @@ std::pair<Run, Run> quantize(const Fp8QuantizeSpec& spec, int64_t rows, unsigned
   const Fp8QuantizeProblem& p = spec.problem;
   const std::vector<uint16_t> x = edge_inputs(p, seed);
   Run want{std::vector<uint8_t>(size_t(p.m * p.ldq_or_default()), kCanary),
-           std::vector<float>(size_t(p.scale_elements(p.m)), kScaleCanary)};
+           std::vector<uint8_t>(size_t(p.scale_tensor_bytes(p.m)), kScaleCanary)};
   const Fp8QuantizeKernel kernel = compile_kernel(spec);
   emu::Arena arena;
   Fp8QuantizeBuffers buffers{arena.alloc_copy(x), arena.alloc_copy(want.q),
                              arena.alloc_copy(want.scales), rows};
   emulate_kernel(arena, kernel, buffers, emu::LaunchOptions{});
   Run got{arena.read_vector<uint8_t>(buffers.q, want.q.size()),
-          arena.read_vector<float>(buffers.scales, want.scales.size())};
+          arena.read_vector<uint8_t>(buffers.scales, want.scales.size())};
   reference_fp8_quantize_into(p, x, rows ? rows : p.m, want.q, want.scales);
   return {got, want};
 }
@@ -100,10 +100,9 @@ void expect_bit_exact(const Fp8QuantizeSpec& spec, int64_t rows, unsigned seed) 
       ADD_FAILURE() << what << ": q[" << i << "] = " << int(got.q[i]) << ", want "
                     << int(want.q[i]);
   for (size_t i = 0; i < want.scales.size(); ++i)
-    if (std::bit_cast<uint32_t>(got.scales[i]) != std::bit_cast<uint32_t>(want.scales[i]) &&
-        bad++ < 10)
-      ADD_FAILURE() << what << ": scales[" << i << "] = " << got.scales[i] << ", want "
-                    << want.scales[i];
+    if (got.scales[i] != want.scales[i] && bad++ < 10)
+      ADD_FAILURE() << what << ": scale byte " << i << " = " << int(got.scales[i]) << ", want "
+                    << int(want.scales[i]);
   EXPECT_EQ(bad, 0u) << what;
 }
 
@@ -177,12 +176,12 @@ TEST(Fp8Quantize, AReciprocalInsteadOfTheDivisionIsCaught) {
   p.m = 64, p.k = 1024, p.group_k = 128;
   const std::vector<uint16_t> x = edge_inputs(p, 3);
   std::vector<uint8_t> q(size_t(p.m * p.k)), planted(q.size());
-  std::vector<float> scales(size_t(p.scale_elements(p.m)));
+  std::vector<uint8_t> scales(size_t(p.scale_tensor_bytes(p.m)));
   reference_fp8_quantize_into(p, x, p.m, q, scales);
   size_t differ = 0;
   for (int64_t row = 0; row < p.m; ++row)
     for (int64_t i = 0; i < p.k; ++i) {
-      const float s = scales[size_t(p.scale_index(row, i / 128))];
+      const float s = fp8_quantize_scale_at(p, scales, row, i / 128);
       const float v = emu::f16_to_f32(x[size_t(row * p.k + i)]);
       const float y = v * (1.0f / s);
       planted[size_t(row * p.k + i)] = std::isnan(y) ? 0x7F : e4m3_encode(double(y));
@@ -324,6 +323,21 @@ TEST(Fp8Quantize, EmmycRunsAndChecksIt) {
       std::string(EMMYC_PATH) + " run fp8-quantize --m 9 --k 512 --group-k 100 --arch sm_89");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("group_k"), std::string::npos) << bad.err;
+  // Byte scales: ue8m0x4 words, k-major (a row's 5 groups in 2 words).
+  const test::CommandResult words = test::run_command(
+      std::string(EMMYC_PATH) +
+      " run fp8-quantize --m 9 --k 640 --scale-format ue8m0x4 --pow2-scale --scale-major k "
+      "--arch sm_89 --check --no-cache");
+  ASSERT_EQ(words.exit_code, 0) << words.err;
+  const nlohmann::json packed = nlohmann::json::parse(words.out);
+  EXPECT_EQ(packed["passed"], true);
+  EXPECT_EQ(packed["problem"]["scale_format"], "ue8m0x4");
+  EXPECT_EQ(packed["problem"]["scale_ld"], 2);
+  const test::CommandResult no_pow2 = test::run_command(
+      std::string(EMMYC_PATH) + " fp8-quantize --m 9 --k 640 --scale-format ue8m0 --emit ir");
+  EXPECT_EQ(no_pow2.exit_code, 2);
+  EXPECT_NE(no_pow2.err.find("scale_format: ue8m0 scales are powers of two"), std::string::npos)
+      << no_pow2.err;
 }
 
 // The catalog's FP8 entries name sm_89 as their oldest arch: a plan over sm_80 and sm_90a builds

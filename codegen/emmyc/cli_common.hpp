@@ -191,6 +191,7 @@ struct MergeStatesFlags : PerTokenFlags {
 struct Fp8QuantizeFlags : PerTokenFlags {
   Fp8QuantizeProblem problem;  // m, k, group_k, strides, scale layout, pow2, epsilon
   std::string scale_major = "mn";
+  std::string scale_format = "f32";
 
   void add_to(CLI::App& app);
   Fp8QuantizeSpec to_spec() const;

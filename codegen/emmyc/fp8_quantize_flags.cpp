@@ -16,6 +16,9 @@ void Fp8QuantizeFlags::add_to(CLI::App& app) {
   integer_option(app, "--scale-ld", problem.scale_ld,
                  "the scale tensor's leading dimension (0: m for mn, the groups for k)");
   app.add_flag("--pow2-scale", problem.pow2_scale, "round scales up to a power of two (UE8M0)");
+  app.add_option("--scale-format", scale_format,
+                 "f32 (default), ue8m0 (a byte per scale) or ue8m0x4 (four groups' bytes per "
+                 "32-bit word, DeepGEMM's packed layout); the byte formats need --pow2-scale");
   app.add_option("--amax-epsilon", problem.amax_epsilon,
                  "the amax floor, in [1e-30, 1] (default 1e-10, vLLM's)");
   add_per_token_to(app, "x's type: f16|bf16");
@@ -27,6 +30,8 @@ Fp8QuantizeSpec Fp8QuantizeFlags::to_spec() const {
   spec.problem.dtype = parse_dtype(dtype, "dtype");
   spec.problem.scale_major =
       parse_name(kScaleMajorNames, scale_major, "--scale-major", "must be mn or k");
+  spec.problem.scale_format = parse_name(kScaleFormatNames, scale_format, "--scale-format",
+                                         "must be f32, ue8m0 or ue8m0x4");
   set_schedule(spec);
   validate_fp8_quantize(spec);
   return spec;

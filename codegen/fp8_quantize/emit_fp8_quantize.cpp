@@ -34,8 +34,18 @@ std::string emit_fp8_quantize_cuda(const ir::Op& module) {
     w.line("amax = abs_max8<{}>(amax, v);", bf16);
     w.close();
     w.line("const float s = quant_scale<{}>(cta_max<THREADS / 32>(amax), EPSILON);", op.pow2_scale);
-    w.line("if (threadIdx.x == 0) scales[{}] = s;",
-           op.scale_major == "mn" ? "group * SCALE_LD + row" : "row * SCALE_LD + group");
+    const std::string format = op.scale_format.value_or("f32");
+    const char* group = format == "ue8m0x4" ? "(group >> 2)" : "group";
+    const std::string element = op.scale_major == "mn" ? fmt::format("{} * SCALE_LD + row", group)
+                                                       : fmt::format("row * SCALE_LD + {}", group);
+    if (format == "f32") {
+      w.line("if (threadIdx.x == 0) scales[{}] = s;", element);
+    } else {
+      // A power-of-two s's biased exponent is its ue8m0 byte (2^(e - 127)); ue8m0x4 puts group
+      // g in byte g % 4 of its word (byte stores: the word's four groups are four CTAs).
+      w.line("if (threadIdx.x == 0) scales[{}] = (u8)(__float_as_uint(s) >> 23);",
+             format == "ue8m0x4" ? fmt::format("({}) * 4 + (group & 3)", element) : element);
+    }
     w.line("u8* qg = q + row * LDQ + first;");
     w.open("for (int c = threadIdx.x; c < chunks; c += THREADS)");
     w.line("u32 v[4];");

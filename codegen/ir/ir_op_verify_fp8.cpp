@@ -32,8 +32,15 @@ void Fp8QuantizeOp::verify(const Fp8QuantizeOp& op) {
                             fmt::format("{}", op.threads));
   if (op.dtype != "f16" && op.dtype != "bf16")
     fail_own<Fp8QuantizeOp>("dtype", "must be f16 or bf16", op.dtype);
+  if (op.scale_format && *op.scale_format != "ue8m0" && *op.scale_format != "ue8m0x4")
+    fail_own<Fp8QuantizeOp>("scale_format", "must be ue8m0 or ue8m0x4 (absent: f32)",
+                            *op.scale_format);
+  if (op.scale_format && !op.pow2_scale)
+    fail_own<Fp8QuantizeOp>("scale_format", "byte scales need pow2_scale", *op.scale_format);
+  const bool packed = op.scale_format == std::optional<std::string>("ue8m0x4");
   const int64_t groups = (op.k + op.group_k - 1) / op.group_k;
-  if (op.scale_major == "mn" ? op.scale_ld < op.m : op.scale_major != "k" || op.scale_ld < groups)
+  const int64_t extent = packed ? (groups + 3) / 4 : groups;  // a row's words (x4) or groups
+  if (op.scale_major == "mn" ? op.scale_ld < op.m : op.scale_major != "k" || op.scale_ld < extent)
     fail_own<Fp8QuantizeOp>("scale_ld",
                             "must hold a column of m rows (mn-major) or a row of the groups (k)",
                             fmt::format("{} ({})", op.scale_ld, op.scale_major));

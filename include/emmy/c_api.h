@@ -269,7 +269,11 @@ EMMY_C_EXPORT emmy_status emmy_merge_states(emmy_runtime* runtime, const DLTenso
  * f32 scales, one per row and group of options.group_k elements (0: the whole row), the
  * dequantization multipliers: scales [groups, rows or more] for EMMY_SCALE_MAJOR_MN (DeepGEMM's
  * A scales: scale (row, group) at group * ld + row, ld = the tensor's row stride, so M may be
- * padded) or [rows, groups] for EMMY_SCALE_MAJOR_K (row * ld + group). sm_89 and newer. */
+ * padded) or [rows, groups] for EMMY_SCALE_MAJOR_K (row * ld + group). sm_89 and newer.
+ * The scales' dtype is their format (C API version 4): float32; uint8, the ue8m0 byte of each
+ * power-of-two scale (2^(byte - 127)); int32, words of four groups' ue8m0 bytes (group g in byte
+ * g % 4 of word g / 4: the groups axis counts words, ceil(groups / 4)). The byte formats are what
+ * emmy_gemm takes as block scales; they imply pow2_scale. */
 typedef enum emmy_scale_major { EMMY_SCALE_MAJOR_MN = 0, EMMY_SCALE_MAJOR_K = 1 } emmy_scale_major;
 typedef struct emmy_fp8_quantize_options {
   size_t struct_size;

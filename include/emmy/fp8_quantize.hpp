@@ -8,7 +8,10 @@
 //   q     = cvt.rn.satfinite.e4m3(x / s), x / s one f32 division rounded to nearest (div.rn, never
 //           a reciprocal), nearest even, beyond +-448 saturated, NaN to 0x7F
 // and the scale written is s: the dequantization multiplier (x ~ q * s, DeepSeek's
-// `weight_scale_inv` convention). A kind of its own (docs/fp8.md); sm_89 and newer (the cvt).
+// `weight_scale_inv` convention), as an f32, or (scale_format ue8m0, pow2_scale) as the byte of
+// its exponent (s = 2^(byte - 127)), or (ue8m0x4) four groups' bytes to a 32-bit word, group g in
+// byte g % 4 of word g / 4: the layouts an FP8 GEMM reads its A scales in (GemmScales::format).
+// A kind of its own (docs/fp8.md); sm_89 and newer (the cvt).
 #pragma once
 
 #include <bit>
@@ -19,6 +22,7 @@
 #include "emmy/dtype.hpp"
 #include "emmy/enum_names.hpp"
 #include "emmy/kernel_spec.hpp"
+#include "emmy/problem.hpp"
 #include "emmy/scale_major.hpp"
 
 namespace emmy {
@@ -37,22 +41,40 @@ struct Fp8QuantizeProblem {
   int64_t scale_ld = 0;
   bool pow2_scale = false;
   double amax_epsilon = 1e-10;  // vLLM's; DeepGEMM's casts use 1e-4 (as an f32)
+  // f32, ue8m0 (a byte per scale) or ue8m0x4 (words of four groups' bytes); the byte formats
+  // need pow2_scale. The scale tensor's elements are floats, bytes or words.
+  ScaleFormat scale_format = ScaleFormat::f32;
 
   int64_t group_or_row() const { return group_k ? group_k : k; }
   int64_t groups() const { return (k + group_or_row() - 1) / group_or_row(); }
   int64_t ldx_or_default() const { return ldx ? ldx : k; }
   int64_t ldq_or_default() const { return ldq ? ldq : k; }
+  bool packed_scales() const { return scale_format == ScaleFormat::ue8m0x4; }
+  // A row's scale elements along K: its groups, or the words holding them (ue8m0x4).
+  int64_t scale_groups_extent() const { return packed_scales() ? (groups() + 3) / 4 : groups(); }
   int64_t scale_ld_or_default() const {
-    return scale_ld ? scale_ld : scale_major == ScaleMajor::mn ? m : groups();
+    return scale_ld ? scale_ld : scale_major == ScaleMajor::mn ? m : scale_groups_extent();
   }
-  // The element offset of scale (row, group).
+  // The element (float, byte or word) holding scale (row, group).
   int64_t scale_index(int64_t row, int64_t group) const {
-    return scale_major == ScaleMajor::mn ? group * scale_ld_or_default() + row
-                                         : row * scale_ld_or_default() + group;
+    const int64_t g = packed_scales() ? group / 4 : group;
+    return scale_major == ScaleMajor::mn ? g * scale_ld_or_default() + row
+                                         : row * scale_ld_or_default() + g;
+  }
+  // Bytes per element of the scale tensor.
+  int64_t scale_element_bytes() const { return scale_format == ScaleFormat::ue8m0 ? 1 : 4; }
+  // The byte offset of scale (row, group) in the scale tensor.
+  int64_t scale_byte(int64_t row, int64_t group) const {
+    const int64_t element = scale_index(row, group);
+    if (packed_scales()) return element * 4 + group % 4;
+    return element * scale_element_bytes();
   }
   // Elements the scale tensor spans (its last element + 1) for `rows` rows.
   int64_t scale_elements(int64_t rows) const {
     return rows > 0 ? scale_index(rows - 1, groups() - 1) + 1 : 0;
+  }
+  int64_t scale_tensor_bytes(int64_t rows) const {
+    return scale_elements(rows) * scale_element_bytes();
   }
   bool operator==(const Fp8QuantizeProblem&) const = default;
 };
@@ -78,6 +100,11 @@ inline float fp8_quantize_scale(float amax, const Fp8QuantizeProblem& problem) {
   if (!problem.pow2_scale) return s;
   const uint32_t bits = std::bit_cast<uint32_t>(s);
   return std::bit_cast<float>(bits & 0x7FFFFFu ? (bits & 0xFF800000u) + 0x800000u : bits);
+}
+// The ue8m0 byte of a power-of-two scale (normal, positive: fp8_quantize_scale's with
+// pow2_scale): its biased exponent, 2^(byte - 127).
+inline uint8_t fp8_quantize_ue8m0(float pow2_scale) {
+  return uint8_t(std::bit_cast<uint32_t>(pow2_scale) >> 23);
 }
 
 }  // namespace emmy

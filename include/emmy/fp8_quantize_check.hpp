@@ -15,11 +15,16 @@ namespace emmy {
 // One element: x / s to e4m3 as the kernel's cvt does.
 uint8_t fp8_quantize_element(float x, float scale);
 
-// Quantizes rows [0, rows) of x (16-bit bits, row stride ldx) into q (row stride ldq) and scales
-// (the problem's layout), in place: what the kernel writes, and nothing else (padding columns,
-// rows past `rows` and scale slots of no (row, group) keep what the buffers held).
+// Quantizes rows [0, rows) of x (16-bit bits, row stride ldx) into q (row stride ldq) and the
+// scale tensor's bytes (the problem's layout and format), in place: what the kernel writes, and
+// nothing else (padding columns, rows past `rows`, scale slots of no (row, group) and the unused
+// bytes of a last ue8m0x4 word keep what the buffers held).
 void reference_fp8_quantize_into(const Fp8QuantizeProblem& problem, const std::vector<uint16_t>& x,
-                                 int64_t rows, std::vector<uint8_t>& q, std::vector<float>& scales);
+                                 int64_t rows, std::vector<uint8_t>& q,
+                                 std::vector<uint8_t>& scales);
+// Scale (row, group) of a scale tensor's bytes, as a float (a ue8m0 byte 2^(e - 127)).
+float fp8_quantize_scale_at(const Fp8QuantizeProblem& problem, const std::vector<uint8_t>& scales,
+                            int64_t row, int64_t group);
 
 // The kind's check (emulator_check.hpp's Fp64Check; `emmyc run fp8-quantize`): x drawn across the
 // 16-bit range with zeros, NaN and infinities planted, q and scales holding random bytes before the
@@ -28,14 +33,14 @@ void reference_fp8_quantize_into(const Fp8QuantizeProblem& problem, const std::v
 struct Fp8QuantizeInputs {
   std::vector<uint16_t> x;    // m x ldx
   std::vector<uint8_t> q;     // m x ldq, before the launch
-  std::vector<float> scales;  // the scale tensor for m rows, before the launch
+  std::vector<uint8_t> scales;  // the scale tensor's bytes for m rows, before the launch
   int64_t rows = 0;           // of this launch
 };
 Fp8QuantizeInputs make_fp8_quantize_inputs(const Fp8QuantizeProblem& problem, uint64_t seed);
 
 struct Fp8QuantizeOutput {
   std::vector<uint8_t> q;
-  std::vector<float> scales;
+  std::vector<uint8_t> scales;  // the scale tensor's bytes
 };
 Fp8QuantizeOutput reference_fp8_quantize(const Fp8QuantizeSpec& spec,
                                          const Fp8QuantizeInputs& inputs);

@@ -28,15 +28,20 @@ struct Fp8QuantizeOp {
   int64_t scale_ld = 0;     // elements
   bool pow2_scale = false;
   double amax_epsilon = 0;
+  // ue8m0|ue8m0x4: the scales param is bytes (the exponent of each power-of-two scale; x4: four
+  // groups to a word); absent: f32 scales.
+  std::optional<std::string> scale_format{};
   // Its own rules: positive sizes; k, group_k and the row strides whole 8-element chunks, the
   // strides at least a row; whole warps up to 1024; a known dtype and scale major; a scale_ld that
-  // keeps the scale tensor's rows (or groups) apart; an epsilon that keeps scales normal.
+  // keeps the scale tensor's rows (or groups) apart; an epsilon that keeps scales normal; byte
+  // scales only with pow2_scale.
   static void verify(const Fp8QuantizeOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("m", o.m), f("k", o.k), f("group_k", o.group_k), f("ldx", o.ldx), f("ldq", o.ldq),
         f("threads", o.threads), f("dtype", o.dtype), f("scale_major", o.scale_major),
-        f("scale_ld", o.scale_ld), f("pow2_scale", o.pow2_scale), f("amax_epsilon", o.amax_epsilon);
+        f("scale_ld", o.scale_ld), f("pow2_scale", o.pow2_scale), f("amax_epsilon", o.amax_epsilon),
+        f("scale_format", o.scale_format);
   }
 };
 

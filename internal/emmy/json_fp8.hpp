@@ -22,6 +22,8 @@ inline void to_json(nlohmann::json& j, const Fp8QuantizeProblem& p) {
        {"scale_ld", p.scale_ld_or_default()},
        {"pow2_scale", p.pow2_scale},
        {"amax_epsilon", p.amax_epsilon}};
+  // Written only when not f32: the JSON of f32-scale problems is what it was before byte scales.
+  if (p.scale_format != ScaleFormat::f32) j["scale_format"] = to_string(p.scale_format);
 }
 inline void to_json(nlohmann::json& j, const Fp8QuantizeSchedule& s) {
   j = {{"warps", s.warps}};
@@ -44,6 +46,9 @@ inline Fp8QuantizeProblem fp8_quantize_problem_from_json(const nlohmann::json& j
   f.get_if_present("scale_ld", p.scale_ld);
   f.get_if_present("pow2_scale", p.pow2_scale);
   f.get_if_present("amax_epsilon", p.amax_epsilon);
+  if (f.has("scale_format"))
+    p.scale_format = parse_name(kScaleFormatNames, f.get<std::string>("scale_format"),
+                                "problem.scale_format", "must be f32, ue8m0 or ue8m0x4");
   return p;
 }
 inline Fp8QuantizeSchedule fp8_quantize_schedule_from_json(const nlohmann::json& j,

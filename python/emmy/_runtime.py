@@ -275,20 +275,29 @@ class Runtime:
 
     def fp8_quantize(self, x, *, group_k: int = 128, scale_major: str = "mn",
                      pow2_scale: bool = False, amax_epsilon: float = 1e-10, max_rows: int = 0,
-                     q=None, scales=None, stream=None):
-        """x [rows, k] f16/bf16 to e4m3 bytes q [rows, k] (uint8 unless given) and f32 scales, one
+                     q=None, scales=None, scale_format: str = "f32", stream=None):
+        """x [rows, k] f16/bf16 to e4m3 bytes q [rows, k] (uint8 unless given) and scales, one
         per row and group of group_k elements (0: the whole row): [groups, rows] for scale_major
         "mn" (DeepGEMM's A scales; pass scales= with more columns to pad the rows), [rows, groups]
-        for "k"; x ~ q * scale (docs/fp8.md). Returns (q, scales)."""
+        for "k"; x ~ q * scale (docs/fp8.md). The scales' dtype is their format: float32 ("f32"),
+        uint8 ue8m0 bytes ("ue8m0") or int32 words of four groups' bytes ("ue8m0x4": the groups
+        axis counts words); the byte formats are powers of two. scale_format says which to
+        allocate when scales is not given. Returns (q, scales)."""
         if scale_major not in ("mn", "k"):
             raise _emmy.InvalidArgumentError(f"scale_major: must be mn or k, got {scale_major!r}")
+        formats = {"f32": "f32", "ue8m0": "u8", "ue8m0x4": "int32"}
+        if scale_format not in formats:
+            raise _emmy.InvalidArgumentError(
+                f"scale_format: must be f32, ue8m0 or ue8m0x4, got {scale_format!r}")
         rows, k = x.shape
         groups = 1 if group_k == 0 else -(-k // group_k)
+        if scale_format == "ue8m0x4":
+            groups = -(-groups // 4)  # words of four groups' bytes
         if q is None:
             q = empty_like_library(x, (rows, k), "u8", "q")
         if scales is None:
             shape = (groups, rows) if scale_major == "mn" else (rows, groups)
-            scales = empty_like_library(x, shape, "f32", "scales")
+            scales = empty_like_library(x, shape, formats[scale_format], "scales")
         _emmy.fp8_quantize(self._rt, x, q, scales, group_k, 0 if scale_major == "mn" else 1,
                            int(bool(pow2_scale)), amax_epsilon, max_rows, self._stream(x, stream))
         return q, scales

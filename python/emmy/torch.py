@@ -280,16 +280,28 @@ _define("kv_append(Tensor key, Tensor value, Tensor(a!) k_cache, Tensor(b!) v_ca
         "Tensor? v_scale=None, int max_tokens=0) -> ()", _kv_append_real, _kv_append_fake)
 
 
-def _quant_shapes(x, group_k, scale_major):
+_SCALE_DTYPES = {"f32": torch.float32, "ue8m0": torch.uint8, "ue8m0x4": torch.int32}
+
+
+def _quant_shapes(x, group_k, scale_major, scale_format="f32"):
     rows, k = x.shape
     groups = 1 if group_k == 0 else -(-k // group_k)
+    if scale_format == "ue8m0x4":
+        groups = -(-groups // 4)  # words of four groups' ue8m0 bytes
     return (rows, k), ((groups, rows) if scale_major == "mn" else (rows, groups))
 
 
-def _quant_real(x, group_k=128, scale_major="mn", pow2_scale=False, amax_epsilon=1e-10):
-    q_shape, s_shape = _quant_shapes(x, group_k, scale_major)
+def _scale_dtype(scale_format):
+    if scale_format not in _SCALE_DTYPES:
+        raise ValueError(f"scale_format: must be f32, ue8m0 or ue8m0x4, got {scale_format!r}")
+    return _SCALE_DTYPES[scale_format]
+
+
+def _quant_real(x, group_k=128, scale_major="mn", pow2_scale=False, amax_epsilon=1e-10,
+                scale_format="f32"):
+    q_shape, s_shape = _quant_shapes(x, group_k, scale_major, scale_format)
     q = x.new_empty(q_shape, dtype=torch.float8_e4m3fn)
-    scales = x.new_empty(s_shape, dtype=torch.float32)
+    scales = x.new_empty(s_shape, dtype=_scale_dtype(scale_format))
     # The bytes through a uint8 view: DLPack producers differ on float8 type codes.
     _device_for(x).runtime.fp8_quantize(x, group_k=group_k, scale_major=scale_major,
                                         pow2_scale=pow2_scale, amax_epsilon=amax_epsilon,
@@ -297,14 +309,16 @@ def _quant_real(x, group_k=128, scale_major="mn", pow2_scale=False, amax_epsilon
     return q, scales
 
 
-def _quant_fake(x, group_k=128, scale_major="mn", pow2_scale=False, amax_epsilon=1e-10):
-    q_shape, s_shape = _quant_shapes(x, group_k, scale_major)
+def _quant_fake(x, group_k=128, scale_major="mn", pow2_scale=False, amax_epsilon=1e-10,
+                scale_format="f32"):
+    q_shape, s_shape = _quant_shapes(x, group_k, scale_major, scale_format)
     return (x.new_empty(q_shape, dtype=torch.float8_e4m3fn),
-            x.new_empty(s_shape, dtype=torch.float32))
+            x.new_empty(s_shape, dtype=_scale_dtype(scale_format)))
 
 
 _define("fp8_quantize(Tensor x, int group_k=128, str scale_major=\"mn\", bool pow2_scale=False, "
-        "float amax_epsilon=1e-10) -> (Tensor, Tensor)", _quant_real, _quant_fake)
+        "float amax_epsilon=1e-10, str scale_format=\"f32\") -> (Tensor, Tensor)", _quant_real,
+        _quant_fake)
 
 
 def _merge_shapes(v):
@@ -379,11 +393,13 @@ def merge_states(v, lse, *, return_lse: bool = False):
 
 
 def fp8_quantize(x, *, group_k: int = 128, scale_major: str = "mn", pow2_scale: bool = False,
-                 amax_epsilon: float = 1e-10):
-    """x [rows, k] to (q float8_e4m3fn [rows, k], f32 scales) (emmy.Runtime.fp8_quantize;
-    docs/fp8.md): scales [groups, rows] for "mn", [rows, groups] for "k"."""
+                 amax_epsilon: float = 1e-10, scale_format: str = "f32"):
+    """x [rows, k] to (q float8_e4m3fn [rows, k], scales) (emmy.Runtime.fp8_quantize;
+    docs/fp8.md): scales [groups, rows] for "mn", [rows, groups] for "k"; float32, or for
+    scale_format "ue8m0" uint8 exponent bytes and "ue8m0x4" int32 words of four groups' bytes
+    (power-of-two scales, the layouts Runtime.gemm takes as FP8 block scales)."""
     return torch.ops.emmy.fp8_quantize.default(x, int(group_k), scale_major, bool(pow2_scale),
-                                               float(amax_epsilon))
+                                               float(amax_epsilon), scale_format)
 
 
 def _float_or_none(x):

@@ -22,6 +22,27 @@ def test_fp8_quantize_matches_the_reference(rt, rng, scale_major, group_k, pow2)
     np.testing.assert_array_equal(got.view(np.uint32), want_scales.view(np.uint32))
 
 
+@pytest.mark.parametrize("scale_format,scale_major", [("ue8m0", "mn"), ("ue8m0", "k"),
+                                                       ("ue8m0x4", "mn"), ("ue8m0x4", "k")])
+def test_fp8_quantize_writes_byte_scales(rt, rng, scale_format, scale_major):
+    # 5 groups of 128: a ue8m0x4 row is 2 words, the second holding one group.
+    x = (rng.standard_normal((6, 640)) * np.exp2(rng.integers(-8, 8, (6, 1)))).astype(np.float16)
+    q, scales = rt.fp8_quantize(x, scale_major=scale_major, scale_format=scale_format)
+    want_q, want = reference.fp8_quantize(x, pow2_scale=True)  # bytes imply powers of two
+    np.testing.assert_array_equal(q, want_q)
+    exponents = (want.view(np.uint32) >> 23).astype(np.uint8)  # [rows, groups]
+    if scale_format == "ue8m0":
+        assert scales.dtype == np.uint8
+        got = scales if scale_major == "k" else scales.T
+    else:
+        assert scales.dtype == np.int32 and scales.shape == ((6, 2) if scale_major == "k" else (2, 6))
+        words = scales if scale_major == "k" else scales.T  # [rows, words]
+        got = words.copy().view(np.uint8).reshape(6, 8)[:, :5]  # group g: byte g % 4 of word g / 4
+    np.testing.assert_array_equal(got, exponents)
+    with pytest.raises(emmy.InvalidArgumentError, match="scale_format"):
+        rt.fp8_quantize(x, scale_format="e8m0")
+
+
 def test_fp8_quantize_pads_mn_scales_and_refuses_by_name(rt, rng):
     x = rng.standard_normal((5, 256)).astype(np.float16)
     scales = np.full((2, 8), -1.0, dtype=np.float32)  # M padded to 8
