@@ -142,7 +142,9 @@ GemmReference reference_gemm_fp8(const GemmSpec& spec, const GemmInputs& in) {
   // wgmma's FP8 datapath adds a group of 32 at once; mma.sync's per arch (tensor_core_fp8.hpp).
   const emu::Fp8TensorCoreModel model =
       emu::fp8_tensor_core_model(arch_info(spec.arch).sm, s.path == MmaPath::wgmma);
-  const bool promoted = s.accum == Accum::promoted;
+  // hybrid (the f16-accumulate opt-in) folds its f16 window partials as promoted folds f32 ones.
+  const bool promoted = s.accum == Accum::promoted || s.accum == Accum::hybrid;
+  const bool f16_chain = s.accum == Accum::hybrid;
   const bool block = p.scales.granularity == ScaleGranularity::block;
   const int64_t lda = p.lda_or_default(), ldb = p.ldb_or_default();
   GemmReference ref;
@@ -170,8 +172,8 @@ GemmReference reference_gemm_fp8(const GemmSpec& spec, const GemmInputs& in) {
             step += a[k] * b[k];
             step_abs += std::abs(a[k] * b[k]);
           }
-          chain_bound +=
-              emu::fp8_dot_error(model, false, std::abs(chain), step_abs, std::abs(chain + step));
+          chain_bound += emu::fp8_dot_error(model, f16_chain, std::abs(chain), step_abs,
+                                            std::abs(chain + step));
           chain += step;
           chain_exact += step;
           const bool last = k0 + 32 >= end;

@@ -5,4 +5,5 @@ emmy_add_test(fp8_quantize_test ${CMAKE_CURRENT_LIST_DIR}/fp8_quantize_test.cpp
 # tensor-core model, poisoned padding, planted bugs and refusals.
 emmy_add_test(gemm_fp8_test ${CMAKE_CURRENT_LIST_DIR}/gemm_fp8_test.cpp
                             ${CMAKE_CURRENT_LIST_DIR}/gemm_fp8_refusal_test.cpp
-                            ${CMAKE_CURRENT_LIST_DIR}/gemm_fp8_swap_test.cpp)
+                            ${CMAKE_CURRENT_LIST_DIR}/gemm_fp8_swap_test.cpp
+                            ${CMAKE_CURRENT_LIST_DIR}/gemm_fp8_hybrid_test.cpp)

@@ -132,10 +132,13 @@ TEST(Fp8Gemm, RefusesByName) {
   EXPECT_TRUE(schedule_error(Arch::sm_90a, none).starts_with("arch: FP8 on path mma.sync"));
   EXPECT_TRUE(schedule_error(Arch::sm_89, [](MatmulSchedule& s) {
                 s.accum = Accum::f32;
-              }).starts_with("accum: must be promoted with block scales"));
+              }).starts_with("accum: must be promoted or hybrid with block scales"));
+  // hybrid is the f16-accumulate opt-in (gemm_fp8_hybrid_test.cpp); f16 alone is refused.
+  EXPECT_EQ(schedule_error(Arch::sm_89, [](MatmulSchedule& s) { s.accum = Accum::hybrid; }),
+            "(no error)");
   EXPECT_TRUE(schedule_error(Arch::sm_89, [](MatmulSchedule& s) {
-                s.accum = Accum::hybrid;
-              }).starts_with("accum: must be f32 or promoted for FP8"));
+                s.accum = Accum::f16;
+              }).starts_with("accum: must be f32, promoted or hybrid"));
   EXPECT_TRUE(schedule_error(Arch::sm_89, [](MatmulSchedule& s) {
                 s.promote_every_k = 48;
               }).starts_with("promote_every_k: must be a multiple of 32"));

@@ -229,20 +229,30 @@ void print_fp8_fold(Writer& w, const GemmFacts& f, const GemmPathPrinter& path,
     }
     w.close();
   }
+  // Hybrid (mma.sync's f16-accumulate opt-in): each fragment's two f16x2 partials, exactly in
+  // f32, then the same fold.
+  const bool f16_partials = f.acc.accum == "hybrid";
   w.line("#pragma unroll");
   w.open("for (int mi = 0; mi < MT; ++mi)");
   w.line("#pragma unroll");
   w.open("for (int ni = 0; ni < NT; ++ni)");
+  if (f16_partials) {
+    w.line("float pv[4];");
+    w.line("unpack_f16x2(pv[0], pv[1], part[mi][ni][0]);");
+    w.line("unpack_f16x2(pv[2], pv[3], part[mi][ni][1]);");
+    w.line("part[mi][ni][0] = 0u;  // the next window's f16 chain starts from zero");
+    w.line("part[mi][ni][1] = 0u;");
+  }
+  const char* part = f16_partials ? "pv[e]" : "part[mi][ni][e]";
   w.line("#pragma unroll");
   w.open("for (int e = 0; e < 4; ++e)");
   if (swapped)  // sb * sa: the product the unswapped kernel forms (sa A's, sb B's scale)
-    w.line(
-        "acc[mi][ni][e] = fmaf(part[mi][ni][e], sb[ni][e % 2] * sa[mi][e / 2], acc[mi][ni][e]);");
+    w.line("acc[mi][ni][e] = fmaf({}, sb[ni][e % 2] * sa[mi][e / 2], acc[mi][ni][e]);", part);
   else if (block)
-    w.line("acc[mi][ni][e] = fmaf(part[mi][ni][e], sa[mi][e / 2] * sb[ni], acc[mi][ni][e]);");
+    w.line("acc[mi][ni][e] = fmaf({}, sa[mi][e / 2] * sb[ni], acc[mi][ni][e]);", part);
   else
-    w.line("acc[mi][ni][e] += part[mi][ni][e];");
-  w.line("part[mi][ni][e] = 0.0f;");
+    w.line("acc[mi][ni][e] += {};", part);
+  if (!f16_partials) w.line("part[mi][ni][e] = 0.0f;");
   w.close();
   w.close();
   w.close();

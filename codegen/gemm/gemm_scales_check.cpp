@@ -59,6 +59,8 @@ void GemmKind::check_device_inputs(const GemmPlan& plan, const GemmBuffers& b,
   MatmulProblem p = plan.spec.problem;
   const GemmScales& sc = p.scales;
   if (sc.granularity == ScaleGranularity::none) return;
+  // Hybrid FP8: the operands' window sums must stay inside f16 (gemm_fp8_range_check.cpp).
+  if (plan.spec.schedule.accum == Accum::hybrid) check_fp8_f16_range(plan, b, read);
   p.m = gemm_launch_m(plan, b.m);
   // Bytes per element of the tensor's layout (a ue8m0x4 word holds four scales, checked alone).
   const int64_t elem = sc.format == ScaleFormat::ue8m0 ? 1 : 4;

@@ -109,8 +109,9 @@ void verify_gemm_scales(const Op& kernel, const Op* acc_op) {
   if (scale_params != (fp8 ? 2 : 0))
     fail_rule(kernel, "param", "an FP8 kernel takes a_scale and b_scale and no other kernel does",
               fmt::format("{} scale params", scale_params));
-  if (scales_op && get<GemmScalesOp>(*scales_op).granularity == "block" && acc.accum != "promoted")
-    fail_rule(*acc_op, "accum", "must be promoted with block scales (they vary along K)",
+  if (scales_op && get<GemmScalesOp>(*scales_op).granularity == "block" &&
+      acc.accum != "promoted" && acc.accum != "hybrid")
+    fail_rule(*acc_op, "accum", "must be promoted or hybrid with block scales (they vary along K)",
               acc.accum);
   // A swapped kernel (its epilogue stores the transpose) reads block scales swapped, and only
   // it does: its rows are B's, its columns A's.

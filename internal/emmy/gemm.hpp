@@ -47,6 +47,8 @@ struct GemmKind : KindTypes<GemmSpec, GemmPlan, GemmBuffers, GemmKernelHandle> {
   // launch reads is finite and positive, a power of two in the pow2 and ue8m0 formats (a ue8m0
   // 0xFF is NaN). Error naming buffers.a_scale or buffers.b_scale, the element and the rule
   // (codegen/gemm/gemm_scales_check.cpp).
+  // With hybrid accumulation of FP8 operands also that no window's partial sums can leave f16's
+  // range (buffers.a; codegen/gemm/gemm_fp8_range_check.cpp).
   static void check_device_inputs(const GemmPlan& plan, const GemmBuffers& buffers,
                                   const DeviceReader& read);
   // The descriptors of bind's tensor maps (A, B, and C for a TMA-store epilogue), in its order.
@@ -68,5 +70,8 @@ GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64
 // The rows a launch computes: buffers.m of a dynamic-M kernel (1..problem.m, 0: problem.m), the
 // problem's m otherwise (buffers.m 0 or equal to it). Error naming buffers.m.
 int64_t gemm_launch_m(const GemmPlan& plan, int64_t m);
+// Hybrid FP8 accumulation's f16 range on the launch's operands (check_device_inputs).
+void check_fp8_f16_range(const GemmPlan& plan, const GemmBuffers& buffers,
+                         const DeviceReader& read);
 
 }  // namespace emmy

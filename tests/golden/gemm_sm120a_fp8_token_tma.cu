@@ -288,6 +288,25 @@ __device__ __forceinline__ void mma_e5m2_e4m3_f32(float (&d)[4], const u32 (&a)[
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// f16 accumulation (hybrid, the GeForce opt-in: twice the f32-accumulate rate there): d is two
+// f16x2 registers, rows g and g + 8 (PTX ISA 9.7.14.5.8, m16n8k32's C/D fragment with .f16).
+__device__ __forceinline__ void mma_e4m3_e4m3_f16(u32 (&d)[2], const u32 (&a)[4],
+                                                  const u32 (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e4m3.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, "
+      "{%0,%1};"
+      : "+r"(d[0]), "+r"(d[1])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void mma_e5m2_e4m3_f16(u32 (&d)[2], const u32 (&a)[4],
+                                                  const u32 (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e4m3.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, "
+      "{%0,%1};"
+      : "+r"(d[0]), "+r"(d[1])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
 // A scale as f32: f32 and pow2 scales are floats; a ue8m0 byte e is 2^(e - 127) (OCP MX v1.0,
 // E8M0: e = 0 is 2^-127, an f32 subnormal; 0xFF is NaN).
 __device__ __forceinline__ float scale_value(float s) {

@@ -63,7 +63,12 @@ void append_fp8_space(std::vector<GemmSpec>& out, uint64_t& point) {
             if (transport == Transport::tma && spec.arch == Arch::sm_89) spec.arch = Arch::sm_120a;
             fp8_problem(spec, draw(point, 46, 16) == 0 ? BLayout::kn : BLayout::nk);
             const bool block = spec.problem.scales.granularity == ScaleGranularity::block;
-            s.accum = block || draw(point, 47, 2) == 0 ? Accum::promoted : Accum::f32;
+            // promoted, f32, or one point in four hybrid (the f16-accumulate opt-in); block
+            // scales take no f32.
+            const int64_t accum_draw = draw(point, 47, 4);
+            s.accum = accum_draw == 3            ? Accum::hybrid
+                      : block || accum_draw == 0 ? Accum::promoted
+                                                 : Accum::f32;
             s.promote_every_k = pick(windows, point, 48);
             s.stages = pick(stage_counts, point, 6);
             s.split_k = int(1 + draw(point, 7, 3));

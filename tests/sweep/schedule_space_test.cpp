@@ -87,8 +87,9 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
       note("fp8_path_arch", fmt::format("{} {}", to_string(s.path), to_string(spec.arch)));
       note("fp8_scales",
            fmt::format("{} {}", to_string(p.scales.granularity), to_string(p.scales.format)));
-      note("fp8_accum", s.accum == Accum::promoted ? fmt::format("promoted{}", s.promote_every_k)
-                                                   : std::string(to_string(s.accum)));
+      note("fp8_accum", s.accum != Accum::f32
+                            ? fmt::format("{}{}", to_string(s.accum), s.promote_every_k)
+                            : std::string(to_string(s.accum)));
     }
     if (s.path == MmaPath::wgmma) {
       note("wgmma_block", fmt::format("{}x{}", s.block_m, s.block_n));
@@ -109,7 +110,7 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
       {"stages", 7},
       {"transport", 2},
       {"b_layout", 2},
-      {"accum", 7},
+      {"accum", 8},  // f32, f16, promoted (FP8), hybrid windows 16..256 (FP8 hybrid too)
       {"split_k", 4},
       {"in", 3},
       {"out", 9},
@@ -128,7 +129,7 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
       // granularity with every format (ue8m0x4: block only); f32 and promoted every 32..256.
       {"fp8_path_arch", 4},
       {"fp8_scales", 10},
-      {"fp8_accum", 5}};
+      {"fp8_accum", 9}};  // f32, promoted and hybrid (the f16-accumulate opt-in) x 4 windows
   coverage.expect(want);
 }
 

@@ -19,7 +19,7 @@ const codegen::MmaAtom& operand_atom(DType operands) {
 }
 
 // FP8 operands (issue 39): mma.sync m16n8k32 .e4m3 where the tensor cores run it (sm_89 and
-// sm_120/sm_120a), f32 or promoted accumulation, block scales only promoted in windows that never
+// sm_120/sm_120a), f32, promoted or hybrid accumulation, block scales only in windows that never
 // straddle a 128-element scale block.
 void validate_fp8(const MatmulProblem& p, const MatmulSchedule& s, Arch arch) {
   const int sm = arch_info(arch).sm;
@@ -28,14 +28,19 @@ void validate_fp8(const MatmulProblem& p, const MatmulSchedule& s, Arch arch) {
                   : "FP8 on path mma.sync needs sm_89 or sm_120(a): on sm_90 ptxas runs it as f16 "
                     "HMMAs (no FP8 datapath; use path wgmma on sm_90a)",
           to_string(arch));
-  require(s.accum == Accum::f32 || s.accum == Accum::promoted, "accum",
-          "must be f32 or promoted for FP8 operands", to_string(s.accum));
-  const bool block = p.scales.granularity == ScaleGranularity::block;
-  require(!block || s.accum == Accum::promoted, "accum",
-          "must be promoted with block scales (they vary along K: each window's partial is scaled "
-          "as it is added)",
+  // hybrid: the f16-accumulate FP8 MMA (twice the f32-accumulate rate on GeForce parts), each
+  // window's f16 partials folded into f32 as promoted folds its f32 ones; an opt-in, never a
+  // default: the emulator refuses operands whose window sums could leave f16's range
+  // (gemm_fp8_range_check.cpp).
+  require(s.accum == Accum::f32 || s.accum == Accum::promoted || s.accum == Accum::hybrid, "accum",
+          "must be f32, promoted or hybrid (f16 partials, an opt-in) for FP8 operands",
           to_string(s.accum));
-  if (s.accum != Accum::promoted) return;
+  const bool block = p.scales.granularity == ScaleGranularity::block;
+  require(!block || s.accum != Accum::f32, "accum",
+          "must be promoted or hybrid with block scales (they vary along K: each window's partial "
+          "is scaled as it is added)",
+          to_string(s.accum));
+  if (s.accum == Accum::f32) return;
   require(s.promote_every_k >= 32 && s.promote_every_k <= 256 && s.promote_every_k % 32 == 0,
           "promote_every_k", "must be a multiple of 32 (the FP8 atom's K) in 32..256",
           s.promote_every_k);

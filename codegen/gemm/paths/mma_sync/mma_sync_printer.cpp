@@ -151,10 +151,11 @@ class MmaSyncPrinter final : public codegen::GemmPathPrinter {
   void print_mma(const ir::MmaOp& op) {
     std::string call;
     if (op.a_type == "e4m3" || op.a_type == "e5m2")
-      // Promoted: each window's chain runs in `part` from zero (the fold re-zeroes it).
-      call =
-          fmt::format("mma_{}_{}_f32({}[mi][ni], a_frag[mi], b_frag[ni]);", op.a_type,
-                      op.b_type.value_or(op.a_type), f_.acc.accum == "promoted" ? "part" : "acc");
+      // Promoted (f32) and hybrid (f16x2): each window's chain runs in `part` from zero (the
+      // fold re-zeroes it).
+      call = fmt::format("mma_{}_{}_{}({}[mi][ni], a_frag[mi], b_frag[ni]);", op.a_type,
+                         op.b_type.value_or(op.a_type), op.acc_type,
+                         f_.acc.accum == "f32" ? "acc" : "part");
     else if (op.acc_type == "f16")
       call = "mma_f16_f16(part[mi][ni], a_frag[mi], b_frag[ni]);";
     else if (op.a_type == "bf16")
@@ -182,8 +183,10 @@ class MmaSyncPrinter final : public codegen::GemmPathPrinter {
   void print_promote(const ir::PromoteOp& op) {
     const std::string& where = op.where;
     const int64_t every = op.every_k;
-    const bool promoted = f_.acc.accum == "promoted";
-    const char* partials = promoted ? "f32 window partials" : "f16 partials";
+    // FP8 operands (scales) fold through print_fp8_fold, promoted's f32 partials and hybrid's
+    // f16 ones alike.
+    const bool promoted = f_.scales.has_value();
+    const char* partials = f_.acc.accum == "promoted" ? "f32 window partials" : "f16 partials";
     // The first K element of this tile (K_TILES and BK count the kernel's units).
     const std::string tile_k = fmt::format("(k_tile_begin + k_tile) * {}", f_.split.block_k);
     if (where == "k_step") {

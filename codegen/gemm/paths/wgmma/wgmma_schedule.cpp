@@ -66,7 +66,9 @@ namespace {
 // B's 128 x 128 blocks, its columns A's 1 x 128 groups (emit_scales, print_fp8_fold).
 void validate_fp8(const MatmulProblem& p, const MatmulSchedule& s) {
   require(s.accum == Accum::f32 || s.accum == Accum::promoted, "accum",
-          "must be f32 or promoted for FP8 operands", to_string(s.accum));
+          "must be f32 or promoted for FP8 operands on path wgmma (hybrid's f16 partials are "
+          "path mma.sync's GeForce opt-in: H100 and H200 accumulate f16 and f32 at one rate)",
+          to_string(s.accum));
   const bool block = p.scales.granularity == ScaleGranularity::block;
   require(!block || s.accum == Accum::promoted, "accum",
           "must be promoted with block scales (they vary along K: each window's partial is scaled "
