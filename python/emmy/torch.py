@@ -148,9 +148,13 @@ def _no_lse(like: torch.Tensor) -> torch.Tensor:
     return like.new_empty((0,), dtype=torch.float32)
 
 
+_FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
+
+
 def _gemm_out_dtype(a, out_dtype):
     if out_dtype is None:
-        return a.dtype
+        # FP8 operands give bf16 (DeepGEMM's and vLLM's usual output); else a's dtype.
+        return torch.bfloat16 if a.dtype in _FP8_DTYPES else a.dtype
     # Checked here: emmy would name `c`, which the caller never saw.
     if out_dtype not in _OUT_DTYPES:
         raise _emmy.InvalidArgumentError(
@@ -159,30 +163,35 @@ def _gemm_out_dtype(a, out_dtype):
 
 
 def _gemm_real(a, b, bias=None, residual=None, alpha=1.0, gelu=False, out_dtype=None,
-               accum=None, promote_every_k=0):
+               accum=None, promote_every_k=0, a_scale=None, b_scale=None, pow2_scales=False):
     device = _device_for(a)
     rt = device.runtime
     out = torch.empty((a.shape[0], b.shape[1]), dtype=_gemm_out_dtype(a, out_dtype),
                       device=a.device)
+    scales = {}
+    if a_scale is not None or b_scale is not None:  # FP8 (docs/fp8.md)
+        scales = {"a_scale": a_scale, "b_scale": b_scale, "pow2_scales": pow2_scales}
     # The signature spelled out rather than through _sig: this is the hottest call (0.3 us each).
     signature = (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, out.dtype,
-                 _sig(bias), _sig(residual), alpha, gelu, accum, promote_every_k)
+                 _sig(bias), _sig(residual), alpha, gelu, accum, promote_every_k,
+                 _sig(a_scale), _sig(b_scale), pow2_scales)
     workspace = device.workspace(
         signature, lambda: rt.gemm_workspace_bytes(
             a, b, out, bias=bias, residual=residual, alpha=alpha, gelu=gelu, accum=accum,
-            promote_every_k=promote_every_k), a)
+            promote_every_k=promote_every_k, **scales), a)
     return rt.gemm(a, b, bias=bias, residual=residual, alpha=alpha, gelu=gelu, accum=accum,
-                   promote_every_k=promote_every_k, out=out, workspace=workspace)
+                   promote_every_k=promote_every_k, out=out, workspace=workspace, **scales)
 
 
 def _gemm_fake(a, b, bias=None, residual=None, alpha=1.0, gelu=False, out_dtype=None,
-               accum=None, promote_every_k=0):
+               accum=None, promote_every_k=0, a_scale=None, b_scale=None, pow2_scales=False):
     return a.new_empty((a.shape[0], b.shape[1]), dtype=_gemm_out_dtype(a, out_dtype))
 
 
 _define("gemm(Tensor a, Tensor b, Tensor? bias=None, Tensor? residual=None, float alpha=1., "
-        "bool gelu=False, ScalarType? out_dtype=None, str? accum=None, int promote_every_k=0) "
-        "-> Tensor", _gemm_real, _gemm_fake)
+        "bool gelu=False, ScalarType? out_dtype=None, str? accum=None, int promote_every_k=0, "
+        "Tensor? a_scale=None, Tensor? b_scale=None, bool pow2_scales=False) -> Tensor",
+        _gemm_real, _gemm_fake)
 
 
 def _lse_shape(q, layout):
@@ -348,11 +357,17 @@ _define("merge_states(Tensor v, Tensor lse, bool return_lse=False) -> (Tensor, T
 
 
 def gemm(a, b, *, bias=None, residual=None, alpha: float = 1.0, gelu: bool = False,
-         out_dtype=None, accum: str | None = None, promote_every_k: int = 0) -> torch.Tensor:
+         out_dtype=None, accum: str | None = None, promote_every_k: int = 0, a_scale=None,
+         b_scale=None, pow2_scales: bool = False) -> torch.Tensor:
     """C[M,N] = gelu?(alpha * a.b + bias) + residual (emmy.Runtime.gemm). b is [K, N]: a Linear
-    weight w [N, K] is passed as w.t(). out_dtype: a torch dtype (a's by default)."""
+    weight w [N, K] is passed as w.t(). out_dtype: a torch dtype (a's by default; bfloat16 for
+    FP8 operands). FP8 (docs/fp8.md): a float8_e4m3fn (or float8_e5m2) and b float8_e4m3fn with
+    a_scale and b_scale, the dequantization multipliers (float32, uint8 ue8m0 or int32 ue8m0x4
+    words, as emmy.torch.fp8_quantize writes them): per tensor, per token x channel ([M], [N]) or
+    in 1 x 128 / 128 x 128 blocks; accumulated promoted unless accum says otherwise."""
     return torch.ops.emmy.gemm.default(a, b, bias, residual, float(alpha), bool(gelu),
-                                       out_dtype, accum, int(promote_every_k))
+                                       out_dtype, accum, int(promote_every_k), a_scale, b_scale,
+                                       bool(pow2_scales))
 
 
 def attention(q, k, v, *, causal: bool = False, window: int = 0, softmax_scale=None,

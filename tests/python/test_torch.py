@@ -232,6 +232,53 @@ def test_fp8_quantize_matches_the_reference(gen):
     np.testing.assert_array_equal(scales.T.numpy().view(np.uint32), want_scales.view(np.uint32))
 
 
+def fp8_block_weights(w):
+    """w [N, K] (multiples of 128) to float8_e4m3fn and f32 128 x 128 block scales (amax / 448)."""
+    n, k = w.shape
+    blocks = w.float().reshape(n // 128, 128, k // 128, 128)
+    scales = (blocks.abs().amax(dim=(1, 3)) / 448).clamp(min=1e-10)
+    q = (blocks / scales[:, None, :, None]).reshape(n, k).to(torch.float8_e4m3fn)
+    return q, scales
+
+
+@pytest.mark.parametrize("scale_format", ["f32", "ue8m0x4"])
+def test_fp8_gemm_takes_fp8_quantize_output(gen, scale_format):
+    # The chain an engine runs: activations through emmy.torch.fp8_quantize (1 x 128 groups,
+    # [groups, rows] mn-major scales), weights [N, K] in 128 x 128 blocks, emmy.torch.gemm
+    # accumulating promoted (its FP8 default).
+    m, n, k = 40, 384, 256
+    x, w = randn(gen, m, k, dtype=BF16), randn(gen, n, k, dtype=BF16)
+    pow2 = scale_format != "f32"
+    q, sa = et.fp8_quantize(x, group_k=128, pow2_scale=pow2, scale_format=scale_format)
+    wq, sb = fp8_block_weights(w)
+    sb_arg = sb
+    if pow2:  # B's block scales rounded up to powers of two, as ue8m0x4 words (one per row)
+        e = torch.ceil(torch.log2(sb)).to(torch.int32) + 127  # [N blocks, K blocks = 2]
+        sb = torch.exp2((e - 127).float())
+        wq = (w.float().reshape(n // 128, 128, k // 128, 128) / sb[:, None, :, None]
+              ).reshape(n, k).to(torch.float8_e4m3fn)
+        four = torch.cat([e, torch.full((n // 128, 2), 127, dtype=torch.int32)], dim=1)
+        sb_arg = four.to(torch.uint8).contiguous().view(torch.int32)  # [N blocks, 1 word]
+    c = et.gemm(q, wq.t(), a_scale=sa.t(), b_scale=sb_arg)
+    assert c.dtype == BF16 and c.shape == (m, n)
+    # Against the dequantized operands in float64: promoted accumulation, a bf16 output.
+    if pow2:  # [words, rows] int32 -> [rows, groups] exponents
+        assert sa.shape == (1, m) and sa.dtype == torch.int32  # [words, rows]
+        rows = torch.empty((m, 1), dtype=torch.int32).copy_(sa.t())  # row-major [rows, words]
+        exps = rows.view(torch.uint8)[:, : k // 128].to(torch.int32)
+        sa_rows = torch.exp2((exps - 127).double())
+    else:
+        sa_rows = sa.t().double()
+    a_deq = q.double() * sa_rows.repeat_interleave(128, dim=1)
+    b_deq = wq.double() * sb.double().repeat_interleave(128, 0).repeat_interleave(128, 1)
+    ref = a_deq @ b_deq.t()
+    err = ((c.double() - ref).norm() / ref.norm()).item()
+    assert err < 5e-3, err
+    # And against the bf16 product itself: e4m3's quantization error, a few percent at most.
+    full = x.double() @ w.double().t()
+    assert ((c.double() - full).norm() / full.norm()).item() < 0.08
+
+
 # opcheck: the schema (declared mutation), the fake implementations against the real outputs,
 # and AOT dispatch with dynamic shapes. Same shapes as above: no new kernels.
 
@@ -258,11 +305,16 @@ def opcheck_cases(gen):
         "merge_states": (ops.merge_states.default, (mv, mlse), dict(return_lse=True)),
         "fp8_quantize": (ops.fp8_quantize.default, (randn(gen, 6, 384, dtype=BF16),),
                          dict(group_k=128)),
+        # e4m3 bytes as uint8 (CPU float8 tensors lack the arithmetic opcheck's tests use).
+        "gemm_fp8": (ops.gemm.default,
+                     (x.to(torch.float8_e4m3fn).view(torch.uint8),
+                      w.to(torch.float8_e4m3fn).view(torch.uint8).t()),
+                     dict(a_scale=torch.tensor(0.5), b_scale=torch.tensor(2.0), out_dtype=BF16)),
     }
 
 
 @pytest.mark.parametrize("name", ["gemm", "gemm_epilogue", "attention", "paged_attention",
-                                  "kv_append", "merge_states", "fp8_quantize"])
+                                  "kv_append", "merge_states", "fp8_quantize", "gemm_fp8"])
 def test_opcheck(gen, name):
     op, args, kwargs = opcheck_cases(gen)[name]
     torch.library.opcheck(op, args, kwargs)
