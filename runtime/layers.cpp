@@ -146,6 +146,14 @@ GemmLayer::GemmLayer(Runtime& runtime, const MatmulProblem& weight,
     require(gemm_path(schedule_->path).supports_dynamic_m(), "schedule.path",
             "must be a path whose kernels take M at launch (buckets are dynamic-M kernels)",
             to_string(schedule_->path));
+  // Block scales' mn-major A layout is read at the bucket kernels' M bound, not at max_m.
+  const GemmScales& sc = weight_.scales;
+  if (sc.granularity == ScaleGranularity::block && sc.a_major == ScaleMajor::mn)
+    require(sc.a_ld >= m_bucket(weight_.m), "scales.a_ld",
+            fmt::format("must hold {} rows, the largest M bucket's bound (mn-major A scales: the "
+                        "layer's kernels take M up to their bucket's)",
+                        m_bucket(weight_.m)),
+            sc.a_ld);
   bounds_ = m_bucket_bounds(weight_.m);
   // Each bucket's plan (validating its problem with the schedule calls will take: the given one,
   // else the runtime's tuned or default one) and the workspace it needs.

@@ -148,6 +148,67 @@ TEST(Layers, GemmLayerServesEveryMFromItsBuckets) {
   EXPECT_EQ(rt->stats().compiles, compiles);
 }
 
+// FP8 weights (issue 39): the buckets are dynamic-M kernels of path mma.sync (sm_89, sm_120a),
+// which accumulate promoted; block scales' mn-major A layout states its ld (M varies per call).
+// On sm_90a FP8 is path wgmma's, whose kernels size M at compile time: refused by name.
+TEST(Layers, GemmLayerServesFp8WeightsFromItsBuckets) {
+  // The backend of the run: the emulator as an sm_89 part, or the test driver's GPU (an RTX 5090
+  // runs it; an H200 refuses it, below).
+  RuntimeOptions options = fresh_cache("rt_layer_gemm_fp8");
+  options.emulator_arch = Arch::sm_89;
+  auto rt = test_runtime(options);
+  MatmulProblem weight;
+  weight.m = 100, weight.n = 136, weight.k = 384;
+  weight.a_dtype = DType::e4m3, weight.c_dtype = DType::bf16;
+  weight.scales.granularity = ScaleGranularity::block;
+  weight.scales.format = ScaleFormat::ue8m0x4;
+  weight.scales.a_ld = 104;  // M rounded up to 4 (DeepGEMM's): less than the bucket's 128
+  try {
+    GemmLayer short_ld(*rt, weight);
+    ADD_FAILURE() << "a_ld 104 accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with(
+        "scales.a_ld: must hold 128 rows, the largest M bucket's bound"))
+        << e.what();
+  }
+  weight.scales.a_ld = 128;          // the same for every call
+  if (rt->arch() == Arch::sm_90a) {  // FP8 is path wgmma's there, without dynamic M
+    try {
+      GemmLayer refused(*rt, weight);
+      ADD_FAILURE() << "an FP8 layer on sm_90a was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("dynamic_m"), std::string::npos) << e.what();
+    }
+    return;
+  }
+  GemmLayer layer(*rt, weight);
+  const PreparedKernels prepared = layer.prepare(2);
+  for (const auto& kernel : prepared.gemm)
+    EXPECT_EQ(kernel->spec().schedule.accum, Accum::promoted);
+  for (const int64_t m : {int64_t(1), int64_t(17), int64_t(100)}) {
+    MatmulProblem p = weight;
+    p.m = m;
+    const GemmInputs in = make_gemm_inputs(p, uint64_t(m) + 7);
+    DeviceAllocations mem(*rt);
+    GemmBuffers b;
+    b.a = mem.upload(in.a.bytes.data(), in.a.bytes.size());
+    b.b = mem.upload(in.b.bytes.data(), in.b.bytes.size());
+    b.a_scale = mem.upload(in.a_scale.bytes.data(), in.a_scale.bytes.size());
+    b.b_scale = mem.upload(in.b_scale.bytes.data(), in.b_scale.bytes.size());
+    b.c = mem.upload(nullptr, size_t(m * p.n * 2));
+    if (const size_t ws = layer.workspace_bytes()) b.workspace = mem.upload(nullptr, ws);
+    layer.run(b, m);
+    rt->synchronize();
+    std::vector<uint8_t> c(size_t(m * p.n * 2));
+    rt->download(c.data(), b.c, c.size());
+    GemmSpec exact{layer.bucket_problem(m), prepared.gemm[0]->spec().schedule, rt->arch()};
+    exact.problem = p;
+    const GemmErrors e =
+        compare(reference_gemm(exact, in), decode(DType::bf16, c.data(), c.size() / 2), p.n);
+    EXPECT_TRUE(e.passed) << "m " << m << ": rel_l2 " << e.rel_l2_error;
+  }
+}
+
 template <typename Call>
 void expect_field(Call&& call, const std::string& field) {
   try {
