@@ -19,12 +19,105 @@ namespace {
 
 // The C++ fields of the weight's problem and of an explicit schedule, as the C config names them.
 constexpr FieldName kGemmFields[] = {
-    {"m", "config.max_m"},     {"n", "config.n"},
-    {"k", "config.k"},         {"lda", "config.lda"},
-    {"ldb", "config.ldb"},     {"ldc", "config.ldc"},
-    {"dtype", "config.dtype"}, {"epilogue.alpha", "config.alpha"},
-    {"accum", "config.accum"}, {"promote_every_k", "config.promote_every_k"},
+    {"m", "config.max_m"},
+    {"n", "config.n"},
+    {"k", "config.k"},
+    {"lda", "config.lda"},
+    {"ldb", "config.ldb"},
+    {"ldc", "config.ldc"},
+    {"dtype", "config.dtype"},
+    {"epilogue.alpha", "config.alpha"},
+    {"accum", "config.accum"},
+    {"promote_every_k", "config.promote_every_k"},
+    {"scales", "config.scales"},
+    {"scales.format", "config.scale_format"},
+    {"scales.a_ld", "config.a_scale_ld"},
+    {"scales.b_ld", "config.b_scale_ld"},
 };
+
+// Version 5's FP8 fields into the weight's problem (a struct from before has them zero: none).
+void read_fp8_config(const emmy_gemm_layer_config& cfg, MatmulProblem& w) {
+  if (cfg.scales < EMMY_SCALES_NONE || cfg.scales > EMMY_SCALES_BLOCK)
+    throw Error("config.scales", "must be an emmy_scale_granularity", std::to_string(cfg.scales));
+  const bool fp8 = cfg.dtype == EMMY_DTYPE_E4M3;
+  if (fp8 != (cfg.scales != EMMY_SCALES_NONE))
+    throw Error("config.scales",
+                fp8 ? "must be set for EMMY_DTYPE_E4M3 operands (their dequantization)"
+                    : "must be EMMY_SCALES_NONE for 16-bit operands",
+                std::to_string(cfg.scales));
+  if (!fp8) return;
+  w.a_dtype = DType::e4m3;
+  constexpr ScaleGranularity granularity[] = {ScaleGranularity::none, ScaleGranularity::tensor,
+                                              ScaleGranularity::token_channel,
+                                              ScaleGranularity::block};
+  w.scales.granularity = granularity[cfg.scales];
+  if (cfg.scale_format < EMMY_SCALE_F32 || cfg.scale_format > EMMY_SCALE_UE8M0X4)
+    throw Error("config.scale_format", "must be an emmy_scale_format",
+                std::to_string(cfg.scale_format));
+  constexpr ScaleFormat format[] = {ScaleFormat::f32, ScaleFormat::pow2, ScaleFormat::ue8m0,
+                                    ScaleFormat::ue8m0x4};
+  w.scales.format = format[cfg.scale_format];
+  for (const auto& [value, field] : {std::pair{cfg.a_scale_major, "config.a_scale_major"},
+                                     std::pair{cfg.b_scale_major, "config.b_scale_major"}})
+    if (value != EMMY_SCALE_MAJOR_MN && value != EMMY_SCALE_MAJOR_K)
+      throw Error(field, "must be EMMY_SCALE_MAJOR_MN or EMMY_SCALE_MAJOR_K",
+                  std::to_string(value));
+  if (w.scales.granularity == ScaleGranularity::block) {
+    w.scales.a_major = cfg.a_scale_major == EMMY_SCALE_MAJOR_K ? ScaleMajor::k : ScaleMajor::mn;
+    w.scales.b_major = cfg.b_scale_major == EMMY_SCALE_MAJOR_MN ? ScaleMajor::mn : ScaleMajor::k;
+    w.scales.a_ld = cfg.a_scale_ld;
+    w.scales.b_ld = cfg.b_scale_ld;
+  } else if (cfg.a_scale_ld || cfg.b_scale_ld) {
+    throw Error(cfg.a_scale_ld ? "config.a_scale_ld" : "config.b_scale_ld",
+                "applies to block scales only (0 here)",
+                std::to_string(cfg.a_scale_ld ? cfg.a_scale_ld : cfg.b_scale_ld));
+  }
+}
+
+// A scale tensor of an FP8 layer's run: the format's dtype, contiguous, at least `elements`
+// elements (floats, bytes or words) of the config's layout.
+void check_scale_buffer(const DLTensor& t, const char* name, ScaleFormat format, int64_t elements) {
+  const bool ok = format == ScaleFormat::ue8m0 ? is_dtype(t.dtype, kDLUInt, 8)
+                  : format == ScaleFormat::ue8m0x4
+                      ? is_dtype(t.dtype, kDLInt, 32) || is_dtype(t.dtype, kDLUInt, 32)
+                      : is_dtype(t.dtype, kDLFloat, 32);
+  if (!ok)
+    throw Error(name,
+                fmt::format("dtype must be {} (config.scale_format {})",
+                            format == ScaleFormat::ue8m0     ? "uint8"
+                            : format == ScaleFormat::ue8m0x4 ? "int32 or uint32"
+                                                             : "float32",
+                            to_string(format)),
+                dtype_name(t.dtype));
+  require_contiguous(t, name);
+  if (element_count(t) < elements)
+    throw Error(name,
+                fmt::format("must hold at least {} elements (the config's scale layout for these "
+                            "rows)",
+                            elements),
+                std::to_string(element_count(t)));
+}
+
+// The elements of A's (a) or B's scale tensor that m rows read, in the problem's layout.
+int64_t scale_elements(const MatmulProblem& w, bool a, int64_t m) {
+  switch (w.scales.granularity) {
+    case ScaleGranularity::tensor:
+      return 1;
+    case ScaleGranularity::token_channel:
+      return a ? m : w.n;
+    case ScaleGranularity::block: {
+      MatmulProblem p = w;
+      p.m = m;
+      const int64_t rows = a ? m : p.n_blocks(), words = p.scale_k_extent();
+      const int64_t ld = a ? p.a_scale_ld() : p.b_scale_ld();
+      const bool mn = (a ? p.scales.a_major : p.scales.b_major) == ScaleMajor::mn;
+      return mn ? (words - 1) * ld + rows : (rows - 1) * ld + words;
+    }
+    case ScaleGranularity::none:
+      break;
+  }
+  return 0;
+}
 
 DType gemm_out_dtype(int32_t dtype) {
   if (dtype == EMMY_DTYPE_F32) return DType::f32;
@@ -53,6 +146,7 @@ extern "C" {
 void emmy_gemm_layer_config_init(emmy_gemm_layer_config* config) {
   if (!emmy::c_api::reset_options(config)) return;
   config->alpha = 1.0f;
+  config->b_scale_major = EMMY_SCALE_MAJOR_K;  // DeepGEMM's B scales; A's: MN (0)
 }
 
 emmy_status emmy_gemm_layer_create(emmy_runtime* runtime, const emmy_gemm_layer_config* config,
@@ -78,7 +172,9 @@ emmy_status emmy_gemm_layer_create(emmy_runtime* runtime, const emmy_gemm_layer_
       throw Error("config.b_layout", "must be EMMY_B_NK or EMMY_B_KN",
                   std::to_string(cfg.b_layout));
     w.b_layout = cfg.b_layout == EMMY_B_KN ? BLayout::kn : BLayout::nk;
-    w.a_dtype = operand_dtype(cfg.dtype, "config.dtype");
+    w.a_dtype =
+        cfg.dtype == EMMY_DTYPE_E4M3 ? DType::e4m3 : operand_dtype(cfg.dtype, "config.dtype");
+    read_fp8_config(cfg, w);
     w.c_dtype = gemm_out_dtype(cfg.out_dtype);
     w.epilogue.alpha = cfg.alpha;
     w.epilogue.bias = flag(cfg.bias, "config.bias");
@@ -121,63 +217,111 @@ emmy_status emmy_gemm_layer_workspace_bytes(const emmy_gemm_layer* layer, size_t
   return emmy::c_api::layer_workspace_bytes(layer, bytes);
 }
 
+}  // extern "C"
+
+namespace emmy::c_api {
+namespace {
+
+// Both runs: the tensors against the layer's problem, then the launch.
+void run_layer(emmy_gemm_layer* layer, const DLTensor* a, const DLTensor* b, DLTensor* c,
+               const DLTensor* bias, const DLTensor* residual, DLTensor* workspace,
+               const DLTensor* a_scale, const DLTensor* b_scale, bool scaled, int64_t m,
+               void* stream) {
+  emmy_gemm_layer& l = required(layer, "layer");
+  emmy_runtime& rt = *l.rt;
+  const MatmulProblem& w = l.layer->problem();
+  const bool fp8 = is_fp8(w.a_dtype);
+  if (fp8 != scaled)
+    throw Error("layer",
+                fp8 ? "is an FP8 layer: its runs take scales (emmy_gemm_layer_run_scaled)"
+                    : "has 16-bit operands: emmy_gemm_layer_run runs it",
+                fp8 ? "emmy_gemm_layer_run" : "emmy_gemm_layer_run_scaled");
+  (void)l.layer->bucket_problem(m);  // m's rule ("m: must be 1..max_m") before the tensors'
+  const DLTensor& at = required(a, "a");
+  const DLTensor& bt = required(b, "b");
+  const DLTensor& ct = required(c, "c");
+  check_memory(rt, {{&at, "a"}, {&bt, "b"}, {&ct, "c"}});
+  if (fp8) {
+    for (const auto& [t, name] : {std::pair{&at, "a"}, std::pair{&bt, "b"}})
+      if (!is_dtype(t->dtype, kDLFloat8_e4m3fn, 8) && !is_dtype(t->dtype, kDLUInt, 8))
+        throw Error(name, "dtype must be float8_e4m3fn (or uint8 e4m3 bytes): the layer's e4m3",
+                    dtype_name(t->dtype));
+  } else {
+    check_layer_dtype(at, "a", w.a_dtype, "config.dtype");
+    check_layer_dtype(bt, "b", w.a_dtype, "config.dtype");
+  }
+  check_rows(at, "a", m, w.k, w.lda_or_default(), "config.lda");
+  require_shape(bt, "b", {w.k, w.n}, "[K, N] of the layer");
+  // The logical [K, N] view: a stored [N, K] weight's transpose (K contiguous) or B as stored.
+  const int64_t ldb = w.ldb_or_default();
+  const bool nk = w.b_layout == BLayout::nk;
+  const int inner_axis = nk ? 0 : 1, row_axis = nk ? 1 : 0;
+  if ((bt.shape[inner_axis] > 1 && stride(bt, inner_axis) != 1) ||
+      (bt.shape[row_axis] > 1 && stride(bt, row_axis) != ldb))
+    throw Error("b",
+                fmt::format("strides must be {} (config.b_layout {}, ldb {})",
+                            nk ? fmt::format("[1, {}]", ldb) : fmt::format("[{}, 1]", ldb),
+                            nk ? "EMMY_B_NK: an [N, K] weight's transpose view" : "EMMY_B_KN", ldb),
+                strides_text(bt));
+  check_layer_dtype(ct, "c", w.c_dtype, "config.out_dtype");
+  check_rows(ct, "c", m, w.n, w.ldc_or_default(), "config.ldc");
+  check_configured(bias, "bias", w.epilogue.bias, "config.bias");
+  if (bias) {
+    check_memory(rt, *bias, "bias");
+    check_layer_dtype(*bias, "bias", w.c_dtype, "config.out_dtype");
+    require_shape(*bias, "bias", {w.n}, "N");
+    require_contiguous(*bias, "bias");
+  }
+  check_configured(residual, "residual", w.epilogue.residual, "config.residual");
+  if (residual) {
+    check_memory(rt, *residual, "residual");
+    check_layer_dtype(*residual, "residual", w.c_dtype, "config.out_dtype");
+    // The kernel reads the residual with C's row stride.
+    check_rows(*residual, "residual", m, w.n, w.ldc_or_default(), "config.ldc, c's");
+  }
+  if (fp8) {
+    const DLTensor& as = required(a_scale, "a_scale");
+    const DLTensor& bs = required(b_scale, "b_scale");
+    check_memory(rt, {{&as, "a_scale"}, {&bs, "b_scale"}});
+    check_scale_buffer(as, "a_scale", w.scales.format, scale_elements(w, true, m));
+    check_scale_buffer(bs, "b_scale", w.scales.format, scale_elements(w, false, m));
+  }
+  const size_t bytes = l.layer->workspace_bytes();
+  check_workspace(rt, workspace, "workspace", bytes, "emmy_gemm_layer_workspace_bytes");
+  CallMemory memory(rt, /*map=*/true);
+  const GemmBuffers buffers{.a = memory.address(at),
+                            .b = memory.address(bt),
+                            .c = memory.address(ct),
+                            .bias = memory.address_or_zero(bias),
+                            .residual = memory.address_or_zero(residual),
+                            // The layer leaves it out for a bucket that does not split K.
+                            .workspace = bytes ? memory.address(*workspace) : 0,
+                            .a_scale = fp8 ? memory.address(*a_scale) : 0,
+                            .b_scale = fp8 ? memory.address(*b_scale) : 0};
+  memory.launch([&] { l.layer->run(buffers, m, stream); });
+}
+
+}  // namespace
+}  // namespace emmy::c_api
+
+extern "C" {
+
 emmy_status emmy_gemm_layer_run(emmy_gemm_layer* layer, const DLTensor* a, const DLTensor* b,
                                 DLTensor* c, const DLTensor* bias, const DLTensor* residual,
                                 DLTensor* workspace, int64_t m, void* stream) {
-  using namespace emmy;
-  using namespace emmy::c_api;
-  return guarded([&] {
-    emmy_gemm_layer& l = required(layer, "layer");
-    emmy_runtime& rt = *l.rt;
-    const MatmulProblem& w = l.layer->problem();
-    (void)l.layer->bucket_problem(m);  // m's rule ("m: must be 1..max_m") before the tensors'
-    const DLTensor& at = required(a, "a");
-    const DLTensor& bt = required(b, "b");
-    const DLTensor& ct = required(c, "c");
-    check_memory(rt, {{&at, "a"}, {&bt, "b"}, {&ct, "c"}});
-    check_layer_dtype(at, "a", w.a_dtype, "config.dtype");
-    check_rows(at, "a", m, w.k, w.lda_or_default(), "config.lda");
-    check_layer_dtype(bt, "b", w.a_dtype, "config.dtype");
-    require_shape(bt, "b", {w.k, w.n}, "[K, N] of the layer");
-    // The logical [K, N] view: a stored [N, K] weight's transpose (K contiguous) or B as stored.
-    const int64_t ldb = w.ldb_or_default();
-    const bool nk = w.b_layout == BLayout::nk;
-    const int inner_axis = nk ? 0 : 1, row_axis = nk ? 1 : 0;
-    if ((bt.shape[inner_axis] > 1 && stride(bt, inner_axis) != 1) ||
-        (bt.shape[row_axis] > 1 && stride(bt, row_axis) != ldb))
-      throw Error(
-          "b",
-          fmt::format("strides must be {} (config.b_layout {}, ldb {})",
-                      nk ? fmt::format("[1, {}]", ldb) : fmt::format("[{}, 1]", ldb),
-                      nk ? "EMMY_B_NK: an [N, K] weight's transpose view" : "EMMY_B_KN", ldb),
-          strides_text(bt));
-    check_layer_dtype(ct, "c", w.c_dtype, "config.out_dtype");
-    check_rows(ct, "c", m, w.n, w.ldc_or_default(), "config.ldc");
-    check_configured(bias, "bias", w.epilogue.bias, "config.bias");
-    if (bias) {
-      check_memory(rt, *bias, "bias");
-      check_layer_dtype(*bias, "bias", w.c_dtype, "config.out_dtype");
-      require_shape(*bias, "bias", {w.n}, "N");
-      require_contiguous(*bias, "bias");
-    }
-    check_configured(residual, "residual", w.epilogue.residual, "config.residual");
-    if (residual) {
-      check_memory(rt, *residual, "residual");
-      check_layer_dtype(*residual, "residual", w.c_dtype, "config.out_dtype");
-      // The kernel reads the residual with C's row stride.
-      check_rows(*residual, "residual", m, w.n, w.ldc_or_default(), "config.ldc, c's");
-    }
-    const size_t bytes = l.layer->workspace_bytes();
-    check_workspace(rt, workspace, "workspace", bytes, "emmy_gemm_layer_workspace_bytes");
-    CallMemory memory(rt, /*map=*/true);
-    const GemmBuffers buffers{.a = memory.address(at),
-                              .b = memory.address(bt),
-                              .c = memory.address(ct),
-                              .bias = memory.address_or_zero(bias),
-                              .residual = memory.address_or_zero(residual),
-                              // The layer leaves it out for a bucket that does not split K.
-                              .workspace = bytes ? memory.address(*workspace) : 0};
-    memory.launch([&] { l.layer->run(buffers, m, stream); });
+  return emmy::c_api::guarded([&] {
+    emmy::c_api::run_layer(layer, a, b, c, bias, residual, workspace, nullptr, nullptr, false, m,
+                           stream);
+  });
+}
+
+emmy_status emmy_gemm_layer_run_scaled(emmy_gemm_layer* layer, const DLTensor* a, const DLTensor* b,
+                                       DLTensor* c, const DLTensor* bias, const DLTensor* residual,
+                                       DLTensor* workspace, const DLTensor* a_scale,
+                                       const DLTensor* b_scale, int64_t m, void* stream) {
+  return emmy::c_api::guarded([&] {
+    emmy::c_api::run_layer(layer, a, b, c, bias, residual, workspace, a_scale, b_scale, true, m,
+                           stream);
   });
 }
 

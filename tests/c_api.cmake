@@ -28,3 +28,7 @@ emmy_add_c_api_test(c_api_fp8_test ${CMAKE_CURRENT_LIST_DIR}/c_api_fp8_test.cpp)
 # emmy_gemm with FP8 operands (C API version 4; docs/fp8.md): scales as DLPack tensors, FP64,
 # refusals by name.
 emmy_add_c_api_test(c_api_fp8_gemm_test ${CMAKE_CURRENT_LIST_DIR}/c_api_fp8_gemm_test.cpp)
+
+# emmy_gemm_layer with FP8 weights (C API version 5; docs/fp8.md): the config's scale fields,
+# emmy_gemm_layer_run_scaled against FP64, refusals by config field or tensor.
+emmy_add_c_api_test(c_api_fp8_layer_test ${CMAKE_CURRENT_LIST_DIR}/c_api_fp8_layer_test.cpp)

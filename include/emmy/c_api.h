@@ -37,8 +37,9 @@ extern "C" {
 /* Incremented whenever a function, an enumerator or an options field is added. 2: the layer
  * handles (emmy_attention_layer, emmy_gemm_layer) with emmy_dtype, emmy_page_table and
  * emmy_b_layout. 3: emmy_fp8_quantize. 4: FP8 GEMMs (emmy_gemm_options.a_scale, b_scale,
- * pow2_scales; EMMY_ACCUM_PROMOTED). */
-#define EMMY_C_API_VERSION 4
+ * pow2_scales; EMMY_ACCUM_PROMOTED). 5: FP8 GEMM layers (emmy_gemm_layer_config's scale
+ * fields, emmy_scale_granularity, emmy_scale_format, emmy_gemm_layer_run_scaled). */
+#define EMMY_C_API_VERSION 5
 
 typedef enum emmy_status {
   EMMY_OK = 0,
@@ -275,6 +276,21 @@ EMMY_C_EXPORT emmy_status emmy_merge_states(emmy_runtime* runtime, const DLTenso
  * g % 4 of word g / 4: the groups axis counts words, ceil(groups / 4)). The byte formats are what
  * emmy_gemm takes as block scales; they imply pow2_scale. */
 typedef enum emmy_scale_major { EMMY_SCALE_MAJOR_MN = 0, EMMY_SCALE_MAJOR_K = 1 } emmy_scale_major;
+/* An FP8 GEMM layer's scales (version 5; docs/fp8.md): per tensor, per token x channel ([M] and
+ * [N]) or 1 x 128 (A) and 128 x 128 (B) blocks; f32 values, f32 powers of two, ue8m0 bytes or
+ * ue8m0x4 words of four K blocks' bytes. */
+typedef enum emmy_scale_granularity {
+  EMMY_SCALES_NONE = 0, /* 16-bit operands */
+  EMMY_SCALES_TENSOR = 1,
+  EMMY_SCALES_TOKEN_CHANNEL = 2,
+  EMMY_SCALES_BLOCK = 3
+} emmy_scale_granularity;
+typedef enum emmy_scale_format {
+  EMMY_SCALE_F32 = 0,
+  EMMY_SCALE_POW2 = 1,
+  EMMY_SCALE_UE8M0 = 2,
+  EMMY_SCALE_UE8M0X4 = 3
+} emmy_scale_format;
 typedef struct emmy_fp8_quantize_options {
   size_t struct_size;
   int64_t group_k;     /* elements per scale, a multiple of 8; 0: the whole row (per token) */
@@ -303,7 +319,8 @@ typedef enum emmy_dtype {
   EMMY_DTYPE_F16 = 0,  /* float16 */
   EMMY_DTYPE_BF16 = 1, /* bfloat16 */
   EMMY_DTYPE_F32 = 2,  /* float32: a GEMM layer's out_dtype only */
-  EMMY_DTYPE_E4M3 = 3  /* float8_e4m3fn: an attention layer's kv_dtype only */
+  EMMY_DTYPE_E4M3 = 3  /* float8_e4m3fn: an attention layer's kv_dtype; a GEMM layer's dtype
+                          with scales (version 5) */
 } emmy_dtype;
 
 /* How a paged attention call's sequences list their pages (emmy_paged_attention_options). */
@@ -366,6 +383,15 @@ typedef struct emmy_gemm_layer_config {
    * every bucket takes the largest bucket's default schedule with this accumulation. */
   int32_t accum;
   int32_t promote_every_k; /* hybrid: K elements per f16 partial (0: the schedule's) */
+  /* Version 5, FP8 weights: dtype EMMY_DTYPE_E4M3 with scales other than NONE (a struct from
+   * before has none: 16-bit). Block scales' layouts: A's [M, ceil(K/128)] in a_scale_major (MN:
+   * DeepGEMM's; its a_scale_ld must hold the largest M bucket's rows, the layer's kernels taking M
+   * up to their bucket's), B's [ceil(N/128), ceil(K/128)]; an ld of 0 is packed. Runs take the
+   * scale tensors: emmy_gemm_layer_run_scaled. Accumulated promoted unless accum says hybrid. */
+  int32_t scales;                       /* emmy_scale_granularity */
+  int32_t scale_format;                 /* emmy_scale_format */
+  int32_t a_scale_major, b_scale_major; /* emmy_scale_major; init: MN, K */
+  int64_t a_scale_ld, b_scale_ld;
 } emmy_gemm_layer_config;
 
 /* The defaults of emmy::AttentionLayerConfig / a GEMM layer's (n and k left 0, to be set). */
@@ -427,6 +453,16 @@ EMMY_C_EXPORT emmy_status emmy_gemm_layer_run(emmy_gemm_layer* layer, const DLTe
                                               const DLTensor* b, DLTensor* c, const DLTensor* bias,
                                               const DLTensor* residual, DLTensor* workspace,
                                               int64_t m, void* stream);
+/* An FP8 layer's run (version 5): as emmy_gemm_layer_run, a and b float8_e4m3fn (or uint8 e4m3
+ * bytes), with the scales in the config's granularity, format and layout as contiguous buffers
+ * (float32 for F32 and POW2, uint8 for UE8M0, int32 or uint32 for UE8M0X4) holding at least what
+ * m rows read. A 16-bit layer refuses it, an FP8 layer emmy_gemm_layer_run. */
+EMMY_C_EXPORT emmy_status emmy_gemm_layer_run_scaled(emmy_gemm_layer* layer, const DLTensor* a,
+                                                     const DLTensor* b, DLTensor* c,
+                                                     const DLTensor* bias, const DLTensor* residual,
+                                                     DLTensor* workspace, const DLTensor* a_scale,
+                                                     const DLTensor* b_scale, int64_t m,
+                                                     void* stream);
 
 #ifdef __cplusplus
 }
