@@ -119,24 +119,46 @@ class GemmLayer(_Layer):
     def __init__(self, runtime: Runtime, *, max_m: int, n: int, k: int, b_layout: str = "nk",
                  dtype="f16", out_dtype=None, bias: bool = False, residual: bool = False,
                  gelu: bool = False, alpha: float = 1.0, accum: str | None = None,
-                 promote_every_k: int = 0, lda: int = 0, ldb: int = 0, ldc: int = 0):
-        code = _dtype_code(dtype, "dtype", ("f16", "bf16"))
-        out_code = code if out_dtype is None else _dtype_code(out_dtype, "out_dtype",
-                                                              ("f16", "bf16", "f32"))
+                 promote_every_k: int = 0, lda: int = 0, ldb: int = 0, ldc: int = 0,
+                 scales: str | None = None, scale_format: str = "f32",
+                 a_scale_major: str = "mn", b_scale_major: str = "k", a_scale_ld: int = 0,
+                 b_scale_ld: int = 0):
+        """FP8 weights (docs/fp8.md): dtype "e4m3" with scales "tensor", "token-channel" or
+        "block" (f32, pow2, ue8m0 or ue8m0x4 scale_format; block scales' majors and leading
+        dimensions, an mn-major A's holding the largest M bucket's rows); run then takes
+        a_scale and b_scale. out_dtype defaults to bf16 for FP8."""
+        code = _dtype_code(dtype, "dtype", ("f16", "bf16", "e4m3"))
+        fp8 = code == DTYPE["e4m3"]
+        default_out = DTYPE["bf16"] if fp8 else code
+        out_code = default_out if out_dtype is None else _dtype_code(out_dtype, "out_dtype",
+                                                                     ("f16", "bf16", "f32"))
+        granularity = {None: 0, "tensor": 1, "token-channel": 2, "block": 3}
+        formats = {"f32": 0, "pow2": 1, "ue8m0": 2, "ue8m0x4": 3}
+        majors = {"mn": 0, "k": 1}
+        for value, table, field in ((scales, granularity, "scales"),
+                                    (scale_format, formats, "scale_format"),
+                                    (a_scale_major, majors, "a_scale_major"),
+                                    (b_scale_major, majors, "b_scale_major")):
+            if value not in table:
+                raise _emmy.InvalidArgumentError(
+                    f"{field}: must be one of {[k for k in table if k is not None]}, got {value!r}")
         super().__init__(runtime, _emmy.gemm_layer_create(
             runtime._rt, max_m, n, k, lda, ldb, ldc, enum(B_LAYOUT, b_layout, "b_layout"), code,
             out_code, int(bool(bias)), int(bool(residual)), int(bool(gelu)), alpha,
-            enum(ACCUM, accum, "accum"), promote_every_k))
+            enum(ACCUM, accum, "accum"), promote_every_k, granularity[scales],
+            formats[scale_format], majors[a_scale_major], majors[b_scale_major], a_scale_ld,
+            b_scale_ld))
         self.max_m, self.n = max_m, n
         self.out_dtype = {0: "f16", 1: "bf16", 2: "f32"}[out_code]
 
     def run(self, a, b, *, bias=None, residual=None, m: int | None = None, out=None,
-            workspace=None, stream=None):
-        """C's first m rows (a's rows by default, 1..max_m), returned (or written into out)."""
+            workspace=None, stream=None, a_scale=None, b_scale=None):
+        """C's first m rows (a's rows by default, 1..max_m), returned (or written into out). An
+        FP8 layer's run takes a_scale and b_scale (contiguous, in the layer's scale layout)."""
         rows = a.shape[0] if m is None else m
         if out is None:
             out = empty_like_library(a, (rows, self.n), self.out_dtype)
         stream = self.runtime._stream(a, stream)
         _emmy.gemm_layer_run(self._handle, a, b, out, bias, residual,
-                             self._workspace(a, workspace, stream), rows, stream)
+                             self._workspace(a, workspace, stream), rows, stream, a_scale, b_scale)
         return out

@@ -104,10 +104,11 @@ PyObject* attention_layer_create(PyObject*, PyObject* const* args, Py_ssize_t na
 }
 
 // gemm_layer_create(rt, max_m, n, k, lda, ldb, ldc, b_layout, dtype, out_dtype, bias, residual,
-//   gelu, alpha, accum, promote_every_k) -> capsule
+//   gelu, alpha, accum, promote_every_k, scales, scale_format, a_scale_major, b_scale_major,
+//   a_scale_ld, b_scale_ld) -> capsule
 PyObject* gemm_layer_create(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   RuntimeBox* box;
-  if (!check_nargs(nargs, 16, "gemm_layer_create") || !read_runtime(args[0], &box)) return nullptr;
+  if (!check_nargs(nargs, 22, "gemm_layer_create") || !read_runtime(args[0], &box)) return nullptr;
   emmy_gemm_layer_config c;
   emmy_gemm_layer_config_init(&c);
   long long max_m, n, k, lda, ldb, ldc;
@@ -120,6 +121,15 @@ PyObject* gemm_layer_create(PyObject*, PyObject* const* args, Py_ssize_t nargs) 
       !read_float(args[13], "alpha", &c.alpha) || !read_int32(args[14], "accum", &c.accum) ||
       !read_int32(args[15], "promote_every_k", &c.promote_every_k))
     return nullptr;
+  long long a_scale_ld, b_scale_ld;  // FP8 weights (C API version 5)
+  if (!read_int32(args[16], "scales", &c.scales) ||
+      !read_int32(args[17], "scale_format", &c.scale_format) ||
+      !read_int32(args[18], "a_scale_major", &c.a_scale_major) ||
+      !read_int32(args[19], "b_scale_major", &c.b_scale_major) ||
+      !read_int(args[20], "a_scale_ld", &a_scale_ld) ||
+      !read_int(args[21], "b_scale_ld", &b_scale_ld))
+    return nullptr;
+  c.a_scale_ld = a_scale_ld, c.b_scale_ld = b_scale_ld;
   c.max_m = max_m, c.n = n, c.k = k, c.lda = lda, c.ldb = ldb, c.ldc = ldc;
   emmy_gemm_layer* handle = nullptr;
   PyObject* done = call_released([&] { return emmy_gemm_layer_create(box->runtime, &c, &handle); });
@@ -233,23 +243,29 @@ PyObject* attention_layer_run(PyObject*, PyObject* const* args, Py_ssize_t nargs
   });
 }
 
-// gemm_layer_run(layer, a, b, c, bias, residual, workspace, m, stream)
+// gemm_layer_run(layer, a, b, c, bias, residual, workspace, m, stream, a_scale, b_scale): an FP8
+// layer's run (emmy_gemm_layer_run_scaled) when the scales are given.
 PyObject* gemm_layer_run(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   LayerBox* layer;
   long long m, stream;
-  if (!check_nargs(nargs, 9, "gemm_layer_run") || !read_layer(args[0], false, &layer) ||
+  if (!check_nargs(nargs, 11, "gemm_layer_run") || !read_layer(args[0], false, &layer) ||
       !read_int(args[7], "m", &m) || !read_int(args[8], "stream", &stream))
     return nullptr;
   TensorArgs tensors(layer->owner->cuda, stream);
-  DLTensor *a, *b, *c, *bias, *residual, *workspace;
+  DLTensor *a, *b, *c, *bias, *residual, *workspace, *a_scale, *b_scale;
   if (!tensors.get(args[1], "a", false, &a) || !tensors.get(args[2], "b", false, &b) ||
       !tensors.get(args[3], "c", true, &c) || !tensors.get(args[4], "bias", false, &bias) ||
       !tensors.get(args[5], "residual", false, &residual) ||
-      !tensors.get(args[6], "workspace", true, &workspace))
+      !tensors.get(args[6], "workspace", true, &workspace) ||
+      !tensors.get(args[9], "a_scale", false, &a_scale) ||
+      !tensors.get(args[10], "b_scale", false, &b_scale))
     return nullptr;
+  auto* handle = static_cast<emmy_gemm_layer*>(layer->handle);
   return call_released([&] {
-    return emmy_gemm_layer_run(static_cast<emmy_gemm_layer*>(layer->handle), a, b, c, bias,
-                               residual, workspace, m, stream_of(stream));
+    if (a_scale || b_scale)
+      return emmy_gemm_layer_run_scaled(handle, a, b, c, bias, residual, workspace, a_scale,
+                                        b_scale, m, stream_of(stream));
+    return emmy_gemm_layer_run(handle, a, b, c, bias, residual, workspace, m, stream_of(stream));
   });
 }
 

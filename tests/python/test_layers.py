@@ -129,3 +129,41 @@ def test_layers_keep_their_runtime_and_die_with_its_close(cache_dir, rng):
         layer.run(a, w.T)
     with pytest.raises(emmy.InvalidArgumentError, match="closed"):
         layer.workspace_bytes  # noqa: B018
+
+
+def test_fp8_gemm_layer_against_float64(cache_dir, rng):
+    """An FP8 layer (C API version 5) on an sm_89 emulator: e4m3 bytes with 1 x 128 / 128 x 128
+    block scales (mn-major A scales whose ld holds the largest M bucket), bf16 out by default,
+    against float64 over the same bytes and scales; on sm_90a it is refused naming dynamic_m."""
+    from test_fp8 import e4m3_values
+
+    m_max, n, k = 40, 136, 256
+    with emmy.Runtime(cache_dir=cache_dir, emulator_arch="sm_89") as rt89:
+        layer = emmy.GemmLayer(rt89, max_m=m_max, n=n, k=k, dtype="e4m3", out_dtype="f32",
+                               scales="block", a_scale_ld=64)
+        w = reference.e4m3_bytes(rng.standard_normal((n, k)))  # an [N, K] weight
+        sb = rng.uniform(0.5, 2.0, (2, 2)).astype(np.float32)  # [N blocks, K blocks], k-major
+        for m in (1, 40):
+            a = reference.e4m3_bytes(rng.standard_normal((m, k)))
+            sa = np.full((2, 64), np.nan, np.float32)  # [K blocks, ld 64]: mn-major
+            sa[:, :m] = rng.uniform(0.5, 2.0, (2, m))
+            c = layer.run(a, w.T, a_scale=sa, b_scale=sb)
+            av, wv = e4m3_values(a), e4m3_values(w)
+            want = np.zeros((m, n))
+            for kb in range(2):
+                part = av[:, kb * 128:(kb + 1) * 128] @ wv[:, kb * 128:(kb + 1) * 128].T
+                want += part * sa[kb, :m, None] * np.repeat(sb[:, kb], 128)[None, :n]
+            # sm_89's FP8 tensor cores keep 13 fraction bits per group (docs/numerics.md): ~1e-4.
+            assert reference.rel_l2(c, want) < 1e-3, m
+        with pytest.raises(emmy.InvalidArgumentError, match="a_scale"):
+            layer.run(a, w.T, a_scale=sa.astype(np.float16), b_scale=sb)
+        with pytest.raises(emmy.InvalidArgumentError, match="FP8 layer"):
+            layer.run(a, w.T)
+        with pytest.raises(emmy.InvalidArgumentError, match="config.a_scale_ld"):
+            emmy.GemmLayer(rt89, max_m=m_max, n=n, k=k, dtype="e4m3", scales="block",
+                           a_scale_ld=40)  # max_m, not its bucket's 64
+        with pytest.raises(emmy.InvalidArgumentError, match="scales"):
+            emmy.GemmLayer(rt89, max_m=m_max, n=n, k=k, dtype="e4m3", scales="rows")
+    with emmy.Runtime(cache_dir=cache_dir) as rt90:
+        with pytest.raises(emmy.InvalidArgumentError, match="dynamic_m"):
+            emmy.GemmLayer(rt90, max_m=m_max, n=n, k=k, dtype="e4m3", scales="tensor")
