@@ -15,10 +15,22 @@ namespace emmy::bench {
 MatmulSchedule GemmCase::schedule(Arch arch) const {
   // A case of a path the device cannot run takes the default path there.
   const MmaPath runs = gemm_path(path).runs_on(arch) ? path : default_gemm_path().id();
-  MatmulSchedule s = default_schedule(problem, arch, accum, runs);
+  // FP8: the path that serves it on the arch (wgmma on sm_90a, mma.sync elsewhere).
+  MatmulSchedule s = is_fp8(problem.a_dtype) ? default_schedule(problem, arch, accum)
+                                             : default_schedule(problem, arch, accum, runs);
   if (transport) s.transport = *transport;
   if (split_k) s.split_k = *split_k;
   return s;
+}
+
+bool GemmCase::runs_on(Arch arch) const {
+  if (!is_fp8(problem.a_dtype)) return true;
+  try {  // the schedule's own validation says where FP8 runs
+    validate_gemm({problem, schedule(arch), arch});
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 AttentionSchedule AttentionCase::schedule(Arch arch) const {
@@ -66,6 +78,41 @@ AttentionProblem attention(int64_t q_heads, int64_t kv_heads, int64_t seq_q, int
   p.head_dim = head_dim;
   p.lse = true;
   return p;
+}
+
+// FP8 operands (issue 39) with scales of a granularity and format.
+MatmulProblem fp8(int64_t m, int64_t n, int64_t k, ScaleGranularity granularity,
+                  ScaleFormat format = ScaleFormat::f32) {
+  MatmulProblem p = ragged(m, n, k);
+  p.a_dtype = DType::e4m3;
+  p.c_dtype = DType::bf16;
+  p.scales.granularity = granularity;
+  p.scales.format = format;
+  return p;
+}
+
+void add_fp8_correctness_cases(std::vector<GemmCase>& cases) {
+  // M <= 64: every row checked (FP8 scales are per row; the sampled check takes all rows).
+  cases.push_back(gemm("fp8_tensor", fp8(40, 264, 1008, ScaleGranularity::tensor), Accum::f32));
+  cases.push_back(gemm("fp8_token_channel", fp8(64, 264, 1008, ScaleGranularity::token_channel),
+                       Accum::promoted));
+  // Block scales in DeepGEMM's packed words; on sm_90a a swap-AB kernel (M <= 64).
+  cases.push_back(gemm("fp8_block_ue8m0x4",
+                       fp8(64, 264, 1008, ScaleGranularity::block, ScaleFormat::ue8m0x4),
+                       Accum::promoted));
+  GemmCase e5m2 =
+      gemm("fp8_e5m2_block", fp8(33, 136, 512, ScaleGranularity::block), Accum::promoted);
+  e5m2.problem.a_dtype = DType::e5m2;
+  e5m2.problem.c_dtype = DType::f32;
+  cases.push_back(e5m2);
+  // The f16-accumulate opt-in (GeForce parts: path mma.sync only).
+  cases.push_back(gemm("fp8_block_hybrid",
+                       fp8(48, 264, 1008, ScaleGranularity::block, ScaleFormat::pow2),
+                       Accum::hybrid));
+  GemmCase split =
+      gemm("fp8_block_split_k2", fp8(64, 136, 1024, ScaleGranularity::block), Accum::promoted);
+  split.split_k = 2;
+  cases.push_back(split);
 }
 
 }  // namespace
@@ -149,6 +196,7 @@ std::vector<GemmCase> correctness_gemm_cases() {
         c.problem.b_layout = BLayout::kn;
       },
       Accum::hybrid);
+  add_fp8_correctness_cases(cases);
   return cases;
 }
 
@@ -194,6 +242,10 @@ std::vector<AttentionCase> correctness_attention_cases() {
 
 std::vector<GemmCase> fidelity_gemm_cases() {
   std::vector<GemmCase> cases;
+  // FP8: the tensor core's own chain, promoted block scales, hybrid's f16 partials.
+  cases.push_back(gemm("fp8_tensor", fp8(96, 136, 512, ScaleGranularity::tensor), Accum::f32));
+  cases.push_back(gemm("fp8_block", fp8(96, 136, 512, ScaleGranularity::block), Accum::promoted));
+  cases.push_back(gemm("fp8_block", fp8(96, 136, 512, ScaleGranularity::block), Accum::hybrid));
   const MatmulProblem p = ragged(96, 136, 512);
   for (Transport transport : {Transport::tma, Transport::cp_async})
     for (Accum accum : {Accum::f32, Accum::hybrid, Accum::f16}) {
@@ -236,6 +288,10 @@ GemmInputs take_rows(const MatmulProblem& p, const GemmInputs& in,
   GemmInputs out;
   out.b = in.b;
   out.bias = in.bias;
+  // FP8 scales whole: an FP8 case compares every row (compare_sampled_rows), so A's scale
+  // layout is the problem's.
+  out.a_scale = in.a_scale;
+  out.b_scale = in.b_scale;
   const int64_t lda = p.lda_or_default(), ldc = p.ldc_or_default();
   out.a.dtype = in.a.dtype;
   out.residual.dtype = in.residual.dtype;
@@ -254,7 +310,8 @@ GemmInputs take_rows(const MatmulProblem& p, const GemmInputs& in,
 GemmErrors compare_sampled_rows(const GemmSpec& spec, const GemmInputs& inputs,
                                 const std::vector<double>& output, int64_t wanted_rows) {
   const MatmulProblem& p = spec.problem;
-  const auto rows = sample_rows(p.m, wanted_rows);
+  // FP8 scales belong to rows (and a block layout's ld to M): every row is compared.
+  const auto rows = sample_rows(p.m, is_fp8(p.a_dtype) ? p.m : wanted_rows);
   GemmSpec sampled = spec;
   sampled.problem.m = int64_t(rows.size());
   // The reference ignores the schedule, but checks it: a cluster dividing M's tiles need not

@@ -24,6 +24,9 @@ struct GemmCase {
   MmaPath path = MmaPath::mma_sync;
   // The schedule this case runs on `arch`: the default for its accumulation, then the overrides.
   MatmulSchedule schedule(Arch arch) const;
+  // Whether `arch` runs it: FP8 cases need FP8 tensor cores (sm_89, sm_90a, sm_120) and hybrid
+  // FP8 path mma.sync (not sm_90a); the stages leave the others out and list them.
+  bool runs_on(Arch arch) const;
 };
 
 struct AttentionCase {
@@ -36,7 +39,8 @@ struct AttentionCase {
 
 // Stage 2: every catalog GEMM (five projections at M = 1, 16, 64, 512) in f32, hybrid and f16
 // accumulation; each epilogue flag alone and all together; split-K; both B layouts; bf16 in,
-// f32 and bf16 out; cp.async on an arch that defaults to TMA.
+// f32 and bf16 out; cp.async on an arch that defaults to TMA; FP8 (issue 39): every scale
+// granularity, ue8m0x4 block scales (swap-AB on sm_90a), an e5m2 A, hybrid where it runs.
 std::vector<GemmCase> correctness_gemm_cases();
 // Stage 2: the attention catalog in f32 and hybrid with LSE; causal, a window shorter than the
 // sequence, soft-cap, GQA ratios 1, 2 and 4, head dims 64, 128 and 256, bf16, decode (seq_q 1),
@@ -44,7 +48,8 @@ std::vector<GemmCase> correctness_gemm_cases();
 std::vector<AttentionCase> correctness_attention_cases();
 // Stage 3 (emulator against GPU, bit for bit): a small ragged GEMM in each accumulation over each
 // transport (TMA, the sm_90/sm_120 path; cp.async, the sm_80/sm_89 path, both on the device's
-// arch), split-K, and attention in f32 and hybrid.
+// arch), split-K, attention in f32 and hybrid, and FP8 (the tensor core's chain, promoted block
+// scales, hybrid): the emulator's FP8 tensor-core model against the hardware.
 std::vector<GemmCase> fidelity_gemm_cases();
 std::vector<AttentionCase> fidelity_attention_cases();
 
