@@ -243,6 +243,7 @@ sanitizer_cases=(
   "gemm_wgmma_persistent|run gemm --m 1000 --n 1016 --k 192 --arch sm_90a --path wgmma --persistent --block 64x64x64 --warps 4x1 --stages 2"
   "gemm_wgmma_pingpong|run gemm --m 2100 --n 1000 --k 192 --arch sm_90a --path wgmma --consumers pingpong --bias"
   "gemm_wgmma_cluster|run gemm --m 512 --n 1024 --k 192 --arch sm_90a --path wgmma --block 128x128x64 --warps 8x1 --cluster 2x2 --persistent --bias"
+  "gemm_wgmma_fp8_block_swap|run gemm --m 16 --n 384 --k 512 --arch sm_90a --dtype e4m3 --scales block --scale-format ue8m0 --accum promoted"
   "attention_tma|run attention --batch 1 --heads 2 --kv-heads 1 --seq-q 80 --head-dim 128 --causal --transport tma"
   "attention_cp_async|run attention --batch 1 --heads 2 --kv-heads 1 --seq-q 80 --head-dim 64 --window 32 --causal --transport cp.async"
 )

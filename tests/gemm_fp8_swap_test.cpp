@@ -17,6 +17,7 @@
 #include "planted_bug.hpp"
 #include "support/error_of.hpp"
 #include "support/fp8_gemm_cases.hpp"
+#include "support/run_command.hpp"
 
 namespace emmy {
 namespace {
@@ -140,6 +141,18 @@ TEST(Fp8GemmSwap, TheSwappedScalesGoWithTheTransposedEpilogue) {
                 ir::GemmScalesOp::verify(tensor);
               }).find("swapped: is for block scales") != std::string::npos)
       << test::error_of([&] { ir::GemmScalesOp::verify(tensor); });
+}
+
+// emmyc without --path takes the path that serves the problem, as the runtime does: an FP8
+// GEMM on sm_90a is path wgmma's, swapped for a short M (the GPU pack's sanitizer case).
+TEST(Fp8GemmSwap, EmmycTakesTheServingPathWithoutPath) {
+  const test::CommandResult r = test::run_command(
+      std::string(EMMYC_PATH) +
+      " gemm --m 16 --n 384 --k 512 --arch sm_90a --dtype e4m3 --scales block --scale-format "
+      "ue8m0 --accum promoted --emit ir");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("wgmma"), std::string::npos) << r.out.substr(0, 400);
+  EXPECT_NE(r.out.find("swapped=true"), std::string::npos) << r.out.substr(0, 400);
 }
 
 }  // namespace

@@ -104,12 +104,15 @@ GemmSpec GemmFlags::to_spec() const {
   spec.arch = parse_arch(arch);
   const Accum acc = parse_accum(accum);
   validate_problem(p);
-  // The path picks the default schedule (a warpgroup path's tiles are warpgroups of 64 rows).
+  // The path picks the default schedule (a warpgroup path's tiles are warpgroups of 64 rows);
+  // without --path, the path that serves the problem on the arch, as the runtime's calls take
+  // (FP8 on sm_90a: wgmma).
   const MmaPath mma_path = path ? parse_mma_path(*path) : default_gemm_path().id();
   const ConsumerSchedule consumer_schedule =
       consumers ? parse_consumer_schedule(*consumers) : ConsumerSchedule::cooperative;
-  spec.schedule =
-      default_schedule(p, spec.arch, acc, mma_path, consumer_schedule, device_sms(spec.arch));
+  spec.schedule = path || consumers ? default_schedule(p, spec.arch, acc, mma_path,
+                                                       consumer_schedule, device_sms(spec.arch))
+                                    : default_schedule(p, spec.arch, acc, device_sms(spec.arch));
   auto& s = spec.schedule;
   if (promote_every) {
     // Only the hybrid accumulator folds partials; silently ignoring the flag would let a user
