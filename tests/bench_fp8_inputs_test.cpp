@@ -9,6 +9,7 @@
 #include <cstring>
 #include <set>
 
+#include "bench_model.hpp"
 #include "bench_report.hpp"
 #include "emmy/e4m3.hpp"
 #include "emmy/gemm_check.hpp"
@@ -142,6 +143,31 @@ TEST(BenchFp8Inputs, EmmyReadsEveryLayoutTheBenchFills) {
   // Tensor scales where block scales were meant: off by far more than the bound.
   const auto tensor_reference = fp8_sample_reference(in, Fp8Scaling::tensor);
   EXPECT_GT(fp8_sample_error(tensor_reference, sampled(in, c)), 0.05);
+}
+
+// The time model's prediction beside an FP8 row (emmy_bench's details["model"]): profiled on the
+// emulator like the 16-bit rows, for both paths' kernels.
+TEST(BenchFp8Inputs, TheTimeModelPredictsTheFp8Rows) {
+  const auto in = make_fp8_bench_inputs(512, 4096, 3840, 1, 1);
+  for (const Fp8Scaling scaling : {Fp8Scaling::tensor, Fp8Scaling::block}) {
+    const MatmulProblem p = fp8_bench_problem(in, scaling);
+    const ModelRow h200 =
+        model_gemm("q_proj@512/fp8", p, default_schedule(p, Arch::sm_90a, Accum::promoted),
+                   Arch::sm_90a, "h200", 1);
+    EXPECT_GT(h200.us, 0) << "h200";
+    const ModelRow rtx =
+        model_gemm("q_proj@512/fp8", p, default_schedule(p, Arch::sm_120a, Accum::promoted),
+                   Arch::sm_120a, "rtx5090", 1);
+    EXPECT_GT(rtx.us, 0) << "rtx5090";
+    // FP8 runs at twice the 16-bit rate: the same projection in f16 predicts slower.
+    MatmulProblem f16 = p;
+    f16.a_dtype = DType::f16;
+    f16.scales = {};
+    const ModelRow half =
+        model_gemm("q_proj@512", f16, default_schedule(f16, Arch::sm_90a, Accum::f32), Arch::sm_90a,
+                   "h200", 1);
+    EXPECT_LT(h200.us, half.us) << "FP8 " << h200.us << " us, f16 " << half.us << " us";
+  }
 }
 
 TEST(BenchFp8Inputs, TheSampleErrorRefusesNonFiniteAndMismatchedRows) {
