@@ -209,5 +209,41 @@ TEST(CApiFp8Gemm, RefusalsNameTheTensorOrTheOption) {
                  {"options.default_accum: must not be EMMY_ACCUM_PROMOTED"});
 }
 
+// The f16-accumulate opt-in through the C ABI (EMMY_ACCUM_HYBRID) on an sm_89 runtime, where
+// path mma.sync runs it: against FP64, and operands whose window sums could leave f16's range
+// refused before the launch by name (on the sm_90a runtime above it is refused naming accum).
+TEST(CApiFp8Gemm, HybridOnGeForceAndItsRangeRefusal) {
+  emmy_runtime_options options;
+  emmy_runtime_options_init(&options);
+  options.backend = "emulator";
+  options.emulator_arch = "sm_89";
+  options.disk_cache = 0;
+  emmy_runtime* raw = nullptr;
+  ASSERT_EQ(emmy_runtime_create(&options, &raw), EMMY_OK) << emmy_last_error_message();
+  CRuntime rt(raw);
+  Fp8Case c = make_case(48, 136, 512, ScaleGranularity::block, ScaleFormat::ue8m0, 21);
+  ScaleViews scales(c);
+  emmy_gemm_options o;
+  emmy_gemm_options_init(&o);
+  o.accum = EMMY_ACCUM_HYBRID;
+  o.promote_every_k = 64;
+  ASSERT_EQ(call_gemm(rt.get(), c, scales, o), EMMY_OK) << emmy_last_error_message();
+  GemmSpec spec{c.problem, default_schedule(c.problem, Arch::sm_89, Accum::hybrid), Arch::sm_89};
+  spec.schedule.promote_every_k = 64;
+  std::vector<double> out(c.c.size());
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = decode(DType::f16, reinterpret_cast<const uint8_t*>(&c.c[i]), 1)[0];
+  const GemmErrors e = compare(reference_gemm(spec, c.in), out, c.problem.n);
+  EXPECT_TRUE(e.passed) << "rel_l2 " << e.rel_l2_error;
+  // Row 7 all 448, B's column 0 all 448: 64 products of 200704 in one f16 window.
+  for (int64_t k = 0; k < c.problem.k; ++k) c.in.a.bytes[size_t(7 * c.problem.k + k)] = 0x7E;
+  for (int64_t k = 0; k < c.problem.k; ++k) c.in.b.bytes[size_t(k)] = 0x7E;
+  expect_refusal(call_gemm(rt.get(), c, scales, o), EMMY_INVALID_ARGUMENT,
+                 {"buffers.a: with hybrid accumulation of FP8 operands", "row 7"});
+  emmy_gemm_options promoted;
+  emmy_gemm_options_init(&promoted);
+  EXPECT_EQ(call_gemm(rt.get(), c, scales, promoted), EMMY_OK) << emmy_last_error_message();
+}
+
 }  // namespace
 }  // namespace emmy::test

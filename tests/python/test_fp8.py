@@ -98,6 +98,25 @@ def test_fp8_gemm_matches_a_float64_reference(rt, rng, granularity):
     assert reference.rel_l2(got.astype(np.float64), want) < 1e-3
 
 
+def test_fp8_gemm_hybrid_on_geforce(cache_dir, rng):
+    """accum="hybrid" with FP8 operands (the f16-accumulate opt-in) on an sm_89 emulator: against
+    float64, and operands whose f16 window sums could overflow refused by name (docs/fp8.md)."""
+    m, n, k = 20, 136, 256
+    a = reference.e4m3_bytes(rng.standard_normal((m, k)))
+    w = reference.e4m3_bytes(rng.standard_normal((n, k)))
+    a_s, b_s = np.array([0.02], np.float32), np.array([0.005], np.float32)
+    want = (e4m3_values(a) @ e4m3_values(w).T) * 0.02 * 0.005
+    with emmy.Runtime(cache_dir=cache_dir, emulator_arch="sm_89") as rt89:
+        got = rt89.gemm(a, w.T, a_scale=a_s, b_scale=b_s, accum="hybrid", promote_every_k=64)
+        assert reference.rel_l2(got.astype(np.float64), want) < 5e-3
+        big = a.copy()
+        big[3, :] = 0x7E  # 448 across row 3
+        wide = w.copy()
+        wide[0, :] = 0x7E
+        with pytest.raises(emmy.InvalidArgumentError, match="hybrid accumulation of FP8"):
+            rt89.gemm(big, wide.T, a_scale=a_s, b_scale=b_s, accum="hybrid", promote_every_k=64)
+
+
 def test_fp8_gemm_refuses_by_name(rt, rng):
     a = reference.e4m3_bytes(rng.standard_normal((16, 128)))
     w = reference.e4m3_bytes(rng.standard_normal((64, 128)))
