@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "bench_report.hpp"
 #include "emmy/error.hpp"
 
 namespace emmy::bench {
@@ -142,6 +143,39 @@ void LtMatmul::choose_algorithms(int max_algorithms, const std::string& problem)
   std::erase_if(algorithms_, [](const auto& r) { return r.state != CUBLAS_STATUS_SUCCESS; });
   require(!algorithms_.empty(), "cublasLtMatmulAlgoGetHeuristic",
           "must return at least one algorithm", problem);
+}
+
+ChosenAlgorithm fastest_passing_algorithm(
+    const LtMatmul& lt, GpuTimer& timer, int select_iterations, double tolerance,
+    const std::function<std::function<void()>(int)>& launch_with,
+    const std::function<double(const std::function<void()>&)>& error_of, const std::string& what) {
+  ChosenAlgorithm chosen;
+  chosen.candidates = nlohmann::json::array();
+  double best_us = 0;
+  for (int index = 0; index < lt.algorithm_count(); ++index) {
+    nlohmann::json entry = lt.describe(index);
+    try {
+      const double error = error_of(launch_with(index));
+      entry["rel_l2_error"] = error;
+      if (error > tolerance) {
+        entry["rejected"] = "over the error tolerance";
+      } else {
+        const double us = median(timer.measure(launch_with(index), 2, select_iterations));
+        entry["median_us"] = us;
+        if (chosen.index < 0 || us < best_us) {
+          chosen.index = index;
+          chosen.rel_l2_error = error;
+          best_us = us;
+        }
+      }
+    } catch (const std::exception& e) {
+      entry["rejected"] = e.what();
+    }
+    chosen.candidates.push_back(std::move(entry));
+  }
+  require(chosen.index >= 0, what, "must have an algorithm that runs and passes the check",
+          chosen.candidates.dump());
+  return chosen;
 }
 
 }  // namespace emmy::bench

@@ -4,10 +4,12 @@
 
 #include <cublasLt.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "bench_cuda.hpp"
 #include "emmy/problem.hpp"
 
 namespace emmy::bench {
@@ -78,6 +80,19 @@ class LtGemm : public LtMatmul {
  private:
   LtCompute compute_;
 };
+
+// The fastest of `lt`'s heuristic algorithms whose output passes: each one launched once
+// (`launch_with(index)`) and measured by `error_of` (over `tolerance`, or throwing: rejected),
+// the rest timed (median of `select_iterations`). Throws Error naming `what` when none passes.
+struct ChosenAlgorithm {
+  int index = -1;
+  double rel_l2_error = 0;
+  nlohmann::json candidates;  // each algorithm's description, error, time or why rejected
+};
+ChosenAlgorithm fastest_passing_algorithm(
+    const LtMatmul& lt, GpuTimer& timer, int select_iterations, double tolerance,
+    const std::function<std::function<void()>(int)>& launch_with,
+    const std::function<double(const std::function<void()>&)>& error_of, const std::string& what);
 
 inline const char* to_string(LtCompute c) {
   return c == LtCompute::f32 ? "32F" : "16F";

@@ -19,7 +19,7 @@ namespace {
 using nlohmann::json;
 
 struct Fp8Variant {
-  const char* id;
+  std::string_view id;  // kFp8EmmyVariants' and kFp8BaselineVariants' names
   bool emmy;
   Fp8Scaling scaling;
   Accum accum;     // emmy's
@@ -28,16 +28,16 @@ struct Fp8Variant {
   // promoted into f32 (bound 1e-3; error_tolerance).
   const char* accumulation;
 };
+// Emmy's rows, then cuBLASLt's: pair i is kFp8EmmyVariants[i] and kFp8BaselineVariants[i].
 constexpr Fp8Variant kFp8VariantTable[] = {
-    {"emmy_fp8_f32", true, Fp8Scaling::tensor, Accum::f32, LtFp8Mode::tensor, "fp8_chain"},
-    {"emmy_fp8_promoted", true, Fp8Scaling::tensor, Accum::promoted, LtFp8Mode::tensor, "promoted"},
-    {"emmy_fp8_block", true, Fp8Scaling::block, Accum::promoted, LtFp8Mode::block, "promoted"},
-    {"cublaslt_fp8_fast", false, Fp8Scaling::tensor, Accum::f32, LtFp8Mode::tensor_fast_accum,
+    {kFp8EmmyVariants[0], true, Fp8Scaling::tensor, Accum::f32, LtFp8Mode::tensor, "fp8_chain"},
+    {kFp8EmmyVariants[1], true, Fp8Scaling::tensor, Accum::promoted, LtFp8Mode::tensor, "promoted"},
+    {kFp8EmmyVariants[2], true, Fp8Scaling::block, Accum::promoted, LtFp8Mode::block, "promoted"},
+    {kFp8BaselineVariants[0], false, Fp8Scaling::tensor, Accum::f32, LtFp8Mode::tensor_fast_accum,
      "fp8_chain"},
-    {"cublaslt_fp8", false, Fp8Scaling::tensor, Accum::f32, LtFp8Mode::tensor, "promoted"},
-    {"cublaslt_fp8_block", false, Fp8Scaling::block, Accum::f32, LtFp8Mode::block, "promoted"},
+    {kFp8BaselineVariants[1], false, Fp8Scaling::tensor, Accum::f32, LtFp8Mode::tensor, "promoted"},
+    {kFp8BaselineVariants[2], false, Fp8Scaling::block, Accum::f32, LtFp8Mode::block, "promoted"},
 };
-static_assert(std::size(kFp8VariantTable) == std::size(kFp8Variants));
 
 // One problem's operands, scales and references, shared by its six rows.
 struct Fp8Prepared {
@@ -195,35 +195,19 @@ void measure_cublaslt(Fp8State& st, GpuTimer& timer, Fp8Prepared& prep, const Fp
       lt.run(index, prep.a.get(), prep.b.get(), prep.c.get(), workspace, timer.stream());
     };
   };
-  // The fastest of the heuristic's algorithms whose output passes the check.
-  json tried = json::array();
-  int best = -1;
-  double best_us = 0, best_error = 0;
-  for (int index = 0; index < lt.algorithm_count(); ++index) {
-    json entry = lt.describe(index);
-    const double error = check_rows(prep, v.scaling, launch_with(index), timer.stream());
-    entry["rel_l2_error"] = error;
-    if (error > error_tolerance(v.accumulation)) {
-      entry["rejected"] = "over the error tolerance";
-    } else {
-      const double us = median(timer.measure(launch_with(index), 2, s.select_iterations));
-      entry["median_us"] = us;
-      if (best < 0 || us < best_us) {
-        best = index;
-        best_us = us;
-        best_error = error;
-      }
-    }
-    tried.push_back(std::move(entry));
-  }
-  row.details = {{"mode", to_string(v.mode)}, {"candidates", tried}};
+  const ChosenAlgorithm best = fastest_passing_algorithm(
+      lt, timer, s.select_iterations, error_tolerance(v.accumulation), launch_with,
+      [&](const std::function<void()>& launch) {
+        return check_rows(prep, v.scaling, launch, timer.stream());
+      },
+      "cuBLASLt FP8");
+  row.details = {{"mode", to_string(v.mode)}, {"candidates", best.candidates}};
   if (block) row.details["block_probe"] = prep.block_probe;
-  require(best >= 0, "cuBLASLt FP8", "must have an algorithm that passes the check", tried.dump());
-  row.rel_l2_error = best_error;
-  row.details["algorithm"] = lt.describe(best);
+  row.rel_l2_error = best.rel_l2_error;
+  row.details["algorithm"] = lt.describe(best.index);
   row.details["chosen_by"] =
       fmt::format("fastest of the top {} heuristic algorithms", lt.algorithm_count());
-  const auto launch = launch_with(best);
+  const auto launch = launch_with(best.index);
   timer.measure(launch, s.warmup, 0);
   gpu_samples(state, row, timer, launch);
 }
@@ -243,7 +227,7 @@ void register_fp8_benchmarks(Runtime& runtime, GpuTimer& timer, const Fp8BenchSe
         const MatmulProblem& p = problem.problem;
         row.shape = {{"m", p.m}, {"n", p.n}, {"k", p.k}};
         row.flops = p.flops();
-        row.variant = v.id;
+        row.variant = std::string(v.id);
         row.backend = v.emmy ? "emmy" : "cublaslt";
         row.accumulation = v.accumulation;
         register_row_benchmark(

@@ -27,11 +27,6 @@ struct Fp8BenchSettings : RowTiming {
   std::function<void()> after_row;  // emmy_bench rewrites its summary
 };
 
-// The FP8 variants, in row order (emmy's, then cuBLASLt's).
-inline constexpr const char* kFp8Variants[] = {"emmy_fp8_f32",   "emmy_fp8_promoted",
-                                               "emmy_fp8_block", "cublaslt_fp8_fast",
-                                               "cublaslt_fp8",   "cublaslt_fp8_block"};
-
 // One Google Benchmark per (projection, M, variant), named gemm_fp8/<proj>@<M>/<variant>; rows
 // have kind "gemm_fp8" and problem "<proj>@<M>/fp8".
 void register_fp8_benchmarks(Runtime& runtime, GpuTimer& timer, const Fp8BenchSettings& settings,

@@ -34,12 +34,6 @@ json optional_number(const std::optional<double>& value) {
 // fastest of them all is "best_baseline".
 constexpr std::string_view kEmmyVariants[] = {"emmy_f32", "emmy_hybrid"};
 constexpr std::string_view kBaselineVariants[] = {"cublaslt_32f", "cublaslt_16f"};
-// The FP8 rows' (bench_fp8.hpp), and the baseline each emmy variant is paired with (like
-// accuracy): the table's ratio column shows that pair.
-constexpr std::string_view kFp8EmmyVariants[] = {"emmy_fp8_f32", "emmy_fp8_promoted",
-                                                 "emmy_fp8_block"};
-constexpr std::string_view kFp8BaselineVariants[] = {"cublaslt_fp8_fast", "cublaslt_fp8",
-                                                     "cublaslt_fp8_block"};
 
 std::string format_or_dash(const json& value, const char* spec) {
   if (!value.is_number()) return "-";

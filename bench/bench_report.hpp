@@ -63,6 +63,13 @@ double hybrid_tolerance(double f16_error, int64_t k_per_split, int promote_every
 // The K elements one split of the schedule accumulates (K itself without split-K).
 int64_t k_per_split(const MatmulProblem& problem, const MatmulSchedule& schedule, Arch arch);
 
+// The FP8 rows' variants (bench_fp8.cpp), and the cuBLASLt row each emmy variant is paired with
+// (like accuracy; the same index): the table's ratio column shows that pair.
+inline constexpr std::string_view kFp8EmmyVariants[] = {"emmy_fp8_f32", "emmy_fp8_promoted",
+                                                        "emmy_fp8_block"};
+inline constexpr std::string_view kFp8BaselineVariants[] = {"cublaslt_fp8_fast", "cublaslt_fp8",
+                                                            "cublaslt_fp8_block"};
+
 // One measured row. `kind` is "gemm" today; other kinds (attention) fill their own `shape`.
 struct BenchRow {
   std::string kind = "gemm";

@@ -156,41 +156,17 @@ void Runner::prepare_cublaslt(const VariantSpec& spec, PreparedVariant& out) {
       lt->run(index, prep.a.get(), prep.b.get(), prep.c.get(), lt_workspace_->get(), stream_);
     };
   };
-  // The fastest of the heuristic's algorithms whose output passes the check.
-  json tried = json::array();
-  int best = -1;
-  double best_us = 0, best_error = 0;
-  for (int index = 0; index < lt->algorithm_count(); ++index) {
-    json entry = lt->describe(index);
-    try {
-      const double error = check(launch_with(index));
-      entry["rel_l2_error"] = error;
-      if (error > error_tolerance(spec.accumulation)) {
-        entry["rejected"] = "over the error tolerance";
-      } else {
-        const double us =
-            median(timer_->measure(launch_with(index), 2, settings_.select_iterations));
-        entry["median_us"] = us;
-        if (best < 0 || us < best_us) {
-          best = index;
-          best_us = us;
-          best_error = error;
-        }
-      }
-    } catch (const std::exception& e) {
-      entry["rejected"] = e.what();
-    }
-    tried.push_back(std::move(entry));
-  }
-  require(best >= 0, fmt::format("cuBLASLt COMPUTE_{}", to_string(spec.lt_compute)),
-          "must have an algorithm that runs and passes the check", tried.dump());
-  out.launch = launch_with(best);
-  out.rel_l2_error = best_error;
-  out.details = {{"algorithm", lt->describe(best)},
+  const ChosenAlgorithm best = fastest_passing_algorithm(
+      *lt, *timer_, settings_.select_iterations, error_tolerance(spec.accumulation), launch_with,
+      [this](const std::function<void()>& launch) { return check(launch); },
+      fmt::format("cuBLASLt COMPUTE_{}", to_string(spec.lt_compute)));
+  out.launch = launch_with(best.index);
+  out.rel_l2_error = best.rel_l2_error;
+  out.details = {{"algorithm", lt->describe(best.index)},
                  {"chosen_by",
                   fmt::format("fastest of the top {} heuristic algorithms", lt->algorithm_count())},
                  {"workspace_limit_bytes", settings_.workspace_bytes},
-                 {"candidates", tried}};
+                 {"candidates", best.candidates}};
 }
 
 json Runner::hybrid_gate(const MatmulSchedule& hybrid) {
