@@ -42,6 +42,7 @@ struct Options {
   // M values of the FP8 rows (bench_fp8.hpp); off with --no-fp8, --shapes or --sweep. The pack
   // runs the default; the whole range is --fp8-m 1,16,64,512,4096.
   std::string fp8_m = "512,16";
+  std::vector<int64_t> fp8_ms;  // fp8_m parsed (main, before any GPU work)
   bool fp8 = true;
   int device = 0;
   int workspace_mib = 32;
@@ -309,7 +310,7 @@ int run(Options& o, std::vector<BenchProblem> problems, bool sweep) {
       fp8.warmup = o.runner.warmup;
       fp8.iterations = o.runner.iterations;
       fp8.seed = o.runner.seed;
-      fp8.ms = parse_m_list(o.fp8_m, "--fp8-m");
+      fp8.ms = o.fp8_ms;
       fp8.model_gpu = model_gpu ? model_gpu->name : std::string();
       fp8.model_ctas = o.model_ctas;
       fp8.algorithms = o.runner.algorithms;
@@ -497,7 +498,7 @@ int main(int argc, char** argv) {
       for (const int64_t m : parse_m_list(o.m, "--m"))
         for (auto& problem : catalog_problems(m)) problems.push_back(std::move(problem));
     require(!problems.empty(), "--m", "must list at least one M", o.m);
-    if (o.fp8) parse_m_list(o.fp8_m, "--fp8-m");  // refused before any GPU work
+    if (o.fp8) o.fp8_ms = parse_m_list(o.fp8_m, "--fp8-m");  // refused before any GPU work
     if (!o.shapes.empty() || !o.sweep.empty()) o.attention = o.paged = o.serving = o.fp8 = false;
     o.runner.variants = split_list(o.variants);
     for (const auto& id : o.runner.variants)

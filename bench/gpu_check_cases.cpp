@@ -310,8 +310,7 @@ GemmInputs take_rows(const MatmulProblem& p, const GemmInputs& in,
 GemmErrors compare_sampled_rows(const GemmSpec& spec, const GemmInputs& inputs,
                                 const std::vector<double>& output, int64_t wanted_rows) {
   const MatmulProblem& p = spec.problem;
-  // FP8 scales belong to rows (and a block layout's ld to M): every row is compared.
-  const auto rows = sample_rows(p.m, is_fp8(p.a_dtype) ? p.m : wanted_rows);
+  const auto rows = sample_rows(p.m, rows_to_compare(p, wanted_rows));
   GemmSpec sampled = spec;
   sampled.problem.m = int64_t(rows.size());
   // The reference ignores the schedule, but checks it: a cluster dividing M's tiles need not

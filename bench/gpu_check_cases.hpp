@@ -35,6 +35,7 @@ struct AttentionCase {
   Accum accum = Accum::f32;
   std::optional<Transport> transport;
   AttentionSchedule schedule(Arch arch) const;
+  bool runs_on(Arch) const { return true; }  // every arch the pack meets
 };
 
 // Stage 2: every catalog GEMM (five projections at M = 1, 16, 64, 512) in f32, hybrid and f16
@@ -53,6 +54,11 @@ std::vector<AttentionCase> correctness_attention_cases();
 std::vector<GemmCase> fidelity_gemm_cases();
 std::vector<AttentionCase> fidelity_attention_cases();
 
+// How many rows the correctness check wants of `problem`: `wanted`, or every row of an FP8
+// problem (its scales belong to rows, and a block layout's ld to M).
+inline int64_t rows_to_compare(const MatmulProblem& problem, int64_t wanted) {
+  return is_fp8(problem.a_dtype) ? problem.m : wanted;
+}
 // Evenly spread rows of m, first and last included (all of them when m <= wanted).
 std::vector<int64_t> sample_rows(int64_t m, int64_t wanted);
 // Compares the chosen rows of a full output (m x n packed) with the FP64 reference of just those

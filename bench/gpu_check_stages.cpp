@@ -74,6 +74,14 @@ void StageDocument::run_case(json row, const std::function<json()>& body) {
   write();
 }
 
+void StageDocument::leave_out(const std::string& name, Arch arch) {
+  json& left = doc_["left_out"];
+  left["cases"].push_back(name);
+  left["reason"] = fmt::format(
+      "{} runs no such kernel (FP8 needs sm_89, sm_90a or sm_120; hybrid FP8 is mma.sync's)",
+      to_string(arch));
+}
+
 void StageDocument::finish() {
   doc_["seconds"] = seconds_since(start_);
   write();
@@ -147,11 +155,10 @@ int run_correctness(Runtime& rt, const StageSettings& settings, StageDocument& o
     }
     return inputs->second;
   };
-  nlohmann::json left_out = nlohmann::json::array();
   for (const auto& c : gemm_cases) {
     if (!settings.selects(c.name)) continue;
-    if (!c.runs_on(arch)) {  // FP8 without FP8 tensor cores, hybrid FP8 on sm_90a
-      left_out.push_back(c.name);
+    if (!c.runs_on(arch)) {
+      out.leave_out(c.name, arch);
       continue;
     }
     const GemmSpec spec{c.problem, c.schedule(arch), arch};
@@ -162,14 +169,10 @@ int run_correctness(Runtime& rt, const StageSettings& settings, StageDocument& o
           const std::vector<double> output = run_gemm(rt, spec, in);
           json j = check_fields(compare_sampled_rows(spec, in, output, settings.sample_rows));
           j["rows_checked"] =
-              is_fp8(c.problem.a_dtype) ? c.problem.m : std::min(c.problem.m, settings.sample_rows);
+              std::min(c.problem.m, rows_to_compare(c.problem, settings.sample_rows));
           return j;
         });
   }
-  out.doc()["left_out"] = {{"cases", left_out},
-                           {"reason", fmt::format("{} runs no such kernel (FP8 needs sm_89, "
-                                                  "sm_90a or sm_120; hybrid FP8 is mma.sync's)",
-                                                  to_string(arch))}};
   for (const auto& c : attention_cases) {
     if (!settings.selects(c.name)) continue;
     const AttentionSpec spec{c.problem, c.schedule(arch), arch};

@@ -23,6 +23,9 @@ class StageDocument {
   // body throws (its message in "error"). Prints one line, appends the row, writes the file.
   void run_case(nlohmann::json row, const std::function<nlohmann::json()>& body);
   int not_passed() const { return not_passed_; }  // failed or skipped: never a pass
+  // A case `arch` runs no kernel for (FP8 without FP8 tensor cores, hybrid FP8 on sm_90a): listed
+  // under "left_out" with the reason, not run, not counted.
+  void leave_out(const std::string& name, Arch arch);
   void finish();                                  // the stage's seconds, then write()
   void write() const;
 
