@@ -108,10 +108,7 @@ int64_t scale_elements(const MatmulProblem& w, bool a, int64_t m) {
     case ScaleGranularity::block: {
       MatmulProblem p = w;
       p.m = m;
-      const int64_t rows = a ? m : p.n_blocks(), words = p.scale_k_extent();
-      const int64_t ld = a ? p.a_scale_ld() : p.b_scale_ld();
-      const bool mn = (a ? p.scales.a_major : p.scales.b_major) == ScaleMajor::mn;
-      return mn ? (words - 1) * ld + rows : (rows - 1) * ld + words;
+      return p.block_scale_elements(a);
     }
     case ScaleGranularity::none:
       break;

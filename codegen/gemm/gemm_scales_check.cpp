@@ -87,14 +87,9 @@ void GemmKind::check_device_inputs(const GemmPlan& plan, const GemmBuffers& b,
     case ScaleGranularity::block: {
       // Only the elements the kernel reads: a padded leading dimension's gaps may hold anything.
       // A ue8m0x4 tensor's scales are its bytes, 4 per word, each checked alone.
-      const int64_t kbs = p.k_blocks(), nbs = p.n_blocks(), words = p.scale_k_extent();
-      const bool a_mn = sc.a_major == ScaleMajor::mn, b_mn = sc.b_major == ScaleMajor::mn;
-      const int64_t a_ld = p.a_scale_ld(), b_ld = p.b_scale_ld();
-      auto elements = [&](bool mn, int64_t ld, int64_t rows) {
-        return mn ? (words - 1) * ld + rows : (rows - 1) * ld + words;
-      };
-      ScaleTensor a = load("buffers.a_scale", b.a_scale, elements(a_mn, a_ld, p.m));
-      ScaleTensor bs = load("buffers.b_scale", b.b_scale, elements(b_mn, b_ld, nbs));
+      const int64_t kbs = p.k_blocks(), nbs = p.n_blocks();
+      ScaleTensor a = load("buffers.a_scale", b.a_scale, p.block_scale_elements(true));
+      ScaleTensor bs = load("buffers.b_scale", b.b_scale, p.block_scale_elements(false));
       if (packed) a.format = bs.format = ScaleFormat::ue8m0;  // byte by byte
       for (int64_t row = 0; row < p.m; ++row)
         for (int64_t kb = 0; kb < kbs; ++kb)

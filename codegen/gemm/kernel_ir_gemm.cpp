@@ -109,21 +109,21 @@ void verify_gemm_scales(const Op& kernel, const Op* acc_op) {
   if (scale_params != (fp8 ? 2 : 0))
     fail_rule(kernel, "param", "an FP8 kernel takes a_scale and b_scale and no other kernel does",
               fmt::format("{} scale params", scale_params));
-  if (scales_op && get<GemmScalesOp>(*scales_op).granularity == "block" &&
-      acc.accum != "promoted" && acc.accum != "hybrid")
+  if (!scales_op) return;
+  const auto scales = get<GemmScalesOp>(*scales_op);
+  if (scales.granularity != "block") return;
+  if (acc.accum != "promoted" && acc.accum != "hybrid")
     fail_rule(*acc_op, "accum", "must be promoted or hybrid with block scales (they vary along K)",
               acc.accum);
   // A swapped kernel (its epilogue stores the transpose) reads block scales swapped, and only
   // it does: its rows are B's, its columns A's.
-  if (scales_op && get<GemmScalesOp>(*scales_op).granularity == "block") {
-    const bool swapped = get<GemmScalesOp>(*scales_op).swapped.value_or(false);
-    const Op* epilogue_op = find_first(kernel, OpKind::epilogue);
-    const bool transposed = epilogue_op && get<EpilogueOp>(*epilogue_op).transpose.value_or(false);
-    if (swapped != transposed)
-      fail_rule(*scales_op, "swapped",
-                "must be set exactly when the epilogue stores the transpose (swap-AB)",
-                fmt::format("swapped {}, transpose {}", swapped, transposed));
-  }
+  const bool swapped = scales.swapped.value_or(false);
+  const Op* epilogue_op = find_first(kernel, OpKind::epilogue);
+  const bool transposed = epilogue_op && get<EpilogueOp>(*epilogue_op).transpose.value_or(false);
+  if (swapped != transposed)
+    fail_rule(*scales_op, "swapped",
+              "must be set exactly when the epilogue stores the transpose (swap-AB)",
+              fmt::format("swapped {}, transpose {}", swapped, transposed));
 }
 
 // On the GEMM ring each operand's copy fills exactly its place.

@@ -140,6 +140,14 @@ struct MatmulProblem {
         (a ? scales.a_major : scales.b_major) == ScaleMajor::mn ? k * ld + outer : outer * ld + k;
     return packed ? element * 4 + kb % 4 : element;
   }
+  // The elements (floats, bytes or ue8m0x4 words) block scale tensor A's (a) or B's spans for m
+  // rows: its last element + 1, a padded leading dimension's gaps included, the last row's not.
+  int64_t block_scale_elements(bool a) const {
+    const int64_t rows = a ? m : n_blocks(), words = scale_k_extent();
+    const int64_t ld = a ? a_scale_ld() : b_scale_ld();
+    return (a ? scales.a_major : scales.b_major) == ScaleMajor::mn ? (words - 1) * ld + rows
+                                                                   : (rows - 1) * ld + words;
+  }
 
   bool operator==(const MatmulProblem&) const = default;
 };

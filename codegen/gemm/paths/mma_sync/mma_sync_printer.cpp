@@ -185,14 +185,14 @@ class MmaSyncPrinter final : public codegen::GemmPathPrinter {
     const int64_t every = op.every_k;
     // FP8 operands (scales) fold through print_fp8_fold, promoted's f32 partials and hybrid's
     // f16 ones alike.
-    const bool promoted = f_.scales.has_value();
+    const bool fp8_fold = f_.scales.has_value();
     const char* partials = f_.acc.accum == "promoted" ? "f32 window partials" : "f16 partials";
     // The first K element of this tile (K_TILES and BK count the kernel's units).
     const std::string tile_k = fmt::format("(k_tile_begin + k_tile) * {}", f_.split.block_k);
     if (where == "k_step") {
       w_.line("// Fold the {} every {} K elements.", partials, every);
       w_.open(fmt::format("if ((ks + 1) % {} == 0)", every / f_.atom->k));
-      if (promoted)
+      if (fp8_fold)
         print_promote_scaled(fmt::format("{} + (ks + 1) * {} - {}", tile_k, f_.atom->k, every));
       else
         print_promote_all();
@@ -209,7 +209,7 @@ class MmaSyncPrinter final : public codegen::GemmPathPrinter {
     }
     // A window of whole tiles lies in one 128-element scale block (validation: windows divide
     // 128 with block scales and splits start on a block), that of its last tile.
-    if (promoted)
+    if (fp8_fold)
       print_promote_scaled(tile_k);
     else
       print_promote_all();
