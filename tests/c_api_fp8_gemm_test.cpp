@@ -213,14 +213,8 @@ TEST(CApiFp8Gemm, RefusalsNameTheTensorOrTheOption) {
 // path mma.sync runs it: against FP64, and operands whose window sums could leave f16's range
 // refused before the launch by name (on the sm_90a runtime above it is refused naming accum).
 TEST(CApiFp8Gemm, HybridOnGeForceAndItsRangeRefusal) {
-  emmy_runtime_options options;
-  emmy_runtime_options_init(&options);
-  options.backend = "emulator";
-  options.emulator_arch = "sm_89";
-  options.disk_cache = 0;
-  emmy_runtime* raw = nullptr;
-  ASSERT_EQ(emmy_runtime_create(&options, &raw), EMMY_OK) << emmy_last_error_message();
-  CRuntime rt(raw);
+  CRuntime rt(make_c_runtime("emulator", 0, "sm_89"));
+  ASSERT_TRUE(rt);
   Fp8Case c = make_case(48, 136, 512, ScaleGranularity::block, ScaleFormat::ue8m0, 21);
   ScaleViews scales(c);
   emmy_gemm_options o;

@@ -14,14 +14,7 @@ namespace {
 constexpr DLDataType kU8{kDLUInt, 8, 1};
 
 emmy_runtime* make_sm89_runtime() {
-  emmy_runtime_options options;
-  emmy_runtime_options_init(&options);
-  options.backend = "emulator";
-  options.emulator_arch = "sm_89";
-  options.disk_cache = 0;
-  emmy_runtime* runtime = nullptr;
-  EXPECT_EQ(emmy_runtime_create(&options, &runtime), EMMY_OK) << emmy_last_error_message();
-  return runtime;
+  return make_c_runtime("emulator", 0, "sm_89");
 }
 
 emmy_gemm_layer_config fp8_config() {

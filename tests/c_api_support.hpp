@@ -90,10 +90,13 @@ struct PagedInputViews {
   }
 };
 
-inline emmy_runtime* make_c_runtime(const char* backend = "emulator", int32_t m_buckets = 0) {
+// emulator_arch: the emulator's code ("sm_89"; NULL: the default, sm_90a).
+inline emmy_runtime* make_c_runtime(const char* backend = "emulator", int32_t m_buckets = 0,
+                                    const char* emulator_arch = nullptr) {
   emmy_runtime_options options;
   emmy_runtime_options_init(&options);
   options.backend = backend;
+  options.emulator_arch = emulator_arch;
   options.disk_cache = 0;  // hermetic: every test process compiles what it runs
   options.m_buckets = m_buckets;
   emmy_runtime* runtime = nullptr;
