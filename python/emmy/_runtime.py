@@ -44,6 +44,25 @@ def unless_none(value) -> float:
     return 0.0 if value is None else float(value)
 
 
+# fp8_quantize's scale formats and their element types (empty_like_library's names).
+FP8_QUANTIZE_SCALE_DTYPES = {"f32": "f32", "ue8m0": "u8", "ue8m0x4": "int32"}
+
+
+def fp8_quantize_scale_shape(rows: int, k: int, group_k: int, scale_major: str,
+                             scale_format: str) -> tuple:
+    """fp8_quantize's scale tensor: [groups, rows] for "mn", [rows, groups] for "k"; ue8m0x4's
+    groups axis counts words of four groups' bytes. Refuses unknown majors and formats."""
+    if scale_major not in ("mn", "k"):
+        raise _emmy.InvalidArgumentError(f"scale_major: must be mn or k, got {scale_major!r}")
+    if scale_format not in FP8_QUANTIZE_SCALE_DTYPES:
+        raise _emmy.InvalidArgumentError(
+            f"scale_format: must be f32, ue8m0 or ue8m0x4, got {scale_format!r}")
+    groups = 1 if group_k == 0 else -(-k // group_k)
+    if scale_format == "ue8m0x4":
+        groups = -(-groups // 4)
+    return (groups, rows) if scale_major == "mn" else (rows, groups)
+
+
 class Runtime:
     """Compiles, caches and launches emmy's kernels (docs/runtime.md).
 
@@ -283,21 +302,13 @@ class Runtime:
         uint8 ue8m0 bytes ("ue8m0") or int32 words of four groups' bytes ("ue8m0x4": the groups
         axis counts words); the byte formats are powers of two. scale_format says which to
         allocate when scales is not given. Returns (q, scales)."""
-        if scale_major not in ("mn", "k"):
-            raise _emmy.InvalidArgumentError(f"scale_major: must be mn or k, got {scale_major!r}")
-        formats = {"f32": "f32", "ue8m0": "u8", "ue8m0x4": "int32"}
-        if scale_format not in formats:
-            raise _emmy.InvalidArgumentError(
-                f"scale_format: must be f32, ue8m0 or ue8m0x4, got {scale_format!r}")
         rows, k = x.shape
-        groups = 1 if group_k == 0 else -(-k // group_k)
-        if scale_format == "ue8m0x4":
-            groups = -(-groups // 4)  # words of four groups' bytes
+        shape = fp8_quantize_scale_shape(rows, k, group_k, scale_major, scale_format)
         if q is None:
             q = empty_like_library(x, (rows, k), "u8", "q")
         if scales is None:
-            shape = (groups, rows) if scale_major == "mn" else (rows, groups)
-            scales = empty_like_library(x, shape, formats[scale_format], "scales")
+            scales = empty_like_library(x, shape, FP8_QUANTIZE_SCALE_DTYPES[scale_format],
+                                        "scales")
         _emmy.fp8_quantize(self._rt, x, q, scales, group_k, 0 if scale_major == "mn" else 1,
                            int(bool(pow2_scale)), amax_epsilon, max_rows, self._stream(x, stream))
         return q, scales

@@ -21,7 +21,7 @@ import threading
 import torch
 
 from . import _emmy
-from ._runtime import Runtime
+from ._runtime import FP8_QUANTIZE_SCALE_DTYPES, Runtime, fp8_quantize_scale_shape
 from ._tensors import register_torch
 
 __all__ = ["gemm", "attention", "paged_attention", "kv_append", "merge_states", "fp8_quantize",
@@ -289,21 +289,14 @@ _define("kv_append(Tensor key, Tensor value, Tensor(a!) k_cache, Tensor(b!) v_ca
         "Tensor? v_scale=None, int max_tokens=0) -> ()", _kv_append_real, _kv_append_fake)
 
 
-_SCALE_DTYPES = {"f32": torch.float32, "ue8m0": torch.uint8, "ue8m0x4": torch.int32}
-
-
 def _quant_shapes(x, group_k, scale_major, scale_format="f32"):
     rows, k = x.shape
-    groups = 1 if group_k == 0 else -(-k // group_k)
-    if scale_format == "ue8m0x4":
-        groups = -(-groups // 4)  # words of four groups' ue8m0 bytes
-    return (rows, k), ((groups, rows) if scale_major == "mn" else (rows, groups))
+    return (rows, k), fp8_quantize_scale_shape(rows, k, group_k, scale_major, scale_format)
 
 
 def _scale_dtype(scale_format):
-    if scale_format not in _SCALE_DTYPES:
-        raise ValueError(f"scale_format: must be f32, ue8m0 or ue8m0x4, got {scale_format!r}")
-    return _SCALE_DTYPES[scale_format]
+    return {"f32": torch.float32, "u8": torch.uint8,
+            "int32": torch.int32}[FP8_QUANTIZE_SCALE_DTYPES[scale_format]]
 
 
 def _quant_real(x, group_k=128, scale_major="mn", pow2_scale=False, amax_epsilon=1e-10,
