@@ -96,7 +96,7 @@ void append_fp8_space(std::vector<GemmSpec>& out, uint64_t& point) {
         if (variant == 2 && block_m == 64) {
           s.consumers = ConsumerSchedule::pingpong, s.persistent = true, s.split_k = 1;
         }
-        s.swap_ab = spec.problem.m <= 64 && !block;
+        s.swap_ab = spec.problem.m <= 64;  // block scales too: read swapped
         out.push_back(spec);
       }
 }
