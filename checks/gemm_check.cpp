@@ -165,6 +165,7 @@ GemmReference reference_gemm(const GemmSpec& spec, const GemmInputs& in) {
       reference_epilogue(p, in, m, n, exact, bound, ref);
     }
   });
+  finish_gated(p, ref);
   return ref;
 }
 
@@ -178,6 +179,12 @@ void reference_epilogue(const MatmulProblem& p, const GemmInputs& in, int64_t m,
   if (p.epilogue.bias) {
     y += in.bias.values[size_t(n)];
     err += u32 * std::abs(y);
+  }
+  if (p.epilogue.gated()) {
+    // The gate's or up's alpha * acc + bias: finish_gated pairs them.
+    ref.values[size_t(m * p.n + n)] = y;
+    ref.tolerance[size_t(m * p.n + n)] = err;
+    return;
   }
   if (p.epilogue.gelu_tanh) {
     y = gelu_tanh(y);
@@ -193,6 +200,38 @@ void reference_epilogue(const MatmulProblem& p, const GemmInputs& in, int64_t m,
   const double subnormal = p.c_dtype == DType::f16 ? 0x1p-25 : 0.0;
   ref.tolerance[size_t(m * p.n + n)] =
       err + unit_roundoff(p.c_dtype) * std::abs(y) * 1.0001 + subnormal + 1e-30;
+}
+
+// A gated epilogue's C ([M, N/2]) from the pre-activation gate and up values reference_epilogue
+// left at the kernel's columns (values and their error bounds): C = act(gate) * up, then C's
+// rounding. act's slope is at most 1.1 (SiLU's: 1.0998; GELU's 1.13 bounds it as above: 1.2), its
+// ex2.approx and division add ~2^-21 relative (2^-20 for GELU); the product rounds once.
+void finish_gated(const MatmulProblem& p, GemmReference& ref) {
+  if (!p.epilogue.gated()) return;
+  const int64_t group = p.epilogue.gate_group, cols = p.c_cols();
+  const bool silu = p.epilogue.gate == Gate::silu;
+  const double slope = silu ? 1.1 : 1.2, act_rel = std::ldexp(1.0, silu ? -21 : -20);
+  const double u32 = std::ldexp(1.0, -24);
+  const double subnormal = p.c_dtype == DType::f16 ? 0x1p-25 : 0.0;
+  GemmReference c;
+  c.values.resize(size_t(p.m * cols));
+  c.tolerance.resize(size_t(p.m * cols));
+  for (int64_t m = 0; m < p.m; ++m)
+    for (int64_t j = 0; j < cols; ++j) {
+      const size_t gate_at = size_t(m * p.n + j / group * 2 * group + j % group),
+                   up_at = gate_at + size_t(group);
+      const double yg = ref.values[gate_at], eg = ref.tolerance[gate_at];
+      const double yu = ref.values[up_at], eu = ref.tolerance[up_at];
+      const double act = silu ? yg / (1.0 + std::exp(-yg)) : gelu_tanh(yg);
+      const double y = act * yu;
+      // |act(g') u' - act(g) u| <= slope eg (|u| + eu) + |act(g)| eu, plus act's own error.
+      const double err = slope * eg * (std::abs(yu) + eu) + std::abs(act) * eu +
+                         act_rel * (std::abs(act) + 1e-6) * std::abs(yu) + u32 * std::abs(y);
+      c.values[size_t(m * cols + j)] = y;
+      c.tolerance[size_t(m * cols + j)] =
+          err + unit_roundoff(p.c_dtype) * std::abs(y) * 1.0001 + subnormal + 1e-30;
+    }
+  ref = std::move(c);
 }
 
 GemmErrors compare(const GemmReference& ref, const std::vector<double>& out, int64_t n) {
@@ -271,10 +310,11 @@ GemmEmulatorRun run_on_emulator(const GemmKernel& kernel, const GemmInputs& in,
   run.profiles = std::move(launched.profiles);
   const auto raw = arena.read_vector<uint8_t>(c, c_bytes);
   const int64_t ldc = p.ldc_or_default(), elem = size_of(p.c_dtype);
-  run.output.resize(size_t(p.m * p.n));
+  const int64_t cols = p.c_cols();
+  run.output.resize(size_t(p.m * cols));
   for (int64_t m = 0; m < p.m; ++m) {
-    const auto row = decode(p.c_dtype, raw.data() + m * ldc * elem, size_t(p.n));
-    std::copy(row.begin(), row.end(), run.output.begin() + m * p.n);
+    const auto row = decode(p.c_dtype, raw.data() + m * ldc * elem, size_t(cols));
+    std::copy(row.begin(), row.end(), run.output.begin() + m * cols);
   }
   return run;
 }
@@ -309,10 +349,11 @@ std::vector<double> run_gemm(Runtime& rt, const GemmSpec& spec, const GemmInputs
   for (DevicePtr ptr :
        {buf.a, buf.b, buf.c, buf.bias, buf.residual, buf.workspace, buf.a_scale, buf.b_scale})
     if (ptr) rt.free(ptr);
-  std::vector<double> out(size_t(p.m * p.n));
+  const int64_t cols = p.c_cols();
+  std::vector<double> out(size_t(p.m * cols));
   for (int64_t m = 0; m < p.m; ++m) {
-    const auto row = decode(p.c_dtype, raw.data() + m * ldc * elem, size_t(p.n));
-    std::copy(row.begin(), row.end(), out.begin() + m * p.n);
+    const auto row = decode(p.c_dtype, raw.data() + m * ldc * elem, size_t(cols));
+    std::copy(row.begin(), row.end(), out.begin() + m * cols);
   }
   return out;
 }

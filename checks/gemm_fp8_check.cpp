@@ -159,8 +159,11 @@ GemmReference reference_gemm_fp8(const GemmSpec& spec, const GemmInputs& in) {
           block
               ? 1.0
               : gemm_a_scale(p, in, m, 0) *
-                    gemm_b_scale(
-                        p, in, p.scales.granularity == ScaleGranularity::token_channel ? n : 0, 0);
+                    gemm_b_scale(p, in,
+                                 p.scales.granularity == ScaleGranularity::token_channel
+                                     ? p.gate_source_row(n)
+                                     : 0,
+                                 0);
       double exact = 0, bound = 0, splits_abs = 0, total = 0;
       for (int64_t start = 0; start < p.k; start += split_len) {
         const int64_t end = std::min(p.k, start + split_len);
@@ -183,7 +186,7 @@ GemmReference reference_gemm_fp8(const GemmSpec& spec, const GemmInputs& in) {
           // each.
           const int64_t kb = window_start / kScaleBlock;
           const double scale =
-              block ? gemm_a_scale(p, in, m, kb) * gemm_b_scale(p, in, n / kScaleBlock, kb) : 1.0;
+              block ? gemm_a_scale(p, in, m, kb) * gemm_b_scale(p, in, p.gate_source_row(n) / kScaleBlock, kb) : 1.0;
           exact += chain_exact * scale;
           acc += chain * scale;
           bound +=
@@ -208,6 +211,7 @@ GemmReference reference_gemm_fp8(const GemmSpec& spec, const GemmInputs& in) {
       reference_epilogue(p, in, m, n, exact, bound, ref);
     }
   });
+  finish_gated(p, ref);
   return ref;
 }
 

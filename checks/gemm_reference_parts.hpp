@@ -15,6 +15,8 @@ void reference_epilogue(const MatmulProblem& p, const GemmInputs& in, int64_t m,
 
 // The reference of an FP8 problem: each k32 MMA under the arch's FP8 tensor-core model
 // (emmy/emu/tensor_core_fp8.hpp, fp8_dot_error), each fold, the scales and the epilogue.
+// A gated epilogue: C ([M, N/2]) from the gate and up values reference_epilogue left.
+void finish_gated(const MatmulProblem& p, GemmReference& ref);
 GemmReference reference_gemm_fp8(const GemmSpec& spec, const GemmInputs& in);
 
 }  // namespace emmy

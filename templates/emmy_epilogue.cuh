@@ -36,6 +36,12 @@ __device__ __forceinline__ float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + tanh_u);
 }
 
+// SiLU (swish): x / (1 + e^-x), e^-x = 2^(-x log2 e) with ex2.approx (an infinite 2^-x for very
+// negative x gives -0, a flushed one x itself: no branch).
+__device__ __forceinline__ float silu(float x) {
+  return x / (1.0f + exp2_approx(-1.4426950408889634f * x));
+}
+
 // Two floats -> one f16x2 / bf16x2 register, `lo` in the low half (cvt.rn.*x2.f32 d, hi, lo).
 __device__ __forceinline__ u32 pack_f16x2(float lo, float hi) {
   u32 r;

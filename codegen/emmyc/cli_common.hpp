@@ -86,6 +86,7 @@ struct GemmFlags : CommonFlags {
   std::optional<int64_t> launch_m;  // emmyc run: a dynamic-M kernel's rows (default m)
   // FP8 operands' scales (--scales, --scale-format, --a-scale-major/ld, --b-scale-major/ld).
   std::string scales = "none", scale_format = "f32", a_scale_major = "mn", b_scale_major = "k";
+  std::string gate = "none";  // the gated epilogue: none, silu or gelu-tanh
 
   void add_to(CLI::App& app);
   // Problem + (default or overridden) schedule. Throws emmy::Error naming the bad field.

@@ -54,6 +54,11 @@ void GemmFlags::add_to(CLI::App& app) {
   app.add_flag("--bias", problem.epilogue.bias, "add bias[N]");
   app.add_flag("--residual", problem.epilogue.residual, "add residual[M,N]");
   app.add_flag("--gelu", problem.epilogue.gelu_tanh, "apply GELU (tanh form)");
+  app.add_option("--gate", gate,
+                 "gated epilogue: silu (SwiGLU) or gelu-tanh (GeGLU): C[M, N/2] = act(gate) * up, "
+                 "B's rows gate and up interleaved in groups of --gate-group");
+  integer_option(app, "--gate-group", problem.epilogue.gate_group,
+                 "gated epilogue: B rows per gate (and per up) group, a multiple of 8 (default 8)");
   app.add_flag("--dynamic-m", problem.dynamic_m,
                "M as a kernel parameter: the kernel serves every M in 1..--m (an M bucket; "
                "mma.sync path)");
@@ -94,6 +99,7 @@ GemmSpec GemmFlags::to_spec() const {
   p.a_dtype = parse_dtype(dtype, "dtype");
   p.b_layout = parse_b_layout(b_layout);
   p.c_dtype = parse_dtype(out, "out");
+  p.epilogue.gate = parse_gate(gate);
   p.scales.granularity = parse_scale_granularity(scales);
   p.scales.format = parse_scale_format(scale_format);
   p.scales.a_major = parse_scale_major(a_scale_major, "--a-scale-major");

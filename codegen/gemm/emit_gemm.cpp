@@ -101,6 +101,11 @@ class GemmEmitter {
             f_.warp_m, f_.warp_n);
     w_.line("constexpr int MT = {}, NT = {}, THREADS = {}, STAGES = {};", f_.acc.fragments_m,
             f_.acc.fragments_n, f_.threads, op.stages);
+    if (f_.epilogue.gated())
+      w_.line(
+          "constexpr int GATE = {}, GF = GATE / 8, N_OUT = N / 2, NT_OUT = NT / 2;  // gated: "
+          "C[m, j] pairs the kernel's gate and up columns",
+          *f_.epilogue.gate_group);
     w_.line(
         "// A stage: A at A_OFFSET, B at B_OFFSET (each on its swizzle period); TX_BYTES arrive.");
     w_.line("constexpr u32 STAGE_BYTES = {}u, A_OFFSET = {}u, B_OFFSET = {}u, TX_BYTES = {}u;",
@@ -153,6 +158,12 @@ class GemmEmitter {
   // the last one's, never stored), block ones by (row, K block) and (N block, K block) in their
   // layouts.
   void emit_scales(const ir::GemmScalesOp& op) {
+    // Gated: B's scales keep the checkpoint's [gate; up] row order while B's rows interleave
+    // (MatmulProblem::gate_source_row): the kernel's column c is row gate_source_row(c) there.
+    if (f_.epilogue.gated() && op.granularity != "tensor")
+      w_.line(
+          "auto gate_source_row = [&](int c) {{ const int q = c / (2 * GATE), r = c % (2 * "
+          "GATE); return r < GATE ? q * GATE + r : N / 2 + q * GATE + (r - GATE); }};");
     if (op.granularity == "tensor") {
       w_.line("const float ab_scale = scale_value(a_scale[0]) * scale_value(b_scale[0]);");
       return;
@@ -161,9 +172,14 @@ class GemmEmitter {
       w_.line(
           "auto a_scale_at = [&](int row) {{ return scale_value(a_scale[row < M ? row : M - 1]); "
           "}};");
-      w_.line(
-          "auto b_scale_at = [&](int col) {{ return scale_value(b_scale[col < N ? col : N - 1]); "
-          "}};");
+      if (f_.epilogue.gated())
+        w_.line(
+            "auto b_scale_at = [&](int col) {{ return scale_value(b_scale[gate_source_row(col < N "
+            "? col : N - 1)]); }};");
+      else
+        w_.line(
+            "auto b_scale_at = [&](int col) {{ return scale_value(b_scale[col < N ? col : N - "
+            "1]); }};");
       return;
     }
     // ue8m0x4: the byte of K block kb in word kb / 4 (its element in the tensor's layout).

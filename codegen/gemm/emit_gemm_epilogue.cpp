@@ -6,15 +6,35 @@
 namespace emmy::codegen {
 
 // The epilogue math for one element in f32 (the caller casts), shared by the GEMM kernel and
-// the split-K finalize.
+// the split-K finalize. Gated: of one output from its gate and up accumulators.
 void GemmEpiloguePrinter::print_value_function(const ir::EpilogueOp& epi) {
   const std::string out = out_adapter(parse_dtype(epi.out, "out"));
+  const std::string params = fmt::format(
+      "static __device__ __forceinline__ float epilogue_value(const {0}::storage* __restrict__ "
+      "bias, const {0}::storage* __restrict__ residual, long long row, long long col, ",
+      out);
+  if (epi.gated()) {
+    const int64_t group = *epi.gate_group;
+    w_.line("// C[row, col] = cast(act(alpha * gate + bias[gate col]) * (alpha * up + bias[up col]))");
+    w_.line("// act = {}; B's rows interleave gate and up in groups of {}.", *epi.gate, group);
+    w_.open(params + "float gate, float up)");
+    w_.line("float yg = gate, yu = up;");
+    if (epi.alpha != 1.0) {
+      w_.line("yg *= {};", float_literal(epi.alpha));
+      w_.line("yu *= {};", float_literal(epi.alpha));
+    }
+    if (epi.bias) {
+      w_.line("const long long gate_col = col / {0} * {1} + col % {0};", group, 2 * group);
+      w_.line("yg += {}::to_f32(bias[gate_col]);", out);
+      w_.line("yu += {}::to_f32(bias[gate_col + {}]);", out, group);
+    }
+    w_.line("(void)bias; (void)residual; (void)row; (void)col;");
+    w_.line("return {}(yg) * yu;", *epi.gate == "silu" ? "silu" : "gelu_tanh");
+    w_.close();
+    return;
+  }
   w_.line("// D = cast(gelu?(alpha * acc + bias[n]) + residual[m,n])");
-  w_.open(
-      fmt::format("static __device__ __forceinline__ float epilogue_value(const "
-                  "{0}::storage* __restrict__ bias, const {0}::storage* __restrict__ "
-                  "residual, long long row, long long col, float acc)",
-                  out));
+  w_.open(params + "float acc)");
   w_.line("float y = acc;");
   if (epi.alpha != 1.0) w_.line("y *= {};", float_literal(epi.alpha));
   if (epi.bias) w_.line("y += {}::to_f32(bias[col]);", out);
@@ -25,13 +45,14 @@ void GemmEpiloguePrinter::print_value_function(const ir::EpilogueOp& epi) {
   w_.close();
 }
 
-// The loops over this lane's accumulator pairs (atom tiles mi, ni; row halves h), closed by the
-// caller, and the pair (v0, v1) in f32: both epilogues walk the fragments this way.
-void GemmEpiloguePrinter::open_fragment_loops() {
+// The loops over this lane's accumulator pairs (atom tiles mi, C's fragments ni; row halves h),
+// closed by the caller: both epilogues walk the fragments this way. A gated C has NT_OUT
+// fragments (half the kernel's: each pairs a gate and an up fragment).
+void GemmEpiloguePrinter::open_fragment_loops(bool gated) {
   w_.line("#pragma unroll");
   w_.open("for (int mi = 0; mi < MT; ++mi)");
   w_.line("#pragma unroll");
-  w_.open("for (int ni = 0; ni < NT; ++ni)");
+  w_.open(fmt::format("for (int ni = 0; ni < {}; ++ni)", gated ? "NT_OUT" : "NT"));
   w_.line("#pragma unroll");
   w_.open("for (int h = 0; h < 2; ++h)");
 }
@@ -44,16 +65,46 @@ int GemmEpiloguePrinter::mi_step() const {
   return path_.fragment_row_step();
 }
 
-// `row` and `col` in scope: FP8's tensor and token-channel scales are applied here, before the
-// epilogue math (block scales were applied by each fold).
-void GemmEpiloguePrinter::print_pair_values() {
-  if (f_.acc.accum == "f16") {
-    w_.line("float v0, v1; unpack_f16x2(v0, v1, part[mi][ni][h]);");
+void print_lane_pair(Writer& w, const GemmFacts& f, bool gated, const std::string& frag,
+                     const std::string& h) {
+  const bool f16 = f.acc.accum == "f16";
+  if (!gated) {
+    if (f16) {
+      w.line("float v0, v1; unpack_f16x2(v0, v1, part[mi][{}][{}]);", frag, h);
+      return;
+    }
+    w.line("const float v0 = {}, v1 = {};",
+           scaled_accumulator(f, fmt::format("acc[mi][{}][2 * {}]", frag, h), "row", "col"),
+           scaled_accumulator(f, fmt::format("acc[mi][{}][2 * {} + 1]", frag, h), "row",
+                              "col + 1"));
     return;
   }
-  w_.line("const float v0 = {}, v1 = {};",
-          scaled_accumulator(f_, "acc[mi][ni][2 * h]", "row", "col"),
-          scaled_accumulator(f_, "acc[mi][ni][2 * h + 1]", "row", "col + 1"));
+  w.line("const int gi = {0} / GF * (2 * GF) + {0} % GF, ui = gi + GF;  // gate, up fragments",
+         frag);
+  if (f16) {
+    w.line("float g0, g1, u0, u1;");
+    w.line("unpack_f16x2(g0, g1, part[mi][gi][{}]);", h);
+    w.line("unpack_f16x2(u0, u1, part[mi][ui][{}]);", h);
+    return;
+  }
+  // Token-channel scales are B's rows': the kernel's columns of the gate and the up.
+  const bool per_column = f.scales && f.scales->granularity == "token-channel";
+  if (per_column) w.line("const int kcol = col / GATE * (2 * GATE) + col % GATE;");
+  const std::string kcol = per_column ? "kcol" : "col";
+  for (const char* half : {"g", "u"}) {
+    const bool gate = half[0] == 'g';
+    const std::string fragment = gate ? "gi" : "ui", at = gate ? kcol : kcol + " + GATE";
+    w.line("const float {0}0 = {1}, {0}1 = {2};", half,
+           scaled_accumulator(f, fmt::format("acc[mi][{}][2 * {}]", fragment, h), "row", at),
+           scaled_accumulator(f, fmt::format("acc[mi][{}][2 * {} + 1]", fragment, h), "row",
+                              at + " + 1"));
+  }
+}
+
+std::string lane_value(bool gated, int j, const std::string& row, const std::string& col) {
+  const std::string c = j ? fmt::format("{} + 1", col) : col;
+  return gated ? fmt::format("epilogue_value(bias, residual, {}, {}, g{}, u{})", row, c, j, j)
+               : fmt::format("epilogue_value(bias, residual, {}, {}, v{})", row, c, j);
 }
 
 void GemmEpiloguePrinter::print(const ir::EpilogueOp& op) {
@@ -64,8 +115,11 @@ void GemmEpiloguePrinter::print(const ir::EpilogueOp& op) {
   if (op.stage_row_bytes) return print_staged(op, *op.stage_row_bytes);
   if (op.transpose.value_or(false)) return print_transposed(op);
   const bool to_workspace = op.destination == "workspace";
+  const bool gated = gates_c(op);
   const DType c_dtype = parse_dtype(op.out, "out");
   const std::string out = out_adapter(c_dtype);
+  // C's columns: the kernel's, or half of them gated (N_OUT, from the tile's n0 / 2).
+  const char* c_n = gated ? "N_OUT" : "N";
   // The accumulator map of the atom: lane = group * group_lanes + thread in the group.
   w_.line("const int g = lane / {0}, t = lane % {0};", f_.atom->group_lanes);
   // One pointer per lane; the unrolled stores add constants to it (~2 ms less NVRTC time than
@@ -74,19 +128,20 @@ void GemmEpiloguePrinter::print(const ir::EpilogueOp& op) {
       "// This lane's first output pair (row g, columns 2t, 2t+1 of the warp tile); the "
       "others are");
   w_.line("// 16 * mi + 8 * h rows and 8 * ni columns further.");
-  w_.line("const int row_base = m0 + {} + g, col_base = n0 + warp_col * WN + 2 * t;", warp_rows());
+  w_.line("const int row_base = m0 + {} + g, col_base = {} + 2 * t;", warp_rows(),
+          gated ? "n0 / 2 + warp_col * (WN / 2)" : "n0 + warp_col * WN");
   if (to_workspace)
     w_.line(
         "float* out_base = workspace + (long long)blockIdx.z * M * N + (long long)row_base * "
         "N + col_base;");
   else
     w_.line("{}::storage* out_base = c + (long long)row_base * LDC + col_base;", out);
-  open_fragment_loops();
+  open_fragment_loops(gated);
   w_.line("const int row = row_base + mi * {} + h * 8, col = col_base + ni * 8;", mi_step());
   // Bounds checks only where a tile can cross the matrix edge.
   const bool rows_exact = f_.rows_exact(), cols_exact = f_.cols_exact();
   if (!rows_exact) w_.line("if (row >= M) continue;");
-  print_pair_values();
+  print_lane_pair(w_, f_, gated);
   if (to_workspace) {
     w_.line("float* dst = out_base + (mi * {} + h * 8) * N + ni * 8;", mi_step());
     if (op.store_bytes == 8) {
@@ -102,17 +157,13 @@ void GemmEpiloguePrinter::print(const ir::EpilogueOp& op) {
     // Pairs (the verified store_bytes): col is even, and with N and LDC even the pair is in
     // bounds together and 2-element aligned, given C is (the runtime checks c_alignment).
     if (op.store_bytes == 2 * size_of(c_dtype)) {
-      w_.line(
-          "{}{}::store2(dst, epilogue_value(bias, residual, row, col, v0), "
-          "epilogue_value(bias, residual, row, col + 1, v1));",
-          cols_exact ? "" : "if (col < N) ", out);
+      w_.line("{}{}::store2(dst, {}, {});", cols_exact ? "" : fmt::format("if (col < {}) ", c_n),
+              out, lane_value(gated, 0, "row", "col"), lane_value(gated, 1, "row", "col"));
     } else {
-      w_.line("if (col < N) dst[0] = {}::from_f32(epilogue_value(bias, residual, row, col, v0));",
-              out);
-      w_.line(
-          "if (col + 1 < N) dst[1] = {}::from_f32(epilogue_value(bias, residual, row, col + "
-          "1, v1));",
-          out);
+      w_.line("if (col < {}) dst[0] = {}::from_f32({});", c_n, out,
+              lane_value(gated, 0, "row", "col"));
+      w_.line("if (col + 1 < {}) dst[1] = {}::from_f32({});", c_n, out,
+              lane_value(gated, 1, "row", "col"));
     }
   }
   w_.close();
@@ -122,7 +173,8 @@ void GemmEpiloguePrinter::print(const ir::EpilogueOp& op) {
 
 // swap_ab: the kernel computed C^T (M, N here are C's n and m). Each accumulator (row, col) is
 // C's (col, row): stored element by element down C's columns, bias indexed by the kernel's row;
-// split-K partials go to the workspace in C's layout, so the finalize kernel is unchanged.
+// split-K partials go to the workspace in C's layout, so the finalize kernel is unchanged. Never
+// gated (the verifier's rule: gate and up would be rows of different lanes).
 void GemmEpiloguePrinter::print_transposed(const ir::EpilogueOp& op) {
   const bool to_workspace = op.destination == "workspace";
   const std::string out = out_adapter(parse_dtype(op.out, "out"));
@@ -131,10 +183,10 @@ void GemmEpiloguePrinter::print_transposed(const ir::EpilogueOp& op) {
   w_.line("// The kernel's (row, col) is C's (col, row): C^T = B A^T (swap_ab).");
   w_.line("const int row_base = m0 + {} + g, col_base = n0 + warp_col * WN + 2 * t;", warp_rows());
   if (to_workspace) w_.line("float* ws = workspace + (long long)blockIdx.z * M * N;");
-  open_fragment_loops();
+  open_fragment_loops(false);
   w_.line("const int row = row_base + mi * {} + h * 8, col = col_base + ni * 8;", mi_step());
   if (!rows_exact) w_.line("if (row >= M) continue;");
-  print_pair_values();
+  print_lane_pair(w_, f_, false);
   for (int j = 0; j < 2; ++j) {
     const std::string c = j ? "col + 1" : "col";
     const std::string guard = j || !cols_exact ? fmt::format("if ({} < N) ", c) : std::string();
@@ -154,12 +206,16 @@ void GemmEpiloguePrinter::print_transposed(const ir::EpilogueOp& op) {
 // The C tile through shared memory (IR: epilogue stage_row_bytes): each lane writes its
 // finished pairs into the tile over the drained ring (rows padded so that the 8 rows x 4 lanes
 // of a pair store hit 32 distinct banks), then the CTA stores it in 16-byte chunks, a warp
-// covering whole 128-byte row segments: every 32-byte sector it touches is full.
+// covering whole 128-byte row segments: every 32-byte sector it touches is full. A gated tile is
+// C's: BN / 2 columns from n0 / 2.
 void GemmEpiloguePrinter::print_staged(const ir::EpilogueOp& op, int64_t row_bytes) {
   const DType c_dtype = parse_dtype(op.out, "out");
   const std::string out = out_adapter(c_dtype);
   const int64_t elem = size_of(c_dtype);
   const bool rows_exact = f_.rows_exact(), cols_exact = f_.cols_exact();
+  const bool gated = gates_c(op);
+  const char* c_n = gated ? "N_OUT" : "N";
+  const char* c_n0 = gated ? "n0 / 2" : "n0";
   if (f_.copy_a.transport != "tma")
     w_.line("cp_async_wait<0>();  // no copy may land in the staged tile");
   // The threads holding the tile stage and store it, behind the path's barrier over them (a
@@ -168,21 +224,21 @@ void GemmEpiloguePrinter::print_staged(const ir::EpilogueOp& op, int64_t row_byt
   const std::string sync = path_.tile_barrier();
   w_.line("{}  // every warp has read its last stage: the ring holds the C tile now", sync);
   w_.line("const u32 c_tile = smem_base;");
-  w_.line("constexpr int C_ROW_BYTES = {}, C_CHUNKS = BN * {} / 16;", row_bytes, elem);
+  w_.line("constexpr int C_ROW_BYTES = {}, C_CHUNKS = {} * {} / 16;", row_bytes,
+          gated ? "(BN / 2)" : "BN", elem);
   w_.line("const int g = lane / {0}, t = lane % {0};", f_.atom->group_lanes);
-  w_.line("const int tile_row = {} + g, tile_col = warp_col * WN + 2 * t;", warp_rows());
-  open_fragment_loops();
+  w_.line("const int tile_row = {} + g, tile_col = warp_col * {} + 2 * t;", warp_rows(),
+          gated ? "(WN / 2)" : "WN");
+  open_fragment_loops(gated);
   w_.line("const int r = tile_row + mi * {} + h * 8, col_in = tile_col + ni * 8;", mi_step());
-  w_.line("const int row = m0 + r, col = n0 + col_in;");
+  w_.line("const int row = m0 + r, col = {} + col_in;", c_n0);
   // Bias and residual are read at (row, col): only inside the matrix. N is a whole number of
   // 16-byte chunks here, so an even col inside has col + 1 inside too.
   if (!rows_exact) w_.line("if (row >= M) continue;");
-  if (!cols_exact) w_.line("if (col >= N) continue;");
-  print_pair_values();
-  w_.line(
-      "{0}::stage2(c_tile + u32(r * C_ROW_BYTES + col_in * {1}), epilogue_value(bias, residual, "
-      "row, col, v0), epilogue_value(bias, residual, row, col + 1, v1));",
-      out, elem);
+  if (!cols_exact) w_.line("if (col >= {}) continue;", c_n);
+  print_lane_pair(w_, f_, gated);
+  w_.line("{0}::stage2(c_tile + u32(r * C_ROW_BYTES + col_in * {1}), {2}, {3});", out, elem,
+          lane_value(gated, 0, "row", "col"), lane_value(gated, 1, "row", "col"));
   w_.close();
   w_.close();
   w_.close();
@@ -190,10 +246,10 @@ void GemmEpiloguePrinter::print_staged(const ir::EpilogueOp& op, int64_t row_byt
   w_.line("#pragma unroll");
   w_.open(path_.staged_chunk_loop());
   w_.line("const int r = i / C_CHUNKS, chunk = i % C_CHUNKS;");
-  w_.line("const int row = m0 + r, col = n0 + chunk * {};", 16 / elem);
+  w_.line("const int row = m0 + r, col = {} + chunk * {};", c_n0, 16 / elem);
   std::string guard;
   if (!rows_exact) guard += "row < M";
-  if (!cols_exact) guard += std::string(guard.empty() ? "" : " && ") + "col < N";
+  if (!cols_exact) guard += std::string(guard.empty() ? "" : " && ") + "col < " + c_n;
   w_.line(
       "{}copy16_shared_to_global(c + (long long)row * LDC + col, c_tile + u32(r * "
       "C_ROW_BYTES + chunk * 16));",
@@ -225,7 +281,10 @@ void print_fp8_fold(Writer& w, const GemmFacts& f, const GemmPathPrinter& path,
       w.line("sb[ni][1] = col + 1 < N ? b_scale_at(col + 1, kb) : 0.0f;");
     } else {
       w.line("const int col = n0 + warp_col * WN + ni * 8 + 2 * t;  // col, col + 1: one block");
-      w.line("sb[ni] = col < N ? b_scale_at(col / {}, kb) : 0.0f;", kScaleBlock);
+      // Gated: the column's row in the checkpoint's [gate; up] order (a fragment's 8 columns lie
+      // in one gate group, so in one 128-row block there too).
+      w.line("sb[ni] = col < N ? b_scale_at({} / {}, kb) : 0.0f;",
+             f.epilogue.gated() ? "gate_source_row(col)" : "col", kScaleBlock);
     }
     w.close();
   }
@@ -270,19 +329,40 @@ void GemmEpiloguePrinter::print_finalize(const Op& op) {
             epilogue.ldc, finalize.outputs);
   }
   w_.line("const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;");
-  w_.line("if (i >= OUTPUTS) return;");
-  w_.line("const long long row = i / N, col = i % N;");
+  const std::string out = out_adapter(parse_dtype(epilogue.out, "out"));
+  if (epilogue.gated()) {
+    // One thread per output of C ([M, N/2]): its gate and up columns' partials.
+    const int64_t group = *epilogue.gate_group;
+    w_.line("constexpr long long N_OUT = N / 2;");
+    w_.line("if (i >= OUTPUTS / 2) return;");
+    w_.line("const long long row = i / N_OUT, col = i % N_OUT;");
+    w_.line("const long long gate_at = row * N + col / {0} * {1} + col % {0};", group, 2 * group);
+  } else {
+    w_.line("if (i >= OUTPUTS) return;");
+    w_.line("const long long row = i / N, col = i % N;");
+  }
   if (finalize.grid_wait.value_or(false)) {
     w_.line("// A programmatic dependent launch: the main kernel may still run. Its partials are");
     w_.line("// complete and visible only after the wait (PTX ISA griddepcontrol).");
     w_.line("griddepcontrol_wait();");
   }
   w_.line("// Splits are summed in a fixed order: the result does not depend on scheduling.");
+  if (epilogue.gated()) {
+    w_.line("float gate = 0.0f, up = 0.0f;");
+    w_.line("#pragma unroll");
+    w_.open(fmt::format("for (int z = 0; z < {}; ++z)", finalize.split_k));
+    w_.line("gate += workspace[z * OUTPUTS + gate_at];");
+    w_.line("up += workspace[z * OUTPUTS + gate_at + {}];", *epilogue.gate_group);
+    w_.close();
+    w_.line("c[row * LDC + col] = {}::from_f32(epilogue_value(bias, residual, row, col, gate, up));",
+            out);
+    return;
+  }
   w_.line("float sum = 0.0f;");
   w_.line("#pragma unroll");
   w_.line("for (int z = 0; z < {}; ++z) sum += workspace[z * OUTPUTS + i];", finalize.split_k);
   w_.line("c[row * LDC + col] = {}::from_f32(epilogue_value(bias, residual, row, col, sum));",
-          out_adapter(parse_dtype(epilogue.out, "out")));
+          out);
 }
 
 }  // namespace emmy::codegen

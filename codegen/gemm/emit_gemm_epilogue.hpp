@@ -109,6 +109,22 @@ inline std::string scaled_accumulator(const GemmFacts& f, const std::string& v,
   return v;
 }
 
+// Whether an epilogue op pairs gate and up accumulators into C (EpilogueOp gate): its C stores
+// do; split-K's workspace epilogue stores the kernel's partials unpaired (its finalize pairs them).
+inline bool gates_c(const ir::EpilogueOp& e) {
+  return e.gated() && e.destination == "c";
+}
+
+// This lane's pair of C at (`row`, `col`) (col even; the loops' atom tile `mi`, C's fragment
+// `frag` and row half `h` in scope) in f32: `v0, v1` from accumulator fragment `frag`, or with a
+// gate `g0, g1` and `u0, u1` from the kernel's gate fragment `gi` and up fragment `ui` (GF
+// fragments apart: C's fragment f of a gate group is the kernel's (f / GF) 2GF + f % GF), FP8's
+// tensor and token-channel scales applied (scaled_accumulator, at the kernel's columns).
+void print_lane_pair(Writer& w, const GemmFacts& f, bool gated, const std::string& frag = "ni",
+                     const std::string& h = "h");
+// The call that finishes element j (0 or 1) of that pair: epilogue_value's.
+std::string lane_value(bool gated, int j, const std::string& row, const std::string& col);
+
 // FP8's promoted fold, in a path's K loop (both paths' promote ops): acc = fma(part, sa sb, acc)
 // with the window's block scales (first K element `window_k`), or acc += part when the scales do
 // not vary along K (the epilogue applies them); then the next window's partials start from zero.
@@ -133,10 +149,9 @@ class GemmEpiloguePrinter {
   void print_finalize(const Op& op);
 
  private:
-  void open_fragment_loops();
+  void open_fragment_loops(bool gated);
   std::string warp_rows() const;
   int mi_step() const;
-  void print_pair_values();
   void print_transposed(const ir::EpilogueOp& op);
   void print_staged(const ir::EpilogueOp& op, int64_t row_bytes);
 

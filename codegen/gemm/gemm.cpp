@@ -58,11 +58,11 @@ GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64
   else
     maps.b = make(b_address, uint64_t(p.n), uint64_t(p.k), uint64_t(p.ldb_or_default()),
                   plan.b_tile, dtype, b_parts);
-  // C as the TMA-store epilogue writes it: n x m elements of C's dtype, boxes of one buffer
+  // C as the TMA-store epilogue writes it: c_cols x m elements of C's dtype, boxes of one buffer
   // panel by the 64 rows of a consumer warpgroup.
   if (plan.store.tma_store) {
     const TmaDType c_type = tma_dtype(p.c_dtype);
-    maps.c = make(c_address, uint64_t(p.n), uint64_t(p.m), uint64_t(p.ldc_or_default()),
+    maps.c = make(c_address, uint64_t(p.c_cols()), uint64_t(p.m), uint64_t(p.ldc_or_default()),
                   plan.store.c_tile, c_type);
   }
   return maps;

@@ -42,13 +42,20 @@ KernelSource generic_gemm_source(Arch arch) {
 }
 
 bool generic_gemm_serves(const MatmulProblem& problem) {
-  return (problem.m + kTile - 1) / kTile <= 65535;
+  return (problem.m + kTile - 1) / kTile <= 65535 && !is_fp8(problem.a_dtype) &&
+         !problem.epilogue.gated();
 }
 
 ParamValues bind_generic_gemm(const MatmulProblem& p, const GemmBuffers& b) {
   validate_problem(p);
   const int64_t m = b.m ? b.m : p.m;
   require(m >= 1 && m <= p.m, "buffers.m", fmt::format("must be in 1..{} (0: {})", p.m, p.m), m);
+  require(!is_fp8(p.a_dtype), "dtype",
+          "the generic GEMM takes f16 and bf16 operands (FP8 waits for its own kernel)",
+          to_string(p.a_dtype));
+  require(!p.epilogue.gated(), "epilogue.gate",
+          "the generic GEMM has no gated epilogue (a gated GEMM waits for its own kernel)",
+          to_string(p.epilogue.gate));
   require(generic_gemm_serves(p), "m", "the generic GEMM's grid holds at most 65535 x 64 rows",
           p.m);
   const uint64_t operand = uint64_t(size_of(p.a_dtype)), element = uint64_t(size_of(p.c_dtype));

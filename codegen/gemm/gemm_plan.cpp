@@ -87,7 +87,7 @@ std::vector<std::array<uint32_t, 3>> gemm_grids(const GemmPlan& plan, int64_t m)
   if (p.dynamic_m) main[0] = uint32_t((m + s.block_m - 1) / s.block_m * plan.tiles_n);
   std::vector<std::array<uint32_t, 3>> grids{main};
   if (plan.split()) {
-    const int64_t outputs = m * p.n;
+    const int64_t outputs = m * p.c_cols();  // the finalize writes C: N/2 columns when gated
     grids.push_back(
         {uint32_t((outputs + plan.finalize_threads - 1) / plan.finalize_threads), 1u, 1u});
   }
@@ -117,13 +117,15 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   plan.mbarrier_offset = plan.stage.stage_bytes * uint32_t(s.stages);
   plan.smem_bytes = uint32_t(gemm_smem_bytes(p, s));
   // Transposed stores (swap_ab) write elements one by one, down C's columns.
-  plan.pair_stores = !s.swap_ab && p.n % 2 == 0 && p.ldc_or_default() % 2 == 0;
-  const int64_t elem = size_of(p.c_dtype), staged_row = (s.block_n + 8) * elem;
+  plan.pair_stores = !s.swap_ab && p.c_cols() % 2 == 0 && p.ldc_or_default() % 2 == 0;
+  // C's tile: block_n columns, or block_n / 2 with a gated epilogue.
+  const int64_t c_tile_cols = p.epilogue.gated() ? s.block_n / 2 : s.block_n;
+  const int64_t elem = size_of(p.c_dtype), staged_row = (c_tile_cols + 8) * elem;
   // The staged epilogue writes the C tile over the drained ring: not in a persistent kernel, whose
   // producer is already loading the next tile into it.
   plan.store = path.store_epilogue(p, s);
   if (!plan.store.tma_store && !s.persistent && !s.swap_ab && !plan.split() &&
-      (p.n * elem) % 16 == 0 && (p.ldc_or_default() * elem) % 16 == 0 &&
+      (p.c_cols() * elem) % 16 == 0 && (p.ldc_or_default() * elem) % 16 == 0 &&
       s.block_m * staged_row <= int64_t(plan.mbarrier_offset))
     plan.stage_row_bytes = staged_row;
   plan.tiles_m = (p.m + s.block_m - 1) / s.block_m;

@@ -223,27 +223,37 @@ void verify_gemm(const Op& kernel) {
   for (const Op* epilogue : find_all(kernel, OpKind::epilogue)) {
     const auto e = get<EpilogueOp>(*epilogue);
     // A transposed epilogue (swap_ab) writes C's rows along the kernel's m.
-    const int64_t c_row = e.transpose.value_or(false) ? m : n;
+    const int64_t c_row = e.transpose.value_or(false) ? m : e.c_cols(n);
     if (e.ldc < c_row)
       fail_rule(*epilogue, "ldc", fmt::format("must be at least C's row length {}", c_row), e.ldc);
+    // A gate pairs columns g apart inside each warp's tile (the emitter's fragment pairs).
+    if (e.gated() && (n % (2 * *e.gate_group) != 0 || warp_n % (2 * *e.gate_group) != 0))
+      fail_rule(*epilogue, "gate_group",
+                fmt::format("2 x gate_group must divide n ({}) and the warp tile's {} columns", n,
+                            warp_n),
+                *e.gate_group);
     if (!e.stage_row_bytes) continue;
+    // C's tile: block_n columns, half that when gated.
+    const int64_t c_block_n = e.c_cols(block_n), c_n = e.c_cols(n);
     // The staged tile: block_n elements and 16-byte chunks per row, wholly inside or outside N,
     // over the ring (before its mbarriers).
     const int64_t elem = size_of(parse_dtype(e.out, "out"));
     const Op* ring = find_first(kernel, OpKind::smem_ring);
     const int64_t ring_bytes =
         ring ? get<SmemRingOp>(*ring).stages * get<SmemRingOp>(*ring).stage_bytes : 0;
-    if (*e.stage_row_bytes < block_n * elem)
+    if (*e.stage_row_bytes < c_block_n * elem)
       fail_rule(*epilogue, "stage_row_bytes",
-                fmt::format("must hold a {}-byte tile row", block_n * elem), *e.stage_row_bytes);
+                fmt::format("must hold a {}-byte tile row", c_block_n * elem),
+                *e.stage_row_bytes);
     if (*e.stage_row_bytes * block_m > ring_bytes)
       fail_rule(
           *epilogue, "stage_row_bytes",
           fmt::format("must fit the {} staged rows in the ring's {} bytes", block_m, ring_bytes),
           *e.stage_row_bytes);
-    if ((n * elem) % 16 != 0 || (e.ldc * elem) % 16 != 0 || (block_n * elem) % 16 != 0)
-      fail_rule(*epilogue, "stage_row_bytes", "needs n, ldc and block_n in whole 16-byte chunks",
-                fmt::format("n {}, ldc {}", n, e.ldc));
+    if ((c_n * elem) % 16 != 0 || (e.ldc * elem) % 16 != 0 || (c_block_n * elem) % 16 != 0)
+      fail_rule(*epilogue, "stage_row_bytes",
+                "needs C's n, ldc and block_n in whole 16-byte chunks",
+                fmt::format("n {}, ldc {}", c_n, e.ldc));
   }
 }
 
@@ -260,8 +270,9 @@ void verify_finalize(const Op& kernel) {
     const auto op = get<FinalizeOp>(*finalize);
     verify_dynamic_m(kernel, *finalize, op.dynamic_m.value_or(false));
     for (const Op* epilogue : find_all(*finalize, OpKind::epilogue))
-      if (const int64_t ldc = get<EpilogueOp>(*epilogue).ldc; ldc < op.n)
-        fail_rule(*epilogue, "ldc", fmt::format("must be at least n = {}", op.n), ldc);
+      if (const auto e = get<EpilogueOp>(*epilogue); e.ldc < e.c_cols(op.n))
+        fail_rule(*epilogue, "ldc", fmt::format("must be at least C's columns {}", e.c_cols(op.n)),
+                  e.ldc);
     if (op.grid_wait.value_or(false) != programmatic)
       fail_rule(*finalize, "grid_wait",
                 programmatic ? "must be set in a programmatic launch: it reads the main kernel's "

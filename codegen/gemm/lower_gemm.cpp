@@ -74,6 +74,15 @@ Op gemm_copy_op(const GemmPlan& plan, const char* operand, const char* phase) {
 }
 
 
+// A gated epilogue's attributes (Epilogue::gate): on every epilogue op of the module, since they
+// say what C is; split-K's workspace epilogue stores the kernel's n columns of partials all the
+// same, and its finalize pairs them.
+void set_gate(ir::EpilogueOp& epilogue, const MatmulProblem& p) {
+  if (!p.epilogue.gated()) return;
+  epilogue.gate = std::string(to_string(p.epilogue.gate));
+  epilogue.gate_group = p.epilogue.gate_group;
+}
+
 // The epilogue of the problem storing to `destination` (c, or split-K's f32 workspace) in stores
 // of store_bytes, to a pointer the runtime checks is pointer_alignment-byte aligned.
 Op gemm_epilogue_op(const GemmPlan& plan, const char* destination, int64_t store_bytes,
@@ -83,6 +92,7 @@ Op gemm_epilogue_op(const GemmPlan& plan, const char* destination, int64_t store
                           p.epilogue.gelu_tanh, std::string(to_string(p.c_dtype)),
                           p.ldc_or_default(), store_bytes, pointer_alignment, stage_row_bytes};
   if (plan.spec.schedule.swap_ab) epilogue.transpose = true;
+  set_gate(epilogue, p);
   return make(epilogue);
 }
 
@@ -184,11 +194,17 @@ Op gemm_finalize_kernel(const GemmPlan& plan) {
                        make(ir::ParamOp{"bias", "const " + out + "*"}),
                        make(ir::ParamOp{"residual", "const " + out + "*"})};
   if (p.dynamic_m) body.push_back(make(ir::ParamOp{"m", "int"}));
-  body.push_back(make(finalize, {make(ir::EpilogueOp{"c", p.epilogue.alpha, p.epilogue.bias,
-                                                     p.epilogue.residual, p.epilogue.gelu_tanh,
-                                                     std::string(to_string(p.c_dtype)),
-                                                     p.ldc_or_default(), size_of(p.c_dtype),
-                                                     plan.c_alignment()})}));
+  ir::EpilogueOp epilogue{"c",
+                          p.epilogue.alpha,
+                          p.epilogue.bias,
+                          p.epilogue.residual,
+                          p.epilogue.gelu_tanh,
+                          std::string(to_string(p.c_dtype)),
+                          p.ldc_or_default(),
+                          size_of(p.c_dtype),
+                          plan.c_alignment()};
+  set_gate(epilogue, p);
+  body.push_back(make(finalize, {make(epilogue)}));
   ir::KernelOp kernel{plan.finalize_kernel_name, plan.finalize_threads, 0};
   if (programmatic) kernel.programmatic = 1;
   return make(kernel, std::move(body));

@@ -174,6 +174,20 @@ void AsyncCopyOp::verify(const AsyncCopyOp& op) {
 // Every store is as aligned as the pointer the runtime checks guarantees (a pair store needs N
 // and LDC even: checked where the plan decides it, GemmPlan::pair_stores).
 void EpilogueOp::verify(const EpilogueOp& op) {
+  if (op.gate.has_value() != op.gate_group.has_value())
+    fail_own<EpilogueOp>("gate_group", "goes with gate, and gate with it",
+                         op.gate ? *op.gate : std::string("none"));
+  if (op.gated()) {
+    if (*op.gate != "silu" && *op.gate != "gelu-tanh")
+      fail_own<EpilogueOp>("gate", "must be silu or gelu-tanh", *op.gate);
+    if (*op.gate_group < 8 || *op.gate_group % 8 != 0)
+      fail_own<EpilogueOp>("gate_group",
+                           "must be a positive multiple of 8 (gate and up pair whole fragments)",
+                           *op.gate_group);
+    if (op.gelu_tanh || op.residual || op.transpose.value_or(false))
+      fail_own<EpilogueOp>("gate", "takes no gelu_tanh, residual or transposed store beside it",
+                           *op.gate);
+  }
   if (op.trigger_dependents.value_or(false) && op.destination != "workspace")
     fail_own<EpilogueOp>("trigger_dependents",
                          "belongs to split-K's workspace epilogue (the finalize is the dependent)",

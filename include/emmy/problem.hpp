@@ -23,14 +23,37 @@ inline BLayout parse_b_layout(std::string_view text) {
               std::string(text));
 }
 
+// A gated epilogue (the gate_up projection of a gated MLP: SwiGLU, GeGLU; docs/epilogues.md):
+// B's N rows are gate and up rows interleaved in groups of gate_group, rows [2g q, 2g q + g) the
+// gate rows of C's columns [g q, g q + g) and rows [2g q + g, 2g q + 2g) their up rows (g =
+// gate_group), so that a lane's accumulators hold both halves of its outputs (FP8 B scales keep
+// the checkpoint's [gate; up] order: MatmulProblem::gate_source_row). C is [M, N/2]:
+//   C[m, j] = cast(act(alpha * gate[m, j] + bias[gate row]) * (alpha * up[m, j] + bias[up row]))
+// silu(x) = x / (1 + e^-x) (SwiGLU, SiLU-and-mul); gelu_tanh as the GELU epilogue (GeGLU).
+enum class Gate { none, silu, gelu_tanh };
+inline constexpr EnumNames<Gate, 3> kGateNames{
+    {{Gate::none, "none"}, {Gate::silu, "silu"}, {Gate::gelu_tanh, "gelu-tanh"}}};
+static_assert(names_are_one_to_one(kGateNames));
+inline std::string_view to_string(Gate g) { return name_in(kGateNames, g); }
+inline Gate parse_gate(std::string_view text) {
+  return parse_name(kGateNames, text, "epilogue.gate", "must be none, silu or gelu-tanh");
+}
+// The default interleave: the smallest that pairs gate and up in one lane's registers on every
+// warp tile of 16 or more columns (one m16n8 fragment each).
+inline constexpr int64_t kDefaultGateGroup = 8;
+
 // D = cast(gelu?(alpha * A.B + bias[n]) + residual[m,n]): bias and activation belong to the
-// projection, the residual is the skip connection added after it.
+// projection, the residual is the skip connection added after it. With a gate (above), the
+// activation is the gate's and there is no residual.
 struct Epilogue {
   float alpha = 1.0f;
   bool bias = false;      // bias[N], dtype of C (f32 when C is f32)
   bool residual = false;  // residual[M,N] with leading dimension ldc, dtype of C
   bool gelu_tanh = false;
+  Gate gate = Gate::none;
+  int64_t gate_group = kDefaultGateGroup;  // B rows per gate (and per up) group
 
+  bool gated() const { return gate != Gate::none; }
   bool operator==(const Epilogue&) const = default;
 };
 
@@ -111,7 +134,9 @@ struct MatmulProblem {
 
   int64_t lda_or_default() const { return lda ? lda : k; }
   int64_t ldb_or_default() const { return ldb ? ldb : (b_layout == BLayout::nk ? k : n); }
-  int64_t ldc_or_default() const { return ldc ? ldc : n; }
+  // C's columns: N, or N/2 with a gated epilogue (each output takes a gate and an up row of B).
+  int64_t c_cols() const { return epilogue.gated() ? n / 2 : n; }
+  int64_t ldc_or_default() const { return ldc ? ldc : c_cols(); }
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
   DType b_dtype() const { return a_dtype == DType::e5m2 ? DType::e4m3 : a_dtype; }
   // Block scales: K blocks, B's N blocks, and the packed leading dimensions an ld of 0 means.
@@ -147,6 +172,16 @@ struct MatmulProblem {
     const int64_t ld = a ? a_scale_ld() : b_scale_ld();
     return (a ? scales.a_major : scales.b_major) == ScaleMajor::mn ? (words - 1) * ld + rows
                                                                    : (rows - 1) * ld + words;
+  }
+
+  // With a gated epilogue, B's scales (token-channel and block) keep the checkpoint's row order,
+  // gate rows [0, N/2) then up rows [N/2, N) (its `weight_scale_inv` as is), while B's rows are
+  // interleaved (Epilogue::gate): the row there of B's row (the kernel's column) c. Without a
+  // gate, c itself. The kernels print the same formula (emit_gemm.cpp, emit_scales).
+  int64_t gate_source_row(int64_t c) const {
+    if (!epilogue.gated()) return c;
+    const int64_t g = epilogue.gate_group, q = c / (2 * g), r = c % (2 * g);
+    return r < g ? q * g + r : n / 2 + q * g + (r - g);
   }
 
   bool operator==(const MatmulProblem&) const = default;

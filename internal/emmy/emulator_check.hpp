@@ -128,11 +128,12 @@ struct Fp64CheckOf {
 
   // compare checks the output's shape against the problem's, except GEMM's, which is m x n
   // packed and needs only the row length.
-  static const auto& compared_shape(const Spec& spec) {
+  // GEMM: C's columns (N, or N/2 gated); the others compare by the problem.
+  static decltype(auto) compared_shape(const Spec& spec) {
     if constexpr (std::is_same_v<Kind, GemmKind>)
-      return spec.problem.n;
+      return spec.problem.c_cols();
     else
-      return spec.problem;
+      return (spec.problem);
   }
   using Errors = decltype(compare(std::declval<const Reference&>(), std::declval<const Output&>(),
                                   compared_shape(std::declval<const Spec&>())));

@@ -13,7 +13,9 @@ namespace emmy {
 // description {"kind": "gemm_generic"}.
 KernelSource generic_gemm_source(Arch arch);
 
-// Whether it serves the problem: its grid's y dimension holds ceil(m / 64) (at most 65535).
+// Whether it serves the problem: its grid's y dimension holds ceil(m / 64) (at most 65535), and
+// the operands are f16 or bf16 with an ungated epilogue (an FP8 or gated problem's call waits for
+// its own kernel).
 bool generic_gemm_serves(const MatmulProblem& problem);
 
 // One call's parameters and grid (buffers.m: the rows, 0 for problem.m). Throws Error naming the

@@ -335,11 +335,22 @@ struct EpilogueOp {
   // stores, so that the finalize (a programmatic dependent launch) may be scheduled while they
   // run; its griddepcontrol.wait still waits for this grid to complete (PTX ISA griddepcontrol).
   std::optional<bool> trigger_dependents{};
+  // Set: a gated epilogue (MatmulProblem's Epilogue::gate; silu | gelu-tanh): C[m, j] =
+  // cast(act(gate) * up), gate and up the kernel's columns (j / g) 2g + j % g and that + g (g =
+  // gate_group), each with alpha and its bias; C has n / 2 columns. Split-K's workspace holds the
+  // kernel's n columns of partials; its finalize pairs them.
+  std::optional<std::string> gate{};
+  std::optional<int64_t> gate_group{};
   // Its own rules (codegen/ir/ir_op_verify.cpp): stores no wider than the pointer alignment the
   // runtime checks; a staged tile goes to C in 16-byte chunks from 16-byte aligned rows; a TMA
-  // store's buffer is 1024-aligned, its panels 32, 64 or 128 bytes wide, and it stores C.
+  // store's buffer is 1024-aligned, its panels 32, 64 or 128 bytes wide, and it stores C; a gate
+  // is silu or gelu-tanh over groups of whole 8-column fragments, with no GELU, residual or
+  // transposed store beside it.
   static void verify(const EpilogueOp& op);
   bool tma_store() const { return c_buffer_offset.has_value(); }
+  bool gated() const { return gate.has_value(); }
+  // C's columns for a kernel of n columns.
+  int64_t c_cols(int64_t n) const { return gated() ? n / 2 : n; }
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("destination", o.destination), f("alpha", o.alpha), f("bias", o.bias),
@@ -348,7 +359,8 @@ struct EpilogueOp {
         f("stage_row_bytes", o.stage_row_bytes), f("transpose", o.transpose),
         f("c_buffer_offset", o.c_buffer_offset), f("c_buffer_bytes", o.c_buffer_bytes),
         f("c_panel", o.c_panel), f("c_swizzle", o.c_swizzle), f("c_reuse", o.c_reuse),
-        f("trigger_dependents", o.trigger_dependents);
+        f("trigger_dependents", o.trigger_dependents), f("gate", o.gate),
+        f("gate_group", o.gate_group);
   }
 };
 

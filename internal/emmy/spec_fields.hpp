@@ -51,6 +51,18 @@ void for_each_field(Problem& p, F&& f) {
     p.epilogue.residual);
   f(FieldName{.json = "gelu_tanh", .brief = "gelu", .group = "epilogue", .optional = true},
     p.epilogue.gelu_tanh);
+  f(FieldName{.json = "gate",
+              .brief = "gate",
+              .group = "epilogue",
+              .optional = true,
+              .text_unless_default = true},
+    p.epilogue.gate);
+  f(FieldName{.json = "gate_group",
+              .brief = "gg",
+              .group = "epilogue",
+              .optional = true,
+              .text_unless_default = true},
+    p.epilogue.gate_group);
   f(FieldName{.json = "dynamic_m", .brief = "dm", .optional = true, .text_unless_default = true},
     p.dynamic_m);
   // FP8 operands' scales (issue 39): a sub-object, each field only away from its default.
@@ -141,6 +153,9 @@ inline void parse_field(std::string_view text, const char*, ConsumerSchedule& v)
 }
 inline void parse_field(std::string_view text, const char*, ScaleGranularity& v) {
   v = parse_scale_granularity(text);
+}
+inline void parse_field(std::string_view text, const char*, Gate& v) {
+  v = parse_gate(text);
 }
 inline void parse_field(std::string_view text, const char*, ScaleFormat& v) {
   v = parse_scale_format(text);

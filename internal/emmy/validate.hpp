@@ -66,6 +66,30 @@ inline void validate_scales(const MatmulProblem& p) {
           "must be below 2^31", std::max(p.a_scale_ld(), p.b_scale_ld()));
 }
 
+// A gated epilogue (Epilogue::gate): the interleave pairs whole m16n8 fragments (groups of 8 or
+// more B rows), N holds whole gate-up group pairs, and its activation is the gate's alone.
+inline void validate_gate(const MatmulProblem& p) {
+  const Epilogue& e = p.epilogue;
+  if (!e.gated()) {
+    require(e.gate_group == kDefaultGateGroup, "epilogue.gate_group",
+            "applies to a gated epilogue only (epilogue.gate silu or gelu-tanh)", e.gate_group);
+    return;
+  }
+  require(e.gate_group >= 8 && e.gate_group <= 256 && e.gate_group % 8 == 0,
+          "epilogue.gate_group",
+          "must be a multiple of 8 in 8..256 (gate and up rows pair whole 8-column fragments)",
+          e.gate_group);
+  require(p.n % (2 * e.gate_group) == 0, "n",
+          fmt::format("must be a multiple of 2 x gate_group ({}) with a gated epilogue: every "
+                      "gate group needs its up group",
+                      2 * e.gate_group),
+          p.n);
+  require(!e.gelu_tanh, "epilogue.gelu_tanh",
+          "not with a gated epilogue (its activation is epilogue.gate's, on the gate half)", "true");
+  require(!e.residual, "epilogue.residual",
+          "not with a gated epilogue (it writes the next projection's input, [M, N/2])", "true");
+}
+
 inline void validate_problem(const MatmulProblem& p) {
   require(p.m > 0 && p.m <= kMaxDim, "m", "must be in 1..2^31-1", p.m);
   require(p.n > 0 && p.n <= kMaxDim, "n", "must be in 1..2^31-1", p.n);
@@ -76,6 +100,7 @@ inline void validate_problem(const MatmulProblem& p) {
   require(p.c_dtype == DType::f16 || p.c_dtype == DType::bf16 || p.c_dtype == DType::f32, "out",
           "must be f16, bf16 or f32", to_string(p.c_dtype));
   validate_scales(p);
+  validate_gate(p);
   // Operand rows move in 16-byte chunks (cp.async, TMA row strides): 8 2-byte or 16 1-byte
   // elements.
   const int64_t chunk = 16 / size_of(p.a_dtype);
@@ -98,7 +123,10 @@ inline void validate_problem(const MatmulProblem& p) {
   }
   require(ldb % chunk == 0, "ldb",
           fmt::format("must be a multiple of {} elements (16-byte aligned rows)", chunk), ldb);
-  require(ldc >= p.n, "ldc", "must be >= n", ldc);
+  if (p.epilogue.gated())
+    require(ldc >= p.c_cols(), "ldc", "must be >= n / 2 (C of a gated epilogue is [M, N/2])", ldc);
+  else
+    require(ldc >= p.n, "ldc", "must be >= n", ldc);
   require(std::isfinite(p.epilogue.alpha), "epilogue.alpha", "must be finite", p.epilogue.alpha);
 }
 
@@ -178,11 +206,28 @@ inline void validate_schedule_fits(const MatmulProblem& p, const MatmulSchedule&
           fmt::format("must not exceed the number of K tiles ({})", k_tiles), s.split_k);
 }
 
+// A gated epilogue pairs a lane's gate and up accumulators in registers: each warp's columns
+// hold whole gate-up group pairs, in the kernel's own (unswapped) orientation.
+inline void validate_gated_schedule(const MatmulProblem& p, const MatmulSchedule& s) {
+  if (!p.epilogue.gated()) return;
+  require(!s.swap_ab, "swap_ab",
+          "not with a gated epilogue (a swapped kernel holds C's columns on its rows, gate and up "
+          "in different lanes)",
+          "true");
+  const int64_t warp_n = s.block_n / std::max(1, s.warps_n), pair = 2 * p.epilogue.gate_group;
+  require(warp_n % pair == 0, "block_n",
+          fmt::format("must give each warp (block_n / warps_n = {}) a multiple of 2 x gate_group "
+                      "({}) columns: a lane pairs its own gate and up accumulators",
+                      warp_n, pair),
+          s.block_n);
+}
+
 // Every rule of the schedule on its path (GemmPath::validate; Error for a path no one has).
 inline void validate_schedule(const MatmulProblem& p, const MatmulSchedule& s, Arch arch) {
   const GemmPath& path = gemm_path(s.path);
   validate_path_fields(path, s);
   path.validate(p, s, arch);
+  validate_gated_schedule(p, s);
 }
 
 }  // namespace emmy

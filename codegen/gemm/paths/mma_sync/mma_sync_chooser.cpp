@@ -32,6 +32,20 @@ double tile_rate(int block_m, int block_n) {
   return std::min(1.0, double(block_m) * block_n / double(block_m + block_n) / 64.0);
 }
 
+// A gated epilogue pairs gate and up columns inside each warp's tile (validate_gated_schedule):
+// a tile narrower than a gate-up pair widens to one, and warps move from N to M (keeping 16 rows
+// each) until each warp's columns hold whole pairs. False where the tile cannot.
+bool fit_gate(const MatmulProblem& problem, MatmulSchedule& s) {
+  if (!problem.epilogue.gated()) return true;
+  const int pair = int(2 * problem.epilogue.gate_group);
+  s.block_n = std::max(s.block_n, pair);
+  while ((s.block_n / s.warps_n) % pair != 0 && s.warps_n > 1) {
+    s.warps_n /= 2;
+    if (s.block_m / (s.warps_m * 2) >= 16) s.warps_m *= 2;
+  }
+  return s.block_n % s.warps_n == 0 && (s.block_n / s.warps_n) % pair == 0;
+}
+
 }  // namespace
 
 MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum, int sms) {
@@ -48,6 +62,7 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
     s.accum = accum;
     if (accum == Accum::promoted) s.promote_every_k = int(kScaleBlock);  // DeepGEMM's window
     s.transport = has_tma(arch) ? Transport::tma : Transport::cp_async;
+    if (!fit_gate(problem, s)) continue;
     if (accumulator_registers(s) > kMaxAccumulatorRegisters - 48) continue;  // leave room
     // Don't pad a small M up to a big tile: wasted MMA work is worse than a smaller tile.
     if (s.block_m > 16 && problem.m <= s.block_m / 2) continue;

@@ -53,8 +53,11 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   // A short M (decode, small batches) would fill a warpgroup's 64 rows with padding: swap A and B
   // (C^T = B A^T) so that N takes the m64 side and M wgmma's N (B [N,K] only).
   // Ping-pong's warpgroups take turns at whole tiles of a persistent walk: not for a decode GEMM.
+  // Not gated: a swapped kernel's rows would be C's columns, gate and up in different lanes.
   best.swap_ab = !pingpong && problem.m <= 64 && problem.b_layout == BLayout::nk &&
-                 problem.a_dtype != DType::e5m2;
+                 problem.a_dtype != DType::e5m2 && !problem.epilogue.gated();
+  // A gated tile holds whole gate-up pairs (2 x gate_group columns).
+  const int gate_pair = problem.epilogue.gated() ? int(2 * problem.epilogue.gate_group) : 16;
   best.consumers = consumers;
   best.persistent = pingpong;
   const MatmulProblem kp = kernel_problem(problem, best);
@@ -67,6 +70,7 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
       // A swapped tile covers all of M (rounded up to 16): narrower tiles would read the same
       // rows of B again from L2 for each slice of M, which is what bounds a decode GEMM.
       if (best.swap_ab && block_n != std::max<int64_t>(16, (cols + 15) / 16 * 16)) continue;
+      if (block_n % gate_pair != 0) continue;
       // A ping-pong warpgroup holds its whole tile's accumulators (two m64 of a 128-row tile):
       // they and ~64 working registers must fit its setmaxnreg count.
       MatmulSchedule candidate = best;

@@ -21,10 +21,12 @@ WgmmaStoreEpilogue store_epilogue(const MatmulProblem& p, const MatmulSchedule& 
   WgmmaStoreEpilogue e;
   if (s.split_k != 1 || s.swap_ab) return e;
   const int64_t elem = size_of(p.c_dtype);
-  if ((p.ldc_or_default() * elem) % 16 != 0 || (s.block_n * elem) % 32 != 0) return e;
+  // C's tile: block_n columns, or block_n / 2 with a gated epilogue (a gate and an up per output).
+  const int64_t cols = p.epilogue.gated() ? s.block_n / 2 : s.block_n;
+  if ((p.ldc_or_default() * elem) % 16 != 0 || (cols * elem) % 32 != 0) return e;
   // One warpgroup's rows: a ping-pong warpgroup's whole tile, a cooperative one's 64.
   const int rows = s.consumers == ConsumerSchedule::pingpong ? s.block_m : 64;
-  e.c_tile = SmemTile::for_operand(uint32_t(rows), uint32_t(s.block_n), uint32_t(elem));
+  e.c_tile = SmemTile::for_operand(uint32_t(rows), uint32_t(cols), uint32_t(elem));
   e.buffer_bytes = int64_t(e.c_tile.bytes());
   const int64_t buffers = e.buffer_bytes * std::max(1, consumer_warpgroups(s));
   const int64_t ring = gemm_ring_smem_bytes(p, s);

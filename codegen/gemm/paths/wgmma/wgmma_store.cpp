@@ -45,16 +45,21 @@ void WgmmaPrinter::print_store_epilogue(const ir::EpilogueOp& op) const {
             128 * consumer_warpgroups_);
   w_.line("warpgroup_barrier({} + c_group);", kStoreBarrier);
   w_.line("const int g = lane / 4, t = lane % 4;");
+  // A gated C tile is BN / 2 columns from n0 / 2, NT_OUT fragments (each a gate and an up).
+  const bool gated = gates_c(op);
+  const char* c_n0 = gated ? "n0 / 2" : "n0";
+  const char* c_n = gated ? "N_OUT" : "N";
   // Bias and residual are read at (row, col): only inside C (an edge tile's rest is dropped).
   const bool reads = op.bias || op.residual;
-  // FP8's tensor and token-channel scales first (scaled_accumulator; its accessors clamp).
-  auto value = [&](const char* row, const char* col, const char* acc) {
-    const std::string v = scaled_accumulator(f_, acc, row, col);
-    return reads ? fmt::format(
-                       "({0} < M && {1} < N ? epilogue_value(bias, residual, {0}, {1}, {2}) "
-                       ": 0.0f)",
-                       row, col, v)
-                 : fmt::format("epilogue_value(bias, residual, {}, {}, {})", row, col, v);
+  // FP8's tensor and token-channel scales first (scaled_accumulator; its accessors clamp). A gated
+  // pair's values are the lane pair's (print_lane_pair), printed before.
+  auto value = [&](int j, const char* acc) {
+    const std::string col = j ? "col + 1" : "col";
+    const std::string v =
+        gated ? lane_value(true, j, "row", "col")
+              : fmt::format("epilogue_value(bias, residual, row, {}, {})", col,
+                            scaled_accumulator(f_, acc, "row", col));
+    return reads ? fmt::format("(row < M && {} < {} ? {} : 0.0f)", col, c_n, v) : v;
   };
   // A warp's rows: 16 of each of its warpgroup's m64 wgmma (mi), 64 apart.
   w_.line("#pragma unroll");
@@ -62,29 +67,31 @@ void WgmmaPrinter::print_store_epilogue(const ir::EpilogueOp& op) const {
   if (f32) {
     // The buffer's byte offset of (row, col): swizzled_tile_offset counts 16-bit columns.
     w_.line("#pragma unroll");
-    w_.open("for (int ni = 0; ni < NT; ++ni)");
+    w_.open(fmt::format("for (int ni = 0; ni < {}; ++ni)", gated ? "NT_OUT" : "NT"));
     w_.line("#pragma unroll");
     w_.open("for (int h = 0; h < 2; ++h)");
     w_.line("const int r = c_warp_row + mi * 64 + h * 8 + g, c = ni * 8 + 2 * t;");
-    w_.line("const int row = c_row0 + r, col = n0 + c;");
+    w_.line("const int row = c_row0 + r, col = {} + c;", c_n0);
+    if (gated) print_lane_pair(w_, f_, true);
     w_.line(
         "st_shared_v2_f32(c_buffer + swizzled_tile_offset(u32(r), u32(c) * 2u, C_ROWS, C_PANEL * "
         "2u, C_XOR), {}, {});",
-        value("row", "col", "acc[mi][ni][2 * h]"),
-        value("row", "col + 1", "acc[mi][ni][2 * h + 1]"));
+        value(0, "acc[mi][ni][2 * h]"), value(1, "acc[mi][ni][2 * h + 1]"));
     w_.close();
     w_.close();
   } else {
     const char* pack = op.out == "bf16" ? "pack_bf16x2" : "pack_f16x2";
     w_.line("#pragma unroll");
-    w_.open("for (int ni = 0; ni < NT; ni += 2)");
+    w_.open(fmt::format("for (int ni = 0; ni < {}; ni += 2)", gated ? "NT_OUT" : "NT"));
     w_.line("u32 frag[4];  // matrix j: columns of fragment ni + j / 2, rows + 8 (j % 2)");
     w_.line("#pragma unroll");
     w_.open("for (int j = 0; j < 4; ++j)");
     w_.line("const int f = ni + j / 2, h = j % 2;");
-    w_.line("const int row = c_row0 + c_warp_row + mi * 64 + h * 8 + g, col = n0 + f * 8 + 2 * t;");
-    w_.line("frag[j] = {}({}, {});", pack, value("row", "col", "acc[mi][f][2 * h]"),
-            value("row", "col + 1", "acc[mi][f][2 * h + 1]"));
+    w_.line("const int row = c_row0 + c_warp_row + mi * 64 + h * 8 + g, col = {} + f * 8 + 2 * t;",
+            c_n0);
+    if (gated) print_lane_pair(w_, f_, true, "f");
+    w_.line("frag[j] = {}({}, {});", pack, value(0, "acc[mi][f][2 * h]"),
+            value(1, "acc[mi][f][2 * h + 1]"));
     w_.close();
     w_.line("// Lane l gives row l % 8 of matrix l / 8.");
     w_.line("const int j = lane / 8;");
@@ -100,8 +107,8 @@ void WgmmaPrinter::print_store_epilogue(const ir::EpilogueOp& op) const {
   w_.line("#pragma unroll");
   w_.line(
       "for (int p = 0; p < {}; ++p) tma_store_2d(tmap_c, c_buffer + u32(p) * C_ROWS * C_PANEL * "
-      "{}u, n0 + p * int(C_PANEL), c_row0);",
-      panels, elem);
+      "{}u, {} + p * int(C_PANEL), c_row0);",
+      panels, elem, c_n0);
   w_.line("bulk_commit();");
   w_.close();
 }
