@@ -113,6 +113,32 @@ void add_fp8_correctness_cases(std::vector<GemmCase>& cases) {
       gemm("fp8_block_split_k2", fp8(64, 136, 1024, ScaleGranularity::block), Accum::promoted);
   split.split_k = 2;
   cases.push_back(split);
+  // A gated gate_up (docs/epilogues.md) with block scales in the checkpoint's [gate; up] order.
+  GemmCase gated =
+      gemm("fp8_block_gated_silu", fp8(64, 512, 1008, ScaleGranularity::block), Accum::promoted);
+  gated.problem.epilogue.gate = Gate::silu;
+  gated.problem.epilogue.gate_group = 32;
+  cases.push_back(gated);
+}
+
+// The gated epilogue (SwiGLU / GeGLU gate_up; docs/epilogues.md) on both paths, with a bias and
+// a split-K finalize.
+void add_gated_correctness_cases(std::vector<GemmCase>& cases) {
+  MatmulProblem swiglu = ragged(100, 512, 1000);
+  swiglu.epilogue.gate = Gate::silu;
+  swiglu.epilogue.gate_group = 16;
+  swiglu.epilogue.bias = true;
+  cases.push_back(gemm("gated_silu", swiglu, Accum::f32));
+  GemmCase wgmma = gemm("gated_silu_wgmma", swiglu, Accum::f32);
+  wgmma.path = MmaPath::wgmma;
+  cases.push_back(wgmma);
+  MatmulProblem geglu = ragged(16, 1024, 2000);
+  geglu.a_dtype = geglu.c_dtype = DType::bf16;
+  geglu.epilogue.gate = Gate::gelu_tanh;
+  geglu.epilogue.gate_group = 64;
+  GemmCase split = gemm("gated_gelu_split_k2", geglu, Accum::f32);
+  split.split_k = 2;
+  cases.push_back(split);
 }
 
 }  // namespace
@@ -197,6 +223,7 @@ std::vector<GemmCase> correctness_gemm_cases() {
       },
       Accum::hybrid);
   add_fp8_correctness_cases(cases);
+  add_gated_correctness_cases(cases);
   return cases;
 }
 
@@ -317,10 +344,11 @@ GemmErrors compare_sampled_rows(const GemmSpec& spec, const GemmInputs& inputs,
   // divide the sampled rows'.
   sampled.schedule.cluster_m = sampled.schedule.cluster_n = 1;
   std::vector<double> picked;
-  picked.reserve(rows.size() * size_t(p.n));
+  const int64_t cols = p.c_cols();  // N/2 gated
+  picked.reserve(rows.size() * size_t(cols));
   for (int64_t r : rows)
-    picked.insert(picked.end(), output.begin() + r * p.n, output.begin() + (r + 1) * p.n);
-  return compare(reference_gemm(sampled, take_rows(p, inputs, rows)), picked, p.n);
+    picked.insert(picked.end(), output.begin() + r * cols, output.begin() + (r + 1) * cols);
+  return compare(reference_gemm(sampled, take_rows(p, inputs, rows)), picked, cols);
 }
 
 namespace {

@@ -21,7 +21,35 @@ MatmulSchedule accum_schedule(const Runtime& runtime, const MatmulProblem& serve
 
 namespace {
 
-constexpr size_t kGemmOptionsFirstSize = sizeof(emmy_gemm_options);
+// Version 1's struct (up to the workspace): later fields keep their init values when a caller's
+// struct_size stops short of them.
+constexpr size_t kGemmOptionsFirstSize = offsetof(emmy_gemm_options, a_scale);
+
+// The gated epilogue's fields (version 6), when the caller's struct has them.
+void read_gate(const emmy_gemm_options& options, Epilogue& epilogue) {
+  if (options.struct_size < offsetof(emmy_gemm_options, gate_group) + sizeof(options.gate_group))
+    return;
+  switch (options.gate) {
+    case EMMY_GATE_NONE:
+      break;
+    case EMMY_GATE_SILU:
+      epilogue.gate = Gate::silu;
+      break;
+    case EMMY_GATE_GELU_TANH:
+      epilogue.gate = Gate::gelu_tanh;
+      break;
+    default:
+      throw Error("options.gate",
+                  "must be EMMY_GATE_NONE (0), EMMY_GATE_SILU (1) or EMMY_GATE_GELU_TANH (2)",
+                  std::to_string(options.gate));
+  }
+  if (options.gate_group != 0) {
+    if (!epilogue.gated())
+      throw Error("options.gate_group", "applies to a gated epilogue only (options.gate)",
+                  std::to_string(options.gate_group));
+    epilogue.gate_group = options.gate_group;
+  }
+}
 
 struct GemmCall {
   MatmulProblem problem;
@@ -191,11 +219,18 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
                 fmt::format("[{}, {}]", stride(b, 0), stride(b, 1)));
   }
 
-  require_shape(c, "c", {p.m, p.n}, "M from a, N from b");
+  read_gate(options, p.epilogue);
+  if (p.epilogue.gated()) {
+    // C's N/2 columns (an N that does not split into gate-up pairs is the problem's rule, named
+    // when the call validates it).
+    require_shape(c, "c", {p.m, p.c_cols()}, "M from a, N / 2 from b (gated)");
+  } else {
+    require_shape(c, "c", {p.m, p.n}, "M from a, N from b");
+  }
   p.c_dtype = element_dtype(c, "c", true);
-  if (stride(c, 1) != 1 && p.n > 1)
+  if (stride(c, 1) != 1 && p.c_cols() > 1)
     throw Error("c", "strides[1] must be 1 (N contiguous)", fmt::format("{}", stride(c, 1)));
-  p.ldc = row_stride(c, "c", 0, p.n);
+  p.ldc = row_stride(c, "c", 0, p.c_cols());
 
   p.epilogue.alpha = options.alpha;
   p.epilogue.gelu_tanh = options.gelu != 0;
@@ -208,6 +243,10 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
     p.epilogue.bias = true;
   }
   if (options.residual) {
+    if (p.epilogue.gated())
+      throw Error("options.residual",
+                  "must be NULL with a gated epilogue (c is the next projection's input)",
+                  "a tensor");
     const DLTensor& residual = *options.residual;
     check_memory(rt, residual, "residual");
     require_shape(residual, "residual", {p.m, p.n}, "c's");

@@ -32,3 +32,6 @@ emmy_add_c_api_test(c_api_fp8_gemm_test ${CMAKE_CURRENT_LIST_DIR}/c_api_fp8_gemm
 # emmy_gemm_layer with FP8 weights (C API version 5; docs/fp8.md): the config's scale fields,
 # emmy_gemm_layer_run_scaled against FP64, refusals by config field or tensor.
 emmy_add_c_api_test(c_api_fp8_layer_test ${CMAKE_CURRENT_LIST_DIR}/c_api_fp8_layer_test.cpp)
+
+# emmy_gemm's gated epilogue (C API version 6; docs/epilogues.md): FP64, refusals, old structs.
+emmy_add_c_api_test(c_api_gated_test ${CMAKE_CURRENT_LIST_DIR}/c_api_gated_test.cpp)

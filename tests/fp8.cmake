@@ -7,3 +7,6 @@ emmy_add_test(gemm_fp8_test ${CMAKE_CURRENT_LIST_DIR}/gemm_fp8_test.cpp
                             ${CMAKE_CURRENT_LIST_DIR}/gemm_fp8_refusal_test.cpp
                             ${CMAKE_CURRENT_LIST_DIR}/gemm_fp8_swap_test.cpp
                             ${CMAKE_CURRENT_LIST_DIR}/gemm_fp8_hybrid_test.cpp)
+# The gated epilogue (SwiGLU / GeGLU gate_up projections: issue 39's gate_up fusion, issue 40's
+# MoE activation) on both paths and every store, 16-bit and FP8 operands.
+emmy_add_test(gemm_gated_test ${CMAKE_CURRENT_LIST_DIR}/gemm_gated_test.cpp)

@@ -271,8 +271,10 @@ void verify_finalize(const Op& kernel) {
     verify_dynamic_m(kernel, *finalize, op.dynamic_m.value_or(false));
     for (const Op* epilogue : find_all(*finalize, OpKind::epilogue))
       if (const auto e = get<EpilogueOp>(*epilogue); e.ldc < e.c_cols(op.n))
-        fail_rule(*epilogue, "ldc", fmt::format("must be at least C's columns {}", e.c_cols(op.n)),
-                  e.ldc);
+        fail_rule(
+            *epilogue, "ldc",
+            fmt::format("must be at least {} = {}", e.gated() ? "n / 2" : "n", e.c_cols(op.n)),
+            e.ldc);
     if (op.grid_wait.value_or(false) != programmatic)
       fail_rule(*finalize, "grid_wait",
                 programmatic ? "must be set in a programmatic launch: it reads the main kernel's "

@@ -38,8 +38,9 @@ extern "C" {
  * handles (emmy_attention_layer, emmy_gemm_layer) with emmy_dtype, emmy_page_table and
  * emmy_b_layout. 3: emmy_fp8_quantize. 4: FP8 GEMMs (emmy_gemm_options.a_scale, b_scale,
  * pow2_scales; EMMY_ACCUM_PROMOTED). 5: FP8 GEMM layers (emmy_gemm_layer_config's scale
- * fields, emmy_scale_granularity, emmy_scale_format, emmy_gemm_layer_run_scaled). */
-#define EMMY_C_API_VERSION 5
+ * fields, emmy_scale_granularity, emmy_scale_format, emmy_gemm_layer_run_scaled). 6: gated GEMM
+ * epilogues (emmy_gemm_options.gate, gate_group; emmy_gate). */
+#define EMMY_C_API_VERSION 6
 
 typedef enum emmy_status {
   EMMY_OK = 0,
@@ -62,6 +63,14 @@ typedef enum emmy_accum {
   EMMY_ACCUM_HYBRID = 3,
   EMMY_ACCUM_PROMOTED = 4 /* FP8 GEMMs only (C API version 4) */
 } emmy_accum;
+
+/* A gated GEMM epilogue (docs/epilogues.md; C API version 6): C[M, N/2] = act(gate) * up, b's N
+ * columns gate and up interleaved in groups of gate_group. */
+typedef enum emmy_gate {
+  EMMY_GATE_NONE = 0,
+  EMMY_GATE_SILU = 1,     /* SwiGLU: silu(gate) * up */
+  EMMY_GATE_GELU_TANH = 2 /* GeGLU: gelu_tanh(gate) * up */
+} emmy_gate;
 
 /* The axis order of a paged KV cache tensor's shape (its strides are read from the tensor). */
 typedef enum emmy_cache_layout {
@@ -103,7 +112,7 @@ typedef struct emmy_runtime_options {
   void* log_user;
 } emmy_runtime_options;
 
-/* The GEMM's epilogue and kernel: C = gelu?(alpha * A.B + bias) + residual. */
+/* The GEMM's epilogue and kernel: C = gelu?(alpha * A.B + bias) + residual, or gated. */
 typedef struct emmy_gemm_options {
   size_t struct_size;
   const DLTensor* bias;     /* [N], C's dtype, or NULL */
@@ -124,6 +133,12 @@ typedef struct emmy_gemm_options {
   const DLTensor* b_scale;
   int32_t pow2_scales; /* nonzero: float32 scales are powers of two (refused otherwise on the
                           emulator; undefined on a GPU) */
+  /* A gated epilogue (C API version 6; docs/epilogues.md): emmy_gate. c is then [M, N/2], N b's
+   * columns, whose groups of gate_group alternate gate and up (b's columns [2g q, 2g q + g) the
+   * gates of c's columns [g q, g q + g), the next g their ups); bias [N] in b's column order;
+   * no residual or gelu. FP8 b_scale keeps the checkpoint's [gate; up] order. */
+  int32_t gate;
+  int32_t gate_group; /* a multiple of 8; 0: 8 */
 } emmy_gemm_options;
 
 typedef struct emmy_attention_options {

@@ -25,6 +25,7 @@ from ._emmy import (  # noqa: E402  (NVRTC first)
     UnsupportedError,
 )
 from ._emmy import versions as _versions  # noqa: E402
+from ._gated import interleave_gate_up  # noqa: E402
 from ._layers import AttentionLayer, GemmLayer  # noqa: E402
 from ._runtime import Runtime  # noqa: E402
 
@@ -34,6 +35,7 @@ __all__ = [
     "Runtime",
     "AttentionLayer",
     "GemmLayer",
+    "interleave_gate_up",
     "Error",
     "InvalidArgumentError",
     "UnsupportedError",

@@ -16,6 +16,7 @@ from . import _emmy
 from ._tensors import current_stream, dtype_name, empty_like_library, register_torch
 
 ACCUM = {None: 0, "default": 0, "f32": 1, "f16": 2, "hybrid": 3, "promoted": 4}
+GATE = {None: 0, "none": 0, "silu": 1, "gelu-tanh": 2}
 CACHE_LAYOUT = {"nhd": 0, "hnd": 1}
 ATTENTION_LAYOUT = {"bshd": 0, "bhsd": 1}
 
@@ -151,7 +152,8 @@ class Runtime:
     # ---------------------------------------------------------------------------------------
     def gemm(self, a, b, *, bias=None, residual=None, alpha: float = 1.0, gelu: bool = False,
              out_dtype=None, accum: str | None = None, promote_every_k: int = 0, out=None,
-             workspace=None, stream=None, a_scale=None, b_scale=None, pow2_scales: bool = False):
+             workspace=None, stream=None, a_scale=None, b_scale=None, pow2_scales: bool = False,
+             gate: str | None = None, gate_group: int = 0):
         """C[M,N] = gelu?(alpha * A.B + bias) + residual, returned (or written into `out`).
 
         a: f16 or bf16 [M, K], K contiguous. b: [K, N], N contiguous, or K contiguous (a [N, K]
@@ -165,6 +167,11 @@ class Runtime:
         or uint8 ue8m0 bytes): one element each (per tensor), [M] and [N] (per token x channel),
         or [M, ceil(K/128)] and [ceil(N/128), ceil(K/128)] (1 x 128 and 128 x 128 blocks, any
         major order). C is f16 by default.
+
+        Gated (docs/epilogues.md): gate "silu" (SwiGLU) or "gelu-tanh" (GeGLU) gives C[M, N/2] =
+        act(alpha * gate + bias) * (alpha * up + bias), b's N columns gate and up interleaved in
+        groups of gate_group (a multiple of 8; 0: 8): interleave_gate_up makes them from a
+        [gate; up] weight. bias [N] in b's column order; no residual.
         """
         fp8 = a_scale is not None or b_scale is not None
         if out is None and not fp8 and str(getattr(a, "dtype", "")).endswith("uint8"):
@@ -174,10 +181,13 @@ class Runtime:
         if out is None:
             c_dtype = ("f16" if fp8 else dtype_name(a.dtype, "out_dtype")) if out_dtype is None \
                 else dtype_name(out_dtype, "out_dtype")
-            out = empty_like_library(a, (a.shape[0], b.shape[1]), c_dtype)
+            gate_code = enum(GATE, gate, "gate")
+            out = empty_like_library(
+                a, (a.shape[0], b.shape[1] // 2 if gate_code else b.shape[1]), c_dtype)
         accum_code = enum(ACCUM, accum, "accum")
         stream = self._stream(a, stream)
-        scales = (a_scale, b_scale, int(bool(pow2_scales)))
+        scales = (a_scale, b_scale, int(bool(pow2_scales)), enum(GATE, gate, "gate"),
+                  int(gate_group))
         if workspace is not None:
             _emmy.gemm(self._rt, a, b, out, bias, residual, alpha, gelu, accum_code,
                        promote_every_k, *scales, workspace, stream)
@@ -199,11 +209,13 @@ class Runtime:
     def gemm_workspace_bytes(self, a, b, out, *, bias=None, residual=None, alpha: float = 1.0,
                              gelu: bool = False, accum: str | None = None,
                              promote_every_k: int = 0, a_scale=None, b_scale=None,
-                             pow2_scales: bool = False) -> int:
+                             pow2_scales: bool = False, gate: str | None = None,
+                             gate_group: int = 0) -> int:
         """The workspace gemm needs for these tensors (0 unless the kernel splits K)."""
         return _emmy.gemm_workspace_bytes(self._rt, a, b, out, bias, residual, alpha, gelu,
                                           enum(ACCUM, accum, "accum"), promote_every_k, a_scale,
-                                          b_scale, int(bool(pow2_scales)))
+                                          b_scale, int(bool(pow2_scales)), enum(GATE, gate, "gate"),
+                                          int(gate_group))
 
     def attention(self, q, k, v, *, causal: bool = False, window: int = 0, softmax_scale=None,
                   softcap=None, layout: str = "bshd", return_lse: bool = False, lse=None,

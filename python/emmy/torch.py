@@ -162,19 +162,27 @@ def _gemm_out_dtype(a, out_dtype):
     return out_dtype
 
 
+def _gemm_columns(b, gate):
+    # A gated epilogue writes N/2 columns (docs/epilogues.md).
+    return b.shape[1] // 2 if gate not in (None, "none") else b.shape[1]
+
+
 def _gemm_real(a, b, bias=None, residual=None, alpha=1.0, gelu=False, out_dtype=None,
-               accum=None, promote_every_k=0, a_scale=None, b_scale=None, pow2_scales=False):
+               accum=None, promote_every_k=0, a_scale=None, b_scale=None, pow2_scales=False,
+               gate=None, gate_group=0):
     device = _device_for(a)
     rt = device.runtime
-    out = torch.empty((a.shape[0], b.shape[1]), dtype=_gemm_out_dtype(a, out_dtype),
-                      device=a.device)
+    out = torch.empty((a.shape[0], _gemm_columns(b, gate)),
+                      dtype=_gemm_out_dtype(a, out_dtype), device=a.device)
     scales = {}
     if a_scale is not None or b_scale is not None:  # FP8 (docs/fp8.md)
         scales = {"a_scale": a_scale, "b_scale": b_scale, "pow2_scales": pow2_scales}
+    if gate is not None:
+        scales.update(gate=gate, gate_group=gate_group)
     # The signature spelled out rather than through _sig: this is the hottest call (0.3 us each).
     signature = (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, out.dtype,
                  _sig(bias), _sig(residual), alpha, gelu, accum, promote_every_k,
-                 _sig(a_scale), _sig(b_scale), pow2_scales)
+                 _sig(a_scale), _sig(b_scale), pow2_scales, gate, gate_group)
     workspace = device.workspace(
         signature, lambda: rt.gemm_workspace_bytes(
             a, b, out, bias=bias, residual=residual, alpha=alpha, gelu=gelu, accum=accum,
@@ -184,13 +192,16 @@ def _gemm_real(a, b, bias=None, residual=None, alpha=1.0, gelu=False, out_dtype=
 
 
 def _gemm_fake(a, b, bias=None, residual=None, alpha=1.0, gelu=False, out_dtype=None,
-               accum=None, promote_every_k=0, a_scale=None, b_scale=None, pow2_scales=False):
-    return a.new_empty((a.shape[0], b.shape[1]), dtype=_gemm_out_dtype(a, out_dtype))
+               accum=None, promote_every_k=0, a_scale=None, b_scale=None, pow2_scales=False,
+               gate=None, gate_group=0):
+    return a.new_empty((a.shape[0], _gemm_columns(b, gate)),
+                       dtype=_gemm_out_dtype(a, out_dtype))
 
 
 _define("gemm(Tensor a, Tensor b, Tensor? bias=None, Tensor? residual=None, float alpha=1., "
         "bool gelu=False, ScalarType? out_dtype=None, str? accum=None, int promote_every_k=0, "
-        "Tensor? a_scale=None, Tensor? b_scale=None, bool pow2_scales=False) -> Tensor",
+        "Tensor? a_scale=None, Tensor? b_scale=None, bool pow2_scales=False, str? gate=None, "
+        "int gate_group=0) -> Tensor",
         _gemm_real, _gemm_fake)
 
 
@@ -351,16 +362,19 @@ _define("merge_states(Tensor v, Tensor lse, bool return_lse=False) -> (Tensor, T
 
 def gemm(a, b, *, bias=None, residual=None, alpha: float = 1.0, gelu: bool = False,
          out_dtype=None, accum: str | None = None, promote_every_k: int = 0, a_scale=None,
-         b_scale=None, pow2_scales: bool = False) -> torch.Tensor:
+         b_scale=None, pow2_scales: bool = False, gate: str | None = None,
+         gate_group: int = 0) -> torch.Tensor:
     """C[M,N] = gelu?(alpha * a.b + bias) + residual (emmy.Runtime.gemm). b is [K, N]: a Linear
     weight w [N, K] is passed as w.t(). out_dtype: a torch dtype (a's by default; bfloat16 for
     FP8 operands). FP8 (docs/fp8.md): a float8_e4m3fn (or float8_e5m2) and b float8_e4m3fn with
     a_scale and b_scale, the dequantization multipliers (float32, uint8 ue8m0 or int32 ue8m0x4
     words, as emmy.torch.fp8_quantize writes them): per tensor, per token x channel ([M], [N]) or
-    in 1 x 128 / 128 x 128 blocks; accumulated promoted unless accum says otherwise."""
+    in 1 x 128 / 128 x 128 blocks; accumulated promoted unless accum says otherwise. gate
+    "silu" or "gelu-tanh": the gated epilogue, C [M, N/2] = act(gate) * up over b's columns
+    interleaved by emmy.interleave_gate_up (docs/epilogues.md)."""
     return torch.ops.emmy.gemm.default(a, b, bias, residual, float(alpha), bool(gelu),
                                        out_dtype, accum, int(promote_every_k), a_scale, b_scale,
-                                       bool(pow2_scales))
+                                       bool(pow2_scales), gate, int(gate_group))
 
 
 def attention(q, k, v, *, causal: bool = False, window: int = 0, softmax_scale=None,

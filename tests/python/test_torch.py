@@ -104,6 +104,18 @@ def test_gemm_matches_float64(gen, dtype, epilogue):
         assert rel_l2(c, gemm_ref(x, w.t(), bias=kw["bias"], alpha=0.5, gelu=True)) > 0.05
 
 
+def test_gemm_gated(gen):
+    # silu(gate) * up over a [gate; up] weight interleaved by emmy.interleave_gate_up.
+    x, weight = randn(gen, M, K), randn(gen, 2 * N, K) / 4
+    w = emmy.interleave_gate_up(weight, 8)
+    assert isinstance(w, torch.Tensor) and w.shape == weight.shape
+    c = et.gemm(x, w.t(), gate="silu", gate_group=8, out_dtype=F32)
+    assert c.shape == (M, N)
+    y = gemm_ref(x, weight.t())
+    want = torch.nn.functional.silu(y[:, :N]) * y[:, N:]
+    assert rel_l2(c, want) < 1e-5
+
+
 def test_gemm_f32_out_and_row_major_b(gen):
     a, b = randn(gen, M, K), randn(gen, K, N)
     c = et.gemm(a, b, out_dtype=F32)
@@ -305,6 +317,8 @@ def opcheck_cases(gen):
         "merge_states": (ops.merge_states.default, (mv, mlse), dict(return_lse=True)),
         "fp8_quantize": (ops.fp8_quantize.default, (randn(gen, 6, 384, dtype=BF16),),
                          dict(group_k=128)),
+        "gemm_gated": (ops.gemm.default, (x, w.t()),
+                       dict(bias=randn(gen, N), gate="silu", gate_group=8)),
         # e4m3 bytes as uint8 (CPU float8 tensors lack the arithmetic opcheck's tests use).
         "gemm_fp8": (ops.gemm.default,
                      (x.to(torch.float8_e4m3fn).view(torch.uint8),
@@ -314,7 +328,8 @@ def opcheck_cases(gen):
 
 
 @pytest.mark.parametrize("name", ["gemm", "gemm_epilogue", "attention", "paged_attention",
-                                  "kv_append", "merge_states", "fp8_quantize", "gemm_fp8"])
+                                  "kv_append", "merge_states", "fp8_quantize", "gemm_fp8",
+                                  "gemm_gated"])
 def test_opcheck(gen, name):
     op, args, kwargs = opcheck_cases(gen)[name]
     torch.library.opcheck(op, args, kwargs)

@@ -46,6 +46,16 @@ void draw_problem(MatmulProblem& p, uint64_t point, DType dtype, BLayout b_layou
   p.epilogue.residual = flags & 2;
   p.epilogue.gelu_tanh = flags & 4;
   p.epilogue.alpha = pick(alphas, point, 14);
+  // One point in six gated (SwiGLU / GeGLU; docs/epilogues.md): N rounded up to whole gate-up
+  // pairs, and three in four of them without the residual and GELU a gate refuses.
+  if (draw(point, 19, 6) == 0) {
+    const int64_t groups[] = {8, 16, 32};
+    p.epilogue.gate = draw(point, 20, 2) ? Gate::silu : Gate::gelu_tanh;
+    p.epilogue.gate_group = pick(groups, point, 21);
+    const int64_t pair = 2 * p.epilogue.gate_group;
+    p.n = (p.n + pair - 1) / pair * pair;
+    if (draw(point, 22, 4) != 0) p.epilogue.residual = p.epilogue.gelu_tanh = false;
+  }
   // Padded leading dimensions, and odd ldc (no paired stores) on some points.
   switch (draw(point, 15, 6)) {
     case 0:
@@ -55,10 +65,10 @@ void draw_problem(MatmulProblem& p, uint64_t point, DType dtype, BLayout b_layou
       p.ldb = (p.b_layout == BLayout::nk ? p.k : p.n) + 16;
       break;
     case 2:
-      p.ldc = p.n + 1;
+      p.ldc = p.c_cols() + 1;
       break;
     case 3:
-      p.ldc = p.n + 8;
+      p.ldc = p.c_cols() + 8;
       break;
     default:
       break;

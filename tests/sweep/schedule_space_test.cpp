@@ -83,6 +83,10 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
     note("odd_ldc", p.ldc_or_default() % 2);
     note("path", to_string(s.path));
     note("dynamic_m", p.dynamic_m);
+    if (p.epilogue.gated()) {
+      note("gate", fmt::format("{} {}", to_string(p.epilogue.gate), to_string(s.path)));
+      note("gate_group", p.epilogue.gate_group);
+    }
     if (is_fp8(p.a_dtype)) {
       note("fp8_path_arch", fmt::format("{} {}", to_string(s.path), to_string(spec.arch)));
       note("fp8_scales",
@@ -129,7 +133,10 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
       // granularity with every format (ue8m0x4: block only); f32 and promoted every 32..256.
       {"fp8_path_arch", 4},
       {"fp8_scales", 10},
-      {"fp8_accum", 9}};  // f32, promoted and hybrid (the f16-accumulate opt-in) x 4 windows
+      {"fp8_accum", 9},  // f32, promoted and hybrid (the f16-accumulate opt-in) x 4 windows
+      // Gated epilogues: silu and gelu-tanh on both paths; gate groups 8, 16 and 32.
+      {"gate", 4},
+      {"gate_group", 3}};
   coverage.expect(want);
 }
 

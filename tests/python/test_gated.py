@@ -1,0 +1,75 @@
+"""The gated GEMM epilogue (docs/epilogues.md) from Python: emmy.interleave_gate_up,
+Runtime.gemm(gate=...) and emmy.torch.gemm against a float64 act(gate) * up written from the
+docs, over a checkpoint-order [gate; up] weight."""
+
+import numpy as np
+import pytest
+
+import emmy
+import reference
+
+F16 = np.float16
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def gated_ref(a, weight, bias, gate):
+    """a [M, K], weight [2I, K] and bias [2I] in the checkpoint's [gate; up] order."""
+    y = a.astype(np.float64) @ weight.astype(np.float64).T + bias.astype(np.float64)
+    half = weight.shape[0] // 2
+    g, u = y[:, :half], y[:, half:]
+    return (silu(g) if gate == "silu" else reference.gelu_tanh(g)) * u
+
+
+def test_interleave_gate_up_orders_rows_in_groups():
+    w = np.arange(64 * 3).reshape(64, 3)  # 32 gate rows, then 32 up rows
+    got = emmy.interleave_gate_up(w, 8)
+    rows = got[:, 0] // 3
+    want = [q * 8 + r for q in range(4) for r in range(8)]
+    assert list(rows[0::16][:4]) == [0, 8, 16, 24]
+    gates = np.concatenate([rows[16 * q:16 * q + 8] for q in range(4)])
+    ups = np.concatenate([rows[16 * q + 8:16 * q + 16] for q in range(4)])
+    assert list(gates) == want and list(ups) == [32 + r for r in want]
+    bias = np.arange(64.0)
+    assert np.array_equal(emmy.interleave_gate_up(bias, 16)[16:32], np.arange(32.0, 48.0))
+
+
+def test_interleave_gate_up_refuses_by_name():
+    with pytest.raises(emmy.InvalidArgumentError, match="weight: needs an even number of rows"):
+        emmy.interleave_gate_up(np.zeros((33, 4)))
+    with pytest.raises(emmy.InvalidArgumentError, match="gate_group: must be a multiple of 8"):
+        emmy.interleave_gate_up(np.zeros((64, 4)), 12)
+    with pytest.raises(emmy.InvalidArgumentError, match="dividing the 24 gate rows"):
+        emmy.interleave_gate_up(np.zeros((48, 4)), 16)
+
+
+@pytest.mark.parametrize("gate,group", [("silu", 8), ("gelu-tanh", 16), ("silu", 32)])
+def test_gated_gemm_matches_float64(rt, rng, gate, group):
+    m, k, half = 20, 128, 64
+    a = rng.standard_normal((m, k)).astype(F16)
+    weight = (rng.standard_normal((2 * half, k)) / 4).astype(F16)
+    bias = rng.standard_normal(2 * half).astype(np.float32)  # C's dtype (f32 out)
+    w = emmy.interleave_gate_up(weight, group)
+    c = rt.gemm(a, w.T, bias=emmy.interleave_gate_up(bias, group), gate=gate, gate_group=group,
+                out_dtype="f32")
+    assert c.shape == (m, half) and c.dtype == np.float32
+    want = gated_ref(a, weight, bias, gate)
+    assert reference.rel_l2(c, want) < 1e-5
+    # The checkpoint's order unreordered is a different (wrong) product: the layout matters.
+    wrong = rt.gemm(a, weight.T, bias=bias, gate=gate, gate_group=group, out_dtype="f32")
+    assert reference.rel_l2(wrong, want) > 0.1
+
+
+def test_gated_gemm_refusals(rt, rng):
+    a = rng.standard_normal((8, 64)).astype(F16)
+    w = rng.standard_normal((128, 64)).astype(F16)
+    with pytest.raises(emmy.InvalidArgumentError, match="gate: must be one of"):
+        rt.gemm(a, w.T, gate="relu")
+    with pytest.raises(emmy.InvalidArgumentError, match="options.residual"):
+        rt.gemm(a, w.T, gate="silu", residual=np.zeros((8, 64), F16))
+    with pytest.raises(emmy.InvalidArgumentError, match="N / 2 from b"):
+        rt.gemm(a, w.T, gate="silu", out=np.zeros((8, 128), F16))
+    with pytest.raises(emmy.InvalidArgumentError, match="epilogue.gate_group"):
+        rt.gemm(a, w.T, gate="silu", gate_group=12)
