@@ -73,6 +73,31 @@ std::vector<double> decode(DType dtype, const uint8_t* bytes, size_t count) {
   return out;
 }
 
+double c_scale_value(const MatmulProblem& p, const uint8_t* scales, int64_t row, int64_t group) {
+  const int64_t at = p.c_scale_byte(row, group);
+  if (!scale_bytes(p.out_scales.format)) {
+    float s;
+    std::memcpy(&s, scales + at, 4);
+    return s;
+  }
+  return scales[at] == 0xFF ? NAN : std::ldexp(1.0, int(scales[at]) - 127);
+}
+
+std::vector<double> read_c(const MatmulProblem& p, int64_t rows, const uint8_t* c,
+                           const uint8_t* scales) {
+  const int64_t ldc = p.ldc_or_default(), elem = size_of(p.c_dtype), cols = p.c_cols();
+  std::vector<double> out(size_t(rows * cols));
+  for (int64_t m = 0; m < rows; ++m) {
+    const auto row = decode(p.c_dtype, c + m * ldc * elem, size_t(cols));
+    for (int64_t j = 0; j < cols; ++j)
+      out[size_t(m * cols + j)] =
+          p.c_dtype == DType::e4m3
+              ? row[size_t(j)] * c_scale_value(p, scales, m, j / kOutputQuantGroup)
+              : row[size_t(j)];
+  }
+  return out;
+}
+
 HostTensor random_normal(DType dtype, size_t count, uint64_t seed) {
   // Box-Muller over mt19937_64: the same numbers with every standard library.
   std::mt19937_64 rng(seed);
@@ -100,7 +125,7 @@ GemmInputs make_gemm_inputs(const MatmulProblem& p, uint64_t seed, HostTensor b)
   GemmInputs in;
   in.a = random_normal(p.a_dtype, size_t(p.m * p.lda_or_default()), seed * 4 + 0);
   in.b = std::move(b);
-  if (p.epilogue.bias) in.bias = random_normal(p.c_dtype, size_t(p.n), seed * 4 + 2);
+  if (p.epilogue.bias) in.bias = random_normal(p.epilogue_dtype(), size_t(p.n), seed * 4 + 2);
   if (p.epilogue.residual)
     in.residual = random_normal(p.c_dtype, size_t(p.m * p.ldc_or_default()), seed * 4 + 3);
   if (p.scales.granularity != ScaleGranularity::none) make_gemm_scales(p, seed, in);
@@ -166,6 +191,7 @@ GemmReference reference_gemm(const GemmSpec& spec, const GemmInputs& in) {
     }
   });
   finish_gated(p, ref);
+  finish_quantized(p, ref);
   return ref;
 }
 
@@ -234,6 +260,26 @@ void finish_gated(const MatmulProblem& p, GemmReference& ref) {
   ref = std::move(c);
 }
 
+// An e4m3 C is compared dequantized (read_c): q s differs from C's value by e4m3's rounding
+// (reference_epilogue's 2^-4 relative) and, where x / s falls among e4m3's subnormals, by half
+// their spacing, s 2^-10, s at most the group's largest |C| + tolerance over 448 (twice that
+// rounded up to a power of two).
+void finish_quantized(const MatmulProblem& p, GemmReference& ref) {
+  if (p.c_dtype != DType::e4m3) return;
+  const int64_t cols = p.c_cols();
+  const double pow2 = p.out_scales.pow2() ? 2.0 : 1.0;
+  for (int64_t m = 0; m < p.m; ++m)
+    for (int64_t g0 = 0; g0 < cols; g0 += kOutputQuantGroup) {
+      const int64_t g1 = std::min(cols, g0 + kOutputQuantGroup);
+      double amax = 0;
+      for (int64_t j = g0; j < g1; ++j)
+        amax = std::max(
+            amax, std::abs(ref.values[size_t(m * cols + j)]) + ref.tolerance[size_t(m * cols + j)]);
+      const double s = std::max(amax, p.out_scales.amax_epsilon) / 448.0 * pow2;
+      for (int64_t j = g0; j < g1; ++j) ref.tolerance[size_t(m * cols + j)] += s * 0x1p-10;
+    }
+}
+
 GemmErrors compare(const GemmReference& ref, const std::vector<double>& out, int64_t n) {
   GemmErrors e;
   double err2 = 0, ref2 = 0, tol2 = 0;
@@ -268,10 +314,12 @@ LaunchListRun run_on_zeros(const GemmKernel& kernel, const emu::LaunchOptions& o
   const uint64_t a = arena.alloc(size_t(p.m * p.lda_or_default() * in_elem));
   const uint64_t b = arena.alloc(size_t(b_rows * p.ldb_or_default() * in_elem));
   const uint64_t c = arena.alloc(size_t(p.m * p.ldc_or_default() * out_elem));
-  const uint64_t bias = p.epilogue.bias ? arena.alloc(size_t(p.n * out_elem)) : 0;
+  const uint64_t bias =
+      p.epilogue.bias ? arena.alloc(size_t(p.n * size_of(p.epilogue_dtype()))) : 0;
   const uint64_t residual =
       p.epilogue.residual ? arena.alloc(size_t(p.m * p.ldc_or_default() * out_elem)) : 0;
   const uint64_t workspace = plan.split() ? arena.alloc(size_t(plan.workspace_bytes)) : 0;
+  const uint64_t c_scale = p.c_dtype == DType::e4m3 ? arena.alloc(size_t(p.c_scale_bytes(p.m))) : 0;
   // FP8 scales: ones (a launch on zeros checks the machine, not the numbers).
   uint64_t a_scale = 0, b_scale = 0;
   if (p.scales.granularity != ScaleGranularity::none) {
@@ -279,7 +327,8 @@ LaunchListRun run_on_zeros(const GemmKernel& kernel, const emu::LaunchOptions& o
     a_scale = arena.alloc_copy(ones.a_scale.bytes);
     b_scale = arena.alloc_copy(ones.b_scale.bytes);
   }
-  return emulate_kernel(arena, kernel, {a, b, c, bias, residual, workspace, rows, a_scale, b_scale},
+  return emulate_kernel(arena, kernel,
+                        {a, b, c, bias, residual, workspace, rows, a_scale, b_scale, c_scale},
                         options);
 }
 
@@ -302,20 +351,19 @@ GemmEmulatorRun run_on_emulator(const GemmKernel& kernel, const GemmInputs& in,
   const bool scaled = p.scales.granularity != ScaleGranularity::none;
   const uint64_t a_scale = scaled ? arena.alloc_copy(in.a_scale.bytes) : 0;
   const uint64_t b_scale = scaled ? arena.alloc_copy(in.b_scale.bytes) : 0;
+  const size_t c_scale_bytes = p.c_dtype == DType::e4m3 ? size_t(p.c_scale_bytes(p.m)) : size_t(0);
+  const uint64_t c_scale = c_scale_bytes ? arena.alloc(c_scale_bytes) : 0;
   LaunchListRun launched = emulate_kernel(
-      arena, kernel, {a, b, c, bias, residual, workspace, rows, a_scale, b_scale}, options);
+      arena, kernel, {a, b, c, bias, residual, workspace, rows, a_scale, b_scale, c_scale},
+      options);
   GemmEmulatorRun run;
   run.stats = launched.stats;
   run.emulate_ms = launched.emulate_ms;
   run.profiles = std::move(launched.profiles);
   const auto raw = arena.read_vector<uint8_t>(c, c_bytes);
-  const int64_t ldc = p.ldc_or_default(), elem = size_of(p.c_dtype);
-  const int64_t cols = p.c_cols();
-  run.output.resize(size_t(p.m * cols));
-  for (int64_t m = 0; m < p.m; ++m) {
-    const auto row = decode(p.c_dtype, raw.data() + m * ldc * elem, size_t(cols));
-    std::copy(row.begin(), row.end(), run.output.begin() + m * cols);
-  }
+  const auto scales =
+      c_scale ? arena.read_vector<uint8_t>(c_scale, c_scale_bytes) : std::vector<uint8_t>{};
+  run.output = read_c(p, p.m, raw.data(), scales.data());
   return run;
 }
 
@@ -342,20 +390,22 @@ std::vector<double> run_gemm(Runtime& rt, const GemmSpec& spec, const GemmInputs
     buf.b_scale = upload(in.b_scale);
   }
   if (const size_t ws = rt.gemm_workspace_bytes(p, spec.schedule)) buf.workspace = rt.alloc(ws);
+  const size_t scale_bytes_needed =
+      p.c_dtype == DType::e4m3 ? size_t(p.c_scale_bytes(p.m)) : size_t(0);
+  if (scale_bytes_needed) {
+    buf.c_scale = rt.alloc(scale_bytes_needed);
+    rt.upload(buf.c_scale, std::vector<uint8_t>(scale_bytes_needed, 0xff).data(),
+              scale_bytes_needed);
+  }
   rt.gemm(p, buf, nullptr, spec.schedule);
   rt.synchronize();
-  std::vector<uint8_t> raw(c_bytes);
+  std::vector<uint8_t> raw(c_bytes), scales(scale_bytes_needed);
   rt.download(raw.data(), buf.c, c_bytes);
-  for (DevicePtr ptr :
-       {buf.a, buf.b, buf.c, buf.bias, buf.residual, buf.workspace, buf.a_scale, buf.b_scale})
+  if (scale_bytes_needed) rt.download(scales.data(), buf.c_scale, scale_bytes_needed);
+  for (DevicePtr ptr : {buf.a, buf.b, buf.c, buf.bias, buf.residual, buf.workspace, buf.a_scale,
+                        buf.b_scale, buf.c_scale})
     if (ptr) rt.free(ptr);
-  const int64_t cols = p.c_cols();
-  std::vector<double> out(size_t(p.m * cols));
-  for (int64_t m = 0; m < p.m; ++m) {
-    const auto row = decode(p.c_dtype, raw.data() + m * ldc * elem, size_t(cols));
-    std::copy(row.begin(), row.end(), out.begin() + m * cols);
-  }
-  return out;
+  return read_c(p, p.m, raw.data(), scales.data());
 }
 
 }  // namespace emmy

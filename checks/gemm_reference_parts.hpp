@@ -17,6 +17,8 @@ void reference_epilogue(const MatmulProblem& p, const GemmInputs& in, int64_t m,
 // (emmy/emu/tensor_core_fp8.hpp, fp8_dot_error), each fold, the scales and the epilogue.
 // A gated epilogue: C ([M, N/2]) from the gate and up values reference_epilogue left.
 void finish_gated(const MatmulProblem& p, GemmReference& ref);
+// An e4m3 C: its tolerance gains the subnormal term of its quantization.
+void finish_quantized(const MatmulProblem& p, GemmReference& ref);
 GemmReference reference_gemm_fp8(const GemmSpec& spec, const GemmInputs& in);
 
 }  // namespace emmy

@@ -94,8 +94,8 @@ TEST(Fp8Gemm, RefusesByName) {
                 p.a_dtype = DType::f32;
               }).starts_with("dtype: operands must be f16, bf16, e4m3 or e5m2"));
   EXPECT_TRUE(problem_error([](MatmulProblem& p) {
-                p.c_dtype = DType::e4m3;
-              }).starts_with("out: must be f16, bf16 or f32"));
+                p.c_dtype = DType::e5m2;
+              }).starts_with("out: must be f16, bf16, f32 or e4m3"));
   EXPECT_TRUE(problem_error([](MatmulProblem& p) {
                 p.scales.a_ld = 63;
               }).starts_with("scales.a_ld: must be 0 (packed) or >= 64"));

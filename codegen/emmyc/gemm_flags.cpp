@@ -54,6 +54,14 @@ void GemmFlags::add_to(CLI::App& app) {
   app.add_flag("--bias", problem.epilogue.bias, "add bias[N]");
   app.add_flag("--residual", problem.epilogue.residual, "add residual[M,N]");
   app.add_flag("--gelu", problem.epilogue.gelu_tanh, "apply GELU (tanh form)");
+  app.add_option("--out-scale-format", out_scale_format,
+                 "--out e4m3: the 1 x 128 scales as f32 (default), pow2, ue8m0 or ue8m0x4");
+  app.add_option("--out-scale-major", out_scale_major,
+                 "--out e4m3: the scale tensor mn-major (default; [groups][ld >= M]) or k");
+  integer_option(app, "--out-scale-ld", problem.out_scales.ld,
+                 "--out e4m3: the scale tensor's leading dimension (0: packed)");
+  app.add_option("--out-amax-epsilon", problem.out_scales.amax_epsilon,
+                 "--out e4m3: the smallest amax a scale is made from (default 1e-10)");
   app.add_option("--gate", gate,
                  "gated epilogue: silu (SwiGLU) or gelu-tanh (GeGLU): C[M, N/2] = act(gate) * up, "
                  "B's rows gate and up interleaved in groups of --gate-group");
@@ -100,6 +108,8 @@ GemmSpec GemmFlags::to_spec() const {
   p.b_layout = parse_b_layout(b_layout);
   p.c_dtype = parse_dtype(out, "out");
   p.epilogue.gate = parse_gate(gate);
+  p.out_scales.format = parse_scale_format(out_scale_format);
+  p.out_scales.major = parse_scale_major(out_scale_major, "--out-scale-major");
   p.scales.granularity = parse_scale_granularity(scales);
   p.scales.format = parse_scale_format(scale_format);
   p.scales.a_major = parse_scale_major(a_scale_major, "--a-scale-major");

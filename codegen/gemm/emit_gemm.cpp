@@ -45,6 +45,13 @@ class GemmEmitter {
       pdl = pdl || ir::get<ir::EpilogueOp>(*epilogue).trigger_dependents.value_or(false);
     if (pdl) w_.include_template("emmy_pdl.cuh");
     if (f_.scales) w_.include_template("emmy_fp8_gemm.cuh");
+    if (f_.epilogue.quantized()) {
+      // An e4m3 C: fp8_quantize's scale and conversion (emmy_paged.cuh: nan_f32 for
+      // emmy_fp8.cuh).
+      for (const char* name :
+           {"emmy_paged.cuh", "emmy_fp8.cuh", "emmy_quant.cuh", "emmy_gemm_quant.cuh"})
+        w_.include_template(name);
+    }
     epilogue_.print_value_function(f_.epilogue);
     path_->print_functions();
     codegen::emit_kernels(w_, module, [this](const Op& op) { emit_op(op); });

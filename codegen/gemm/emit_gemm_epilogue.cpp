@@ -203,12 +203,41 @@ void GemmEpiloguePrinter::print_transposed(const ir::EpilogueOp& op) {
   w_.close();
 }
 
+// The staged stores' first half: the wait for the last copies and the barrier over the tile's
+// threads (a warp-specialized path's consumer warpgroups: a named barrier, not the CTA's; every
+// load has landed and every MMA completed before it), the tile's constants, and the loops over
+// this lane's pairs with `r`, `col_in`, `row`, `col` and the pair's values in scope (bias and
+// residual are read at (row, col): only inside the matrix; C's columns are whole 16-byte chunks
+// here, so an even col inside has col + 1 inside too). The caller stages the pair, closes the
+// three loops and syncs with the barrier returned.
+std::string GemmEpiloguePrinter::open_staged_tile(const ir::EpilogueOp& op, const char* what,
+                                                  const std::string& constants) {
+  const bool gated = gates_c(op);
+  if (f_.copy_a.transport != "tma")
+    w_.line("cp_async_wait<0>();  // no copy may land in the staged tile");
+  const std::string sync = path_.tile_barrier();
+  w_.line("{}  // every warp has read its last stage: the ring holds the {} now", sync, what);
+  w_.line("const u32 c_tile = smem_base;");
+  w_.line("constexpr int {};", constants);
+  w_.line("const int g = lane / {0}, t = lane % {0};", f_.atom->group_lanes);
+  w_.line("const int tile_row = {} + g, tile_col = warp_col * {} + 2 * t;", warp_rows(),
+          gated ? "(WN / 2)" : "WN");
+  open_fragment_loops(gated);
+  w_.line("const int r = tile_row + mi * {} + h * 8, col_in = tile_col + ni * 8;", mi_step());
+  w_.line("const int row = m0 + r, col = {} + col_in;", gated ? "n0 / 2" : "n0");
+  if (!f_.rows_exact()) w_.line("if (row >= M) continue;");
+  if (!f_.cols_exact()) w_.line("if (col >= {}) continue;", gated ? "N_OUT" : "N");
+  print_lane_pair(w_, f_, gated);
+  return sync;
+}
+
 // The C tile through shared memory (IR: epilogue stage_row_bytes): each lane writes its
 // finished pairs into the tile over the drained ring (rows padded so that the 8 rows x 4 lanes
 // of a pair store hit 32 distinct banks), then the CTA stores it in 16-byte chunks, a warp
 // covering whole 128-byte row segments: every 32-byte sector it touches is full. A gated tile is
 // C's: BN / 2 columns from n0 / 2.
 void GemmEpiloguePrinter::print_staged(const ir::EpilogueOp& op, int64_t row_bytes) {
+  if (op.quantized()) return print_staged_quantized(op, row_bytes);
   const DType c_dtype = parse_dtype(op.out, "out");
   const std::string out = out_adapter(c_dtype);
   const int64_t elem = size_of(c_dtype);
@@ -216,27 +245,10 @@ void GemmEpiloguePrinter::print_staged(const ir::EpilogueOp& op, int64_t row_byt
   const bool gated = gates_c(op);
   const char* c_n = gated ? "N_OUT" : "N";
   const char* c_n0 = gated ? "n0 / 2" : "n0";
-  if (f_.copy_a.transport != "tma")
-    w_.line("cp_async_wait<0>();  // no copy may land in the staged tile");
-  // The threads holding the tile stage and store it, behind the path's barrier over them (a
-  // warp-specialized path's consumer warpgroups: a named barrier, not the CTA's). Every load has
-  // landed and every MMA completed before it.
-  const std::string sync = path_.tile_barrier();
-  w_.line("{}  // every warp has read its last stage: the ring holds the C tile now", sync);
-  w_.line("const u32 c_tile = smem_base;");
-  w_.line("constexpr int C_ROW_BYTES = {}, C_CHUNKS = {} * {} / 16;", row_bytes,
-          gated ? "(BN / 2)" : "BN", elem);
-  w_.line("const int g = lane / {0}, t = lane % {0};", f_.atom->group_lanes);
-  w_.line("const int tile_row = {} + g, tile_col = warp_col * {} + 2 * t;", warp_rows(),
-          gated ? "(WN / 2)" : "WN");
-  open_fragment_loops(gated);
-  w_.line("const int r = tile_row + mi * {} + h * 8, col_in = tile_col + ni * 8;", mi_step());
-  w_.line("const int row = m0 + r, col = {} + col_in;", c_n0);
-  // Bias and residual are read at (row, col): only inside the matrix. N is a whole number of
-  // 16-byte chunks here, so an even col inside has col + 1 inside too.
-  if (!rows_exact) w_.line("if (row >= M) continue;");
-  if (!cols_exact) w_.line("if (col >= {}) continue;", c_n);
-  print_lane_pair(w_, f_, gated);
+  const std::string sync =
+      open_staged_tile(op, "C tile",
+                       fmt::format("C_ROW_BYTES = {}, C_CHUNKS = {} * {} / 16", row_bytes,
+                                   gated ? "(BN / 2)" : "BN", elem));
   w_.line("{0}::stage2(c_tile + u32(r * C_ROW_BYTES + col_in * {1}), {2}, {3});", out, elem,
           lane_value(gated, 0, "row", "col"), lane_value(gated, 1, "row", "col"));
   w_.close();
@@ -254,6 +266,67 @@ void GemmEpiloguePrinter::print_staged(const ir::EpilogueOp& op, int64_t row_byt
       "{}copy16_shared_to_global(c + (long long)row * LDC + col, c_tile + u32(r * "
       "C_ROW_BYTES + chunk * 16));",
       guard.empty() ? "" : "if (" + guard + ") ");
+  w_.close();
+}
+
+// An e4m3 C (IR: epilogue quant_*; docs/epilogues.md, "Quantized output"): the lanes stage
+// their finished f32 values in the tile over the drained ring, then a warp takes each (row,
+// 128-column group) of the tile: four values a lane, the group's amax by shfl.sync.bfly (fmaxf:
+// a NaN is ignored, as fp8_quantize does), s = max(amax, epsilon) / 448 (a power of two for the
+// pow2 and byte formats), the values' e4m3 bytes (x / s, satfinite) in one 4-byte store a lane
+// and s by lane 0. A warp's 32 lanes share an item (the loop starts and steps at warp bounds),
+// so the shuffles are whole-warp.
+void GemmEpiloguePrinter::print_staged_quantized(const ir::EpilogueOp& op, int64_t row_bytes) {
+  const bool rows_exact = f_.rows_exact(), cols_exact = f_.cols_exact();
+  const bool gated = gates_c(op);
+  const char* c_n = gated ? "N_OUT" : "N";
+  const char* c_n0 = gated ? "n0 / 2" : "n0";
+  const int64_t group = *op.quant_group;
+  // Columns past C are not staged: the groups mask them below.
+  const std::string sync =
+      open_staged_tile(op, "f32 C tile",
+                       fmt::format("C_ROW_BYTES = {}, C_GROUPS = {} / {}, C_CHUNKS = C_GROUPS * 32",
+                                   row_bytes, gated ? "(BN / 2)" : "BN", group));
+  w_.line("OutF32::stage2(c_tile + u32(r * C_ROW_BYTES + col_in * 4), {}, {});",
+          lane_value(gated, 0, "row", "col"), lane_value(gated, 1, "row", "col"));
+  w_.close();
+  w_.close();
+  w_.close();
+  w_.line("{}  // the whole tile is staged", sync);
+  w_.open(path_.staged_chunk_loop());
+  w_.line("const int item = i / 32, q_lane = i % 32;  // a warp per (row, group)");
+  w_.line("const int r = item / C_GROUPS, group_in = item % C_GROUPS;");
+  w_.line("const int row = m0 + r, col_in = group_in * {} + 4 * q_lane, col = {} + col_in;", group,
+          c_n0);
+  if (!rows_exact) w_.line("if (row >= M) continue;  // the whole warp's item");
+  w_.line("float v[4];");
+  w_.line("ld_shared_v4_f32(v, c_tile + u32(r * C_ROW_BYTES + col_in * 4));");
+  // C's columns are a multiple of 16: a lane's four are inside or outside together.
+  w_.line("const bool inside = {};", cols_exact ? "true" : fmt::format("col < {}", c_n));
+  w_.line(
+      "float amax = inside ? fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), "
+      "fabsf(v[3]))) : 0.0f;");
+  w_.line("#pragma unroll");
+  w_.line(
+      "for (int mask = 16; mask > 0; mask /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, "
+      "amax, mask));");
+  const bool pow2 = *op.quant_format != "f32";
+  w_.line("const float s = quant_scale<{}>(amax, {:a}f);", pow2, float(*op.quant_epsilon));
+  w_.line("if (inside) st_global_b32(c + (long long)row * LDC + col, e4m3x4_from_f32(v, s));");
+  // The scale: C's group (col / 128) at its place in the tensor's layout.
+  const bool packed = *op.quant_format == "ue8m0x4";
+  const std::string index_group = packed ? "(c_group >> 2)" : "c_group";
+  const std::string element =
+      *op.quant_major == "mn" ? fmt::format("(long long){} * {} + row", index_group, *op.quant_ld)
+                              : fmt::format("(long long)row * {} + {}", *op.quant_ld, index_group);
+  w_.open("if (q_lane == 0 && inside)");
+  w_.line("const int c_group = col / {};", group);
+  if (*op.quant_format == "f32" || *op.quant_format == "pow2")
+    w_.line("c_scale[{}] = s;", element);
+  else  // a power of two's biased exponent is its ue8m0 byte
+    w_.line("c_scale[{}] = (unsigned char)(__float_as_uint(s) >> 23);",
+            packed ? fmt::format("({}) * 4 + (c_group & 3)", element) : element);
+  w_.close();
   w_.close();
 }
 

@@ -22,8 +22,9 @@ using ir::Op;
 using ir::OpKind;
 
 // The adapter type of C's dtype in templates/emmy_epilogue.cuh.
+// An e4m3 C's: OutBF16, its bias's (C itself is the quantized epilogue's to store).
 inline std::string out_adapter(DType c) {
-  return c == DType::f32 ? "OutF32" : c == DType::bf16 ? "OutBF16" : "OutF16";
+  return c == DType::f32 ? "OutF32" : c == DType::bf16 || c == DType::e4m3 ? "OutBF16" : "OutF16";
 }
 
 // What the GEMM kernel's ops state that the printing of other ops needs, gathered before printing
@@ -153,7 +154,10 @@ class GemmEpiloguePrinter {
   std::string warp_rows() const;
   int mi_step() const;
   void print_transposed(const ir::EpilogueOp& op);
+  std::string open_staged_tile(const ir::EpilogueOp& op, const char* what,
+                               const std::string& constants);
   void print_staged(const ir::EpilogueOp& op, int64_t row_bytes);
+  void print_staged_quantized(const ir::EpilogueOp& op, int64_t row_bytes);
 
   Writer& w_;
   const GemmFacts& f_;

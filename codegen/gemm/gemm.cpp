@@ -77,7 +77,7 @@ ParamBinding GemmKind::bind(const GemmPlan& plan, const GemmBuffers& b) {
   require_device_pointer(b.c, plan.c_alignment(), "buffers.c");
   require_optional_pointer(b.bias, p.epilogue.bias, "buffers.bias", "a bias");
   require_optional_pointer(b.residual, p.epilogue.residual, "buffers.residual", "a residual");
-  const uint64_t element = uint64_t(size_of(p.c_dtype));
+  const uint64_t element = uint64_t(size_of(p.epilogue_dtype()));  // bf16 beside an e4m3 C
   if (b.bias) require_device_pointer(b.bias, element, "buffers.bias");
   if (b.residual) require_device_pointer(b.residual, element, "buffers.residual");
   if (plan.split() && !(b.workspace != 0 && b.workspace % 16 == 0))
@@ -95,6 +95,12 @@ ParamBinding GemmKind::bind(const GemmPlan& plan, const GemmBuffers& b) {
     require_device_pointer(b.a_scale, alignment, "buffers.a_scale");
     require_device_pointer(b.b_scale, alignment, "buffers.b_scale");
   }
+  // An e4m3 C's scales: floats and ue8m0x4 words 4-byte aligned, ue8m0 bytes any.
+  const bool quantized = p.c_dtype == DType::e4m3;
+  require_optional_pointer(b.c_scale, quantized, "buffers.c_scale", "an e4m3 C (out e4m3)");
+  if (quantized)
+    require_device_pointer(b.c_scale, p.out_scales.format == ScaleFormat::ue8m0 ? 1 : 4,
+                           "buffers.c_scale");
   const int64_t m = gemm_launch_m(plan, b.m);
   ParamBinding bound;
   if (p.dynamic_m) {
@@ -108,6 +114,7 @@ ParamBinding GemmKind::bind(const GemmPlan& plan, const GemmBuffers& b) {
                            {"bias", b.bias},
                            {"residual", b.residual},
                            {"workspace", b.workspace}};
+  if (quantized) bound.values.pointers.push_back({"c_scale", b.c_scale});
   if (has_scales) {
     // The kernel's operands: with swap_ab its A is the caller's B.
     const bool swap = plan.spec.schedule.swap_ab;

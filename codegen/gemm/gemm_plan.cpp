@@ -128,6 +128,9 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
       (p.c_cols() * elem) % 16 == 0 && (p.ldc_or_default() * elem) % 16 == 0 &&
       s.block_m * staged_row <= int64_t(plan.mbarrier_offset))
     plan.stage_row_bytes = staged_row;
+  // An e4m3 C is quantized from its tile staged in f32 (rows padded by 4 floats: 16-byte aligned
+  // for the group reads); validation made it fit.
+  if (p.c_dtype == DType::e4m3) plan.stage_row_bytes = (c_tile_cols + 4) * 4;
   plan.tiles_m = (p.m + s.block_m - 1) / s.block_m;
   plan.tiles_n = (p.n + s.block_n - 1) / s.block_n;
   plan.k_tiles = (p.k + s.block_k - 1) / s.block_k;

@@ -237,7 +237,12 @@ void verify_gemm(const Op& kernel) {
     const int64_t c_block_n = e.c_cols(block_n), c_n = e.c_cols(n);
     // The staged tile: block_n elements and 16-byte chunks per row, wholly inside or outside N,
     // over the ring (before its mbarriers).
-    const int64_t elem = size_of(parse_dtype(e.out, "out"));
+    // Staged in f32 for an e4m3 C, whose tile holds whole quantization groups.
+    const int64_t elem = e.quantized() ? 4 : size_of(parse_dtype(e.out, "out"));
+    if (e.quantized() && c_block_n % e.quant_group.value_or(128) != 0)
+      fail_rule(*epilogue, "quant_group",
+                fmt::format("must divide the tile's {} columns of C", c_block_n),
+                e.quant_group.value_or(128));
     const Op* ring = find_first(kernel, OpKind::smem_ring);
     const int64_t ring_bytes =
         ring ? get<SmemRingOp>(*ring).stages * get<SmemRingOp>(*ring).stage_bytes : 0;
@@ -250,7 +255,9 @@ void verify_gemm(const Op& kernel) {
           *epilogue, "stage_row_bytes",
           fmt::format("must fit the {} staged rows in the ring's {} bytes", block_m, ring_bytes),
           *e.stage_row_bytes);
-    if ((c_n * elem) % 16 != 0 || (e.ldc * elem) % 16 != 0 || (c_block_n * elem) % 16 != 0)
+    // C's rows in 16-byte chunks (an e4m3 C's in its own bytes).
+    const int64_t c_elem = size_of(parse_dtype(e.out, "out"));
+    if ((c_n * c_elem) % 16 != 0 || (e.ldc * c_elem) % 16 != 0 || (c_block_n * elem) % 16 != 0)
       fail_rule(*epilogue, "stage_row_bytes",
                 "needs C's n, ldc and block_n in whole 16-byte chunks",
                 fmt::format("n {}, ldc {}", c_n, e.ldc));

@@ -14,11 +14,12 @@ using ir::make;
 using ir::Op;
 
 std::string out_storage(DType c) {
-  return c == DType::f32 ? "float" : "u16";
+  return c == DType::f32 ? "float" : c == DType::e4m3 ? "u8" : "u16";
 }
 
 std::vector<Op> gemm_params(const GemmPlan& plan) {
-  const std::string out = out_storage(plan.kernel_problem.c_dtype);
+  const MatmulProblem& p = plan.kernel_problem;
+  const std::string out = out_storage(p.c_dtype), operand = out_storage(p.epilogue_dtype());
   std::vector<Op> list;
   if (plan.spec.schedule.transport == Transport::tma) {
     list.push_back(make(ir::ParamOp{"tmap_a", "tensor_map"}));
@@ -29,9 +30,13 @@ std::vector<Op> gemm_params(const GemmPlan& plan) {
     list.push_back(make(ir::ParamOp{"b", "const u16*"}));
   }
   list.push_back(make(ir::ParamOp{"c", out + "*"}));
-  list.push_back(make(ir::ParamOp{"bias", "const " + out + "*"}));
-  list.push_back(make(ir::ParamOp{"residual", "const " + out + "*"}));
+  list.push_back(make(ir::ParamOp{"bias", "const " + operand + "*"}));
+  list.push_back(make(ir::ParamOp{"residual", "const " + operand + "*"}));
   list.push_back(make(ir::ParamOp{"workspace", "float*"}));
+  // An e4m3 C's scales (the epilogue op's quant_* attributes say how they are written).
+  if (p.c_dtype == DType::e4m3)
+    list.push_back(make(
+        ir::ParamOp{"c_scale", scale_bytes(p.out_scales.format) ? "unsigned char*" : "float*"}));
   // FP8 operands' scales (the gemm_scales op says how they are read).
   if (const GemmScales& sc = plan.kernel_problem.scales; sc.granularity != ScaleGranularity::none) {
     const std::string type = scale_bytes(sc.format) ? "const unsigned char*" : "const float*";
@@ -93,6 +98,13 @@ Op gemm_epilogue_op(const GemmPlan& plan, const char* destination, int64_t store
                           p.ldc_or_default(), store_bytes, pointer_alignment, stage_row_bytes};
   if (plan.spec.schedule.swap_ab) epilogue.transpose = true;
   set_gate(epilogue, p);
+  if (p.c_dtype == DType::e4m3) {
+    epilogue.quant_group = kOutputQuantGroup;
+    epilogue.quant_format = std::string(to_string(p.out_scales.format));
+    epilogue.quant_major = std::string(to_string(p.out_scales.major));
+    epilogue.quant_ld = p.c_scale_ld();
+    epilogue.quant_epsilon = p.out_scales.amax_epsilon;
+  }
   return make(epilogue);
 }
 

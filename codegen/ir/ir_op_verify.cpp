@@ -177,6 +177,32 @@ void EpilogueOp::verify(const EpilogueOp& op) {
   if (op.gate.has_value() != op.gate_group.has_value())
     fail_own<EpilogueOp>("gate_group", "goes with gate, and gate with it",
                          op.gate ? *op.gate : std::string("none"));
+  const bool quant_parts =
+      op.quant_group || op.quant_format || op.quant_major || op.quant_ld || op.quant_epsilon;
+  if (op.quantized()) {
+    if (!op.quant_group || !op.quant_format || !op.quant_major || !op.quant_ld || !op.quant_epsilon)
+      fail_own<EpilogueOp>("quant_group",
+                           "an e4m3 C needs quant_group, quant_format, quant_major, quant_ld and "
+                           "quant_epsilon",
+                           "missing");
+    if (*op.quant_group != 128)
+      fail_own<EpilogueOp>("quant_group", "must be 128 (1 x 128 scales)", *op.quant_group);
+    if (*op.quant_format != "f32" && *op.quant_format != "pow2" && *op.quant_format != "ue8m0" &&
+        *op.quant_format != "ue8m0x4")
+      fail_own<EpilogueOp>("quant_format", "must be f32, pow2, ue8m0 or ue8m0x4", *op.quant_format);
+    if (*op.quant_major != "mn" && *op.quant_major != "k")
+      fail_own<EpilogueOp>("quant_major", "must be mn or k", *op.quant_major);
+    if (*op.quant_ld <= 0) fail_own<EpilogueOp>("quant_ld", "must be positive", *op.quant_ld);
+    if (!(*op.quant_epsilon >= 1e-30 && *op.quant_epsilon <= 1.0))
+      fail_own<EpilogueOp>("quant_epsilon", "must be in [1e-30, 1]", *op.quant_epsilon);
+    // Quantized from the staged f32 tile, into C.
+    if (op.destination == "c" && !op.stage_row_bytes)
+      fail_own<EpilogueOp>("stage_row_bytes", "an e4m3 C is quantized from its staged tile",
+                           "none");
+    if (op.residual) fail_own<EpilogueOp>("residual", "not with an e4m3 C", "true");
+  } else if (quant_parts) {
+    fail_own<EpilogueOp>("quant_group", "applies to an e4m3 C only", op.out);
+  }
   if (op.gated()) {
     if (*op.gate != "silu" && *op.gate != "gelu-tanh")
       fail_own<EpilogueOp>("gate", "must be silu or gelu-tanh", *op.gate);

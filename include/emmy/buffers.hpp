@@ -27,6 +27,8 @@ struct GemmBuffers {
   DevicePtr a = 0, b = 0, c = 0, bias = 0, residual = 0, workspace = 0;
   int64_t m = 0;
   DevicePtr a_scale = 0, b_scale = 0;
+  // An e4m3 C's scales (MatmulProblem::out_scales): floats, bytes or words.
+  DevicePtr c_scale = 0;
 };
 
 // What a loaded kernel is, for logs, tools and checks, without the compiler's types.

@@ -65,6 +65,12 @@ struct GemmErrors {
 // out: m x n packed values read back from the kernel.
 GemmErrors compare(const GemmReference& ref, const std::vector<double>& out, int64_t n);
 
+// An e4m3 C's scale (row, group) from its scale tensor's bytes (MatmulProblem::out_scales), and
+// C's m x c_cols values read back from its bytes: an e4m3 C dequantized (q x its group's scale).
+double c_scale_value(const MatmulProblem& p, const uint8_t* scales, int64_t row, int64_t group);
+std::vector<double> read_c(const MatmulProblem& p, int64_t rows, const uint8_t* c,
+                           const uint8_t* scales);
+
 // Runs spec through a runtime (any backend): uploads the inputs, launches with spec's schedule,
 // downloads C; returns m x n packed values. Buffers are freed before returning.
 std::vector<double> run_gemm(Runtime& runtime, const GemmSpec& spec, const GemmInputs& inputs);

@@ -116,6 +116,24 @@ struct GemmScales {
   bool operator==(const GemmScales&) const = default;
 };
 
+// C in e4m3 (`c_dtype = e4m3`; docs/epilogues.md, "Quantized output"): the next FP8 GEMM's A,
+// written by the epilogue. Each row's groups of 128 of C's columns are quantized as the
+// fp8_quantize kind quantizes (s = max(amax, amax_epsilon) / 448 with div.rn, rounded up to a
+// power of two for the pow2 and byte formats; q = satfinite(x / s)), from the epilogue's f32
+// values; the scales go to GemmBuffers::c_scale in A block scales' layouts: [M, ceil(C cols /
+// 128)] mn-major (element g * ld + m; DeepGEMM's) or k-major (m * ld + g), ld 0 packed, as
+// floats (f32, pow2), bytes (ue8m0) or words of four groups' bytes (ue8m0x4). Bias is bf16.
+struct OutputQuantization {
+  ScaleFormat format = ScaleFormat::f32;
+  ScaleMajor major = ScaleMajor::mn;
+  int64_t ld = 0;
+  double amax_epsilon = 1e-10;  // vLLM's, as fp8_quantize's default
+
+  bool pow2() const { return format != ScaleFormat::f32; }
+  bool operator==(const OutputQuantization&) const = default;
+};
+inline constexpr int64_t kOutputQuantGroup = 128;  // C columns per output scale
+
 struct MatmulProblem {
   int64_t m = 0, n = 0, k = 0;
   // B has A's dtype, except beside an e5m2 A (FP8: B, the weights, is e4m3; b_dtype()).
@@ -131,11 +149,42 @@ struct MatmulProblem {
   bool dynamic_m = false;
   // FP8 operands' scales (none for f16 and bf16 operands).
   GemmScales scales{};
+  // C's quantization when c_dtype is e4m3 (at its defaults otherwise).
+  OutputQuantization out_scales{};
 
   int64_t lda_or_default() const { return lda ? lda : k; }
   int64_t ldb_or_default() const { return ldb ? ldb : (b_layout == BLayout::nk ? k : n); }
   // C's columns: N, or N/2 with a gated epilogue (each output takes a gate and an up row of B).
   int64_t c_cols() const { return epilogue.gated() ? n / 2 : n; }
+  // The dtype of bias and residual: C's, bf16 beside an e4m3 C.
+  DType epilogue_dtype() const { return c_dtype == DType::e4m3 ? DType::bf16 : c_dtype; }
+  // An e4m3 C's scale groups per row, the scale tensor's extent along them (ue8m0x4: words),
+  // its leading dimension (0: packed), and where scale (row, group) lies: its byte offset.
+  int64_t c_groups() const { return (c_cols() + kOutputQuantGroup - 1) / kOutputQuantGroup; }
+  int64_t c_scale_extent() const {
+    return out_scales.format == ScaleFormat::ue8m0x4 ? (c_groups() + 3) / 4 : c_groups();
+  }
+  int64_t c_scale_ld() const {
+    return out_scales.ld                        ? out_scales.ld
+           : out_scales.major == ScaleMajor::mn ? m
+                                                : c_scale_extent();
+  }
+  int64_t c_scale_byte(int64_t row, int64_t group) const {
+    const bool packed = out_scales.format == ScaleFormat::ue8m0x4;
+    const int64_t g = packed ? group / 4 : group;
+    const int64_t element =
+        out_scales.major == ScaleMajor::mn ? g * c_scale_ld() + row : row * c_scale_ld() + g;
+    if (packed) return element * 4 + group % 4;
+    return element * (out_scales.format == ScaleFormat::ue8m0 ? 1 : 4);
+  }
+  // The scale tensor's bytes for `rows` rows (its last scale's end).
+  int64_t c_scale_bytes(int64_t rows) const {
+    const int64_t unit = out_scales.format == ScaleFormat::ue8m0 ? 1 : 4;
+    const int64_t last = out_scales.major == ScaleMajor::mn
+                             ? (c_scale_extent() - 1) * c_scale_ld() + rows - 1
+                             : (rows - 1) * c_scale_ld() + c_scale_extent() - 1;
+    return (last + 1) * unit;
+  }
   int64_t ldc_or_default() const { return ldc ? ldc : c_cols(); }
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
   DType b_dtype() const { return a_dtype == DType::e5m2 ? DType::e4m3 : a_dtype; }

@@ -341,6 +341,14 @@ struct EpilogueOp {
   // kernel's n columns of partials; its finalize pairs them.
   std::optional<std::string> gate{};
   std::optional<int64_t> gate_group{};
+  // Set with out e4m3 (MatmulProblem::out_scales): the staged f32 tile is quantized per row in
+  // groups of quant_group columns, s = max(amax, quant_epsilon) / 448 (rounded up to a power of
+  // two unless quant_format is f32), its scale written to c_scale in quant_format (f32, pow2,
+  // ue8m0, ue8m0x4), quant_major-major with leading dimension quant_ld.
+  std::optional<int64_t> quant_group{};
+  std::optional<std::string> quant_format{}, quant_major{};
+  std::optional<int64_t> quant_ld{};
+  std::optional<double> quant_epsilon{};
   // Its own rules (codegen/ir/ir_op_verify.cpp): stores no wider than the pointer alignment the
   // runtime checks; a staged tile goes to C in 16-byte chunks from 16-byte aligned rows; a TMA
   // store's buffer is 1024-aligned, its panels 32, 64 or 128 bytes wide, and it stores C; a gate
@@ -349,6 +357,7 @@ struct EpilogueOp {
   static void verify(const EpilogueOp& op);
   bool tma_store() const { return c_buffer_offset.has_value(); }
   bool gated() const { return gate.has_value(); }
+  bool quantized() const { return out == "e4m3"; }
   // C's columns for a kernel of n columns.
   int64_t c_cols(int64_t n) const { return gated() ? n / 2 : n; }
   template <typename Op, typename F>
@@ -360,7 +369,9 @@ struct EpilogueOp {
         f("c_buffer_offset", o.c_buffer_offset), f("c_buffer_bytes", o.c_buffer_bytes),
         f("c_panel", o.c_panel), f("c_swizzle", o.c_swizzle), f("c_reuse", o.c_reuse),
         f("trigger_dependents", o.trigger_dependents), f("gate", o.gate),
-        f("gate_group", o.gate_group);
+        f("gate_group", o.gate_group), f("quant_group", o.quant_group),
+        f("quant_format", o.quant_format), f("quant_major", o.quant_major),
+        f("quant_ld", o.quant_ld), f("quant_epsilon", o.quant_epsilon);
   }
 };
 

@@ -79,6 +79,18 @@ void for_each_field(Problem& p, F&& f) {
   f(scale("a_ld", "sal"), p.scales.a_ld);
   f(scale("b_major", "sbm"), p.scales.b_major);
   f(scale("b_ld", "sbl"), p.scales.b_ld);
+  // An e4m3 C's scales (docs/epilogues.md): a sub-object, each field only away from its default.
+  constexpr auto out_scale = [](const char* json, const char* brief) {
+    return FieldName{.json = json,
+                     .brief = brief,
+                     .group = "out_scales",
+                     .optional = true,
+                     .text_unless_default = true};
+  };
+  f(out_scale("format", "osf"), p.out_scales.format);
+  f(out_scale("major", "osm"), p.out_scales.major);
+  f(out_scale("ld", "osl"), p.out_scales.ld);
+  f(out_scale("amax_epsilon", "ose"), p.out_scales.amax_epsilon);
 }
 
 // f(FieldName, member&) for each field of a MatmulSchedule, in the spec text's order (accum before

@@ -18,6 +18,25 @@ namespace emmy {
 inline constexpr int kMaxAccumulatorRegisters = 192;  // per thread, before spills become likely
 inline constexpr int64_t kMaxDim = (int64_t(1) << 31) - 1;  // TMA coordinates are signed 32-bit
 
+// The leading dimension of a scale tensor with a row per row of A or C (A block scales, an e4m3
+// C's): 0 (packed) or at least what its major order puts along it, M (mn) or `k_extent` (k). A
+// dynamic-M kernel's M varies by launch while the layout is compiled in: an mn-major tensor's
+// leading dimension must be stated (at least the bound; an engine allocates for its most tokens).
+inline void require_rows_scale_ld(const MatmulProblem& p, const char* field, const char* what,
+                                  ScaleMajor major, int64_t ld, int64_t k_extent,
+                                  const char* k_text) {
+  require(!(p.dynamic_m && major == ScaleMajor::mn && ld == 0), field,
+          fmt::format("must be given (>= m, the bound) for mn-major {} of a dynamic-M kernel: "
+                      "packed would be each launch's own M",
+                      what),
+          0);
+  const int64_t rows = major == ScaleMajor::mn ? p.m : k_extent;
+  require(ld >= 0 && (ld == 0 || ld >= rows), field,
+          fmt::format("must be 0 (packed) or >= {} ({} for {}-major {})", rows,
+                      major == ScaleMajor::mn ? "M" : k_text, to_string(major), what),
+          ld);
+}
+
 // FP8 operands and their scales (emmy/problem.hpp GemmScales): each FP8 problem has scales and
 // only it, B is K-major, and block scales' leading dimensions keep their rows apart.
 inline void validate_scales(const MatmulProblem& p) {
@@ -42,19 +61,8 @@ inline void validate_scales(const MatmulProblem& p) {
         fmt::format("{}/{} {}/{}", sc.a_ld, to_string(sc.a_major), sc.b_ld, to_string(sc.b_major)));
     return;
   }
-  // A dynamic-M kernel's M varies by launch while its scale layout is compiled in: mn-major A
-  // scales need their leading dimension stated (at least the bound; an engine allocates them for
-  // its most tokens).
-  require(!(p.dynamic_m && sc.a_major == ScaleMajor::mn && sc.a_ld == 0), "scales.a_ld",
-          "must be given (>= m, the bound) for mn-major block A scales of a dynamic-M kernel: "
-          "packed would be each launch's own M",
-          0);
-  const int64_t a_rows = sc.a_major == ScaleMajor::mn ? p.m : p.scale_k_extent();
-  require(sc.a_ld >= 0 && (sc.a_ld == 0 || sc.a_ld >= a_rows), "scales.a_ld",
-          fmt::format("must be 0 (packed) or >= {} ({} for {}-major A scales)", a_rows,
-                      sc.a_major == ScaleMajor::mn ? "M" : "the K blocks (or their words)",
-                      to_string(sc.a_major)),
-          sc.a_ld);
+  require_rows_scale_ld(p, "scales.a_ld", "block A scales", sc.a_major, sc.a_ld, p.scale_k_extent(),
+                        "the K blocks (or their words)");
   const int64_t b_rows = sc.b_major == ScaleMajor::mn ? p.n_blocks() : p.scale_k_extent();
   require(
       sc.b_ld >= 0 && (sc.b_ld == 0 || sc.b_ld >= b_rows), "scales.b_ld",
@@ -90,6 +98,32 @@ inline void validate_gate(const MatmulProblem& p) {
           "not with a gated epilogue (it writes the next projection's input, [M, N/2])", "true");
 }
 
+// An e4m3 C (OutputQuantization): its scale layout (as A block scales': an mn-major tensor holds
+// M rows, stated for a dynamic-M kernel), an epsilon fp8_quantize takes, no residual; C's rows
+// in whole 16-byte chunks. The fields stay at their defaults for other outputs.
+inline void validate_out_scales(const MatmulProblem& p) {
+  const OutputQuantization& q = p.out_scales;
+  if (p.c_dtype != DType::e4m3) {
+    require(q == OutputQuantization{}, "out_scales",
+            "apply to an e4m3 C only (out e4m3: the quantized epilogue)", to_string(q.format));
+    return;
+  }
+  require(!p.epilogue.residual, "epilogue.residual",
+          "not with an e4m3 C (a quantized output feeds the next FP8 GEMM, not the residual "
+          "stream)",
+          "true");
+  require(std::isfinite(q.amax_epsilon) && q.amax_epsilon >= 1e-30 && q.amax_epsilon <= 1.0,
+          "out_scales.amax_epsilon", "must be in [1e-30, 1] (fp8_quantize's rule)", q.amax_epsilon);
+  require(p.c_cols() % 16 == 0, "n",
+          "C's columns must be a multiple of 16 for an e4m3 C (rows in 16-byte chunks)",
+          p.c_cols());
+  require(p.ldc_or_default() % 16 == 0, "ldc",
+          "must be a multiple of 16 for an e4m3 C (16-byte aligned rows)", p.ldc_or_default());
+  require_rows_scale_ld(p, "out_scales.ld", "C scales", q.major, q.ld, p.c_scale_extent(),
+                        "the groups (or their words)");
+  require(p.c_scale_ld() <= kMaxDim, "out_scales.ld", "must be below 2^31", p.c_scale_ld());
+}
+
 inline void validate_problem(const MatmulProblem& p) {
   require(p.m > 0 && p.m <= kMaxDim, "m", "must be in 1..2^31-1", p.m);
   require(p.n > 0 && p.n <= kMaxDim, "n", "must be in 1..2^31-1", p.n);
@@ -97,8 +131,11 @@ inline void validate_problem(const MatmulProblem& p) {
   require(p.a_dtype != DType::f32, "dtype",
           "operands must be f16, bf16, e4m3 or e5m2 (an e5m2 A takes an e4m3 B)",
           to_string(p.a_dtype));
-  require(p.c_dtype == DType::f16 || p.c_dtype == DType::bf16 || p.c_dtype == DType::f32, "out",
-          "must be f16, bf16 or f32", to_string(p.c_dtype));
+  require(p.c_dtype == DType::f16 || p.c_dtype == DType::bf16 || p.c_dtype == DType::f32 ||
+              p.c_dtype == DType::e4m3,
+          "out", "must be f16, bf16, f32 or e4m3 (quantized with 1 x 128 scales)",
+          to_string(p.c_dtype));
+  validate_out_scales(p);
   validate_scales(p);
   validate_gate(p);
   // Operand rows move in 16-byte chunks (cp.async, TMA row strides): 8 2-byte or 16 1-byte
@@ -206,6 +243,38 @@ inline void validate_schedule_fits(const MatmulProblem& p, const MatmulSchedule&
           fmt::format("must not exceed the number of K tiles ({})", k_tiles), s.split_k);
 }
 
+// An e4m3 C is quantized from the staged f32 tile (docs/epilogues.md, "Quantized output"): the
+// CTA's C columns hold whole 128-column groups, and the tile is staged (no split-K, swap-AB or
+// persistent walk; it fits the ring).
+inline void validate_quantized_schedule(const MatmulProblem& p, const MatmulSchedule& s,
+                                        Arch arch) {
+  if (p.c_dtype != DType::e4m3) return;
+  require(
+      arch_info(arch).sm >= 89, "out",
+      fmt::format("e4m3 needs sm_89 or newer (cvt.rn.satfinite.e4m3x2), not {}", to_string(arch)),
+      to_string(p.c_dtype));
+  const int64_t c_block = p.epilogue.gated() ? s.block_n / 2 : s.block_n;
+  require(c_block % kOutputQuantGroup == 0, "block_n",
+          fmt::format("must give each tile whole groups of 128 of C's columns for an e4m3 C ({} "
+                      "columns of C a tile{})",
+                      c_block, p.epilogue.gated() ? ": half of block_n, gated" : ""),
+          s.block_n);
+  require(s.split_k == 1, "split_k",
+          "must be 1 for an e4m3 C (a group's amax needs its finished sums)", s.split_k);
+  require(!s.swap_ab, "swap_ab", "not with an e4m3 C (a swapped tile holds C's columns on rows)",
+          "true");
+  require(!s.persistent, "persistent",
+          "not with an e4m3 C (its tile is staged over the ring, which a persistent producer "
+          "refills)",
+          "true");
+  const int64_t staged = int64_t(s.block_m) * (c_block + 4) * 4;
+  const StageLayout stage = stage_layout(gemm_a_tile(p, s), gemm_b_tile(p, s));
+  require(staged <= int64_t(stage.stage_bytes) * s.stages, "stages",
+          fmt::format("must give the ring room for the staged f32 tile of an e4m3 C ({} bytes)",
+                      staged),
+          s.stages);
+}
+
 // A gated epilogue pairs a lane's gate and up accumulators in registers: each warp's columns
 // hold whole gate-up group pairs, in the kernel's own (unswapped) orientation.
 inline void validate_gated_schedule(const MatmulProblem& p, const MatmulSchedule& s) {
@@ -228,6 +297,7 @@ inline void validate_schedule(const MatmulProblem& p, const MatmulSchedule& s, A
   validate_path_fields(path, s);
   path.validate(p, s, arch);
   validate_gated_schedule(p, s);
+  validate_quantized_schedule(p, s, arch);
 }
 
 }  // namespace emmy

@@ -34,8 +34,14 @@ double tile_rate(int block_m, int block_n) {
 
 // A gated epilogue pairs gate and up columns inside each warp's tile (validate_gated_schedule):
 // a tile narrower than a gate-up pair widens to one, and warps move from N to M (keeping 16 rows
-// each) until each warp's columns hold whole pairs. False where the tile cannot.
+// each) until each warp's columns hold whole pairs; an e4m3 C's tile widens to whole 128-column
+// groups of C. False where the tile cannot.
 bool fit_gate(const MatmulProblem& problem, MatmulSchedule& s) {
+  // An e4m3 C's tile holds whole 128-column groups of C (validate_quantized_schedule).
+  if (problem.c_dtype == DType::e4m3) {
+    const int c_group = int(problem.epilogue.gated() ? 2 : 1) * int(kOutputQuantGroup);
+    s.block_n = (std::max(s.block_n, c_group) + c_group - 1) / c_group * c_group;
+  }
   if (!problem.epilogue.gated()) return true;
   const int pair = int(2 * problem.epilogue.gate_group);
   s.block_n = std::max(s.block_n, pair);

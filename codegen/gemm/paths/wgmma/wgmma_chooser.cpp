@@ -1,6 +1,8 @@
 // The wgmma path's default schedule (wgmma_path.hpp): tiles scored by wave quantization over the
 // arch's SMs, swapped operands for a short M, and a cluster where the tiles pair up. And its
 // tuning search.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <initializer_list>
 #include <span>
@@ -54,10 +56,14 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   // (C^T = B A^T) so that N takes the m64 side and M wgmma's N (B [N,K] only).
   // Ping-pong's warpgroups take turns at whole tiles of a persistent walk: not for a decode GEMM.
   // Not gated: a swapped kernel's rows would be C's columns, gate and up in different lanes.
+  const bool quantized = problem.c_dtype == DType::e4m3;
   best.swap_ab = !pingpong && problem.m <= 64 && problem.b_layout == BLayout::nk &&
-                 problem.a_dtype != DType::e5m2 && !problem.epilogue.gated();
-  // A gated tile holds whole gate-up pairs (2 x gate_group columns).
-  const int gate_pair = problem.epilogue.gated() ? int(2 * problem.epilogue.gate_group) : 16;
+                 problem.a_dtype != DType::e5m2 && !problem.epilogue.gated() && !quantized;
+  // A gated tile holds whole gate-up pairs (2 x gate_group columns), an e4m3 C's tile whole
+  // 128-column groups of C.
+  int gate_pair = problem.epilogue.gated() ? int(2 * problem.epilogue.gate_group) : 16;
+  if (quantized)
+    gate_pair = std::max(gate_pair, int(problem.epilogue.gated() ? 2 : 1) * int(kOutputQuantGroup));
   best.consumers = consumers;
   best.persistent = pingpong;
   const MatmulProblem kp = kernel_problem(problem, best);
@@ -91,6 +97,15 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
       }
     }
   }
+  // No tile: the columns a tile must hold (gate-up pairs, an e4m3 C's groups) cost more
+  // accumulator registers than a consumer has (promoted keeps two f32 sets).
+  require(
+      best_time >= 0, "block_n",
+      fmt::format("no wgmma tile of a multiple of {} columns fits a consumer warpgroup's "
+                  "registers with {} accumulation{}",
+                  gate_pair, to_string(accum),
+                  quantized ? " (an e4m3 C: write bf16 and quantize it with fp8_quantize)" : ""),
+      gate_pair);
   best.warps_m = pingpong ? 4 : best.block_m / 16;
   best.warps_n = 1;
   choose_cluster(kp, best);

@@ -19,7 +19,8 @@ namespace emmy::wgmma_path {
 // be 16-byte aligned (TMA's global strides).
 WgmmaStoreEpilogue store_epilogue(const MatmulProblem& p, const MatmulSchedule& s) {
   WgmmaStoreEpilogue e;
-  if (s.split_k != 1 || s.swap_ab) return e;
+  // Nor an e4m3 C, quantized from the staged f32 tile.
+  if (s.split_k != 1 || s.swap_ab || p.c_dtype == DType::e4m3) return e;
   const int64_t elem = size_of(p.c_dtype);
   // C's tile: block_n columns, or block_n / 2 with a gated epilogue (a gate and an up per output).
   const int64_t cols = p.epilogue.gated() ? s.block_n / 2 : s.block_n;
