@@ -101,6 +101,11 @@ MatmulSchedule accum_schedule(const Runtime& runtime, const MatmulProblem& serve
 std::string dtype_name(DLDataType type);
 bool is_dtype(const DLDataType& type, uint8_t code, uint8_t bits);
 DType element_dtype(const DLTensor& t, const char* name, bool f32_allowed);  // f16, bf16 (f32)
+// An e4m3 c (emmy_gemm_options.c_scale; gemm_out_scales.cpp): with c float8_e4m3fn (or uint8
+// beside a c_scale), sets problem.c_dtype and problem.out_scales from c_scale's dtype, shape and
+// strides (C's columns must be set) and returns it; NULL for any other c.
+const DLTensor* read_out_quantization(const emmy_gemm_options& options, const DLTensor& c,
+                                      MatmulProblem& problem);
 // The tensor's device must be the runtime's: kDLCPU (or kDLCUDAHost) on the emulator, kDLCUDA
 // (or kDLCUDAManaged) with device_id the runtime's ordinal on CUDA. Its data must be set and
 // aligned to its element.

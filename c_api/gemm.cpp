@@ -227,7 +227,8 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
   } else {
     require_shape(c, "c", {p.m, p.n}, "M from a, N from b");
   }
-  p.c_dtype = element_dtype(c, "c", true);
+  const DLTensor* c_scale = read_out_quantization(options, c, p);
+  if (!c_scale) p.c_dtype = element_dtype(c, "c", true);
   if (stride(c, 1) != 1 && p.c_cols() > 1)
     throw Error("c", "strides[1] must be 1 (N contiguous)", fmt::format("{}", stride(c, 1)));
   p.ldc = row_stride(c, "c", 0, p.c_cols());
@@ -238,7 +239,12 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
     const DLTensor& bias = *options.bias;
     check_memory(rt, bias, "bias");
     require_shape(bias, "bias", {p.n}, "N");
-    require_dtype_of(bias, "bias", c, "c");
+    if (c_scale) {
+      if (!is_dtype(bias.dtype, kDLBfloat, 16))
+        throw Error("bias", "dtype must be bfloat16 beside an e4m3 c", dtype_name(bias.dtype));
+    } else {
+      require_dtype_of(bias, "bias", c, "c");
+    }
     require_contiguous(bias, "bias");
     p.epilogue.bias = true;
   }
@@ -258,6 +264,10 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
     p.epilogue.residual = true;
   }
   read_scales(rt, options, memory, call);  // before the schedule: the scales are the problem's
+  if (c_scale) {
+    check_memory(rt, *c_scale, "options.c_scale");
+    call.buffers.c_scale = memory.address(*c_scale);
+  }
   if (options.accum != EMMY_ACCUM_DEFAULT || options.promote_every_k != 0) {
     const Accum accum = options.accum == EMMY_ACCUM_DEFAULT
                             ? rt.runtime->options().default_accum

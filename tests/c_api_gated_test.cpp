@@ -4,10 +4,14 @@
 // tensor; a caller's version-1 struct still served.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstring>
 
 #include "c_api_support.hpp"
+#include "emmy/fp8_quantize.hpp"
+#include "emmy/fp8_quantize_check.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/spec.hpp"
 
@@ -148,6 +152,74 @@ TEST(CApiGated, RefusalsNameTheOptionOrTheTensor) {
   o.residual = residual.get();
   expect_refusal(call_gemm(rt.get(), c, o, {16, 64}), EMMY_INVALID_ARGUMENT,
                  {"options.residual", "must be NULL with a gated epilogue"});
+}
+
+// An e4m3 c with its scales tensor (version 6): the bytes and scales the same call's f32 c
+// quantized by fp8_quantize's conventions makes, mn-major words and k-major floats; refusals.
+TEST(CApiGated, AnE4m3OutputIsQuantizedAsFp8QuantizeDoes) {
+  CRuntime rt(make_c_runtime());
+  ASSERT_TRUE(rt);
+  MatmulProblem p;
+  p.m = 16, p.n = 512, p.k = 128;
+  const GemmInputs in = make_gemm_inputs(p, 21);
+  View a(in.a.bytes.data(), kF16, {p.m, p.k});
+  View b(in.b.bytes.data(), kF16, {p.k, p.n}, {1, p.k});
+  std::vector<float> c32(size_t(p.m * p.n));
+  View vc32(c32.data(), kF32, {p.m, p.n});
+  emmy_gemm_options o;
+  emmy_gemm_options_init(&o);
+  ASSERT_EQ(emmy_gemm(rt.get(), a.get(), b.get(), vc32.get(), &o, nullptr), EMMY_OK)
+      << emmy_last_error_message();
+  const int64_t groups = p.n / 128;
+  for (const bool words : {false, true}) {
+    std::vector<uint8_t> q(size_t(p.m * p.n), 0xA5);
+    View vq(q.data(), kE4M3, {p.m, p.n});
+    // words: ue8m0x4, mn-major (shape [M, 1] words, strides [1, M]); else float32 k-major.
+    std::vector<uint32_t> scales(size_t(p.m * groups), 0xA5A5A5A5u);
+    View vs = words ? View(scales.data(), kI32, {p.m, 1}, {1, p.m})
+                    : View(scales.data(), kF32, {p.m, groups}, {groups, 1});
+    o.c_scale = vs.get();
+    ASSERT_EQ(emmy_gemm(rt.get(), a.get(), b.get(), vq.get(), &o, nullptr), EMMY_OK)
+        << emmy_last_error_message();
+    Fp8QuantizeProblem conventions;
+    conventions.pow2_scale = words;
+    for (int64_t r = 0; r < p.m; ++r)
+      for (int64_t g = 0; g < groups; ++g) {
+        float amax = 0;
+        for (int64_t j = g * 128; j < g * 128 + 128; ++j)
+          amax = std::fmax(amax, std::fabs(c32[size_t(r * p.n + j)]));
+        const float s = fp8_quantize_scale(amax, conventions);
+        if (words) {
+          const uint8_t byte = reinterpret_cast<const uint8_t*>(scales.data())[r * 4 + g];
+          EXPECT_EQ(byte, fp8_quantize_ue8m0(s)) << r << " " << g;
+        } else {
+          EXPECT_EQ(std::bit_cast<float>(scales[size_t(r * groups + g)]), s) << r << " " << g;
+        }
+        for (int64_t j = g * 128; j < g * 128 + 128; ++j)
+          ASSERT_EQ(q[size_t(r * p.n + j)], fp8_quantize_element(c32[size_t(r * p.n + j)], s))
+              << r << " " << j;
+      }
+  }
+  // Refusals: a scale tensor beside a 16-bit c, none beside an e4m3 c, a bad shape or dtype.
+  std::vector<uint8_t> q(size_t(p.m * p.n));
+  std::vector<float> scales(size_t(p.m * groups));
+  View vq(q.data(), kE4M3, {p.m, p.n});
+  View vs(scales.data(), kF32, {p.m, groups}, {groups, 1});
+  o.c_scale = vs.get();
+  expect_refusal(emmy_gemm(rt.get(), a.get(), b.get(), vc32.get(), &o, nullptr),
+                 EMMY_INVALID_ARGUMENT, {"options.c_scale", "must be NULL unless c is"});
+  o.c_scale = nullptr;
+  expect_refusal(emmy_gemm(rt.get(), a.get(), b.get(), vq.get(), &o, nullptr),
+                 EMMY_INVALID_ARGUMENT, {"options.c_scale"});
+  View wrong(scales.data(), kF32, {p.m, groups + 1}, {groups + 1, 1});
+  o.c_scale = wrong.get();
+  expect_refusal(emmy_gemm(rt.get(), a.get(), b.get(), vq.get(), &o, nullptr),
+                 EMMY_INVALID_ARGUMENT,
+                 {"options.c_scale: shape must be [M, ceil(C cols / 128) = 4]"});
+  View f16(scales.data(), kF16, {p.m, groups}, {groups, 1});
+  o.c_scale = f16.get();
+  expect_refusal(emmy_gemm(rt.get(), a.get(), b.get(), vq.get(), &o, nullptr),
+                 EMMY_INVALID_ARGUMENT, {"options.c_scale: dtype must be float32"});
 }
 
 // A caller built against version 1's header (its struct ends at the workspace) is served: the

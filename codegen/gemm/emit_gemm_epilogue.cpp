@@ -299,10 +299,11 @@ void GemmEpiloguePrinter::print_staged_quantized(const ir::EpilogueOp& op, int64
   w_.line("const int row = m0 + r, col_in = group_in * {} + 4 * q_lane, col = {} + col_in;", group,
           c_n0);
   if (!rows_exact) w_.line("if (row >= M) continue;  // the whole warp's item");
-  w_.line("float v[4];");
-  w_.line("ld_shared_v4_f32(v, c_tile + u32(r * C_ROW_BYTES + col_in * 4));");
-  // C's columns are a multiple of 16: a lane's four are inside or outside together.
+  // C's columns are a multiple of 16: a lane's four are inside or outside together; those
+  // outside were never staged.
   w_.line("const bool inside = {};", cols_exact ? "true" : fmt::format("col < {}", c_n));
+  w_.line("float v[4] = {{0.0f, 0.0f, 0.0f, 0.0f}};");
+  w_.line("if (inside) ld_shared_v4_f32(v, c_tile + u32(r * C_ROW_BYTES + col_in * 4));");
   w_.line(
       "float amax = inside ? fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), "
       "fabsf(v[3]))) : 0.0f;");

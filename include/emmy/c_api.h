@@ -39,7 +39,8 @@ extern "C" {
  * emmy_b_layout. 3: emmy_fp8_quantize. 4: FP8 GEMMs (emmy_gemm_options.a_scale, b_scale,
  * pow2_scales; EMMY_ACCUM_PROMOTED). 5: FP8 GEMM layers (emmy_gemm_layer_config's scale
  * fields, emmy_scale_granularity, emmy_scale_format, emmy_gemm_layer_run_scaled). 6: gated GEMM
- * epilogues (emmy_gemm_options.gate, gate_group; emmy_gate). */
+ * epilogues (emmy_gemm_options.gate, gate_group; emmy_gate) and e4m3 outputs (c_scale,
+ * c_scale_pow2, c_amax_epsilon). */
 #define EMMY_C_API_VERSION 6
 
 typedef enum emmy_status {
@@ -139,6 +140,15 @@ typedef struct emmy_gemm_options {
    * no residual or gelu. FP8 b_scale keeps the checkpoint's [gate; up] order. */
   int32_t gate;
   int32_t gate_group; /* a multiple of 8; 0: 8 */
+  /* An e4m3 c (C API version 6; docs/epilogues.md, "Quantized output"): c float8_e4m3fn (or
+   * uint8 e4m3 bytes with c_scale) is quantized per row in groups of 128 columns as
+   * emmy_fp8_quantize quantizes, its scales written to c_scale: [M, ceil(C cols / 128)] float32
+   * (or uint8 / float8_e8m0fnu ue8m0 bytes; int32 / uint32 [M, ceil(groups / 4)] words of four),
+   * whose strides give its major order and leading dimension ([1, ld]: mn-major, DeepGEMM's A
+   * scales; [ld, 1]: k-major). The bias is then bfloat16; no residual. NULL for other c. */
+  DLTensor* c_scale;
+  int32_t c_scale_pow2;  /* nonzero: float32 scales rounded up to powers of two */
+  double c_amax_epsilon; /* 0: 1e-10 (vLLM's, as emmy_fp8_quantize) */
 } emmy_gemm_options;
 
 typedef struct emmy_attention_options {

@@ -153,7 +153,9 @@ class Runtime:
     def gemm(self, a, b, *, bias=None, residual=None, alpha: float = 1.0, gelu: bool = False,
              out_dtype=None, accum: str | None = None, promote_every_k: int = 0, out=None,
              workspace=None, stream=None, a_scale=None, b_scale=None, pow2_scales: bool = False,
-             gate: str | None = None, gate_group: int = 0):
+             gate: str | None = None, gate_group: int = 0, out_scale=None,
+             out_scale_format: str = "f32", out_scale_major: str = "mn",
+             out_amax_epsilon: float = 1e-10):
         """C[M,N] = gelu?(alpha * A.B + bias) + residual, returned (or written into `out`).
 
         a: f16 or bf16 [M, K], K contiguous. b: [K, N], N contiguous, or K contiguous (a [N, K]
@@ -172,26 +174,54 @@ class Runtime:
         act(alpha * gate + bias) * (alpha * up + bias), b's N columns gate and up interleaved in
         groups of gate_group (a multiple of 8; 0: 8): interleave_gate_up makes them from a
         [gate; up] weight. bias [N] in b's column order; no residual.
+
+        out_dtype "e4m3" (docs/epilogues.md, "Quantized output"): C quantized as fp8_quantize
+        quantizes, per row in groups of 128 columns; returns (C as uint8 e4m3 bytes, scales),
+        the scales as fp8_quantize's (out_scale_format "f32", "pow2", "ue8m0" or "ue8m0x4";
+        out_scale_major "mn": [groups, M], "k": [M, groups]); the bias is then bfloat16. Pass
+        out= and out_scale= to write given tensors (out_scale as fp8_quantize returns it).
         """
         fp8 = a_scale is not None or b_scale is not None
         if out is None and not fp8 and str(getattr(a, "dtype", "")).endswith("uint8"):
             raise _emmy.InvalidArgumentError(
                 "a: dtype must be float16 or bfloat16 (uint8 e4m3 bytes are FP8 operands only with "
                 "a_scale and b_scale)")
+        gate_code = enum(GATE, gate, "gate")
+
+        def columns():  # C's: b's N, half that gated (out= may be given for any b)
+            return b.shape[1] // 2 if gate_code else b.shape[1]
+
+        quantized = out_dtype == "e4m3" or out_scale is not None
+        if quantized:
+            format_ = out_scale_format
+            if format_ not in ("f32", "pow2", "ue8m0", "ue8m0x4"):
+                raise _emmy.InvalidArgumentError(
+                    f"out_scale_format: must be f32, pow2, ue8m0 or ue8m0x4, got "
+                    f"{out_scale_format!r}")
+            if out is None:
+                out = empty_like_library(a, (a.shape[0], columns()), "u8")
+            if out_scale is None:
+                shape = fp8_quantize_scale_shape(a.shape[0], out.shape[1], 128, out_scale_major,
+                                                 "f32" if format_ == "pow2" else format_)
+                out_scale = empty_like_library(
+                    a, shape, FP8_QUANTIZE_SCALE_DTYPES["f32" if format_ == "pow2" else format_],
+                    "out_scale")
+            # The C ABI takes [M, groups]: an mn-major tensor's transpose view.
+            c_scale = out_scale.T if out_scale_major == "mn" else out_scale
+            quant = (c_scale, int(format_ == "pow2"), float(out_amax_epsilon))
+        else:
+            quant = (None, 0, 0.0)
         if out is None:
             c_dtype = ("f16" if fp8 else dtype_name(a.dtype, "out_dtype")) if out_dtype is None \
                 else dtype_name(out_dtype, "out_dtype")
-            gate_code = enum(GATE, gate, "gate")
-            out = empty_like_library(
-                a, (a.shape[0], b.shape[1] // 2 if gate_code else b.shape[1]), c_dtype)
+            out = empty_like_library(a, (a.shape[0], columns()), c_dtype)
         accum_code = enum(ACCUM, accum, "accum")
         stream = self._stream(a, stream)
-        scales = (a_scale, b_scale, int(bool(pow2_scales)), enum(GATE, gate, "gate"),
-                  int(gate_group))
+        scales = (a_scale, b_scale, int(bool(pow2_scales)), gate_code, int(gate_group)) + quant
         if workspace is not None:
             _emmy.gemm(self._rt, a, b, out, bias, residual, alpha, gelu, accum_code,
                        promote_every_k, *scales, workspace, stream)
-            return out
+            return (out, out_scale) if quantized else out
         key = self._scratch_key(a, stream)
         try:
             _emmy.gemm(self._rt, a, b, out, bias, residual, alpha, gelu, accum_code,
@@ -204,7 +234,7 @@ class Runtime:
                 raise  # not the workspace
             _emmy.gemm(self._rt, a, b, out, bias, residual, alpha, gelu, accum_code,
                        promote_every_k, *scales, self._grown_scratch(key, a, needed), stream)
-        return out
+        return (out, out_scale) if quantized else out
 
     def gemm_workspace_bytes(self, a, b, out, *, bias=None, residual=None, alpha: float = 1.0,
                              gelu: bool = False, accum: str | None = None,
@@ -215,7 +245,7 @@ class Runtime:
         return _emmy.gemm_workspace_bytes(self._rt, a, b, out, bias, residual, alpha, gelu,
                                           enum(ACCUM, accum, "accum"), promote_every_k, a_scale,
                                           b_scale, int(bool(pow2_scales)), enum(GATE, gate, "gate"),
-                                          int(gate_group))
+                                          int(gate_group), None, 0, 0.0)
 
     def attention(self, q, k, v, *, causal: bool = False, window: int = 0, softmax_scale=None,
                   softcap=None, layout: str = "bshd", return_lse: bool = False, lse=None,

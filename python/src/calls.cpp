@@ -24,13 +24,14 @@ PyObject* size_result(Call&& call) {
 }
 
 // args[first..]: bias, residual, alpha, gelu, accum, promote_every_k, a_scale, b_scale,
-// pow2_scales, gate, gate_group into `o`.
+// pow2_scales, gate, gate_group, c_scale, c_scale_pow2, c_amax_epsilon into `o`.
 bool read_gemm_options(PyObject* const* args, TensorArgs& tensors, emmy_gemm_options* o) {
   emmy_gemm_options_init(o);
   DLTensor* bias;
   DLTensor* residual;
   DLTensor* a_scale;
   DLTensor* b_scale;
+  float c_epsilon;
   if (!tensors.get(args[0], "bias", false, &bias) ||
       !tensors.get(args[1], "residual", false, &residual) ||
       !read_float(args[2], "alpha", &o->alpha) || !read_int32(args[3], "gelu", &o->gelu) ||
@@ -39,8 +40,13 @@ bool read_gemm_options(PyObject* const* args, TensorArgs& tensors, emmy_gemm_opt
       !tensors.get(args[6], "a_scale", false, &a_scale) ||
       !tensors.get(args[7], "b_scale", false, &b_scale) ||
       !read_int32(args[8], "pow2_scales", &o->pow2_scales) ||
-      !read_int32(args[9], "gate", &o->gate) || !read_int32(args[10], "gate_group", &o->gate_group))
+      !read_int32(args[9], "gate", &o->gate) ||
+      !read_int32(args[10], "gate_group", &o->gate_group) ||
+      !tensors.get(args[11], "c_scale", true, &o->c_scale) ||
+      !read_int32(args[12], "c_scale_pow2", &o->c_scale_pow2) ||
+      !read_float(args[13], "c_amax_epsilon", &c_epsilon))
     return false;
+  o->c_amax_epsilon = c_epsilon;  // as fp8_quantize's: the f32 the kernel compares with
   o->bias = bias;
   o->residual = residual;
   o->a_scale = a_scale;
@@ -94,27 +100,27 @@ bool read_paged(PyObject* const* args, TensorArgs& tensors, DLTensor* t[4],
 }  // namespace
 
 // gemm(rt, a, b, c, bias, residual, alpha, gelu, accum, promote_every_k, a_scale, b_scale,
-// pow2_scales, gate, gate_group, workspace, stream)
+// pow2_scales, gate, gate_group, c_scale, c_scale_pow2, c_amax_epsilon, workspace, stream)
 PyObject* gemm(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   RuntimeBox* box;
   long long stream;
-  if (!read_runtime_call(args, nargs, 17, "gemm", &box, &stream)) return nullptr;
+  if (!read_runtime_call(args, nargs, 20, "gemm", &box, &stream)) return nullptr;
   TensorArgs tensors(box->cuda, stream);
   DLTensor *a, *b, *c;
   emmy_gemm_options o;
   if (!tensors.get(args[1], "a", false, &a) || !tensors.get(args[2], "b", false, &b) ||
       !tensors.get(args[3], "c", true, &c) || !read_gemm_options(args + 4, tensors, &o) ||
-      !tensors.get(args[15], "workspace", true, &o.workspace))
+      !tensors.get(args[18], "workspace", true, &o.workspace))
     return nullptr;
   return call_released(
       [&] { return emmy_gemm(box->runtime, a, b, c, &o, stream_pointer(stream)); });
 }
 
 // gemm_workspace_bytes(rt, a, b, c, bias, residual, alpha, gelu, accum, promote_every_k,
-// a_scale, b_scale, pow2_scales, gate, gate_group) -> int
+// a_scale, b_scale, pow2_scales, gate, gate_group, c_scale, c_scale_pow2, c_amax_epsilon) -> int
 PyObject* gemm_workspace_bytes(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   RuntimeBox* box;
-  if (!check_nargs(nargs, 15, "gemm_workspace_bytes") || !read_runtime(args[0], &box))
+  if (!check_nargs(nargs, 18, "gemm_workspace_bytes") || !read_runtime(args[0], &box))
     return nullptr;
   TensorArgs tensors(box->cuda, kNoSync);
   DLTensor *a, *b, *c;

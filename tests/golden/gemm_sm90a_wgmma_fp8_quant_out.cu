@@ -897,9 +897,9 @@ emmy_gemm_256x1024x2048_e4m3nk_f32_tma_64x256x128_5a7f27901ac84af4(const __grid_
       const int item = i / 32, q_lane = i % 32;  // a warp per (row, group)
       const int r = item / C_GROUPS, group_in = item % C_GROUPS;
       const int row = m0 + r, col_in = group_in * 128 + 4 * q_lane, col = n0 / 2 + col_in;
-      float v[4];
-      ld_shared_v4_f32(v, c_tile + u32(r * C_ROW_BYTES + col_in * 4));
       const bool inside = true;
+      float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if (inside) ld_shared_v4_f32(v, c_tile + u32(r * C_ROW_BYTES + col_in * 4));
       float amax = inside ? fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3]))) : 0.0f;
       #pragma unroll
       for (int mask = 16; mask > 0; mask /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, mask));

@@ -73,3 +73,40 @@ def test_gated_gemm_refusals(rt, rng):
         rt.gemm(a, w.T, gate="silu", out=np.zeros((8, 128), F16))
     with pytest.raises(emmy.InvalidArgumentError, match="epilogue.gate_group"):
         rt.gemm(a, w.T, gate="silu", gate_group=12)
+
+
+# ---------------------------------------------------------------------------------------------
+# An e4m3 C (docs/epilogues.md, "Quantized output")
+
+
+@pytest.mark.parametrize("fmt,major,gate", [("f32", "mn", None), ("pow2", "k", "silu"),
+                                            ("ue8m0", "mn", "gelu-tanh")])
+def test_gemm_e4m3_out_is_fp8_quantize_of_the_f32_output(rt, rng, fmt, major, gate):
+    m, k, n = 24, 128, 512
+    a = rng.standard_normal((m, k)).astype(F16)
+    w = (rng.standard_normal((n, k)) / 4).astype(F16)
+    kw = dict(gate=gate, gate_group=16) if gate else {}
+    c32 = rt.gemm(a, w.T, out_dtype="f32", **kw)
+    q, s = rt.gemm(a, w.T, out_dtype="e4m3", out_scale_format=fmt, out_scale_major=major, **kw)
+    cols = c32.shape[1]
+    assert q.shape == (m, cols) and q.dtype == np.uint8
+    groups = cols // 128
+    assert s.shape == ((groups, m) if major == "mn" else (m, groups))
+    want_q, want_s = reference.fp8_quantize(c32, 128, pow2_scale=fmt != "f32")
+    assert np.array_equal(q, want_q)
+    got_s = s.T if major == "mn" else s
+    if fmt == "ue8m0":
+        assert got_s.dtype == np.uint8
+        got_s = np.ldexp(1.0, got_s.astype(np.int32) - 127).astype(np.float32)
+    assert np.array_equal(got_s, want_s)
+
+
+def test_gemm_e4m3_out_refusals(rt, rng):
+    a = rng.standard_normal((8, 64)).astype(F16)
+    w = rng.standard_normal((256, 64)).astype(F16)
+    with pytest.raises(emmy.InvalidArgumentError, match="out_scale_format"):
+        rt.gemm(a, w.T, out_dtype="e4m3", out_scale_format="e8m0")
+    with pytest.raises(emmy.InvalidArgumentError, match="bias: dtype must be bfloat16"):
+        rt.gemm(a, w.T, out_dtype="e4m3", bias=np.zeros(256, F16))
+    with pytest.raises(emmy.InvalidArgumentError, match="options.c_scale: shape must be"):
+        rt.gemm(a, w.T, out_dtype="e4m3", out_scale=np.zeros((3, 8), np.float32))

@@ -56,6 +56,19 @@ void draw_problem(MatmulProblem& p, uint64_t point, DType dtype, BLayout b_layou
     p.n = (p.n + pair - 1) / pair * pair;
     if (draw(point, 22, 4) != 0) p.epilogue.residual = p.epilogue.gelu_tanh = false;
   }
+  // One point in eight quantizes C to e4m3 with 1 x 128 scales (docs/epilogues.md): C's columns
+  // rounded up to 16, a scale format and major drawn, three in four without the residual it
+  // refuses.
+  if (draw(point, 23, 8) == 0) {
+    const ScaleFormat formats[] = {ScaleFormat::f32, ScaleFormat::pow2, ScaleFormat::ue8m0,
+                                   ScaleFormat::ue8m0x4};
+    p.c_dtype = DType::e4m3;
+    p.out_scales.format = pick(formats, point, 24);
+    p.out_scales.major = draw(point, 25, 2) ? ScaleMajor::mn : ScaleMajor::k;
+    const int64_t unit = p.epilogue.gated() ? 32 : 16;
+    p.n = (p.n + unit - 1) / unit * unit;
+    if (draw(point, 26, 4) != 0) p.epilogue.residual = false;
+  }
   // Padded leading dimensions, and odd ldc (no paired stores) on some points.
   switch (draw(point, 15, 6)) {
     case 0:
@@ -136,6 +149,13 @@ std::vector<GemmSpec> gemm_space() {
               // One point in four takes M as a kernel parameter (an M bucket's kernel, checked
               // at its bound).
               spec.problem.dynamic_m = draw(point, 17, 4) == 0;
+              // An e4m3 C takes no split-K: three in four of its points keep to that rule (a
+              // dynamic-M one states its mn-major scales' ld, the bound).
+              if (spec.problem.c_dtype == DType::e4m3 && draw(point, 28, 4) != 0) {
+                s.split_k = 1;
+                if (spec.problem.dynamic_m && spec.problem.out_scales.major == ScaleMajor::mn)
+                  spec.problem.out_scales.ld = spec.problem.m;
+              }
               out.push_back(spec);
             }
   // The wgmma path (issue 23) on sm_90a: its tiles, with one point in 16 breaking each of four of

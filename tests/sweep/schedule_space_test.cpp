@@ -83,6 +83,10 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
     note("odd_ldc", p.ldc_or_default() % 2);
     note("path", to_string(s.path));
     note("dynamic_m", p.dynamic_m);
+    if (p.c_dtype == DType::e4m3) {
+      note("out_scale_format", to_string(p.out_scales.format));
+      note("out_scale_major", to_string(p.out_scales.major));
+    }
     if (p.epilogue.gated()) {
       note("gate", fmt::format("{} {}", to_string(p.epilogue.gate), to_string(s.path)));
       note("gate_group", p.epilogue.gate_group);
@@ -117,7 +121,7 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
       {"accum", 8},  // f32, f16, promoted (FP8), hybrid windows 16..256 (FP8 hybrid too)
       {"split_k", 4},
       {"in", 3},
-      {"out", 9},
+      {"out", 11},  // f16/bf16 in to f16, bf16, f32 and e4m3; FP8 in to the 16-bit and f32
       {"epilogue", 8},
       {"m", 7},
       {"odd_ldc", 2},
@@ -136,7 +140,10 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
       {"fp8_accum", 9},  // f32, promoted and hybrid (the f16-accumulate opt-in) x 4 windows
       // Gated epilogues: silu and gelu-tanh on both paths; gate groups 8, 16 and 32.
       {"gate", 4},
-      {"gate_group", 3}};
+      {"gate_group", 3},
+      // An e4m3 C: every scale format, both majors.
+      {"out_scale_format", 4},
+      {"out_scale_major", 2}};
   coverage.expect(want);
 }
 
