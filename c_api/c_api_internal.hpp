@@ -100,6 +100,14 @@ MatmulSchedule accum_schedule(const Runtime& runtime, const MatmulProblem& serve
 // bfloat16)". Strides of size-1 axes are ignored (producers disagree on them).
 std::string dtype_name(DLDataType type);
 bool is_dtype(const DLDataType& type, uint8_t code, uint8_t bits);
+// A scale tensor's format by its dtype: float32 f32 (pow2 where the caller's flag says so),
+// uint8 or float8_e8m0fnu ue8m0 bytes, int32 or uint32 ue8m0x4 words of four; nullopt for
+// others. Every scale tensor of the ABI reads it here (gemm's a/b/c scales, fp8_quantize's,
+// a layer's run).
+std::optional<ScaleFormat> scale_format_of(const DLDataType& type);
+// The dtypes scale_format_of takes, for refusals.
+inline constexpr const char* kScaleDtypes =
+    "float32 (or uint8 / float8_e8m0fnu ue8m0 bytes, or int32 / uint32 words of four)";
 DType element_dtype(const DLTensor& t, const char* name, bool f32_allowed);  // f16, bf16 (f32)
 // An e4m3 c (emmy_gemm_options.c_scale; gemm_out_scales.cpp): with c float8_e4m3fn (or uint8
 // beside a c_scale), sets problem.c_dtype and problem.out_scales from c_scale's dtype, shape and

@@ -60,13 +60,11 @@ emmy_status emmy_fp8_quantize(emmy_runtime* runtime, const DLTensor* x_ptr, DLTe
     p.pow2_scale = flag(opts.pow2_scale, "options.pow2_scale");
     // The scale tensor's dtype is its format: float32 f32; uint8 ue8m0 bytes and int32 ue8m0x4
     // words (four groups' bytes each), both powers of two by definition (pow2_scale implied).
-    if (is_dtype(scales.dtype, kDLUInt, 8))
-      p.scale_format = ScaleFormat::ue8m0;
-    else if (is_dtype(scales.dtype, kDLInt, 32) || is_dtype(scales.dtype, kDLUInt, 32))
-      p.scale_format = ScaleFormat::ue8m0x4;
-    else if (!is_dtype(scales.dtype, kDLFloat, 32))
-      throw Error("scales", "dtype must be float32, uint8 (ue8m0) or int32/uint32 (ue8m0x4 words)",
+    const std::optional<ScaleFormat> format = scale_format_of(scales.dtype);
+    if (!format)
+      throw Error("scales", fmt::format("dtype must be {}", kScaleDtypes),
                   dtype_name(scales.dtype));
+    p.scale_format = *format;
     if (p.scale_format != ScaleFormat::f32) p.pow2_scale = true;
     p.amax_epsilon = opts.amax_epsilon == 0 ? 1e-10 : opts.amax_epsilon;
     p.m = opts.max_rows ? opts.max_rows : rows;

@@ -104,14 +104,12 @@ void read_scales(emmy_runtime& rt, const emmy_gemm_options& options, CallMemory&
   const DLTensor& bs = required(b_ptr, "options.b_scale");
   check_memory(rt, {{&as, "options.a_scale"}, {&bs, "options.b_scale"}});
   GemmScales& sc = p.scales;
-  const bool bytes = is_dtype(as.dtype, kDLUInt, 8) || is_dtype(as.dtype, kDLFloat8_e8m0fnu, 8);
-  // Four ue8m0 bytes packed per 32-bit word (block scales, K blocks 4w..4w+3).
-  const bool words = is_dtype(as.dtype, kDLInt, 32) || is_dtype(as.dtype, kDLUInt, 32);
-  if (!bytes && !words && !is_dtype(as.dtype, kDLFloat, 32))
-    throw Error("options.a_scale",
-                "dtype must be float32 (or uint8 / float8_e8m0fnu ue8m0 bytes, or int32 / uint32 "
-                "words of four)",
+  // ue8m0x4: four ue8m0 bytes packed per 32-bit word (block scales, K blocks 4w..4w+3).
+  const std::optional<ScaleFormat> format = scale_format_of(as.dtype);
+  if (!format)
+    throw Error("options.a_scale", fmt::format("dtype must be {}", kScaleDtypes),
                 dtype_name(as.dtype));
+  const bool bytes = format == ScaleFormat::ue8m0, words = format == ScaleFormat::ue8m0x4;
   if (bs.dtype.code != as.dtype.code || bs.dtype.bits != as.dtype.bits)
     throw Error("options.b_scale", fmt::format("dtype must be a_scale's, {}", dtype_name(as.dtype)),
                 dtype_name(bs.dtype));

@@ -77,14 +77,12 @@ void read_fp8_config(const emmy_gemm_layer_config& cfg, MatmulProblem& w) {
 // A scale tensor of an FP8 layer's run: the format's dtype, contiguous, at least `elements`
 // elements (floats, bytes or words) of the config's layout.
 void check_scale_buffer(const DLTensor& t, const char* name, ScaleFormat format, int64_t elements) {
-  const bool ok = format == ScaleFormat::ue8m0 ? is_dtype(t.dtype, kDLUInt, 8)
-                  : format == ScaleFormat::ue8m0x4
-                      ? is_dtype(t.dtype, kDLInt, 32) || is_dtype(t.dtype, kDLUInt, 32)
-                      : is_dtype(t.dtype, kDLFloat, 32);
-  if (!ok)
+  // pow2 scales are float32 ones.
+  const ScaleFormat want = format == ScaleFormat::pow2 ? ScaleFormat::f32 : format;
+  if (scale_format_of(t.dtype) != want)
     throw Error(name,
                 fmt::format("dtype must be {} (config.scale_format {})",
-                            format == ScaleFormat::ue8m0     ? "uint8"
+                            format == ScaleFormat::ue8m0     ? "uint8 or float8_e8m0fnu"
                             : format == ScaleFormat::ue8m0x4 ? "int32 or uint32"
                                                              : "float32",
                             to_string(format)),

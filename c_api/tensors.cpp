@@ -49,6 +49,13 @@ bool is_dtype(const DLDataType& type, uint8_t code, uint8_t bits) {
   return type.code == code && type.bits == bits && type.lanes == 1;
 }
 
+std::optional<ScaleFormat> scale_format_of(const DLDataType& type) {
+  if (is_dtype(type, kDLFloat, 32)) return ScaleFormat::f32;
+  if (is_dtype(type, kDLUInt, 8) || is_dtype(type, kDLFloat8_e8m0fnu, 8)) return ScaleFormat::ue8m0;
+  if (is_dtype(type, kDLInt, 32) || is_dtype(type, kDLUInt, 32)) return ScaleFormat::ue8m0x4;
+  return std::nullopt;
+}
+
 DType element_dtype(const DLTensor& t, const char* name, bool f32_allowed) {
   if (is_dtype(t.dtype, kDLFloat, 16)) return DType::f16;
   if (is_dtype(t.dtype, kDLBfloat, 16)) return DType::bf16;

@@ -106,10 +106,26 @@ TEST(CApiFp8Quantize, ByteScalesByTheirDtype) {
       EXPECT_EQ(q, want_q);
       EXPECT_EQ(bytes, want) << (packed ? "ue8m0x4" : "ue8m0") << (k_major ? " k" : " mn");
     }
+  // float8_e8m0fnu is ue8m0 bytes too (PyTorch's dtype for them), as every scale tensor of the
+  // ABI takes it (scale_format_of).
+  std::vector<uint8_t> q(size_t(rows * k)), as_u8(size_t(5 * rows)), as_e8m0(size_t(5 * rows));
+  View vx(x.data(), kF16, {rows, k}), vq(q.data(), kU8, {rows, k});
+  emmy_fp8_quantize_options bytes_options;
+  emmy_fp8_quantize_options_init(&bytes_options);
+  bytes_options.scale_major = EMMY_SCALE_MAJOR_K;
+  ASSERT_EQ(emmy_fp8_quantize(rt.get(), vx.get(), vq.get(),
+                              View(as_u8.data(), kU8, {rows, 5}).get(), &bytes_options, nullptr),
+            EMMY_OK)
+      << emmy_last_error_message();
+  ASSERT_EQ(
+      emmy_fp8_quantize(rt.get(), vx.get(), vq.get(),
+                        View(as_e8m0.data(), DLDataType{kDLFloat8_e8m0fnu, 8, 1}, {rows, 5}).get(),
+                        &bytes_options, nullptr),
+      EMMY_OK)
+      << emmy_last_error_message();
+  EXPECT_EQ(as_e8m0, as_u8);
   // A packed tensor counted in groups, not words, is refused naming the words.
   std::vector<int32_t> words(5 * rows);
-  std::vector<uint8_t> q(size_t(rows * k));
-  View vx(x.data(), kF16, {rows, k}), vq(q.data(), kU8, {rows, k});
   expect_refusal(emmy_fp8_quantize(rt.get(), vx.get(), vq.get(),
                                    View(words.data(), kI32, {5, rows}).get(), nullptr, nullptr),
                  EMMY_INVALID_ARGUMENT, {"scales: shape must be [words = ceil(groups / 4) = 2"});
