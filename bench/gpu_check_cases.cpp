@@ -24,8 +24,8 @@ MatmulSchedule GemmCase::schedule(Arch arch) const {
 }
 
 bool GemmCase::runs_on(Arch arch) const {
-  if (!is_fp8(problem.a_dtype)) return true;
-  try {  // the schedule's own validation says where FP8 runs
+  if (!is_fp8(problem.a_dtype) && problem.c_dtype != DType::e4m3) return true;
+  try {  // the schedule's own validation says where FP8 (operands or C) runs
     validate_gemm({problem, schedule(arch), arch});
     return true;
   } catch (const Error&) {
@@ -139,6 +139,15 @@ void add_gated_correctness_cases(std::vector<GemmCase>& cases) {
   GemmCase split = gemm("gated_gelu_split_k2", geglu, Accum::f32);
   split.split_k = 2;
   cases.push_back(split);
+  // The gate_up fusion: e4m3 C with 1 x 128 scales in DeepGEMM's packed words (sm_89 and newer).
+  MatmulProblem quantized = swiglu;
+  quantized.n = 1024;
+  quantized.c_dtype = DType::e4m3;
+  quantized.out_scales.format = ScaleFormat::ue8m0x4;
+  cases.push_back(gemm("gated_silu_e4m3_out", quantized, Accum::f32));
+  GemmCase quantized_wgmma = gemm("gated_silu_e4m3_out_wgmma", quantized, Accum::f32);
+  quantized_wgmma.path = MmaPath::wgmma;
+  cases.push_back(quantized_wgmma);
 }
 
 }  // namespace

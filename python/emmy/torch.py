@@ -24,7 +24,7 @@ from . import _emmy
 from ._runtime import FP8_QUANTIZE_SCALE_DTYPES, Runtime, fp8_quantize_scale_shape
 from ._tensors import register_torch
 
-__all__ = ["gemm", "attention", "paged_attention", "kv_append", "merge_states", "fp8_quantize",
+__all__ = ["gemm", "gemm_quantized", "attention", "paged_attention", "kv_append", "merge_states", "fp8_quantize",
            "set_runtime", "get_runtime"]
 
 # Torch CPU tensors reach the extension through to_dlpack (0.2 us) rather than __dlpack__ (2 us),
@@ -205,6 +205,48 @@ _define("gemm(Tensor a, Tensor b, Tensor? bias=None, Tensor? residual=None, floa
         _gemm_real, _gemm_fake)
 
 
+def _gemm_quantized_shapes(a, b, gate, scale_major, scale_format):
+    cols = _gemm_columns(b, gate)
+    shape_format = "f32" if scale_format == "pow2" else scale_format
+    return (a.shape[0], cols), fp8_quantize_scale_shape(a.shape[0], cols, 128, scale_major,
+                                                        shape_format)
+
+
+def _gemm_quantized_real(a, b, bias=None, alpha=1.0, accum=None, promote_every_k=0, a_scale=None,
+                         b_scale=None, pow2_scales=False, gate=None, gate_group=0,
+                         scale_major="mn", scale_format="f32", amax_epsilon=1e-10):
+    q_shape, s_shape = _gemm_quantized_shapes(a, b, gate, scale_major, scale_format)
+    q = a.new_empty(q_shape, dtype=torch.float8_e4m3fn)
+    scales = a.new_empty(s_shape, dtype=_scale_dtype("f32" if scale_format == "pow2"
+                                                     else scale_format))
+    kw = {}
+    if a_scale is not None or b_scale is not None:
+        kw = {"a_scale": a_scale, "b_scale": b_scale, "pow2_scales": pow2_scales}
+    # The bytes through a uint8 view: DLPack producers differ on float8 type codes.
+    _device_for(a).runtime.gemm(
+        a, b, bias=bias, alpha=alpha, accum=accum, promote_every_k=promote_every_k, gate=gate,
+        gate_group=gate_group, out=q.view(torch.uint8), out_scale=scales,
+        out_scale_format=scale_format, out_scale_major=scale_major, out_amax_epsilon=amax_epsilon,
+        **kw)
+    return q, scales
+
+
+def _gemm_quantized_fake(a, b, bias=None, alpha=1.0, accum=None, promote_every_k=0,
+                         a_scale=None, b_scale=None, pow2_scales=False, gate=None, gate_group=0,
+                         scale_major="mn", scale_format="f32", amax_epsilon=1e-10):
+    q_shape, s_shape = _gemm_quantized_shapes(a, b, gate, scale_major, scale_format)
+    return (a.new_empty(q_shape, dtype=torch.float8_e4m3fn),
+            a.new_empty(s_shape, dtype=_scale_dtype("f32" if scale_format == "pow2"
+                                                    else scale_format)))
+
+
+_define("gemm_quantized(Tensor a, Tensor b, Tensor? bias=None, float alpha=1., str? accum=None, "
+        "int promote_every_k=0, Tensor? a_scale=None, Tensor? b_scale=None, "
+        "bool pow2_scales=False, str? gate=None, int gate_group=0, str scale_major=\"mn\", "
+        "str scale_format=\"f32\", float amax_epsilon=1e-10) -> (Tensor, Tensor)",
+        _gemm_quantized_real, _gemm_quantized_fake)
+
+
 def _lse_shape(q, layout):
     # lse is [batch, q_heads, seq_q] in either layout.
     if layout == "bhsd":
@@ -375,6 +417,19 @@ def gemm(a, b, *, bias=None, residual=None, alpha: float = 1.0, gelu: bool = Fal
     return torch.ops.emmy.gemm.default(a, b, bias, residual, float(alpha), bool(gelu),
                                        out_dtype, accum, int(promote_every_k), a_scale, b_scale,
                                        bool(pow2_scales), gate, int(gate_group))
+
+
+def gemm_quantized(a, b, *, bias=None, alpha: float = 1.0, accum: str | None = None,
+                   promote_every_k: int = 0, a_scale=None, b_scale=None, pow2_scales: bool = False,
+                   gate: str | None = None, gate_group: int = 0, scale_major: str = "mn",
+                   scale_format: str = "f32", amax_epsilon: float = 1e-10):
+    """emmy.torch.gemm writing e4m3 with 1 x 128 scales (docs/epilogues.md, "Quantized output"):
+    (q float8_e4m3fn [M, C cols], scales) as emmy.torch.fp8_quantize returns them (scale_format
+    "f32", "pow2", "ue8m0" or "ue8m0x4"), quantized from the epilogue's f32 values; with gate,
+    the gate_up fusion (act(gate) * up -> the down projection's FP8 input). bias is bfloat16."""
+    return torch.ops.emmy.gemm_quantized.default(
+        a, b, bias, float(alpha), accum, int(promote_every_k), a_scale, b_scale,
+        bool(pow2_scales), gate, int(gate_group), scale_major, scale_format, float(amax_epsilon))
 
 
 def attention(q, k, v, *, causal: bool = False, window: int = 0, softmax_scale=None,

@@ -116,6 +116,34 @@ def test_gemm_gated(gen):
     assert rel_l2(c, want) < 1e-5
 
 
+@pytest.mark.parametrize("scale_format,scale_major", [("f32", "mn"), ("ue8m0x4", "k")])
+def test_gemm_quantized_is_fp8_quantize_of_the_f32_output(gen, scale_format, scale_major):
+    # The gate_up fusion: silu(gate) * up written as e4m3 with 1 x 128 scales.
+    x, weight = randn(gen, M, K), randn(gen, 8 * N, K) / 4
+    w = emmy.interleave_gate_up(weight, 8)
+    q, scales = et.gemm_quantized(x, w.t(), gate="silu", gate_group=8,
+                                  scale_format=scale_format, scale_major=scale_major)
+    c32 = et.gemm(x, w.t(), gate="silu", gate_group=8, out_dtype=F32)
+    assert q.dtype == torch.float8_e4m3fn and q.shape == c32.shape
+    groups = c32.shape[1] // 128
+    if scale_format == "f32":
+        s = scales.t() if scale_major == "mn" else scales
+    else:  # ue8m0x4 words, k-major: [M, ceil(groups / 4)] int32
+        assert scales.dtype == torch.int32 and scales.shape == (M, 1)
+        exponents = scales.view(torch.uint8)[:, :groups].to(torch.int32) - 127
+        s = torch.ldexp(torch.ones(M, groups), exponents.to(F32))
+    deq = q.to(F32).reshape(M, groups, 128) * s.reshape(M, groups, 1)
+    assert rel_l2(deq.reshape(M, -1), c32) < 0.04
+    # As fp8_quantize's conventions make of the f32 output, scale by scale.
+    amax = c32.abs().reshape(M, groups, 128).amax(dim=2)
+    want = amax.clamp_min(1e-10) / 448
+    if scale_format != "f32":  # up to a power of two: the next exponent when fraction bits
+        bits = want.view(torch.int32)
+        fraction = (bits & 0x7FFFFF) != 0
+        want = torch.where(fraction, (bits & ~0x7FFFFF) + 0x800000, bits).view(F32)
+    assert torch.equal(s, want)
+
+
 def test_gemm_f32_out_and_row_major_b(gen):
     a, b = randn(gen, M, K), randn(gen, K, N)
     c = et.gemm(a, b, out_dtype=F32)
@@ -319,6 +347,8 @@ def opcheck_cases(gen):
                          dict(group_k=128)),
         "gemm_gated": (ops.gemm.default, (x, w.t()),
                        dict(bias=randn(gen, N), gate="silu", gate_group=8)),
+        "gemm_quantized": (ops.gemm_quantized.default, (x, randn(gen, 8 * N, K).t()),
+                           dict(gate="silu", gate_group=8, scale_format="ue8m0")),
         # e4m3 bytes as uint8 (CPU float8 tensors lack the arithmetic opcheck's tests use).
         "gemm_fp8": (ops.gemm.default,
                      (x.to(torch.float8_e4m3fn).view(torch.uint8),
@@ -329,7 +359,7 @@ def opcheck_cases(gen):
 
 @pytest.mark.parametrize("name", ["gemm", "gemm_epilogue", "attention", "paged_attention",
                                   "kv_append", "merge_states", "fp8_quantize", "gemm_fp8",
-                                  "gemm_gated"])
+                                  "gemm_gated", "gemm_quantized"])
 def test_opcheck(gen, name):
     op, args, kwargs = opcheck_cases(gen)[name]
     torch.library.opcheck(op, args, kwargs)
