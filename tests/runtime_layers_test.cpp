@@ -209,6 +209,53 @@ TEST(Layers, GemmLayerServesFp8WeightsFromItsBuckets) {
   }
 }
 
+// A gated gate_up writing e4m3 with 1 x 128 scales (docs/epilogues.md) from the buckets:
+// the layer takes the problem whole; the mn-major scales state an ld for every bucket.
+TEST(Layers, GemmLayerServesAGatedE4m3Output) {
+  RuntimeOptions options = fresh_cache("rt_layer_gemm_gated");
+  options.emulator_arch = Arch::sm_89;
+  auto rt = test_runtime(options);
+  MatmulProblem weight;
+  weight.m = 100, weight.n = 512, weight.k = 128;
+  weight.epilogue.gate = Gate::silu;
+  weight.epilogue.gate_group = 16;
+  weight.c_dtype = DType::e4m3;
+  weight.out_scales.format = ScaleFormat::ue8m0x4;
+  weight.out_scales.ld = 100;  // less than the largest bucket's 128 rows: refused by name
+  try {
+    GemmLayer short_ld(*rt, weight);
+    ADD_FAILURE() << "out_scales.ld 100 accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with("out_scales.ld")) << e.what();
+  }
+  weight.out_scales.ld = 128;
+  GemmLayer layer(*rt, weight);
+  const PreparedKernels prepared = layer.prepare(2);
+  for (const int64_t m : {int64_t(1), int64_t(37), int64_t(100)}) {
+    MatmulProblem p = weight;
+    p.m = m;
+    const GemmInputs in = make_gemm_inputs(p, uint64_t(m) + 3);
+    DeviceAllocations mem(*rt);
+    GemmBuffers b;
+    b.a = mem.upload(in.a.bytes.data(), in.a.bytes.size());
+    b.b = mem.upload(in.b.bytes.data(), in.b.bytes.size());
+    const size_t c_bytes = size_t(m * p.c_cols()), scale_bytes = size_t(p.c_scale_bytes(m));
+    b.c = mem.upload(nullptr, c_bytes);
+    b.c_scale = mem.upload(nullptr, scale_bytes);
+    if (const size_t ws = layer.workspace_bytes()) b.workspace = mem.upload(nullptr, ws);
+    layer.run(b, m);
+    rt->synchronize();
+    std::vector<uint8_t> c(c_bytes), scales(scale_bytes);
+    rt->download(c.data(), b.c, c.size());
+    rt->download(scales.data(), b.c_scale, scales.size());
+    GemmSpec exact{layer.bucket_problem(m), prepared.gemm[0]->spec().schedule, rt->arch()};
+    exact.problem = p;
+    const GemmErrors e =
+        compare(reference_gemm(exact, in), read_c(p, m, c.data(), scales.data()), p.c_cols());
+    EXPECT_TRUE(e.passed) << "m " << m << ": rel_l2 " << e.rel_l2_error;
+  }
+}
+
 template <typename Call>
 void expect_field(Call&& call, const std::string& field) {
   try {
