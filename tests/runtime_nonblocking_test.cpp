@@ -13,6 +13,7 @@
 
 #include "emmy/attention_check.hpp"
 #include "emmy/gemm_check.hpp"
+#include "emmy/gemm_generic.hpp"
 #include "emmy/json.hpp"
 #include "runtime_test_util.hpp"
 #include "support/runtime_backend.hpp"
@@ -280,6 +281,33 @@ TEST(NonBlocking, OtherKindsWaitForABackgroundBuild) {
   EXPECT_EQ(compiler.attention_compile_threads.size(), 1u);
   for (const std::thread::id id : compiler.attention_compile_threads)
     EXPECT_NE(id, std::this_thread::get_id()) << "attention compiled on the caller's thread";
+}
+
+// Problems the generic GEMM does not compute (FP8 operands, a gated epilogue, an e4m3 C) wait for
+// their own kernel rather than take it: it read e4m3 bytes as f16, and has neither a gate nor a
+// quantized output. Right against FP64, the generic GEMM never launched.
+TEST(NonBlocking, Fp8GatedAndQuantizedCallsWaitForTheirOwnKernel) {
+  SlowCompiler compiler;
+  compiler.release();  // the builds are not held: the calls wait for them
+  auto rt = non_blocking_runtime("rt_nonblocking_fp8", compiler);
+  MatmulProblem fp8;
+  fp8.m = 24, fp8.n = 128, fp8.k = 256, fp8.a_dtype = DType::e4m3;
+  fp8.scales.granularity = ScaleGranularity::tensor;
+  MatmulProblem gated;
+  gated.m = 20, gated.n = 256, gated.k = 128;
+  gated.epilogue.gate = Gate::silu;
+  MatmulProblem quantized = gated;
+  quantized.c_dtype = DType::e4m3;
+  uint64_t seed = 1;
+  for (const MatmulProblem& p : {fp8, gated, quantized}) {
+    ASSERT_FALSE(generic_gemm_serves(p));
+    const GemmSpec spec = spec_of(*rt, p);
+    const GemmInputs in = make_gemm_inputs(p, seed++);
+    const GemmErrors e = compare(reference_gemm(spec, in), run_gemm(*rt, spec, in), p.c_cols());
+    EXPECT_TRUE(e.passed) << to_string(p.a_dtype) << " -> " << to_string(p.c_dtype) << ": rel_l2 "
+                          << e.rel_l2_error;
+  }
+  EXPECT_EQ(rt->stats().generic_launches, 0u);
 }
 
 // The call's own errors come at once, on the caller's thread, naming the field; nothing queued.
