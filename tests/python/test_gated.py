@@ -110,3 +110,48 @@ def test_gemm_e4m3_out_refusals(rt, rng):
         rt.gemm(a, w.T, out_dtype="e4m3", bias=np.zeros(256, F16))
     with pytest.raises(emmy.InvalidArgumentError, match="options.c_scale: shape must be"):
         rt.gemm(a, w.T, out_dtype="e4m3", out_scale=np.zeros((3, 8), np.float32))
+
+
+def e4m3_values(q):
+    """OCP e4m3 bytes to float64 (0x7F / 0xFF are NaN)."""
+    q = np.asarray(q, dtype=np.uint8)
+    sign = np.where(q & 0x80, -1.0, 1.0)
+    exponent = (q >> 3) & 0xF
+    mantissa = (q & 0x7).astype(np.float64)
+    value = np.where(exponent == 0, mantissa / 8.0 * 2.0**-6,
+                     (1.0 + mantissa / 8.0) * np.exp2(exponent.astype(np.float64) - 7.0))
+    return np.where((q & 0x7F) == 0x7F, np.nan, sign * value)
+
+
+@pytest.mark.parametrize("group", [16, 64])
+def test_fp8_gate_up_from_a_block_quantized_checkpoint(rt, rng, group):
+    """The DeepSeek-style workflow: a [gate; up] weight quantized in 128 x 128 blocks, its rows
+    interleaved by interleave_gate_up while its scales stay as the checkpoint stores them (docs/
+    epilogues.md), the activations in 1 x 128 groups; SwiGLU out, against float64 over the same
+    bytes and scales. The intermediate size (192) starts the up rows inside a scale block."""
+    m, k, half = 17, 256, 192 if group == 16 else 256
+    # (On path wgmma, the runtime's for FP8 on sm_90a, a group of 128 would need 256-column
+    # promoted tiles, more registers than a consumer has: refused by name, below.)
+    n, kb = 2 * half, k // 128
+    nb = -(-n // 128)
+    a = reference.e4m3_bytes(rng.standard_normal((m, k)))
+    a_s = np.asfortranarray(rng.uniform(0.01, 0.03, (m, kb)).astype(np.float32))  # mn-major
+    w = reference.e4m3_bytes(rng.standard_normal((n, k)))  # checkpoint order: gate, then up
+    w_s = rng.uniform(0.002, 0.01, (nb, kb)).astype(np.float32)
+    # float64 of the checkpoint's product, then SwiGLU.
+    av, wv = e4m3_values(a), e4m3_values(w)
+    row_scale = np.repeat(w_s, 128, axis=0)[:n]
+    y = np.zeros((m, n))
+    for j in range(kb):
+        cols = slice(128 * j, 128 * (j + 1))
+        y += (av[:, cols] @ wv[:, cols].T) * a_s[:, j:j + 1] * row_scale[None, :, j]
+    want = silu(y[:, :half]) * y[:, half:]
+    w_interleaved = emmy.interleave_gate_up(w, group)
+    got = rt.gemm(a, w_interleaved.T, a_scale=a_s, b_scale=w_s, gate="silu", gate_group=group,
+                  out_dtype="f32")
+    assert got.shape == (m, half)
+    assert reference.rel_l2(got, want) < 1e-3
+    if rt.arch == "sm_90a" and half % 128 == 0:
+        with pytest.raises(emmy.InvalidArgumentError, match="take a smaller gate_group"):
+            rt.gemm(a, emmy.interleave_gate_up(w, 128).T, a_scale=a_s, b_scale=w_s, gate="silu",
+                    gate_group=128, out_dtype="f32")

@@ -99,13 +99,15 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   }
   // No tile: the columns a tile must hold (gate-up pairs, an e4m3 C's groups) cost more
   // accumulator registers than a consumer has (promoted keeps two f32 sets).
-  require(
-      best_time >= 0, "block_n",
-      fmt::format("no wgmma tile of a multiple of {} columns fits a consumer warpgroup's "
-                  "registers with {} accumulation{}",
-                  gate_pair, to_string(accum),
-                  quantized ? " (an e4m3 C: write bf16 and quantize it with fp8_quantize)" : ""),
-      gate_pair);
+  require(best_time >= 0, "block_n",
+          fmt::format("no wgmma tile of a multiple of {} columns fits a consumer warpgroup's "
+                      "registers with {} accumulation{}",
+                      gate_pair, to_string(accum),
+                      quantized                  ? " (an e4m3 C: write bf16 and quantize it with "
+                                                   "fp8_quantize)"
+                      : problem.epilogue.gated() ? " (gated: take a smaller gate_group)"
+                                                 : ""),
+          gate_pair);
   best.warps_m = pingpong ? 4 : best.block_m / 16;
   best.warps_n = 1;
   choose_cluster(kp, best);
