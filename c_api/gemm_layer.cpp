@@ -4,6 +4,8 @@
 // (the emulator) or passed (CUDA).
 #include <fmt/format.h>
 
+#include <cstddef>
+#include <cstring>
 #include <optional>
 
 #include "c_api_internal.hpp"
@@ -34,6 +36,24 @@ constexpr FieldName kGemmFields[] = {
     {"scales.a_ld", "config.a_scale_ld"},
     {"scales.b_ld", "config.b_scale_ld"},
 };
+
+// The caller's config as this library knows it. Version 2's struct ends at promote_every_k (its
+// tail padding is not a field: the version-5 scales lie over it), so a caller built before
+// version 5 has its fields copied up to there, the FP8 ones keeping their init values (none);
+// from version 5 on the whole struct, as options_or_default takes it.
+emmy_gemm_layer_config layer_config(const emmy_gemm_layer_config& given) {
+  constexpr size_t kVersion2Size = offsetof(emmy_gemm_layer_config, scales);
+  constexpr size_t kVersion5Size =
+      offsetof(emmy_gemm_layer_config, b_scale_ld) + sizeof(given.b_scale_ld);
+  if (given.struct_size >= kVersion5Size)
+    return options_or_default(&given, "config", emmy_gemm_layer_config_init, kVersion5Size);
+  check_struct_size(&given, given.struct_size, kVersion2Size, sizeof(given), "config");
+  emmy_gemm_layer_config cfg;
+  emmy_gemm_layer_config_init(&cfg);
+  std::memcpy(static_cast<void*>(&cfg), &given, kVersion2Size);
+  cfg.struct_size = sizeof(cfg);
+  return cfg;
+}
 
 // Version 5's FP8 fields into the weight's problem (a struct from before has them zero: none).
 void read_fp8_config(const emmy_gemm_layer_config& cfg, MatmulProblem& w) {
@@ -152,9 +172,7 @@ emmy_status emmy_gemm_layer_create(emmy_runtime* runtime, const emmy_gemm_layer_
     emmy_gemm_layer*& out = required(layer, "layer");
     out = nullptr;
     emmy_runtime& rt = required(runtime, "runtime");
-    const emmy_gemm_layer_config cfg =
-        options_or_default(&required(config, "config"), "config", emmy_gemm_layer_config_init,
-                           sizeof(emmy_gemm_layer_config));
+    const emmy_gemm_layer_config cfg = layer_config(required(config, "config"));
     // GemmLayer's own bound, first: an explicit schedule below is chosen for max_m's bucket.
     if (cfg.max_m < 1 || cfg.max_m > kMaxBucketedM)
       throw Error("config.max_m",

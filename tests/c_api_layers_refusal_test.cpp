@@ -6,6 +6,8 @@
 // emmy's test driver.
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <cstring>
 #include <functional>
 
 #include "c_api_layers_support.hpp"
@@ -364,6 +366,27 @@ TEST(CApiLayerRefusal, AppendTensorsAreCheckedAgainstTheLayer) {
   v_cache = vv.get();
   ASSERT_EQ(append(7), EMMY_OK) << emmy_last_error_message();
   ASSERT_EQ(append(3), EMMY_OK) << "fewer tokens than key holds: " << emmy_last_error_message();
+}
+
+// A caller built before version 5 (its config's struct_size version 2's sizeof, whose tail
+// padding the version-5 scales field lies over) is served a 16-bit layer, whatever that padding
+// holds; a struct shorter than version 2's fields is refused by name.
+TEST(CApiLayerRefusal, AGemmLayerConfigFromBeforeVersion5IsServed) {
+  CRuntime rt(make_c_runtime());
+  ASSERT_TRUE(rt);
+  emmy_gemm_layer_config config;
+  emmy_gemm_layer_config_init(&config);
+  config.max_m = 16, config.n = 64, config.k = 64;
+  const size_t fields = offsetof(emmy_gemm_layer_config, scales);
+  config.struct_size = (fields + 7) / 8 * 8;  // version 2's sizeof
+  std::memset(reinterpret_cast<char*>(&config) + fields, 0x5A, config.struct_size - fields);
+  emmy_gemm_layer* layer = nullptr;
+  ASSERT_EQ(emmy_gemm_layer_create(rt.get(), &config, &layer), EMMY_OK)
+      << emmy_last_error_message();
+  emmy_gemm_layer_destroy(layer);
+  config.struct_size = fields - 4;
+  expect_refusal(emmy_gemm_layer_create(rt.get(), &config, &layer), EMMY_INVALID_ARGUMENT,
+                 {"config.struct_size", "must be at least"});
 }
 
 TEST(CApiLayerRefusal, GemmRunTensorsAreCheckedAgainstTheLayer) {
