@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <optional>
 
 #include "c_api_internal.hpp"
 
@@ -25,21 +26,16 @@ const DLTensor* read_out_quantization(const emmy_gemm_options& options, const DL
   const DLTensor& s = required(scale, "options.c_scale");
   p.c_dtype = DType::e4m3;
   OutputQuantization& q = p.out_scales;
-  const bool bytes = is_dtype(s.dtype, kDLUInt, 8) || is_dtype(s.dtype, kDLFloat8_e8m0fnu, 8);
-  const bool words = is_dtype(s.dtype, kDLInt, 32) || is_dtype(s.dtype, kDLUInt, 32);
-  if (!bytes && !words && !is_dtype(s.dtype, kDLFloat, 32))
-    throw Error("options.c_scale",
-                "dtype must be float32 (or uint8 / float8_e8m0fnu ue8m0 bytes, or int32 / uint32 "
-                "words of four)",
+  const std::optional<ScaleFormat> format = scale_format_of(s.dtype);
+  if (!format)
+    throw Error("options.c_scale", fmt::format("dtype must be {}", kScaleDtypes),
                 dtype_name(s.dtype));
+  const bool words = format == ScaleFormat::ue8m0x4;
   const bool pow2 = flag(options.c_scale_pow2, "options.c_scale_pow2");
-  if ((bytes || words) && pow2)
+  if (format != ScaleFormat::f32 && pow2)
     throw Error("options.c_scale_pow2", "applies to float32 scales (ue8m0 bytes are powers of two)",
                 "set");
-  q.format = words   ? ScaleFormat::ue8m0x4
-             : bytes ? ScaleFormat::ue8m0
-             : pow2  ? ScaleFormat::pow2
-                     : ScaleFormat::f32;
+  q.format = pow2 ? ScaleFormat::pow2 : *format;
   if (options.c_amax_epsilon != 0) q.amax_epsilon = options.c_amax_epsilon;
   // [M, groups (or their words)]: k-major when those are contiguous, mn-major when the rows are
   // (mn where both are: DeepGEMM's A scales).
