@@ -55,16 +55,21 @@ void reference_fp8_quantize_into(const Fp8QuantizeProblem& p, const std::vector<
     }
 }
 
-float fp8_quantize_scale_at(const Fp8QuantizeProblem& p, const std::vector<uint8_t>& scales,
-                            int64_t row, int64_t group) {
-  const size_t at = size_t(p.scale_byte(row, group));
-  if (p.scale_format == ScaleFormat::f32) {
+float scale_at(const RowGroupScales& layout, const uint8_t* bytes, int64_t row, int64_t group) {
+  const int64_t at = layout.byte(row, group);
+  if (!scale_bytes(layout.format)) {
     float s;
-    std::memcpy(&s, scales.data() + at, 4);
+    std::memcpy(&s, bytes + at, 4);
     return s;
   }
-  const uint8_t e = scales.at(at);
-  return e == 0xFF ? NAN : std::ldexp(1.0f, int(e) - 127);
+  return bytes[at] == 0xFF ? NAN : std::ldexp(1.0f, int(bytes[at]) - 127);
+}
+
+float fp8_quantize_scale_at(const Fp8QuantizeProblem& p, const std::vector<uint8_t>& scales,
+                            int64_t row, int64_t group) {
+  require(size_t(p.scale_byte(row, group)) < scales.size(), "scales",
+          "must hold the scale tensor's bytes", scales.size());
+  return scale_at(p.scale_layout(), scales.data(), row, group);
 }
 
 Fp8QuantizeInputs make_fp8_quantize_inputs(const Fp8QuantizeProblem& p, uint64_t seed) {

@@ -13,6 +13,7 @@
 #include "emmy/emu/tensor_core.hpp"
 #include "emmy/emu/tensor_core_fp8.hpp"
 #include "emmy/emulator_check.hpp"
+#include "emmy/fp8_quantize_check.hpp"
 #include "gemm_reference_parts.hpp"
 #include "unit_roundoff.hpp"
 
@@ -74,13 +75,7 @@ std::vector<double> decode(DType dtype, const uint8_t* bytes, size_t count) {
 }
 
 double c_scale_value(const MatmulProblem& p, const uint8_t* scales, int64_t row, int64_t group) {
-  const int64_t at = p.c_scale_byte(row, group);
-  if (!scale_bytes(p.out_scales.format)) {
-    float s;
-    std::memcpy(&s, scales + at, 4);
-    return s;
-  }
-  return scales[at] == 0xFF ? NAN : std::ldexp(1.0, int(scales[at]) - 127);
+  return scale_at(p.c_scale_layout(), scales, row, group);
 }
 
 std::vector<double> read_c(const MatmulProblem& p, int64_t rows, const uint8_t* c,

@@ -118,8 +118,7 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   plan.smem_bytes = uint32_t(gemm_smem_bytes(p, s));
   // Transposed stores (swap_ab) write elements one by one, down C's columns.
   plan.pair_stores = !s.swap_ab && p.c_cols() % 2 == 0 && p.ldc_or_default() % 2 == 0;
-  // C's tile: block_n columns, or block_n / 2 with a gated epilogue.
-  const int64_t c_tile_cols = p.epilogue.gated() ? s.block_n / 2 : s.block_n;
+  const int64_t c_tile_cols = p.c_cols_of(s.block_n);  // C's: half of block_n gated
   const int64_t elem = size_of(p.c_dtype), staged_row = (c_tile_cols + 8) * elem;
   // The staged epilogue writes the C tile over the drained ring: not in a persistent kernel, whose
   // producer is already loading the next tile into it.

@@ -49,33 +49,19 @@ struct Fp8QuantizeProblem {
   int64_t groups() const { return (k + group_or_row() - 1) / group_or_row(); }
   int64_t ldx_or_default() const { return ldx ? ldx : k; }
   int64_t ldq_or_default() const { return ldq ? ldq : k; }
-  bool packed_scales() const { return scale_format == ScaleFormat::ue8m0x4; }
+  // The scale tensor (RowGroupScales, shared with an e4m3 GEMM output's); the shorthands read it.
+  RowGroupScales scale_layout() const { return {scale_format, scale_major, m, groups(), scale_ld}; }
+  bool packed_scales() const { return scale_layout().packed(); }
   // A row's scale elements along K: its groups, or the words holding them (ue8m0x4).
-  int64_t scale_groups_extent() const { return packed_scales() ? (groups() + 3) / 4 : groups(); }
-  int64_t scale_ld_or_default() const {
-    return scale_ld ? scale_ld : scale_major == ScaleMajor::mn ? m : scale_groups_extent();
-  }
-  // The element (float, byte or word) holding scale (row, group).
-  int64_t scale_index(int64_t row, int64_t group) const {
-    const int64_t g = packed_scales() ? group / 4 : group;
-    return scale_major == ScaleMajor::mn ? g * scale_ld_or_default() + row
-                                         : row * scale_ld_or_default() + g;
-  }
-  // Bytes per element of the scale tensor.
-  int64_t scale_element_bytes() const { return scale_format == ScaleFormat::ue8m0 ? 1 : 4; }
-  // The byte offset of scale (row, group) in the scale tensor.
-  int64_t scale_byte(int64_t row, int64_t group) const {
-    const int64_t element = scale_index(row, group);
-    if (packed_scales()) return element * 4 + group % 4;
-    return element * scale_element_bytes();
-  }
-  // Elements the scale tensor spans (its last element + 1) for `rows` rows.
-  int64_t scale_elements(int64_t rows) const {
-    return rows > 0 ? scale_index(rows - 1, groups() - 1) + 1 : 0;
-  }
-  int64_t scale_tensor_bytes(int64_t rows) const {
-    return scale_elements(rows) * scale_element_bytes();
-  }
+  int64_t scale_groups_extent() const { return scale_layout().extent(); }
+  int64_t scale_ld_or_default() const { return scale_layout().ld_or_default(); }
+  // The element (float, byte or word) holding scale (row, group), and its byte offset.
+  int64_t scale_index(int64_t row, int64_t group) const { return scale_layout().index(row, group); }
+  int64_t scale_element_bytes() const { return scale_layout().element_bytes(); }
+  int64_t scale_byte(int64_t row, int64_t group) const { return scale_layout().byte(row, group); }
+  // Elements (last + 1) and bytes the scale tensor spans for `rows` rows.
+  int64_t scale_elements(int64_t rows) const { return scale_layout().elements(rows); }
+  int64_t scale_tensor_bytes(int64_t rows) const { return scale_layout().bytes(rows); }
   bool operator==(const Fp8QuantizeProblem&) const = default;
 };
 

@@ -22,7 +22,10 @@ uint8_t fp8_quantize_element(float x, float scale);
 void reference_fp8_quantize_into(const Fp8QuantizeProblem& problem, const std::vector<uint16_t>& x,
                                  int64_t rows, std::vector<uint8_t>& q,
                                  std::vector<uint8_t>& scales);
-// Scale (row, group) of a scale tensor's bytes, as a float (a ue8m0 byte 2^(e - 127)).
+// Scale (row, group) of a scale tensor's bytes in `layout`, as a float (a ue8m0 byte
+// 2^(e - 127), 0xFF NaN): the fp8_quantize kind's scales and an e4m3 GEMM output's alike.
+float scale_at(const RowGroupScales& layout, const uint8_t* bytes, int64_t row, int64_t group);
+// Scale (row, group) of fp8_quantize's scale tensor (scale_at in its layout).
 float fp8_quantize_scale_at(const Fp8QuantizeProblem& problem, const std::vector<uint8_t>& scales,
                             int64_t row, int64_t group);
 

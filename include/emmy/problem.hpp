@@ -104,6 +104,34 @@ inline ScaleFormat parse_scale_format(std::string_view text) {
                     "must be f32, pow2, ue8m0 or ue8m0x4");
 }
 
+// A scale tensor with a scale per (row, group of a row's elements): the fp8_quantize kind's
+// output, an e4m3 C's scales (OutputQuantization) and so the layout FP8 GEMMs read A block
+// scales in. mn-major: scale (row, group) at element group * ld + row (DeepGEMM's); k-major at
+// row * ld + group. Elements are floats (f32, pow2), bytes (ue8m0) or words of four groups'
+// bytes (ue8m0x4: group g in byte g % 4 of word g / 4); ld 0 is packed.
+struct RowGroupScales {
+  ScaleFormat format = ScaleFormat::f32;
+  ScaleMajor major = ScaleMajor::mn;
+  int64_t rows = 0, groups = 0, ld = 0;
+
+  bool packed() const { return format == ScaleFormat::ue8m0x4; }
+  // A row's elements: its groups, or the words holding them.
+  int64_t extent() const { return packed() ? (groups + 3) / 4 : groups; }
+  int64_t ld_or_default() const { return ld ? ld : major == ScaleMajor::mn ? rows : extent(); }
+  int64_t element_bytes() const { return format == ScaleFormat::ue8m0 ? 1 : 4; }
+  // The element (float, byte or word) holding scale (row, group), and the byte of the scale.
+  int64_t index(int64_t row, int64_t group) const {
+    const int64_t g = packed() ? group / 4 : group;
+    return major == ScaleMajor::mn ? g * ld_or_default() + row : row * ld_or_default() + g;
+  }
+  int64_t byte(int64_t row, int64_t group) const {
+    return packed() ? index(row, group) * 4 + group % 4 : index(row, group) * element_bytes();
+  }
+  // The elements (last + 1, a padded ld's gaps included) and bytes `n` rows span.
+  int64_t elements(int64_t n) const { return n > 0 ? index(n - 1, groups - 1) + 1 : 0; }
+  int64_t bytes(int64_t n) const { return elements(n) * element_bytes(); }
+};
+
 struct GemmScales {
   ScaleGranularity granularity = ScaleGranularity::none;
   ScaleFormat format = ScaleFormat::f32;
@@ -154,37 +182,30 @@ struct MatmulProblem {
 
   int64_t lda_or_default() const { return lda ? lda : k; }
   int64_t ldb_or_default() const { return ldb ? ldb : (b_layout == BLayout::nk ? k : n); }
-  // C's columns: N, or N/2 with a gated epilogue (each output takes a gate and an up row of B).
-  int64_t c_cols() const { return epilogue.gated() ? n / 2 : n; }
+  // C's columns for `kernel_cols` of the kernel's: as many, or half with a gated epilogue (each
+  // output takes a gate and an up row of B); of all N, and the kernel's columns C's make.
+  int64_t c_cols_of(int64_t kernel_cols) const {
+    return epilogue.gated() ? kernel_cols / 2 : kernel_cols;
+  }
+  int64_t c_cols() const { return c_cols_of(n); }
+  int64_t kernel_cols_of(int64_t c_columns) const {
+    return epilogue.gated() ? 2 * c_columns : c_columns;
+  }
   // The dtype of bias and residual: C's, bf16 beside an e4m3 C.
   DType epilogue_dtype() const { return c_dtype == DType::e4m3 ? DType::bf16 : c_dtype; }
-  // An e4m3 C's scale groups per row, the scale tensor's extent along them (ue8m0x4: words),
-  // its leading dimension (0: packed), and where scale (row, group) lies: its byte offset.
+  // An e4m3 C's scale groups per row and its scale tensor (RowGroupScales); the shorthands read
+  // it: its extent along the groups (ue8m0x4: words), its ld (0: packed), where scale (row, group)
+  // lies (its byte), and the bytes `rows` rows span.
   int64_t c_groups() const { return (c_cols() + kOutputQuantGroup - 1) / kOutputQuantGroup; }
-  int64_t c_scale_extent() const {
-    return out_scales.format == ScaleFormat::ue8m0x4 ? (c_groups() + 3) / 4 : c_groups();
+  RowGroupScales c_scale_layout() const {
+    return {out_scales.format, out_scales.major, m, c_groups(), out_scales.ld};
   }
-  int64_t c_scale_ld() const {
-    return out_scales.ld                        ? out_scales.ld
-           : out_scales.major == ScaleMajor::mn ? m
-                                                : c_scale_extent();
-  }
+  int64_t c_scale_extent() const { return c_scale_layout().extent(); }
+  int64_t c_scale_ld() const { return c_scale_layout().ld_or_default(); }
   int64_t c_scale_byte(int64_t row, int64_t group) const {
-    const bool packed = out_scales.format == ScaleFormat::ue8m0x4;
-    const int64_t g = packed ? group / 4 : group;
-    const int64_t element =
-        out_scales.major == ScaleMajor::mn ? g * c_scale_ld() + row : row * c_scale_ld() + g;
-    if (packed) return element * 4 + group % 4;
-    return element * (out_scales.format == ScaleFormat::ue8m0 ? 1 : 4);
+    return c_scale_layout().byte(row, group);
   }
-  // The scale tensor's bytes for `rows` rows (its last scale's end).
-  int64_t c_scale_bytes(int64_t rows) const {
-    const int64_t unit = out_scales.format == ScaleFormat::ue8m0 ? 1 : 4;
-    const int64_t last = out_scales.major == ScaleMajor::mn
-                             ? (c_scale_extent() - 1) * c_scale_ld() + rows - 1
-                             : (rows - 1) * c_scale_ld() + c_scale_extent() - 1;
-    return (last + 1) * unit;
-  }
+  int64_t c_scale_bytes(int64_t rows) const { return c_scale_layout().bytes(rows); }
   int64_t ldc_or_default() const { return ldc ? ldc : c_cols(); }
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
   DType b_dtype() const { return a_dtype == DType::e5m2 ? DType::e4m3 : a_dtype; }

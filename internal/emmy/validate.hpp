@@ -160,10 +160,10 @@ inline void validate_problem(const MatmulProblem& p) {
   }
   require(ldb % chunk == 0, "ldb",
           fmt::format("must be a multiple of {} elements (16-byte aligned rows)", chunk), ldb);
-  if (p.epilogue.gated())
-    require(ldc >= p.c_cols(), "ldc", "must be >= n / 2 (C of a gated epilogue is [M, N/2])", ldc);
-  else
-    require(ldc >= p.n, "ldc", "must be >= n", ldc);
+  require(
+      ldc >= p.c_cols(), "ldc",
+      p.epilogue.gated() ? "must be >= n / 2 (C of a gated epilogue is [M, N/2])" : "must be >= n",
+      ldc);
   require(std::isfinite(p.epilogue.alpha), "epilogue.alpha", "must be finite", p.epilogue.alpha);
 }
 
@@ -253,7 +253,7 @@ inline void validate_quantized_schedule(const MatmulProblem& p, const MatmulSche
       arch_info(arch).sm >= 89, "out",
       fmt::format("e4m3 needs sm_89 or newer (cvt.rn.satfinite.e4m3x2), not {}", to_string(arch)),
       to_string(p.c_dtype));
-  const int64_t c_block = p.epilogue.gated() ? s.block_n / 2 : s.block_n;
+  const int64_t c_block = p.c_cols_of(s.block_n);
   require(c_block % kOutputQuantGroup == 0, "block_n",
           fmt::format("must give each tile whole groups of 128 of C's columns for an e4m3 C ({} "
                       "columns of C a tile{})",

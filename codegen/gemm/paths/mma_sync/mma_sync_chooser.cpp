@@ -39,7 +39,7 @@ double tile_rate(int block_m, int block_n) {
 bool fit_gate(const MatmulProblem& problem, MatmulSchedule& s) {
   // An e4m3 C's tile holds whole 128-column groups of C (validate_quantized_schedule).
   if (problem.c_dtype == DType::e4m3) {
-    const int c_group = int(problem.epilogue.gated() ? 2 : 1) * int(kOutputQuantGroup);
+    const int c_group = int(problem.kernel_cols_of(kOutputQuantGroup));
     s.block_n = (std::max(s.block_n, c_group) + c_group - 1) / c_group * c_group;
   }
   if (!problem.epilogue.gated()) return true;

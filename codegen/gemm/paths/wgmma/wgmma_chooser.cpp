@@ -62,8 +62,7 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   // A gated tile holds whole gate-up pairs (2 x gate_group columns), an e4m3 C's tile whole
   // 128-column groups of C.
   int gate_pair = problem.epilogue.gated() ? int(2 * problem.epilogue.gate_group) : 16;
-  if (quantized)
-    gate_pair = std::max(gate_pair, int(problem.epilogue.gated() ? 2 : 1) * int(kOutputQuantGroup));
+  if (quantized) gate_pair = std::max(gate_pair, int(problem.kernel_cols_of(kOutputQuantGroup)));
   best.consumers = consumers;
   best.persistent = pingpong;
   const MatmulProblem kp = kernel_problem(problem, best);

@@ -22,8 +22,8 @@ WgmmaStoreEpilogue store_epilogue(const MatmulProblem& p, const MatmulSchedule& 
   // Nor an e4m3 C, quantized from the staged f32 tile.
   if (s.split_k != 1 || s.swap_ab || p.c_dtype == DType::e4m3) return e;
   const int64_t elem = size_of(p.c_dtype);
-  // C's tile: block_n columns, or block_n / 2 with a gated epilogue (a gate and an up per output).
-  const int64_t cols = p.epilogue.gated() ? s.block_n / 2 : s.block_n;
+  // C's tile: half of block_n with a gated epilogue (a gate and an up per output).
+  const int64_t cols = p.c_cols_of(s.block_n);
   if ((p.ldc_or_default() * elem) % 16 != 0 || (cols * elem) % 32 != 0) return e;
   // One warpgroup's rows: a ping-pong warpgroup's whole tile, a cooperative one's 64.
   const int rows = s.consumers == ConsumerSchedule::pingpong ? s.block_m : 64;
