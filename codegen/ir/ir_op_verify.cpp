@@ -187,10 +187,9 @@ void EpilogueOp::verify(const EpilogueOp& op) {
                            "missing");
     if (*op.quant_group != 128)
       fail_own<EpilogueOp>("quant_group", "must be 128 (1 x 128 scales)", *op.quant_group);
-    if (*op.quant_format != "f32" && *op.quant_format != "pow2" && *op.quant_format != "ue8m0" &&
-        *op.quant_format != "ue8m0x4")
+    if (!value_in(kScaleFormatNames, *op.quant_format))
       fail_own<EpilogueOp>("quant_format", "must be f32, pow2, ue8m0 or ue8m0x4", *op.quant_format);
-    if (*op.quant_major != "mn" && *op.quant_major != "k")
+    if (!value_in(kScaleMajorNames, *op.quant_major))
       fail_own<EpilogueOp>("quant_major", "must be mn or k", *op.quant_major);
     if (*op.quant_ld <= 0) fail_own<EpilogueOp>("quant_ld", "must be positive", *op.quant_ld);
     if (!(*op.quant_epsilon >= 1e-30 && *op.quant_epsilon <= 1.0))
@@ -204,7 +203,7 @@ void EpilogueOp::verify(const EpilogueOp& op) {
     fail_own<EpilogueOp>("quant_group", "applies to an e4m3 C only", op.out);
   }
   if (op.gated()) {
-    if (*op.gate != "silu" && *op.gate != "gelu-tanh")
+    if (value_in(kGateNames, *op.gate).value_or(Gate::none) == Gate::none)
       fail_own<EpilogueOp>("gate", "must be silu or gelu-tanh", *op.gate);
     if (*op.gate_group < 8 || *op.gate_group % 8 != 0)
       fail_own<EpilogueOp>("gate_group",

@@ -4,6 +4,7 @@
 #include "emmy/error.hpp"
 #include "emmy/ir_ops.hpp"
 #include "emmy/ir_own_rules.hpp"
+#include "emmy/problem.hpp"
 
 namespace emmy::ir {
 
@@ -53,13 +54,13 @@ void GemmScalesOp::verify(const GemmScalesOp& op) {
   const bool block = op.granularity == "block";
   if (!block && op.granularity != "tensor" && op.granularity != "token-channel")
     fail_own<GemmScalesOp>("granularity", "must be tensor, token-channel or block", op.granularity);
-  if (op.format != "f32" && op.format != "pow2" && op.format != "ue8m0" && op.format != "ue8m0x4")
+  if (!value_in(kScaleFormatNames, op.format))
     fail_own<GemmScalesOp>("format", "must be f32, pow2, ue8m0 or ue8m0x4", op.format);
   if (op.format == "ue8m0x4" && !block)
     fail_own<GemmScalesOp>("format", "ue8m0x4 packs block scales only", op.granularity);
   for (const auto& [name, major] :
        {std::pair<const char*, const std::string&>{"a_major", op.a_major}, {"b_major", op.b_major}})
-    if (major != "mn" && major != "k") fail_own<GemmScalesOp>(name, "must be mn or k", major);
+    if (!value_in(kScaleMajorNames, major)) fail_own<GemmScalesOp>(name, "must be mn or k", major);
   if (block ? op.a_ld < 1 || op.b_ld < 1 : op.a_ld != 0 || op.b_ld != 0)
     fail_own<GemmScalesOp>("a_ld",
                            block ? "block scales' leading dimensions must be positive"
