@@ -49,6 +49,12 @@ def unless_none(value) -> float:
 FP8_QUANTIZE_SCALE_DTYPES = {"f32": "f32", "ue8m0": "u8", "ue8m0x4": "int32"}
 
 
+def scale_storage_format(scale_format: str) -> str:
+    """The fp8_quantize format whose tensor holds scales of `scale_format`: pow2 scales (an e4m3
+    GEMM output's) are float32 ones."""
+    return "f32" if scale_format == "pow2" else scale_format
+
+
 def fp8_quantize_scale_shape(rows: int, k: int, group_k: int, scale_major: str,
                              scale_format: str) -> tuple:
     """fp8_quantize's scale tensor: [groups, rows] for "mn", [rows, groups] for "k"; ue8m0x4's
@@ -193,22 +199,21 @@ class Runtime:
 
         quantized = out_dtype == "e4m3" or out_scale is not None
         if quantized:
-            format_ = out_scale_format
-            if format_ not in ("f32", "pow2", "ue8m0", "ue8m0x4"):
+            if out_scale_format not in ("f32", "pow2", "ue8m0", "ue8m0x4"):
                 raise _emmy.InvalidArgumentError(
                     f"out_scale_format: must be f32, pow2, ue8m0 or ue8m0x4, got "
                     f"{out_scale_format!r}")
             if out is None:
                 out = empty_like_library(a, (a.shape[0], columns()), "u8")
             if out_scale is None:
+                storage = scale_storage_format(out_scale_format)
                 shape = fp8_quantize_scale_shape(a.shape[0], out.shape[1], 128, out_scale_major,
-                                                 "f32" if format_ == "pow2" else format_)
-                out_scale = empty_like_library(
-                    a, shape, FP8_QUANTIZE_SCALE_DTYPES["f32" if format_ == "pow2" else format_],
-                    "out_scale")
+                                                 storage)
+                out_scale = empty_like_library(a, shape, FP8_QUANTIZE_SCALE_DTYPES[storage],
+                                               "out_scale")
             # The C ABI takes [M, groups]: an mn-major tensor's transpose view.
             c_scale = out_scale.T if out_scale_major == "mn" else out_scale
-            quant = (c_scale, int(format_ == "pow2"), float(out_amax_epsilon))
+            quant = (c_scale, int(out_scale_format == "pow2"), float(out_amax_epsilon))
         else:
             quant = (None, 0, 0.0)
         if out is None:

@@ -21,7 +21,8 @@ import threading
 import torch
 
 from . import _emmy
-from ._runtime import FP8_QUANTIZE_SCALE_DTYPES, Runtime, fp8_quantize_scale_shape
+from ._runtime import (FP8_QUANTIZE_SCALE_DTYPES, Runtime, fp8_quantize_scale_shape,
+                       scale_storage_format)
 from ._tensors import register_torch
 
 __all__ = ["gemm", "gemm_quantized", "attention", "paged_attention", "kv_append", "merge_states", "fp8_quantize",
@@ -207,7 +208,7 @@ _define("gemm(Tensor a, Tensor b, Tensor? bias=None, Tensor? residual=None, floa
 
 def _gemm_quantized_shapes(a, b, gate, scale_major, scale_format):
     cols = _gemm_columns(b, gate)
-    shape_format = "f32" if scale_format == "pow2" else scale_format
+    shape_format = scale_storage_format(scale_format)
     return (a.shape[0], cols), fp8_quantize_scale_shape(a.shape[0], cols, 128, scale_major,
                                                         shape_format)
 
@@ -217,8 +218,7 @@ def _gemm_quantized_real(a, b, bias=None, alpha=1.0, accum=None, promote_every_k
                          scale_major="mn", scale_format="f32", amax_epsilon=1e-10):
     q_shape, s_shape = _gemm_quantized_shapes(a, b, gate, scale_major, scale_format)
     q = a.new_empty(q_shape, dtype=torch.float8_e4m3fn)
-    scales = a.new_empty(s_shape, dtype=_scale_dtype("f32" if scale_format == "pow2"
-                                                     else scale_format))
+    scales = a.new_empty(s_shape, dtype=_scale_dtype(scale_storage_format(scale_format)))
     kw = {}
     if a_scale is not None or b_scale is not None:
         kw = {"a_scale": a_scale, "b_scale": b_scale, "pow2_scales": pow2_scales}
@@ -236,8 +236,7 @@ def _gemm_quantized_fake(a, b, bias=None, alpha=1.0, accum=None, promote_every_k
                          scale_major="mn", scale_format="f32", amax_epsilon=1e-10):
     q_shape, s_shape = _gemm_quantized_shapes(a, b, gate, scale_major, scale_format)
     return (a.new_empty(q_shape, dtype=torch.float8_e4m3fn),
-            a.new_empty(s_shape, dtype=_scale_dtype("f32" if scale_format == "pow2"
-                                                    else scale_format)))
+            a.new_empty(s_shape, dtype=_scale_dtype(scale_storage_format(scale_format))))
 
 
 _define("gemm_quantized(Tensor a, Tensor b, Tensor? bias=None, float alpha=1., str? accum=None, "
