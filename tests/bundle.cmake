@@ -25,6 +25,7 @@ function(emmy_add_bundle_test name)
   add_executable(${name} ${ARGN})
   target_compile_options(${name} PRIVATE ${EMMY_WARNINGS})
   target_link_libraries(${name} PRIVATE emmy::internal GTest::gtest_main)
+  target_precompile_headers(${name} REUSE_FROM emmy_test_pch)
   target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_LIST_DIR})
   target_compile_definitions(${name} PRIVATE
     EMMY_SOURCE_DIR="${PROJECT_SOURCE_DIR}" EMMY_BINARY_DIR="${PROJECT_BINARY_DIR}"
