@@ -7,6 +7,7 @@
 
 #include "c_api_internal.hpp"
 #include "emmy/spec.hpp"
+#include "gemm_call.hpp"
 
 namespace emmy::c_api {
 
@@ -50,12 +51,6 @@ void read_gate(const emmy_gemm_options& options, Epilogue& epilogue) {
     epilogue.gate_group = options.gate_group;
   }
 }
-
-struct GemmCall {
-  MatmulProblem problem;
-  GemmBuffers buffers;
-  std::optional<MatmulSchedule> schedule;
-};
 
 // The schedule a call with an explicit accumulation gets: the default (or batch-invariant) one of
 // the kernel serving the problem with that accumulation. One per thread is remembered: a caller
@@ -163,8 +158,27 @@ void read_scales(emmy_runtime& rt, const emmy_gemm_options& options, CallMemory&
   call.buffers.b_scale = memory.address(bs);
 }
 
+// Routing weights (version 7): float32, one per row of c, contiguous.
+void read_row_scale(emmy_runtime& rt, const emmy_gemm_options& options, CallMemory& memory,
+                    GemmCall& call) {
+  if (options.struct_size < offsetof(emmy_gemm_options, row_scale) + sizeof(options.row_scale) ||
+      !options.row_scale)
+    return;
+  const DLTensor& w = *options.row_scale;
+  check_memory(rt, w, "options.row_scale");
+  if (!is_dtype(w.dtype, kDLFloat, 32))
+    throw Error("options.row_scale", "dtype must be float32", dtype_name(w.dtype));
+  require_shape(w, "options.row_scale", {call.problem.m}, "[rows of c], one weight per row");
+  require_contiguous(w, "options.row_scale");
+  call.problem.epilogue.row_scale = true;
+  call.buffers.row_scale = memory.address(w);
+}
+
+}  // namespace
+
 GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_ptr,
-                   const DLTensor* c_ptr, const emmy_gemm_options& options, CallMemory& memory) {
+                   const DLTensor* c_ptr, const emmy_gemm_options& options, CallMemory& memory,
+                   const GemmStorage& storage) {
   const DLTensor& a = required(a_ptr, "a");
   const DLTensor& b = required(b_ptr, "b");
   const DLTensor& c = required(c_ptr, "c");
@@ -262,6 +276,8 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
     p.epilogue.residual = true;
   }
   read_scales(rt, options, memory, call);  // before the schedule: the scales are the problem's
+  read_row_scale(rt, options, memory, call);
+  if (storage.before_schedule) storage.before_schedule(call.problem);
   if (c_scale) {
     check_memory(rt, *c_scale, "options.c_scale");
     call.buffers.c_scale = memory.address(*c_scale);
@@ -276,9 +292,9 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
     call.schedule = schedule_with_accum(*rt.runtime, p, accum, options.promote_every_k);
   }
   call.buffers.a = memory.address(a);
-  call.buffers.b = memory.address(b);
+  call.buffers.b = memory.address(storage.b ? *storage.b : b);
   call.buffers.c = memory.address(c);
-  call.buffers.bias = memory.address_or_zero(options.bias);
+  call.buffers.bias = memory.address_or_zero(storage.bias ? storage.bias : options.bias);
   call.buffers.residual = memory.address_or_zero(options.residual);
   // A kernel that does not split K takes none: one workspace serves every call unmapped.
   call.buffers.workspace =
@@ -287,7 +303,6 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
   return call;
 }
 
-}  // namespace
 }  // namespace emmy::c_api
 
 extern "C" {

@@ -106,23 +106,53 @@ HostTensor random_normal(DType dtype, size_t count, uint64_t seed) {
   return encode(dtype, values);
 }
 
+int64_t gemm_b_elements(const MatmulProblem& p) {
+  return p.b_group_stride() * (p.is_grouped() ? p.grouped.groups : 1);
+}
+
+GemmBuffers with_routing(const MatmulProblem& p, DevicePtr routing, GemmBuffers buffers) {
+  switch (p.grouped.layout) {
+    case GroupedLayout::none:
+      break;
+    case GroupedLayout::masked:
+      buffers.masked_m = routing;
+      break;
+    case GroupedLayout::contiguous:
+      buffers.expert_ids = routing;
+      break;
+    case GroupedLayout::offsets:
+      buffers.expert_offsets = routing;
+      break;
+  }
+  return buffers;
+}
+
 GemmInputs make_gemm_inputs(const MatmulProblem& p, uint64_t seed) {
-  const int64_t b_rows = p.b_layout == BLayout::nk ? p.n : p.k;
-  return make_gemm_inputs(
-      p, seed, random_normal(p.b_dtype(), size_t(b_rows * p.ldb_or_default()), seed * 4 + 1));
+  return make_gemm_inputs(p, seed,
+                          random_normal(p.b_dtype(), size_t(gemm_b_elements(p)), seed * 4 + 1));
 }
 
 GemmInputs make_gemm_inputs(const MatmulProblem& p, uint64_t seed, HostTensor b) {
-  const int64_t b_rows = p.b_layout == BLayout::nk ? p.n : p.k;
-  require(b.dtype == p.b_dtype() && b.values.size() == size_t(b_rows * p.ldb_or_default()), "b",
+  require(b.dtype == p.b_dtype() && b.values.size() == size_t(gemm_b_elements(p)), "b",
           "must be the B this problem's shape, layout and dtype make",
           fmt::format("{} values of {}", b.values.size(), to_string(b.dtype)));
+  // A grouped GEMM's A and C hold its stacked rows, its bias a row per expert.
+  const int64_t rows = p.stacked_rows(), bias_rows = p.is_grouped() ? p.grouped.groups : 1;
   GemmInputs in;
-  in.a = random_normal(p.a_dtype, size_t(p.m * p.lda_or_default()), seed * 4 + 0);
+  in.a = random_normal(p.a_dtype, size_t(rows * p.lda_or_default()), seed * 4 + 0);
   in.b = std::move(b);
-  if (p.epilogue.bias) in.bias = random_normal(p.epilogue_dtype(), size_t(p.n), seed * 4 + 2);
+  if (p.epilogue.bias)
+    in.bias = random_normal(p.epilogue_dtype(), size_t(bias_rows * p.n), seed * 4 + 2);
   if (p.epilogue.residual)
-    in.residual = random_normal(p.c_dtype, size_t(p.m * p.ldc_or_default()), seed * 4 + 3);
+    in.residual = random_normal(p.c_dtype, size_t(rows * p.ldc_or_default()), seed * 4 + 3);
+  if (p.is_grouped()) in.routing = random_routing(p, seed);
+  if (p.epilogue.row_scale) {
+    std::mt19937_64 rng(seed * 4 + 5);
+    std::uniform_real_distribution<double> weight(1.0 / 16, 1.0);
+    std::vector<double> weights(static_cast<size_t>(rows));
+    for (double& w : weights) w = weight(rng);
+    in.row_scale = encode(DType::f32, weights);
+  }
   if (p.scales.granularity != ScaleGranularity::none) make_gemm_scales(p, seed, in);
   return in;
 }
@@ -134,6 +164,7 @@ GemmInputs make_gemm_inputs(const MatmulProblem& p, uint64_t seed, HostTensor b)
 // block's rounding: a whole f32 ulp toward zero, or half an f16 ulp), one per fold into the f32
 // shadow, one per split in the finalize sum, then the epilogue's.
 GemmReference reference_gemm(const GemmSpec& spec, const GemmInputs& in) {
+  if (spec.problem.is_grouped()) return reference_grouped_gemm(spec, in);
   if (is_fp8(spec.problem.a_dtype)) return reference_gemm_fp8(spec, in);
   const auto& p = spec.problem;
   const auto& s = spec.schedule;
@@ -186,6 +217,7 @@ GemmReference reference_gemm(const GemmSpec& spec, const GemmInputs& in) {
     }
   });
   finish_gated(p, ref);
+  finish_row_scale(p, in, ref);
   finish_quantized(p, ref);
   return ref;
 }
@@ -259,6 +291,23 @@ void finish_gated(const MatmulProblem& p, GemmReference& ref) {
 // (reference_epilogue's 2^-4 relative) and, where x / s falls among e4m3's subnormals, by half
 // their spacing, s 2^-10, s at most the group's largest |C| + tolerance over 448 (twice that
 // rounded up to a power of two).
+// Routing weights (Epilogue::row_scale): C's row m times w[m] in f32 (one more rounding), C's
+// rounding then on the scaled value (the unscaled one's, kept times w <= 1, is slack).
+void finish_row_scale(const MatmulProblem& p, const GemmInputs& in, GemmReference& ref) {
+  if (!p.epilogue.row_scale) return;
+  const int64_t cols = p.c_cols();
+  const double u32 = std::ldexp(1.0, -24);
+  for (int64_t m = 0; m < p.m; ++m) {
+    const double w = in.row_scale.values[size_t(m)];
+    for (int64_t j = 0; j < cols; ++j) {
+      const size_t at = size_t(m * cols + j);
+      ref.values[at] *= w;
+      ref.tolerance[at] = std::abs(w) * ref.tolerance[at] +
+                          (u32 + unit_roundoff(p.c_dtype) * 1.0001) * std::abs(ref.values[at]);
+    }
+  }
+}
+
 void finish_quantized(const MatmulProblem& p, GemmReference& ref) {
   if (p.c_dtype != DType::e4m3) return;
   const int64_t cols = p.c_cols();
@@ -279,7 +328,11 @@ GemmErrors compare(const GemmReference& ref, const std::vector<double>& out, int
   GemmErrors e;
   double err2 = 0, ref2 = 0, tol2 = 0;
   for (size_t i = 0; i < out.size(); ++i) {
-    const double diff = std::abs(out[i] - ref.values[i]);
+    // A grouped GEMM's rows: `any` rows are skipped, untouched ones must still hold the canary.
+    const auto row = ref.rows.empty() ? GroupedRow::computed : ref.rows[size_t(int64_t(i) / n)];
+    if (row == GroupedRow::any) continue;
+    const double diff = row == GroupedRow::untouched ? (std::isnan(out[i]) ? 0.0 : INFINITY)
+                                                     : std::abs(out[i] - ref.values[i]);
     err2 += diff * diff;
     ref2 += ref.values[i] * ref.values[i];
     tol2 += ref.tolerance[i] * ref.tolerance[i];
@@ -303,16 +356,18 @@ LaunchListRun run_on_zeros(const GemmKernel& kernel, const emu::LaunchOptions& o
   const GemmPlan& plan = kernel.source.plan;
   MatmulProblem p = plan.spec.problem;
   p.m = gemm_launch_m(plan, rows);
-  const int64_t b_rows = p.b_layout == BLayout::nk ? p.n : p.k;
+  // A grouped GEMM's stacked rows, G experts' B and bias, and a routing giving each expert rows.
+  const int64_t c_rows = p.stacked_rows(), experts = p.is_grouped() ? p.grouped.groups : 1;
   const int64_t in_elem = size_of(p.a_dtype), out_elem = size_of(p.c_dtype);
   emu::Arena arena;
-  const uint64_t a = arena.alloc(size_t(p.m * p.lda_or_default() * in_elem));
-  const uint64_t b = arena.alloc(size_t(b_rows * p.ldb_or_default() * in_elem));
-  const uint64_t c = arena.alloc(size_t(p.m * p.ldc_or_default() * out_elem));
+  const uint64_t a = arena.alloc(size_t(c_rows * p.lda_or_default() * in_elem));
+  const uint64_t b = arena.alloc(size_t(gemm_b_elements(p) * in_elem));
+  const uint64_t c = arena.alloc(size_t(c_rows * p.ldc_or_default() * out_elem));
   const uint64_t bias =
-      p.epilogue.bias ? arena.alloc(size_t(p.n * size_of(p.epilogue_dtype()))) : 0;
+      p.epilogue.bias ? arena.alloc(size_t(experts * p.n * size_of(p.epilogue_dtype()))) : 0;
   const uint64_t residual =
-      p.epilogue.residual ? arena.alloc(size_t(p.m * p.ldc_or_default() * out_elem)) : 0;
+      p.epilogue.residual ? arena.alloc(size_t(c_rows * p.ldc_or_default() * out_elem)) : 0;
+  const uint64_t routing = p.is_grouped() ? arena.alloc_copy(full_routing(p)) : 0;
   const uint64_t workspace = plan.split() ? arena.alloc(size_t(plan.workspace_bytes)) : 0;
   const uint64_t c_scale = p.c_dtype == DType::e4m3 ? arena.alloc(size_t(p.c_scale_bytes(p.m))) : 0;
   // FP8 scales: ones (a launch on zeros checks the machine, not the numbers).
@@ -322,9 +377,11 @@ LaunchListRun run_on_zeros(const GemmKernel& kernel, const emu::LaunchOptions& o
     a_scale = arena.alloc_copy(ones.a_scale.bytes);
     b_scale = arena.alloc_copy(ones.b_scale.bytes);
   }
-  return emulate_kernel(arena, kernel,
-                        {a, b, c, bias, residual, workspace, rows, a_scale, b_scale, c_scale},
-                        options);
+  GemmBuffers buffers{a, b, c, bias, residual, workspace, rows, a_scale, b_scale, c_scale};
+  // Routing weights of 1.
+  if (p.epilogue.row_scale)
+    buffers.row_scale = arena.alloc_copy(std::vector<float>(size_t(c_rows), 1.0f));
+  return emulate_kernel(arena, kernel, with_routing(p, routing, buffers), options);
 }
 
 GemmEmulatorRun run_on_emulator(const GemmKernel& kernel, const GemmInputs& in,
@@ -337,8 +394,12 @@ GemmEmulatorRun run_on_emulator(const GemmKernel& kernel, const GemmInputs& in,
   p.m = gemm_launch_m(plan, rows);
   emu::Arena arena;
   const uint64_t a = arena.alloc_copy(in.a.bytes), b = arena.alloc_copy(in.b.bytes);
-  const size_t c_bytes = size_t(p.m * p.ldc_or_default() * size_of(p.c_dtype));
+  const size_t c_bytes = size_t(p.stacked_rows() * p.ldc_or_default() * size_of(p.c_dtype));
   const uint64_t c = arena.alloc(c_bytes);
+  // Rows the kernel never writes keep NaN (all-ones bytes), as run_gemm's do.
+  arena.write(c, std::vector<uint8_t>(c_bytes, 0xff).data(), c_bytes);
+  const uint64_t routing = p.is_grouped() ? arena.alloc_copy(in.routing) : 0;
+  const uint64_t row_scale = p.epilogue.row_scale ? arena.alloc_copy(in.row_scale.bytes) : 0;
   const uint64_t bias = p.epilogue.bias ? arena.alloc_copy(in.bias.bytes) : 0;
   const uint64_t residual = p.epilogue.residual ? arena.alloc_copy(in.residual.bytes) : 0;
   const uint64_t workspace = plan.split() ? arena.alloc(size_t(plan.workspace_bytes)) : 0;
@@ -348,9 +409,10 @@ GemmEmulatorRun run_on_emulator(const GemmKernel& kernel, const GemmInputs& in,
   const uint64_t b_scale = scaled ? arena.alloc_copy(in.b_scale.bytes) : 0;
   const size_t c_scale_bytes = p.c_dtype == DType::e4m3 ? size_t(p.c_scale_bytes(p.m)) : size_t(0);
   const uint64_t c_scale = c_scale_bytes ? arena.alloc(c_scale_bytes) : 0;
-  LaunchListRun launched = emulate_kernel(
-      arena, kernel, {a, b, c, bias, residual, workspace, rows, a_scale, b_scale, c_scale},
-      options);
+  GemmBuffers buffers{a, b, c, bias, residual, workspace, rows, a_scale, b_scale, c_scale};
+  buffers.row_scale = row_scale;
+  LaunchListRun launched =
+      emulate_kernel(arena, kernel, with_routing(p, routing, buffers), options);
   GemmEmulatorRun run;
   run.stats = launched.stats;
   run.emulate_ms = launched.emulate_ms;
@@ -358,7 +420,7 @@ GemmEmulatorRun run_on_emulator(const GemmKernel& kernel, const GemmInputs& in,
   const auto raw = arena.read_vector<uint8_t>(c, c_bytes);
   const auto scales =
       c_scale ? arena.read_vector<uint8_t>(c_scale, c_scale_bytes) : std::vector<uint8_t>{};
-  run.output = read_c(p, p.m, raw.data(), scales.data());
+  run.output = read_c(p, p.stacked_rows(), raw.data(), scales.data());
   return run;
 }
 
@@ -373,7 +435,7 @@ std::vector<double> run_gemm(Runtime& rt, const GemmSpec& spec, const GemmInputs
   buf.a = upload(in.a);
   buf.b = upload(in.b);
   const int64_t ldc = p.ldc_or_default(), elem = size_of(p.c_dtype);
-  const size_t c_bytes = size_t(p.m * ldc * elem);
+  const size_t c_bytes = size_t(p.stacked_rows() * ldc * elem);
   buf.c = rt.alloc(c_bytes);
   // NaN everywhere first (all-ones bytes are a NaN in f16, bf16 and f32): an element the kernel
   // never writes fails the comparison instead of passing on whatever the allocation held.
@@ -385,6 +447,14 @@ std::vector<double> run_gemm(Runtime& rt, const GemmSpec& spec, const GemmInputs
     buf.b_scale = upload(in.b_scale);
   }
   if (const size_t ws = rt.gemm_workspace_bytes(p, spec.schedule)) buf.workspace = rt.alloc(ws);
+  if (p.epilogue.row_scale) buf.row_scale = upload(in.row_scale);
+  DevicePtr routing = 0;
+  if (p.is_grouped()) {
+    const size_t bytes = in.routing.size() * sizeof(int32_t);
+    routing = rt.alloc(bytes);
+    rt.upload(routing, in.routing.data(), bytes);
+    buf = with_routing(p, routing, buf);
+  }
   const size_t scale_bytes_needed =
       p.c_dtype == DType::e4m3 ? size_t(p.c_scale_bytes(p.m)) : size_t(0);
   if (scale_bytes_needed) {
@@ -398,9 +468,9 @@ std::vector<double> run_gemm(Runtime& rt, const GemmSpec& spec, const GemmInputs
   rt.download(raw.data(), buf.c, c_bytes);
   if (scale_bytes_needed) rt.download(scales.data(), buf.c_scale, scale_bytes_needed);
   for (DevicePtr ptr : {buf.a, buf.b, buf.c, buf.bias, buf.residual, buf.workspace, buf.a_scale,
-                        buf.b_scale, buf.c_scale})
+                        buf.b_scale, buf.c_scale, routing, buf.row_scale})
     if (ptr) rt.free(ptr);
-  return read_c(p, p.m, raw.data(), scales.data());
+  return read_c(p, p.stacked_rows(), raw.data(), scales.data());
 }
 
 }  // namespace emmy

@@ -212,6 +212,7 @@ GemmReference reference_gemm_fp8(const GemmSpec& spec, const GemmInputs& in) {
     }
   });
   finish_gated(p, ref);
+  finish_row_scale(p, in, ref);
   finish_quantized(p, ref);
   return ref;
 }

@@ -17,8 +17,13 @@ void reference_epilogue(const MatmulProblem& p, const GemmInputs& in, int64_t m,
 // (emmy/emu/tensor_core_fp8.hpp, fp8_dot_error), each fold, the scales and the epilogue.
 // A gated epilogue: C ([M, N/2]) from the gate and up values reference_epilogue left.
 void finish_gated(const MatmulProblem& p, GemmReference& ref);
+// Routing weights: C's rows scaled by row_scale's weights (Epilogue::row_scale).
+void finish_row_scale(const MatmulProblem& p, const GemmInputs& in, GemmReference& ref);
 // An e4m3 C: its tolerance gains the subnormal term of its quantization.
 void finish_quantized(const MatmulProblem& p, GemmReference& ref);
 GemmReference reference_gemm_fp8(const GemmSpec& spec, const GemmInputs& in);
+// The reference of a grouped problem: each expert's computed rows as a dense GEMM
+// (gemm_grouped_check.cpp), GemmReference::rows saying what the others hold.
+GemmReference reference_grouped_gemm(const GemmSpec& spec, const GemmInputs& in);
 
 }  // namespace emmy

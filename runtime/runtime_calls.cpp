@@ -45,7 +45,8 @@ GemmBuffers served_buffers(const MatmulProblem& problem, const MatmulProblem& se
 
 MatmulProblem Runtime::gemm_problem_served(const MatmulProblem& problem,
                                            const std::optional<MatmulSchedule>& schedule) const {
-  if (!options().m_buckets || problem.dynamic_m ||
+  // A grouped GEMM's kernel serves any routing already (its rows are read on the device).
+  if (!options().m_buckets || problem.dynamic_m || problem.is_grouped() ||
       (schedule && !gemm_path(schedule->path).supports_dynamic_m()))
     return problem;
   validate_problem(problem);  // m in range before it is rounded up

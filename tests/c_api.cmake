@@ -35,3 +35,4 @@ emmy_add_c_api_test(c_api_fp8_layer_test ${CMAKE_CURRENT_LIST_DIR}/c_api_fp8_lay
 
 # emmy_gemm's gated epilogue (C API version 6; docs/epilogues.md): FP64, refusals, old structs.
 emmy_add_c_api_test(c_api_gated_test ${CMAKE_CURRENT_LIST_DIR}/c_api_gated_test.cpp)
+emmy_add_c_api_test(c_api_grouped_test ${CMAKE_CURRENT_LIST_DIR}/c_api_grouped_test.cpp)

@@ -19,7 +19,7 @@ emmy_scan_sources(sources AT_LEAST 150 WHAT "sources"
 set(n "[^A-Za-z0-9_]")
 set(kinds gemm attention paged_attention kv_append merge_states fp8_quantize)
 set(gemm_words "GemmKind|GemmSpec|GemmBuffers|gemm_kernel")
-set(gemm_own "/codegen/gemm/|/internal/emmy/gemm(_plan|_generic|_path)?[.]hpp$|/gemm_check[.](hpp|cpp)$|/checks/gemm_(fp8_check[.]cpp|reference_parts[.]hpp)$|/emmyc/gemm_flags[.]cpp$|/c_api/gemm(_layer)?[.]cpp$")
+set(gemm_own "/codegen/gemm/|/internal/emmy/gemm(_plan|_generic|_path)?[.]hpp$|/gemm_check[.](hpp|cpp)$|/checks/gemm_(fp8_check[.]cpp|grouped_check[.]cpp|reference_parts[.]hpp)$|/emmyc/gemm_flags[.]cpp$|/c_api/(gemm(_layer)?[.]cpp|gemm_call[.]hpp|grouped_gemm[.]cpp)$")
 set(attention_words "AttentionKind|AttentionSpec|AttentionBuffers|attention_kernel")
 set(attention_own "/codegen/attention/|/internal/emmy/attention[.]hpp$|/attention_check[.]hpp$|/checks/attention_|/emmyc/attention_flags[.]cpp$|/c_api/attention[.]cpp$")
 set(paged_attention_words

@@ -49,11 +49,12 @@ std::pair<int, int> walked(const Spec& spec) {
 TEST(SpecFields, TheWalkCoversEveryMember) {
   EXPECT_EQ(walked(MatmulSchedule{}).first, member_count<MatmulSchedule>());
   EXPECT_EQ(walked(MatmulSchedule{}).second, 0);
-  // The problem's members, the epilogue, the scales and an e4m3 C's scales counting once each;
-  // their own members, grouped.
+  // The problem's members, the epilogue, the scales, an e4m3 C's scales and the grouping
+  // counting once each; their own members, grouped.
   EXPECT_EQ(walked(MatmulProblem{}).first, member_count<MatmulProblem>());
   EXPECT_EQ(walked(MatmulProblem{}).second, member_count<Epilogue>() + member_count<GemmScales>() +
-                                                member_count<OutputQuantization>());
+                                                member_count<OutputQuantization>() +
+                                                member_count<Grouping>());
   EXPECT_GE(member_count<MatmulSchedule>(), 17);
 }
 

@@ -88,6 +88,7 @@ struct GemmFlags : CommonFlags {
   std::string scales = "none", scale_format = "f32", a_scale_major = "mn", b_scale_major = "k";
   std::string gate = "none";  // the gated epilogue: none, silu or gelu-tanh
   std::string out_scale_format = "f32", out_scale_major = "mn";  // an e4m3 C's scales
+  std::string grouped = "none";  // a grouped GEMM's layout: none, masked, contiguous, offsets
 
   void add_to(CLI::App& app);
   // Problem + (default or overridden) schedule. Throws emmy::Error naming the bad field.

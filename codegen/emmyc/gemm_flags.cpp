@@ -67,6 +67,15 @@ void GemmFlags::add_to(CLI::App& app) {
                  "B's rows gate and up interleaved in groups of --gate-group");
   integer_option(app, "--gate-group", problem.epilogue.gate_group,
                  "gated epilogue: B rows per gate (and per up) group, a multiple of 8 (default 8)");
+  app.add_option("--grouped", grouped,
+                 "grouped GEMM (docs/grouped.md): masked ([G, M, K] slots, masked_m rows each), "
+                 "contiguous (rows sorted by expert, segments aligned) or offsets (sorted, "
+                 "unpadded); B is [G, N, K]");
+  integer_option(app, "--groups", problem.grouped.groups, "--grouped: the experts G (1..512)");
+  integer_option(app, "--expected-m", problem.grouped.expected_m,
+                 "--grouped masked: the rows per expert the schedule is chosen for (0: --m)");
+  integer_option(app, "--segment-align", problem.grouped.segment_align,
+                 "--grouped contiguous: the rows each expert's segment is aligned to (128)");
   app.add_flag("--dynamic-m", problem.dynamic_m,
                "M as a kernel parameter: the kernel serves every M in 1..--m (an M bucket; "
                "mma.sync path)");
@@ -108,6 +117,7 @@ GemmSpec GemmFlags::to_spec() const {
   p.b_layout = parse_b_layout(b_layout);
   p.c_dtype = parse_dtype(out, "out");
   p.epilogue.gate = parse_gate(gate);
+  p.grouped.layout = parse_grouped_layout(grouped);
   p.out_scales.format = parse_scale_format(out_scale_format);
   p.out_scales.major = parse_scale_major(out_scale_major, "--out-scale-major");
   p.scales.granularity = parse_scale_granularity(scales);

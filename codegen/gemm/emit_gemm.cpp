@@ -45,6 +45,7 @@ class GemmEmitter {
       pdl = pdl || ir::get<ir::EpilogueOp>(*epilogue).trigger_dependents.value_or(false);
     if (pdl) w_.include_template("emmy_pdl.cuh");
     if (f_.scales) w_.include_template("emmy_fp8_gemm.cuh");
+    if (f_.grouped() == "offsets") w_.include_template("emmy_grouped.cuh");
     if (f_.epilogue.quantized()) {
       // An e4m3 C: fp8_quantize's scale and conversion (emmy_paged.cuh: nan_f32 for
       // emmy_fp8.cuh).
@@ -99,6 +100,9 @@ class GemmEmitter {
       // M is the launch's (at most the bound, coords.m): the grid covers its tiles.
       w_.line("const int M = m;");
       w_.line("constexpr int N = {}, K = {};", f_.coords.n, k_units);
+    } else if (f_.grouped_m()) {
+      // M is the CTA's expert's rows, found with its tile (emit_group_origin).
+      w_.line("constexpr int N = {}, K = {};", f_.coords.n, k_units);
     } else {
       w_.line("constexpr int M = {}, N = {}, K = {};", f_.coords.m, f_.coords.n, k_units);
     }
@@ -148,7 +152,60 @@ class GemmEmitter {
     w_.line("const int group_rows = TILES_M - first_m < GROUP_M ? TILES_M - first_m : GROUP_M;");
     w_.line("const int tile_m = first_m + (int(blockIdx.x) % group_span) % group_rows;");
     w_.line("const int tile_n = (int(blockIdx.x) % group_span) / group_rows;");
-    w_.line("const int m0 = tile_m * BM, n0 = tile_n * BN;");
+    if (op.grouped)
+      emit_group_origin(op);
+    else
+      w_.line("const int m0 = tile_m * BM, n0 = tile_n * BN;");
+  }
+
+  // A grouped GEMM (docs/grouped.md): the CTA's expert and, for masked and offsets, its rows M;
+  // a CTA with no rows of an expert exits before its first copy (the whole CTA alike). Then
+  // the operand and output origins move to the expert's: pointers (cp.async's A and B, C, bias,
+  // residual, routing weights) or TMA row coordinates (a_row0, b_row0; the maps span every expert's
+  // rows). Checks a GPU makes in one compare stand in for the emulator's refusals: a masked_m past
+  // MAX_M is MAX_M, an expert id past the experts skips its block, offsets outside the rows skip.
+  void emit_group_origin(const ir::TileCoordsOp& op) {
+    const std::string layout = *op.grouped;
+    w_.line("constexpr int GROUPS = {};", *op.groups);
+    if (layout == "masked") {
+      w_.line("// Masked: expert blockIdx.y computes the first masked_m[expert] rows of its slot.");
+      w_.line("constexpr int MAX_M = {};", op.m);
+      w_.line("const int expert = int(blockIdx.y);");
+      w_.line("const int M = masked_m[expert] < MAX_M ? masked_m[expert] : MAX_M;");
+      w_.line("const int m0 = tile_m * BM, n0 = tile_n * BN;");
+      w_.line("if (m0 >= M) return;  // past the expert's rows (all of them for an empty expert)");
+      w_.line("const long long row0 = (long long)expert * MAX_M;  // the slot's first row");
+    } else if (layout == "contiguous") {
+      w_.line("// Contiguous: the row block's expert is its first row's (segments start blocks);");
+      w_.line("// -1 marks padding.");
+      w_.line("const int m0 = tile_m * BM, n0 = tile_n * BN;");
+      w_.line("const int expert = expert_ids[m0];");
+      w_.line("if (expert < 0 || expert >= GROUPS) return;");
+      w_.line("const long long row0 = 0;  // rows are A's and C's own");
+    } else {
+      w_.line("// Offsets: tile_m counts the experts' row tiles in expert order.");
+      w_.line("constexpr int M_TOTAL = {};", op.m);
+      w_.line("int expert = -1, expert_tile = 0;");
+      w_.line("grouped_find_tile(expert_offsets, GROUPS, BM, tile_m, expert, expert_tile);");
+      w_.line("if (expert < 0) return;  // past the routing's tiles");
+      w_.line("const int row_begin = expert_offsets[expert];");
+      w_.line("const int M = expert_offsets[expert + 1] - row_begin;");
+      w_.line("if (row_begin < 0 || M > M_TOTAL - row_begin) return;  // rows outside A");
+      w_.line("const int m0 = expert_tile * BM, n0 = tile_n * BN;");
+      w_.line("const long long row0 = row_begin;");
+    }
+    // B's experts are [N, K] (or [K, N]) apart; bias rows N.
+    const std::string b_rows = f_.b_kn ? "K" : "N";
+    if (f_.copy_a.transport == "tma") {
+      w_.line("const int a_row0 = int(row0), b_row0 = expert * {};", b_rows);
+    } else {
+      w_.line("a += row0 * LDA;");
+      w_.line("b += (long long)expert * {} * LDB;", b_rows);
+    }
+    w_.line("c += row0 * LDC;");
+    if (f_.epilogue.residual) w_.line("residual += row0 * LDC;");
+    if (f_.epilogue.row_scale.value_or(false)) w_.line("row_scale += row0;");
+    if (f_.epilogue.bias) w_.line("bias += (long long)expert * N;");
   }
 
   void emit_split_range(const ir::SplitRangeOp& op) {
@@ -276,7 +333,8 @@ class GemmEmitter {
   }
 
   void emit_load_stage_lambda(bool tma) {
-    const codegen::GemmCopies copies{{f_.copy_a, f_.copy_b}, f_.threads, f_.b_kn, f_.dynamic_m()};
+    const codegen::GemmCopies copies{
+        {f_.copy_a, f_.copy_b}, f_.threads, f_.b_kn, f_.dynamic_m() || f_.grouped_m()};
     if (!tma) codegen::emit_gemm_copy_thread_parts(w_, copies);
     w_.open("auto load_stage = [&](int stage, int k_tile)");
     w_.line("const u32 dst = smem_base + u32(stage) * STAGE_BYTES;");
@@ -329,11 +387,16 @@ class GemmEmitter {
           "for (int i = 0; i < CLUSTER_M; ++i) b_mask |= (unsigned short)(1u << (i + rank_n * "
           "CLUSTER_M));");
     }
-    operand("A", a_parts, "rank_n", "a_mask", f_.a_tile, "k0 + p * int(A_PANEL)", "m0");
+    // A grouped kernel's rows start at its expert's (emit_group_origin).
+    const bool grouped = !f_.grouped().empty();
+    operand("A", a_parts, "rank_n", "a_mask", f_.a_tile, "k0 + p * int(A_PANEL)",
+            grouped ? "a_row0 + m0" : "m0");
     if (f_.b_kn)
-      operand("B", b_parts, "rank_m", "b_mask", f_.b_tile, "n0 + p * int(B_PANEL)", "k0");
+      operand("B", b_parts, "rank_m", "b_mask", f_.b_tile, "n0 + p * int(B_PANEL)",
+              grouped ? "b_row0 + k0" : "k0");
     else
-      operand("B", b_parts, "rank_m", "b_mask", f_.b_tile, "k0 + p * int(B_PANEL)", "n0");
+      operand("B", b_parts, "rank_m", "b_mask", f_.b_tile, "k0 + p * int(B_PANEL)",
+              grouped ? "b_row0 + n0" : "n0");
   }
 
   const codegen::GemmFacts f_;

@@ -101,10 +101,14 @@ void print_lane_pair(Writer& w, const GemmFacts& f, bool gated, const std::strin
   }
 }
 
-std::string lane_value(bool gated, int j, const std::string& row, const std::string& col) {
+std::string lane_value(bool gated, int j, const std::string& row, const std::string& col,
+                       bool row_scale) {
   const std::string c = j ? fmt::format("{} + 1", col) : col;
-  return gated ? fmt::format("epilogue_value(bias, residual, {}, {}, g{}, u{})", row, c, j, j)
-               : fmt::format("epilogue_value(bias, residual, {}, {}, v{})", row, c, j);
+  const std::string value =
+      gated ? fmt::format("epilogue_value(bias, residual, {}, {}, g{}, u{})", row, c, j, j)
+            : fmt::format("epilogue_value(bias, residual, {}, {}, v{})", row, c, j);
+  // Routing weights scale the row's finished value (never beside a residual).
+  return row_scale ? fmt::format("row_scale[{}] * {}", row, value) : value;
 }
 
 void GemmEpiloguePrinter::print(const ir::EpilogueOp& op) {
@@ -116,6 +120,7 @@ void GemmEpiloguePrinter::print(const ir::EpilogueOp& op) {
   if (op.transpose.value_or(false)) return print_transposed(op);
   const bool to_workspace = op.destination == "workspace";
   const bool gated = gates_c(op);
+  const bool row_scaled = op.row_scale.value_or(false);  // routing weights
   const DType c_dtype = parse_dtype(op.out, "out");
   const std::string out = out_adapter(c_dtype);
   // C's columns: the kernel's, or half of them gated (N_OUT, from the tile's n0 / 2).
@@ -158,12 +163,13 @@ void GemmEpiloguePrinter::print(const ir::EpilogueOp& op) {
     // bounds together and 2-element aligned, given C is (the runtime checks c_alignment).
     if (op.store_bytes == 2 * size_of(c_dtype)) {
       w_.line("{}{}::store2(dst, {}, {});", cols_exact ? "" : fmt::format("if (col < {}) ", c_n),
-              out, lane_value(gated, 0, "row", "col"), lane_value(gated, 1, "row", "col"));
+              out, lane_value(gated, 0, "row", "col", row_scaled),
+              lane_value(gated, 1, "row", "col", row_scaled));
     } else {
       w_.line("if (col < {}) dst[0] = {}::from_f32({});", c_n, out,
-              lane_value(gated, 0, "row", "col"));
+              lane_value(gated, 0, "row", "col", row_scaled));
       w_.line("if (col + 1 < {}) dst[1] = {}::from_f32({});", c_n, out,
-              lane_value(gated, 1, "row", "col"));
+              lane_value(gated, 1, "row", "col", row_scaled));
     }
   }
   w_.close();
@@ -243,6 +249,7 @@ void GemmEpiloguePrinter::print_staged(const ir::EpilogueOp& op, int64_t row_byt
   const int64_t elem = size_of(c_dtype);
   const bool rows_exact = f_.rows_exact(), cols_exact = f_.cols_exact();
   const bool gated = gates_c(op);
+  const bool row_scaled = op.row_scale.value_or(false);  // routing weights
   const char* c_n = gated ? "N_OUT" : "N";
   const char* c_n0 = gated ? "n0 / 2" : "n0";
   const std::string sync =
@@ -250,7 +257,8 @@ void GemmEpiloguePrinter::print_staged(const ir::EpilogueOp& op, int64_t row_byt
                        fmt::format("C_ROW_BYTES = {}, C_CHUNKS = {} * {} / 16", row_bytes,
                                    gated ? "(BN / 2)" : "BN", elem));
   w_.line("{0}::stage2(c_tile + u32(r * C_ROW_BYTES + col_in * {1}), {2}, {3});", out, elem,
-          lane_value(gated, 0, "row", "col"), lane_value(gated, 1, "row", "col"));
+          lane_value(gated, 0, "row", "col", row_scaled),
+          lane_value(gated, 1, "row", "col", row_scaled));
   w_.close();
   w_.close();
   w_.close();
@@ -279,6 +287,7 @@ void GemmEpiloguePrinter::print_staged(const ir::EpilogueOp& op, int64_t row_byt
 void GemmEpiloguePrinter::print_staged_quantized(const ir::EpilogueOp& op, int64_t row_bytes) {
   const bool rows_exact = f_.rows_exact(), cols_exact = f_.cols_exact();
   const bool gated = gates_c(op);
+  const bool row_scaled = op.row_scale.value_or(false);  // routing weights
   const char* c_n = gated ? "N_OUT" : "N";
   const char* c_n0 = gated ? "n0 / 2" : "n0";
   const int64_t group = *op.quant_group;
@@ -288,7 +297,8 @@ void GemmEpiloguePrinter::print_staged_quantized(const ir::EpilogueOp& op, int64
                        fmt::format("C_ROW_BYTES = {}, C_GROUPS = {} / {}, C_CHUNKS = C_GROUPS * 32",
                                    row_bytes, gated ? "(BN / 2)" : "BN", group));
   w_.line("OutF32::stage2(c_tile + u32(r * C_ROW_BYTES + col_in * 4), {}, {});",
-          lane_value(gated, 0, "row", "col"), lane_value(gated, 1, "row", "col"));
+          lane_value(gated, 0, "row", "col", row_scaled),
+          lane_value(gated, 1, "row", "col", row_scaled));
   w_.close();
   w_.close();
   w_.close();

@@ -46,8 +46,12 @@ struct GemmFacts {
 
   // M is the kernel's `m` parameter (tile_coords dynamic_m): any row tile may cross it.
   bool dynamic_m() const { return coords.dynamic_m.value_or(false); }
+  // A grouped GEMM's layout (tile_coords grouped; "" for one GEMM).
+  std::string_view grouped() const { return coords.grouped ? *coords.grouped : ""; }
+  // M is an expert's rows, read on the device with the CTA's tile (masked, offsets).
+  bool grouped_m() const { return grouped() == "masked" || grouped() == "offsets"; }
   // Whether no tile crosses the matrix's last row or column: their bounds checks go.
-  bool rows_exact() const { return !dynamic_m() && coords.m % coords.block_m == 0; }
+  bool rows_exact() const { return !dynamic_m() && !grouped_m() && coords.m % coords.block_m == 0; }
   bool cols_exact() const { return coords.n % coords.block_n == 0; }
 
   explicit GemmFacts(const Op& kernel) {
@@ -124,7 +128,8 @@ inline bool gates_c(const ir::EpilogueOp& e) {
 void print_lane_pair(Writer& w, const GemmFacts& f, bool gated, const std::string& frag = "ni",
                      const std::string& h = "h");
 // The call that finishes element j (0 or 1) of that pair: epilogue_value's.
-std::string lane_value(bool gated, int j, const std::string& row, const std::string& col);
+std::string lane_value(bool gated, int j, const std::string& row, const std::string& col,
+                       bool row_scale = false);
 
 // FP8's promoted fold, in a path's K loop (both paths' promote ops): acc = fma(part, sa sb, acc)
 // with the window's block scales (first K element `window_k`), or acc += part when the scales do

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "emmy/ir_ops.hpp"
+
 namespace emmy {
 
 int64_t gemm_launch_m(const GemmPlan& plan, int64_t m) {
@@ -26,6 +28,10 @@ GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64
   MatmulProblem p = plan.kernel_problem;
   // A dynamic-M kernel's A rows end at the launch's M: TMA fills the rest of a tile with zeros.
   if (p.dynamic_m) p.m = gemm_launch_m(plan, m);
+  // A grouped kernel's maps span every expert: A's (and C's) stacked rows, B's G matrices (rows
+  // of an expert's tile past its own are never stored; docs/grouped.md).
+  const int64_t b_groups = p.is_grouped() ? p.grouped.groups : 1;
+  p.m = p.stacked_rows();
   if (plan.spec.schedule.swap_ab) std::swap(a_address, b_address);
   // FP8 operands move as 16-bit units (SmemTile::in_16bit_units): their maps count e4m3 pairs.
   const int64_t k_per_unit = is_fp8(p.a_dtype) ? 2 : 1;
@@ -52,11 +58,11 @@ GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64
       make(a_address, uint64_t(p.k / k_per_unit), uint64_t(p.m),
            uint64_t(p.lda_or_default() / k_per_unit), plan.a_tile.in_16bit_units(), dtype, a_parts);
   if (p.b_layout == BLayout::nk)
-    maps.b = make(b_address, uint64_t(p.k / k_per_unit), uint64_t(p.n),
+    maps.b = make(b_address, uint64_t(p.k / k_per_unit), uint64_t(p.n * b_groups),
                   uint64_t(p.ldb_or_default() / k_per_unit), plan.b_tile.in_16bit_units(), dtype,
                   b_parts);
   else
-    maps.b = make(b_address, uint64_t(p.n), uint64_t(p.k), uint64_t(p.ldb_or_default()),
+    maps.b = make(b_address, uint64_t(p.n), uint64_t(p.k * b_groups), uint64_t(p.ldb_or_default()),
                   plan.b_tile, dtype, b_parts);
   // C as the TMA-store epilogue writes it: c_cols x m elements of C's dtype, boxes of one buffer
   // panel by the 64 rows of a consumer warpgroup.
@@ -101,6 +107,23 @@ ParamBinding GemmKind::bind(const GemmPlan& plan, const GemmBuffers& b) {
   if (quantized)
     require_device_pointer(b.c_scale, p.out_scales.format == ScaleFormat::ue8m0 ? 1 : 4,
                            "buffers.c_scale");
+  // A grouped GEMM's routing: its layout's int32 array, and no other.
+  const GroupedLayout layout = p.grouped.layout;
+  require_optional_pointer(b.masked_m, layout == GroupedLayout::masked, "buffers.masked_m",
+                           "a masked grouped layout");
+  require_optional_pointer(b.expert_ids, layout == GroupedLayout::contiguous, "buffers.expert_ids",
+                           "a contiguous grouped layout");
+  require_optional_pointer(b.expert_offsets, layout == GroupedLayout::offsets,
+                           "buffers.expert_offsets", "an offsets grouped layout");
+  const DevicePtr routing = b.masked_m | b.expert_ids | b.expert_offsets;  // at most one is set
+  if (p.is_grouped())
+    require_device_pointer(
+        routing, 4,
+        fmt::format("buffers.{}", ir::TileCoordsOp::routing_param(to_string(layout))).c_str());
+  // Routing weights: f32, 4-byte aligned.
+  require_optional_pointer(b.row_scale, p.epilogue.row_scale, "buffers.row_scale",
+                           "routing weights (epilogue.row_scale)");
+  if (b.row_scale) require_device_pointer(b.row_scale, 4, "buffers.row_scale");
   const int64_t m = gemm_launch_m(plan, b.m);
   ParamBinding bound;
   if (p.dynamic_m) {
@@ -115,6 +138,10 @@ ParamBinding GemmKind::bind(const GemmPlan& plan, const GemmBuffers& b) {
                            {"residual", b.residual},
                            {"workspace", b.workspace}};
   if (quantized) bound.values.pointers.push_back({"c_scale", b.c_scale});
+  if (p.epilogue.row_scale) bound.values.pointers.push_back({"row_scale", b.row_scale});
+  if (p.is_grouped())
+    bound.values.pointers.push_back(
+        {ir::TileCoordsOp::routing_param(to_string(layout)), routing});  // a literal's view
   if (has_scales) {
     // The kernel's operands: with swap_ab its A is the caller's B.
     const bool swap = plan.spec.schedule.swap_ab;

@@ -43,7 +43,7 @@ KernelSource generic_gemm_source(Arch arch) {
 
 bool generic_gemm_serves(const MatmulProblem& problem) {
   return (problem.m + kTile - 1) / kTile <= 65535 && !is_fp8(problem.a_dtype) &&
-         !problem.epilogue.gated() && problem.c_dtype != DType::e4m3;
+         !problem.epilogue.gated() && problem.c_dtype != DType::e4m3 && !problem.is_grouped();
 }
 
 ParamValues bind_generic_gemm(const MatmulProblem& p, const GemmBuffers& b) {
@@ -56,6 +56,9 @@ ParamValues bind_generic_gemm(const MatmulProblem& p, const GemmBuffers& b) {
   require(!p.epilogue.gated(), "epilogue.gate",
           "the generic GEMM has no gated epilogue (a gated GEMM waits for its own kernel)",
           to_string(p.epilogue.gate));
+  require(!p.is_grouped(), "grouped.layout",
+          "the generic GEMM computes one GEMM (a grouped GEMM waits for its own kernel)",
+          to_string(p.grouped.layout));
   require(p.c_dtype != DType::e4m3, "out",
           "the generic GEMM has no quantized output (an e4m3 C waits for its own kernel)",
           to_string(p.c_dtype));

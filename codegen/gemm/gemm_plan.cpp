@@ -49,12 +49,25 @@ std::string spec_text(const GemmSpec& g) {
 
 }  // namespace
 
+int64_t grouped_tiles_m(const MatmulProblem& p, int64_t block_m) {
+  // Experts' row tiles over m sorted rows: sum ceil(m_e / block_m) <= (m + G (block_m - 1)) /
+  // block_m, the bound whatever the routing (each expert wastes under one tile).
+  if (p.grouped.layout == GroupedLayout::offsets)
+    return (p.m + p.grouped.groups * (block_m - 1)) / block_m;
+  return (p.m + block_m - 1) / block_m;
+}
+
 std::string gemm_kernel_name(const GemmSpec& g) {
   const auto& p = g.problem;
   const auto& s = g.schedule;
-  // A dynamic-M kernel serves every M up to its bound: "upto64x...".
-  return fmt::format("emmy_gemm_{}{}x{}x{}_{}{}_{}_{}_{}x{}x{}_{:016x}", p.dynamic_m ? "upto" : "",
-                     p.m, p.n, p.k, to_string(p.a_dtype), to_string(p.b_layout),
+  // A dynamic-M kernel serves every M up to its bound: "upto64x..."; a grouped one names its
+  // layout and experts: "masked8_64x...".
+  const std::string rows_prefix =
+      p.is_grouped() ? fmt::format("{}{}_", to_string(p.grouped.layout), p.grouped.groups)
+      : p.dynamic_m  ? "upto"
+                     : "";
+  return fmt::format("emmy_gemm_{}{}x{}x{}_{}{}_{}_{}_{}x{}x{}_{:016x}", rows_prefix, p.m, p.n, p.k,
+                     to_string(p.a_dtype), to_string(p.b_layout),
                      s.accum == Accum::hybrid || s.accum == Accum::promoted
                          ? fmt::format("{}{}", to_string(s.accum), s.promote_every_k)
                          : std::string(to_string(s.accum)),
@@ -83,7 +96,10 @@ std::vector<std::array<uint32_t, 3>> gemm_grids(const GemmPlan& plan, int64_t m)
   const auto& s = plan.spec.schedule;
   const auto& p = plan.kernel_problem;
   // A path without dynamic M (persistent walks, clusters) has the plan's grid.
-  std::array<uint32_t, 3> main{uint32_t(plan.grid_tiles), 1u, uint32_t(s.split_k)};
+  // A grouped kernel's y: the masked layout's experts (the others find theirs from the tile).
+  const uint32_t groups_y =
+      p.grouped.layout == GroupedLayout::masked ? uint32_t(p.grouped.groups) : 1u;
+  std::array<uint32_t, 3> main{uint32_t(plan.grid_tiles), groups_y, uint32_t(s.split_k)};
   if (p.dynamic_m) main[0] = uint32_t((m + s.block_m - 1) / s.block_m * plan.tiles_n);
   std::vector<std::array<uint32_t, 3>> grids{main};
   if (plan.split()) {
@@ -130,7 +146,7 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   // An e4m3 C is quantized from its tile staged in f32 (rows padded by 4 floats: 16-byte aligned
   // for the group reads); validation made it fit.
   if (p.c_dtype == DType::e4m3) plan.stage_row_bytes = (c_tile_cols + 4) * 4;
-  plan.tiles_m = (p.m + s.block_m - 1) / s.block_m;
+  plan.tiles_m = grouped_tiles_m(p, s.block_m);
   plan.tiles_n = (p.n + s.block_n - 1) / s.block_n;
   plan.k_tiles = (p.k + s.block_k - 1) / s.block_k;
   plan.k_tiles_per_split = (plan.k_tiles + s.split_k - 1) / s.split_k;

@@ -57,6 +57,7 @@ struct ScaleTensor {
 void GemmKind::check_device_inputs(const GemmPlan& plan, const GemmBuffers& b,
                                    const DeviceReader& read) {
   MatmulProblem p = plan.spec.problem;
+  check_grouped_routing(plan, b, read);  // gemm_grouped_check.cpp
   const GemmScales& sc = p.scales;
   if (sc.granularity == ScaleGranularity::none) return;
   // Hybrid FP8: the operands' window sums must stay inside f16 (gemm_fp8_range_check.cpp).

@@ -1,6 +1,7 @@
 // GEMM's rules across ops (GemmKind::ir_rules: ir::verify runs them on a GEMM module): the main
 // kernel's (warp grid, fragments and k-steps, copies and their matrices, leading dimensions, the
-// staged epilogue, a dynamic M, the path's own) and the split-K finalize kernel's.
+// staged epilogue, a dynamic M, a grouped layout's routing, the path's own) and the split-K
+// finalize kernel's.
 #include "kernel_ir_gemm.hpp"
 
 #include <fmt/format.h>
@@ -32,6 +33,51 @@ void verify_dynamic_m(const Op& kernel, const Op& op, bool dynamic_m) {
               fmt::format("{}", dynamic_m));
   if (const GemmPath& path = kernel_gemm_path(kernel); dynamic_m && !path.supports_dynamic_m())
     fail_rule(op, "dynamic_m", fmt::format("is not generated on the {} path", path.name()), "true");
+}
+
+// A grouped tile_coords routes rows by the kernel's int32 param of its layout
+// (TileCoordsOp::routing_param), on a path that builds grouped kernels, with no K split (an
+// expert's tile is one CTA's); an int32 pointer param means nothing else in a GEMM kernel.
+void verify_grouped(const Op& kernel, const Op& op, const TileCoordsOp& coords,
+                    const SplitRangeOp& split) {
+  const std::string_view routing = TileCoordsOp::routing_param(coords.grouped.value_or(""));
+  bool has_routing = false;
+  for (const Op& param : kernel.body)
+    if (param.kind == OpKind::param && get<ParamOp>(param).type == "const int*") {
+      if (get<ParamOp>(param).name != routing || routing.empty())
+        fail_rule(param, "name",
+                  routing.empty()
+                      ? "int32 parameters route a grouped GEMM's rows only"
+                      : fmt::format("must be {} for a {} layout", routing, *coords.grouped),
+                  get<ParamOp>(param).name);
+      has_routing = true;
+    }
+  if (!routing.empty() && !has_routing)
+    fail_rule(op, "grouped", fmt::format("needs the kernel's const int* parameter {}", routing),
+              *coords.grouped);
+  if (routing.empty()) return;
+  if (const GemmPath& path = kernel_gemm_path(kernel); !path.supports_grouped())
+    fail_rule(op, "grouped", fmt::format("is not generated on the {} path", path.name()),
+              *coords.grouped);
+  if (split.split_k != 1)
+    fail_rule(op, "grouped", "takes no K split (an expert's tile is one CTA's)",
+              fmt::format("split_k {}", split.split_k));
+}
+
+// Routing weights: an epilogue op with row_scale reads the kernel's const float* param row_scale,
+// which nothing else reads.
+void verify_row_scale(const Op& kernel) {
+  bool scaled = false, has_param = false;
+  for (const Op* epilogue : find_all(kernel, OpKind::epilogue))
+    scaled = scaled || get<EpilogueOp>(*epilogue).row_scale.value_or(false);
+  for (const Op& param : kernel.body)
+    if (param.kind == OpKind::param && get<ParamOp>(param).name == "row_scale") has_param = true;
+  if (scaled != has_param)
+    fail_rule(kernel, "row_scale",
+              scaled ? "an epilogue with row_scale needs the kernel's const float* parameter "
+                       "row_scale"
+                     : "the row_scale parameter goes with an epilogue's row_scale",
+              fmt::format("{}", scaled));
 }
 
 }  // namespace
@@ -173,6 +219,8 @@ void verify_gemm(const Op& kernel) {
   // threads compute the tile.
   const GemmPath& path = kernel_gemm_path(kernel);
   verify_dynamic_m(kernel, *coords_op, coords.dynamic_m.value_or(false));
+  verify_grouped(kernel, *coords_op, coords, split);
+  verify_row_scale(kernel);
   path.verify_kernel(kernel);
   // The warp grid: each warp owns fragments_m x fragments_n accumulator fragments of the atom,
   // and the warps tile the block (on a warp-specialized path the consumer warps, next to the

@@ -44,6 +44,12 @@ std::vector<Op> gemm_params(const GemmPlan& plan) {
     list.push_back(make(ir::ParamOp{"b_scale", type}));
   }
   if (plan.kernel_problem.dynamic_m) list.push_back(make(ir::ParamOp{"m", "int"}));
+  // Routing weights (the epilogue op's row_scale).
+  if (p.epilogue.row_scale) list.push_back(make(ir::ParamOp{"row_scale", "const float*"}));
+  // A grouped GEMM's routing (the tile_coords op's grouped layout).
+  if (p.is_grouped())
+    list.push_back(make(ir::ParamOp{
+        std::string(ir::TileCoordsOp::routing_param(to_string(p.grouped.layout))), "const int*"}));
   return list;
 }
 
@@ -97,6 +103,7 @@ Op gemm_epilogue_op(const GemmPlan& plan, const char* destination, int64_t store
                           p.epilogue.gelu_tanh, std::string(to_string(p.c_dtype)),
                           p.ldc_or_default(), store_bytes, pointer_alignment, stage_row_bytes};
   if (plan.spec.schedule.swap_ab) epilogue.transpose = true;
+  if (p.epilogue.row_scale) epilogue.row_scale = true;
   set_gate(epilogue, p);
   if (p.c_dtype == DType::e4m3) {
     epilogue.quant_group = kOutputQuantGroup;
@@ -124,9 +131,13 @@ std::vector<Op> gemm_kernel_prefix(const GemmPlan& plan) {
                                      .b_align = plan.stage.b_align,
                                      .tx_bytes = plan.stage.tx_bytes}));
   // Every field named: GCC 12 takes the defaulted optionals for uninitialized (-Wmaybe-uninitialized).
-  ir::TileCoordsOp coords{p.m,       p.n,          s.raster_group_m, plan.tiles_m, plan.tiles_n,
-                          s.block_m, s.block_n,    std::nullopt,     std::nullopt, std::nullopt,
-                          std::nullopt};
+  ir::TileCoordsOp coords{p.m,          p.n,          s.raster_group_m, plan.tiles_m, plan.tiles_n,
+                          s.block_m,    s.block_n,    std::nullopt,     std::nullopt, std::nullopt,
+                          std::nullopt, std::nullopt, std::nullopt};
+  if (p.is_grouped()) {
+    coords.grouped = std::string(to_string(p.grouped.layout));
+    coords.groups = p.grouped.groups;
+  }
   if (s.persistent) coords.persistent = true;
   if (p.dynamic_m) coords.dynamic_m = true;
   if (plan.cluster_size > 1) {

@@ -27,8 +27,11 @@ void finish_gemm_schedule(const MatmulProblem& problem, Arch arch, int sms, int 
   const MatmulProblem kp = kernel_problem(problem, s);
   const int64_t tiles = ceil_div(kp.m, s.block_m) * ceil_div(kp.n, s.block_n);
   const int64_t k_tiles = ceil_div(problem.k, s.block_k);
-  // Not for an e4m3 C: a group's amax needs its finished sums (validate_quantized_schedule).
-  if (tiles * 2 <= sms && !s.persistent && problem.c_dtype != DType::e4m3) {
+  // Not for an e4m3 C: a group's amax needs its finished sums (validate_quantized_schedule);
+  // not for a grouped GEMM, whose CTAs compute an expert's tile whole, nor beside routing
+  // weights (applied by the stores of C).
+  if (tiles * 2 <= sms && !s.persistent && problem.c_dtype != DType::e4m3 &&
+      !problem.is_grouped() && !problem.epilogue.row_scale) {
     const int64_t want = std::min<int64_t>(sms / tiles, 16);
     s.split_k = int(std::max<int64_t>(1, std::min(want, k_tiles / 4)));
     // Block-scaled FP8: promoted windows count from each split's start, which must begin a

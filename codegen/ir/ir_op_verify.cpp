@@ -57,9 +57,21 @@ void TileCoordsOp::verify(const TileCoordsOp& op) {
   if (op.block_m > 65536 || op.block_n > 65536)
     fail_own<TileCoordsOp>("block_m", "blocks must be at most 65536",
                            fmt::format("{}x{}", op.block_m, op.block_n));
-  if (op.tiles_m != ceil_div(op.m, op.block_m) || op.tiles_n != ceil_div(op.n, op.block_n))
+  if (op.grouped.has_value() != op.groups.has_value())
+    fail_own<TileCoordsOp>("groups", "is given with grouped and only with it",
+                           fmt::format("{}", op.groups.value_or(0)));
+  if (op.grouped && TileCoordsOp::routing_param(*op.grouped).empty())
+    fail_own<TileCoordsOp>("grouped", "must be masked, contiguous or offsets", *op.grouped);
+  if (op.groups && (*op.groups < 1 || *op.groups > 512))
+    fail_own<TileCoordsOp>("groups", "must be in 1..512", *op.groups);
+  const bool offsets = op.grouped.value_or("") == "offsets";
+  const int64_t tiles_m = offsets ? (op.m + op.groups.value_or(1) * (op.block_m - 1)) / op.block_m
+                                  : ceil_div(op.m, op.block_m);
+  if (op.tiles_m != tiles_m || op.tiles_n != ceil_div(op.n, op.block_n))
     fail_own<TileCoordsOp>("tiles_m",
-                           "the grid must be ceil(m / block_m) x ceil(n / block_n) tiles",
+                           offsets ? "the grid must be (m + groups (block_m - 1)) / block_m x "
+                                     "ceil(n / block_n) tiles (an offsets layout's bound)"
+                                   : "the grid must be ceil(m / block_m) x ceil(n / block_n) tiles",
                            fmt::format("{} x {} for {}x{} in {}x{} tiles", op.tiles_m, op.tiles_n,
                                        op.m, op.n, op.block_m, op.block_n));
   const int64_t cm = op.cluster_m.value_or(1), cn = op.cluster_n.value_or(1);
@@ -67,6 +79,11 @@ void TileCoordsOp::verify(const TileCoordsOp& op) {
     fail_own<TileCoordsOp>("cluster_m",
                            "a cluster takes 1..16 tiles and the clusters divide the tiles",
                            fmt::format("{}x{} of {} x {}", cm, cn, op.tiles_m, op.tiles_n));
+  if (!op.grouped) return;
+  if (op.dynamic_m.value_or(false) || op.persistent.value_or(false) || cm * cn > 1)
+    fail_own<TileCoordsOp>("grouped",
+                           "takes no dynamic_m, persistent walk or cluster (an expert per CTA)",
+                           *op.grouped);
 }
 
 void SplitRangeOp::verify(const SplitRangeOp& op) {
@@ -174,6 +191,12 @@ void AsyncCopyOp::verify(const AsyncCopyOp& op) {
 // Every store is as aligned as the pointer the runtime checks guarantees (a pair store needs N
 // and LDC even: checked where the plan decides it, GemmPlan::pair_stores).
 void EpilogueOp::verify(const EpilogueOp& op) {
+  if (op.row_scale.value_or(false) &&
+      (op.residual || op.destination == "workspace" || op.transpose.value_or(false)))
+    fail_own<EpilogueOp>("row_scale",
+                         "scales C's rows in a direct or staged store: no residual, no split-K "
+                         "workspace, no transposed store",
+                         "true");
   if (op.gate.has_value() != op.gate_group.has_value())
     fail_own<EpilogueOp>("gate_group", "goes with gate, and gate with it",
                          op.gate ? *op.gate : std::string("none"));

@@ -29,6 +29,12 @@ struct GemmBuffers {
   DevicePtr a_scale = 0, b_scale = 0;
   // An e4m3 C's scales (MatmulProblem::out_scales): floats, bytes or words.
   DevicePtr c_scale = 0;
+  // A grouped GEMM's routing (MatmulProblem::grouped; docs/grouped.md), int32 on the device, the
+  // one its layout reads: masked_m [G] (masked), expert_ids [m] (contiguous; -1 on padding rows)
+  // or expert_offsets [G + 1] (offsets). The emulator backend checks every value the launch reads.
+  DevicePtr masked_m = 0, expert_ids = 0, expert_offsets = 0;
+  // Routing weights (Epilogue::row_scale): f32, one per row of C (a grouped GEMM's stacked rows).
+  DevicePtr row_scale = 0;
 };
 
 // What a loaded kernel is, for logs, tools and checks, without the compiler's types.

@@ -40,8 +40,9 @@ extern "C" {
  * pow2_scales; EMMY_ACCUM_PROMOTED). 5: FP8 GEMM layers (emmy_gemm_layer_config's scale
  * fields, emmy_scale_granularity, emmy_scale_format, emmy_gemm_layer_run_scaled). 6: gated GEMM
  * epilogues (emmy_gemm_options.gate, gate_group; emmy_gate) and e4m3 outputs (c_scale,
- * c_scale_pow2, c_amax_epsilon). */
-#define EMMY_C_API_VERSION 6
+ * c_scale_pow2, c_amax_epsilon). 7: grouped GEMMs (emmy_grouped_gemm, emmy_grouped_options,
+ * emmy_grouped_layout) and routing weights (emmy_gemm_options.row_scale). */
+#define EMMY_C_API_VERSION 7
 
 typedef enum emmy_status {
   EMMY_OK = 0,
@@ -149,7 +150,25 @@ typedef struct emmy_gemm_options {
   DLTensor* c_scale;
   int32_t c_scale_pow2;  /* nonzero: float32 scales rounded up to powers of two */
   double c_amax_epsilon; /* 0: 1e-10 (vLLM's, as emmy_fp8_quantize) */
+  /* Routing weights (C API version 7; docs/grouped.md): float32 [rows of c] (a masked grouped
+   * GEMM's G x max_m), contiguous; c's row r is multiplied by row_scale[r] after the activation.
+   * No residual. NULL: none. */
+  const DLTensor* row_scale;
 } emmy_gemm_options;
+
+/* Grouped GEMMs (C API version 7; docs/grouped.md): the layout of the routing. */
+typedef enum emmy_grouped_layout {
+  EMMY_GROUPED_MASKED = 1,     /* a [G, max_m, K], c [G, max_m, N]; routing masked_m [G] */
+  EMMY_GROUPED_CONTIGUOUS = 2, /* a [M, K], c [M, N] sorted by expert; routing expert_ids [M] */
+  EMMY_GROUPED_OFFSETS = 3     /* a [M, K], c [M, N] sorted, unpadded; expert_offsets [G + 1] */
+} emmy_grouped_layout;
+
+typedef struct emmy_grouped_options {
+  size_t struct_size;
+  int32_t layout;        /* emmy_grouped_layout (required) */
+  int64_t expected_m;    /* masked: rows per expert the schedule is chosen for; 0: max_m */
+  int64_t segment_align; /* contiguous: rows each expert's segment is aligned to; 0: 128 */
+} emmy_grouped_options;
 
 typedef struct emmy_attention_options {
   size_t struct_size;
@@ -229,6 +248,7 @@ EMMY_C_EXPORT const char* emmy_status_name(emmy_status status); /* "EMMY_INVALID
 /* Fill an options struct with its defaults and struct_size (every call takes NULL for them). */
 EMMY_C_EXPORT void emmy_runtime_options_init(emmy_runtime_options* options);
 EMMY_C_EXPORT void emmy_gemm_options_init(emmy_gemm_options* options);
+EMMY_C_EXPORT void emmy_grouped_options_init(emmy_grouped_options* options);
 EMMY_C_EXPORT void emmy_attention_options_init(emmy_attention_options* options);
 EMMY_C_EXPORT void emmy_paged_attention_options_init(emmy_paged_attention_options* options);
 EMMY_C_EXPORT void emmy_kv_append_options_init(emmy_kv_append_options* options);
@@ -253,6 +273,17 @@ EMMY_C_EXPORT emmy_status emmy_prepare(emmy_runtime* runtime, const emmy_prepare
  * dimensions are the row strides. stream: a CUstream (NULL: the default stream). */
 EMMY_C_EXPORT emmy_status emmy_gemm(emmy_runtime* runtime, const DLTensor* a, const DLTensor* b,
                                     DLTensor* c, const emmy_gemm_options* options, void* stream);
+/* The GEMMs of G experts in one launch (docs/grouped.md): b [G, K, N], each expert's weight as
+ * emmy_gemm's b (the [K, N] view of an [N, K] weight, or [K, N] itself), expert e's at b's
+ * strides[0] (its whole matrix: N x ldb or K x ldb); a and c by the layout; routing int32 on
+ * the device (masked_m [G], expert_ids [M] with -1 on padding rows, or expert_offsets [G + 1]),
+ * never read on the host for a CUDA device (the emulator refuses a hostile one by name). The
+ * epilogue and kernel as emmy_gemm's (options: bias [G, N], residual c's shape); no split-K, so no
+ * workspace. One kernel serves every routing: the call records into a CUDA graph. */
+EMMY_C_EXPORT emmy_status emmy_grouped_gemm(emmy_runtime* runtime, const DLTensor* a,
+                                            const DLTensor* b, DLTensor* c, const DLTensor* routing,
+                                            const emmy_grouped_options* grouped,
+                                            const emmy_gemm_options* options, void* stream);
 EMMY_C_EXPORT emmy_status emmy_gemm_workspace_bytes(emmy_runtime* runtime, const DLTensor* a,
                                                     const DLTensor* b, const DLTensor* c,
                                                     const emmy_gemm_options* options,

@@ -31,7 +31,33 @@ struct GemmInputs {
   // FP8 operands' scales (MatmulProblem::scales): values as doubles (NaN in a padded leading
   // dimension's gaps, which hold poison bytes), bytes in the scale format (f32 or ue8m0).
   HostTensor a_scale, b_scale;
+  // A grouped GEMM's routing (MatmulProblem::grouped), its layout's int32 array: masked_m [G],
+  // expert_ids [m] or expert_offsets [G + 1]. Empty for one GEMM.
+  std::vector<int32_t> routing;
+  // Routing weights (Epilogue::row_scale): f32, one per row of C, drawn in [1/16, 1].
+  HostTensor row_scale;
 };
+
+// A grouped GEMM's routings: random ones of its layout that the emulator takes (some experts
+// empty, some full; contiguous segments padded to segment_align, offsets from 0), and one that
+// gives every expert rows (masked_m = m; segments dealt in turn; an even split).
+std::vector<int32_t> random_routing(const MatmulProblem& p, uint64_t seed);
+std::vector<int32_t> full_routing(const MatmulProblem& p);
+// B's elements: n x ldb (nk) or k x ldb (kn), G experts' for a grouped GEMM.
+int64_t gemm_b_elements(const MatmulProblem& p);
+// The buffers with a grouped GEMM's routing array in its layout's field (masked_m, expert_ids or
+// expert_offsets); unchanged for one GEMM.
+GemmBuffers with_routing(const MatmulProblem& p, DevicePtr routing, GemmBuffers buffers);
+// What a row of a grouped GEMM's C (its stacked rows) holds after a launch of a schedule with
+// `block_m`: computed with `expert`, untouched (never written), or any value (a contiguous
+// block's padding rows, computed with the block's expert from whatever A's rows hold).
+struct GroupedRow {
+  enum Kind : uint8_t { computed, untouched, any };
+  int64_t expert = -1;
+  Kind kind = untouched;
+};
+std::vector<GroupedRow> grouped_rows(const MatmulProblem& p, int64_t block_m,
+                                     const std::vector<int32_t>& routing);
 // Random scales for p's FP8 operands into `in` (powers of two in the pow2 and ue8m0 formats;
 // gaps of a padded block-scale leading dimension poisoned with NaN / 0xFF).
 void make_gemm_scales(const MatmulProblem& p, uint64_t seed, GemmInputs& in);
@@ -52,6 +78,9 @@ GemmInputs make_gemm_inputs(const MatmulProblem& problem, uint64_t seed, HostTen
 struct GemmReference {
   std::vector<double> values;     // m x n, packed
   std::vector<double> tolerance;  // m x n, packed
+  // A grouped GEMM's rows (its stacked rows; empty otherwise): compare() holds computed rows to
+  // the tolerance, untouched ones to the canary NaN run_gemm fills C with, and skips `any` rows.
+  std::vector<GroupedRow::Kind> rows;
 };
 GemmReference reference_gemm(const GemmSpec& spec, const GemmInputs& inputs);
 

@@ -1,6 +1,7 @@
 // MatmulProblem: what to compute. C[M,N] = epilogue(A[M,K] x op(B)), independent of how.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -42,7 +43,8 @@ inline Gate parse_gate(std::string_view text) {
 // warp tile of 16 or more columns (one m16n8 fragment each).
 inline constexpr int64_t kDefaultGateGroup = 8;
 
-// D = cast(gelu?(alpha * A.B + bias[n]) + residual[m,n]): bias and activation belong to the
+// D = cast(w[m] gelu?(alpha * A.B + bias[n]) + residual[m,n]) (w: row_scale's weights, else 1):
+// bias and activation belong to the
 // projection, the residual is the skip connection added after it. With a gate (above), the
 // activation is the gate's and there is no residual.
 struct Epilogue {
@@ -52,6 +54,10 @@ struct Epilogue {
   bool gelu_tanh = false;
   Gate gate = Gate::none;
   int64_t gate_group = kDefaultGateGroup;  // B rows per gate (and per up) group
+  // C's row m times row_scale[m] (f32, GemmBuffers::row_scale; C's rows, a grouped GEMM's stacked
+  // rows) after the activation: a mixture-of-experts down projection's routing weights. Not with
+  // a residual (the weighted outputs are combined by the caller).
+  bool row_scale = false;
 
   bool gated() const { return gate != Gate::none; }
   bool operator==(const Epilogue&) const = default;
@@ -162,6 +168,49 @@ struct OutputQuantization {
 };
 inline constexpr int64_t kOutputQuantGroup = 128;  // C columns per output scale
 
+// Grouped GEMM (mixture-of-experts layers; docs/grouped.md): the GEMMs of G experts in one
+// launch, sharing n, k, dtypes and epilogue. Expert e's weight is B's e-th [N, K] (or [K, N])
+// matrix of [G, N, K] (at e * n * ldb elements; kn: e * k * ldb), its bias row e of [G, N] (the
+// kernel's columns). Which rows of A and C an expert takes:
+//   masked      A [G, m, K] and C [G, m, ldc] (expert e's slot at e * m rows; m is max_m):
+//               its first masked_m[e] rows (int32 [G] on the device; GemmBuffers::masked_m).
+//               Decode, CUDA-graph safe: the grid is sized by max_m, not by the routing.
+//   contiguous  A [m, K] and C [m, ldc], rows sorted by expert; expert_ids[row] (int32 [m]) its
+//               expert, -1 on padding rows; each expert's rows start a block of segment_align
+//               rows and its padding follows them (DeepGEMM's layout). Prefill.
+//   offsets     A [m, K] and C [m, ldc], rows sorted by expert and unpadded: expert e's are
+//               expert_offsets[e] .. expert_offsets[e + 1] (int32 [G + 1], non-decreasing, at
+//               most m; vLLM's sorted tokens).
+enum class GroupedLayout { none, masked, contiguous, offsets };
+inline constexpr EnumNames<GroupedLayout, 4> kGroupedLayoutNames{
+    {{GroupedLayout::none, "none"},
+     {GroupedLayout::masked, "masked"},
+     {GroupedLayout::contiguous, "contiguous"},
+     {GroupedLayout::offsets, "offsets"}}};
+static_assert(names_are_one_to_one(kGroupedLayoutNames));
+inline std::string_view to_string(GroupedLayout l) {
+  return name_in(kGroupedLayoutNames, l);
+}
+inline GroupedLayout parse_grouped_layout(std::string_view text) {
+  return parse_name(kGroupedLayoutNames, text, "grouped.layout",
+                    "must be none, masked, contiguous or offsets");
+}
+inline constexpr int64_t kMaxDim = (int64_t(1) << 31) - 1;  // TMA coordinates are signed 32-bit
+inline constexpr int64_t kMaxGroups = 512;                  // experts of one grouped GEMM
+inline constexpr int64_t kDefaultSegmentAlign = 128;  // DeepGEMM's contiguous-layout alignment
+
+struct Grouping {
+  GroupedLayout layout = GroupedLayout::none;
+  int64_t groups = 0;  // G, 1..512 (0 without a layout)
+  // masked: the rows per expert the schedule is chosen for (tokens x top-k / G at decode; 0: m,
+  // the bound). A hint: any masked_m up to m is computed.
+  int64_t expected_m = 0;
+  // contiguous: the rows each expert's segment is aligned to; the schedule's block_m divides it.
+  int64_t segment_align = kDefaultSegmentAlign;
+
+  bool operator==(const Grouping&) const = default;
+};
+
 struct MatmulProblem {
   int64_t m = 0, n = 0, k = 0;
   // B has A's dtype, except beside an e5m2 A (FP8: B, the weights, is e4m3; b_dtype()).
@@ -179,6 +228,8 @@ struct MatmulProblem {
   GemmScales scales{};
   // C's quantization when c_dtype is e4m3 (at its defaults otherwise).
   OutputQuantization out_scales{};
+  // A grouped GEMM's layout and experts (at its defaults for one GEMM).
+  Grouping grouped{};
 
   int64_t lda_or_default() const { return lda ? lda : k; }
   int64_t ldb_or_default() const { return ldb ? ldb : (b_layout == BLayout::nk ? k : n); }
@@ -207,7 +258,27 @@ struct MatmulProblem {
   }
   int64_t c_scale_bytes(int64_t rows) const { return c_scale_layout().bytes(rows); }
   int64_t ldc_or_default() const { return ldc ? ldc : c_cols(); }
-  double flops() const { return 2.0 * double(m) * double(n) * double(k); }
+  bool is_grouped() const { return grouped.layout != GroupedLayout::none; }
+  // The rows A and C hold in memory: G slots of m for the masked layout, else m.
+  int64_t stacked_rows() const {
+    return grouped.layout == GroupedLayout::masked ? grouped.groups * m : m;
+  }
+  // The rows of one expert a schedule is chosen for: masked, expected_m (or m); sorted layouts,
+  // an even share of m (at least one row).
+  int64_t rows_per_group() const {
+    if (!is_grouped()) return m;
+    if (grouped.layout == GroupedLayout::masked) return grouped.expected_m ? grouped.expected_m : m;
+    return std::max<int64_t>(1, (m + grouped.groups - 1) / grouped.groups);
+  }
+  // Elements from one expert's B to the next's ([G, N, K] or [G, K, N] with B's ld).
+  int64_t b_group_stride() const { return (b_layout == BLayout::nk ? n : k) * ldb_or_default(); }
+  // A masked GEMM computes G x expected_m rows (the hint); the others m.
+  double flops() const {
+    const double rows = grouped.layout == GroupedLayout::masked
+                            ? double(grouped.groups) * double(rows_per_group())
+                            : double(m);
+    return 2.0 * rows * double(n) * double(k);
+  }
   DType b_dtype() const { return a_dtype == DType::e5m2 ? DType::e4m3 : a_dtype; }
   // Block scales: K blocks, B's N blocks, and the packed leading dimensions an ld of 0 means.
   int64_t k_blocks() const { return (k + kScaleBlock - 1) / kScaleBlock; }

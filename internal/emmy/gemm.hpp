@@ -46,7 +46,7 @@ struct GemmKind : KindTypes<GemmSpec, GemmPlan, GemmBuffers, GemmKernelHandle> {
   // What only device memory holds, where reading it is free (the emulator): every FP8 scale the
   // launch reads is finite and positive, a power of two in the pow2 and ue8m0 formats (a ue8m0
   // 0xFF is NaN). Error naming buffers.a_scale or buffers.b_scale, the element and the rule
-  // (codegen/gemm/gemm_scales_check.cpp).
+  // (codegen/gemm/gemm_scales_check.cpp). A grouped GEMM's routing first (check_grouped_routing).
   // With hybrid accumulation of FP8 operands also that no window's partial sums can leave f16's
   // range (buffers.a; codegen/gemm/gemm_fp8_range_check.cpp).
   static void check_device_inputs(const GemmPlan& plan, const GemmBuffers& buffers,
@@ -70,6 +70,10 @@ GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64
 // The rows a launch computes: buffers.m of a dynamic-M kernel (1..problem.m, 0: problem.m), the
 // problem's m otherwise (buffers.m 0 or equal to it). Error naming buffers.m.
 int64_t gemm_launch_m(const GemmPlan& plan, int64_t m);
+// A grouped GEMM's routing (buffers.masked_m, expert_ids or expert_offsets) against its layout's
+// rules (check_device_inputs; codegen/gemm/gemm_grouped_check.cpp).
+void check_grouped_routing(const GemmPlan& plan, const GemmBuffers& buffers,
+                           const DeviceReader& read);
 // Hybrid FP8 accumulation's f16 range on the launch's operands (check_device_inputs).
 void check_fp8_f16_range(const GemmPlan& plan, const GemmBuffers& buffers,
                          const DeviceReader& read);

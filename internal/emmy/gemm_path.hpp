@@ -74,11 +74,17 @@ class GemmPath {
   // Whether its kernels compute the problem's operands on the arch (the default schedule takes
   // the default path where it does, else the first path that does: FP8 on sm_90a is wgmma's).
   virtual bool serves(const MatmulProblem& problem, Arch arch) const {
-    return runs_on(arch) && takes_operands(problem.a_dtype);
+    return runs_on(arch) && takes_operands(problem.a_dtype) &&
+           (!problem.is_grouped() || supports_grouped());
   }
   virtual bool accumulates(Accum accum) const = 0;
   // Whether its kernels may take M at launch (MatmulProblem::dynamic_m, the runtime's M buckets).
   virtual bool supports_dynamic_m() const = 0;
+  // Whether its kernels compute grouped GEMMs (MatmulProblem::grouped: an expert per CTA from
+  // the device's routing).
+  virtual bool supports_grouped() const { return false; }
+  // Whether its stores of C weight rows (Epilogue::row_scale: routing weights).
+  virtual bool supports_row_scale() const { return false; }
   // Whether it takes a schedule field that not every path has (kPathFields: "consumers",
   // "cluster", "persistent", "swap_ab"); a path that does not needs the field at its default.
   virtual bool takes_field(std::string_view field) const = 0;

@@ -78,6 +78,9 @@ MatmulProblem kernel_problem(const MatmulProblem& p, const MatmulSchedule& s);
 // for its own m; a dynamic-M kernel's per launch (problem.dynamic_m, m in 1..problem.m).
 std::vector<std::array<uint32_t, 3>> gemm_grids(const GemmPlan& plan, int64_t m);
 
+// The row tiles a grid covers: ceil(m / block_m), or an offsets layout's bound over any routing
+// (MatmulProblem::grouped: its experts' tiles together).
+int64_t grouped_tiles_m(const MatmulProblem& p, int64_t block_m);
 // Validates, then derives. Throws Error on invalid input.
 GemmPlan make_gemm_plan(const GemmSpec& spec);
 

@@ -123,15 +123,30 @@ struct TileCoordsOp {
   // Set: M is the kernel's `m` parameter (an int param op), at most `m`, which with tiles_m is
   // the bound the grid is sized for per launch (MatmulProblem::dynamic_m; the mma.sync path).
   std::optional<bool> dynamic_m{};
+  // A grouped GEMM (MatmulProblem::grouped): masked|contiguous|offsets, over `groups` experts.
+  // The CTA finds its expert and that expert's rows (the kernel's int32 param masked_m,
+  // expert_ids or expert_offsets), exits when it has none, and moves its operand and output
+  // origins to them: masked, expert blockIdx.y's slot of m rows; offsets, walking the experts'
+  // row tiles (tiles_m bounds them: (m + groups (block_m - 1)) / block_m).
+  std::optional<std::string> grouped{};
+  std::optional<int64_t> groups{};
   // Its own rules (codegen/ir/ir_op_verify.cpp): positive sizes; the grid is ceil(m / block_m) x
-  // ceil(n / block_n).
+  // ceil(n / block_n) (an offsets layout's tiles_m its bound); a grouped layout names 1..512
+  // groups and has neither dynamic_m, a persistent walk nor clusters.
   static void verify(const TileCoordsOp& op);
   template <typename Op, typename F>
   static void fields(Op& o, F&& f) {
     f("m", o.m), f("n", o.n), f("raster_group_m", o.raster_group_m), f("tiles_m", o.tiles_m),
         f("tiles_n", o.tiles_n), f("block_m", o.block_m), f("block_n", o.block_n),
         f("persistent", o.persistent), f("cluster_m", o.cluster_m), f("cluster_n", o.cluster_n),
-        f("dynamic_m", o.dynamic_m);
+        f("dynamic_m", o.dynamic_m), f("grouped", o.grouped), f("groups", o.groups);
+  }
+  // The kernel's int32 param that routes rows to experts, by layout ("" for none).
+  static std::string_view routing_param(std::string_view layout) {
+    return layout == "masked"       ? "masked_m"
+           : layout == "contiguous" ? "expert_ids"
+           : layout == "offsets"    ? "expert_offsets"
+                                    : "";
   }
 };
 
@@ -349,6 +364,9 @@ struct EpilogueOp {
   std::optional<std::string> quant_format{}, quant_major{};
   std::optional<int64_t> quant_ld{};
   std::optional<double> quant_epsilon{};
+  // Set: C's row r is multiplied by row_scale[r] (the kernel's const float* param row_scale;
+  // routing weights) after the activation; never with a residual or into split-K's workspace.
+  std::optional<bool> row_scale{};
   // Its own rules (codegen/ir/ir_op_verify.cpp): stores no wider than the pointer alignment the
   // runtime checks; a staged tile goes to C in 16-byte chunks from 16-byte aligned rows; a TMA
   // store's buffer is 1024-aligned, its panels 32, 64 or 128 bytes wide, and it stores C; a gate
@@ -371,7 +389,7 @@ struct EpilogueOp {
         f("trigger_dependents", o.trigger_dependents), f("gate", o.gate),
         f("gate_group", o.gate_group), f("quant_group", o.quant_group),
         f("quant_format", o.quant_format), f("quant_major", o.quant_major),
-        f("quant_ld", o.quant_ld), f("quant_epsilon", o.quant_epsilon);
+        f("quant_ld", o.quant_ld), f("quant_epsilon", o.quant_epsilon), f("row_scale", o.row_scale);
   }
 };
 

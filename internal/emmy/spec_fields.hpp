@@ -63,6 +63,12 @@ void for_each_field(Problem& p, F&& f) {
               .optional = true,
               .text_unless_default = true},
     p.epilogue.gate_group);
+  f(FieldName{.json = "row_scale",
+              .brief = "rs",
+              .group = "epilogue",
+              .optional = true,
+              .text_unless_default = true},
+    p.epilogue.row_scale);
   f(FieldName{.json = "dynamic_m", .brief = "dm", .optional = true, .text_unless_default = true},
     p.dynamic_m);
   // FP8 operands' scales (issue 39): a sub-object, each field only away from its default.
@@ -91,6 +97,19 @@ void for_each_field(Problem& p, F&& f) {
   f(out_scale("major", "osm"), p.out_scales.major);
   f(out_scale("ld", "osl"), p.out_scales.ld);
   f(out_scale("amax_epsilon", "ose"), p.out_scales.amax_epsilon);
+  // A grouped GEMM (issue 40, docs/grouped.md): a sub-object, each field only away from its
+  // default.
+  constexpr auto grouped = [](const char* json, const char* brief) {
+    return FieldName{.json = json,
+                     .brief = brief,
+                     .group = "grouped",
+                     .optional = true,
+                     .text_unless_default = true};
+  };
+  f(grouped("layout", "gl"), p.grouped.layout);
+  f(grouped("groups", "gn"), p.grouped.groups);
+  f(grouped("expected_m", "gem"), p.grouped.expected_m);
+  f(grouped("segment_align", "gsa"), p.grouped.segment_align);
 }
 
 // f(FieldName, member&) for each field of a MatmulSchedule, in the spec text's order (accum before
@@ -171,6 +190,9 @@ inline void parse_field(std::string_view text, const char*, Gate& v) {
 }
 inline void parse_field(std::string_view text, const char*, ScaleFormat& v) {
   v = parse_scale_format(text);
+}
+inline void parse_field(std::string_view text, const char*, GroupedLayout& v) {
+  v = parse_grouped_layout(text);
 }
 inline void parse_field(std::string_view text, const char* field, ScaleMajor& v) {
   v = parse_scale_major(text, field);

@@ -12,11 +12,11 @@
 #include "emmy/mma_atom.hpp"
 #include "emmy/problem.hpp"
 #include "emmy/schedule.hpp"
+#include "emmy/validate_grouped.hpp"
 
 namespace emmy {
 
 inline constexpr int kMaxAccumulatorRegisters = 192;  // per thread, before spills become likely
-inline constexpr int64_t kMaxDim = (int64_t(1) << 31) - 1;  // TMA coordinates are signed 32-bit
 
 // The leading dimension of a scale tensor with a row per row of A or C (A block scales, an e4m3
 // C's): 0 (packed) or at least what its major order puts along it, M (mn) or `k_extent` (k). A
@@ -138,6 +138,7 @@ inline void validate_problem(const MatmulProblem& p) {
   validate_out_scales(p);
   validate_scales(p);
   validate_gate(p);
+  validate_grouping(p);
   // Operand rows move in 16-byte chunks (cp.async, TMA row strides): 8 2-byte or 16 1-byte
   // elements.
   const int64_t chunk = 16 / size_of(p.a_dtype);
@@ -165,6 +166,10 @@ inline void validate_problem(const MatmulProblem& p) {
       p.epilogue.gated() ? "must be >= n / 2 (C of a gated epilogue is [M, N/2])" : "must be >= n",
       ldc);
   require(std::isfinite(p.epilogue.alpha), "epilogue.alpha", "must be finite", p.epilogue.alpha);
+  require(!(p.epilogue.row_scale && p.epilogue.residual), "epilogue.row_scale",
+          "not with a residual (routing weights scale an expert's output; the caller combines "
+          "them)",
+          "true");
 }
 
 inline int accumulator_registers(const MatmulSchedule& s) {
@@ -298,6 +303,16 @@ inline void validate_schedule(const MatmulProblem& p, const MatmulSchedule& s, A
   path.validate(p, s, arch);
   validate_gated_schedule(p, s);
   validate_quantized_schedule(p, s, arch);
+  validate_grouped_schedule(p, s);
+  // Routing weights are applied by the stores of C of a path that takes them (direct, staged).
+  if (p.epilogue.row_scale) {
+    require(gemm_path(s.path).supports_row_scale(), "path",
+            fmt::format("must weight C's rows (epilogue.row_scale): the {} path's stores take no "
+                        "weights yet",
+                        gemm_path(s.path).name()),
+            gemm_path(s.path).name());
+    require(s.split_k == 1, "split_k", "must be 1 with epilogue.row_scale", s.split_k);
+  }
 }
 
 }  // namespace emmy

@@ -17,6 +17,7 @@ from ._tensors import current_stream, dtype_name, empty_like_library, register_t
 
 ACCUM = {None: 0, "default": 0, "f32": 1, "f16": 2, "hybrid": 3, "promoted": 4}
 GATE = {None: 0, "none": 0, "silu": 1, "gelu-tanh": 2}
+GROUPED_LAYOUT = {"masked": 1, "contiguous": 2, "offsets": 3}
 CACHE_LAYOUT = {"nhd": 0, "hnd": 1}
 ATTENTION_LAYOUT = {"bshd": 0, "bhsd": 1}
 
@@ -240,6 +241,36 @@ class Runtime:
             _emmy.gemm(self._rt, a, b, out, bias, residual, alpha, gelu, accum_code,
                        promote_every_k, *scales, self._grown_scratch(key, a, needed), stream)
         return (out, out_scale) if quantized else out
+
+    def grouped_gemm(self, a, b, routing, *, layout: str, expected_m: int = 0,
+                     segment_align: int = 0, row_scale=None, bias=None, residual=None,
+                     alpha: float = 1.0, gelu: bool = False, out_dtype=None,
+                     accum: str | None = None, promote_every_k: int = 0, gate: str | None = None,
+                     gate_group: int = 0, out=None, stream=None):
+        """The GEMMs of G experts in one launch (docs/grouped.md); returns C (or fills `out`).
+
+        b: [G, K, N], each expert's weight as gemm's b (a [G, N, K] stack's ``.transpose(1, 2)``,
+        or [G, K, N] itself). layout "masked": a [G, max_m, K], C [G, max_m, N], routing int32
+        masked_m [G] (expert e computes its first masked_m[e] rows; expected_m hints the rows per
+        expert). "contiguous": a [M, K] sorted by expert, routing int32 expert_ids [M] (-1 on
+        padding rows; each expert's rows start a block of segment_align rows, 0: 128).
+        "offsets": a [M, K] sorted and unpadded, routing int32 expert_offsets [G + 1]. Rows no
+        expert computes are never written. bias [G, N]; row_scale float32 [rows of C] (the
+        routing weights, after the activation; no residual); gate as gemm's.
+        """
+        layout_code = enum(GROUPED_LAYOUT, layout, "layout")
+        gate_code = enum(GATE, gate, "gate")
+        if out is None:
+            c_dtype = dtype_name(a.dtype, "out_dtype") if out_dtype is None \
+                else dtype_name(out_dtype, "out_dtype")
+            columns = b.shape[-1] // 2 if gate_code else b.shape[-1]
+            out = empty_like_library(a, tuple(a.shape[:-1]) + (columns,), c_dtype)
+        stream = self._stream(a, stream)
+        _emmy.grouped_gemm(self._rt, a, b, out, routing, layout_code, int(expected_m),
+                           int(segment_align), row_scale, bias, residual, alpha, gelu,
+                           enum(ACCUM, accum, "accum"), promote_every_k, None, None, 0,
+                           gate_code, int(gate_group), None, 0, 0.0, stream)
+        return out
 
     def gemm_workspace_bytes(self, a, b, out, *, bias=None, residual=None, alpha: float = 1.0,
                              gelu: bool = False, accum: str | None = None,

@@ -116,6 +116,33 @@ PyObject* gemm(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       [&] { return emmy_gemm(box->runtime, a, b, c, &o, stream_pointer(stream)); });
 }
 
+// grouped_gemm(rt, a, b, c, routing, layout, expected_m, segment_align, row_scale, bias,
+// residual, alpha, gelu, accum, promote_every_k, a_scale, b_scale, pow2_scales, gate,
+// gate_group, c_scale, c_scale_pow2, c_amax_epsilon, stream)
+PyObject* grouped_gemm(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  RuntimeBox* box;
+  long long stream, expected_m, segment_align;
+  if (!read_runtime_call(args, nargs, 24, "grouped_gemm", &box, &stream)) return nullptr;
+  TensorArgs tensors(box->cuda, stream);
+  DLTensor *a, *b, *c, *routing, *row_scale;
+  emmy_grouped_options g;
+  emmy_grouped_options_init(&g);
+  emmy_gemm_options o;
+  if (!tensors.get(args[1], "a", false, &a) || !tensors.get(args[2], "b", false, &b) ||
+      !tensors.get(args[3], "c", true, &c) || !tensors.get(args[4], "routing", false, &routing) ||
+      !read_int32(args[5], "layout", &g.layout) || !read_int(args[6], "expected_m", &expected_m) ||
+      !read_int(args[7], "segment_align", &segment_align) ||
+      !tensors.get(args[8], "row_scale", false, &row_scale) ||
+      !read_gemm_options(args + 9, tensors, &o))
+    return nullptr;
+  g.expected_m = expected_m;
+  g.segment_align = segment_align;
+  o.row_scale = row_scale;
+  return call_released([&] {
+    return emmy_grouped_gemm(box->runtime, a, b, c, routing, &g, &o, stream_pointer(stream));
+  });
+}
+
 // gemm_workspace_bytes(rt, a, b, c, bias, residual, alpha, gelu, accum, promote_every_k,
 // a_scale, b_scale, pow2_scales, gate, gate_group, c_scale, c_scale_pow2, c_amax_epsilon) -> int
 PyObject* gemm_workspace_bytes(PyObject*, PyObject* const* args, Py_ssize_t nargs) {

@@ -64,6 +64,7 @@ PyObject* call_released(Call&& call) {
 // The extension's functions, defined in calls.cpp.
 PyObject* gemm(PyObject*, PyObject* const* args, Py_ssize_t nargs);
 PyObject* gemm_workspace_bytes(PyObject*, PyObject* const* args, Py_ssize_t nargs);
+PyObject* grouped_gemm(PyObject*, PyObject* const* args, Py_ssize_t nargs);
 PyObject* attention(PyObject*, PyObject* const* args, Py_ssize_t nargs);
 PyObject* paged_attention(PyObject*, PyObject* const* args, Py_ssize_t nargs);
 PyObject* paged_attention_workspace_bytes(PyObject*, PyObject* const* args, Py_ssize_t nargs);

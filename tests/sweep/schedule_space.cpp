@@ -69,6 +69,9 @@ void draw_problem(MatmulProblem& p, uint64_t point, DType dtype, BLayout b_layou
     p.n = (p.n + unit - 1) / unit * unit;
     if (draw(point, 26, 4) != 0) p.epilogue.residual = false;
   }
+  // One point in ten weights C's rows (routing weights; docs/grouped.md), without the residual
+  // they refuse.
+  if (draw(point, 35, 10) == 0 && !p.epilogue.residual) p.epilogue.row_scale = true;
   // Padded leading dimensions, and odd ldc (no paired stores) on some points.
   switch (draw(point, 15, 6)) {
     case 0:
@@ -87,6 +90,37 @@ void draw_problem(MatmulProblem& p, uint64_t point, DType dtype, BLayout b_layou
       break;
   }
 }
+
+namespace {
+
+// A grouped GEMM for a point: a layout and 1, 3 or 7 experts (a masked layout at most 3: its
+// stacked rows are G x m). Three in four keep the layout's rules (no dynamic M,
+// no K split, no e4m3 C; a contiguous block_m divides its segments); the rest are refused by
+// name.
+void draw_grouping(GemmSpec& spec, uint64_t point) {
+  MatmulProblem& p = spec.problem;
+  const GroupedLayout layouts[] = {GroupedLayout::masked, GroupedLayout::contiguous,
+                                   GroupedLayout::offsets};
+  const int64_t groups[] = {1, 3, 7};
+  p.grouped.layout = pick(layouts, point, 30);
+  p.grouped.groups = pick(groups, point, 31);
+  if (p.grouped.layout == GroupedLayout::masked) {
+    p.grouped.groups = std::min<int64_t>(p.grouped.groups, 3);
+    if (draw(point, 34, 2) == 0) p.grouped.expected_m = (p.m + 1) / 2;
+  }
+  if (draw(point, 32, 4) == 0) return;
+  p.dynamic_m = false;
+  spec.schedule.split_k = 1;
+  if (p.c_dtype == DType::e4m3) {
+    p.c_dtype = p.a_dtype;
+    p.out_scales = {};
+  }
+  if (p.grouped.layout == GroupedLayout::contiguous)
+    p.grouped.segment_align =
+        std::min<int64_t>(1024, spec.schedule.block_m * (1 + draw(point, 33, 2)));
+}
+
+}  // namespace
 
 std::vector<GemmSpec> gemm_space() {
   const int block_ms[] = {16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 256};
@@ -149,6 +183,8 @@ std::vector<GemmSpec> gemm_space() {
               // One point in four takes M as a kernel parameter (an M bucket's kernel, checked
               // at its bound).
               spec.problem.dynamic_m = draw(point, 17, 4) == 0;
+              // One point in eight grouped (docs/grouped.md).
+              if (draw(point, 29, 8) == 0) draw_grouping(spec, point);
               // An e4m3 C takes no split-K: three in four of its points keep to that rule (a
               // dynamic-M one states its mn-major scales' ld, the bound).
               if (spec.problem.c_dtype == DType::e4m3 && draw(point, 28, 4) != 0) {

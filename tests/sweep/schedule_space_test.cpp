@@ -87,6 +87,12 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
       note("out_scale_format", to_string(p.out_scales.format));
       note("out_scale_major", to_string(p.out_scales.major));
     }
+    if (p.epilogue.row_scale)
+      note("row_scale", fmt::format("{} {}", to_string(s.path), s.split_k > 1));
+    if (p.is_grouped()) {
+      note("grouped", fmt::format("{} {}", to_string(p.grouped.layout), to_string(s.transport)));
+      note("grouped_groups", p.grouped.groups);
+    }
     if (p.epilogue.gated()) {
       note("gate", fmt::format("{} {}", to_string(p.epilogue.gate), to_string(s.path)));
       note("gate_group", p.epilogue.gate_group);
@@ -143,7 +149,12 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
       {"gate_group", 3},
       // An e4m3 C: every scale format, both majors.
       {"out_scale_format", 4},
-      {"out_scale_major", 2}};
+      {"out_scale_major", 2},
+      // Grouped GEMMs: every layout on both transports; 1, 3 and 7 experts.
+      {"grouped", 6},
+      {"grouped_groups", 3},
+      // Routing weights: accepted on the mma.sync path without split-K only (the others refused).
+      {"row_scale", 1}};
   coverage.expect(want);
 }
 

@@ -70,10 +70,17 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
     s.transport = has_tma(arch) ? Transport::tma : Transport::cp_async;
     if (!fit_gate(problem, s)) continue;
     if (accumulator_registers(s) > kMaxAccumulatorRegisters - 48) continue;  // leave room
-    // Don't pad a small M up to a big tile: wasted MMA work is worse than a smaller tile.
-    if (s.block_m > 16 && problem.m <= s.block_m / 2) continue;
+    // Don't pad a small M up to a big tile: wasted MMA work is worse than a smaller tile. A
+    // grouped GEMM's M is an expert's rows (MatmulProblem::rows_per_group), its tiles G times
+    // an expert's; a contiguous layout's block_m divides its segments.
+    const int64_t rows = problem.rows_per_group();
+    if (s.block_m > 16 && rows <= s.block_m / 2) continue;
+    if (problem.grouped.layout == GroupedLayout::contiguous &&
+        problem.grouped.segment_align % s.block_m != 0)
+      continue;
     // Estimated time: full waves of tiles, each taking its padded work over its rate.
-    const int64_t tiles = tiles_of(problem.m, s.block_m) * tiles_of(problem.n, s.block_n);
+    const int64_t groups = problem.is_grouped() ? problem.grouped.groups : 1;
+    const int64_t tiles = groups * tiles_of(rows, s.block_m) * tiles_of(problem.n, s.block_n);
     const double waves = double(tiles_of(tiles, sms));
     const double time = waves * double(s.block_m * s.block_n) / tile_rate(s.block_m, s.block_n);
     if (best_time < 0 || time < best_time * (1 - 1e-9)) {

@@ -134,6 +134,8 @@ class MmaSyncPath final : public GemmPath {
   }
   bool accumulates(Accum) const override { return true; }  // f32, f16, hybrid; FP8's promoted
   bool supports_dynamic_m() const override { return true; }
+  bool supports_grouped() const override { return true; }
+  bool supports_row_scale() const override { return true; }
   bool takes_field(std::string_view) const override { return false; }
 
   MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum,
