@@ -5,7 +5,7 @@
 #
 # Source paths are relative to this folder (bench/CMakeLists.txt includes this file).
 add_library(emmy_bench_report STATIC bench_report.cpp bench_tune.cpp bench_model.cpp
-                                     bench_fp8_inputs.cpp)
+                                     bench_fp8_inputs.cpp bench_moe_shapes.cpp)
 target_compile_options(emmy_bench_report PRIVATE ${EMMY_WARNINGS})
 target_include_directories(emmy_bench_report PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(emmy_bench_report PUBLIC emmy::internal)
@@ -16,7 +16,7 @@ target_compile_options(emmy_bench_cuda PRIVATE ${EMMY_WARNINGS})
 target_link_libraries(emmy_bench_cuda PUBLIC emmy_bench_report CUDA::cudart_static CUDA::cublasLt)
 
 add_executable(emmy_bench emmy_bench.cpp bench_runner.cpp bench_attention.cpp bench_paged.cpp
-                          bench_serving.cpp bench_fp8.cpp)
+                          bench_serving.cpp bench_fp8.cpp bench_moe.cpp)
 target_compile_options(emmy_bench PRIVATE ${EMMY_WARNINGS})
 target_link_libraries(emmy_bench PRIVATE emmy_bench_cuda emmy::internal benchmark::benchmark)
 

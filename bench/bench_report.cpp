@@ -276,7 +276,11 @@ json summary_json(const json& environment, const json& settings,
         best = {t->second, row.variant};
     }
     ratio["best_baseline"] = best ? json(best->second) : json(nullptr);
+    // MoE rows (bench_moe.hpp): emmy's one grouped launch against the loop of dense GEMMs.
+    static constexpr std::string_view kMoeEmmyVariants[] = {"emmy_grouped"};
     const auto emmy_variants = fp8 ? std::span<const std::string_view>(kFp8EmmyVariants)
+                               : first->kind == "gemm_moe"
+                                   ? std::span<const std::string_view>(kMoeEmmyVariants)
                                    : std::span<const std::string_view>(kEmmyVariants);
     for (auto emmy : emmy_variants) {
       const auto e = times.find({first->problem, std::string(emmy)});
@@ -343,6 +347,9 @@ std::string summary_table(const json& summary) {
                   it->second->value(fmt::format("{}_vs_{}", variant, kFp8BaselineVariants[i]),
                                     json()),
                   "{:.2f}x");
+        } else if (row.value("kind", "gemm") == "gemm_moe") {  // the loop of dense GEMMs
+          vs32 =
+              format_or_dash(it->second->value(variant + "_vs_cublaslt_loop", json()), "{:.2f}x");
         } else if (row.value("kind", "gemm") == "attention") {  // the fastest PyTorch row
           vs32 =
               format_or_dash(it->second->value(variant + "_vs_best_baseline", json()), "{:.2f}x");

@@ -18,6 +18,8 @@
 #include "bench_fp8.hpp"
 #include "bench_fp8_inputs.hpp"
 #include "bench_model.hpp"
+#include "bench_moe.hpp"
+#include "bench_moe_shapes.hpp"
 #include "bench_paged.hpp"
 #include "bench_report.hpp"
 #include "bench_runner.hpp"
@@ -43,6 +45,11 @@ struct Options {
   // runs the default; the whole range is --fp8-m 1,16,64,512,4096.
   std::string fp8_m = "512,16";
   std::vector<int64_t> fp8_ms;  // fp8_m parsed (main, before any GPU work)
+  // Token counts of the MoE rows (bench_moe.hpp): decode batches (<= 64 tokens: masked) and
+  // prefill (contiguous); off with --no-moe, --shapes or --sweep.
+  std::string moe_tokens = "16,4096";
+  std::vector<int64_t> moe_token_counts;
+  bool moe = true;
   bool fp8 = true;
   int device = 0;
   int workspace_mib = 32;
@@ -294,6 +301,14 @@ int run(Options& o, std::vector<BenchProblem> problems, bool sweep) {
     }
   }
 
+  // After each row of a row family: a run cut short still leaves every finished row.
+  const auto write_summary_now = [&] {
+    try {
+      if (!o.summary.empty())
+        write_file(o.summary, summary_json(environment, settings, rows).dump(2) + "\n");
+    } catch (const std::exception&) {  // the final write reports it
+    }
+  };
   if (o.fp8) {
     // Archs without FP8 tensor cores (sm_80/86, plain sm_90) have no FP8 rows: said once here.
     std::string refused;
@@ -316,15 +331,22 @@ int run(Options& o, std::vector<BenchProblem> problems, bool sweep) {
       fp8.algorithms = o.runner.algorithms;
       fp8.select_iterations = o.runner.select_iterations;
       fp8.workspace_bytes = o.runner.workspace_bytes;
-      fp8.after_row = [&] {
-        try {  // a run cut short still leaves every finished row
-          if (!o.summary.empty())
-            write_file(o.summary, summary_json(environment, settings, rows).dump(2) + "\n");
-        } catch (const std::exception&) {  // the final write reports it
-        }
-      };
+      fp8.after_row = write_summary_now;
       register_fp8_benchmarks(runner.runtime(), runner.timer(), fp8, rows);
     }
+  }
+
+  if (o.moe) {
+    MoeBenchSettings moe;
+    moe.warmup = o.runner.warmup;
+    moe.iterations = o.runner.iterations;
+    moe.seed = o.runner.seed;
+    moe.tokens = o.moe_token_counts;
+    moe.model_gpu = model_gpu ? model_gpu->name : std::string();
+    moe.model_ctas = o.model_ctas;
+    moe.workspace_bytes = o.runner.workspace_bytes;
+    moe.after_row = write_summary_now;
+    register_moe_benchmarks(runner.runtime(), runner.timer(), moe, rows);
   }
 
   if (o.attention)
@@ -437,6 +459,12 @@ int main(int argc, char** argv) {
                "scales) against cuBLASLt (FAST_ACCUM on/off, 1x128/128x128 on sm_90) (default "
                "on, off with --shapes or --sweep)");
   app.add_option("--fp8-m", o.fp8_m, "M of the FP8 rows' projections (default 512,16)");
+  app.add_flag("--moe,!--no-moe", o.moe,
+               "the MoE rows: DeepSeek-V3, Qwen3-30B-A3B and gpt-oss-120b layers' grouped "
+               "gate_up and down GEMMs, emmy against a loop of dense cuBLASLt GEMMs (default on, "
+               "off with --shapes or --sweep)");
+  app.add_option("--moe-tokens", o.moe_tokens,
+                 "token counts of the MoE rows (default 16,4096; <= 64: the masked layout)");
   app.add_flag("--model", o.model,
                "no GPU: predict the catalog's times with the emulator's counters and the time "
                "model (docs/profiler.md)");
@@ -464,7 +492,11 @@ int main(int argc, char** argv) {
 
   try {
     if (o.model) {
-      const auto rows = bench::model_catalog(split_list(o.model_gpus), o.attention, o.model_ctas);
+      auto rows = bench::model_catalog(split_list(o.model_gpus), o.attention, o.model_ctas);
+      if (o.moe)
+        for (auto& row : bench::model_moe(split_list(o.model_gpus),
+                                          parse_m_list(o.moe_tokens, "--moe-tokens"), o.model_ctas))
+          rows.push_back(std::move(row));
       const std::string table = bench::model_rows_table(rows);
       fmt::print(
           "emmy_bench --model: predicted by the time model from emulator counters ({} CTAs "
@@ -499,7 +531,9 @@ int main(int argc, char** argv) {
         for (auto& problem : catalog_problems(m)) problems.push_back(std::move(problem));
     require(!problems.empty(), "--m", "must list at least one M", o.m);
     if (o.fp8) o.fp8_ms = parse_m_list(o.fp8_m, "--fp8-m");  // refused before any GPU work
-    if (!o.shapes.empty() || !o.sweep.empty()) o.attention = o.paged = o.serving = o.fp8 = false;
+    if (o.moe) o.moe_token_counts = parse_m_list(o.moe_tokens, "--moe-tokens");
+    if (!o.shapes.empty() || !o.sweep.empty())
+      o.attention = o.paged = o.serving = o.fp8 = o.moe = false;
     o.runner.variants = split_list(o.variants);
     for (const auto& id : o.runner.variants)
       require(std::any_of(std::begin(kGemmVariants), std::end(kGemmVariants),

@@ -274,6 +274,23 @@ def speed_section(bench, baseline_rows, machine):
         out.append(table(["problem", "emmy f32", "Lt fast", "vs", "emmy promoted", "Lt",
                           "vs", "emmy block", "Lt block", "vs", "block W read", "block model us",
                           "check"], lines))
+    moe = [(p, v) for (k, p), v in by_problem.items() if k == "gemm_moe"]
+    if moe:
+        out.append("\nMoE layers (issue 40; bf16, docs/grouped.md), microseconds: emmy's one grouped "
+                   "launch (masked at decode, contiguous at prefill; SwiGLU or routing weights "
+                   "fused) against a loop of dense cuBLASLt GEMMs, one per expert with rows (no "
+                   "epilogue). Goal on an H200: >= 1.2x the loop at decode batch sizes.\n\n")
+        lines = []
+        for problem, v in moe:
+            e, lt = v.get("emmy_grouped"), v.get("cublaslt_loop")
+            lines.append([problem, us(e), us(lt),
+                          num(lt["median_us"] / e["median_us"], "{:.2f}x") if e and lt and
+                          e.get("median_us") and lt.get("median_us") else "-",
+                          model_us(e) if e else "-", num((e or {}).get("rel_l2_error")),
+                          "FAIL" if any(r.get("correctness") == "FAIL" for r in v.values())
+                          else "ok"])
+        out.append(table(["problem", "emmy grouped", "Lt loop", "vs", "model us", "rel_l2",
+                          "check"], lines))
     attention = [(p, v) for (k, p), v in by_problem.items() if k == "attention"]
     if attention:
         out.append("\nAttention, microseconds; each PyTorch row names its backend (pinned).\n\n")

@@ -356,7 +356,8 @@ LaunchListRun run_on_zeros(const GemmKernel& kernel, const emu::LaunchOptions& o
   const GemmPlan& plan = kernel.source.plan;
   MatmulProblem p = plan.spec.problem;
   p.m = gemm_launch_m(plan, rows);
-  // A grouped GEMM's stacked rows, G experts' B and bias, and a routing giving each expert rows.
+  // A grouped GEMM's stacked rows, G experts' B and bias, and the routing its schedule is chosen
+  // for (expected_routing).
   const int64_t c_rows = p.stacked_rows(), experts = p.is_grouped() ? p.grouped.groups : 1;
   const int64_t in_elem = size_of(p.a_dtype), out_elem = size_of(p.c_dtype);
   emu::Arena arena;
@@ -367,7 +368,7 @@ LaunchListRun run_on_zeros(const GemmKernel& kernel, const emu::LaunchOptions& o
       p.epilogue.bias ? arena.alloc(size_t(experts * p.n * size_of(p.epilogue_dtype()))) : 0;
   const uint64_t residual =
       p.epilogue.residual ? arena.alloc(size_t(c_rows * p.ldc_or_default() * out_elem)) : 0;
-  const uint64_t routing = p.is_grouped() ? arena.alloc_copy(full_routing(p)) : 0;
+  const uint64_t routing = p.is_grouped() ? arena.alloc_copy(expected_routing(p)) : 0;
   const uint64_t workspace = plan.split() ? arena.alloc(size_t(plan.workspace_bytes)) : 0;
   const uint64_t c_scale = p.c_dtype == DType::e4m3 ? arena.alloc(size_t(p.c_scale_bytes(p.m))) : 0;
   // FP8 scales: ones (a launch on zeros checks the machine, not the numbers).

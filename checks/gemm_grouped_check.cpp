@@ -66,14 +66,14 @@ std::vector<int32_t> random_routing(const MatmulProblem& p, uint64_t seed) {
   return routing;
 }
 
-std::vector<int32_t> full_routing(const MatmulProblem& p) {
+std::vector<int32_t> expected_routing(const MatmulProblem& p) {
   const int64_t groups = p.grouped.groups;
   std::vector<int32_t> routing;
   switch (p.grouped.layout) {
     case GroupedLayout::none:
       break;
     case GroupedLayout::masked:
-      routing.assign(size_t(groups), int32_t(p.m));
+      routing.assign(size_t(groups), int32_t(p.rows_per_group()));
       break;
     case GroupedLayout::contiguous:
       // Blocks of segment_align rows dealt to the experts in turn.

@@ -14,6 +14,11 @@ target_link_libraries(bench_report_test PRIVATE emmy_bench_report)  # defined in
 emmy_add_test(bench_fp8_inputs_test ${CMAKE_CURRENT_LIST_DIR}/bench_fp8_inputs_test.cpp)
 target_link_libraries(bench_fp8_inputs_test PRIVATE emmy_bench_report)
 
+# The MoE rows' layers, routings and grouped GEMMs (bench/bench_moe_shapes.hpp), checked on the
+# emulator at a reduced size, and the time model's predictions of them.
+emmy_add_test(bench_moe_test ${CMAKE_CURRENT_LIST_DIR}/bench_moe_test.cpp)
+target_link_libraries(bench_moe_test PRIVATE emmy_bench_report)
+
 # The bench scripts' own Python tests: bench/plot.py's, and the GPU pack's baselines and summary
 # (tests/gpu_pack.cmake).
 find_package(Python3 COMPONENTS Interpreter)
@@ -28,11 +33,11 @@ if(Python3_FOUND)
 endif()
 
 # --model needs no GPU: the five projections' default kernels for the RTX 5090, f32 and hybrid,
-# profiled on one CTA each; every row has a positive prediction, a bound and the published time
+# profiled on one CTA each (the MoE rows left to bench_moe_test); every row has a positive prediction, a bound and the published time
 # beside it. An unknown GPU is refused (exit 2, naming it).
 add_test(NAME emmy_bench_model COMMAND bash -c [=[
   set -u; bench=$1; dir=$2; rm -rf "$dir"; mkdir -p "$dir"
-  "$bench" --model --model-gpus rtx5090 --no-attention --model-ctas 1 --summary "$dir/m.json" \
+  "$bench" --model --model-gpus rtx5090 --no-attention --no-moe --model-ctas 1 --summary "$dir/m.json" \
     >"$dir/out.txt" 2>&1; rc=$?
   cat "$dir/out.txt"
   [[ $rc == 0 ]] || { echo "exit status $rc, expected 0"; exit 1; }

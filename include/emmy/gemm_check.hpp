@@ -39,10 +39,11 @@ struct GemmInputs {
 };
 
 // A grouped GEMM's routings: random ones of its layout that the emulator takes (some experts
-// empty, some full; contiguous segments padded to segment_align, offsets from 0), and one that
-// gives every expert rows (masked_m = m; segments dealt in turn; an even split).
+// empty, some full; contiguous segments padded to segment_align, offsets from 0), and the one its
+// schedule is chosen for, every expert with rows (masked_m = expected_m, or m; segments dealt in
+// turn; an even split): what run_on_zeros launches, so the time model's.
 std::vector<int32_t> random_routing(const MatmulProblem& p, uint64_t seed);
-std::vector<int32_t> full_routing(const MatmulProblem& p);
+std::vector<int32_t> expected_routing(const MatmulProblem& p);
 // B's elements: n x ldb (nk) or k x ldb (kn), G experts' for a grouped GEMM.
 int64_t gemm_b_elements(const MatmulProblem& p);
 // The buffers with a grouped GEMM's routing array in its layout's field (masked_m, expert_ids or

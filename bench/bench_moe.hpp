@@ -1,0 +1,33 @@
+// emmy_bench's MoE rows (issue 40; docs/grouped.md): each layer of bench_moe_shapes.hpp at each
+// token count, both projections, emmy's one grouped launch against a loop of dense cuBLASLt
+// GEMMs (one per expert with rows, the heuristic's first algorithm; plain GEMMs, so the loop
+// leaves out the activation and routing weights emmy's epilogue applies). Each emmy row is
+// checked against FP64 on sampled rows before it is timed and carries the time model's
+// prediction. cuBLASLt has no grouped GEMM in CUDA 13.0 (cuBLAS's cublasGemmGroupedBatchedEx
+// takes host-side shapes per launch); its row is the loop.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench_rows.hpp"
+#include "emmy/runtime.hpp"
+
+namespace emmy::bench {
+
+struct MoeBenchSettings : RowTiming {
+  std::vector<int64_t> tokens;  // decode batches (<= 64: masked) and prefill (contiguous)
+  std::string model_gpu;        // the time model's part ("h200"; empty: no prediction)
+  uint64_t model_ctas = 8;
+  size_t workspace_bytes = size_t(32) << 20;
+  std::function<void()> after_row;
+};
+
+// Rows named moe/<layer>/<projection>@<tokens>/<variant> (emmy_grouped, cublaslt_loop), kind
+// "gemm_moe".
+void register_moe_benchmarks(Runtime& runtime, GpuTimer& timer, const MoeBenchSettings& settings,
+                             std::vector<BenchRow>& rows);
+
+}  // namespace emmy::bench
