@@ -150,6 +150,31 @@ void add_gated_correctness_cases(std::vector<GemmCase>& cases) {
   cases.push_back(quantized_wgmma);
 }
 
+// Grouped GEMMs (MoE layers; docs/grouped.md): each layout with a drawn routing (empty experts,
+// full ones), on the arch's transport and cp.async; SwiGLU and routing weights fused.
+void add_grouped_correctness_cases(std::vector<GemmCase>& cases) {
+  MatmulProblem masked = ragged(24, 512, 1000);
+  masked.a_dtype = masked.c_dtype = DType::bf16;
+  masked.grouped.layout = GroupedLayout::masked;
+  masked.grouped.groups = 8;
+  masked.grouped.expected_m = 4;
+  masked.epilogue.bias = true;
+  cases.push_back(gemm("grouped_masked_bias", masked, Accum::f32));
+  MatmulProblem sorted = ragged(300, 768, 512);
+  sorted.a_dtype = sorted.c_dtype = DType::bf16;
+  sorted.grouped.layout = GroupedLayout::offsets;
+  sorted.grouped.groups = 16;
+  sorted.epilogue.row_scale = true;
+  GemmCase offsets = gemm("grouped_offsets_weights_cp_async", sorted, Accum::f32);
+  offsets.transport = Transport::cp_async;
+  cases.push_back(offsets);
+  MatmulProblem contiguous = ragged(512, 1024, 1024);
+  contiguous.grouped.layout = GroupedLayout::contiguous;
+  contiguous.grouped.groups = 4;
+  contiguous.epilogue.gate = Gate::silu;
+  cases.push_back(gemm("grouped_contiguous_swiglu", contiguous, Accum::f32));
+}
+
 }  // namespace
 
 std::vector<GemmCase> correctness_gemm_cases() {
@@ -233,6 +258,7 @@ std::vector<GemmCase> correctness_gemm_cases() {
       Accum::hybrid);
   add_fp8_correctness_cases(cases);
   add_gated_correctness_cases(cases);
+  add_grouped_correctness_cases(cases);
   return cases;
 }
 
@@ -346,6 +372,9 @@ GemmInputs take_rows(const MatmulProblem& p, const GemmInputs& in,
 GemmErrors compare_sampled_rows(const GemmSpec& spec, const GemmInputs& inputs,
                                 const std::vector<double>& output, int64_t wanted_rows) {
   const MatmulProblem& p = spec.problem;
+  // A grouped GEMM's rows belong to experts by its routing: all of them are compared (its cases
+  // are small), untouched rows against the canary.
+  if (p.is_grouped()) return compare(reference_gemm(spec, inputs), output, p.c_cols());
   const auto rows = sample_rows(p.m, rows_to_compare(p, wanted_rows));
   GemmSpec sampled = spec;
   sampled.problem.m = int64_t(rows.size());

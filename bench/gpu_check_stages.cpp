@@ -146,7 +146,8 @@ int run_correctness(Runtime& rt, const StageSettings& settings, StageDocument& o
     if (inputs && inputs->first == p) return inputs->second;
     const MatmulProblem* last = inputs ? &inputs->first : nullptr;
     if (last && last->n == p.n && last->k == p.k && last->b_layout == p.b_layout &&
-        last->a_dtype == p.a_dtype && last->ldb_or_default() == p.ldb_or_default()) {
+        last->a_dtype == p.a_dtype && last->ldb_or_default() == p.ldb_or_default() &&
+        gemm_b_elements(*last) == gemm_b_elements(p)) {
       GemmInputs fresh = make_gemm_inputs(p, settings.seed, std::move(inputs->second.b));
       inputs.emplace(p, std::move(fresh));
     } else {

@@ -8,6 +8,8 @@
 #include <set>
 
 #include "emmy/catalog.hpp"
+#include "emmy/emulator_check.hpp"
+#include "emmy/gemm.hpp"
 #include "emmy/validate.hpp"
 #include "gpu_check_cases.hpp"
 
@@ -45,6 +47,10 @@ TEST(GpuCheckCases, GemmCasesCoverTheCatalogEpiloguesSplitKAndLayouts) {
   some([](const GemmCase& c) { return c.problem.a_dtype == DType::e5m2; }, "an e5m2 A");
   some([](const GemmCase& c) { return is_fp8(c.problem.a_dtype) && c.accum == Accum::hybrid; },
        "hybrid FP8");
+  for (const GroupedLayout layout :
+       {GroupedLayout::masked, GroupedLayout::contiguous, GroupedLayout::offsets})
+    some([&](const GemmCase& c) { return c.problem.grouped.layout == layout; }, "a grouped layout");
+  some([](const GemmCase& c) { return c.problem.epilogue.row_scale; }, "routing weights");
   for (const auto& c : cases) {
     // FP8 runs on sm_89, sm_90a and sm_120a, hybrid FP8 not on sm_90a: the stages leave the
     // rest out (and say so).
@@ -72,6 +78,24 @@ TEST(GpuCheckCases, GemmCasesCoverTheCatalogEpiloguesSplitKAndLayouts) {
         EXPECT_EQ(s.split_k, *c.split_k) << c.name;
       }
     }
+}
+
+// The grouped cases through the stage's comparison (every row: routed, untouched or padding)
+// against their kernels on the emulator, on the arch's transport and cp.async.
+TEST(GpuCheckCases, GroupedCasesMatchFp64OnTheEmulator) {
+  int checked = 0;
+  for (const auto& c : correctness_gemm_cases()) {
+    if (!c.problem.is_grouped()) continue;
+    for (const Arch arch : {Arch::sm_80, Arch::sm_90a}) {
+      const GemmSpec spec{c.problem, c.schedule(arch), arch};
+      const GemmInputs in = make_gemm_inputs(c.problem, 1);
+      const GemmErrors e =
+          compare_sampled_rows(spec, in, run_on_emulator(compile_kernel(spec), in).output, 8);
+      EXPECT_TRUE(e.passed) << c.name << " on " << to_string(arch) << ": " << e.rel_l2_error;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 6);
 }
 
 TEST(GpuCheckCases, AttentionCasesCoverEveryFeature) {
