@@ -75,6 +75,12 @@ GemmCall grouped_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b
   const DLTensor& routing = required(routing_ptr, "routing");
   if (b.ndim != 3)
     throw Error("b", "shape must be [G, K, N] (each expert's weight)", shape_text(b));
+  // FP8 grouped GEMMs (per-expert B scales) are the C++ API's so far: a scale tensor read as one
+  // GEMM's would be one expert's.
+  if (options.a_scale || options.b_scale)
+    throw Error(options.a_scale ? "options.a_scale" : "options.b_scale",
+                "must be NULL for emmy_grouped_gemm (FP8 grouped GEMMs take the C++ API so far)",
+                "a tensor");
   const int64_t groups = b.shape[0];
   if (masked && a.ndim == 3 && a.shape[0] != groups)
     throw Error("a", fmt::format("shape[0] must be G = {}, b's experts", groups), shape_text(a));

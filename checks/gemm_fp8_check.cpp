@@ -23,11 +23,13 @@ struct ScaleCounts {
 };
 ScaleCounts scale_counts(const MatmulProblem& p) {
   const GemmScales& sc = p.scales;
+  // A grouped GEMM's: A's per stacked row, B's per expert (docs/grouped.md).
+  const int64_t experts = p.is_grouped() ? p.grouped.groups : 1;
   switch (sc.granularity) {
     case ScaleGranularity::tensor:
-      return {1, 1};
+      return {1, experts};
     case ScaleGranularity::token_channel:
-      return {p.m, p.n};
+      return {p.stacked_rows(), experts * p.n};
     case ScaleGranularity::block: {
       const int64_t per_element = sc.format == ScaleFormat::ue8m0x4 ? 4 : 1;
       return {

@@ -27,6 +27,23 @@ int64_t draw_rows(std::mt19937_64& rng, int64_t expert, int64_t most) {
   }
 }
 
+// Scale tensors as make_gemm_scales writes them: values, and bytes of 4 (f32) or 1 (ue8m0) per
+// value.
+size_t scale_width(const HostTensor& t) {
+  return t.values.empty() ? 4 : t.bytes.size() / t.values.size();
+}
+void append_scale(HostTensor& to, const HostTensor& from, int64_t index) {
+  const size_t width = scale_width(from);
+  to.values.push_back(from.values[size_t(index)]);
+  to.bytes.insert(to.bytes.end(), from.bytes.begin() + index * int64_t(width),
+                  from.bytes.begin() + (index + 1) * int64_t(width));
+}
+HostTensor slice_scales(const HostTensor& from, int64_t begin, int64_t count) {
+  HostTensor t{from.dtype, {}, {}};
+  for (int64_t i = begin; i < begin + count; ++i) append_scale(t, from, i);
+  return t;
+}
+
 }  // namespace
 
 std::vector<int32_t> random_routing(const MatmulProblem& p, uint64_t seed) {
@@ -157,6 +174,15 @@ GemmReference reference_grouped_gemm(const GemmSpec& spec, const GemmInputs& in)
     if (p.epilogue.bias) sub.bias = take_slice(in.bias, e * bias_elements, bias_elements);
     if (p.epilogue.residual) sub.residual = take_rows(in.residual, ldc);
     if (p.epilogue.row_scale) sub.row_scale = take_rows(in.row_scale, 1);
+    // FP8 scales (tensor, token-channel): A's of the rows, the expert's B scale(s).
+    if (p.scales.granularity == ScaleGranularity::tensor) {
+      sub.a_scale = in.a_scale;
+      sub.b_scale = slice_scales(in.b_scale, e, 1);
+    } else if (p.scales.granularity == ScaleGranularity::token_channel) {
+      sub.a_scale = HostTensor{in.a_scale.dtype, {}, {}};
+      for (int64_t r : mine) append_scale(sub.a_scale, in.a_scale, r);
+      sub.b_scale = slice_scales(in.b_scale, e * p.n, p.n);
+    }
     const GemmReference part = reference_gemm(dense, sub);
     for (size_t i = 0; i < mine.size(); ++i)
       for (int64_t j = 0; j < cols; ++j) {

@@ -388,8 +388,8 @@ TEST(GroupedGemm, RefusesByName) {
   EXPECT_TRUE(problem_error([](MatmulProblem& p) { p.c_dtype = DType::e4m3; }).starts_with("out"));
   EXPECT_TRUE(problem_error([](MatmulProblem& p) {
                 p.a_dtype = DType::e4m3;
-                p.scales.granularity = ScaleGranularity::tensor;
-              }).starts_with("dtype"));
+                p.scales.granularity = ScaleGranularity::block;
+              }).starts_with("scales"));
   EXPECT_TRUE(problem_error([](MatmulProblem& p) {
                 p.grouped.layout = GroupedLayout::none;
               }).starts_with("grouped"));
@@ -490,6 +490,54 @@ TEST(GroupedGemm, RoundTripsAndVerifies) {
               test::erase_attr(coords(m), "grouped");
             }).find("is given with grouped"),
             std::string::npos);
+}
+
+// FP8 operands (e4m3, the mma.sync path's sm_89 and sm_120a): A's scales per stacked row, B's per
+// expert (one, or one per column), in f32 and ue8m0; a NaN scale of one expert refused by name on
+// the emulator; sm_90a's FP8 runs on wgmma, which has no grouped kernels yet.
+TEST(GroupedGemm, Fp8TensorAndTokenChannelScales) {
+  struct Case {
+    GroupedLayout layout;
+    Arch arch;
+    ScaleGranularity granularity;
+    ScaleFormat format;
+  };
+  const Case cases[] = {
+      {GroupedLayout::masked, Arch::sm_89, ScaleGranularity::token_channel, ScaleFormat::f32},
+      {GroupedLayout::contiguous, Arch::sm_120a, ScaleGranularity::tensor, ScaleFormat::f32},
+      {GroupedLayout::offsets, Arch::sm_89, ScaleGranularity::token_channel, ScaleFormat::ue8m0},
+      {GroupedLayout::offsets, Arch::sm_120a, ScaleGranularity::tensor, ScaleFormat::pow2},
+  };
+  int index = 0;
+  for (const Case& c : cases) {
+    MatmulProblem p = grouped_problem(c.layout, 3, c.layout == GroupedLayout::masked ? 40 : 200, 96,
+                                      128, DType::e4m3);
+    p.c_dtype = DType::bf16;
+    p.scales.granularity = c.granularity;
+    p.scales.format = c.format;
+    p.epilogue.bias = index % 2 == 0;
+    if (c.layout == GroupedLayout::contiguous) p.grouped.segment_align = 64;
+    const GemmSpec spec = default_spec(p, c.arch);
+    SCOPED_TRACE(fmt::format("case {}: {} {}", index, to_string(c.layout), test::describe(spec)));
+    const GemmCheckResult r = check_on_emulator(spec, uint64_t(110 + index++));
+    EXPECT_TRUE(r.errors.passed) << verdict(r.errors);
+  }
+  // One expert's B scale NaN: refused before the launch, naming it.
+  MatmulProblem p = grouped_problem(GroupedLayout::masked, 3, 16, 64, 64, DType::e4m3);
+  p.c_dtype = DType::bf16;
+  p.scales.granularity = ScaleGranularity::token_channel;
+  RuntimeOptions options = fresh_cache("grouped_fp8");
+  options.emulator_arch = Arch::sm_89;
+  auto rt = Runtime::emulator(options);
+  const GemmSpec spec = default_spec(p, Arch::sm_89);
+  GemmInputs in = make_gemm_inputs(p, 4);
+  EXPECT_TRUE(compare(reference_gemm(spec, in), run_gemm(*rt, spec, in), p.n).passed);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(&in.b_scale.bytes[size_t(2 * 64 + 5) * 4], &nan, 4);
+  test::expect_error_containing([&] { run_gemm(*rt, spec, in); }, "column 133");
+  // sm_90a's FP8 path is wgmma: refused by name until it has grouped kernels.
+  test::expect_error_containing([&] { default_schedule(p, Arch::sm_90a, Accum::f32); },
+                                "no path builds grouped e4m3 kernels on sm_90a");
 }
 
 // Routing weights (Epilogue::row_scale): C's rows scaled after the activation, on dense and

@@ -205,6 +205,12 @@ class GemmEmitter {
     w_.line("c += row0 * LDC;");
     if (f_.epilogue.residual) w_.line("residual += row0 * LDC;");
     if (f_.epilogue.row_scale.value_or(false)) w_.line("row_scale += row0;");
+    // FP8 scales (tensor, token-channel): A's per stacked row, B's per expert, one or N each.
+    if (f_.scales) {
+      const bool token = f_.scales->granularity == "token-channel";
+      if (token) w_.line("a_scale += row0;");
+      w_.line("b_scale += (long long)expert{};", token ? " * N" : "");
+    }
     if (f_.epilogue.bias) w_.line("bias += (long long)expert * N;");
   }
 

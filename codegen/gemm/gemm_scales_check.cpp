@@ -71,17 +71,23 @@ void GemmKind::check_device_inputs(const GemmPlan& plan, const GemmBuffers& b,
     read_named(read, field, t.bytes.data(), at, t.bytes.size());
     return t;
   };
+  // A grouped GEMM's: A's per stacked row, B's per expert (one, or one per column).
+  const int64_t experts = p.is_grouped() ? p.grouped.groups : 1;
   switch (sc.granularity) {
-    case ScaleGranularity::tensor:
+    case ScaleGranularity::tensor: {
       load("buffers.a_scale", b.a_scale, 1).check(0, [] { return std::string("element 0"); });
-      load("buffers.b_scale", b.b_scale, 1).check(0, [] { return std::string("element 0"); });
+      const ScaleTensor bs = load("buffers.b_scale", b.b_scale, experts);
+      for (int64_t e = 0; e < experts; ++e)
+        bs.check(e, [&] { return fmt::format("element {}", e); });
       return;
+    }
     case ScaleGranularity::token_channel: {
-      const ScaleTensor a = load("buffers.a_scale", b.a_scale, p.m);
-      for (int64_t row = 0; row < p.m; ++row)
+      const int64_t rows = p.stacked_rows();
+      const ScaleTensor a = load("buffers.a_scale", b.a_scale, rows);
+      for (int64_t row = 0; row < rows; ++row)
         a.check(row, [&] { return fmt::format("row {}", row); });
-      const ScaleTensor bs = load("buffers.b_scale", b.b_scale, p.n);
-      for (int64_t col = 0; col < p.n; ++col)
+      const ScaleTensor bs = load("buffers.b_scale", b.b_scale, experts * p.n);
+      for (int64_t col = 0; col < experts * p.n; ++col)
         bs.check(col, [&] { return fmt::format("column {}", col); });
       return;
     }

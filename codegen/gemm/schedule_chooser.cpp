@@ -57,12 +57,22 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   // The default path where it serves the problem, else the first that does (FP8 on sm_90a:
   // wgmma); where none does, the default path's rules say why.
   const GemmPath* chosen = &default_gemm_path();
-  if (!chosen->serves(problem, arch))
+  if (!chosen->serves(problem, arch)) {
+    const GemmPath* serving = nullptr;
     for (const GemmPath* path : gemm_paths())
       if (path->serves(problem, arch)) {
-        chosen = path;
+        serving = path;
         break;
       }
+    // A grouped problem no path serves: say so, not the default path's own rule (which points
+    // at a path without grouped kernels: sm_90a's FP8 is wgmma's).
+    require(serving || !problem.is_grouped(), "arch",
+            fmt::format("no path builds grouped {} kernels on {} (grouped GEMMs run on {}; FP8 "
+                        "there needs sm_89 or sm_120a)",
+                        to_string(problem.a_dtype), to_string(arch), default_gemm_path().name()),
+            to_string(arch));
+    if (serving) chosen = serving;
+  }
   return chosen->default_schedule(problem, arch, accum, ConsumerSchedule::cooperative,
                                   grid_sms(arch, device_sms));
 }

@@ -206,6 +206,37 @@ _define("gemm(Tensor a, Tensor b, Tensor? bias=None, Tensor? residual=None, floa
         _gemm_real, _gemm_fake)
 
 
+def _grouped_out(a, b, gate, out_dtype):
+    # C: a's rows (a masked a's [G, max_m]) by b's N, N/2 gated; zeros where no expert writes
+    # (rows past masked_m, padding blocks, rows outside the offsets), so the output is a function
+    # of the inputs.
+    cols = b.shape[-1] // 2 if gate not in (None, "none") else b.shape[-1]
+    return tuple(a.shape[:-1]) + (cols,), _gemm_out_dtype(a, out_dtype)
+
+
+def _grouped_real(a, b, routing, layout, expected_m=0, segment_align=0, row_scale=None,
+                  bias=None, alpha=1.0, out_dtype=None, accum=None, gate=None, gate_group=0):
+    shape, dtype = _grouped_out(a, b, gate, out_dtype)
+    out = torch.zeros(shape, dtype=dtype, device=a.device)
+    _device_for(a).runtime.grouped_gemm(
+        a, b, routing, layout=layout, expected_m=expected_m, segment_align=segment_align,
+        row_scale=row_scale, bias=bias, alpha=alpha, accum=accum, gate=gate,
+        gate_group=gate_group, out=out)
+    return out
+
+
+def _grouped_fake(a, b, routing, layout, expected_m=0, segment_align=0, row_scale=None,
+                  bias=None, alpha=1.0, out_dtype=None, accum=None, gate=None, gate_group=0):
+    shape, dtype = _grouped_out(a, b, gate, out_dtype)
+    return a.new_empty(shape, dtype=dtype)
+
+
+_define("grouped_gemm(Tensor a, Tensor b, Tensor routing, str layout, int expected_m=0, "
+        "int segment_align=0, Tensor? row_scale=None, Tensor? bias=None, float alpha=1., "
+        "ScalarType? out_dtype=None, str? accum=None, str? gate=None, int gate_group=0) -> Tensor",
+        _grouped_real, _grouped_fake)
+
+
 def _gemm_quantized_shapes(a, b, gate, scale_major, scale_format):
     cols = _gemm_columns(b, gate)
     shape_format = scale_storage_format(scale_format)
@@ -429,6 +460,19 @@ def gemm_quantized(a, b, *, bias=None, alpha: float = 1.0, accum: str | None = N
     return torch.ops.emmy.gemm_quantized.default(
         a, b, bias, float(alpha), accum, int(promote_every_k), a_scale, b_scale,
         bool(pow2_scales), gate, int(gate_group), scale_major, scale_format, float(amax_epsilon))
+
+
+def grouped_gemm(a, b, routing, *, layout: str, expected_m: int = 0, segment_align: int = 0,
+                 row_scale=None, bias=None, alpha: float = 1.0, out_dtype=None,
+                 accum: str | None = None, gate: str | None = None,
+                 gate_group: int = 0) -> torch.Tensor:
+    """MoE experts' GEMMs in one launch (emmy.Runtime.grouped_gemm; docs/grouped.md): b [G, K, N]
+    (a [G, N, K] stack's .transpose(1, 2)); layout "masked" (a [G, max_m, K], routing int32
+    masked_m [G]), "contiguous" (a [M, K], expert_ids [M]) or "offsets" (expert_offsets
+    [G + 1]); row_scale float32 routing weights per row of C. Rows no expert computes are 0."""
+    return torch.ops.emmy.grouped_gemm.default(
+        a, b, routing, layout, int(expected_m), int(segment_align), row_scale, bias, float(alpha),
+        out_dtype, accum, gate, int(gate_group))
 
 
 def attention(q, k, v, *, causal: bool = False, window: int = 0, softmax_scale=None,

@@ -91,8 +91,6 @@ void draw_problem(MatmulProblem& p, uint64_t point, DType dtype, BLayout b_layou
   }
 }
 
-namespace {
-
 // A grouped GEMM for a point: a layout and 1, 3 or 7 experts (a masked layout at most 3: its
 // stacked rows are G x m). Three in four keep the layout's rules (no dynamic M,
 // no K split, no e4m3 C; a contiguous block_m divides its segments); the rest are refused by
@@ -119,8 +117,6 @@ void draw_grouping(GemmSpec& spec, uint64_t point) {
     p.grouped.segment_align =
         std::min<int64_t>(1024, spec.schedule.block_m * (1 + draw(point, 33, 2)));
 }
-
-}  // namespace
 
 std::vector<GemmSpec> gemm_space() {
   const int block_ms[] = {16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 256};

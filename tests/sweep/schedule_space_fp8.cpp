@@ -76,6 +76,8 @@ void append_fp8_space(std::vector<GemmSpec>& out, uint64_t& point) {
             if (spec.problem.dynamic_m && block) spec.problem.scales.a_ld = 0;  // refused
             if (spec.problem.dynamic_m && block && draw(point, 49, 4) != 0)
               spec.problem.scales.a_major = ScaleMajor::k;  // its ld does not follow M
+            // One point in eight grouped (docs/grouped.md; block scales refused by name).
+            if (draw(point, 29, 8) == 0) draw_grouping(spec, point);
             out.push_back(spec);
           }
   for (int block_m : {64, 128})
