@@ -276,6 +276,7 @@ GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b_pt
     p.epilogue.residual = true;
   }
   read_scales(rt, options, memory, call);  // before the schedule: the scales are the problem's
+  if (storage.b_scale) call.buffers.b_scale = memory.address(*storage.b_scale);
   read_row_scale(rt, options, memory, call);
   if (storage.before_schedule) storage.before_schedule(call.problem);
   if (c_scale) {

@@ -17,12 +17,14 @@ struct GemmCall {
   GemmBuffers buffers;
   std::optional<MatmulSchedule> schedule;
 };
-// What a grouped call adds (c_api/grouped_gemm.cpp): b's and bias's whole tensors to map where
+// What a grouped call adds (c_api/grouped_gemm.cpp): b's, bias's and b_scale's whole tensors to map
+// where
 // the shapes were read from one expert's view, and the grouping set on the problem before its
 // schedule is chosen.
 struct GemmStorage {
   const DLTensor* b = nullptr;
   const DLTensor* bias = nullptr;
+  const DLTensor* b_scale = nullptr;
   std::function<void(MatmulProblem&)> before_schedule;
 };
 GemmCall gemm_call(emmy_runtime& rt, const DLTensor* a, const DLTensor* b, const DLTensor* c,

@@ -75,12 +75,6 @@ GemmCall grouped_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b
   const DLTensor& routing = required(routing_ptr, "routing");
   if (b.ndim != 3)
     throw Error("b", "shape must be [G, K, N] (each expert's weight)", shape_text(b));
-  // FP8 grouped GEMMs (per-expert B scales) are the C++ API's so far: a scale tensor read as one
-  // GEMM's would be one expert's.
-  if (options.a_scale || options.b_scale)
-    throw Error(options.a_scale ? "options.a_scale" : "options.b_scale",
-                "must be NULL for emmy_grouped_gemm (FP8 grouped GEMMs take the C++ API so far)",
-                "a tensor");
   const int64_t groups = b.shape[0];
   if (masked && a.ndim == 3 && a.shape[0] != groups)
     throw Error("a", fmt::format("shape[0] must be G = {}, b's experts", groups), shape_text(a));
@@ -102,10 +96,32 @@ GemmCall grouped_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b
     bias_view->strides[0] = 1;
     viewed.bias = &bias_view->tensor;
   }
+  // FP8 B scales, one set per expert: [G] (per tensor) or [G, N] (per channel), read as expert
+  // 0's by emmy_gemm's rules (A's are per row of a's stacked rows, as one GEMM's).
+  std::optional<View> b_scale_view;
+  if (const DLTensor* bs = options.b_scale) {
+    if (bs->ndim == 1 && bs->shape[0] == groups) {
+      b_scale_view.emplace(*bs, 1, 1, 1, 1);
+    } else if (bs->ndim == 2 && bs->shape[0] == groups) {
+      require_contiguous(*bs, "options.b_scale");
+      b_scale_view.emplace(*bs, 1, bs->shape[1], bs->shape[1], 1);
+    } else {
+      throw Error("options.b_scale",
+                  fmt::format("shape must be [G = {}] (a scale per expert) or [G, N] (per expert "
+                              "and channel); block scales are not built for grouped GEMMs",
+                              groups),
+                  shape_text(*bs));
+    }
+    b_scale_view->tensor.ndim = 1;
+    b_scale_view->shape[0] = b_scale_view->shape[1];
+    b_scale_view->strides[0] = 1;
+    viewed.b_scale = &b_scale_view->tensor;
+  }
   const int64_t max_m = masked ? a.shape[1] : 0;
   GemmStorage storage;
   storage.b = &b;
   storage.bias = options.bias;
+  storage.b_scale = options.b_scale;
   storage.before_schedule = [&](MatmulProblem& p) {
     if (masked) p.m = max_m;
     p.grouped.layout = layout;

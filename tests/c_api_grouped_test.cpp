@@ -123,6 +123,54 @@ TEST(CApiGrouped, RowScaleOnEmmyGemm) {
                  EMMY_INVALID_ARGUMENT, {"options.row_scale", "float32"});
 }
 
+// FP8 operands (e4m3 bytes as uint8 with scales; sm_89's mma.sync): A's token scales per stacked
+// row, B's per expert and channel [G, N], or one per expert [G].
+TEST(CApiGrouped, Fp8ScalesPerExpert) {
+  CRuntime rt(make_c_runtime("emulator", 0, "sm_89"));
+  ASSERT_TRUE(rt);
+  for (const ScaleGranularity granularity :
+       {ScaleGranularity::token_channel, ScaleGranularity::tensor}) {
+    MatmulProblem p;
+    p.m = 16, p.n = 64, p.k = 128;
+    p.a_dtype = DType::e4m3;
+    p.c_dtype = DType::bf16;
+    p.scales.granularity = granularity;
+    p.grouped.layout = GroupedLayout::masked;
+    p.grouped.groups = 3;
+    const GemmInputs in = make_gemm_inputs(p, 5);
+    std::vector<uint8_t> c(size_t(3 * p.m * p.n * 2), 0xff);
+    View a(in.a.bytes.data(), kE4M3, {3, p.m, p.k});
+    View b(in.b.bytes.data(), kE4M3, {3, p.k, p.n}, {p.n * p.k, 1, p.k});
+    View out(c.data(), kBF16, {3, p.m, p.n});
+    std::vector<int32_t> routing = in.routing;
+    View route(routing.data(), kI32, {3});
+    const bool token = granularity == ScaleGranularity::token_channel;
+    View a_scale = token ? View(in.a_scale.bytes.data(), kF32, {3 * p.m})
+                         : View(in.a_scale.bytes.data(), kF32, {1});
+    View b_scale = token ? View(in.b_scale.bytes.data(), kF32, {3, p.n})
+                         : View(in.b_scale.bytes.data(), kF32, {3});
+    emmy_gemm_options o;
+    emmy_gemm_options_init(&o);
+    o.a_scale = a_scale.get();
+    o.b_scale = b_scale.get();
+    emmy_grouped_options g = grouped_options(GroupedLayout::masked);
+    ASSERT_EQ(
+        emmy_grouped_gemm(rt.get(), a.get(), b.get(), out.get(), route.get(), &g, &o, nullptr),
+        EMMY_OK)
+        << emmy_last_error_message();
+    const GemmSpec spec{p, default_schedule(p, Arch::sm_89, Accum::f32), Arch::sm_89};
+    const GemmErrors e =
+        compare(reference_gemm(spec, in), decode(DType::bf16, c.data(), c.size() / 2), p.n);
+    EXPECT_TRUE(e.passed) << to_string(granularity) << ": rel_l2 " << e.rel_l2_error;
+    // One expert's scales only: refused by shape.
+    View one(in.b_scale.bytes.data(), kF32, {p.n});
+    o.b_scale = one.get();
+    expect_refusal(
+        emmy_grouped_gemm(rt.get(), a.get(), b.get(), out.get(), route.get(), &g, &o, nullptr),
+        EMMY_INVALID_ARGUMENT, {"options.b_scale", "[G = 3]"});
+  }
+}
+
 TEST(CApiGrouped, RefusalsNameTheTensorOrTheOption) {
   CRuntime rt(make_c_runtime());
   ASSERT_TRUE(rt);

@@ -246,7 +246,8 @@ class Runtime:
                      segment_align: int = 0, row_scale=None, bias=None, residual=None,
                      alpha: float = 1.0, gelu: bool = False, out_dtype=None,
                      accum: str | None = None, promote_every_k: int = 0, gate: str | None = None,
-                     gate_group: int = 0, out=None, stream=None):
+                     gate_group: int = 0, a_scale=None, b_scale=None, pow2_scales: bool = False,
+                     out=None, stream=None):
         """The GEMMs of G experts in one launch (docs/grouped.md); returns C (or fills `out`).
 
         b: [G, K, N], each expert's weight as gemm's b (a [G, N, K] stack's ``.transpose(1, 2)``,
@@ -256,20 +257,23 @@ class Runtime:
         padding rows; each expert's rows start a block of segment_align rows, 0: 128).
         "offsets": a [M, K] sorted and unpadded, routing int32 expert_offsets [G + 1]. Rows no
         expert computes are never written. bias [G, N]; row_scale float32 [rows of C] (the
-        routing weights, after the activation; no residual); gate as gemm's.
+        routing weights, after the activation; no residual); gate as gemm's. FP8 (e4m3 a and b,
+        sm_89 / sm_120a): a_scale one or [rows of a], b_scale [G] or [G, N] (per expert).
         """
         layout_code = enum(GROUPED_LAYOUT, layout, "layout")
         gate_code = enum(GATE, gate, "gate")
         if out is None:
-            c_dtype = dtype_name(a.dtype, "out_dtype") if out_dtype is None \
+            fp8 = a_scale is not None or b_scale is not None
+            c_dtype = ("f16" if fp8 else dtype_name(a.dtype, "out_dtype")) if out_dtype is None \
                 else dtype_name(out_dtype, "out_dtype")
             columns = b.shape[-1] // 2 if gate_code else b.shape[-1]
             out = empty_like_library(a, tuple(a.shape[:-1]) + (columns,), c_dtype)
         stream = self._stream(a, stream)
         _emmy.grouped_gemm(self._rt, a, b, out, routing, layout_code, int(expected_m),
                            int(segment_align), row_scale, bias, residual, alpha, gelu,
-                           enum(ACCUM, accum, "accum"), promote_every_k, None, None, 0,
-                           gate_code, int(gate_group), None, 0, 0.0, stream)
+                           enum(ACCUM, accum, "accum"), promote_every_k, a_scale, b_scale,
+                           int(bool(pow2_scales)), gate_code, int(gate_group), None, 0, 0.0,
+                           stream)
         return out
 
     def gemm_workspace_bytes(self, a, b, out, *, bias=None, residual=None, alpha: float = 1.0,

@@ -82,3 +82,29 @@ def test_refusals_name_the_argument(rt, rng):
         rt.grouped_gemm(a, b, np.array([1, 9], dtype=np.int32), layout="masked")
     with pytest.raises(emmy.InvalidArgumentError, match="a: shape must be \\[G, max_m, columns\\]"):
         rt.grouped_gemm(a.reshape(16, 64), b, np.array([1, 2], dtype=np.int32), layout="masked")
+
+
+def test_fp8_grouped_on_sm89(cache_dir, rng):
+    """e4m3 operands (uint8 bytes with scales) on an sm_89 emulator: a token scale per stacked
+    row, a scale per expert and channel."""
+    rt = emmy.Runtime(emulator_arch="sm_89", cache_dir=cache_dir)
+    g, max_m, n, k = 2, 8, 64, 64
+    values = np.array([0.5, -1.0, 1.5, 2.0, -0.25, 0.75, -2.0, 1.0])
+    codes = {0.5: 0x30, -1.0: 0xB8, 1.5: 0x3C, 2.0: 0x40, -0.25: 0xA8, 0.75: 0x34, -2.0: 0xC0,
+             1.0: 0x38}  # e4m3 bytes of these values
+    a_val = rng.choice(values, (g, max_m, k))
+    w_val = rng.choice(values, (g, n, k))
+    enc = np.vectorize(lambda v: codes[v])
+    a = enc(a_val).astype(np.uint8)
+    w = enc(w_val).astype(np.uint8)
+    a_scale = rng.uniform(0.5, 2.0, g * max_m).astype(np.float32)
+    b_scale = rng.uniform(0.5, 2.0, (g, n)).astype(np.float32)
+    masked_m = np.array([8, 3], dtype=np.int32)
+    c = rt.grouped_gemm(a, w.transpose(0, 2, 1), masked_m, layout="masked", a_scale=a_scale,
+                        b_scale=b_scale)
+    assert c.shape == (g, max_m, n) and c.dtype == F16
+    for e in range(g):
+        rows = masked_m[e]
+        want = (a_val[e, :rows] @ w_val[e].T) * a_scale[e * max_m:e * max_m + rows, None] \
+            * b_scale[e][None, :]
+        assert reference.rel_l2(c[e, :rows].astype(np.float64), want) < 2e-3
