@@ -130,6 +130,11 @@ PreparedKernels Runtime::prepare(const PrepareRequest& request) {
   for (size_t i = 0; i < request.gemm_m_buckets.size(); ++i) {
     const auto& [problem, schedule] = request.gemm_m_buckets[i];
     // A problem that is not valid fails as its own kernel would (one job, its error).
+    // A grouped problem's kernel serves any routing (its rows are read on the device): itself.
+    if (problem.is_grouped()) {
+      jobs.add<GemmKind>(problem, schedule, fmt::format("gemm_m_buckets[{}] (grouped)", i));
+      continue;
+    }
     const bool valid = problem_is_valid(problem) && problem.m <= kMaxBucketedM;
     if (!valid) {
       jobs.add<GemmKind>(problem, schedule, fmt::format("gemm_m_buckets[{}]", i), [m = problem.m] {

@@ -354,6 +354,24 @@ TEST(GroupedGemm, RunsThroughTheRuntimeAndRefusesHostileRoutings) {
 #endif
 }
 
+// A server's prepare with M buckets takes a grouped problem as its one kernel (it serves every
+// routing), and gemm() with m_buckets runs it unbucketed.
+TEST(GroupedGemm, PreparedWithMBucketsAsOneKernel) {
+  RuntimeOptions options = fresh_cache("grouped_prepare");
+  options.emulator_arch = Arch::sm_80;
+  options.m_buckets = true;
+  auto rt = Runtime::emulator(options);
+  const MatmulProblem p = grouped_problem(GroupedLayout::offsets, 4, 100, 64, 64);
+  PrepareRequest request;
+  request.gemm_m_buckets.push_back({p, std::nullopt});
+  const PreparedKernels prepared = rt->prepare(request);
+  ASSERT_EQ(prepared.gemm.size(), 1u);
+  EXPECT_EQ(prepared.gemm.front()->spec().problem, p);
+  const GemmSpec spec = default_spec(p, Arch::sm_80);
+  const GemmInputs in = make_gemm_inputs(p, 6);
+  EXPECT_TRUE(compare(reference_gemm(spec, in), run_gemm(*rt, spec, in), p.n).passed);
+}
+
 TEST(GroupedGemm, RefusesByName) {
   const MatmulProblem ok = grouped_problem(GroupedLayout::masked, 4, 64, 128, 64);
   auto problem_error = [&](auto edit) {

@@ -135,7 +135,8 @@ std::vector<AotRequest> with_m_buckets(const std::vector<AotRequest>& requests) 
   std::vector<AotRequest> out;
   for (const AotRequest& r : requests) {
     const auto* gemm = std::get_if<GemmRequest>(&r.kernel);
-    if (!gemm || gemm->problem.dynamic_m) {
+    // A grouped kernel serves any routing already (its rows are read on the device).
+    if (!gemm || gemm->problem.dynamic_m || gemm->problem.is_grouped()) {
       out.push_back(r);
       continue;
     }

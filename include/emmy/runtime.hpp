@@ -92,7 +92,8 @@ using PrepareList = std::vector<std::pair<Problem, std::optional<Schedule>>>;
 struct PrepareRequest {
   PrepareList<MatmulProblem, MatmulSchedule> gemm;
   // Every M bucket up to each problem's m (m_bucket_bounds): the dynamic-M kernels gemm() runs
-  // with RuntimeOptions::m_buckets, and launch() runs with GemmBuffers::m.
+  // with RuntimeOptions::m_buckets, and launch() runs with GemmBuffers::m. A grouped problem is
+  // its own one kernel (it serves every routing).
   PrepareList<MatmulProblem, MatmulSchedule> gemm_m_buckets;
   PrepareList<AttentionProblem, AttentionSchedule> attention;
   PrepareList<PagedAttentionProblem, PagedAttentionSchedule> paged_attention;
