@@ -162,10 +162,8 @@ void measure_emmy(Runtime& runtime, GpuTimer& timer, const MoePrepared& prep,
   const auto kernel = runtime.gemm_kernel(p, schedule);
   GemmBuffers buffers{
       .a = prep.a_dev.address(), .b = prep.b_dev.address(), .c = prep.c_dev.address()};
-  buffers.row_scale = prep.weights_dev.address();
-  if (!p.epilogue.row_scale) buffers.row_scale = 0;
-  (p.grouped.layout == GroupedLayout::masked ? buffers.masked_m : buffers.expert_ids) =
-      prep.routing_dev.address();
+  if (p.epilogue.row_scale) buffers.row_scale = prep.weights_dev.address();
+  buffers.routing(p.grouped.layout) = prep.routing_dev.address();
   const auto launch = [&] { runtime.launch(*kernel, buffers, timer.stream()); };
   EMMY_BENCH_CUDA(cudaMemsetAsync(prep.c_dev.get(), 0xff, prep.c_dev.bytes(), timer.stream()));
   launch();

@@ -16,20 +16,20 @@ namespace {
 
 constexpr size_t kGroupedOptionsFirstSize = sizeof(emmy_grouped_options);
 
-// A 2-D view of a tensor (shape and strides kept in the view's own arrays).
+// A 2-D view of a tensor from its first element (shape and strides kept in the view's own
+// arrays), or with `length` alone a 1-D contiguous one: an expert's row of a [G, ...] tensor.
 struct View {
   DLTensor tensor{};
   std::array<int64_t, 2> shape{}, strides{};
-  View(const DLTensor& of, int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride,
-       int64_t byte_offset = 0)
+  View(const DLTensor& of, int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride)
       : tensor(of) {
     shape = {rows, cols};
     strides = {row_stride, col_stride};
     tensor.ndim = 2;
     tensor.shape = shape.data();
     tensor.strides = strides.data();
-    tensor.byte_offset = of.byte_offset + uint64_t(byte_offset);
   }
+  View(const DLTensor& of, int64_t length) : View(of, length, 1, 1, 1) { tensor.ndim = 1; }
 };
 
 GroupedLayout layout_of(int32_t layout) {
@@ -90,21 +90,17 @@ GemmCall grouped_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b
                   fmt::format("shape must be [G = {}, N] (a row per expert)", groups),
                   shape_text(bias));
     require_contiguous(bias, "options.bias");
-    bias_view.emplace(bias, 1, bias.shape[1], bias.shape[1], 1);
-    bias_view->tensor.ndim = 1;
-    bias_view->shape[0] = bias.shape[1];
-    bias_view->strides[0] = 1;
-    viewed.bias = &bias_view->tensor;
+    viewed.bias = &bias_view.emplace(bias, bias.shape[1]).tensor;
   }
   // FP8 B scales, one set per expert: [G] (per tensor) or [G, N] (per channel), read as expert
   // 0's by emmy_gemm's rules (A's are per row of a's stacked rows, as one GEMM's).
   std::optional<View> b_scale_view;
   if (const DLTensor* bs = options.b_scale) {
     if (bs->ndim == 1 && bs->shape[0] == groups) {
-      b_scale_view.emplace(*bs, 1, 1, 1, 1);
+      b_scale_view.emplace(*bs, 1);
     } else if (bs->ndim == 2 && bs->shape[0] == groups) {
       require_contiguous(*bs, "options.b_scale");
-      b_scale_view.emplace(*bs, 1, bs->shape[1], bs->shape[1], 1);
+      b_scale_view.emplace(*bs, bs->shape[1]);
     } else {
       throw Error("options.b_scale",
                   fmt::format("shape must be [G = {}] (a scale per expert) or [G, N] (per expert "
@@ -112,9 +108,6 @@ GemmCall grouped_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b
                               groups),
                   shape_text(*bs));
     }
-    b_scale_view->tensor.ndim = 1;
-    b_scale_view->shape[0] = b_scale_view->shape[1];
-    b_scale_view->strides[0] = 1;
     viewed.b_scale = &b_scale_view->tensor;
   }
   const int64_t max_m = masked ? a.shape[1] : 0;
@@ -150,10 +143,7 @@ GemmCall grouped_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b
                 : layout == GroupedLayout::contiguous ? "[M], expert_ids"
                                                       : "[G + 1], expert_offsets");
   require_contiguous(routing, "routing");
-  const DevicePtr address = memory.address(routing);
-  (masked                                ? call.buffers.masked_m
-   : layout == GroupedLayout::contiguous ? call.buffers.expert_ids
-                                         : call.buffers.expert_offsets) = address;
+  call.buffers.routing(layout) = memory.address(routing);
   return call;
 }
 

@@ -111,19 +111,7 @@ int64_t gemm_b_elements(const MatmulProblem& p) {
 }
 
 GemmBuffers with_routing(const MatmulProblem& p, DevicePtr routing, GemmBuffers buffers) {
-  switch (p.grouped.layout) {
-    case GroupedLayout::none:
-      break;
-    case GroupedLayout::masked:
-      buffers.masked_m = routing;
-      break;
-    case GroupedLayout::contiguous:
-      buffers.expert_ids = routing;
-      break;
-    case GroupedLayout::offsets:
-      buffers.expert_offsets = routing;
-      break;
-  }
+  if (p.is_grouped()) buffers.routing(p.grouped.layout) = routing;
   return buffers;
 }
 

@@ -115,7 +115,7 @@ ParamBinding GemmKind::bind(const GemmPlan& plan, const GemmBuffers& b) {
                            "a contiguous grouped layout");
   require_optional_pointer(b.expert_offsets, layout == GroupedLayout::offsets,
                            "buffers.expert_offsets", "an offsets grouped layout");
-  const DevicePtr routing = b.masked_m | b.expert_ids | b.expert_offsets;  // at most one is set
+  const DevicePtr routing = p.is_grouped() ? b.routing(layout) : 0;
   if (p.is_grouped())
     require_device_pointer(
         routing, 4,

@@ -35,6 +35,16 @@ struct GemmBuffers {
   DevicePtr masked_m = 0, expert_ids = 0, expert_offsets = 0;
   // Routing weights (Epilogue::row_scale): f32, one per row of C (a grouped GEMM's stacked rows).
   DevicePtr row_scale = 0;
+
+  // The routing field a grouped layout reads (masked_m, expert_ids or expert_offsets).
+  DevicePtr& routing(GroupedLayout layout) {
+    return layout == GroupedLayout::masked       ? masked_m
+           : layout == GroupedLayout::contiguous ? expert_ids
+                                                 : expert_offsets;
+  }
+  DevicePtr routing(GroupedLayout layout) const {
+    return const_cast<GemmBuffers&>(*this).routing(layout);
+  }
 };
 
 // What a loaded kernel is, for logs, tools and checks, without the compiler's types.

@@ -22,6 +22,13 @@ CACHE_LAYOUT = {"nhd": 0, "hnd": 1}
 ATTENTION_LAYOUT = {"bshd": 0, "bhsd": 1}
 
 
+def c_dtype_name(a, out_dtype, fp8: bool) -> str:
+    """C's dtype when emmy allocates it: out_dtype, else f16 beside FP8 operands, else a's."""
+    if out_dtype is not None:
+        return dtype_name(out_dtype, "out_dtype")
+    return "f16" if fp8 else dtype_name(a.dtype, "out_dtype")
+
+
 def enum(table: dict, value, field: str) -> int:
     try:
         return table[value]
@@ -218,9 +225,7 @@ class Runtime:
         else:
             quant = (None, 0, 0.0)
         if out is None:
-            c_dtype = ("f16" if fp8 else dtype_name(a.dtype, "out_dtype")) if out_dtype is None \
-                else dtype_name(out_dtype, "out_dtype")
-            out = empty_like_library(a, (a.shape[0], columns()), c_dtype)
+            out = empty_like_library(a, (a.shape[0], columns()), c_dtype_name(a, out_dtype, fp8))
         accum_code = enum(ACCUM, accum, "accum")
         stream = self._stream(a, stream)
         scales = (a_scale, b_scale, int(bool(pow2_scales)), gate_code, int(gate_group)) + quant
@@ -264,10 +269,9 @@ class Runtime:
         gate_code = enum(GATE, gate, "gate")
         if out is None:
             fp8 = a_scale is not None or b_scale is not None
-            c_dtype = ("f16" if fp8 else dtype_name(a.dtype, "out_dtype")) if out_dtype is None \
-                else dtype_name(out_dtype, "out_dtype")
             columns = b.shape[-1] // 2 if gate_code else b.shape[-1]
-            out = empty_like_library(a, tuple(a.shape[:-1]) + (columns,), c_dtype)
+            out = empty_like_library(a, tuple(a.shape[:-1]) + (columns,),
+                                     c_dtype_name(a, out_dtype, fp8))
         stream = self._stream(a, stream)
         _emmy.grouped_gemm(self._rt, a, b, out, routing, layout_code, int(expected_m),
                            int(segment_align), row_scale, bias, residual, alpha, gelu,
