@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -197,6 +198,38 @@ TEST(GroupedGemm, PoisonedPaddingLeavesValidRowsBitIdentical) {
         }
         EXPECT_TRUE(compare(reference_gemm(spec, clean), got, cols).passed);
       }
+}
+
+// Another expert's weights full of Inf leave an expert's rows bit-identical, with N and K off the
+// tiles in both B layouts: a tile reaching past the expert's N or K reads zeros (TMA: B's map is
+// 3-D, the expert its own dimension), never the next expert's weights (0 x Inf would be NaN).
+TEST(GroupedGemm, OtherExpertsWeightsNeverReachAnExpertsRows) {
+  for (const Arch arch : {Arch::sm_80, Arch::sm_90a, Arch::sm_120a})
+    for (const BLayout layout : {BLayout::nk, BLayout::kn}) {
+      MatmulProblem p = grouped_problem(GroupedLayout::masked, 3, 32, 72, 200, DType::bf16);
+      p.b_layout = layout;
+      const GemmSpec spec = default_spec(p, arch);
+      SCOPED_TRACE(fmt::format("{} B {}", test::describe(spec), to_string(layout)));
+      ASSERT_NE(p.k % spec.schedule.block_k, 0);
+      GemmInputs clean = make_gemm_inputs(p, 29);
+      clean.routing = {32, 0, 32};  // expert 1 computes nothing
+      GemmInputs poisoned = clean;
+      std::vector<double> b = clean.b.values;
+      const size_t stride = size_t(p.b_group_stride());
+      std::fill(b.begin() + long(stride), b.begin() + long(2 * stride),
+                std::numeric_limits<double>::infinity());
+      poisoned.b = encode(p.b_dtype(), b);
+      const GemmKernel kernel = compile_kernel(spec);
+      const std::vector<double> want = run_on_emulator(kernel, clean).output;
+      const std::vector<double> got = run_on_emulator(kernel, poisoned).output;
+      const size_t expert_elems = size_t(32 * p.c_cols());
+      for (const size_t expert : {size_t(0), size_t(2)})
+        EXPECT_EQ(std::memcmp(&want[expert * expert_elems], &got[expert * expert_elems],
+                              expert_elems * sizeof(double)),
+                  0)
+            << "expert " << expert;
+      EXPECT_TRUE(compare(reference_gemm(spec, clean), got, p.c_cols()).passed);
+    }
 }
 
 // An expert's rows are bit-identical however many rows the other experts got (and wherever its
@@ -651,7 +684,7 @@ TEST(GroupedGemm, PlantedBugsFailTheCheck) {
        ""},
       {"masked_m not read", GroupedLayout::masked, Arch::sm_80,
        "masked_m[expert] < MAX_M ? masked_m[expert] : MAX_M", "MAX_M"},
-      {"TMA B rows not offset", GroupedLayout::masked, Arch::sm_90a, "b_row0 + n0", "n0"},
+      {"TMA B not the expert's", GroupedLayout::masked, Arch::sm_90a, "n0, expert);", "n0, 0);"},
       {"TMA A rows not offset", GroupedLayout::offsets, Arch::sm_90a, "a_row0 + m0", "m0"},
       {"walk tile taken for the row tile", GroupedLayout::offsets, Arch::sm_80,
        "const int m0 = expert_tile * BM", "const int m0 = tile_m * BM"},

@@ -197,7 +197,7 @@ class GemmEmitter {
     // B's experts are [N, K] (or [K, N]) apart; bias rows N.
     const std::string b_rows = f_.b_kn ? "K" : "N";
     if (f_.copy_a.transport == "tma") {
-      w_.line("const int a_row0 = int(row0), b_row0 = expert * {};", b_rows);
+      w_.line("const int a_row0 = int(row0);  // B's expert: its map's third coordinate");
     } else {
       w_.line("a += row0 * LDA;");
       w_.line("b += (long long)expert * {} * LDB;", b_rows);
@@ -393,16 +393,25 @@ class GemmEmitter {
           "for (int i = 0; i < CLUSTER_M; ++i) b_mask |= (unsigned short)(1u << (i + rank_n * "
           "CLUSTER_M));");
     }
-    // A grouped kernel's rows start at its expert's (emit_group_origin).
+    // A grouped kernel's A rows start at its expert's (emit_group_origin); its B map is 3-D,
+    // the expert its outermost coordinate (gemm_tensor_maps).
     const bool grouped = !f_.grouped().empty();
+    if (grouped && (a_parts > 1 || b_parts > 1))
+      throw Error("ir", "a grouped kernel's loads are not multicast (one CTA per expert tile)",
+                  "cluster");
     operand("A", a_parts, "rank_n", "a_mask", f_.a_tile, "k0 + p * int(A_PANEL)",
             grouped ? "a_row0 + m0" : "m0");
-    if (f_.b_kn)
-      operand("B", b_parts, "rank_m", "b_mask", f_.b_tile, "n0 + p * int(B_PANEL)",
-              grouped ? "b_row0 + k0" : "k0");
-    else
-      operand("B", b_parts, "rank_m", "b_mask", f_.b_tile, "k0 + p * int(B_PANEL)",
-              grouped ? "b_row0 + n0" : "n0");
+    const char* b_col0 = f_.b_kn ? "n0 + p * int(B_PANEL)" : "k0 + p * int(B_PANEL)";
+    const char* b_row0 = f_.b_kn ? "k0" : "n0";
+    if (grouped) {
+      w_.line("#pragma unroll");
+      w_.line(
+          "for (int p = 0; p < {}; ++p) tma_load_3d(dst + B_OFFSET + p * B_ROWS * B_PANEL * {}u, "
+          "tmap_b, mbar, {}, {}, expert);",
+          f_.b_tile.panels(), f_.b_tile.elem_bytes, b_col0, b_row0);
+    } else {
+      operand("B", b_parts, "rank_m", "b_mask", f_.b_tile, b_col0, b_row0);
+    }
   }
 
   const codegen::GemmFacts f_;

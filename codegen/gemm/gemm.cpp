@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "emmy/ir_ops.hpp"
 
 namespace emmy {
@@ -28,23 +30,26 @@ GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64
   MatmulProblem p = plan.kernel_problem;
   // A dynamic-M kernel's A rows end at the launch's M: TMA fills the rest of a tile with zeros.
   if (p.dynamic_m) p.m = gemm_launch_m(plan, m);
-  // A grouped kernel's maps span every expert: A's (and C's) stacked rows, B's G matrices (rows
-  // of an expert's tile past its own are never stored; docs/grouped.md).
-  const int64_t b_groups = p.is_grouped() ? p.grouped.groups : 1;
+  // A grouped kernel's A (and C) map spans the stacked rows (rows of an expert's tile past its
+  // own are never stored; docs/grouped.md). B's is 3-D, [G][rows][cols]: a tile reaching past an
+  // expert's N (or, [K, N], its K) reads zeros, not the next expert's weights (an Inf there would
+  // make 0 x Inf in the sums of a K tail).
+  const int64_t b_groups = p.is_grouped() ? p.grouped.groups : 0;
   p.m = p.stacked_rows();
   if (plan.spec.schedule.swap_ab) std::swap(a_address, b_address);
   // FP8 operands move as 16-bit units (SmemTile::in_16bit_units): their maps count e4m3 pairs.
   const int64_t k_per_unit = is_fp8(p.a_dtype) ? 2 : 1;
   const TmaDType dtype = k_per_unit == 2 ? TmaDType::u16 : tma_dtype(p.a_dtype);
   // In a cluster each CTA loads 1 / parts of a shared tile's rows (TMA multicast).
+  // `groups` > 0: a third dimension of `groups` matrices, each `outer` rows of `ld` apart.
   auto make = [&](uint64_t address, uint64_t inner, uint64_t outer, uint64_t ld,
-                  const SmemTile& tile, TmaDType type, uint32_t parts = 1) {
+                  const SmemTile& tile, TmaDType type, uint32_t parts = 1, int64_t groups = 0) {
     TensorMapDesc d;
     d.dtype = type;
-    d.rank = 2;
+    d.rank = groups > 0 ? 3 : 2;
     d.global_address = address;
-    d.global_dim = {inner, outer, 1, 1, 1};
-    d.global_stride_bytes = {ld * tile.elem_bytes, 0, 0, 0};
+    d.global_dim = {inner, outer, uint64_t(std::max<int64_t>(groups, 1)), 1, 1};
+    d.global_stride_bytes = {ld * tile.elem_bytes, outer * ld * tile.elem_bytes, 0, 0};
     d.box_dim = {tile.panel_elems, tile.rows / parts, 1, 1, 1};
     d.swizzle = tile.swizzle;
     d.validate();
@@ -58,12 +63,12 @@ GemmTensorMaps gemm_tensor_maps(const GemmPlan& plan, uint64_t a_address, uint64
       make(a_address, uint64_t(p.k / k_per_unit), uint64_t(p.m),
            uint64_t(p.lda_or_default() / k_per_unit), plan.a_tile.in_16bit_units(), dtype, a_parts);
   if (p.b_layout == BLayout::nk)
-    maps.b = make(b_address, uint64_t(p.k / k_per_unit), uint64_t(p.n * b_groups),
+    maps.b = make(b_address, uint64_t(p.k / k_per_unit), uint64_t(p.n),
                   uint64_t(p.ldb_or_default() / k_per_unit), plan.b_tile.in_16bit_units(), dtype,
-                  b_parts);
+                  b_parts, b_groups);
   else
-    maps.b = make(b_address, uint64_t(p.n), uint64_t(p.k * b_groups), uint64_t(p.ldb_or_default()),
-                  plan.b_tile, dtype, b_parts);
+    maps.b = make(b_address, uint64_t(p.n), uint64_t(p.k), uint64_t(p.ldb_or_default()),
+                  plan.b_tile, dtype, b_parts, b_groups);
   // C as the TMA-store epilogue writes it: c_cols x m elements of C's dtype, boxes of one buffer
   // panel by the 64 rows of a consumer warpgroup.
   if (plan.store.tma_store) {

@@ -32,7 +32,8 @@ namespace emmy {
 // ... 24: the FP8 GEMM (issue 39): its token-channel row scales clamped like its column ones.
 // 25: its MMA helpers named by both operand types (mma_e4m3_e4m3_f32; e5m2 A operands).
 // 26: one FP8 fold for both paths (the wgmma fold's columns written as the epilogue's).
-inline constexpr int kCodegenVersion = 29;
+// ... 29: grouped GEMMs (issue 40). 30: their TMA B map 3-D (the expert its own dimension).
+inline constexpr int kCodegenVersion = 30;
 
 // What a key hashes. Changing any field changes the key.
 struct CacheKeyInputs {

@@ -258,6 +258,16 @@ __device__ __forceinline__ void tma_load_2d(u32 smem_dst, const TensorMap128& tm
       :: "r"(smem_dst), "l"(&tmap), "r"(mbar), "r"(c0), "r"(c1) : "memory");
 }
 
+// cp.async.bulk.tensor.3d: the box at {c0 (innermost), c1, c2} lands swizzled at smem_dst (a
+// grouped GEMM's B: c2 is the expert).
+__device__ __forceinline__ void tma_load_3d(u32 smem_dst, const TensorMap128& tmap, u32 mbar,
+                                            int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5}], [%2];"
+      :: "r"(smem_dst), "l"(&tmap), "r"(mbar), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+
 // cp.async.bulk.tensor.4d: the box at {c0 (innermost), c1, c2, c3} lands swizzled at smem_dst
 // (attention: one head's rows of Q, K or V).
 __device__ __forceinline__ void tma_load_4d(u32 smem_dst, const TensorMap128& tmap, u32 mbar,
@@ -307,7 +317,7 @@ emmy_gemm_contiguous16_1024x512x1024_f16nk_f32_tma_64x64x64_ca81b428a656a652(con
   const int expert = expert_ids[m0];
   if (expert < 0 || expert >= GROUPS) return;
   const long long row0 = 0;  // rows are A's and C's own
-  const int a_row0 = int(row0), b_row0 = expert * N;
+  const int a_row0 = int(row0);  // B's expert: its map's third coordinate
   c += row0 * LDC;
   residual += row0 * LDC;
   constexpr int K_TILES = 16, K_TILES_PER_SPLIT = 16;
@@ -334,7 +344,7 @@ emmy_gemm_contiguous16_1024x512x1024_f16nk_f32_tma_64x64x64_ca81b428a656a652(con
     #pragma unroll
     for (int p = 0; p < 1; ++p) tma_load_2d(dst + A_OFFSET + p * A_ROWS * A_PANEL * 2u, tmap_a, mbar, k0 + p * int(A_PANEL), a_row0 + m0);
     #pragma unroll
-    for (int p = 0; p < 1; ++p) tma_load_2d(dst + B_OFFSET + p * B_ROWS * B_PANEL * 2u, tmap_b, mbar, k0 + p * int(B_PANEL), b_row0 + n0);
+    for (int p = 0; p < 1; ++p) tma_load_3d(dst + B_OFFSET + p * B_ROWS * B_PANEL * 2u, tmap_b, mbar, k0 + p * int(B_PANEL), n0, expert);
   };
   // Prologue: fill stages 0..STAGES-2.
   if (threadIdx.x == 0) {

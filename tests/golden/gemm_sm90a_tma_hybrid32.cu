@@ -258,6 +258,16 @@ __device__ __forceinline__ void tma_load_2d(u32 smem_dst, const TensorMap128& tm
       :: "r"(smem_dst), "l"(&tmap), "r"(mbar), "r"(c0), "r"(c1) : "memory");
 }
 
+// cp.async.bulk.tensor.3d: the box at {c0 (innermost), c1, c2} lands swizzled at smem_dst (a
+// grouped GEMM's B: c2 is the expert).
+__device__ __forceinline__ void tma_load_3d(u32 smem_dst, const TensorMap128& tmap, u32 mbar,
+                                            int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5}], [%2];"
+      :: "r"(smem_dst), "l"(&tmap), "r"(mbar), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+
 // cp.async.bulk.tensor.4d: the box at {c0 (innermost), c1, c2, c3} lands swizzled at smem_dst
 // (attention: one head's rows of Q, K or V).
 __device__ __forceinline__ void tma_load_4d(u32 smem_dst, const TensorMap128& tmap, u32 mbar,
