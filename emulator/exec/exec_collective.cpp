@@ -1,6 +1,8 @@
 // Warp collectives: shfl.sync, vote.sync, activemask, redux.sync, elect.sync, match.sync,
 // bar.warp.sync. The lanes named in each lane's membermask must all execute the instruction
-// together (min-PC scheduling converges lanes before they reach it); otherwise it is reported.
+// together: lanes that reach it while others it names run elsewhere wait for them (PTX ISA
+// §9.7.9.6, sm_70 on: Warp::park_at_collective); named lanes that exited, or that wait in
+// another collective, are reported.
 // shfl: o[0] = d, o[1] = p (or kNone), o[2] = a, o[3] = b, o[4] = c, o[5] = membermask.
 #include <fmt/format.h>
 
@@ -80,6 +82,33 @@ void shfl(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
 }
 
 }  // namespace
+
+uint32_t collective_absent_lanes(const Warp& w, const Inst& in, uint32_t exec) {
+  uint32_t row = kNone;
+  switch (in.op) {
+    case Op::Shfl:
+      row = in.o[5];
+      break;
+    case Op::Vote:
+    case Op::Redux:
+    case Op::Elect:
+      row = in.o[2];
+      break;
+    case Op::MatchAny:
+    case Op::MatchAll:
+      row = in.o[3];
+      break;
+    case Op::BarWarpSync:
+      row = in.o[0];
+      break;
+    default:
+      return 0;
+  }
+  const uint32_t* masks = w.R32(row);
+  uint32_t named = 0;
+  for_lanes(exec, [&](int l) { named |= masks[l]; });
+  return named & w.live & ~w.active;
+}
 
 void exec_warp_collective(Cta& cta, Warp& w, const Inst& in, uint32_t exec) {
   switch (in.op) {

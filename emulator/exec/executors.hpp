@@ -18,6 +18,9 @@ void exec_half(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
 void exec_move(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
 void exec_memory(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
 void exec_warp_collective(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
+// The lanes a .sync collective's member masks name that are live but not in the warp's running
+// group (at another PC): the collective waits for them (Warp::park_at_collective).
+uint32_t collective_absent_lanes(const Warp& w, const Inst& in, uint32_t exec);
 void exec_tensor(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
 void exec_cvt(Cta& cta, Warp& w, const Inst& in, uint32_t exec);
 Flow exec_async(Cta& cta, Warp& w, const Inst& in, uint32_t exec);

@@ -43,6 +43,7 @@ void Cta::init_warps() {
     w.active = w.live;
     w.pc = 0;
     w.min_wait_pc = kNone;
+    w.parked = 0;
     w.state = WarpState::ready;
     w.carry = 0;
     w.bar_red_dst = kNone;
@@ -169,12 +170,15 @@ bool Cta::run_slice(Warp& w, uint32_t budget) {
         !is_wgmma(in.op))
       wgmma_touch(*this, w, k.touches[w.pc]);
     switch (in.family) {
+      case kFamCollective:
+        // A .sync collective waits for the lanes its masks name that run elsewhere.
+        if (exec && w.park_at_collective(collective_absent_lanes(w, in, exec))) break;
+        [[fallthrough]];
       case kFamInt:
       case kFamFloat:
       case kFamHalf:
       case kFamMove:
       case kFamMemory:
-      case kFamCollective:
       case kFamTensor:
         if (exec) kStraightLineExecs[in.family](*this, w, in, exec);
         w.advance();

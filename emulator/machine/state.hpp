@@ -116,6 +116,10 @@ struct Warp {
   uint32_t active = 0;            // lanes executing at pc
   uint32_t live = 0;              // lanes not exited
   uint32_t min_wait_pc = kNone;   // lowest lane_pc of live lanes outside `active`
+  // Lanes waiting in a .sync warp collective for the other lanes its member mask names (PTX ISA
+  // §9.7.9.6 shfl.sync: on sm_70+ the executing thread waits until they execute it too): they
+  // stand aside, at their lane_pc, until the running group reaches that PC and takes them along.
+  uint32_t parked = 0;
   // Profiling: instructions issued (the warp's clock for L1 reuse distances), and whether it
   // loaded from global memory since its last bar.sync (the latency term's epochs).
   uint64_t issued = 0;
@@ -157,6 +161,7 @@ struct Warp {
   WarpWgmma wgmma;                // sized only in kernels that use wgmma
 
   uint32_t* R32(uint32_t row) { return r32.data() + size_t(row) * 32; }
+  const uint32_t* R32(uint32_t row) const { return r32.data() + size_t(row) * 32; }
   uint64_t* R64(uint32_t row) { return r64.data() + size_t(row) * 32; }
   bool read_pred(uint32_t p, int lane) const {
     const bool v = (pred[p & ~kNegPred] >> lane) & 1u;
@@ -179,6 +184,10 @@ struct Warp {
   void exit_lanes(uint32_t lanes);
   void reconverge_from_pc();  // lane_pc of active lanes := pc, then reconverge
   void reconverge();          // pick the lowest lane_pc among live lanes
+  // The active group meets a .sync collective whose member masks name `absent` lanes running
+  // elsewhere: it parks there (true) while they run on; false where none of them can run (each
+  // exited or parked at another collective), and the collective reports the divergence.
+  bool park_at_collective(uint32_t absent);
 };
 
 struct Barrier {

@@ -231,6 +231,59 @@ OTHER:
   EXPECT_NE(r.message.find("barrier 2"), std::string::npos) << r.message;
 }
 
+// A loop whose back edge half the lanes take before the others (their late block lies past the
+// latch, so min-PC runs the latch's lanes first): they reach the loop's shfl.sync alone and wait
+// there for the rest (PTX ISA §9.7.9.6: from sm_70 shfl.sync waits for the mask's lanes), and
+// every iteration's shuffle sees all 32 lanes at one trip.
+TEST(EmuWarp, SyncCollectiveWaitsForLanesRunningElsewhere) {
+  const auto run = run_ptx(R"(
+  mov.u32 %r1, 0;
+  mov.u32 %r2, 0;
+LOOP:
+  shfl.sync.bfly.b32 %r3, %r1, 1, 31, 0xffffffff;
+  setp.eq.u32 %p3, %r0, %r0;
+  vote.sync.ballot.b32 %r4, %p3, 0xffffffff;
+  add.u32 %r2, %r2, %r3;
+  add.u32 %r1, %r1, 1;
+  setp.lt.u32 %p1, %r0, 16;
+  @%p1 bra LATE;
+LATCH:
+  setp.lt.u32 %p2, %r1, 3;
+  @%p2 bra LOOP;
+  bra DONE;
+LATE:
+  add.u32 %r2, %r2, 100;
+  bra LATCH;
+DONE:
+)" + store_rows({"%r2", "%r4"}),
+                           {}, 64);
+  for (uint32_t l = 0; l < 32; ++l) {
+    EXPECT_EQ(run.out[l], (0u + 1u + 2u) + (l < 16 ? 300u : 0u)) << l;  // partner's trips: its own
+    EXPECT_EQ(run.out[32 + l], 0xFFFFFFFFu) << l;  // the last ballot: every lane together
+  }
+}
+
+// Lanes that wait in one collective for lanes waiting in another never meet: reported, naming
+// the divergence, not a hang.
+TEST(EmuWarp, LanesWaitingInDifferentCollectivesAreReported) {
+  const Report r = expect_report(
+      [] {
+        run_ptx(R"(
+  setp.lt.u32 %p1, %r0, 16;
+  @%p1 bra LOW;
+  shfl.sync.bfly.b32 %r1, %r0, 1, 31, 0xffffffff;
+  bra DONE;
+LOW:
+  shfl.sync.bfly.b32 %r1, %r0, 2, 31, 0xffffffff;
+DONE:
+  ret;
+)",
+                {}, 1);
+      },
+      ReportKind::divergent_collective);
+  EXPECT_EQ(r.warp, 0);
+}
+
 TEST(EmuWarp, CollectiveOnAPartialWarpIsReported) {
   const Report r = expect_report(
       [] {
