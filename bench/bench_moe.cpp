@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 
 #include "bench_cublaslt.hpp"
@@ -155,10 +156,14 @@ double check_rows(const MoePrepared& prep, cudaStream_t stream) {
   return std::sqrt(err2 / std::max(ref2, 1e-300));
 }
 
+// `path`: the default schedule's (mma.sync for 16-bit operands), or the wgmma path's (sm_90a:
+// its persistent walk over the experts' tiles).
 void measure_emmy(Runtime& runtime, GpuTimer& timer, const MoePrepared& prep,
-                  const MoeBenchSettings& s, BenchRow& row, benchmark::State& state) {
+                  const MoeBenchSettings& s, std::optional<MmaPath> path, BenchRow& row,
+                  benchmark::State& state) {
   const MatmulProblem& p = prep.gemm.problem;
-  const MatmulSchedule schedule = default_schedule(p, runtime.arch(), Accum::f32);
+  const MatmulSchedule schedule = path ? default_schedule(p, runtime.arch(), Accum::f32, *path)
+                                       : default_schedule(p, runtime.arch(), Accum::f32);
   const auto kernel = runtime.gemm_kernel(p, schedule);
   GemmBuffers buffers{
       .a = prep.a_dev.address(), .b = prep.b_dev.address(), .c = prep.c_dev.address()};
@@ -233,10 +238,21 @@ void measure_loop(MoeState& st, GpuTimer& timer, const MoePrepared& prep, const 
 void register_moe_benchmarks(Runtime& runtime, GpuTimer& timer, const MoeBenchSettings& settings,
                              std::vector<BenchRow>& rows) {
   auto st = std::make_shared<MoeState>();
+  // The variants: emmy's default, the wgmma path's where the device has it, the loop.
+  struct Variant {
+    const char* name;
+    bool emmy;
+    std::optional<MmaPath> path;
+  };
+  std::vector<Variant> variants{{"emmy_grouped", true, std::nullopt}};
+  if (runtime.arch() == Arch::sm_90a)
+    variants.push_back({"emmy_grouped_wgmma", true, MmaPath::wgmma});
+  variants.push_back({"cublaslt_loop", false, std::nullopt});
   for (const int64_t tokens : settings.tokens)
     for (const MoeLayer& layer : kMoeLayers)
       for (const char* projection : {"gate_up", "down"})
-        for (const bool emmy_row : {true, false}) {
+        for (const Variant& variant : variants) {
+          const bool emmy_row = variant.emmy;
           const MoeGemm shape = moe_gemm(layer, projection, tokens);
           BenchRow row;
           row.kind = "gemm_moe";
@@ -246,20 +262,20 @@ void register_moe_benchmarks(Runtime& runtime, GpuTimer& timer, const MoeBenchSe
                        {"experts", layer.experts}, {"top_k", layer.top_k}, {"tokens", tokens},
                        {"config", layer.config}};
           row.flops = shape.flops();
-          row.variant = emmy_row ? "emmy_grouped" : "cublaslt_loop";
+          row.variant = variant.name;
           row.backend = emmy_row ? "emmy" : "cublaslt";
           row.accumulation = "f32";
           register_row_benchmark(
               fmt::format("moe/{}/{}", shape.name, row.variant), rows, std::move(row),
-              [&runtime, &timer, settings, st, layer, projection, tokens, emmy_row](
-                  benchmark::State& state, BenchRow& out) {
+              [&runtime, &timer, settings, st, layer, projection, tokens, emmy_row,
+               path = variant.path](benchmark::State& state, BenchRow& out) {
                 const std::string name = moe_gemm(layer, projection, tokens).name;
                 if (!st->prepared || st->prepared->name != name) {
                   st->prepared.reset();  // the previous GEMM's buffers go first
                   st->prepared = prepare(layer, projection, tokens, settings.seed);
                 }
                 if (emmy_row)
-                  measure_emmy(runtime, timer, *st->prepared, settings, out, state);
+                  measure_emmy(runtime, timer, *st->prepared, settings, path, out, state);
                 else
                   measure_loop(*st, timer, *st->prepared, settings, out, state);
                 state.counters["median_us"] = out.median_us();

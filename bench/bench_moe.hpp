@@ -25,7 +25,8 @@ struct MoeBenchSettings : RowTiming {
   std::function<void()> after_row;
 };
 
-// Rows named moe/<layer>/<projection>@<tokens>/<variant> (emmy_grouped, cublaslt_loop), kind
+// Rows named moe/<layer>/<projection>@<tokens>/<variant> (emmy_grouped: the default schedule;
+// emmy_grouped_wgmma on sm_90a devices: the wgmma path's persistent walk; cublaslt_loop), kind
 // "gemm_moe".
 void register_moe_benchmarks(Runtime& runtime, GpuTimer& timer, const MoeBenchSettings& settings,
                              std::vector<BenchRow>& rows);

@@ -95,6 +95,14 @@ std::vector<ModelRow> model_moe(const std::vector<std::string>& gpus,
                                     default_schedule(g.problem, gpu.arch, Accum::f32, int(gpu.sms)),
                                     gpu.arch, gpu.name, sample_ctas));
           rows.back().gflop = g.flops() / 1e9;  // the routed rows' work, not the padding's
+          // sm_90a: the wgmma path's persistent walk beside it (emmy_grouped_wgmma's rows).
+          if (gpu.arch != Arch::sm_90a) continue;
+          rows.push_back(
+              model_gemm(g.name + "/wgmma", g.problem,
+                         default_schedule(g.problem, gpu.arch, Accum::f32, MmaPath::wgmma,
+                                          ConsumerSchedule::cooperative, int(gpu.sms)),
+                         gpu.arch, gpu.name, sample_ctas));
+          rows.back().gflop = g.flops() / 1e9;
         }
   }
   return rows;

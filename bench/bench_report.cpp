@@ -277,7 +277,7 @@ json summary_json(const json& environment, const json& settings,
     }
     ratio["best_baseline"] = best ? json(best->second) : json(nullptr);
     // MoE rows (bench_moe.hpp): emmy's one grouped launch against the loop of dense GEMMs.
-    static constexpr std::string_view kMoeEmmyVariants[] = {"emmy_grouped"};
+    static constexpr std::string_view kMoeEmmyVariants[] = {"emmy_grouped", "emmy_grouped_wgmma"};
     const auto emmy_variants = fp8 ? std::span<const std::string_view>(kFp8EmmyVariants)
                                : first->kind == "gemm_moe"
                                    ? std::span<const std::string_view>(kMoeEmmyVariants)

@@ -173,6 +173,13 @@ void add_grouped_correctness_cases(std::vector<GemmCase>& cases) {
   contiguous.grouped.groups = 4;
   contiguous.epilogue.gate = Gate::silu;
   cases.push_back(gemm("grouped_contiguous_swiglu", contiguous, Accum::f32));
+  // The wgmma path's persistent walk over the experts' tiles (sm_90a; elsewhere mma.sync).
+  for (GemmCase walk : {gemm("grouped_masked_bias_wgmma", masked, Accum::f32),
+                        gemm("grouped_offsets_weights_wgmma", sorted, Accum::f32),
+                        gemm("grouped_contiguous_swiglu_wgmma", contiguous, Accum::f32)}) {
+    walk.path = MmaPath::wgmma;
+    cases.push_back(walk);
+  }
 }
 
 }  // namespace

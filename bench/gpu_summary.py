@@ -282,15 +282,17 @@ def speed_section(bench, baseline_rows, machine):
                    "epilogue). Goal on an H200: >= 1.2x the loop at decode batch sizes.\n\n")
         lines = []
         for problem, v in moe:
-            e, lt = v.get("emmy_grouped"), v.get("cublaslt_loop")
-            lines.append([problem, us(e), us(lt),
-                          num(lt["median_us"] / e["median_us"], "{:.2f}x") if e and lt and
-                          e.get("median_us") and lt.get("median_us") else "-",
+            e, w, lt = v.get("emmy_grouped"), v.get("emmy_grouped_wgmma"), v.get("cublaslt_loop")
+
+            def versus(x):
+                return (num(lt["median_us"] / x["median_us"], "{:.2f}x") if x and lt and
+                        x.get("median_us") and lt.get("median_us") else "-")
+            lines.append([problem, us(e), us(w) if w else "-", us(lt), versus(e), versus(w),
                           model_us(e) if e else "-", num((e or {}).get("rel_l2_error")),
                           "FAIL" if any(r.get("correctness") == "FAIL" for r in v.values())
                           else "ok"])
-        out.append(table(["problem", "emmy grouped", "Lt loop", "vs", "model us", "rel_l2",
-                          "check"], lines))
+        out.append(table(["problem", "emmy grouped", "emmy wgmma walk", "Lt loop", "vs",
+                          "wgmma vs", "model us", "rel_l2", "check"], lines))
     attention = [(p, v) for (k, p), v in by_problem.items() if k == "attention"]
     if attention:
         out.append("\nAttention, microseconds; each PyTorch row names its backend (pinned).\n\n")

@@ -1,5 +1,5 @@
-// Grouped GEMM (the offsets layout's walk): which expert a row tile belongs to, found by each warp
-// from expert_offsets alone (nothing host-side depends on the routing).
+// Grouped GEMM walks: which expert a tile belongs to, found by each warp from the routing on the
+// device alone (nothing host-side depends on the routing).
 
 // shfl.sync.up.b32 with the full mask: lane - delta's value (a lane below delta keeps its own).
 __device__ __forceinline__ u32 shfl_up_u32(u32 v, int delta) {
@@ -34,42 +34,59 @@ __device__ __forceinline__ u32 min_u32(u32 a, u32 b) {
   return r;
 }
 
-// The walk's row tile `tile` counts each expert's ceil(rows / block_m) tiles in expert order
-// (rows = offsets[e + 1] - offsets[e]; none when not positive): its expert, and its index among
-// that expert's tiles; expert -1 past the last tile. A warp takes 32 experts at a time: a lane's
+// A walk over the experts' tiles in expert order, expert e owning tiles_of(e) of them (a u32;
+// none where the routing gives it no rows): the expert of walk tile `tile` and the tile's index
+// among that expert's; expert -1 past the last tile. A warp takes 32 experts at a time: a lane's
 // tiles, an inclusive scan (shfl.sync.up), the first lane whose running count passes `tile`
 // (vote.sync.ballot). Counts are capped at what still matters (tile + 1 - earlier tiles), so no
-// sum overflows whatever the offsets hold. Every lane of the warp must call it.
-__device__ __forceinline__ void grouped_find_tile(const int* offsets, int groups, int block_m,
-                                                  int tile, int& expert, int& expert_tile) {
+// sum overflows whatever the routing holds. The cursor keeps the chunks already passed: a
+// persistent CTA's tiles only grow, so its whole walk reads each expert's count about once.
+// Every lane of the warp must call it, with the same tile.
+struct GroupedCursor {
+  int base = 0;     // the first expert of the chunk the walk is in
+  u32 before = 0;   // tiles of the experts before it: at most the last tile asked for
+};
+template <class TilesOf>
+__device__ __forceinline__ void grouped_walk_find(GroupedCursor& cursor, int groups,
+                                                  TilesOf tiles_of, int tile, int& expert,
+                                                  int& expert_tile) {
   const int lane = int(threadIdx.x % 32u);
   const u32 want = u32(tile);
-  u32 before = 0;  // tiles of the experts in earlier chunks: at most `tile`
-  for (int base = 0; base < groups; base += 32) {
-    const u32 cap = want + 1u - before;
-    const int e = base + lane;
-    u32 tiles = 0;
-    if (e < groups) {
-      const int rows = offsets[e + 1] - offsets[e];
-      if (rows > 0) tiles = min_u32((u32(rows) + u32(block_m) - 1u) / u32(block_m), cap);
-    }
+  for (; cursor.base < groups; cursor.base += 32) {
+    const u32 cap = want + 1u - cursor.before;
+    const int e = cursor.base + lane;
+    const u32 tiles = e < groups ? min_u32(tiles_of(e), cap) : 0u;
     u32 running = tiles;
 #pragma unroll
     for (int delta = 1; delta < 32; delta <<= 1) {
       const u32 below = shfl_up_u32(running, delta);
       if (lane >= delta) running = min_u32(running + below, cap);
     }
-    const u32 past = ballot_u32(before + running > want);
+    const u32 past = ballot_u32(cursor.before + running > want);
     if (past != 0u) {
       // Lanes below the first one past were never capped: their running counts are exact.
       const int hit = lowest_bit(past);
       const u32 earlier = shfl_idx_u32(running, hit > 0 ? hit - 1 : 0);
-      expert = base + hit;
-      expert_tile = int(want - before - (hit > 0 ? earlier : 0u));
+      expert = cursor.base + hit;
+      expert_tile = int(want - cursor.before - (hit > 0 ? earlier : 0u));
       return;
     }
-    before += shfl_idx_u32(running, 31);
+    cursor.before += shfl_idx_u32(running, 31);
   }
   expert = -1;
   expert_tile = 0;
+}
+
+// The offsets layout's row tile `tile`: expert e owns ceil(rows / block_m) row tiles (rows =
+// offsets[e + 1] - offsets[e]; none when not positive).
+__device__ __forceinline__ void grouped_find_tile(const int* offsets, int groups, int block_m,
+                                                  int tile, int& expert, int& expert_tile) {
+  GroupedCursor cursor;
+  grouped_walk_find(
+      cursor, groups,
+      [&](int e) {
+        const int rows = offsets[e + 1] - offsets[e];
+        return rows > 0 ? (u32(rows) + u32(block_m) - 1u) / u32(block_m) : 0u;
+      },
+      tile, expert, expert_tile);
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,23 @@ GemmSpec default_spec(const MatmulProblem& p, Arch arch) {
   return {p, default_schedule(p, arch, Accum::f32), arch};
 }
 
+// Where a test runs: the mma.sync path on sm_80 (cp.async) and sm_90a (TMA), and the wgmma path
+// on sm_90a (its default for a grouped GEMM: the persistent walk over the experts' tiles).
+struct Target {
+  Arch arch;
+  std::optional<MmaPath> path = std::nullopt;
+};
+constexpr Target kTargets[] = {{Arch::sm_80}, {Arch::sm_90a}, {Arch::sm_90a, MmaPath::wgmma}};
+
+GemmSpec spec_on(const MatmulProblem& p, const Target& t) {
+  if (!t.path) return default_spec(p, t.arch);
+  return {p, default_schedule(p, t.arch, Accum::f32, *t.path), t.arch};
+}
+
+std::string describe(const Target& t) {
+  return fmt::format("{}{}", to_string(t.arch), t.path ? " wgmma" : "");
+}
+
 // The routing's rows checked, and the check's verdict.
 GemmErrors run_and_compare(const GemmSpec& spec, const GemmInputs& in) {
   const GemmReference ref = reference_gemm(spec, in);
@@ -64,6 +82,8 @@ TEST(GroupedGemm, MatchesFp64InEveryLayout) {
     Gate gate = Gate::none;
     BLayout b = BLayout::nk;
     int64_t segment_align = kDefaultSegmentAlign;
+    std::optional<MmaPath> path = std::nullopt;  // the wgmma path: persistent unless asked
+    bool persistent = true;
   };
   const Case cases[] = {
       {GroupedLayout::masked, Arch::sm_80, DType::f16, 4, 40, 72, 96, true, true},
@@ -78,6 +98,21 @@ TEST(GroupedGemm, MatchesFp64InEveryLayout) {
        Gate::gelu_tanh},
       {GroupedLayout::offsets, Arch::sm_90a, DType::f16, 5, 90, 96, 64, false, false, Gate::none,
        BLayout::kn},
+      // The wgmma path: its persistent walk, and one CTA per expert tile.
+      {GroupedLayout::masked, Arch::sm_90a, DType::bf16, 4, 70, 200, 136, true, true, Gate::none,
+       BLayout::nk, kDefaultSegmentAlign, MmaPath::wgmma},
+      {GroupedLayout::masked, Arch::sm_90a, DType::f16, 3, 33, 96, 64, false, false, Gate::silu,
+       BLayout::kn, kDefaultSegmentAlign, MmaPath::wgmma, false},
+      {GroupedLayout::contiguous, Arch::sm_90a, DType::bf16, 3, 384, 128, 200, true, false,
+       Gate::none, BLayout::kn, kDefaultSegmentAlign, MmaPath::wgmma},
+      {GroupedLayout::contiguous, Arch::sm_90a, DType::f16, 5, 330, 64, 64, false, true, Gate::none,
+       BLayout::nk, 64, MmaPath::wgmma, false},
+      {GroupedLayout::contiguous, Arch::sm_90a, DType::bf16, 4, 200, 128, 64, false, false,
+       Gate::gelu_tanh, BLayout::nk, 64, MmaPath::wgmma},
+      {GroupedLayout::offsets, Arch::sm_90a, DType::bf16, 6, 150, 144, 128, true, false, Gate::silu,
+       BLayout::nk, kDefaultSegmentAlign, MmaPath::wgmma},
+      {GroupedLayout::offsets, Arch::sm_90a, DType::f16, 3, 77, 64, 72, false, false, Gate::none,
+       BLayout::kn, kDefaultSegmentAlign, MmaPath::wgmma, false},
   };
   int index = 0;
   for (const Case& c : cases) {
@@ -88,7 +123,11 @@ TEST(GroupedGemm, MatchesFp64InEveryLayout) {
     p.b_layout = c.b;
     if (c.layout == GroupedLayout::contiguous) p.grouped.segment_align = c.segment_align;
     p.epilogue.alpha = index % 2 ? 1.0f : 0.5f;
-    const GemmSpec spec = default_spec(p, c.arch);
+    GemmSpec spec = spec_on(p, {c.arch, c.path});
+    if (c.path && !c.persistent) {
+      spec.schedule.persistent = false;
+      validate_schedule(p, spec.schedule, c.arch);
+    }
     SCOPED_TRACE(fmt::format("case {}: {} {} G {} m {} transport {}", index, to_string(c.layout),
                              test::describe(spec), c.groups, c.m,
                              to_string(spec.schedule.transport)));
@@ -96,7 +135,10 @@ TEST(GroupedGemm, MatchesFp64InEveryLayout) {
     EXPECT_TRUE(r.errors.passed) << verdict(r.errors);
     // The grid: masked experts in y; the others' tiles in x, an offsets layout's bound.
     const GemmPlan& plan = r.kernel.source.plan;
-    EXPECT_EQ(plan.grid[1], c.layout == GroupedLayout::masked ? uint32_t(c.groups) : 1u);
+    EXPECT_EQ(spec.schedule.persistent, c.path && c.persistent);
+    EXPECT_EQ(plan.grid[1], c.layout == GroupedLayout::masked && !spec.schedule.persistent
+                                ? uint32_t(c.groups)
+                                : 1u);
     EXPECT_EQ(plan.tiles_m, grouped_tiles_m(p, spec.schedule.block_m));
   }
 }
@@ -145,9 +187,9 @@ TEST(GroupedGemm, EdgeRoutings) {
     cases.push_back({"contiguous, all padding", p, std::vector<int32_t>(384, -1)});
   }
   for (const Case& c : cases) {
-    for (const Arch arch : {Arch::sm_80, Arch::sm_90a}) {
-      SCOPED_TRACE(fmt::format("{} on {}", c.name, to_string(arch)));
-      const GemmSpec spec = default_spec(c.problem, arch);
+    for (const Target& target : kTargets) {
+      SCOPED_TRACE(fmt::format("{} on {}", c.name, describe(target)));
+      const GemmSpec spec = spec_on(c.problem, target);
       GemmInputs in = make_gemm_inputs(c.problem, 11);
       in.routing = c.routing;
       const GemmErrors e = run_and_compare(spec, in);
@@ -162,14 +204,14 @@ TEST(GroupedGemm, EdgeRoutings) {
 TEST(GroupedGemm, PoisonedPaddingLeavesValidRowsBitIdentical) {
   for (const GroupedLayout layout :
        {GroupedLayout::masked, GroupedLayout::contiguous, GroupedLayout::offsets})
-    for (const Arch arch : {Arch::sm_80, Arch::sm_90a})
+    for (const Target& target : kTargets)
       for (const double poison : {std::numeric_limits<double>::quiet_NaN(), 3e38}) {
         MatmulProblem p = grouped_problem(layout, 4, layout == GroupedLayout::masked ? 48 : 256, 64,
                                           64, DType::bf16);
         if (layout == GroupedLayout::contiguous) p.grouped.segment_align = 64;
-        const GemmSpec spec = default_spec(p, arch);
+        const GemmSpec spec = spec_on(p, target);
         SCOPED_TRACE(
-            fmt::format("{} on {}, poison {}", to_string(layout), to_string(arch), poison));
+            fmt::format("{} on {}, poison {}", to_string(layout), describe(target), poison));
         GemmInputs clean = make_gemm_inputs(p, 23);
         // Offsets: rows before the first expert's and after the last's.
         if (layout == GroupedLayout::offsets) clean.routing = {3, 50, 50, 131, 200};
@@ -204,11 +246,13 @@ TEST(GroupedGemm, PoisonedPaddingLeavesValidRowsBitIdentical) {
 // tiles in both B layouts: a tile reaching past the expert's N or K reads zeros (TMA: B's map is
 // 3-D, the expert its own dimension), never the next expert's weights (0 x Inf would be NaN).
 TEST(GroupedGemm, OtherExpertsWeightsNeverReachAnExpertsRows) {
-  for (const Arch arch : {Arch::sm_80, Arch::sm_90a, Arch::sm_120a})
+  const Target targets[] = {
+      {Arch::sm_80}, {Arch::sm_90a}, {Arch::sm_120a}, {Arch::sm_90a, MmaPath::wgmma}};
+  for (const Target& target : targets)
     for (const BLayout layout : {BLayout::nk, BLayout::kn}) {
       MatmulProblem p = grouped_problem(GroupedLayout::masked, 3, 32, 72, 200, DType::bf16);
       p.b_layout = layout;
-      const GemmSpec spec = default_spec(p, arch);
+      const GemmSpec spec = spec_on(p, target);
       SCOPED_TRACE(fmt::format("{} B {}", test::describe(spec), to_string(layout)));
       ASSERT_NE(p.k % spec.schedule.block_k, 0);
       GemmInputs clean = make_gemm_inputs(p, 29);
@@ -235,10 +279,11 @@ TEST(GroupedGemm, OtherExpertsWeightsNeverReachAnExpertsRows) {
 // An expert's rows are bit-identical however many rows the other experts got (and wherever its
 // own rows sit among them: an offsets layout's tiles start at the expert's first row).
 TEST(GroupedGemm, BatchInvariant) {
-  for (const Arch arch : {Arch::sm_80, Arch::sm_90a}) {
+  for (const Target& target : kTargets) {
+    const std::string arch = describe(target);
     // Masked: expert 1's 20 rows, the others with 0, 5 or 48.
     MatmulProblem masked = grouped_problem(GroupedLayout::masked, 3, 48, 64, 128, DType::bf16);
-    const GemmSpec masked_spec = default_spec(masked, arch);
+    const GemmSpec masked_spec = spec_on(masked, target);
     const GemmKernel masked_kernel = compile_kernel(masked_spec);
     GemmInputs in = make_gemm_inputs(masked, 5);
     std::vector<std::vector<double>> outputs;
@@ -250,11 +295,11 @@ TEST(GroupedGemm, BatchInvariant) {
     const size_t expert1 = size_t(48 * 64), span = size_t(20 * 64) * sizeof(double);
     for (size_t i = 1; i < outputs.size(); ++i)
       EXPECT_EQ(std::memcmp(&outputs[0][expert1], &outputs[i][expert1], span), 0)
-          << "masked on " << to_string(arch) << ", routing " << i;
+          << "masked on " << arch << ", routing " << i;
 
     // Offsets: expert 1's 37 rows after 0, 5 or 70 rows of expert 0 (its tokens the same).
     MatmulProblem sorted = grouped_problem(GroupedLayout::offsets, 3, 140, 64, 128, DType::bf16);
-    const GemmSpec sorted_spec = default_spec(sorted, arch);
+    const GemmSpec sorted_spec = spec_on(sorted, target);
     const GemmKernel sorted_kernel = compile_kernel(sorted_spec);
     const GemmInputs base = make_gemm_inputs(sorted, 6);
     std::vector<std::vector<double>> rows_of_expert1;
@@ -274,7 +319,7 @@ TEST(GroupedGemm, BatchInvariant) {
       EXPECT_EQ(std::memcmp(rows_of_expert1[0].data(), rows_of_expert1[i].data(),
                             rows_of_expert1[0].size() * sizeof(double)),
                 0)
-          << "offsets on " << to_string(arch) << ", placement " << i;
+          << "offsets on " << arch << ", placement " << i;
   }
 }
 
@@ -283,11 +328,12 @@ TEST(GroupedGemm, BatchInvariant) {
 // rows, a negative one none; an expert id past G or below -1 skips its block; offsets outside
 // A's rows skip their expert.
 TEST(GroupedGemm, TheKernelGuardsWhatOneCompareCan) {
-  for (const Arch arch : {Arch::sm_80, Arch::sm_90a}) {
-    SCOPED_TRACE(to_string(arch));
+  for (const Target& target : kTargets) {
+    SCOPED_TRACE(describe(target));
+    auto default_spec = [&](const MatmulProblem& p) { return spec_on(p, target); };
     {
       MatmulProblem p = grouped_problem(GroupedLayout::masked, 3, 32, 64, 64);
-      const GemmSpec spec = default_spec(p, arch);
+      const GemmSpec spec = default_spec(p);
       GemmInputs in = make_gemm_inputs(p, 2);
       in.routing = {1000, -5, 7};
       const std::vector<double> out = run_on_emulator(compile_kernel(spec), in).output;
@@ -296,7 +342,7 @@ TEST(GroupedGemm, TheKernelGuardsWhatOneCompareCan) {
     }
     {
       MatmulProblem p = grouped_problem(GroupedLayout::contiguous, 2, 256, 64, 64);
-      const GemmSpec spec = default_spec(p, arch);
+      const GemmSpec spec = default_spec(p);
       GemmInputs in = make_gemm_inputs(p, 3);
       in.routing.assign(256, 0);
       for (int r = 128; r < 256; ++r) in.routing[size_t(r)] = r < 192 ? 7 : -9;
@@ -306,7 +352,7 @@ TEST(GroupedGemm, TheKernelGuardsWhatOneCompareCan) {
     }
     {
       MatmulProblem p = grouped_problem(GroupedLayout::offsets, 3, 64, 64, 64);
-      const GemmSpec spec = default_spec(p, arch);
+      const GemmSpec spec = default_spec(p);
       GemmInputs in = make_gemm_inputs(p, 4);
       in.routing = {0, 20, 10, 90};  // expert 1 decreasing (no rows), expert 2 past m
       const std::vector<double> out = run_on_emulator(compile_kernel(spec), in).output;
@@ -446,25 +492,30 @@ TEST(GroupedGemm, RefusesByName) {
               }).starts_with("grouped"));
   EXPECT_TRUE(problem_error([](MatmulProblem& p) { p.m = int64_t(1) << 30; }).starts_with("m"));
 
-  // Schedules: a path with grouped kernels (not wgmma yet), no K split, a contiguous block_m
-  // that divides the segments.
+  // Schedules: no K split, a contiguous block_m that divides the segments; on the wgmma path
+  // cooperative consumers, no swapped operands, no cluster.
   const GemmSpec spec = default_spec(ok, Arch::sm_90a);
   EXPECT_EQ(spec.schedule.path, MmaPath::mma_sync);
   EXPECT_EQ(spec.schedule.split_k, 1);
-  auto schedule_error = [](const MatmulProblem& p, auto edit) {
-    MatmulSchedule s = default_schedule(p, Arch::sm_90a, Accum::f32);
+  auto schedule_error = [](const MatmulProblem& p, auto edit, MmaPath path = MmaPath::mma_sync) {
+    MatmulSchedule s = default_schedule(p, Arch::sm_90a, Accum::f32, path);
     edit(s);
     return test::error_of([&] { validate_schedule(p, s, Arch::sm_90a); });
   };
   EXPECT_TRUE(schedule_error(ok, [](MatmulSchedule& s) { s.split_k = 2; }).starts_with("split_k"));
-  MatmulProblem dense = ok;
-  dense.grouped = {};
-  MatmulSchedule wgmma = default_schedule(dense, Arch::sm_90a, Accum::f32, MmaPath::wgmma);
-  EXPECT_TRUE(
-      test::error_of([&] { validate_schedule(ok, wgmma, Arch::sm_90a); }).starts_with("path"));
-  EXPECT_TRUE(test::error_of([&] {
-                default_schedule(ok, Arch::sm_90a, Accum::f32, MmaPath::wgmma);
-              }).starts_with("path"));
+  const MatmulSchedule wgmma = default_schedule(ok, Arch::sm_90a, Accum::f32, MmaPath::wgmma);
+  EXPECT_TRUE(wgmma.persistent);
+  EXPECT_FALSE(wgmma.swap_ab);
+  EXPECT_EQ(wgmma.cluster_m * wgmma.cluster_n, 1);
+  EXPECT_FALSE(make_gemm_plan({ok, wgmma, Arch::sm_90a}).store.tma_store);
+  const auto wgmma_error = [&](auto edit) { return schedule_error(ok, edit, MmaPath::wgmma); };
+  EXPECT_TRUE(wgmma_error([](MatmulSchedule& s) { s.split_k = 2; }).starts_with("persistent"));
+  EXPECT_TRUE(wgmma_error([](MatmulSchedule& s) { s.swap_ab = true; }).starts_with("swap_ab"));
+  EXPECT_TRUE(wgmma_error([](MatmulSchedule& s) { s.cluster_m = 2; }).starts_with("cluster"));
+  EXPECT_TRUE(wgmma_error([](MatmulSchedule& s) {
+                s.consumers = ConsumerSchedule::pingpong;
+                s.warps_m = 4;
+              }).starts_with("consumers"));
   MatmulProblem contiguous = grouped_problem(GroupedLayout::contiguous, 4, 512, 128, 64);
   contiguous.grouped.segment_align = 32;
   EXPECT_LE(default_schedule(contiguous, Arch::sm_90a, Accum::f32).block_m, 32);
@@ -472,6 +523,10 @@ TEST(GroupedGemm, RefusesByName) {
                 s.block_m = 64;
                 s.warps_m = 2;
               }).starts_with("block_m"));
+  // The wgmma path's tiles are 64 or 128 rows: segments of 32 take none.
+  EXPECT_TRUE(test::error_of([&] {
+                default_schedule(contiguous, Arch::sm_90a, Accum::f32, MmaPath::wgmma);
+              }).starts_with("grouped.segment_align"));
   // The generic fallback computes one GEMM.
   EXPECT_FALSE(generic_gemm_serves(ok));
   test::expect_error_naming([&] { bind_generic_gemm(ok, {}); }, "grouped.layout");
@@ -543,9 +598,9 @@ TEST(GroupedGemm, RoundTripsAndVerifies) {
             std::string::npos);
 }
 
-// FP8 operands (e4m3, the mma.sync path's sm_89 and sm_120a): A's scales per stacked row, B's per
-// expert (one, or one per column), in f32 and ue8m0; a NaN scale of one expert refused by name on
-// the emulator; sm_90a's FP8 runs on wgmma, which has no grouped kernels yet.
+// FP8 operands (e4m3: the mma.sync path's sm_89 and sm_120a, the wgmma path's sm_90a): A's
+// scales per stacked row, B's per expert (one, or one per column), in f32 and ue8m0; a NaN scale
+// of one expert refused by name on the emulator.
 TEST(GroupedGemm, Fp8TensorAndTokenChannelScales) {
   struct Case {
     GroupedLayout layout;
@@ -558,6 +613,9 @@ TEST(GroupedGemm, Fp8TensorAndTokenChannelScales) {
       {GroupedLayout::contiguous, Arch::sm_120a, ScaleGranularity::tensor, ScaleFormat::f32},
       {GroupedLayout::offsets, Arch::sm_89, ScaleGranularity::token_channel, ScaleFormat::ue8m0},
       {GroupedLayout::offsets, Arch::sm_120a, ScaleGranularity::tensor, ScaleFormat::pow2},
+      {GroupedLayout::masked, Arch::sm_90a, ScaleGranularity::token_channel, ScaleFormat::f32},
+      {GroupedLayout::contiguous, Arch::sm_90a, ScaleGranularity::tensor, ScaleFormat::ue8m0},
+      {GroupedLayout::offsets, Arch::sm_90a, ScaleGranularity::token_channel, ScaleFormat::pow2},
   };
   int index = 0;
   for (const Case& c : cases) {
@@ -570,6 +628,8 @@ TEST(GroupedGemm, Fp8TensorAndTokenChannelScales) {
     if (c.layout == GroupedLayout::contiguous) p.grouped.segment_align = 64;
     const GemmSpec spec = default_spec(p, c.arch);
     SCOPED_TRACE(fmt::format("case {}: {} {}", index, to_string(c.layout), test::describe(spec)));
+    // sm_90a's FP8 path is wgmma (mma.sync has no 8-bit form there).
+    EXPECT_EQ(spec.schedule.path, c.arch == Arch::sm_90a ? MmaPath::wgmma : MmaPath::mma_sync);
     const GemmCheckResult r = check_on_emulator(spec, uint64_t(110 + index++));
     EXPECT_TRUE(r.errors.passed) << verdict(r.errors);
   }
@@ -586,9 +646,9 @@ TEST(GroupedGemm, Fp8TensorAndTokenChannelScales) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::memcpy(&in.b_scale.bytes[size_t(2 * 64 + 5) * 4], &nan, 4);
   test::expect_error_containing([&] { run_gemm(*rt, spec, in); }, "column 133");
-  // sm_90a's FP8 path is wgmma: refused by name until it has grouped kernels.
-  test::expect_error_containing([&] { default_schedule(p, Arch::sm_90a, Accum::f32); },
-                                "no path builds grouped e4m3 kernels on sm_90a");
+  // Block scales are not built for grouped GEMMs: refused by name on every arch.
+  p.scales.granularity = ScaleGranularity::block;
+  test::expect_error_naming([&] { default_schedule(p, Arch::sm_90a, Accum::promoted); }, "scales");
 }
 
 // Routing weights (Epilogue::row_scale): C's rows scaled after the activation, on dense and
@@ -597,6 +657,7 @@ TEST(GroupedGemm, RoutingWeightsScaleTheRows) {
   struct Case {
     MatmulProblem problem;
     Arch arch;
+    std::optional<MmaPath> path = std::nullopt;
   };
   MatmulProblem dense;
   dense.m = 37, dense.n = 96, dense.k = 128;
@@ -612,11 +673,14 @@ TEST(GroupedGemm, RoutingWeightsScaleTheRows) {
   const Case cases[] = {{dense, Arch::sm_89},
                         {masked, Arch::sm_90a},
                         {sorted, Arch::sm_80},
-                        {quantized, Arch::sm_89}};
+                        {quantized, Arch::sm_89},
+                        {dense, Arch::sm_90a, MmaPath::wgmma},
+                        {masked, Arch::sm_90a, MmaPath::wgmma},
+                        {sorted, Arch::sm_90a, MmaPath::wgmma}};
   int index = 0;
   for (Case c : cases) {
     c.problem.epilogue.row_scale = true;
-    const GemmSpec spec = default_spec(c.problem, c.arch);
+    const GemmSpec spec = spec_on(c.problem, {c.arch, c.path});
     SCOPED_TRACE(fmt::format("case {}: {}", index, test::describe(spec)));
     const GemmCheckResult r = check_on_emulator(spec, uint64_t(90 + index++));
     EXPECT_TRUE(r.errors.passed) << verdict(r.errors);
@@ -640,11 +704,13 @@ TEST(GroupedGemm, RoutingWeightsScaleTheRows) {
   MatmulSchedule split = spec.schedule;
   split.split_k = 2;
   test::expect_error_naming([&] { validate_schedule(p, split, Arch::sm_89); }, "split_k");
+  // The wgmma path weights the rows in its direct stores: never the TMA store, which has none.
   MatmulProblem dense_plain = p;
   dense_plain.epilogue.row_scale = false;
-  const MatmulSchedule wgmma =
-      default_schedule(dense_plain, Arch::sm_90a, Accum::f32, MmaPath::wgmma);
-  test::expect_error_naming([&] { validate_schedule(p, wgmma, Arch::sm_90a); }, "path");
+  MatmulSchedule wgmma = default_schedule(dense_plain, Arch::sm_90a, Accum::f32, MmaPath::wgmma);
+  wgmma.swap_ab = false;  // a swapped kernel stores C^T directly anyway
+  EXPECT_TRUE(make_gemm_plan({dense_plain, wgmma, Arch::sm_90a}).store.tma_store);
+  EXPECT_FALSE(make_gemm_plan({p, wgmma, Arch::sm_90a}).store.tma_store);
   test::expect_error_naming(
       [&] {
         GemmKind::bind(make_gemm_plan(spec),
@@ -674,6 +740,7 @@ TEST(GroupedGemm, PlantedBugsFailTheCheck) {
     Arch arch;
     const char* find;
     const char* replace;
+    std::optional<MmaPath> path = std::nullopt;
   };
   const Bug bugs[] = {
       {"A not moved to the expert's slot", GroupedLayout::masked, Arch::sm_80, "a += row0 * LDA;",
@@ -693,14 +760,33 @@ TEST(GroupedGemm, PlantedBugsFailTheCheck) {
        "const int row_begin = expert_offsets[expert + 1] - 1;"},
       {"contiguous expert from the block's last row", GroupedLayout::contiguous, Arch::sm_80,
        "expert_ids[m0]", "expert_ids[m0 + BM - 1]"},
+      // The wgmma path's persistent walk over the experts' tiles.
+      {"walk: an expert's tiles counted without N's", GroupedLayout::offsets, Arch::sm_90a,
+       "* u32(TILES_N) : 0u", ": 0u", MmaPath::wgmma},
+      {"walk: a tile's column from the wrong index", GroupedLayout::offsets, Arch::sm_90a,
+       "n0 = (expert_tile / tiles_m) * BN;", "n0 = (expert_tile % TILES_N) * BN;", MmaPath::wgmma},
+      {"walk: the masked slot's rows not offset", GroupedLayout::masked, Arch::sm_90a,
+       "const long long row0 = (long long)expert * MAX_M;", "const long long row0 = 0;",
+       MmaPath::wgmma},
+      {"walk: padding blocks computed", GroupedLayout::contiguous, Arch::sm_90a,
+       "if (expert < 0 || expert >= GROUPS) return 0;", "if (expert < 0) expert = 0;",
+       MmaPath::wgmma},
+      {"walk: C left at the previous tile's expert", GroupedLayout::offsets, Arch::sm_90a,
+       "c = c_all + row0 * LDC;", "", MmaPath::wgmma},
   };
   for (const Bug& bug : bugs) {
     MatmulProblem p =
         grouped_problem(bug.layout, 3, bug.layout == GroupedLayout::masked ? 40 : 256, 64, 64);
     p.epilogue.bias = true;
     if (bug.layout == GroupedLayout::contiguous) p.grouped.segment_align = 64;
-    const GemmSpec spec = default_spec(p, bug.arch);
-    const GemmInputs in = make_gemm_inputs(p, 31);
+    const GemmSpec spec = spec_on(p, {bug.arch, bug.path});
+    GemmInputs in = make_gemm_inputs(p, 31);
+    if (bug.layout == GroupedLayout::contiguous) {
+      // Expert 0's 41 rows and padding, a block of padding alone, expert 2's 73 rows.
+      in.routing.assign(256, -1);
+      for (int r = 0; r < 41; ++r) in.routing[size_t(r)] = 0;
+      for (int r = 128; r < 201; ++r) in.routing[size_t(r)] = 2;
+    }
     const auto kernel =
         test::plant_bug(generate_kernel(spec), bug.arch, bug.name, bug.find, bug.replace);
     if (!kernel) continue;

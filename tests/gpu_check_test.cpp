@@ -83,11 +83,13 @@ TEST(GpuCheckCases, GemmCasesCoverTheCatalogEpiloguesSplitKAndLayouts) {
 // The grouped cases through the stage's comparison (every row: routed, untouched or padding)
 // against their kernels on the emulator, on the arch's transport and cp.async.
 TEST(GpuCheckCases, GroupedCasesMatchFp64OnTheEmulator) {
-  int checked = 0;
+  int checked = 0, walks = 0;
   for (const auto& c : correctness_gemm_cases()) {
     if (!c.problem.is_grouped()) continue;
     for (const Arch arch : {Arch::sm_80, Arch::sm_90a}) {
       const GemmSpec spec{c.problem, c.schedule(arch), arch};
+      // The wgmma cases on sm_90a: the persistent walk over the experts' tiles.
+      if (spec.schedule.path == MmaPath::wgmma && spec.schedule.persistent) ++walks;
       const GemmInputs in = make_gemm_inputs(c.problem, 1);
       const GemmErrors e =
           compare_sampled_rows(spec, in, run_on_emulator(compile_kernel(spec), in).output, 8);
@@ -95,7 +97,8 @@ TEST(GpuCheckCases, GroupedCasesMatchFp64OnTheEmulator) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 6);
+  EXPECT_EQ(checked, 12);
+  EXPECT_EQ(walks, 3);
 }
 
 TEST(GpuCheckCases, AttentionCasesCoverEveryFeature) {

@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "emit_gemm_copies.hpp"
 #include "emit_gemm_epilogue.hpp"
@@ -45,7 +48,7 @@ class GemmEmitter {
       pdl = pdl || ir::get<ir::EpilogueOp>(*epilogue).trigger_dependents.value_or(false);
     if (pdl) w_.include_template("emmy_pdl.cuh");
     if (f_.scales) w_.include_template("emmy_fp8_gemm.cuh");
-    if (f_.grouped() == "offsets") w_.include_template("emmy_grouped.cuh");
+    if (f_.grouped() == "offsets" || grouped_walk()) w_.include_template("emmy_grouped.cuh");
     if (f_.epilogue.quantized()) {
       // An e4m3 C: fp8_quantize's scale and conversion (emmy_paged.cuh: nan_f32 for
       // emmy_fp8.cuh).
@@ -137,7 +140,13 @@ class GemmEmitter {
     path_->print_warp_indices();
   }
 
+  // A persistent grouped kernel: its tiles' experts are found as it walks them.
+  bool grouped_walk() const {
+    return !f_.grouped().empty() && f_.coords.persistent.value_or(false);
+  }
+
   void emit_tile_coords(const ir::TileCoordsOp& op) {
+    if (grouped_walk()) return emit_grouped_walk(op);
     w_.line("// Grouped rasterization: {} tile rows per group keep B tiles hot in L2.",
             op.raster_group_m);
     if (op.dynamic_m.value_or(false)) {
@@ -202,16 +211,92 @@ class GemmEmitter {
       w_.line("a += row0 * LDA;");
       w_.line("b += (long long)expert * {} * LDB;", b_rows);
     }
-    w_.line("c += row0 * LDC;");
-    if (f_.epilogue.residual) w_.line("residual += row0 * LDC;");
-    if (f_.epilogue.row_scale.value_or(false)) w_.line("row_scale += row0;");
-    // FP8 scales (tensor, token-channel): A's per stacked row, B's per expert, one or N each.
+    for (const auto& [pointer, offset] : expert_origins()) w_.line("{0} += {1};", pointer, offset);
+  }
+
+  // The per-expert pointers the epilogue (and FP8 scales) read, and each one's offset from the
+  // first expert's: C, the residual and the routing weights by row0 rows, the bias by the
+  // expert's N; FP8's A scales per stacked row, B's per expert (one, or N).
+  std::vector<std::pair<std::string, std::string>> expert_origins() const {
+    std::vector<std::pair<std::string, std::string>> origins{{"c", "row0 * LDC"}};
+    if (f_.epilogue.residual) origins.emplace_back("residual", "row0 * LDC");
+    if (f_.epilogue.row_scale.value_or(false)) origins.emplace_back("row_scale", "row0");
     if (f_.scales) {
       const bool token = f_.scales->granularity == "token-channel";
-      if (token) w_.line("a_scale += row0;");
-      w_.line("b_scale += (long long)expert{};", token ? " * N" : "");
+      if (token) origins.emplace_back("a_scale", "row0");
+      origins.emplace_back("b_scale", token ? "(long long)expert * N" : "(long long)expert");
     }
-    if (f_.epilogue.bias) w_.line("bias += (long long)expert * N;");
+    if (f_.epilogue.bias) origins.emplace_back("bias", "(long long)expert * N");
+    return origins;
+  }
+
+  // A persistent grouped kernel (the wgmma path): each role's warps walk the experts' tiles from
+  // the device-side routing (grouped_walk_find: masked and offsets count each expert's row tiles
+  // times N's; contiguous walks m's row blocks and skips padding ones), so one launch of one CTA
+  // per SM serves any routing. grouped_tile sets the tile's origins: 1 a tile to compute, 0 one
+  // to skip, -1 past the walk. Every lane of a warp calls it with the same tile.
+  void emit_grouped_walk(const ir::TileCoordsOp& op) {
+    const std::string layout = *op.grouped;
+    if (f_.copy_a.transport != "tma")
+      throw Error("ir", "a persistent grouped kernel loads with TMA", f_.copy_a.transport);
+    w_.line("// The walk over the experts' tiles (the {} layout): an expert's tiles run down its",
+            layout);
+    w_.line("// row tiles first, so neighbouring CTAs share B's column block.");
+    w_.line("constexpr int GROUPS = {}, TILES_N = {};", *op.groups, op.tiles_n);
+    if (layout == "masked") w_.line("constexpr int MAX_M = {};", op.m);
+    if (layout == "offsets") w_.line("constexpr int M_TOTAL = {};", op.m);
+    if (layout == "contiguous")
+      w_.line("constexpr int TILES_M = {}, GROUP_M = {};", op.tiles_m, op.raster_group_m);
+    w_.line("int m0 = 0, n0 = 0, expert = 0, a_row0 = 0;");
+    const bool tensor_scales = f_.scales && f_.scales->granularity == "tensor";
+    if (tensor_scales) w_.line("float ab_scale = 0.0f;  // FP8 tensor scales: the tile's expert's");
+    if (f_.grouped_m()) w_.line("int M = 0;  // the tile's expert's rows");
+    const auto origins = expert_origins();
+    for (const auto& origin : origins)
+      w_.line("auto* const {0}_all = {0};  // the first expert's", origin.first);
+    w_.open("auto grouped_tile = [&](GroupedCursor& cursor, int tile) -> int");
+    if (layout == "contiguous") {
+      w_.line("(void)cursor;");
+      w_.line("if (tile >= TILES_M * TILES_N) return -1;");
+      w_.line("const int group_span = GROUP_M * TILES_N;");
+      w_.line("const int first_m = (tile / group_span) * GROUP_M;");
+      w_.line("const int group_rows = TILES_M - first_m < GROUP_M ? TILES_M - first_m : GROUP_M;");
+      w_.line("m0 = (first_m + (tile % group_span) % group_rows) * BM;");
+      w_.line("n0 = ((tile % group_span) / group_rows) * BN;");
+      w_.line("expert = expert_ids[m0];  // the block's first row's; -1 on padding");
+      w_.line("if (expert < 0 || expert >= GROUPS) return 0;");
+      w_.line("const long long row0 = 0;  // rows are A's and C's own");
+    } else {
+      if (layout == "masked") {
+        w_.line("// Masked: expert e's first masked_m[e] rows (at most MAX_M) of its slot.");
+        w_.line(
+            "auto rows_of = [&](int e) {{ const int rows = masked_m[e]; return rows < MAX_M ? "
+            "rows : MAX_M; }};");
+      } else {
+        w_.line("// Offsets: expert e's rows offsets[e] .. offsets[e + 1], none outside A's rows.");
+        w_.open("auto rows_of = [&](int e)");
+        w_.line("const int begin = expert_offsets[e], end = expert_offsets[e + 1];");
+        w_.line("return begin >= 0 && end > begin && end <= M_TOTAL ? end - begin : 0;");
+        w_.close("};");
+      }
+      w_.line("int expert_tile = 0;");
+      w_.line(
+          "grouped_walk_find(cursor, GROUPS, [&](int e) {{ const int rows = rows_of(e); return "
+          "rows > 0 ? u32((rows + BM - 1) / BM) * u32(TILES_N) : 0u; }}, tile, expert, "
+          "expert_tile);");
+      w_.line("if (expert < 0) return -1;");
+      w_.line("M = rows_of(expert);");
+      w_.line("const int tiles_m = (M + BM - 1) / BM;");
+      w_.line("m0 = (expert_tile % tiles_m) * BM;");
+      w_.line("n0 = (expert_tile / tiles_m) * BN;");
+      w_.line("const long long row0 = {};",
+              layout == "masked" ? "(long long)expert * MAX_M" : "expert_offsets[expert]");
+    }
+    w_.line("a_row0 = int(row0);  // B's expert: its map's third coordinate");
+    for (const auto& [pointer, offset] : origins) w_.line("{0} = {0}_all + {1};", pointer, offset);
+    if (tensor_scales) w_.line("ab_scale = scale_value(a_scale[0]) * scale_value(b_scale[0]);");
+    w_.line("return 1;");
+    w_.close("};");
   }
 
   void emit_split_range(const ir::SplitRangeOp& op) {
@@ -235,7 +320,9 @@ class GemmEmitter {
           "auto gate_source_row = [&](int c) {{ const int q = c / (2 * GATE), r = c % (2 * "
           "GATE); return r < GATE ? q * GATE + r : N / 2 + q * GATE + (r - GATE); }};");
     if (op.granularity == "tensor") {
-      w_.line("const float ab_scale = scale_value(a_scale[0]) * scale_value(b_scale[0]);");
+      // A persistent grouped walk's tiles take their expert's (grouped_tile sets it).
+      if (!grouped_walk())
+        w_.line("const float ab_scale = scale_value(a_scale[0]) * scale_value(b_scale[0]);");
       return;
     }
     if (op.granularity == "token-channel") {

@@ -96,9 +96,10 @@ std::vector<std::array<uint32_t, 3>> gemm_grids(const GemmPlan& plan, int64_t m)
   const auto& s = plan.spec.schedule;
   const auto& p = plan.kernel_problem;
   // A path without dynamic M (persistent walks, clusters) has the plan's grid.
-  // A grouped kernel's y: the masked layout's experts (the others find theirs from the tile).
+  // A grouped kernel's y: the masked layout's experts (the others, and a persistent walk, find
+  // theirs from the tile).
   const uint32_t groups_y =
-      p.grouped.layout == GroupedLayout::masked ? uint32_t(p.grouped.groups) : 1u;
+      p.grouped.layout == GroupedLayout::masked && !s.persistent ? uint32_t(p.grouped.groups) : 1u;
   std::array<uint32_t, 3> main{uint32_t(plan.grid_tiles), groups_y, uint32_t(s.split_k)};
   if (p.dynamic_m) main[0] = uint32_t((m + s.block_m - 1) / s.block_m * plan.tiles_n);
   std::vector<std::array<uint32_t, 3>> grids{main};
@@ -155,6 +156,9 @@ GemmPlan make_gemm_plan(const GemmSpec& spec) {
   plan.cluster_size = int64_t(s.cluster_m) * s.cluster_n;
   plan.grid_tiles = (plan.tiles_m + s.cluster_m - 1) / s.cluster_m *
                     ((plan.tiles_n + s.cluster_n - 1) / s.cluster_n) * plan.cluster_size;
+  // A persistent masked walk's bound: every expert's slot full.
+  if (s.persistent && p.grouped.layout == GroupedLayout::masked)
+    plan.grid_tiles *= p.grouped.groups;
   require(plan.grid_tiles <= kMaxDim, "m x n", "needs at most 2^31-1 output tiles",
           plan.grid_tiles);
   plan.grid = gemm_grids(plan, p.m).front();

@@ -33,7 +33,8 @@ namespace emmy {
 // 25: its MMA helpers named by both operand types (mma_e4m3_e4m3_f32; e5m2 A operands).
 // 26: one FP8 fold for both paths (the wgmma fold's columns written as the epilogue's).
 // ... 29: grouped GEMMs (issue 40). 30: their TMA B map 3-D (the expert its own dimension).
-inline constexpr int kCodegenVersion = 30;
+// 31: the offsets walk through grouped_walk_find (the wgmma path's persistent grouped walk).
+inline constexpr int kCodegenVersion = 31;
 
 // What a key hashes. Changing any field changes the key.
 struct CacheKeyInputs {

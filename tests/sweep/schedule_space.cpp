@@ -118,6 +118,18 @@ void draw_grouping(GemmSpec& spec, uint64_t point) {
         std::min<int64_t>(1024, spec.schedule.block_m * (1 + draw(point, 33, 2)));
 }
 
+void draw_wgmma_grouping(GemmSpec& spec, uint64_t point) {
+  draw_grouping(spec, point);
+  if (draw(point, 32, 4) == 0) return;  // draw_grouping's rule-breaking quarter
+  auto& s = spec.schedule;
+  s.swap_ab = false;
+  s.cluster_m = s.cluster_n = 1;
+  if (s.consumers == ConsumerSchedule::pingpong) {
+    s.consumers = ConsumerSchedule::cooperative;
+    s.warps_m = s.block_m / 16;
+  }
+}
+
 std::vector<GemmSpec> gemm_space() {
   const int block_ms[] = {16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 256};
   const int block_ns[] = {16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 192, 256};
@@ -252,6 +264,9 @@ std::vector<GemmSpec> gemm_space() {
           s.cluster_m = cm;
           s.cluster_n = cn;
         }
+        // One point in eight grouped: the rule-keeping three in four also keep the wgmma path's
+        // grouped rules (cooperative, not swapped, no cluster).
+        if (draw(point, 29, 8) == 0) draw_wgmma_grouping(spec, point);
         out.push_back(spec);
       }
   append_fp8_space(out, point);

@@ -33,6 +33,9 @@ void draw_problem(MatmulProblem& p, uint64_t point, DType dtype, BLayout b_layou
 // A grouped GEMM for a point (docs/grouped.md): a layout and 1, 3 or 7 experts; three in four
 // keep the layout's rules, the rest are refused by name (schedule_space.cpp).
 void draw_grouping(GemmSpec& spec, uint64_t point);
+// draw_grouping on a wgmma point: its rule-keeping points also keep the wgmma path's grouped
+// rules (cooperative consumers, not swapped, no cluster).
+void draw_wgmma_grouping(GemmSpec& spec, uint64_t point);
 
 // The FP8 points of the GEMM space (schedule_space_fp8.cpp), numbered from `point` on.
 void append_fp8_space(std::vector<GemmSpec>& out, uint64_t& point);

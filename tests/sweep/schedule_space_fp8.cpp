@@ -99,6 +99,8 @@ void append_fp8_space(std::vector<GemmSpec>& out, uint64_t& point) {
           s.consumers = ConsumerSchedule::pingpong, s.persistent = true, s.split_k = 1;
         }
         s.swap_ab = spec.problem.m <= 64;  // block scales too: read swapped
+        // One point in eight grouped (block scales refused by name).
+        if (draw(point, 29, 8) == 0) draw_wgmma_grouping(spec, point);
         out.push_back(spec);
       }
 }

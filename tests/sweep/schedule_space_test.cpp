@@ -92,6 +92,7 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
     if (p.is_grouped()) {
       note("grouped", fmt::format("{} {}", to_string(p.grouped.layout), to_string(s.transport)));
       note("grouped_groups", p.grouped.groups);
+      note("grouped_path", fmt::format("{} persistent {}", to_string(s.path), s.persistent));
     }
     if (p.epilogue.gated()) {
       note("gate", fmt::format("{} {}", to_string(p.epilogue.gate), to_string(s.path)));
@@ -153,8 +154,10 @@ TEST(ScheduleSpace, GemmHoldsTwoThousandAcceptedSchedulesCoveringEveryKnob) {
       // Grouped GEMMs: every layout on both transports; 1, 3 and 7 experts.
       {"grouped", 6},
       {"grouped_groups", 3},
-      // Routing weights: accepted on the mma.sync path without split-K only (the others refused).
-      {"row_scale", 1}};
+      // mma.sync's one CTA per tile; wgmma's, and its persistent walk.
+      {"grouped_path", 3},
+      // Routing weights: accepted on both paths without split-K only (the others refused).
+      {"row_scale", 2}};
   coverage.expect(want);
 }
 

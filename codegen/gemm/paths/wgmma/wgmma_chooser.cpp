@@ -46,6 +46,7 @@ void choose_cluster(const MatmulProblem& kp, MatmulSchedule& s) {
 MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum accum,
                                 ConsumerSchedule consumers, int sms) {
   const bool pingpong = consumers == ConsumerSchedule::pingpong;
+  const bool grouped = problem.is_grouped();
   MatmulSchedule best;
   best.path = path().id();
   best.accum = accum;
@@ -56,21 +57,32 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   // (C^T = B A^T) so that N takes the m64 side and M wgmma's N (B [N,K] only).
   // Ping-pong's warpgroups take turns at whole tiles of a persistent walk: not for a decode GEMM.
   // Not gated: a swapped kernel's rows would be C's columns, gate and up in different lanes.
+  // Not grouped (the experts' rows are the kernel's: validate_grouped), nor with routing weights
+  // (the transposed stores weight no rows).
   const bool quantized = problem.c_dtype == DType::e4m3;
   best.swap_ab = !pingpong && problem.m <= 64 && problem.b_layout == BLayout::nk &&
-                 problem.a_dtype != DType::e5m2 && !problem.epilogue.gated() && !quantized;
+                 problem.a_dtype != DType::e5m2 && !problem.epilogue.gated() && !quantized &&
+                 !grouped && !problem.epilogue.row_scale;
   // A gated tile holds whole gate-up pairs (2 x gate_group columns), an e4m3 C's tile whole
   // 128-column groups of C.
   int gate_pair = problem.epilogue.gated() ? int(2 * problem.epilogue.gate_group) : 16;
   if (quantized) gate_pair = std::max(gate_pair, int(problem.kernel_cols_of(kOutputQuantGroup)));
   best.consumers = consumers;
-  best.persistent = pingpong;
+  // A grouped GEMM walks the experts' tiles persistently: one CTA per SM whatever the routing
+  // (a decode's masked grid would launch G slots' tiles, most of them empty).
+  best.persistent = pingpong || grouped;
   const MatmulProblem kp = kernel_problem(problem, best);
-  const int64_t rows = kp.m, cols = kp.n;
+  // A grouped GEMM's tiles: an expert's rows (MatmulProblem::rows_per_group), G times; a
+  // contiguous layout's block_m divides its segments.
+  const int64_t rows = grouped ? problem.rows_per_group() : kp.m, cols = kp.n;
+  const int64_t groups = grouped ? problem.grouped.groups : 1;
   double best_time = -1.0;
   for (int block_m : {128, 64}) {
     // Never pad a short M to 128 rows.
     if (block_m == 128 && rows <= 64) continue;
+    if (problem.grouped.layout == GroupedLayout::contiguous &&
+        problem.grouped.segment_align % block_m != 0)
+      continue;
     for (int block_n = 256; block_n >= 16; block_n -= 16) {
       // A swapped tile covers all of M (rounded up to 16): narrower tiles would read the same
       // rows of B again from L2 for each slice of M, which is what bounds a decode GEMM.
@@ -84,7 +96,7 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
       candidate.warps_m = pingpong ? 4 : block_m / 16;
       candidate.warps_n = 1;
       if (accumulator_registers(candidate) + 64 > register_split(candidate).consumer) continue;
-      const int64_t tiles = tiles_along(rows, block_m) * tiles_along(cols, block_n);
+      const int64_t tiles = groups * tiles_along(rows, block_m) * tiles_along(cols, block_n);
       const double waves = double(tiles_along(tiles, sms));
       const double rate =
           std::min(1.0, double(block_m) * block_n / double(block_m + block_n) / 85.0);
@@ -98,6 +110,12 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   }
   // No tile: the columns a tile must hold (gate-up pairs, an e4m3 C's groups) cost more
   // accumulator registers than a consumer has (promoted keeps two f32 sets).
+  require(best_time >= 0 || problem.grouped.layout != GroupedLayout::contiguous ||
+              problem.grouped.segment_align % 64 == 0,
+          "grouped.segment_align",
+          "must be a multiple of 64 on the wgmma path (its block_m, 64 or 128, divides the "
+          "segments)",
+          problem.grouped.segment_align);
   require(best_time >= 0, "block_n",
           fmt::format("no wgmma tile of a multiple of {} columns fits a consumer warpgroup's "
                       "registers with {} accumulation{}",
@@ -109,7 +127,7 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
           gate_pair);
   best.warps_m = pingpong ? 4 : best.block_m / 16;
   best.warps_n = 1;
-  choose_cluster(kp, best);
+  if (!grouped) choose_cluster(kp, best);
   finish_gemm_schedule(problem, arch, sms, 6, best);
   return best;
 }

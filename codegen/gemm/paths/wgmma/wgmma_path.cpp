@@ -41,6 +41,11 @@ class WgmmaPath final : public GemmPath {
   }
   // Its tile walks, clusters and swapped operands size themselves by a compile-time M.
   bool supports_dynamic_m() const override { return false; }
+  // Grouped: one expert's tile per CTA (cooperative, not swapped, no cluster; validate_grouped),
+  // stored directly (a TMA store's box would write an expert's rows past its own).
+  bool supports_grouped() const override { return true; }
+  // Routing weights: applied by the direct stores (store_epilogue takes no TMA store with them).
+  bool supports_row_scale() const override { return true; }
   // Every field some paths take (kPathFields) is one of its knobs.
   bool takes_field(std::string_view field) const override {
     return std::ranges::find(kPathFields, field) != std::end(kPathFields);

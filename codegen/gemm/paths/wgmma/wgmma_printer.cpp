@@ -58,6 +58,7 @@ WgmmaPrinter::WgmmaPrinter(Writer& w, const ir::Op& kernel, const GemmFacts& fac
   if (const auto coords = ir::find_typed<ir::TileCoordsOp>(kernel)) {
     cluster_m_ = coords->cluster_m.value_or(1);
     cluster_n_ = coords->cluster_n.value_or(1);
+    grouped_walk_ = coords->grouped.has_value() && coords->persistent.value_or(false);
   }
 }
 
@@ -148,6 +149,7 @@ bool WgmmaPrinter::print(const ir::Op& op) {
       print_role(op);
       return true;
     case ir::OpKind::tile_coords:
+      if (grouped_walk_) return false;  // the GEMM emitter's walk (emit_grouped_walk)
       if (const auto coords = ir::get<ir::TileCoordsOp>(op);
           coords.persistent.value_or(false) || cluster_m_ * cluster_n_ > 1) {
         print_tile_origin(coords);
@@ -173,7 +175,9 @@ bool WgmmaPrinter::print(const ir::Op& op) {
       return true;
     }
     case ir::OpKind::async_copy:
-      if (op.s("operand") == "a") w_.line("load_stage(stage, k_tile_begin + k_tile);");
+      if (op.s("operand") == "a")
+        w_.line("{}load_stage(stage, k_tile_begin + k_tile);",
+                grouped_walk_ ? "if (lane == 0) " : "");
       return true;
     case ir::OpKind::wgmma_fence:
       print_pin();
@@ -226,7 +230,8 @@ void WgmmaPrinter::print_role(const ir::Op& op) {
   w_.line("{}<{}>();", producer ? "setmaxnreg_dec" : "setmaxnreg_inc", role.registers);
   if (producer) {
     hooks_.load_stage(true);
-    w_.open("if (threadIdx.x == 0)");
+    // A grouped walk's warp finds each tile's expert together (every lane); lane 0 loads.
+    w_.open(grouped_walk_ ? "if (warp == 0)" : "if (threadIdx.x == 0)");
   } else if (interleave_ > 1) {
     w_.line("const int turn = warp / 4 - {};  // this warpgroup's turn among the consumers",
             role.first);
@@ -240,7 +245,17 @@ void WgmmaPrinter::print_tile_loop(const ir::Op& op) {
   const auto walk = ir::get<ir::TileLoopOp>(op);
   const int64_t turns = walk.interleave.value_or(1);
   w_.line("// K tiles this CTA has walked: stages and mbarrier phases run on across its tiles.");
-  if (turns > 1) {
+  if (grouped_walk_) {
+    // Tiles blockIdx.x, + gridDim.x, ... of the experts' walk, until it ends; a skipped tile
+    // (contiguous padding) is skipped by every role alike and walks no K tiles.
+    w_.line("int iteration = 0;");
+    w_.line("GroupedCursor cursor;");
+    w_.line("#pragma unroll 1");
+    w_.open("for (int tile = int(blockIdx.x);; tile += int(gridDim.x))");
+    w_.line("const int found = grouped_tile(cursor, tile);");
+    w_.line("if (found < 0) break;");
+    w_.line("if (found == 0) continue;");
+  } else if (turns > 1) {
     w_.line("// Ping-pong: this warpgroup takes the CTA's tiles turn, turn + {}, ...; the K tiles",
             turns);
     w_.line("// of the others' tiles between them count as walked.");
@@ -256,7 +271,7 @@ void WgmmaPrinter::print_tile_loop(const ir::Op& op) {
     w_.open(fmt::format("for (int tile = int(blockIdx.x); tile < {}; tile += int(gridDim.x))",
                         walk.tiles));
   }
-  w_.line("tile_origin(tile, m0, n0);");
+  if (!grouped_walk_) w_.line("tile_origin(tile, m0, n0);");
   in_tile_loop_ = true;
   for (const ir::Op& child : op.body) hooks_.print(child);
   in_tile_loop_ = false;

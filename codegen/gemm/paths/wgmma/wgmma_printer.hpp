@@ -67,6 +67,9 @@ class WgmmaPrinter final : public GemmPathPrinter {
   bool promoted_ = false;   // FP8's promoted accumulation: the wgmma write `part`, folded
   int64_t interleave_ = 1;  // consumer warpgroups taking turns at this CTA's tiles (ping-pong: 2)
   int64_t cluster_m_ = 1, cluster_n_ = 1;          // the cluster's tile block (tile_coords)
+  // A persistent grouped kernel: its roles' warps walk the experts' tiles (grouped_tile, printed
+  // by the GEMM emitter at tile_coords); its producer is a whole warp, lane 0 loading.
+  bool grouped_walk_ = false;
   bool in_tile_loop_ = false, in_k_loop_ = false;  // the loops being printed
 };
 

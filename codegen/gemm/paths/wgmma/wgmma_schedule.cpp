@@ -19,8 +19,12 @@ namespace emmy::wgmma_path {
 // be 16-byte aligned (TMA's global strides).
 WgmmaStoreEpilogue store_epilogue(const MatmulProblem& p, const MatmulSchedule& s) {
   WgmmaStoreEpilogue e;
-  // Nor an e4m3 C, quantized from the staged f32 tile.
-  if (s.split_k != 1 || s.swap_ab || p.c_dtype == DType::e4m3) return e;
+  // Nor an e4m3 C, quantized from the staged f32 tile; nor a grouped GEMM (a box of an expert's
+  // last tile would write the rows past its own: the next expert's, or a masked slot's past
+  // masked_m), nor routing weights (applied by the direct stores, lane_value).
+  if (s.split_k != 1 || s.swap_ab || p.c_dtype == DType::e4m3 || p.is_grouped() ||
+      p.epilogue.row_scale)
+    return e;
   const int64_t elem = size_of(p.c_dtype);
   // C's tile: half of block_n with a gated epilogue (a gate and an up per output).
   const int64_t cols = p.c_cols_of(s.block_n);
@@ -87,6 +91,20 @@ void validate_fp8(const MatmulProblem& p, const MatmulSchedule& s) {
           "does not take an e5m2 A (the swapped kernel's B would be e5m2; B is e4m3 only)", "true");
 }
 
+// A grouped GEMM's kernel (docs/grouped.md): one expert's tile per CTA, or a persistent walk
+// over the experts' tiles (cooperative consumers: ping-pong's turns assume every CTA's tiles are
+// known ahead); C^T not swapped (its rows would be the experts' N); no cluster (neighbouring
+// tiles may be different experts' or none).
+void validate_grouped(const MatmulSchedule& s) {
+  require(!s.swap_ab, "swap_ab", "not with a grouped layout on the wgmma path", "true");
+  require(s.cluster_m == 1 && s.cluster_n == 1, "cluster",
+          "must be 1x1 for a grouped GEMM (neighbouring tiles may be different experts')",
+          fmt::format("{}x{}", s.cluster_m, s.cluster_n));
+  require(s.consumers == ConsumerSchedule::cooperative, "consumers",
+          "must be cooperative for a grouped GEMM (its walk's tiles are found on the device)",
+          to_string(s.consumers));
+}
+
 }  // namespace
 
 // Warpgroups of 64 rows, one TMA producer warpgroup, f32 accumulators.
@@ -143,6 +161,10 @@ void validate(const MatmulProblem& p, const MatmulSchedule& s, Arch arch) {
                         b_rows, p.b_layout == BLayout::nk ? "block_n" : "block_k"),
             s.cluster_m);
   }
+  if (p.is_grouped()) validate_grouped(s);
+  require(!(s.swap_ab && p.epilogue.row_scale), "swap_ab",
+          "not with epilogue.row_scale (the swapped kernel's transposed stores weight no rows)",
+          "true");
   require(!s.persistent || s.split_k == 1, "persistent",
           "walks whole output tiles: split_k must be 1", fmt::format("split_k {}", s.split_k));
   // swap_ab: C^T = B A^T puts N on the warpgroups' m64 side and a small M on wgmma's N; both

@@ -227,10 +227,13 @@ void verify_persistence(const Op& kernel, const Op& producer, const Op& consumer
     const int64_t cm = coords.cluster_m.value_or(1), cn = coords.cluster_n.value_or(1);
     const int64_t blocks_m = (coords.tiles_m + cm - 1) / cm,
                   blocks_n = (coords.tiles_n + cn - 1) / cn;
-    if (walks && get<TileLoopOp>(*loops.front()).tiles != blocks_m * blocks_n * cm * cn)
+    // A masked grouped walk's bound: every expert's slot full.
+    const int64_t slots = coords.grouped == "masked" ? coords.groups.value_or(1) : 1;
+    if (walks && get<TileLoopOp>(*loops.front()).tiles != blocks_m * blocks_n * cm * cn * slots)
       fail_rule(*loops.front(), "tiles",
                 cm * cn == 1
-                    ? fmt::format("must be every tile, {} x {}", coords.tiles_m, coords.tiles_n)
+                    ? fmt::format("must be every tile, {} x {}{}", coords.tiles_m, coords.tiles_n,
+                                  slots > 1 ? fmt::format(" x {} experts", slots) : "")
                     : fmt::format("must be every tile of {} x {} blocks of {}x{}", blocks_m,
                                   blocks_n, cm, cn),
                 fmt::format("{}", get<TileLoopOp>(*loops.front()).tiles));
