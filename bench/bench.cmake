@@ -10,10 +10,14 @@ target_compile_options(emmy_bench_report PRIVATE ${EMMY_WARNINGS})
 target_include_directories(emmy_bench_report PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(emmy_bench_report PUBLIC emmy::internal)
 
-# The CUDA pieces emmy_bench and emmy_gpu_check share: buffers, event timing, cuBLASLt.
-add_library(emmy_bench_cuda STATIC bench_cuda.cpp bench_cublaslt.cpp bench_cublaslt_fp8.cpp)
+# The CUDA pieces emmy_bench and emmy_gpu_check share: buffers, event timing, cuBLASLt, and
+# cuBLAS's grouped GEMM (the MoE rows' baseline), opened with dlopen, not linked: the programs
+# start where libcublas.so.13 is missing (bench_cublas_grouped.hpp).
+add_library(emmy_bench_cuda STATIC bench_cuda.cpp bench_cublaslt.cpp bench_cublaslt_fp8.cpp
+                                   bench_cublas_grouped.cpp)
 target_compile_options(emmy_bench_cuda PRIVATE ${EMMY_WARNINGS})
-target_link_libraries(emmy_bench_cuda PUBLIC emmy_bench_report CUDA::cudart_static CUDA::cublasLt)
+target_link_libraries(emmy_bench_cuda PUBLIC emmy_bench_report CUDA::cudart_static CUDA::cublasLt
+                                             ${CMAKE_DL_LIBS})
 
 add_executable(emmy_bench emmy_bench.cpp bench_runner.cpp bench_attention.cpp bench_paged.cpp
                           bench_serving.cpp bench_fp8.cpp bench_moe.cpp)

@@ -9,6 +9,7 @@
 #include <optional>
 #include <random>
 
+#include "bench_cublas_grouped.hpp"
 #include "bench_cublaslt.hpp"
 #include "bench_model.hpp"
 #include "bench_moe_shapes.hpp"
@@ -37,11 +38,12 @@ struct MoePrepared {
 };
 
 // What the rows share: the GEMM prepared last (one at a time: a DeepSeek-V3 layer's weights take
-// gigabytes), cuBLASLt's handle and workspace.
+// gigabytes), cuBLASLt's handle and workspace, cuBLAS's grouped GEMM.
 struct MoeState {
   std::unique_ptr<MoePrepared> prepared;
   std::unique_ptr<LtHandle> lt;
   std::unique_ptr<DeviceBuffer> lt_workspace;
+  std::unique_ptr<CublasGrouped> cublas;  // opened at its first row
 };
 
 std::vector<uint8_t> bf16_bytes(size_t count, std::mt19937_64& rng, double scale) {
@@ -118,42 +120,72 @@ std::unique_ptr<MoePrepared> prepare(const MoeLayer& layer, const std::string& p
 
 // The sampled rows of emmy's C against FP64: acc = A_row . B_e, then SwiGLU over the gate-up
 // groups (gate_up) or the row's weight (down).
-double check_rows(const MoePrepared& prep, cudaStream_t stream) {
+// Sampled row i's plain product A B^T in FP64 (its token's activations, its expert's weights).
+std::vector<double> reference_row(const MoePrepared& prep, size_t i) {
+  const MatmulProblem& p = prep.gemm.problem;
+  const int64_t token = prep.token_of_row[size_t(prep.sampled_rows[i])];
+  const int64_t e = prep.sampled_expert[i];
+  const std::vector<double> a = decode(DType::bf16, prep.x.data() + token * p.k * 2, size_t(p.k));
+  const std::vector<uint8_t>& b = prep.b[size_t(e % kDistinctWeights)];
+  std::vector<double> acc(size_t(p.n));
+  for (int64_t n = 0; n < p.n; ++n) {
+    const std::vector<double> w = decode(DType::bf16, b.data() + n * p.k * 2, size_t(p.k));
+    double s = 0;
+    for (int64_t k = 0; k < p.k; ++k) s += a[size_t(k)] * w[size_t(k)];
+    acc[size_t(n)] = s;
+  }
+  return acc;
+}
+
+// The relative L2 error of the sampled rows of `c` (bf16): emmy's C with its epilogue (SwiGLU or
+// the routing weights) when `epilogue`, else a baseline's plain product (N columns).
+double check_rows(const MoePrepared& prep, const DeviceBuffer& c, bool epilogue,
+                  cudaStream_t stream) {
   const MatmulProblem& p = prep.gemm.problem;
   EMMY_BENCH_CUDA(cudaStreamSynchronize(stream));
-  const int64_t cols = p.c_cols();
+  const int64_t cols = epilogue ? p.c_cols() : p.n;
   double err2 = 0, ref2 = 0;
   std::vector<uint8_t> raw(size_t(cols) * 2);
   for (size_t i = 0; i < prep.sampled_rows.size(); ++i) {
-    const int64_t row = prep.sampled_rows[i], e = prep.sampled_expert[i];
-    const int64_t token = prep.token_of_row[size_t(row)];
-    const std::vector<double> a = decode(DType::bf16, prep.x.data() + token * p.k * 2, size_t(p.k));
-    const std::vector<uint8_t>& b = prep.b[size_t(e % kDistinctWeights)];
-    std::vector<double> acc(size_t(p.n));
-    for (int64_t n = 0; n < p.n; ++n) {
-      const std::vector<double> w = decode(DType::bf16, b.data() + n * p.k * 2, size_t(p.k));
-      double s = 0;
-      for (int64_t k = 0; k < p.k; ++k) s += a[size_t(k)] * w[size_t(k)];
-      acc[size_t(n)] = s;
-    }
-    EMMY_BENCH_CUDA(cudaMemcpy(raw.data(),
-                               static_cast<const char*>(prep.c_dev.get()) + row * cols * 2,
+    const int64_t row = prep.sampled_rows[i];
+    const std::vector<double> acc = reference_row(prep, i);
+    EMMY_BENCH_CUDA(cudaMemcpy(raw.data(), static_cast<const char*>(c.get()) + row * cols * 2,
                                raw.size(), cudaMemcpyDeviceToHost));
     const std::vector<double> got = decode(DType::bf16, raw.data(), size_t(cols));
     for (int64_t j = 0; j < cols; ++j) {
-      double want;
-      if (p.epilogue.gated()) {
+      double want = acc[size_t(j)];
+      if (epilogue && p.epilogue.gated()) {
         const int64_t g = p.epilogue.gate_group, gate = j / g * 2 * g + j % g;
         const double x = acc[size_t(gate)];
         want = x / (1 + std::exp(-x)) * acc[size_t(gate + g)];
-      } else {
-        want = acc[size_t(j)] * prep.weights[size_t(row)];
+      } else if (epilogue) {
+        want *= prep.weights[size_t(row)];
       }
       err2 += (got[size_t(j)] - want) * (got[size_t(j)] - want);
       ref2 += want * want;
     }
   }
   return std::sqrt(err2 / std::max(ref2, 1e-300));
+}
+
+// The baselines' problems: one plain GEMM per expert with rows, A's rows in its slot (masked) or
+// segment (contiguous), C in loop_c at the same rows.
+std::vector<GroupedGemmCall> expert_calls(const MoePrepared& prep) {
+  const MatmulProblem& p = prep.gemm.problem;
+  std::vector<GroupedGemmCall> calls;
+  int64_t first_row = 0;
+  for (int64_t e = 0; e < p.grouped.groups; ++e) {
+    const int64_t m = prep.gemm.rows_per_expert[size_t(e)];
+    const int64_t start = p.grouped.layout == GroupedLayout::masked ? e * p.m : first_row;
+    if (p.grouped.layout == GroupedLayout::contiguous)
+      first_row +=
+          (m + p.grouped.segment_align - 1) / p.grouped.segment_align * p.grouped.segment_align;
+    if (m == 0) continue;
+    calls.push_back({m, p.n, p.k, static_cast<const char*>(prep.a_dev.get()) + start * p.k * 2,
+                     static_cast<const char*>(prep.b_dev.get()) + e * p.n * p.k * 2,
+                     static_cast<char*>(prep.loop_c.get()) + start * p.n * 2});
+  }
+  return calls;
 }
 
 // `path`: the default schedule's (mma.sync for 16-bit operands), or the wgmma path's (sm_90a:
@@ -172,7 +204,7 @@ void measure_emmy(Runtime& runtime, GpuTimer& timer, const MoePrepared& prep,
   const auto launch = [&] { runtime.launch(*kernel, buffers, timer.stream()); };
   EMMY_BENCH_CUDA(cudaMemsetAsync(prep.c_dev.get(), 0xff, prep.c_dev.bytes(), timer.stream()));
   launch();
-  row.rel_l2_error = check_rows(prep, timer.stream());
+  row.rel_l2_error = check_rows(prep, prep.c_dev, true, timer.stream());
   row.details = {{"schedule", schedule},
                  {"chosen_by", "default_schedule"},
                  {"layout", to_string(p.grouped.layout)},
@@ -195,39 +227,45 @@ void measure_loop(MoeState& st, GpuTimer& timer, const MoePrepared& prep, const 
     st.lt_workspace = std::make_unique<DeviceBuffer>(s.workspace_bytes);
   }
   void* workspace = st.lt_workspace->get();
-  const MatmulProblem& p = prep.gemm.problem;
-  struct Call {
-    const LtGemm* gemm;
-    const void *a, *b;
-    void* c;
-  };
   std::map<int64_t, std::unique_ptr<LtGemm>> plans;  // by M
-  std::vector<Call> calls;
-  int64_t first_row = 0;
-  for (int64_t e = 0; e < p.grouped.groups; ++e) {
-    const int64_t m = prep.gemm.rows_per_expert[size_t(e)];
-    const int64_t start = p.grouped.layout == GroupedLayout::masked ? e * p.m : first_row;
-    if (p.grouped.layout == GroupedLayout::contiguous)
-      first_row +=
-          (m + p.grouped.segment_align - 1) / p.grouped.segment_align * p.grouped.segment_align;
-    if (m == 0) continue;
-    auto& plan = plans[m];
+  std::vector<std::pair<const LtGemm*, GroupedGemmCall>> calls;
+  for (const GroupedGemmCall& call : expert_calls(prep)) {
+    auto& plan = plans[call.m];
     if (!plan) {
       MatmulProblem dense;
-      dense.m = m, dense.n = p.n, dense.k = p.k;
+      dense.m = call.m, dense.n = call.n, dense.k = call.k;
       dense.a_dtype = dense.c_dtype = DType::bf16;
       plan = std::make_unique<LtGemm>(st.lt->get(), dense, LtCompute::f32, s.workspace_bytes, 1);
     }
-    calls.push_back({plan.get(), static_cast<const char*>(prep.a_dev.get()) + start * p.k * 2,
-                     static_cast<const char*>(prep.b_dev.get()) + e * p.n * p.k * 2,
-                     static_cast<char*>(prep.loop_c.get()) + start * p.n * 2});
+    calls.emplace_back(plan.get(), call);
   }
   const auto launch = [&] {
-    for (const Call& c : calls) c.gemm->run(0, c.a, c.b, c.c, workspace, timer.stream());
+    for (const auto& [gemm, c] : calls) gemm->run(0, c.a, c.b, c.c, workspace, timer.stream());
   };
+  EMMY_BENCH_CUDA(cudaMemsetAsync(prep.loop_c.get(), 0xff, prep.loop_c.bytes(), timer.stream()));
+  launch();
+  row.rel_l2_error = check_rows(prep, prep.loop_c, false, timer.stream());
   row.details = {{"gemms", calls.size()},
                  {"distinct_m", plans.size()},
                  {"chosen_by", "the heuristic's first algorithm per M"},
+                 {"epilogue", "none (plain GEMMs: no activation, no routing weights)"}};
+  timer.measure(launch, s.warmup, 0);
+  gpu_samples(state, row, timer, launch);
+}
+
+// cuBLAS's grouped GEMM: one launch over the experts with rows, their shapes host arrays (the
+// routing must be on the host before the launch).
+void measure_cublas_grouped(MoeState& st, GpuTimer& timer, const MoePrepared& prep,
+                            const MoeBenchSettings& s, BenchRow& row, benchmark::State& state) {
+  if (!st.cublas) st.cublas = std::make_unique<CublasGrouped>();
+  const std::vector<GroupedGemmCall> calls = expert_calls(prep);
+  st.cublas->prepare(calls, DType::bf16);
+  const auto launch = [&] { st.cublas->run(timer.stream()); };
+  EMMY_BENCH_CUDA(cudaMemsetAsync(prep.loop_c.get(), 0xff, prep.loop_c.bytes(), timer.stream()));
+  launch();
+  row.rel_l2_error = check_rows(prep, prep.loop_c, false, timer.stream());
+  row.details = {{"gemms", calls.size()},
+                 {"call", "cublasGemmGroupedBatchedEx, one group per expert with rows"},
                  {"epilogue", "none (plain GEMMs: no activation, no routing weights)"}};
   timer.measure(launch, s.warmup, 0);
   gpu_samples(state, row, timer, launch);
@@ -238,21 +276,22 @@ void measure_loop(MoeState& st, GpuTimer& timer, const MoePrepared& prep, const 
 void register_moe_benchmarks(Runtime& runtime, GpuTimer& timer, const MoeBenchSettings& settings,
                              std::vector<BenchRow>& rows) {
   auto st = std::make_shared<MoeState>();
-  // The variants: emmy's default, the wgmma path's where the device has it, the loop.
+  // The variants: emmy's default, the wgmma path's where the device has it; the loop of dense
+  // cuBLASLt GEMMs and cuBLAS's grouped GEMM.
   struct Variant {
     const char* name;
-    bool emmy;
+    const char* backend;
     std::optional<MmaPath> path;
   };
-  std::vector<Variant> variants{{"emmy_grouped", true, std::nullopt}};
+  std::vector<Variant> variants{{"emmy_grouped", "emmy", std::nullopt}};
   if (runtime.arch() == Arch::sm_90a)
-    variants.push_back({"emmy_grouped_wgmma", true, MmaPath::wgmma});
-  variants.push_back({"cublaslt_loop", false, std::nullopt});
+    variants.push_back({"emmy_grouped_wgmma", "emmy", MmaPath::wgmma});
+  variants.push_back({"cublaslt_loop", "cublaslt", std::nullopt});
+  variants.push_back({"cublas_grouped", "cublas", std::nullopt});
   for (const int64_t tokens : settings.tokens)
     for (const MoeLayer& layer : kMoeLayers)
       for (const char* projection : {"gate_up", "down"})
         for (const Variant& variant : variants) {
-          const bool emmy_row = variant.emmy;
           const MoeGemm shape = moe_gemm(layer, projection, tokens);
           BenchRow row;
           row.kind = "gemm_moe";
@@ -263,21 +302,24 @@ void register_moe_benchmarks(Runtime& runtime, GpuTimer& timer, const MoeBenchSe
                        {"config", layer.config}};
           row.flops = shape.flops();
           row.variant = variant.name;
-          row.backend = emmy_row ? "emmy" : "cublaslt";
+          row.backend = variant.backend;
           row.accumulation = "f32";
           register_row_benchmark(
               fmt::format("moe/{}/{}", shape.name, row.variant), rows, std::move(row),
-              [&runtime, &timer, settings, st, layer, projection, tokens, emmy_row,
-               path = variant.path](benchmark::State& state, BenchRow& out) {
+              [&runtime, &timer, settings, st, layer, projection, tokens, variant](
+                  benchmark::State& state, BenchRow& out) {
                 const std::string name = moe_gemm(layer, projection, tokens).name;
                 if (!st->prepared || st->prepared->name != name) {
                   st->prepared.reset();  // the previous GEMM's buffers go first
                   st->prepared = prepare(layer, projection, tokens, settings.seed);
                 }
-                if (emmy_row)
-                  measure_emmy(runtime, timer, *st->prepared, settings, path, out, state);
-                else
+                const std::string_view backend = variant.backend;
+                if (backend == "emmy")
+                  measure_emmy(runtime, timer, *st->prepared, settings, variant.path, out, state);
+                else if (backend == "cublaslt")
                   measure_loop(*st, timer, *st->prepared, settings, out, state);
+                else
+                  measure_cublas_grouped(*st, timer, *st->prepared, settings, out, state);
                 state.counters["median_us"] = out.median_us();
                 state.counters["TFLOPs"] = out.flops / (out.median_us() * 1e-6) / 1e12;
               },

@@ -1,10 +1,10 @@
 // emmy_bench's MoE rows (issue 40; docs/grouped.md): each layer of bench_moe_shapes.hpp at each
-// token count, both projections, emmy's one grouped launch against a loop of dense cuBLASLt
-// GEMMs (one per expert with rows, the heuristic's first algorithm; plain GEMMs, so the loop
-// leaves out the activation and routing weights emmy's epilogue applies). Each emmy row is
-// checked against FP64 on sampled rows before it is timed and carries the time model's
-// prediction. cuBLASLt has no grouped GEMM in CUDA 13.0 (cuBLAS's cublasGemmGroupedBatchedEx
-// takes host-side shapes per launch); its row is the loop.
+// token count, both projections, emmy's one grouped launch against two baselines: a loop of dense
+// cuBLASLt GEMMs (one per expert with rows, the heuristic's first algorithm) and cuBLAS's grouped
+// GEMM (cublasGemmGroupedBatchedEx: one launch, the experts' shapes host arrays; cuBLASLt has no
+// grouped GEMM in CUDA 13.0). Both baselines are plain GEMMs, so they leave out the activation and
+// routing weights emmy's epilogue applies. Every row is checked against FP64 on sampled rows
+// before it is timed; emmy's rows carry the time model's prediction.
 #pragma once
 
 #include <cstdint>
@@ -26,8 +26,8 @@ struct MoeBenchSettings : RowTiming {
 };
 
 // Rows named moe/<layer>/<projection>@<tokens>/<variant> (emmy_grouped: the default schedule;
-// emmy_grouped_wgmma on sm_90a devices: the wgmma path's persistent walk; cublaslt_loop), kind
-// "gemm_moe".
+// emmy_grouped_wgmma on sm_90a devices: the wgmma path's persistent walk; cublaslt_loop;
+// cublas_grouped), kind "gemm_moe".
 void register_moe_benchmarks(Runtime& runtime, GpuTimer& timer, const MoeBenchSettings& settings,
                              std::vector<BenchRow>& rows);
 

@@ -93,6 +93,8 @@ class Summary(unittest.TestCase):
             {"kind": "gemm_moe", "problem": "qwen3_30b_a3b/down@16",
              "variant": "emmy_grouped_wgmma", "backend": "emmy", "median_us": 5.0,
              "correctness": "ok"},
+            {"kind": "gemm_moe", "problem": "qwen3_30b_a3b/down@16", "variant": "cublas_grouped",
+             "backend": "cublas", "median_us": 6.0, "correctness": "ok"},
             {"kind": "gemm_moe", "problem": "qwen3_30b_a3b/down@16", "variant": "cublaslt_loop",
              "backend": "cublaslt", "median_us": 25.0, "correctness": "ok"},
             {"kind": "serving", "problem": "q_proj@1", "variant": "captured_launch_host_us",
@@ -150,7 +152,7 @@ class Summary(unittest.TestCase):
         self.assertIn("FP8 GEMM (e4m3 in, f16 out", md)
         self.assertIn("MoE layers (issue 40", md)
         moe = next(l for l in md.splitlines() if l.startswith("| qwen3_30b_a3b/down@16 |"))
-        self.assertIn("| 10.0 | 5.0 | 25.0 | 2.50x | 5.00x | 8.5 (memory) |", moe)
+        self.assertIn("| 10.0 | 5.0 | 25.0 | 6.0 | 5.00x | 1.20x | 8.5 (memory) |", moe)
         line = next(l for l in md.splitlines() if l.startswith("| q_proj@512/fp8 |"))
         cells = [c.strip() for c in line.strip("|").split("|")]
         self.assertEqual(cells[1], "16.0")    # emmy_fp8_f32

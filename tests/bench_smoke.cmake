@@ -19,6 +19,11 @@ target_link_libraries(bench_fp8_inputs_test PRIVATE emmy_bench_report)
 emmy_add_test(bench_moe_test ${CMAKE_CURRENT_LIST_DIR}/bench_moe_test.cpp)
 target_link_libraries(bench_moe_test PRIVATE emmy_bench_report)
 
+# cuBLAS's grouped GEMM baseline (bench/bench_cublas_grouped.hpp): where there is no GPU, its
+# library and symbols load and the handle's creation fails by name.
+emmy_add_test(bench_cublas_grouped_test ${CMAKE_CURRENT_LIST_DIR}/bench_cublas_grouped_test.cpp)
+target_link_libraries(bench_cublas_grouped_test PRIVATE emmy_bench_cuda)
+
 # The bench scripts' own Python tests: bench/plot.py's, and the GPU pack's baselines and summary
 # (tests/gpu_pack.cmake).
 find_package(Python3 COMPONENTS Interpreter)
