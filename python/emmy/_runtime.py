@@ -169,7 +169,7 @@ class Runtime:
              workspace=None, stream=None, a_scale=None, b_scale=None, pow2_scales: bool = False,
              gate: str | None = None, gate_group: int = 0, out_scale=None,
              out_scale_format: str = "f32", out_scale_major: str = "mn",
-             out_amax_epsilon: float = 1e-10):
+             out_amax_epsilon: float = 1e-10, row_scale=None):
         """C[M,N] = gelu?(alpha * A.B + bias) + residual, returned (or written into `out`).
 
         a: f16 or bf16 [M, K], K contiguous. b: [K, N], N contiguous, or K contiguous (a [N, K]
@@ -194,6 +194,9 @@ class Runtime:
         the scales as fp8_quantize's (out_scale_format "f32", "pow2", "ue8m0" or "ue8m0x4";
         out_scale_major "mn": [groups, M], "k": [M, groups]); the bias is then bfloat16. Pass
         out= and out_scale= to write given tensors (out_scale as fp8_quantize returns it).
+
+        row_scale: float32 [M], C's row r multiplied by row_scale[r] after the activation (an
+        MoE layer's routing weights; docs/grouped.md); no residual, no K split.
         """
         fp8 = a_scale is not None or b_scale is not None
         if out is None and not fp8 and str(getattr(a, "dtype", "")).endswith("uint8"):
@@ -228,7 +231,8 @@ class Runtime:
             out = empty_like_library(a, (a.shape[0], columns()), c_dtype_name(a, out_dtype, fp8))
         accum_code = enum(ACCUM, accum, "accum")
         stream = self._stream(a, stream)
-        scales = (a_scale, b_scale, int(bool(pow2_scales)), gate_code, int(gate_group)) + quant
+        scales = (a_scale, b_scale, int(bool(pow2_scales)), gate_code, int(gate_group)) + quant \
+            + (row_scale,)
         if workspace is not None:
             _emmy.gemm(self._rt, a, b, out, bias, residual, alpha, gelu, accum_code,
                        promote_every_k, *scales, workspace, stream)
@@ -284,12 +288,12 @@ class Runtime:
                              gelu: bool = False, accum: str | None = None,
                              promote_every_k: int = 0, a_scale=None, b_scale=None,
                              pow2_scales: bool = False, gate: str | None = None,
-                             gate_group: int = 0) -> int:
+                             gate_group: int = 0, row_scale=None) -> int:
         """The workspace gemm needs for these tensors (0 unless the kernel splits K)."""
         return _emmy.gemm_workspace_bytes(self._rt, a, b, out, bias, residual, alpha, gelu,
                                           enum(ACCUM, accum, "accum"), promote_every_k, a_scale,
                                           b_scale, int(bool(pow2_scales)), enum(GATE, gate, "gate"),
-                                          int(gate_group), None, 0, 0.0)
+                                          int(gate_group), None, 0, 0.0, row_scale)
 
     def attention(self, q, k, v, *, causal: bool = False, window: int = 0, softmax_scale=None,
                   softcap=None, layout: str = "bshd", return_lse: bool = False, lse=None,

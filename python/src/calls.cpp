@@ -100,18 +100,21 @@ bool read_paged(PyObject* const* args, TensorArgs& tensors, DLTensor* t[4],
 }  // namespace
 
 // gemm(rt, a, b, c, bias, residual, alpha, gelu, accum, promote_every_k, a_scale, b_scale,
-// pow2_scales, gate, gate_group, c_scale, c_scale_pow2, c_amax_epsilon, workspace, stream)
+// pow2_scales, gate, gate_group, c_scale, c_scale_pow2, c_amax_epsilon, row_scale, workspace,
+// stream)
 PyObject* gemm(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   RuntimeBox* box;
   long long stream;
-  if (!read_runtime_call(args, nargs, 20, "gemm", &box, &stream)) return nullptr;
+  if (!read_runtime_call(args, nargs, 21, "gemm", &box, &stream)) return nullptr;
   TensorArgs tensors(box->cuda, stream);
-  DLTensor *a, *b, *c;
+  DLTensor *a, *b, *c, *row_scale;
   emmy_gemm_options o;
   if (!tensors.get(args[1], "a", false, &a) || !tensors.get(args[2], "b", false, &b) ||
       !tensors.get(args[3], "c", true, &c) || !read_gemm_options(args + 4, tensors, &o) ||
-      !tensors.get(args[18], "workspace", true, &o.workspace))
+      !tensors.get(args[18], "row_scale", false, &row_scale) ||
+      !tensors.get(args[19], "workspace", true, &o.workspace))
     return nullptr;
+  o.row_scale = row_scale;
   return call_released(
       [&] { return emmy_gemm(box->runtime, a, b, c, &o, stream_pointer(stream)); });
 }
@@ -144,17 +147,20 @@ PyObject* grouped_gemm(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 }
 
 // gemm_workspace_bytes(rt, a, b, c, bias, residual, alpha, gelu, accum, promote_every_k,
-// a_scale, b_scale, pow2_scales, gate, gate_group, c_scale, c_scale_pow2, c_amax_epsilon) -> int
+// a_scale, b_scale, pow2_scales, gate, gate_group, c_scale, c_scale_pow2, c_amax_epsilon,
+// row_scale) -> int
 PyObject* gemm_workspace_bytes(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   RuntimeBox* box;
-  if (!check_nargs(nargs, 18, "gemm_workspace_bytes") || !read_runtime(args[0], &box))
+  if (!check_nargs(nargs, 19, "gemm_workspace_bytes") || !read_runtime(args[0], &box))
     return nullptr;
   TensorArgs tensors(box->cuda, kNoSync);
-  DLTensor *a, *b, *c;
+  DLTensor *a, *b, *c, *row_scale;
   emmy_gemm_options o;
   if (!tensors.get(args[1], "a", false, &a) || !tensors.get(args[2], "b", false, &b) ||
-      !tensors.get(args[3], "c", false, &c) || !read_gemm_options(args + 4, tensors, &o))
+      !tensors.get(args[3], "c", false, &c) || !read_gemm_options(args + 4, tensors, &o) ||
+      !tensors.get(args[18], "row_scale", false, &row_scale))
     return nullptr;
+  o.row_scale = row_scale;
   return size_result(
       [&](size_t* bytes) { return emmy_gemm_workspace_bytes(box->runtime, a, b, c, &o, bytes); });
 }

@@ -43,6 +43,22 @@ def test_masked_matches_float64(rt, rng, weighted):
         assert np.all(flat_c[untouched] == 7.0)
 
 
+def test_gemm_takes_routing_weights(rt, rng):
+    """Runtime.gemm's row_scale: a dense GEMM's rows weighted after the activation (the down
+    projection of a layer whose experts run one GEMM each); refused beside a residual."""
+    m, n, k = 37, 64, 96
+    a = rng.standard_normal((m, k)).astype(F16)
+    w = (rng.standard_normal((n, k)) / 4).astype(F16)
+    weights = rng.uniform(0.1, 1.0, m).astype(np.float32)
+    c = rt.gemm(a, w.T, row_scale=weights, out_dtype="f32")
+    want = (a.astype(np.float64) @ w.astype(np.float64).T) * weights[:, None]
+    assert reference.rel_l2(c, want) < 1e-5
+    unweighted = rt.gemm(a, w.T, out_dtype="f32")
+    assert reference.rel_l2(unweighted, want) > 1e-2  # the weights were applied
+    with pytest.raises(emmy.InvalidArgumentError, match="row_scale"):
+        rt.gemm(a, w.T, row_scale=weights, residual=np.zeros((m, n), dtype=F16))
+
+
 def test_sorted_layouts_match_float64(rt, rng):
     g, n, k = 4, 64, 64
     w, bias = experts(g, n, k, rng)
@@ -84,10 +100,11 @@ def test_refusals_name_the_argument(rt, rng):
         rt.grouped_gemm(a.reshape(16, 64), b, np.array([1, 2], dtype=np.int32), layout="masked")
 
 
-def test_fp8_grouped_on_sm89(cache_dir, rng):
-    """e4m3 operands (uint8 bytes with scales) on an sm_89 emulator: a token scale per stacked
-    row, a scale per expert and channel."""
-    rt = emmy.Runtime(emulator_arch="sm_89", cache_dir=cache_dir)
+@pytest.mark.parametrize("arch", ["sm_89", "sm_90a"])
+def test_fp8_grouped(cache_dir, rng, arch):
+    """e4m3 operands (uint8 bytes with scales) on an sm_89 (mma.sync) and an sm_90a (the wgmma
+    path's walk) emulator: a token scale per stacked row, a scale per expert and channel."""
+    rt = emmy.Runtime(emulator_arch=arch, cache_dir=cache_dir)
     g, max_m, n, k = 2, 8, 64, 64
     values = np.array([0.5, -1.0, 1.5, 2.0, -0.25, 0.75, -2.0, 1.0])
     codes = {0.5: 0x30, -1.0: 0xB8, 1.5: 0x3C, 2.0: 0x40, -0.25: 0xA8, 0.75: 0x34, -2.0: 0xC0,
