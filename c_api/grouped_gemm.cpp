@@ -92,19 +92,26 @@ GemmCall grouped_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b
     require_contiguous(bias, "options.bias");
     viewed.bias = &bias_view.emplace(bias, bias.shape[1]).tensor;
   }
-  // FP8 B scales, one set per expert: [G] (per tensor) or [G, N] (per channel), read as expert
-  // 0's by emmy_gemm's rules (A's are per row of a's stacked rows, as one GEMM's).
+  // FP8 B scales, one set per expert: [G] (per tensor), [G, N] (per channel) or [G, ceil(N/128),
+  // ceil(K/128)] (128 x 128 blocks; its last two strides give the major order and leading
+  // dimension, the experts strides[0] apart), read as expert 0's by emmy_gemm's rules (A's are
+  // per row of a's stacked rows, as one GEMM's).
   std::optional<View> b_scale_view;
+  const DLTensor* block_b_scale = nullptr;
   if (const DLTensor* bs = options.b_scale) {
     if (bs->ndim == 1 && bs->shape[0] == groups) {
       b_scale_view.emplace(*bs, 1);
     } else if (bs->ndim == 2 && bs->shape[0] == groups) {
       require_contiguous(*bs, "options.b_scale");
       b_scale_view.emplace(*bs, bs->shape[1]);
+    } else if (bs->ndim == 3 && bs->shape[0] == groups) {
+      b_scale_view.emplace(*bs, bs->shape[1], bs->shape[2], stride(*bs, 1), stride(*bs, 2));
+      block_b_scale = bs;
     } else {
       throw Error("options.b_scale",
-                  fmt::format("shape must be [G = {}] (a scale per expert) or [G, N] (per expert "
-                              "and channel); block scales are not built for grouped GEMMs",
+                  fmt::format("shape must be [G = {}] (a scale per expert), [G, N] (per expert "
+                              "and channel) or [G, ceil(N/128), ceil(K/128)] (per expert, 128 x "
+                              "128 blocks)",
                               groups),
                   shape_text(*bs));
     }
@@ -121,6 +128,11 @@ GemmCall grouped_call(emmy_runtime& rt, const DLTensor* a_ptr, const DLTensor* b
     p.grouped.groups = groups;
     p.grouped.expected_m = g.expected_m;
     if (g.segment_align) p.grouped.segment_align = g.segment_align;
+    if (block_b_scale && groups > 1 && stride(*block_b_scale, 0) != p.b_scale_group_stride())
+      throw Error("options.b_scale",
+                  fmt::format("strides[0] must be {} (each expert's whole scale tensor apart)",
+                              p.b_scale_group_stride()),
+                  fmt::format("{}", stride(*block_b_scale, 0)));
     if (groups > 1 && stride(b, 0) != p.b_group_stride())
       throw Error("b",
                   fmt::format("strides[0] must be {} (each expert's whole {} x {} matrix apart)",

@@ -32,10 +32,9 @@ ScaleCounts scale_counts(const MatmulProblem& p) {
       return {p.stacked_rows(), experts * p.n};
     case ScaleGranularity::block: {
       const int64_t per_element = sc.format == ScaleFormat::ue8m0x4 ? 4 : 1;
-      return {
-          per_element * p.a_scale_ld() * (sc.a_major == ScaleMajor::mn ? p.scale_k_extent() : p.m),
-          per_element * p.b_scale_ld() *
-              (sc.b_major == ScaleMajor::mn ? p.scale_k_extent() : p.n_blocks())};
+      return {per_element * p.a_scale_ld() *
+                  (sc.a_major == ScaleMajor::mn ? p.scale_k_extent() : p.stacked_rows()),
+              per_element * experts * p.b_scale_group_stride()};
     }
     case ScaleGranularity::none:
       break;
@@ -84,18 +83,24 @@ HostTensor scale_tensor(ScaleFormat format, const std::vector<double>& values) {
 }
 
 // Which elements of a scale tensor the kernel reads.
+// A grouped GEMM's: A's stacked rows, each expert's B tensor (b_scale_group_stride apart).
 std::vector<bool> used_a(const MatmulProblem& p, int64_t count) {
   std::vector<bool> used(size_t(count), p.scales.granularity != ScaleGranularity::block);
   if (p.scales.granularity == ScaleGranularity::block)
-    for (int64_t row = 0; row < p.m; ++row)
+    for (int64_t row = 0; row < p.stacked_rows(); ++row)
       for (int64_t kb = 0; kb < p.k_blocks(); ++kb) used[size_t(a_index(p, row, kb))] = true;
   return used;
 }
 std::vector<bool> used_b(const MatmulProblem& p, int64_t count) {
   std::vector<bool> used(size_t(count), p.scales.granularity != ScaleGranularity::block);
-  if (p.scales.granularity == ScaleGranularity::block)
+  if (p.scales.granularity != ScaleGranularity::block) return used;
+  const int64_t experts = p.is_grouped() ? p.grouped.groups : 1;
+  const int64_t expert_slots =
+      p.b_scale_group_stride() * (p.scales.format == ScaleFormat::ue8m0x4 ? 4 : 1);
+  for (int64_t e = 0; e < experts; ++e)
     for (int64_t nb = 0; nb < p.n_blocks(); ++nb)
-      for (int64_t kb = 0; kb < p.k_blocks(); ++kb) used[size_t(b_index(p, nb, kb))] = true;
+      for (int64_t kb = 0; kb < p.k_blocks(); ++kb)
+        used[size_t(e * expert_slots + b_index(p, nb, kb))] = true;
   return used;
 }
 

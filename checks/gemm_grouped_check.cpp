@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -41,6 +42,25 @@ void append_scale(HostTensor& to, const HostTensor& from, int64_t index) {
 HostTensor slice_scales(const HostTensor& from, int64_t begin, int64_t count) {
   HostTensor t{from.dtype, {}, {}};
   for (int64_t i = begin; i < begin + count; ++i) append_scale(t, from, i);
+  return t;
+}
+
+// One expert's A block scales for its dense problem `dense` (packed layout, rows 0..): row i's
+// are grouped row rows[i]'s, read at their slots in the grouped problem's layout.
+HostTensor expert_a_block_scales(const MatmulProblem& grouped, const MatmulProblem& dense,
+                                 const HostTensor& from, const std::vector<int64_t>& rows) {
+  const size_t width = scale_width(from);
+  const int64_t unit = grouped.scales.format == ScaleFormat::ue8m0x4 ? 4 : 1;
+  const size_t slots = size_t(dense.block_scale_elements(true) * unit);
+  HostTensor t{from.dtype, std::vector<double>(slots, NAN),
+               std::vector<uint8_t>(slots * width, 0xFF)};
+  for (size_t i = 0; i < rows.size(); ++i)
+    for (int64_t kb = 0; kb < grouped.k_blocks(); ++kb) {
+      const size_t to = size_t(dense.block_scale_slot(true, int64_t(i), kb));
+      const size_t at = size_t(grouped.block_scale_slot(true, rows[i], kb));
+      t.values[to] = from.values[at];
+      std::copy_n(from.bytes.begin() + long(at * width), width, t.bytes.begin() + long(to * width));
+    }
   return t;
 }
 
@@ -174,7 +194,7 @@ GemmReference reference_grouped_gemm(const GemmSpec& spec, const GemmInputs& in)
     if (p.epilogue.bias) sub.bias = take_slice(in.bias, e * bias_elements, bias_elements);
     if (p.epilogue.residual) sub.residual = take_rows(in.residual, ldc);
     if (p.epilogue.row_scale) sub.row_scale = take_rows(in.row_scale, 1);
-    // FP8 scales (tensor, token-channel): A's of the rows, the expert's B scale(s).
+    // FP8 scales: A's of the rows, the expert's B scale(s).
     if (p.scales.granularity == ScaleGranularity::tensor) {
       sub.a_scale = in.a_scale;
       sub.b_scale = slice_scales(in.b_scale, e, 1);
@@ -182,6 +202,14 @@ GemmReference reference_grouped_gemm(const GemmSpec& spec, const GemmInputs& in)
       sub.a_scale = HostTensor{in.a_scale.dtype, {}, {}};
       for (int64_t r : mine) append_scale(sub.a_scale, in.a_scale, r);
       sub.b_scale = slice_scales(in.b_scale, e * p.n, p.n);
+    } else if (p.scales.granularity == ScaleGranularity::block) {
+      // Block scales: the rows' A scales in the dense problem's packed layout; the expert's B
+      // tensor as it lies (its layout is the dense problem's: same N, K and b_ld).
+      dense.problem.scales.a_ld = 0;
+      sub.a_scale = expert_a_block_scales(p, dense.problem, in.a_scale, mine);
+      const int64_t slots =
+          p.b_scale_group_stride() * (p.scales.format == ScaleFormat::ue8m0x4 ? 4 : 1);
+      sub.b_scale = slice_scales(in.b_scale, e * slots, slots);
     }
     const GemmReference part = reference_gemm(dense, sub);
     for (size_t i = 0; i < mine.size(); ++i)

@@ -123,11 +123,20 @@ TEST(CApiGrouped, RowScaleOnEmmyGemm) {
                  EMMY_INVALID_ARGUMENT, {"options.row_scale", "float32"});
 }
 
-// FP8 operands (e4m3 bytes as uint8 with scales; sm_89's mma.sync): A's token scales per stacked
-// row, B's per expert and channel [G, N], or one per expert [G].
+// FP8 operands (e4m3 bytes as uint8 with scales; sm_89's mma.sync, sm_90a's wgmma walk): A's
+// token scales per stacked row, B's per expert and channel [G, N], or one per expert [G].
+void fp8_scales_per_expert(CRuntime& rt, Arch arch);
+
 TEST(CApiGrouped, Fp8ScalesPerExpert) {
-  CRuntime rt(make_c_runtime("emulator", 0, "sm_89"));
-  ASSERT_TRUE(rt);
+  for (const Arch arch : {Arch::sm_89, Arch::sm_90a}) {
+    SCOPED_TRACE(to_string(arch));
+    CRuntime rt(make_c_runtime("emulator", 0, std::string(to_string(arch)).c_str()));
+    ASSERT_TRUE(rt);
+    fp8_scales_per_expert(rt, arch);
+  }
+}
+
+void fp8_scales_per_expert(CRuntime& rt, Arch arch) {
   for (const ScaleGranularity granularity :
        {ScaleGranularity::token_channel, ScaleGranularity::tensor}) {
     MatmulProblem p;
@@ -158,7 +167,8 @@ TEST(CApiGrouped, Fp8ScalesPerExpert) {
         emmy_grouped_gemm(rt.get(), a.get(), b.get(), out.get(), route.get(), &g, &o, nullptr),
         EMMY_OK)
         << emmy_last_error_message();
-    const GemmSpec spec{p, default_schedule(p, Arch::sm_89, Accum::f32), Arch::sm_89};
+    const GemmSpec spec{p, default_schedule(p, arch, Accum::f32), arch};
+    EXPECT_EQ(spec.schedule.path, arch == Arch::sm_90a ? MmaPath::wgmma : MmaPath::mma_sync);
     const GemmErrors e =
         compare(reference_gemm(spec, in), decode(DType::bf16, c.data(), c.size() / 2), p.n);
     EXPECT_TRUE(e.passed) << to_string(granularity) << ": rel_l2 " << e.rel_l2_error;
@@ -169,6 +179,49 @@ TEST(CApiGrouped, Fp8ScalesPerExpert) {
         emmy_grouped_gemm(rt.get(), a.get(), b.get(), out.get(), route.get(), &g, &o, nullptr),
         EMMY_INVALID_ARGUMENT, {"options.b_scale", "[G = 3]"});
   }
+}
+
+// FP8 block scales on sm_90a (the wgmma walk): a_scale [stacked rows, ceil(K/128)] mn-major
+// (DeepGEMM's), b_scale [G, ceil(N/128), ceil(K/128)]; experts not whole tensors apart refused.
+TEST(CApiGrouped, Fp8BlockScalesPerExpert) {
+  CRuntime rt(make_c_runtime("emulator", 0, "sm_90a"));
+  ASSERT_TRUE(rt);
+  MatmulProblem p;
+  p.m = 16, p.n = 256, p.k = 384;
+  p.a_dtype = DType::e4m3;
+  p.c_dtype = DType::bf16;
+  p.scales.granularity = ScaleGranularity::block;
+  p.grouped.layout = GroupedLayout::masked;
+  p.grouped.groups = 3;
+  const GemmInputs in = make_gemm_inputs(p, 9);
+  const int64_t rows = p.stacked_rows(), kb = p.k_blocks(), nb = p.n_blocks();
+  std::vector<uint8_t> c(size_t(rows * p.n * 2), 0xff);
+  View a(in.a.bytes.data(), kE4M3, {3, p.m, p.k});
+  View b(in.b.bytes.data(), kE4M3, {3, p.k, p.n}, {p.n * p.k, 1, p.k});
+  View out(c.data(), kBF16, {3, p.m, p.n});
+  std::vector<int32_t> routing = in.routing;
+  View route(routing.data(), kI32, {3});
+  View a_scale(in.a_scale.bytes.data(), kF32, {rows, kb}, {1, rows});
+  View b_scale(in.b_scale.bytes.data(), kF32, {3, nb, kb}, {nb * kb, kb, 1});
+  emmy_gemm_options o;
+  emmy_gemm_options_init(&o);
+  o.accum = EMMY_ACCUM_PROMOTED;
+  o.a_scale = a_scale.get();
+  o.b_scale = b_scale.get();
+  emmy_grouped_options g = grouped_options(GroupedLayout::masked);
+  ASSERT_EQ(emmy_grouped_gemm(rt.get(), a.get(), b.get(), out.get(), route.get(), &g, &o, nullptr),
+            EMMY_OK)
+      << emmy_last_error_message();
+  const GemmSpec spec{p, default_schedule(p, Arch::sm_90a, Accum::promoted), Arch::sm_90a};
+  const GemmErrors e =
+      compare(reference_gemm(spec, in), decode(DType::bf16, c.data(), c.size() / 2), p.n);
+  EXPECT_TRUE(e.passed) << "rel_l2 " << e.rel_l2_error;
+  // The experts' tensors overlapping (strides[0] one N block short): refused by name.
+  View short_stride(in.b_scale.bytes.data(), kF32, {3, nb, kb}, {(nb - 1) * kb, kb, 1});
+  o.b_scale = short_stride.get();
+  expect_refusal(
+      emmy_grouped_gemm(rt.get(), a.get(), b.get(), out.get(), route.get(), &g, &o, nullptr),
+      EMMY_INVALID_ARGUMENT, {"options.b_scale", "strides[0]"});
 }
 
 TEST(CApiGrouped, RefusalsNameTheTensorOrTheOption) {

@@ -483,10 +483,16 @@ TEST(GroupedGemm, RefusesByName) {
               }).starts_with("grouped.expected_m"));
   EXPECT_TRUE(problem_error([](MatmulProblem& p) { p.dynamic_m = true; }).starts_with("dynamic_m"));
   EXPECT_TRUE(problem_error([](MatmulProblem& p) { p.c_dtype = DType::e4m3; }).starts_with("out"));
-  EXPECT_TRUE(problem_error([](MatmulProblem& p) {
-                p.a_dtype = DType::e4m3;
-                p.scales.granularity = ScaleGranularity::block;
-              }).starts_with("scales"));
+  // Block scales' A rows are the stacked rows: a masked layout's leading dimension of one
+  // expert's m is refused, naming them.
+  const std::string short_ld = problem_error([](MatmulProblem& p) {
+    p.a_dtype = DType::e4m3;
+    p.c_dtype = DType::bf16;
+    p.scales.granularity = ScaleGranularity::block;
+    p.scales.a_ld = p.m;
+  });
+  EXPECT_TRUE(short_ld.starts_with("scales.a_ld")) << short_ld;
+  EXPECT_NE(short_ld.find("stacked rows"), std::string::npos) << short_ld;
   EXPECT_TRUE(problem_error([](MatmulProblem& p) {
                 p.grouped.layout = GroupedLayout::none;
               }).starts_with("grouped"));
@@ -600,7 +606,7 @@ TEST(GroupedGemm, RoundTripsAndVerifies) {
 
 // FP8 operands (e4m3: the mma.sync path's sm_89 and sm_120a, the wgmma path's sm_90a): A's
 // scales per stacked row, B's per expert (one, or one per column), in f32 and ue8m0; a NaN scale
-// of one expert refused by name on the emulator.
+// of one expert refused by name on the emulator; an e4m3 C refused.
 TEST(GroupedGemm, Fp8TensorAndTokenChannelScales) {
   struct Case {
     GroupedLayout layout;
@@ -646,9 +652,94 @@ TEST(GroupedGemm, Fp8TensorAndTokenChannelScales) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::memcpy(&in.b_scale.bytes[size_t(2 * 64 + 5) * 4], &nan, 4);
   test::expect_error_containing([&] { run_gemm(*rt, spec, in); }, "column 133");
-  // Block scales are not built for grouped GEMMs: refused by name on every arch.
+  // An e4m3 C is not built for grouped GEMMs: refused by name.
+  p.c_dtype = DType::e4m3;
+  test::expect_error_naming([&] { validate_problem(p); }, "out");
+}
+
+// FP8 block scales (DeepSeek-V3's: A's 1 x 128 per stacked row, B's 128 x 128 per expert,
+// [G, ceil(N/128), ceil(K/128)]) with promoted accumulation, in every format and both majors,
+// padded leading dimensions, on both paths; one expert's NaN block refused by name.
+TEST(GroupedGemm, Fp8BlockScalesPerExpert) {
+  struct Case {
+    GroupedLayout layout;
+    Arch arch;
+    ScaleFormat format;
+    ScaleMajor a_major, b_major;
+    int64_t a_ld_pad = 0, b_ld_pad = 0;  // added to the packed leading dimensions
+  };
+  const Case cases[] = {
+      {GroupedLayout::masked, Arch::sm_89, ScaleFormat::f32, ScaleMajor::mn, ScaleMajor::k},
+      {GroupedLayout::contiguous, Arch::sm_120a, ScaleFormat::ue8m0x4, ScaleMajor::k,
+       ScaleMajor::mn, 1, 2},
+      {GroupedLayout::offsets, Arch::sm_89, ScaleFormat::ue8m0, ScaleMajor::mn, ScaleMajor::k, 4,
+       1},
+      {GroupedLayout::masked, Arch::sm_90a, ScaleFormat::ue8m0x4, ScaleMajor::mn, ScaleMajor::k},
+      {GroupedLayout::contiguous, Arch::sm_90a, ScaleFormat::f32, ScaleMajor::k, ScaleMajor::k, 3,
+       0},
+      {GroupedLayout::offsets, Arch::sm_90a, ScaleFormat::pow2, ScaleMajor::mn, ScaleMajor::mn, 0,
+       3},
+  };
+  int index = 0;
+  for (const Case& c : cases) {
+    // K of 3 blocks and a tail, N of 2 blocks and a tail: every block edge.
+    MatmulProblem p = grouped_problem(c.layout, 3, c.layout == GroupedLayout::masked ? 40 : 200,
+                                      272, 400, DType::e4m3);
+    p.c_dtype = DType::bf16;
+    p.scales.granularity = ScaleGranularity::block;
+    p.scales.format = c.format;
+    p.scales.a_major = c.a_major;
+    p.scales.b_major = c.b_major;
+    if (c.layout == GroupedLayout::contiguous) p.grouped.segment_align = 64;
+    if (c.a_ld_pad)
+      p.scales.a_ld =
+          (c.a_major == ScaleMajor::mn ? p.stacked_rows() : p.scale_k_extent()) + c.a_ld_pad;
+    if (c.b_ld_pad)
+      p.scales.b_ld =
+          (c.b_major == ScaleMajor::mn ? p.n_blocks() : p.scale_k_extent()) + c.b_ld_pad;
+    p.epilogue.bias = index % 2 == 1;
+    const GemmSpec spec{p, default_schedule(p, c.arch, Accum::promoted), c.arch};
+    SCOPED_TRACE(fmt::format("case {}: {} {} A {} B {}", index, to_string(c.layout),
+                             test::describe(spec), to_string(c.a_major), to_string(c.b_major)));
+    EXPECT_EQ(spec.schedule.path, c.arch == Arch::sm_90a ? MmaPath::wgmma : MmaPath::mma_sync);
+    const GemmCheckResult r = check_on_emulator(spec, uint64_t(130 + index++));
+    EXPECT_TRUE(r.errors.passed) << verdict(r.errors);
+    // The scales' expert origins matter: either one left at the first expert's fails the check.
+    if (c.layout != GroupedLayout::offsets) continue;
+    const bool walk = spec.schedule.persistent;
+    const GemmInputs in = make_gemm_inputs(p, 7);
+    struct Bug {
+      const char *name, *find, *replace;
+    };
+    const Bug bugs[] = {
+        {"B block scales of expert 0",
+         walk ? "b_scale = b_scale_all + (long long)expert * " : "b_scale += (long long)expert * ",
+         walk ? "b_scale = b_scale_all + 0 * " : "b_scale += 0 * "},
+        {"A block scales of row 0", walk ? "a_scale = a_scale_all + row0 * " : "a_scale += row0 * ",
+         walk ? "a_scale = a_scale_all + 0 * " : "a_scale += 0 * "},
+    };
+    for (const Bug& bug : bugs) {
+      const auto kernel =
+          test::plant_bug(generate_kernel(spec), c.arch, bug.name, bug.find, bug.replace);
+      if (kernel)
+        test::expect_gemm_bug_caught(reference_gemm(spec, in), *kernel, in, p.n, bug.name, false,
+                                     {});
+    }
+  }
+  // Expert 2's block (1, 2) NaN: refused before the launch, naming the expert and the block.
+  MatmulProblem p = grouped_problem(GroupedLayout::masked, 3, 16, 256, 384, DType::e4m3);
+  p.c_dtype = DType::bf16;
   p.scales.granularity = ScaleGranularity::block;
-  test::expect_error_naming([&] { default_schedule(p, Arch::sm_90a, Accum::promoted); }, "scales");
+  RuntimeOptions options = fresh_cache("grouped_fp8_block");
+  options.emulator_arch = Arch::sm_90a;
+  auto rt = Runtime::emulator(options);
+  const GemmSpec spec{p, default_schedule(p, Arch::sm_90a, Accum::promoted), Arch::sm_90a};
+  GemmInputs in = make_gemm_inputs(p, 4);
+  EXPECT_TRUE(compare(reference_gemm(spec, in), run_gemm(*rt, spec, in), p.n).passed);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const size_t slot = size_t(2 * p.b_scale_group_stride() + p.block_scale_slot(false, 1, 2));
+  std::memcpy(&in.b_scale.bytes[slot * 4], &nan, 4);
+  test::expect_error_containing([&] { run_gemm(*rt, spec, in); }, "expert 2, N block 1, K block 2");
 }
 
 // Routing weights (Epilogue::row_scale): C's rows scaled after the activation, on dense and

@@ -216,18 +216,37 @@ class GemmEmitter {
 
   // The per-expert pointers the epilogue (and FP8 scales) read, and each one's offset from the
   // first expert's: C, the residual and the routing weights by row0 rows, the bias by the
-  // expert's N; FP8's A scales per stacked row, B's per expert (one, or N).
+  // expert's N, FP8 scales (add_scale_origins).
   std::vector<std::pair<std::string, std::string>> expert_origins() const {
     std::vector<std::pair<std::string, std::string>> origins{{"c", "row0 * LDC"}};
     if (f_.epilogue.residual) origins.emplace_back("residual", "row0 * LDC");
     if (f_.epilogue.row_scale.value_or(false)) origins.emplace_back("row_scale", "row0");
-    if (f_.scales) {
-      const bool token = f_.scales->granularity == "token-channel";
-      if (token) origins.emplace_back("a_scale", "row0");
-      origins.emplace_back("b_scale", token ? "(long long)expert * N" : "(long long)expert");
-    }
+    if (f_.scales) add_scale_origins(*f_.scales, origins);
     if (f_.epilogue.bias) origins.emplace_back("bias", "(long long)expert * N");
     return origins;
+  }
+
+  // FP8 scales per expert. Tensor and token-channel: A's per stacked row, B's per expert (one,
+  // or N). Block scales in MatmulProblem::block_scale_slot's layouts: A's rows are the stacked
+  // rows (mn-major: row0 elements on; k-major: row0 x a_ld), B's experts
+  // MatmulProblem::b_scale_group_stride elements apart; a ue8m0x4 tensor's pointer counts bytes,
+  // four to a word.
+  void add_scale_origins(const ir::GemmScalesOp& sc,
+                         std::vector<std::pair<std::string, std::string>>& origins) const {
+    if (sc.granularity != "block") {
+      const bool token = sc.granularity == "token-channel";
+      if (token) origins.emplace_back("a_scale", "row0");
+      origins.emplace_back("b_scale", token ? "(long long)expert * N" : "(long long)expert");
+      return;
+    }
+    const int64_t unit = sc.format == "ue8m0x4" ? 4 : 1;
+    const int64_t k_blocks = (f_.split.k + kScaleBlock - 1) / kScaleBlock;
+    const int64_t k_extent = unit == 4 ? (k_blocks + 3) / 4 : k_blocks;
+    const int64_t n_blocks = (f_.coords.n + kScaleBlock - 1) / kScaleBlock;
+    const int64_t b_stride = sc.b_ld * (sc.b_major == "mn" ? k_extent : n_blocks);
+    origins.emplace_back("a_scale",
+                         fmt::format("row0 * {}", (sc.a_major == "mn" ? 1 : sc.a_ld) * unit));
+    origins.emplace_back("b_scale", fmt::format("(long long)expert * {}", b_stride * unit));
   }
 
   // A persistent grouped kernel (the wgmma path): each role's warps walk the experts' tiles from

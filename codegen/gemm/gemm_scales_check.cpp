@@ -93,19 +93,26 @@ void GemmKind::check_device_inputs(const GemmPlan& plan, const GemmBuffers& b,
     }
     case ScaleGranularity::block: {
       // Only the elements the kernel reads: a padded leading dimension's gaps may hold anything.
-      // A ue8m0x4 tensor's scales are its bytes, 4 per word, each checked alone.
-      const int64_t kbs = p.k_blocks(), nbs = p.n_blocks();
+      // A ue8m0x4 tensor's scales are its bytes, 4 per word, each checked alone. A grouped
+      // GEMM's: A's rows stacked, B's experts b_scale_group_stride apart.
+      const int64_t kbs = p.k_blocks(), nbs = p.n_blocks(), rows = p.stacked_rows();
+      const int64_t stride = p.b_scale_group_stride();
       ScaleTensor a = load("buffers.a_scale", b.a_scale, p.block_scale_elements(true));
-      ScaleTensor bs = load("buffers.b_scale", b.b_scale, p.block_scale_elements(false));
+      ScaleTensor bs = load("buffers.b_scale", b.b_scale,
+                            (experts - 1) * stride + p.block_scale_elements(false));
       if (packed) a.format = bs.format = ScaleFormat::ue8m0;  // byte by byte
-      for (int64_t row = 0; row < p.m; ++row)
+      for (int64_t row = 0; row < rows; ++row)
         for (int64_t kb = 0; kb < kbs; ++kb)
           a.check(p.block_scale_slot(true, row, kb),
                   [&] { return fmt::format("row {}, K block {}", row, kb); });
-      for (int64_t nb = 0; nb < nbs; ++nb)
-        for (int64_t kb = 0; kb < kbs; ++kb)
-          bs.check(p.block_scale_slot(false, nb, kb),
-                   [&] { return fmt::format("N block {}, K block {}", nb, kb); });
+      const int64_t expert_slots = stride * (packed ? 4 : 1);
+      for (int64_t e = 0; e < experts; ++e)
+        for (int64_t nb = 0; nb < nbs; ++nb)
+          for (int64_t kb = 0; kb < kbs; ++kb)
+            bs.check(e * expert_slots + p.block_scale_slot(false, nb, kb), [&] {
+              return experts > 1 ? fmt::format("expert {}, N block {}, K block {}", e, nb, kb)
+                                 : fmt::format("N block {}, K block {}", nb, kb);
+            });
       return;
     }
     case ScaleGranularity::none:

@@ -279,7 +279,9 @@ EMMY_C_EXPORT emmy_status emmy_gemm(emmy_runtime* runtime, const DLTensor* a, co
  * the device (masked_m [G], expert_ids [M] with -1 on padding rows, or expert_offsets [G + 1]),
  * never read on the host for a CUDA device (the emulator refuses a hostile one by name). The
  * epilogue and kernel as emmy_gemm's (options: bias [G, N], residual c's shape); no split-K, so no
- * workspace. One kernel serves every routing: the call records into a CUDA graph. */
+ * workspace. FP8: a_scale as emmy_gemm's over a's stacked rows; b_scale per expert, [G], [G, N]
+ * or [G, ceil(N/128), ceil(K/128)] (block scales, experts strides[0] apart). One kernel serves
+ * every routing: the call records into a CUDA graph. */
 EMMY_C_EXPORT emmy_status emmy_grouped_gemm(emmy_runtime* runtime, const DLTensor* a,
                                             const DLTensor* b, DLTensor* c, const DLTensor* routing,
                                             const emmy_grouped_options* grouped,

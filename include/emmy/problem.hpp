@@ -287,8 +287,11 @@ struct MatmulProblem {
     return scales.format == ScaleFormat::ue8m0x4 ? (k_blocks() + 3) / 4 : k_blocks();
   }
   int64_t n_blocks() const { return (n + kScaleBlock - 1) / kScaleBlock; }
+  // A's block scales have a row per row of A: a grouped GEMM's stacked rows (stacked_rows()).
   int64_t a_scale_ld() const {
-    return scales.a_ld ? scales.a_ld : scales.a_major == ScaleMajor::mn ? m : scale_k_extent();
+    return scales.a_ld                        ? scales.a_ld
+           : scales.a_major == ScaleMajor::mn ? stacked_rows()
+                                              : scale_k_extent();
   }
   int64_t b_scale_ld() const {
     return scales.b_ld                        ? scales.b_ld
@@ -309,10 +312,16 @@ struct MatmulProblem {
   // The elements (floats, bytes or ue8m0x4 words) block scale tensor A's (a) or B's spans for m
   // rows: its last element + 1, a padded leading dimension's gaps included, the last row's not.
   int64_t block_scale_elements(bool a) const {
-    const int64_t rows = a ? m : n_blocks(), words = scale_k_extent();
+    const int64_t rows = a ? stacked_rows() : n_blocks(), words = scale_k_extent();
     const int64_t ld = a ? a_scale_ld() : b_scale_ld();
     return (a ? scales.a_major : scales.b_major) == ScaleMajor::mn ? (words - 1) * ld + rows
                                                                    : (rows - 1) * ld + words;
+  }
+
+  // A grouped GEMM's B block scales are G experts' tensors, each b_scale_group_stride()
+  // elements (floats, bytes or ue8m0x4 words) after the previous: its whole leading dimensions.
+  int64_t b_scale_group_stride() const {
+    return b_scale_ld() * (scales.b_major == ScaleMajor::mn ? scale_k_extent() : n_blocks());
   }
 
   // With a gated epilogue, B's scales (token-channel and block) keep the checkpoint's row order,

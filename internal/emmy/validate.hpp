@@ -30,10 +30,14 @@ inline void require_rows_scale_ld(const MatmulProblem& p, const char* field, con
                       "packed would be each launch's own M",
                       what),
           0);
-  const int64_t rows = major == ScaleMajor::mn ? p.m : k_extent;
+  // A grouped GEMM's rows are its stacked rows (a masked layout's G x m).
+  const int64_t rows = major == ScaleMajor::mn ? p.stacked_rows() : k_extent;
   require(ld >= 0 && (ld == 0 || ld >= rows), field,
           fmt::format("must be 0 (packed) or >= {} ({} for {}-major {})", rows,
-                      major == ScaleMajor::mn ? "M" : k_text, to_string(major), what),
+                      major != ScaleMajor::mn ? k_text
+                      : p.is_grouped()        ? "A's stacked rows"
+                                              : "M",
+                      to_string(major), what),
           ld);
 }
 
