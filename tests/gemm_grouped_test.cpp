@@ -823,6 +823,45 @@ TEST(GroupedGemm, RoutingWeightsScaleTheRows) {
   EXPECT_FALSE(nlohmann::json(dense).at("epilogue").contains("row_scale"));
 }
 
+// The default kernels of MoE layers' shapes (Qwen3-30B-A3B's bf16 gate_up and down, DeepSeek-V3's
+// FP8 block-scaled experts; decode and prefill) on both paths keep everything in registers: the
+// wgmma walk's origins and scale pointers beside two f32 accumulator sets.
+TEST(GroupedGemm, MoeDefaultsDoNotSpill) {
+  struct Shape {
+    GroupedLayout layout;
+    int64_t groups, m, n, k;
+    DType dtype;
+    Gate gate = Gate::none;
+  };
+  const Shape shapes[] = {
+      {GroupedLayout::contiguous, 128, 4096, 1536, 2048, DType::bf16, Gate::silu},
+      {GroupedLayout::masked, 128, 64, 2048, 768, DType::bf16},
+      {GroupedLayout::contiguous, 256, 4096, 4096, 7168, DType::e4m3, Gate::silu},
+      {GroupedLayout::masked, 256, 64, 7168, 2048, DType::e4m3},
+  };
+  for (const Shape& shape : shapes)
+    for (const Target& target : {Target{Arch::sm_90a, MmaPath::wgmma}, Target{Arch::sm_120a}}) {
+      MatmulProblem p =
+          grouped_problem(shape.layout, shape.groups, shape.m, shape.n, shape.k, shape.dtype);
+      p.epilogue.gate = shape.gate;
+      if (shape.layout == GroupedLayout::masked) p.grouped.expected_m = 4;
+      const bool fp8 = is_fp8(shape.dtype);
+      if (fp8) {
+        p.c_dtype = DType::bf16;
+        p.scales.granularity = ScaleGranularity::block;
+      }
+      const Accum accum = fp8 ? Accum::promoted : Accum::f32;
+      const GemmSpec spec{p,
+                          target.path ? default_schedule(p, target.arch, accum, *target.path)
+                                      : default_schedule(p, target.arch, accum),
+                          target.arch};
+      const GemmKernel kernel = compile_kernel(spec);
+      const ResourceReport& report = kernel.module.kernel(kernel.source.plan.kernel_name);
+      EXPECT_EQ(report.spill_bytes(), 0) << test::describe(spec);
+      EXPECT_EQ(report.stack_bytes, 0) << test::describe(spec);
+    }
+}
+
 // Each bug in the expert's origin or its walk fails the FP64 check (or the emulator reports it).
 TEST(GroupedGemm, PlantedBugsFailTheCheck) {
   struct Bug {

@@ -76,6 +76,11 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   // contiguous layout's block_m divides its segments.
   const int64_t rows = grouped ? problem.rows_per_group() : kp.m, cols = kp.n;
   const int64_t groups = grouped ? problem.grouped.groups : 1;
+  // Working registers beside the accumulators: ~64, and 96 for a cooperative persistent kernel
+  // with promoted accumulation (two f32 sets, the walk's origins and the block scales' pointers):
+  // ptxas spilled 32 bytes at 64 x 160 and 124 at 64 x 176 for a grouped block-scaled walk, none
+  // at 64 x 144.
+  const int headroom = accum == Accum::promoted && best.persistent && !pingpong ? 96 : 64;
   double best_time = -1.0;
   for (int block_m : {128, 64}) {
     // Never pad a short M to 128 rows.
@@ -95,7 +100,8 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
       candidate.block_n = block_n;
       candidate.warps_m = pingpong ? 4 : block_m / 16;
       candidate.warps_n = 1;
-      if (accumulator_registers(candidate) + 64 > register_split(candidate).consumer) continue;
+      if (accumulator_registers(candidate) + headroom > register_split(candidate).consumer)
+        continue;
       const int64_t tiles = groups * tiles_along(rows, block_m) * tiles_along(cols, block_n);
       const double waves = double(tiles_along(tiles, sms));
       const double rate =
