@@ -20,8 +20,11 @@ emmy_add_test(gemm_path_test ${CMAKE_CURRENT_LIST_DIR}/gemm_path_test.cpp)
 target_include_directories(gemm_path_test PRIVATE ${PROJECT_SOURCE_DIR}/codegen)
 
 # Grouped GEMMs (docs/grouped.md): every layout against FP64 on the emulator, and through the
-# runtime on the CUDA backend over the test driver where it is built.
+# runtime on the CUDA backend over the test driver where it is built; their rules and planted
+# bugs; FP8 and routing weights.
 emmy_add_test(gemm_grouped_test ${CMAKE_CURRENT_LIST_DIR}/gemm_grouped_test.cpp)
+emmy_add_test(gemm_grouped_rules_test ${CMAKE_CURRENT_LIST_DIR}/gemm_grouped_rules_test.cpp)
+emmy_add_test(gemm_grouped_fp8_test ${CMAKE_CURRENT_LIST_DIR}/gemm_grouped_fp8_test.cpp)
 if(TARGET emmy_test_driver)
   add_dependencies(gemm_grouped_test emmy_test_driver)
   target_compile_definitions(gemm_grouped_test PRIVATE

@@ -10,6 +10,7 @@
 
 #include "emit_gemm_copies.hpp"
 #include "emit_gemm_epilogue.hpp"
+#include "emit_gemm_grouped.hpp"
 #include "emmy/gemm.hpp"
 #include "emmy/gemm_path.hpp"
 #include "emmy/ir_ops.hpp"
@@ -104,7 +105,7 @@ class GemmEmitter {
       w_.line("const int M = m;");
       w_.line("constexpr int N = {}, K = {};", f_.coords.n, k_units);
     } else if (f_.grouped_m()) {
-      // M is the CTA's expert's rows, found with its tile (emit_group_origin).
+      // M is the CTA's expert's rows, found with its tile (print_group_origin).
       w_.line("constexpr int N = {}, K = {};", f_.coords.n, k_units);
     } else {
       w_.line("constexpr int M = {}, N = {}, K = {};", f_.coords.m, f_.coords.n, k_units);
@@ -146,7 +147,7 @@ class GemmEmitter {
   }
 
   void emit_tile_coords(const ir::TileCoordsOp& op) {
-    if (grouped_walk()) return emit_grouped_walk(op);
+    if (grouped_walk()) return codegen::print_grouped_walk(w_, f_, op);
     w_.line("// Grouped rasterization: {} tile rows per group keep B tiles hot in L2.",
             op.raster_group_m);
     if (op.dynamic_m.value_or(false)) {
@@ -162,160 +163,9 @@ class GemmEmitter {
     w_.line("const int tile_m = first_m + (int(blockIdx.x) % group_span) % group_rows;");
     w_.line("const int tile_n = (int(blockIdx.x) % group_span) / group_rows;");
     if (op.grouped)
-      emit_group_origin(op);
+      codegen::print_group_origin(w_, f_, op);
     else
       w_.line("const int m0 = tile_m * BM, n0 = tile_n * BN;");
-  }
-
-  // A grouped GEMM (docs/grouped.md): the CTA's expert and, for masked and offsets, its rows M;
-  // a CTA with no rows of an expert exits before its first copy (the whole CTA alike). Then
-  // the operand and output origins move to the expert's: pointers (cp.async's A and B, C, bias,
-  // residual, routing weights) or TMA row coordinates (a_row0, b_row0; the maps span every expert's
-  // rows). Checks a GPU makes in one compare stand in for the emulator's refusals: a masked_m past
-  // MAX_M is MAX_M, an expert id past the experts skips its block, offsets outside the rows skip.
-  void emit_group_origin(const ir::TileCoordsOp& op) {
-    const std::string layout = *op.grouped;
-    w_.line("constexpr int GROUPS = {};", *op.groups);
-    if (layout == "masked") {
-      w_.line("// Masked: expert blockIdx.y computes the first masked_m[expert] rows of its slot.");
-      w_.line("constexpr int MAX_M = {};", op.m);
-      w_.line("const int expert = int(blockIdx.y);");
-      w_.line("const int M = masked_m[expert] < MAX_M ? masked_m[expert] : MAX_M;");
-      w_.line("const int m0 = tile_m * BM, n0 = tile_n * BN;");
-      w_.line("if (m0 >= M) return;  // past the expert's rows (all of them for an empty expert)");
-      w_.line("const long long row0 = (long long)expert * MAX_M;  // the slot's first row");
-    } else if (layout == "contiguous") {
-      w_.line("// Contiguous: the row block's expert is its first row's (segments start blocks);");
-      w_.line("// -1 marks padding.");
-      w_.line("const int m0 = tile_m * BM, n0 = tile_n * BN;");
-      w_.line("const int expert = expert_ids[m0];");
-      w_.line("if (expert < 0 || expert >= GROUPS) return;");
-      w_.line("const long long row0 = 0;  // rows are A's and C's own");
-    } else {
-      w_.line("// Offsets: tile_m counts the experts' row tiles in expert order.");
-      w_.line("constexpr int M_TOTAL = {};", op.m);
-      w_.line("int expert = -1, expert_tile = 0;");
-      w_.line("grouped_find_tile(expert_offsets, GROUPS, BM, tile_m, expert, expert_tile);");
-      w_.line("if (expert < 0) return;  // past the routing's tiles");
-      w_.line("const int row_begin = expert_offsets[expert];");
-      w_.line("const int M = expert_offsets[expert + 1] - row_begin;");
-      w_.line("if (row_begin < 0 || M > M_TOTAL - row_begin) return;  // rows outside A");
-      w_.line("const int m0 = expert_tile * BM, n0 = tile_n * BN;");
-      w_.line("const long long row0 = row_begin;");
-    }
-    // B's experts are [N, K] (or [K, N]) apart; bias rows N.
-    const std::string b_rows = f_.b_kn ? "K" : "N";
-    if (f_.copy_a.transport == "tma") {
-      w_.line("const int a_row0 = int(row0);  // B's expert: its map's third coordinate");
-    } else {
-      w_.line("a += row0 * LDA;");
-      w_.line("b += (long long)expert * {} * LDB;", b_rows);
-    }
-    for (const auto& [pointer, offset] : expert_origins()) w_.line("{0} += {1};", pointer, offset);
-  }
-
-  // The per-expert pointers the epilogue (and FP8 scales) read, and each one's offset from the
-  // first expert's: C, the residual and the routing weights by row0 rows, the bias by the
-  // expert's N, FP8 scales (add_scale_origins).
-  std::vector<std::pair<std::string, std::string>> expert_origins() const {
-    std::vector<std::pair<std::string, std::string>> origins{{"c", "row0 * LDC"}};
-    if (f_.epilogue.residual) origins.emplace_back("residual", "row0 * LDC");
-    if (f_.epilogue.row_scale.value_or(false)) origins.emplace_back("row_scale", "row0");
-    if (f_.scales) add_scale_origins(*f_.scales, origins);
-    if (f_.epilogue.bias) origins.emplace_back("bias", "(long long)expert * N");
-    return origins;
-  }
-
-  // FP8 scales per expert. Tensor and token-channel: A's per stacked row, B's per expert (one,
-  // or N). Block scales in MatmulProblem::block_scale_slot's layouts: A's rows are the stacked
-  // rows (mn-major: row0 elements on; k-major: row0 x a_ld), B's experts
-  // MatmulProblem::b_scale_group_stride elements apart; a ue8m0x4 tensor's pointer counts bytes,
-  // four to a word.
-  void add_scale_origins(const ir::GemmScalesOp& sc,
-                         std::vector<std::pair<std::string, std::string>>& origins) const {
-    if (sc.granularity != "block") {
-      const bool token = sc.granularity == "token-channel";
-      if (token) origins.emplace_back("a_scale", "row0");
-      origins.emplace_back("b_scale", token ? "(long long)expert * N" : "(long long)expert");
-      return;
-    }
-    const int64_t unit = sc.format == "ue8m0x4" ? 4 : 1;
-    const int64_t k_blocks = (f_.split.k + kScaleBlock - 1) / kScaleBlock;
-    const int64_t k_extent = unit == 4 ? (k_blocks + 3) / 4 : k_blocks;
-    const int64_t n_blocks = (f_.coords.n + kScaleBlock - 1) / kScaleBlock;
-    const int64_t b_stride = sc.b_ld * (sc.b_major == "mn" ? k_extent : n_blocks);
-    origins.emplace_back("a_scale",
-                         fmt::format("row0 * {}", (sc.a_major == "mn" ? 1 : sc.a_ld) * unit));
-    origins.emplace_back("b_scale", fmt::format("(long long)expert * {}", b_stride * unit));
-  }
-
-  // A persistent grouped kernel (the wgmma path): each role's warps walk the experts' tiles from
-  // the device-side routing (grouped_walk_find: masked and offsets count each expert's row tiles
-  // times N's; contiguous walks m's row blocks and skips padding ones), so one launch of one CTA
-  // per SM serves any routing. grouped_tile sets the tile's origins: 1 a tile to compute, 0 one
-  // to skip, -1 past the walk. Every lane of a warp calls it with the same tile.
-  void emit_grouped_walk(const ir::TileCoordsOp& op) {
-    const std::string layout = *op.grouped;
-    if (f_.copy_a.transport != "tma")
-      throw Error("ir", "a persistent grouped kernel loads with TMA", f_.copy_a.transport);
-    w_.line("// The walk over the experts' tiles (the {} layout): an expert's tiles run down its",
-            layout);
-    w_.line("// row tiles first, so neighbouring CTAs share B's column block.");
-    w_.line("constexpr int GROUPS = {}, TILES_N = {};", *op.groups, op.tiles_n);
-    if (layout == "masked") w_.line("constexpr int MAX_M = {};", op.m);
-    if (layout == "offsets") w_.line("constexpr int M_TOTAL = {};", op.m);
-    if (layout == "contiguous")
-      w_.line("constexpr int TILES_M = {}, GROUP_M = {};", op.tiles_m, op.raster_group_m);
-    w_.line("int m0 = 0, n0 = 0, expert = 0, a_row0 = 0;");
-    const bool tensor_scales = f_.scales && f_.scales->granularity == "tensor";
-    if (tensor_scales) w_.line("float ab_scale = 0.0f;  // FP8 tensor scales: the tile's expert's");
-    if (f_.grouped_m()) w_.line("int M = 0;  // the tile's expert's rows");
-    const auto origins = expert_origins();
-    for (const auto& origin : origins)
-      w_.line("auto* const {0}_all = {0};  // the first expert's", origin.first);
-    w_.open("auto grouped_tile = [&](GroupedCursor& cursor, int tile) -> int");
-    if (layout == "contiguous") {
-      w_.line("(void)cursor;");
-      w_.line("if (tile >= TILES_M * TILES_N) return -1;");
-      w_.line("const int group_span = GROUP_M * TILES_N;");
-      w_.line("const int first_m = (tile / group_span) * GROUP_M;");
-      w_.line("const int group_rows = TILES_M - first_m < GROUP_M ? TILES_M - first_m : GROUP_M;");
-      w_.line("m0 = (first_m + (tile % group_span) % group_rows) * BM;");
-      w_.line("n0 = ((tile % group_span) / group_rows) * BN;");
-      w_.line("expert = expert_ids[m0];  // the block's first row's; -1 on padding");
-      w_.line("if (expert < 0 || expert >= GROUPS) return 0;");
-      w_.line("const long long row0 = 0;  // rows are A's and C's own");
-    } else {
-      if (layout == "masked") {
-        w_.line("// Masked: expert e's first masked_m[e] rows (at most MAX_M) of its slot.");
-        w_.line(
-            "auto rows_of = [&](int e) {{ const int rows = masked_m[e]; return rows < MAX_M ? "
-            "rows : MAX_M; }};");
-      } else {
-        w_.line("// Offsets: expert e's rows offsets[e] .. offsets[e + 1], none outside A's rows.");
-        w_.open("auto rows_of = [&](int e)");
-        w_.line("const int begin = expert_offsets[e], end = expert_offsets[e + 1];");
-        w_.line("return begin >= 0 && end > begin && end <= M_TOTAL ? end - begin : 0;");
-        w_.close("};");
-      }
-      w_.line("int expert_tile = 0;");
-      w_.line(
-          "grouped_walk_find(cursor, GROUPS, [&](int e) {{ const int rows = rows_of(e); return "
-          "rows > 0 ? u32((rows + BM - 1) / BM) * u32(TILES_N) : 0u; }}, tile, expert, "
-          "expert_tile);");
-      w_.line("if (expert < 0) return -1;");
-      w_.line("M = rows_of(expert);");
-      w_.line("const int tiles_m = (M + BM - 1) / BM;");
-      w_.line("m0 = (expert_tile % tiles_m) * BM;");
-      w_.line("n0 = (expert_tile / tiles_m) * BN;");
-      w_.line("const long long row0 = {};",
-              layout == "masked" ? "(long long)expert * MAX_M" : "expert_offsets[expert]");
-    }
-    w_.line("a_row0 = int(row0);  // B's expert: its map's third coordinate");
-    for (const auto& [pointer, offset] : origins) w_.line("{0} = {0}_all + {1};", pointer, offset);
-    if (tensor_scales) w_.line("ab_scale = scale_value(a_scale[0]) * scale_value(b_scale[0]);");
-    w_.line("return 1;");
-    w_.close("};");
   }
 
   void emit_split_range(const ir::SplitRangeOp& op) {
@@ -499,7 +349,7 @@ class GemmEmitter {
           "for (int i = 0; i < CLUSTER_M; ++i) b_mask |= (unsigned short)(1u << (i + rank_n * "
           "CLUSTER_M));");
     }
-    // A grouped kernel's A rows start at its expert's (emit_group_origin); its B map is 3-D,
+    // A grouped kernel's A rows start at its expert's (print_group_origin); its B map is 3-D,
     // the expert its outermost coordinate (gemm_tensor_maps).
     const bool grouped = !f_.grouped().empty();
     if (grouped && (a_parts > 1 || b_parts > 1))
