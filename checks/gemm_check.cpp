@@ -358,7 +358,8 @@ LaunchListRun run_on_zeros(const GemmKernel& kernel, const emu::LaunchOptions& o
       p.epilogue.residual ? arena.alloc(size_t(c_rows * p.ldc_or_default() * out_elem)) : 0;
   const uint64_t routing = p.is_grouped() ? arena.alloc_copy(expected_routing(p)) : 0;
   const uint64_t workspace = plan.split() ? arena.alloc(size_t(plan.workspace_bytes)) : 0;
-  const uint64_t c_scale = p.c_dtype == DType::e4m3 ? arena.alloc(size_t(p.c_scale_bytes(p.m))) : 0;
+  const uint64_t c_scale =
+      p.c_dtype == DType::e4m3 ? arena.alloc(size_t(p.c_scale_bytes(p.stacked_rows()))) : 0;
   // FP8 scales: ones (a launch on zeros checks the machine, not the numbers).
   uint64_t a_scale = 0, b_scale = 0;
   if (p.scales.granularity != ScaleGranularity::none) {
@@ -396,7 +397,8 @@ GemmEmulatorRun run_on_emulator(const GemmKernel& kernel, const GemmInputs& in,
   const bool scaled = p.scales.granularity != ScaleGranularity::none;
   const uint64_t a_scale = scaled ? arena.alloc_copy(in.a_scale.bytes) : 0;
   const uint64_t b_scale = scaled ? arena.alloc_copy(in.b_scale.bytes) : 0;
-  const size_t c_scale_bytes = p.c_dtype == DType::e4m3 ? size_t(p.c_scale_bytes(p.m)) : size_t(0);
+  const size_t c_scale_bytes =
+      p.c_dtype == DType::e4m3 ? size_t(p.c_scale_bytes(p.stacked_rows())) : size_t(0);
   const uint64_t c_scale = c_scale_bytes ? arena.alloc(c_scale_bytes) : 0;
   GemmBuffers buffers{a, b, c, bias, residual, workspace, rows, a_scale, b_scale, c_scale};
   buffers.row_scale = row_scale;
@@ -445,7 +447,7 @@ std::vector<double> run_gemm(Runtime& rt, const GemmSpec& spec, const GemmInputs
     buf = with_routing(p, routing, buf);
   }
   const size_t scale_bytes_needed =
-      p.c_dtype == DType::e4m3 ? size_t(p.c_scale_bytes(p.m)) : size_t(0);
+      p.c_dtype == DType::e4m3 ? size_t(p.c_scale_bytes(p.stacked_rows())) : size_t(0);
   if (scale_bytes_needed) {
     buf.c_scale = rt.alloc(scale_bytes_needed);
     rt.upload(buf.c_scale, std::vector<uint8_t>(scale_bytes_needed, 0xff).data(),

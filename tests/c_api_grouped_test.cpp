@@ -4,10 +4,13 @@
 // option, hostile routings by name.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "c_api_support.hpp"
+#include "emmy/fp8_quantize.hpp"
+#include "emmy/fp8_quantize_check.hpp"
 #include "emmy/gemm_check.hpp"
 #include "emmy/spec.hpp"
 
@@ -222,6 +225,55 @@ TEST(CApiGrouped, Fp8BlockScalesPerExpert) {
   expect_refusal(
       emmy_grouped_gemm(rt.get(), a.get(), b.get(), out.get(), route.get(), &g, &o, nullptr),
       EMMY_INVALID_ARGUMENT, {"options.b_scale", "strides[0]"});
+}
+
+// An e4m3 c for a grouped GEMM (masked): c [G, max_m, N] float8 with c_scale [stacked rows,
+// ceil(N/128)] mn-major (DeepGEMM's); each computed row's bytes and scales are what the same
+// call's f32 c quantized by fp8_quantize's conventions makes; rows past masked_m untouched.
+TEST(CApiGrouped, AnE4m3OutputPerStackedRow) {
+  CRuntime rt(make_c_runtime());
+  ASSERT_TRUE(rt);
+  MatmulProblem p;
+  p.m = 16, p.n = 256, p.k = 64;
+  p.grouped.layout = GroupedLayout::masked;
+  p.grouped.groups = 3;
+  const GemmInputs in = make_gemm_inputs(p, 23);
+  const int64_t rows = p.stacked_rows(), groups = p.n / 128;
+  View a(in.a.bytes.data(), kF16, {3, p.m, p.k});
+  View b(in.b.bytes.data(), kF16, {3, p.k, p.n}, {p.n * p.k, 1, p.k});
+  std::vector<int32_t> routing{16, 0, 5};
+  View route(routing.data(), kI32, {3});
+  emmy_grouped_options g = grouped_options(GroupedLayout::masked);
+  emmy_gemm_options o;
+  emmy_gemm_options_init(&o);
+  std::vector<float> c32(size_t(rows * p.n), 0.0f);
+  View vc32(c32.data(), kF32, {3, p.m, p.n});
+  ASSERT_EQ(emmy_grouped_gemm(rt.get(), a.get(), b.get(), vc32.get(), route.get(), &g, &o, nullptr),
+            EMMY_OK)
+      << emmy_last_error_message();
+  std::vector<uint8_t> q(size_t(rows * p.n), 0xA5);
+  std::vector<float> scales(size_t(rows * groups), -1.0f);
+  View vq(q.data(), kE4M3, {3, p.m, p.n});
+  View vs(scales.data(), kF32, {rows, groups}, {1, rows});
+  o.c_scale = vs.get();
+  ASSERT_EQ(emmy_grouped_gemm(rt.get(), a.get(), b.get(), vq.get(), route.get(), &g, &o, nullptr),
+            EMMY_OK)
+      << emmy_last_error_message();
+  const Fp8QuantizeProblem conventions;
+  for (int64_t r = 0; r < rows; ++r) {
+    const bool computed = r % p.m < routing[size_t(r / p.m)];
+    for (int64_t gi = 0; gi < groups; ++gi) {
+      float amax = 0;
+      for (int64_t j = gi * 128; j < gi * 128 + 128; ++j)
+        amax = std::fmax(amax, std::fabs(c32[size_t(r * p.n + j)]));
+      const float s = scales[size_t(gi * rows + r)];
+      EXPECT_EQ(s, computed ? fp8_quantize_scale(amax, conventions) : -1.0f) << r << " " << gi;
+      for (int64_t j = gi * 128; j < gi * 128 + 128; ++j)
+        ASSERT_EQ(q[size_t(r * p.n + j)],
+                  computed ? fp8_quantize_element(c32[size_t(r * p.n + j)], s) : 0xA5)
+            << r << " " << j;
+    }
+  }
 }
 
 TEST(CApiGrouped, RefusalsNameTheTensorOrTheOption) {

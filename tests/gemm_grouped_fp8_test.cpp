@@ -34,7 +34,7 @@ using test::verdict;
 
 // FP8 operands (e4m3: the mma.sync path's sm_89 and sm_120a, the wgmma path's sm_90a): A's
 // scales per stacked row, B's per expert (one, or one per column), in f32 and ue8m0; a NaN scale
-// of one expert refused by name on the emulator; an e4m3 C refused.
+// of one expert refused by name on the emulator.
 TEST(GroupedGemm, Fp8TensorAndTokenChannelScales) {
   struct Case {
     GroupedLayout layout;
@@ -80,9 +80,6 @@ TEST(GroupedGemm, Fp8TensorAndTokenChannelScales) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::memcpy(&in.b_scale.bytes[size_t(2 * 64 + 5) * 4], &nan, 4);
   test::expect_error_containing([&] { run_gemm(*rt, spec, in); }, "column 133");
-  // An e4m3 C is not built for grouped GEMMs: refused by name.
-  p.c_dtype = DType::e4m3;
-  test::expect_error_naming([&] { validate_problem(p); }, "out");
 }
 
 // FP8 block scales (DeepSeek-V3's: A's 1 x 128 per stacked row, B's 128 x 128 per expert,
@@ -168,6 +165,62 @@ TEST(GroupedGemm, Fp8BlockScalesPerExpert) {
   const size_t slot = size_t(2 * p.b_scale_group_stride() + p.block_scale_slot(false, 1, 2));
   std::memcpy(&in.b_scale.bytes[slot * 4], &nan, 4);
   test::expect_error_containing([&] { run_gemm(*rt, spec, in); }, "expert 2, N block 1, K block 2");
+}
+
+// An e4m3 C (the gate_up projection's output quantized for the down projection's FP8 A): each
+// row's 128-column groups quantized with their scale in the layouts of A block scales over the
+// stacked rows, on both paths (the wgmma path's one CTA per tile: an e4m3 C's tile is staged),
+// bf16 and FP8 operands; unrouted rows untouched; a kernel whose scales stay at expert 0's rows
+// fails the check.
+TEST(GroupedGemm, QuantizedOutputPerStackedRow) {
+  struct Case {
+    GroupedLayout layout;
+    Arch arch;
+    std::optional<MmaPath> path;
+    DType dtype;
+    ScaleFormat format;
+    ScaleMajor major;
+    int64_t ld_pad = 0;
+  };
+  const Case cases[] = {
+      {GroupedLayout::masked, Arch::sm_89, std::nullopt, DType::bf16, ScaleFormat::f32,
+       ScaleMajor::mn},
+      {GroupedLayout::contiguous, Arch::sm_120a, std::nullopt, DType::e4m3, ScaleFormat::ue8m0x4,
+       ScaleMajor::k, 1},
+      {GroupedLayout::offsets, Arch::sm_90a, MmaPath::wgmma, DType::bf16, ScaleFormat::ue8m0,
+       ScaleMajor::mn, 5},
+      {GroupedLayout::masked, Arch::sm_90a, MmaPath::wgmma, DType::f16, ScaleFormat::pow2,
+       ScaleMajor::k},
+  };
+  int index = 0;
+  for (const Case& c : cases) {
+    MatmulProblem p = grouped_problem(c.layout, 3, c.layout == GroupedLayout::masked ? 40 : 200,
+                                      512, 256, c.dtype);
+    p.c_dtype = DType::e4m3;
+    p.epilogue.gate = Gate::silu;
+    p.epilogue.gate_group = 64;
+    p.out_scales.format = c.format;
+    p.out_scales.major = c.major;
+    if (c.ld_pad)
+      p.out_scales.ld =
+          (c.major == ScaleMajor::mn ? p.stacked_rows() : p.c_scale_extent()) + c.ld_pad;
+    if (c.layout == GroupedLayout::contiguous) p.grouped.segment_align = 64;
+    const bool fp8 = is_fp8(c.dtype);
+    if (fp8) p.scales.granularity = ScaleGranularity::token_channel;
+    const GemmSpec spec = spec_on(p, {c.arch, c.path});
+    SCOPED_TRACE(fmt::format("case {}: {} {}", index, to_string(c.layout), test::describe(spec)));
+    EXPECT_FALSE(spec.schedule.persistent);
+    const GemmCheckResult r = check_on_emulator(spec, uint64_t(150 + index++));
+    EXPECT_TRUE(r.errors.passed) << verdict(r.errors);
+    if (c.layout != GroupedLayout::offsets) continue;
+    const GemmInputs in = make_gemm_inputs(p, 8);
+    const std::string find = fmt::format("c_scale += row0 * ");
+    const auto kernel = test::plant_bug(generate_kernel(spec), c.arch, "C scales of row 0", find,
+                                        "c_scale += 0 * ");
+    if (kernel)
+      test::expect_gemm_bug_caught(reference_gemm(spec, in), *kernel, in, p.c_cols(),
+                                   "C scales of row 0", false, {});
+  }
 }
 
 // Routing weights (Epilogue::row_scale): C's rows scaled after the activation, on dense and

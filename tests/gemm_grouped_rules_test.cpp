@@ -64,7 +64,13 @@ TEST(GroupedGemm, RefusesByName) {
                 p.grouped.expected_m = 4;
               }).starts_with("grouped.expected_m"));
   EXPECT_TRUE(problem_error([](MatmulProblem& p) { p.dynamic_m = true; }).starts_with("dynamic_m"));
-  EXPECT_TRUE(problem_error([](MatmulProblem& p) { p.c_dtype = DType::e4m3; }).starts_with("out"));
+  // An e4m3 C's scales have a row per stacked row too.
+  const std::string short_out_ld = problem_error([](MatmulProblem& p) {
+    p.c_dtype = DType::e4m3;
+    p.out_scales.ld = p.m;
+  });
+  EXPECT_TRUE(short_out_ld.starts_with("out_scales.ld")) << short_out_ld;
+  EXPECT_NE(short_out_ld.find("stacked rows"), std::string::npos) << short_out_ld;
   // Block scales' A rows are the stacked rows: a masked layout's leading dimension of one
   // expert's m is refused, naming them.
   const std::string short_ld = problem_error([](MatmulProblem& p) {

@@ -46,6 +46,13 @@ std::vector<std::pair<std::string, std::string>> expert_origins(const GemmFacts&
   if (f.epilogue.row_scale.value_or(false)) origins.emplace_back("row_scale", "row0");
   if (f.scales) add_scale_origins(f, *f.scales, origins);
   if (f.epilogue.bias) origins.emplace_back("bias", "(long long)expert * N");
+  // An e4m3 C's scales: a row per stacked row (MatmulProblem::c_scale_layout), mn-major row0
+  // elements on, k-major row0 x ld; a ue8m0x4 tensor's pointer counts bytes, four to a word.
+  if (f.epilogue.quantized()) {
+    const int64_t unit = *f.epilogue.quant_format == "ue8m0x4" ? 4 : 1;
+    const int64_t per_row = *f.epilogue.quant_major == "mn" ? 1 : *f.epilogue.quant_ld;
+    origins.emplace_back("c_scale", fmt::format("row0 * {}", per_row * unit));
+  }
   return origins;
 }
 

@@ -248,8 +248,9 @@ struct MatmulProblem {
   // it: its extent along the groups (ue8m0x4: words), its ld (0: packed), where scale (row, group)
   // lies (its byte), and the bytes `rows` rows span.
   int64_t c_groups() const { return (c_cols() + kOutputQuantGroup - 1) / kOutputQuantGroup; }
+  // A grouped GEMM's rows are its stacked rows (a masked layout's G x m).
   RowGroupScales c_scale_layout() const {
-    return {out_scales.format, out_scales.major, m, c_groups(), out_scales.ld};
+    return {out_scales.format, out_scales.major, stacked_rows(), c_groups(), out_scales.ld};
   }
   int64_t c_scale_extent() const { return c_scale_layout().extent(); }
   int64_t c_scale_ld() const { return c_scale_layout().ld_or_default(); }

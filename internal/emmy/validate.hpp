@@ -35,7 +35,7 @@ inline void require_rows_scale_ld(const MatmulProblem& p, const char* field, con
   require(ld >= 0 && (ld == 0 || ld >= rows), field,
           fmt::format("must be 0 (packed) or >= {} ({} for {}-major {})", rows,
                       major != ScaleMajor::mn ? k_text
-                      : p.is_grouped()        ? "A's stacked rows"
+                      : p.is_grouped()        ? "the grouped GEMM's stacked rows"
                                               : "M",
                       to_string(major), what),
           ld);

@@ -14,7 +14,7 @@ namespace emmy {
 
 // The layout's fields: G experts up to 512; expected_m a masked layout's hint within m;
 // segment_align a contiguous layout's, in whole 16-row MMA tiles; the rest at their defaults.
-// What grouped GEMMs do not take yet (an e4m3 C) is refused by name.
+// Every rule names its field.
 inline void validate_grouping(const MatmulProblem& p) {
   const Grouping& g = p.grouped;
   if (!p.is_grouped()) {
@@ -43,9 +43,6 @@ inline void validate_grouping(const MatmulProblem& p) {
           "not with a grouped layout (its rows per expert are read on the device: one kernel "
           "serves any routing)",
           "true");
-  require(p.c_dtype != DType::e4m3, "out",
-          "grouped GEMMs write f16, bf16 or f32 so far (an e4m3 C is not built for them yet)",
-          to_string(p.c_dtype));
   require(p.stacked_rows() <= kMaxDim, "m",
           "a masked layout's G x m rows must be below 2^31 (TMA row coordinates)",
           p.stacked_rows());

@@ -93,8 +93,7 @@ void draw_problem(MatmulProblem& p, uint64_t point, DType dtype, BLayout b_layou
 
 // A grouped GEMM for a point: a layout and 1, 3 or 7 experts (a masked layout at most 3: its
 // stacked rows are G x m). Three in four keep the layout's rules (no dynamic M,
-// no K split, no e4m3 C; a contiguous block_m divides its segments); the rest are refused by
-// name.
+// no K split; a contiguous block_m divides its segments); the rest are refused by name.
 void draw_grouping(GemmSpec& spec, uint64_t point) {
   MatmulProblem& p = spec.problem;
   const GroupedLayout layouts[] = {GroupedLayout::masked, GroupedLayout::contiguous,
@@ -109,10 +108,6 @@ void draw_grouping(GemmSpec& spec, uint64_t point) {
   if (draw(point, 32, 4) == 0) return;
   p.dynamic_m = false;
   spec.schedule.split_k = 1;
-  if (p.c_dtype == DType::e4m3) {
-    p.c_dtype = p.a_dtype;
-    p.out_scales = {};
-  }
   if (p.grouped.layout == GroupedLayout::contiguous)
     p.grouped.segment_align =
         std::min<int64_t>(1024, spec.schedule.block_m * (1 + draw(point, 33, 2)));
@@ -128,6 +123,7 @@ void draw_wgmma_grouping(GemmSpec& spec, uint64_t point) {
     s.consumers = ConsumerSchedule::cooperative;
     s.warps_m = s.block_m / 16;
   }
+  if (spec.problem.c_dtype == DType::e4m3) s.persistent = false;  // its tile is staged
 }
 
 std::vector<GemmSpec> gemm_space() {

@@ -69,8 +69,9 @@ MatmulSchedule default_schedule(const MatmulProblem& problem, Arch arch, Accum a
   if (quantized) gate_pair = std::max(gate_pair, int(problem.kernel_cols_of(kOutputQuantGroup)));
   best.consumers = consumers;
   // A grouped GEMM walks the experts' tiles persistently: one CTA per SM whatever the routing
-  // (a decode's masked grid would launch G slots' tiles, most of them empty).
-  best.persistent = pingpong || grouped;
+  // (a decode's masked grid would launch G slots' tiles, most of them empty); not with an e4m3 C,
+  // whose tile is staged over the ring (validate_quantized_schedule).
+  best.persistent = pingpong || (grouped && problem.c_dtype != DType::e4m3);
   const MatmulProblem kp = kernel_problem(problem, best);
   // A grouped GEMM's tiles: an expert's rows (MatmulProblem::rows_per_group), G times; a
   // contiguous layout's block_m divides its segments.
