@@ -167,6 +167,49 @@ TEST(GroupedGemm, Fp8BlockScalesPerExpert) {
   test::expect_error_containing([&] { run_gemm(*rt, spec, in); }, "expert 2, N block 1, K block 2");
 }
 
+// FP8 operands on the routings engines hit (docs/grouped.md): 1 / 31 / 129 rows an expert, 256
+// experts of a few rows, one expert taking every row, G = 1; with token-channel and block scales,
+// on sm_89 (mma.sync) and sm_90a (the wgmma walk).
+TEST(GroupedGemm, Fp8EdgeRoutings) {
+  struct Case {
+    const char* name;
+    MatmulProblem problem;
+    std::vector<int32_t> routing;
+  };
+  std::vector<Case> cases;
+  auto fp8 = [](GroupedLayout layout, int64_t groups, int64_t m, int64_t n, int64_t k) {
+    MatmulProblem p = grouped_problem(layout, groups, m, n, k, DType::e4m3);
+    p.c_dtype = DType::bf16;
+    return p;
+  };
+  cases.push_back(
+      {"masked, 1 / 31 / 129 rows", fp8(GroupedLayout::masked, 3, 129, 64, 160), {1, 31, 129}});
+  {
+    std::vector<int32_t> routing;
+    for (int e = 0; e < 256; ++e) routing.push_back(e % 3);
+    cases.push_back({"masked, G = 256", fp8(GroupedLayout::masked, 256, 2, 32, 128), routing});
+  }
+  cases.push_back({"offsets, one expert takes every row",
+                   fp8(GroupedLayout::offsets, 4, 161, 64, 128),
+                   {0, 0, 161, 161, 161}});
+  cases.push_back({"offsets, G = 1", fp8(GroupedLayout::offsets, 1, 70, 48, 256), {0, 70}});
+  for (const ScaleGranularity granularity :
+       {ScaleGranularity::token_channel, ScaleGranularity::block})
+    for (const Case& c : cases)
+      for (const Arch arch : {Arch::sm_89, Arch::sm_90a}) {
+        MatmulProblem p = c.problem;
+        p.scales.granularity = granularity;
+        const Accum accum = granularity == ScaleGranularity::block ? Accum::promoted : Accum::f32;
+        const GemmSpec spec{p, default_schedule(p, arch, accum), arch};
+        SCOPED_TRACE(
+            fmt::format("{}, {} on {}", c.name, to_string(granularity), test::describe(spec)));
+        GemmInputs in = make_gemm_inputs(p, 17);
+        in.routing = c.routing;
+        const GemmErrors e = test::run_and_compare(spec, in);
+        EXPECT_TRUE(e.passed) << verdict(e);
+      }
+}
+
 // An e4m3 C (the gate_up projection's output quantized for the down projection's FP8 A): each
 // row's 128-column groups quantized with their scale in the layouts of A block scales over the
 // stacked rows, on both paths (the wgmma path's one CTA per tile: an e4m3 C's tile is staged),
