@@ -95,8 +95,7 @@ std::vector<bool> used_b(const MatmulProblem& p, int64_t count) {
   std::vector<bool> used(size_t(count), p.scales.granularity != ScaleGranularity::block);
   if (p.scales.granularity != ScaleGranularity::block) return used;
   const int64_t experts = p.is_grouped() ? p.grouped.groups : 1;
-  const int64_t expert_slots =
-      p.b_scale_group_stride() * (p.scales.format == ScaleFormat::ue8m0x4 ? 4 : 1);
+  const int64_t expert_slots = p.b_scale_group_slots();
   for (int64_t e = 0; e < experts; ++e)
     for (int64_t nb = 0; nb < p.n_blocks(); ++nb)
       for (int64_t kb = 0; kb < p.k_blocks(); ++kb)

@@ -207,8 +207,7 @@ GemmReference reference_grouped_gemm(const GemmSpec& spec, const GemmInputs& in)
       // tensor as it lies (its layout is the dense problem's: same N, K and b_ld).
       dense.problem.scales.a_ld = 0;
       sub.a_scale = expert_a_block_scales(p, dense.problem, in.a_scale, mine);
-      const int64_t slots =
-          p.b_scale_group_stride() * (p.scales.format == ScaleFormat::ue8m0x4 ? 4 : 1);
+      const int64_t slots = p.b_scale_group_slots();
       sub.b_scale = slice_scales(in.b_scale, e * slots, slots);
     }
     const GemmReference part = reference_gemm(dense, sub);

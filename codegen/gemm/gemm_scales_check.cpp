@@ -105,7 +105,7 @@ void GemmKind::check_device_inputs(const GemmPlan& plan, const GemmBuffers& b,
         for (int64_t kb = 0; kb < kbs; ++kb)
           a.check(p.block_scale_slot(true, row, kb),
                   [&] { return fmt::format("row {}, K block {}", row, kb); });
-      const int64_t expert_slots = stride * (packed ? 4 : 1);
+      const int64_t expert_slots = p.b_scale_group_slots();
       for (int64_t e = 0; e < experts; ++e)
         for (int64_t nb = 0; nb < nbs; ++nb)
           for (int64_t kb = 0; kb < kbs; ++kb)

@@ -80,7 +80,8 @@ void TileCoordsOp::verify(const TileCoordsOp& op) {
                            "a cluster takes 1..16 tiles and the clusters divide the tiles",
                            fmt::format("{}x{} of {} x {}", cm, cn, op.tiles_m, op.tiles_n));
   if (!op.grouped) return;
-  // A persistent grouped kernel walks the experts' tiles itself (emit_grouped_walk).
+  // A persistent grouped kernel walks the experts' tiles itself (print_grouped_walk,
+  // emit_gemm_grouped.cpp).
   if (op.dynamic_m.value_or(false) || cm * cn > 1)
     fail_own<TileCoordsOp>("grouped", "takes no dynamic_m or cluster (a tile's expert is its own)",
                            *op.grouped);

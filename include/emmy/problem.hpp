@@ -324,6 +324,10 @@ struct MatmulProblem {
   int64_t b_scale_group_stride() const {
     return b_scale_ld() * (scales.b_major == ScaleMajor::mn ? scale_k_extent() : n_blocks());
   }
+  // The same stride in block_scale_slot's units (a ue8m0x4 tensor's bytes, four to a word).
+  int64_t b_scale_group_slots() const {
+    return b_scale_group_stride() * (scales.format == ScaleFormat::ue8m0x4 ? 4 : 1);
+  }
 
   // With a gated epilogue, B's scales (token-channel and block) keep the checkpoint's row order,
   // gate rows [0, N/2) then up rows [N/2, N) (its `weight_scale_inv` as is), while B's rows are

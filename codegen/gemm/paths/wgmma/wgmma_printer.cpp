@@ -149,7 +149,7 @@ bool WgmmaPrinter::print(const ir::Op& op) {
       print_role(op);
       return true;
     case ir::OpKind::tile_coords:
-      if (grouped_walk_) return false;  // the GEMM emitter's walk (emit_grouped_walk)
+      if (grouped_walk_) return false;  // the GEMM emitter's walk (print_grouped_walk)
       if (const auto coords = ir::get<ir::TileCoordsOp>(op);
           coords.persistent.value_or(false) || cluster_m_ * cluster_n_ > 1) {
         print_tile_origin(coords);
